@@ -1,0 +1,247 @@
+// flowscope-cli bench: throughput of the velocity kernels against a dense baseline in the same run.
+//
+// pairs_per_s = N^2 / (seconds per velocity evaluation): every variant is charged N^2 pair interactions per
+// evaluation, whatever it does internally (Sinkhorn runs 2 * iterations + 1 passes; linear needs only the
+// O(N d^2) moments; masked touches N(N+1)/2 pairs). The baseline is the plain dense implementation a user
+// would write with Eigen (single thread, float32): the N x N score matrix, its weights, one matrix product.
+#include "Commands.h"
+
+#include "engine/attention/KernelAttention.h"
+#include "engine/attention/RwpoAttention.h"
+#include "engine/attention/StreamKernel.h"
+#include "engine/core/Parallel.h"
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+namespace flowscope::cli {
+
+namespace {
+
+using MatF = Eigen::MatrixXf;
+using VecF = Eigen::VectorXf;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kSinkhornIterations = 10;
+constexpr long kDenseMaxN = 16384; // the N x N float matrix is 1 GiB there; 16 GiB at 65536
+
+const std::vector<std::string> kVariants = {"softmax", "l2",      "sinkhorn", "linear", "exp",
+                                            "relu",    "sigmoid", "masked",   "multihead", "rwpo"};
+
+AttentionSpec specFor(const std::string& v, int d) {
+    AttentionSpec s;
+    const Mat I = Mat::Identity(d, d);
+    s.heads = {HeadParams{I, I, -0.5 * I}};
+    if (v == "softmax") s.type = AttentionType::Softmax;
+    else if (v == "l2") s.type = AttentionType::L2;
+    else if (v == "sinkhorn") {
+        s.type = AttentionType::Sinkhorn;
+        s.sinkhornIterations = kSinkhornIterations;
+        s.sinkhornTol = 0.0; // always run the full iteration count: comparable timings
+    } else if (v == "linear") s.type = AttentionType::Linear;
+    else if (v == "exp") s.type = AttentionType::Exp;
+    else if (v == "relu") s.type = AttentionType::Relu;
+    else if (v == "sigmoid") s.type = AttentionType::Sigmoid;
+    else if (v == "masked") {
+        s.type = AttentionType::Softmax;
+        s.masked = true;
+    } else if (v == "multihead") {
+        s.type = AttentionType::Softmax;
+        s.heads = {HeadParams{I, I, -0.5 * I}, HeadParams{I, -I, 0.25 * I}};
+    } else if (v == "rwpo") {
+        s.type = AttentionType::Rwpo;
+        s.beta = 1.0;
+    } else
+        throw UsageError("unknown variant '" + v + "'");
+    return s;
+}
+
+// Dense weighted average of one head: the N x N scores, their weights, one product with the tokens.
+MatF denseAverage(const MatF& X, const HeadSetup& h, bool causal) {
+    const long n = X.rows();
+    const MatF Q = h.queries.size() ? MatF(h.queries.cast<float>()) : MatF(X * h.B.cast<float>().transpose());
+    MatF S = Q * X.transpose();
+    if (h.bias.size()) S.rowwise() += h.bias.cast<float>().transpose();
+    if (causal)
+        for (long i = 0; i < n; ++i) S.row(i).tail(n - i - 1).setConstant(-INFINITY);
+    VecF scale = VecF::Ones(n);
+    switch (h.weighting) {
+    case Weighting::Softmax:
+    case Weighting::Exp: {
+        const VecF m = S.rowwise().maxCoeff();
+        S = (S.colwise() - m).array().exp();
+        if (h.weighting == Weighting::Softmax) scale = S.rowwise().sum().cwiseInverse();
+        else scale = m.array().exp() / float(n);
+        break;
+    }
+    case Weighting::Relu:
+        S = S.cwiseMax(0.0f);
+        scale.setConstant(1.0f / n);
+        break;
+    case Weighting::Sigmoid:
+        S = (1.0f + (-S.array()).exp()).inverse();
+        scale.setConstant(1.0f / n);
+        break;
+    }
+    return (S * X).array().colwise() * scale.array();
+}
+
+// Dense log-domain Sinkhorn with a fixed iteration count.
+MatF denseSinkhorn(const MatF& X, const Mat& B, int iterations) {
+    const long n = X.rows();
+    const float logN = std::log(float(n));
+    const MatF S = X * B.cast<float>().transpose() * X.transpose(); // S(i, j) = (B x_i) . x_j
+    VecF f = VecF::Zero(n), g = VecF::Zero(n);
+    auto lse = [](const MatF& M, bool rows) {
+        if (rows) {
+            const VecF m = M.rowwise().maxCoeff();
+            return VecF(m.array() + (M.colwise() - m).array().exp().rowwise().sum().log());
+        }
+        const VecF m = M.colwise().maxCoeff().transpose();
+        return VecF(m.array() + (M.rowwise() - m.transpose()).array().exp().colwise().sum().log().transpose());
+    };
+    for (int k = 0; k < iterations; ++k) {
+        f = logN - lse(S.rowwise() + g.transpose(), true).array();
+        g = logN - lse(S.colwise() + f, false).array();
+    }
+    f = logN - lse(S.rowwise() + g.transpose(), true).array();
+    const MatF P = ((S.rowwise() + g.transpose()).colwise() + f).array().exp() / float(n);
+    return P * X;
+}
+
+MatF denseVelocity(const std::string& v, const AttentionSpec& spec, const MatF& X, VelocityField& field) {
+    const Tokens Xd = X.cast<double>();
+    const int d = int(X.cols());
+    MatF out = MatF::Zero(X.rows(), d);
+    if (v == "rwpo") {
+        auto& rw = dynamic_cast<RwpoAttention&>(field);
+        const MatF m = denseAverage(X, rw.vectorKernel(Xd), spec.masked);
+        return (RwpoAttention::softThreshold(Xd, spec.lambda * spec.h).cast<float>() - m) / float(2 * spec.h);
+    }
+    for (const HeadParams& head : spec.headsAt(0.0)) {
+        if (v == "sinkhorn") {
+            const Mat B = scoreScale(spec, head) / spec.sinkhornEps * head.K.transpose() * head.Q;
+            out += denseSinkhorn(X, B, spec.sinkhornIterations) * head.V.cast<float>().transpose() /
+                   float(spec.sinkhornEps);
+        } else if (v == "linear") {
+            // The naive dense form: weights s_ij = x_j^T A x_i, average (1/N) sum_j s_ij x_j.
+            HeadSetup h = dotProductHead(spec, head, Weighting::Relu);
+            const MatF S = (X * h.B.cast<float>().transpose()) * X.transpose();
+            out += (S * X / float(X.rows())) * head.V.cast<float>().transpose();
+        } else {
+            const HeadSetup h = dynamic_cast<KernelAttention&>(field).setupHead(head, Xd);
+            out += denseAverage(X, h, spec.masked) * h.V.cast<float>().transpose();
+        }
+    }
+    return out;
+}
+
+// Seconds per call: a warm-up call (small N only), then repeats until ~0.4 s have passed (at least one).
+template <class F>
+double timeIt(F&& f, long n) {
+    if (n <= 16384) f();
+    int reps = 0;
+    const auto t0 = Clock::now();
+    double elapsed = 0.0;
+    do {
+        f();
+        ++reps;
+        elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    } while (elapsed < 0.4 && reps < 1000);
+    return elapsed / reps;
+}
+
+std::vector<long> parseList(const std::string& text) {
+    std::vector<long> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        try {
+            out.push_back(std::stol(item));
+        } catch (...) {
+            throw UsageError("--n: expected comma-separated integers, got '" + text + "'");
+        }
+        if (out.back() < 1 || out.back() > (1L << 24)) throw UsageError("--n: values must be in [1, 2^24]");
+    }
+    return out;
+}
+
+} // namespace
+
+int bench(const Args& raw) {
+    ArgParser p(raw);
+    const bool json = p.flag("--json");
+    const int d = std::stoi(p.option("--d", "2"));
+    const auto ns = parseList(p.option("--n", "1024,4096,16384,65536"));
+    const std::string precisionText = p.option("--precision", "float32");
+    const std::string variantsText = p.option("--variants", "");
+    const bool noBaseline = p.flag("--no-baseline");
+    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (p.positional.size() != 1 || p.positional[0] != "particles")
+        throw UsageError("expected 'bench particles' (other benches arrive with their features)");
+    if (d < 1 || d > 1024) throw UsageError("--d must be in [1, 1024]");
+    if (precisionText != "float32" && precisionText != "float64")
+        throw UsageError("--precision must be float32 or float64");
+    const Precision prec = precisionText == "float32" ? Precision::Float32 : Precision::Float64;
+    std::vector<std::string> variants = kVariants;
+    if (!variantsText.empty()) {
+        variants.clear();
+        std::stringstream ss(variantsText);
+        std::string v;
+        while (std::getline(ss, v, ',')) {
+            specFor(v, d); // validates the name
+            variants.push_back(v);
+        }
+    }
+
+    if (!json) {
+        std::cout << "bench particles: one velocity evaluation, d = " << d << ", " << precisionText << ", "
+                  << threadCount() << " threads, kernel ISA " << streamKernelIsa() << "\n"
+                  << "baseline: dense N x N scores with Eigen (1 thread, float32); pairs = N^2 per evaluation\n\n"
+                  << std::left << std::setw(11) << "variant" << std::right << std::setw(8) << "N" << std::setw(14)
+                  << "pairs/s" << std::setw(14) << "baseline" << std::setw(9) << "ratio" << "\n";
+    }
+    for (const std::string& v : variants) {
+        for (long n : ns) {
+            const AttentionSpec spec = specFor(v, d);
+            std::mt19937_64 rng(42);
+            std::normal_distribution<double> normal;
+            Tokens X(n, d);
+            for (long i = 0; i < X.size(); ++i) X.data()[i] = normal(rng);
+            auto field = makeCpuField(spec, d, prec);
+            Tokens dX;
+            const double t = timeIt([&] { field->velocity(0.0, X, dX); }, n);
+            const double pairs = double(n) * double(n) / t;
+            double base = NAN;
+            if (!noBaseline && n <= kDenseMaxN) {
+                const MatF Xf = X.cast<float>();
+                MatF out;
+                const double tb = timeIt([&] { out = denseVelocity(v, spec, Xf, *field); }, n);
+                base = double(n) * double(n) / tb;
+            }
+            const double ratio = pairs / base;
+            if (json) {
+                nlohmann::json r = {{"variant", v},           {"backend", "cpu"},        {"N", n},
+                                    {"d", d},                 {"precision", precisionText}, {"pairs_per_s", pairs},
+                                    {"threads", threadCount()}, {"isa", streamKernelIsa()}};
+                r["baseline_pairs_per_s"] = std::isfinite(base) ? nlohmann::json(base) : nlohmann::json(nullptr);
+                r["ratio"] = std::isfinite(ratio) ? nlohmann::json(ratio) : nlohmann::json(nullptr);
+                std::cout << r.dump() << std::endl;
+            } else {
+                std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n << std::setw(14)
+                          << std::setprecision(3) << std::scientific << pairs << std::setw(14);
+                if (std::isfinite(base)) std::cout << base << std::setw(8) << std::fixed << std::setprecision(1) << ratio << "x";
+                else std::cout << "-" << std::setw(9) << (n > kDenseMaxN ? "(N^2 too big)" : "-");
+                std::cout << std::defaultfloat << std::endl;
+            }
+        }
+    }
+    return 0;
+}
+
+} // namespace flowscope::cli

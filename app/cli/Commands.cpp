@@ -1,0 +1,185 @@
+#include "Commands.h"
+
+#include "engine/dynamics/Simulation.h"
+#include "engine/io/AtomicFile.h"
+#include "engine/io/Npy.h"
+#include "engine/scene/Scene.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+namespace flowscope::cli {
+
+ArgParser::ArgParser(const Args& args) : args_(args), used_(args.size(), false) {}
+
+bool ArgParser::flag(const std::string& name) {
+    for (std::size_t i = 0; i < args_.size(); ++i)
+        if (!used_[i] && args_[i] == name) {
+            used_[i] = true;
+            collect();
+            return true;
+        }
+    collect();
+    return false;
+}
+
+std::string ArgParser::option(const std::string& name, const std::string& fallback) {
+    for (std::size_t i = 0; i < args_.size(); ++i)
+        if (!used_[i] && args_[i] == name) {
+            if (i + 1 >= args_.size()) throw UsageError(name + " needs a value");
+            used_[i] = used_[i + 1] = true;
+            collect();
+            return args_[i + 1];
+        }
+    collect();
+    return fallback;
+}
+
+void ArgParser::collect() {
+    positional.clear();
+    for (std::size_t i = 0; i < args_.size(); ++i)
+        if (!used_[i] && args_[i].rfind("--", 0) != 0) positional.push_back(args_[i]);
+}
+
+std::string ArgParser::unknown() const {
+    for (std::size_t i = 0; i < args_.size(); ++i)
+        if (!used_[i] && args_[i].rfind("--", 0) == 0) return args_[i];
+    return "";
+}
+
+namespace {
+
+int parsePositiveInt(const std::string& text, const std::string& what) {
+    try {
+        std::size_t used = 0;
+        const long v = std::stol(text, &used);
+        if (used == text.size() && v >= 1 && v <= (1L << 30)) return int(v);
+    } catch (...) {
+    }
+    throw UsageError(what + ": expected a positive integer, got '" + text + "'");
+}
+
+nlohmann::json matrixJson(const Mat& m) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (Eigen::Index r = 0; r < m.rows(); ++r) {
+        nlohmann::json row = nlohmann::json::array();
+        for (Eigen::Index c = 0; c < m.cols(); ++c) row.push_back(m(r, c));
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+// NaN/inf are not JSON: write them as null.
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+const char* eventKind(RunEvent::Kind k) {
+    switch (k) {
+    case RunEvent::Kind::Diverged: return "diverged";
+    case RunEvent::Kind::NonFinite: return "non_finite";
+    case RunEvent::Kind::StepCollapse: return "step_collapse";
+    }
+    return "?";
+}
+
+} // namespace
+
+int simulate(const Args& raw) {
+    ArgParser p(raw);
+    const std::string out = p.option("--out");
+    const bool f32 = p.flag("--float32");
+    const std::string every = p.option("--every");
+    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (p.positional.size() != 1) throw UsageError("expected one SCENE.json (usage: simulate SCENE.json --out traj.npy)");
+    if (out.empty()) throw UsageError("--out traj.npy is required");
+
+    Scene scene = loadScene(p.positional[0]); // validates everything before any output
+    if (!every.empty()) scene.output.every = parsePositiveInt(every, "--every");
+
+    Simulation sim(scene);
+    const bool tty = ::isatty(2);
+    int lastPct = -1;
+    sim.run([&](double f) {
+        const int pct = int(f * 100);
+        if (tty && pct != lastPct) {
+            std::cerr << "\rsimulating " << scene.name << ": " << pct << "%" << std::flush;
+            lastPct = pct;
+        }
+        return true;
+    });
+    if (tty) std::cerr << "\n";
+
+    const auto& hist = sim.history();
+    const std::int64_t T = std::int64_t(hist.size()), N = scene.n, d = scene.d;
+    std::vector<double> data(std::size_t(T * N * d));
+    for (std::int64_t k = 0; k < T; ++k)
+        for (std::int64_t i = 0; i < N; ++i)
+            for (std::int64_t c = 0; c < d; ++c) data[std::size_t((k * N + i) * d + c)] = hist[std::size_t(k)].tokens(i, c);
+    writeNpy(out, {T, N, d}, data.data(), f32);
+
+    nlohmann::json j;
+    j["scene"] = scene.name;
+    j["shape"] = {T, N, d};
+    j["dtype"] = f32 ? "float32" : "float64";
+    nlohmann::json times = nlohmann::json::array(), mean = nlohmann::json::array(), cov = nlohmann::json::array(),
+                   kinetic = nlohmann::json::array(), entropy = nlohmann::json::array(),
+                   clusters = nlohmann::json::array(), rank = nlohmann::json::array(), maxNorm = nlohmann::json::array();
+    for (const Frame& f : hist) {
+        times.push_back(f.t);
+        mean.push_back(matrixJson(f.obs.mean.transpose())[0]);
+        cov.push_back(matrixJson(f.obs.cov));
+        kinetic.push_back(number(f.obs.kinetic));
+        entropy.push_back(number(f.obs.entropy));
+        clusters.push_back(f.obs.clusters);
+        rank.push_back(f.obs.rank);
+        maxNorm.push_back(number(f.obs.maxNorm));
+    }
+    j["times"] = times;
+    j["observables"] = {{"mean", mean},       {"cov", cov},         {"kinetic_energy", kinetic},
+                        {"attention_entropy", entropy}, {"clusters", clusters}, {"rank", rank},
+                        {"max_norm", maxNorm}};
+    if (sim.event())
+        j["event"] = {{"kind", eventKind(sim.event()->kind)}, {"t", sim.event()->t}, {"message", sim.event()->message}};
+    else
+        j["event"] = nullptr;
+    const FieldDiagnostics diag = sim.field().diagnostics();
+    if (!std::isnan(diag.sinkhornMarginalError))
+        j["sinkhorn"] = {{"marginal_error", diag.sinkhornMarginalError}, {"iterations", diag.sinkhornIterations}};
+    const std::string jsonPath = std::filesystem::path(out).replace_extension(".json").string();
+    writeFileAtomically(jsonPath, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
+
+    std::cerr << "wrote " << out << " (" << T << " x " << N << " x " << d << ") and " << jsonPath;
+    if (sim.event()) std::cerr << "; stopped at t = " << sim.event()->t << ": " << sim.event()->message;
+    std::cerr << "\n";
+    return 0;
+}
+
+int presets(const Args& raw) {
+    ArgParser p(raw);
+    const std::string dir = p.option("--dir", FLOWSCOPE_PRESET_DIR);
+    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    std::vector<std::filesystem::path> files;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        if (e.path().extension() == ".json") files.push_back(e.path());
+    if (ec) throw std::runtime_error("cannot read preset directory " + dir);
+    std::sort(files.begin(), files.end());
+    int bad = 0;
+    for (const auto& f : files) {
+        try {
+            const Scene s = loadScene(f.string());
+            std::string line = s.description.substr(0, s.description.find('.'));
+            std::cout << f.stem().string() << "  [" << toString(s.attention.type) << ", d=" << s.d << ", N=" << s.n
+                      << "]  " << line << "\n";
+        } catch (const std::exception& e) {
+            std::cout << f.stem().string() << "  INVALID: " << e.what() << "\n";
+            ++bad;
+        }
+    }
+    return bad ? 1 : 0;
+}
+
+} // namespace flowscope::cli

@@ -1,0 +1,34 @@
+// flowscope-cli commands. Each returns the process exit code: 0 success, 1 runtime failure, 2 bad input
+// (usage, malformed scene or file); errors are printed to stderr as one line naming the field or file.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace flowscope::cli {
+
+using Args = std::vector<std::string>;
+
+int simulate(const Args& args);
+int presets(const Args& args);
+int bench(const Args& args);
+
+// Small argument helpers: "--name value" options and positional arguments.
+struct ArgParser {
+    explicit ArgParser(const Args& args);
+    bool flag(const std::string& name);                         // consumes --name
+    std::string option(const std::string& name, const std::string& fallback = ""); // consumes --name value
+    std::vector<std::string> positional;                        // what is left after options are consumed
+    std::string unknown() const;                                // first unconsumed --option, if any
+  private:
+    Args args_;
+    std::vector<bool> used_;
+    void collect();
+};
+
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+} // namespace flowscope::cli

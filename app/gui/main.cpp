@@ -1,0 +1,142 @@
+// flowscope: the desktop application.
+//
+//   flowscope [SCENE.json] [--screenshot out.png [--after-steps K]] [--max-speed] [--size WxH]
+//
+// Without a scene it opens the preset "default.json" (or a built-in default when that file is missing) and
+// starts playing. --screenshot waits until the run reaches step K (or finishes), saves the window as a PNG
+// and exits: tests and humans use it to look at what the application draws.
+#include "ui/DefaultScene.h"
+#include "ui/MainWindow.h"
+#include "ui/OpenGLSetup.h"
+#include "ui/ParticleView.h"
+#include "ui/Theme.h"
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QMessageBox>
+#include <QRegularExpression>
+#include <QTimer>
+
+#include <cstdio>
+
+#ifndef FLOWSCOPE_PRESET_DIR
+#define FLOWSCOPE_PRESET_DIR ""
+#endif
+
+namespace {
+
+struct Options {
+    QString scene;
+    QString screenshot;
+    long afterSteps = 0;
+    double timeoutSeconds = 300.0;
+    bool maxSpeed = false;
+    QSize size{1280, 800};
+};
+
+Options parseOptions(QApplication& app) {
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("Flowscope: the particle dynamics of Transformers."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("scene"), QStringLiteral("Scene file (JSON) to open."),
+                                 QStringLiteral("[SCENE.json]"));
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                        QStringLiteral("Save the window as a PNG, then exit."),
+                                        QStringLiteral("out.png"));
+    const QCommandLineOption afterSteps(QStringLiteral("after-steps"),
+                                        QStringLiteral("With --screenshot: wait until step K (or the end)."),
+                                        QStringLiteral("K"), QStringLiteral("0"));
+    const QCommandLineOption timeout(QStringLiteral("timeout"),
+                                     QStringLiteral("With --screenshot: give up after this many seconds."),
+                                     QStringLiteral("seconds"), QStringLiteral("300"));
+    const QCommandLineOption maxSpeed(QStringLiteral("max-speed"),
+                                      QStringLiteral("Step as fast as possible (no 120 steps/s cap)."));
+    const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size in logical pixels."),
+                                  QStringLiteral("WxH"), QStringLiteral("1280x800"));
+    parser.addOptions({screenshot, afterSteps, timeout, maxSpeed, size});
+    parser.process(app);
+
+    Options o;
+    const QStringList positional = parser.positionalArguments();
+    if (positional.size() > 1) parser.showHelp(2);
+    if (!positional.isEmpty()) o.scene = positional.front();
+    o.screenshot = parser.value(screenshot);
+    bool ok = true;
+    o.afterSteps = parser.value(afterSteps).toLong(&ok);
+    if (!ok || o.afterSteps < 0) parser.showHelp(2);
+    o.timeoutSeconds = parser.value(timeout).toDouble(&ok);
+    if (!ok || o.timeoutSeconds <= 0) parser.showHelp(2);
+    o.maxSpeed = parser.isSet(maxSpeed);
+    const auto m = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(size));
+    if (!m.hasMatch()) parser.showHelp(2);
+    o.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
+    return o;
+}
+
+// Opens the requested scene, or the default preset, or the built-in default. False (after telling the user)
+// when an explicitly requested scene cannot be opened in screenshot mode, where nobody can read a dialog.
+bool openInitialScene(flowscope::MainWindow& w, const Options& o) {
+    if (!o.scene.isEmpty()) {
+        if (w.openSceneFile(o.scene)) return true;
+        std::fprintf(stderr, "flowscope: %s\n", qPrintable(w.lastError()));
+        if (!o.screenshot.isEmpty()) return false;
+        QMessageBox::warning(nullptr, QStringLiteral("Flowscope"), w.lastError());
+    }
+    const QString preset = QStringLiteral(FLOWSCOPE_PRESET_DIR "/default.json");
+    if (QFileInfo::exists(preset)) {
+        if (w.openSceneFile(preset)) return true;
+        std::fprintf(stderr, "flowscope: %s\n", qPrintable(w.lastError()));
+    }
+    return w.setScene(flowscope::builtinDefaultScene());
+}
+
+// Polls the runner (no extra thread, no waiting in the UI thread) and saves the window once the run is far
+// enough. Exit codes: 0 saved, 1 could not save, 3 timed out (the image is saved anyway).
+void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Options& o) {
+    auto* timer = new QTimer(&app);
+    auto* clock = new QElapsedTimer;
+    clock->start();
+    QObject::connect(timer, &QTimer::timeout, &app, [&app, &w, o, timer, clock] {
+        const auto s = w.runner().snapshot();
+        const bool ready = s && (s->step >= o.afterSteps || s->finished || !s->error.empty());
+        const bool late = clock->elapsed() > qint64(o.timeoutSeconds * 1000.0);
+        if (!ready && !late) return;
+        timer->stop();
+        delete clock;
+        w.runner().pause();
+        w.particleView()->refresh(); // draw exactly the state that satisfied the condition
+        const QImage image = w.grabWindowImage();
+        if (!image.save(o.screenshot, "PNG")) {
+            std::fprintf(stderr, "flowscope: cannot write %s\n", qPrintable(o.screenshot));
+            app.exit(1);
+            return;
+        }
+        if (late) std::fprintf(stderr, "flowscope: timed out before step %ld\n", o.afterSteps);
+        app.exit(late ? 3 : 0);
+    });
+    timer->start(20);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    flowscope::requestOpenGL33Core(); // before QApplication: the default format is read at context creation
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("Flowscope"));
+    QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+    flowscope::applyDarkTheme(app);
+    const Options options = parseOptions(app);
+
+    flowscope::MainWindow window;
+    window.setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
+    window.resize(options.size);
+    if (!openInitialScene(window, options)) return 2;
+    window.setMaxSpeed(options.maxSpeed);
+    window.show();
+    window.play();
+    if (!options.screenshot.isEmpty()) scheduleScreenshot(app, window, options);
+    return app.exec();
+}

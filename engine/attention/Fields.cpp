@@ -1,0 +1,36 @@
+// The CPU field factory: one attention spec -> one VelocityField.
+#include "engine/attention/ExpAttention.h"
+#include "engine/attention/L2Attention.h"
+#include "engine/attention/LinearAttention.h"
+#include "engine/attention/ReluAttention.h"
+#include "engine/attention/RwpoAttention.h"
+#include "engine/attention/SigmoidAttention.h"
+#include "engine/attention/SinkhornAttention.h"
+#include "engine/attention/SoftmaxAttention.h"
+#include "engine/attention/SphereProjection.h"
+
+namespace flowscope {
+
+std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Precision p) {
+    std::unique_ptr<VelocityField> f;
+    switch (spec.type) {
+    case AttentionType::Softmax: f = std::make_unique<SoftmaxAttention>(spec, d, p); break;
+    case AttentionType::L2: f = std::make_unique<L2Attention>(spec, d, p); break;
+    case AttentionType::Exp: f = std::make_unique<ExpAttention>(spec, d, p); break;
+    case AttentionType::Relu: f = std::make_unique<ReluAttention>(spec, d, p); break;
+    case AttentionType::Sigmoid: f = std::make_unique<SigmoidAttention>(spec, d, p); break;
+    case AttentionType::Sinkhorn:
+        if (spec.masked) throw SceneError("/attention/masked", "masked Sinkhorn attention is not supported");
+        f = std::make_unique<SinkhornAttention>(spec, d, p);
+        break;
+    case AttentionType::Linear:
+        if (spec.masked) throw SceneError("/attention/masked", "masked linear attention is not supported");
+        f = std::make_unique<LinearAttention>(spec, d);
+        break;
+    case AttentionType::Rwpo: f = std::make_unique<RwpoAttention>(spec, d, p); break;
+    }
+    if (spec.sphere) f = std::make_unique<SphereProjection>(std::move(f));
+    return f;
+}
+
+} // namespace flowscope

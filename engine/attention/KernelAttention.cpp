@@ -1,0 +1,138 @@
+#include "engine/attention/KernelAttention.h"
+
+#include "engine/core/Parallel.h"
+
+#include <cmath>
+
+namespace flowscope {
+
+double scoreScale(const AttentionSpec& spec, const HeadParams& head) {
+    return spec.scaleByRootK ? spec.beta / std::sqrt(double(head.Q.rows())) : spec.beta;
+}
+
+HeadSetup dotProductHead(const AttentionSpec& spec, const HeadParams& head, Weighting w) {
+    HeadSetup h;
+    h.B = scoreScale(spec, head) * head.K.transpose() * head.Q;
+    h.V = head.V;
+    h.weighting = w;
+    return h;
+}
+
+namespace {
+
+template <class S>
+using MatS = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+template <class S>
+using VecS = Eigen::Matrix<S, Eigen::Dynamic, 1>;
+
+// Runs the kernel with queries B x_i (from Xq) against keys Y; fills num (nq x d), den, max in precision S.
+template <class S>
+void run(const Tokens& Q, const Tokens& Y, const Vec& bias, bool causal, Weighting w, bool values,
+         MatS<S>& num, VecS<S>& den, VecS<S>& mx) {
+    const MatS<S> keys = Y.cast<S>();
+    const MatS<S> queries = Q.cast<S>();
+    const VecS<S> b = bias.cast<S>();
+    const int nq = int(Q.rows());
+    num.resize(values ? nq : 0, Y.cols());
+    den.resize(nq);
+    mx.resize(nq);
+    StreamArgs<S> a;
+    a.n = int(Y.rows());
+    a.d = int(Y.cols());
+    a.keys = keys.data();
+    a.bias = bias.size() ? b.data() : nullptr;
+    a.queries = queries.data();
+    a.nq = nq;
+    a.causal = causal;
+    a.weighting = w;
+    a.values = values;
+    a.num = values ? num.data() : nullptr;
+    a.den = den.data();
+    a.max = mx.data();
+    streamKernel(a);
+}
+
+template <class S>
+void average(const Tokens& X, const HeadSetup& h, bool causal, Tokens& avg, Vec* logZ) {
+    MatS<S> num;
+    VecS<S> den, mx;
+    run<S>(headQueries(X, h), X, h.bias, causal, h.weighting, true, num, den, mx);
+    const Mat numD = num.template cast<double>();
+    const Vec denD = den.template cast<double>(), mxD = mx.template cast<double>();
+    const double invN = 1.0 / double(X.rows());
+    switch (h.weighting) {
+    case Weighting::Softmax: avg = numD.array().colwise() / denD.array(); break;
+    case Weighting::Exp: avg = numD.array().colwise() * (mxD.array().exp() * invN); break;
+    default: avg = numD * invN; break;
+    }
+    if (logZ) *logZ = mxD.array() + denD.array().log();
+}
+
+} // namespace
+
+void kernelAverage(const Tokens& X, const HeadSetup& head, bool causal, Precision prec, Tokens& avg, Vec* logZ) {
+    if (prec == Precision::Float32) average<float>(X, head, causal, avg, logZ);
+    else average<double>(X, head, causal, avg, logZ);
+}
+
+void logSumExp(const Tokens& queriesFrom, const Mat& B, const Tokens& keys, const Vec& bias, Precision prec,
+               Vec& out) {
+    if (prec == Precision::Float32) {
+        MatS<float> num;
+        VecS<float> den, mx;
+        run<float>(queriesFrom * B.transpose(), keys, bias, false, Weighting::Softmax, false, num, den, mx);
+        out = mx.cast<double>().array() + den.cast<double>().array().log();
+    } else {
+        MatS<double> num;
+        VecS<double> den, mx;
+        run<double>(queriesFrom * B.transpose(), keys, bias, false, Weighting::Softmax, false, num, den, mx);
+        out = mx.array() + den.array().log();
+    }
+}
+
+Tokens headQueries(const Tokens& X, const HeadSetup& head) {
+    return head.queries.size() ? head.queries : Tokens(X * head.B.transpose());
+}
+
+double softmaxEntropy(const Tokens& X, const Tokens& Qy, const Vec& bias, bool causal) {
+    const int n = int(X.rows());
+    std::vector<double> H(std::size_t(n), 0.0);
+    parallelFor(std::size_t(n), 64, [&](std::size_t b, std::size_t e) {
+        for (std::size_t i = b; i < e; ++i) {
+            const int end = causal ? int(i) + 1 : n;
+            Vec s = X.topRows(end) * Qy.row(Eigen::Index(i)).transpose();
+            if (bias.size()) s += bias.head(end);
+            const double m = s.maxCoeff();
+            const Vec w = (s.array() - m).exp();
+            const double den = w.sum();
+            // H = -sum p log p = log den - sum p (s - m)
+            H[i] = std::log(den) - (w.array() * (s.array() - m)).sum() / den;
+        }
+    });
+    double total = 0.0;
+    for (double h : H) total += h;
+    return total / n;
+}
+
+KernelAttention::KernelAttention(const AttentionSpec& spec, int d, Precision precision)
+    : spec_(spec), d_(d), precision_(precision) {}
+
+void KernelAttention::velocity(double t, const Tokens& X, Tokens& dX) {
+    dX.setZero(X.rows(), X.cols());
+    Tokens avg;
+    for (const HeadParams& head : spec_.headsAt(t)) {
+        const HeadSetup h = setupHead(head, X);
+        kernelAverage(X, h, spec_.masked, precision_, avg);
+        dX.noalias() += h.outScale * avg * h.V.transpose();
+    }
+}
+
+double KernelAttention::attentionEntropy(double t, const Tokens& X) {
+    if (!normalized() || X.rows() == 0) return std::numeric_limits<double>::quiet_NaN();
+    const auto heads = spec_.headsAt(t);
+    if (heads.empty()) return std::numeric_limits<double>::quiet_NaN();
+    const HeadSetup h = setupHead(heads.front(), X);
+    return softmaxEntropy(X, headQueries(X, h), h.bias, spec_.masked);
+}
+
+} // namespace flowscope

@@ -1,0 +1,69 @@
+// Flowscope engine: the shared machinery of attention variants that are kernel averages over keys.
+//
+// Every head of softmax, l2, unnormalized exp/ReLU/sigmoid and masked attention has the form
+//     Gamma_h(x_i) = V_h * normalize( sum_j w(q_i . x_j + b_j) x_j ),   q_i = B_h x_i,
+// with a variant-specific query matrix B_h, key bias b, weighting w and normalization (by the weights'
+// sum, or by the 1/N of the empirical measure). Heads are summed (multi-head, seed-castin.md §1.7). A variant
+// only says how to set up one head; this class converts tokens to the working precision, runs the
+// streaming kernel (engine/attention/StreamKernel.h) and assembles the velocity in double.
+#pragma once
+
+#include "engine/attention/StreamKernel.h"
+#include "engine/attention/VelocityField.h"
+
+#include <vector>
+
+namespace flowscope {
+
+// What one head contributes: scores s_ij = (B x_i) . x_j + bias_j.
+struct HeadSetup {
+    Mat B;            // d x d query map (scores are x_j^T B x_i + bias_j)
+    Tokens queries;   // explicit N x d queries q_i replacing B x_i when non-empty (scores q_i . x_j + bias_j)
+    Vec bias;         // N key biases, or empty
+    Mat V;            // d x d value/output matrix applied to the weighted average
+    Weighting weighting = Weighting::Softmax;
+    double outScale = 1.0; // multiplies the head's velocity (e.g. 1/eps for Sinkhorn)
+};
+
+// The score multiplier of a head: beta, divided by sqrt(k) when scaleByRootK is set (k = rows of Q).
+double scoreScale(const AttentionSpec& spec, const HeadParams& head);
+
+// The plain dot-product head: B = scoreScale * K^T Q, no bias, output V.
+HeadSetup dotProductHead(const AttentionSpec& spec, const HeadParams& head, Weighting w);
+
+// Runs the streaming kernel in precision `prec` for one head and returns, per query i, the head's
+// normalized average (softmax: sum w x / sum w; exp: e^{m_i} sum w x / N; relu/sigmoid: sum w x / N) in `avg`
+// (N x d, double), and optionally the log-normalizer m_i + log den_i in `logZ`.
+void kernelAverage(const Tokens& X, const HeadSetup& head, bool causal, Precision prec, Tokens& avg,
+                   Vec* logZ = nullptr);
+
+// Log-sum-exp pass: out_i = log sum_j exp((B x_i) . y_j + bias_j) over keys Y (no values), in `prec`.
+void logSumExp(const Tokens& queriesFrom, const Mat& B, const Tokens& keys, const Vec& bias, Precision prec,
+               Vec& out);
+
+// Mean entropy (nats) of the softmax distributions p_ij ∝ exp(q_i . x_j + bias_j), double precision;
+// queries is N x d.
+double softmaxEntropy(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal);
+// The queries of a head: explicit ones, or B x_i.
+Tokens headQueries(const Tokens& X, const HeadSetup& head);
+
+class KernelAttention : public VelocityField {
+  public:
+    KernelAttention(const AttentionSpec& spec, int d, Precision precision);
+    void velocity(double t, const Tokens& X, Tokens& dX) override;
+    double attentionEntropy(double t, const Tokens& X) override;
+    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
+
+    // How one head scores and outputs (X gives N for the bias). Public for baselines and tests.
+    virtual HeadSetup setupHead(const HeadParams& head, const Tokens& X) const = 0;
+
+  protected:
+    // True when the weights form a probability distribution over keys (entropy is defined).
+    virtual bool normalized() const { return true; }
+
+    AttentionSpec spec_;
+    int d_;
+    Precision precision_;
+};
+
+} // namespace flowscope

@@ -1,0 +1,26 @@
+// Linear attention (no softmax; seed-castin.md §1.2).
+//
+//   pure:     Gamma(x_i) = (1/N) sum_j V x_j (x_j^T gamma A x_i) = V M2 gamma A x_i,   M2 = (1/N) sum_j x_j x_j^T,
+//   lin,eps:  Gamma(x_i) = (1/eps) V m + V (M2 - m m^T) gamma A x_i,                    m  = (1/N) sum_j x_j,
+// summed over heads (A = K^T Q). Because the field is affine in x for any token cloud, it is evaluated
+// exactly in O(N d^2) through the moments; particle and Gaussian (moment) modes agree at every N (T13).
+// Always computed in double (it costs nothing).
+#pragma once
+
+#include "engine/attention/VelocityField.h"
+
+namespace flowscope {
+
+class LinearAttention : public VelocityField {
+  public:
+    LinearAttention(const AttentionSpec& spec, int d) : spec_(spec), d_(d) {}
+    void velocity(double t, const Tokens& X, Tokens& dX) override;
+    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
+    std::string name() const override { return spec_.linearEps ? "linear (eps)" : "linear"; }
+
+  private:
+    AttentionSpec spec_;
+    int d_;
+};
+
+} // namespace flowscope

@@ -1,0 +1,21 @@
+// Unnormalized sigmoid attention (seed-castin.md §1.5), with the 1/N of the empirical measure:
+//   sigmoid: Gamma(x_i) = (1/N) sum_j V sigma(s_ij) x_j, sigma(z) = 1/(1+e^{-z}),
+//   s_ij = gamma x_j^T A x_i, A = K^T Q, summed over heads; masked: j <= i (still 1/N, the measure form).
+// Not Gaussian-preserving; not normalized, so no attention entropy.
+#pragma once
+
+#include "engine/attention/KernelAttention.h"
+
+namespace flowscope {
+
+class SigmoidAttention : public KernelAttention {
+  public:
+    using KernelAttention::KernelAttention;
+    std::string name() const override { return spec_.masked ? "masked sigmoid" : "sigmoid"; }
+
+  protected:
+    HeadSetup setupHead(const HeadParams& head, const Tokens& X) const override;
+    bool normalized() const override { return false; }
+};
+
+} // namespace flowscope

@@ -1,0 +1,22 @@
+// Softmax attention (seed-castin.md §1.1, eqs (4),(5)); masked/causal when spec.masked (§1.6, eq (8)).
+//
+//   P_ij = exp(s_ij) / sum_l exp(s_il),  s_ij = gamma (Q x_i).(K x_j) = gamma x_j^T A x_i,  A = K^T Q,
+//   Gamma(x_i) = sum_h V_h sum_j P^h_ij x_j,
+// gamma = beta (or beta / sqrt(k) with scale_by_sqrt_k). Masked: the sums run over j <= i only.
+// Streaming (online) softmax per query; never an N x N matrix.
+#pragma once
+
+#include "engine/attention/KernelAttention.h"
+
+namespace flowscope {
+
+class SoftmaxAttention : public KernelAttention {
+  public:
+    using KernelAttention::KernelAttention;
+    std::string name() const override { return spec_.masked ? "masked softmax" : "softmax"; }
+
+  protected:
+    HeadSetup setupHead(const HeadParams& head, const Tokens& X) const override;
+};
+
+} // namespace flowscope

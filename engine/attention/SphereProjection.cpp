@@ -1,0 +1,20 @@
+#include "engine/attention/SphereProjection.h"
+
+namespace flowscope {
+
+void SphereProjection::velocity(double t, const Tokens& X, Tokens& dX) {
+    inner_->velocity(t, X, dX);
+    for (Eigen::Index i = 0; i < X.rows(); ++i) {
+        const double n2 = X.row(i).squaredNorm();
+        if (n2 > 0.0) dX.row(i) -= (dX.row(i).dot(X.row(i)) / n2) * X.row(i);
+    }
+}
+
+void SphereProjection::normalize(Tokens& X) {
+    for (Eigen::Index i = 0; i < X.rows(); ++i) {
+        const double n = X.row(i).norm();
+        if (n > 0.0) X.row(i) /= n;
+    }
+}
+
+} // namespace flowscope

@@ -1,0 +1,29 @@
+// Sphere-normalized dynamics (Geshkovski, Letrouit, Polyanskiy, Rigollet): tokens live on the unit sphere
+// and move along the tangent part of any attention field,
+//     dx_i/dt = P_{x_i} Gamma(x_i),   P_x = I - x x^T / |x|^2.
+// The Simulation re-normalizes tokens after each step to remove the integrator's drift off the sphere.
+#pragma once
+
+#include "engine/attention/VelocityField.h"
+
+#include <memory>
+
+namespace flowscope {
+
+class SphereProjection : public VelocityField {
+  public:
+    explicit SphereProjection(std::unique_ptr<VelocityField> inner) : inner_(std::move(inner)) {}
+    void velocity(double t, const Tokens& X, Tokens& dX) override;
+    double attentionEntropy(double t, const Tokens& X) override { return inner_->attentionEntropy(t, X); }
+    void setAttention(const AttentionSpec& spec) override { inner_->setAttention(spec); }
+    std::string name() const override { return inner_->name() + " on the sphere"; }
+    FieldDiagnostics diagnostics() const override { return inner_->diagnostics(); }
+
+    // Scales every non-zero token to unit norm.
+    static void normalize(Tokens& X);
+
+  private:
+    std::unique_ptr<VelocityField> inner_;
+};
+
+} // namespace flowscope

@@ -1,0 +1,111 @@
+#include "engine/attention/StreamKernel.h"
+
+#include "engine/core/Parallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+namespace flowscope {
+
+namespace generic {
+void streamRange(const StreamArgs<float>& a, int b, int e);
+}
+#ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
+namespace avx2 {
+void streamRange(const StreamArgs<float>& a, int b, int e);
+}
+#endif
+
+namespace {
+
+using RangeFn = void (*)(const StreamArgs<float>&, int, int);
+
+RangeFn pickFloatKernel() {
+#ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &avx2::streamRange;
+#endif
+    return &generic::streamRange;
+}
+
+const RangeFn gFloatKernel = pickFloatKernel();
+
+// Grain: enough queries per chunk that a chunk costs ~>= 50k pair interactions.
+std::size_t grainFor(int n, int nq) {
+    const std::size_t perQuery = std::max(1, n);
+    return std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(nq) / 16 + 1, 65536 / perQuery + 1));
+}
+
+// Scalar reference for any scalar type (float64 reference; float32 for d > 64).
+template <class S>
+void referenceRange(const StreamArgs<S>& a, int b, int e) {
+    const int d = a.d;
+    std::vector<S> q(d), num(d);
+    for (int i = b; i < e; ++i) {
+        for (int c = 0; c < d; ++c) q[c] = a.queries[std::size_t(c) * a.nq + i];
+        const int end = a.causal ? i + 1 : a.n;
+        auto score = [&](int j) {
+            S s = a.bias ? a.bias[j] : S(0);
+            for (int c = 0; c < d; ++c) s += q[c] * a.keys[std::size_t(c) * a.n + j];
+            return s;
+        };
+        S m = 0;
+        const bool exps = a.weighting == Weighting::Softmax || a.weighting == Weighting::Exp;
+        if (exps) {
+            m = -std::numeric_limits<S>::infinity();
+            for (int j = 0; j < end; ++j) m = std::max(m, score(j));
+        }
+        S den = 0;
+        std::fill(num.begin(), num.end(), S(0));
+        for (int j = 0; j < end; ++j) {
+            const S s = score(j);
+            S w;
+            switch (a.weighting) {
+            case Weighting::Softmax:
+            case Weighting::Exp: w = std::exp(s - m); break;
+            case Weighting::Relu: w = std::max(s, S(0)); break;
+            default: w = S(1) / (S(1) + std::exp(-s)); break;
+            }
+            den += w;
+            if (a.values)
+                for (int c = 0; c < d; ++c) num[c] += w * a.keys[std::size_t(c) * a.n + j];
+        }
+        a.den[i] = den;
+        if (a.max) a.max[i] = m;
+        if (a.values)
+            for (int c = 0; c < d; ++c) a.num[std::size_t(c) * a.nq + i] = num[c];
+    }
+}
+
+template <class S>
+void check(const StreamArgs<S>& a) {
+    if (a.n < 0 || a.nq < 0 || a.d < 1 || !a.keys || !a.queries || !a.den || (a.values && !a.num))
+        throw std::invalid_argument("streamKernel: incomplete arguments");
+    if (a.causal && a.nq != a.n) throw std::invalid_argument("streamKernel: causal needs as many queries as keys");
+}
+
+} // namespace
+
+const char* streamKernelIsa() {
+#ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
+    if (gFloatKernel == &avx2::streamRange) return "avx2-fma";
+#endif
+    return "generic";
+}
+
+void streamKernel(const StreamArgs<float>& a) {
+    check(a);
+    const RangeFn fn = a.d <= 64 ? gFloatKernel : &referenceRange<float>;
+    parallelFor(std::size_t(a.nq), grainFor(a.n, a.nq),
+                [&](std::size_t b, std::size_t e) { fn(a, int(b), int(e)); });
+}
+
+void streamKernel(const StreamArgs<double>& a) {
+    check(a);
+    parallelFor(std::size_t(a.nq), grainFor(a.n, a.nq),
+                [&](std::size_t b, std::size_t e) { referenceRange<double>(a, int(b), int(e)); });
+}
+
+} // namespace flowscope

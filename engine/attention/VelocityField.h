@@ -1,0 +1,44 @@
+// Flowscope engine: the velocity-field interface every attention variant implements.
+//
+// A velocity field maps the token cloud X (N x d) at time t to the velocities dX/dt = Gamma_X(x_i). CPU
+// implementations live beside this file, one per variant; GPU backends implement the same interface. The
+// float64 CPU path is the reference every other path is tested against.
+#pragma once
+
+#include "engine/core/Types.h"
+#include "engine/scene/Scene.h"
+
+#include <memory>
+#include <string>
+
+namespace flowscope {
+
+// Per-evaluation diagnostics a field may report (NaN when not applicable).
+struct FieldDiagnostics {
+    double sinkhornMarginalError = std::numeric_limits<double>::quiet_NaN(); // max_j |col marginal - 1|
+    int sinkhornIterations = 0;
+};
+
+class VelocityField {
+  public:
+    virtual ~VelocityField() = default;
+
+    // dX = Gamma(t, X). X and dX are N x d; dX is resized by the caller to X's shape.
+    virtual void velocity(double t, const Tokens& X, Tokens& dX) = 0;
+
+    // Attention entropy averaged over queries, (1/N) sum_i -sum_j P_ij log P_ij, in double precision, for
+    // the normalized variants (softmax, l2, Sinkhorn, RWPO; first head). NaN where no distribution exists.
+    virtual double attentionEntropy(double /*t*/, const Tokens& /*X*/) { return std::numeric_limits<double>::quiet_NaN(); }
+
+    // Parameters may be replaced while a run continues (live editing); the state carries over.
+    virtual void setAttention(const AttentionSpec& spec) = 0;
+
+    virtual std::string name() const = 0;
+    virtual FieldDiagnostics diagnostics() const { return {}; }
+};
+
+// The CPU field for an attention spec, in the given precision (float32 fast path or float64 reference),
+// with sphere normalization applied when spec.sphere is set. Throws SceneError for unsupported settings.
+std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Precision precision);
+
+} // namespace flowscope

@@ -1,0 +1,3 @@
+// AVX2+FMA build of the float32 streaming kernel (this file is compiled with -mavx2 -mfma).
+#define FLOWSCOPE_KERNEL_NS avx2
+#include "StreamKernelSimd.inc"

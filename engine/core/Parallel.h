@@ -1,0 +1,21 @@
+// Flowscope engine: a small persistent thread pool and parallelFor.
+//
+// The velocity kernels are called many times per second on modest N, so spawning threads per call would
+// dominate; the pool keeps its workers parked on a condition variable. Work is split into chunks handed out
+// through an atomic counter (dynamic scheduling), which balances the triangular work of causal attention.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+
+namespace flowscope {
+
+// Number of worker threads used by parallelFor (defaults to the hardware concurrency).
+int threadCount();
+void setThreadCount(int n);
+
+// Calls fn(begin, end) on disjoint sub-ranges covering [0, n), each at most `grain` long, possibly in
+// parallel. Returns when all are done. Runs inline when n <= grain or when called from a worker.
+void parallelFor(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn);
+
+} // namespace flowscope

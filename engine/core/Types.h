@@ -1,0 +1,20 @@
+// Flowscope engine: basic types.
+//
+// Tokens are stored as an N x d column-major matrix ("structure of arrays"): column c holds coordinate c of
+// every token contiguously, which is what the streaming attention kernels want (they sweep keys along one
+// coordinate at a time). Row i is token i.
+#pragma once
+
+#include <Eigen/Dense>
+#include <cstdint>
+
+namespace flowscope {
+
+using Mat = Eigen::MatrixXd;
+using Vec = Eigen::VectorXd;
+using Tokens = Eigen::MatrixXd;  // N x d, column-major: Tokens(i, c) = coordinate c of token i
+using TokensF = Eigen::MatrixXf; // float32 working copy with the same layout
+
+enum class Precision { Float32, Float64 };
+
+} // namespace flowscope

@@ -1,0 +1,35 @@
+// Flowscope engine: ODE integrators for dX/dt = F(t, X) on token clouds.
+//
+// Euler (one Transformer layer = one Euler step), Heun, classical RK4 (the field is re-evaluated at every
+// stage) and adaptive Dormand-Prince 5(4) with embedded error control (FSAL).
+#pragma once
+
+#include "engine/core/Types.h"
+#include "engine/scene/Scene.h"
+
+#include <functional>
+#include <memory>
+
+namespace flowscope {
+
+using Field = std::function<void(double t, const Tokens& X, Tokens& dX)>;
+
+struct StepResult {
+    bool ok = true;       // false: the step size collapsed below minStep (adaptive only)
+    int evaluations = 0;  // field evaluations used
+    double lastH = 0.0;   // the last accepted sub-step (adaptive)
+};
+
+class Integrator {
+  public:
+    virtual ~Integrator() = default;
+    // Advances X from t to t + h (adaptive methods may take several sub-steps to land exactly on t + h).
+    virtual StepResult advance(const Field& f, double t, double h, Tokens& X) = 0;
+    virtual int order() const = 0;
+    // Called after the state was replaced from outside (reset, live edits): drop cached derivatives.
+    virtual void invalidate() {}
+};
+
+std::unique_ptr<Integrator> makeIntegrator(const IntegratorSpec& spec);
+
+} // namespace flowscope

@@ -1,0 +1,119 @@
+#include "engine/dynamics/Simulation.h"
+
+#include "engine/attention/SphereProjection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace flowscope {
+
+Simulation::Simulation(const Scene& scene) : scene_(scene) {
+    field_ = makeCpuField(scene_.attention, scene_.d, scene_.precision);
+    integrator_ = makeIntegrator(scene_.integrator);
+    reset();
+}
+
+Simulation::~Simulation() = default;
+
+void Simulation::reset() { setState(initialTokens(scene_), 0.0); }
+
+void Simulation::setState(const Tokens& X, double t) {
+    X_ = X;
+    scene_.n = int(X.rows());
+    if (scene_.attention.sphere) SphereProjection::normalize(X_);
+    t_ = t;
+    const double h = scene_.integrator.T / scene_.integrator.steps;
+    step_ = std::min<long>(scene_.integrator.steps, long(std::llround(t / h)));
+    event_.reset();
+    history_.clear();
+    integrator_->invalidate();
+    checkDivergence();
+    record();
+}
+
+void Simulation::setAttention(const AttentionSpec& spec) {
+    const bool sphereChanged = spec.sphere != scene_.attention.sphere;
+    scene_.attention = spec;
+    if (sphereChanged) field_ = makeCpuField(spec, scene_.d, scene_.precision);
+    else field_->setAttention(spec);
+    if (spec.sphere) SphereProjection::normalize(X_);
+    integrator_->invalidate();
+}
+
+void Simulation::setIntegrator(const IntegratorSpec& spec) {
+    scene_.integrator = spec;
+    integrator_ = makeIntegrator(spec);
+    // Continue at the new nominal step from the current time.
+    const double h = spec.T / spec.steps;
+    step_ = std::min<long>(spec.steps, long(std::llround(t_ / h)));
+}
+
+void Simulation::checkDivergence() {
+    if (!X_.allFinite()) {
+        event_ = RunEvent{RunEvent::Kind::NonFinite, t_, "non-finite token coordinates"};
+        return;
+    }
+    const double maxNorm = X_.rows() ? X_.rowwise().norm().maxCoeff() : 0.0;
+    if (maxNorm > scene_.integrator.divergenceNorm) {
+        std::ostringstream msg;
+        msg << "diverged: max |x_i| = " << maxNorm << " > " << scene_.integrator.divergenceNorm;
+        event_ = RunEvent{RunEvent::Kind::Diverged, t_, msg.str()};
+    }
+}
+
+void Simulation::record() {
+    Frame f;
+    f.t = t_;
+    f.tokens = X_;
+    Tokens V;
+    if (X_.allFinite()) field_->velocity(t_, X_, V);
+    f.obs = observe(X_, V, scene_.output.clusterTol, scene_.output.rankTol);
+    if (scene_.output.entropy && X_.allFinite()) f.obs.entropy = field_->attentionEntropy(t_, X_);
+    history_.push_back(std::move(f));
+}
+
+bool Simulation::step() {
+    if (finished()) return false;
+    const double h = scene_.integrator.T / scene_.integrator.steps;
+    const Tokens before = X_;
+    const double t0 = t_;
+    // Piecewise-constant parameters are layers: every stage of a step uses the layer in force inside the
+    // step, also at a stage that sits exactly on the next switch time (so RK4 keeps its order).
+    const bool piecewise = !scene_.attention.keyframes.empty() && scene_.attention.interpolation == Interpolation::Piecewise;
+    const double lo = t0 + 1e-9 * h, hi = t0 + h - 1e-9 * h;
+    const Field f = [&](double t, const Tokens& X, Tokens& dX) {
+        field_->velocity(piecewise ? std::clamp(t, lo, hi) : t, X, dX);
+    };
+    const StepResult r = integrator_->advance(f, t0, h, X_);
+    if (!r.ok) {
+        std::ostringstream msg;
+        msg << "step size collapsed below " << scene_.integrator.minStep << " (blow-up?)";
+        event_ = RunEvent{RunEvent::Kind::StepCollapse, t0, msg.str()};
+        X_ = before; // keep the last good state
+        record();
+        return true;
+    }
+    ++step_;
+    t_ = double(step_) * h; // no drift from repeated addition
+    if (scene_.attention.sphere) SphereProjection::normalize(X_);
+    checkDivergence();
+    if (event_ && event_->kind == RunEvent::Kind::NonFinite) {
+        // Keep the last finite state; the event time is the start of the failed step.
+        X_ = before;
+        t_ = t0;
+        --step_;
+        event_->t = t0;
+        event_->message = "non-finite velocity or coordinates during the step from t = " + std::to_string(t0);
+    }
+    if (event_ || step_ % scene_.output.every == 0 || step_ == scene_.integrator.steps) record();
+    return true;
+}
+
+void Simulation::run(const std::function<bool(double)>& progress) {
+    while (step()) {
+        if (progress && !progress(double(step_) / scene_.integrator.steps)) break;
+    }
+}
+
+} // namespace flowscope

@@ -1,0 +1,73 @@
+// Flowscope engine: a particle simulation of one Scene (tokens, field, integrator, observables, events).
+#pragma once
+
+#include "engine/attention/VelocityField.h"
+#include "engine/dynamics/Integrator.h"
+#include "engine/dynamics/Observables.h"
+#include "engine/scene/Scene.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flowscope {
+
+// Why a run stopped before its horizon. A stopped run keeps the trajectory recorded so far.
+struct RunEvent {
+    enum class Kind { Diverged, NonFinite, StepCollapse } kind;
+    double t = 0.0;
+    std::string message;
+};
+
+struct Frame {
+    double t = 0.0;
+    Tokens tokens;
+    Observables obs;
+};
+
+class Simulation {
+  public:
+    explicit Simulation(const Scene& scene); // throws SceneError
+    ~Simulation();
+
+    const Scene& scene() const { return scene_; }
+    double time() const { return t_; }
+    long stepIndex() const { return step_; }
+    const Tokens& tokens() const { return X_; }
+    bool finished() const { return event_.has_value() || step_ >= scene_.integrator.steps; }
+    const std::optional<RunEvent>& event() const { return event_; }
+    const std::vector<Frame>& history() const { return history_; }
+    VelocityField& field() { return *field_; }
+
+    // Advances one nominal step h = T/M (Dormand-Prince takes as many adaptive sub-steps as it needs to land
+    // on the next nominal time). Records a frame when the step index is a multiple of output.every, at the
+    // end, and when an event stops the run. Returns false when nothing was done (finished or stopped).
+    bool step();
+    // Runs to the horizon or to an event. progress(fraction) may return false to cancel.
+    void run(const std::function<bool(double)>& progress = {});
+
+    // Live edits: continue from the current state with new parameters.
+    void setAttention(const AttentionSpec& spec);
+    void setIntegrator(const IntegratorSpec& spec); // keeps the time; steps continue at the new h
+    // Back to the initial tokens of the scene (history cleared).
+    void reset();
+    // Replace the state (e.g. tokens drawn by the user); history restarts from here. X must be N x d.
+    void setState(const Tokens& X, double t = 0.0);
+
+  private:
+    void record();
+    void checkDivergence();
+
+    Scene scene_;
+    std::unique_ptr<VelocityField> field_;
+    std::unique_ptr<Integrator> integrator_;
+    Tokens X_;
+    double t_ = 0.0;
+    long step_ = 0;
+    std::optional<RunEvent> event_;
+    std::vector<Frame> history_;
+};
+
+} // namespace flowscope

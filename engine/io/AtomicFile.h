@@ -1,0 +1,15 @@
+// Flowscope engine: atomic file writes. Data goes to "<path>.tmp-<pid>", is flushed, then renamed over
+// <path>, so a crash or an error never leaves a partial file under the final name.
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <string>
+
+namespace flowscope {
+
+// Calls write(stream) on a temporary file beside `path`, then renames it to `path`. On any failure (stream
+// error or exception) the temporary file is removed and std::runtime_error names the path.
+void writeFileAtomically(const std::string& path, const std::function<void(std::ostream&)>& write);
+
+} // namespace flowscope

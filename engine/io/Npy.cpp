@@ -1,0 +1,193 @@
+#include "engine/io/Npy.h"
+
+#include "engine/io/AtomicFile.h"
+
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+
+namespace flowscope {
+
+void writeNpy(const std::string& path, const std::vector<std::int64_t>& shape, const double* data, bool asFloat32) {
+    std::int64_t count = 1;
+    for (auto s : shape) count *= s;
+    std::string dict = std::string("{'descr': '") + (asFloat32 ? "<f4" : "<f8") + "', 'fortran_order': False, 'shape': (";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        dict += std::to_string(shape[i]);
+        if (shape.size() == 1 || i + 1 < shape.size()) dict += ",";
+        if (i + 1 < shape.size()) dict += " ";
+    }
+    dict += "), }";
+    // Header: magic(6) version(2) len(2) dict, padded with spaces and '\n' to a multiple of 64 bytes.
+    std::size_t total = 10 + dict.size() + 1;
+    const std::size_t pad = (64 - total % 64) % 64;
+    dict.append(pad, ' ');
+    dict += '\n';
+    writeFileAtomically(path, [&](std::ostream& out) {
+        const char magic[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
+        out.write(magic, 8);
+        const std::uint16_t len = std::uint16_t(dict.size());
+        const char lenBytes[2] = {char(len & 0xff), char(len >> 8)};
+        out.write(lenBytes, 2);
+        out.write(dict.data(), std::streamsize(dict.size()));
+        if (asFloat32) {
+            std::vector<float> buf(std::size_t(std::min<std::int64_t>(count, 1 << 16)));
+            for (std::int64_t i = 0; i < count; i += std::int64_t(buf.size())) {
+                const std::int64_t m = std::min<std::int64_t>(std::int64_t(buf.size()), count - i);
+                for (std::int64_t k = 0; k < m; ++k) buf[std::size_t(k)] = float(data[i + k]);
+                out.write(reinterpret_cast<const char*>(buf.data()), std::streamsize(m * 4));
+            }
+        } else {
+            out.write(reinterpret_cast<const char*>(data), std::streamsize(count * 8));
+        }
+    });
+}
+
+namespace {
+
+std::string headerValue(const std::string& dict, const std::string& key) {
+    const auto k = dict.find("'" + key + "'");
+    if (k == std::string::npos) throw std::runtime_error("npy header has no '" + key + "'");
+    auto p = dict.find(':', k);
+    if (p == std::string::npos) throw std::runtime_error("npy header is malformed");
+    ++p;
+    while (p < dict.size() && dict[p] == ' ') ++p;
+    if (p >= dict.size()) throw std::runtime_error("npy header is malformed");
+    if (dict[p] == '\'') {
+        const auto e = dict.find('\'', p + 1);
+        if (e == std::string::npos) throw std::runtime_error("npy header is malformed");
+        return dict.substr(p + 1, e - p - 1);
+    }
+    if (dict[p] == '(') {
+        const auto e = dict.find(')', p);
+        if (e == std::string::npos) throw std::runtime_error("npy header is malformed");
+        return dict.substr(p + 1, e - p - 1);
+    }
+    auto e = dict.find_first_of(",}", p);
+    return dict.substr(p, e == std::string::npos ? std::string::npos : e - p);
+}
+
+} // namespace
+
+NpyArray readNpy(const std::string& path, std::int64_t maxBytes) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    char magic[8];
+    if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+        throw std::runtime_error(path + ": not a .npy file (bad magic)");
+    std::uint32_t len = 0;
+    if (magic[6] == 1) {
+        unsigned char b[2];
+        if (!in.read(reinterpret_cast<char*>(b), 2)) throw std::runtime_error(path + ": truncated header");
+        len = b[0] | (b[1] << 8);
+    } else if (magic[6] == 2 || magic[6] == 3) {
+        unsigned char b[4];
+        if (!in.read(reinterpret_cast<char*>(b), 4)) throw std::runtime_error(path + ": truncated header");
+        len = b[0] | (b[1] << 8) | (b[2] << 16) | (std::uint32_t(b[3]) << 24);
+    } else {
+        throw std::runtime_error(path + ": unsupported .npy version " + std::to_string(int(magic[6])));
+    }
+    if (len > (1u << 20)) throw std::runtime_error(path + ": .npy header too large");
+    std::string dict(len, '\0');
+    if (!in.read(dict.data(), len)) throw std::runtime_error(path + ": truncated header");
+
+    const std::string descr = headerValue(dict, "descr");
+    if (headerValue(dict, "fortran_order").find("False") == std::string::npos)
+        throw std::runtime_error(path + ": Fortran-order arrays are not supported");
+    int itemSize = 0;
+    bool isFloat = true;
+    if (descr == "<f8" || descr == "|f8") itemSize = 8;
+    else if (descr == "<f4" || descr == "|f4") itemSize = 4;
+    else if (descr == "<i8") itemSize = 8, isFloat = false;
+    else if (descr == "<i4") itemSize = 4, isFloat = false;
+    else throw std::runtime_error(path + ": unsupported dtype '" + descr + "' (need float32/float64 little-endian)");
+
+    NpyArray a;
+    std::stringstream shapeText(headerValue(dict, "shape"));
+    std::string item;
+    std::int64_t count = 1;
+    while (std::getline(shapeText, item, ',')) {
+        if (item.find_first_not_of(' ') == std::string::npos) continue;
+        std::int64_t v = -1;
+        try {
+            v = std::stoll(item);
+        } catch (...) {
+            throw std::runtime_error(path + ": malformed shape in .npy header");
+        }
+        if (v < 0) throw std::runtime_error(path + ": negative dimension in .npy shape");
+        a.shape.push_back(v);
+        if (v > 0 && count > std::numeric_limits<std::int64_t>::max() / v)
+            throw std::runtime_error(path + ": .npy shape overflows");
+        count *= v;
+    }
+    if (count > maxBytes / itemSize) throw std::runtime_error(path + ": .npy payload exceeds the size limit");
+    std::vector<char> raw(std::size_t(count) * std::size_t(itemSize));
+    if (!in.read(raw.data(), std::streamsize(raw.size())))
+        throw std::runtime_error(path + ": truncated data (expected " + std::to_string(count) + " values)");
+    a.data.resize(std::size_t(count));
+    for (std::int64_t i = 0; i < count; ++i) {
+        const char* p = raw.data() + i * itemSize;
+        if (isFloat && itemSize == 8) {
+            double v;
+            std::memcpy(&v, p, 8);
+            a.data[std::size_t(i)] = v;
+        } else if (isFloat) {
+            float v;
+            std::memcpy(&v, p, 4);
+            a.data[std::size_t(i)] = v;
+        } else if (itemSize == 8) {
+            std::int64_t v;
+            std::memcpy(&v, p, 8);
+            a.data[std::size_t(i)] = double(v);
+        } else {
+            std::int32_t v;
+            std::memcpy(&v, p, 4);
+            a.data[std::size_t(i)] = double(v);
+        }
+    }
+    return a;
+}
+
+NpyArray readCsv(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    NpyArray a;
+    std::string line;
+    std::int64_t rows = 0, cols = -1, lineNo = 0;
+    while (std::getline(in, line)) {
+        ++lineNo;
+        for (char& c : line)
+            if (c == ',' || c == ';' || c == '\t' || c == '\r') c = ' ';
+        if (line.find_first_not_of(' ') == std::string::npos) continue;
+        std::istringstream ls(line);
+        std::vector<double> row;
+        std::string tok;
+        bool ok = true;
+        while (ls >> tok) {
+            try {
+                std::size_t used = 0;
+                row.push_back(std::stod(tok, &used));
+                if (used != tok.size()) ok = false;
+            } catch (...) {
+                ok = false;
+            }
+        }
+        if (!ok) {
+            if (rows == 0 && cols < 0) continue; // header
+            throw std::runtime_error(path + ":" + std::to_string(lineNo) + ": not a number");
+        }
+        if (cols < 0) cols = std::int64_t(row.size());
+        if (std::int64_t(row.size()) != cols)
+            throw std::runtime_error(path + ":" + std::to_string(lineNo) + ": expected " + std::to_string(cols) +
+                                     " columns, got " + std::to_string(row.size()));
+        a.data.insert(a.data.end(), row.begin(), row.end());
+        ++rows;
+    }
+    if (rows == 0) throw std::runtime_error(path + ": no numeric rows");
+    a.shape = {rows, cols};
+    return a;
+}
+
+} // namespace flowscope

@@ -1,0 +1,26 @@
+// Flowscope engine: NumPy .npy (format 1.0/2.0, little-endian float32/float64, C order) and plain CSV.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flowscope {
+
+struct NpyArray {
+    std::vector<std::int64_t> shape;
+    std::vector<double> data; // C order, converted to double on read
+};
+
+// Writes `data` (C order, product(shape) values) atomically as float64 or float32.
+void writeNpy(const std::string& path, const std::vector<std::int64_t>& shape, const double* data, bool asFloat32);
+
+// Reads a float32/float64 (or int32/int64) little-endian C-order .npy. Throws std::runtime_error with a
+// clear message for truncated, oversized (> maxBytes of payload) or unsupported files.
+NpyArray readNpy(const std::string& path, std::int64_t maxBytes = std::int64_t(1) << 32);
+
+// Reads a CSV of numbers: one row per line, comma (or whitespace) separated, every row the same length;
+// a first line that does not parse as numbers is taken as a header. Shape is {rows, cols}.
+NpyArray readCsv(const std::string& path);
+
+} // namespace flowscope

@@ -1,0 +1,316 @@
+#include "engine/runner/SimulationRunner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+namespace flowscope {
+
+// ---------------------------------------------------------------------------------------------------------
+// WorkerLoop
+
+namespace {
+using Clock = std::chrono::steady_clock;
+constexpr auto kPublishInterval = std::chrono::microseconds(8333); // ~120 Hz, above any display rate
+constexpr auto kRateWindow = std::chrono::milliseconds(250);       // steps/s is averaged over this window
+} // namespace
+
+WorkerLoop::WorkerLoop(Steppable& target) : target_(target), thread_([this] { run(); }) {}
+
+WorkerLoop::~WorkerLoop() {
+    {
+        std::lock_guard lock(mutex_);
+        quit_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+}
+
+void WorkerLoop::post(std::function<void()> command) {
+    {
+        std::lock_guard lock(mutex_);
+        commands_.push_back(std::move(command));
+    }
+    wake_.notify_all();
+}
+
+void WorkerLoop::play() {
+    {
+        std::lock_guard lock(mutex_);
+        playing_ = true;
+    }
+    wake_.notify_all();
+}
+
+void WorkerLoop::pause() {
+    {
+        std::lock_guard lock(mutex_);
+        playing_ = false;
+    }
+    wake_.notify_all();
+}
+
+void WorkerLoop::stepOnce() {
+    {
+        std::lock_guard lock(mutex_);
+        playing_ = false;
+        ++singleSteps_;
+    }
+    wake_.notify_all();
+}
+
+bool WorkerLoop::playing() const {
+    std::lock_guard lock(mutex_);
+    return playing_;
+}
+
+void WorkerLoop::setMaxStepsPerSecond(double rate) {
+    {
+        std::lock_guard lock(mutex_);
+        maxRate_ = rate;
+    }
+    wake_.notify_all();
+}
+
+double WorkerLoop::maxStepsPerSecond() const {
+    std::lock_guard lock(mutex_);
+    return maxRate_;
+}
+
+bool WorkerLoop::hasWork() const {
+    return quit_ || !commands_.empty() || singleSteps_ > 0 || playing_ || playing_ != publishedPlaying_;
+}
+
+void WorkerLoop::run() {
+    // A step that throws must not take the process down (std::terminate on an escaping exception); the
+    // Steppable is expected to record its own failures, this is the last line of defence.
+    auto guardedAdvance = [this] {
+        try {
+            return target_.advance();
+        } catch (...) {
+            return false;
+        }
+    };
+
+    std::unique_lock lock(mutex_);
+    Clock::time_point nextStep = Clock::now();
+    Clock::time_point lastPublish{};
+    Clock::time_point windowStart = Clock::now();
+    long windowSteps = 0;
+    double rate = 0.0;
+
+    // Publishes with the mutex released: readers of the target's snapshot never contend with our mutex.
+    auto publish = [&](bool playing) {
+        lock.unlock();
+        target_.publish(playing ? rate : 0.0, playing);
+        lock.lock();
+        publishedPlaying_ = playing;
+        lastPublish = Clock::now();
+    };
+
+    for (;;) {
+        wake_.wait(lock, [this] { return hasWork(); });
+        if (quit_) return;
+
+        if (!commands_.empty()) {
+            auto batch = std::move(commands_);
+            commands_.clear();
+            lock.unlock();
+            for (auto& command : batch) {
+                try {
+                    command();
+                } catch (...) {
+                    // Commands report their own errors through the target; see guardedAdvance.
+                }
+            }
+            lock.lock();
+            publish(playing_);
+            continue;
+        }
+
+        if (singleSteps_ > 0) {
+            --singleSteps_;
+            lock.unlock();
+            guardedAdvance();
+            lock.lock();
+            rate = 0.0;
+            publish(playing_);
+            continue;
+        }
+
+        if (!playing_) { // only the play state changed: show it
+            rate = 0.0;
+            publish(false);
+            continue;
+        }
+
+        const auto now = Clock::now();
+        if (!publishedPlaying_) { // just started playing: measure the rate afresh
+            windowStart = now;
+            windowSteps = 0;
+            nextStep = now;
+        }
+        if (maxRate_ > 0.0) {
+            if (now < nextStep) {
+                wake_.wait_until(lock, nextStep, [this] {
+                    return quit_ || !commands_.empty() || singleSteps_ > 0 || !playing_;
+                });
+                continue;
+            }
+            const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / maxRate_));
+            // Keep a steady cadence, but do not try to catch up after a slow step or a pause.
+            nextStep = (now - nextStep < period) ? nextStep + period : now + period;
+        }
+
+        lock.unlock();
+        const bool more = guardedAdvance();
+        const auto after = Clock::now();
+        ++windowSteps;
+        if (after - windowStart >= kRateWindow) {
+            rate = double(windowSteps) / std::chrono::duration<double>(after - windowStart).count();
+            windowStart = after;
+            windowSteps = 0;
+        }
+        lock.lock();
+
+        if (!more) {
+            playing_ = false;
+            rate = 0.0;
+            publish(false);
+        } else if (after - lastPublish >= kPublishInterval || !publishedPlaying_) {
+            publish(playing_);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// SimulationRunner::Job: the Simulation as a Steppable, and the snapshot it publishes.
+
+class SimulationRunner::Job : public Steppable {
+  public:
+    // Worker thread. Replaces the run; a Simulation that cannot be built leaves an error snapshot.
+    void install(const Scene& scene, std::uint64_t generation) {
+        generation_ = generation;
+        broken_ = false;
+        error_.clear();
+        try {
+            sim_ = std::make_unique<Simulation>(scene);
+        } catch (const std::exception& e) {
+            sim_.reset();
+            error_ = e.what();
+        }
+    }
+
+    // Worker thread. Failures keep the current state and parameters and are shown in Snapshot::error.
+    void edit(const std::function<void(Simulation&)>& change, bool repairs) {
+        if (!sim_) return;
+        try {
+            change(*sim_);
+            error_.clear();
+            if (repairs) broken_ = false;
+        } catch (const std::exception& e) {
+            error_ = e.what();
+        }
+    }
+
+    bool advance() override {
+        if (!sim_ || broken_) return false;
+        try {
+            sim_->step();
+            return !sim_->finished();
+        } catch (const std::exception& e) {
+            // A throwing step may leave the tokens half-updated: refuse further steps until reset.
+            broken_ = true;
+            error_ = e.what();
+            return false;
+        }
+    }
+
+    void publish(double stepsPerSecond, bool playing) override {
+        auto s = std::make_shared<Snapshot>();
+        if (sim_) {
+            fill(*s, *sim_);
+        } else if (auto last = snapshot()) {
+            *s = *last; // no simulation (it failed to build): keep showing the initial tokens
+        }
+        s->generation = generation_;
+        s->playing = playing;
+        s->stepsPerSecond = stepsPerSecond;
+        s->error = error_;
+        store(std::move(s));
+    }
+
+    // Any thread. A publication from an older run (the worker finishing a step of the previous scene while
+    // start() already showed the new one) is dropped, so the shown scene never flips back.
+    void store(std::shared_ptr<const Snapshot> s) {
+        std::lock_guard lock(mutex_);
+        if (!latest_ || s->generation >= latest_->generation) latest_ = std::move(s);
+    }
+
+    std::shared_ptr<const Snapshot> snapshot() const {
+        std::lock_guard lock(mutex_);
+        return latest_;
+    }
+
+  private:
+    static void fill(Snapshot& s, const Simulation& sim) {
+        s.t = sim.time();
+        s.step = sim.stepIndex();
+        s.totalSteps = sim.scene().integrator.steps;
+        s.horizon = sim.scene().integrator.T;
+        s.tokens = sim.tokens();
+        s.finished = sim.finished();
+        s.event = sim.event();
+        if (!sim.history().empty()) s.observables = sim.history().back().obs;
+    }
+
+    // Worker-thread state.
+    std::unique_ptr<Simulation> sim_;
+    std::uint64_t generation_ = 0;
+    std::string error_;
+    bool broken_ = false;
+
+    // Shared with readers.
+    mutable std::mutex mutex_;
+    std::shared_ptr<const Snapshot> latest_;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// SimulationRunner
+
+SimulationRunner::SimulationRunner() : job_(std::make_unique<Job>()), loop_(std::make_unique<WorkerLoop>(*job_)) {}
+
+SimulationRunner::~SimulationRunner() { loop_.reset(); }
+
+void SimulationRunner::start(const Scene& scene) {
+    // Fail here, on the caller's thread, for what a user can get wrong in a scene that parsed (attention
+    // settings the field does not support, an unreadable initial-token file), so that a bad scene leaves the
+    // current run untouched. Building the Simulation itself (its initial observables cost O(N^2) with
+    // entropy) happens on the worker.
+    makeCpuField(scene.attention, scene.d, scene.precision);
+    auto first = std::make_shared<Snapshot>();
+    first->tokens = initialTokens(scene);
+
+    first->generation = ++generation_;
+    first->totalSteps = scene.integrator.steps;
+    first->horizon = scene.integrator.T;
+    first->playing = loop_->playing();
+    job_->store(first);
+    loop_->post([job = job_.get(), scene, generation = generation_] { job->install(scene, generation); });
+}
+
+void SimulationRunner::play() { loop_->play(); }
+void SimulationRunner::pause() { loop_->pause(); }
+void SimulationRunner::stepOnce() { loop_->stepOnce(); }
+
+void SimulationRunner::reset() {
+    loop_->post([job = job_.get()] { job->edit([](Simulation& sim) { sim.reset(); }, true); });
+}
+
+void SimulationRunner::setAttention(const AttentionSpec& spec) {
+    loop_->post([job = job_.get(), spec] { job->edit([&spec](Simulation& sim) { sim.setAttention(spec); }, false); });
+}
+
+std::shared_ptr<const Snapshot> SimulationRunner::snapshot() const { return job_->snapshot(); }
+
+} // namespace flowscope

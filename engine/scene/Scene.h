@@ -1,0 +1,127 @@
+// Flowscope engine: the Scene, one value that describes a whole experiment.
+//
+// Presets, save/load, the CLI, the GUI and the tests all speak Scene. Its JSON schema is documented in
+// docs/scene.md; SceneJson.cpp parses and validates it (every error names the offending field by JSON
+// pointer) and writes it back. Loading a scene and running it reproduces the run bit-for-bit on one build.
+#pragma once
+
+#include "engine/core/Types.h"
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace flowscope {
+
+// Parameters of one attention head. Q, K are k x d (k <= d), V is d x d. Scores are (Q x).(K y) = y^T A x with
+// A = K^T Q. Heads are summed (multi-head, seed-castin.md §1.7).
+struct HeadParams {
+    Mat Q, K, V;
+};
+
+// Time-dependent parameters: the heads at time t (piecewise constant: the last keyframe with time <= t;
+// linear: interpolation between the two keyframes around t, clamped at the ends).
+struct Keyframe {
+    double t = 0.0;
+    std::vector<HeadParams> heads;
+};
+
+enum class AttentionType { Softmax, Linear, L2, Sinkhorn, Exp, Relu, Sigmoid, Rwpo };
+enum class Interpolation { Piecewise, Linear };
+// RWPO interaction kernel (seed-flows.md §1.2): the corrected vector kernel (default), the kernel exactly
+// as printed in the paper, and the per-coordinate (separable) form of the authors' MATLAB code.
+enum class RwpoKernel { Corrected, AsPrinted, PerCoordinate };
+
+struct AttentionSpec {
+    AttentionType type = AttentionType::Softmax;
+    std::vector<HeadParams> heads;   // constant parameters; heads.size() = H
+    std::vector<Keyframe> keyframes; // non-empty: time-dependent parameters (then `heads` is ignored)
+    Interpolation interpolation = Interpolation::Piecewise;
+    double beta = 1.0;         // inverse temperature multiplying every score
+    bool scaleByRootK = false; // additionally divide scores by sqrt(k) (k = rows of Q), as the authors' code
+    bool masked = false;       // causal: token i attends to tokens j <= i
+    bool sphere = false;       // project tokens to the unit sphere, velocity to its tangent space
+    std::optional<double> linearEps; // linear only: the "lin,eps" variant when set
+    double sinkhornEps = 1.0;        // Sinkhorn temperature epsilon > 0
+    int sinkhornIterations = 100;    // maximum number of row/column passes
+    double sinkhornTol = 1e-9;       // stop when max_j |column marginal_j - 1| <= tol
+    double lambda = 2.0;             // RWPO: L1 prior weight
+    double h = 1.0 / 48.0;           // RWPO: layer step (threshold lambda*h, bandwidth sqrt(2h/beta))
+    RwpoKernel rwpoKernel = RwpoKernel::Corrected;
+
+    int headCount() const { return int(keyframes.empty() ? heads.size() : keyframes.front().heads.size()); }
+    // The heads in force at time t (constant heads, or keyframes interpolated).
+    std::vector<HeadParams> headsAt(double t) const;
+};
+
+enum class InitKind { Gaussian, Uniform, Rings, File };
+
+struct InitialSpec {
+    InitKind kind = InitKind::Gaussian;
+    std::uint64_t seed = 1;
+    Vec mean;  // Gaussian (size d)
+    Mat cov;   // Gaussian (d x d, symmetric positive semi-definite)
+    Vec low, high; // Uniform box (size d each, low < high)
+    std::vector<double> radii{1.0}; // Rings: concentric circles in the first two coordinates
+    double noise = 0.0;             // Rings: Gaussian jitter (std) added to every coordinate
+    std::string path;               // File: .npy (N x d) or .csv (N rows of d numbers); relative to the scene
+};
+
+enum class Method { Euler, Heun, Rk4, DormandPrince };
+
+struct IntegratorSpec {
+    Method method = Method::Rk4;
+    double T = 1.0;  // horizon
+    int steps = 100; // M: nominal step h = T / M (fixed-step methods take exactly M steps)
+    double rtol = 1e-6, atol = 1e-9;   // Dormand-Prince error control
+    double divergenceNorm = 1e8;       // stop when max_i |x_i| exceeds this
+    double minStep = 1e-12;            // Dormand-Prince: stop when the step falls below this
+};
+
+struct OutputSpec {
+    int every = 1;            // record every K-th nominal step (plus t = 0 and the final state)
+    bool entropy = true;      // compute attention entropy (an extra O(N^2) pass) at recorded steps
+    double clusterTol = 1e-3; // tokens closer than this belong to one cluster
+    double rankTol = 1e-6;    // numerical rank: eigenvalues > rankTol * largest
+};
+
+struct Scene {
+    int version = 1;
+    std::string name;
+    std::string description; // what the user should see
+    std::string figure;      // the paper figure it reproduces, if any
+    int d = 2;
+    int n = 256;
+    Precision precision = Precision::Float64;
+    InitialSpec initial;
+    AttentionSpec attention;
+    IntegratorSpec integrator;
+    OutputSpec output;
+    std::string viewJson = "{}"; // view settings, opaque to the engine (GUI-owned), kept as JSON text
+};
+
+// A validation or parse error, naming the field by JSON pointer (e.g. "/attention/heads/1/V").
+struct SceneError : std::runtime_error {
+    SceneError(std::string pointer, const std::string& message)
+        : std::runtime_error(pointer + ": " + message), pointer(std::move(pointer)) {}
+    std::string pointer;
+};
+
+// Parse and validate a scene from JSON text. `baseDir` resolves relative file paths. Throws SceneError.
+Scene sceneFromJson(const std::string& text, const std::string& baseDir = ".");
+// Read a scene file (throws SceneError with pointer "" for I/O or syntax errors, with the line/column).
+Scene loadScene(const std::string& path);
+// Serialize (pretty-printed JSON); sceneFromJson(sceneToJson(s)) == s.
+std::string sceneToJson(const Scene& s);
+// Write atomically (temporary file, then rename). Throws std::runtime_error on failure.
+void saveScene(const Scene& s, const std::string& path);
+
+const char* toString(AttentionType t);
+const char* toString(Method m);
+
+// The initial tokens of a scene (N x d), deterministic in the seed. Throws SceneError for unreadable files.
+Tokens initialTokens(const Scene& s);
+
+} // namespace flowscope

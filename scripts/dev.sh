@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Flowscope developer entry point for a fresh Debian 12 machine.
+#   scripts/dev.sh run    install what is missing, build, launch the GUI on the default scene
+#   scripts/dev.sh test   install what is missing, build, run the whole test suite (ctest; GUI tests under Xvfb)
+#   scripts/dev.sh asan   build and run the engine and CLI tests with -fsanitize=address,undefined
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PACKAGES=(
+  cmake ninja-build g++ pkg-config
+  libeigen3-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+  qt6-base-dev libqt6opengl6-dev qt6-qpa-plugins libgl-dev libegl-dev
+  libgl1-mesa-dri libglx-mesa0 libegl-mesa0 xvfb xauth fonts-dejavu-core
+)
+
+install_deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}"
+    local sudo=""
+    [[ $(id -u) -ne 0 ]] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+jobs() { nproc 2>/dev/null || echo 2; }
+
+build() { # build DIR [cmake args...]
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$dir" -j "$(jobs)"
+}
+
+case "${1:-}" in
+run)
+  install_deps
+  build build
+  shift
+  exec ./build/app/flowscope "$@"
+  ;;
+test)
+  install_deps
+  build build
+  ctest --test-dir build --output-on-failure -j "$(jobs)"
+  ;;
+asan)
+  install_deps
+  build build-asan -DFLOWSCOPE_SANITIZE=ON -DFLOWSCOPE_BUILD_GUI=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$(jobs)"
+  ;;
+*)
+  echo "usage: scripts/dev.sh run|test|asan" >&2
+  exit 2
+  ;;
+esac

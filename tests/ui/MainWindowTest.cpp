@@ -1,0 +1,117 @@
+// MainWindow: opening scenes; a bad file leaves the running scene untouched and explains why.
+#include "GuiEnvironment.h"
+#include "TestScenes.h"
+
+#include "ui/MainWindow.h"
+#include "ui/ParticleView.h"
+
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest/QTest>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace flowscope::test {
+namespace {
+
+QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArray& content) {
+    const QString path = dir.filePath(name);
+    QFile f(path);
+    EXPECT_TRUE(f.open(QIODevice::WriteOnly));
+    f.write(content);
+    return path;
+}
+
+class MainWindowTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        FLOWSCOPE_REQUIRE_GUI();
+        ASSERT_TRUE(dir.isValid());
+        window = std::make_unique<MainWindow>();
+        window->resize(800, 600);
+        ASSERT_TRUE(window->setScene(tinyScene()));
+        window->show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
+    }
+
+    void expectTinySceneStillRunning() {
+        ASSERT_TRUE(window->scene().has_value());
+        EXPECT_EQ(window->scene()->name, "tiny");
+        EXPECT_EQ(window->scene()->n, 256);
+        EXPECT_EQ(window->runner().snapshot()->generation, 1u);
+        EXPECT_EQ(window->runner().snapshot()->tokens.rows(), 256);
+    }
+
+    QTemporaryDir dir;
+    std::unique_ptr<MainWindow> window;
+};
+
+TEST_F(MainWindowTest, MalformedJsonKeepsTheSceneAndExplains) {
+    const QString path = writeFile(dir, QStringLiteral("broken.json"), "{ \"version\": 1, \"d\": 2,");
+    EXPECT_FALSE(window->openSceneFile(path));
+    EXPECT_FALSE(window->lastError().isEmpty());
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("broken.json"))) << window->lastError().toStdString();
+    expectTinySceneStillRunning();
+}
+
+TEST_F(MainWindowTest, InvalidFieldKeepsTheSceneAndNamesTheField) {
+    Scene bad = tinyScene();
+    auto json = nlohmann::json::parse(sceneToJson(bad));
+    json["n"] = -5;
+    const QString path = writeFile(dir, QStringLiteral("bad-n.json"), QByteArray::fromStdString(json.dump()));
+    EXPECT_FALSE(window->openSceneFile(path));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("/n"))) << window->lastError().toStdString();
+    expectTinySceneStillRunning();
+}
+
+TEST_F(MainWindowTest, MissingFileKeepsTheScene) {
+    EXPECT_FALSE(window->openSceneFile(dir.filePath(QStringLiteral("does-not-exist.json"))));
+    EXPECT_FALSE(window->lastError().isEmpty());
+    expectTinySceneStillRunning();
+}
+
+TEST_F(MainWindowTest, OpensAValidSceneFile) {
+    Scene other = tinyScene(300);
+    other.name = "from file";
+    const QString path = dir.filePath(QStringLiteral("other.json"));
+    saveScene(other, path.toStdString());
+    ASSERT_TRUE(window->openSceneFile(path)) << window->lastError().toStdString();
+    EXPECT_TRUE(window->lastError().isEmpty());
+    EXPECT_EQ(window->scene()->name, "from file");
+    EXPECT_EQ(window->scenePath(), path);
+    EXPECT_EQ(window->runner().snapshot()->generation, 2u);
+    EXPECT_EQ(window->runner().snapshot()->tokens.rows(), 300);
+    EXPECT_TRUE(window->windowTitle().contains(QStringLiteral("from file")));
+}
+
+TEST_F(MainWindowTest, WindowImageIncludesTheParticles) {
+    window->stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 1; }));
+    window->particleView()->refresh();
+    const QImage img = window->grabWindowImage().convertToFormat(QImage::Format_RGB32);
+    const double dpr = window->devicePixelRatioF();
+    EXPECT_EQ(img.width(), int(std::lround(window->width() * dpr)));
+    EXPECT_EQ(img.height(), int(std::lround(window->height() * dpr)));
+    long colourful = 0;
+    for (int y = 0; y < img.height(); ++y)
+        for (int x = 0; x < img.width(); ++x) {
+            const QColor c(img.pixel(x, y));
+            colourful += (std::max({c.red(), c.green(), c.blue()}) - std::min({c.red(), c.green(), c.blue()})) > 60;
+        }
+    EXPECT_GT(colourful, 256);
+}
+
+TEST_F(MainWindowTest, PlayPauseAndResetDriveTheRunner) {
+    window->togglePlay();
+    EXPECT_TRUE(window->runner().playing());
+    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step >= 2; }));
+    window->togglePlay();
+    EXPECT_FALSE(window->runner().playing());
+    window->reset();
+    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 0 && !s.playing; }));
+}
+
+} // namespace
+} // namespace flowscope::test

@@ -1,0 +1,131 @@
+// ParticleView: the points land where the view's transform says, in the right colours; events show a banner.
+#include "GuiEnvironment.h"
+#include "TestScenes.h"
+
+#include "ui/Colormap.h"
+#include "ui/MainWindow.h"
+#include "ui/ParticleView.h"
+
+#include <QImage>
+#include <QtTest/QTest>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace flowscope::test {
+namespace {
+
+// Viridis colours are saturated; the background, grid, labels and the status box are grey. So "chromatic"
+// pixels are particle pixels (an event banner is red, and these tests look for it separately).
+int chroma(QRgb c) {
+    const int r = qRed(c), g = qGreen(c), b = qBlue(c);
+    return std::max({r, g, b}) - std::min({r, g, b});
+}
+bool isParticle(QRgb c) { return chroma(c) > 60 && !(qRed(c) > 150 && qGreen(c) < 90 && qBlue(c) < 90); }
+bool isBannerRed(QRgb c) { return qRed(c) > 150 && qGreen(c) < 90 && qBlue(c) < 90; }
+
+struct Shown {
+    QImage image;
+    std::shared_ptr<const Snapshot> snapshot;
+};
+
+// Advances `w`'s run to `steps` steps, then grabs exactly what the view draws for that snapshot.
+Shown advanceAndGrab(MainWindow& w, int steps) {
+    for (int i = 0; i < steps; ++i) w.runner().stepOnce();
+    EXPECT_TRUE(waitForSnapshot(w.runner(), [steps](const Snapshot& s) { return s.step >= steps; }));
+    w.particleView()->refresh();
+    Shown out;
+    out.image = w.particleView()->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    out.snapshot = w.particleView()->displayedSnapshot();
+    return out;
+}
+
+TEST(ParticleView, DrawsTheTokensWhereItsTransformPutsThem) {
+    FLOWSCOPE_REQUIRE_GUI();
+    MainWindow w;
+    w.resize(900, 700);
+    ASSERT_TRUE(w.setScene(tinyScene(256)));
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ParticleView* view = w.particleView();
+    ASSERT_TRUE(view->glError().isEmpty()) << view->glError().toStdString();
+
+    const Shown shown = advanceAndGrab(w, 5);
+    ASSERT_EQ(shown.snapshot->step, 5);
+    const QImage& img = shown.image;
+    const double dpr = view->devicePixelRatioF();
+    ASSERT_EQ(img.width(), int(std::lround(view->width() * dpr)));
+
+    long count = 0;
+    double sx = 0.0, sy = 0.0;
+    for (int y = 0; y < img.height(); ++y) {
+        const auto* row = reinterpret_cast<const QRgb*>(img.constScanLine(y));
+        for (int x = 0; x < img.width(); ++x)
+            if (isParticle(row[x])) ++count, sx += x + 0.5, sy += y + 0.5;
+    }
+    // 256 discs of a few pixels each, some overlapping: far more than a stray line, far less than the view.
+    ASSERT_GT(count, 256);
+    ASSERT_LT(count, long(img.width()) * img.height() / 2);
+
+    const Tokens& X = shown.snapshot->tokens;
+    const QPointF mean(X.col(0).mean(), X.col(1).mean());
+    const QPointF expected = view->transform().worldToPixel(mean) * dpr;
+    // The map is affine, so the centroid of the discs is the projection of the mean, up to overlaps and
+    // discs hidden under the status box.
+    EXPECT_NEAR(sx / count, expected.x(), 0.02 * img.width());
+    EXPECT_NEAR(sy / count, expected.y(), 0.02 * img.height());
+
+    // The last token is drawn last (on top) in the last viridis colour, centred on its projection.
+    const Eigen::Index last = X.rows() - 1;
+    const QPoint p = (view->transform().worldToPixel({X(last, 0), X(last, 1)}) * dpr).toPoint();
+    ASSERT_TRUE(img.rect().contains(p));
+    if (p.x() > 400 * dpr || p.y() > 100 * dpr) { // not under the status box
+        const QColor got(img.pixel(p)), want = viridis(1.0);
+        EXPECT_NEAR(got.red(), want.red(), 40);
+        EXPECT_NEAR(got.green(), want.green(), 40);
+        EXPECT_NEAR(got.blue(), want.blue(), 40);
+    }
+}
+
+TEST(ParticleView, FramesAllTokensOfANewScene) {
+    FLOWSCOPE_REQUIRE_GUI();
+    MainWindow w;
+    w.resize(700, 500);
+    Scene far = tinyScene(128);
+    far.initial.mean = Vec::Constant(2, 1000.0); // far from the origin, spread 1: only framing finds it
+    ASSERT_TRUE(w.setScene(far));
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    const Shown shown = advanceAndGrab(w, 0); // the framed state itself: this cloud moves fast afterwards
+    const QRectF visible = w.particleView()->transform().visibleWorld();
+    const Tokens& X = shown.snapshot->tokens;
+    for (Eigen::Index i = 0; i < X.rows(); ++i) ASSERT_TRUE(visible.contains(QPointF(X(i, 0), X(i, 1))));
+    long count = 0;
+    for (int y = 0; y < shown.image.height(); ++y)
+        for (int x = 0; x < shown.image.width(); ++x) count += isParticle(shown.image.pixel(x, y));
+    EXPECT_GT(count, 128);
+}
+
+TEST(ParticleView, ShowsARedBannerWhenTheRunDiverges) {
+    FLOWSCOPE_REQUIRE_GUI();
+    MainWindow w;
+    w.resize(800, 600);
+    ASSERT_TRUE(w.setScene(divergingScene()));
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    w.setMaxSpeed(true);
+    w.play();
+    ASSERT_TRUE(waitForSnapshot(w.runner(), [](const Snapshot& s) { return s.finished && !s.playing; }));
+    w.particleView()->refresh();
+    const QImage img = w.particleView()->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    ASSERT_TRUE(w.particleView()->displayedSnapshot()->event.has_value());
+
+    long red = 0;
+    for (int y = 0; y < img.height() / 3; ++y) // the banner sits at the top
+        for (int x = img.width() / 4; x < img.width() * 3 / 4; ++x) red += isBannerRed(img.pixel(x, y));
+    EXPECT_GT(red, 2000); // a banner, not a few stray pixels
+}
+
+} // namespace
+} // namespace flowscope::test

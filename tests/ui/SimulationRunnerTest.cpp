@@ -1,0 +1,168 @@
+// SimulationRunner: commands reach the worker, snapshots are published without waiting, pacing holds.
+// Qt-free; lives in the UI test binary because the runner exists for the UI.
+#include "TestScenes.h"
+
+#include "engine/runner/SimulationRunner.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace flowscope::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(SimulationRunner, StartShowsTheInitialStateAtOnce) {
+    SimulationRunner runner;
+    EXPECT_EQ(runner.snapshot(), nullptr);
+    const Scene scene = tinyScene();
+    runner.start(scene);
+    const auto s = runner.snapshot();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->generation, 1u);
+    EXPECT_EQ(s->step, 0);
+    EXPECT_EQ(s->totalSteps, scene.integrator.steps);
+    EXPECT_EQ(s->tokens.rows(), scene.n);
+    EXPECT_EQ(s->tokens.cols(), scene.d);
+    EXPECT_EQ(s->tokens, initialTokens(scene));
+    EXPECT_FALSE(s->playing);
+}
+
+TEST(SimulationRunner, StepOnceAdvancesExactlyOneStepEach) {
+    SimulationRunner runner;
+    runner.start(tinyScene());
+    for (int i = 0; i < 3; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 3; }));
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(runner.snapshot()->step, 3);
+    EXPECT_FALSE(runner.playing());
+}
+
+TEST(SimulationRunner, PauseStopsStepping) {
+    SimulationRunner runner;
+    runner.start(tinyScene(256, 100000));
+    runner.play();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step >= 5 && s.playing; }));
+    runner.pause();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return !s.playing; }));
+    const long step = runner.snapshot()->step;
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(runner.snapshot()->step, step);
+}
+
+TEST(SimulationRunner, PacingCapsTheStepRate) {
+    // An upper bound only: a loaded machine takes fewer steps, never more.
+    SimulationRunner runner;
+    runner.start(tinyScene(16, 100000));
+    runner.setMaxStepsPerSecond(40.0);
+    const auto begin = std::chrono::steady_clock::now();
+    runner.play();
+    std::this_thread::sleep_for(500ms);
+    runner.pause();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return !s.playing; }));
+    EXPECT_LE(runner.snapshot()->step, long(40.0 * seconds) + 2);
+    EXPECT_GT(runner.snapshot()->step, 0);
+}
+
+TEST(SimulationRunner, ResetReturnsToTheInitialTokens) {
+    SimulationRunner runner;
+    const Scene scene = tinyScene();
+    runner.start(scene);
+    for (int i = 0; i < 4; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 4; }));
+    EXPECT_NE(runner.snapshot()->tokens, initialTokens(scene));
+    runner.reset();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 0; }));
+    EXPECT_EQ(runner.snapshot()->tokens, initialTokens(scene));
+    EXPECT_EQ(runner.snapshot()->t, 0.0);
+}
+
+TEST(SimulationRunner, SetAttentionContinuesFromTheCurrentState) {
+    SimulationRunner runner;
+    runner.start(tinyScene());
+    for (int i = 0; i < 3; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 3; }));
+    const Tokens at3 = runner.snapshot()->tokens;
+
+    AttentionSpec still = tinyScene().attention; // V = 0: zero velocity, the tokens must not move
+    still.heads[0].V.setZero();
+    runner.setAttention(still);
+    for (int i = 0; i < 2; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 5; }));
+    EXPECT_EQ(runner.snapshot()->tokens, at3);
+    EXPECT_TRUE(runner.snapshot()->error.empty());
+}
+
+TEST(SimulationRunner, SetSceneRestartsAndNeverShowsTheOldRunAgain) {
+    SimulationRunner runner;
+    runner.start(tinyScene(256, 100000));
+    runner.setMaxStepsPerSecond(0.0);
+    runner.play();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step >= 3; }));
+
+    runner.setScene(tinyScene(100, 100000));
+    auto s = runner.snapshot();
+    EXPECT_EQ(s->generation, 2u);
+    EXPECT_EQ(s->tokens.rows(), 100);
+    EXPECT_TRUE(runner.playing()); // the play state carries over
+    // Publications of the old run still in flight must be dropped.
+    const auto until = std::chrono::steady_clock::now() + 200ms;
+    while (std::chrono::steady_clock::now() < until) {
+        s = runner.snapshot();
+        ASSERT_EQ(s->generation, 2u);
+        ASSERT_EQ(s->tokens.rows(), 100);
+    }
+}
+
+TEST(SimulationRunner, ABadSceneThrowsAndKeepsTheCurrentRun) {
+    SimulationRunner runner;
+    runner.start(tinyScene());
+    Scene bad = tinyScene(50);
+    bad.initial.kind = InitKind::File;
+    bad.initial.path = "/nonexistent/tokens.npy";
+    EXPECT_THROW(runner.start(bad), SceneError);
+    const auto s = runner.snapshot();
+    EXPECT_EQ(s->generation, 1u);
+    EXPECT_EQ(s->tokens.rows(), 256);
+    runner.stepOnce();
+    EXPECT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 1; }));
+}
+
+TEST(SimulationRunner, PausesAtTheEndOfTheRun) {
+    SimulationRunner runner;
+    runner.start(tinyScene(64, 10));
+    runner.setMaxStepsPerSecond(0.0);
+    runner.play();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.finished && !s.playing; }));
+    EXPECT_EQ(runner.snapshot()->step, 10);
+    EXPECT_FALSE(runner.playing());
+    EXPECT_FALSE(runner.snapshot()->event.has_value());
+}
+
+TEST(SimulationRunner, StopsOnDivergenceWithTheEvent) {
+    SimulationRunner runner;
+    runner.start(divergingScene());
+    runner.setMaxStepsPerSecond(0.0);
+    runner.play();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.finished && !s.playing; }));
+    const auto s = runner.snapshot();
+    ASSERT_TRUE(s->event.has_value());
+    EXPECT_EQ(s->event->kind, RunEvent::Kind::Diverged);
+    EXPECT_GT(s->event->t, 0.0);
+    EXPECT_LT(s->step, s->totalSteps);
+}
+
+TEST(SimulationRunner, DestroysCleanlyWhilePlaying) {
+    auto runner = std::make_unique<SimulationRunner>();
+    runner->start(tinyScene(256, 100000));
+    runner->setMaxStepsPerSecond(0.0);
+    runner->play();
+    runner->reset();
+    runner.reset(); // joins the worker mid-run, with a command possibly pending
+    SUCCEED();
+}
+
+} // namespace
+} // namespace flowscope::test

@@ -1,0 +1,24 @@
+// Flowscope UI tests: small scenes and waiting helpers shared by the test files.
+#pragma once
+
+#include "engine/runner/SimulationRunner.h"
+#include "engine/scene/Scene.h"
+
+#include <chrono>
+#include <functional>
+
+namespace flowscope::test {
+
+// 2-D softmax, Q = K = I, V = -0.4 I, Gaussian tokens, float64, RK4 (fast: N = 256 by default).
+Scene tinyScene(int n = 256, int steps = 200);
+// Softmax with V = I, A = I: V A + (V A)^T has a positive eigenvalue, so the cloud blows up in finite time;
+// the divergence threshold is low so that it happens within a few dozen steps.
+Scene divergingScene();
+
+// Polls `done` (processing Qt events when a QCoreApplication exists) until it holds or `timeout` passes.
+bool waitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+// Waits until the runner's snapshot satisfies `done`.
+bool waitForSnapshot(const SimulationRunner& runner, const std::function<bool(const Snapshot&)>& done,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(20));
+
+} // namespace flowscope::test
