@@ -1,0 +1,153 @@
+// flowscope-cli end to end: run the real binary, read what it wrote.
+#include "engine/io/Npy.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+    int code = -1;
+    std::string out; // stdout and stderr
+};
+
+Result cli(const std::string& args) {
+    const std::string cmd = std::string(FLOWSCOPE_CLI) + " " + args + " 2>&1";
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    while (std::size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+fs::path tempDir() {
+    const fs::path dir = fs::temp_directory_path() / ("flowscope-cli-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir);
+    return dir;
+}
+
+void writeText(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+
+const char* kSmallScene = R"({
+  "name": "cli-small", "d": 2, "n": 50,
+  "initial": {"kind": "gaussian", "seed": 3, "mean": [0, 0], "cov": [[1, 0], [0, 1]]},
+  "attention": {"type": "softmax", "heads": [{"Q": [[1, 0], [0, 1]], "K": [[1, 0], [0, 1]], "V": [[-0.5, 0], [0, -0.5]]}]},
+  "integrator": {"method": "rk4", "T": 1.0, "steps": 20},
+  "output": {"every": 2}
+})";
+
+} // namespace
+
+TEST(Cli, SimulateWritesTrajectoryAndObservables) {
+    const fs::path dir = tempDir();
+    writeText(dir / "scene.json", kSmallScene);
+    const Result r = cli("simulate " + (dir / "scene.json").string() + " --out " + (dir / "traj.npy").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    const flowscope::NpyArray a = flowscope::readNpy((dir / "traj.npy").string());
+    ASSERT_EQ(a.shape, (std::vector<std::int64_t>{11, 50, 2}));
+    std::ifstream in(dir / "traj.json");
+    const nlohmann::json j = nlohmann::json::parse(in);
+    ASSERT_EQ(j["times"].size(), 11u);
+    EXPECT_DOUBLE_EQ(j["times"].back().get<double>(), 1.0);
+    EXPECT_TRUE(j["event"].is_null());
+    // The recorded mean equals the mean of the stored tokens at the last time.
+    double mx = 0;
+    for (int i = 0; i < 50; ++i) mx += a.data[std::size_t((10 * 50 + i) * 2)];
+    EXPECT_NEAR(j["observables"]["mean"].back()[0].get<double>(), mx / 50, 1e-12);
+    // V = -0.5 I contracts the cloud.
+    EXPECT_LT(j["observables"]["cov"].back()[0][0].get<double>(), j["observables"]["cov"][0][0][0].get<double>());
+
+    // --every and --float32
+    const Result r2 = cli("simulate " + (dir / "scene.json").string() + " --out " + (dir / "t32.npy").string() +
+                          " --every 5 --float32");
+    ASSERT_EQ(r2.code, 0) << r2.out;
+    const flowscope::NpyArray b = flowscope::readNpy((dir / "t32.npy").string());
+    EXPECT_EQ(b.shape, (std::vector<std::int64_t>{5, 50, 2}));
+    EXPECT_NEAR(b.data.back(), a.data.back(), 1e-6);
+    fs::remove_all(dir);
+}
+
+TEST(Cli, BlowUpIsReportedAsAnEvent) {
+    const fs::path dir = tempDir();
+    // Linear attention, one token: x' = x^3 blows up at t = 0.5.
+    writeText(dir / "blow.json", R"({"name": "blow", "d": 1, "n": 1,
+      "initial": {"kind": "gaussian", "seed": 1, "mean": [1], "cov": [[0]]},
+      "attention": {"type": "linear", "heads": [{"Q": [[1]], "K": [[1]], "V": [[1]]}]},
+      "integrator": {"method": "dopri5", "T": 1.0, "steps": 100, "divergence_norm": 1000}})");
+    const Result r = cli("simulate " + (dir / "blow.json").string() + " --out " + (dir / "b.npy").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::ifstream in(dir / "b.json");
+    const nlohmann::json j = nlohmann::json::parse(in);
+    ASSERT_FALSE(j["event"].is_null());
+    EXPECT_EQ(j["event"]["kind"], "diverged");
+    EXPECT_NEAR(j["event"]["t"].get<double>(), 0.5, 0.011);
+    fs::remove_all(dir);
+}
+
+TEST(Cli, MalformedSceneExitsWithCodeTwoNamesTheFieldAndWritesNothing) {
+    const fs::path dir = tempDir();
+    std::string bad = kSmallScene;
+    bad.replace(bad.find("\"V\": [[-0.5, 0], [0, -0.5]]"), 27, "\"V\": [[1, 0, 0], [0, 1, 0]]");
+    writeText(dir / "bad.json", bad);
+    const Result r = cli("simulate " + (dir / "bad.json").string() + " --out " + (dir / "x.npy").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("/attention/heads/0/V"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("2x3"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir / "x.npy"));
+    EXPECT_FALSE(fs::exists(dir / "x.json"));
+
+    writeText(dir / "syntax.json", "{\"d\": 2,, }");
+    const Result s = cli("simulate " + (dir / "syntax.json").string() + " --out " + (dir / "x.npy").string());
+    EXPECT_EQ(s.code, 2);
+    EXPECT_FALSE(fs::exists(dir / "x.npy"));
+
+    const Result m = cli("simulate " + (dir / "missing.json").string() + " --out " + (dir / "x.npy").string());
+    EXPECT_EQ(m.code, 2);
+    EXPECT_NE(m.out.find("missing.json"), std::string::npos) << m.out;
+
+    EXPECT_EQ(cli("simulate " + (dir / "bad.json").string()).code, 2);     // no --out
+    EXPECT_EQ(cli("frobnicate").code, 2);                                  // unknown command
+    EXPECT_EQ(cli("simulate a.json --out b.npy --every zero").code, 2);    // bad number
+    fs::remove_all(dir);
+}
+
+TEST(Cli, PresetsListsEveryShippedScene) {
+    const Result r = cli("presets");
+    ASSERT_EQ(r.code, 0) << r.out;
+    int files = 0;
+    for (const auto& e : fs::directory_iterator(FLOWSCOPE_PRESET_DIR))
+        if (e.path().extension() == ".json") {
+            ++files;
+            EXPECT_NE(r.out.find(e.path().stem().string()), std::string::npos) << e.path();
+        }
+    EXPECT_GT(files, 0);
+    EXPECT_EQ(r.out.find("INVALID"), std::string::npos) << r.out;
+}
+
+TEST(Cli, BenchJsonRecordsHaveEveryField) {
+    const Result r = cli("bench particles --json --n 256 --variants softmax,sinkhorn,rwpo");
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::istringstream lines(r.out);
+    std::string line;
+    int records = 0;
+    while (std::getline(lines, line)) {
+        const auto j = nlohmann::json::parse(line);
+        for (const char* key : {"variant", "backend", "N", "d", "precision", "pairs_per_s", "baseline_pairs_per_s", "ratio"})
+            EXPECT_TRUE(j.contains(key)) << key << " in " << line;
+        EXPECT_GT(j["pairs_per_s"].get<double>(), 0.0);
+        EXPECT_GT(j["baseline_pairs_per_s"].get<double>(), 0.0);
+        ++records;
+    }
+    EXPECT_EQ(records, 3);
+}
