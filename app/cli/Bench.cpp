@@ -30,23 +30,29 @@ using Clock = std::chrono::steady_clock;
 constexpr int kSinkhornIterations = 10;
 constexpr long kDenseMaxN = 16384; // the N x N float matrix is 1 GiB there; 16 GiB at 65536
 
-const std::vector<std::string> kVariants = {"softmax", "l2",      "sinkhorn", "linear", "exp",
+const std::vector<std::string> kVariants = {"softmax", "l2",      "sinkhorn", "linear",    "exp",
                                             "relu",    "sigmoid", "masked",   "multihead", "rwpo"};
 
 AttentionSpec specFor(const std::string& v, int d) {
     AttentionSpec s;
     const Mat I = Mat::Identity(d, d);
     s.heads = {HeadParams{I, I, -0.5 * I}};
-    if (v == "softmax") s.type = AttentionType::Softmax;
-    else if (v == "l2") s.type = AttentionType::L2;
+    if (v == "softmax")
+        s.type = AttentionType::Softmax;
+    else if (v == "l2")
+        s.type = AttentionType::L2;
     else if (v == "sinkhorn") {
         s.type = AttentionType::Sinkhorn;
         s.sinkhornIterations = kSinkhornIterations;
         s.sinkhornTol = 0.0; // always run the full iteration count: comparable timings
-    } else if (v == "linear") s.type = AttentionType::Linear;
-    else if (v == "exp") s.type = AttentionType::Exp;
-    else if (v == "relu") s.type = AttentionType::Relu;
-    else if (v == "sigmoid") s.type = AttentionType::Sigmoid;
+    } else if (v == "linear")
+        s.type = AttentionType::Linear;
+    else if (v == "exp")
+        s.type = AttentionType::Exp;
+    else if (v == "relu")
+        s.type = AttentionType::Relu;
+    else if (v == "sigmoid")
+        s.type = AttentionType::Sigmoid;
     else if (v == "masked") {
         s.type = AttentionType::Softmax;
         s.masked = true;
@@ -75,8 +81,10 @@ MatF denseAverage(const MatF& X, const HeadSetup& h, bool causal) {
     case Weighting::Exp: {
         const VecF m = S.rowwise().maxCoeff();
         S = (S.colwise() - m).array().exp();
-        if (h.weighting == Weighting::Softmax) scale = S.rowwise().sum().cwiseInverse();
-        else scale = m.array().exp() / float(n);
+        if (h.weighting == Weighting::Softmax)
+            scale = S.rowwise().sum().cwiseInverse();
+        else
+            scale = m.array().exp() / float(n);
         break;
     }
     case Weighting::Relu:
@@ -103,7 +111,8 @@ MatF denseSinkhorn(const MatF& X, const Mat& B, int iterations) {
             return VecF(m.array() + (M.colwise() - m).array().exp().rowwise().sum().log());
         }
         const VecF m = M.colwise().maxCoeff().transpose();
-        return VecF(m.array() + (M.rowwise() - m.transpose()).array().exp().colwise().sum().log().transpose());
+        return VecF(m.array() +
+                    (M.rowwise() - m.transpose()).array().exp().colwise().sum().log().transpose());
     };
     for (int k = 0; k < iterations; ++k) {
         f = logN - lse(S.rowwise() + g.transpose(), true).array();
@@ -142,8 +151,7 @@ MatF denseVelocity(const std::string& v, const AttentionSpec& spec, const MatF& 
 }
 
 // Seconds per call: a warm-up call (small N only), then repeats until ~0.4 s have passed (at least one).
-template <class F>
-double timeIt(F&& f, long n) {
+template <class F> double timeIt(F&& f, long n) {
     if (n <= 16384) f();
     int reps = 0;
     const auto t0 = Clock::now();
@@ -199,12 +207,16 @@ int bench(const Args& raw) {
         }
     }
 
+    const double peak = measuredFp32Peak();
     if (!json) {
-        std::cout << "bench particles: one velocity evaluation, d = " << d << ", " << precisionText << ", "
-                  << threadCount() << " threads, kernel ISA " << streamKernelIsa() << "\n"
-                  << "baseline: dense N x N scores with Eigen (1 thread, float32); pairs = N^2 per evaluation\n\n"
-                  << std::left << std::setw(11) << "variant" << std::right << std::setw(8) << "N" << std::setw(14)
-                  << "pairs/s" << std::setw(14) << "baseline" << std::setw(9) << "ratio" << "\n";
+        std::cout << "measured FP32 peak (independent FMAs, all threads): " << peak / 1e9 << " Gflop/s\n";
+        std::cout
+            << "bench particles: one velocity evaluation, d = " << d << ", " << precisionText << ", "
+            << threadCount() << " threads, kernel ISA " << streamKernelIsa() << "\n"
+            << "baseline: dense N x N scores with Eigen (1 thread, float32); pairs = N^2 per evaluation\n\n"
+            << std::left << std::setw(11) << "variant" << std::right << std::setw(8) << "N" << std::setw(14)
+            << "pairs/s" << std::setw(14) << "baseline" << std::setw(9) << "ratio"
+            << "\n";
     }
     for (const std::string& v : variants) {
         for (long n : ns) {
@@ -226,17 +238,27 @@ int bench(const Args& raw) {
             }
             const double ratio = pairs / base;
             if (json) {
-                nlohmann::json r = {{"variant", v},           {"backend", "cpu"},        {"N", n},
-                                    {"d", d},                 {"precision", precisionText}, {"pairs_per_s", pairs},
-                                    {"threads", threadCount()}, {"isa", streamKernelIsa()}};
-                r["baseline_pairs_per_s"] = std::isfinite(base) ? nlohmann::json(base) : nlohmann::json(nullptr);
+                nlohmann::json r = {{"variant", v},
+                                    {"backend", "cpu"},
+                                    {"N", n},
+                                    {"d", d},
+                                    {"precision", precisionText},
+                                    {"pairs_per_s", pairs},
+                                    {"threads", threadCount()},
+                                    {"isa", streamKernelIsa()},
+                                    {"fp32_peak_flops", peak}};
+                r["baseline_pairs_per_s"] =
+                    std::isfinite(base) ? nlohmann::json(base) : nlohmann::json(nullptr);
                 r["ratio"] = std::isfinite(ratio) ? nlohmann::json(ratio) : nlohmann::json(nullptr);
                 std::cout << r.dump() << std::endl;
             } else {
-                std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n << std::setw(14)
-                          << std::setprecision(3) << std::scientific << pairs << std::setw(14);
-                if (std::isfinite(base)) std::cout << base << std::setw(8) << std::fixed << std::setprecision(1) << ratio << "x";
-                else std::cout << "-" << std::setw(9) << (n > kDenseMaxN ? "(N^2 too big)" : "-");
+                std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n
+                          << std::setw(14) << std::setprecision(3) << std::scientific << pairs
+                          << std::setw(14);
+                if (std::isfinite(base))
+                    std::cout << base << std::setw(8) << std::fixed << std::setprecision(1) << ratio << "x";
+                else
+                    std::cout << "-" << std::setw(9) << (n > kDenseMaxN ? "(N^2 too big)" : "-");
                 std::cout << std::defaultfloat << std::endl;
             }
         }

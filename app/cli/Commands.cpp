@@ -74,13 +74,18 @@ nlohmann::json matrixJson(const Mat& m) {
 }
 
 // NaN/inf are not JSON: write them as null.
-nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json number(double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
 
 const char* eventKind(RunEvent::Kind k) {
     switch (k) {
-    case RunEvent::Kind::Diverged: return "diverged";
-    case RunEvent::Kind::NonFinite: return "non_finite";
-    case RunEvent::Kind::StepCollapse: return "step_collapse";
+    case RunEvent::Kind::Diverged:
+        return "diverged";
+    case RunEvent::Kind::NonFinite:
+        return "non_finite";
+    case RunEvent::Kind::StepCollapse:
+        return "step_collapse";
     }
     return "?";
 }
@@ -93,7 +98,8 @@ int simulate(const Args& raw) {
     const bool f32 = p.flag("--float32");
     const std::string every = p.option("--every");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
-    if (p.positional.size() != 1) throw UsageError("expected one SCENE.json (usage: simulate SCENE.json --out traj.npy)");
+    if (p.positional.size() != 1)
+        throw UsageError("expected one SCENE.json (usage: simulate SCENE.json --out traj.npy)");
     if (out.empty()) throw UsageError("--out traj.npy is required");
 
     Scene scene = loadScene(p.positional[0]); // validates everything before any output
@@ -117,16 +123,18 @@ int simulate(const Args& raw) {
     std::vector<double> data(std::size_t(T * N * d));
     for (std::int64_t k = 0; k < T; ++k)
         for (std::int64_t i = 0; i < N; ++i)
-            for (std::int64_t c = 0; c < d; ++c) data[std::size_t((k * N + i) * d + c)] = hist[std::size_t(k)].tokens(i, c);
+            for (std::int64_t c = 0; c < d; ++c)
+                data[std::size_t((k * N + i) * d + c)] = hist[std::size_t(k)].tokens(i, c);
     writeNpy(out, {T, N, d}, data.data(), f32);
 
     nlohmann::json j;
     j["scene"] = scene.name;
     j["shape"] = {T, N, d};
     j["dtype"] = f32 ? "float32" : "float64";
-    nlohmann::json times = nlohmann::json::array(), mean = nlohmann::json::array(), cov = nlohmann::json::array(),
-                   kinetic = nlohmann::json::array(), entropy = nlohmann::json::array(),
-                   clusters = nlohmann::json::array(), rank = nlohmann::json::array(), maxNorm = nlohmann::json::array();
+    nlohmann::json times = nlohmann::json::array(), mean = nlohmann::json::array(),
+                   cov = nlohmann::json::array(), kinetic = nlohmann::json::array(),
+                   entropy = nlohmann::json::array(), clusters = nlohmann::json::array(),
+                   rank = nlohmann::json::array(), maxNorm = nlohmann::json::array();
     for (const Frame& f : hist) {
         times.push_back(f.t);
         mean.push_back(matrixJson(f.obs.mean.transpose())[0]);
@@ -138,16 +146,18 @@ int simulate(const Args& raw) {
         maxNorm.push_back(number(f.obs.maxNorm));
     }
     j["times"] = times;
-    j["observables"] = {{"mean", mean},       {"cov", cov},         {"kinetic_energy", kinetic},
-                        {"attention_entropy", entropy}, {"clusters", clusters}, {"rank", rank},
-                        {"max_norm", maxNorm}};
+    j["observables"] = {
+        {"mean", mean},         {"cov", cov},   {"kinetic_energy", kinetic}, {"attention_entropy", entropy},
+        {"clusters", clusters}, {"rank", rank}, {"max_norm", maxNorm}};
     if (sim.event())
-        j["event"] = {{"kind", eventKind(sim.event()->kind)}, {"t", sim.event()->t}, {"message", sim.event()->message}};
+        j["event"] = {
+            {"kind", eventKind(sim.event()->kind)}, {"t", sim.event()->t}, {"message", sim.event()->message}};
     else
         j["event"] = nullptr;
     const FieldDiagnostics diag = sim.field().diagnostics();
     if (!std::isnan(diag.sinkhornMarginalError))
-        j["sinkhorn"] = {{"marginal_error", diag.sinkhornMarginalError}, {"iterations", diag.sinkhornIterations}};
+        j["sinkhorn"] = {{"marginal_error", diag.sinkhornMarginalError},
+                         {"iterations", diag.sinkhornIterations}};
     const std::string jsonPath = std::filesystem::path(out).replace_extension(".json").string();
     writeFileAtomically(jsonPath, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
 
@@ -172,8 +182,8 @@ int presets(const Args& raw) {
         try {
             const Scene s = loadScene(f.string());
             std::string line = s.description.substr(0, s.description.find('.'));
-            std::cout << f.stem().string() << "  [" << toString(s.attention.type) << ", d=" << s.d << ", N=" << s.n
-                      << "]  " << line << "\n";
+            std::cout << f.stem().string() << "  [" << toString(s.attention.type) << ", d=" << s.d
+                      << ", N=" << s.n << "]  " << line << "\n";
         } catch (const std::exception& e) {
             std::cout << f.stem().string() << "  INVALID: " << e.what() << "\n";
             ++bad;

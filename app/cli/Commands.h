@@ -17,10 +17,10 @@ int bench(const Args& args);
 // Small argument helpers: "--name value" options and positional arguments.
 struct ArgParser {
     explicit ArgParser(const Args& args);
-    bool flag(const std::string& name);                         // consumes --name
+    bool flag(const std::string& name);                                            // consumes --name
     std::string option(const std::string& name, const std::string& fallback = ""); // consumes --name value
-    std::vector<std::string> positional;                        // what is left after options are consumed
-    std::string unknown() const;                                // first unconsumed --option, if any
+    std::vector<std::string> positional; // what is left after options are consumed
+    std::string unknown() const;         // first unconsumed --option, if any
   private:
     Args args_;
     std::vector<bool> used_;

@@ -14,11 +14,21 @@ namespace flowscope {
 std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Precision p) {
     std::unique_ptr<VelocityField> f;
     switch (spec.type) {
-    case AttentionType::Softmax: f = std::make_unique<SoftmaxAttention>(spec, d, p); break;
-    case AttentionType::L2: f = std::make_unique<L2Attention>(spec, d, p); break;
-    case AttentionType::Exp: f = std::make_unique<ExpAttention>(spec, d, p); break;
-    case AttentionType::Relu: f = std::make_unique<ReluAttention>(spec, d, p); break;
-    case AttentionType::Sigmoid: f = std::make_unique<SigmoidAttention>(spec, d, p); break;
+    case AttentionType::Softmax:
+        f = std::make_unique<SoftmaxAttention>(spec, d, p);
+        break;
+    case AttentionType::L2:
+        f = std::make_unique<L2Attention>(spec, d, p);
+        break;
+    case AttentionType::Exp:
+        f = std::make_unique<ExpAttention>(spec, d, p);
+        break;
+    case AttentionType::Relu:
+        f = std::make_unique<ReluAttention>(spec, d, p);
+        break;
+    case AttentionType::Sigmoid:
+        f = std::make_unique<SigmoidAttention>(spec, d, p);
+        break;
     case AttentionType::Sinkhorn:
         if (spec.masked) throw SceneError("/attention/masked", "masked Sinkhorn attention is not supported");
         f = std::make_unique<SinkhornAttention>(spec, d, p);
@@ -27,7 +37,9 @@ std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Pr
         if (spec.masked) throw SceneError("/attention/masked", "masked linear attention is not supported");
         f = std::make_unique<LinearAttention>(spec, d);
         break;
-    case AttentionType::Rwpo: f = std::make_unique<RwpoAttention>(spec, d, p); break;
+    case AttentionType::Rwpo:
+        f = std::make_unique<RwpoAttention>(spec, d, p);
+        break;
     }
     if (spec.sphere) f = std::make_unique<SphereProjection>(std::move(f));
     return f;

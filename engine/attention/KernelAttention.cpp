@@ -20,10 +20,8 @@ HeadSetup dotProductHead(const AttentionSpec& spec, const HeadParams& head, Weig
 
 namespace {
 
-template <class S>
-using MatS = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
-template <class S>
-using VecS = Eigen::Matrix<S, Eigen::Dynamic, 1>;
+template <class S> using MatS = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+template <class S> using VecS = Eigen::Matrix<S, Eigen::Dynamic, 1>;
 
 // Runs the kernel with queries B x_i (from Xq) against keys Y; fills num (nq x d), den, max in precision S.
 template <class S>
@@ -52,8 +50,7 @@ void run(const Tokens& Q, const Tokens& Y, const Vec& bias, bool causal, Weighti
     streamKernel(a);
 }
 
-template <class S>
-void average(const Tokens& X, const HeadSetup& h, bool causal, Tokens& avg, Vec* logZ) {
+template <class S> void average(const Tokens& X, const HeadSetup& h, bool causal, Tokens& avg, Vec* logZ) {
     MatS<S> num;
     VecS<S> den, mx;
     run<S>(headQueries(X, h), X, h.bias, causal, h.weighting, true, num, den, mx);
@@ -61,18 +58,27 @@ void average(const Tokens& X, const HeadSetup& h, bool causal, Tokens& avg, Vec*
     const Vec denD = den.template cast<double>(), mxD = mx.template cast<double>();
     const double invN = 1.0 / double(X.rows());
     switch (h.weighting) {
-    case Weighting::Softmax: avg = numD.array().colwise() / denD.array(); break;
-    case Weighting::Exp: avg = numD.array().colwise() * (mxD.array().exp() * invN); break;
-    default: avg = numD * invN; break;
+    case Weighting::Softmax:
+        avg = numD.array().colwise() / denD.array();
+        break;
+    case Weighting::Exp:
+        avg = numD.array().colwise() * (mxD.array().exp() * invN);
+        break;
+    default:
+        avg = numD * invN;
+        break;
     }
     if (logZ) *logZ = mxD.array() + denD.array().log();
 }
 
 } // namespace
 
-void kernelAverage(const Tokens& X, const HeadSetup& head, bool causal, Precision prec, Tokens& avg, Vec* logZ) {
-    if (prec == Precision::Float32) average<float>(X, head, causal, avg, logZ);
-    else average<double>(X, head, causal, avg, logZ);
+void kernelAverage(const Tokens& X, const HeadSetup& head, bool causal, Precision prec, Tokens& avg,
+                   Vec* logZ) {
+    if (prec == Precision::Float32)
+        average<float>(X, head, causal, avg, logZ);
+    else
+        average<double>(X, head, causal, avg, logZ);
 }
 
 void logSumExp(const Tokens& queriesFrom, const Mat& B, const Tokens& keys, const Vec& bias, Precision prec,

@@ -17,10 +17,10 @@ namespace flowscope {
 
 // What one head contributes: scores s_ij = (B x_i) . x_j + bias_j.
 struct HeadSetup {
-    Mat B;            // d x d query map (scores are x_j^T B x_i + bias_j)
-    Tokens queries;   // explicit N x d queries q_i replacing B x_i when non-empty (scores q_i . x_j + bias_j)
-    Vec bias;         // N key biases, or empty
-    Mat V;            // d x d value/output matrix applied to the weighted average
+    Mat B;          // d x d query map (scores are x_j^T B x_i + bias_j)
+    Tokens queries; // explicit N x d queries q_i replacing B x_i when non-empty (scores q_i . x_j + bias_j)
+    Vec bias;       // N key biases, or empty
+    Mat V;          // d x d value/output matrix applied to the weighted average
     Weighting weighting = Weighting::Softmax;
     double outScale = 1.0; // multiplies the head's velocity (e.g. 1/eps for Sinkhorn)
 };

@@ -9,10 +9,11 @@ namespace {
 // Huber function of the L1 prior's Moreau envelope, summed over coordinates of each row.
 Vec moreauEnvelope(const Tokens& Y, double lambda, double h) {
     const double th = lambda * h;
-    return Y.unaryExpr([&](double s) {
-                const double a = std::abs(s);
-                return a <= th ? s * s / (2.0 * h) : lambda * a - lambda * lambda * h / 2.0;
-            })
+    return Y
+        .unaryExpr([&](double s) {
+            const double a = std::abs(s);
+            return a <= th ? s * s / (2.0 * h) : lambda * a - lambda * lambda * h / 2.0;
+        })
         .rowwise()
         .sum();
 }
@@ -33,7 +34,8 @@ HeadSetup RwpoAttention::vectorKernel(const Tokens& X) const {
         k.queries = (beta / (2.0 * h)) * (X - S);
         k.bias = (beta * lambda / 2.0) * S.cwiseAbs().rowwise().sum();
     } else {
-        k.bias = -(beta / (4.0 * h)) * X.rowwise().squaredNorm() + (beta / 2.0) * moreauEnvelope(X, lambda, h);
+        k.bias =
+            -(beta / (4.0 * h)) * X.rowwise().squaredNorm() + (beta / 2.0) * moreauEnvelope(X, lambda, h);
     }
     return k;
 }

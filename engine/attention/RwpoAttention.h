@@ -7,7 +7,8 @@
 //                         huber(s) = s^2/(2h) if |s| <= lambda h, else lambda |s| - lambda^2 h / 2;
 //                         as attention: scores (beta/(2h)) x.y plus key bias -beta/(4h)|y|^2 + beta/2 M(y);
 //   as printed (eq (3)):  U(x,y) = -beta/2 ((|x-y|^2 - |S(x)-y|^2)/(2h) - lambda |S(y)|_1), i.e. scores
-//                         (beta/(2h)) (x - S(x)).y plus key bias (beta lambda / 2) |S(y)|_1 (x-only terms cancel);
+//                         (beta/(2h)) (x - S(x)).y plus key bias (beta lambda / 2) |S(y)|_1 (x-only terms
+//                         cancel);
 //   per coordinate:       one 1-D softmax per coordinate c with the corrected kernel on (x_c, y_c)
 //                         (the authors' MATLAB score_L1.m).
 // With lambda = 0 the layer is pure diffusion: the variance grows by about 2h/beta per layer.

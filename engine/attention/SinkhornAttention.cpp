@@ -49,7 +49,8 @@ void SinkhornAttention::velocity(double t, const Tokens& X, Tokens& dX) {
         const double err = solve(s.B, X, f_[h], g_[h], iters);
         diag_.sinkhornMarginalError = std::max(diag_.sinkhornMarginalError, err);
         diag_.sinkhornIterations = std::max(diag_.sinkhornIterations, iters);
-        // The row-normalized softmax with key bias g is exactly the plan's rows: P_ij = (1/N) e^{f_i+g_j+s_ij}.
+        // The row-normalized softmax with key bias g is exactly the plan's rows: P_ij = (1/N)
+        // e^{f_i+g_j+s_ij}.
         s.bias = g_[h];
         kernelAverage(X, s, false, precision_, avg);
         dX.noalias() += (1.0 / spec_.sinkhornEps) * avg * heads[h].V.transpose();
@@ -58,7 +59,8 @@ void SinkhornAttention::velocity(double t, const Tokens& X, Tokens& dX) {
 
 double SinkhornAttention::attentionEntropy(double t, const Tokens& X) {
     const auto heads = spec_.headsAt(t);
-    if (heads.empty() || g_.empty() || g_[0].size() != X.rows()) return std::numeric_limits<double>::quiet_NaN();
+    if (heads.empty() || g_.empty() || g_[0].size() != X.rows())
+        return std::numeric_limits<double>::quiet_NaN();
     return softmaxEntropy(X, X * scoreMatrix(heads[0]).transpose(), g_[0], false);
 }
 

@@ -1,14 +1,15 @@
 // Sinkhorn attention (Sinkformers; seed-castin.md §1.4, eqs (6),(7)).
 //
 // Cost c(x,y) = gamma |Q x - K y|^2 / (2 eps). The |Qx|^2 and |Ky|^2 parts are absorbed by the potentials, so
-// the plan depends only on the score s_ij = gamma x_j^T A x_i / eps (A = K^T Q; Remark 5.2). In the log domain,
+// the plan depends only on the score s_ij = gamma x_j^T A x_i / eps (A = K^T Q; Remark 5.2). In the log
+// domain,
 //   f_i = -log (1/N) sum_j exp(g_j + s_ij),     g_j = -log (1/N) sum_i exp(f_i + s_ij),
 //   P_ij = (1/N) exp(f_i + g_j + s_ij)  (bistochastic at convergence: rows and columns sum to 1),
 //   Gamma(x_i) = (1/eps) sum_h V_h sum_j P^h_ij x_j.
 // Each potential update is one streamed log-sum-exp pass over all pairs (memory O(N d)). Iterations stop when
 // the column marginals are within `tol` of 1 (rows are exact after the final f-update), or after
-// `iterations` passes; the reached error is reported in diagnostics(). The potentials of the previous call are
-// the warm start of the next (tokens move little between calls). Float32 floors the tolerance at 2e-6.
+// `iterations` passes; the reached error is reported in diagnostics(). The potentials of the previous call
+// are the warm start of the next (tokens move little between calls). Float32 floors the tolerance at 2e-6.
 #pragma once
 
 #include "engine/attention/VelocityField.h"

@@ -3,6 +3,8 @@
 #include "engine/core/Parallel.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -11,11 +13,13 @@ namespace flowscope {
 
 namespace generic {
 void streamRange(const StreamArgs<float>& a, int b, int e);
-}
+double fmaThroughput(long iterations);
+} // namespace generic
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
 namespace avx2 {
 void streamRange(const StreamArgs<float>& a, int b, int e);
-}
+double fmaThroughput(long iterations);
+} // namespace avx2
 #endif
 
 namespace {
@@ -39,8 +43,7 @@ std::size_t grainFor(int n, int nq) {
 }
 
 // Scalar reference for any scalar type (float64 reference; float32 for d > 64).
-template <class S>
-void referenceRange(const StreamArgs<S>& a, int b, int e) {
+template <class S> void referenceRange(const StreamArgs<S>& a, int b, int e) {
     const int d = a.d;
     std::vector<S> q(d), num(d);
     for (int i = b; i < e; ++i) {
@@ -64,9 +67,15 @@ void referenceRange(const StreamArgs<S>& a, int b, int e) {
             S w;
             switch (a.weighting) {
             case Weighting::Softmax:
-            case Weighting::Exp: w = std::exp(s - m); break;
-            case Weighting::Relu: w = std::max(s, S(0)); break;
-            default: w = S(1) / (S(1) + std::exp(-s)); break;
+            case Weighting::Exp:
+                w = std::exp(s - m);
+                break;
+            case Weighting::Relu:
+                w = std::max(s, S(0));
+                break;
+            default:
+                w = S(1) / (S(1) + std::exp(-s));
+                break;
             }
             den += w;
             if (a.values)
@@ -79,11 +88,11 @@ void referenceRange(const StreamArgs<S>& a, int b, int e) {
     }
 }
 
-template <class S>
-void check(const StreamArgs<S>& a) {
+template <class S> void check(const StreamArgs<S>& a) {
     if (a.n < 0 || a.nq < 0 || a.d < 1 || !a.keys || !a.queries || !a.den || (a.values && !a.num))
         throw std::invalid_argument("streamKernel: incomplete arguments");
-    if (a.causal && a.nq != a.n) throw std::invalid_argument("streamKernel: causal needs as many queries as keys");
+    if (a.causal && a.nq != a.n)
+        throw std::invalid_argument("streamKernel: causal needs as many queries as keys");
 }
 
 } // namespace
@@ -93,6 +102,28 @@ const char* streamKernelIsa() {
     if (gFloatKernel == &avx2::streamRange) return "avx2-fma";
 #endif
     return "generic";
+}
+
+double measuredFp32Peak(double seconds) {
+    auto fma = &generic::fmaThroughput;
+#ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
+    if (gFloatKernel == &avx2::streamRange) fma = &avx2::fmaThroughput;
+#endif
+    const long iterations = 1 << 20; // 10 * 8 * 2 * 2^20 = 168 Mflop per call
+    const int threads = threadCount();
+    std::atomic<long> calls{0};
+    volatile double sink = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    parallelFor(std::size_t(threads), 1, [&](std::size_t, std::size_t) {
+        double local = 0;
+        while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < seconds) {
+            local += fma(iterations);
+            ++calls;
+        }
+        sink = sink + local;
+    });
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return double(calls.load()) * 10.0 * 8.0 * 2.0 * double(iterations) / elapsed;
 }
 
 void streamKernel(const StreamArgs<float>& a) {

@@ -17,20 +17,19 @@ namespace flowscope {
 
 enum class Weighting { Softmax, Exp, Relu, Sigmoid };
 
-template <class S>
-struct StreamArgs {
-    int n = 0;                 // number of keys
-    int d = 0;                 // dimension
-    const S* keys = nullptr;   // n x d SoA: coordinate c of key j at keys[c * n + j]; values are the keys
-    const S* bias = nullptr;   // n additive key biases, or null
+template <class S> struct StreamArgs {
+    int n = 0;                  // number of keys
+    int d = 0;                  // dimension
+    const S* keys = nullptr;    // n x d SoA: coordinate c of key j at keys[c * n + j]; values are the keys
+    const S* bias = nullptr;    // n additive key biases, or null
     const S* queries = nullptr; // nq x d SoA: coordinate c of query i at queries[c * nq + i]
     int nq = 0;
-    bool causal = false;       // query i only sees keys j <= i (requires nq == n)
+    bool causal = false; // query i only sees keys j <= i (requires nq == n)
     Weighting weighting = Weighting::Softmax;
-    bool values = true;        // accumulate num (false: only den and max, e.g. log-sum-exp passes)
-    S* num = nullptr;          // nq x d SoA output (when values)
-    S* den = nullptr;          // nq output
-    S* max = nullptr;          // nq output: m_i (Softmax/Exp), 0 otherwise
+    bool values = true; // accumulate num (false: only den and max, e.g. log-sum-exp passes)
+    S* num = nullptr;   // nq x d SoA output (when values)
+    S* den = nullptr;   // nq output
+    S* max = nullptr;   // nq output: m_i (Softmax/Exp), 0 otherwise
 };
 
 // float32 fast path: SIMD (AVX2+FMA when the processor has it), threads across queries.
@@ -40,5 +39,9 @@ void streamKernel(const StreamArgs<double>& a);
 
 // Which float32 implementation runs on this machine ("avx2-fma" or "generic").
 const char* streamKernelIsa();
+
+// Measured float32 peak of this machine in flop/s over all threads (independent multiply-adds in the kernel's
+// ISA, 2 flops per lane), for "fraction of peak" reports. Takes about `seconds`.
+double measuredFp32Peak(double seconds = 0.3);
 
 } // namespace flowscope

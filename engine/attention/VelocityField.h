@@ -28,7 +28,9 @@ class VelocityField {
 
     // Attention entropy averaged over queries, (1/N) sum_i -sum_j P_ij log P_ij, in double precision, for
     // the normalized variants (softmax, l2, Sinkhorn, RWPO; first head). NaN where no distribution exists.
-    virtual double attentionEntropy(double /*t*/, const Tokens& /*X*/) { return std::numeric_limits<double>::quiet_NaN(); }
+    virtual double attentionEntropy(double /*t*/, const Tokens& /*X*/) {
+        return std::numeric_limits<double>::quiet_NaN();
+    }
 
     // Parameters may be replaced while a run continues (live editing); the state carries over.
     virtual void setAttention(const AttentionSpec& spec) = 0;

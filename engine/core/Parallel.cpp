@@ -101,7 +101,9 @@ Pool& pool() {
 
 } // namespace
 
-int threadCount() { return pool().size(); }
+int threadCount() {
+    return pool().size();
+}
 
 void setThreadCount(int n) {
     std::lock_guard lock(gPoolMutex);

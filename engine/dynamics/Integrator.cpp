@@ -64,8 +64,8 @@ class DormandPrince : public Integrator {
     DormandPrince(double rtol, double atol, double minStep) : rtol_(rtol), atol_(atol), minStep_(minStep) {}
 
     StepResult advance(const Field& f, double t, double H, Tokens& X) override {
-        static constexpr double a21 = 1.0 / 5, a31 = 3.0 / 40, a32 = 9.0 / 40, a41 = 44.0 / 45, a42 = -56.0 / 15,
-                                a43 = 32.0 / 9, a51 = 19372.0 / 6561, a52 = -25360.0 / 2187,
+        static constexpr double a21 = 1.0 / 5, a31 = 3.0 / 40, a32 = 9.0 / 40, a41 = 44.0 / 45,
+                                a42 = -56.0 / 15, a43 = 32.0 / 9, a51 = 19372.0 / 6561, a52 = -25360.0 / 2187,
                                 a53 = 64448.0 / 6561, a54 = -212.0 / 729, a61 = 9017.0 / 3168,
                                 a62 = -355.0 / 33, a63 = 46732.0 / 5247, a64 = 49.0 / 176,
                                 a65 = -5103.0 / 18656, b1 = 35.0 / 384, b3 = 500.0 / 1113, b4 = 125.0 / 192,
@@ -129,10 +129,14 @@ class DormandPrince : public Integrator {
 
 std::unique_ptr<Integrator> makeIntegrator(const IntegratorSpec& s) {
     switch (s.method) {
-    case Method::Euler: return std::make_unique<Euler>();
-    case Method::Heun: return std::make_unique<Heun>();
-    case Method::Rk4: return std::make_unique<Rk4>();
-    case Method::DormandPrince: return std::make_unique<DormandPrince>(s.rtol, s.atol, s.minStep);
+    case Method::Euler:
+        return std::make_unique<Euler>();
+    case Method::Heun:
+        return std::make_unique<Heun>();
+    case Method::Rk4:
+        return std::make_unique<Rk4>();
+    case Method::DormandPrince:
+        return std::make_unique<DormandPrince>(s.rtol, s.atol, s.minStep);
     }
     return nullptr;
 }

@@ -15,9 +15,9 @@ namespace flowscope {
 using Field = std::function<void(double t, const Tokens& X, Tokens& dX)>;
 
 struct StepResult {
-    bool ok = true;       // false: the step size collapsed below minStep (adaptive only)
-    int evaluations = 0;  // field evaluations used
-    double lastH = 0.0;   // the last accepted sub-step (adaptive)
+    bool ok = true;      // false: the step size collapsed below minStep (adaptive only)
+    int evaluations = 0; // field evaluations used
+    double lastH = 0.0;  // the last accepted sub-step (adaptive)
 };
 
 class Integrator {

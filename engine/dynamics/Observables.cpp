@@ -5,7 +5,9 @@
 
 namespace flowscope {
 
-Vec tokenMean(const Tokens& X) { return X.colwise().mean().transpose(); }
+Vec tokenMean(const Tokens& X) {
+    return X.colwise().mean().transpose();
+}
 
 Mat tokenCovariance(const Tokens& X) {
     if (X.rows() == 0) return Mat::Zero(X.cols(), X.cols());

@@ -6,13 +6,13 @@
 namespace flowscope {
 
 struct Observables {
-    Vec mean;              // (1/N) sum_i x_i
-    Mat cov;               // (1/N) sum_i (x_i - mean)(x_i - mean)^T
-    double kinetic = 0.0;  // (1/N) sum_i |dx_i/dt|^2 / 2
+    Vec mean;                                                  // (1/N) sum_i x_i
+    Mat cov;                                                   // (1/N) sum_i (x_i - mean)(x_i - mean)^T
+    double kinetic = 0.0;                                      // (1/N) sum_i |dx_i/dt|^2 / 2
     double entropy = std::numeric_limits<double>::quiet_NaN(); // mean attention entropy (nats)
-    int clusters = 0;      // groups of tokens within clusterTol of a group's first token
-    int rank = 0;          // numerical rank of cov: eigenvalues > rankTol * largest
-    double maxNorm = 0.0;  // max_i |x_i|
+    int clusters = 0;     // groups of tokens within clusterTol of a group's first token
+    int rank = 0;         // numerical rank of cov: eigenvalues > rankTol * largest
+    double maxNorm = 0.0; // max_i |x_i|
 };
 
 Vec tokenMean(const Tokens& X);

@@ -16,7 +16,9 @@ Simulation::Simulation(const Scene& scene) : scene_(scene) {
 
 Simulation::~Simulation() = default;
 
-void Simulation::reset() { setState(initialTokens(scene_), 0.0); }
+void Simulation::reset() {
+    setState(initialTokens(scene_), 0.0);
+}
 
 void Simulation::setState(const Tokens& X, double t) {
     X_ = X;
@@ -35,8 +37,10 @@ void Simulation::setState(const Tokens& X, double t) {
 void Simulation::setAttention(const AttentionSpec& spec) {
     const bool sphereChanged = spec.sphere != scene_.attention.sphere;
     scene_.attention = spec;
-    if (sphereChanged) field_ = makeCpuField(spec, scene_.d, scene_.precision);
-    else field_->setAttention(spec);
+    if (sphereChanged)
+        field_ = makeCpuField(spec, scene_.d, scene_.precision);
+    else
+        field_->setAttention(spec);
     if (spec.sphere) SphereProjection::normalize(X_);
     integrator_->invalidate();
 }
@@ -80,7 +84,8 @@ bool Simulation::step() {
     const double t0 = t_;
     // Piecewise-constant parameters are layers: every stage of a step uses the layer in force inside the
     // step, also at a stage that sits exactly on the next switch time (so RK4 keeps its order).
-    const bool piecewise = !scene_.attention.keyframes.empty() && scene_.attention.interpolation == Interpolation::Piecewise;
+    const bool piecewise =
+        !scene_.attention.keyframes.empty() && scene_.attention.interpolation == Interpolation::Piecewise;
     const double lo = t0 + 1e-9 * h, hi = t0 + h - 1e-9 * h;
     const Field f = [&](double t, const Tokens& X, Tokens& dX) {
         field_->velocity(piecewise ? std::clamp(t, lo, hi) : t, X, dX);

@@ -10,10 +10,12 @@
 
 namespace flowscope {
 
-void writeNpy(const std::string& path, const std::vector<std::int64_t>& shape, const double* data, bool asFloat32) {
+void writeNpy(const std::string& path, const std::vector<std::int64_t>& shape, const double* data,
+              bool asFloat32) {
     std::int64_t count = 1;
     for (auto s : shape) count *= s;
-    std::string dict = std::string("{'descr': '") + (asFloat32 ? "<f4" : "<f8") + "', 'fortran_order': False, 'shape': (";
+    std::string dict =
+        std::string("{'descr': '") + (asFloat32 ? "<f4" : "<f8") + "', 'fortran_order': False, 'shape': (";
     for (std::size_t i = 0; i < shape.size(); ++i) {
         dict += std::to_string(shape[i]);
         if (shape.size() == 1 || i + 1 < shape.size()) dict += ",";
@@ -98,11 +100,17 @@ NpyArray readNpy(const std::string& path, std::int64_t maxBytes) {
         throw std::runtime_error(path + ": Fortran-order arrays are not supported");
     int itemSize = 0;
     bool isFloat = true;
-    if (descr == "<f8" || descr == "|f8") itemSize = 8;
-    else if (descr == "<f4" || descr == "|f4") itemSize = 4;
-    else if (descr == "<i8") itemSize = 8, isFloat = false;
-    else if (descr == "<i4") itemSize = 4, isFloat = false;
-    else throw std::runtime_error(path + ": unsupported dtype '" + descr + "' (need float32/float64 little-endian)");
+    if (descr == "<f8" || descr == "|f8")
+        itemSize = 8;
+    else if (descr == "<f4" || descr == "|f4")
+        itemSize = 4;
+    else if (descr == "<i8")
+        itemSize = 8, isFloat = false;
+    else if (descr == "<i4")
+        itemSize = 4, isFloat = false;
+    else
+        throw std::runtime_error(path + ": unsupported dtype '" + descr +
+                                 "' (need float32/float64 little-endian)");
 
     NpyArray a;
     std::stringstream shapeText(headerValue(dict, "shape"));
@@ -180,8 +188,8 @@ NpyArray readCsv(const std::string& path) {
         }
         if (cols < 0) cols = std::int64_t(row.size());
         if (std::int64_t(row.size()) != cols)
-            throw std::runtime_error(path + ":" + std::to_string(lineNo) + ": expected " + std::to_string(cols) +
-                                     " columns, got " + std::to_string(row.size()));
+            throw std::runtime_error(path + ":" + std::to_string(lineNo) + ": expected " +
+                                     std::to_string(cols) + " columns, got " + std::to_string(row.size()));
         a.data.insert(a.data.end(), row.begin(), row.end());
         ++rows;
     }

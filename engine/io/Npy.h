@@ -13,7 +13,8 @@ struct NpyArray {
 };
 
 // Writes `data` (C order, product(shape) values) atomically as float64 or float32.
-void writeNpy(const std::string& path, const std::vector<std::int64_t>& shape, const double* data, bool asFloat32);
+void writeNpy(const std::string& path, const std::vector<std::int64_t>& shape, const double* data,
+              bool asFloat32);
 
 // Reads a float32/float64 (or int32/int64) little-endian C-order .npy. Throws std::runtime_error with a
 // clear message for truncated, oversized (> maxBytes of payload) or unsupported files.

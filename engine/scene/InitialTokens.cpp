@@ -48,7 +48,8 @@ class Sampler {
 };
 
 // A factor L with L L^T = cov, for any symmetric positive semi-definite cov (singular ones included, where a
-// Cholesky factorization would fail): L = U sqrt(max(Lambda, 0)) from the eigendecomposition cov = U Lambda U^T.
+// Cholesky factorization would fail): L = U sqrt(max(Lambda, 0)) from the eigendecomposition cov = U Lambda
+// U^T.
 Mat covarianceFactor(const Mat& cov) {
     const Mat symmetric = 0.5 * (cov + cov.transpose());
     Eigen::SelfAdjointEigenSolver<Mat> eigen(symmetric);
@@ -100,12 +101,16 @@ Tokens ringTokens(const InitialSpec& spec, int n, int d) {
 Tokens fileTokens(const InitialSpec& spec, int n, int d) {
     const std::string pointer = "/initial/path";
     std::string ext = std::filesystem::path(spec.path).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
     NpyArray array;
     try {
-        if (ext == ".npy") array = readNpy(spec.path);
-        else if (ext == ".csv") array = readCsv(spec.path);
-        else throw SceneError(pointer, "expected a .npy or .csv file, got \"" + spec.path + "\"");
+        if (ext == ".npy")
+            array = readNpy(spec.path);
+        else if (ext == ".csv")
+            array = readCsv(spec.path);
+        else
+            throw SceneError(pointer, "expected a .npy or .csv file, got \"" + spec.path + "\"");
     } catch (const SceneError&) {
         throw;
     } catch (const std::exception& e) {
@@ -114,10 +119,12 @@ Tokens fileTokens(const InitialSpec& spec, int n, int d) {
     // A 1-D array is a column of scalars, accepted when d = 1.
     if (array.shape.size() == 1 && d == 1) array.shape.push_back(1);
     std::string shape;
-    for (std::size_t k = 0; k < array.shape.size(); ++k) shape += (k ? ", " : "") + std::to_string(array.shape[k]);
+    for (std::size_t k = 0; k < array.shape.size(); ++k)
+        shape += (k ? ", " : "") + std::to_string(array.shape[k]);
     if (array.shape.size() != 2 || array.shape[0] != n || array.shape[1] != d)
-        throw SceneError(pointer, "expected tokens of shape (" + std::to_string(n) + ", " + std::to_string(d) +
-                                      ") (n x d of the scene), got shape (" + shape + ") in \"" + spec.path + "\"");
+        throw SceneError(pointer, "expected tokens of shape (" + std::to_string(n) + ", " +
+                                      std::to_string(d) + ") (n x d of the scene), got shape (" + shape +
+                                      ") in \"" + spec.path + "\"");
     Tokens X(n, d);
     for (int i = 0; i < n; ++i)
         for (int c = 0; c < d; ++c) {
@@ -135,10 +142,14 @@ Tokens fileTokens(const InitialSpec& spec, int n, int d) {
 
 Tokens initialTokens(const Scene& s) {
     switch (s.initial.kind) {
-    case InitKind::Gaussian: return gaussianTokens(s.initial, s.n, s.d);
-    case InitKind::Uniform: return uniformTokens(s.initial, s.n, s.d);
-    case InitKind::Rings: return ringTokens(s.initial, s.n, s.d);
-    case InitKind::File: return fileTokens(s.initial, s.n, s.d);
+    case InitKind::Gaussian:
+        return gaussianTokens(s.initial, s.n, s.d);
+    case InitKind::Uniform:
+        return uniformTokens(s.initial, s.n, s.d);
+    case InitKind::Rings:
+        return ringTokens(s.initial, s.n, s.d);
+    case InitKind::File:
+        return fileTokens(s.initial, s.n, s.d);
     }
     throw SceneError("/initial/kind", "unknown initial kind");
 }

@@ -16,8 +16,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <iomanip>
 #include <fstream>
+#include <iomanip>
 #include <limits>
 #include <optional>
 #include <set>
@@ -54,9 +54,12 @@ std::string messageOf(const SceneError& e) {
 std::string escapePointerToken(const std::string& key) {
     std::string out;
     for (char c : key) {
-        if (c == '~') out += "~0";
-        else if (c == '/') out += "~1";
-        else out += c;
+        if (c == '~')
+            out += "~0";
+        else if (c == '/')
+            out += "~1";
+        else
+            out += c;
     }
     return out;
 }
@@ -64,7 +67,9 @@ std::string escapePointerToken(const std::string& key) {
 std::string at(const std::string& pointer, const std::string& key) {
     return pointer + "/" + escapePointerToken(key);
 }
-std::string at(const std::string& pointer, std::size_t index) { return pointer + "/" + std::to_string(index); }
+std::string at(const std::string& pointer, std::size_t index) {
+    return pointer + "/" + std::to_string(index);
+}
 
 // A number as the user would write it: integral values without a trailing ".0".
 std::string formatNumber(double v) {
@@ -76,18 +81,25 @@ std::string formatNumber(double v) {
 
 std::string describe(const Json& j) {
     switch (j.type()) {
-    case Json::value_t::null: return "null";
-    case Json::value_t::boolean: return j.get<bool>() ? "true" : "false";
+    case Json::value_t::null:
+        return "null";
+    case Json::value_t::boolean:
+        return j.get<bool>() ? "true" : "false";
     case Json::value_t::number_integer:
-    case Json::value_t::number_unsigned: return j.dump();
+    case Json::value_t::number_unsigned:
+        return j.dump();
     case Json::value_t::number_float: {
         const double v = j.get<double>();
         return std::isfinite(v) ? j.dump() : formatNumber(v);
     }
-    case Json::value_t::string: return "string " + j.dump();
-    case Json::value_t::array: return "array of " + std::to_string(j.size()) + " element(s)";
-    case Json::value_t::object: return "object";
-    default: return "a value of unsupported type";
+    case Json::value_t::string:
+        return "string " + j.dump();
+    case Json::value_t::array:
+        return "array of " + std::to_string(j.size()) + " element(s)";
+    case Json::value_t::object:
+        return "object";
+    default:
+        return "a value of unsupported type";
     }
 }
 
@@ -138,8 +150,8 @@ void requireObject(const Json& j, const std::string& pointer) {
 void checkKeys(const Json& object, const std::string& pointer, const std::vector<std::string_view>& allowed) {
     for (auto it = object.begin(); it != object.end(); ++it) {
         if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
-        fail(at(pointer, it.key()), "unknown field \"" + it.key() + "\" (expected one of " + joinNames(allowed) +
-                                        ")" + suggestion(it.key(), allowed));
+        fail(at(pointer, it.key()), "unknown field \"" + it.key() + "\" (expected one of " +
+                                        joinNames(allowed) + ")" + suggestion(it.key(), allowed));
     }
 }
 
@@ -148,7 +160,8 @@ const Json* find(const Json& object, const char* key) {
     return it == object.end() ? nullptr : &*it;
 }
 
-const Json& require(const Json& object, const std::string& pointer, const char* key, const std::string& what) {
+const Json& require(const Json& object, const std::string& pointer, const char* key,
+                    const std::string& what) {
     const Json* j = find(object, key);
     if (!j) fail(at(pointer, key), "required field is missing (" + what + ")");
     return *j;
@@ -181,7 +194,8 @@ long long integer(const Json& j, const std::string& pointer, long long low, long
     long long v = 0;
     if (j.is_number_unsigned()) {
         const auto u = j.get<std::uint64_t>();
-        if (u > std::uint64_t(high)) fail(pointer, "expected integer <= " + std::to_string(high) + ", got " + describe(j));
+        if (u > std::uint64_t(high))
+            fail(pointer, "expected integer <= " + std::to_string(high) + ", got " + describe(j));
         v = (long long)u;
     } else if (j.is_number_integer()) {
         v = j.get<long long>();
@@ -189,8 +203,10 @@ long long integer(const Json& j, const std::string& pointer, long long low, long
         // 2048.0 is an integer written by a tool that prints every number as a float; 2.5 is not.
         const double x = j.get<double>();
         if (!std::isfinite(x) || x != std::floor(x)) fail(pointer, "expected integer, got " + describe(j));
-        if (x < double(low)) fail(pointer, "expected integer >= " + std::to_string(low) + ", got " + describe(j));
-        if (x > double(high)) fail(pointer, "expected integer <= " + std::to_string(high) + ", got " + describe(j));
+        if (x < double(low))
+            fail(pointer, "expected integer >= " + std::to_string(low) + ", got " + describe(j));
+        if (x > double(high))
+            fail(pointer, "expected integer <= " + std::to_string(high) + ", got " + describe(j));
         v = (long long)x;
     }
     if (v < low) fail(pointer, "expected integer >= " + std::to_string(low) + ", got " + describe(j));
@@ -203,7 +219,8 @@ std::uint64_t seedValue(const Json& j, const std::string& pointer) {
     if (j.is_number_integer()) fail(pointer, "expected integer >= 0, got " + describe(j));
     if (j.is_number_float()) {
         const double x = j.get<double>();
-        if (std::isfinite(x) && x == std::floor(x) && x >= 0 && x < 18446744073709551616.0) return std::uint64_t(x);
+        if (std::isfinite(x) && x == std::floor(x) && x >= 0 && x < 18446744073709551616.0)
+            return std::uint64_t(x);
     }
     fail(pointer, "expected integer in [0, 2^64 - 1], got " + describe(j));
 }
@@ -220,13 +237,14 @@ std::string stringValue(const Json& j, const std::string& pointer) {
 
 // A string naming one of `names` (in enum order); returns its index.
 template <std::size_t N>
-int choice(const Json& j, const std::string& pointer, const char* what, const std::array<std::string_view, N>& names) {
+int choice(const Json& j, const std::string& pointer, const char* what,
+           const std::array<std::string_view, N>& names) {
     const std::string s = stringValue(j, pointer);
     for (std::size_t i = 0; i < N; ++i)
         if (s == names[i]) return int(i);
     const std::vector<std::string_view> list(names.begin(), names.end());
-    fail(pointer, std::string("unknown ") + what + " \"" + s + "\" (expected one of " + joinNames(list) + ")" +
-                      suggestion(s, list));
+    fail(pointer, std::string("unknown ") + what + " \"" + s + "\" (expected one of " + joinNames(list) +
+                      ")" + suggestion(s, list));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -253,7 +271,8 @@ Mat matrixOf(const Json& j, const std::string& pointer) {
         const Json& row = j[r];
         if (!row.is_array() || row.empty())
             fail(at(pointer, r), "expected matrix row (non-empty array of numbers), got " + describe(row));
-        if (r == 0) cols = row.size();
+        if (r == 0)
+            cols = row.size();
         else if (row.size() != cols)
             fail(pointer, "expected matrix with rows of equal length, got row 0 of length " +
                               std::to_string(cols) + " and row " + std::to_string(r) + " of length " +
@@ -264,7 +283,8 @@ Mat matrixOf(const Json& j, const std::string& pointer) {
                           shapeOf(Eigen::Index(rows), Eigen::Index(cols)));
     Mat m(rows, cols);
     for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t c = 0; c < cols; ++c) m(Eigen::Index(r), Eigen::Index(c)) = number(j[r][c], at(at(pointer, r), c));
+        for (std::size_t c = 0; c < cols; ++c)
+            m(Eigen::Index(r), Eigen::Index(c)) = number(j[r][c], at(at(pointer, r), c));
     return m;
 }
 
@@ -282,8 +302,8 @@ Mat queryKeyOf(const Json& j, const std::string& pointer, int d) {
     if (j.is_number()) return number(j, pointer) * Mat::Identity(d, d);
     Mat m = matrixOf(j, pointer);
     if (m.cols() != d || m.rows() > d)
-        fail(pointer, "expected k x " + std::to_string(d) + " matrix with 1 <= k <= " + std::to_string(d) + ", got " +
-                          shapeOf(m.rows(), m.cols()));
+        fail(pointer, "expected k x " + std::to_string(d) + " matrix with 1 <= k <= " + std::to_string(d) +
+                          ", got " + shapeOf(m.rows(), m.cols()));
     return m;
 }
 
@@ -306,7 +326,8 @@ HeadParams parseHead(const Json& j, const std::string& pointer, int d) {
 std::vector<HeadParams> parseHeads(const Json& j, const std::string& pointer, int d) {
     if (!j.is_array()) fail(pointer, "expected array of heads, got " + describe(j));
     if (j.size() > std::size_t(kMaxDim))
-        fail(pointer, "expected at most " + std::to_string(kMaxDim) + " heads, got " + std::to_string(j.size()));
+        fail(pointer,
+             "expected at most " + std::to_string(kMaxDim) + " heads, got " + std::to_string(j.size()));
     std::vector<HeadParams> heads;
     for (std::size_t h = 0; h < j.size(); ++h) heads.push_back(parseHead(j[h], at(pointer, h), d));
     return heads;
@@ -318,7 +339,8 @@ std::vector<HeadParams> parseHeads(const Json& j, const std::string& pointer, in
 std::vector<HeadParams> parseStacked(const Json& j, const std::string& pointer, int d) {
     requireObject(j, pointer);
     checkKeys(j, pointer, {"H", "Q", "K", "V"});
-    const int H = int(integer(require(j, pointer, "H", "the number of heads, dividing d"), at(pointer, "H"), 1, d));
+    const int H =
+        int(integer(require(j, pointer, "H", "the number of heads, dividing d"), at(pointer, "H"), 1, d));
     if (d % H != 0)
         fail(at(pointer, "H"), "expected H dividing d = " + std::to_string(d) + ", got " + std::to_string(H));
     const Mat Q = find(j, "Q") ? queryKeyOf(j["Q"], at(pointer, "Q"), d) : Mat::Identity(d, d);
@@ -365,7 +387,8 @@ std::vector<Keyframe> parseKeyframes(const Json& j, const std::string& pointer, 
             fail(at(p, "t"), "expected keyframe times strictly increasing, got t = " + formatNumber(frame.t) +
                                  " after t = " + formatNumber(keyframes.back().t));
         auto heads = parseHeadsOrStacked(j[i], p, d);
-        if (!heads || heads->empty()) fail(at(p, "heads"), "expected at least one head (\"heads\" or \"stacked\")");
+        if (!heads || heads->empty())
+            fail(at(p, "heads"), "expected at least one head (\"heads\" or \"stacked\")");
         frame.heads = std::move(*heads);
         if (i > 0) {
             const auto& first = keyframes.front().heads;
@@ -402,7 +425,8 @@ void parseSinkhorn(const Json& j, const std::string& pointer, AttentionSpec& a) 
     requireObject(j, pointer);
     checkKeys(j, pointer, {"eps", "iterations", "tol"});
     if (auto* v = find(j, "eps")) a.sinkhornEps = numberAbove(*v, at(pointer, "eps"), 0.0);
-    if (auto* v = find(j, "iterations")) a.sinkhornIterations = int(integer(*v, at(pointer, "iterations"), 1, 1000000));
+    if (auto* v = find(j, "iterations"))
+        a.sinkhornIterations = int(integer(*v, at(pointer, "iterations"), 1, 1000000));
     if (auto* v = find(j, "tol")) a.sinkhornTol = numberAtLeast(*v, at(pointer, "tol"), 0.0);
 }
 
@@ -419,14 +443,16 @@ void parseRwpo(const Json& j, const std::string& pointer, AttentionSpec& a) {
 void checkMasking(const AttentionSpec& a, const std::string& pointer) {
     if (!a.masked) return;
     if (a.type == AttentionType::Linear)
-        fail(pointer, "masked (causal) attention is not supported for linear attention (supported: softmax, l2, "
-                      "exp, relu, sigmoid)");
+        fail(pointer,
+             "masked (causal) attention is not supported for linear attention (supported: softmax, l2, "
+             "exp, relu, sigmoid)");
     if (a.type == AttentionType::Sinkhorn)
         fail(pointer, "masked (causal) attention is not supported for sinkhorn attention: the only causal "
                       "doubly-stochastic matrix is the identity");
     if (a.type == AttentionType::Rwpo)
-        fail(pointer, "masked (causal) attention is not supported for rwpo attention (supported: softmax, l2, exp, "
-                      "relu, sigmoid)");
+        fail(pointer,
+             "masked (causal) attention is not supported for rwpo attention (supported: softmax, l2, exp, "
+             "relu, sigmoid)");
 }
 
 AttentionSpec parseAttention(const Json& j, const std::string& pointer, int d) {
@@ -435,7 +461,8 @@ AttentionSpec parseAttention(const Json& j, const std::string& pointer, int d) {
               {"type", "beta", "scale_by_sqrt_k", "masked", "sphere", "heads", "stacked", "keyframes",
                "interpolation", "linear_eps", "sinkhorn", "rwpo"});
     AttentionSpec a;
-    const Json& type = require(j, pointer, "type", "one of softmax, linear, l2, sinkhorn, exp, relu, sigmoid, rwpo");
+    const Json& type =
+        require(j, pointer, "type", "one of softmax, linear, l2, sinkhorn, exp, relu, sigmoid, rwpo");
     const int typeIndex = choice(type, at(pointer, "type"), "attention type", kAttentionTypeNames);
     const bool maskedType = typeIndex == int(kAttentionNames.size());
     a.type = maskedType ? AttentionType::Softmax : AttentionType(typeIndex);
@@ -451,12 +478,15 @@ AttentionSpec parseAttention(const Json& j, const std::string& pointer, int d) {
     checkMasking(a, at(pointer, "masked"));
     if (auto* v = find(j, "sphere")) a.sphere = boolean(*v, at(pointer, "sphere"));
     if (a.sphere && d < 2)
-        fail(at(pointer, "sphere"), "expected d >= 2 for attention on the unit sphere, got d = " + std::to_string(d));
+        fail(at(pointer, "sphere"),
+             "expected d >= 2 for attention on the unit sphere, got d = " + std::to_string(d));
 
     if (auto* v = find(j, "keyframes")) a.keyframes = parseKeyframes(*v, at(pointer, "keyframes"), d);
     if (auto* v = find(j, "interpolation"))
-        a.interpolation = Interpolation(choice(*v, at(pointer, "interpolation"), "interpolation", kInterpolationNames));
-    if (auto heads = parseHeadsOrStacked(j, pointer, d)) a.heads = std::move(*heads);
+        a.interpolation =
+            Interpolation(choice(*v, at(pointer, "interpolation"), "interpolation", kInterpolationNames));
+    if (auto heads = parseHeadsOrStacked(j, pointer, d))
+        a.heads = std::move(*heads);
     else if (a.keyframes.empty() && a.type != AttentionType::Rwpo)
         a.heads.push_back({Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d)});
     // RWPO has no Q/K/V; keyframes replace the constant heads. Otherwise at least one head must act.
@@ -481,7 +511,8 @@ void checkCovariance(const Mat& cov, const std::string& pointer) {
                 fail(pointer, expected + ", got cov[" + std::to_string(r) + "][" + std::to_string(c) +
                                   "] = " + formatNumber(cov(r, c)) + " != cov[" + std::to_string(c) + "][" +
                                   std::to_string(r) + "] = " + formatNumber(cov(c, r)));
-    const double smallest = Eigen::SelfAdjointEigenSolver<Mat>(cov, Eigen::EigenvaluesOnly).eigenvalues().minCoeff();
+    const double smallest =
+        Eigen::SelfAdjointEigenSolver<Mat>(cov, Eigen::EigenvaluesOnly).eigenvalues().minCoeff();
     if (smallest < -1e-10 * scale) {
         std::ostringstream value;
         value << std::setprecision(6) << smallest;
@@ -497,7 +528,8 @@ std::string resolvePath(const std::string& path, const std::string& baseDir) {
 
 std::string lowerExtension(const std::string& path) {
     std::string ext = fs::path(path).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    std::transform(ext.begin(), ext.end(), ext.begin(),
+                   [](unsigned char c) { return char(std::tolower(c)); });
     return ext;
 }
 
@@ -512,7 +544,8 @@ InitialSpec parseInitial(const Json* j, const std::string& pointer, int d, const
     if (!j) return s;
     requireObject(*j, pointer);
     checkKeys(*j, pointer, {"kind", "seed", "mean", "cov", "low", "high", "radii", "noise", "path"});
-    if (auto* v = find(*j, "kind")) s.kind = InitKind(choice(*v, at(pointer, "kind"), "initial kind", kInitNames));
+    if (auto* v = find(*j, "kind"))
+        s.kind = InitKind(choice(*v, at(pointer, "kind"), "initial kind", kInitNames));
     if (auto* v = find(*j, "seed")) s.seed = seedValue(*v, at(pointer, "seed"));
     if (auto* v = find(*j, "mean")) s.mean = vectorOf(*v, at(pointer, "mean"), d);
     if (auto* v = find(*j, "cov")) {
@@ -523,16 +556,19 @@ InitialSpec parseInitial(const Json* j, const std::string& pointer, int d, const
     if (auto* v = find(*j, "high")) s.high = vectorOf(*v, at(pointer, "high"), d);
     for (int c = 0; c < d; ++c)
         if (!(s.high(c) > s.low(c)))
-            fail(at(pointer, "high"), "expected high > low in every coordinate, got high[" + std::to_string(c) +
-                                          "] = " + formatNumber(s.high(c)) + " <= low[" + std::to_string(c) +
-                                          "] = " + formatNumber(s.low(c)));
+            fail(at(pointer, "high"), "expected high > low in every coordinate, got high[" +
+                                          std::to_string(c) + "] = " + formatNumber(s.high(c)) + " <= low[" +
+                                          std::to_string(c) + "] = " + formatNumber(s.low(c)));
     if (auto* v = find(*j, "radii")) {
         const std::string p = at(pointer, "radii");
-        if (v->is_number()) s.radii = {numberAtLeast(*v, p, 0.0)};
-        else if (!v->is_array() || v->empty()) fail(p, "expected non-empty array of radii >= 0, got " + describe(*v));
+        if (v->is_number())
+            s.radii = {numberAtLeast(*v, p, 0.0)};
+        else if (!v->is_array() || v->empty())
+            fail(p, "expected non-empty array of radii >= 0, got " + describe(*v));
         else {
             s.radii.clear();
-            for (std::size_t i = 0; i < v->size(); ++i) s.radii.push_back(numberAtLeast((*v)[i], at(p, i), 0.0));
+            for (std::size_t i = 0; i < v->size(); ++i)
+                s.radii.push_back(numberAtLeast((*v)[i], at(p, i), 0.0));
         }
     }
     if (auto* v = find(*j, "noise")) s.noise = numberAtLeast(*v, at(pointer, "noise"), 0.0);
@@ -541,8 +577,9 @@ InitialSpec parseInitial(const Json* j, const std::string& pointer, int d, const
         if (!path.empty()) s.path = resolvePath(path, baseDir);
     }
     if (s.kind == InitKind::Rings && d < 2)
-        fail(at(pointer, "kind"), "expected d >= 2 for rings (they lie in the first two coordinates), got d = " +
-                                      std::to_string(d));
+        fail(at(pointer, "kind"),
+             "expected d >= 2 for rings (they lie in the first two coordinates), got d = " +
+                 std::to_string(d));
     if (s.kind == InitKind::File) {
         const std::string p = at(pointer, "path");
         if (s.path.empty()) fail(p, "required for kind \"file\" (a .npy or .csv file of N x d tokens)");
@@ -559,12 +596,14 @@ IntegratorSpec parseIntegrator(const Json* j, const std::string& pointer) {
     if (!j) return s;
     requireObject(*j, pointer);
     checkKeys(*j, pointer, {"method", "T", "steps", "rtol", "atol", "divergence_norm", "min_step"});
-    if (auto* v = find(*j, "method")) s.method = Method(choice(*v, at(pointer, "method"), "integrator method", kMethodNames));
+    if (auto* v = find(*j, "method"))
+        s.method = Method(choice(*v, at(pointer, "method"), "integrator method", kMethodNames));
     if (auto* v = find(*j, "T")) s.T = numberAbove(*v, at(pointer, "T"), 0.0);
     if (auto* v = find(*j, "steps")) s.steps = int(integer(*v, at(pointer, "steps"), 1, kMaxInt));
     if (auto* v = find(*j, "rtol")) s.rtol = numberAbove(*v, at(pointer, "rtol"), 0.0);
     if (auto* v = find(*j, "atol")) s.atol = numberAbove(*v, at(pointer, "atol"), 0.0);
-    if (auto* v = find(*j, "divergence_norm")) s.divergenceNorm = numberAbove(*v, at(pointer, "divergence_norm"), 0.0);
+    if (auto* v = find(*j, "divergence_norm"))
+        s.divergenceNorm = numberAbove(*v, at(pointer, "divergence_norm"), 0.0);
     if (auto* v = find(*j, "min_step")) s.minStep = numberAbove(*v, at(pointer, "min_step"), 0.0);
     return s;
 }
@@ -600,7 +639,9 @@ class ParsePosition {
             frames_.push_back({event == E::object_start, {}, -1, {}});
             break;
         case E::object_end:
-        case E::array_end: frames_.pop_back(); break;
+        case E::array_end:
+            frames_.pop_back();
+            break;
         case E::key: {
             Frame& top = frames_.back();
             top.key = parsed.get<std::string>();
@@ -608,7 +649,9 @@ class ParsePosition {
                 fail(pointer(), "duplicate field \"" + top.key + "\" (each field may appear only once)");
             break;
         }
-        case E::value: enterElement(); break;
+        case E::value:
+            enterElement();
+            break;
         }
         return true;
     }
@@ -642,7 +685,7 @@ class ParsePosition {
 std::string withoutExceptionId(const std::string& message) {
     const auto close = message.find("] ");
     return message.rfind("[json.exception", 0) == 0 && close != std::string::npos ? message.substr(close + 2)
-                                                                                 : message;
+                                                                                  : message;
 }
 
 Json parseText(const std::string& text) {
@@ -687,8 +730,12 @@ Json headsJson(const std::vector<HeadParams>& heads) {
 
 // A Scene built in code may leave vectors and matrices empty; they mean the documented defaults, which are
 // written out so that the file is complete and valid.
-Vec orDefault(const Vec& v, int d, double fill) { return v.size() ? v : Vec::Constant(d, fill); }
-Mat orIdentity(const Mat& m, int d) { return m.size() ? m : Mat::Identity(d, d); }
+Vec orDefault(const Vec& v, int d, double fill) {
+    return v.size() ? v : Vec::Constant(d, fill);
+}
+Mat orIdentity(const Mat& m, int d) {
+    return m.size() ? m : Mat::Identity(d, d);
+}
 
 Json initialJson(const Scene& s) {
     const InitialSpec& i = s.initial;
@@ -715,13 +762,18 @@ Json attentionJson(const Scene& s) {
     j["sphere"] = a.sphere;
     if (a.heads.empty() && a.keyframes.empty() && a.type != AttentionType::Rwpo)
         j["heads"] = headsJson({{Mat::Identity(s.d, s.d), Mat::Identity(s.d, s.d), Mat::Identity(s.d, s.d)}});
-    else j["heads"] = headsJson(a.heads);
+    else
+        j["heads"] = headsJson(a.heads);
     j["keyframes"] = Json::array();
-    for (const Keyframe& k : a.keyframes) j["keyframes"].push_back(Json{{"t", k.t}, {"heads", headsJson(k.heads)}});
+    for (const Keyframe& k : a.keyframes)
+        j["keyframes"].push_back(Json{{"t", k.t}, {"heads", headsJson(k.heads)}});
     j["interpolation"] = std::string(kInterpolationNames[std::size_t(a.interpolation)]);
     j["linear_eps"] = a.linearEps ? Json(*a.linearEps) : Json(nullptr);
-    j["sinkhorn"] = Json{{"eps", a.sinkhornEps}, {"iterations", a.sinkhornIterations}, {"tol", a.sinkhornTol}};
-    j["rwpo"] = Json{{"lambda", a.lambda}, {"h", a.h}, {"kernel", std::string(kRwpoKernelNames[std::size_t(a.rwpoKernel)])}};
+    j["sinkhorn"] =
+        Json{{"eps", a.sinkhornEps}, {"iterations", a.sinkhornIterations}, {"tol", a.sinkhornTol}};
+    j["rwpo"] = Json{{"lambda", a.lambda},
+                     {"h", a.h},
+                     {"kernel", std::string(kRwpoKernelNames[std::size_t(a.rwpoKernel)])}};
     return j;
 }
 
@@ -736,7 +788,8 @@ Json integratorJson(const IntegratorSpec& i) {
 }
 
 Json outputJson(const OutputSpec& o) {
-    return Json{{"every", o.every}, {"entropy", o.entropy}, {"cluster_tol", o.clusterTol}, {"rank_tol", o.rankTol}};
+    return Json{
+        {"every", o.every}, {"entropy", o.entropy}, {"cluster_tol", o.clusterTol}, {"rank_tol", o.rankTol}};
 }
 
 Json viewJson(const std::string& text) {
@@ -812,8 +865,12 @@ void writePretty(std::string& out, const Json& j, int indent) {
 
 // -------------------------------------------------------------------------------------------------------------
 
-const char* toString(AttentionType t) { return kAttentionNames[std::size_t(t)].data(); }
-const char* toString(Method m) { return kMethodNames[std::size_t(m)].data(); }
+const char* toString(AttentionType t) {
+    return kAttentionNames[std::size_t(t)].data();
+}
+const char* toString(Method m) {
+    return kMethodNames[std::size_t(m)].data();
+}
 
 std::vector<HeadParams> AttentionSpec::headsAt(double t) const {
     if (keyframes.empty()) return heads;
@@ -839,21 +896,27 @@ std::vector<HeadParams> AttentionSpec::headsAt(double t) const {
 Scene sceneFromJson(const std::string& text, const std::string& baseDir) {
     const Json root = parseText(text);
     if (!root.is_object()) fail("", "expected a JSON object (a scene), got " + describe(root));
-    checkKeys(root, "", {"version", "name", "description", "figure", "d", "n", "precision", "initial", "attention",
-                         "integrator", "output", "view"});
+    checkKeys(root, "",
+              {"version", "name", "description", "figure", "d", "n", "precision", "initial", "attention",
+               "integrator", "output", "view"});
     Scene s;
     if (auto* v = find(root, "version")) {
         s.version = int(integer(*v, "/version", 0, kMaxInt));
-        if (s.version != 1) fail("/version", "unsupported scene version " + describe(*v) + " (this build reads version 1)");
+        if (s.version != 1)
+            fail("/version", "unsupported scene version " + describe(*v) + " (this build reads version 1)");
     }
     if (auto* v = find(root, "name")) s.name = stringValue(*v, "/name");
     if (auto* v = find(root, "description")) s.description = stringValue(*v, "/description");
     if (auto* v = find(root, "figure")) s.figure = stringValue(*v, "/figure");
-    s.d = int(integer(require(root, "", "d", "the token dimension, an integer in [1, 1024]"), "/d", 1, kMaxDim));
-    s.n = int(integer(require(root, "", "n", "the number of tokens, an integer in [1, 16777216]"), "/n", 1, kMaxTokens));
-    if (auto* v = find(root, "precision")) s.precision = Precision(choice(*v, "/precision", "precision", kPrecisionNames));
+    s.d = int(
+        integer(require(root, "", "d", "the token dimension, an integer in [1, 1024]"), "/d", 1, kMaxDim));
+    s.n = int(integer(require(root, "", "n", "the number of tokens, an integer in [1, 16777216]"), "/n", 1,
+                      kMaxTokens));
+    if (auto* v = find(root, "precision"))
+        s.precision = Precision(choice(*v, "/precision", "precision", kPrecisionNames));
     s.initial = parseInitial(find(root, "initial"), "/initial", s.d, baseDir);
-    if (!find(root, "attention")) fail("/attention", "required field is missing (an object with at least \"type\")");
+    if (!find(root, "attention"))
+        fail("/attention", "required field is missing (an object with at least \"type\")");
     s.attention = parseAttention(root["attention"], "/attention", s.d);
     s.integrator = parseIntegrator(find(root, "integrator"), "/integrator");
     s.output = parseOutput(find(root, "output"), "/output");

@@ -31,13 +31,16 @@ Result cli(const std::string& args) {
 }
 
 fs::path tempDir() {
-    const fs::path dir = fs::temp_directory_path() / ("flowscope-cli-" + std::to_string(::getpid()) + "-" +
-                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    const fs::path dir =
+        fs::temp_directory_path() / ("flowscope-cli-" + std::to_string(::getpid()) + "-" +
+                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir);
     return dir;
 }
 
-void writeText(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+void writeText(const fs::path& p, const std::string& text) {
+    std::ofstream(p) << text;
+}
 
 const char* kSmallScene = R"({
   "name": "cli-small", "d": 2, "n": 50,
@@ -52,7 +55,8 @@ const char* kSmallScene = R"({
 TEST(Cli, SimulateWritesTrajectoryAndObservables) {
     const fs::path dir = tempDir();
     writeText(dir / "scene.json", kSmallScene);
-    const Result r = cli("simulate " + (dir / "scene.json").string() + " --out " + (dir / "traj.npy").string());
+    const Result r =
+        cli("simulate " + (dir / "scene.json").string() + " --out " + (dir / "traj.npy").string());
     ASSERT_EQ(r.code, 0) << r.out;
     const flowscope::NpyArray a = flowscope::readNpy((dir / "traj.npy").string());
     ASSERT_EQ(a.shape, (std::vector<std::int64_t>{11, 50, 2}));
@@ -66,11 +70,12 @@ TEST(Cli, SimulateWritesTrajectoryAndObservables) {
     for (int i = 0; i < 50; ++i) mx += a.data[std::size_t((10 * 50 + i) * 2)];
     EXPECT_NEAR(j["observables"]["mean"].back()[0].get<double>(), mx / 50, 1e-12);
     // V = -0.5 I contracts the cloud.
-    EXPECT_LT(j["observables"]["cov"].back()[0][0].get<double>(), j["observables"]["cov"][0][0][0].get<double>());
+    EXPECT_LT(j["observables"]["cov"].back()[0][0].get<double>(),
+              j["observables"]["cov"][0][0][0].get<double>());
 
     // --every and --float32
-    const Result r2 = cli("simulate " + (dir / "scene.json").string() + " --out " + (dir / "t32.npy").string() +
-                          " --every 5 --float32");
+    const Result r2 = cli("simulate " + (dir / "scene.json").string() + " --out " +
+                          (dir / "t32.npy").string() + " --every 5 --float32");
     ASSERT_EQ(r2.code, 0) << r2.out;
     const flowscope::NpyArray b = flowscope::readNpy((dir / "t32.npy").string());
     EXPECT_EQ(b.shape, (std::vector<std::int64_t>{5, 50, 2}));
@@ -112,13 +117,14 @@ TEST(Cli, MalformedSceneExitsWithCodeTwoNamesTheFieldAndWritesNothing) {
     EXPECT_EQ(s.code, 2);
     EXPECT_FALSE(fs::exists(dir / "x.npy"));
 
-    const Result m = cli("simulate " + (dir / "missing.json").string() + " --out " + (dir / "x.npy").string());
+    const Result m =
+        cli("simulate " + (dir / "missing.json").string() + " --out " + (dir / "x.npy").string());
     EXPECT_EQ(m.code, 2);
     EXPECT_NE(m.out.find("missing.json"), std::string::npos) << m.out;
 
-    EXPECT_EQ(cli("simulate " + (dir / "bad.json").string()).code, 2);     // no --out
-    EXPECT_EQ(cli("frobnicate").code, 2);                                  // unknown command
-    EXPECT_EQ(cli("simulate a.json --out b.npy --every zero").code, 2);    // bad number
+    EXPECT_EQ(cli("simulate " + (dir / "bad.json").string()).code, 2);  // no --out
+    EXPECT_EQ(cli("frobnicate").code, 2);                               // unknown command
+    EXPECT_EQ(cli("simulate a.json --out b.npy --every zero").code, 2); // bad number
     fs::remove_all(dir);
 }
 
@@ -143,7 +149,8 @@ TEST(Cli, BenchJsonRecordsHaveEveryField) {
     int records = 0;
     while (std::getline(lines, line)) {
         const auto j = nlohmann::json::parse(line);
-        for (const char* key : {"variant", "backend", "N", "d", "precision", "pairs_per_s", "baseline_pairs_per_s", "ratio"})
+        for (const char* key :
+             {"variant", "backend", "N", "d", "precision", "pairs_per_s", "baseline_pairs_per_s", "ratio"})
             EXPECT_TRUE(j.contains(key)) << key << " in " << line;
         EXPECT_GT(j["pairs_per_s"].get<double>(), 0.0);
         EXPECT_GT(j["baseline_pairs_per_s"].get<double>(), 0.0);

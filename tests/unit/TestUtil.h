@@ -40,6 +40,8 @@ inline AttentionSpec singleHead(AttentionType type, const Mat& Q, const Mat& K, 
     return s;
 }
 
-inline Mat rotation90() { return (Mat(2, 2) << 0, -1, 1, 0).finished(); }
+inline Mat rotation90() {
+    return (Mat(2, 2) << 0, -1, 1, 0).finished();
+}
 
 } // namespace flowscope::test

@@ -29,12 +29,23 @@ Tokens denseField(const AttentionSpec& spec, const Tokens& X) {
                 const double dot = qx.dot(ky);
                 switch (spec.type) {
                 case AttentionType::Softmax:
-                case AttentionType::Exp: w(j) = std::exp(g * dot); break;
-                case AttentionType::L2: w(j) = std::exp(-g * (qx - ky).squaredNorm()); break;
-                case AttentionType::Relu: w(j) = std::max(0.0, g * dot); break;
-                case AttentionType::Sigmoid: w(j) = 1.0 / (1.0 + std::exp(-g * dot)); break;
-                case AttentionType::Linear: w(j) = g * dot; break;
-                default: ADD_FAILURE() << "not a dense-kernel variant";
+                case AttentionType::Exp:
+                    w(j) = std::exp(g * dot);
+                    break;
+                case AttentionType::L2:
+                    w(j) = std::exp(-g * (qx - ky).squaredNorm());
+                    break;
+                case AttentionType::Relu:
+                    w(j) = std::max(0.0, g * dot);
+                    break;
+                case AttentionType::Sigmoid:
+                    w(j) = 1.0 / (1.0 + std::exp(-g * dot));
+                    break;
+                case AttentionType::Linear:
+                    w(j) = g * dot;
+                    break;
+                default:
+                    ADD_FAILURE() << "not a dense-kernel variant";
                 }
             }
             const bool normalized = spec.type == AttentionType::Softmax || spec.type == AttentionType::L2;
@@ -45,14 +56,17 @@ Tokens denseField(const AttentionSpec& spec, const Tokens& X) {
     return out;
 }
 
-Tokens evaluate(const AttentionSpec& spec, const Tokens& X, Precision p = Precision::Float64, double t = 0.0) {
+Tokens evaluate(const AttentionSpec& spec, const Tokens& X, Precision p = Precision::Float64,
+                double t = 0.0) {
     auto f = makeCpuField(spec, int(X.cols()), p);
     Tokens dX;
     f->velocity(t, X, dX);
     return dX;
 }
 
-double maxAbs(const Mat& m) { return m.cwiseAbs().maxCoeff(); }
+double maxAbs(const Mat& m) {
+    return m.cwiseAbs().maxCoeff();
+}
 
 } // namespace
 
@@ -60,8 +74,8 @@ TEST(Attention, EveryKernelVariantMatchesItsDenseFormula) {
     const int d = 3;
     const Tokens X = randomTokens(97, d, 3, 0.8);
     const Mat Q = randomTokens(2, d, 4, 0.6), K = randomTokens(2, d, 5, 0.6), V = randomTokens(d, d, 6, 0.5);
-    for (AttentionType type : {AttentionType::Softmax, AttentionType::L2, AttentionType::Exp, AttentionType::Relu,
-                               AttentionType::Sigmoid, AttentionType::Linear}) {
+    for (AttentionType type : {AttentionType::Softmax, AttentionType::L2, AttentionType::Exp,
+                               AttentionType::Relu, AttentionType::Sigmoid, AttentionType::Linear}) {
         for (bool masked : {false, true}) {
             if (masked && type == AttentionType::Linear) continue;
             for (bool rootK : {false, true}) {
@@ -71,7 +85,8 @@ TEST(Attention, EveryKernelVariantMatchesItsDenseFormula) {
                 spec.scaleByRootK = rootK;
                 const Tokens ref = denseField(spec, X);
                 const Tokens got = evaluate(spec, X);
-                EXPECT_LE(maxAbs(got - ref), 1e-12 * (1 + maxAbs(ref))) << toString(type) << " masked=" << masked;
+                EXPECT_LE(maxAbs(got - ref), 1e-12 * (1 + maxAbs(ref)))
+                    << toString(type) << " masked=" << masked;
                 const Tokens got32 = evaluate(spec, X, Precision::Float32);
                 EXPECT_LE(maxAbs(got32 - ref), 2e-5 * (1 + maxAbs(ref))) << toString(type) << " float32";
             }
@@ -82,7 +97,8 @@ TEST(Attention, EveryKernelVariantMatchesItsDenseFormula) {
 TEST(Attention, LinearEpsVariantMatchesItsFormula) {
     // Gamma(x) = (1/eps) V m + V (M2 - m m^T) A x  (seed-castin §1.2)
     const Tokens X = randomTokens(50, 2, 8);
-    const Mat A = (Mat(2, 2) << 1.0, 0.3, -0.2, 0.8).finished(), V = (Mat(2, 2) << 0.5, -1, 0.3, 0.2).finished();
+    const Mat A = (Mat(2, 2) << 1.0, 0.3, -0.2, 0.8).finished(),
+              V = (Mat(2, 2) << 0.5, -1, 0.3, 0.2).finished();
     AttentionSpec spec = singleHead(AttentionType::Linear, A, Mat::Identity(2, 2), V);
     spec.linearEps = 0.5;
     const Vec m = X.colwise().mean().transpose();
@@ -99,7 +115,8 @@ TEST(Attention, MultiHeadIsTheSumOfItsHeadsAndOneHeadIsSingleHead) {
     const Tokens X = randomTokens(64, d, 9);
     std::vector<HeadParams> heads;
     for (int h = 0; h < 3; ++h)
-        heads.push_back({randomTokens(2, d, 10 + h, 0.7), randomTokens(2, d, 20 + h, 0.7), randomTokens(d, d, 30 + h)});
+        heads.push_back(
+            {randomTokens(2, d, 10 + h, 0.7), randomTokens(2, d, 20 + h, 0.7), randomTokens(d, d, 30 + h)});
     for (AttentionType type : {AttentionType::Softmax, AttentionType::L2, AttentionType::Sinkhorn}) {
         AttentionSpec multi;
         multi.type = type;
@@ -128,7 +145,8 @@ TEST(Attention, MultiHeadIsTheSumOfItsHeadsAndOneHeadIsSingleHead) {
 TEST(Attention, SinkhornPlanIsBistochasticAndRowsMatchThePlan) {
     const int n = 150, d = 2;
     const Tokens X = randomTokens(n, d, 12);
-    const Mat A = (Mat(2, 2) << 1.0, 0.3, -0.2, 0.8).finished(), V = (Mat(2, 2) << 0.5, -1, 0.3, 0.2).finished();
+    const Mat A = (Mat(2, 2) << 1.0, 0.3, -0.2, 0.8).finished(),
+              V = (Mat(2, 2) << 0.5, -1, 0.3, 0.2).finished();
     AttentionSpec spec = singleHead(AttentionType::Sinkhorn, A, Mat::Identity(2, 2), V);
     spec.sinkhornEps = 0.7;
     spec.sinkhornTol = 1e-10;
@@ -141,7 +159,8 @@ TEST(Attention, SinkhornPlanIsBistochasticAndRowsMatchThePlan) {
     const Mat B = field.scoreMatrix(spec.heads[0]);
     Mat P(n, n);
     for (int i = 0; i < n; ++i)
-        for (int j = 0; j < n; ++j) P(i, j) = std::exp(f(i) + g(j) + X.row(j).dot(B * X.row(i).transpose())) / n;
+        for (int j = 0; j < n; ++j)
+            P(i, j) = std::exp(f(i) + g(j) + X.row(j).dot(B * X.row(i).transpose())) / n;
     const double rowErr = (P.rowwise().sum().array() - 1.0).abs().maxCoeff();
     const double colErr = (P.colwise().sum().array() - 1.0).abs().maxCoeff();
     EXPECT_LE(rowErr, 1e-12);
@@ -150,7 +169,8 @@ TEST(Attention, SinkhornPlanIsBistochasticAndRowsMatchThePlan) {
     // Velocity = (1/eps) V sum_j P_ij x_j
     const Tokens ref = (P * X) * V.transpose() / spec.sinkhornEps;
     EXPECT_LE(maxAbs(dX - ref), 1e-10);
-    // Remark 5.2: the plan depends only on A = K^T Q (here K = I): Q' = A, K' = I is the same as Q' = I, K' = A^T.
+    // Remark 5.2: the plan depends only on A = K^T Q (here K = I): Q' = A, K' = I is the same as Q' = I, K' =
+    // A^T.
     AttentionSpec other = singleHead(AttentionType::Sinkhorn, Mat::Identity(2, 2), A.transpose(), V);
     other.sinkhornEps = 0.7;
     other.sinkhornTol = 1e-10;
@@ -160,7 +180,8 @@ TEST(Attention, SinkhornPlanIsBistochasticAndRowsMatchThePlan) {
 
 TEST(Attention, SinkhornFloat32ReachesItsFlooredTolerance) {
     const Tokens X = randomTokens(300, 2, 13);
-    AttentionSpec spec = singleHead(AttentionType::Sinkhorn, Mat::Identity(2, 2), Mat::Identity(2, 2), -Mat::Identity(2, 2));
+    AttentionSpec spec =
+        singleHead(AttentionType::Sinkhorn, Mat::Identity(2, 2), Mat::Identity(2, 2), -Mat::Identity(2, 2));
     SinkhornAttention f32(spec, 2, Precision::Float32), f64(spec, 2, Precision::Float64);
     Tokens a, b;
     f32.velocity(0.0, X, a);
@@ -184,10 +205,12 @@ TEST(Attention, OneTokenFollowsItsValueMatrix) {
 
 TEST(Attention, SoftmaxJacobianIsVCovA) {
     // T16: D_x Gamma(x) = V Cov_{P_x}(y) A for a query x against fixed keys (checked by central differences
-    // on the field of the cloud with the query appended last and masked so it does not act as a key for others).
+    // on the field of the cloud with the query appended last and masked so it does not act as a key for
+    // others).
     const int n = 40, d = 2;
     Tokens X = randomTokens(n, d, 14, 0.7);
-    const Mat A = (Mat(2, 2) << 0.8, 0.2, -0.4, 1.1).finished(), V = (Mat(2, 2) << -0.3, 0.5, 0.1, 0.4).finished();
+    const Mat A = (Mat(2, 2) << 0.8, 0.2, -0.4, 1.1).finished(),
+              V = (Mat(2, 2) << -0.3, 0.5, 0.1, 0.4).finished();
     AttentionSpec spec = singleHead(AttentionType::Softmax, A, Mat::Identity(2, 2), V);
     // Gamma(x) with keys X only: put x last and use the masked variant, then remove x's own key weight by
     // computing the formula directly instead.
@@ -239,7 +262,10 @@ TEST(Attention, RwpoKernelsMatchTheirDefinitions) {
     auto S = [&](const Vec& x) {
         return Vec(x.unaryExpr([&](double s) { return s > th ? s - th : (s < -th ? s + th : 0.0); }));
     };
-    auto huber = [&](double s) { return std::abs(s) <= th ? s * s / (2 * h) : spec.lambda * std::abs(s) - spec.lambda * spec.lambda * h / 2; };
+    auto huber = [&](double s) {
+        return std::abs(s) <= th ? s * s / (2 * h)
+                                 : spec.lambda * std::abs(s) - spec.lambda * spec.lambda * h / 2;
+    };
     for (RwpoKernel kernel : {RwpoKernel::Corrected, RwpoKernel::AsPrinted, RwpoKernel::PerCoordinate}) {
         spec.rwpoKernel = kernel;
         const Tokens got = evaluate(spec, X);
@@ -265,14 +291,17 @@ TEST(Attention, RwpoKernelsMatchTheirDefinitions) {
                         for (int c = 0; c < d; ++c) M += huber(y(c));
                         u(j) = -beta / (4 * h) * (x - y).squaredNorm() + beta / 2 * M;
                     } else { // U_lit(x,y) = -beta/2 ((|x-y|^2 - |S(x)-y|^2)/(2h) - lambda |S(y)|_1)
-                        u(j) = -beta / 2 * (((x - y).squaredNorm() - (S(x) - y).squaredNorm()) / (2 * h) - spec.lambda * S(y).lpNorm<1>());
+                        u(j) = -beta / 2 *
+                               (((x - y).squaredNorm() - (S(x) - y).squaredNorm()) / (2 * h) -
+                                spec.lambda * S(y).lpNorm<1>());
                     }
                 }
                 const Vec w = (u.array() - u.maxCoeff()).exp();
                 m = X.transpose() * w / w.sum();
             }
             const Vec ref = (S(x) - m) / (2 * h);
-            EXPECT_LE((got.row(i).transpose() - ref).norm(), 1e-9 * (1 + ref.norm())) << int(kernel) << " i=" << i;
+            EXPECT_LE((got.row(i).transpose() - ref).norm(), 1e-9 * (1 + ref.norm()))
+                << int(kernel) << " i=" << i;
         }
     }
 }
@@ -299,7 +328,8 @@ TEST(Attention, RwpoLambdaZeroRaisesVarianceByTwoHOverBetaPerLayer) {
 }
 
 TEST(Attention, SphereVelocityIsTangent) {
-    AttentionSpec spec = singleHead(AttentionType::Softmax, Mat::Identity(3, 3), Mat::Identity(3, 3), Mat::Identity(3, 3));
+    AttentionSpec spec =
+        singleHead(AttentionType::Softmax, Mat::Identity(3, 3), Mat::Identity(3, 3), Mat::Identity(3, 3));
     spec.sphere = true;
     spec.beta = 4;
     Tokens X = randomTokens(80, 3, 16);
@@ -312,7 +342,8 @@ TEST(Attention, SphereVelocityIsTangent) {
 TEST(Attention, EntropyOfUniformAttentionIsLogN) {
     // A = 0: every query attends uniformly, H = log N; a sharp A lowers it.
     const Tokens X = randomTokens(64, 2, 17);
-    AttentionSpec spec = singleHead(AttentionType::Softmax, Mat::Zero(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2));
+    AttentionSpec spec =
+        singleHead(AttentionType::Softmax, Mat::Zero(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2));
     auto f = makeCpuField(spec, 2, Precision::Float64);
     EXPECT_NEAR(f->attentionEntropy(0.0, X), std::log(64.0), 1e-12);
     spec.heads[0].Q = 5 * Mat::Identity(2, 2);

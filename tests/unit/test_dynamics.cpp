@@ -49,7 +49,8 @@ TEST(Dynamics, LinearAttentionIsExactAtFiniteN) {
     // T13: tokens (1,0), (0,1), (1,1), V = I, A = -I: M(t) = (M0^{-1} + 2t I)^{-1}, M(1) = [[4,1],[1,4]]/15,
     // x_3(1) = (0.5773502692, 0.5773502692).
     const Tokens X0 = (Tokens(3, 2) << 1, 0, 0, 1, 1, 1).finished();
-    const AttentionSpec spec = singleHead(AttentionType::Linear, -Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2));
+    const AttentionSpec spec =
+        singleHead(AttentionType::Linear, -Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2));
     const Tokens X = integrate(spec, X0, Method::Rk4, 1.0, 1000);
     const Mat M = X.transpose() * X / 3.0;
     const Mat ref = (Mat(2, 2) << 4, 1, 1, 4).finished() / 15.0;
@@ -77,8 +78,8 @@ TEST(Dynamics, SoftmaxParticlesTrackTheCovarianceOdeAndErrorShrinksWithN) {
     // seed-castin §6.4 check 1: 1-D softmax, a = qk = -1, v = 1, s0 = 1, T = 1, quantile particles, RK4 with
     // dt = 0.01, compared with s(t) = 1/(1/s0 - 2 a v t) started from the empirical variance.
     // Reference errors: N = 25: 0.0111, 100: 0.0051, 400: 0.0019.
-    const AttentionSpec spec = singleHead(AttentionType::Softmax, Mat::Constant(1, 1, 1.0), Mat::Constant(1, 1, -1.0),
-                                          Mat::Constant(1, 1, 1.0));
+    const AttentionSpec spec = singleHead(AttentionType::Softmax, Mat::Constant(1, 1, 1.0),
+                                          Mat::Constant(1, 1, -1.0), Mat::Constant(1, 1, 1.0));
     const std::vector<std::pair<int, double>> cases = {{25, 0.0111}, {100, 0.0051}, {400, 0.0019}};
     double previous = 1.0;
     for (auto [n, refErr] : cases) {
@@ -98,7 +99,8 @@ TEST(Dynamics, SoftmaxParticlesTrackTheCovarianceOdeAndErrorShrinksWithN) {
 TEST(Dynamics, SoftmaxGaussianSamplesTrackCovarianceOde2d) {
     // 2-D: Sigma' = V Sigma A Sigma + Sigma A^T Sigma V^T (seed-castin §2.1, eq (16)) from the empirical
     // covariance; the error averaged over seeds falls as N grows.
-    const Mat A = (Mat(2, 2) << -1.0, 0.3, 0.1, -0.8).finished(), V = (Mat(2, 2) << 1.0, 0.2, -0.1, 0.9).finished();
+    const Mat A = (Mat(2, 2) << -1.0, 0.3, 0.1, -0.8).finished(),
+              V = (Mat(2, 2) << 1.0, 0.2, -0.1, 0.9).finished();
     const AttentionSpec spec = singleHead(AttentionType::Softmax, A, Mat::Identity(2, 2), V);
     auto odeCov = [&](Mat S, Vec m, double T, int steps) {
         const double h = T / steps;
@@ -140,7 +142,8 @@ TEST(Dynamics, FixedStepMethodsShowTheirOrder) {
     const AttentionSpec spec = singleHead(AttentionType::Softmax, (Mat(2, 2) << 1, 0.5, -0.3, 0.7).finished(),
                                           Mat::Identity(2, 2), (Mat(2, 2) << -0.2, -1, 1, 0.1).finished());
     const Tokens ref = integrate(spec, X0, Method::Rk4, 1.0, 4096);
-    for (auto [method, order] : {std::pair{Method::Euler, 1}, std::pair{Method::Heun, 2}, std::pair{Method::Rk4, 4}}) {
+    for (auto [method, order] :
+         {std::pair{Method::Euler, 1}, std::pair{Method::Heun, 2}, std::pair{Method::Rk4, 4}}) {
         const double e1 = (integrate(spec, X0, method, 1.0, 16) - ref).norm();
         const double e2 = (integrate(spec, X0, method, 1.0, 32) - ref).norm();
         const double observed = std::log2(e1 / e2);
@@ -151,7 +154,8 @@ TEST(Dynamics, FixedStepMethodsShowTheirOrder) {
 TEST(Dynamics, DormandPrinceMeetsItsTolerance) {
     // Linear attention T13 has the exact x_3(1) = (1/sqrt 3, 1/sqrt 3); integrate over [0, 1] in one call.
     const Tokens X0 = (Tokens(3, 2) << 1, 0, 0, 1, 1, 1).finished();
-    const AttentionSpec spec = singleHead(AttentionType::Linear, -Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2));
+    const AttentionSpec spec =
+        singleHead(AttentionType::Linear, -Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2));
     const double exact = 1.0 / std::sqrt(3.0);
     for (double tol : {1e-5, 1e-8, 1e-11}) {
         const Tokens X = integrate(spec, X0, Method::DormandPrince, 1.0, 1, Precision::Float64, tol, tol);
@@ -163,7 +167,8 @@ TEST(Dynamics, DormandPrinceMeetsItsTolerance) {
 TEST(Dynamics, SingleTokenLinearBlowUpStopsTheRunAndKeepsTheTrajectory) {
     // Linear attention, one token in 1-D: x' = a v x^3 (seed-castin §1.2) with a = v = 1, x0 = 1:
     // x(t) = 1/sqrt(1 - 2t), t_max = 0.5.
-    AttentionSpec spec = singleHead(AttentionType::Linear, Mat::Constant(1, 1, 1), Mat::Constant(1, 1, 1), Mat::Constant(1, 1, 1));
+    AttentionSpec spec = singleHead(AttentionType::Linear, Mat::Constant(1, 1, 1), Mat::Constant(1, 1, 1),
+                                    Mat::Constant(1, 1, 1));
     Scene s = sceneFor(spec, 1, 1, Method::DormandPrince, 1.0, 100);
     s.integrator.divergenceNorm = 1e3;
     Simulation sim(s);
@@ -182,7 +187,8 @@ TEST(Dynamics, SingleTokenLinearBlowUpStopsTheRunAndKeepsTheTrajectory) {
 
 TEST(Dynamics, NonFiniteVelocityStopsWithTheLastFiniteState) {
     // Unnormalized exp attention overflows float32/double quickly for large scores: the run stops cleanly.
-    AttentionSpec spec = singleHead(AttentionType::Exp, Mat::Identity(1, 1) * 400.0, Mat::Identity(1, 1), Mat::Identity(1, 1));
+    AttentionSpec spec =
+        singleHead(AttentionType::Exp, Mat::Identity(1, 1) * 400.0, Mat::Identity(1, 1), Mat::Identity(1, 1));
     Scene s = sceneFor(spec, 1, 4, Method::Euler, 1.0, 10);
     Simulation sim(s);
     sim.setState((Tokens(4, 1) << 1.0, 2.0, 3.0, 4.0).finished());
@@ -215,7 +221,8 @@ TEST(Dynamics, PiecewiseKeyframesSwitchParameters) {
 }
 
 TEST(Dynamics, SphereRunKeepsTokensOnTheSphereAndClusters) {
-    AttentionSpec spec = singleHead(AttentionType::Softmax, Mat::Identity(3, 3), Mat::Identity(3, 3), Mat::Identity(3, 3));
+    AttentionSpec spec =
+        singleHead(AttentionType::Softmax, Mat::Identity(3, 3), Mat::Identity(3, 3), Mat::Identity(3, 3));
     spec.sphere = true;
     spec.beta = 4.0;
     Scene s = sceneFor(spec, 3, 64, Method::Rk4, 20.0, 400);
@@ -231,7 +238,8 @@ TEST(Dynamics, SphereRunKeepsTokensOnTheSphereAndClusters) {
 }
 
 TEST(Dynamics, SimulationRecordsObservablesEveryKSteps) {
-    AttentionSpec spec = singleHead(AttentionType::Softmax, Mat::Identity(2, 2), Mat::Identity(2, 2), -0.4 * Mat::Identity(2, 2));
+    AttentionSpec spec = singleHead(AttentionType::Softmax, Mat::Identity(2, 2), Mat::Identity(2, 2),
+                                    -0.4 * Mat::Identity(2, 2));
     Scene s = sceneFor(spec, 2, 100, Method::Rk4, 1.0, 20);
     s.output.every = 5;
     Simulation sim(s);

@@ -32,7 +32,8 @@ Mat denseSoftmaxAverage(const Mat& Q, const Tokens& X, const Vec& bias, bool cau
 }
 
 template <class S>
-Mat streamAverage(const Mat& Q, const Tokens& X, const Vec& bias, bool causal, Weighting w = Weighting::Softmax) {
+Mat streamAverage(const Mat& Q, const Tokens& X, const Vec& bias, bool causal,
+                  Weighting w = Weighting::Softmax) {
     using M = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
     using V = Eigen::Matrix<S, Eigen::Dynamic, 1>;
     const M keys = X.cast<S>(), q = Q.cast<S>();
@@ -68,7 +69,8 @@ TEST(StreamKernel, DoubleEqualsDenseSoftmaxTo1e12) {
             for (bool causal : {false, true}) {
                 const Mat ref = denseSoftmaxAverage(Q, X, bias, causal);
                 const Mat got = streamAverage<double>(Q, X, bias, causal);
-                EXPECT_LE((ref - got).cwiseAbs().maxCoeff(), 1e-12) << "d=" << d << " n=" << n << " causal=" << causal;
+                EXPECT_LE((ref - got).cwiseAbs().maxCoeff(), 1e-12)
+                    << "d=" << d << " n=" << n << " causal=" << causal;
             }
         }
     }
@@ -92,8 +94,8 @@ TEST(StreamKernel, Float32ErrorAtMostTwiceDenseFloat32) {
             const Mat dense = ((S * Xf).array().colwise() / den.array()).matrix().cast<double>();
             const double errStream = (got - ref).cwiseAbs().maxCoeff();
             const double errDense = (dense - ref).cwiseAbs().maxCoeff();
-            EXPECT_LE(errStream, 2.0 * errDense + 1e-7) << "d=" << d << " n=" << n << " stream " << errStream
-                                                         << " dense " << errDense;
+            EXPECT_LE(errStream, 2.0 * errDense + 1e-7)
+                << "d=" << d << " n=" << n << " stream " << errStream << " dense " << errDense;
         }
     }
 }
@@ -110,6 +112,7 @@ TEST(StreamKernel, UnnormalizedWeightsMatchTheirFormulas) {
             ref.row(i) = wt.transpose() * X;
         }
         EXPECT_LE((streamAverage<double>(Q, X, Vec(), false, w) - ref).cwiseAbs().maxCoeff(), 1e-10);
-        EXPECT_LE((streamAverage<float>(Q, X, Vec(), false, w) - ref).cwiseAbs().maxCoeff(), 1e-3 * ref.cwiseAbs().maxCoeff());
+        EXPECT_LE((streamAverage<float>(Q, X, Vec(), false, w) - ref).cwiseAbs().maxCoeff(),
+                  1e-3 * ref.cwiseAbs().maxCoeff());
     }
 }
