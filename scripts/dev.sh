@@ -39,13 +39,13 @@ build() { # build DIR [cmake args...]
 case "${1:-}" in
 run)
   install_deps
-  build build
+  build build -DFLOWSCOPE_BUILD_GUI=ON
   shift
   exec ./build/app/flowscope "$@"
   ;;
 test)
   install_deps
-  build build
+  build build -DFLOWSCOPE_BUILD_GUI=ON
   ctest --test-dir build --output-on-failure -j "$(jobs)"
   ;;
 asan)

@@ -1,5 +1,7 @@
 #include "ui/MainWindow.h"
 
+#include "ui/ElidedLabel.h"
+#include "ui/Icons.h"
 #include "ui/ParticleView.h"
 
 #include <QAction>
@@ -13,7 +15,6 @@
 #include <QMessageBox>
 #include <QPainter>
 #include <QStatusBar>
-#include <QStyle>
 #include <QToolBar>
 
 #include <exception>
@@ -44,17 +45,21 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     buildActions();
     buildMenus();
     buildToolBar();
-    statusBar()->showMessage(tr("No scene"));
+    sceneLabel_ = new ElidedLabel(this);
+    sceneLabel_->setText(tr("No scene"));
+    statusBar()->addWidget(sceneLabel_, 1);
     updateControls();
     view_->setFocus();
 }
 
 // The view is a child, deleted by ~QWidget after our members (the runner) are gone: cut its link first.
-MainWindow::~MainWindow() { view_->setSource({}); }
+MainWindow::~MainWindow() {
+    view_->setSource({});
+}
 
 void MainWindow::buildActions() {
-    auto* s = style();
-    openAction_ = new QAction(s->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open scene..."), this);
+    const QColor ink = palette().color(QPalette::ButtonText);
+    openAction_ = new QAction(makeIcon(IconKind::Open, ink), tr("&Open scene..."), this);
     openAction_->setShortcut(QKeySequence::Open);
     connect(openAction_, &QAction::triggered, this, &MainWindow::openSceneDialog);
 
@@ -62,33 +67,32 @@ void MainWindow::buildActions() {
     quitAction_->setShortcut(QKeySequence::Quit);
     connect(quitAction_, &QAction::triggered, this, &QWidget::close);
 
-    playAction_ = new QAction(s->standardIcon(QStyle::SP_MediaPlay), tr("Play"), this);
+    playAction_ = new QAction(makeIcon(IconKind::Play, ink), tr("Play"), this);
     playAction_->setShortcut(Qt::Key_Space);
     playAction_->setToolTip(tr("Play / pause (Space)"));
     connect(playAction_, &QAction::triggered, this, &MainWindow::togglePlay);
 
-    stepAction_ = new QAction(s->standardIcon(QStyle::SP_MediaSkipForward), tr("Step"), this);
+    stepAction_ = new QAction(makeIcon(IconKind::Step, ink), tr("Step"), this);
     stepAction_->setShortcut(Qt::Key_S);
     stepAction_->setToolTip(tr("Advance one step (S)"));
     connect(stepAction_, &QAction::triggered, this, &MainWindow::stepOnce);
 
-    resetAction_ = new QAction(s->standardIcon(QStyle::SP_MediaSkipBackward), tr("Reset"), this);
+    resetAction_ = new QAction(makeIcon(IconKind::Reset, ink), tr("Reset"), this);
     resetAction_->setShortcut(Qt::Key_R);
     resetAction_->setToolTip(tr("Back to the initial tokens (R)"));
     connect(resetAction_, &QAction::triggered, this, &MainWindow::reset);
 
-    frameAction_ = new QAction(s->standardIcon(QStyle::SP_TitleBarMaxButton), tr("Frame all"), this);
+    frameAction_ = new QAction(makeIcon(IconKind::Frame, ink), tr("Frame all"), this);
     frameAction_->setShortcut(Qt::Key_F);
     frameAction_->setToolTip(tr("Fit all tokens in the view (F, or double-click)"));
     connect(frameAction_, &QAction::triggered, this, &MainWindow::frameAll);
 
     maxSpeedAction_ = new QAction(tr("Max speed"), this);
     maxSpeedAction_->setCheckable(true);
-    maxSpeedAction_->setToolTip(
-        tr("Step as fast as the CPU allows instead of at most %1 steps/s").arg(WorkerLoop::kDefaultStepsPerSecond));
-    connect(maxSpeedAction_, &QAction::toggled, this, [this](bool on) {
-        runner_.setMaxStepsPerSecond(on ? 0.0 : WorkerLoop::kDefaultStepsPerSecond);
-    });
+    maxSpeedAction_->setToolTip(tr("Step as fast as the CPU allows instead of at most %1 steps/s")
+                                    .arg(WorkerLoop::kDefaultStepsPerSecond));
+    connect(maxSpeedAction_, &QAction::toggled, this,
+            [this](bool on) { runner_.setMaxStepsPerSecond(on ? 0.0 : WorkerLoop::kDefaultStepsPerSecond); });
 }
 
 void MainWindow::buildMenus() {
@@ -172,11 +176,13 @@ bool MainWindow::setScene(const Scene& scene, const QString& sourcePath) {
     scenePath_ = sourcePath;
     lastError_.clear();
 
-    const QString name = !scene.name.empty()         ? QString::fromStdString(scene.name)
-                         : !sourcePath.isEmpty()     ? QFileInfo(sourcePath).completeBaseName()
-                                                     : tr("untitled");
+    const QString name = !scene.name.empty()     ? QString::fromStdString(scene.name)
+                         : !sourcePath.isEmpty() ? QFileInfo(sourcePath).completeBaseName()
+                                                 : tr("untitled");
     setWindowTitle(tr("%1 — Flowscope").arg(name));
-    statusBar()->showMessage(scene.description.empty() ? name : QString::fromStdString(scene.description));
+    sceneLabel_->setText(scene.description.empty()
+                             ? name
+                             : tr("%1 — %2").arg(name, QString::fromStdString(scene.description)));
     selectPresetFor(sourcePath);
     updateControls();
     return true;
@@ -218,11 +224,17 @@ void MainWindow::stepOnce() {
     updateControls();
 }
 
-void MainWindow::reset() { runner_.reset(); }
+void MainWindow::reset() {
+    runner_.reset();
+}
 
-void MainWindow::frameAll() { view_->frameAll(); }
+void MainWindow::frameAll() {
+    view_->frameAll();
+}
 
-void MainWindow::setMaxSpeed(bool on) { maxSpeedAction_->setChecked(on); }
+void MainWindow::setMaxSpeed(bool on) {
+    maxSpeedAction_->setChecked(on);
+}
 
 void MainWindow::updateControls() {
     // Called for every new snapshot (~60 Hz while running): touch the actions only when something changed.
@@ -231,7 +243,8 @@ void MainWindow::updateControls() {
     if (controlsState_ == std::pair(playing, have)) return;
     controlsState_ = std::pair(playing, have);
     playAction_->setText(playing ? tr("Pause") : tr("Play"));
-    playAction_->setIcon(style()->standardIcon(playing ? QStyle::SP_MediaPause : QStyle::SP_MediaPlay));
+    playAction_->setIcon(
+        makeIcon(playing ? IconKind::Pause : IconKind::Play, palette().color(QPalette::ButtonText)));
     for (QAction* a : {playAction_, stepAction_, resetAction_, frameAction_}) a->setEnabled(have);
 }
 

@@ -20,6 +20,7 @@ class QComboBox;
 
 namespace flowscope {
 
+class ElidedLabel;
 class ParticleView;
 
 class MainWindow : public QMainWindow {
@@ -76,6 +77,7 @@ class MainWindow : public QMainWindow {
     QAction* frameAction_ = nullptr;
     QAction* maxSpeedAction_ = nullptr;
     QComboBox* presets_ = nullptr;
+    ElidedLabel* sceneLabel_ = nullptr;
     std::optional<std::pair<bool, bool>> controlsState_; // (playing, have a scene) the actions show
 };
 

@@ -31,7 +31,9 @@ bool openGL33CoreAvailable(QString* why) {
     const QSurfaceFormat f = context.format();
     const bool ok = surface.isValid() && context.makeCurrent(&surface) && f.version() >= qMakePair(3, 3);
     if (!ok && why)
-        *why = QStringLiteral("OpenGL %1.%2 obtained, 3.3 core needed").arg(f.majorVersion()).arg(f.minorVersion());
+        *why = QStringLiteral("OpenGL %1.%2 obtained, 3.3 core needed")
+                   .arg(f.majorVersion())
+                   .arg(f.minorVersion());
     context.doneCurrent();
     return ok;
 }

@@ -19,13 +19,17 @@ namespace flowscope {
 
 namespace {
 
-constexpr int kRefreshMs = 16;
+constexpr int kRefreshMs = 100;
 constexpr double kFrameMargin = 0.08;
 
 // The two plotted coordinates of token i (d = 1 is drawn on the x axis).
-QPointF plotted(const Tokens& X, Eigen::Index i) { return {X(i, 0), X.cols() >= 2 ? X(i, 1) : 0.0}; }
+QPointF plotted(const Tokens& X, Eigen::Index i) {
+    return {X(i, 0), X.cols() >= 2 ? X(i, 1) : 0.0};
+}
 
-bool finite(QPointF p) { return std::isfinite(p.x()) && std::isfinite(p.y()); }
+bool finite(QPointF p) {
+    return std::isfinite(p.x()) && std::isfinite(p.y());
+}
 
 // Bounding box of the finite tokens; a null rect when there are none.
 QRectF finiteBounds(const Tokens& X) {
@@ -58,7 +62,9 @@ ParticleView::ParticleView(QWidget* parent) : QOpenGLWidget(parent) {
     timer_.start();
 }
 
-ParticleView::~ParticleView() { releaseGL(); }
+ParticleView::~ParticleView() {
+    releaseGL();
+}
 
 void ParticleView::setSource(SnapshotSource source) {
     source_ = std::move(source);
@@ -96,7 +102,8 @@ void ParticleView::applyPendingFrame() {
 
 void ParticleView::initializeGL() {
     // The context can be replaced (the widget moves to another window): release with the old one.
-    connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &ParticleView::releaseGL, Qt::UniqueConnection);
+    connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &ParticleView::releaseGL,
+            Qt::UniqueConnection);
     const QSurfaceFormat f = context()->format();
     if (f.version() < qMakePair(3, 3) || !renderer_.initialize()) {
         glError_ = QStringLiteral("OpenGL 3.3 core is not available (got %1.%2). %3")
@@ -137,7 +144,8 @@ void ParticleView::uploadPoints() {
             const QPointF p = plotted(X, i);
             if (!finite(p)) continue; // a diverged token has no place on screen
             const QColor c = viridis(double(i) / last);
-            vertices.push_back({float(p.x() - origin.x()), float(p.y() - origin.y()), c.redF(), c.greenF(), c.blueF()});
+            vertices.push_back(
+                {float(p.x() - origin.x()), float(p.y() - origin.y()), c.redF(), c.greenF(), c.blueF()});
         }
     }
     renderer_.upload(vertices, origin);
@@ -154,23 +162,25 @@ void ParticleView::paintGL() {
     gl->glClear(GL_COLOR_BUFFER_BIT);
 
     QPainter painter(this);
-    drawGrid(painter, view_, style_);
+    const QRectF area = rect();
+    const QRectF statusBox = shown_ ? statusRect(painter, area, *shown_) : QRectF();
+    drawGrid(painter, view_, style_, statusBox);
 
     if (glReady_) {
         painter.beginNativePainting();
         gl->glViewport(0, 0, int(std::lround(width() * dpr)), int(std::lround(height() * dpr)));
         const double s = view_.pixelsPerUnit();
-        renderer_.draw(view_.center(), QPointF(2.0 * s / width(), 2.0 * s / height()), float(pointSize() * dpr));
+        renderer_.draw(view_.center(), QPointF(2.0 * s / width(), 2.0 * s / height()),
+                       float(pointSize() * dpr));
         painter.endNativePainting();
     }
 
-    const QRectF area = rect();
     if (!glError_.isEmpty()) {
         painter.setPen(QColor(255, 120, 120));
         painter.drawText(area.adjusted(20, 20, -20, -20), Qt::AlignCenter | Qt::TextWordWrap, glError_);
     }
     if (shown_) {
-        const QRectF statusBox = drawStatus(painter, area, *shown_);
+        drawStatus(painter, area, *shown_);
         drawBanner(painter, area, statusBox, *shown_);
     } else {
         painter.setPen(style_.label);

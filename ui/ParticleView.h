@@ -33,7 +33,8 @@ class ParticleView : public QOpenGLWidget {
     void refresh();
     // The snapshot the next (or last) frame draws.
     std::shared_ptr<const Snapshot> displayedSnapshot() const { return shown_; }
-    // The camera of the last painted frame; logical pixels (multiply by devicePixelRatioF for framebuffer pixels).
+    // The camera of the last painted frame; logical pixels (multiply by devicePixelRatioF for framebuffer
+    // pixels).
     const ViewTransform& transform() const { return view_; }
     // Point diameter in logical pixels for the displayed token count.
     double pointSize() const;

@@ -14,18 +14,21 @@ constexpr int kMaxLines = 200;           // guards against a degenerate transfor
 constexpr double kLabelPad = 5.0;
 
 // Pixel-centre snapping keeps 1-pixel lines crisp without anti-aliasing (at any devicePixelRatio).
-double crisp(double v, double dpr) { return (std::floor(v * dpr) + 0.5) / dpr; }
+double crisp(double v, double dpr) {
+    return (std::floor(v * dpr) + 0.5) / dpr;
+}
 } // namespace
 
 QString formatTick(double value, double step) {
-    if (std::abs(value) < step * 1e-6) return QStringLiteral("0"); // k * step can leave 1e-17 where 0 is meant
+    if (std::abs(value) < step * 1e-6)
+        return QStringLiteral("0"); // k * step can leave 1e-17 where 0 is meant
     const double magnitude = std::max(std::abs(value), step);
     if (step < 1e-4 || magnitude >= 1e6) return QString::number(value, 'g', 6);
     const int decimals = std::max(0, int(std::ceil(-std::log10(step) - 1e-9)));
     return QString::number(value, 'f', decimals);
 }
 
-void drawGrid(QPainter& p, const ViewTransform& view, const PlotStyle& style) {
+void drawGrid(QPainter& p, const ViewTransform& view, const PlotStyle& style, const QRectF& keepClear) {
     const QRectF world = view.visibleWorld();
     const QSizeF size = view.viewportSize();
     const double step = niceGridStep(view.pixelsPerUnit(), kMinLineSpacing);
@@ -60,13 +63,17 @@ void drawGrid(QPainter& p, const ViewTransform& view, const PlotStyle& style) {
         const QString text = formatTick(double(k) * step, step);
         const double w = fm.horizontalAdvance(text);
         const double x = view.worldToPixel({double(k) * step, 0.0}).x() + kLabelPad;
+        const double baseline = size.height() - kLabelPad - fm.descent();
         if (x + w > size.width() - kLabelPad) continue;
-        p.drawText(QPointF(x, size.height() - kLabelPad - fm.descent()), text);
+        if (keepClear.intersects(QRectF(x, baseline - fm.ascent(), w, textH))) continue;
+        p.drawText(QPointF(x, baseline), text);
     }
     for (long k = y0; k <= y1; ++k) {
         const double y = view.worldToPixel({0.0, double(k) * step}).y() - kLabelPad;
-        if (y > size.height() - textH - 2.0 * kLabelPad || y - fm.ascent() < 0.0) continue;
-        p.drawText(QPointF(kLabelPad, y - fm.descent()), formatTick(double(k) * step, step));
+        if (y > size.height() - textH - 2.0 * kLabelPad || y - textH < 0.0) continue;
+        const QString text = formatTick(double(k) * step, step);
+        if (keepClear.intersects(QRectF(kLabelPad, y - textH, fm.horizontalAdvance(text), textH))) continue;
+        p.drawText(QPointF(kLabelPad, y - fm.descent()), text);
     }
     p.restore();
 }

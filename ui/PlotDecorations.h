@@ -18,8 +18,10 @@ struct PlotStyle {
 };
 
 // Grid lines at a "nice" spacing, the lines x = 0 and y = 0 when visible, and tick labels along the bottom
-// and left edges (inside the plot, so nothing is clipped by the widget border).
-void drawGrid(QPainter& painter, const ViewTransform& view, const PlotStyle& style);
+// and left edges (inside the plot, so nothing is clipped by the widget border). Labels that would fall
+// inside `keepClear` (an overlay drawn later) are left out rather than shown half-covered.
+void drawGrid(QPainter& painter, const ViewTransform& view, const PlotStyle& style,
+              const QRectF& keepClear = {});
 
 // A tick value as text: as many decimals as the spacing needs, no "-0", scientific when very large/small.
 QString formatTick(double value, double step);

@@ -3,7 +3,8 @@
 #include <cstddef>
 
 #ifndef GL_PROGRAM_POINT_SIZE
-#define GL_PROGRAM_POINT_SIZE 0x8642 // desktop GL 3.2; absent from the GLES headers QOpenGLExtraFunctions uses
+#define GL_PROGRAM_POINT_SIZE                                                                                \
+    0x8642 // desktop GL 3.2; absent from the GLES headers QOpenGLExtraFunctions uses
 #endif
 
 namespace flowscope {

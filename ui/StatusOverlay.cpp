@@ -22,6 +22,13 @@ QString formatTime(double t, double horizon) {
     return QString::number(t, 'f', decimals);
 }
 
+QFont statusFont() {
+    QFont font =
+        QFontDatabase::systemFont(QFontDatabase::FixedFont); // digits keep their width as they change
+    font.setPointSizeF(std::max(font.pointSizeF(), 10.0));
+    return font;
+}
+
 QString headline(const RunEvent& e) {
     const QString at = QString::number(e.t, 'g', 6);
     switch (e.kind) {
@@ -67,15 +74,21 @@ QString bannerText(const Snapshot& s) {
     return {};
 }
 
-QRectF drawStatus(QPainter& p, const QRectF& area, const Snapshot& s) {
+QRectF statusRect(QPainter& p, const QRectF& area, const Snapshot& s) {
     p.save();
-    QFont font = QFontDatabase::systemFont(QFontDatabase::FixedFont); // digits keep their width as they change
-    font.setPointSizeF(std::max(font.pointSizeF(), 10.0));
-    p.setFont(font);
+    p.setFont(statusFont());
+    const QRectF bounds =
+        p.boundingRect(QRectF(0, 0, area.width(), area.height()), Qt::AlignLeft, statusText(s));
+    p.restore();
+    return QRectF(area.left() + kMargin, area.top() + kMargin, bounds.width() + 2 * kPad,
+                  bounds.height() + 2 * kPad);
+}
+
+QRectF drawStatus(QPainter& p, const QRectF& area, const Snapshot& s) {
+    const QRectF box = statusRect(p, area, s);
+    p.save();
+    p.setFont(statusFont());
     const QString text = statusText(s);
-    const QRectF bounds = p.boundingRect(QRectF(0, 0, area.width(), area.height()), Qt::AlignLeft, text);
-    const QRectF box(area.left() + kMargin, area.top() + kMargin, bounds.width() + 2 * kPad,
-                     bounds.height() + 2 * kPad);
     p.setPen(Qt::NoPen);
     p.setBrush(QColor(10, 11, 14, 200));
     p.drawRect(box);
@@ -94,8 +107,8 @@ void drawBanner(QPainter& p, const QRectF& area, const QRectF& avoid, const Snap
     font.setBold(true);
     p.setFont(font);
     const double maxWidth = std::max(area.width() * 0.6, std::min(area.width() - 2 * kMargin, 360.0));
-    const QRectF bounds =
-        p.boundingRect(QRectF(0, 0, maxWidth - 2 * kPad, area.height()), Qt::AlignHCenter | Qt::TextWordWrap, text);
+    const QRectF bounds = p.boundingRect(QRectF(0, 0, maxWidth - 2 * kPad, area.height()),
+                                         Qt::AlignHCenter | Qt::TextWordWrap, text);
     const double w = bounds.width() + 4 * kPad, h = bounds.height() + 2 * kPad;
     QRectF box(area.center().x() - w / 2, area.top() + kMargin, w, h);
     if (box.intersects(avoid)) box.moveTop(avoid.bottom() + kMargin);

@@ -7,7 +7,6 @@
 
 class QPainter;
 
-
 namespace flowscope {
 
 struct Snapshot;
@@ -18,7 +17,9 @@ QString statusText(const Snapshot& s);
 // line, the engine's message.
 QString bannerText(const Snapshot& s);
 
-// Draws the status box in the top-left corner of `area`; returns the rectangle it covers.
+// The rectangle the status box covers in the top-left corner of `area` (for others to keep clear of it).
+QRectF statusRect(QPainter& painter, const QRectF& area, const Snapshot& s);
+// Draws the status box; returns statusRect().
 QRectF drawStatus(QPainter& painter, const QRectF& area, const Snapshot& s);
 // Draws the banner centred at the top of `area`, moved below `avoid` where they would overlap.
 void drawBanner(QPainter& painter, const QRectF& area, const QRectF& avoid, const Snapshot& s);

@@ -37,7 +37,9 @@ void ViewTransform::frame(const QRectF& bounds, double margin) {
     scale_ = std::clamp(std::min(sx, sy), kMinScale, kMaxScale);
 }
 
-void ViewTransform::pan(QPointF d) { center_ += QPointF(-d.x() / scale_, d.y() / scale_); }
+void ViewTransform::pan(QPointF d) {
+    center_ += QPointF(-d.x() / scale_, d.y() / scale_);
+}
 
 void ViewTransform::zoomAt(QPointF pixel, double factor) {
     const QPointF anchor = pixelToWorld(pixel);

@@ -157,7 +157,8 @@ void WorkerLoop::run() {
                 });
                 continue;
             }
-            const auto period = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / maxRate_));
+            const auto period =
+                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / maxRate_));
             // Keep a steady cadence, but do not try to catch up after a slow step or a pause.
             nextStep = (now - nextStep < period) ? nextStep + period : now + period;
         }
@@ -278,9 +279,12 @@ class SimulationRunner::Job : public Steppable {
 // ---------------------------------------------------------------------------------------------------------
 // SimulationRunner
 
-SimulationRunner::SimulationRunner() : job_(std::make_unique<Job>()), loop_(std::make_unique<WorkerLoop>(*job_)) {}
+SimulationRunner::SimulationRunner()
+    : job_(std::make_unique<Job>()), loop_(std::make_unique<WorkerLoop>(*job_)) {}
 
-SimulationRunner::~SimulationRunner() { loop_.reset(); }
+SimulationRunner::~SimulationRunner() {
+    loop_.reset();
+}
 
 void SimulationRunner::start(const Scene& scene) {
     // Fail here, on the caller's thread, for what a user can get wrong in a scene that parsed (attention
@@ -299,18 +303,27 @@ void SimulationRunner::start(const Scene& scene) {
     loop_->post([job = job_.get(), scene, generation = generation_] { job->install(scene, generation); });
 }
 
-void SimulationRunner::play() { loop_->play(); }
-void SimulationRunner::pause() { loop_->pause(); }
-void SimulationRunner::stepOnce() { loop_->stepOnce(); }
+void SimulationRunner::play() {
+    loop_->play();
+}
+void SimulationRunner::pause() {
+    loop_->pause();
+}
+void SimulationRunner::stepOnce() {
+    loop_->stepOnce();
+}
 
 void SimulationRunner::reset() {
     loop_->post([job = job_.get()] { job->edit([](Simulation& sim) { sim.reset(); }, true); });
 }
 
 void SimulationRunner::setAttention(const AttentionSpec& spec) {
-    loop_->post([job = job_.get(), spec] { job->edit([&spec](Simulation& sim) { sim.setAttention(spec); }, false); });
+    loop_->post(
+        [job = job_.get(), spec] { job->edit([&spec](Simulation& sim) { sim.setAttention(spec); }, false); });
 }
 
-std::shared_ptr<const Snapshot> SimulationRunner::snapshot() const { return job_->snapshot(); }
+std::shared_ptr<const Snapshot> SimulationRunner::snapshot() const {
+    return job_->snapshot();
+}
 
 } // namespace flowscope

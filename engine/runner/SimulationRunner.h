@@ -44,7 +44,8 @@ class WorkerLoop {
     WorkerLoop(const WorkerLoop&) = delete;
     WorkerLoop& operator=(const WorkerLoop&) = delete;
 
-    // Runs `command` on the worker between steps; commands run in the order posted, then the state is published.
+    // Runs `command` on the worker between steps; commands run in the order posted, then the state is
+    // published.
     void post(std::function<void()> command);
     void play();
     void pause();

@@ -52,7 +52,8 @@ TEST_F(MainWindowTest, MalformedJsonKeepsTheSceneAndExplains) {
     const QString path = writeFile(dir, QStringLiteral("broken.json"), "{ \"version\": 1, \"d\": 2,");
     EXPECT_FALSE(window->openSceneFile(path));
     EXPECT_FALSE(window->lastError().isEmpty());
-    EXPECT_TRUE(window->lastError().contains(QStringLiteral("broken.json"))) << window->lastError().toStdString();
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("broken.json")))
+        << window->lastError().toStdString();
     expectTinySceneStillRunning();
 }
 
@@ -98,7 +99,8 @@ TEST_F(MainWindowTest, WindowImageIncludesTheParticles) {
     for (int y = 0; y < img.height(); ++y)
         for (int x = 0; x < img.width(); ++x) {
             const QColor c(img.pixel(x, y));
-            colourful += (std::max({c.red(), c.green(), c.blue()}) - std::min({c.red(), c.green(), c.blue()})) > 60;
+            colourful +=
+                (std::max({c.red(), c.green(), c.blue()}) - std::min({c.red(), c.green(), c.blue()})) > 60;
         }
     EXPECT_GT(colourful, 256);
 }
@@ -110,7 +112,8 @@ TEST_F(MainWindowTest, PlayPauseAndResetDriveTheRunner) {
     window->togglePlay();
     EXPECT_FALSE(window->runner().playing());
     window->reset();
-    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 0 && !s.playing; }));
+    ASSERT_TRUE(
+        waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 0 && !s.playing; }));
 }
 
 } // namespace

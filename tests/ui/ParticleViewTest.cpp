@@ -22,8 +22,12 @@ int chroma(QRgb c) {
     const int r = qRed(c), g = qGreen(c), b = qBlue(c);
     return std::max({r, g, b}) - std::min({r, g, b});
 }
-bool isParticle(QRgb c) { return chroma(c) > 60 && !(qRed(c) > 150 && qGreen(c) < 90 && qBlue(c) < 90); }
-bool isBannerRed(QRgb c) { return qRed(c) > 150 && qGreen(c) < 90 && qBlue(c) < 90; }
+bool isParticle(QRgb c) {
+    return chroma(c) > 60 && !(qRed(c) > 150 && qGreen(c) < 90 && qBlue(c) < 90);
+}
+bool isBannerRed(QRgb c) {
+    return qRed(c) > 150 && qGreen(c) < 90 && qBlue(c) < 90;
+}
 
 struct Shown {
     QImage image;

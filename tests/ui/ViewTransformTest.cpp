@@ -1,7 +1,7 @@
 // ViewTransform and the plot helpers: pure math, no display needed.
+#include "ui/ViewTransform.h"
 #include "ui/Colormap.h"
 #include "ui/PlotDecorations.h"
-#include "ui/ViewTransform.h"
 
 #include <gtest/gtest.h>
 

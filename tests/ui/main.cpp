@@ -1,8 +1,8 @@
 // Flowscope UI tests: a QApplication for the widget tests when a display can be opened, none otherwise.
 //
 // QApplication aborts the process when its platform plugin cannot connect to a display, so the decision is
-// made before constructing it; the widget tests then skip instead of the whole binary failing. The engine-side
-// tests in this binary (SimulationRunner) run either way.
+// made before constructing it; the widget tests then skip instead of the whole binary failing. The
+// engine-side tests in this binary (SimulationRunner) run either way.
 #include "GuiEnvironment.h"
 
 #include "ui/OpenGLSetup.h"
@@ -38,8 +38,12 @@ bool displayConfigured(QString& why) {
 }
 } // namespace
 
-bool guiAvailable() { return gAvailable; }
-QString guiUnavailableReason() { return gReason; }
+bool guiAvailable() {
+    return gAvailable;
+}
+QString guiUnavailableReason() {
+    return gReason;
+}
 
 } // namespace flowscope::test
 

@@ -8,9 +8,15 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <unistd.h>
+
+// The test target defines the absolute path; this fallback serves a run from the repository root.
+#ifndef FLOWSCOPE_PRESET_DIR
+#define FLOWSCOPE_PRESET_DIR "assets/presets"
+#endif
 
 namespace flowscope {
 namespace {
@@ -26,8 +32,8 @@ class TempDir {
   public:
     TempDir() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = fs::temp_directory_path() /
-                ("flowscope_scene_" + std::to_string(::getpid()) + "_" + info->test_suite_name() + "_" + info->name());
+        path_ = fs::temp_directory_path() / ("flowscope_scene_" + std::to_string(::getpid()) + "_" +
+                                             info->test_suite_name() + "_" + info->name());
         fs::remove_all(path_);
         fs::create_directories(path_);
     }
@@ -47,18 +53,23 @@ void writeText(const std::string& path, const std::string& text) {
     out << text;
 }
 
-json minimal() { return json{{"d", 2}, {"n", 10}, {"attention", {{"type", "softmax"}}}}; }
+json minimal() {
+    return json{{"d", 2}, {"n", 10}, {"attention", {{"type", "softmax"}}}};
+}
 
 // Expects sceneFromJson(text) to throw a SceneError at `pointer` whose message contains `fragment`.
 void expectTextError(const std::string& text, const std::string& pointer, const std::string& fragment) {
     try {
         sceneFromJson(text);
-        ADD_FAILURE() << "no error for " << text << "\n(expected " << pointer << ": ..." << fragment << "...)";
+        ADD_FAILURE() << "no error for " << text << "\n(expected " << pointer << ": ..." << fragment
+                      << "...)";
     } catch (const SceneError& e) {
         EXPECT_EQ(e.pointer, pointer) << e.what();
         EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
             << "message \"" << e.what() << "\" lacks \"" << fragment << "\"";
-        if (!pointer.empty()) EXPECT_EQ(std::string(e.what()).rfind(pointer + ": ", 0), 0u) << e.what();
+        if (!pointer.empty()) {
+            EXPECT_EQ(std::string(e.what()).rfind(pointer + ": ", 0), 0u) << e.what();
+        }
     }
 }
 void expectError(const json& j, const std::string& pointer, const std::string& fragment) {
@@ -240,7 +251,8 @@ Scene fullScene() {
           {"beta", 0.7071067811865476},
           {"scale_by_sqrt_k", true},
           {"sphere", true},
-          {"heads", {{{"Q", {{0.4063236467, 0.9137292236}}}, {"K", {{-0.4063236467, -0.9137292236}}}, {"V", 1}}}},
+          {"heads",
+           {{{"Q", {{0.4063236467, 0.9137292236}}}, {"K", {{-0.4063236467, -0.9137292236}}}, {"V", 1}}}},
           {"keyframes",
            {{{"t", 0.0}, {"heads", {{{"Q", 1}, {"K", 1}, {"V", -0.4}}}}},
             {{"t", 0.1}, {"heads", {{{"Q", 1}, {"K", 1}, {"V", {{0.0, -1.0}, {1.0, 1e-17}}}}}}}}},
@@ -345,7 +357,8 @@ TEST(SceneJson, StackedExpandsToRowBlocksAndEhV) {
     };
     json j = minimal();
     j["d"] = 4;
-    j["attention"] = {{"type", "softmax"}, {"stacked", {{"H", 2}, {"Q", rows(Q)}, {"K", rows(K)}, {"V", rows(V)}}}};
+    j["attention"] = {{"type", "softmax"},
+                      {"stacked", {{"H", 2}, {"Q", rows(Q)}, {"K", rows(K)}, {"V", rows(V)}}}};
     const Scene s = sceneFromJson(j.dump());
     ASSERT_EQ(s.attention.heads.size(), 2u);
     Mat sumV = Mat::Zero(4, 4), sumA = Mat::Zero(4, 4);
@@ -408,7 +421,7 @@ TEST(SceneJson, HeadsAtLinear) {
     const Mat I = Mat::Identity(2, 2);
     EXPECT_TRUE(sameMatrix(s.attention.headsAt(-1.0)[0].V, -I));
     EXPECT_TRUE(sameMatrix(s.attention.headsAt(0.0)[0].V, -I));
-    EXPECT_TRUE(sameMatrix(s.attention.headsAt(0.25)[0].Q, 2 * I));                // (1 + 3) / 2
+    EXPECT_TRUE(sameMatrix(s.attention.headsAt(0.25)[0].Q, 2 * I)); // (1 + 3) / 2
     EXPECT_TRUE(sameMatrix(s.attention.headsAt(0.25)[0].V, mat2(-0.5, -0.5, 0.5, -0.5)));
     EXPECT_TRUE(sameMatrix(s.attention.headsAt(0.5)[0].V, mat2(0, -1, 1, 0)));      // exactly at a keyframe
     EXPECT_TRUE(sameMatrix(s.attention.headsAt(0.75)[0].K, 3 * I));                 // (1 + 5) / 2
@@ -452,8 +465,9 @@ TEST(SceneErrors, Syntax) {
 
 TEST(SceneErrors, DuplicateKeys) {
     expectTextError(R"({"d": 2, "n": 3, "n": 4, "attention": {"type": "softmax"}})", "/n", "duplicate field");
-    expectTextError(R"({"d": 2, "n": 3, "attention": {"type": "softmax", "heads": [{"Q": 1}, {"V": 1, "V": 2}]}})",
-                "/attention/heads/1/V", "duplicate field \"V\"");
+    expectTextError(
+        R"({"d": 2, "n": 3, "attention": {"type": "softmax", "heads": [{"Q": 1}, {"V": 1, "V": 2}]}})",
+        "/attention/heads/1/V", "duplicate field \"V\"");
 }
 
 TEST(SceneErrors, RequiredFields) {
@@ -539,11 +553,12 @@ TEST(SceneErrors, VersionPrecisionAndStrings) {
 TEST(SceneErrors, NonFiniteNumbers) {
     // JSON has no NaN or infinity literal; a literal beyond the range of a double is reported at its field.
     expectTextError(R"({"d": 2, "n": 3, "attention": {"type": "softmax", "beta": 1e999}})", "/attention/beta",
-                "expected finite number, got number overflow parsing '1e999'");
+                    "expected finite number, got number overflow parsing '1e999'");
     expectTextError(R"({"d": 2, "n": 3, "attention": {"type": "softmax"}, "integrator": {"T": -1e999}})",
-                "/integrator/T", "expected finite number");
-    expectTextError(R"({"d": 2, "n": 3, "attention": {"type": "softmax", "heads": [{"V": [[1, 0], [0, 1e400]]}]}})",
-                    "/attention/heads/0/V/1/1", "expected finite number");
+                    "/integrator/T", "expected finite number");
+    expectTextError(
+        R"({"d": 2, "n": 3, "attention": {"type": "softmax", "heads": [{"V": [[1, 0], [0, 1e400]]}]}})",
+        "/attention/heads/0/V/1/1", "expected finite number");
     json j = minimal();
     j["integrator"] = {{"T", "nan"}};
     expectError(j, "/integrator/T", "expected number, got string \"nan\"");
@@ -555,9 +570,10 @@ TEST(SceneErrors, NonFiniteNumbers) {
 TEST(SceneErrors, AttentionType) {
     json j = minimal();
     j["attention"]["type"] = "sofmax";
-    expectError(j, "/attention/type",
-                "unknown attention type \"sofmax\" (expected one of softmax, linear, l2, sinkhorn, exp, relu, "
-                "sigmoid, rwpo, masked)");
+    expectError(
+        j, "/attention/type",
+        "unknown attention type \"sofmax\" (expected one of softmax, linear, l2, sinkhorn, exp, relu, "
+        "sigmoid, rwpo, masked)");
     expectError(j, "/attention/type", "did you mean \"softmax\"?");
     j["attention"]["type"] = 3;
     expectError(j, "/attention/type", "expected string, got 3");
@@ -669,7 +685,8 @@ TEST(SceneErrors, UnsupportedCombinations) {
 TEST(SceneErrors, Integrator) {
     json j = minimal();
     j["integrator"] = {{"method", "rk45"}};
-    expectError(j, "/integrator/method", "unknown integrator method \"rk45\" (expected one of euler, heun, rk4, dopri5)");
+    expectError(j, "/integrator/method",
+                "unknown integrator method \"rk45\" (expected one of euler, heun, rk4, dopri5)");
     j["integrator"] = {{"steps", 0}};
     expectError(j, "/integrator/steps", "expected integer >= 1, got 0");
     j["integrator"] = {{"T", 0}};
@@ -738,7 +755,8 @@ TEST(SceneErrors, LoadSceneMissingFile) {
         FAIL();
     } catch (const SceneError& e) {
         EXPECT_EQ(e.pointer, "");
-        EXPECT_NE(std::string(e.what()).find("/nonexistent/flowscope/scene.json"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("/nonexistent/flowscope/scene.json"), std::string::npos)
+            << e.what();
     }
     TempDir dir;
     try {
@@ -783,7 +801,8 @@ Scene tokenScene(int n, const json& initial, int d = 2) {
 
 TEST(InitialTokens, GaussianMatchesMeanAndCovariance) {
     const int n = 20000;
-    const Scene s = tokenScene(n, {{"kind", "gaussian"}, {"seed", 7}, {"mean", {1.5, -2}}, {"cov", {{2, 0.5}, {0.5, 1}}}});
+    const Scene s = tokenScene(
+        n, {{"kind", "gaussian"}, {"seed", 7}, {"mean", {1.5, -2}}, {"cov", {{2, 0.5}, {0.5, 1}}}});
     const Tokens X = initialTokens(s);
     ASSERT_EQ(X.rows(), n);
     ASSERT_EQ(X.cols(), 2);
@@ -872,8 +891,9 @@ TEST(InitialTokens, NpyFileRelativeToScene) {
     T << 1, 2, 3, 4, 5.5, -6;
     std::vector<double> rowMajor{1, 2, 3, 4, 5.5, -6};
     writeNpy(dir.file("tokens.npy"), {3, 2}, rowMajor.data(), false);
-    writeText(dir.file("scene.json"),
-              R"({"d": 2, "n": 3, "attention": {"type": "softmax"}, "initial": {"kind": "file", "path": "tokens.npy"}})");
+    writeText(
+        dir.file("scene.json"),
+        R"({"d": 2, "n": 3, "attention": {"type": "softmax"}, "initial": {"kind": "file", "path": "tokens.npy"}})");
     const Scene s = loadScene(dir.file("scene.json"));
     EXPECT_EQ(fs::path(s.initial.path), fs::absolute(dir.file("tokens.npy")).lexically_normal());
     EXPECT_TRUE(initialTokens(s) == T);
@@ -932,7 +952,26 @@ TEST(InitialTokens, FileShapeMismatch) {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Presets
+// Documentation and presets
+
+// The JSON blocks of docs/scene.md: every example must load, and the first is what the writer produces.
+TEST(SceneDocs, ExamplesLoadAndWriterOutputIsDocumented) {
+    const fs::path doc = fs::path(FLOWSCOPE_PRESET_DIR) / ".." / ".." / "docs" / "scene.md";
+    std::ifstream in(doc);
+    if (!in) GTEST_SKIP() << "no " << doc;
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<std::string> blocks;
+    const std::string open = "```json\n", close = "```";
+    for (std::size_t at = text.find(open); at != std::string::npos; at = text.find(open, at)) {
+        const std::size_t begin = at + open.size(), end = text.find(close, begin);
+        ASSERT_NE(end, std::string::npos);
+        blocks.push_back(text.substr(begin, end - begin));
+        at = end + close.size();
+    }
+    ASSERT_GE(blocks.size(), 11u); // the writer's output and one example per attention type
+    for (const std::string& block : blocks) EXPECT_NO_THROW(sceneFromJson(block)) << block;
+    EXPECT_EQ(blocks[0], sceneToJson(sceneFromJson(minimal().dump())));
+}
 
 TEST(Presets, EveryPresetLoads) {
     int count = 0;
