@@ -190,8 +190,9 @@ int bench(const Args& raw) {
     const std::string variantsText = p.option("--variants", "");
     const bool noBaseline = p.flag("--no-baseline");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (p.positional.size() == 1 && p.positional[0] == "moments") return benchMoments(json);
     if (p.positional.size() != 1 || p.positional[0] != "particles")
-        throw UsageError("expected 'bench particles' (other benches arrive with their features)");
+        throw UsageError("expected 'bench particles' or 'bench moments'");
     if (d < 1 || d > 1024) throw UsageError("--d must be in [1, 1024]");
     if (precisionText != "float32" && precisionText != "float64")
         throw UsageError("--precision must be float32 or float64");

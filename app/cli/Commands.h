@@ -13,6 +13,9 @@ using Args = std::vector<std::string>;
 int simulate(const Args& args);
 int presets(const Args& args);
 int bench(const Args& args);
+int ranks(const Args& args);
+int moments(const Args& args);
+int benchMoments(bool json); // bench moments
 
 // Small argument helpers: "--name value" options and positional arguments.
 struct ArgParser {

@@ -16,8 +16,22 @@ commands:
       (times, observables, events)
   presets
       list the shipped presets, one line each
+  moments SCENE.json --out moments.json [--method adaptive|paper] [--every K] [--final-only]
+      Gaussian mode: integrate the mean/covariance ODEs for the scene's initial Gaussian or its trace-1 grid;
+      writes times, means, covariances and the event of each trajectory (converged / blow-up with t_max /
+      max-iter); --final-only keeps the first and last state of each
+  bench moments [--json]
+      trajectories per second for the Fig 3(a) grid (1184 trajectories) to its stopping rule, adaptive
+      against the authors' projected Euler
   bench particles [--json] [--d D] [--n 1024,4096,...] [--variants softmax,l2,...] [--precision float32|float64]
       pair-interactions per second of one velocity evaluation, against a dense Eigen baseline
+  ranks [--attention softmax|l2] [--v identity|random] [--method paper|adaptive] [--dims 3,4,5] [--runs 100]
+        [--seed 40] [--threshold 0.1] [--include-exceptions] [--steps a,b,c] [--tol-low X] [--max-iter N]
+        [--n-max N] [--threads N] [--out ranks.json]
+      rank histograms of the limiting covariances (Fig 4 softmax, Fig 11 l2): prints a table; --out writes
+      per-dimension histograms, exceptions, non-converged attempts, exact-limit histograms (V = I), per-run
+      spectra and the parameters as JSON. Defaults follow the paper's protocol; --seed is the Q-list seed;
+      --max-iter caps Euler steps (paper) or field evaluations per attempt (adaptive, default 2000000)
 
 exit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the field)
 )";
@@ -36,6 +50,8 @@ int main(int argc, char** argv) {
         if (cmd == "simulate") return cli::simulate(args);
         if (cmd == "presets") return cli::presets(args);
         if (cmd == "bench") return cli::bench(args);
+        if (cmd == "ranks") return cli::ranks(args);
+        if (cmd == "moments") return cli::moments(args);
         std::cerr << "flowscope-cli: unknown command '" << cmd << "' (see flowscope-cli --help)\n";
         return 2;
     } catch (const SceneError& e) {

@@ -1,4 +1,5 @@
 // The CPU field factory: one attention spec -> one VelocityField.
+#include "engine/attention/DriftingAttention.h"
 #include "engine/attention/ExpAttention.h"
 #include "engine/attention/L2Attention.h"
 #include "engine/attention/LinearAttention.h"
@@ -39,6 +40,9 @@ std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Pr
         break;
     case AttentionType::Rwpo:
         f = std::make_unique<RwpoAttention>(spec, d, p);
+        break;
+    case AttentionType::Drifting:
+        f = std::make_unique<DriftingAttention>(spec, d, p);
         break;
     }
     if (spec.sphere) f = std::make_unique<SphereProjection>(std::move(f));

@@ -15,9 +15,10 @@ namespace flowscope {
 using Field = std::function<void(double t, const Tokens& X, Tokens& dX)>;
 
 struct StepResult {
-    bool ok = true;      // false: the step size collapsed below minStep (adaptive only)
-    int evaluations = 0; // field evaluations used
-    double lastH = 0.0;  // the last accepted sub-step (adaptive)
+    bool ok = true;       // false: the step size collapsed below minStep (adaptive only)
+    int evaluations = 0;  // field evaluations used
+    double lastH = 0.0;   // the last accepted sub-step (adaptive)
+    double reached = 0.0; // the time X is at on return (t + h unless the step collapsed)
 };
 
 class Integrator {

@@ -15,8 +15,8 @@
 
 namespace flowscope {
 
-// Parameters of one attention head. Q, K are k x d (k <= d), V is d x d. Scores are (Q x).(K y) = y^T A x with
-// A = K^T Q. Heads are summed (multi-head, seed-castin.md §1.7).
+// Parameters of one attention head. Q, K are k x d (k <= d), V is d x d. Scores are (Q x).(K y) = y^T A x
+// with A = K^T Q. Heads are summed (multi-head, seed-castin.md §1.7).
 struct HeadParams {
     Mat Q, K, V;
 };
@@ -28,7 +28,7 @@ struct Keyframe {
     std::vector<HeadParams> heads;
 };
 
-enum class AttentionType { Softmax, Linear, L2, Sinkhorn, Exp, Relu, Sigmoid, Rwpo };
+enum class AttentionType { Softmax, Linear, L2, Sinkhorn, Exp, Relu, Sigmoid, Rwpo, Drifting };
 enum class Interpolation { Piecewise, Linear };
 // RWPO interaction kernel (seed-flows.md §1.2): the corrected vector kernel (default), the kernel exactly
 // as printed in the paper, and the per-coordinate (separable) form of the authors' MATLAB code.
@@ -50,6 +50,8 @@ struct AttentionSpec {
     double lambda = 2.0;             // RWPO: L1 prior weight
     double h = 1.0 / 48.0;           // RWPO: layer step (threshold lambda*h, bandwidth sqrt(2h/beta))
     RwpoKernel rwpoKernel = RwpoKernel::Corrected;
+    Vec targetMean; // drifting: the target Gaussian nu = N(targetMean, targetCov) (size d; empty = 0)
+    Mat targetCov;  // (d x d; empty = I)
 
     int headCount() const { return int(keyframes.empty() ? heads.size() : keyframes.front().heads.size()); }
     // The heads in force at time t (constant heads, or keyframes interpolated).
@@ -61,9 +63,9 @@ enum class InitKind { Gaussian, Uniform, Rings, File };
 struct InitialSpec {
     InitKind kind = InitKind::Gaussian;
     std::uint64_t seed = 1;
-    Vec mean;  // Gaussian (size d)
-    Mat cov;   // Gaussian (d x d, symmetric positive semi-definite)
-    Vec low, high; // Uniform box (size d each, low < high)
+    Vec mean;                       // Gaussian (size d)
+    Mat cov;                        // Gaussian (d x d, symmetric positive semi-definite)
+    Vec low, high;                  // Uniform box (size d each, low < high)
     std::vector<double> radii{1.0}; // Rings: concentric circles in the first two coordinates
     double noise = 0.0;             // Rings: Gaussian jitter (std) added to every coordinate
     std::string path;               // File: .npy (N x d) or .csv (N rows of d numbers); relative to the scene
@@ -73,11 +75,11 @@ enum class Method { Euler, Heun, Rk4, DormandPrince };
 
 struct IntegratorSpec {
     Method method = Method::Rk4;
-    double T = 1.0;  // horizon
-    int steps = 100; // M: nominal step h = T / M (fixed-step methods take exactly M steps)
-    double rtol = 1e-6, atol = 1e-9;   // Dormand-Prince error control
-    double divergenceNorm = 1e8;       // stop when max_i |x_i| exceeds this
-    double minStep = 1e-12;            // Dormand-Prince: stop when the step falls below this
+    double T = 1.0;                  // horizon
+    int steps = 100;                 // M: nominal step h = T / M (fixed-step methods take exactly M steps)
+    double rtol = 1e-6, atol = 1e-9; // Dormand-Prince error control
+    double divergenceNorm = 1e8;     // stop when max_i |x_i| exceeds this
+    double minStep = 1e-12;          // Dormand-Prince: stop when the step falls below this
 };
 
 struct OutputSpec {
@@ -85,6 +87,27 @@ struct OutputSpec {
     bool entropy = true;      // compute attention entropy (an extra O(N^2) pass) at recorded steps
     double clusterTol = 1e-3; // tokens closer than this belong to one cluster
     double rankTol = 1e-6;    // numerical rank: eigenvalues > rankTol * largest
+};
+
+// Gaussian (moment) mode: how the mean/covariance ODEs are integrated and when they stop
+// (engine/gaussian/, seed-castin.md §4.4).
+enum class MomentMethod { Adaptive, PaperEuler };
+
+// The trace-1 grid of initial 2x2 covariances (seed-castin.md §4.3): cone points (x, y, 1) with
+// x in linspace(x0, x1, nu), y in linspace(y0, y1, nc), kept when x^2 + y^2 < 1. nu = nc = 0: no grid.
+struct ConeGridSpec {
+    int nu = 0, nc = 0;
+    double x0 = -1.0, x1 = 1.0, y0 = -1.0, y1 = 1.0;
+    bool enabled() const { return nu > 0 && nc > 0; }
+};
+
+struct MomentsSpec {
+    MomentMethod method = MomentMethod::Adaptive;
+    double step = 0.01;   // PaperEuler: the Euler step tau
+    double tolLow = 0.0;  // stop "converged" when ||dSigma/dt||_F < tolLow (0: never)
+    double tolHigh = 1e3; // stop "blow-up" when tr Sigma > tolHigh
+    long maxIter = 50000; // PaperEuler: at most this many steps
+    ConeGridSpec grid;    // d = 2: a grid of initial covariances (replaces initial.cov)
 };
 
 struct Scene {
@@ -99,6 +122,7 @@ struct Scene {
     AttentionSpec attention;
     IntegratorSpec integrator;
     OutputSpec output;
+    MomentsSpec moments;
     std::string viewJson = "{}"; // view settings, opaque to the engine (GUI-owned), kept as JSON text
 };
 
@@ -120,6 +144,7 @@ void saveScene(const Scene& s, const std::string& path);
 
 const char* toString(AttentionType t);
 const char* toString(Method m);
+const char* toString(MomentMethod m);
 
 // The initial tokens of a scene (N x d), deterministic in the seed. Throws SceneError for unreadable files.
 Tokens initialTokens(const Scene& s);

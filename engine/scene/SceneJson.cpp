@@ -410,11 +410,12 @@ std::vector<Keyframe> parseKeyframes(const Json& j, const std::string& pointer, 
 // ---------------------------------------------------------------------------------------------------------
 // Sections
 
-constexpr std::array<std::string_view, 8> kAttentionNames{"softmax", "linear", "l2",      "sinkhorn",
-                                                          "exp",     "relu",   "sigmoid", "rwpo"};
+constexpr std::array<std::string_view, 9> kAttentionNames{"softmax", "linear",  "l2",   "sinkhorn", "exp",
+                                                          "relu",    "sigmoid", "rwpo", "drifting"};
 // What "type" accepts: the names above plus "masked", an alias of softmax with masked = true.
-constexpr std::array<std::string_view, 9> kAttentionTypeNames{"softmax", "linear",  "l2",   "sinkhorn", "exp",
-                                                              "relu",    "sigmoid", "rwpo", "masked"};
+constexpr std::array<std::string_view, 10> kAttentionTypeNames{
+    "softmax", "linear", "l2", "sinkhorn", "exp", "relu", "sigmoid", "rwpo", "drifting", "masked"};
+constexpr std::array<std::string_view, 2> kMomentMethodNames{"adaptive", "paper_euler"};
 constexpr std::array<std::string_view, 4> kMethodNames{"euler", "heun", "rk4", "dopri5"};
 constexpr std::array<std::string_view, 2> kInterpolationNames{"piecewise", "linear"};
 constexpr std::array<std::string_view, 3> kRwpoKernelNames{"corrected", "as_printed", "per_coordinate"};
@@ -449,20 +450,22 @@ void checkMasking(const AttentionSpec& a, const std::string& pointer) {
     if (a.type == AttentionType::Sinkhorn)
         fail(pointer, "masked (causal) attention is not supported for sinkhorn attention: the only causal "
                       "doubly-stochastic matrix is the identity");
-    if (a.type == AttentionType::Rwpo)
-        fail(pointer,
-             "masked (causal) attention is not supported for rwpo attention (supported: softmax, l2, exp, "
-             "relu, sigmoid)");
+    if (a.type == AttentionType::Rwpo || a.type == AttentionType::Drifting)
+        fail(pointer, std::string("masked (causal) attention is not supported for ") +
+                          (a.type == AttentionType::Rwpo ? "rwpo" : "drifting") +
+                          " attention (supported: softmax, l2, exp, relu, sigmoid)");
 }
+
+void checkCovariance(const Mat& cov, const std::string& pointer);
 
 AttentionSpec parseAttention(const Json& j, const std::string& pointer, int d) {
     requireObject(j, pointer);
     checkKeys(j, pointer,
               {"type", "beta", "scale_by_sqrt_k", "masked", "sphere", "heads", "stacked", "keyframes",
-               "interpolation", "linear_eps", "sinkhorn", "rwpo"});
+               "interpolation", "linear_eps", "sinkhorn", "rwpo", "target"});
     AttentionSpec a;
-    const Json& type =
-        require(j, pointer, "type", "one of softmax, linear, l2, sinkhorn, exp, relu, sigmoid, rwpo");
+    const Json& type = require(j, pointer, "type",
+                               "one of softmax, linear, l2, sinkhorn, exp, relu, sigmoid, rwpo, drifting");
     const int typeIndex = choice(type, at(pointer, "type"), "attention type", kAttentionTypeNames);
     const bool maskedType = typeIndex == int(kAttentionNames.size());
     a.type = maskedType ? AttentionType::Softmax : AttentionType(typeIndex);
@@ -487,16 +490,27 @@ AttentionSpec parseAttention(const Json& j, const std::string& pointer, int d) {
             Interpolation(choice(*v, at(pointer, "interpolation"), "interpolation", kInterpolationNames));
     if (auto heads = parseHeadsOrStacked(j, pointer, d))
         a.heads = std::move(*heads);
-    else if (a.keyframes.empty() && a.type != AttentionType::Rwpo)
+    else if (a.keyframes.empty() && a.type != AttentionType::Rwpo && a.type != AttentionType::Drifting)
         a.heads.push_back({Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d)});
     // RWPO has no Q/K/V; keyframes replace the constant heads. Otherwise at least one head must act.
-    if (a.heads.empty() && a.keyframes.empty() && a.type != AttentionType::Rwpo)
+    if (a.heads.empty() && a.keyframes.empty() && a.type != AttentionType::Rwpo &&
+        a.type != AttentionType::Drifting)
         fail(at(pointer, find(j, "heads") ? "heads" : "stacked"), "expected at least one head");
 
     if (auto* v = find(j, "linear_eps"); v && !v->is_null())
         a.linearEps = numberAbove(*v, at(pointer, "linear_eps"), 0.0);
     if (auto* v = find(j, "sinkhorn")) parseSinkhorn(*v, at(pointer, "sinkhorn"), a);
     if (auto* v = find(j, "rwpo")) parseRwpo(*v, at(pointer, "rwpo"), a);
+    if (auto* t = find(j, "target")) {
+        const std::string tp = at(pointer, "target");
+        requireObject(*t, tp);
+        checkKeys(*t, tp, {"mean", "cov"});
+        if (auto* v = find(*t, "mean")) a.targetMean = vectorOf(*v, at(tp, "mean"), d);
+        if (auto* v = find(*t, "cov")) {
+            a.targetCov = squareOf(*v, at(tp, "cov"), d);
+            checkCovariance(a.targetCov, at(tp, "cov"));
+        }
+    }
     return a;
 }
 
@@ -619,6 +633,39 @@ OutputSpec parseOutput(const Json* j, const std::string& pointer) {
     if (auto* v = find(*j, "rank_tol")) {
         s.rankTol = numberAbove(*v, at(pointer, "rank_tol"), 0.0);
         if (s.rankTol >= 1.0) fail(at(pointer, "rank_tol"), "expected number < 1, got " + describe(*v));
+    }
+    return s;
+}
+
+MomentsSpec parseMoments(const Json* j, const std::string& pointer, int d) {
+    MomentsSpec s;
+    if (!j) return s;
+    requireObject(*j, pointer);
+    checkKeys(*j, pointer, {"method", "step", "tol_low", "tol_high", "max_iter", "grid"});
+    if (auto* v = find(*j, "method"))
+        s.method = MomentMethod(choice(*v, at(pointer, "method"), "moment method", kMomentMethodNames));
+    if (auto* v = find(*j, "step")) s.step = numberAbove(*v, at(pointer, "step"), 0.0);
+    if (auto* v = find(*j, "tol_low")) s.tolLow = numberAtLeast(*v, at(pointer, "tol_low"), 0.0);
+    if (auto* v = find(*j, "tol_high")) s.tolHigh = numberAbove(*v, at(pointer, "tol_high"), 0.0);
+    if (auto* v = find(*j, "max_iter")) s.maxIter = integer(*v, at(pointer, "max_iter"), 1, 1000000000);
+    if (auto* g = find(*j, "grid")) {
+        const std::string gp = at(pointer, "grid");
+        requireObject(*g, gp);
+        checkKeys(*g, gp, {"nu", "nc", "limits"});
+        if (d != 2)
+            fail(gp, "expected no grid: the trace-1 cone grid needs d = 2, got d = " + std::to_string(d));
+        s.grid.nu = int(integer(require(*g, gp, "nu", "grid points along x, an integer in [1, 1000]"),
+                                at(gp, "nu"), 1, 1000));
+        s.grid.nc = int(integer(require(*g, gp, "nc", "grid points along y, an integer in [1, 1000]"),
+                                at(gp, "nc"), 1, 1000));
+        if (auto* v = find(*g, "limits")) {
+            const Vec lim = vectorOf(*v, at(gp, "limits"), 4);
+            if (!(lim[0] <= lim[1]) || !(lim[2] <= lim[3]))
+                fail(at(gp, "limits"), "expected [x0, x1, y0, y1] with x0 <= x1 and y0 <= y1, got [" +
+                                           formatNumber(lim[0]) + ", " + formatNumber(lim[1]) + ", " +
+                                           formatNumber(lim[2]) + ", " + formatNumber(lim[3]) + "]");
+            s.grid.x0 = lim[0], s.grid.x1 = lim[1], s.grid.y0 = lim[2], s.grid.y1 = lim[3];
+        }
     }
     return s;
 }
@@ -760,7 +807,8 @@ Json attentionJson(const Scene& s) {
     j["scale_by_sqrt_k"] = a.scaleByRootK;
     j["masked"] = a.masked;
     j["sphere"] = a.sphere;
-    if (a.heads.empty() && a.keyframes.empty() && a.type != AttentionType::Rwpo)
+    if (a.heads.empty() && a.keyframes.empty() && a.type != AttentionType::Rwpo &&
+        a.type != AttentionType::Drifting)
         j["heads"] = headsJson({{Mat::Identity(s.d, s.d), Mat::Identity(s.d, s.d), Mat::Identity(s.d, s.d)}});
     else
         j["heads"] = headsJson(a.heads);
@@ -774,6 +822,8 @@ Json attentionJson(const Scene& s) {
     j["rwpo"] = Json{{"lambda", a.lambda},
                      {"h", a.h},
                      {"kernel", std::string(kRwpoKernelNames[std::size_t(a.rwpoKernel)])}};
+    j["target"] = Json{{"mean", vectorJson(orDefault(a.targetMean, s.d, 0.0))},
+                       {"cov", matrixJson(orIdentity(a.targetCov, s.d))}};
     return j;
 }
 
@@ -790,6 +840,20 @@ Json integratorJson(const IntegratorSpec& i) {
 Json outputJson(const OutputSpec& o) {
     return Json{
         {"every", o.every}, {"entropy", o.entropy}, {"cluster_tol", o.clusterTol}, {"rank_tol", o.rankTol}};
+}
+
+Json momentsJson(const Scene& s) {
+    const MomentsSpec& m = s.moments;
+    Json j{{"method", std::string(kMomentMethodNames[std::size_t(m.method)])},
+           {"step", m.step},
+           {"tol_low", m.tolLow},
+           {"tol_high", m.tolHigh},
+           {"max_iter", m.maxIter}};
+    if (m.grid.enabled())
+        j["grid"] = Json{{"nu", m.grid.nu},
+                         {"nc", m.grid.nc},
+                         {"limits", Json::array({m.grid.x0, m.grid.x1, m.grid.y0, m.grid.y1})}};
+    return j;
 }
 
 Json viewJson(const std::string& text) {
@@ -871,6 +935,9 @@ const char* toString(AttentionType t) {
 const char* toString(Method m) {
     return kMethodNames[std::size_t(m)].data();
 }
+const char* toString(MomentMethod m) {
+    return kMomentMethodNames[std::size_t(m)].data();
+}
 
 std::vector<HeadParams> AttentionSpec::headsAt(double t) const {
     if (keyframes.empty()) return heads;
@@ -898,7 +965,7 @@ Scene sceneFromJson(const std::string& text, const std::string& baseDir) {
     if (!root.is_object()) fail("", "expected a JSON object (a scene), got " + describe(root));
     checkKeys(root, "",
               {"version", "name", "description", "figure", "d", "n", "precision", "initial", "attention",
-               "integrator", "output", "view"});
+               "integrator", "output", "moments", "view"});
     Scene s;
     if (auto* v = find(root, "version")) {
         s.version = int(integer(*v, "/version", 0, kMaxInt));
@@ -920,6 +987,7 @@ Scene sceneFromJson(const std::string& text, const std::string& baseDir) {
     s.attention = parseAttention(root["attention"], "/attention", s.d);
     s.integrator = parseIntegrator(find(root, "integrator"), "/integrator");
     s.output = parseOutput(find(root, "output"), "/output");
+    s.moments = parseMoments(find(root, "moments"), "/moments", s.d);
     if (auto* v = find(root, "view")) {
         requireObject(*v, "/view");
         s.viewJson = v->dump();
@@ -963,6 +1031,7 @@ std::string sceneToJson(const Scene& s) {
     j["attention"] = attentionJson(s);
     j["integrator"] = integratorJson(s.integrator);
     j["output"] = outputJson(s.output);
+    j["moments"] = momentsJson(s);
     j["view"] = viewJson(s.viewJson);
     std::string out;
     writePretty(out, j, 0);

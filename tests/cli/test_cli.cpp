@@ -158,3 +158,41 @@ TEST(Cli, BenchJsonRecordsHaveEveryField) {
     }
     EXPECT_EQ(records, 3);
 }
+
+TEST(Cli, RanksWritesHistogramsAndRejectsBadOptions) {
+    const fs::path dir = tempDir();
+    const fs::path out = dir / "ranks.json";
+    const Result r = cli("ranks --attention softmax --v identity --method adaptive --dims 3 --runs 4 --out " +
+                         out.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("histogram"), std::string::npos) << r.out;
+    std::ifstream in(out);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    EXPECT_EQ(j["parameters"]["attention"], "softmax");
+    EXPECT_EQ(j["parameters"]["q_seed"], 40);
+    EXPECT_EQ(j["parameters"]["threshold"], 0.1);
+    ASSERT_EQ(j["dimensions"].size(), 1u);
+    const nlohmann::json& d3 = j["dimensions"][0];
+    EXPECT_EQ(d3["d"], 3);
+    ASSERT_EQ(d3["histogram"].size(), 4u); // bins 0..d
+    long counted = 0;
+    for (const auto& c : d3["histogram"]) counted += c.get<long>();
+    EXPECT_EQ(counted + d3["exceptions"].get<long>(), 4);
+    EXPECT_EQ(d3["non_converged"], 0);
+    EXPECT_EQ(d3["exact_rank_histogram"][2], 4); // V = I: the exact limit has rank ceil(d/2)
+    EXPECT_EQ(d3["runs"].size(), 4u);
+
+    // Bad options: exit code 2, one message naming the option, nothing written.
+    const fs::path bad = dir / "bad.json";
+    const Result a = cli("ranks --attention sinkhorn --out " + bad.string());
+    EXPECT_EQ(a.code, 2);
+    EXPECT_NE(a.out.find("--attention"), std::string::npos) << a.out;
+    const Result b = cli("ranks --dims 3,x --out " + bad.string());
+    EXPECT_EQ(b.code, 2);
+    EXPECT_NE(b.out.find("--dims"), std::string::npos) << b.out;
+    EXPECT_EQ(cli("ranks --runs 0").code, 2);
+    EXPECT_EQ(cli("ranks --threshold -1").code, 2);
+    EXPECT_EQ(cli("ranks --frobnicate 3").code, 2);
+    EXPECT_FALSE(fs::exists(bad));
+    fs::remove_all(dir);
+}

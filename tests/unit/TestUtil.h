@@ -1,8 +1,12 @@
 // Helpers shared by the engine tests.
 #pragma once
 
+#include "engine/attention/VelocityField.h"
 #include "engine/core/Types.h"
+#include "engine/dynamics/Integrator.h"
 #include "engine/scene/Scene.h"
+
+#include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
@@ -40,8 +44,37 @@ inline AttentionSpec singleHead(AttentionType type, const Mat& Q, const Mat& K, 
     return s;
 }
 
+// Small literals: 2x2 (row-major), symmetric 2x2 [[a, c], [c, b]], 1x1, 2-vectors.
+inline Mat m2(double a, double b, double c, double d) {
+    return (Mat(2, 2) << a, b, c, d).finished();
+}
+inline Mat sym2(double a, double c, double b) {
+    return m2(a, c, c, b);
+}
+inline Mat m1(double a) {
+    return Mat::Constant(1, 1, a);
+}
+inline Vec v2(double x, double y) {
+    return (Vec(2) << x, y).finished();
+}
+
 inline Mat rotation90() {
     return (Mat(2, 2) << 0, -1, 1, 0).finished();
+}
+
+// Integrates the particle system of `spec` from X over [0, T] in `steps` calls of the integrator.
+inline Tokens integrate(const AttentionSpec& spec, Tokens X, Method method, double T, int steps,
+                        Precision p = Precision::Float64, double rtol = 1e-6, double atol = 1e-9) {
+    auto field = makeCpuField(spec, int(X.cols()), p);
+    IntegratorSpec is;
+    is.method = method;
+    is.rtol = rtol;
+    is.atol = atol;
+    auto integ = makeIntegrator(is);
+    const Field f = [&](double t, const Tokens& Y, Tokens& dY) { field->velocity(t, Y, dY); };
+    const double h = T / steps;
+    for (int k = 0; k < steps; ++k) EXPECT_TRUE(integ->advance(f, k * h, h, X).ok);
+    return X;
 }
 
 } // namespace flowscope::test

@@ -5,6 +5,7 @@
 #include "engine/dynamics/Integrator.h"
 #include "engine/dynamics/Observables.h"
 #include "engine/dynamics/Simulation.h"
+#include "engine/gaussian/MomentSolver.h"
 
 #include <gtest/gtest.h>
 #include <unsupported/Eigen/MatrixFunctions>
@@ -13,20 +14,6 @@ using namespace flowscope;
 using namespace flowscope::test;
 
 namespace {
-
-Tokens integrate(const AttentionSpec& spec, Tokens X, Method method, double T, int steps,
-                 Precision p = Precision::Float64, double rtol = 1e-6, double atol = 1e-9) {
-    auto field = makeCpuField(spec, int(X.cols()), p);
-    IntegratorSpec is;
-    is.method = method;
-    is.rtol = rtol;
-    is.atol = atol;
-    auto integ = makeIntegrator(is);
-    const Field f = [&](double t, const Tokens& Y, Tokens& dY) { field->velocity(t, Y, dY); };
-    const double h = T / steps;
-    for (int k = 0; k < steps; ++k) EXPECT_TRUE(integ->advance(f, k * h, h, X).ok);
-    return X;
-}
 
 Scene sceneFor(const AttentionSpec& spec, int d, int n, Method m, double T, int steps) {
     Scene s;
@@ -98,27 +85,18 @@ TEST(Dynamics, SoftmaxParticlesTrackTheCovarianceOdeAndErrorShrinksWithN) {
 
 TEST(Dynamics, SoftmaxGaussianSamplesTrackCovarianceOde2d) {
     // 2-D: Sigma' = V Sigma A Sigma + Sigma A^T Sigma V^T (seed-castin §2.1, eq (16)) from the empirical
-    // covariance; the error averaged over seeds falls as N grows.
+    // covariance (engine/gaussian); the error averaged over seeds falls as N grows.
     const Mat A = (Mat(2, 2) << -1.0, 0.3, 0.1, -0.8).finished(),
               V = (Mat(2, 2) << 1.0, 0.2, -0.1, 0.9).finished();
     const AttentionSpec spec = singleHead(AttentionType::Softmax, A, Mat::Identity(2, 2), V);
-    auto odeCov = [&](Mat S, Vec m, double T, int steps) {
-        const double h = T / steps;
-        auto rhs = [&](const Mat& s, const Vec& a, Mat& ds, Vec& da) {
-            ds = V * s * A * s + s * A.transpose() * s * V.transpose();
-            da = V * (Mat::Identity(2, 2) + s * A) * a;
-        };
-        for (int k = 0; k < steps; ++k) { // RK4 on (Sigma, alpha)
-            Mat k1, k2, k3, k4;
-            Vec l1, l2, l3, l4;
-            rhs(S, m, k1, l1);
-            rhs(S + h / 2 * k1, m + h / 2 * l1, k2, l2);
-            rhs(S + h / 2 * k2, m + h / 2 * l2, k3, l3);
-            rhs(S + h * k3, m + h * l3, k4, l4);
-            S += h / 6 * (k1 + 2 * k2 + 2 * k3 + k4);
-            m += h / 6 * (l1 + 2 * l2 + 2 * l3 + l4);
-        }
-        return S;
+    Scene moments;
+    moments.d = 2;
+    moments.attention = spec;
+    moments.integrator.T = 1.0;
+    moments.integrator.rtol = 1e-10;
+    const auto field = makeMomentField(moments);
+    auto odeCov = [&](const Mat& S, const Vec& m) {
+        return solveMoments(*field, {m, S}, moments, momentOptions(moments)).states.back().cov;
     };
     double previous = 1e9;
     for (int n : {64, 512, 4096}) {
@@ -126,7 +104,7 @@ TEST(Dynamics, SoftmaxGaussianSamplesTrackCovarianceOde2d) {
         const int seeds = 3;
         for (int seed = 0; seed < seeds; ++seed) {
             const Tokens X0 = randomTokens(n, 2, 100 + seed, 0.7);
-            const Mat S1 = odeCov(tokenCovariance(X0), tokenMean(X0), 1.0, 200);
+            const Mat S1 = odeCov(tokenCovariance(X0), tokenMean(X0));
             const Tokens X = integrate(spec, X0, Method::Rk4, 1.0, 50, Precision::Float32);
             err += (tokenCovariance(X) - S1).norm() / seeds;
         }

@@ -138,6 +138,23 @@ void expectSameScene(const Scene& a, const Scene& b) {
     EXPECT_EQ(a.output.entropy, b.output.entropy);
     EXPECT_EQ(a.output.clusterTol, b.output.clusterTol);
     EXPECT_EQ(a.output.rankTol, b.output.rankTol);
+    EXPECT_EQ(a.moments.method, b.moments.method);
+    EXPECT_EQ(a.moments.step, b.moments.step);
+    EXPECT_EQ(a.moments.tolLow, b.moments.tolLow);
+    EXPECT_EQ(a.moments.tolHigh, b.moments.tolHigh);
+    EXPECT_EQ(a.moments.maxIter, b.moments.maxIter);
+    EXPECT_EQ(a.moments.grid.nu, b.moments.grid.nu);
+    EXPECT_EQ(a.moments.grid.nc, b.moments.grid.nc);
+    EXPECT_EQ(a.moments.grid.x0, b.moments.grid.x0);
+    EXPECT_EQ(a.moments.grid.y1, b.moments.grid.y1);
+    const auto meanOf = [](const Scene& s) -> Mat {
+        return s.attention.targetMean.size() ? Mat(s.attention.targetMean) : Mat(Mat::Zero(s.d, 1));
+    };
+    const auto covOf = [](const Scene& s) -> Mat {
+        return s.attention.targetCov.size() ? s.attention.targetCov : Mat(Mat::Identity(s.d, s.d));
+    };
+    EXPECT_TRUE(sameMatrix(meanOf(a), meanOf(b)));
+    EXPECT_TRUE(sameMatrix(covOf(a), covOf(b)));
     EXPECT_EQ(a.viewJson, b.viewJson);
 }
 
@@ -286,9 +303,10 @@ TEST(SceneJson, RoundTripReproducesEveryField) {
     EXPECT_EQ(sceneToJson(back), text);
     const json written = json::parse(text);
     for (const char* key : {"version", "name", "description", "figure", "d", "n", "precision", "initial",
-                            "attention", "integrator", "output", "view"})
+                            "attention", "integrator", "output", "moments", "view"})
         EXPECT_TRUE(written.contains(key)) << key;
-    EXPECT_EQ(written["attention"].size(), 11u); // "stacked" is read, and written as the heads
+    EXPECT_EQ(written["attention"].size(), 12u); // "stacked" is read, and written as the heads
+    EXPECT_EQ(written["moments"].size(), 5u);    // "grid" only when set
     EXPECT_EQ(written["initial"].size(), 9u);
     EXPECT_EQ(written["integrator"].size(), 7u);
     EXPECT_EQ(written["output"].size(), 4u);
@@ -573,7 +591,7 @@ TEST(SceneErrors, AttentionType) {
     expectError(
         j, "/attention/type",
         "unknown attention type \"sofmax\" (expected one of softmax, linear, l2, sinkhorn, exp, relu, "
-        "sigmoid, rwpo, masked)");
+        "sigmoid, rwpo, drifting, masked)");
     expectError(j, "/attention/type", "did you mean \"softmax\"?");
     j["attention"]["type"] = 3;
     expectError(j, "/attention/type", "expected string, got 3");
