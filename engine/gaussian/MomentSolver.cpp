@@ -86,7 +86,7 @@ MomentTrajectory solveAdaptive(const MomentField& field, const GaussianState& in
     Mat Y = Packed::pack(initial.mean, squareRootFactor(initial.cov));
     double t = 0.0;
     out.times.push_back(t);
-    out.states.push_back(Packed::unpack(Y));
+    out.states.push_back(initial); // exactly as given (R R^T may differ by rounding)
     // Each record interval is covered in chunks of at most half the distance g = tr / tr' to a possible
     // singularity, so a blow-up is caught with tr Sigma at most about twice tol_high.
     const double interval = o.recordEvery > 0.0 ? o.recordEvery : o.T;

@@ -9,7 +9,8 @@
 //    eigenvalues replaced by 1e-14, with their stopping rules: converged when ||Sigma'(Sigma_k)||_F < tol_low
 //    (tested before the step; the trajectory ends at Sigma_k), blow-up when tr Sigma_{k+1} > tol_high, and
 //    max_iter steps. The mean takes the plain Euler step. This reproduces their figures as drawn.
-// Both stop on tol_low / tol_high (adaptive: at the end of an accepted step) and at non-finite values.
+// Both stop on tol_low (adaptive: tested at the record times), tol_high (adaptive: caught within about twice
+// tol_high) and at non-finite values.
 //
 // Finite-time blow-up: near t_max, tr Sigma ~ c / (t_max - t), so t_max ~ t + g with g = tr Sigma / (tr
 // Sigma)'. Past tol_high the adaptive solver keeps integrating (without recording), each time by g/2, until
@@ -43,7 +44,7 @@ struct MomentTrajectory {
 
 struct MomentSolveOptions {
     double T = 1.0;            // horizon (adaptive); PaperEuler ignores it and stops by its rules
-    double recordEvery = 0.0;  // adaptive: record at multiples of this (0: every accepted step)
+    double recordEvery = 0.0;  // adaptive: record (and test tol_low) at multiples of this (0: only at T)
     long recordEveryIter = 1;  // PaperEuler: record every K-th iterate (plus the first and last)
     double blowupTrace = 1e12; // adaptive: keep integrating to this trace to estimate t_max
 };

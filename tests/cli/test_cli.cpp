@@ -196,3 +196,43 @@ TEST(Cli, RanksWritesHistogramsAndRejectsBadOptions) {
     EXPECT_FALSE(fs::exists(bad));
     fs::remove_all(dir);
 }
+
+TEST(Cli, MomentsReportsTheBlowUpTimeAndRefusesNonGaussianVariants) {
+    // Fig 1 lower panel (T2): Sigma' = 2 eps Sigma^2 from [[2, 0.5], [0.5, 1]], eps = 0.1: t_max
+    // = 2.2654091966.
+    const fs::path dir = tempDir();
+    writeText(dir / "fig1.json", R"({"name": "fig1b", "d": 2, "n": 10,
+      "initial": {"cov": [[2, 0.5], [0.5, 1]]},
+      "attention": {"type": "softmax", "heads": [{"V": 0.1}]},
+      "integrator": {"T": 5, "steps": 50, "rtol": 1e-10}})");
+    const Result r = cli("moments " + (dir / "fig1.json").string() + " --out " + (dir / "m.json").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::ifstream in(dir / "m.json");
+    const nlohmann::json j = nlohmann::json::parse(in);
+    ASSERT_EQ(j["count"], 1);
+    const auto& tr = j["trajectories"][0];
+    EXPECT_EQ(tr["event"]["kind"], "blow-up");
+    EXPECT_NEAR(tr["event"]["t_max"].get<double>(), 2.2654091966, 1e-6);
+    EXPECT_EQ(tr["times"].size(), tr["covs"].size());
+    EXPECT_EQ(tr["covs"][0][0][0], 2.0);
+
+    // The trace-1 grid of Fig 2(a): 10 x 10 on [-0.5, 0.5]^2 keeps 100 initial covariances.
+    writeText(dir / "grid.json", R"({"name": "grid", "d": 2, "n": 10,
+      "attention": {"type": "softmax", "heads": [{"Q": 1, "K": -1, "V": 1}]},
+      "integrator": {"T": 1, "steps": 4},
+      "moments": {"grid": {"nu": 10, "nc": 10, "limits": [-0.5, 0.5, -0.5, 0.5]}}})");
+    const Result g =
+        cli("moments " + (dir / "grid.json").string() + " --final-only --out " + (dir / "g.json").string());
+    ASSERT_EQ(g.code, 0) << g.out;
+    std::ifstream gin(dir / "g.json");
+    const nlohmann::json gj = nlohmann::json::parse(gin);
+    EXPECT_EQ(gj["count"], 100);
+    EXPECT_EQ(gj["trajectories"][0]["times"].size(), 2u);
+
+    // ReLU has no closed moment ODE: exit 2, the field named, nothing written.
+    writeText(dir / "relu.json", R"({"d": 2, "n": 10, "attention": {"type": "relu"}})");
+    const Result bad = cli("moments " + (dir / "relu.json").string() + " --out " + (dir / "r.json").string());
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.out.find("/attention/type"), std::string::npos) << bad.out;
+    EXPECT_FALSE(fs::exists(dir / "r.json"));
+}

@@ -249,3 +249,27 @@ TEST(Observables, ClustersAndRank) {
     P << 0, 0, 1, 0, 0, 1;
     EXPECT_EQ(numericalRank(tokenCovariance(P), 1e-9), 2);
 }
+
+TEST(Dynamics, SupportGrowsAtMostLikeExpOfTheNormOfV) {
+    // T15 (Thm 3.1, Lemma C.18): max_i |x_i(t)| <= exp(t ||V||_2) max_i |x_i(0)| for softmax, l2, sigmoid and
+    // masked attention; tight for V = I and a single token.
+    const Mat V = (Mat(2, 2) << 0.9, -0.6, 0.4, 0.7).finished();
+    const double normV = Eigen::JacobiSVD<Mat>(V).singularValues()[0];
+    const Tokens X0 = randomTokens(40, 2, 9);
+    const double r0 = X0.rowwise().norm().maxCoeff();
+    for (AttentionType type : {AttentionType::Softmax, AttentionType::L2, AttentionType::Sigmoid}) {
+        for (bool masked : {false, true}) {
+            AttentionSpec spec =
+                singleHead(type, (Mat(2, 2) << 1.2, 0.3, -0.2, 0.8).finished(), Mat::Identity(2, 2), V);
+            spec.masked = masked;
+            const Tokens X = integrate(spec, X0, Method::Rk4, 2.0, 200);
+            EXPECT_LE(X.rowwise().norm().maxCoeff(), std::exp(2.0 * normV) * r0 * (1 + 1e-12))
+                << toString(type) << (masked ? " masked" : "");
+        }
+    }
+    const Tokens one = X0.topRows(1);
+    const Tokens X = integrate(
+        singleHead(AttentionType::Softmax, Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)),
+        one, Method::Rk4, 1.0, 100);
+    EXPECT_NEAR(X.norm(), std::exp(1.0) * one.norm(), 1e-8); // the bound is attained
+}
