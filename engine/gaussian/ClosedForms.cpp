@@ -2,8 +2,6 @@
 #include "engine/gaussian/ClosedForms.h"
 #include "engine/gaussian/MatrixRoots.h"
 
-#include <unsupported/Eigen/MatrixFunctions>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -255,10 +253,6 @@ Vec driftingMean(const Vec& m0, const Vec& mNu, const Mat& SigmaNu, double t) {
     const Index d = m0.size();
     const Mat Minv = (SigmaNu + Mat::Identity(d, d)).ldlt().solve(Mat::Identity(d, d));
     return mNu + expm(-t * Minv) * (m0 - mNu);
-}
-
-Mat expm(const Mat& M) {
-    return M.exp();
 }
 
 } // namespace flowscope

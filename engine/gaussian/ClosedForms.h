@@ -31,6 +31,7 @@
 #pragma once
 
 #include "engine/core/Types.h"
+#include "engine/gaussian/MatrixRoots.h"
 
 #include <optional>
 
@@ -94,8 +95,5 @@ Vec sinkhornMean(const Mat& V, double eps, const Vec& alpha0, double t);
 double driftingVariance1d(double sNu, double s0, double t);
 // §5.5 / eq (48): m(t) = m_nu + expm(-t (Sigma_nu + I)^{-1}) (m0 - m_nu).
 Vec driftingMean(const Vec& m0, const Vec& mNu, const Mat& SigmaNu, double t);
-
-// Matrix exponential (scaling and squaring with a Pade approximant, Eigen's MatrixFunctions).
-Mat expm(const Mat& M);
 
 } // namespace flowscope

@@ -31,9 +31,12 @@ std::optional<double> softmaxGaussianEnergy(const Mat& A, const Vec& alpha, cons
 
 bool softmaxEnergyHypothesis(const Mat& A, const Mat& V, double tol) {
     if (!nearlySymmetric(A, tol)) return false;
-    const Eigen::FullPivLU<Mat> lu(A);
-    if (!lu.isInvertible()) return false;
-    const Mat B = -V * lu.inverse().transpose();
+    // A is symmetric here: invertible iff no eigenvalue is (relatively) zero.
+    const Eigen::SelfAdjointEigenSolver<Mat> ea(symmetricPart(A), Eigen::EigenvaluesOnly);
+    if (!(ea.eigenvalues().cwiseAbs().minCoeff() >
+          1e-12 * std::max(1.0, ea.eigenvalues().cwiseAbs().maxCoeff())))
+        return false;
+    const Mat B = -V * A.transpose().partialPivLu().inverse();
     if (!nearlySymmetric(B, tol)) return false;
     const Eigen::SelfAdjointEigenSolver<Mat> es(symmetricPart(B), Eigen::EigenvaluesOnly);
     return es.eigenvalues().minCoeff() > tol * es.eigenvalues().cwiseAbs().maxCoeff();
@@ -50,11 +53,16 @@ double particleEnergy(const Tokens& X, const Mat& A) {
 
 double sinkhornGaussianEnergy(const Mat& A, double eps, const Vec& alpha, const Mat& Sigma) {
     const Mat S = psdSqrt(Sigma);
-    const Vec sv = Eigen::JacobiSVD<Mat>(S * A * S).singularValues();
+    // Only the squared singular values d^2 of S A S enter: the eigenvalues of (S A S)(S A S)^T.
+    const Mat SAS = S * A * S;
+    const Vec d2s =
+        Eigen::SelfAdjointEigenSolver<Mat>(symmetricPart(SAS * SAS.transpose()), Eigen::EigenvaluesOnly)
+            .eigenvalues()
+            .cwiseMax(0.0);
     // With R = sqrt(d^2 + eps^2/4): d^2 w = R - eps/2 = d^2/(R + eps/2) and 1 - d^2 w^2 = eps/(R + eps/2).
     double trace = 0.0, logDet = 0.0;
-    for (Eigen::Index i = 0; i < sv.size(); ++i) {
-        const double d2 = sv(i) * sv(i);
+    for (Eigen::Index i = 0; i < d2s.size(); ++i) {
+        const double d2 = d2s(i);
         const double R = std::sqrt(d2 + 0.25 * eps * eps);
         trace += d2 / (R + 0.5 * eps);
         logDet += std::log(eps / (R + 0.5 * eps));

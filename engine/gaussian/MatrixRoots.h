@@ -1,4 +1,4 @@
-// Flowscope engine: the small matrix helpers the Gaussian formulas share.
+// Flowscope engine: the small matrix functions the Gaussian formulas share.
 #pragma once
 
 #include "engine/core/Types.h"
@@ -13,9 +13,9 @@ inline Mat symmetricPart(const Mat& M) {
 // Principal square root of a symmetric positive semi-definite matrix (round-off negative eigenvalues -> 0).
 Mat psdSqrt(const Mat& S);
 
-// Principal square root of a matrix with real non-negative spectrum that need not be symmetric, e.g.
-// Sigma A Sigma A^T + c I (similar to a PSD matrix). Symmetric input goes through psdSqrt; otherwise a real
-// Schur form (Eigen's MatrixFunctions).
-Mat principalSqrt(const Mat& M);
+// Matrix exponential: scaling and squaring (||M / 2^s||_1 <= 1/2) with an 18-term Taylor series, accurate to
+// round-off for the small matrices of the moment ODEs. (Our own: Eigen's MatrixFunctions module costs
+// minutes of compile time per file under the sanitizers.)
+Mat expm(const Mat& M);
 
 } // namespace flowscope

@@ -3,25 +3,12 @@
 #include "engine/attention/KernelAttention.h"
 #include "engine/gaussian/MatrixRoots.h"
 
-#include <unsupported/Eigen/MatrixFunctions>
-
 namespace flowscope {
 
 GaussianState MomentField::rates(double t, const GaussianState& s) const {
     const AffineField f = affine(t, s.mean, s.cov);
     const Mat P = f.L * s.cov;
     return {f.b + f.L * s.mean, P + P.transpose()};
-}
-
-Mat psdSqrt(const Mat& S) {
-    const Eigen::SelfAdjointEigenSolver<Mat> eig(symmetricPart(S));
-    const Vec root = eig.eigenvalues().cwiseMax(0.0).cwiseSqrt();
-    return eig.eigenvectors() * root.asDiagonal() * eig.eigenvectors().transpose();
-}
-
-Mat principalSqrt(const Mat& M) {
-    if (M.isApprox(M.transpose(), 1e-14)) return psdSqrt(M);
-    return M.sqrt(); // real Schur form; real for a real spectrum without negative eigenvalues
 }
 
 namespace {
@@ -110,9 +97,10 @@ class SinkhornMoments final : public HeadSumMoments {
         const double eps = spec_.sinkhornEps;
         const Mat A = scoreMatrix(spec_, h);
         const Mat I = Mat::Identity(d_, d_);
-        const Mat SA = cov * A;
-        const Mat M = principalSqrt(SA * cov * A.transpose() + 0.25 * eps * eps * I) + 0.5 * eps * I;
-        const Mat W = M.partialPivLu().solve(SA); // S_yx Sigma^{-1}, without Sigma^{-1}
+        const Mat P = psdSqrt(cov);
+        const Mat PAP = P * A * P;
+        const Mat N = psdSqrt(PAP * PAP.transpose() + 0.25 * eps * eps * I) + 0.5 * eps * I;
+        const Mat W = P * N.llt().solve(P * A); // M^{-1} Sigma A = S_yx Sigma^{-1}
         f.b += h.V * (mean - W * mean) / eps;
         f.L += h.V * W / eps;
     }

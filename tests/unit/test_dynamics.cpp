@@ -8,7 +8,6 @@
 #include "engine/gaussian/MomentSolver.h"
 
 #include <gtest/gtest.h>
-#include <unsupported/Eigen/MatrixFunctions>
 
 using namespace flowscope;
 using namespace flowscope::test;
