@@ -248,9 +248,8 @@ int bench(const Args& raw) {
                                     {"threads", threadCount()},
                                     {"isa", streamKernelIsa()},
                                     {"fp32_peak_flops", peak}};
-                r["baseline_pairs_per_s"] =
-                    std::isfinite(base) ? nlohmann::json(base) : nlohmann::json(nullptr);
-                r["ratio"] = std::isfinite(ratio) ? nlohmann::json(ratio) : nlohmann::json(nullptr);
+                r["baseline_pairs_per_s"] = numberJson(base);
+                r["ratio"] = numberJson(ratio);
                 std::cout << r.dump() << std::endl;
             } else {
                 std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n

@@ -51,6 +51,22 @@ std::string ArgParser::unknown() const {
     return "";
 }
 
+nlohmann::json numberJson(double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json vectorJson(const Vec& v) {
+    nlohmann::json out = nlohmann::json::array();
+    for (Eigen::Index i = 0; i < v.size(); ++i) out.push_back(numberJson(v[i]));
+    return out;
+}
+
+nlohmann::json matrixJson(const Mat& m) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (Eigen::Index r = 0; r < m.rows(); ++r) rows.push_back(vectorJson(m.row(r).transpose()));
+    return rows;
+}
+
 namespace {
 
 int parsePositiveInt(const std::string& text, const std::string& what) {
@@ -61,21 +77,6 @@ int parsePositiveInt(const std::string& text, const std::string& what) {
     } catch (...) {
     }
     throw UsageError(what + ": expected a positive integer, got '" + text + "'");
-}
-
-nlohmann::json matrixJson(const Mat& m) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (Eigen::Index r = 0; r < m.rows(); ++r) {
-        nlohmann::json row = nlohmann::json::array();
-        for (Eigen::Index c = 0; c < m.cols(); ++c) row.push_back(m(r, c));
-        rows.push_back(row);
-    }
-    return rows;
-}
-
-// NaN/inf are not JSON: write them as null.
-nlohmann::json number(double v) {
-    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
 const char* eventKind(RunEvent::Kind k) {
@@ -137,13 +138,13 @@ int simulate(const Args& raw) {
                    rank = nlohmann::json::array(), maxNorm = nlohmann::json::array();
     for (const Frame& f : hist) {
         times.push_back(f.t);
-        mean.push_back(matrixJson(f.obs.mean.transpose())[0]);
+        mean.push_back(vectorJson(f.obs.mean));
         cov.push_back(matrixJson(f.obs.cov));
-        kinetic.push_back(number(f.obs.kinetic));
-        entropy.push_back(number(f.obs.entropy));
+        kinetic.push_back(numberJson(f.obs.kinetic));
+        entropy.push_back(numberJson(f.obs.entropy));
         clusters.push_back(f.obs.clusters);
         rank.push_back(f.obs.rank);
-        maxNorm.push_back(number(f.obs.maxNorm));
+        maxNorm.push_back(numberJson(f.obs.maxNorm));
     }
     j["times"] = times;
     j["observables"] = {

@@ -2,6 +2,9 @@
 // (usage, malformed scene or file); errors are printed to stderr as one line naming the field or file.
 #pragma once
 
+#include "engine/core/Types.h"
+
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -16,6 +19,12 @@ int bench(const Args& args);
 int ranks(const Args& args);
 int moments(const Args& args);
 int benchMoments(bool json); // bench moments
+
+// JSON output helpers: numbers, vectors and matrices (rows of numbers); NaN and inf are not JSON and are
+// written as null.
+nlohmann::json numberJson(double v);
+nlohmann::json vectorJson(const Vec& v);
+nlohmann::json matrixJson(const Mat& m);
 
 // Small argument helpers: "--name value" options and positional arguments.
 struct ArgParser {

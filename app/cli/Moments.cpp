@@ -19,23 +19,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-Json matrixJson(const Mat& m) {
-    Json rows = Json::array();
-    for (Eigen::Index r = 0; r < m.rows(); ++r) {
-        Json row = Json::array();
-        for (Eigen::Index c = 0; c < m.cols(); ++c)
-            row.push_back(std::isfinite(m(r, c)) ? Json(m(r, c)) : Json());
-        rows.push_back(row);
-    }
-    return rows;
-}
-
-Json vectorJson(const Vec& v) {
-    Json out = Json::array();
-    for (Eigen::Index i = 0; i < v.size(); ++i) out.push_back(std::isfinite(v[i]) ? Json(v[i]) : Json());
-    return out;
-}
-
 Json trajectoryJson(const MomentTrajectory& tr, bool finalOnly) {
     Json times = Json::array(), means = Json::array(), covs = Json::array();
     for (std::size_t k = 0; k < tr.times.size(); ++k) {

@@ -49,12 +49,6 @@ double parsePositive(const std::string& text, const std::string& option, bool al
                      text + "'");
 }
 
-nlohmann::json vecJson(const Vec& v) {
-    nlohmann::json a = nlohmann::json::array();
-    for (Eigen::Index i = 0; i < v.size(); ++i) a.push_back(v[i]);
-    return a;
-}
-
 std::string histogramText(const std::vector<long>& h) {
     std::ostringstream s;
     for (std::size_t r = 0; r < h.size(); ++r) s << (r ? " " : "") << r << ":" << h[r];
@@ -117,11 +111,11 @@ nlohmann::json toJson(const RankExperimentResult& res) {
             o["attempt"] = run.attempt;
             o["rank"] = run.rank;
             o["exception"] = run.exception;
-            o["eigenvalues"] = vecJson(run.eigenvalues);
+            o["eigenvalues"] = vectorJson(run.eigenvalues);
             o["iterations"] = run.iterations;
             o["time"] = run.time;
             if (run.exactRank >= 0) {
-                o["exact_eigenvalues"] = vecJson(run.exactEigenvalues);
+                o["exact_eigenvalues"] = vectorJson(run.exactEigenvalues);
                 o["exact_threshold_rank"] = run.exactThresholdRank;
                 o["exact_rank"] = run.exactRank;
                 o["distance_to_exact"] = run.distanceToExact;
