@@ -7,10 +7,10 @@
 
 namespace flowscope {
 
-void requestOpenGL33Core() {
+void requestOpenGLCore() {
     QSurfaceFormat format;
     format.setRenderableType(QSurfaceFormat::OpenGL);
-    format.setVersion(3, 3);
+    format.setVersion(kGLMajor, kGLMinor);
     format.setProfile(QSurfaceFormat::CoreProfile);
     format.setDepthBufferSize(0);
     format.setStencilBufferSize(8); // QPainter's GL engine clips with the stencil buffer
@@ -18,7 +18,7 @@ void requestOpenGL33Core() {
     QCoreApplication::setAttribute(Qt::AA_ShareOpenGLContexts);
 }
 
-bool openGL33CoreAvailable(QString* why) {
+bool openGLCoreAvailable(QString* why) {
     QOpenGLContext context;
     context.setFormat(QSurfaceFormat::defaultFormat());
     if (!context.create()) {

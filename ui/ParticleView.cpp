@@ -1,6 +1,7 @@
 #include "ui/ParticleView.h"
 
 #include "ui/Colormap.h"
+#include "ui/OpenGLSetup.h"
 #include "ui/StatusOverlay.h"
 
 #include <QMouseEvent>
@@ -49,7 +50,7 @@ QRectF finiteBounds(const Tokens& X) {
 
 ParticleView::ParticleView(QWidget* parent) : QOpenGLWidget(parent) {
     QSurfaceFormat format = QSurfaceFormat::defaultFormat();
-    format.setVersion(3, 3);
+    format.setVersion(kGLMajor, kGLMinor);
     format.setProfile(QSurfaceFormat::CoreProfile);
     setFormat(format);
     setFocusPolicy(Qt::StrongFocus);

@@ -123,7 +123,7 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
 } // namespace
 
 int main(int argc, char** argv) {
-    flowscope::requestOpenGL33Core(); // before QApplication: the default format is read at context creation
+    flowscope::requestOpenGLCore(); // before QApplication: the default format is read at context creation
     QApplication app(argc, argv);
     QApplication::setApplicationName(QStringLiteral("Flowscope"));
     QApplication::setApplicationVersion(QStringLiteral("0.1.0"));

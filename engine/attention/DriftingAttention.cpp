@@ -34,4 +34,9 @@ double DriftingAttention::attentionEntropy(double, const Tokens& X) {
     return softmaxEntropy(X, headQueries(X, h), h.bias, false);
 }
 
+Vec DriftingAttention::attentionWeights(double, const Tokens& X, Eigen::Index i) {
+    const HeadSetup h = selfHead(X);
+    return softmaxRow(X, headQueries(X, h), h.bias, false, i);
+}
+
 } // namespace flowscope

@@ -120,6 +120,16 @@ double softmaxEntropy(const Tokens& X, const Tokens& Qy, const Vec& bias, bool c
     return total / n;
 }
 
+Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal, Eigen::Index i) {
+    const Eigen::Index n = X.rows(), end = causal ? i + 1 : n;
+    Vec p = Vec::Zero(n);
+    if (i < 0 || i >= n) return {};
+    Vec s = X.topRows(end) * queries.row(i).transpose();
+    if (bias.size()) s += bias.head(end);
+    p.head(end) = (s.array() - s.maxCoeff()).exp();
+    return p / p.sum();
+}
+
 KernelAttention::KernelAttention(const AttentionSpec& spec, int d, Precision precision)
     : spec_(spec), d_(d), precision_(precision) {}
 
@@ -139,6 +149,26 @@ double KernelAttention::attentionEntropy(double t, const Tokens& X) {
     if (heads.empty()) return std::numeric_limits<double>::quiet_NaN();
     const HeadSetup h = setupHead(heads.front(), X);
     return softmaxEntropy(X, headQueries(X, h), h.bias, spec_.masked);
+}
+
+Vec KernelAttention::attentionWeights(double t, const Tokens& X, Eigen::Index i) {
+    const auto heads = spec_.headsAt(t);
+    if (!normalized() || heads.empty() || i < 0 || i >= X.rows()) return {};
+    const HeadSetup h = setupHead(heads.front(), X);
+    return softmaxRow(X, headQueries(X, h), h.bias, spec_.masked, i);
+}
+
+double KernelAttention::interactionEnergy(double t, const Tokens& X) {
+    const auto heads = spec_.headsAt(t);
+    if (spec_.type != AttentionType::Softmax || spec_.masked || heads.size() != 1 || X.rows() == 0)
+        return std::numeric_limits<double>::quiet_NaN();
+    // log E = logsumexp_i (logsumexp_j s_ij) - log(2 N^2), in double: finite until E itself overflows.
+    const HeadSetup h = setupHead(heads.front(), X);
+    Vec rows;
+    logSumExp(X, h.B, X, Vec(), Precision::Float64, rows);
+    const double m = rows.maxCoeff();
+    const double n = double(X.rows());
+    return std::exp(m + std::log((rows.array() - m).exp().sum()) - std::log(2.0 * n * n));
 }
 
 } // namespace flowscope

@@ -44,6 +44,8 @@ void logSumExp(const Tokens& queriesFrom, const Mat& B, const Tokens& keys, cons
 // Mean entropy (nats) of the softmax distributions p_ij ∝ exp(q_i . x_j + bias_j), double precision;
 // queries is N x d.
 double softmaxEntropy(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal);
+// Row i of those distributions (size N; zero past i when causal).
+Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal, Eigen::Index i);
 // The queries of a head: explicit ones, or B x_i.
 Tokens headQueries(const Tokens& X, const HeadSetup& head);
 
@@ -52,6 +54,8 @@ class KernelAttention : public VelocityField {
     KernelAttention(const AttentionSpec& spec, int d, Precision precision);
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     double attentionEntropy(double t, const Tokens& X) override;
+    Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
+    double interactionEnergy(double t, const Tokens& X) override;
     void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
 
     // How one head scores and outputs (X gives N for the bias). Public for baselines and tests.

@@ -64,4 +64,10 @@ double RwpoAttention::attentionEntropy(double, const Tokens& X) {
     return softmaxEntropy(X, headQueries(X, k), k.bias, spec_.masked);
 }
 
+Vec RwpoAttention::attentionWeights(double, const Tokens& X, Eigen::Index i) {
+    if (spec_.rwpoKernel == RwpoKernel::PerCoordinate) return {};
+    const HeadSetup k = vectorKernel(X);
+    return softmaxRow(X, headQueries(X, k), k.bias, spec_.masked, i);
+}
+
 } // namespace flowscope

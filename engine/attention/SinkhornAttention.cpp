@@ -64,4 +64,11 @@ double SinkhornAttention::attentionEntropy(double t, const Tokens& X) {
     return softmaxEntropy(X, X * scoreMatrix(heads[0]).transpose(), g_[0], false);
 }
 
+Vec SinkhornAttention::attentionWeights(double t, const Tokens& X, Eigen::Index i) {
+    const auto heads = spec_.headsAt(t);
+    if (heads.empty() || g_.empty() || g_[0].size() != X.rows() || i < 0 || i >= X.rows()) return {};
+    // Row i of the plan, renormalized (the plan's rows sum to 1/N up to the Sinkhorn tolerance).
+    return softmaxRow(X, X.row(i) * scoreMatrix(heads[0]).transpose(), g_[0], false, 0);
+}
+
 } // namespace flowscope

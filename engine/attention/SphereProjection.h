@@ -15,6 +15,10 @@ class SphereProjection : public VelocityField {
     explicit SphereProjection(std::unique_ptr<VelocityField> inner) : inner_(std::move(inner)) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     double attentionEntropy(double t, const Tokens& X) override { return inner_->attentionEntropy(t, X); }
+    Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override {
+        return inner_->attentionWeights(t, X, i);
+    }
+    double interactionEnergy(double t, const Tokens& X) override { return inner_->interactionEnergy(t, X); }
     void setAttention(const AttentionSpec& spec) override { inner_->setAttention(spec); }
     std::string name() const override { return inner_->name() + " on the sphere"; }
     FieldDiagnostics diagnostics() const override { return inner_->diagnostics(); }

@@ -69,11 +69,16 @@ void Simulation::checkDivergence() {
 void Simulation::record() {
     Frame f;
     f.t = t_;
+    f.step = step_;
     f.tokens = X_;
     Tokens V;
     if (X_.allFinite()) field_->velocity(t_, X_, V);
     f.obs = observe(X_, V, scene_.output.clusterTol, scene_.output.rankTol);
-    if (scene_.output.entropy && X_.allFinite()) f.obs.entropy = field_->attentionEntropy(t_, X_);
+    if (scene_.output.entropy && X_.allFinite()) {
+        f.obs.entropy = field_->attentionEntropy(t_, X_);
+        f.obs.energy = field_->interactionEnergy(t_, X_);
+    }
+    lastObs_ = f.obs;
     history_.push_back(std::move(f));
 }
 

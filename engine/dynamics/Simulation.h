@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace flowscope {
@@ -23,6 +24,7 @@ struct RunEvent {
 
 struct Frame {
     double t = 0.0;
+    long step = 0; // the nominal step index
     Tokens tokens;
     Observables obs;
 };
@@ -39,6 +41,10 @@ class Simulation {
     bool finished() const { return event_.has_value() || step_ >= scene_.integrator.steps; }
     const std::optional<RunEvent>& event() const { return event_; }
     const std::vector<Frame>& history() const { return history_; }
+    // Moves the recorded frames out (a long interactive run keeps them elsewhere; see RunHistory).
+    std::vector<Frame> takeHistory() { return std::exchange(history_, {}); }
+    // The observables of the latest recorded frame (kept when the history is taken).
+    const Observables& lastObservables() const { return lastObs_; }
     VelocityField& field() { return *field_; }
 
     // Advances one nominal step h = T/M (Dormand-Prince takes as many adaptive sub-steps as it needs to land
@@ -68,6 +74,7 @@ class Simulation {
     long step_ = 0;
     std::optional<RunEvent> event_;
     std::vector<Frame> history_;
+    Observables lastObs_;
 };
 
 } // namespace flowscope

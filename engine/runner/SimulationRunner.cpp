@@ -194,12 +194,32 @@ class SimulationRunner::Job : public Steppable {
         generation_ = generation;
         broken_ = false;
         error_.clear();
+        history_ = std::make_shared<RunHistory>();
         try {
             sim_ = std::make_unique<Simulation>(scene);
+            backend_ = sim_->scene().precision == Precision::Float32 ? "CPU float32" : "CPU float64";
+            drain();
         } catch (const std::exception& e) {
             sim_.reset();
             error_ = e.what();
         }
+    }
+
+    // Worker thread. Back to the initial state: the history starts over.
+    void reset() {
+        if (!sim_) return;
+        history_->clear();
+        edit([](Simulation& sim) { sim.reset(); }, true);
+    }
+
+    // Worker thread. Continue from the last recorded frame at or before t that kept its tokens.
+    void seek(double t) {
+        if (!sim_) return;
+        const long k = history_->frameWithTokensAtOrBefore(t);
+        if (k < 0) return;
+        const RecordedFrame f = history_->at(std::size_t(k));
+        history_->dropFrom(std::size_t(k)); // setState records frame k again
+        edit([&f](Simulation& sim) { sim.setState(*f.tokens, f.t); }, true);
     }
 
     // Worker thread. Failures keep the current state and parameters and are shown in Snapshot::error.
@@ -212,12 +232,14 @@ class SimulationRunner::Job : public Steppable {
         } catch (const std::exception& e) {
             error_ = e.what();
         }
+        drain();
     }
 
     bool advance() override {
         if (!sim_ || broken_) return false;
         try {
             sim_->step();
+            drain();
             return !sim_->finished();
         } catch (const std::exception& e) {
             // A throwing step may leave the tokens half-updated: refuse further steps until reset.
@@ -235,6 +257,8 @@ class SimulationRunner::Job : public Steppable {
             *s = *last; // no simulation (it failed to build): keep showing the initial tokens
         }
         s->generation = generation_;
+        s->history = history_;
+        s->backend = backend_;
         s->playing = playing;
         s->stepsPerSecond = stepsPerSecond;
         s->error = error_;
@@ -262,13 +286,23 @@ class SimulationRunner::Job : public Steppable {
         s.tokens = sim.tokens();
         s.finished = sim.finished();
         s.event = sim.event();
-        if (!sim.history().empty()) s.observables = sim.history().back().obs;
+        s.observables = sim.lastObservables();
+    }
+
+    // Moves the frames the simulation recorded into the shared history.
+    void drain() {
+        if (!sim_) return;
+        for (Frame& f : sim_->takeHistory())
+            history_->append(
+                {f.t, f.step, std::move(f.obs), std::make_shared<const Tokens>(std::move(f.tokens))});
     }
 
     // Worker-thread state.
     std::unique_ptr<Simulation> sim_;
     std::uint64_t generation_ = 0;
     std::string error_;
+    std::string backend_ = "CPU";
+    std::shared_ptr<RunHistory> history_ = std::make_shared<RunHistory>();
     bool broken_ = false;
 
     // Shared with readers.
@@ -314,7 +348,18 @@ void SimulationRunner::stepOnce() {
 }
 
 void SimulationRunner::reset() {
-    loop_->post([job = job_.get()] { job->edit([](Simulation& sim) { sim.reset(); }, true); });
+    loop_->post([job = job_.get()] { job->reset(); });
+}
+
+void SimulationRunner::seek(double t) {
+    loop_->pause();
+    loop_->post([job = job_.get(), t] { job->seek(t); });
+}
+
+void SimulationRunner::setIntegrator(const IntegratorSpec& spec) {
+    loop_->post([job = job_.get(), spec] {
+        job->edit([&spec](Simulation& sim) { sim.setIntegrator(spec); }, false);
+    });
 }
 
 void SimulationRunner::setAttention(const AttentionSpec& spec) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "engine/dynamics/Simulation.h"
+#include "engine/runner/RunHistory.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -84,6 +85,10 @@ struct Snapshot {
     std::string error;             // a failed live edit or step, shown to the user; the run is paused
     double stepsPerSecond = 0.0;
     Observables observables; // at the last recorded frame (see OutputSpec::every)
+    // Every recorded frame of this run so far (shared, growing; see RunHistory). Null before the worker
+    // installed the scene.
+    std::shared_ptr<const RunHistory> history;
+    std::string backend = "CPU"; // which VelocityField integrates the run (CPU float32 / float64, GPU)
 };
 
 class SimulationRunner {
@@ -106,6 +111,11 @@ class SimulationRunner {
     // Applied by the worker between steps; the run continues from its current state. A spec the field
     // rejects is reported in Snapshot::error and leaves the old parameters in force.
     void setAttention(const AttentionSpec& spec);
+    // Live: method, T and steps; the run keeps its time and state and continues at the new step.
+    void setIntegrator(const IntegratorSpec& spec);
+    // Rewinds to the recorded frame at or before t that kept its tokens (the time scrubber's "continue from
+    // here"): the state becomes that frame's, the frames after it are dropped. Pauses the run.
+    void seek(double t);
     void setMaxStepsPerSecond(double rate) { loop_->setMaxStepsPerSecond(rate); }
     double maxStepsPerSecond() const { return loop_->maxStepsPerSecond(); }
 

@@ -53,9 +53,9 @@ int main(int argc, char** argv) {
 
     std::unique_ptr<QApplication> app;
     if (displayConfigured(gReason)) {
-        flowscope::requestOpenGL33Core();
+        flowscope::requestOpenGLCore();
         app = std::make_unique<QApplication>(argc, argv);
-        gAvailable = flowscope::openGL33CoreAvailable(&gReason);
+        gAvailable = flowscope::openGLCoreAvailable(&gReason);
     }
     return RUN_ALL_TESTS();
 }
