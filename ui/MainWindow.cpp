@@ -1,12 +1,21 @@
 #include "ui/MainWindow.h"
 
+#include "ui/ConeView.h"
 #include "ui/ElidedLabel.h"
 #include "ui/Icons.h"
+#include "ui/MatrixEditor.h"
 #include "ui/ParticleView.h"
+#include "ui/PlotsPanel.h"
+#include "ui/PresetBrowser.h"
+#include "ui/ScenePanel.h"
 
 #include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
 #include <QComboBox>
 #include <QDir>
+#include <QDockWidget>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -14,9 +23,14 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPainter>
+#include <QSettings>
+#include <QSlider>
 #include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
 #include <QToolBar>
 
+#include <cmath>
 #include <exception>
 
 namespace flowscope {
@@ -33,26 +47,68 @@ QString describe(const std::exception& e) {
     return QString::fromStdString(e.what());
 }
 
+constexpr int kMaxRecent = 8;
+// The speed slider is logarithmic: position p in [0, 1000] is 10^(p/1000 * log10(kMaxRate)) steps/s.
+constexpr double kMaxRate = 2000.0;
+int rateToSlider(double rate) {
+    return int(std::lround(1000.0 * std::log10(std::clamp(rate, 1.0, kMaxRate)) / std::log10(kMaxRate)));
+}
+double sliderToRate(int v) {
+    return std::pow(10.0, v / 1000.0 * std::log10(kMaxRate));
+}
+
 } // namespace
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(QStringLiteral("Flowscope"));
+    setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks |
+                   QMainWindow::AllowNestedDocks);
     view_ = new ParticleView(this);
     view_->setSource([this] { return runner_.snapshot(); });
-    setCentralWidget(view_);
-    connect(view_, &ParticleView::snapshotChanged, this, &MainWindow::updateControls);
+    cone_ = new ConeView(this);
+    tabs_ = new QTabWidget(this);
+    tabs_->setDocumentMode(true);
+    tabs_->addTab(view_, tr("Particles"));
+    tabs_->addTab(cone_, tr("Covariance cone"));
+    tabs_->setTabToolTip(0, tr("The tokens x_i(t) of dx_i/dt = Σ_j P_ij V x_j"));
+    tabs_->setTabToolTip(1, tr("2×2 covariances Σ = [[a, c], [c, b]] as points (a − b, 2c, a + b) of the PSD "
+                               "cone; its boundary is the rank-1 matrices"));
+    setCentralWidget(tabs_);
+    connect(view_, &ParticleView::snapshotChanged, this, &MainWindow::onSnapshot);
+    // Charts re-lay out all their series on every change: 4 Hz, and only while the Plots panel is shown.
+    auto* plotTimer = new QTimer(this);
+    connect(plotTimer, &QTimer::timeout, this, &MainWindow::updatePlots);
+    plotTimer->start(250);
 
     buildActions();
+    buildDocks();
     buildMenus();
-    buildToolBar();
+    buildToolBars();
     sceneLabel_ = new ElidedLabel(this);
     sceneLabel_->setText(tr("No scene"));
     statusBar()->addWidget(sceneLabel_, 1);
+
+    connect(view_, &ParticleView::quickBetaChanged, this, [this](double beta) {
+        if (!scene_) return;
+        AttentionSpec spec = scene_->attention;
+        spec.beta = beta;
+        applyAttention(spec, view_);
+    });
+    connect(view_, &ParticleView::quickValueScaleChanged, this, [this](double scale) {
+        if (!scene_ || baseHeads_.size() != scene_->attention.heads.size()) return;
+        AttentionSpec spec = scene_->attention;
+        for (std::size_t h = 0; h < spec.heads.size(); ++h) spec.heads[h].V = scale * baseHeads_[h].V;
+        applyAttention(spec, view_);
+    });
+    connect(view_, &ParticleView::quickRateChanged, this, [this](double rate, bool maxSpeed) {
+        setStepsPerSecond(rate);
+        setMaxSpeed(maxSpeed);
+    });
     updateControls();
     view_->setFocus();
 }
 
-// The view is a child, deleted by ~QWidget after our members (the runner) are gone: cut its link first.
+// The views are children, deleted by ~QWidget after our members (the runner) are gone: cut their link first.
 MainWindow::~MainWindow() {
     view_->setSource({});
 }
@@ -62,6 +118,19 @@ void MainWindow::buildActions() {
     openAction_ = new QAction(makeIcon(IconKind::Open, ink), tr("&Open scene..."), this);
     openAction_->setShortcut(QKeySequence::Open);
     connect(openAction_, &QAction::triggered, this, &MainWindow::openSceneDialog);
+
+    saveAction_ = new QAction(tr("&Save scene"), this);
+    saveAction_->setShortcut(QKeySequence::Save);
+    saveAction_->setToolTip(tr("Save the scene as it runs now (live edits and view included)"));
+    connect(saveAction_, &QAction::triggered, this, [this] {
+        // Presets are not overwritten by Save: it asks where to put the copy.
+        const bool preset = !presetDir_.isEmpty() && QFileInfo(scenePath_).absolutePath() == presetDir_;
+        if (scenePath_.isEmpty() || preset) return saveSceneDialog();
+        if (!saveSceneFile(scenePath_)) QMessageBox::warning(this, tr("Save scene"), lastError_);
+    });
+    saveAsAction_ = new QAction(tr("Save scene &as..."), this);
+    saveAsAction_->setShortcut(QKeySequence::SaveAs);
+    connect(saveAsAction_, &QAction::triggered, this, &MainWindow::saveSceneDialog);
 
     quitAction_ = new QAction(tr("&Quit"), this);
     quitAction_->setShortcut(QKeySequence::Quit);
@@ -74,7 +143,7 @@ void MainWindow::buildActions() {
 
     stepAction_ = new QAction(makeIcon(IconKind::Step, ink), tr("Step"), this);
     stepAction_->setShortcut(Qt::Key_S);
-    stepAction_->setToolTip(tr("Advance one step (S)"));
+    stepAction_->setToolTip(tr("Advance one step h = T/M (S)"));
     connect(stepAction_, &QAction::triggered, this, &MainWindow::stepOnce);
 
     resetAction_ = new QAction(makeIcon(IconKind::Reset, ink), tr("Reset"), this);
@@ -89,17 +158,125 @@ void MainWindow::buildActions() {
 
     maxSpeedAction_ = new QAction(tr("Max speed"), this);
     maxSpeedAction_->setCheckable(true);
-    maxSpeedAction_->setToolTip(tr("Step as fast as the CPU allows instead of at most %1 steps/s")
-                                    .arg(WorkerLoop::kDefaultStepsPerSecond));
-    connect(maxSpeedAction_, &QAction::toggled, this,
-            [this](bool on) { runner_.setMaxStepsPerSecond(on ? 0.0 : WorkerLoop::kDefaultStepsPerSecond); });
+    maxSpeedAction_->setToolTip(tr("Step as fast as the CPU allows instead of at the speed slider's rate"));
+    connect(maxSpeedAction_, &QAction::toggled, this, [this](bool) { syncRateControls(); });
+
+    overlayAction_ = new QAction(tr("Gaussian overlay"), this);
+    overlayAction_->setCheckable(true);
+    overlayAction_->setChecked(true);
+    overlayAction_->setToolTip(tr("1σ and 2σ ellipses of N(α(t), Σ(t)) solving the moment ODE "
+                                  "α' = b, Σ' = LΣ + ΣLᵀ from the initial Gaussian"));
+    connect(overlayAction_, &QAction::toggled, view_, &ParticleView::setShowOverlay);
+
+    hudAction_ = new QAction(tr("Heads-up display"), this);
+    hudAction_->setCheckable(true);
+    hudAction_->setChecked(true);
+    hudAction_->setShortcut(Qt::Key_H);
+    hudAction_->setToolTip(tr("Run statistics and quick sliders drawn in the particle view (H)"));
+    connect(hudAction_, &QAction::toggled, view_, &ParticleView::setHudVisible);
+
+    trailsAction_ = new QAction(tr("Trails"), this);
+    trailsAction_->setCheckable(true);
+    trailsAction_->setToolTip(tr("Fading paths over the last recorded frames"));
+    connect(trailsAction_, &QAction::toggled, view_, &ParticleView::setShowTrails);
+
+    discAction_ = new QAction(tr("Trace-1 disc"), this);
+    discAction_->setCheckable(true);
+    discAction_->setToolTip(tr("Show Σ / tr Σ in the unit disc instead of the 3-D cone (blow-up cases)"));
+    connect(discAction_, &QAction::toggled, this,
+            [this](bool on) { cone_->setMode(on ? ConeMode::Disc : ConeMode::Cone); });
+
+    colorGroup_ = new QActionGroup(this);
+    const std::pair<QString, ColorBy> colors[] = {{tr("Colour by token index"), ColorBy::Index},
+                                                  {tr("Colour by speed |dx/dt|"), ColorBy::Speed},
+                                                  {tr("Colour by cluster"), ColorBy::Cluster}};
+    for (const auto& [name, c] : colors) {
+        QAction* a = colorGroup_->addAction(name);
+        a->setCheckable(true);
+        a->setData(int(c));
+        a->setChecked(c == ColorBy::Index);
+    }
+    connect(colorGroup_, &QActionGroup::triggered, this,
+            [this](QAction* a) { view_->setColorBy(ColorBy(a->data().toInt())); });
+
+    projectionGroup_ = new QActionGroup(this);
+    const QString projections[] = {tr("Plane: axes x0, x1"), tr("Plane: principal components"),
+                                   tr("3-D: axes x0, x1, x2"), tr("3-D: principal components")};
+    for (int k = 0; k < 4; ++k) {
+        QAction* a = projectionGroup_->addAction(projections[k]);
+        a->setCheckable(true);
+        a->setData(k);
+    }
+    connect(projectionGroup_, &QActionGroup::triggered, this, [this](QAction* a) {
+        ProjectionSpec p;
+        p.dims = a->data().toInt() >= 2 ? 3 : 2;
+        p.pca = a->data().toInt() % 2 == 1;
+        view_->setProjection(p);
+    });
+
+    themeGroup_ = new QActionGroup(this);
+    for (auto [name, kind] :
+         {std::pair{tr("Dark theme"), ThemeKind::Dark}, {tr("Light theme"), ThemeKind::Light}}) {
+        QAction* a = themeGroup_->addAction(name);
+        a->setCheckable(true);
+        a->setData(int(kind));
+        a->setChecked(kind == theme_);
+    }
+    connect(themeGroup_, &QActionGroup::triggered, this,
+            [this](QAction* a) { setTheme(ThemeKind(a->data().toInt())); });
+}
+
+void MainWindow::buildDocks() {
+    auto dock = [this](QWidget* w, const QString& title, const QString& name, Qt::DockWidgetArea area) {
+        auto* d = new QDockWidget(title, this);
+        d->setObjectName(name);
+        d->setWidget(w);
+        d->setAllowedAreas(Qt::AllDockWidgetAreas);
+        addDockWidget(area, d);
+        return d;
+    };
+    presets_ = new PresetBrowser(this);
+    scenePanel_ = new ScenePanel(this);
+    matrixEditor_ = new MatrixEditor(this);
+    plots_ = new PlotsPanel(this);
+    QDockWidget* presetDock =
+        dock(presets_, tr("Presets"), QStringLiteral("presetsDock"), Qt::LeftDockWidgetArea);
+    QDockWidget* sceneDock =
+        dock(scenePanel_, tr("Scene"), QStringLiteral("sceneDock"), Qt::LeftDockWidgetArea);
+    QDockWidget* matrixDock =
+        dock(matrixEditor_, tr("Matrices"), QStringLiteral("matrixDock"), Qt::RightDockWidgetArea);
+    QDockWidget* plotsDock = dock(plots_, tr("Plots"), QStringLiteral("plotsDock"), Qt::RightDockWidgetArea);
+    tabifyDockWidget(sceneDock, presetDock);
+    sceneDock->raise();
+    tabifyDockWidget(matrixDock, plotsDock);
+    matrixDock->raise();
+    resizeDocks({sceneDock, matrixDock}, {330, 380}, Qt::Horizontal);
+    panelsMenu_ = new QMenu(tr("&Panels"), this);
+    for (QDockWidget* d : {sceneDock, presetDock, matrixDock, plotsDock})
+        panelsMenu_->addAction(d->toggleViewAction());
+
+    connect(presets_, &PresetBrowser::presetActivated, this, [this](const QString& path) {
+        if (!openSceneFile(path)) QMessageBox::warning(this, tr("Open preset"), lastError_);
+    });
+    connect(scenePanel_, &ScenePanel::attentionEdited, this,
+            [this](const AttentionSpec& spec) { applyAttention(spec, scenePanel_); });
+    connect(matrixEditor_, &MatrixEditor::attentionEdited, this,
+            [this](const AttentionSpec& spec) { applyAttention(spec, matrixEditor_); });
+    connect(scenePanel_, &ScenePanel::integratorEdited, this, &MainWindow::applyIntegrator);
+    connect(scenePanel_, &ScenePanel::sceneEdited, this, [this](const Scene& scene) {
+        if (!setScene(scene, scenePath_)) QMessageBox::warning(this, tr("Apply scene"), lastError_);
+    });
 }
 
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(openAction_);
+    recentMenu_ = file->addMenu(tr("Open &recent"));
+    file->addAction(saveAction_);
+    file->addAction(saveAsAction_);
     file->addSeparator();
     file->addAction(quitAction_);
+    rebuildRecentMenu();
 
     QMenu* sim = menuBar()->addMenu(tr("&Simulation"));
     sim->addAction(playAction_);
@@ -110,12 +287,25 @@ void MainWindow::buildMenus() {
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(frameAction_);
+    view->addAction(tr("Particles"), QKeySequence(Qt::Key_1), this, &MainWindow::showParticleView);
+    view->addAction(tr("Covariance cone"), QKeySequence(Qt::Key_2), this, &MainWindow::showConeView);
+    view->addSeparator();
+    view->addAction(hudAction_);
+    view->addAction(overlayAction_);
+    view->addAction(trailsAction_);
+    view->addActions(colorGroup_->actions());
+    view->addSeparator();
+    view->addActions(projectionGroup_->actions());
+    view->addSeparator();
+    view->addAction(discAction_);
+    view->addSeparator();
+    view->addActions(themeGroup_->actions());
+    menuBar()->addMenu(panelsMenu_);
 }
 
-void MainWindow::buildToolBar() {
+void MainWindow::buildToolBars() {
     QToolBar* bar = addToolBar(tr("Run"));
     bar->setObjectName(QStringLiteral("runToolBar"));
-    bar->setMovable(false);
     bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
     bar->addAction(openAction_);
     bar->addSeparator();
@@ -124,33 +314,90 @@ void MainWindow::buildToolBar() {
     bar->addAction(resetAction_);
     bar->addSeparator();
     bar->addAction(frameAction_);
+    bar->addSeparator();
+
+    speed_ = new QSlider(Qt::Horizontal, bar);
+    speed_->setRange(0, 1000);
+    speed_->setValue(rateToSlider(rate_));
+    speed_->setFixedWidth(120);
+    speed_->setFocusPolicy(Qt::NoFocus);
+    speed_->setToolTip(tr("Steps per second while playing (logarithmic, 1 to %1)").arg(kMaxRate));
+    connect(speed_, &QSlider::valueChanged, this, [this](int v) {
+        rate_ = sliderToRate(v);
+        syncRateControls();
+    });
+    speedLabel_ = new QLabel(bar);
+    speedLabel_->setMinimumWidth(
+        speedLabel_->fontMetrics().horizontalAdvance(QStringLiteral("2000 steps/s ")));
+    bar->addWidget(new QLabel(tr(" Speed "), bar));
+    bar->addWidget(speed_);
+    bar->addWidget(speedLabel_);
     bar->addAction(maxSpeedAction_);
     bar->addSeparator();
     bar->addWidget(new QLabel(tr(" Preset "), bar));
 
-    presets_ = new QComboBox(bar);
-    presets_->setMinimumContentsLength(18);
-    presets_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    presets_->setPlaceholderText(tr("(none)"));
-    presets_->setFocusPolicy(Qt::NoFocus); // Space and the letter shortcuts stay with the window
-    presets_->setEnabled(false);
-    connect(presets_, &QComboBox::activated, this, &MainWindow::openPreset);
-    bar->addWidget(presets_);
+    presetCombo_ = new QComboBox(bar);
+    presetCombo_->setMinimumContentsLength(18);
+    presetCombo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    presetCombo_->setPlaceholderText(tr("(none)"));
+    presetCombo_->setFocusPolicy(Qt::NoFocus); // Space and the letter shortcuts stay with the window
+    presetCombo_->setEnabled(false);
+    connect(presetCombo_, &QComboBox::activated, this, &MainWindow::openPreset);
+    bar->addWidget(presetCombo_);
+
+    // The time scrubber, under the views.
+    QToolBar* time = new QToolBar(tr("Time"), this);
+    time->setObjectName(QStringLiteral("timeToolBar"));
+    addToolBar(Qt::BottomToolBarArea, time);
+    time->addWidget(new QLabel(tr(" Recorded history "), time));
+    scrubber_ = new QSlider(Qt::Horizontal, time);
+    scrubber_->setRange(0, 0);
+    scrubber_->setFocusPolicy(Qt::NoFocus);
+    scrubber_->setToolTip(
+        tr("Drag back through the recorded frames; Play or Step continues from the frame "
+           "shown (the later frames are dropped). At the right end the view follows the run."));
+    connect(scrubber_, &QSlider::sliderMoved, this, &MainWindow::scrubTo);
+    connect(scrubber_, &QSlider::actionTriggered, this,
+            [this](int) { scrubTo(scrubber_->sliderPosition()); });
+    time->addWidget(scrubber_);
+    scrubLabel_ = new QLabel(time);
+    scrubLabel_->setMinimumWidth(
+        scrubLabel_->fontMetrics().horizontalAdvance(QStringLiteral("t = 0000.000 (live) ")));
+    time->addWidget(scrubLabel_);
+    syncRateControls();
+}
+
+void MainWindow::syncRateControls() {
+    const bool maxSpeed = maxSpeedAction_->isChecked();
+    runner_.setMaxStepsPerSecond(maxSpeed ? 0.0 : rate_);
+    speed_->setEnabled(!maxSpeed);
+    speedLabel_->setText(maxSpeed ? tr("max") : tr("%1 steps/s").arg(rate_, 0, 'f', rate_ < 10 ? 1 : 0));
+    view_->setRate(rate_, maxSpeed);
+}
+
+void MainWindow::setStepsPerSecond(double rate) {
+    rate_ = std::clamp(rate, 1.0, kMaxRate);
+    const QSignalBlocker block(speed_);
+    speed_->setValue(rateToSlider(rate_));
+    syncRateControls();
 }
 
 void MainWindow::setPresetDirectory(const QString& dir) {
-    presets_->clear();
+    presetCombo_->clear();
     const QFileInfoList files =
         QDir(dir).entryInfoList({QStringLiteral("*.json")}, QDir::Files | QDir::Readable, QDir::Name);
-    for (const QFileInfo& f : files) presets_->addItem(f.completeBaseName(), f.absoluteFilePath());
-    presets_->setEnabled(!files.isEmpty());
-    presets_->setPlaceholderText(files.isEmpty() ? tr("(no presets)") : tr("(none)"));
+    for (const QFileInfo& f : files) presetCombo_->addItem(f.completeBaseName(), f.absoluteFilePath());
+    presetCombo_->setEnabled(!files.isEmpty());
+    presetCombo_->setPlaceholderText(files.isEmpty() ? tr("(no presets)") : tr("(none)"));
+    presets_->setDirectory(dir);
+    presetDir_ = QFileInfo(dir).absoluteFilePath();
     selectPresetFor(scenePath_);
 }
 
 void MainWindow::selectPresetFor(const QString& path) {
     const QString absolute = path.isEmpty() ? QString() : QFileInfo(path).absoluteFilePath();
-    presets_->setCurrentIndex(absolute.isEmpty() ? -1 : presets_->findData(absolute));
+    presetCombo_->setCurrentIndex(absolute.isEmpty() ? -1 : presetCombo_->findData(absolute));
+    presets_->select(absolute);
 }
 
 bool MainWindow::openSceneFile(const QString& path) {
@@ -161,7 +408,9 @@ bool MainWindow::openSceneFile(const QString& path) {
         lastError_ = tr("Cannot open %1:\n%2").arg(QFileInfo(path).fileName(), describe(e));
         return false;
     }
-    return setScene(scene, path);
+    if (!setScene(scene, path)) return false;
+    addRecent(QFileInfo(path).absoluteFilePath());
+    return true;
 }
 
 bool MainWindow::setScene(const Scene& scene, const QString& sourcePath) {
@@ -173,19 +422,89 @@ bool MainWindow::setScene(const Scene& scene, const QString& sourcePath) {
         return false;
     }
     scene_ = scene;
+    baseHeads_ = scene.attention.heads;
     scenePath_ = sourcePath;
     lastError_.clear();
+    scrubIndex_.reset();
+    view_->setPreview(nullptr);
+    view_->setScene(scene);
+    cone_->setScene(scene);
+    scenePanel_->setScene(scene);
+    matrixEditor_->setScene(scene);
+    plots_->clear();
+    plots_->setRankTolerance(scene.output.rankTol);
+    // A 3-D default camera for d >= 3 (axes for d = 3, principal components beyond).
+    const int projection = scene.d >= 3 ? (scene.d > 3 ? 3 : 2) : 0;
+    if (QAction* a = projectionGroup_->actions().value(projection)) a->setChecked(true);
 
     const QString name = !scene.name.empty()     ? QString::fromStdString(scene.name)
                          : !sourcePath.isEmpty() ? QFileInfo(sourcePath).completeBaseName()
                                                  : tr("untitled");
     setWindowTitle(tr("%1 — Flowscope").arg(name));
-    sceneLabel_->setText(scene.description.empty()
-                             ? name
-                             : tr("%1 — %2").arg(name, QString::fromStdString(scene.description)));
+    QString label = name;
+    if (!scene.figure.empty()) label += tr(" (%1)").arg(QString::fromStdString(scene.figure));
+    if (!scene.description.empty()) label += tr(" — %1").arg(QString::fromStdString(scene.description));
+    sceneLabel_->setText(label);
     selectPresetFor(sourcePath);
     updateControls();
     return true;
+}
+
+bool MainWindow::saveSceneFile(const QString& path) {
+    if (!scene_) {
+        lastError_ = tr("There is no scene to save.");
+        return false;
+    }
+    try {
+        saveScene(*scene_, QFile::encodeName(path).toStdString()); // atomic: written aside, then renamed
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot save %1:\n%2").arg(QFileInfo(path).fileName(), describe(e));
+        return false;
+    }
+    scenePath_ = path;
+    addRecent(QFileInfo(path).absoluteFilePath());
+    return true;
+}
+
+void MainWindow::applyAttention(const AttentionSpec& spec, QObject* from) {
+    if (!scene_) return;
+    scene_->attention = spec;
+    runner_.setAttention(spec);
+    view_->setAttention(spec);
+    cone_->setScene(*scene_);
+    if (from != scenePanel_) scenePanel_->setAttention(spec);
+    if (from != matrixEditor_) matrixEditor_->setAttention(spec);
+    if (from != view_) {
+        baseHeads_ = spec.heads; // the V-scale slider restarts from the matrices as edited
+        view_->resetValueScale();
+    }
+}
+
+void MainWindow::applyIntegrator(const IntegratorSpec& spec) {
+    if (!scene_) return;
+    scene_->integrator = spec;
+    runner_.setIntegrator(spec);
+    view_->setIntegrator(spec);
+}
+
+void MainWindow::addRecent(const QString& path) {
+    recent_.removeAll(path);
+    recent_.prepend(path);
+    while (recent_.size() > kMaxRecent) recent_.removeLast();
+    rebuildRecentMenu();
+}
+
+void MainWindow::rebuildRecentMenu() {
+    if (!recentMenu_) return;
+    recentMenu_->clear();
+    for (const QString& path : recent_) {
+        QAction* a = recentMenu_->addAction(QFileInfo(path).fileName());
+        a->setToolTip(path);
+        connect(a, &QAction::triggered, this, [this, path] {
+            if (!openSceneFile(path)) QMessageBox::warning(this, tr("Open recent"), lastError_);
+        });
+    }
+    recentMenu_->setEnabled(!recent_.isEmpty());
 }
 
 void MainWindow::openSceneDialog() {
@@ -196,12 +515,28 @@ void MainWindow::openSceneDialog() {
     if (!openSceneFile(path)) QMessageBox::warning(this, tr("Open scene"), lastError_);
 }
 
+void MainWindow::saveSceneDialog() {
+    const QString start = scenePath_.isEmpty() ? QDir::homePath() : QFileInfo(scenePath_).absolutePath();
+    QString path = QFileDialog::getSaveFileName(this, tr("Save scene"), start, tr("Scenes (*.json)"));
+    if (path.isEmpty()) return;
+    if (!path.endsWith(QStringLiteral(".json"))) path += QStringLiteral(".json");
+    if (!saveSceneFile(path)) QMessageBox::warning(this, tr("Save scene"), lastError_);
+}
+
 void MainWindow::openPreset(int index) {
-    const QString path = presets_->itemData(index).toString();
+    const QString path = presetCombo_->itemData(index).toString();
     if (path.isEmpty() || !openSceneFile(path)) {
         QMessageBox::warning(this, tr("Open preset"), lastError_);
         selectPresetFor(scenePath_); // the combo shows the scene that is actually running
     }
+}
+
+void MainWindow::continueFromScrub() {
+    if (!scrubIndex_) return;
+    if (auto s = runner_.snapshot(); s && s->history && std::size_t(*scrubIndex_) < s->history->size())
+        runner_.seek(s->history->at(std::size_t(*scrubIndex_)).t);
+    scrubIndex_.reset();
+    view_->setPreview(nullptr);
 }
 
 void MainWindow::togglePlay() {
@@ -213,18 +548,22 @@ void MainWindow::togglePlay() {
 }
 
 void MainWindow::play() {
+    continueFromScrub();
     // Play at the end of a run (or after an event) starts it again from the beginning.
-    if (auto s = runner_.snapshot(); s && s->finished) runner_.reset();
+    if (auto s = runner_.snapshot(); s && s->finished && !scrubIndex_) runner_.reset();
     runner_.play();
     updateControls();
 }
 
 void MainWindow::stepOnce() {
+    continueFromScrub();
     runner_.stepOnce();
     updateControls();
 }
 
 void MainWindow::reset() {
+    scrubIndex_.reset();
+    view_->setPreview(nullptr);
     runner_.reset();
 }
 
@@ -236,6 +575,64 @@ void MainWindow::setMaxSpeed(bool on) {
     maxSpeedAction_->setChecked(on);
 }
 
+void MainWindow::showConeView() {
+    tabs_->setCurrentWidget(cone_);
+}
+
+void MainWindow::showParticleView() {
+    tabs_->setCurrentWidget(view_);
+}
+
+void MainWindow::scrubTo(int index) {
+    const auto live = runner_.snapshot();
+    if (!live || !live->history) return;
+    const long count = long(live->history->size());
+    if (index >= count - 1 || index < 0) { // the right end: follow the run again
+        scrubIndex_.reset();
+        view_->setPreview(nullptr);
+        return;
+    }
+    runner_.pause();
+    const long k = live->history->frameWithTokensAtOrBefore(live->history->at(std::size_t(index)).t);
+    if (k < 0) return;
+    const RecordedFrame f = live->history->at(std::size_t(k));
+    auto preview = std::make_shared<Snapshot>(*live);
+    preview->t = f.t;
+    preview->step = f.step;
+    preview->tokens = *f.tokens;
+    preview->observables = f.obs;
+    preview->finished = false;
+    preview->event.reset();
+    preview->playing = false;
+    scrubIndex_ = int(k);
+    view_->setPreview(preview);
+}
+
+void MainWindow::updatePlots() {
+    if (!plots_->isVisible()) return;
+    plots_->setSnapshot(runner_.snapshot());
+    if (const auto shown = view_->displayedSnapshot()) plots_->setCursorTime(shown->t);
+}
+
+void MainWindow::onSnapshot() {
+    updateControls();
+    const auto shown = view_->displayedSnapshot();
+    const auto live = runner_.snapshot();
+    if (!shown) return;
+    cone_->setTime(shown->t);
+    if (shown->observables.cov.rows() == 2 && shown->tokens.cols() == 2)
+        cone_->setCurrentCovariance(tokenCovariance(shown->tokens));
+    else
+        cone_->setCurrentCovariance(std::nullopt);
+
+    const int frames = live && live->history ? int(live->history->size()) : 0;
+    const QSignalBlocker block(scrubber_);
+    scrubber_->setRange(0, std::max(frames - 1, 0));
+    if (!scrubIndex_ && !scrubber_->isSliderDown()) scrubber_->setValue(scrubber_->maximum());
+    scrubLabel_->setText(scrubIndex_ ? tr("t = %1").arg(shown->t, 0, 'f', 3)
+                                     : tr("t = %1 (live)").arg(shown->t, 0, 'f', 3));
+}
+
 void MainWindow::updateControls() {
     // Called for every new snapshot (~60 Hz while running): touch the actions only when something changed.
     const bool playing = runner_.playing();
@@ -245,16 +642,82 @@ void MainWindow::updateControls() {
     playAction_->setText(playing ? tr("Pause") : tr("Play"));
     playAction_->setIcon(
         makeIcon(playing ? IconKind::Pause : IconKind::Play, palette().color(QPalette::ButtonText)));
-    for (QAction* a : {playAction_, stepAction_, resetAction_, frameAction_}) a->setEnabled(have);
+    for (QAction* a : {playAction_, stepAction_, resetAction_, frameAction_, saveAction_, saveAsAction_})
+        a->setEnabled(have);
+}
+
+void MainWindow::setTheme(ThemeKind kind) {
+    theme_ = kind;
+    if (auto* app = qobject_cast<QApplication*>(QCoreApplication::instance())) applyTheme(*app, kind);
+    view_->setPlotStyle(plotStyle(kind));
+    for (QAction* a : themeGroup_->actions()) a->setChecked(ThemeKind(a->data().toInt()) == kind);
+    // Icons are drawn in the text colour of the palette.
+    const QColor ink = QApplication::palette().color(QPalette::ButtonText);
+    openAction_->setIcon(makeIcon(IconKind::Open, ink));
+    stepAction_->setIcon(makeIcon(IconKind::Step, ink));
+    resetAction_->setIcon(makeIcon(IconKind::Reset, ink));
+    frameAction_->setIcon(makeIcon(IconKind::Frame, ink));
+    controlsState_.reset();
+    updateControls();
+}
+
+void MainWindow::saveSettings() {
+    QSettings s;
+    s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    s.setValue(QStringLiteral("window/state"), saveState());
+    s.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
+    s.setValue(QStringLiteral("view/theme"), theme_ == ThemeKind::Light ? "light" : "dark");
+    s.setValue(QStringLiteral("view/colorBy"), int(view_->colorBy()));
+    s.setValue(QStringLiteral("view/overlay"), view_->showOverlay());
+    s.setValue(QStringLiteral("view/trails"), view_->showTrails());
+    s.setValue(QStringLiteral("view/disc"), discAction_->isChecked());
+    s.setValue(QStringLiteral("run/stepsPerSecond"), rate_);
+    s.setValue(QStringLiteral("files/recent"), recent_);
+    if (scene_) {
+        s.setValue(QStringLiteral("scene/json"), QString::fromStdString(sceneToJson(*scene_)));
+        s.setValue(QStringLiteral("scene/path"), scenePath_);
+    }
+}
+
+std::optional<std::pair<Scene, QString>> MainWindow::restoreSettings() {
+    QSettings s;
+    restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(s.value(QStringLiteral("window/state")).toByteArray());
+    tabs_->setCurrentIndex(s.value(QStringLiteral("window/tab"), 0).toInt());
+    setTheme(s.value(QStringLiteral("view/theme")).toString() == QStringLiteral("light") ? ThemeKind::Light
+                                                                                         : ThemeKind::Dark);
+    const int color = std::clamp(s.value(QStringLiteral("view/colorBy"), 0).toInt(), 0, 2);
+    colorGroup_->actions().value(color)->setChecked(true);
+    view_->setColorBy(ColorBy(color));
+    overlayAction_->setChecked(s.value(QStringLiteral("view/overlay"), true).toBool());
+    trailsAction_->setChecked(s.value(QStringLiteral("view/trails"), false).toBool());
+    discAction_->setChecked(s.value(QStringLiteral("view/disc"), false).toBool());
+    setStepsPerSecond(
+        s.value(QStringLiteral("run/stepsPerSecond"), WorkerLoop::kDefaultStepsPerSecond).toDouble());
+    recent_ = s.value(QStringLiteral("files/recent")).toStringList();
+    rebuildRecentMenu();
+    const QString json = s.value(QStringLiteral("scene/json")).toString();
+    if (json.isEmpty()) return std::nullopt;
+    try {
+        return std::pair(sceneFromJson(json.toStdString()), s.value(QStringLiteral("scene/path")).toString());
+    } catch (const std::exception&) {
+        return std::nullopt; // a stale or damaged entry: start from the default scene instead
+    }
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+    saveSettings();
+    QMainWindow::closeEvent(e);
 }
 
 QImage MainWindow::grabWindowImage() {
     QPixmap window = grab();
-    // Paint the view's framebuffer over its place: grabbing a QOpenGLWidget through its parent is not
+    // Paint the views' framebuffers over their places: grabbing a QOpenGLWidget through its parent is not
     // guaranteed to include the GL content on every platform.
-    const QImage gl = view_->grabFramebuffer();
     QPainter p(&window);
-    p.drawImage(QRectF(view_->mapTo(this, QPoint(0, 0)), view_->size()), gl);
+    for (QOpenGLWidget* gl : {static_cast<QOpenGLWidget*>(view_), static_cast<QOpenGLWidget*>(cone_)})
+        if (gl->isVisible())
+            p.drawImage(QRectF(gl->mapTo(this, QPoint(0, 0)), gl->size()), gl->grabFramebuffer());
     p.end();
     return window.toImage();
 }

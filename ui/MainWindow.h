@@ -1,27 +1,43 @@
-// Flowscope UI: the main window: the particle view, run controls, scene files and presets.
+// Flowscope UI: the main window: the particle and covariance-cone views, the dockable panels (scene,
+// matrices, presets, plots), run controls with a time scrubber, scene files, presets, settings.
 //
 // Scene changes go through openSceneFile()/setScene(), which return false and keep the current scene on
-// failure (the message is in lastError()); only the interactive paths (menu, preset combo) show a dialog,
-// so tests and scripts never block on a modal box.
+// failure (the message is in lastError()); only the interactive paths (menu, preset browser) show a dialog,
+// so tests and scripts never block on a modal box. Live edits (attention, integrator, quick sliders) go to
+// the running simulation at once and continue from its current state; structural edits (d, N, initial
+// tokens) restart only when the scene panel's Apply asks for it.
 #pragma once
 
 #include "engine/runner/SimulationRunner.h"
 #include "engine/scene/Scene.h"
+#include "ui/Theme.h"
 
 #include <QImage>
 #include <QMainWindow>
 #include <QString>
+#include <QStringList>
 
 #include <optional>
 #include <utility>
+#include <vector>
 
 class QAction;
+class QActionGroup;
 class QComboBox;
+class QLabel;
+class QMenu;
+class QSlider;
+class QTabWidget;
 
 namespace flowscope {
 
+class ConeView;
 class ElidedLabel;
+class MatrixEditor;
 class ParticleView;
+class PlotsPanel;
+class PresetBrowser;
+class ScenePanel;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -29,19 +45,37 @@ class MainWindow : public QMainWindow {
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    // Lists the *.json files of `dir` in the preset combo.
+    // Lists the *.json files of `dir` in the preset combo and the presets browser.
     void setPresetDirectory(const QString& dir);
 
     bool openSceneFile(const QString& path);
     bool setScene(const Scene& scene, const QString& sourcePath = {});
+    // Writes the current scene (with its live edits and view settings) atomically. False: see lastError().
+    bool saveSceneFile(const QString& path);
 
+    // The scene as it runs now: the opened scene with every live edit applied.
     const std::optional<Scene>& scene() const { return scene_; }
     QString scenePath() const { return scenePath_; }
     QString lastError() const { return lastError_; }
     SimulationRunner& runner() { return runner_; }
     ParticleView* particleView() const { return view_; }
+    ConeView* coneView() const { return cone_; }
+    ScenePanel* scenePanel() const { return scenePanel_; }
+    MatrixEditor* matrixEditor() const { return matrixEditor_; }
+    PresetBrowser* presetBrowser() const { return presets_; }
+    PlotsPanel* plotsPanel() const { return plots_; }
+    QSlider* scrubber() const { return scrubber_; }
+    QStringList recentFiles() const { return recent_; }
 
-    // The whole window as shown, including the GL view (which a plain QWidget::grab may leave blank).
+    // Settings (QSettings "Flowscope"): window geometry and dock layout, theme, view options, recent files,
+    // and the last scene (its JSON, so unsaved edits survive). restoreSettings() returns the last scene when
+    // there is one that still parses.
+    void saveSettings();
+    std::optional<std::pair<Scene, QString>> restoreSettings();
+    void setTheme(ThemeKind kind);
+    ThemeKind theme() const { return theme_; }
+
+    // The whole window as shown, including the GL views (which a plain QWidget::grab may leave blank).
     QImage grabWindowImage();
 
   public slots:
@@ -51,32 +85,77 @@ class MainWindow : public QMainWindow {
     void reset();
     void frameAll();
     void setMaxSpeed(bool on); // no steps/s cap
+    void setStepsPerSecond(double rate);
+    void showConeView();
+    void showParticleView();
+    // Time scrubber: preview the recorded frame `index` (play or step continues from it).
+    void scrubTo(int index);
+
+  protected:
+    void closeEvent(QCloseEvent* e) override;
 
   private slots:
     void openSceneDialog();
+    void saveSceneDialog();
     void openPreset(int index);
     void updateControls();
+    void onSnapshot();
+    void updatePlots();
 
   private:
     void buildActions();
     void buildMenus();
-    void buildToolBar();
+    void buildToolBars();
+    void buildDocks();
     void selectPresetFor(const QString& path);
+    void applyAttention(const AttentionSpec& spec, QObject* from);
+    void applyIntegrator(const IntegratorSpec& spec);
+    void continueFromScrub();
+    void addRecent(const QString& path);
+    void rebuildRecentMenu();
+    void syncRateControls();
 
     SimulationRunner runner_;
     ParticleView* view_ = nullptr;
+    ConeView* cone_ = nullptr;
+    QTabWidget* tabs_ = nullptr;
+    ScenePanel* scenePanel_ = nullptr;
+    MatrixEditor* matrixEditor_ = nullptr;
+    PresetBrowser* presets_ = nullptr;
+    PlotsPanel* plots_ = nullptr;
     std::optional<Scene> scene_;
+    std::vector<HeadParams> baseHeads_; // V before the quick V-scale slider
     QString scenePath_;
+    QString presetDir_;
     QString lastError_;
+    QStringList recent_;
+    ThemeKind theme_ = ThemeKind::Dark;
+    std::optional<int> scrubIndex_; // the recorded frame previewed, when not following the run
+    double rate_ = WorkerLoop::kDefaultStepsPerSecond;
 
     QAction* openAction_ = nullptr;
+    QAction* saveAction_ = nullptr;
+    QAction* saveAsAction_ = nullptr;
     QAction* quitAction_ = nullptr;
     QAction* playAction_ = nullptr;
     QAction* stepAction_ = nullptr;
     QAction* resetAction_ = nullptr;
     QAction* frameAction_ = nullptr;
     QAction* maxSpeedAction_ = nullptr;
-    QComboBox* presets_ = nullptr;
+    QAction* overlayAction_ = nullptr;
+    QAction* hudAction_ = nullptr;
+    QAction* trailsAction_ = nullptr;
+    QAction* discAction_ = nullptr;
+    QActionGroup* colorGroup_ = nullptr;
+    QActionGroup* projectionGroup_ = nullptr;
+    QActionGroup* themeGroup_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
+    QMenu* panelsMenu_ = nullptr;
+    QComboBox* presetCombo_ = nullptr;
+    QSlider* speed_ = nullptr;
+    QLabel* speedLabel_ = nullptr;
+    QSlider* scrubber_ = nullptr;
+    QLabel* scrubLabel_ = nullptr;
     ElidedLabel* sceneLabel_ = nullptr;
     std::optional<std::pair<bool, bool>> controlsState_; // (playing, have a scene) the actions show
 };

@@ -1,15 +1,20 @@
 #include "ui/ParticleView.h"
 
+#include "engine/gaussian/MatrixRoots.h"
 #include "ui/Colormap.h"
+#include "ui/Hud.h"
+#include "ui/ImGuiLayer.h"
 #include "ui/OpenGLSetup.h"
 #include "ui/StatusOverlay.h"
 
+#include <Eigen/Eigenvalues>
 #include <QMouseEvent>
 #include <QOpenGLContext>
 #include <QOpenGLFunctions>
 #include <QPainter>
 #include <QSurfaceFormat>
 #include <QWheelEvent>
+#include <imgui.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,30 +25,61 @@ namespace flowscope {
 
 namespace {
 
-constexpr int kRefreshMs = 100;
+constexpr int kRefreshMs = 15;
 constexpr double kFrameMargin = 0.08;
+constexpr double kPickRadius = 10.0; // logical pixels
+constexpr int kTrailFrames = 24;
+constexpr Eigen::Index kMaxTrailTokens = 20000;
 
-// The two plotted coordinates of token i (d = 1 is drawn on the x axis).
-QPointF plotted(const Tokens& X, Eigen::Index i) {
-    return {X(i, 0), X.cols() >= 2 ? X(i, 1) : 0.0};
+bool finiteRow(const Tokens& P, Eigen::Index i) {
+    return P.row(i).allFinite();
 }
 
-bool finite(QPointF p) {
-    return std::isfinite(p.x()) && std::isfinite(p.y());
-}
-
-// Bounding box of the finite tokens; a null rect when there are none.
-QRectF finiteBounds(const Tokens& X) {
-    double x0 = std::numeric_limits<double>::infinity(), y0 = x0, x1 = -x0, y1 = -x0;
-    if (X.cols() == 0) return {};
-    for (Eigen::Index i = 0; i < X.rows(); ++i) {
-        const QPointF p = plotted(X, i);
-        if (!finite(p)) continue;
-        x0 = std::min(x0, p.x()), x1 = std::max(x1, p.x());
-        y0 = std::min(y0, p.y()), y1 = std::max(y1, p.y());
+// Bounding box of the finite rows of P (N x k); false when there are none.
+bool finiteBox(const Tokens& P, Eigen::Vector3d& lo, Eigen::Vector3d& hi) {
+    lo.setConstant(std::numeric_limits<double>::infinity());
+    hi = -lo;
+    bool any = false;
+    for (Eigen::Index i = 0; i < P.rows(); ++i) {
+        if (!finiteRow(P, i)) continue;
+        for (Eigen::Index c = 0; c < P.cols(); ++c) {
+            lo(c) = std::min(lo(c), P(i, c));
+            hi(c) = std::max(hi(c), P(i, c));
+        }
+        any = true;
     }
-    if (x0 > x1) return {};
-    return QRectF(QPointF(x0, y0), QPointF(x1, y1));
+    for (Eigen::Index c = P.cols(); c < 3; ++c) lo(c) = hi(c) = 0.0;
+    return any;
+}
+
+// Greedy leader clustering labels (the rule of countClusters): token i joins the first leader within tol.
+std::vector<int> clusterLabels(const Tokens& X, double tol) {
+    std::vector<Eigen::Index> leaders;
+    std::vector<int> label(std::size_t(X.rows()), 0);
+    for (Eigen::Index i = 0; i < X.rows(); ++i) {
+        int found = -1;
+        for (std::size_t l = 0; l < leaders.size() && found < 0; ++l)
+            if ((X.row(i) - X.row(leaders[l])).norm() <= tol) found = int(l);
+        if (found < 0 && leaders.size() < 4096) {
+            found = int(leaders.size());
+            leaders.push_back(i);
+        }
+        label[std::size_t(i)] = std::max(found, 0);
+    }
+    return label;
+}
+
+// A qualitative palette for cluster labels (Tableau 10), repeated.
+QColor categorical(int k) {
+    static const QColor colors[] = {{78, 121, 167}, {242, 142, 43}, {225, 87, 89},   {118, 183, 178},
+                                    {89, 161, 79},  {237, 201, 72}, {176, 122, 161}, {255, 157, 167},
+                                    {156, 117, 95}, {186, 176, 172}};
+    return colors[k % 10];
+}
+
+PointVertex vertex(const Eigen::Vector3d& p, const QColor& c, double alpha = 1.0) {
+    return {float(p.x()),      float(p.y()),     float(p.z()), float(c.redF()),
+            float(c.greenF()), float(c.blueF()), float(alpha)};
 }
 
 } // namespace
@@ -54,9 +90,11 @@ ParticleView::ParticleView(QWidget* parent) : QOpenGLWidget(parent) {
     format.setProfile(QSurfaceFormat::CoreProfile);
     setFormat(format);
     setFocusPolicy(Qt::StrongFocus);
-    setMouseTracking(false);
+    setMouseTracking(true); // hover picking
     setCursor(Qt::OpenHandCursor);
     setMinimumSize(200, 150);
+    basis_ = Mat::Identity(2, 2);
+    imgui_ = std::make_unique<ImGuiLayer>(this);
 
     timer_.setInterval(kRefreshMs);
     connect(&timer_, &QTimer::timeout, this, &ParticleView::refresh);
@@ -72,16 +110,141 @@ void ParticleView::setSource(SnapshotSource source) {
     refresh();
 }
 
+void ParticleView::setScene(const Scene& scene) {
+    scene_ = scene;
+    overlay_.setScene(scene);
+    try {
+        pickField_ = makeCpuField(scene.attention, scene.d, Precision::Float64);
+    } catch (const std::exception&) {
+        pickField_.reset();
+    }
+    quickBeta_ = scene.attention.beta;
+    quickVScale_ = 1.0;
+    ProjectionSpec p;
+    p.dims = scene.d >= 3 ? 3 : 2;
+    p.pca = scene.d > 3;
+    projection_ = p;
+    picked_ = -1;
+    pickedWeights_.resize(0);
+    previous_.reset();
+    updateBasis(nullptr);
+    framePending_ = true;
+    pointsDirty_ = linesDirty_ = true;
+    update();
+}
+
+void ParticleView::setAttention(const AttentionSpec& spec) {
+    if (!scene_) return;
+    scene_->attention = spec;
+    overlay_.setAttention(spec, shown_ ? shown_->t : 0.0);
+    if (pickField_) pickField_->setAttention(spec);
+    quickBeta_ = spec.beta;
+    updatePickWeights();
+    linesDirty_ = true;
+    update();
+}
+
+void ParticleView::setIntegrator(const IntegratorSpec& spec) {
+    if (!scene_) return;
+    scene_->integrator = spec;
+    overlay_.setIntegrator(spec, shown_ ? shown_->t : 0.0);
+    linesDirty_ = true;
+    update();
+}
+
+void ParticleView::setPreview(std::shared_ptr<const Snapshot> preview) {
+    preview_ = std::move(preview);
+    refresh();
+}
+
 void ParticleView::refresh() {
-    if (!source_) return;
-    auto s = source_();
+    if (!source_ && !preview_) return;
+    auto s = preview_ ? preview_ : source_();
     if (s == shown_) return;
     // A new scene (or the first data) is framed automatically; later snapshots keep the user's camera.
-    if (s && (!shown_ || s->generation != shown_->generation)) framePending_ = true;
+    const bool newRun = s && (!shown_ || s->generation != shown_->generation);
+    if (newRun) framePending_ = true;
+    previous_ = newRun ? nullptr : shown_;
     shown_ = std::move(s);
-    uploadPending_ = true;
+    if (shown_ && basis_.rows() != shown_->tokens.cols()) updateBasis(&shown_->tokens);
+    if (picked_ >= 0 && shown_ && picked_ >= shown_->tokens.rows()) picked_ = -1;
+    updatePickWeights();
+    pointsDirty_ = linesDirty_ = true;
     update();
     emit snapshotChanged();
+}
+
+void ParticleView::setRate(double stepsPerSecond, bool maxSpeed) {
+    quickRate_ = stepsPerSecond;
+    quickMaxSpeed_ = maxSpeed;
+}
+
+void ParticleView::setHudVisible(bool on) {
+    hudVisible_ = on;
+    update();
+}
+
+void ParticleView::setColorBy(ColorBy c) {
+    colorBy_ = c;
+    pointsDirty_ = true;
+    update();
+}
+
+void ParticleView::setShowOverlay(bool on) {
+    showOverlay_ = on;
+    linesDirty_ = true;
+    update();
+}
+
+void ParticleView::setShowTrails(bool on) {
+    showTrails_ = on;
+    linesDirty_ = true;
+    update();
+}
+
+void ParticleView::setProjection(const ProjectionSpec& p) {
+    projection_ = p;
+    const int d = shown_ ? int(shown_->tokens.cols()) : scene_ ? scene_->d : 2;
+    if (d < 3) projection_.dims = 2;
+    updateBasis(shown_ ? &shown_->tokens : nullptr);
+    framePending_ = pointsDirty_ = linesDirty_ = true;
+    update();
+}
+
+void ParticleView::updateBasis(const Tokens* from) {
+    const int d = from ? int(from->cols()) : scene_ ? scene_->d : 2;
+    const int k = std::min(projection_.dims, std::max(d, 1));
+    if (d <= 0) return;
+    basis_ = Mat::Zero(d, std::max(k, 2));
+    if (projection_.pca && d > k) {
+        // Principal directions of the current cloud (or of the initial covariance before any tokens).
+        Mat cov = Mat::Identity(d, d);
+        if (from && from->rows() > 1 && from->allFinite())
+            cov = tokenCovariance(*from);
+        else if (scene_ && scene_->initial.kind == InitKind::Gaussian && scene_->initial.cov.rows() == d)
+            cov = scene_->initial.cov;
+        Eigen::SelfAdjointEigenSolver<Mat> eig(symmetricPart(cov));
+        for (int c = 0; c < k; ++c) basis_.col(c) = eig.eigenvectors().col(d - 1 - c);
+    } else {
+        for (int c = 0; c < k; ++c) basis_(std::clamp(projection_.axes[std::size_t(c)], 0, d - 1), c) = 1.0;
+    }
+    // d = 1: the second plotted coordinate stays 0.
+}
+
+Tokens ParticleView::projected(const Tokens& X) const {
+    if (X.cols() != basis_.rows()) return Tokens::Zero(X.rows(), basis_.cols());
+    return X * basis_;
+}
+
+std::optional<QPointF> ParticleView::worldToPixel(const Vec& x) const {
+    if (x.size() != basis_.rows()) return std::nullopt;
+    const Vec p = basis_.transpose() * x;
+    if (is3D()) {
+        QPointF pixel;
+        if (!camera_.worldToPixel(Eigen::Vector3d(p(0), p(1), p(2)), &pixel)) return std::nullopt;
+        return pixel;
+    }
+    return view_.worldToPixel(QPointF(p(0), p(1)));
 }
 
 double ParticleView::pointSize() const {
@@ -98,7 +261,12 @@ void ParticleView::frameAll() {
 void ParticleView::applyPendingFrame() {
     if (!framePending_ || !shown_) return;
     framePending_ = false;
-    view_.frame(finiteBounds(shown_->tokens), kFrameMargin);
+    Eigen::Vector3d lo, hi;
+    if (!finiteBox(projected(shown_->tokens), lo, hi)) return;
+    if (is3D())
+        camera_.frame(lo, hi);
+    else
+        view_.frame(QRectF(QPointF(lo.x(), lo.y()), QPointF(hi.x(), hi.y())), kFrameMargin);
 }
 
 void ParticleView::initializeGL() {
@@ -113,14 +281,16 @@ void ParticleView::initializeGL() {
                        .arg(renderer_.log());
         return;
     }
+    imgui_->initialize(); // without it the view still draws, only the heads-up display is missing
     glReady_ = true;
-    uploadPending_ = true;
+    pointsDirty_ = linesDirty_ = true;
 }
 
 void ParticleView::releaseGL() {
     if (!glReady_) return;
     makeCurrent();
     renderer_.destroy();
+    imgui_->destroy();
     doneCurrent();
     glReady_ = false;
 }
@@ -128,35 +298,206 @@ void ParticleView::releaseGL() {
 void ParticleView::resizeGL(int w, int h) {
     // Keep the centre and the scale: resizing reveals more or less of the plane, it does not zoom.
     view_.setViewportSize(QSizeF(w, h));
+    camera_.setViewportSize(QSizeF(w, h));
 }
 
 void ParticleView::uploadPoints() {
-    uploadPending_ = false;
+    pointsDirty_ = false;
     if (!glReady_) return;
     std::vector<PointVertex> vertices;
-    QPointF origin;
-    if (shown_) {
+    if (shown_ && shown_->tokens.cols() > 0) {
         const Tokens& X = shown_->tokens;
-        const QRectF bounds = finiteBounds(X);
-        origin = bounds.isNull() ? QPointF() : bounds.center();
+        const Tokens P = projected(X);
+        Eigen::Vector3d lo, hi;
+        origin_ = finiteBox(P, lo, hi) ? Eigen::Vector3d(0.5 * (lo + hi)) : Eigen::Vector3d::Zero();
+
+        Vec speed;
+        double speedScale = 0.0;
+        if (colorBy_ == ColorBy::Speed && previous_ && previous_->tokens.rows() == X.rows() &&
+            shown_->t > previous_->t) {
+            speed = (X - previous_->tokens).rowwise().norm() / (shown_->t - previous_->t);
+            std::vector<double> sorted(speed.data(), speed.data() + speed.size());
+            std::erase_if(sorted, [](double v) { return !std::isfinite(v); });
+            if (!sorted.empty()) {
+                const std::size_t q = std::size_t(0.95 * double(sorted.size() - 1));
+                std::nth_element(sorted.begin(), sorted.begin() + std::ptrdiff_t(q), sorted.end());
+                speedScale = sorted[q];
+            }
+        }
+        std::vector<int> labels;
+        if (colorBy_ == ColorBy::Cluster)
+            labels = clusterLabels(X, scene_ ? scene_->output.clusterTol : 1e-3);
+
         vertices.reserve(std::size_t(X.rows()));
         const double last = double(std::max<Eigen::Index>(X.rows() - 1, 1));
-        for (Eigen::Index i = 0; X.cols() > 0 && i < X.rows(); ++i) {
-            const QPointF p = plotted(X, i);
-            if (!finite(p)) continue; // a diverged token has no place on screen
-            const QColor c = viridis(double(i) / last);
-            vertices.push_back(
-                {float(p.x() - origin.x()), float(p.y() - origin.y()), c.redF(), c.greenF(), c.blueF()});
+        for (Eigen::Index i = 0; i < X.rows(); ++i) {
+            if (!finiteRow(P, i)) continue; // a diverged token has no place on screen
+            QColor c;
+            switch (colorBy_) {
+            case ColorBy::Index:
+                c = viridis(double(i) / last);
+                break;
+            case ColorBy::Speed:
+                c = viridis(speedScale > 0 ? speed(i) / speedScale : 0.0);
+                break;
+            case ColorBy::Cluster:
+                c = categorical(labels[std::size_t(i)]);
+                break;
+            }
+            Eigen::Vector3d p = Eigen::Vector3d::Zero();
+            for (Eigen::Index k = 0; k < std::min<Eigen::Index>(P.cols(), 3); ++k) p(k) = P(i, k);
+            if (!is3D()) p.z() = 0.0;
+            vertices.push_back(vertex(p - origin_, c));
         }
     }
-    renderer_.upload(vertices, origin);
+    renderer_.upload(PointRenderer::Points, vertices);
+}
+
+void ParticleView::uploadLines() {
+    linesDirty_ = false;
+    if (!glReady_) return;
+    std::vector<PointVertex> lines; // under the points: trails
+    std::vector<PointVertex> over;  // over them: the Gaussian, the picked token's attention, 3-D axes
+    auto to3 = [this](const Vec& p) {
+        Eigen::Vector3d v = Eigen::Vector3d::Zero();
+        for (Eigen::Index k = 0; k < std::min<Eigen::Index>(p.size(), is3D() ? 3 : 2); ++k) v(k) = p(k);
+        return Eigen::Vector3d(v - origin_);
+    };
+    auto segment = [&](const Eigen::Vector3d& a, const Eigen::Vector3d& b, const QColor& c, double alpha) {
+        over.push_back(vertex(a, c, alpha));
+        over.push_back(vertex(b, c, alpha));
+    };
+
+    // Trails: the last recorded frames, fading with age.
+    if (showTrails_ && shown_ && shown_->history && shown_->tokens.rows() <= kMaxTrailTokens) {
+        const std::size_t size = shown_->history->size();
+        const std::size_t from = size > kTrailFrames ? size - kTrailFrames : 0;
+        std::vector<RecordedFrame> frames = shown_->history->since(from);
+        std::erase_if(frames, [&](const RecordedFrame& f) {
+            return !f.tokens || f.tokens->rows() != shown_->tokens.rows() || f.t > shown_->t;
+        });
+        const double last = double(std::max<Eigen::Index>(shown_->tokens.rows() - 1, 1));
+        for (std::size_t k = 1; k < frames.size(); ++k) {
+            const Tokens A = projected(*frames[k - 1].tokens), B = projected(*frames[k].tokens);
+            const double alpha = 0.6 * double(k) / double(frames.size());
+            for (Eigen::Index i = 0; i < A.rows(); ++i)
+                if (finiteRow(A, i) && finiteRow(B, i)) {
+                    const QColor c = viridis(double(i) / last);
+                    lines.push_back(vertex(to3(A.row(i).transpose()), c, alpha));
+                    lines.push_back(vertex(to3(B.row(i).transpose()), c, alpha));
+                }
+        }
+    }
+
+    // The Gaussian of the moment ODE: 1 and 2 sigma, in the colour of text (white on dark, ink on light).
+    const QColor overlayColor =
+        style_.background.lightness() > 128 ? QColor(40, 44, 52) : QColor(235, 235, 240);
+    if (showOverlay_ && shown_ && overlay_.available() && basis_.rows() == overlay_.at(0)->mean.size()) {
+        const GaussianState g = *overlay_.at(shown_->t);
+        const Vec m = basis_.transpose() * g.mean;
+        const Mat S = basis_.transpose() * g.cov * basis_;
+        if (m.allFinite() && S.allFinite()) {
+            // 2-D: the ellipse of S; 3-D: the ellipses of S in its three principal planes.
+            std::vector<std::pair<int, int>> planes{{0, 1}};
+            Mat R = Mat::Identity(S.rows(), S.cols());
+            Vec lambda = S.diagonal();
+            if (is3D()) {
+                Eigen::SelfAdjointEigenSolver<Mat> eig(symmetricPart(S));
+                R = eig.eigenvectors();
+                lambda = eig.eigenvalues().cwiseMax(0.0);
+                planes = {{0, 1}, {1, 2}, {0, 2}};
+            }
+            for (const auto& [a, b] : planes) {
+                for (double k : {1.0, 2.0}) {
+                    const int segments = 96;
+                    Vec prev;
+                    for (int s = 0; s <= segments; ++s) {
+                        const double th = 2.0 * M_PI * s / segments;
+                        Vec p = m;
+                        if (is3D()) {
+                            p += k * (std::sqrt(lambda(a)) * std::cos(th) * R.col(a) +
+                                      std::sqrt(lambda(b)) * std::sin(th) * R.col(b));
+                        } else {
+                            const Mat root = psdSqrt(symmetricPart(S.topLeftCorner(2, 2)));
+                            p.head(2) += k * root * Eigen::Vector2d(std::cos(th), std::sin(th));
+                        }
+                        if (s > 0) segment(to3(prev), to3(p), overlayColor, k == 1.0 ? 0.85 : 0.5);
+                        prev = p;
+                    }
+                }
+            }
+        }
+    }
+
+    // The picked token's attention: a line to every token, opacity = P_ij / max_j P_ij.
+    if (picked_ >= 0 && shown_ && pickedWeights_.size() == shown_->tokens.rows()) {
+        const Tokens P = projected(shown_->tokens);
+        const double top = pickedWeights_.maxCoeff();
+        const QColor c(255, 214, 102);
+        for (Eigen::Index j = 0; top > 0 && j < P.rows(); ++j) {
+            const double w = pickedWeights_(j) / top;
+            if (w < 0.02 || j == picked_ || !finiteRow(P, j)) continue;
+            segment(to3(P.row(picked_).transpose()), to3(P.row(j).transpose()), c, 0.9 * w);
+        }
+    }
+
+    // 3-D: the three coordinate directions from the cloud's corner, for orientation.
+    if (is3D() && shown_) {
+        Eigen::Vector3d lo, hi;
+        if (finiteBox(projected(shown_->tokens), lo, hi)) {
+            const double len = std::max((hi - lo).maxCoeff(), 1e-12) * 0.25;
+            const QColor axis[3] = {{230, 90, 90}, {90, 200, 110}, {100, 140, 240}};
+            for (int k = 0; k < 3; ++k)
+                segment(lo - origin_, lo - origin_ + len * Eigen::Vector3d::Unit(k), axis[k], 0.9);
+        }
+    }
+    renderer_.upload(PointRenderer::Lines, lines);
+    renderer_.upload(PointRenderer::LinesOver, over);
+}
+
+QMatrix4x4 ParticleView::viewProjection() const {
+    if (is3D()) return camera_.viewProjection(origin_);
+    // 2-D: x_ndc = (x + origin - centre) * 2 s / width, likewise y; the shift is formed in double.
+    const double s = view_.pixelsPerUnit();
+    const double sx = 2.0 * s / std::max(width(), 1), sy = 2.0 * s / std::max(height(), 1);
+    QMatrix4x4 m;
+    m.setToIdentity();
+    m(0, 0) = float(sx);
+    m(1, 1) = float(sy);
+    m(0, 3) = float((origin_.x() - view_.center().x()) * sx);
+    m(1, 3) = float((origin_.y() - view_.center().y()) * sy);
+    return m;
+}
+
+void ParticleView::updatePickWeights() {
+    pickedWeights_.resize(0);
+    if (picked_ < 0 || !shown_ || !pickField_ || picked_ >= shown_->tokens.rows()) return;
+    const Tokens& X = shown_->tokens;
+    if (!X.allFinite()) return;
+    if (scene_ && scene_->attention.type == AttentionType::Sinkhorn) {
+        Tokens dX; // the plan's potentials come from a velocity evaluation
+        pickField_->velocity(shown_->t, X, dX);
+    }
+    pickedWeights_ = pickField_->attentionWeights(shown_->t, X, picked_);
+}
+
+void ParticleView::pick(int token) {
+    if (token == picked_) return;
+    picked_ = token;
+    updatePickWeights();
+    linesDirty_ = true;
+    update();
 }
 
 void ParticleView::paintGL() {
     const double dpr = devicePixelRatioF();
+    QElapsedTimer paintClock;
+    paintClock.start();
     view_.setViewportSize(QSizeF(width(), height()));
+    camera_.setViewportSize(QSizeF(width(), height()));
     applyPendingFrame();
-    if (uploadPending_) uploadPoints();
+    if (pointsDirty_) uploadPoints();
+    if (linesDirty_) uploadLines();
 
     auto* gl = context()->functions();
     gl->glClearColor(style_.background.redF(), style_.background.greenF(), style_.background.blueF(), 1.0f);
@@ -164,29 +505,108 @@ void ParticleView::paintGL() {
 
     QPainter painter(this);
     const QRectF area = rect();
-    const QRectF statusBox = shown_ ? statusRect(painter, area, *shown_) : QRectF();
-    drawGrid(painter, view_, style_, statusBox);
+    // The heads-up display shows the run's status; the plain status box stands in when ImGui is missing.
+    const bool hud = hudVisible_ && glReady_ && imgui_->initialized();
+    const QRectF statusBox = shown_ && !hud ? statusRect(painter, area, *shown_) : QRectF();
+    if (!is3D()) drawGrid(painter, view_, style_, statusBox);
 
     if (glReady_) {
         painter.beginNativePainting();
         gl->glViewport(0, 0, int(std::lround(width() * dpr)), int(std::lround(height() * dpr)));
-        const double s = view_.pixelsPerUnit();
-        renderer_.draw(view_.center(), QPointF(2.0 * s / width(), 2.0 * s / height()),
-                       float(pointSize() * dpr));
+        const QMatrix4x4 vp = viewProjection();
+        renderer_.drawLines(PointRenderer::Lines, vp, float(dpr));
+        renderer_.drawPoints(vp, float(pointSize() * dpr));
+        renderer_.drawLines(PointRenderer::LinesOver, vp, float(dpr));
         painter.endNativePainting();
     }
+    if (is3D()) drawAxisLabels3D(painter);
 
     if (!glError_.isEmpty()) {
         painter.setPen(QColor(255, 120, 120));
         painter.drawText(area.adjusted(20, 20, -20, -20), Qt::AlignCenter | Qt::TextWordWrap, glError_);
     }
     if (shown_) {
-        drawStatus(painter, area, *shown_);
+        if (!hud) drawStatus(painter, area, *shown_);
         drawBanner(painter, area, statusBox, *shown_);
     } else {
         painter.setPen(style_.label);
         painter.drawText(area, Qt::AlignCenter, tr("No scene"));
     }
+    painter.end();
+
+    // An empty ImGui frame when the HUD is hidden, so that no stale window keeps taking the mouse.
+    if (glReady_ && imgui_->initialized()) drawHud();
+
+    // Frame time: this paint's CPU cost, smoothed (exponential, about a second at 60 Hz).
+    const double ms = double(paintClock.nsecsElapsed()) * 1e-6;
+    frameMs_ = frameMs_ == 0.0 ? ms : 0.95 * frameMs_ + 0.05 * ms;
+}
+
+void ParticleView::drawAxisLabels3D(QPainter& painter) {
+    if (!shown_) return;
+    Eigen::Vector3d lo, hi;
+    if (!finiteBox(projected(shown_->tokens), lo, hi)) return;
+    const double len = std::max((hi - lo).maxCoeff(), 1e-12) * 0.25;
+    painter.setPen(style_.label);
+    for (int k = 0; k < 3; ++k) {
+        QPointF p;
+        if (!camera_.worldToPixel(lo + 1.15 * len * Eigen::Vector3d::Unit(k), &p)) continue;
+        const QString name = projection_.pca ? QStringLiteral("PC%1").arg(k + 1)
+                                             : QStringLiteral("x%1").arg(projection_.axes[std::size_t(k)]);
+        painter.drawText(QRectF(p.x() - 30, p.y() - 10, 60, 20), Qt::AlignCenter, name);
+    }
+}
+
+void ParticleView::drawHud() {
+    imgui_->newFrame();
+    if (shown_ && hudVisible_) {
+        HudStats stats;
+        stats.t = shown_->t;
+        stats.step = shown_->step;
+        stats.totalSteps = shown_->totalSteps;
+        stats.n = long(shown_->tokens.rows());
+        stats.d = int(shown_->tokens.cols());
+        stats.backend = shown_->backend;
+        stats.stepsPerSecond = shown_->stepsPerSecond;
+        stats.frameMs = frameMs_;
+        stats.playing = shown_->playing;
+        flowscope::drawHud(stats);
+
+        QuickParams q;
+        q.beta = float(quickBeta_);
+        q.vScale = float(quickVScale_);
+        q.stepsPerSecond = float(quickRate_);
+        q.maxSpeed = quickMaxSpeed_;
+        if (drawQuickSliders(q, &quickLayout_)) {
+            if (double(q.beta) != quickBeta_) {
+                quickBeta_ = q.beta;
+                emit quickBetaChanged(quickBeta_);
+            }
+            if (double(q.vScale) != quickVScale_) {
+                quickVScale_ = q.vScale;
+                emit quickValueScaleChanged(quickVScale_);
+            }
+            if (double(q.stepsPerSecond) != quickRate_ || q.maxSpeed != quickMaxSpeed_) {
+                quickRate_ = q.stepsPerSecond;
+                quickMaxSpeed_ = q.maxSpeed;
+                emit quickRateChanged(quickRate_, quickMaxSpeed_);
+            }
+        }
+        if (picked_ >= 0) {
+            std::vector<std::pair<int, double>> top;
+            for (Eigen::Index j = 0; j < pickedWeights_.size(); ++j)
+                top.emplace_back(int(j), pickedWeights_(j));
+            const std::size_t k = std::min<std::size_t>(5, top.size());
+            std::partial_sort(top.begin(), top.begin() + std::ptrdiff_t(k), top.end(),
+                              [](const auto& a, const auto& b) { return a.second > b.second; });
+            top.resize(k);
+            drawPickTooltip(picked_, top,
+                            pickedWeights_.size()
+                                ? std::string()
+                                : std::string("no attention distribution for this variant"));
+        }
+    }
+    imgui_->render();
 }
 
 void ParticleView::mousePressEvent(QMouseEvent* e) {
@@ -197,11 +617,30 @@ void ParticleView::mousePressEvent(QMouseEvent* e) {
 }
 
 void ParticleView::mouseMoveEvent(QMouseEvent* e) {
-    if (!dragging_) return QOpenGLWidget::mouseMoveEvent(e);
     const QPoint pos = e->position().toPoint();
-    view_.pan(QPointF(pos - lastMouse_));
-    lastMouse_ = pos;
-    update();
+    if (dragging_) {
+        if (is3D())
+            camera_.orbit(QPointF(pos - lastMouse_));
+        else
+            view_.pan(QPointF(pos - lastMouse_));
+        lastMouse_ = pos;
+        update();
+        return;
+    }
+    // Hover: pick the nearest token within kPickRadius logical pixels.
+    int best = -1;
+    if (shown_ && !(imgui_ && imgui_->isOverWindow(e->position()))) {
+        double bestDist = kPickRadius * kPickRadius;
+        const Tokens& X = shown_->tokens;
+        for (Eigen::Index i = 0; i < X.rows(); ++i) {
+            const auto p = worldToPixel(X.row(i).transpose());
+            if (!p) continue;
+            const QPointF d = *p - e->position();
+            const double dist = d.x() * d.x() + d.y() * d.y();
+            if (dist < bestDist) bestDist = dist, best = int(i);
+        }
+    }
+    pick(best);
 }
 
 void ParticleView::mouseReleaseEvent(QMouseEvent* e) {
@@ -214,11 +653,19 @@ void ParticleView::mouseDoubleClickEvent(QMouseEvent* e) {
     if (e->button() == Qt::LeftButton) frameAll();
 }
 
+void ParticleView::leaveEvent(QEvent* e) {
+    pick(-1);
+    QOpenGLWidget::leaveEvent(e);
+}
+
 void ParticleView::wheelEvent(QWheelEvent* e) {
     // One notch (120 units) zooms by 2^(1/4): four notches double the scale.
     const double notches = e->angleDelta().y() / 120.0;
     if (notches == 0.0) return;
-    view_.zoomAt(e->position(), std::pow(2.0, notches / 4.0));
+    if (is3D())
+        camera_.zoom(std::pow(2.0, notches / 4.0));
+    else
+        view_.zoomAt(e->position(), std::pow(2.0, notches / 4.0));
     update();
     e->accept();
 }

@@ -1,24 +1,50 @@
 // Flowscope UI: the particle view, an OpenGL plot of the token cloud of the latest Snapshot.
 //
-// Pulls snapshots from a source on a ~60 Hz timer (the worker publishes; the view never waits on it), draws
-// tokens as round points coloured by token index (viridis), coordinates 0 and 1 for d >= 2, over a grid, with
-// a status overlay and an event banner. Drag pans, the wheel zooms about the cursor, a double click frames
-// everything; the view frames the cloud by itself when a new scene's first snapshot arrives.
+// Pulls snapshots from a source on a timer (the worker publishes; the view never waits on it) and draws the
+// tokens as round points:
+//  * d <= 2: the plane (d = 1 on the x axis) with a grid; drag pans, the wheel zooms about the cursor.
+//  * d >= 3: a 3-D orbit camera over three coordinates (chosen axes, or the top three principal directions
+//    of the cloud for d > 3); drag orbits, the wheel zooms. A 2-D projection (two axes or PCA) is available
+//    for every d.
+// Colours: token index, speed |dx/dt| (finite difference between the two latest snapshots) or cluster
+// (greedy leader clustering at the scene's cluster tolerance). Optional fading trails over the recorded
+// history. The Gaussian of the mean/covariance ODE (GaussianOverlay) is drawn as 1-sigma and 2-sigma
+// ellipses (three principal ellipses each in 3-D): the mean-field picture over the particles.
+// Hovering a token (within 10 pixels) picks it: lines to every other token with opacity proportional to its
+// attention weight P_ij (normalized variants), and the largest weights in a tooltip.
+// A double click (or frameAll()) frames everything; a new scene is framed automatically.
 #pragma once
 
+#include "engine/attention/VelocityField.h"
 #include "engine/runner/SimulationRunner.h"
+#include "ui/GaussianOverlay.h"
+#include "ui/Hud.h"
+#include "ui/OrbitCamera.h"
 #include "ui/PlotDecorations.h"
 #include "ui/PointRenderer.h"
 #include "ui/ViewTransform.h"
 
+#include <QElapsedTimer>
 #include <QOpenGLWidget>
 #include <QPoint>
 #include <QTimer>
 
+#include <array>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace flowscope {
+
+class ImGuiLayer;
+
+enum class ColorBy { Index, Speed, Cluster };
+
+struct ProjectionSpec {
+    int dims = 2;                     // 2: plane, 3: orbit camera (needs d >= 3)
+    bool pca = false;                 // principal directions of the cloud instead of coordinate axes
+    std::array<int, 3> axes{0, 1, 2}; // coordinate axes shown (ignored with pca)
+};
 
 class ParticleView : public QOpenGLWidget {
     Q_OBJECT
@@ -29,22 +55,71 @@ class ParticleView : public QOpenGLWidget {
     ~ParticleView() override;
 
     void setSource(SnapshotSource source);
-    // Pulls the latest snapshot now (the timer does this every ~16 ms) and schedules a repaint if it changed.
+    // The scene the snapshots come from: projection defaults, the Gaussian overlay, token picking.
+    void setScene(const Scene& scene);
+    // Live edits: the overlay continues from the current time with the new parameters; picking uses them.
+    void setAttention(const AttentionSpec& spec);
+    void setIntegrator(const IntegratorSpec& spec);
+
+    // Pulls the latest snapshot now (the timer does this every few ms) and schedules a repaint if it changed.
     void refresh();
-    // The snapshot the next (or last) frame draws.
+    // Shows a fixed snapshot (the time scrubber's preview) instead of the source's until cleared (null).
+    void setPreview(std::shared_ptr<const Snapshot> preview);
     std::shared_ptr<const Snapshot> displayedSnapshot() const { return shown_; }
-    // The camera of the last painted frame; logical pixels (multiply by devicePixelRatioF for framebuffer
-    // pixels).
+
+    void setPlotStyle(const PlotStyle& style) {
+        style_ = style;
+        update();
+    }
+    // The ImGui heads-up display and quick sliders (on by default).
+    void setHudVisible(bool on);
+    bool hudVisible() const { return hudVisible_; }
+    void setColorBy(ColorBy c);
+    ColorBy colorBy() const { return colorBy_; }
+    void setShowOverlay(bool on);
+    bool showOverlay() const { return showOverlay_; }
+    bool overlayAvailable() const { return overlay_.available(); }
+    QString overlayReason() const { return QString::fromStdString(overlay_.reason()); }
+    void setShowTrails(bool on);
+    bool showTrails() const { return showTrails_; }
+    void setProjection(const ProjectionSpec& p);
+    const ProjectionSpec& projection() const { return projection_; }
+    bool is3D() const { return projection_.dims == 3; }
+    // The d x k matrix whose columns span the shown coordinates.
+    const Mat& projectionBasis() const { return basis_; }
+    // Where a d-dimensional point is drawn, in logical pixels (camera of the last painted frame).
+    std::optional<QPointF> worldToPixel(const Vec& x) const;
+
+    // The 2-D camera (d <= 2 or a 2-D projection) and the 3-D one.
     const ViewTransform& transform() const { return view_; }
+    const OrbitCamera& camera() const { return camera_; }
     // Point diameter in logical pixels for the displayed token count.
     double pointSize() const;
     // Frames the displayed tokens (applied at the next paint, when the widget's final size is known).
     void frameAll();
-    // Empty when OpenGL 3.3 core was available; otherwise why nothing can be drawn.
+    // Empty when OpenGL was available; otherwise why nothing can be drawn.
     QString glError() const { return glError_; }
+    // The picked (hovered) token, -1 when none; pick(i) does it programmatically (tests, keyboard).
+    int pickedToken() const { return picked_; }
+    void pick(int token);
+    // The picked token's attention row (empty when none or the variant has no distribution).
+    const Vec& pickedWeights() const { return pickedWeights_; }
+    // Mean of the last paintGL() durations (ms) over about a second.
+    double frameMilliseconds() const { return frameMs_; }
+    ImGuiLayer* imgui() const { return imgui_.get(); }
+    // Where the quick sliders were drawn in the last frame (logical pixels), for tests and tours.
+    const QuickSlidersLayout& quickLayout() const { return quickLayout_; }
+    // What the quick sliders show for the run rate (the window's speed controls set it too).
+    void setRate(double stepsPerSecond, bool maxSpeed);
+    // The V-scale slider back to 1 (V was set from elsewhere).
+    void resetValueScale() { quickVScale_ = 1.0; }
 
   signals:
     void snapshotChanged();
+    // A quick slider of the heads-up display moved (beta, V scale, steps/s).
+    void quickBetaChanged(double beta);
+    void quickValueScaleChanged(double scale); // V = scale * (V when the scene or the matrix editor set it)
+    void quickRateChanged(double stepsPerSecond, bool maxSpeed);
 
   protected:
     void initializeGL() override;
@@ -55,24 +130,54 @@ class ParticleView : public QOpenGLWidget {
     void mouseReleaseEvent(QMouseEvent* e) override;
     void mouseDoubleClickEvent(QMouseEvent* e) override;
     void wheelEvent(QWheelEvent* e) override;
+    void leaveEvent(QEvent* e) override;
 
   private:
     void releaseGL();
+    void updateBasis(const Tokens* from);
+    Tokens projected(const Tokens& X) const; // N x k
     void uploadPoints();
+    void uploadLines();
     void applyPendingFrame();
+    QMatrix4x4 viewProjection() const;
+    void updatePickWeights();
+    void drawHud();
+    void drawAxisLabels3D(QPainter& painter);
 
     SnapshotSource source_;
+    std::shared_ptr<const Snapshot> preview_;
     std::shared_ptr<const Snapshot> shown_;
+    std::shared_ptr<const Snapshot> previous_; // for the finite-difference speed
+    std::optional<Scene> scene_;
+    std::unique_ptr<VelocityField> pickField_;
+    GaussianOverlay overlay_;
     ViewTransform view_;
+    OrbitCamera camera_;
     PlotStyle style_;
     PointRenderer renderer_;
+    std::unique_ptr<ImGuiLayer> imgui_;
     QTimer timer_;
     QString glError_;
+    ProjectionSpec projection_;
+    Mat basis_;
+    Eigen::Vector3d origin_ = Eigen::Vector3d::Zero(); // upload origin (projected coordinates)
+    ColorBy colorBy_ = ColorBy::Index;
+    bool showOverlay_ = true;
+    bool showTrails_ = false;
+    bool hudVisible_ = true;
     bool glReady_ = false;
-    bool uploadPending_ = false;
+    bool pointsDirty_ = false;
+    bool linesDirty_ = false;
     bool framePending_ = false;
     bool dragging_ = false;
     QPoint lastMouse_;
+    int picked_ = -1;
+    Vec pickedWeights_;
+    QElapsedTimer frameClock_;
+    double frameMs_ = 0.0;
+    double quickBeta_ = 1.0, quickVScale_ = 1.0, quickRate_ = WorkerLoop::kDefaultStepsPerSecond;
+    bool quickMaxSpeed_ = false;
+    QuickSlidersLayout quickLayout_;
 };
 
 } // namespace flowscope

@@ -1,16 +1,17 @@
-// Flowscope UI: draws round, anti-aliased points (GL point sprites) from one vertex buffer.
+// Flowscope UI: draws round, anti-aliased points (GL point sprites) and coloured line segments, each from
+// one vertex buffer, through one view-projection matrix (2-D orthographic or the 3-D orbit camera).
 //
 // OpenGL 3.3 core. Every call needs the owning widget's context current; destroy() must run before that
 // context goes away. Positions are stored relative to an origin chosen at upload time (in double) because
 // clustering dynamics produce clouds far from zero with a spread of 1e-7: float32 coordinates would
-// quantize them.
+// quantize them; the caller folds the origin into the matrix in double.
 #pragma once
 
+#include <QMatrix4x4>
 #include <QOpenGLBuffer>
 #include <QOpenGLExtraFunctions>
 #include <QOpenGLShaderProgram>
 #include <QOpenGLVertexArrayObject>
-#include <QPointF>
 #include <QString>
 
 #include <vector>
@@ -18,28 +19,36 @@
 namespace flowscope {
 
 struct PointVertex {
-    float x, y;    // relative to the upload origin
-    float r, g, b; // linear 0..1
+    float x, y, z;    // relative to the upload origin
+    float r, g, b, a; // straight (not premultiplied) alpha
 };
 
 class PointRenderer : protected QOpenGLExtraFunctions {
   public:
+    enum Layer { Points, Lines, LinesOver, LayerCount }; // Lines go under the points, LinesOver on top
+
     // Compiles the program and creates the buffers. Returns false (see log()) when the context cannot.
     bool initialize();
     void destroy();
     QString log() const { return log_; }
 
-    void upload(const std::vector<PointVertex>& vertices, QPointF origin);
-    // Draws the uploaded points into the current viewport: the world point `center` lands in the middle and
-    // one world unit spans `ndcPerUnit` normalized device units per axis. `pointSize` is in device pixels.
-    void draw(QPointF center, QPointF ndcPerUnit, float pointSize);
+    // Points: one vertex each. Lines: two vertices per segment.
+    void upload(Layer layer, const std::vector<PointVertex>& vertices);
+    int count(Layer layer) const { return buffers_[layer].count; }
+    // Draws the points as discs of `pointSize` device pixels.
+    void drawPoints(const QMatrix4x4& viewProjection, float pointSize);
+    void drawLines(Layer layer, const QMatrix4x4& viewProjection, float lineWidth = 1.0f);
 
   private:
+    struct Buffer {
+        QOpenGLBuffer vbo{QOpenGLBuffer::VertexBuffer};
+        QOpenGLVertexArrayObject vao;
+        int count = 0;
+    };
+    void prepare(const QMatrix4x4& viewProjection, float pointSize, bool points);
+
     QOpenGLShaderProgram program_;
-    QOpenGLBuffer vbo_{QOpenGLBuffer::VertexBuffer};
-    QOpenGLVertexArrayObject vao_;
-    QPointF origin_;
-    int count_ = 0;
+    Buffer buffers_[LayerCount];
     bool ready_ = false;
     QString log_;
 };

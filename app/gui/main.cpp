@@ -2,9 +2,12 @@
 //
 //   flowscope [SCENE.json] [--screenshot out.png [--after-steps K]] [--max-speed] [--size WxH]
 //
-// Without a scene it opens the preset "default.json" (or a built-in default when that file is missing) and
-// starts playing. --screenshot waits until the run reaches step K (or finishes), saves the window as a PNG
-// and exits: tests and humans use it to look at what the application draws.
+// Without a scene it reopens the last session's scene (window layout, theme and view options too), else the
+// preset "default.json" (or a built-in default when that file is missing), and starts playing. With
+// --screenshot nothing of the last session is restored, so pictures are reproducible. --screenshot waits
+// until the run reaches step K (or finishes), saves the window as a PNG and exits: tests and humans use it to
+// look at what the application draws.
+#include "ui/ConeView.h"
 #include "ui/DefaultScene.h"
 #include "ui/MainWindow.h"
 #include "ui/OpenGLSetup.h"
@@ -19,7 +22,11 @@
 #include <QRegularExpression>
 #include <QTimer>
 
+#include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #ifndef FLOWSCOPE_PRESET_DIR
 #define FLOWSCOPE_PRESET_DIR ""
@@ -33,6 +40,8 @@ struct Options {
     long afterSteps = 0;
     double timeoutSeconds = 300.0;
     bool maxSpeed = false;
+    bool cone = false;
+    bool frameStats = false;
     QSize size{1280, 800};
 };
 
@@ -54,9 +63,16 @@ Options parseOptions(QApplication& app) {
                                      QStringLiteral("seconds"), QStringLiteral("300"));
     const QCommandLineOption maxSpeed(QStringLiteral("max-speed"),
                                       QStringLiteral("Step as fast as possible (no 120 steps/s cap)."));
+    const QCommandLineOption frameStats(
+        QStringLiteral("frame-stats"),
+        QStringLiteral("With --screenshot: print the particle view's paint time and the UI thread's event "
+                       "latency (a 5 ms timer's lateness) measured while the run went on."));
+    const QCommandLineOption view(QStringLiteral("view"),
+                                  QStringLiteral("Central view to show: particles or cone."),
+                                  QStringLiteral("particles|cone"), QStringLiteral("particles"));
     const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size in logical pixels."),
                                   QStringLiteral("WxH"), QStringLiteral("1280x800"));
-    parser.addOptions({screenshot, afterSteps, timeout, maxSpeed, size});
+    parser.addOptions({screenshot, afterSteps, timeout, maxSpeed, size, view, frameStats});
     parser.process(app);
 
     Options o;
@@ -70,6 +86,9 @@ Options parseOptions(QApplication& app) {
     o.timeoutSeconds = parser.value(timeout).toDouble(&ok);
     if (!ok || o.timeoutSeconds <= 0) parser.showHelp(2);
     o.maxSpeed = parser.isSet(maxSpeed);
+    o.frameStats = parser.isSet(frameStats);
+    o.cone = parser.value(view) == QStringLiteral("cone");
+    if (!o.cone && parser.value(view) != QStringLiteral("particles")) parser.showHelp(2);
     const auto m = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(size));
     if (!m.hasMatch()) parser.showHelp(2);
     o.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
@@ -78,7 +97,9 @@ Options parseOptions(QApplication& app) {
 
 // Opens the requested scene, or the default preset, or the built-in default. False (after telling the user)
 // when an explicitly requested scene cannot be opened in screenshot mode, where nobody can read a dialog.
-bool openInitialScene(flowscope::MainWindow& w, const Options& o) {
+bool openInitialScene(flowscope::MainWindow& w, const Options& o,
+                      const std::optional<std::pair<flowscope::Scene, QString>>& last) {
+    if (o.scene.isEmpty() && last && w.setScene(last->first, last->second)) return true;
     if (!o.scene.isEmpty()) {
         if (w.openSceneFile(o.scene)) return true;
         std::fprintf(stderr, "flowscope: %s\n", qPrintable(w.lastError()));
@@ -93,15 +114,37 @@ bool openInitialScene(flowscope::MainWindow& w, const Options& o) {
     return w.setScene(flowscope::builtinDefaultScene());
 }
 
+// Measures how promptly the UI thread serves events while the simulation runs: a 5 ms timer records how
+// late each tick comes (the time between ticks minus 5 ms). A frozen UI shows as large lateness.
+struct LatencyProbe {
+    QElapsedTimer clock;
+    qint64 last = -1;
+    std::vector<double> lateMs;
+    void tick() {
+        const qint64 now = clock.nsecsElapsed();
+        if (last >= 0) lateMs.push_back(std::max(0.0, double(now - last) * 1e-6 - 5.0));
+        last = now;
+    }
+};
+
 // Polls the runner (no extra thread, no waiting in the UI thread) and saves the window once the run is far
 // enough. Exit codes: 0 saved, 1 could not save, 3 timed out (the image is saved anyway).
 void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Options& o) {
+    auto* probe = new LatencyProbe;
+    if (o.frameStats) {
+        auto* tick = new QTimer(&app);
+        tick->setTimerType(Qt::PreciseTimer);
+        probe->clock.start();
+        QObject::connect(tick, &QTimer::timeout, &app, [probe] { probe->tick(); });
+        tick->start(5);
+    }
     auto* timer = new QTimer(&app);
     auto* clock = new QElapsedTimer;
     clock->start();
-    QObject::connect(timer, &QTimer::timeout, &app, [&app, &w, o, timer, clock] {
+    QObject::connect(timer, &QTimer::timeout, &app, [&app, &w, o, timer, clock, probe] {
         const auto s = w.runner().snapshot();
-        const bool ready = s && (s->step >= o.afterSteps || s->finished || !s->error.empty());
+        const bool ready =
+            s && (s->step >= o.afterSteps || s->finished || !s->error.empty()) && !w.coneView()->solving();
         const bool late = clock->elapsed() > qint64(o.timeoutSeconds * 1000.0);
         if (!ready && !late) return;
         timer->stop();
@@ -115,6 +158,22 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
             return;
         }
         if (late) std::fprintf(stderr, "flowscope: timed out before step %ld\n", o.afterSteps);
+        if (o.frameStats && s) {
+            std::vector<double> v = probe->lateMs;
+            std::sort(v.begin(), v.end());
+            const auto q = [&v](double p) {
+                return v.empty() ? 0.0 : v[std::size_t(p * double(v.size() - 1))];
+            };
+            double mean = 0.0;
+            for (double x : v) mean += x / double(std::max<std::size_t>(v.size(), 1));
+            std::printf("{\"n\": %ld, \"steps\": %ld, \"steps_per_second\": %.1f, \"paint_ms\": %.2f, "
+                        "\"ui_late_ms_mean\": %.2f, \"ui_late_ms_p50\": %.2f, \"ui_late_ms_p99\": %.2f, "
+                        "\"ui_late_ms_max\": %.2f, \"ticks\": %zu}\n",
+                        long(s->tokens.rows()), s->step, s->stepsPerSecond,
+                        w.particleView()->frameMilliseconds(), mean, q(0.5), q(0.99),
+                        v.empty() ? 0.0 : v.back(), v.size());
+        }
+        delete probe;
         app.exit(late ? 3 : 0);
     });
     timer->start(20);
@@ -130,11 +189,15 @@ int main(int argc, char** argv) {
     flowscope::applyDarkTheme(app);
     const Options options = parseOptions(app);
 
+    QApplication::setOrganizationName(QStringLiteral("Flowscope"));
     flowscope::MainWindow window;
     window.setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
     window.resize(options.size);
-    if (!openInitialScene(window, options)) return 2;
+    std::optional<std::pair<flowscope::Scene, QString>> last;
+    if (options.screenshot.isEmpty()) last = window.restoreSettings();
+    if (!openInitialScene(window, options, last)) return 2;
     window.setMaxSpeed(options.maxSpeed);
+    if (options.cone) window.showConeView();
     window.show();
     window.play();
     if (!options.screenshot.isEmpty()) scheduleScreenshot(app, window, options);

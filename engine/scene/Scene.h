@@ -84,7 +84,7 @@ struct IntegratorSpec {
 
 struct OutputSpec {
     int every = 1;            // record every K-th nominal step (plus t = 0 and the final state)
-    bool entropy = true;      // compute attention entropy (an extra O(N^2) pass) at recorded steps
+    bool entropy = true;      // attention entropy and interaction energy (extra O(N^2) passes) at records
     double clusterTol = 1e-3; // tokens closer than this belong to one cluster
     double rankTol = 1e-6;    // numerical rank: eigenvalues > rankTol * largest
 };

@@ -48,6 +48,7 @@ Shown advanceAndGrab(MainWindow& w, int steps) {
 TEST(ParticleView, DrawsTheTokensWhereItsTransformPutsThem) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
+    w.particleView()->setHudVisible(false); // these tests look at the particles and the banner only
     w.resize(900, 700);
     ASSERT_TRUE(w.setScene(tinyScene(256)));
     w.show();
@@ -95,6 +96,7 @@ TEST(ParticleView, DrawsTheTokensWhereItsTransformPutsThem) {
 TEST(ParticleView, FramesAllTokensOfANewScene) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
+    w.particleView()->setHudVisible(false); // these tests look at the particles and the banner only
     w.resize(700, 500);
     Scene far = tinyScene(128);
     far.initial.mean = Vec::Constant(2, 1000.0); // far from the origin, spread 1: only framing finds it
@@ -114,6 +116,7 @@ TEST(ParticleView, FramesAllTokensOfANewScene) {
 TEST(ParticleView, ShowsARedBannerWhenTheRunDiverges) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
+    w.particleView()->setHudVisible(false); // these tests look at the particles and the banner only
     w.resize(800, 600);
     ASSERT_TRUE(w.setScene(divergingScene()));
     w.show();

@@ -9,6 +9,7 @@
 
 #include <QApplication>
 #include <QByteArray>
+#include <QTemporaryDir>
 #include <QtGlobal>
 
 #include <gtest/gtest.h>
@@ -51,6 +52,9 @@ int main(int argc, char** argv) {
     ::testing::InitGoogleTest(&argc, argv);
     using namespace flowscope::test;
 
+    // Settings (recent files, last scene, layout) go to a private folder, never the user's.
+    QTemporaryDir settings;
+    qputenv("XDG_CONFIG_HOME", settings.path().toLocal8Bit());
     std::unique_ptr<QApplication> app;
     if (displayConfigured(gReason)) {
         flowscope::requestOpenGLCore();

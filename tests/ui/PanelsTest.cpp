@@ -1,0 +1,632 @@
+// The dock panels: the matrix editor (entry edits, matrix buttons, regime prediction), the scene panel (live
+// and staged edits, validation) and the preset browser (every preset listed, malformed ones disabled), plus
+// the tooltip table. FLOWSCOPE_SAVE_SHOTS=DIR saves a screenshot of each panel there.
+#include "GuiEnvironment.h"
+#include "TestScenes.h"
+
+#include "ui/MatrixEditor.h"
+#include "ui/PresetBrowser.h"
+#include "ui/ScenePanel.h"
+#include "ui/Tooltips.h"
+
+#include <QAbstractButton>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTreeWidget>
+#include <QtTest/QTest>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+namespace flowscope::test {
+namespace {
+
+QString presetDirectory() {
+#ifdef FLOWSCOPE_PRESET_DIR
+    return QStringLiteral(FLOWSCOPE_PRESET_DIR);
+#else
+    // tests/ui/PanelsTest.cpp -> assets/presets (CMake passes absolute source paths).
+    return QDir(QFileInfo(QStringLiteral(__FILE__)).absolutePath() + QStringLiteral("/../../assets/presets"))
+        .absolutePath();
+#endif
+}
+
+Mat mat2(double a, double b, double c, double d) {
+    Mat m(2, 2);
+    m << a, b, c, d;
+    return m;
+}
+
+// Two heads, so that an edit has to land on the selected one.
+Scene twoHeadScene() {
+    Scene s = tinyScene();
+    s.attention.heads = {HeadParams{Mat::Identity(2, 2), Mat::Identity(2, 2), -0.4 * Mat::Identity(2, 2)},
+                         HeadParams{mat2(1, 2, 3, 4), mat2(0.5, 0, 0, 0.5), mat2(0, -1, 1, 0)}};
+    return s;
+}
+
+// 1 / lambda_max(S B S), S = Sigma0^{1/2}: Prop 2's blow-up time.
+double blowUpTime(const Mat& B, const Mat& sigma0) {
+    const Eigen::SelfAdjointEigenSolver<Mat> eig(sigma0);
+    const Mat S =
+        eig.eigenvectors() * eig.eigenvalues().cwiseSqrt().asDiagonal() * eig.eigenvectors().transpose();
+    const Mat SBS = S * B * S;
+    return 1.0 / Eigen::SelfAdjointEigenSolver<Mat>(0.5 * (SBS + SBS.transpose())).eigenvalues().maxCoeff();
+}
+
+void saveShot(QWidget& w, const QString& name) {
+    const QByteArray dir = qgetenv("FLOWSCOPE_SAVE_SHOTS");
+    if (dir.isEmpty()) return;
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    QTest::qWait(50);
+    const QString path = QDir(QString::fromLocal8Bit(dir)).filePath(name);
+    EXPECT_TRUE(w.grab().save(path)) << path.toStdString();
+}
+
+// ---- MatrixEditor
+// ---------------------------------------------------------------------------------------------
+
+class MatrixEditorTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        FLOWSCOPE_REQUIRE_GUI();
+        editor = std::make_unique<MatrixEditor>();
+        QObject::connect(editor.get(), &MatrixEditor::attentionEdited,
+                         [this](const AttentionSpec& a) { emitted.push_back(a); });
+    }
+    template <class T> T* child(const char* name) { return editor->findChild<T*>(QString::fromLatin1(name)); }
+    void click(const char* name) {
+        auto* b = child<QAbstractButton>(name);
+        ASSERT_NE(b, nullptr) << name;
+        b->click();
+    }
+
+    std::unique_ptr<MatrixEditor> editor;
+    std::vector<AttentionSpec> emitted;
+};
+
+TEST_F(MatrixEditorTest, SetSceneEmitsNothing) {
+    editor->setScene(twoHeadScene());
+    EXPECT_TRUE(emitted.empty());
+    ASSERT_NE(editor->entry('V', 1, 1), nullptr);
+    EXPECT_DOUBLE_EQ(editor->entry('V', 1, 1)->value(), -0.4);
+    EXPECT_EQ(editor->entry('V', 2, 0), nullptr);
+}
+
+TEST_F(MatrixEditorTest, EntryEditEmitsTheValueAtItsHeadRowAndColumn) {
+    const Scene scene = twoHeadScene();
+    editor->setScene(scene);
+    auto* head = child<QComboBox>("head");
+    ASSERT_NE(head, nullptr);
+    ASSERT_EQ(head->count(), 2);
+    head->setCurrentIndex(1);
+    EXPECT_TRUE(emitted.empty()); // choosing a head is not an edit
+    ASSERT_NE(editor->entry('Q', 1, 0), nullptr);
+    EXPECT_DOUBLE_EQ(editor->entry('Q', 1, 0)->value(), 3.0);
+
+    editor->entry('V', 0, 1)->setValue(0.25);
+    ASSERT_EQ(emitted.size(), 1u);
+    const AttentionSpec& a = emitted.back();
+    ASSERT_EQ(a.heads.size(), 2u);
+    EXPECT_EQ(a.heads[1].V, mat2(0, 0.25, 1, 0));
+    EXPECT_EQ(a.heads[0].V, scene.attention.heads[0].V);
+    EXPECT_EQ(a.heads[1].Q, scene.attention.heads[1].Q);
+    EXPECT_EQ(editor->attention().heads[1].V, a.heads[1].V);
+
+    editor->entry('K', 1, 1)->setValue(-2.0);
+    ASSERT_EQ(emitted.size(), 2u);
+    EXPECT_EQ(emitted.back().heads[1].K, mat2(0.5, 0, 0, -2.0));
+}
+
+TEST_F(MatrixEditorTest, EntryEditLandsInTheSelectedKeyframe) {
+    Scene scene = tinyScene();
+    const HeadParams h{Mat::Identity(2, 2), Mat::Identity(2, 2), -0.4 * Mat::Identity(2, 2)};
+    scene.attention.heads.clear();
+    scene.attention.keyframes = {Keyframe{0.0, {h}}, Keyframe{2.0, {h}}};
+    editor->setScene(scene);
+    auto* layer = child<QComboBox>("layer");
+    ASSERT_NE(layer, nullptr);
+    ASSERT_EQ(layer->count(), 2);
+    layer->setCurrentIndex(1);
+    editor->entry('Q', 0, 1)->setValue(0.75);
+    ASSERT_EQ(emitted.size(), 1u);
+    ASSERT_EQ(emitted.back().keyframes.size(), 2u);
+    EXPECT_DOUBLE_EQ(emitted.back().keyframes[1].heads[0].Q(0, 1), 0.75);
+    EXPECT_DOUBLE_EQ(emitted.back().keyframes[0].heads[0].Q(0, 1), 0.0);
+}
+
+TEST_F(MatrixEditorTest, MatrixButtons) {
+    Scene scene = tinyScene();
+    scene.attention.heads[0].V = mat2(1, 2, 3, 4);
+    editor->setScene(scene);
+
+    click("symmetrize_V");
+    ASSERT_EQ(emitted.size(), 1u);
+    EXPECT_EQ(emitted.back().heads[0].V, mat2(1, 2.5, 2.5, 4));
+    EXPECT_DOUBLE_EQ(editor->entry('V', 1, 0)->value(), 2.5); // the grid shows it
+
+    click("negate_V");
+    EXPECT_EQ(emitted.back().heads[0].V, mat2(-1, -2.5, -2.5, -4));
+
+    child<QDoubleSpinBox>("factor_V")->setValue(-2.0);
+    click("scale_V");
+    EXPECT_EQ(emitted.back().heads[0].V, mat2(2, 5, 5, 8));
+
+    click("identity_V");
+    EXPECT_EQ(emitted.back().heads[0].V, Mat::Identity(2, 2));
+
+    click("negate_Q");
+    EXPECT_EQ(emitted.back().heads[0].Q, -Mat::Identity(2, 2));
+    EXPECT_EQ(emitted.back().heads[0].V, Mat::Identity(2, 2));
+    EXPECT_EQ(emitted.size(), 5u);
+
+    // Random: N(0, 1)/sqrt(d) entries from the editor's seeded generator, the same in every editor.
+    click("random_K");
+    MatrixEditor other;
+    other.setScene(scene);
+    AttentionSpec otherAttention;
+    QObject::connect(&other, &MatrixEditor::attentionEdited,
+                     [&](const AttentionSpec& a) { otherAttention = a; });
+    other.findChild<QAbstractButton*>(QStringLiteral("random_K"))->click();
+    const Mat K = emitted.back().heads[0].K;
+    EXPECT_EQ(K, otherAttention.heads[0].K);
+    EXPECT_TRUE(K.allFinite());
+    EXPECT_NE(K, Mat::Identity(2, 2));
+    EXPECT_LT(K.cwiseAbs().maxCoeff(), 6.0 / std::sqrt(2.0));
+}
+
+TEST_F(MatrixEditorTest, SymmetrizeIsDisabledForRectangularQ) {
+    Scene scene = tinyScene();
+    scene.attention.heads[0].Q = Mat::Identity(1, 2);
+    scene.attention.heads[0].K = Mat::Identity(1, 2);
+    editor->setScene(scene);
+    EXPECT_FALSE(child<QAbstractButton>("symmetrize_Q")->isEnabled());
+    EXPECT_TRUE(child<QAbstractButton>("symmetrize_V")->isEnabled());
+    EXPECT_NE(editor->entry('Q', 0, 1), nullptr);
+    EXPECT_EQ(editor->entry('Q', 1, 0), nullptr);
+}
+
+TEST_F(MatrixEditorTest, RegimeTextPredictsConvergenceAndBlowUp) {
+    // Q = K = I, V = -0.4 I, Sigma0 = I: B = -0.8 I <= 0 without zero eigenvalue: collapse, limit rank 0.
+    editor->setScene(tinyScene());
+    EXPECT_TRUE(editor->regimeText().contains(QStringLiteral("single cluster")))
+        << editor->regimeText().toStdString();
+    EXPECT_TRUE(editor->regimeText().contains(QStringLiteral("0 zero eigenvalues")))
+        << editor->regimeText().toStdString();
+    EXPECT_EQ(child<QLabel>("eigenvaluesSymA")->text(), QStringLiteral("2, 2"));
+    EXPECT_EQ(child<QLabel>("eigenvaluesB")->text(), QStringLiteral("-0.8, -0.8"));
+
+    // V = +I: B = 2 I, blow-up at t_max = 1 / lambda_max(Sigma0^{1/2} B Sigma0^{1/2}) = 0.5.
+    click("identity_V");
+    const QString expected =
+        QString::number(blowUpTime(2.0 * Mat::Identity(2, 2), Mat::Identity(2, 2)), 'g', 4);
+    EXPECT_EQ(expected, QStringLiteral("0.5"));
+    EXPECT_TRUE(editor->regimeText().contains(QStringLiteral("blow-up at t_max = ") + expected))
+        << editor->regimeText().toStdString();
+
+    // A tilted Sigma0 (V = I commutes with it): t_max = 1 / (2 lambda_max(Sigma0)) = 0.2265.
+    Scene tilted = tinyScene();
+    tilted.initial.cov = mat2(2, 0.5, 0.5, 1);
+    tilted.attention.heads[0].V = Mat::Identity(2, 2);
+    editor->setScene(tilted);
+    const QString tiltedExpected =
+        QString::number(blowUpTime(2.0 * Mat::Identity(2, 2), tilted.initial.cov), 'g', 4);
+    EXPECT_EQ(tiltedExpected, QStringLiteral("0.2265"));
+    EXPECT_TRUE(editor->regimeText().contains(QStringLiteral("t_max = ") + tiltedExpected))
+        << editor->regimeText().toStdString();
+
+    // Not Gaussian: Sigma0 = I.
+    tilted.initial.kind = InitKind::Uniform;
+    editor->setScene(tilted);
+    EXPECT_TRUE(editor->regimeText().contains(QStringLiteral("t_max = 0.5")))
+        << editor->regimeText().toStdString();
+}
+
+TEST_F(MatrixEditorTest, NoGridsForRwpo) {
+    Scene scene = tinyScene();
+    scene.attention.type = AttentionType::Rwpo;
+    scene.attention.heads.clear();
+    editor->setScene(scene);
+    EXPECT_EQ(editor->entry('Q', 0, 0), nullptr);
+    EXPECT_FALSE(editor->regimeText().isEmpty());
+}
+
+// ---- ScenePanel
+// -----------------------------------------------------------------------------------------------
+
+class ScenePanelTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        FLOWSCOPE_REQUIRE_GUI();
+        panel = std::make_unique<ScenePanel>();
+        QObject::connect(panel.get(), &ScenePanel::attentionEdited,
+                         [this](const AttentionSpec& a) { attention.push_back(a); });
+        QObject::connect(panel.get(), &ScenePanel::integratorEdited,
+                         [this](const IntegratorSpec& i) { integrator.push_back(i); });
+        QObject::connect(panel.get(), &ScenePanel::sceneEdited,
+                         [this](const Scene& s) { scenes.push_back(s); });
+        panel->setScene(tinyScene());
+    }
+    template <class T> T* child(const char* name) {
+        T* w = panel->findChild<T*>(QString::fromLatin1(name));
+        EXPECT_NE(w, nullptr) << name;
+        return w;
+    }
+    bool rowShown(const char* name) { return child<QWidget>(name)->isVisibleTo(panel.get()); }
+
+    std::unique_ptr<ScenePanel> panel;
+    std::vector<AttentionSpec> attention;
+    std::vector<IntegratorSpec> integrator;
+    std::vector<Scene> scenes;
+};
+
+TEST_F(ScenePanelTest, SetSceneEmitsNothing) {
+    Scene other = twoHeadScene();
+    other.attention.beta = 3.0;
+    panel->setScene(other);
+    EXPECT_TRUE(attention.empty());
+    EXPECT_TRUE(integrator.empty());
+    EXPECT_TRUE(scenes.empty());
+    EXPECT_DOUBLE_EQ(child<QDoubleSpinBox>("attention.beta")->value(), 3.0);
+    EXPECT_EQ(child<QSpinBox>("attention.heads")->value(), 2);
+    EXPECT_FALSE(child<QPushButton>("apply")->isEnabled());
+}
+
+TEST_F(ScenePanelTest, BetaEditEmitsAttentionWithThatBeta) {
+    child<QDoubleSpinBox>("attention.beta")->setValue(2.5);
+    ASSERT_EQ(attention.size(), 1u);
+    EXPECT_DOUBLE_EQ(attention.back().beta, 2.5);
+    EXPECT_EQ(attention.back().heads[0].V, -0.4 * Mat::Identity(2, 2));
+    EXPECT_DOUBLE_EQ(panel->editedScene().attention.beta, 2.5);
+    EXPECT_TRUE(scenes.empty());
+}
+
+TEST_F(ScenePanelTest, IntegratorEditsAreLive) {
+    child<QComboBox>("integrator.method")->setCurrentIndex(int(Method::DormandPrince));
+    child<QDoubleSpinBox>("integrator.T")->setValue(7.5);
+    child<QSpinBox>("integrator.steps")->setValue(321);
+    ASSERT_EQ(integrator.size(), 3u);
+    EXPECT_EQ(integrator.back().method, Method::DormandPrince);
+    EXPECT_DOUBLE_EQ(integrator.back().T, 7.5);
+    EXPECT_EQ(integrator.back().steps, 321);
+    EXPECT_TRUE(attention.empty());
+}
+
+TEST_F(ScenePanelTest, HeadCountAddsNeutralHeadsAndDropsTheLast) {
+    child<QSpinBox>("attention.heads")->setValue(3);
+    ASSERT_EQ(attention.size(), 1u);
+    ASSERT_EQ(attention.back().heads.size(), 3u);
+    EXPECT_EQ(attention.back().heads[0].V, -0.4 * Mat::Identity(2, 2));
+    for (int h : {1, 2}) {
+        EXPECT_EQ(attention.back().heads[std::size_t(h)].Q, Mat::Identity(2, 2));
+        EXPECT_EQ(attention.back().heads[std::size_t(h)].K, Mat::Identity(2, 2));
+        EXPECT_EQ(attention.back().heads[std::size_t(h)].V, Mat::Zero(2, 2));
+    }
+    child<QSpinBox>("attention.heads")->setValue(1);
+    ASSERT_EQ(attention.back().heads.size(), 1u);
+    EXPECT_EQ(attention.back().heads[0].V, -0.4 * Mat::Identity(2, 2));
+}
+
+TEST_F(ScenePanelTest, RowsFollowTheAttentionType) {
+    EXPECT_TRUE(rowShown("attention.masked"));
+    EXPECT_FALSE(rowShown("attention.sinkhorn_eps"));
+    EXPECT_FALSE(rowShown("attention.rwpo_lambda"));
+
+    child<QCheckBox>("attention.masked")->setChecked(true);
+    child<QComboBox>("attention.type")->setCurrentIndex(int(AttentionType::Sinkhorn));
+    ASSERT_FALSE(attention.empty());
+    EXPECT_EQ(attention.back().type, AttentionType::Sinkhorn);
+    EXPECT_FALSE(attention.back().masked); // Sinkhorn cannot be masked
+    EXPECT_TRUE(rowShown("attention.sinkhorn_eps"));
+    EXPECT_TRUE(rowShown("attention.sinkhorn_iterations"));
+    EXPECT_FALSE(rowShown("attention.masked"));
+
+    child<QDoubleSpinBox>("attention.sinkhorn_eps")->setValue(0.5);
+    EXPECT_DOUBLE_EQ(attention.back().sinkhornEps, 0.5);
+
+    child<QComboBox>("attention.type")->setCurrentIndex(int(AttentionType::Rwpo));
+    EXPECT_TRUE(rowShown("attention.rwpo_lambda"));
+    EXPECT_TRUE(rowShown("attention.rwpo_h"));
+    EXPECT_FALSE(rowShown("attention.heads"));
+    child<QDoubleSpinBox>("attention.rwpo_h")->setValue(0.05);
+    EXPECT_DOUBLE_EQ(attention.back().h, 0.05);
+}
+
+TEST_F(ScenePanelTest, ChangingDimensionThenApplyEmitsResizedScene) {
+    child<QSpinBox>("d")->setValue(3);
+    EXPECT_TRUE(scenes.empty());    // staged
+    EXPECT_TRUE(attention.empty()); // not a live edit
+    EXPECT_TRUE(panel->hasStagedChanges());
+    auto* apply = child<QPushButton>("apply");
+    ASSERT_TRUE(apply->isEnabled()) << panel->stagedError().toStdString();
+    apply->click();
+    ASSERT_EQ(scenes.size(), 1u);
+    const Scene& s = scenes.back();
+    EXPECT_EQ(s.d, 3);
+    ASSERT_EQ(s.attention.heads.size(), 1u);
+    EXPECT_EQ(s.attention.heads[0].Q, Mat::Identity(3, 3));
+    EXPECT_EQ(s.attention.heads[0].K, Mat::Identity(3, 3));
+    Mat V = Mat::Zero(3, 3);
+    V.topLeftCorner(2, 2) = -0.4 * Mat::Identity(2, 2);
+    EXPECT_EQ(s.attention.heads[0].V, V);
+    EXPECT_EQ(s.initial.mean, Vec::Zero(3));
+    EXPECT_EQ(s.initial.cov, Mat::Identity(3, 3));
+    EXPECT_EQ(s.n, 256);
+    EXPECT_FALSE(panel->hasStagedChanges());
+    EXPECT_FALSE(apply->isEnabled());
+    // A live edit after Apply carries the new dimension.
+    child<QDoubleSpinBox>("attention.beta")->setValue(1.5);
+    ASSERT_EQ(attention.size(), 1u);
+    EXPECT_EQ(attention.back().heads[0].V.rows(), 3);
+}
+
+TEST_F(ScenePanelTest, StagedDimensionDoesNotLeakIntoLiveEdits) {
+    child<QSpinBox>("d")->setValue(3);
+    child<QDoubleSpinBox>("attention.beta")->setValue(2.0);
+    ASSERT_EQ(attention.size(), 1u);
+    EXPECT_EQ(attention.back().heads[0].V.rows(), 2); // the running scene is still 2-D
+    EXPECT_EQ(panel->editedScene().attention.heads[0].V.rows(), 3);
+    EXPECT_DOUBLE_EQ(panel->editedScene().attention.beta, 2.0);
+    child<QPushButton>("revert")->click();
+    EXPECT_EQ(panel->editedScene().d, 2);
+    EXPECT_FALSE(panel->hasStagedChanges());
+}
+
+TEST_F(ScenePanelTest, InvalidCovarianceDisablesApply) {
+    auto* cov = child<MatrixGrid>("initial.cov");
+    auto* apply = child<QPushButton>("apply");
+    auto* error = child<QLabel>("error");
+    ASSERT_NE(cov->entry(0, 1), nullptr);
+    cov->entry(0, 1)->setValue(2.0);                               // [[1, 2], [2, 1]]: eigenvalue -1
+    EXPECT_EQ(panel->editedScene().initial.cov, mat2(1, 2, 2, 1)); // edited symmetrically
+    EXPECT_FALSE(apply->isEnabled());
+    EXPECT_TRUE(error->isVisibleTo(panel.get()));
+    EXPECT_TRUE(error->text().startsWith(QStringLiteral("initial.cov"))) << error->text().toStdString();
+    EXPECT_TRUE(panel->stagedError().contains(QStringLiteral("-1"))) << panel->stagedError().toStdString();
+
+    cov->entry(1, 0)->setValue(0.5);
+    EXPECT_TRUE(apply->isEnabled());
+    EXPECT_FALSE(error->isVisibleTo(panel.get()));
+    apply->click();
+    ASSERT_EQ(scenes.size(), 1u);
+    EXPECT_EQ(scenes.back().initial.cov, mat2(1, 0.5, 0.5, 1));
+}
+
+TEST_F(ScenePanelTest, OtherInitialKindsAreValidated) {
+    child<QComboBox>("initial.kind")->setCurrentIndex(int(InitKind::Uniform));
+    EXPECT_TRUE(rowShown("initial.low"));
+    EXPECT_FALSE(rowShown("initial.cov"));
+    child<MatrixGrid>("initial.low")->entry(0, 1)->setValue(1.0); // low = high in coordinate 1
+    EXPECT_FALSE(child<QPushButton>("apply")->isEnabled());
+    EXPECT_TRUE(panel->stagedError().startsWith(QStringLiteral("initial.low")));
+
+    child<QComboBox>("initial.kind")->setCurrentIndex(int(InitKind::Rings));
+    EXPECT_TRUE(panel->stagedError().isEmpty());
+    auto* radii = child<QLineEdit>("initial.radii");
+    radii->selectAll();
+    QTest::keyClicks(radii, QStringLiteral("0.5, x"));
+    EXPECT_TRUE(panel->stagedError().startsWith(QStringLiteral("initial.radii")));
+    radii->clear();
+    QTest::keyClicks(radii, QStringLiteral("0.5, 2"));
+    EXPECT_TRUE(panel->stagedError().isEmpty());
+    EXPECT_EQ(panel->editedScene().initial.radii, (std::vector<double>{0.5, 2.0}));
+
+    child<QComboBox>("initial.kind")->setCurrentIndex(int(InitKind::File));
+    EXPECT_TRUE(panel->stagedError().startsWith(QStringLiteral("initial.path")));
+    EXPECT_FALSE(child<QPushButton>("apply")->isEnabled());
+}
+
+// ---- PresetBrowser
+// --------------------------------------------------------------------------------------------
+
+TEST(PresetBrowserTest, ListsEveryPreset) {
+    FLOWSCOPE_REQUIRE_GUI();
+    const QDir dir(presetDirectory());
+    const QFileInfoList files = dir.entryInfoList({QStringLiteral("*.json")}, QDir::Files);
+    ASSERT_GT(files.size(), 10) << presetDirectory().toStdString();
+
+    PresetBrowser browser;
+    browser.setDirectory(dir.absolutePath());
+    const QStringList paths = browser.presetPaths();
+    EXPECT_EQ(paths.size(), files.size());
+    for (const QFileInfo& f : files) {
+        EXPECT_TRUE(paths.contains(f.absoluteFilePath())) << f.fileName().toStdString();
+        EXPECT_TRUE(browser.presetError(f.absoluteFilePath()).isEmpty())
+            << f.fileName().toStdString() << ": " << browser.presetError(f.absoluteFilePath()).toStdString();
+    }
+
+    // The Gaussian-mode "cone-*" presets share one group.
+    QTreeWidget* tree = browser.tree();
+    QTreeWidgetItem* coneGroup = nullptr;
+    int leaves = 0;
+    for (int g = 0; g < tree->topLevelItemCount(); ++g)
+        for (int c = 0; c < tree->topLevelItem(g)->childCount(); ++c) {
+            QTreeWidgetItem* item = tree->topLevelItem(g)->child(c);
+            ++leaves;
+            if (!item->text(0).startsWith(QStringLiteral("cone-"))) continue;
+            if (!coneGroup) coneGroup = item->parent();
+            EXPECT_EQ(item->parent(), coneGroup) << item->text(0).toStdString();
+        }
+    EXPECT_EQ(leaves, files.size());
+    EXPECT_NE(coneGroup, nullptr);
+    // Sorted by figure in natural order: Fig 2 before Fig 10.
+    EXPECT_LT(paths.indexOf(dir.absoluteFilePath(QStringLiteral("cone-fig2a-zero.json"))),
+              paths.indexOf(dir.absoluteFilePath(QStringLiteral("cone-fig10a-sinkhorn-zero.json"))));
+    EXPECT_LT(paths.indexOf(dir.absoluteFilePath(QStringLiteral("cone-fig9c-mixed-multihead.json"))),
+              paths.indexOf(dir.absoluteFilePath(QStringLiteral("cone-fig10a-sinkhorn-zero.json"))));
+
+    // select() highlights the running scene without activating it; Open activates it.
+    const QString defaultPath = dir.absoluteFilePath(QStringLiteral("default.json"));
+    QStringList activated;
+    QObject::connect(&browser, &PresetBrowser::presetActivated, [&](const QString& p) { activated << p; });
+    browser.select(defaultPath);
+    EXPECT_EQ(browser.selectedPath(), defaultPath);
+    EXPECT_TRUE(activated.isEmpty());
+    browser.findChild<QPushButton*>(QStringLiteral("open"))->click();
+    EXPECT_EQ(activated, QStringList{defaultPath});
+
+    // The filter keeps matching presets only.
+    browser.findChild<QLineEdit*>(QStringLiteral("filter"))->setText(QStringLiteral("sinkhorn"));
+    int shown = 0;
+    for (int g = 0; g < tree->topLevelItemCount(); ++g)
+        for (int c = 0; c < tree->topLevelItem(g)->childCount(); ++c)
+            if (!tree->topLevelItem(g)->child(c)->isHidden()) ++shown;
+    EXPECT_GE(shown, 3);
+    EXPECT_LT(shown, files.size());
+}
+
+TEST(PresetBrowserTest, MalformedPresetIsListedDisabled) {
+    FLOWSCOPE_REQUIRE_GUI();
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    auto write = [&](const QString& name, const QByteArray& content) {
+        QFile f(dir.filePath(name));
+        EXPECT_TRUE(f.open(QIODevice::WriteOnly));
+        f.write(content);
+        return QFileInfo(f).absoluteFilePath();
+    };
+    const QString good =
+        write(QStringLiteral("good.json"), QByteArray::fromStdString(sceneToJson(tinyScene())));
+    const QString broken = write(QStringLiteral("broken.json"), "{ \"version\": 1, \"d\": 2,");
+    const QString badField = write(QStringLiteral("bad-field.json"),
+                                   "{\"d\": 2, \"n\": -5, \"attention\": {\"type\": \"softmax\"}}");
+
+    PresetBrowser browser;
+    browser.setDirectory(dir.path());
+    EXPECT_EQ(browser.presetPaths().size(), 3);
+    EXPECT_TRUE(browser.presetError(good).isEmpty());
+    EXPECT_FALSE(browser.presetError(broken).isEmpty());
+    EXPECT_TRUE(browser.presetError(badField).contains(QStringLiteral("/n")))
+        << browser.presetError(badField).toStdString();
+
+    QTreeWidget* tree = browser.tree();
+    int disabled = 0;
+    for (int g = 0; g < tree->topLevelItemCount(); ++g)
+        for (int c = 0; c < tree->topLevelItem(g)->childCount(); ++c) {
+            QTreeWidgetItem* item = tree->topLevelItem(g)->child(c);
+            if (item->flags() & Qt::ItemIsEnabled) continue;
+            ++disabled;
+            EXPECT_FALSE(item->toolTip(0).isEmpty());
+        }
+    EXPECT_EQ(disabled, 2);
+
+    QStringList activated;
+    QObject::connect(&browser, &PresetBrowser::presetActivated, [&](const QString& p) { activated << p; });
+    browser.select(broken);
+    EXPECT_TRUE(browser.selectedPath().isEmpty());
+    browser.findChild<QPushButton*>(QStringLiteral("open"))->click();
+    EXPECT_TRUE(activated.isEmpty());
+    browser.select(good);
+    EXPECT_EQ(browser.selectedPath(), good);
+}
+
+// ---- tooltips and screenshots
+// ---------------------------------------------------------------------------------
+
+TEST(PanelsTest, EveryParameterTooltipIsRichText) {
+    for (std::string_view key : parameterTooltipKeys()) {
+        const QString tip = parameterTooltip(key);
+        EXPECT_TRUE(tip.startsWith(QStringLiteral("<p>")) && tip.size() > 20) << key;
+    }
+    EXPECT_TRUE(parameterTooltip("attention.beta").contains(QStringLiteral("exp(β")));
+    EXPECT_TRUE(parameterTooltip("no.such.key").isEmpty());
+}
+
+TEST(PanelsTest, EveryControlHasATooltip) {
+    FLOWSCOPE_REQUIRE_GUI();
+    ScenePanel scenePanel;
+    MatrixEditor matrixEditor;
+    PresetBrowser presetBrowser;
+    for (QWidget* panel : std::initializer_list<QWidget*>{&scenePanel, &matrixEditor, &presetBrowser}) {
+        for (QWidget* w : panel->findChildren<QWidget*>()) {
+            // Not the parts Qt builds inside a control (a spin box's line edit, a line edit's clear button).
+            const bool part =
+                qobject_cast<QAbstractSpinBox*>(w->parent()) || qobject_cast<QLineEdit*>(w->parent());
+            const bool control = qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w) ||
+                                 qobject_cast<QAbstractButton*>(w) || qobject_cast<QLineEdit*>(w);
+            if (!control || part) continue;
+            EXPECT_FALSE(w->toolTip().isEmpty())
+                << panel->objectName().toStdString() << ": " << w->metaObject()->className() << " "
+                << w->objectName().toStdString();
+        }
+    }
+}
+
+TEST(PanelsTest, Screenshots) {
+    FLOWSCOPE_REQUIRE_GUI();
+    if (qEnvironmentVariableIsEmpty("FLOWSCOPE_SAVE_SHOTS")) GTEST_SKIP() << "set FLOWSCOPE_SAVE_SHOTS=DIR";
+    Scene scene = tinyScene();
+    scene.initial.cov = mat2(2, 0.5, 0.5, 1);
+
+    ScenePanel scenePanel;
+    scenePanel.setScene(scene);
+    scenePanel.resize(320, 760);
+    saveShot(scenePanel, QStringLiteral("scene-panel.png"));
+
+    ScenePanel invalid;
+    Scene sinkhorn = scene;
+    sinkhorn.attention.type = AttentionType::Sinkhorn;
+    invalid.setScene(sinkhorn);
+    invalid.findChild<MatrixGrid*>(QStringLiteral("initial.cov"))->entry(0, 1)->setValue(3.0);
+    invalid.resize(320, 760);
+    saveShot(invalid, QStringLiteral("scene-panel-invalid.png"));
+
+    ScenePanel rwpo;
+    Scene rwpoScene = scene;
+    rwpoScene.attention.type = AttentionType::Rwpo;
+    rwpoScene.attention.heads.clear();
+    rwpoScene.initial.kind = InitKind::Rings;
+    rwpoScene.initial.radii = {1.0, 2.0};
+    rwpoScene.initial.noise = 0.02;
+    rwpo.setScene(rwpoScene);
+    rwpo.resize(320, 640);
+    saveShot(rwpo, QStringLiteral("scene-panel-rwpo.png"));
+
+    // The tooltips as Qt renders their rich text (sub- and superscripts, formulas).
+    QLabel tips;
+    QString html;
+    for (const char* key :
+         {"attention.beta", "attention.sinkhorn_eps", "attention.rwpo_kernel", "analysis.B", "initial.cov"})
+        html += parameterTooltip(key);
+    tips.setText(html);
+    tips.setWordWrap(true);
+    tips.setMargin(8);
+    tips.resize(420, tips.heightForWidth(420));
+    saveShot(tips, QStringLiteral("tooltips.png"));
+
+    MatrixEditor matrixEditor;
+    matrixEditor.setScene(twoHeadScene());
+    matrixEditor.resize(320, 640);
+    saveShot(matrixEditor, QStringLiteral("matrix-editor.png"));
+
+    Scene threeD = tinyScene();
+    threeD.d = 3;
+    threeD.initial.mean = Vec::Zero(3);
+    threeD.initial.cov = Mat::Identity(3, 3);
+    threeD.attention.heads = {HeadParams{Mat::Identity(3, 3), Mat::Identity(3, 3), Mat::Identity(3, 3)}};
+    MatrixEditor matrixEditor3;
+    matrixEditor3.setScene(threeD);
+    matrixEditor3.resize(320, 640);
+    saveShot(matrixEditor3, QStringLiteral("matrix-editor-3d.png"));
+
+    PresetBrowser presetBrowser;
+    presetBrowser.setDirectory(presetDirectory());
+    presetBrowser.select(QDir(presetDirectory()).absoluteFilePath(QStringLiteral("cone-fig2b-line.json")));
+    presetBrowser.resize(320, 640);
+    saveShot(presetBrowser, QStringLiteral("preset-browser.png"));
+}
+
+} // namespace
+} // namespace flowscope::test

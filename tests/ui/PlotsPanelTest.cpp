@@ -1,0 +1,271 @@
+// PlotsPanel: the charts hold exactly the recorded observables of a hand-made history, read incrementally
+// while the history only grows and again after a rewind; undefined values draw nothing; gaps stay gaps.
+// Set FLOWSCOPE_SAVE_SHOTS=<dir> to write the panel in a dark and a light palette as PNGs.
+#include "GuiEnvironment.h"
+
+#include "engine/runner/RunHistory.h"
+#include "engine/runner/SimulationRunner.h"
+#include "ui/PlotsPanel.h"
+
+#include <QDir>
+#include <QImage>
+#include <QPalette>
+#include <QtCharts/QChart>
+#include <QtCharts/QLineSeries>
+#include <QtTest/QTest>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace flowscope::test {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kDt = 0.02;
+
+// Frame i of a made-up run: t = i dt, kinetic e^{-t}, energy 0.5 + t, entropy ln 4 - t/10, 3 clusters, and
+// Σ = diag(2, 0.5 e^{-t}, 0): eigenvalues 2 > 0.5 e^{-t} > 0 (the last has no place on a log axis).
+RecordedFrame frame(long i) {
+    RecordedFrame f;
+    f.t = double(i) * kDt;
+    f.step = i;
+    f.obs.kinetic = std::exp(-f.t);
+    f.obs.energy = 0.5 + f.t;
+    f.obs.entropy = std::log(4.0) - f.t / 10.0;
+    f.obs.clusters = 3;
+    f.obs.rank = 2;
+    f.obs.mean = Vec::Zero(3);
+    f.obs.cov = Mat::Zero(3, 3);
+    f.obs.cov.diagonal() << 2.0, 0.5 * std::exp(-f.t), 0.0;
+    return f;
+}
+
+void fill(RunHistory& h, long from, long to) {
+    for (long i = from; i < to; ++i) h.append(frame(i));
+}
+
+std::shared_ptr<const Snapshot> snapshotOf(const std::shared_ptr<RunHistory>& history,
+                                           std::uint64_t generation = 1) {
+    auto s = std::make_shared<Snapshot>();
+    s->generation = generation;
+    s->history = history;
+    return s;
+}
+
+TEST(PlotsPanel, PlotsExactlyTheRecordedObservables) {
+    FLOWSCOPE_REQUIRE_GUI();
+    PlotsPanel panel;
+    auto history = std::make_shared<RunHistory>();
+    fill(*history, 0, 50);
+    panel.setSnapshot(snapshotOf(history));
+
+    for (const char* name : {"kinetic", "energy", "entropy", "clusters", "rank", "lambda1", "lambda2"})
+        ASSERT_EQ(panel.pointCount(name), 50) << name;
+    const QList<QPointF> kinetic = panel.points("kinetic");
+    const QList<QPointF> energy = panel.points("energy");
+    const QList<QPointF> entropy = panel.points("entropy");
+    const QList<QPointF> clusters = panel.points("clusters");
+    for (long i = 0; i < 50; ++i) {
+        const double t = double(i) * kDt;
+        EXPECT_EQ(kinetic[i], QPointF(t, std::exp(-t)));
+        EXPECT_EQ(energy[i], QPointF(t, 0.5 + t));
+        EXPECT_EQ(entropy[i], QPointF(t, std::log(4.0) - t / 10.0));
+        EXPECT_EQ(clusters[i], QPointF(t, 3.0));
+    }
+
+    // The spectrum, largest first; the zero eigenvalue is left out of the log chart.
+    ASSERT_EQ(panel.eigenvalueIndices(), (std::vector<int>{0, 1, 2}));
+    const QList<QPointF> l1 = panel.points(PlotsPanel::eigenvalueCurve(0));
+    const QList<QPointF> l2 = panel.points(PlotsPanel::eigenvalueCurve(1));
+    for (long i = 0; i < 50; ++i) {
+        const double t = double(i) * kDt;
+        EXPECT_DOUBLE_EQ(l1[i].y(), 2.0);
+        EXPECT_DOUBLE_EQ(l2[i].y(), 0.5 * std::exp(-t));
+        EXPECT_DOUBLE_EQ(l2[i].x(), t);
+    }
+    EXPECT_EQ(panel.pointCount(PlotsPanel::eigenvalueCurve(2)), 0);
+
+    // The dashed rank threshold is rankTol × λmax, and follows the tolerance.
+    ASSERT_EQ(panel.pointCount("rank threshold"), 50);
+    EXPECT_DOUBLE_EQ(panel.points("rank threshold")[7].y(), 1e-6 * 2.0);
+    panel.setRankTolerance(1e-3);
+    EXPECT_DOUBLE_EQ(panel.points("rank threshold")[7].y(), 1e-3 * 2.0);
+    EXPECT_EQ(panel.framesRead(), 50u); // the tolerance needs no re-read
+}
+
+TEST(PlotsPanel, AppendsOnlyNewFramesAndRereadsAfterARewind) {
+    FLOWSCOPE_REQUIRE_GUI();
+    PlotsPanel panel;
+    auto history = std::make_shared<RunHistory>();
+    fill(*history, 0, 30);
+    panel.setSnapshot(snapshotOf(history));
+    EXPECT_EQ(panel.framesRead(), 30u);
+    panel.setSnapshot(snapshotOf(history)); // nothing new: nothing read
+    EXPECT_EQ(panel.framesRead(), 30u);
+    const QList<QPointF> before = panel.points("kinetic");
+
+    fill(*history, 30, 45);
+    panel.setSnapshot(snapshotOf(history));
+    EXPECT_EQ(panel.framesRead(), 45u) << "only the 15 new frames are read";
+    const QList<QPointF> after = panel.points("kinetic");
+    ASSERT_EQ(after.size(), 45);
+    EXPECT_EQ(after.mid(0, 30), before);
+    EXPECT_EQ(after[44], QPointF(44 * kDt, std::exp(-44 * kDt)));
+
+    // "Continue from here" at frame 9: the revision changes, everything is read again.
+    history->truncateAfter(9 * kDt + 1e-9);
+    ASSERT_EQ(history->size(), 10u);
+    panel.setSnapshot(snapshotOf(history));
+    EXPECT_EQ(panel.framesRead(), 55u);
+    EXPECT_EQ(panel.points("kinetic"), before.mid(0, 10));
+    fill(*history, 10, 12);
+    panel.setSnapshot(snapshotOf(history));
+    EXPECT_EQ(panel.framesRead(), 57u);
+    EXPECT_EQ(panel.pointCount("kinetic"), 12);
+
+    // Another scene (a new generation) is another run, even on the same history object.
+    panel.setSnapshot(snapshotOf(history, 2));
+    EXPECT_EQ(panel.framesRead(), 69u);
+    EXPECT_EQ(panel.pointCount("kinetic"), 12);
+
+    // No history: empty charts.
+    panel.setSnapshot(nullptr);
+    EXPECT_EQ(panel.pointCount("kinetic"), 0);
+    EXPECT_EQ(panel.pointCount(PlotsPanel::eigenvalueCurve(0)), 0);
+}
+
+TEST(PlotsPanel, UndefinedValuesDrawNothingAndBlowUpsLeaveGaps) {
+    FLOWSCOPE_REQUIRE_GUI();
+    PlotsPanel panel;
+    auto history = std::make_shared<RunHistory>();
+    for (long i = 0; i < 20; ++i) {
+        RecordedFrame f = frame(i);
+        f.obs.energy = kNaN; // this variant has no interaction energy
+        if (i >= 8 && i < 11) f.obs.kinetic = std::numeric_limits<double>::infinity();
+        if (i == 15) f.obs.entropy = kNaN;
+        if (i == 19) f.obs.cov(0, 0) = kNaN; // a blown-up covariance has no spectrum
+        history->append(f);
+    }
+    panel.setSnapshot(snapshotOf(history));
+
+    EXPECT_EQ(panel.pointCount("energy"), 0);
+    EXPECT_EQ(panel.segmentCount("energy"), 0);
+    EXPECT_EQ(panel.pointCount("kinetic"), 17);
+    EXPECT_EQ(panel.segmentCount("kinetic"), 2);
+    for (const QPointF& p : panel.points("kinetic")) EXPECT_TRUE(std::isfinite(p.y()));
+    EXPECT_EQ(panel.pointCount("entropy"), 19);
+    EXPECT_EQ(panel.segmentCount("entropy"), 2);
+    EXPECT_EQ(panel.pointCount(PlotsPanel::eigenvalueCurve(0)), 19);
+    EXPECT_EQ(panel.pointCount("rank threshold"), 19);
+}
+
+TEST(PlotsPanel, DecimatesLongRunsTheSameWayIncrementallyOrAtOnce) {
+    FLOWSCOPE_REQUIRE_GUI();
+    auto history = std::make_shared<RunHistory>();
+    PlotsPanel incremental;
+    const long total = 9001;
+    for (long i = 0; i < total; i += 500) {
+        fill(*history, i, std::min(i + 500, total));
+        incremental.setSnapshot(snapshotOf(history));
+    }
+    PlotsPanel atOnce;
+    atOnce.setSnapshot(snapshotOf(history));
+
+    EXPECT_EQ(atOnce.stride(), 4); // 9001 frames: 2251 multiples of 4 fit in 4000, 4501 of 2 do not
+    EXPECT_EQ(incremental.stride(), 4);
+    const QList<QPointF> a = atOnce.points("kinetic"), b = incremental.points("kinetic");
+    EXPECT_EQ(a, b);
+    ASSERT_LE(a.size(), qsizetype(PlotsPanel::kMaxPoints + 1));
+    ASSERT_EQ(a.size(), 2251);
+    EXPECT_EQ(a[1].x(), 4 * kDt);
+    EXPECT_EQ(a.back().x(), 9000 * kDt); // the newest frame is always there
+
+    // A newest frame off the stride still shows, and is replaced when the next one arrives.
+    fill(*history, total, total + 2);
+    atOnce.setSnapshot(snapshotOf(history));
+    EXPECT_EQ(atOnce.pointCount("kinetic"), 2252);
+    EXPECT_EQ(atOnce.points("kinetic").back().x(), double(total + 1) * kDt);
+}
+
+TEST(PlotsPanel, DrawsTheScrubCursorOnEveryChart) {
+    FLOWSCOPE_REQUIRE_GUI();
+    PlotsPanel panel;
+    auto history = std::make_shared<RunHistory>();
+    fill(*history, 0, 60);
+    panel.setSnapshot(snapshotOf(history));
+    panel.setCursorTime(0.5);
+    const auto cursorOn = [](QChart* chart, double t) {
+        for (QAbstractSeries* s : chart->series()) {
+            const auto* line = qobject_cast<QLineSeries*>(s);
+            if (line && line->count() == 2 && line->at(0).x() == t && line->at(1).x() == t &&
+                line->at(0).y() < line->at(1).y())
+                return true;
+        }
+        return false;
+    };
+    for (auto plot : {PlotsPanel::Plot::Energy, PlotsPanel::Plot::Kinetic, PlotsPanel::Plot::Entropy,
+                      PlotsPanel::Plot::Spectrum, PlotsPanel::Plot::Clusters})
+        EXPECT_TRUE(cursorOn(panel.chart(plot), 0.5)) << int(plot);
+    panel.setCursorTime(kNaN);
+    EXPECT_FALSE(cursorOn(panel.chart(PlotsPanel::Plot::Kinetic), 0.5));
+}
+
+QPalette paletteOf(QColor window, QColor base, QColor text, QColor highlight) {
+    QPalette p;
+    p.setColor(QPalette::Window, window);
+    p.setColor(QPalette::Base, base);
+    p.setColor(QPalette::Text, text);
+    p.setColor(QPalette::WindowText, text);
+    p.setColor(QPalette::Highlight, highlight);
+    return p;
+}
+
+TEST(PlotsPanel, FollowsTheDarkAndTheLightPalette) {
+    FLOWSCOPE_REQUIRE_GUI();
+    PlotsPanel panel;
+    auto history = std::make_shared<RunHistory>();
+    for (long i = 0; i < 400; ++i) {
+        RecordedFrame f = frame(i);
+        f.obs.clusters = int(1 + 40 * std::exp(-f.t));
+        f.obs.entropy = std::log(400.0) * std::exp(-0.5 * f.t);
+        f.obs.energy = 0.5 * std::exp(2.0 - 2.0 * std::exp(-f.t));
+        f.obs.cov.diagonal() << 2.0, 0.5 * std::exp(-2.0 * f.t), 1e-3 * std::exp(-4.0 * f.t);
+        f.obs.rank = 1 + (f.obs.cov(1, 1) > 2e-6) + (f.obs.cov(2, 2) > 2e-6);
+        history->append(f);
+    }
+    panel.resize(400, 600);
+    panel.setSnapshot(snapshotOf(history));
+    panel.setCursorTime(3.0);
+    panel.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&panel));
+
+    const QString dir = qEnvironmentVariable("FLOWSCOPE_SAVE_SHOTS");
+    const struct {
+        const char* file;
+        QPalette palette;
+        bool dark;
+    } looks[] = {{"plots_dark.png",
+                  paletteOf({0x23, 0x25, 0x2b}, {0x1a, 0x1c, 0x21}, {0xe6, 0xe8, 0xee}, {0x3d, 0x8b, 0xd9}),
+                  true},
+                 {"plots_light.png",
+                  paletteOf({0xef, 0xef, 0xef}, Qt::white, {0x20, 0x20, 0x20}, {0x30, 0x8c, 0xc6}), false}};
+    for (const auto& look : looks) {
+        panel.setPalette(look.palette);
+        QTest::qWait(50);
+        const QImage img = panel.grab().toImage();
+        if (!dir.isEmpty()) {
+            QDir().mkpath(dir);
+            img.save(QDir(dir).filePath(look.file));
+        }
+        // The chart background follows the palette's base colour.
+        const QColor corner = img.pixelColor(img.width() - 3, img.height() / 2);
+        EXPECT_EQ(corner.lightness() < 128, look.dark) << look.file << " " << corner.name().toStdString();
+        EXPECT_EQ(panel.chart(PlotsPanel::Plot::Kinetic)->backgroundBrush().color(),
+                  look.palette.color(QPalette::Base));
+    }
+}
+
+} // namespace
+} // namespace flowscope::test

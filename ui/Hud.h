@@ -1,0 +1,63 @@
+// Flowscope UI: the Dear ImGui overlays the views draw over their scene: a heads-up display of the run,
+// quick sliders for the parameters one tweaks most, and the tooltip of a picked token.
+//
+// Each helper builds ImGui windows in the current ImGui context, so call them between ImGuiLayer::newFrame()
+// and ImGuiLayer::render(). With no current context (the layer failed to start) they draw nothing. Sizes and
+// positions are logical pixels.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace flowscope {
+
+struct HudStats {
+    double t = 0.0;
+    long step = 0;
+    long totalSteps = 0;
+    long n = 0; // tokens
+    int d = 0;  // dimension
+    std::string backend;
+    double stepsPerSecond = 0.0;
+    double frameMs = 0.0; // averaged by the caller (ImGuiLayer::frameMs())
+    bool playing = false;
+};
+
+// A small translucent window in the top-right corner (no title bar, sized to its text, click-through):
+// run state, t, step / total, N × d, backend, steps/s and frame time.
+void drawHud(const HudStats& stats);
+
+struct QuickParams {
+    float beta = 1.0f;             // softmax inverse temperature β
+    float vScale = 1.0f;           // multiplies the value matrix V
+    float stepsPerSecond = 120.0f; // pacing while playing
+    bool maxSpeed = false;         // ignore the pacing
+};
+
+// Ranges of the quick sliders (β and steps/s are logarithmic).
+inline constexpr float kBetaMin = 0.01f, kBetaMax = 20.0f;
+inline constexpr float kVScaleMin = -3.0f, kVScaleMax = 3.0f;
+inline constexpr float kStepsPerSecondMin = 1.0f, kStepsPerSecondMax = 2000.0f;
+
+// Where a control was drawn (logical pixels, the view's coordinates); for a slider, its frame without the
+// label.
+struct HudRect {
+    float left = 0.0f, top = 0.0f, right = 0.0f, bottom = 0.0f;
+};
+struct QuickSlidersLayout {
+    HudRect beta, vScale, stepsPerSecond, maxSpeed;
+};
+
+// A small collapsible window "Quick controls" with sliders for β, V scale, steps/s and a "Max speed" box,
+// each with a tooltip saying what it does. Placed in the bottom-left corner unless the caller called
+// ImGui::SetNextWindowPos() just before. Returns true when the user changed a value this frame. `layout`,
+// when given, receives where each control was drawn (unchanged while the window is collapsed).
+bool drawQuickSliders(QuickParams& params, QuickSlidersLayout* layout = nullptr);
+
+// A tooltip next to the mouse for a picked token: "token i", its largest attention weights (key index and
+// weight, drawn as bars) and a note (e.g. "head 1, t = 0.50"). topWeights is shown in the order given.
+void drawPickTooltip(int token, const std::vector<std::pair<int, double>>& topWeights,
+                     const std::string& note);
+
+} // namespace flowscope

@@ -1,0 +1,123 @@
+// Flowscope UI: the matrix editor, a dock panel that edits Q, K and V of one attention head entry by entry
+// and shows what the theory predicts for them.
+//
+// The head (and, for time-dependent parameters, the keyframe) is chosen in combo boxes; Q and K (k x d) and
+// V (d x d) are grids of spin boxes (d <= 8; larger matrices are left to the scene file). Each matrix has
+// buttons Identity, Random (N(0, 1)/√d entries from the editor's own seeded generator), Symmetrize
+// ((M + Mᵀ)/2, square matrices), Negate and Scale (by the factor next to it). Every change emits
+// attentionEdited() at once and refreshes the analysis: the eigenvalues of A + Aᵀ and of
+// B = Σ_h V_h A_h + A_hᵀ V_hᵀ and the regime predicted by predictRegime() (engine/gaussian/Regime.h) for the
+// scene's initial covariance (the identity when the initial tokens are not Gaussian).
+//
+// Child object names (for tests and style sheets): "head", "layer"; per matrix X in {Q, K, V}: "grid_X",
+// "identity_X", "random_X", "symmetrize_X", "negate_X", "scale_X", "factor_X"; "eigenvaluesSymA",
+// "eigenvaluesB", "regime".
+#pragma once
+
+#include "engine/scene/Scene.h"
+
+#include <QRandomGenerator>
+#include <QString>
+#include <QWidget>
+
+#include <vector>
+
+class QComboBox;
+class QDoubleSpinBox;
+class QGridLayout;
+class QLabel;
+class QToolButton;
+
+namespace flowscope {
+
+// A grid of spin boxes that edits one matrix. The matrix is kept at full precision: the boxes show it
+// rounded to three decimals, and an edit changes only the entry that was edited.
+class MatrixGrid : public QWidget {
+    Q_OBJECT
+  public:
+    explicit MatrixGrid(QWidget* parent = nullptr);
+
+    // Shows `m` (any shape, 0 x 0 included) without emitting edited().
+    void setMatrix(const Mat& m);
+    const Mat& matrix() const { return matrix_; }
+    // When on, editing entry (i, j) also sets entry (j, i) (for covariance matrices).
+    void setSymmetricEditing(bool on) { symmetric_ = on; }
+    // The matrix's name in the entries' tooltips ("Q[0][1] = 0.7071067811865476").
+    void setName(const QString& name) { name_ = name; }
+    QDoubleSpinBox* entry(int row, int col) const;
+
+  signals:
+    // The user changed an entry; matrix() holds the new matrix.
+    void edited();
+
+  private:
+    void onEntryChanged(int row, int col, double value);
+
+    void showEntry(int row, int col);
+
+    Mat matrix_;
+    QString name_;
+    bool symmetric_ = false;
+    QGridLayout* layout_ = nullptr;
+    std::vector<QDoubleSpinBox*> boxes_; // row-major, matrix_.rows() x matrix_.cols()
+};
+
+class MatrixEditor : public QWidget {
+    Q_OBJECT
+  public:
+    static constexpr int kMaxGridDimension = 8;       // larger d: no grids
+    static constexpr int kMaxAnalysisDimension = 128; // larger d: no eigenvalues (they would stall the UI)
+    static constexpr quint32 kRandomSeed = 20250118;
+
+    explicit MatrixEditor(QWidget* parent = nullptr);
+
+    // Shows the scene's attention and analysis; emits nothing. Keeps the selected head and keyframe when
+    // they still exist.
+    void setScene(const Scene& scene);
+    // Replaces only the attention (e.g. after the scene panel changed the heads); emits nothing.
+    void setAttention(const AttentionSpec& attention);
+
+    AttentionSpec attention() const { return scene_.attention; }
+    QString regimeText() const;
+    int currentHead() const;
+    int currentKeyframe() const; // 0 when the parameters are constant
+    // The spin box of entry (row, col) of matrix 'Q', 'K' or 'V' of the selected head; nullptr when there is
+    // no such entry (or no grid).
+    QDoubleSpinBox* entry(char matrix, int row, int col) const;
+
+  signals:
+    void attentionEdited(const AttentionSpec& attention);
+
+  private:
+    enum class Op { Identity, Random, Symmetrize, Negate, Scale };
+    struct MatrixSection {
+        char name = 'Q';
+        QWidget* box = nullptr; // title, buttons and grid
+        MatrixGrid* grid = nullptr;
+        QDoubleSpinBox* factor = nullptr;
+        QToolButton* symmetrize = nullptr;
+    };
+
+    MatrixSection makeSection(char name, QWidget* parent);
+    HeadParams* selectedHead();
+    const HeadParams* selectedHead() const;
+    Mat* selectedMatrix(char name);
+    void apply(char name, Op op);
+    void matrixEdited(char name);
+    void rebuildSelectors();
+    void showMatrices();
+    void updateAnalysis();
+
+    Scene scene_;
+    QRandomGenerator random_{kRandomSeed};
+    QComboBox* head_ = nullptr;
+    QComboBox* layer_ = nullptr;
+    QWidget* layerRow_ = nullptr;
+    QLabel* message_ = nullptr; // why there are no grids
+    std::vector<MatrixSection> sections_;
+    QLabel* eigenvaluesSymA_ = nullptr;
+    QLabel* eigenvaluesB_ = nullptr;
+    QLabel* regime_ = nullptr;
+};
+
+} // namespace flowscope

@@ -1,0 +1,146 @@
+// Flowscope UI: plots of a run's recorded observables against t, for a dock.
+//
+// Five small Qt Charts stacked vertically: interaction energy, kinetic energy, attention entropy, the
+// spectrum of the token covariance Σ on a log scale (with the rank threshold rankTol × λmax dashed), and the
+// cluster count with the numerical rank. They read the run's RunHistory from the Snapshot: when the
+// history and its revision are those of the last call only the new frames are read; a new run (another
+// history or generation) or a rewind (another revision) re-reads everything.
+//
+// Values that are not finite (NaN: not defined for this attention variant; inf: blow-up) are not drawn: the
+// curve has a gap there, never a zero. Eigenvalues <= 0 have no place on a log axis and are left out the same
+// way. Each curve keeps at most kMaxPoints points: frame i of the history is plotted when i is a multiple
+// of the stride (1, 2, 4, ...), which doubles whenever the points would exceed that, plus the newest frame;
+// so incremental reads and full re-reads plot the same points.
+#pragma once
+
+#include <QColor>
+#include <QList>
+#include <QPointF>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+QT_BEGIN_NAMESPACE
+class QChart;
+class QChartView;
+class QLineSeries;
+class QAbstractAxis;
+class QValueAxis;
+QT_END_NAMESPACE
+
+namespace flowscope {
+
+struct Snapshot;
+class RunHistory;
+struct RecordedFrame;
+
+class PlotsPanel : public QWidget {
+    Q_OBJECT
+  public:
+    static constexpr std::size_t kMaxPoints = 4000; // per curve
+    static constexpr int kMaxEigenvalueCurves = 16; // for larger d, evenly spaced ones from λmax to λmin
+
+    enum class Plot { Energy, Kinetic, Entropy, Spectrum, Clusters };
+
+    explicit PlotsPanel(QWidget* parent = nullptr);
+    ~PlotsPanel() override;
+
+    // Cheap when nothing changed; reads only the new frames while the history's revision is unchanged.
+    // A null snapshot or one without a history clears the plots.
+    void setSnapshot(const std::shared_ptr<const Snapshot>& snapshot);
+    // The numerical-rank tolerance of the scene: the dashed line is rankTol × λmax(t). Default 1e-6.
+    void setRankTolerance(double relTol);
+    double rankTolerance() const { return rankTol_; }
+    // A vertical line at t on every chart (the time scrubber); NaN hides it.
+    void setCursorTime(double t);
+    double cursorTime() const { return cursorT_; }
+    void clear();
+
+    // Curve names: "energy", "kinetic", "entropy", "clusters", "rank", "rank threshold", and
+    // eigenvalueCurve(k) = "lambda<k+1>" for the (k+1)-th largest eigenvalue shown.
+    static QString eigenvalueCurve(int k);
+    QStringList curveNames() const;
+    // The points a curve's chart series hold (all its segments, in order); 0 / empty for an unknown name.
+    int pointCount(const QString& curve) const;
+    QList<QPointF> points(const QString& curve) const;
+    // How many separate pieces a curve is drawn in (gaps split it).
+    int segmentCount(const QString& curve) const;
+    // Which eigenvalue (0 = largest) each eigenvalue curve follows.
+    const std::vector<int>& eigenvalueIndices() const { return eigenIndex_; }
+    // Frames read from histories so far (all calls together): shows whether a call appended or re-read.
+    std::size_t framesRead() const { return framesRead_; }
+    int stride() const { return stride_; }
+    QChart* chart(Plot plot) const;
+
+  protected:
+    void changeEvent(QEvent* event) override; // palette changes re-theme the charts
+
+  private:
+    // One plotted frame.
+    struct Row {
+        std::size_t frame = 0; // index in the history
+        double t = 0.0;
+        double energy = 0.0, kinetic = 0.0, entropy = 0.0, clusters = 0.0, rank = 0.0;
+        double lambdaMax = 0.0;
+        std::vector<double> eigen; // the eigenvalues at eigenIndex_, descending
+    };
+    // A named line on one chart, drawn as one QLineSeries per run of drawable points.
+    struct Curve {
+        QString name;
+        int chart = 0;
+        QColor color;
+        Qt::PenStyle style = Qt::SolidLine;
+        std::vector<QLineSeries*> segments;
+        QList<QPointF> points;
+    };
+    struct ChartBox {
+        QChart* chart = nullptr;
+        QChartView* view = nullptr;
+        QValueAxis* x = nullptr;
+        QAbstractAxis* y = nullptr;
+        bool logY = false;
+        bool integerY = false;
+        QLineSeries* cursor = nullptr;
+    };
+
+    void forget(); // the data read so far, not the charts
+    void readFrames(const std::vector<RecordedFrame>& frames, std::size_t firstIndex);
+    Row makeRow(const RecordedFrame& frame, std::size_t index);
+    void chooseEigenvalues(int d);
+    void decimate();
+    void rebuild();       // curves from rows_ + tail_, then axes
+    void rebuildCurves(); // eigenvalue curves follow eigenIndex_
+    Curve& addCurve(const QString& name, int chart, QColor color, Qt::PenStyle style = Qt::SolidLine);
+    void setCurve(Curve& curve, const std::vector<QPointF>& pts);
+    void updateAxes();
+    void updateCursor(ChartBox& box);
+    void layoutChart(ChartBox& box); // the plot area for the chart's current size
+    void applyTheme();
+    const Curve* find(const QString& name) const;
+
+    std::vector<ChartBox> charts_;
+    std::vector<std::unique_ptr<Curve>> curves_;
+    std::vector<int> eigenIndex_;
+    int eigenD_ = 0; // the dimension eigenIndex_ was chosen for
+
+    // What has been read.
+    const RunHistory* history_ = nullptr;
+    std::shared_ptr<const RunHistory> keepHistory_; // so the pointer above stays unique while we compare
+    std::uint64_t generation_ = 0, revision_ = 0;
+    std::size_t consumed_ = 0;
+    std::vector<Row> rows_; // frames at multiples of stride_
+    bool hasTail_ = false;
+    Row tail_; // the newest frame when it is not a multiple of stride_
+    int stride_ = 1;
+    std::size_t framesRead_ = 0;
+
+    double rankTol_ = 1e-6;
+    double cursorT_;
+};
+
+} // namespace flowscope

@@ -1,0 +1,134 @@
+// Flowscope UI: the scene panel, a dock panel that edits the running scene's parameters.
+//
+// Three groups, by what an edit costs:
+//  * Attention (live): type, heads, β, scale by √k, masked, sphere, keyframe interpolation, lin,ε, Sinkhorn ε
+//    and iterations, RWPO λ, h and kernel. Each committed edit emits attentionEdited() with the whole
+//    AttentionSpec; rows that do not apply to the chosen type are hidden. A new head gets Q = K = I, V = 0
+//    (it adds nothing to the velocity, so the dynamics do not jump); fewer heads drop the last ones.
+//  * Integrator (live): method, T, steps; emits integratorEdited().
+//  * Scene (restart): d, N, precision and the initial tokens (Gaussian mean and covariance, uniform box,
+//    rings, or a .npy/.csv file) with their seed. These edits are staged: "Apply (restarts)" emits
+//    sceneEdited() with the full edited scene, "Revert" drops them. A changed d resizes every head (Q, K
+//    become I_d, V keeps its leading block) and the mean/covariance/box (leading entries kept, identity and
+//    the default box beyond). An invalid staged scene (e.g. a covariance that is not symmetric positive
+//    semi-definite) shows a red message naming the field and disables Apply.
+// Number ranges are enforced by the spin boxes; numbers are committed on Enter or focus loss, not on every
+// keystroke. setScene()/setAttention() only display: they emit nothing.
+//
+// Every control's objectName is its parameter key (Tooltips.h), e.g. "attention.beta", "integrator.T", "d",
+// "initial.cov"; the buttons are "apply" and "revert", the message label "error".
+#pragma once
+
+#include "engine/scene/Scene.h"
+
+#include <QString>
+#include <QWidget>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QFormLayout;
+class QLabel;
+class QLineEdit;
+class QPushButton;
+class QSpinBox;
+class QToolButton;
+
+namespace flowscope {
+
+class MatrixGrid;
+
+class ScenePanel : public QWidget {
+    Q_OBJECT
+  public:
+    static constexpr int kMaxGridDimension = 8; // larger d: the mean/covariance/box are not edited here
+
+    explicit ScenePanel(QWidget* parent = nullptr);
+
+    // Shows `scene` (the one running) and drops staged edits; emits nothing.
+    void setScene(const Scene& scene);
+    // Replaces the attention only (e.g. after a matrix edit elsewhere), keeping staged edits; emits nothing.
+    void setAttention(const AttentionSpec& attention);
+
+    // The running scene with the live edits and the staged edits applied: what Apply would emit.
+    const Scene& editedScene() const { return edited_; }
+    bool hasStagedChanges() const { return dirty_; }
+    // Why the staged scene cannot be applied ("initial.cov: ..."); empty when it can.
+    QString stagedError() const { return error_; }
+
+  signals:
+    void attentionEdited(const AttentionSpec& attention);
+    void integratorEdited(const IntegratorSpec& integrator);
+    void sceneEdited(const Scene& scene);
+
+  private:
+    QWidget* buildAttentionGroup();
+    QWidget* buildIntegratorGroup();
+    QWidget* buildSceneGroup();
+
+    void showAttention();
+    void showIntegrator();
+    void showStaged();
+    void updateRows();
+
+    void attentionChanged();  // live_.attention changed: emit it
+    void integratorChanged(); // live_.integrator changed: emit it
+    void stagedChanged();     // staged_ changed: validate, enable Apply
+    void setStagedDimension(int d);
+    void rebuildEdited();
+    QString validate() const;
+    void apply();
+    void revert();
+    void browseTokenFile();
+
+    Scene live_;   // the running scene plus live edits
+    Scene staged_; // holds the staged d, n, precision and initial
+    Scene edited_; // live_ with the staged edits: editedScene()
+    bool dirty_ = false;
+    QString error_;
+    QString radiiError_; // the radii text does not parse
+
+    // Attention (live)
+    QFormLayout* attentionForm_ = nullptr;
+    QComboBox* type_ = nullptr;
+    QSpinBox* heads_ = nullptr;
+    QDoubleSpinBox* beta_ = nullptr;
+    QCheckBox* scaleByRootK_ = nullptr;
+    QCheckBox* masked_ = nullptr;
+    QCheckBox* sphere_ = nullptr;
+    QComboBox* interpolation_ = nullptr;
+    QWidget* linearEpsRow_ = nullptr;
+    QCheckBox* linearEpsOn_ = nullptr;
+    QDoubleSpinBox* linearEps_ = nullptr;
+    QDoubleSpinBox* sinkhornEps_ = nullptr;
+    QSpinBox* sinkhornIterations_ = nullptr;
+    QDoubleSpinBox* rwpoLambda_ = nullptr;
+    QDoubleSpinBox* rwpoH_ = nullptr;
+    QComboBox* rwpoKernel_ = nullptr;
+    // Integrator (live)
+    QComboBox* method_ = nullptr;
+    QDoubleSpinBox* T_ = nullptr;
+    QSpinBox* steps_ = nullptr;
+    // Scene (staged)
+    QFormLayout* sceneForm_ = nullptr;
+    QSpinBox* d_ = nullptr;
+    QSpinBox* n_ = nullptr;
+    QComboBox* precision_ = nullptr;
+    QComboBox* kind_ = nullptr;
+    QSpinBox* seed_ = nullptr;
+    MatrixGrid* mean_ = nullptr;
+    MatrixGrid* cov_ = nullptr;
+    MatrixGrid* low_ = nullptr;
+    MatrixGrid* high_ = nullptr;
+    QLabel* gridNote_ = nullptr; // d > kMaxGridDimension
+    QLineEdit* radii_ = nullptr;
+    QDoubleSpinBox* noise_ = nullptr;
+    QWidget* pathRow_ = nullptr;
+    QLineEdit* path_ = nullptr;
+    QToolButton* browse_ = nullptr;
+    QLabel* errorLabel_ = nullptr;
+    QPushButton* apply_ = nullptr;
+    QPushButton* revert_ = nullptr;
+};
+
+} // namespace flowscope
