@@ -152,16 +152,14 @@ std::optional<std::string> coneUnsupported(const Scene& scene) {
     return std::nullopt;
 }
 
-double coneHeightCap(const std::vector<ConeTrajectory>& trajectories, double tolHigh) {
+double coneHeightCap(const std::vector<ConeTrajectory>& trajectories) {
     std::vector<double> peaks;
     for (const ConeTrajectory& t : trajectories)
         if (!t.points.empty()) peaks.push_back(t.peakTrace());
     if (peaks.empty()) return 1.0;
     std::sort(peaks.begin(), peaks.end());
     const double highest = peaks.back(), median = peaks[peaks.size() / 2];
-    double cap = highest;
-    if (tolHigh > 0.0) cap = std::min(cap, tolHigh);
-    if (median > 0.0) cap = std::min(cap, 10.0 * median);
+    const double cap = median > 0.0 ? std::min(highest, 10.0 * median) : highest;
     return cap > 0.0 ? cap : 1.0; // everything at the apex: keep a unit cone to draw
 }
 
@@ -196,7 +194,7 @@ ConeData computeConeData(const Scene& scene) {
     }
     for (const auto& [kind, count] : others)
         out.otherKinds += (out.otherKinds.empty() ? "" : ", ") + std::to_string(count) + " " + kind;
-    out.heightCap = coneHeightCap(out.trajectories, scene.moments.tolHigh);
+    out.heightCap = coneHeightCap(out.trajectories);
     for (const ConeTrajectory& t : out.trajectories) {
         const double peak = t.peakTrace();
         out.peakTrace = std::max(out.peakTrace, peak);

@@ -9,8 +9,10 @@
 // Height cap: a blow-up drives tr Sigma to tol_high (1e3 or more) while converging runs stay near their
 // initial trace 1, so one common scale would squash everything that converges into the apex. Curves are
 // therefore drawn up to
-//     cap = min(highest trace reached, tol_high, 10 x median over the runs of their highest trace)
-// and cut where they cross z = cap; the view says how many curves leave through the top.
+//     cap = min(highest trace reached, 10 x median over the runs of their highest trace)
+// and cut where they cross z = cap; the view says how many curves leave through the top. When most runs
+// blow up (the median is itself near tol_high) nothing is cut: the solver's own stop at tol_high bounds
+// the picture.
 #pragma once
 
 #include "engine/gaussian/MomentSolver.h"
@@ -79,8 +81,8 @@ std::optional<std::string> coneUnsupported(const Scene& scene);
 // trajectories. Failures end up in `message`; never throws.
 ConeData computeConeData(const Scene& scene);
 
-// The height cap of the header comment, for trajectories and the scene's tol_high.
-double coneHeightCap(const std::vector<ConeTrajectory>& trajectories, double tolHigh);
+// The height cap of the header comment.
+double coneHeightCap(const std::vector<ConeTrajectory>& trajectories);
 
 // Runs `job` on a new thread that nobody waits for, except the end of the process: still-running jobs are
 // joined at static destruction (before the engine's thread pool goes away), so exit never races a solve.

@@ -96,7 +96,8 @@ double niceStep(double range, int count) {
 
 QString number(double v) {
     if (std::abs(v) < 1e-12) return QStringLiteral("0");
-    return QString::number(v, 'g', 3).replace(QLatin1Char('-'), QChar(0x2212));
+    const bool plain = std::abs(v) >= 1e3 && std::abs(v) < 1e6; // "1000", not "1e+03"
+    return QString::number(v, plain ? 'f' : 'g', plain ? 0 : 3).replace(QLatin1Char('-'), QChar(0x2212));
 }
 
 // Draws `text` centred on `anchor` moved `gap` pixels along `direction` (and half its size further, so
@@ -143,13 +144,13 @@ ConeView::~ConeView() {
 }
 
 void ConeView::setScene(const Scene& scene) {
-    const std::uint64_t generation = ++generation_;
+    ++generation_;
     hints_ = coneHints(scene.viewJson);
     mode_ = hints_.plot;
-    sceneName_ = QString::fromStdString(scene.name);
     resetCamera();
     data_.reset();
     colors_.clear();
+    queued_.reset();
     geometryDirty_ = dotsDirty_ = true;
     if (const auto why = coneUnsupported(scene)) {
         message_ = QString::fromStdString(*why);
@@ -160,7 +161,17 @@ void ConeView::setScene(const Scene& scene) {
     message_.clear();
     solving_ = true;
     update();
-    runDetached([scene, box = mailbox_, generation] {
+    // One solve at a time per view: while one runs, only the newest scene waits (edits can arrive faster
+    // than solves finish, and every stale solve would delay the one that matters).
+    if (workerBusy_)
+        queued_ = scene;
+    else
+        startSolve(scene);
+}
+
+void ConeView::startSolve(const Scene& scene) {
+    workerBusy_ = true;
+    runDetached([scene, box = mailbox_, generation = generation_] {
         auto result = std::make_shared<const ConeData>(computeConeData(scene));
         const std::lock_guard lock(box->mutex);
         if (ConeView* view = box->view)
@@ -171,6 +182,12 @@ void ConeView::setScene(const Scene& scene) {
 }
 
 void ConeView::deliver(std::uint64_t generation, std::shared_ptr<const ConeData> data) {
+    workerBusy_ = false;
+    if (queued_) {
+        const Scene next = std::move(*queued_);
+        queued_.reset();
+        startSolve(next);
+    }
     if (generation != generation_) return; // superseded by a newer scene
     solving_ = false;
     data_ = std::move(data);
@@ -517,10 +534,11 @@ void ConeView::drawConeLabels(QPainter& p) const {
     p.drawLine(bottom, top);
     const double step = niceStep(H, 4);
     const QFontMetricsF fm(p.font());
-    for (double z = 0.0; z <= H * (1 + 1e-9); z += step) {
+    for (int k = 0; k * step <= H * (1 + 1e-9); ++k) {
+        const double z = k * step;
         const QPointF at = projectToWidget(base + Vector3(0, 0, z));
         p.drawLine(at, at - QPointF(5, 0));
-        const QString text = number(z);
+        const QString text = formatTick(z, step);
         const double tw = fm.horizontalAdvance(text);
         p.drawText(QRectF(at.x() - 9 - tw, at.y() - fm.height() / 2, tw, fm.height()),
                    Qt::AlignRight | Qt::AlignVCenter, text);

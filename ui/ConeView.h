@@ -18,10 +18,12 @@
 // boundary circle is the rank-one set and whose centre is Sigma ~ I; the same curves and dots, blow-ups
 // running to the circle; reference rays are rings on the circle. Square aspect ratio.
 //
-// setScene() integrates the scene's initial Gaussians (solveAllMoments) on a background thread; a newer
-// scene drops the older result, and destroying the view during a solve neither blocks nor crashes (the
-// result is delivered through a mailbox the destructor closes). Overlay text is drawn with QPainter in
-// logical pixels; GL line widths and point sizes are scaled by devicePixelRatioF.
+// setScene() integrates the scene's initial Gaussians (solveAllMoments) on a background thread, one solve
+// at a time: a newer scene drops the older result (and replaces a scene still waiting for its turn), and
+// destroying the view during a solve neither blocks nor crashes (the result is delivered through a mailbox
+// the destructor closes; the process joins still-running solves at exit, see runDetached).
+// Overlay text is drawn with QPainter in logical pixels; GL line widths and point sizes are scaled by
+// devicePixelRatioF.
 #pragma once
 
 #include "engine/core/Types.h"
@@ -103,6 +105,7 @@ class ConeView : public QOpenGLWidget {
         QVector3D towardsEye;
     };
 
+    void startSolve(const Scene& scene); // for the current generation
     void deliver(std::uint64_t generation, std::shared_ptr<const ConeData> data);
     void releaseGL();
     double coneHeight() const;         // height of the drawn cone surface
@@ -126,8 +129,9 @@ class ConeView : public QOpenGLWidget {
     std::vector<QColor> colors_; // per trajectory
     double colorMin_ = 0.0, colorMax_ = 1.0;
     bool solving_ = false;
+    bool workerBusy_ = false;     // a solve of this view is running
+    std::optional<Scene> queued_; // the scene to solve when it finishes
     QString message_;
-    QString sceneName_;
     std::optional<double> time_;
     std::optional<Mat> current_;
 

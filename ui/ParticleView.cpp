@@ -127,6 +127,7 @@ void ParticleView::setScene(const Scene& scene) {
     picked_ = -1;
     pickedWeights_.resize(0);
     previous_.reset();
+    userCamera_ = false;
     updateBasis(nullptr);
     framePending_ = true;
     pointsDirty_ = linesDirty_ = true;
@@ -296,9 +297,12 @@ void ParticleView::releaseGL() {
 }
 
 void ParticleView::resizeGL(int w, int h) {
-    // Keep the centre and the scale: resizing reveals more or less of the plane, it does not zoom.
+    // Keep the centre and the scale: resizing reveals more or less of the plane, it does not zoom. Until the
+    // user moves the camera, a new size frames the cloud again (the first frames often come at a
+    // provisional size while the window lays itself out).
     view_.setViewportSize(QSizeF(w, h));
     camera_.setViewportSize(QSizeF(w, h));
+    if (!userCamera_) framePending_ = true;
 }
 
 void ParticleView::uploadPoints() {
@@ -421,7 +425,7 @@ void ParticleView::uploadLines() {
                             const Mat root = psdSqrt(symmetricPart(S.topLeftCorner(2, 2)));
                             p.head(2) += k * root * Eigen::Vector2d(std::cos(th), std::sin(th));
                         }
-                        if (s > 0) segment(to3(prev), to3(p), overlayColor, k == 1.0 ? 0.85 : 0.5);
+                        if (s > 0) segment(to3(prev), to3(p), overlayColor, k == 1.0 ? 1.0 : 0.8);
                         prev = p;
                     }
                 }
@@ -619,6 +623,7 @@ void ParticleView::mousePressEvent(QMouseEvent* e) {
 void ParticleView::mouseMoveEvent(QMouseEvent* e) {
     const QPoint pos = e->position().toPoint();
     if (dragging_) {
+        userCamera_ = true;
         if (is3D())
             camera_.orbit(QPointF(pos - lastMouse_));
         else
@@ -662,6 +667,7 @@ void ParticleView::wheelEvent(QWheelEvent* e) {
     // One notch (120 units) zooms by 2^(1/4): four notches double the scale.
     const double notches = e->angleDelta().y() / 120.0;
     if (notches == 0.0) return;
+    userCamera_ = true;
     if (is3D())
         camera_.zoom(std::pow(2.0, notches / 4.0));
     else

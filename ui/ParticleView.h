@@ -79,6 +79,7 @@ class ParticleView : public QOpenGLWidget {
     void setShowOverlay(bool on);
     bool showOverlay() const { return showOverlay_; }
     bool overlayAvailable() const { return overlay_.available(); }
+    const GaussianOverlay& overlay() const { return overlay_; }
     QString overlayReason() const { return QString::fromStdString(overlay_.reason()); }
     void setShowTrails(bool on);
     bool showTrails() const { return showTrails_; }
@@ -170,6 +171,7 @@ class ParticleView : public QOpenGLWidget {
     bool linesDirty_ = false;
     bool framePending_ = false;
     bool dragging_ = false;
+    bool userCamera_ = false; // the user panned, zoomed or orbited since the scene started
     QPoint lastMouse_;
     int picked_ = -1;
     Vec pickedWeights_;

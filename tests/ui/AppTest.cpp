@@ -18,6 +18,7 @@
 #include <QSlider>
 #include <QtTest/QTest>
 
+#include <Eigen/Eigenvalues>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -120,6 +121,80 @@ TEST_F(AppTest, ParticleCentroidSitsOnTheProjectedMeanIn3D) {
         hits += img.pixel((*p * dpr).toPoint()) != background;
     }
     EXPECT_GE(hits, 48);
+}
+
+TEST_F(AppTest, TheGaussianOverlayFollowsTheClosedFormAndIsDrawn) {
+    // Q = K = I, V = -0.4 I: Sigma' = 2 eps Sigma^2 with eps = -0.4, so Sigma(t) = (Sigma0^-1 + 0.8 t I)^-1
+    // (seed-castin.md §3, Prop 2 with B = -0.8 I); the mean stays 0.
+    Scene scene = tinyScene(512, 40);
+    scene.initial.cov = (Mat(2, 2) << 2.0, 0.5, 0.5, 1.0).finished();
+    ASSERT_TRUE(window->setScene(scene));
+    window->showParticleView();
+    ParticleView* view = window->particleView();
+    view->setHudVisible(false);
+    ASSERT_TRUE(view->overlayAvailable()) << view->overlayReason().toStdString();
+    for (double t : {0.0, 0.7, 2.0, 4.0}) {
+        const Mat expected = (scene.initial.cov.inverse() + 0.8 * t * Mat::Identity(2, 2)).inverse();
+        const auto g = view->overlay().at(t);
+        ASSERT_TRUE(g.has_value());
+        EXPECT_LE((g->cov - expected).cwiseAbs().maxCoeff(), 1e-4) << "t = " << t;
+        EXPECT_LE(g->mean.norm(), 1e-12);
+    }
+    for (int k = 0; k < 20; ++k) window->stepOnce();
+    stepTo(20);
+    // The 2-sigma ellipse passes through mean + 2 Sigma^{1/2} e1: pixels there change when the overlay is
+    // switched off.
+    const auto g = view->overlay().at(view->displayedSnapshot()->t);
+    Eigen::SelfAdjointEigenSolver<Mat> eig(g->cov);
+    const double dpr = view->devicePixelRatioF();
+    const QImage with = view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    view->setShowOverlay(false);
+    const QImage without = view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    view->setShowOverlay(true);
+    for (double k : {1.0, 2.0})
+        for (int axis : {0, 1}) {
+            const Vec edge = g->mean + k * std::sqrt(eig.eigenvalues()(axis)) * eig.eigenvectors().col(axis);
+            const QPoint p = (*view->worldToPixel(edge) * dpr).toPoint();
+            int changed = 0;
+            for (int dy = -2; dy <= 2; ++dy)
+                for (int dx = -2; dx <= 2; ++dx)
+                    changed += with.pixel(p + QPoint(dx, dy)) != without.pixel(p + QPoint(dx, dy));
+            EXPECT_GT(changed, 0) << k << " sigma, axis " << axis;
+        }
+    // Far from both ellipses (a corner) nothing changes.
+    EXPECT_EQ(with.pixel(with.width() - 5, with.height() - 5),
+              without.pixel(with.width() - 5, with.height() - 5));
+}
+
+TEST_F(AppTest, HoveringATokenPicksItAndShowsItsAttentionRow) {
+    ASSERT_TRUE(window->setScene(tinyScene(128, 40)));
+    window->showParticleView();
+    ParticleView* view = window->particleView();
+    view->setHudVisible(false);
+    window->stepOnce();
+    stepTo(1);
+    QTest::qWait(50);
+    view->repaint(); // the camera of a painted frame
+    const Tokens X = view->displayedSnapshot()->tokens;
+    // The token nearest the hovered pixel (ties aside, token 7 itself when it is not covered by another).
+    const QPointF at = *view->worldToPixel(X.row(7).transpose());
+    QMouseEvent hover(QEvent::MouseMove, at, view->mapToGlobal(at), Qt::NoButton, Qt::NoButton,
+                      Qt::NoModifier);
+    QApplication::sendEvent(view, &hover);
+    const int picked = view->pickedToken();
+    ASSERT_GE(picked, 0);
+    const QPointF p = *view->worldToPixel(X.row(picked).transpose());
+    EXPECT_LE(std::hypot(p.x() - at.x(), p.y() - at.y()), 1.0 + 1e-9);
+    // The row is the softmax attention of the picked token, P_ij = exp(<x_i, x_j>) / sum_k exp(<x_i, x_k>).
+    Vec expected(X.rows());
+    for (Eigen::Index j = 0; j < X.rows(); ++j) expected(j) = std::exp(X.row(picked).dot(X.row(j)));
+    expected /= expected.sum();
+    ASSERT_EQ(view->pickedWeights().size(), X.rows());
+    EXPECT_LE((view->pickedWeights() - expected).cwiseAbs().maxCoeff(), 1e-12);
+    // Leaving the view drops the pick.
+    QEvent leave(QEvent::Leave);
+    QApplication::sendEvent(view, &leave);
+    EXPECT_EQ(view->pickedToken(), -1);
 }
 
 TEST_F(AppTest, ScrubbingBackAndSteppingContinuesFromTheShownFrame) {
