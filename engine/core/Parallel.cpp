@@ -8,10 +8,25 @@
 #include <thread>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace flowscope {
 namespace {
 
 thread_local bool tInsideWorker = false;
+std::atomic<bool> gBackground{false};
+constexpr int kBackgroundNice = 10;
+
+// On Linux nice values are per thread: lower this one's priority.
+void lowerThisThread() {
+#if defined(__linux__)
+    setpriority(PRIO_PROCESS, id_t(syscall(SYS_gettid)), kBackgroundNice);
+#endif
+}
 
 class Pool {
   public:
@@ -62,6 +77,7 @@ class Pool {
     }
     void loop() {
         tInsideWorker = true;
+        bool lowered = false;
         std::uint64_t seen = 0;
         for (;;) {
             {
@@ -70,6 +86,7 @@ class Pool {
                 if (quit_) return;
                 seen = generation_;
             }
+            if (gBackground && !lowered) lowered = (lowerThisThread(), true);
             work();
             std::lock_guard lock(mutex_);
             if (--pending_ == 0) done_.notify_one();
@@ -109,6 +126,11 @@ void setThreadCount(int n) {
     std::lock_guard lock(gPoolMutex);
     gThreads = std::max(1, n);
     gPool.reset();
+}
+
+void useBackgroundPriority() {
+    gBackground = true; // workers lower themselves at their next wake-up
+    lowerThisThread();
 }
 
 void parallelFor(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn) {

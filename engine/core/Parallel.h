@@ -13,6 +13,10 @@ namespace flowscope {
 // Number of worker threads used by parallelFor (defaults to the hardware concurrency).
 int threadCount();
 void setThreadCount(int n);
+// Lowers the scheduling priority (nice +10, Linux; a no-op elsewhere) of the calling thread and of every
+// pool worker, now and later. The GUI's simulation thread calls it so that the UI thread wins the CPU when
+// the science keeps every core busy: the window stays responsive whatever the simulation costs.
+void useBackgroundPriority();
 
 // Calls fn(begin, end) on disjoint sub-ranges covering [0, n), each at most `grain` long, possibly in
 // parallel. Returns when all are done. Runs inline when n <= grain or when called from a worker.

@@ -1,5 +1,7 @@
 #include "engine/runner/SimulationRunner.h"
 
+#include "engine/core/Parallel.h"
+
 #include <algorithm>
 #include <chrono>
 #include <exception>
@@ -82,6 +84,7 @@ bool WorkerLoop::hasWork() const {
 }
 
 void WorkerLoop::run() {
+    useBackgroundPriority(); // the UI thread comes first (DESIGN.md, "Threads")
     // A step that throws must not take the process down (std::terminate on an escaping exception); the
     // Steppable is expected to record its own failures, this is the last line of defence.
     auto guardedAdvance = [this] {
