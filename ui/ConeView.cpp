@@ -111,7 +111,11 @@ void drawLabel(QPainter& p, QPointF anchor, QPointF direction, double gap, const
     const QPointF d = len > 1e-9 ? direction / len : QPointF(0.0, -1.0);
     const QPointF centre =
         anchor + d * gap + QPointF(d.x() * size.width() * 0.5, d.y() * size.height() * 0.5);
-    const QRectF box(centre - QPointF(size.width() / 2, size.height() / 2), size);
+    QRectF box(centre - QPointF(size.width() / 2, size.height() / 2), size);
+    // Keep the label inside the widget (a narrow view must not clip "(a - b)/tr").
+    const QRectF area = QRectF(p.window()).adjusted(2, 2, -2, -2);
+    box.moveLeft(std::clamp(box.left(), area.left(), std::max(area.left(), area.right() - box.width())));
+    box.moveTop(std::clamp(box.top(), area.top(), std::max(area.top(), area.bottom() - box.height())));
     if (halo.isValid()) p.fillRect(box.adjusted(-2, 0, 2, 0), halo);
     p.drawText(box, Qt::AlignCenter, text);
 }

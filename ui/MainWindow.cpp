@@ -19,7 +19,9 @@
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QInputDialog>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPainter>
@@ -58,6 +60,33 @@ double sliderToRate(int v) {
 }
 
 } // namespace
+
+std::optional<ProjectionSpec> parseAxes(const QString& text, int d, QString* why) {
+    const QStringList parts = text.split(QLatin1Char(','), Qt::SkipEmptyParts);
+    if (parts.size() < 2 || parts.size() > 3) {
+        if (why) *why = QObject::tr("Give two or three indices separated by commas, e.g. \"0, 2\".");
+        return std::nullopt;
+    }
+    if (parts.size() == 3 && d < 3) {
+        if (why) *why = QObject::tr("Three axes need d >= 3; this scene has d = %1.").arg(d);
+        return std::nullopt;
+    }
+    ProjectionSpec p;
+    p.dims = int(parts.size());
+    for (int k = 0; k < p.dims; ++k) {
+        bool ok = false;
+        const int axis = parts[k].trimmed().toInt(&ok);
+        if (!ok || axis < 0 || axis >= d) {
+            if (why)
+                *why = QObject::tr("\"%1\" is not a coordinate index from 0 to %2.")
+                           .arg(parts[k].trimmed())
+                           .arg(d - 1);
+            return std::nullopt;
+        }
+        p.axes[std::size_t(k)] = axis;
+    }
+    return p;
+}
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(QStringLiteral("Flowscope"));
@@ -214,6 +243,25 @@ void MainWindow::buildActions() {
         view_->setProjection(p);
     });
 
+    axesAction_ = new QAction(tr("Choose axes..."), this);
+    axesAction_->setToolTip(
+        tr("Show any two coordinates (a plane) or three (3-D), e.g. \"3, 7\" or \"0, 4, 5\""));
+    connect(axesAction_, &QAction::triggered, this, [this] {
+        bool ok = false;
+        const QString text = QInputDialog::getText(
+            this, tr("Choose axes"),
+            tr("Two or three coordinate indices (0 to %1):").arg(scene_ ? scene_->d - 1 : 1),
+            QLineEdit::Normal, QStringLiteral("0, 1"), &ok);
+        if (!ok) return;
+        QString why;
+        if (const auto p = parseAxes(text, scene_ ? scene_->d : 2, &why)) {
+            view_->setProjection(*p);
+            for (QAction* a : projectionGroup_->actions()) a->setChecked(false);
+        } else {
+            QMessageBox::warning(this, tr("Choose axes"), why);
+        }
+    });
+
     themeGroup_ = new QActionGroup(this);
     for (auto [name, kind] :
          {std::pair{tr("Dark theme"), ThemeKind::Dark}, {tr("Light theme"), ThemeKind::Light}}) {
@@ -296,6 +344,7 @@ void MainWindow::buildMenus() {
     view->addActions(colorGroup_->actions());
     view->addSeparator();
     view->addActions(projectionGroup_->actions());
+    view->addAction(axesAction_);
     view->addSeparator();
     view->addAction(discAction_);
     view->addSeparator();

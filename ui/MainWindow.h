@@ -10,6 +10,7 @@
 
 #include "engine/runner/SimulationRunner.h"
 #include "engine/scene/Scene.h"
+#include "ui/ParticleView.h"
 #include "ui/Theme.h"
 
 #include <QImage>
@@ -38,6 +39,10 @@ class ParticleView;
 class PlotsPanel;
 class PresetBrowser;
 class ScenePanel;
+
+// "0, 2" or "1, 3, 4": the coordinate axes a projection shows, checked against d. nullopt (and why) when the
+// text is not two or three indices in [0, d).
+std::optional<ProjectionSpec> parseAxes(const QString& text, int d, QString* why = nullptr);
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -146,6 +151,7 @@ class MainWindow : public QMainWindow {
     QAction* hudAction_ = nullptr;
     QAction* trailsAction_ = nullptr;
     QAction* discAction_ = nullptr;
+    QAction* axesAction_ = nullptr;
     QActionGroup* colorGroup_ = nullptr;
     QActionGroup* projectionGroup_ = nullptr;
     QActionGroup* themeGroup_ = nullptr;

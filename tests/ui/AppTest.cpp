@@ -197,6 +197,46 @@ TEST_F(AppTest, HoveringATokenPicksItAndShowsItsAttentionRow) {
     EXPECT_EQ(view->pickedToken(), -1);
 }
 
+TEST(ChooseAxes, ParsesTwoOrThreeIndicesAndExplainsBadInput) {
+    QString why;
+    const auto plane = parseAxes(QStringLiteral(" 3, 1 "), 5, &why);
+    ASSERT_TRUE(plane.has_value());
+    EXPECT_EQ(plane->dims, 2);
+    EXPECT_EQ(plane->axes[0], 3);
+    EXPECT_EQ(plane->axes[1], 1);
+    const auto space = parseAxes(QStringLiteral("0,4,2"), 5);
+    ASSERT_TRUE(space.has_value());
+    EXPECT_EQ(space->dims, 3);
+    EXPECT_FALSE(space->pca);
+    EXPECT_FALSE(parseAxes(QStringLiteral("0, 5"), 5, &why).has_value());
+    EXPECT_TRUE(why.contains(QStringLiteral("0 to 4"))) << why.toStdString();
+    EXPECT_FALSE(parseAxes(QStringLiteral("0, 1, 2"), 2, &why).has_value());
+    EXPECT_TRUE(why.contains(QStringLiteral("d >= 3"))) << why.toStdString();
+    EXPECT_FALSE(parseAxes(QStringLiteral("x, 1"), 3).has_value());
+    EXPECT_FALSE(parseAxes(QStringLiteral("1"), 3).has_value());
+}
+
+TEST_F(AppTest, ChosenAxesAreTheCoordinatesDrawn) {
+    Scene scene = tinyScene(64, 10);
+    scene.d = 4;
+    scene.initial.mean = Vec::Zero(4);
+    scene.initial.cov = Mat::Identity(4, 4);
+    scene.attention.heads = {
+        HeadParams{Mat::Identity(4, 4), Mat::Identity(4, 4), -0.4 * Mat::Identity(4, 4)}};
+    ASSERT_TRUE(window->setScene(scene));
+    ParticleView* view = window->particleView();
+    view->setProjection(*parseAxes(QStringLiteral("3, 1"), 4));
+    EXPECT_FALSE(view->is3D());
+    Mat expected = Mat::Zero(4, 2);
+    expected(3, 0) = expected(1, 1) = 1.0;
+    EXPECT_EQ(view->projectionBasis(), expected);
+    view->repaint();
+    const Vec x = (Vec(4) << 0.1, -0.7, 5.0, 0.4).finished();
+    const QPointF p = *view->worldToPixel(x);
+    EXPECT_NEAR(p.x(), view->transform().worldToPixel({0.4, -0.7}).x(), 1e-9);
+    EXPECT_NEAR(p.y(), view->transform().worldToPixel({0.4, -0.7}).y(), 1e-9);
+}
+
 TEST_F(AppTest, ScrubbingBackAndSteppingContinuesFromTheShownFrame) {
     Scene scene = tinyScene(64, 20);
     scene.output.every = 2;
