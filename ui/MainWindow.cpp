@@ -216,9 +216,11 @@ void MainWindow::buildActions() {
             [this](bool on) { cone_->setMode(on ? ConeMode::Disc : ConeMode::Cone); });
 
     colorGroup_ = new QActionGroup(this);
-    const std::pair<QString, ColorBy> colors[] = {{tr("Colour by token index"), ColorBy::Index},
-                                                  {tr("Colour by speed |dx/dt|"), ColorBy::Speed},
-                                                  {tr("Colour by cluster"), ColorBy::Cluster}};
+    const std::pair<QString, ColorBy> colors[] = {
+        {tr("Colour by token index"), ColorBy::Index},
+        {tr("Colour by speed |dx/dt|"), ColorBy::Speed},
+        {tr("Colour by cluster"), ColorBy::Cluster},
+        {tr("Colour by attention entropy H_i / log N"), ColorBy::Entropy}};
     for (const auto& [name, c] : colors) {
         QAction* a = colorGroup_->addAction(name);
         a->setCheckable(true);
@@ -735,7 +737,7 @@ std::optional<std::pair<Scene, QString>> MainWindow::restoreSettings() {
     tabs_->setCurrentIndex(s.value(QStringLiteral("window/tab"), 0).toInt());
     setTheme(s.value(QStringLiteral("view/theme")).toString() == QStringLiteral("light") ? ThemeKind::Light
                                                                                          : ThemeKind::Dark);
-    const int color = std::clamp(s.value(QStringLiteral("view/colorBy"), 0).toInt(), 0, 2);
+    const int color = std::clamp(s.value(QStringLiteral("view/colorBy"), 0).toInt(), 0, 3);
     colorGroup_->actions().value(color)->setChecked(true);
     view_->setColorBy(ColorBy(color));
     overlayAction_->setChecked(s.value(QStringLiteral("view/overlay"), true).toBool());

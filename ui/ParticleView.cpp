@@ -328,6 +328,8 @@ void ParticleView::uploadPoints() {
                 speedScale = sorted[q];
             }
         }
+        // Per-token entropies come with the recorded frames (every output.every steps).
+        const Vec& entropy = shown_->observables.tokenEntropy;
         std::vector<int> labels;
         if (colorBy_ == ColorBy::Cluster)
             labels = clusterLabels(X, scene_ ? scene_->output.clusterTol : 1e-3);
@@ -346,6 +348,11 @@ void ParticleView::uploadPoints() {
                 break;
             case ColorBy::Cluster:
                 c = categorical(labels[std::size_t(i)]);
+                break;
+            case ColorBy::Entropy: // H_i / log N: 0 = attends to one token, 1 = uniform attention
+                c = entropy.size() == X.rows()
+                        ? viridis(entropy(i) / std::log(double(std::max<Eigen::Index>(X.rows(), 2))))
+                        : QColor(128, 128, 128);
                 break;
             }
             Eigen::Vector3d p = Eigen::Vector3d::Zero();

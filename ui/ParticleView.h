@@ -6,8 +6,9 @@
 //  * d >= 3: a 3-D orbit camera over three coordinates (chosen axes, or the top three principal directions
 //    of the cloud for d > 3); drag orbits, the wheel zooms. A 2-D projection (two axes or PCA) is available
 //    for every d.
-// Colours: token index, speed |dx/dt| (finite difference between the two latest snapshots) or cluster
-// (greedy leader clustering at the scene's cluster tolerance). Optional fading trails over the recorded
+// Colours: token index, speed |dx/dt| (finite difference between the two latest snapshots), cluster
+// (greedy leader clustering at the scene's cluster tolerance) or attention entropy H_i / log N (of the latest
+// recorded frame; 0: attends to one token, 1: uniform). Optional fading trails over the recorded
 // history. The Gaussian of the mean/covariance ODE (GaussianOverlay) is drawn as 1-sigma and 2-sigma
 // ellipses (three principal ellipses each in 3-D): the mean-field picture over the particles.
 // Hovering a token (within 10 pixels) picks it: lines to every other token with opacity proportional to its
@@ -38,7 +39,7 @@ namespace flowscope {
 
 class ImGuiLayer;
 
-enum class ColorBy { Index, Speed, Cluster };
+enum class ColorBy { Index, Speed, Cluster, Entropy };
 
 struct ProjectionSpec {
     int dims = 2;                     // 2: plane, 3: orbit camera (needs d >= 3)

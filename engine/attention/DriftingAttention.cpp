@@ -29,9 +29,9 @@ void DriftingAttention::velocity(double, const Tokens& X, Tokens& dX) {
     dX -= avg;
 }
 
-double DriftingAttention::attentionEntropy(double, const Tokens& X) {
+Vec DriftingAttention::attentionEntropies(double, const Tokens& X) {
     const HeadSetup h = selfHead(X);
-    return softmaxEntropy(X, headQueries(X, h), h.bias, false);
+    return softmaxEntropies(X, headQueries(X, h), h.bias, false);
 }
 
 Vec DriftingAttention::attentionWeights(double, const Tokens& X, Eigen::Index i) {

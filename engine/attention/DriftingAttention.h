@@ -17,7 +17,7 @@ class DriftingAttention : public VelocityField {
     DriftingAttention(const AttentionSpec& spec, int d, Precision precision)
         : spec_(spec), d_(d), precision_(precision) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
-    double attentionEntropy(double t, const Tokens& X) override;
+    Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
     void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
     std::string name() const override { return "drifting"; }

@@ -100,9 +100,9 @@ Tokens headQueries(const Tokens& X, const HeadSetup& head) {
     return head.queries.size() ? head.queries : Tokens(X * head.B.transpose());
 }
 
-double softmaxEntropy(const Tokens& X, const Tokens& Qy, const Vec& bias, bool causal) {
+Vec softmaxEntropies(const Tokens& X, const Tokens& Qy, const Vec& bias, bool causal) {
     const int n = int(X.rows());
-    std::vector<double> H(std::size_t(n), 0.0);
+    Vec H = Vec::Zero(n);
     parallelFor(std::size_t(n), 64, [&](std::size_t b, std::size_t e) {
         for (std::size_t i = b; i < e; ++i) {
             const int end = causal ? int(i) + 1 : n;
@@ -112,12 +112,10 @@ double softmaxEntropy(const Tokens& X, const Tokens& Qy, const Vec& bias, bool c
             const Vec w = (s.array() - m).exp();
             const double den = w.sum();
             // H = -sum p log p = log den - sum p (s - m)
-            H[i] = std::log(den) - (w.array() * (s.array() - m)).sum() / den;
+            H(Eigen::Index(i)) = std::log(den) - (w.array() * (s.array() - m)).sum() / den;
         }
     });
-    double total = 0.0;
-    for (double h : H) total += h;
-    return total / n;
+    return H;
 }
 
 Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal, Eigen::Index i) {
@@ -143,12 +141,12 @@ void KernelAttention::velocity(double t, const Tokens& X, Tokens& dX) {
     }
 }
 
-double KernelAttention::attentionEntropy(double t, const Tokens& X) {
-    if (!normalized() || X.rows() == 0) return std::numeric_limits<double>::quiet_NaN();
+Vec KernelAttention::attentionEntropies(double t, const Tokens& X) {
+    if (!normalized() || X.rows() == 0) return {};
     const auto heads = spec_.headsAt(t);
-    if (heads.empty()) return std::numeric_limits<double>::quiet_NaN();
+    if (heads.empty()) return {};
     const HeadSetup h = setupHead(heads.front(), X);
-    return softmaxEntropy(X, headQueries(X, h), h.bias, spec_.masked);
+    return softmaxEntropies(X, headQueries(X, h), h.bias, spec_.masked);
 }
 
 Vec KernelAttention::attentionWeights(double t, const Tokens& X, Eigen::Index i) {

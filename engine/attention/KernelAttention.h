@@ -41,9 +41,9 @@ void kernelAverage(const Tokens& X, const HeadSetup& head, bool causal, Precisio
 void logSumExp(const Tokens& queriesFrom, const Mat& B, const Tokens& keys, const Vec& bias, Precision prec,
                Vec& out);
 
-// Mean entropy (nats) of the softmax distributions p_ij ∝ exp(q_i . x_j + bias_j), double precision;
-// queries is N x d.
-double softmaxEntropy(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal);
+// Entropies (nats) of the softmax distributions p_ij ∝ exp(q_i . x_j + bias_j), one per query, double
+// precision; queries is N x d.
+Vec softmaxEntropies(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal);
 // Row i of those distributions (size N; zero past i when causal).
 Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal, Eigen::Index i);
 // The queries of a head: explicit ones, or B x_i.
@@ -53,7 +53,7 @@ class KernelAttention : public VelocityField {
   public:
     KernelAttention(const AttentionSpec& spec, int d, Precision precision);
     void velocity(double t, const Tokens& X, Tokens& dX) override;
-    double attentionEntropy(double t, const Tokens& X) override;
+    Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
     double interactionEnergy(double t, const Tokens& X) override;
     void setAttention(const AttentionSpec& spec) override { spec_ = spec; }

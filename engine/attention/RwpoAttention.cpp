@@ -57,11 +57,10 @@ void RwpoAttention::velocity(double, const Tokens& X, Tokens& dX) {
     dX = (softThreshold(X, spec_.lambda * h) - mean) / (2.0 * h);
 }
 
-double RwpoAttention::attentionEntropy(double, const Tokens& X) {
-    if (spec_.rwpoKernel == RwpoKernel::PerCoordinate || X.rows() == 0)
-        return std::numeric_limits<double>::quiet_NaN();
+Vec RwpoAttention::attentionEntropies(double, const Tokens& X) {
+    if (spec_.rwpoKernel == RwpoKernel::PerCoordinate || X.rows() == 0) return {};
     const HeadSetup k = vectorKernel(X);
-    return softmaxEntropy(X, headQueries(X, k), k.bias, spec_.masked);
+    return softmaxEntropies(X, headQueries(X, k), k.bias, spec_.masked);
 }
 
 Vec RwpoAttention::attentionWeights(double, const Tokens& X, Eigen::Index i) {

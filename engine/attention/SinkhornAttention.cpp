@@ -57,11 +57,10 @@ void SinkhornAttention::velocity(double t, const Tokens& X, Tokens& dX) {
     }
 }
 
-double SinkhornAttention::attentionEntropy(double t, const Tokens& X) {
+Vec SinkhornAttention::attentionEntropies(double t, const Tokens& X) {
     const auto heads = spec_.headsAt(t);
-    if (heads.empty() || g_.empty() || g_[0].size() != X.rows())
-        return std::numeric_limits<double>::quiet_NaN();
-    return softmaxEntropy(X, X * scoreMatrix(heads[0]).transpose(), g_[0], false);
+    if (heads.empty() || g_.empty() || g_[0].size() != X.rows()) return {};
+    return softmaxEntropies(X, X * scoreMatrix(heads[0]).transpose(), g_[0], false);
 }
 
 Vec SinkhornAttention::attentionWeights(double t, const Tokens& X, Eigen::Index i) {

@@ -28,9 +28,13 @@ class VelocityField {
 
     // Attention entropy averaged over queries, (1/N) sum_i -sum_j P_ij log P_ij, in double precision, for
     // the normalized variants (softmax, l2, Sinkhorn, RWPO; first head). NaN where no distribution exists.
-    virtual double attentionEntropy(double /*t*/, const Tokens& /*X*/) {
-        return std::numeric_limits<double>::quiet_NaN();
+    double attentionEntropy(double t, const Tokens& X) {
+        const Vec H = attentionEntropies(t, X);
+        return H.size() ? H.mean() : std::numeric_limits<double>::quiet_NaN();
     }
+    // The entropy of each query's distribution, H_i = -sum_j P_ij log P_ij (nats; size N, double precision),
+    // for the same variants; empty where no distribution exists. The view colours tokens by it.
+    virtual Vec attentionEntropies(double /*t*/, const Tokens& /*X*/) { return {}; }
 
     // The attention distribution of query i over the keys, P_i. (size N, summing to 1), for the normalized
     // variants (first head; double precision); empty where none exists. O(N d): meant for picking a token.

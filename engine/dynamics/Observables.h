@@ -10,6 +10,7 @@ struct Observables {
     Mat cov;                                                   // (1/N) sum_i (x_i - mean)(x_i - mean)^T
     double kinetic = 0.0;                                      // (1/N) sum_i |dx_i/dt|^2 / 2
     double entropy = std::numeric_limits<double>::quiet_NaN(); // mean attention entropy (nats)
+    Vec tokenEntropy; // H_i of each token's attention row (nats), when the entropy is computed
     // Interaction energy of the variant when it has one (softmax: (1/(2 N^2)) sum_ij exp(beta x_i^T A x_j),
     // first head; seed-castin.md §5.4), else NaN.
     double energy = std::numeric_limits<double>::quiet_NaN();

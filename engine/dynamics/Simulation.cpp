@@ -75,7 +75,8 @@ void Simulation::record() {
     if (X_.allFinite()) field_->velocity(t_, X_, V);
     f.obs = observe(X_, V, scene_.output.clusterTol, scene_.output.rankTol);
     if (scene_.output.entropy && X_.allFinite()) {
-        f.obs.entropy = field_->attentionEntropy(t_, X_);
+        f.obs.tokenEntropy = field_->attentionEntropies(t_, X_);
+        if (f.obs.tokenEntropy.size()) f.obs.entropy = f.obs.tokenEntropy.mean();
         f.obs.energy = field_->interactionEnergy(t_, X_);
     }
     lastObs_ = f.obs;

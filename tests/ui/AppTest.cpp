@@ -4,6 +4,7 @@
 #include "TestScenes.h"
 
 #include "engine/dynamics/Simulation.h"
+#include "ui/Colormap.h"
 #include "ui/ConeView.h"
 #include "ui/ImGuiLayer.h"
 #include "ui/MainWindow.h"
@@ -235,6 +236,34 @@ TEST_F(AppTest, ChosenAxesAreTheCoordinatesDrawn) {
     const QPointF p = *view->worldToPixel(x);
     EXPECT_NEAR(p.x(), view->transform().worldToPixel({0.4, -0.7}).x(), 1e-9);
     EXPECT_NEAR(p.y(), view->transform().worldToPixel({0.4, -0.7}).y(), 1e-9);
+}
+
+TEST_F(AppTest, EntropyColoursFollowTheAttentionRows) {
+    // Q = 0: every token attends uniformly, H_i = log N, drawn at the top of viridis (yellow).
+    Scene scene = tinyScene(64, 10);
+    scene.output.entropy = true;
+    scene.attention.heads[0].Q = Mat::Zero(2, 2);
+    ASSERT_TRUE(window->setScene(scene));
+    window->showParticleView();
+    ParticleView* view = window->particleView();
+    view->setHudVisible(false);
+    view->setColorBy(ColorBy::Entropy);
+    window->stepOnce();
+    stepTo(1);
+    const Vec& H = view->displayedSnapshot()->observables.tokenEntropy;
+    ASSERT_EQ(H.size(), 64);
+    EXPECT_LE((H.array() - std::log(64.0)).abs().maxCoeff(), 1e-12);
+    const QImage img = view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    const Tokens& X = view->displayedSnapshot()->tokens;
+    const QColor top = viridis(1.0);
+    int yellow = 0;
+    for (int i = 0; i < 20; ++i) {
+        const QColor c(
+            img.pixel((*view->worldToPixel(X.row(i).transpose()) * view->devicePixelRatioF()).toPoint()));
+        yellow += std::abs(c.red() - top.red()) < 12 && std::abs(c.green() - top.green()) < 12 &&
+                  std::abs(c.blue() - top.blue()) < 12;
+    }
+    EXPECT_GE(yellow, 18);
 }
 
 TEST_F(AppTest, ScrubbingBackAndSteppingContinuesFromTheShownFrame) {

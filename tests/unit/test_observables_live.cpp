@@ -31,13 +31,18 @@ TEST(AttentionPicking, SoftmaxRowMatchesTheDenseFormulaAndItsEntropy) {
         spec.masked = masked;
         auto field = makeCpuField(spec, d, Precision::Float32); // picking is double whatever the run uses
         double entropy = 0.0;
+        const Vec H = field->attentionEntropies(0.0, X);
+        ASSERT_EQ(H.size(), n);
         for (int i = 0; i < n; ++i) {
             const Vec p = field->attentionWeights(0.0, X, i);
             ASSERT_EQ(p.size(), n);
             EXPECT_LE((p - denseSoftmaxRow(spec, X, i)).cwiseAbs().maxCoeff(), 1e-13) << i;
             EXPECT_NEAR(p.sum(), 1.0, 1e-13);
+            double Hi = 0.0;
             for (int j = 0; j < n; ++j)
-                if (p(j) > 0) entropy -= p(j) * std::log(p(j));
+                if (p(j) > 0) Hi -= p(j) * std::log(p(j));
+            EXPECT_NEAR(H(i), Hi, 1e-12) << i;
+            entropy += Hi;
         }
         EXPECT_NEAR(entropy / n, field->attentionEntropy(0.0, X), 1e-12) << "masked=" << masked;
         EXPECT_EQ(field->attentionWeights(0.0, X, n).size(), 0); // out of range: no row, no crash
