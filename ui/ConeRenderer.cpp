@@ -1,14 +1,11 @@
 #include "ui/ConeRenderer.h"
 
+#include "ui/OpenGLSetup.h"
+
 #include <QVector2D>
 #include <QVector4D>
 
 #include <cstddef>
-
-#ifndef GL_PROGRAM_POINT_SIZE
-#define GL_PROGRAM_POINT_SIZE                                                                                \
-    0x8642 // desktop GL 3.2; absent from the GLES headers QOpenGLExtraFunctions uses
-#endif
 
 namespace flowscope {
 

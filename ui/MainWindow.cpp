@@ -104,6 +104,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
                                "cone; its boundary is the rank-1 matrices"));
     setCentralWidget(tabs_);
     connect(view_, &ParticleView::snapshotChanged, this, &MainWindow::onSnapshot);
+    connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::onSnapshot);
     // Charts re-lay out all their series on every change: 4 Hz, and only while the Plots panel is shown.
     auto* plotTimer = new QTimer(this);
     connect(plotTimer, &QTimer::timeout, this, &MainWindow::updatePlots);
@@ -670,11 +671,15 @@ void MainWindow::onSnapshot() {
     const auto shown = view_->displayedSnapshot();
     const auto live = runner_.snapshot();
     if (!shown) return;
-    cone_->setTime(shown->t);
-    if (shown->observables.cov.rows() == 2 && shown->tokens.cols() == 2)
-        cone_->setCurrentCovariance(tokenCovariance(shown->tokens));
-    else
-        cone_->setCurrentCovariance(std::nullopt);
+    // The particles' covariance as a dot in the cone: O(N d^2), so only while the cone is shown (switching
+    // tabs calls this again).
+    if (cone_->isVisible()) {
+        cone_->setTime(shown->t);
+        if (shown->tokens.cols() == 2)
+            cone_->setCurrentCovariance(tokenCovariance(shown->tokens));
+        else
+            cone_->setCurrentCovariance(std::nullopt);
+    }
 
     const int frames = live && live->history ? int(live->history->size()) : 0;
     const QSignalBlocker block(scrubber_);

@@ -3,6 +3,12 @@
 
 #include <QString>
 
+// Desktop GL 3.2; absent from the GLES headers QOpenGLExtraFunctions uses. The renderers need it for point
+// sprites.
+#ifndef GL_PROGRAM_POINT_SIZE
+#define GL_PROGRAM_POINT_SIZE 0x8642
+#endif
+
 namespace flowscope {
 
 // The views draw with GLSL 3.30 core; compute (GPU backend) needs 4.3. Mesa's llvmpipe gives 4.5.

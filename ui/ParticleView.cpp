@@ -239,7 +239,10 @@ Tokens ParticleView::projected(const Tokens& X) const {
 
 std::optional<QPointF> ParticleView::worldToPixel(const Vec& x) const {
     if (x.size() != basis_.rows()) return std::nullopt;
-    const Vec p = basis_.transpose() * x;
+    return shownToPixel(basis_.transpose() * x);
+}
+
+std::optional<QPointF> ParticleView::shownToPixel(const Vec& p) const {
     if (is3D()) {
         QPointF pixel;
         if (!camera_.worldToPixel(Eigen::Vector3d(p(0), p(1), p(2)), &pixel)) return std::nullopt;
@@ -311,9 +314,11 @@ void ParticleView::uploadPoints() {
     std::vector<PointVertex> vertices;
     if (shown_ && shown_->tokens.cols() > 0) {
         const Tokens& X = shown_->tokens;
-        const Tokens P = projected(X);
-        Eigen::Vector3d lo, hi;
-        origin_ = finiteBox(P, lo, hi) ? Eigen::Vector3d(0.5 * (lo + hi)) : Eigen::Vector3d::Zero();
+        shownProjected_ = projected(X); // reused by the lines, the 3-D labels and picking
+        projectedOf_ = shown_;
+        const Tokens& P = shownProjected_;
+        boxValid_ = finiteBox(P, boxLo_, boxHi_);
+        origin_ = boxValid_ ? Eigen::Vector3d(0.5 * (boxLo_ + boxHi_)) : Eigen::Vector3d::Zero();
 
         Vec speed;
         double speedScale = 0.0;
@@ -441,8 +446,8 @@ void ParticleView::uploadLines() {
     }
 
     // The picked token's attention: a line to every token, opacity = P_ij / max_j P_ij.
-    if (picked_ >= 0 && shown_ && pickedWeights_.size() == shown_->tokens.rows()) {
-        const Tokens P = projected(shown_->tokens);
+    if (picked_ >= 0 && shown_ && pickedWeights_.size() == shownProjected_.rows()) {
+        const Tokens& P = shownProjected_;
         const double top = pickedWeights_.maxCoeff();
         const QColor c(255, 214, 102);
         for (Eigen::Index j = 0; top > 0 && j < P.rows(); ++j) {
@@ -453,17 +458,18 @@ void ParticleView::uploadLines() {
     }
 
     // 3-D: the three coordinate directions from the cloud's corner, for orientation.
-    if (is3D() && shown_) {
-        Eigen::Vector3d lo, hi;
-        if (finiteBox(projected(shown_->tokens), lo, hi)) {
-            const double len = std::max((hi - lo).maxCoeff(), 1e-12) * 0.25;
-            const QColor axis[3] = {{230, 90, 90}, {90, 200, 110}, {100, 140, 240}};
-            for (int k = 0; k < 3; ++k)
-                segment(lo - origin_, lo - origin_ + len * Eigen::Vector3d::Unit(k), axis[k], 0.9);
-        }
+    if (is3D() && shown_ && boxValid_) {
+        const QColor axis[3] = {{230, 90, 90}, {90, 200, 110}, {100, 140, 240}};
+        for (int k = 0; k < 3; ++k)
+            segment(boxLo_ - origin_, boxLo_ - origin_ + axisLength() * Eigen::Vector3d::Unit(k), axis[k],
+                    0.9);
     }
     renderer_.upload(PointRenderer::Lines, lines);
     renderer_.upload(PointRenderer::LinesOver, over);
+}
+
+double ParticleView::axisLength() const {
+    return std::max((boxHi_ - boxLo_).maxCoeff(), 1e-12) * 0.25;
 }
 
 QMatrix4x4 ParticleView::viewProjection() const {
@@ -554,10 +560,9 @@ void ParticleView::paintGL() {
 }
 
 void ParticleView::drawAxisLabels3D(QPainter& painter) {
-    if (!shown_) return;
-    Eigen::Vector3d lo, hi;
-    if (!finiteBox(projected(shown_->tokens), lo, hi)) return;
-    const double len = std::max((hi - lo).maxCoeff(), 1e-12) * 0.25;
+    if (!shown_ || !boxValid_) return;
+    const Eigen::Vector3d& lo = boxLo_;
+    const double len = axisLength();
     painter.setPen(style_.label);
     for (int k = 0; k < 3; ++k) {
         QPointF p;
@@ -643,9 +648,11 @@ void ParticleView::mouseMoveEvent(QMouseEvent* e) {
     int best = -1;
     if (shown_ && !(imgui_ && imgui_->isOverWindow(e->position()))) {
         double bestDist = kPickRadius * kPickRadius;
-        const Tokens& X = shown_->tokens;
-        for (Eigen::Index i = 0; i < X.rows(); ++i) {
-            const auto p = worldToPixel(X.row(i).transpose());
+        // The coordinates of the last upload when they belong to the shown snapshot (the usual case).
+        Tokens fresh;
+        const Tokens& P = projectedOf_ == shown_ ? shownProjected_ : (fresh = projected(shown_->tokens));
+        for (Eigen::Index i = 0; i < P.rows(); ++i) {
+            const auto p = shownToPixel(P.row(i).transpose());
             if (!p) continue;
             const QPointF d = *p - e->position();
             const double dist = d.x() * d.x() + d.y() * d.y();

@@ -138,6 +138,10 @@ class ParticleView : public QOpenGLWidget {
     void releaseGL();
     void updateBasis(const Tokens* from);
     Tokens projected(const Tokens& X) const; // N x k
+    double axisLength() const;
+    std::optional<QPointF>
+    shownToPixel(const Vec& p) const; // p in the shown (projected) coordinates               // 3-D
+                                      // orientation axes: a quarter of the cloud's extent
     void uploadPoints();
     void uploadLines();
     void applyPendingFrame();
@@ -163,6 +167,11 @@ class ParticleView : public QOpenGLWidget {
     ProjectionSpec projection_;
     Mat basis_;
     Eigen::Vector3d origin_ = Eigen::Vector3d::Zero(); // upload origin (projected coordinates)
+    // The displayed tokens in the shown coordinates and their finite bounding box, as of the last upload.
+    Tokens shownProjected_;
+    std::shared_ptr<const Snapshot> projectedOf_; // the snapshot shownProjected_ was computed from
+    Eigen::Vector3d boxLo_ = Eigen::Vector3d::Zero(), boxHi_ = Eigen::Vector3d::Zero();
+    bool boxValid_ = false;
     ColorBy colorBy_ = ColorBy::Index;
     bool showOverlay_ = true;
     bool showTrails_ = false;

@@ -1,11 +1,8 @@
 #include "ui/PointRenderer.h"
 
-#include <cstddef>
+#include "ui/OpenGLSetup.h"
 
-#ifndef GL_PROGRAM_POINT_SIZE
-#define GL_PROGRAM_POINT_SIZE                                                                                \
-    0x8642 // desktop GL 3.2; absent from the GLES headers QOpenGLExtraFunctions uses
-#endif
+#include <cstddef>
 
 namespace flowscope {
 
