@@ -315,8 +315,21 @@ void MainWindow::buildDocks() {
             [this](const AttentionSpec& spec) { applyAttention(spec, matrixEditor_); });
     connect(scenePanel_, &ScenePanel::integratorEdited, this, &MainWindow::applyIntegrator);
     connect(scenePanel_, &ScenePanel::sceneEdited, this, [this](const Scene& scene) {
+        view_->setDrawing(false);
         if (!setScene(scene, scenePath_)) QMessageBox::warning(this, tr("Apply scene"), lastError_);
     });
+    // Drawing initial tokens: the run pauses so the points are drawn over a still picture.
+    connect(scenePanel_, &ScenePanel::drawRequested, this, [this](bool on) {
+        if (on) {
+            runner_.pause();
+            updateControls();
+            showParticleView();
+        }
+        view_->setDrawing(on);
+    });
+    connect(scenePanel_, &ScenePanel::drawClearRequested, view_, &ParticleView::clearDrawnPoints);
+    connect(view_, &ParticleView::pointsDrawn, scenePanel_, &ScenePanel::setDrawnPoints);
+    connect(view_, &ParticleView::drawingChanged, scenePanel_, &ScenePanel::setDrawing);
 }
 
 void MainWindow::buildMenus() {

@@ -8,6 +8,8 @@
 #include "ui/StatusOverlay.h"
 
 #include <Eigen/Eigenvalues>
+#include <QFontMetricsF>
+#include <QKeyEvent>
 #include <QMouseEvent>
 #include <QOpenGLContext>
 #include <QOpenGLFunctions>
@@ -537,6 +539,7 @@ void ParticleView::paintGL() {
         painter.endNativePainting();
     }
     if (is3D()) drawAxisLabels3D(painter);
+    if (drawing_) drawDrawnPoints(painter);
 
     if (!glError_.isEmpty()) {
         painter.setPen(QColor(255, 120, 120));
@@ -625,8 +628,71 @@ void ParticleView::drawHud() {
     imgui_->render();
 }
 
+// ---- drawing initial tokens
+// ------------------------------------------------------------------------------------
+
+void ParticleView::setDrawing(bool on) {
+    if (on == drawing_) return;
+    drawing_ = on;
+    stroking_ = false;
+    if (on) {
+        drawn_.resize(0, basis_.rows());
+        if (is3D()) setProjection({2, projection_.pca, projection_.axes});
+        pick(-1);
+    }
+    setCursor(on ? Qt::CrossCursor : Qt::OpenHandCursor);
+    update();
+    emit drawingChanged(on);
+}
+
+void ParticleView::keyPressEvent(QKeyEvent* e) {
+    if (drawing_ && e->key() == Qt::Key_Escape) return setDrawing(false);
+    QOpenGLWidget::keyPressEvent(e);
+}
+
+void ParticleView::clearDrawnPoints() {
+    drawn_.resize(0, basis_.rows());
+    update();
+}
+
+void ParticleView::addDrawnPoint(QPointF pixel) {
+    const QPointF uv = view_.pixelToWorld(pixel);
+    const Vec x = basis_.leftCols(2) * Eigen::Vector2d(uv.x(), uv.y());
+    if (drawn_.cols() != x.size()) drawn_.resize(0, x.size());
+    drawn_.conservativeResize(drawn_.rows() + 1, Eigen::NoChange);
+    drawn_.row(drawn_.rows() - 1) = x.transpose();
+    lastDrawn_ = pixel;
+    update();
+}
+
+// The drawn points as dots over everything, with a hint saying what to do.
+void ParticleView::drawDrawnPoints(QPainter& painter) {
+    painter.setRenderHint(QPainter::Antialiasing);
+    const QColor ink(255, 170, 60);
+    painter.setPen(Qt::NoPen);
+    painter.setBrush(ink);
+    for (Eigen::Index i = 0; i < drawn_.rows(); ++i)
+        if (const auto p = worldToPixel(drawn_.row(i).transpose())) painter.drawEllipse(*p, 2.5, 2.5);
+    const QString hint =
+        tr("Drawing initial tokens: drag to add points (%1 so far). Apply in the Scene panel "
+           "restarts from them; Esc stops.")
+            .arg(drawn_.rows());
+    const QRectF room(16, 0, std::max(width() - 32, 60), height());
+    QRectF text = QFontMetricsF(painter.font()).boundingRect(room, Qt::AlignHCenter | Qt::TextWordWrap, hint);
+    text.moveBottom(height() - 36); // above the grid's axis labels
+    painter.setBrush(QColor(0, 0, 0, 170));
+    painter.drawRoundedRect(text.adjusted(-8, -4, 8, 4), 6, 6);
+    painter.setPen(ink);
+    painter.drawText(text, Qt::AlignHCenter | Qt::TextWordWrap, hint);
+}
+
 void ParticleView::mousePressEvent(QMouseEvent* e) {
     if (e->button() != Qt::LeftButton) return QOpenGLWidget::mousePressEvent(e);
+    if (drawing_ && !(imgui_ && imgui_->isOverWindow(e->position()))) {
+        stroking_ = true;
+        addDrawnPoint(e->position());
+        return;
+    }
     dragging_ = true;
     lastMouse_ = e->position().toPoint();
     setCursor(Qt::ClosedHandCursor);
@@ -634,6 +700,17 @@ void ParticleView::mousePressEvent(QMouseEvent* e) {
 
 void ParticleView::mouseMoveEvent(QMouseEvent* e) {
     const QPoint pos = e->position().toPoint();
+    if (drawing_) {
+        // Points spaced evenly along the stroke: fast drags are filled in, slow ones thinned.
+        if (!stroking_) return;
+        const QPointF to = e->position();
+        const QPointF delta = to - lastDrawn_;
+        const double length = std::hypot(delta.x(), delta.y());
+        const int count = int(length / kDrawSpacing);
+        const QPointF from = lastDrawn_;
+        for (int k = 1; k <= count; ++k) addDrawnPoint(from + delta * (k * kDrawSpacing / length));
+        return;
+    }
     if (dragging_) {
         userCamera_ = true;
         if (is3D())
@@ -664,12 +741,17 @@ void ParticleView::mouseMoveEvent(QMouseEvent* e) {
 
 void ParticleView::mouseReleaseEvent(QMouseEvent* e) {
     if (e->button() != Qt::LeftButton) return QOpenGLWidget::mouseReleaseEvent(e);
+    if (stroking_) {
+        stroking_ = false;
+        emit pointsDrawn(drawn_);
+        return;
+    }
     dragging_ = false;
     setCursor(Qt::OpenHandCursor);
 }
 
 void ParticleView::mouseDoubleClickEvent(QMouseEvent* e) {
-    if (e->button() == Qt::LeftButton) frameAll();
+    if (e->button() == Qt::LeftButton && !drawing_) frameAll();
 }
 
 void ParticleView::leaveEvent(QEvent* e) {

@@ -116,12 +116,24 @@ class ParticleView : public QOpenGLWidget {
     // The V-scale slider back to 1 (V was set from elsewhere).
     void resetValueScale() { quickVScale_ = 1.0; }
 
+    // Drawing initial tokens: while on, a left drag adds points along the stroke (one every kDrawSpacing
+    // logical pixels) instead of panning; each finished stroke emits pointsDrawn() with every point drawn
+    // since drawing started. The points lie in the plane of the 2-D projection, x = basis * (u, v) (other
+    // coordinates 0 for an axis projection); a 3-D view switches to its 2-D projection.
+    static constexpr double kDrawSpacing = 4.0;
+    void setDrawing(bool on);
+    bool drawing() const { return drawing_; }
+    const Tokens& drawnPoints() const { return drawn_; }
+    void clearDrawnPoints();
+
   signals:
     void snapshotChanged();
     // A quick slider of the heads-up display moved (beta, V scale, steps/s).
     void quickBetaChanged(double beta);
     void quickValueScaleChanged(double scale); // V = scale * (V when the scene or the matrix editor set it)
     void quickRateChanged(double stepsPerSecond, bool maxSpeed);
+    void pointsDrawn(const Tokens& points); // N x d, every point since drawing started
+    void drawingChanged(bool on);
 
   protected:
     void initializeGL() override;
@@ -133,15 +145,16 @@ class ParticleView : public QOpenGLWidget {
     void mouseDoubleClickEvent(QMouseEvent* e) override;
     void wheelEvent(QWheelEvent* e) override;
     void leaveEvent(QEvent* e) override;
+    void keyPressEvent(QKeyEvent* e) override;
 
   private:
     void releaseGL();
     void updateBasis(const Tokens* from);
     Tokens projected(const Tokens& X) const; // N x k
-    double axisLength() const;
-    std::optional<QPointF>
-    shownToPixel(const Vec& p) const; // p in the shown (projected) coordinates               // 3-D
-                                      // orientation axes: a quarter of the cloud's extent
+    double axisLength() const;               // 3-D orientation axes: a quarter of the cloud's extent
+    std::optional<QPointF> shownToPixel(const Vec& p) const; // p in the shown (projected) coordinates
+    void addDrawnPoint(QPointF pixel);
+    void drawDrawnPoints(QPainter& painter);
     void uploadPoints();
     void uploadLines();
     void applyPendingFrame();
@@ -181,6 +194,10 @@ class ParticleView : public QOpenGLWidget {
     bool linesDirty_ = false;
     bool framePending_ = false;
     bool dragging_ = false;
+    bool drawing_ = false;
+    Tokens drawn_;      // drawn points (m x d)
+    QPointF lastDrawn_; // pixel of the stroke's last point
+    bool stroking_ = false;
     bool userCamera_ = false; // the user panned, zoomed or orbited since the scene started
     QPoint lastMouse_;
     int picked_ = -1;

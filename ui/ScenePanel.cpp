@@ -370,8 +370,9 @@ QWidget* ScenePanel::buildSceneGroup() {
     d_ = intBox(formWidget, "d", 1, 1024);
     n_ = intBox(formWidget, "n", 1, kMaxTokens);
     precision_ = comboBox(formWidget, "precision", {QStringLiteral("float32"), QStringLiteral("float64")});
-    kind_ = comboBox(formWidget, "initial.kind",
-                     {tr("gaussian"), tr("uniform"), tr("rings"), tr("file (.npy, .csv)")});
+    kind_ =
+        comboBox(formWidget, "initial.kind",
+                 {tr("gaussian"), tr("uniform"), tr("rings"), tr("file (.npy, .csv)"), tr("points (draw)")});
     seed_ = intBox(formWidget, "initial.seed", 0, INT_MAX);
     auto grid = [&](const char* key, const QString& name) {
         auto* g = named(new MatrixGrid(formWidget), key);
@@ -398,6 +399,18 @@ QWidget* ScenePanel::buildSceneGroup() {
     browse_->setText(tr("…"));
     pathLayout->addWidget(path_, 1);
     pathLayout->addWidget(browse_);
+    pointsRow_ = new QWidget(formWidget);
+    auto* pointsLayout = new QHBoxLayout(pointsRow_);
+    pointsLayout->setContentsMargins(0, 0, 0, 0);
+    pointsCount_ = named(new QLabel(pointsRow_), "initial.points");
+    draw_ = named(new QPushButton(tr("Draw"), pointsRow_), "initial.points");
+    draw_->setObjectName(QStringLiteral("initial.points.draw"));
+    draw_->setCheckable(true);
+    clearPoints_ = named(new QPushButton(tr("Clear"), pointsRow_), "initial.points");
+    clearPoints_->setObjectName(QStringLiteral("initial.points.clear"));
+    pointsLayout->addWidget(pointsCount_, 1);
+    pointsLayout->addWidget(draw_);
+    pointsLayout->addWidget(clearPoints_);
 
     addRow(sceneForm_, tr("d"), d_, "d");
     addRow(sceneForm_, tr("N"), n_, "n");
@@ -412,6 +425,7 @@ QWidget* ScenePanel::buildSceneGroup() {
     addRow(sceneForm_, tr("Radii"), radii_, "initial.radii");
     addRow(sceneForm_, tr("Noise"), noise_, "initial.noise");
     addRow(sceneForm_, tr("File"), pathRow_, "initial.path");
+    addRow(sceneForm_, tr("Points"), pointsRow_, "initial.points");
 
     errorLabel_ = new QLabel(group);
     errorLabel_->setObjectName(QStringLiteral("error"));
@@ -501,6 +515,13 @@ QWidget* ScenePanel::buildSceneGroup() {
         stagedChanged();
     });
     connect(browse_, &QToolButton::clicked, this, &ScenePanel::browseTokenFile);
+    connect(draw_, &QPushButton::toggled, this, &ScenePanel::drawRequested);
+    connect(clearPoints_, &QPushButton::clicked, this, [this, &in] {
+        in.points.resize(0, staged_.d);
+        showStaged();
+        stagedChanged();
+        emit drawClearRequested();
+    });
     connect(apply_, &QPushButton::clicked, this, &ScenePanel::apply);
     connect(revert_, &QPushButton::clicked, this, &ScenePanel::revert);
     return group;
@@ -577,7 +598,23 @@ void ScenePanel::showStaged() {
     if (radiiError_.isEmpty()) setQuietly(radii_, radiiText(in.radii));
     setQuietly(noise_, in.noise);
     setQuietly(path_, QString::fromStdString(in.path));
+    pointsCount_->setText(QString::number(in.points.rows()));
     updateRows();
+}
+
+void ScenePanel::setDrawnPoints(const Tokens& points) {
+    if (points.cols() != staged_.d) return; // drawn for another dimension: ignore
+    InitialSpec& in = staged_.initial;
+    in.kind = InitKind::Points;
+    in.points = points;
+    if (points.rows() > 0) staged_.n = int(points.rows());
+    showStaged();
+    stagedChanged();
+}
+
+void ScenePanel::setDrawing(bool on) {
+    const QSignalBlocker quiet(draw_);
+    draw_->setChecked(on);
 }
 
 // Shows the rows that apply to the attention type and to the kind of initial tokens.
@@ -606,8 +643,9 @@ void ScenePanel::updateRows() {
     s->setRowVisible(high_, grids && kind == InitKind::Uniform);
     s->setRowVisible(gridNote_, !grids && (kind == InitKind::Gaussian || kind == InitKind::Uniform));
     s->setRowVisible(radii_, kind == InitKind::Rings);
-    s->setRowVisible(noise_, kind == InitKind::Rings);
+    s->setRowVisible(noise_, kind == InitKind::Rings || kind == InitKind::Points);
     s->setRowVisible(pathRow_, kind == InitKind::File);
+    s->setRowVisible(pointsRow_, kind == InitKind::Points);
 }
 
 // ---- edits
@@ -630,6 +668,12 @@ void ScenePanel::setStagedDimension(int d) {
     in.cov = resized(in.cov, d, d, 1.0);
     in.low = resized(in.low, d, -1.0);
     in.high = resized(in.high, d, 1.0);
+    if (in.points.cols() != d) { // drawn points keep their leading coordinates, 0 beyond
+        const Tokens old = in.points;
+        in.points = Tokens::Zero(old.rows(), d);
+        const int keep = int(std::min<Eigen::Index>(old.cols(), d));
+        in.points.leftCols(keep) = old.leftCols(keep);
+    }
 }
 
 void ScenePanel::stagedChanged() {
@@ -701,6 +745,10 @@ QString ScenePanel::validate() const {
         if (!QFileInfo(path).isFile()) return tr("initial.path: no such file: %1").arg(path);
         break;
     }
+    case InitKind::Points:
+        if (in.points.rows() == 0)
+            return tr("initial.points: no points yet — press Draw and drag in the particle view");
+        break;
     }
     return {};
 }

@@ -7,11 +7,12 @@
 //    (it adds nothing to the velocity, so the dynamics do not jump); fewer heads drop the last ones.
 //  * Integrator (live): method, T, steps; emits integratorEdited().
 //  * Scene (restart): d, N, precision and the initial tokens (Gaussian mean and covariance, uniform box,
-//    rings, or a .npy/.csv file) with their seed. These edits are staged: "Apply (restarts)" emits
-//    sceneEdited() with the full edited scene, "Revert" drops them. A changed d resizes every head (Q, K
-//    become I_d, V keeps its leading block) and the mean/covariance/box (leading entries kept, identity and
-//    the default box beyond). An invalid staged scene (e.g. a covariance that is not symmetric positive
-//    semi-definite) shows a red message naming the field and disables Apply.
+//    rings, points drawn with the mouse in the particle view, or a .npy/.csv file) with their seed. These
+//    edits are staged: "Apply (restarts)" emits sceneEdited() with the full edited scene, "Revert" drops
+//    them. A changed d resizes every head (Q, K become I_d, V keeps its leading block) and the
+//    mean/covariance/box (leading entries kept, identity and the default box beyond). An invalid staged scene
+//    (e.g. a covariance that is not symmetric positive semi-definite) shows a red message naming the field
+//    and disables Apply.
 // Number ranges are enforced by the spin boxes; numbers are committed on Enter or focus loss, not on every
 // keystroke. setScene()/setAttention() only display: they emit nothing.
 //
@@ -56,10 +57,18 @@ class ScenePanel : public QWidget {
     // Why the staged scene cannot be applied ("initial.cov: ..."); empty when it can.
     QString stagedError() const { return error_; }
 
+    // Points drawn in the particle view become the staged initial tokens (kind "points", N = their count).
+    void setDrawnPoints(const Tokens& points);
+    // Shows whether the particle view is drawing (the Draw button's state); emits nothing.
+    void setDrawing(bool on);
+
   signals:
     void attentionEdited(const AttentionSpec& attention);
     void integratorEdited(const IntegratorSpec& integrator);
     void sceneEdited(const Scene& scene);
+    // The Draw button: start or stop drawing points in the particle view; Clear drops the drawn points.
+    void drawRequested(bool on);
+    void drawClearRequested();
 
   private:
     QWidget* buildAttentionGroup();
@@ -126,6 +135,10 @@ class ScenePanel : public QWidget {
     QWidget* pathRow_ = nullptr;
     QLineEdit* path_ = nullptr;
     QToolButton* browse_ = nullptr;
+    QWidget* pointsRow_ = nullptr;
+    QLabel* pointsCount_ = nullptr;
+    QPushButton* draw_ = nullptr;
+    QPushButton* clearPoints_ = nullptr;
     QLabel* errorLabel_ = nullptr;
     QPushButton* apply_ = nullptr;
     QPushButton* revert_ = nullptr;

@@ -130,7 +130,8 @@ constexpr std::array kTable{
     Entry{
         "initial.kind",
         "<b>Initial tokens</b> — <b>gaussian</b> N(α, Σ<sub>0</sub>); <b>uniform</b> in a box; <b>rings</b>: "
-        "concentric circles in the first two coordinates; <b>file</b>: tokens from a .npy or .csv file."},
+        "concentric circles in the first two coordinates; <b>file</b>: tokens from a .npy or .csv file; "
+        "<b>points</b>: points you draw with the mouse in the particle view."},
     Entry{
         "initial.seed",
         "<b>Seed</b> — of the random stream std::mt19937_64(seed); the same seed gives the same tokens, and "
@@ -154,8 +155,12 @@ constexpr std::array kTable{
         "<b>Ring radii</b> (comma separated, each ≥ 0) — token i lies on ring r = radii[⌊iR/N⌋] at a uniform "
         "angle θ: x<sub>i</sub> = (r cos θ, r sin θ, 0, …, 0). Needs d ≥ 2."},
     Entry{"initial.noise",
-          "<b>Ring noise</b> — standard deviation of the Gaussian jitter added to every coordinate: "
-          "x<sub>i</sub> + noise · N(0, I<sub>d</sub>). noise ≥ 0."},
+          "<b>Noise</b> (rings, points) — standard deviation of the Gaussian jitter added to every "
+          "coordinate: x<sub>i</sub> + noise · N(0, I<sub>d</sub>). noise ≥ 0."},
+    Entry{"initial.points",
+          "<b>Drawn points</b> — press <b>Draw</b>, then drag in the particle view: a point every 4 pixels "
+          "along each stroke, in the plane of the 2-D projection (other coordinates 0). Token i = point "
+          "(i mod m) + noise, so N = m (set when you draw) gives exactly the drawn points. Apply restarts."},
     Entry{"initial.path", "<b>Token file</b> — a NumPy .npy (N × d; float32/float64/int32/int64, C order) or "
                           "a .csv with N rows "
                           "of d numbers; row i is token x<sub>i</sub>."},

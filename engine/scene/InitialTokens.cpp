@@ -138,6 +138,23 @@ Tokens fileTokens(const InitialSpec& spec, int n, int d) {
     return X;
 }
 
+// Token i is point (i mod m) plus jitter: the drawn points themselves when N = m, each repeated when N > m.
+Tokens pointTokens(const InitialSpec& spec, int n, int d) {
+    const Eigen::Index m = spec.points.rows();
+    if (m == 0 || spec.points.cols() != d)
+        throw SceneError("/initial/points", "expected at least one point of " + std::to_string(d) +
+                                                " coordinates, got " + std::to_string(m) + " x " +
+                                                std::to_string(spec.points.cols()));
+    Sampler sampler(spec.seed);
+    Tokens X(n, d);
+    for (int i = 0; i < n; ++i)
+        for (int c = 0; c < d; ++c) {
+            X(i, c) = spec.points(i % m, c);
+            if (spec.noise > 0) X(i, c) += spec.noise * sampler.normal();
+        }
+    return X;
+}
+
 } // namespace
 
 Tokens initialTokens(const Scene& s) {
@@ -150,6 +167,8 @@ Tokens initialTokens(const Scene& s) {
         return ringTokens(s.initial, s.n, s.d);
     case InitKind::File:
         return fileTokens(s.initial, s.n, s.d);
+    case InitKind::Points:
+        return pointTokens(s.initial, s.n, s.d);
     }
     throw SceneError("/initial/kind", "unknown initial kind");
 }

@@ -58,7 +58,7 @@ struct AttentionSpec {
     std::vector<HeadParams> headsAt(double t) const;
 };
 
-enum class InitKind { Gaussian, Uniform, Rings, File };
+enum class InitKind { Gaussian, Uniform, Rings, File, Points };
 
 struct InitialSpec {
     InitKind kind = InitKind::Gaussian;
@@ -67,8 +67,11 @@ struct InitialSpec {
     Mat cov;                        // Gaussian (d x d, symmetric positive semi-definite)
     Vec low, high;                  // Uniform box (size d each, low < high)
     std::vector<double> radii{1.0}; // Rings: concentric circles in the first two coordinates
-    double noise = 0.0;             // Rings: Gaussian jitter (std) added to every coordinate
+    double noise = 0.0;             // Rings, Points: Gaussian jitter (std) added to every coordinate
     std::string path;               // File: .npy (N x d) or .csv (N rows of d numbers); relative to the scene
+    // Points: m x d points given inline (e.g. drawn with the mouse); token i = points row (i mod m) + noise,
+    // so the tokens are exactly the points when N = m.
+    Tokens points;
 };
 
 enum class Method { Euler, Heun, Rk4, DormandPrince };

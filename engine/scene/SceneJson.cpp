@@ -34,7 +34,8 @@ using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
 
 constexpr int kMaxDim = 1024;
-constexpr long long kMaxTokens = 16777216; // 2^24
+constexpr long long kMaxTokens = 16777216;      // 2^24
+constexpr std::size_t kMaxInlinePoints = 65536; // larger token sets belong in a .npy file
 constexpr long long kMaxInt = std::numeric_limits<int>::max();
 constexpr std::size_t kMaxSceneFileBytes = std::size_t(64) << 20;
 
@@ -297,6 +298,27 @@ Mat squareOf(const Json& j, const std::string& pointer, int d) {
     return m;
 }
 
+// Inline points: an array of 0..kMaxInlinePoints rows of exactly d finite numbers each.
+Tokens pointsOf(const Json& j, const std::string& pointer, int d) {
+    if (!j.is_array())
+        fail(pointer, "expected array of points (each an array of " + std::to_string(d) + " numbers), got " +
+                          describe(j));
+    if (j.size() > kMaxInlinePoints)
+        fail(pointer, "expected at most " + std::to_string(kMaxInlinePoints) +
+                          " points (use kind \"file\" with a " + ".npy file for more), got " +
+                          std::to_string(j.size()));
+    Tokens P(Eigen::Index(j.size()), d);
+    for (std::size_t r = 0; r < j.size(); ++r) {
+        const Json& row = j[r];
+        if (!row.is_array() || row.size() != std::size_t(d))
+            fail(at(pointer, r), "expected point of " + std::to_string(d) +
+                                     " numbers (d of the scene), got " + describe(row));
+        for (int c = 0; c < d; ++c)
+            P(Eigen::Index(r), c) = number(row[std::size_t(c)], at(at(pointer, r), c));
+    }
+    return P;
+}
+
 // A query/key matrix: k x d with 1 <= k <= d, or a number s meaning s * I_d (k = d).
 Mat queryKeyOf(const Json& j, const std::string& pointer, int d) {
     if (j.is_number()) return number(j, pointer) * Mat::Identity(d, d);
@@ -419,7 +441,7 @@ constexpr std::array<std::string_view, 2> kMomentMethodNames{"adaptive", "paper_
 constexpr std::array<std::string_view, 4> kMethodNames{"euler", "heun", "rk4", "dopri5"};
 constexpr std::array<std::string_view, 2> kInterpolationNames{"piecewise", "linear"};
 constexpr std::array<std::string_view, 3> kRwpoKernelNames{"corrected", "as_printed", "per_coordinate"};
-constexpr std::array<std::string_view, 4> kInitNames{"gaussian", "uniform", "rings", "file"};
+constexpr std::array<std::string_view, 5> kInitNames{"gaussian", "uniform", "rings", "file", "points"};
 constexpr std::array<std::string_view, 2> kPrecisionNames{"float32", "float64"};
 
 void parseSinkhorn(const Json& j, const std::string& pointer, AttentionSpec& a) {
@@ -557,7 +579,8 @@ InitialSpec parseInitial(const Json* j, const std::string& pointer, int d, const
     s.high = Vec::Constant(d, 1.0);
     if (!j) return s;
     requireObject(*j, pointer);
-    checkKeys(*j, pointer, {"kind", "seed", "mean", "cov", "low", "high", "radii", "noise", "path"});
+    checkKeys(*j, pointer,
+              {"kind", "seed", "mean", "cov", "low", "high", "radii", "noise", "path", "points"});
     if (auto* v = find(*j, "kind"))
         s.kind = InitKind(choice(*v, at(pointer, "kind"), "initial kind", kInitNames));
     if (auto* v = find(*j, "seed")) s.seed = seedValue(*v, at(pointer, "seed"));
@@ -590,6 +613,9 @@ InitialSpec parseInitial(const Json* j, const std::string& pointer, int d, const
         const std::string path = stringValue(*v, at(pointer, "path"));
         if (!path.empty()) s.path = resolvePath(path, baseDir);
     }
+    if (auto* v = find(*j, "points")) s.points = pointsOf(*v, at(pointer, "points"), d);
+    if (s.kind == InitKind::Points && s.points.rows() == 0)
+        fail(at(pointer, "points"), "required for kind \"points\" (an array of points, each of d numbers)");
     if (s.kind == InitKind::Rings && d < 2)
         fail(at(pointer, "kind"),
              "expected d >= 2 for rings (they lie in the first two coordinates), got d = " +
@@ -796,6 +822,7 @@ Json initialJson(const Scene& s) {
     j["radii"] = i.radii.empty() ? Json::array({1.0}) : Json(i.radii);
     j["noise"] = i.noise;
     j["path"] = i.path;
+    if (i.points.rows()) j["points"] = matrixJson(i.points);
     return j;
 }
 

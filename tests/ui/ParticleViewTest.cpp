@@ -5,8 +5,10 @@
 #include "ui/Colormap.h"
 #include "ui/MainWindow.h"
 #include "ui/ParticleView.h"
+#include "ui/ScenePanel.h"
 
 #include <QImage>
+#include <QPushButton>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
@@ -132,6 +134,82 @@ TEST(ParticleView, ShowsARedBannerWhenTheRunDiverges) {
     for (int y = 0; y < img.height() / 3; ++y) // the banner sits at the top
         for (int x = img.width() / 4; x < img.width() * 3 / 4; ++x) red += isBannerRed(img.pixel(x, y));
     EXPECT_GT(red, 2000); // a banner, not a few stray pixels
+}
+
+// Draw → points under the cursor → Apply: the run restarts from exactly the drawn points.
+TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
+    FLOWSCOPE_REQUIRE_GUI();
+    MainWindow w;
+    w.particleView()->setHudVisible(false);
+    w.resize(1200, 760);
+    ASSERT_TRUE(w.setScene(tinyScene(256)));
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ParticleView* view = w.particleView();
+    view->refresh();
+    view->grabFramebuffer(); // a painted frame fixes the camera that maps pixels to the plane
+
+    auto* draw = w.scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"));
+    ASSERT_NE(draw, nullptr);
+    draw->click();
+    ASSERT_TRUE(view->drawing());
+    EXPECT_FALSE(w.runner().playing());
+
+    // One stroke: press, a 100-pixel horizontal drag, release.
+    const QPoint a(view->width() / 2 - 50, view->height() / 3), b = a + QPoint(100, 0);
+    QTest::mousePress(view, Qt::LeftButton, {}, a);
+    QTest::mouseMove(view, a + QPoint(50, 0));
+    QTest::mouseMove(view, b);
+    QTest::mouseRelease(view, Qt::LeftButton, {}, b);
+    const Tokens P = view->drawnPoints();
+    // A point at the press, then one every kDrawSpacing pixels: 1 + 100 / 4.
+    ASSERT_EQ(P.rows(), 1 + int(100 / ParticleView::kDrawSpacing));
+    for (Eigen::Index i = 0; i < P.rows(); ++i) {
+        const auto pixel = view->worldToPixel(P.row(i).transpose());
+        ASSERT_TRUE(pixel.has_value());
+        EXPECT_NEAR(pixel->x(), a.x() + i * ParticleView::kDrawSpacing, 1e-6) << i;
+        EXPECT_NEAR(pixel->y(), a.y(), 1e-6) << i;
+    }
+
+    if (const QString dir = qEnvironmentVariable("FLOWSCOPE_SAVE_SHOTS"); !dir.isEmpty()) {
+        view->grabFramebuffer().save(dir + QStringLiteral("/drawing-view.png"));
+        w.grab().save(dir + QStringLiteral("/drawing.png"));
+    }
+
+    // The panel staged them (kind points, N = m); Apply restarts from them and ends drawing.
+    const Scene& edited = w.scenePanel()->editedScene();
+    EXPECT_EQ(edited.initial.kind, InitKind::Points);
+    EXPECT_EQ(edited.n, P.rows());
+    EXPECT_TRUE(w.scenePanel()->stagedError().isEmpty()) << w.scenePanel()->stagedError().toStdString();
+    w.scenePanel()->findChild<QPushButton*>(QStringLiteral("apply"))->click();
+    EXPECT_FALSE(view->drawing());
+    EXPECT_FALSE(draw->isChecked());
+    ASSERT_TRUE(w.scene().has_value());
+    EXPECT_EQ(w.scene()->initial.kind, InitKind::Points);
+    ASSERT_TRUE(waitForSnapshot(w.runner(), [&](const Snapshot& s) { return s.tokens.rows() == P.rows(); }));
+    EXPECT_EQ(w.runner().snapshot()->tokens, P);
+}
+
+// Clear drops the points, and the panel says why it cannot apply; Escape ends drawing.
+TEST(ParticleView, ClearAndEscapeWhileDrawing) {
+    FLOWSCOPE_REQUIRE_GUI();
+    MainWindow w;
+    w.resize(900, 700);
+    ASSERT_TRUE(w.setScene(tinyScene(64)));
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ParticleView* view = w.particleView();
+    view->grabFramebuffer();
+    w.scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"))->click();
+    QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(400, 400));
+    ASSERT_EQ(view->drawnPoints().rows(), 1);
+    w.scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.clear"))->click();
+    EXPECT_EQ(view->drawnPoints().rows(), 0);
+    EXPECT_TRUE(w.scenePanel()->stagedError().startsWith(QStringLiteral("initial.points:")))
+        << w.scenePanel()->stagedError().toStdString();
+    QTest::keyClick(view, Qt::Key_Escape);
+    EXPECT_FALSE(view->drawing());
+    EXPECT_FALSE(w.scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"))->isChecked());
 }
 
 } // namespace

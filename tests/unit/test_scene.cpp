@@ -107,6 +107,7 @@ void expectSameScene(const Scene& a, const Scene& b) {
     EXPECT_EQ(a.initial.radii, b.initial.radii);
     EXPECT_EQ(a.initial.noise, b.initial.noise);
     EXPECT_EQ(a.initial.path, b.initial.path);
+    EXPECT_TRUE(sameMatrix(a.initial.points, b.initial.points));
     const AttentionSpec &x = a.attention, &y = b.attention;
     EXPECT_EQ(x.type, y.type);
     expectSameHeads(x.heads, y.heads);
@@ -466,6 +467,48 @@ TEST(SceneJson, KeyframesMayBeStacked) {
 
 // ---------------------------------------------------------------------------------------------------------
 // Malformed input: every error names the field and says what was expected and found
+
+// Drawn points: kept inline, written back exactly, and the tokens are the points (repeated when N > m).
+TEST(SceneJson, InlinePointsAreTheTokens) {
+    json j = minimal();
+    j["n"] = 3;
+    j["initial"] = {{"kind", "points"}, {"points", {{0.5, -1.0}, {2.0, 0.25}, {-3.0, 1e-3}}}};
+    const Scene s = sceneFromJson(j.dump());
+    ASSERT_EQ(s.initial.kind, InitKind::Points);
+    ASSERT_EQ(s.initial.points.rows(), 3);
+    const Tokens X = initialTokens(s);
+    EXPECT_EQ(X, s.initial.points);
+    expectSameScene(s, sceneFromJson(sceneToJson(s)));
+
+    // N = 7 > m = 3: token i is point i mod 3; with noise, the jitter has the requested scale.
+    Scene wrapped = s;
+    wrapped.n = 7;
+    const Tokens W = initialTokens(wrapped);
+    for (int i = 0; i < 7; ++i) EXPECT_EQ(W.row(i), s.initial.points.row(i % 3)) << i;
+    wrapped.n = 30000;
+    wrapped.initial.noise = 0.1;
+    const Tokens J = initialTokens(wrapped);
+    double sum2 = 0;
+    for (int i = 0; i < J.rows(); ++i) sum2 += (J.row(i) - s.initial.points.row(i % 3)).squaredNorm();
+    EXPECT_NEAR(std::sqrt(sum2 / (2.0 * J.rows())), 0.1, 0.002); // std of 60000 normals: 0.1 ± 0.3 %
+}
+
+TEST(SceneErrors, InlinePoints) {
+    json j = minimal();
+    j["initial"] = {{"kind", "points"}};
+    expectError(j, "/initial/points", "required for kind \"points\"");
+    j["initial"]["points"] = json::array();
+    expectError(j, "/initial/points", "required for kind \"points\"");
+    j["initial"]["points"] = {{1.0, 2.0}, {1.0}};
+    expectError(j, "/initial/points/1", "expected point of 2 numbers");
+    j["initial"]["points"] = {{1.0, 2.0}, {1.0, "x"}};
+    expectError(j, "/initial/points/1/1", "expected number");
+    j["initial"]["points"] = 3;
+    expectError(j, "/initial/points", "expected array of points");
+    j["initial"]["points"] = json::array();
+    for (int i = 0; i < 65537; ++i) j["initial"]["points"].push_back({0.0, 0.0});
+    expectError(j, "/initial/points", "at most 65536 points");
+}
 
 TEST(SceneErrors, Syntax) {
     try {
