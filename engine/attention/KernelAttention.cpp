@@ -54,24 +54,24 @@ template <class S> void average(const Tokens& X, const HeadSetup& h, bool causal
     MatS<S> num;
     VecS<S> den, mx;
     run<S>(headQueries(X, h), X, h.bias, causal, h.weighting, true, num, den, mx);
-    const Mat numD = num.template cast<double>();
     const Vec denD = den.template cast<double>(), mxD = mx.template cast<double>();
-    const double invN = 1.0 / double(X.rows());
-    switch (h.weighting) {
-    case Weighting::Softmax:
-        avg = numD.array().colwise() / denD.array();
-        break;
-    case Weighting::Exp:
-        avg = numD.array().colwise() * (mxD.array().exp() * invN);
-        break;
-    default:
-        avg = numD * invN;
-        break;
-    }
+    avg = normalizeHeadAverage(num.template cast<double>(), denD, mxD, h.weighting, X.rows());
     if (logZ) *logZ = mxD.array() + denD.array().log();
 }
 
 } // namespace
+
+Tokens normalizeHeadAverage(const Mat& num, const Vec& den, const Vec& max, Weighting w, Eigen::Index n) {
+    const double invN = 1.0 / double(n);
+    switch (w) {
+    case Weighting::Softmax:
+        return num.array().colwise() / den.array();
+    case Weighting::Exp:
+        return num.array().colwise() * (max.array().exp() * invN);
+    default:
+        return num * invN;
+    }
+}
 
 void kernelAverage(const Tokens& X, const HeadSetup& head, bool causal, Precision prec, Tokens& avg,
                    Vec* logZ) {

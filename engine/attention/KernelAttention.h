@@ -37,6 +37,10 @@ HeadSetup dotProductHead(const AttentionSpec& spec, const HeadParams& head, Weig
 void kernelAverage(const Tokens& X, const HeadSetup& head, bool causal, Precision prec, Tokens& avg,
                    Vec* logZ = nullptr);
 
+// A head's normalized average from the streaming kernel's outputs num (N x d), den and max (size N), for N
+// keys: softmax num / den, exp e^{max} num / N, relu and sigmoid num / N. Every backend assembles it so.
+Tokens normalizeHeadAverage(const Mat& num, const Vec& den, const Vec& max, Weighting w, Eigen::Index n);
+
 // Log-sum-exp pass: out_i = log sum_j exp((B x_i) . y_j + bias_j) over keys Y (no values), in `prec`.
 void logSumExp(const Tokens& queriesFrom, const Mat& B, const Tokens& keys, const Vec& bias, Precision prec,
                Vec& out);
