@@ -4,6 +4,11 @@
 // evaluation, whatever it does internally (Sinkhorn runs 2 * iterations + 1 passes; linear needs only the
 // O(N d^2) moments; masked touches N(N+1)/2 pairs). The baseline is the plain dense implementation a user
 // would write with Eigen (single thread, float32): the N x N score matrix, its weights, one matrix product.
+//
+// Fraction of peak: a pair interaction of a dot-product head costs 4d + 2 flops (score q.x_j: 2d; weight: 1,
+// an exp counted as one; weighted sum of x_j: 2d; denominator: 1), times the number of heads; the same
+// nominal count is charged to every variant. The peak is the measured CPU FP32 peak (the right one for the
+// CPU and for Mesa's llvmpipe/lavapipe, which run on it) unless --peak-flops gives a GPU's.
 #include "Commands.h"
 
 #include "engine/attention/KernelAttention.h"
@@ -189,6 +194,8 @@ int bench(const Args& raw) {
     const std::string precisionText = p.option("--precision", "float32");
     const std::string variantsText = p.option("--variants", "");
     const bool noBaseline = p.flag("--no-baseline");
+    const std::string backendName = p.option("--backend", "cpu");
+    const std::string peakText = p.option("--peak-flops", "");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (p.positional.size() == 1 && p.positional[0] == "moments") return benchMoments(json);
     if (p.positional.size() != 1 || p.positional[0] != "particles")
@@ -208,15 +215,29 @@ int bench(const Args& raw) {
         }
     }
 
-    const double peak = measuredFp32Peak();
+    const ComputeBackend backend = openCliBackend(backendName);
+    double peak = 0.0;
+    if (!peakText.empty()) {
+        try {
+            peak = std::stod(peakText);
+        } catch (...) {
+        }
+        if (!(peak > 0.0))
+            throw UsageError("--peak-flops: expected a number > 0 (flop/s), got '" + peakText + "'");
+    } else {
+        peak = measuredFp32Peak();
+    }
     if (!json) {
-        std::cout << "measured FP32 peak (independent FMAs, all threads): " << peak / 1e9 << " Gflop/s\n";
+        std::cout << (peakText.empty() ? "measured FP32 peak (independent FMAs, all threads): "
+                                       : "FP32 peak (--peak-flops): ")
+                  << peak / 1e9 << " Gflop/s\n";
         std::cout
-            << "bench particles: one velocity evaluation, d = " << d << ", " << precisionText << ", "
-            << threadCount() << " threads, kernel ISA " << streamKernelIsa() << "\n"
-            << "baseline: dense N x N scores with Eigen (1 thread, float32); pairs = N^2 per evaluation\n\n"
+            << "bench particles: one velocity evaluation, d = " << d << ", " << precisionText << ", backend "
+            << backend.kind << " (" << backend.device << ")\n"
+            << "baseline: dense N x N scores with Eigen (1 thread, float32); pairs = N^2 per evaluation; "
+               "peak% counts (4d + 2) flops per pair and head\n\n"
             << std::left << std::setw(11) << "variant" << std::right << std::setw(8) << "N" << std::setw(14)
-            << "pairs/s" << std::setw(14) << "baseline" << std::setw(9) << "ratio"
+            << "pairs/s" << std::setw(9) << "peak%" << std::setw(14) << "baseline" << std::setw(9) << "ratio"
             << "\n";
     }
     for (const std::string& v : variants) {
@@ -226,21 +247,35 @@ int bench(const Args& raw) {
             std::normal_distribution<double> normal;
             Tokens X(n, d);
             for (long i = 0; i < X.size(); ++i) X.data()[i] = normal(rng);
-            auto field = makeCpuField(spec, d, prec);
+            std::unique_ptr<VelocityField> field;
+            try {
+                field = backend.makeField(spec, d, prec);
+            } catch (const SceneError& e) { // a variant this backend does not implement yet
+                if (!json)
+                    std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n
+                              << "  skipped: " << e.what() << std::endl;
+                break;
+            }
             Tokens dX;
             const double t = timeIt([&] { field->velocity(0.0, X, dX); }, n);
             const double pairs = double(n) * double(n) / t;
+            const double flopsPerPair = double(4 * d + 2) * double(std::max(spec.headCount(), 1));
+            const double fraction = pairs * flopsPerPair / peak;
             double base = NAN;
             if (!noBaseline && n <= kDenseMaxN) {
                 const MatF Xf = X.cast<float>();
+                const auto cpu = makeCpuField(spec, d, Precision::Float32); // the baseline's head setup
                 MatF out;
-                const double tb = timeIt([&] { out = denseVelocity(v, spec, Xf, *field); }, n);
+                const double tb = timeIt([&] { out = denseVelocity(v, spec, Xf, *cpu); }, n);
                 base = double(n) * double(n) / tb;
             }
             const double ratio = pairs / base;
             if (json) {
                 nlohmann::json r = {{"variant", v},
-                                    {"backend", "cpu"},
+                                    {"backend", backend.kind},
+                                    {"device", backend.device},
+                                    {"flops_per_pair", flopsPerPair},
+                                    {"fraction_of_peak", fraction},
                                     {"N", n},
                                     {"d", d},
                                     {"precision", precisionText},
@@ -253,8 +288,9 @@ int bench(const Args& raw) {
                 std::cout << r.dump() << std::endl;
             } else {
                 std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n
-                          << std::setw(14) << std::setprecision(3) << std::scientific << pairs
-                          << std::setw(14);
+                          << std::setw(14) << std::setprecision(3) << std::scientific << pairs << std::setw(8)
+                          << std::fixed << std::setprecision(1) << 100.0 * fraction << "%" << std::setw(14)
+                          << std::scientific << std::setprecision(3);
                 if (std::isfinite(base))
                     std::cout << base << std::setw(8) << std::fixed << std::setprecision(1) << ratio << "x";
                 else

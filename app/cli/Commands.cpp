@@ -1,6 +1,9 @@
 #include "Commands.h"
 
 #include "engine/dynamics/Simulation.h"
+#if FLOWSCOPE_HAVE_GPU
+#include "engine/gpu/Backend.h"
+#endif
 #include "engine/io/AtomicFile.h"
 #include "engine/io/Npy.h"
 #include "engine/scene/Scene.h"
@@ -93,9 +96,24 @@ const char* eventKind(RunEvent::Kind k) {
 
 } // namespace
 
+ComputeBackend openCliBackend(const std::string& name) {
+    try {
+#if FLOWSCOPE_HAVE_GPU
+        return openBackend(name);
+#else
+        if (name == "cpu") return cpuBackend();
+        throw BackendError("backend " + name + " is unavailable: this build has no GPU backends (EGL was " +
+                           "missing when it was configured); use --backend cpu");
+#endif
+    } catch (const BackendError& e) {
+        throw UsageError(std::string("--backend: ") + e.what());
+    }
+}
+
 int simulate(const Args& raw) {
     ArgParser p(raw);
     const std::string out = p.option("--out");
+    const std::string backendName = p.option("--backend", "cpu");
     const bool f32 = p.flag("--float32");
     const std::string every = p.option("--every");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
@@ -103,10 +121,11 @@ int simulate(const Args& raw) {
         throw UsageError("expected one SCENE.json (usage: simulate SCENE.json --out traj.npy)");
     if (out.empty()) throw UsageError("--out traj.npy is required");
 
+    const ComputeBackend backend = openCliBackend(backendName);
     Scene scene = loadScene(p.positional[0]); // validates everything before any output
     if (!every.empty()) scene.output.every = parsePositiveInt(every, "--every");
 
-    Simulation sim(scene);
+    Simulation sim(scene, backend.makeField);
     const bool tty = ::isatty(2);
     int lastPct = -1;
     sim.run([&](double f) {
@@ -132,6 +151,7 @@ int simulate(const Args& raw) {
     j["scene"] = scene.name;
     j["shape"] = {T, N, d};
     j["dtype"] = f32 ? "float32" : "float64";
+    j["backend"] = {{"kind", backend.kind}, {"device", backend.device}};
     nlohmann::json times = nlohmann::json::array(), mean = nlohmann::json::array(),
                    cov = nlohmann::json::array(), kinetic = nlohmann::json::array(),
                    entropy = nlohmann::json::array(), clusters = nlohmann::json::array(),

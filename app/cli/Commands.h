@@ -2,6 +2,7 @@
 // (usage, malformed scene or file); errors are printed to stderr as one line naming the field or file.
 #pragma once
 
+#include "engine/attention/Backend.h"
 #include "engine/core/Types.h"
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,10 @@ int bench(const Args& args);
 int ranks(const Args& args);
 int moments(const Args& args);
 int benchMoments(bool json); // bench moments
+
+// The --backend option: "cpu", "gl" or "vulkan" (engine/gpu/Backend.h where this build has it); throws
+// UsageError naming why the backend is unavailable.
+ComputeBackend openCliBackend(const std::string& name);
 
 // JSON output helpers: numbers, vectors and matrices (rows of numbers); NaN and inf are not JSON and are
 // written as null.

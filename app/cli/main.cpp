@@ -11,9 +11,9 @@ namespace {
 constexpr const char* kUsage = R"(usage: flowscope-cli <command> [options]
 
 commands:
-  simulate SCENE.json --out traj.npy [--float32] [--every K]
+  simulate SCENE.json --out traj.npy [--float32] [--every K] [--backend cpu|gl|vulkan]
       integrate the particle system of a scene; writes a (T, N, d) .npy and traj.json beside it
-      (times, observables, events)
+      (times, observables, events); gl and vulkan compute velocities on the GPU in float32
   presets
       list the shipped presets, one line each
   moments SCENE.json --out moments.json [--method adaptive|paper] [--every K] [--final-only]
@@ -24,7 +24,9 @@ commands:
       trajectories per second for the Fig 3(a) grid (1184 trajectories) to its stopping rule, adaptive
       against the authors' projected Euler
   bench particles [--json] [--d D] [--n 1024,4096,...] [--variants softmax,l2,...] [--precision float32|float64]
-      pair-interactions per second of one velocity evaluation, against a dense Eigen baseline
+        [--backend cpu|gl|vulkan] [--peak-flops F] [--no-baseline]
+      pair-interactions per second of one velocity evaluation, against a dense Eigen baseline, and the
+      fraction of the FP32 peak (measured on the CPU, or F flop/s for a GPU) at (4d + 2) flops per pair
   ranks [--attention softmax|l2] [--v identity|random] [--method paper|adaptive] [--dims 3,4,5] [--runs 100]
         [--seed 40] [--threshold 0.1] [--include-exceptions] [--steps a,b,c] [--tol-low X] [--max-iter N]
         [--n-max N] [--threads N] [--out ranks.json]

@@ -8,6 +8,7 @@
 #include "engine/core/Types.h"
 #include "engine/scene/Scene.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -54,5 +55,9 @@ class VelocityField {
 // The CPU field for an attention spec, in the given precision (float32 fast path or float64 reference),
 // with sphere normalization applied when spec.sphere is set. Throws SceneError for unsupported settings.
 std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Precision precision);
+
+// Makes the field of a spec on some backend (makeCpuField, or a GPU backend's; engine/gpu/Backend.h). The
+// simulation takes one and never needs to know where its velocities are computed.
+using FieldFactory = std::function<std::unique_ptr<VelocityField>(const AttentionSpec&, int d, Precision)>;
 
 } // namespace flowscope

@@ -8,8 +8,9 @@
 
 namespace flowscope {
 
-Simulation::Simulation(const Scene& scene) : scene_(scene) {
-    field_ = makeCpuField(scene_.attention, scene_.d, scene_.precision);
+Simulation::Simulation(const Scene& scene, FieldFactory makeField)
+    : scene_(scene), makeField_(makeField ? std::move(makeField) : FieldFactory(makeCpuField)) {
+    field_ = makeField_(scene_.attention, scene_.d, scene_.precision);
     integrator_ = makeIntegrator(scene_.integrator);
     reset();
 }
@@ -38,7 +39,7 @@ void Simulation::setAttention(const AttentionSpec& spec) {
     const bool sphereChanged = spec.sphere != scene_.attention.sphere;
     scene_.attention = spec;
     if (sphereChanged)
-        field_ = makeCpuField(spec, scene_.d, scene_.precision);
+        field_ = makeField_(spec, scene_.d, scene_.precision);
     else
         field_->setAttention(spec);
     if (spec.sphere) SphereProjection::normalize(X_);

@@ -31,7 +31,8 @@ struct Frame {
 
 class Simulation {
   public:
-    explicit Simulation(const Scene& scene); // throws SceneError
+    // Velocities come from makeField (default: the CPU field in the scene's precision). Throws SceneError.
+    explicit Simulation(const Scene& scene, FieldFactory makeField = {});
     ~Simulation();
 
     const Scene& scene() const { return scene_; }
@@ -67,6 +68,7 @@ class Simulation {
     void checkDivergence();
 
     Scene scene_;
+    FieldFactory makeField_;
     std::unique_ptr<VelocityField> field_;
     std::unique_ptr<Integrator> integrator_;
     Tokens X_;
