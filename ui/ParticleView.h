@@ -190,6 +190,7 @@ class ParticleView : public QOpenGLWidget {
     bool showTrails_ = false;
     bool hudVisible_ = true;
     bool glReady_ = false;
+    bool softwareRenderer_ = false; // Mesa llvmpipe/softpipe: refresh at 30 Hz
     bool pointsDirty_ = false;
     bool linesDirty_ = false;
     bool framePending_ = false;
