@@ -20,7 +20,9 @@ foreach(path IN LISTS modules)
   # Bytes b0 b1 b2 b3 of each word become 0xb3b2b1b0u, eight words to a line.
   set(byte "([0-9a-f][0-9a-f])")
   string(REGEX REPLACE "${byte}${byte}${byte}${byte}" "0x\\4\\3\\2\\1u," words "${hex}")
-  string(REGEX REPLACE "((0x[0-9a-f]+u,){8})" "\\1\n    " words "${words}")
+  set(word "0x[0-9a-f]+u,") # CMake regexes have no {n}: eight words spelled out
+  string(REGEX REPLACE "(${word}${word}${word}${word}${word}${word}${word}${word})" "\\1\n    " words
+                       "${words}")
   string(APPEND arrays "const std::uint32_t kModule${index}[] = {\n    ${words}\n};\n")
   string(APPEND entries "    {\"${name}\", kModule${index}},\n")
   math(EXPR index "${index} + 1")

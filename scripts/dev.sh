@@ -11,6 +11,7 @@ PACKAGES=(
   libeigen3-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
   qt6-base-dev libqt6opengl6-dev qt6-charts-dev libimgui-dev qt6-qpa-plugins libgl-dev libegl-dev
   libgl1-mesa-dri libglx-mesa0 libegl-mesa0 xvfb xauth fonts-dejavu-core
+  glslc mesa-vulkan-drivers libvulkan-dev
 )
 
 install_deps() {

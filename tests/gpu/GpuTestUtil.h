@@ -144,7 +144,8 @@ inline AttentionSpec sweepSpec(const SweepVariant& v, int d, const Tokens& X, st
 // The criterion's absolute floor: 4 float32 ulps of the largest velocity (for a CPU float32 that happens to
 // be exact, e.g. N = 1), plus, for exp attention, two float roundings of the largest |score| that e^{m_i}
 // turns into relative velocity errors.
-inline double sweepFloor(const SweepVariant& v, const AttentionSpec& spec, const Tokens& X, const Tokens& v64) {
+inline double sweepFloor(const SweepVariant& v, const AttentionSpec& spec, const Tokens& X,
+                         const Tokens& v64) {
     double floor = 4.0 * FLT_EPSILON * maxRowNorm(v64);
     if (v.type == AttentionType::Exp)
         floor += 2.0 * FLT_EPSILON * sweepScores(spec, X).cwiseAbs().maxCoeff() * maxRowNorm(v64);

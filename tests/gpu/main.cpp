@@ -15,8 +15,9 @@ std::string gWhyNot;
 std::unique_ptr<VkContext> gVulkan;
 std::string gVkWhyNot;
 #else
-const std::string gVkWhyNot = "this build has no Vulkan host (FLOWSCOPE_BUILD_VULKAN off, or libvulkan-dev or "
-                              "glslc missing at configure time)";
+const std::string gVkWhyNot =
+    "this build has no Vulkan host (FLOWSCOPE_BUILD_VULKAN off, or libvulkan-dev or "
+    "glslc missing at configure time)";
 #endif
 
 struct GpuEnvironment : ::testing::Environment {

@@ -1,0 +1,152 @@
+// The Vulkan compute host: device, embedded SPIR-V, buffers, pipelines per variant, and its error paths (not
+// SPIR-V, wrong bindings, impossible allocations, unsupported variants), each one clear exception.
+#include "GpuTestUtil.h"
+
+#if FLOWSCOPE_HAVE_VULKAN
+
+#include "engine/gpu/VkCompute.h"
+#include "engine/gpu/VkKernelField.h"
+#include "engine/gpu/VkSpirv.h"
+
+#include <numeric>
+
+using namespace flowscope;
+using namespace flowscope::test;
+
+TEST(VkContext, DeviceOffersComputeAndNamesItself) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    const VkContext& ctx = *vkContext();
+    EXPECT_FALSE(ctx.deviceName().empty());
+    EXPECT_NE(ctx.describe().find("Vulkan 1."), std::string::npos) << ctx.describe();
+    EXPECT_GE(ctx.limits().maxComputeSharedMemorySize, 16384u); // the minimum Vulkan guarantees
+    EXPECT_GE(ctx.limits().maxComputeWorkGroupInvocations, 128u);
+}
+
+TEST(VkContext, ResultNamesAreSpelledOut) {
+    EXPECT_EQ(vkResultName(VK_ERROR_DEVICE_LOST), "VK_ERROR_DEVICE_LOST");
+    EXPECT_EQ(vkResultName(VkResult(-123456)), "VkResult -123456");
+    EXPECT_NO_THROW(vkCheck(VK_SUCCESS, "nothing"));
+    try {
+        vkCheck(VK_ERROR_OUT_OF_DEVICE_MEMORY, "vkAllocateMemory");
+        FAIL() << "vkCheck accepted an error";
+    } catch (const VkError& e) {
+        EXPECT_STREQ(e.what(), "vkAllocateMemory failed: VK_ERROR_OUT_OF_DEVICE_MEMORY");
+    }
+}
+
+TEST(VkShaders, StreamKernelIsEmbeddedAsSpirv) {
+    const std::span<const std::uint32_t> words = embeddedSpirv("stream_kernel.comp");
+    ASSERT_GT(words.size(), 5u);
+    EXPECT_EQ(words[0], 0x07230203u); // the SPIR-V magic number, in host byte order
+    EXPECT_TRUE(embeddedSpirv("no_such_shader.comp").empty());
+}
+
+TEST(VkBuffer, UploadDownloadRoundTripAndGrowth) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    VkStorageBuffer b(*vkContext());
+    std::vector<float> in(1000), out(1000);
+    std::iota(in.begin(), in.end(), 0.5f);
+    b.upload(in.data(), 100 * sizeof(float));
+    EXPECT_GE(b.capacity(), 100 * sizeof(float));
+    b.upload(in.data(), in.size() * sizeof(float)); // grows
+    b.download(out.data(), out.size() * sizeof(float));
+    EXPECT_EQ(in, out);
+    EXPECT_THROW(b.download(out.data(), b.capacity() + 4), std::out_of_range);
+}
+
+TEST(VkBuffer, ImpossibleAllocationThrowsNamingTheResult) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    VkStorageBuffer b(*vkContext());
+    try {
+        b.reserve(std::size_t(1) << 50); // 1 PiB
+        FAIL() << "a 1 PiB buffer was allocated";
+    } catch (const VkError& e) {
+        EXPECT_NE(std::string(e.what()).find("VK_ERROR_"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(b.capacity(), 0u);
+    EXPECT_NO_THROW(b.reserve(64)); // the buffer stays usable
+}
+
+TEST(VkKernel, RejectsWhatIsNotSpirv) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    const std::uint32_t garbage[] = {0x6f6c6c65u, 1, 2, 3, 4, 5};
+    try {
+        VkComputeKernel k(*vkContext(), garbage, 5);
+        FAIL() << "garbage was accepted as SPIR-V";
+    } catch (const VkError& e) {
+        EXPECT_NE(std::string(e.what()).find("not a SPIR-V module"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(VkComputeKernel(*vkContext(), std::span<const std::uint32_t>(), 5), VkError);
+}
+
+TEST(VkKernel, DispatchChecksItsBuffers) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    VkComputeKernel k(*vkContext(), embeddedSpirv("stream_kernel.comp"), 5);
+    VkStorageBuffer a(*vkContext());
+    a.reserve(64);
+    VkStorageBuffer* const four[] = {&a, &a, &a, &a};
+    EXPECT_THROW(k.dispatch({2, 0, 0, 0, 0, 64, 0}, four, 1), std::invalid_argument);
+    VkStorageBuffer empty(*vkContext());
+    VkStorageBuffer* const withEmpty[] = {&a, &a, &empty, &a, &a};
+    EXPECT_THROW(k.dispatch({2, 0, 0, 0, 0, 64, 0}, withEmpty, 1), std::invalid_argument);
+    EXPECT_EQ(k.pipelineCount(), 0u); // nothing was built for a dispatch that could not run
+}
+
+TEST(VkKernel, EveryVariantSpecializesAndRuns) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    // n = 0 keys and queries: every invocation is idle, but each pipeline is built and dispatched.
+    VkComputeKernel k(*vkContext(), embeddedSpirv("stream_kernel.comp"), 5);
+    VkStorageBuffer params(*vkContext()), other(*vkContext());
+    const std::uint32_t zeros[4 + 9] = {};
+    params.upload(zeros, sizeof zeros);
+    other.reserve(64);
+    VkStorageBuffer* const buffers[] = {&params, &other, &other, &other, &other};
+    for (std::uint32_t w = 0; w < 4; ++w)
+        for (std::uint32_t flags = 0; flags < 16; ++flags)
+            EXPECT_NO_THROW(k.dispatch(
+                {3, w, flags & 1, (flags >> 1) & 1, (flags >> 2) & 1, 64, (flags >> 3) & 1}, buffers, 1))
+                << "weighting " << w << ", flags " << flags;
+    EXPECT_EQ(k.pipelineCount(), 64u);
+}
+
+TEST(VkKernelField, UnsupportedVariantsThrowSceneError) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    for (AttentionType t :
+         {AttentionType::Sinkhorn, AttentionType::Linear, AttentionType::Rwpo, AttentionType::Drifting}) {
+        AttentionSpec spec;
+        spec.type = t;
+        spec.heads = {HeadParams{Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)}};
+        try {
+            makeVkField(spec, 2, *vkContext());
+            ADD_FAILURE() << toString(t) << " was accepted";
+        } catch (const SceneError& e) {
+            EXPECT_EQ(e.pointer, "/attention/type");
+            EXPECT_NE(std::string(e.what()).find("Vulkan backend"), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(VkKernelField, NoTokensGiveNoVelocityAndPipelinesAreReused) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    AttentionSpec spec;
+    spec.heads = {HeadParams{Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)}};
+    VkKernelField f(spec, 2, *vkContext());
+    EXPECT_EQ(f.name().find("(Vulkan)") != std::string::npos, true) << f.name();
+    Tokens X(0, 2), dX;
+    f.velocity(0.0, X, dX);
+    EXPECT_EQ(dX.rows(), 0);
+    EXPECT_EQ(dX.cols(), 2);
+    std::mt19937_64 rng(1);
+    X = randomMatrix(10, 2, rng, 1.0);
+    for (int k = 0; k < 3; ++k) f.velocity(0.0, X, dX);
+    EXPECT_EQ(f.pipelineCount(), 1u);
+    EXPECT_TRUE(dX.allFinite());
+}
+
+#else
+
+TEST(VkContext, BuiltWithoutVulkan) {
+    GTEST_SKIP() << "no Vulkan compute device: " << flowscope::test::vkUnavailable();
+}
+
+#endif // FLOWSCOPE_HAVE_VULKAN
