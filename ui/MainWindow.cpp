@@ -1,5 +1,9 @@
 #include "ui/MainWindow.h"
 
+#if FLOWSCOPE_HAVE_GPU
+#include "engine/gpu/Backend.h"
+#endif
+
 #include "ui/ConeView.h"
 #include "ui/ElidedLabel.h"
 #include "ui/Icons.h"
@@ -117,6 +121,10 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     sceneLabel_ = new ElidedLabel(this);
     sceneLabel_->setText(tr("No scene"));
     statusBar()->addWidget(sceneLabel_, 1);
+    backendNote_ = new QLabel(this);
+    backendNote_->setObjectName(QStringLiteral("backendNote"));
+    backendNote_->setVisible(false);
+    statusBar()->addPermanentWidget(backendNote_);
 
     connect(view_, &ParticleView::quickBetaChanged, this, [this](double beta) {
         if (!scene_) return;
@@ -410,6 +418,28 @@ void MainWindow::buildToolBars() {
     connect(presetCombo_, &QComboBox::activated, this, &MainWindow::openPreset);
     bar->addWidget(presetCombo_);
 
+    bar->addSeparator();
+    bar->addWidget(new QLabel(tr(" Backend "), bar));
+    backendCombo_ = new QComboBox(bar);
+    backendCombo_->setObjectName(QStringLiteral("backend"));
+    backendCombo_->setFocusPolicy(Qt::NoFocus);
+    backendCombo_->addItem(tr("CPU"), QStringLiteral("cpu"));
+#if FLOWSCOPE_HAVE_GPU
+    for (const std::string& kind : backendNames()) {
+        if (kind == "gl") backendCombo_->addItem(tr("OpenGL compute"), QStringLiteral("gl"));
+        if (kind == "vulkan") backendCombo_->addItem(tr("Vulkan compute"), QStringLiteral("vulkan"));
+    }
+#endif
+    backendCombo_->setToolTip(tr(
+        "<b>Backend</b> — where dx<sub>i</sub>/dt = Σ<sub>j</sub> P<sub>ij</sub> V x<sub>j</sub> is "
+        "computed: "
+        "the CPU (float32 SIMD or the float64 reference, as the scene says) or a GPU compute shader in "
+        "float32 (OpenGL 4.3 or Vulkan). The run continues from its current state. Without a usable GPU the "
+        "CPU runs and the status bar says why."));
+    connect(backendCombo_, &QComboBox::activated, this,
+            [this](int index) { setBackend(backendCombo_->itemData(index).toString()); });
+    bar->addWidget(backendCombo_);
+
     // The time scrubber, under the views.
     QToolBar* time = new QToolBar(tr("Time"), this);
     time->setObjectName(QStringLiteral("timeToolBar"));
@@ -700,6 +730,31 @@ void MainWindow::onSnapshot() {
     if (!scrubIndex_ && !scrubber_->isSliderDown()) scrubber_->setValue(scrubber_->maximum());
     scrubLabel_->setText(scrubIndex_ ? tr("t = %1").arg(shown->t, 0, 'f', 3)
                                      : tr("t = %1 (live)").arg(shown->t, 0, 'f', 3));
+    if (live) {
+        const QString note = QString::fromStdString(live->backendNote);
+        if (backendNote_->text() != note) {
+            backendNote_->setText(note);
+            backendNote_->setToolTip(note);
+            backendNote_->setVisible(!note.isEmpty());
+        }
+    }
+}
+
+void MainWindow::setBackend(const QString& kind) {
+    const int index = backendCombo_->findData(kind);
+    backendCombo_->setCurrentIndex(std::max(index, 0));
+    const std::string name = backendCombo_->currentData().toString().toStdString();
+    if (name == "cpu") {
+        runner_.setBackend(nullptr);
+        return;
+    }
+#if FLOWSCOPE_HAVE_GPU
+    runner_.setBackend([name] { return openBackend(name); });
+#endif
+}
+
+QString MainWindow::backend() const {
+    return backendCombo_->currentData().toString();
 }
 
 void MainWindow::updateControls() {
@@ -741,6 +796,7 @@ void MainWindow::saveSettings() {
     s.setValue(QStringLiteral("view/trails"), view_->showTrails());
     s.setValue(QStringLiteral("view/disc"), discAction_->isChecked());
     s.setValue(QStringLiteral("run/stepsPerSecond"), rate_);
+    s.setValue(QStringLiteral("run/backend"), backend());
     s.setValue(QStringLiteral("files/recent"), recent_);
     if (scene_) {
         s.setValue(QStringLiteral("scene/json"), QString::fromStdString(sceneToJson(*scene_)));
@@ -765,6 +821,7 @@ std::optional<std::pair<Scene, QString>> MainWindow::restoreSettings() {
         s.value(QStringLiteral("run/stepsPerSecond"), WorkerLoop::kDefaultStepsPerSecond).toDouble());
     recent_ = s.value(QStringLiteral("files/recent")).toStringList();
     rebuildRecentMenu();
+    setBackend(s.value(QStringLiteral("run/backend"), QStringLiteral("cpu")).toString());
     const QString json = s.value(QStringLiteral("scene/json")).toString();
     if (json.isEmpty()) return std::nullopt;
     try {

@@ -54,6 +54,10 @@ class MainWindow : public QMainWindow {
     void setPresetDirectory(const QString& dir);
 
     bool openSceneFile(const QString& path);
+    // Where velocities are computed: "cpu", "gl" (OpenGL compute) or "vulkan" (when this build has them).
+    // Opened on the simulation's worker; one that cannot run falls back to the CPU with a note.
+    void setBackend(const QString& kind);
+    QString backend() const;
     bool setScene(const Scene& scene, const QString& sourcePath = {});
     // Writes the current scene (with its live edits and view settings) atomically. False: see lastError().
     bool saveSceneFile(const QString& path);
@@ -158,6 +162,8 @@ class MainWindow : public QMainWindow {
     QMenu* recentMenu_ = nullptr;
     QMenu* panelsMenu_ = nullptr;
     QComboBox* presetCombo_ = nullptr;
+    QComboBox* backendCombo_ = nullptr; // data: "cpu", "gl", "vulkan"
+    QLabel* backendNote_ = nullptr;     // status bar: why the chosen backend is not running
     QSlider* speed_ = nullptr;
     QLabel* speedLabel_ = nullptr;
     QSlider* scrubber_ = nullptr;

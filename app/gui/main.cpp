@@ -42,6 +42,7 @@ struct Options {
     bool maxSpeed = false;
     bool cone = false;
     bool frameStats = false;
+    QString backend; // empty: the saved choice (or the CPU)
     QSize size{1280, 800};
 };
 
@@ -72,7 +73,10 @@ Options parseOptions(QApplication& app) {
                                   QStringLiteral("particles|cone"), QStringLiteral("particles"));
     const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size in logical pixels."),
                                   QStringLiteral("WxH"), QStringLiteral("1280x800"));
-    parser.addOptions({screenshot, afterSteps, timeout, maxSpeed, size, view, frameStats});
+    const QCommandLineOption backend(QStringLiteral("backend"),
+                                     QStringLiteral("Where velocities are computed: cpu, gl or vulkan."),
+                                     QStringLiteral("cpu|gl|vulkan"));
+    parser.addOptions({screenshot, afterSteps, timeout, maxSpeed, size, view, frameStats, backend});
     parser.process(app);
 
     Options o;
@@ -87,6 +91,8 @@ Options parseOptions(QApplication& app) {
     if (!ok || o.timeoutSeconds <= 0) parser.showHelp(2);
     o.maxSpeed = parser.isSet(maxSpeed);
     o.frameStats = parser.isSet(frameStats);
+    o.backend = parser.value(backend);
+    if (!o.backend.isEmpty() && !QStringList{"cpu", "gl", "vulkan"}.contains(o.backend)) parser.showHelp(2);
     o.cone = parser.value(view) == QStringLiteral("cone");
     if (!o.cone && parser.value(view) != QStringLiteral("particles")) parser.showHelp(2);
     const auto m = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(size));
@@ -198,6 +204,7 @@ int main(int argc, char** argv) {
     if (!openInitialScene(window, options, last)) return 2;
     window.setMaxSpeed(options.maxSpeed);
     if (options.cone) window.showConeView();
+    if (!options.backend.isEmpty()) window.setBackend(options.backend);
     window.show();
     window.play();
     if (!options.screenshot.isEmpty()) scheduleScreenshot(app, window, options);

@@ -46,6 +46,13 @@ void Simulation::setAttention(const AttentionSpec& spec) {
     integrator_->invalidate();
 }
 
+void Simulation::setFieldFactory(FieldFactory makeField) {
+    if (!makeField) makeField = makeCpuField;
+    field_ = makeField(scene_.attention, scene_.d, scene_.precision); // throws before anything changes
+    makeField_ = std::move(makeField);
+    integrator_->invalidate();
+}
+
 void Simulation::setIntegrator(const IntegratorSpec& spec) {
     scene_.integrator = spec;
     integrator_ = makeIntegrator(spec);

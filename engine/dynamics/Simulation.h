@@ -58,6 +58,9 @@ class Simulation {
     // Live edits: continue from the current state with new parameters.
     void setAttention(const AttentionSpec& spec);
     void setIntegrator(const IntegratorSpec& spec); // keeps the time; steps continue at the new h
+    // Computes velocities with fields from makeField from now on (another backend); state and history stay.
+    // Throws (SceneError, or the backend's error) and keeps the old field when the new one cannot be made.
+    void setFieldFactory(FieldFactory makeField);
     // Back to the initial tokens of the scene (history cleared).
     void reset();
     // Replace the state (e.g. tokens drawn by the user); history restarts from here. X must be N x d.

@@ -113,7 +113,11 @@ void WorkerLoop::run() {
 
     for (;;) {
         wake_.wait(lock, [this] { return hasWork(); });
-        if (quit_) return;
+        if (quit_) {
+            lock.unlock();
+            target_.finish();
+            return;
+        }
 
         if (!commands_.empty()) {
             auto batch = std::move(commands_);
@@ -199,12 +203,53 @@ class SimulationRunner::Job : public Steppable {
         error_.clear();
         history_ = std::make_shared<RunHistory>();
         try {
-            sim_ = std::make_unique<Simulation>(scene);
-            backend_ = sim_->scene().precision == Precision::Float32 ? "CPU float32" : "CPU float64";
+            sim_.reset(); // before a new field is made in the same GPU context
+            sim_ = std::make_unique<Simulation>(scene, fieldFactory(scene));
             drain();
         } catch (const std::exception& e) {
             sim_.reset();
             error_ = e.what();
+        }
+    }
+
+    // Worker thread. Opens the backend here, where its context will be current, and moves the run onto it.
+    void setBackend(const BackendOpener& open) {
+        note_.clear();
+        // The old backend's fields go first, while its context is still the current one; then the context.
+        if (sim_) sim_->setFieldFactory(makeCpuField);
+        backend_ = cpuBackend();
+        onGpu_ = false;
+        try {
+            ComputeBackend b = open ? open() : cpuBackend();
+            if (sim_) sim_->setFieldFactory(b.makeField); // throws when the backend rejects the scene
+            backend_ = std::move(b);
+            onGpu_ = backend_.kind != "cpu";
+        } catch (const std::exception& e) {
+            note_ = std::string(e.what()) + " — running on the CPU";
+            if (sim_) sim_->setFieldFactory(makeCpuField);
+            backend_ = cpuBackend();
+            onGpu_ = false;
+        }
+    }
+
+    // Worker thread, last call: GPU fields and their context are released on the thread they belong to.
+    void finish() override {
+        sim_.reset();
+        backend_ = ComputeBackend{};
+    }
+
+    // The chosen backend's factory when it accepts the scene's attention, else the CPU's (with a note).
+    FieldFactory fieldFactory(const Scene& scene) {
+        onGpu_ = false;
+        if (backend_.kind.empty() || backend_.kind == "cpu") return makeCpuField;
+        try {
+            backend_.makeField(scene.attention, scene.d, scene.precision);
+            note_.clear();
+            onGpu_ = true;
+            return backend_.makeField;
+        } catch (const std::exception& e) {
+            note_ = std::string(e.what()) + " — running on the CPU";
+            return makeCpuField;
         }
     }
 
@@ -261,7 +306,8 @@ class SimulationRunner::Job : public Steppable {
         }
         s->generation = generation_;
         s->history = history_;
-        s->backend = backend_;
+        s->backend = backendName();
+        s->backendNote = note_;
         s->playing = playing;
         s->stepsPerSecond = stepsPerSecond;
         s->error = error_;
@@ -301,10 +347,19 @@ class SimulationRunner::Job : public Steppable {
     }
 
     // Worker-thread state.
+    // What the snapshot calls the backend in use.
+    std::string backendName() const {
+        if (!sim_) return "CPU";
+        if (!onGpu_) return sim_->scene().precision == Precision::Float32 ? "CPU float32" : "CPU float64";
+        return backend_.kind == "gl" ? "OpenGL float32" : "Vulkan float32";
+    }
+
+    ComputeBackend backend_; // declared before sim_: its GPU context outlives the fields made in it
+    std::string note_;       // why the requested backend is not running
+    bool onGpu_ = false;     // the simulation's fields come from backend_ (a GPU)
     std::unique_ptr<Simulation> sim_;
     std::uint64_t generation_ = 0;
     std::string error_;
-    std::string backend_ = "CPU";
     std::shared_ptr<RunHistory> history_ = std::make_shared<RunHistory>();
     bool broken_ = false;
 
@@ -357,6 +412,10 @@ void SimulationRunner::reset() {
 void SimulationRunner::seek(double t) {
     loop_->pause();
     loop_->post([job = job_.get(), t] { job->seek(t); });
+}
+
+void SimulationRunner::setBackend(BackendOpener open) {
+    loop_->post([job = job_.get(), open = std::move(open)] { job->setBackend(open); });
 }
 
 void SimulationRunner::setIntegrator(const IntegratorSpec& spec) {

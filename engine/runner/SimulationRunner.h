@@ -6,6 +6,7 @@
 // training loop can reuse them by implementing Steppable (one optimizer step per advance()).
 #pragma once
 
+#include "engine/attention/Backend.h"
 #include "engine/dynamics/Simulation.h"
 #include "engine/runner/RunHistory.h"
 
@@ -30,6 +31,9 @@ class Steppable {
     virtual bool advance() = 0;
     // Makes the current state visible to other threads. stepsPerSecond is the measured rate (0 when idle).
     virtual void publish(double stepsPerSecond, bool playing) = 0;
+    // Called once on the worker thread just before it exits: release what belongs to that thread (a GPU
+    // context current there, and the buffers made in it).
+    virtual void finish() {}
 };
 
 // A worker thread that advances a Steppable while playing (at most maxStepsPerSecond) and runs posted
@@ -89,6 +93,7 @@ struct Snapshot {
     // installed the scene.
     std::shared_ptr<const RunHistory> history;
     std::string backend = "CPU"; // which VelocityField integrates the run (CPU float32 / float64, GPU)
+    std::string backendNote;     // why the requested backend is not the one running (empty when it is)
 };
 
 class SimulationRunner {
@@ -116,6 +121,12 @@ class SimulationRunner {
     // Rewinds to the recorded frame at or before t that kept its tokens (the time scrubber's "continue from
     // here"): the state becomes that frame's, the frames after it are dropped. Pauses the run.
     void seek(double t);
+    // Where velocities are computed from now on. `open` runs on the worker thread (a GPU context must be
+    // current on the thread that uses it); the run continues from its current state and keeps its history.
+    // A backend that cannot be opened, or that rejects the scene, leaves the CPU running, and
+    // Snapshot::backendNote says why. Null: the CPU.
+    using BackendOpener = std::function<ComputeBackend()>;
+    void setBackend(BackendOpener open);
     void setMaxStepsPerSecond(double rate) { loop_->setMaxStepsPerSecond(rate); }
     double maxStepsPerSecond() const { return loop_->maxStepsPerSecond(); }
 

@@ -3,6 +3,9 @@
 #include "TestScenes.h"
 
 #include "engine/runner/SimulationRunner.h"
+#if FLOWSCOPE_HAVE_GPU
+#include "engine/gpu/Backend.h"
+#endif
 
 #include <gtest/gtest.h>
 
@@ -228,6 +231,47 @@ TEST(SimulationRunner, IntegratorEditsTakeEffectWithoutRestarting) {
     EXPECT_NEAR(s->t, 6 * 0.4, 1e-12);
     EXPECT_TRUE(s->error.empty()) << s->error;
 }
+
+// A backend that cannot be opened leaves the CPU running, with a note saying why; the run goes on.
+TEST(SimulationRunner, AnUnavailableBackendFallsBackToTheCpuWithANote) {
+    SimulationRunner runner;
+    runner.start(tinyScene());
+    runner.setBackend(
+        []() -> ComputeBackend { throw BackendError("backend warp is unavailable: no device"); });
+    runner.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 1; }));
+    const auto s = runner.snapshot();
+    EXPECT_EQ(s->backendNote, "backend warp is unavailable: no device — running on the CPU");
+    EXPECT_EQ(s->backend, "CPU float64");
+    runner.setBackend(nullptr); // back to the CPU: the note goes away
+    runner.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 2; }));
+    EXPECT_TRUE(runner.snapshot()->backendNote.empty());
+}
+
+#if FLOWSCOPE_HAVE_GPU
+// Switching to the OpenGL backend mid-run continues from the current state, on the worker's own context; the
+// trajectory stays with the CPU float32 one (both float32: 1e-4 on coordinates of order 1 is ~1000 ulps).
+TEST(SimulationRunner, SwitchingToTheGlBackendContinuesTheRun) {
+    Scene scene = tinyScene(64);
+    scene.precision = Precision::Float32;
+    SimulationRunner cpu, gpu;
+    cpu.start(scene);
+    gpu.start(scene);
+    for (int i = 0; i < 3; ++i) gpu.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(gpu, [](const Snapshot& s) { return s.step == 3; }));
+    gpu.setBackend([] { return openBackend("gl"); });
+    for (int i = 0; i < 7; ++i) gpu.stepOnce();
+    for (int i = 0; i < 10; ++i) cpu.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(gpu, [](const Snapshot& s) { return s.step == 10; }));
+    ASSERT_TRUE(waitForSnapshot(cpu, [](const Snapshot& s) { return s.step == 10; }));
+    const auto g = gpu.snapshot();
+    if (!g->backendNote.empty()) GTEST_SKIP() << g->backendNote;
+    EXPECT_EQ(g->backend, "OpenGL float32");
+    EXPECT_EQ(g->history->size(), cpu.snapshot()->history->size()); // the history was kept
+    EXPECT_LT((g->tokens - cpu.snapshot()->tokens).cwiseAbs().maxCoeff(), 1e-4);
+}
+#endif
 
 } // namespace
 } // namespace flowscope::test
