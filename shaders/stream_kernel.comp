@@ -17,6 +17,8 @@
 //     STAGE_IN_SHARED   (6) 1: each step's keys are first staged in shared memory (GPUs); 0: read from the
 //                       buffer (all invocations read the same key at once, a broadcast load). llvmpipe runs
 //                       barriers as coroutine switches and is ~2x faster without staging.
+//     VALUES            (7) 1: accumulate num; 0: den and max only (Sinkhorn's log-sum-exp passes), the num
+//                       columns of out are left unwritten. Optional: 1 when the host does not set it.
 //
 // Buffers (std430, binding only, so set 0 in Vulkan). Arrays of points are structure-of-arrays like
 // StreamArgs and Eigen's column-major tokens: coordinate c of point j at [c * count + j].
@@ -24,8 +26,8 @@
 //     1  keys     n x DIM (the keys are also the values)
 //     2  bias     n                              (read only when HAS_BIAS)
 //     3  queries  nq x DIM                       (read only when EXPLICIT_QUERIES)
-//     4  out      nq x (DIM + 2): columns 0..DIM-1 num, column DIM den, column DIM+1 max (m_i; 0 for relu and
-//                 sigmoid), i.e. out[c * nq + i]
+//     4  out      nq x (DIM + 2): columns 0..DIM-1 num (when VALUES), column DIM den, column DIM+1 max (m_i;
+//                 0 for relu and sigmoid), i.e. out[c * nq + i]
 //
 // Scheme (n-body / KeOps / FlashAttention): one invocation per query; each workgroup stages TILE keys at a
 // time in shared memory and every invocation sweeps them from there. All invocations of a workgroup loop
@@ -45,8 +47,12 @@ layout(constant_id = 3) const int HAS_BIAS = 0;
 layout(constant_id = 4) const int EXPLICIT_QUERIES = 0;
 layout(constant_id = 5) const int TILE = 64;
 layout(constant_id = 6) const int STAGE_IN_SHARED = 0;
+layout(constant_id = 7) const int VALUES = 1;
 layout(local_size_x_id = 5) in;
 #else
+#ifndef VALUES
+#define VALUES 1
+#endif
 layout(local_size_x = TILE) in;
 #endif
 
@@ -148,7 +154,8 @@ void main() {
                 if (den > 0.0) {
                     const float r = exp(m - tm);
                     den *= r;
-                    for (uint c = 0u; c < uint(DIM); ++c) num[c] *= r;
+                    if (VALUES != 0)
+                        for (uint c = 0u; c < uint(DIM); ++c) num[c] *= r;
                 }
                 m = tm;
             }
@@ -159,16 +166,19 @@ void main() {
         for (uint k = 0u; k < count; ++k) {
             const float w = CAUSAL == 0 || base + k < end ? weight(score(q, base, k), m) : 0.0;
             tden += w;
-            for (uint c = 0u; c < uint(DIM); ++c) tnum[c] += w * key(c, base, k);
+            if (VALUES != 0)
+                for (uint c = 0u; c < uint(DIM); ++c) tnum[c] += w * key(c, base, k);
         }
         den += tden;
-        for (uint c = 0u; c < uint(DIM); ++c) num[c] += tnum[c];
+        if (VALUES != 0)
+            for (uint c = 0u; c < uint(DIM); ++c) num[c] += tnum[c];
 
         if (STAGE_IN_SHARED != 0) barrier(); // the tile is overwritten next
     }
 
     if (!live) return;
-    for (uint c = 0u; c < uint(DIM); ++c) outv[c * nq + i] = num[c];
+    if (VALUES != 0)
+        for (uint c = 0u; c < uint(DIM); ++c) outv[c * nq + i] = num[c];
     outv[uint(DIM) * nq + i] = den;
     outv[uint(DIM + 1) * nq + i] = WEIGHTING <= 1 ? m : 0.0;
 }

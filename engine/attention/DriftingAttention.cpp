@@ -24,7 +24,7 @@ void DriftingAttention::velocity(double, const Tokens& X, Tokens& dX) {
     // Gamma^G_nu(x) = m + S (S + I)^{-1} (x - m); with G = S (S + I)^{-1} (rows: x^T G^T).
     const Mat G = (S + Mat::Identity(d_, d_)).transpose().ldlt().solve(S.transpose()).transpose();
     Tokens avg;
-    kernelAverage(X, selfHead(X), false, precision_, avg);
+    kernelAverage(*runner_, X, selfHead(X), false, avg);
     dX = ((X.rowwise() - m.transpose()) * G.transpose()).rowwise() + m.transpose();
     dX -= avg;
 }

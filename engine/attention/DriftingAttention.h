@@ -8,14 +8,17 @@
 // tokens drift from their own kernel mean towards the target's. The bandwidth is fixed at 1 (beta unused).
 #pragma once
 
-#include "engine/attention/VelocityField.h"
+#include "engine/attention/StreamRunner.h"
 
 namespace flowscope {
 
 class DriftingAttention : public VelocityField {
   public:
+    // The CPU field in `precision`, or the field whose streaming passes run on `runner`.
     DriftingAttention(const AttentionSpec& spec, int d, Precision precision)
-        : spec_(spec), d_(d), precision_(precision) {}
+        : DriftingAttention(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
+    DriftingAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner)
+        : spec_(spec), d_(d), runner_(std::move(runner)) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
@@ -25,7 +28,7 @@ class DriftingAttention : public VelocityField {
   private:
     AttentionSpec spec_;
     int d_;
-    Precision precision_;
+    std::shared_ptr<StreamRunner> runner_;
 };
 
 } // namespace flowscope

@@ -18,49 +18,6 @@ HeadSetup dotProductHead(const AttentionSpec& spec, const HeadParams& head, Weig
     return h;
 }
 
-namespace {
-
-template <class S> using MatS = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
-template <class S> using VecS = Eigen::Matrix<S, Eigen::Dynamic, 1>;
-
-// Runs the kernel with queries B x_i (from Xq) against keys Y; fills num (nq x d), den, max in precision S.
-template <class S>
-void run(const Tokens& Q, const Tokens& Y, const Vec& bias, bool causal, Weighting w, bool values,
-         MatS<S>& num, VecS<S>& den, VecS<S>& mx) {
-    const MatS<S> keys = Y.cast<S>();
-    const MatS<S> queries = Q.cast<S>();
-    const VecS<S> b = bias.cast<S>();
-    const int nq = int(Q.rows());
-    num.resize(values ? nq : 0, Y.cols());
-    den.resize(nq);
-    mx.resize(nq);
-    StreamArgs<S> a;
-    a.n = int(Y.rows());
-    a.d = int(Y.cols());
-    a.keys = keys.data();
-    a.bias = bias.size() ? b.data() : nullptr;
-    a.queries = queries.data();
-    a.nq = nq;
-    a.causal = causal;
-    a.weighting = w;
-    a.values = values;
-    a.num = values ? num.data() : nullptr;
-    a.den = den.data();
-    a.max = mx.data();
-    streamKernel(a);
-}
-
-template <class S> void average(const Tokens& X, const HeadSetup& h, bool causal, Tokens& avg, Vec* logZ) {
-    MatS<S> num;
-    VecS<S> den, mx;
-    run<S>(headQueries(X, h), X, h.bias, causal, h.weighting, true, num, den, mx);
-    const Vec denD = den.template cast<double>(), mxD = mx.template cast<double>();
-    avg = normalizeHeadAverage(num.template cast<double>(), denD, mxD, h.weighting, X.rows());
-    if (logZ) *logZ = mxD.array() + denD.array().log();
-}
-
-} // namespace
-
 Tokens normalizeHeadAverage(const Mat& num, const Vec& den, const Vec& max, Weighting w, Eigen::Index n) {
     const double invN = 1.0 / double(n);
     switch (w) {
@@ -73,27 +30,25 @@ Tokens normalizeHeadAverage(const Mat& num, const Vec& den, const Vec& max, Weig
     }
 }
 
-void kernelAverage(const Tokens& X, const HeadSetup& head, bool causal, Precision prec, Tokens& avg,
-                   Vec* logZ) {
-    if (prec == Precision::Float32)
-        average<float>(X, head, causal, avg, logZ);
-    else
-        average<double>(X, head, causal, avg, logZ);
+StreamPass headPass(const Tokens& X, const HeadSetup& head, bool causal) {
+    static const Mat none;
+    if (head.queries.size()) return {head.queries, none, X, head.bias, causal, head.weighting};
+    return {X, head.B, X, head.bias, causal, head.weighting};
 }
 
-void logSumExp(const Tokens& queriesFrom, const Mat& B, const Tokens& keys, const Vec& bias, Precision prec,
-               Vec& out) {
-    if (prec == Precision::Float32) {
-        MatS<float> num;
-        VecS<float> den, mx;
-        run<float>(queriesFrom * B.transpose(), keys, bias, false, Weighting::Softmax, false, num, den, mx);
-        out = mx.cast<double>().array() + den.cast<double>().array().log();
-    } else {
-        MatS<double> num;
-        VecS<double> den, mx;
-        run<double>(queriesFrom * B.transpose(), keys, bias, false, Weighting::Softmax, false, num, den, mx);
-        out = mx.array() + den.array().log();
-    }
+void kernelAverage(StreamRunner& runner, const Tokens& X, const HeadSetup& head, bool causal, Tokens& avg,
+                   Vec* logZ) {
+    StreamSums sums;
+    runner.run(headPass(X, head, causal), sums);
+    avg = normalizeHeadAverage(sums.num, sums.den, sums.max, head.weighting, X.rows());
+    if (logZ) *logZ = sums.max.array() + sums.den.array().log();
+}
+
+void logSumExp(StreamRunner& runner, const Tokens& queriesFrom, const Mat& B, const Tokens& keys,
+               const Vec& bias, Vec& out) {
+    StreamSums sums;
+    runner.run({queriesFrom, B, keys, bias, false, Weighting::Softmax, false}, sums);
+    out = sums.max.array() + sums.den.array().log();
 }
 
 Tokens headQueries(const Tokens& X, const HeadSetup& head) {
@@ -129,14 +84,17 @@ Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool cau
 }
 
 KernelAttention::KernelAttention(const AttentionSpec& spec, int d, Precision precision)
-    : spec_(spec), d_(d), precision_(precision) {}
+    : KernelAttention(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
+
+KernelAttention::KernelAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner)
+    : spec_(spec), d_(d), runner_(std::move(runner)) {}
 
 void KernelAttention::velocity(double t, const Tokens& X, Tokens& dX) {
     dX.setZero(X.rows(), X.cols());
     Tokens avg;
     for (const HeadParams& head : spec_.headsAt(t)) {
         const HeadSetup h = setupHead(head, X);
-        kernelAverage(X, h, spec_.masked, precision_, avg);
+        kernelAverage(*runner_, X, h, spec_.masked, avg);
         dX.noalias() += h.outScale * avg * h.V.transpose();
     }
 }
@@ -160,10 +118,12 @@ double KernelAttention::interactionEnergy(double t, const Tokens& X) {
     const auto heads = spec_.headsAt(t);
     if (spec_.type != AttentionType::Softmax || spec_.masked || heads.size() != 1 || X.rows() == 0)
         return std::numeric_limits<double>::quiet_NaN();
-    // log E = logsumexp_i (logsumexp_j s_ij) - log(2 N^2), in double: finite until E itself overflows.
+    // log E = logsumexp_i (logsumexp_j s_ij) - log(2 N^2), in double on the CPU whatever the field's runner:
+    // finite until E itself overflows.
     const HeadSetup h = setupHead(heads.front(), X);
+    CpuStreamRunner reference(Precision::Float64);
     Vec rows;
-    logSumExp(X, h.B, X, Vec(), Precision::Float64, rows);
+    logSumExp(reference, X, h.B, X, Vec(), rows);
     const double m = rows.maxCoeff();
     const double n = double(X.rows());
     return std::exp(m + std::log((rows.array() - m).exp().sum()) - std::log(2.0 * n * n));

@@ -4,11 +4,12 @@
 //     Gamma_h(x_i) = V_h * normalize( sum_j w(q_i . x_j + b_j) x_j ),   q_i = B_h x_i,
 // with a variant-specific query matrix B_h, key bias b, weighting w and normalization (by the weights'
 // sum, or by the 1/N of the empirical measure). Heads are summed (multi-head, seed-castin.md §1.7). A variant
-// only says how to set up one head; this class converts tokens to the working precision, runs the
-// streaming kernel (engine/attention/StreamKernel.h) and assembles the velocity in double.
+// only says how to set up one head; this class runs one streaming pass per head on its StreamRunner (the CPU
+// kernel in the field's precision, or a GPU backend's; engine/attention/StreamRunner.h) and assembles the
+// velocity in double.
 #pragma once
 
-#include "engine/attention/StreamKernel.h"
+#include "engine/attention/StreamRunner.h"
 #include "engine/attention/VelocityField.h"
 
 #include <vector>
@@ -31,19 +32,23 @@ double scoreScale(const AttentionSpec& spec, const HeadParams& head);
 // The plain dot-product head: B = scoreScale * K^T Q, no bias, output V.
 HeadSetup dotProductHead(const AttentionSpec& spec, const HeadParams& head, Weighting w);
 
-// Runs the streaming kernel in precision `prec` for one head and returns, per query i, the head's
-// normalized average (softmax: sum w x / sum w; exp: e^{m_i} sum w x / N; relu/sigmoid: sum w x / N) in `avg`
-// (N x d, double), and optionally the log-normalizer m_i + log den_i in `logZ`.
-void kernelAverage(const Tokens& X, const HeadSetup& head, bool causal, Precision prec, Tokens& avg,
+// The streaming pass of a head over keys X: queries are the head's explicit ones, or B x_i. It refers to
+// X and the head, which must outlive it.
+StreamPass headPass(const Tokens& X, const HeadSetup& head, bool causal);
+
+// Runs one head's streaming pass on `runner` and returns, per query i, the head's normalized average
+// (softmax: sum w x / sum w; exp: e^{m_i} sum w x / N; relu/sigmoid: sum w x / N) in `avg` (N x d, double),
+// and optionally the log-normalizer m_i + log den_i in `logZ`.
+void kernelAverage(StreamRunner& runner, const Tokens& X, const HeadSetup& head, bool causal, Tokens& avg,
                    Vec* logZ = nullptr);
 
 // A head's normalized average from the streaming kernel's outputs num (N x d), den and max (size N), for N
 // keys: softmax num / den, exp e^{max} num / N, relu and sigmoid num / N. Every backend assembles it so.
 Tokens normalizeHeadAverage(const Mat& num, const Vec& den, const Vec& max, Weighting w, Eigen::Index n);
 
-// Log-sum-exp pass: out_i = log sum_j exp((B x_i) . y_j + bias_j) over keys Y (no values), in `prec`.
-void logSumExp(const Tokens& queriesFrom, const Mat& B, const Tokens& keys, const Vec& bias, Precision prec,
-               Vec& out);
+// Log-sum-exp pass on `runner`: out_i = log sum_j exp((B x_i) . y_j + bias_j) over keys Y (no values).
+void logSumExp(StreamRunner& runner, const Tokens& queriesFrom, const Mat& B, const Tokens& keys,
+               const Vec& bias, Vec& out);
 
 // Entropies (nats) of the softmax distributions p_ij ∝ exp(q_i . x_j + bias_j), one per query, double
 // precision; queries is N x d.
@@ -55,7 +60,9 @@ Tokens headQueries(const Tokens& X, const HeadSetup& head);
 
 class KernelAttention : public VelocityField {
   public:
+    // The CPU field in `precision`, or the field whose passes run on `runner`.
     KernelAttention(const AttentionSpec& spec, int d, Precision precision);
+    KernelAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner);
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
@@ -71,7 +78,7 @@ class KernelAttention : public VelocityField {
 
     AttentionSpec spec_;
     int d_;
-    Precision precision_;
+    std::shared_ptr<StreamRunner> runner_;
 };
 
 } // namespace flowscope

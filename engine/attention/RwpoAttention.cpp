@@ -48,11 +48,11 @@ void RwpoAttention::velocity(double, const Tokens& X, Tokens& dX) {
         for (Eigen::Index c = 0; c < X.cols(); ++c) {
             const Tokens Xc = X.col(c);
             HeadSetup k = vectorKernel(Xc); // 1-D corrected kernel on coordinate c
-            kernelAverage(Xc, k, spec_.masked, precision_, avg);
+            kernelAverage(*runner_, Xc, k, spec_.masked, avg);
             mean.col(c) = avg.col(0);
         }
     } else {
-        kernelAverage(X, vectorKernel(X), spec_.masked, precision_, mean);
+        kernelAverage(*runner_, X, vectorKernel(X), spec_.masked, mean);
     }
     dX = (softThreshold(X, spec_.lambda * h) - mean) / (2.0 * h);
 }

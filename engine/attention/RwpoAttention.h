@@ -20,8 +20,11 @@ namespace flowscope {
 
 class RwpoAttention : public VelocityField {
   public:
+    // The CPU field in `precision`, or the field whose streaming passes run on `runner`.
     RwpoAttention(const AttentionSpec& spec, int d, Precision precision)
-        : spec_(spec), d_(d), precision_(precision) {}
+        : RwpoAttention(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
+    RwpoAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner)
+        : spec_(spec), d_(d), runner_(std::move(runner)) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
@@ -36,7 +39,7 @@ class RwpoAttention : public VelocityField {
   private:
     AttentionSpec spec_;
     int d_;
-    Precision precision_;
+    std::shared_ptr<StreamRunner> runner_;
 };
 
 } // namespace flowscope

@@ -14,7 +14,7 @@ double SinkhornAttention::solve(const Mat& B, const Tokens& X, Vec& f, Vec& g, i
     const Eigen::Index n = X.rows();
     const double logN = std::log(double(n));
     const double tol =
-        precision_ == Precision::Float32 ? std::max(spec_.sinkhornTol, 2e-6) : spec_.sinkhornTol;
+        runner_->precision() == Precision::Float32 ? std::max(spec_.sinkhornTol, 2e-6) : spec_.sinkhornTol;
     if (g.size() != n || !g.allFinite()) g.setZero(n);
     const Mat Bt = B.transpose();
     Vec lse;
@@ -22,9 +22,9 @@ double SinkhornAttention::solve(const Mat& B, const Tokens& X, Vec& f, Vec& g, i
     iterations = 0;
     while (iterations < std::max(1, spec_.sinkhornIterations)) {
         ++iterations;
-        logSumExp(X, B, X, g, precision_, lse); // rows: sum_j exp(g_j + x_j^T B x_i)
+        logSumExp(*runner_, X, B, X, g, lse); // rows: sum_j exp(g_j + x_j^T B x_i)
         f = logN - lse.array();
-        logSumExp(X, Bt, X, f, precision_, lse); // columns: sum_i exp(f_i + x_i^T B^T x_j)
+        logSumExp(*runner_, X, Bt, X, f, lse); // columns: sum_i exp(f_i + x_i^T B^T x_j)
         const Vec gNew = logN - lse.array();
         // With rows exact for (f, g), column j sums to exp(g_j - gNew_j).
         err = ((g - gNew).array().exp() - 1.0).abs().maxCoeff();
@@ -52,7 +52,7 @@ void SinkhornAttention::velocity(double t, const Tokens& X, Tokens& dX) {
         // The row-normalized softmax with key bias g is exactly the plan's rows: P_ij = (1/N)
         // e^{f_i+g_j+s_ij}.
         s.bias = g_[h];
-        kernelAverage(X, s, false, precision_, avg);
+        kernelAverage(*runner_, X, s, false, avg);
         dX.noalias() += (1.0 / spec_.sinkhornEps) * avg * heads[h].V.transpose();
     }
 }

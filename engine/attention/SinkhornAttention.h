@@ -12,7 +12,7 @@
 // are the warm start of the next (tokens move little between calls). Float32 floors the tolerance at 2e-6.
 #pragma once
 
-#include "engine/attention/VelocityField.h"
+#include "engine/attention/StreamRunner.h"
 
 #include <vector>
 
@@ -20,8 +20,11 @@ namespace flowscope {
 
 class SinkhornAttention : public VelocityField {
   public:
+    // The CPU field in `precision`, or the field whose streaming passes run on `runner`.
     SinkhornAttention(const AttentionSpec& spec, int d, Precision precision)
-        : spec_(spec), d_(d), precision_(precision) {}
+        : SinkhornAttention(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
+    SinkhornAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner)
+        : spec_(spec), d_(d), runner_(std::move(runner)) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
@@ -41,7 +44,7 @@ class SinkhornAttention : public VelocityField {
 
     AttentionSpec spec_;
     int d_;
-    Precision precision_;
+    std::shared_ptr<StreamRunner> runner_;
     std::vector<Vec> f_, g_;
     FieldDiagnostics diag_;
 };

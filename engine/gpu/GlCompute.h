@@ -62,6 +62,7 @@ class GlBuffer {
     void download(void* data, std::size_t bytes) const;
     // Binds the buffer to `layout(std430, binding = index)`.
     void bind(gl::Uint index) const;
+    gl::Uint id() const { return id_; } // the GL buffer name (stable: growing keeps the name)
     std::size_t capacity() const { return capacity_; }
 
   private:

@@ -5,15 +5,16 @@
 
 namespace flowscope {
 
-StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& h, bool causal, bool queriesOnGpu,
-                                      int tile, bool stageInShared) {
+StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu, int tile, bool stageInShared) {
     StreamKernelInputs in;
-    const int n = int(X.rows()), d = int(X.cols());
-    const bool explicitQueries = h.queries.size() > 0 || !queriesOnGpu;
+    const int n = int(p.keys.rows()), d = int(p.keys.cols());
+    const bool explicitQueries = !(queriesOnGpu && p.queriesFromKeys());
     in.n = n;
-    in.nq = h.queries.size() ? int(h.queries.rows()) : n;
-    if (causal && in.nq != n) throw std::invalid_argument("streamPass: causal needs as many queries as keys");
-    in.variant = {d, h.weighting, causal, h.bias.size() > 0, explicitQueries, tile, stageInShared};
+    in.nq = int(p.from.rows());
+    if (p.causal && in.nq != n)
+        throw std::invalid_argument("streamPass: causal needs as many queries as keys");
+    in.variant = {d,    p.weighting,   p.causal, p.bias.size() > 0, explicitQueries,
+                  tile, stageInShared, p.values};
 
     in.params.assign(4 + std::size_t(d) * d, 0);
     in.params[0] = std::uint32_t(n);
@@ -21,12 +22,19 @@ StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& h, bool 
     if (!explicitQueries)
         for (int c = 0; c < d; ++c)
             for (int k = 0; k < d; ++k) {
-                const float b = float(h.B(c, k));
+                const float b = float(p.B(c, k));
                 std::memcpy(&in.params[4 + std::size_t(c) * d + k], &b, sizeof b);
             }
-    if (in.variant.hasBias) in.bias = h.bias.cast<float>();
-    if (explicitQueries) in.queries = headQueries(X, h).cast<float>();
+    in.keys = p.keys.cast<float>();
+    if (in.variant.hasBias) in.bias = p.bias.cast<float>();
+    if (explicitQueries)
+        in.queries = p.B.size() ? Tokens(p.from * p.B.transpose()).cast<float>() : p.from.cast<float>();
     return in;
+}
+
+StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& h, bool causal, bool queriesOnGpu,
+                                      int tile, bool stageInShared) {
+    return streamKernelInputs(headPass(X, h, causal), queriesOnGpu, tile, stageInShared);
 }
 
 std::unique_ptr<KernelAttention> kernelAverageReference(AttentionSpec spec, int d, const char* backend) {
@@ -57,21 +65,15 @@ int streamKernelTile(int d, long sharedBytes, long maxInvocations) {
     return tile;
 }
 
-void assembleKernelVelocity(const AttentionSpec& spec, const KernelAttention& reference, double t,
-                            const Tokens& X, Tokens& dX, const StreamPass& pass) {
-    const Eigen::Index n = X.rows(), d = X.cols();
-    dX.setZero(n, d);
-    if (n == 0) return;
-    Eigen::MatrixXf out;
-    bool first = true;
-    for (const HeadParams& head : spec.headsAt(t)) {
-        const HeadSetup h = reference.setupHead(head, X);
-        pass(h, first, out);
-        first = false;
-        const Vec den = out.col(d).cast<double>(), mx = out.col(d + 1).cast<double>();
-        const Tokens avg = normalizeHeadAverage(out.leftCols(d).cast<double>(), den, mx, h.weighting, n);
-        dX.noalias() += h.outScale * avg * h.V.transpose();
-    }
+void KernelPassRunner::run(const StreamPass& p, StreamSums& out) {
+    const int d = int(p.keys.cols());
+    const int tile = streamKernelTile(d, sharedBytes_, maxInvocations_);
+    const StreamKernelInputs in = streamKernelInputs(p, queriesOnGpu_, tile, sharedStaging_);
+    Eigen::MatrixXf raw(in.nq, d + 2);
+    if (in.nq > 0) dispatch(in, raw);
+    out.num = p.values ? Mat(raw.leftCols(d).cast<double>()) : Mat(0, d);
+    out.den = raw.col(d).cast<double>();
+    out.max = raw.col(d + 1).cast<double>();
 }
 
 } // namespace flowscope

@@ -1,0 +1,111 @@
+// Flowscope GPU: whole fixed integration steps on OpenGL 4.3 compute, the tokens never leaving the GPU.
+//
+// GlKernelField evaluates one velocity per call and reads it back, so a trajectory pays a round trip per
+// stage. Here the tokens, the stage inputs and the stage velocities live in device buffers and advance(k)
+// only records dispatches: per stage, per head, the streaming kernel (shaders/stream_kernel.comp, queries
+// q_i = B x_i formed in the shader) and the head assembly (shaders/head_assembly.comp: normalized average
+// times outScale * V, summed over heads); then the Runge-Kutta combination (shaders/stage_combine.comp).
+// Every dispatch is followed by a shader-storage barrier (each reads what the previous wrote, or overwrites
+// what it read). The GUI can draw straight from tokenBuffer() (DESIGN.md, core idea 4).
+//
+// What runs where: the head setup (B, V, outScale, weighting) is the variant's own CPU setupHead, through
+// kernelAverageReference (engine/gpu/KernelPass.h), so no variant math is repeated; the GPU does float32
+// arithmetic only. Supported: softmax, exp, relu, sigmoid, masked (causal), multi-head, beta, scaleByRootK,
+// keyframes (heads re-set up at every stage time), sphere (tangent projection of each stage velocity and
+// re-normalization after each step, as SphereProjection and Simulation do). Not supported (SceneError): heads
+// whose key biases or queries depend on the tokens (l2: -beta |K x_j|^2), non-kernel variants, and adaptive
+// Dormand-Prince (fixed steps only).
+//
+// Divergence is not checked on the GPU yet: the caller checks the tokens it downloads (finite, max norm).
+// The context of `gl` must be current on the calling thread for every call, the destructor included.
+#pragma once
+
+#include "engine/attention/KernelAttention.h"
+#include "engine/gpu/GlCompute.h"
+#include "engine/gpu/KernelPass.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace flowscope {
+
+class GlStepper {
+  public:
+    // Throws SceneError for unsupported attention or integrators (see above).
+    GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, const GlFunctions& gl);
+    ~GlStepper();
+    GlStepper(const GlStepper&) = delete;
+    GlStepper& operator=(const GlStepper&) = delete;
+
+    // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time.
+    void upload(const Tokens& X, double t);
+    // Records `steps` steps of h = T / M; nothing is read back and nothing waits for the GPU.
+    void advance(int steps);
+    // Reads the tokens back (waits for the GPU). Check divergence here: the GPU does not.
+    void download(Tokens& X) const;
+    // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).
+    double time() const { return t0_ + double(steps_) * h_; }
+    int tokenCount() const { return n_; }
+    // Downloads so far (tests check that advance reads nothing back).
+    long downloads() const { return downloads_; }
+
+    // The GL name of the token buffer, fixed for the stepper's life (0 before the first upload): n x d
+    // float32, structure-of-arrays, coordinate c of token i at float index c * n + i (byte offset
+    // 4 (c n + i)); as vertex input, coordinate c is an attribute with offset 4 c n and stride 4. Read it
+    // after a glMemoryBarrier(GL_VERTEX_ATTRIB_ARRAY_BARRIER_BIT) or the barrier the reading use needs.
+    gl::Uint tokenBuffer() const { return x_.id(); }
+
+    // Live edits: continue from the current tokens and time with new parameters (throws SceneError as the
+    // constructor, leaving the stepper unchanged).
+    void setAttention(const AttentionSpec& spec);
+    void setIntegrator(const IntegratorSpec& integrator);
+
+  private:
+    // One Runge-Kutta stage: evaluate at t + offset * h (at x or at the stage input y) into k[stage], then
+    // target = x + a * sum w k[index] (target y: the next stage's input; x: the step's update).
+    struct Stage {
+        double offset;
+        bool atY;
+        double a;
+        std::vector<std::pair<int, double>> terms;
+        bool toX;
+    };
+    struct Head; // per-head parameter buffers and kernel variant
+
+    static std::vector<Stage> stagesOf(const IntegratorSpec& integrator);
+    void checkSupported(const AttentionSpec& spec) const;
+    void buildCombines();
+    void prepareHeads(double t);
+    void evaluate(double t, const GlBuffer& at, const GlBuffer& velocity);
+    void normalizeTokens();
+    const GlProgram& streamProgram(const StreamKernelVariant& variant);
+    void dispatch(const GlProgram& program, int groupSize);
+
+    const GlFunctions* gl_;
+    int d_;
+    AttentionSpec spec_;
+    std::unique_ptr<KernelAttention> reference_; // float64 CPU field: head setup only
+    std::vector<Stage> stages_;
+    double h_ = 0.0;
+
+    int n_ = 0;
+    double t0_ = 0.0;
+    long steps_ = 0;
+    mutable long downloads_ = 0;
+    Tokens probe_; // n x d zeros: what setupHead sees (the supported heads do not read the tokens)
+
+    int tile_ = 64;
+    bool sharedStaging_ = true;
+    std::map<std::string, GlProgram> streamPrograms_;
+    std::optional<GlProgram> assembly_, combine_;
+    GlBuffer x_, y_, kernelOut_, clearParams_;
+    std::vector<std::unique_ptr<GlBuffer>> k_, combineParams_;
+    std::vector<std::unique_ptr<Head>> heads_;
+    bool headsReady_ = false; // constant heads: parameter buffers already hold this spec and N
+};
+
+} // namespace flowscope

@@ -1,0 +1,59 @@
+#include "engine/gpu/VkStreamRunner.h"
+
+#include "engine/gpu/VkSpirv.h"
+
+#include <algorithm>
+
+namespace flowscope {
+
+namespace {
+
+std::span<const std::uint32_t> streamKernelSpirv() {
+    const std::span<const std::uint32_t> words = embeddedSpirv("stream_kernel.comp");
+    if (words.empty()) throw VkError("stream_kernel.comp was not compiled to SPIR-V in this build");
+    return words;
+}
+
+// The specialization constants of shaders/stream_kernel.comp, in constant_id order.
+std::vector<std::uint32_t> specialization(const StreamKernelVariant& v) {
+    return {std::uint32_t(v.dim),           std::uint32_t(v.weighting),       std::uint32_t(v.causal),
+            std::uint32_t(v.hasBias),       std::uint32_t(v.explicitQueries), std::uint32_t(v.tile),
+            std::uint32_t(v.stageInShared), std::uint32_t(v.values)};
+}
+
+} // namespace
+
+VkStreamRunner::VkStreamRunner(const VkContext& ctx)
+    : KernelPassRunner(long(ctx.limits().maxComputeSharedMemorySize),
+                       long(std::min(ctx.limits().maxComputeWorkGroupInvocations,
+                                     ctx.limits().maxComputeWorkGroupSize[0])),
+                       !ctx.cpuDevice()),
+      ctx_(&ctx), kernel_(ctx, streamKernelSpirv(), 5), params_(ctx), keys_(ctx), bias_(ctx), queries_(ctx),
+      out_(ctx) {}
+
+void VkStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
+    const long groups = (long(in.nq) + in.variant.tile - 1) / in.variant.tile;
+    const long maxGroups = long(ctx_->limits().maxComputeWorkGroupCount[0]);
+    if (groups > maxGroups)
+        throw VkError("too many tokens for one dispatch (" + std::to_string(in.nq) + " queries, at most " +
+                      std::to_string(maxGroups * in.variant.tile) + ")");
+
+    params_.upload(in.params.data(), in.params.size() * sizeof(std::uint32_t));
+    keys_.upload(in.keys.data(), std::size_t(in.keys.size()) * sizeof(float));
+    // Unread buffers stay bound as 16-byte placeholders: every binding of the set must be valid.
+    if (in.variant.hasBias)
+        bias_.upload(in.bias.data(), std::size_t(in.bias.size()) * sizeof(float));
+    else
+        bias_.reserve(0);
+    if (in.variant.explicitQueries)
+        queries_.upload(in.queries.data(), std::size_t(in.queries.size()) * sizeof(float));
+    else
+        queries_.reserve(0);
+    out_.reserve(std::size_t(out.size()) * sizeof(float));
+
+    VkStorageBuffer* const buffers[] = {&params_, &keys_, &bias_, &queries_, &out_};
+    kernel_.dispatch(specialization(in.variant), buffers, std::uint32_t(groups));
+    out_.download(out.data(), std::size_t(out.size()) * sizeof(float));
+}
+
+} // namespace flowscope
