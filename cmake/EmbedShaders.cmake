@@ -38,10 +38,5 @@ const char* embeddedShader(std::string_view name) {
 } // namespace flowscope
 ")
 # Rewrite only when the text changed, so an unchanged shader does not rebuild the library.
-if(EXISTS "${OUTPUT}")
-  file(READ "${OUTPUT}" old)
-  if(old STREQUAL code)
-    return()
-  endif()
-endif()
-file(WRITE "${OUTPUT}" "${code}")
+include(${CMAKE_CURRENT_LIST_DIR}/WriteIfChanged.cmake)
+flowscope_write_if_changed("${OUTPUT}" "${code}")

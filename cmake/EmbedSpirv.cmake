@@ -51,10 +51,5 @@ std::span<const std::uint32_t> embeddedSpirv(std::string_view name) {
 } // namespace flowscope
 ")
 # Rewrite only when the text changed, so an unchanged module does not rebuild the library.
-if(EXISTS "${OUTPUT}")
-  file(READ "${OUTPUT}" old)
-  if(old STREQUAL code)
-    return()
-  endif()
-endif()
-file(WRITE "${OUTPUT}" "${code}")
+include(${CMAKE_CURRENT_LIST_DIR}/WriteIfChanged.cmake)
+flowscope_write_if_changed("${OUTPUT}" "${code}")

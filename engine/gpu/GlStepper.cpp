@@ -43,8 +43,8 @@ struct GlStepper::Head {
 GlStepper::GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d,
                      const GlFunctions& gl)
     : gl_(&gl), d_(d), spec_(spec), reference_(kernelAverageReference(spec, d, "OpenGL")),
-      stages_(stagesOf(integrator)), h_(integrator.T / integrator.steps), x_(gl), y_(gl), kernelOut_(gl),
-      clearParams_(gl) {
+      stages_(stagesOf(integrator)), h_(integrator.T / integrator.steps), streamPrograms_(gl), x_(gl), y_(gl),
+      kernelOut_(gl), clearParams_(gl) {
     checkSupported(spec);
     gl::Int shared = 32768, invocations = 1024;
     gl.GetIntegerv(gl::MAX_COMPUTE_SHARED_MEMORY_SIZE, &shared);
@@ -191,23 +191,6 @@ void GlStepper::normalizeTokens() {
     glCheck(*gl_, "normalizing tokens");
 }
 
-const GlProgram& GlStepper::streamProgram(const StreamKernelVariant& v) {
-    const GlDefines defines = {{"DIM", std::to_string(v.dim)},
-                               {"WEIGHTING", std::to_string(int(v.weighting))},
-                               {"CAUSAL", v.causal ? "1" : "0"},
-                               {"HAS_BIAS", v.hasBias ? "1" : "0"},
-                               {"EXPLICIT_QUERIES", v.explicitQueries ? "1" : "0"},
-                               {"TILE", std::to_string(v.tile)},
-                               {"STAGE_IN_SHARED", v.stageInShared ? "1" : "0"},
-                               {"VALUES", v.values ? "1" : "0"}};
-    std::string key;
-    for (const auto& [name, value] : defines) key += value + ",";
-    auto it = streamPrograms_.find(key);
-    if (it == streamPrograms_.end())
-        it = streamPrograms_.emplace(key, buildProgram(*gl_, "stream_kernel.comp", defines)).first;
-    return it->second;
-}
-
 void GlStepper::prepareHeads(double t) {
     if (headsReady_ && spec_.keyframes.empty()) return;
     const std::vector<HeadParams> heads = spec_.headsAt(t);
@@ -251,7 +234,7 @@ void GlStepper::evaluate(double t, const GlBuffer& at, const GlBuffer& velocity)
         head->kernelParams.bind(0);
         at.bind(1);
         kernelOut_.bind(4);
-        dispatch(streamProgram(head->variant), tile_);
+        dispatch(streamPrograms_.get(head->variant), tile_);
 
         head->assemblyParams.bind(0);
         kernelOut_.bind(1);

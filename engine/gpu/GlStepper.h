@@ -22,9 +22,9 @@
 
 #include "engine/attention/KernelAttention.h"
 #include "engine/gpu/GlCompute.h"
+#include "engine/gpu/GlStreamRunner.h"
 #include "engine/gpu/KernelPass.h"
 
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -82,7 +82,6 @@ class GlStepper {
     void prepareHeads(double t);
     void evaluate(double t, const GlBuffer& at, const GlBuffer& velocity);
     void normalizeTokens();
-    const GlProgram& streamProgram(const StreamKernelVariant& variant);
     void dispatch(const GlProgram& program, int groupSize);
 
     const GlFunctions* gl_;
@@ -100,7 +99,7 @@ class GlStepper {
 
     int tile_ = 64;
     bool sharedStaging_ = true;
-    std::map<std::string, GlProgram> streamPrograms_;
+    GlStreamPrograms streamPrograms_;
     std::optional<GlProgram> assembly_, combine_;
     GlBuffer x_, y_, kernelOut_, clearParams_;
     std::vector<std::unique_ptr<GlBuffer>> k_, combineParams_;

@@ -27,9 +27,9 @@ bool softwareRenderer(const GlFunctions& gl) {
 GlStreamRunner::GlStreamRunner(const GlFunctions& gl)
     : KernelPassRunner(integer(gl, gl::MAX_COMPUTE_SHARED_MEMORY_SIZE, 32768),
                        integer(gl, gl::MAX_COMPUTE_WORK_GROUP_INVOCATIONS, 1024), !softwareRenderer(gl)),
-      gl_(&gl), params_(gl), keys_(gl), bias_(gl), queries_(gl), out_(gl) {}
+      gl_(&gl), programs_(gl), params_(gl), keys_(gl), bias_(gl), queries_(gl), out_(gl) {}
 
-const GlProgram& GlStreamRunner::program(const StreamKernelVariant& v) {
+const GlProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
     const GlDefines defines = {{"DIM", std::to_string(v.dim)},
                                {"WEIGHTING", std::to_string(int(v.weighting))},
                                {"CAUSAL", v.causal ? "1" : "0"},
@@ -70,7 +70,7 @@ void GlStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out
     if (in.variant.hasBias) bias_.bind(2);
     if (in.variant.explicitQueries) queries_.bind(3);
     out_.bind(4);
-    program(in.variant).dispatch(gl::Uint(groups));
+    programs_.get(in.variant).dispatch(gl::Uint(groups));
     glCheck(*gl_, "dispatching the streaming attention kernel");
     out_.download(out.data(), std::size_t(out.size()) * sizeof(float));
 }

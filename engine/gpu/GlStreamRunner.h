@@ -13,6 +13,21 @@
 
 namespace flowscope {
 
+// The programs of shaders/stream_kernel.comp, one per kernel variant (the knobs are #defines), compiled on
+// first use and cached. Used by GlStreamRunner and GlStepper.
+class GlStreamPrograms {
+  public:
+    // `gl` must outlive the cache, and its context must be current on the thread of every call.
+    explicit GlStreamPrograms(const GlFunctions& gl) : gl_(&gl) {}
+
+    // Throws GlError when the shader was not embedded or does not compile.
+    const GlProgram& get(const StreamKernelVariant& variant);
+
+  private:
+    const GlFunctions* gl_;
+    std::map<std::string, GlProgram> programs_;
+};
+
 class GlStreamRunner final : public KernelPassRunner {
   public:
     // `gl` must outlive the runner, and its context must be current on the thread of every call (including
@@ -21,10 +36,9 @@ class GlStreamRunner final : public KernelPassRunner {
 
   private:
     void dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) override;
-    const GlProgram& program(const StreamKernelVariant& variant);
 
     const GlFunctions* gl_;
-    std::map<std::string, GlProgram> programs_;
+    GlStreamPrograms programs_;
     GlBuffer params_, keys_, bias_, queries_, out_;
 };
 

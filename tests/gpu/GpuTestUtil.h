@@ -1,18 +1,27 @@
 // Helpers shared by the GPU-kernel tests: one headless OpenGL context and one Vulkan device for the whole run
-// (main.cpp creates them), random attention problems, the agreement sweep's problems and error floor, and
-// error norms against the CPU reference.
+// (main.cpp creates them), the backend parameter (GpuBackendKind) and its fields, random attention problems,
+// the agreement sweep's problems and error floor, trajectories, and error norms against the CPU reference.
 #pragma once
 
 #include "engine/attention/KernelAttention.h"
+#include "engine/dynamics/Integrator.h"
 #include "engine/gpu/GlContext.h"
+#include "engine/gpu/GlKernelField.h"
 #include "engine/scene/Scene.h"
+#if FLOWSCOPE_HAVE_VULKAN
+#include "engine/gpu/VkContext.h"
+#include "engine/gpu/VkKernelField.h"
+#endif
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <memory>
+#include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,6 +51,58 @@ const std::string& vkUnavailable();
             GTEST_SKIP() << "no Vulkan compute device: " << ::flowscope::test::vkUnavailable();              \
     } while (0)
 
+// The GPU backends a test can be parameterized by.
+enum class GpuBackendKind { Gl, Vulkan };
+inline constexpr GpuBackendKind kGpuBackends[] = {GpuBackendKind::Gl, GpuBackendKind::Vulkan};
+
+// "gl" or "vulkan" (test names, printed lines).
+inline const char* backendName(GpuBackendKind b) {
+    return b == GpuBackendKind::Gl ? "gl" : "vulkan";
+}
+inline std::string backendParamName(const ::testing::TestParamInfo<GpuBackendKind>& info) {
+    return backendName(info.param);
+}
+
+// Skips the test when backend b has no context or device here, with the reason.
+#define FLOWSCOPE_REQUIRE_BACKEND(b)                                                                         \
+    do {                                                                                                     \
+        if ((b) == ::flowscope::test::GpuBackendKind::Gl)                                                    \
+            FLOWSCOPE_REQUIRE_GPU();                                                                         \
+        else                                                                                                 \
+            FLOWSCOPE_REQUIRE_VULKAN();                                                                      \
+    } while (0)
+
+// The backend's kernel field (GlKernelField or VkKernelField, no sphere projection), on the run's context or
+// device: call FLOWSCOPE_REQUIRE_BACKEND(b) first.
+inline std::unique_ptr<GpuField> makeBackendKernelField(GpuBackendKind b, const AttentionSpec& spec, int d) {
+    if (b == GpuBackendKind::Gl) return std::make_unique<GlKernelField>(spec, d, gpuContext()->gl());
+#if FLOWSCOPE_HAVE_VULKAN
+    return std::make_unique<VkKernelField>(spec, d, *vkContext());
+#else
+    throw std::logic_error("this build has no Vulkan host");
+#endif
+}
+
+// The backend's field for a spec: makeGlField or makeVkField (sphere projection added when spec.sphere).
+inline std::unique_ptr<VelocityField> makeBackendField(GpuBackendKind b, const AttentionSpec& spec, int d) {
+    if (b == GpuBackendKind::Gl) return makeGlField(spec, d, gpuContext()->gl());
+#if FLOWSCOPE_HAVE_VULKAN
+    return makeVkField(spec, d, *vkContext());
+#else
+    throw std::logic_error("this build has no Vulkan host");
+#endif
+}
+
+// The backend's context or device, in words.
+inline std::string backendDescription(GpuBackendKind b) {
+    if (b == GpuBackendKind::Gl) return gpuContext()->describe();
+#if FLOWSCOPE_HAVE_VULKAN
+    return vkContext()->describe();
+#else
+    return vkUnavailable();
+#endif
+}
+
 inline Mat randomMatrix(int rows, int cols, std::mt19937_64& rng, double scale) {
     std::normal_distribution<double> normal(0.0, scale);
     Mat M(rows, cols);
@@ -57,8 +118,59 @@ inline double maxRowNorm(const Tokens& A) {
     return A.rows() ? A.rowwise().norm().maxCoeff() : 0.0;
 }
 
+// `count` random heads: Q and K k x d with unit entries, V d x d with entries of deviation vStd.
+inline std::vector<HeadParams> randomHeads(int count, int k, int d, double vStd, std::mt19937_64& rng) {
+    std::vector<HeadParams> hs;
+    for (int h = 0; h < count; ++h)
+        hs.push_back(
+            {randomMatrix(k, d, rng, 1.0), randomMatrix(k, d, rng, 1.0), randomMatrix(d, d, rng, vStd)});
+    return hs;
+}
+
+// Sets the spec's heads from makeHeads(): constant, or two keyframes (0 and 1, linear interpolation).
+template <class MakeHeads> void setHeads(AttentionSpec& spec, bool keyframes, MakeHeads makeHeads) {
+    if (keyframes) {
+        spec.keyframes = {{0.0, makeHeads()}, {1.0, makeHeads()}};
+        spec.interpolation = Interpolation::Linear;
+    } else {
+        spec.heads = makeHeads();
+    }
+}
+
+// Multiplies every head's Q (constant and keyframed) by f.
+inline void scaleQueries(AttentionSpec& spec, double f) {
+    for (HeadParams& h : spec.heads) h.Q *= f;
+    for (Keyframe& kf : spec.keyframes)
+        for (HeadParams& h : kf.heads) h.Q *= f;
+}
+
+// The standard deviation of a score matrix's entries.
+inline double scoreSpread(const Mat& S) {
+    return S.size() ? std::sqrt((S.array() - S.mean()).square().mean()) : 0.0;
+}
+
+// Uploads 100 floats, then 1000 (the buffer grows), and reads them back (GlBuffer, VkStorageBuffer).
+template <class Buffer> void expectUploadDownloadRoundTripAndGrowth(Buffer& b) {
+    std::vector<float> in(1000), out(1000);
+    std::iota(in.begin(), in.end(), 0.5f);
+    b.upload(in.data(), 100 * sizeof(float));
+    EXPECT_GE(b.capacity(), 100 * sizeof(float));
+    b.upload(in.data(), in.size() * sizeof(float)); // grows
+    b.download(out.data(), out.size() * sizeof(float));
+    EXPECT_EQ(in, out);
+}
+
+// X integrated by `spec`'s fixed steps on `field`.
+inline Tokens integrate(VelocityField& field, Tokens X, const IntegratorSpec& spec) {
+    auto integrator = makeIntegrator(spec);
+    const Field f = [&](double t, const Tokens& Y, Tokens& dY) { field.velocity(t, Y, dY); };
+    const double h = spec.T / spec.steps;
+    for (int k = 0; k < spec.steps; ++k) integrator->advance(f, k * h, h, X);
+    return X;
+}
+
 // The agreement sweep every GPU backend runs against the CPU float64 reference (criterion: the backend's
-// float32 error is at most twice the CPU float32 error, plus sweepFloor; see test_gl_kernel_field.cpp).
+// float32 error is at most twice the CPU float32 error, plus sweepFloor; see test_gpu_kernel_field.cpp).
 struct SweepVariant {
     const char* name;
     AttentionType type = AttentionType::Softmax;
@@ -109,34 +221,15 @@ inline AttentionSpec sweepSpec(const SweepVariant& v, int d, const Tokens& X, st
     spec.sphere = v.sphere;
     spec.scaleByRootK = v.rootK;
     const int k = v.rootK ? (d + 1) / 2 : d;
-    auto heads = [&] {
-        std::vector<HeadParams> hs;
-        for (int h = 0; h < v.heads; ++h)
-            hs.push_back({randomMatrix(k, d, rng, 1.0), randomMatrix(k, d, rng, 1.0),
-                          randomMatrix(d, d, rng, 1.0 / std::sqrt(double(d)))});
-        return hs;
-    };
-    if (v.keyframes) {
-        spec.keyframes = {{0.0, heads()}, {1.0, heads()}};
-        spec.interpolation = Interpolation::Linear;
-    } else {
-        spec.heads = heads();
-    }
+    setHeads(spec, v.keyframes, [&] { return randomHeads(v.heads, k, d, 1.0 / std::sqrt(double(d)), rng); });
     const Tokens sample = X.topRows(std::min<Eigen::Index>(X.rows(), 256));
-    double spread = 0.0;
-    if (X.rows() > 1) {
-        const Mat S = sweepScores(spec, sample);
-        spread = std::sqrt((S.array() - S.mean()).square().mean());
-    }
+    const double spread = X.rows() > 1 ? scoreSpread(sweepScores(spec, sample)) : 0.0;
     if (spread > 0) {
         const double f = kSweepScoreStd / spread;
-        if (v.betaCarriesScale || v.type == AttentionType::L2) {
+        if (v.betaCarriesScale || v.type == AttentionType::L2)
             spec.beta = f;
-        } else {
-            for (HeadParams& h : spec.heads) h.Q *= f;
-            for (Keyframe& kf : spec.keyframes)
-                for (HeadParams& h : kf.heads) h.Q *= f;
-        }
+        else
+            scaleQueries(spec, f);
     }
     return spec;
 }

@@ -5,8 +5,6 @@
 #include "engine/gpu/GlCompute.h"
 #include "engine/gpu/GlKernelField.h"
 
-#include <numeric>
-
 using namespace flowscope;
 using namespace flowscope::test;
 
@@ -83,34 +81,7 @@ TEST(GlBuffer, UploadDownloadRoundTripAndGrowth) {
     FLOWSCOPE_REQUIRE_GPU();
     const GlFunctions& gl = gpuContext()->gl();
     GlBuffer b(gl);
-    std::vector<float> in(1000), out(1000);
-    std::iota(in.begin(), in.end(), 0.5f);
-    b.upload(in.data(), 100 * sizeof(float));
-    EXPECT_GE(b.capacity(), 100 * sizeof(float));
-    b.upload(in.data(), in.size() * sizeof(float)); // grows
-    b.download(out.data(), out.size() * sizeof(float));
-    EXPECT_EQ(in, out);
-}
-
-// Every variant the CPU has runs on the GPU (the variant's own class, its passes on the device); settings the
-// CPU rejects are rejected the same way.
-TEST(GlKernelField, EveryVariantIsBuiltAndMaskedSinkhornOrLinearThrowSceneError) {
-    FLOWSCOPE_REQUIRE_GPU();
-    for (AttentionType t :
-         {AttentionType::Sinkhorn, AttentionType::Linear, AttentionType::Rwpo, AttentionType::Drifting}) {
-        AttentionSpec spec;
-        spec.type = t;
-        spec.heads = {HeadParams{Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)}};
-        EXPECT_NO_THROW(makeGlField(spec, 2, gpuContext()->gl())) << toString(t);
-        if (t != AttentionType::Sinkhorn && t != AttentionType::Linear) continue;
-        spec.masked = true;
-        try {
-            makeGlField(spec, 2, gpuContext()->gl());
-            ADD_FAILURE() << "masked " << toString(t) << " was accepted";
-        } catch (const SceneError& e) {
-            EXPECT_EQ(e.pointer, "/attention/masked");
-        }
-    }
+    expectUploadDownloadRoundTripAndGrowth(b);
 }
 
 TEST(GlKernelField, NoTokensGiveNoVelocity) {

@@ -63,27 +63,12 @@ AttentionSpec stepperSpec(const StepperVariant& v, const Tokens& X, std::mt19937
     spec.type = v.type;
     spec.masked = v.masked;
     spec.sphere = v.sphere;
-    auto heads = [&] {
-        std::vector<HeadParams> hs;
-        for (int h = 0; h < v.heads; ++h) {
-            hs.push_back({randomMatrix(d, d, rng, 1.0), randomMatrix(d, d, rng, 1.0),
-                          randomMatrix(d, d, rng, v.vScale / std::sqrt(double(d)))});
-        }
-        return hs;
-    };
-    if (v.keyframes) {
-        spec.keyframes = {{0.0, heads()}, {1.0, heads()}};
-        spec.interpolation = Interpolation::Linear;
-    } else {
-        spec.heads = heads();
-    }
+    setHeads(spec, v.keyframes,
+             [&] { return randomHeads(v.heads, d, d, v.vScale / std::sqrt(double(d)), rng); });
     if (X.rows() > 1) {
-        const Mat S = sweepScores(spec, X); // first head at kSweepTime (0.3): close enough for a scale
-        const double spread = std::sqrt((S.array() - S.mean()).square().mean());
-        const double f = spread > 0 ? v.scoreStd / spread : 1.0;
-        for (HeadParams& h : spec.heads) h.Q *= f;
-        for (Keyframe& kf : spec.keyframes)
-            for (HeadParams& h : kf.heads) h.Q *= f;
+        // First head at kSweepTime (0.3): close enough for a scale.
+        const double spread = scoreSpread(sweepScores(spec, X));
+        scaleQueries(spec, spread > 0 ? v.scoreStd / spread : 1.0);
     }
     return spec;
 }

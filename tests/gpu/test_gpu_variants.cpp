@@ -2,9 +2,9 @@
 // backends against the CPU float64 reference. The GPU field is the variant's own CPU class with its passes on
 // the GPU (engine/gpu/GpuField.h), so this checks the passes under each variant's use of them: Sinkhorn's
 // log-sum-exp passes (VALUES = 0) and biases, RWPO's explicit queries and one-dimensional passes, drifting's
-// Gaussian kernel. Default shader path only (test_gl_kernel_field.cpp covers every path), fewer sizes.
+// Gaussian kernel. Default shader path only (test_gpu_kernel_field.cpp covers every path), fewer sizes.
 //
-// Criterion as test_gl_kernel_field.cpp: the GPU float32 error is at most twice the CPU float32 error, both
+// Criterion as test_gpu_kernel_field.cpp: the GPU float32 error is at most twice the CPU float32 error, both
 // against CPU float64, plus 4 float32 ulps of the largest velocity where CPU float32 is exact, plus for RWPO
 // and drifting the error GLSL's exp may make on the few keys their narrow kernels average
 // (narrowKernelExpFloor, derived below).
@@ -12,11 +12,6 @@
 
 #include "engine/attention/RwpoAttention.h"
 #include "engine/attention/SinkhornAttention.h"
-#include "engine/dynamics/Integrator.h"
-#include "engine/gpu/GlKernelField.h"
-#if FLOWSCOPE_HAVE_VULKAN
-#include "engine/gpu/VkKernelField.h"
-#endif
 
 #include <cstdio>
 
@@ -47,26 +42,8 @@ const Variant kVariants[] = {
 // Sinkhorn runs exactly this many iterations (tolerance 0) unless float32 reaches its 2e-6 floor first.
 constexpr int kSinkhornIterations = 5;
 
-const char* const kBackends[] = {"gl", "vulkan"};
-
-std::unique_ptr<VelocityField> gpuField(int backend, const AttentionSpec& spec, int d) {
-#if FLOWSCOPE_HAVE_VULKAN
-    if (backend == 1) return makeVkField(spec, d, *vkContext());
-#endif
-    (void)backend;
-    return makeGlField(spec, d, gpuContext()->gl());
-}
-
-double spread(const Mat& S) {
-    return S.size() > 1 ? std::sqrt((S.array() - S.mean()).square().mean()) : 0.0;
-}
-
 std::vector<HeadParams> randomHeads(int count, int d, std::mt19937_64& rng) {
-    std::vector<HeadParams> hs;
-    for (int h = 0; h < count; ++h)
-        hs.push_back({randomMatrix(d, d, rng, 1.0), randomMatrix(d, d, rng, 1.0),
-                      randomMatrix(d, d, rng, 1.0 / std::sqrt(double(d)))});
-    return hs;
+    return test::randomHeads(count, d, d, 1.0 / std::sqrt(double(d)), rng);
 }
 
 // A random spec of variant v for tokens X, its scores spread like the kernel sweep's (kSweepScoreStd):
@@ -85,7 +62,7 @@ AttentionSpec variantSpec(const Variant& v, int d, const Tokens& X, std::mt19937
         spec.sinkhornTol = 0.0;
         const SinkhornAttention s(spec, d, Precision::Float64);
         for (HeadParams& h : spec.heads) {
-            const double sd = spread(sample * s.scoreMatrix(h).transpose() * sample.transpose());
+            const double sd = scoreSpread(sample * s.scoreMatrix(h).transpose() * sample.transpose());
             if (sd > 0) h.Q *= kSweepScoreStd / sd;
         }
         break;
@@ -96,7 +73,7 @@ AttentionSpec variantSpec(const Variant& v, int d, const Tokens& X, std::mt19937
         const HeadSetup k = RwpoAttention(vector, d, Precision::Float64).vectorKernel(sample);
         Mat S = headQueries(sample, k) * sample.transpose();
         S.rowwise() += k.bias.transpose();
-        if (spread(S) > 0) spec.beta *= kSweepScoreStd / spread(S);
+        if (scoreSpread(S) > 0) spec.beta *= kSweepScoreStd / scoreSpread(S);
         break;
     }
     case AttentionType::Drifting: {
@@ -159,21 +136,20 @@ double narrowKernelExpFloor(const AttentionSpec& spec, const Tokens& X) {
     return floor / (2.0 * spec.h);
 }
 
-using Param = std::tuple<int, int, int, int>; // backend, variant, N, d
+using Param = std::tuple<GpuBackendKind, int, int, int>; // backend, variant, N, d
 
 class GpuVariantAgreement : public ::testing::TestWithParam<Param> {};
 
 TEST_P(GpuVariantAgreement, WithinTwiceTheCpuFloat32Error) {
-    const auto [bi, vi, n, d] = GetParam();
-    if (bi == 0) FLOWSCOPE_REQUIRE_GPU();
-    if (bi == 1) FLOWSCOPE_REQUIRE_VULKAN();
+    const auto [backend, vi, n, d] = GetParam();
+    FLOWSCOPE_REQUIRE_BACKEND(backend);
     const Variant& v = kVariants[vi];
     std::mt19937_64 rng(0x7a510000u + 1000u * unsigned(vi) + 10u * unsigned(n) + unsigned(d));
     const Tokens X = randomMatrix(n, d, rng, 1.0);
     const AttentionSpec spec = variantSpec(v, d, X, rng);
 
     auto f64 = makeCpuField(spec, d, Precision::Float64), f32 = makeCpuField(spec, d, Precision::Float32);
-    auto gpu = gpuField(bi, spec, d);
+    auto gpu = makeBackendField(backend, spec, d);
     Tokens v64, v32, vg;
     f64->velocity(kSweepTime, X, v64);
     f32->velocity(kSweepTime, X, v32);
@@ -185,7 +161,7 @@ TEST_P(GpuVariantAgreement, WithinTwiceTheCpuFloat32Error) {
     const double floor = 4.0 * FLT_EPSILON * maxRowNorm(v64) + narrowKernelExpFloor(spec, X);
     const double ratio = err32 > 0 ? errG / err32 : (errG > 0 ? INFINITY : 1.0);
     std::printf("[ ratio    ] %-6s %-20s N=%-4d d=%d  gpu %.2e  cpu-f32 %.2e  ratio %.2f  floor %.2e",
-                kBackends[bi], v.name, n, d, errG, err32, ratio, floor);
+                backendName(backend), v.name, n, d, errG, err32, ratio, floor);
     if (v.type == AttentionType::Sinkhorn)
         std::printf("  iterations f64 %d f32 %d gpu %d", f64->diagnostics().sinkhornIterations,
                     f32->diagnostics().sinkhornIterations, gpu->diagnostics().sinkhornIterations);
@@ -196,27 +172,19 @@ TEST_P(GpuVariantAgreement, WithinTwiceTheCpuFloat32Error) {
 }
 
 std::string caseName(const ::testing::TestParamInfo<Param>& info) {
-    const auto [bi, vi, n, d] = info.param;
-    return std::string(kBackends[bi]) + "_" + kVariants[vi].name + "_N" + std::to_string(n) + "_d" +
+    const auto [backend, vi, n, d] = info.param;
+    return std::string(backendName(backend)) + "_" + kVariants[vi].name + "_N" + std::to_string(n) + "_d" +
            std::to_string(d);
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, GpuVariantAgreement,
-                         ::testing::Combine(::testing::Values(0, 1),
+                         ::testing::Combine(::testing::ValuesIn(kGpuBackends),
                                             ::testing::Range(0, int(std::size(kVariants))),
                                             ::testing::Values(1, 2, 65, 257), ::testing::Values(1, 2, 3, 8)),
                          caseName);
 
-Tokens integrate(VelocityField& field, Tokens X, const IntegratorSpec& spec) {
-    auto integrator = makeIntegrator(spec);
-    const Field f = [&](double t, const Tokens& Y, Tokens& dY) { field.velocity(t, Y, dY); };
-    const double h = spec.T / spec.steps;
-    for (int k = 0; k < spec.steps; ++k) integrator->advance(f, k * h, h, X);
-    return X;
-}
-
 // 100 RK4 steps of Sinkformer dynamics on OpenGL, potentials warm-started from call to call as on the CPU.
-// Criterion of test_gl_trajectory.cpp: within 3x of CPU float32's deviation from float64 plus 1e-6 of the
+// Criterion of test_gpu_trajectory.cpp: within 3x of CPU float32's deviation from float64 plus 1e-6 of the
 // cloud's extent.
 TEST(GpuVariantTrajectory, SinkhornRk4HundredStepsTracksFloat64AsCloselyAsCpuFloat32) {
     FLOWSCOPE_REQUIRE_GPU();

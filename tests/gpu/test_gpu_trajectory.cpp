@@ -1,0 +1,142 @@
+// Whole trajectories on each GPU backend's field, and how long one evaluation takes on this machine (printed
+// only).
+#include "GpuTestUtil.h"
+
+#include "engine/attention/StreamKernel.h"
+#include "engine/attention/VelocityField.h"
+
+#include <chrono>
+#include <cstdio>
+
+using namespace flowscope;
+using namespace flowscope::test;
+
+namespace {
+
+// Softmax attention, random Q, K and V = I + small random part (clustering, not blowing up), d = 2.
+AttentionSpec trajectorySpec(std::mt19937_64& rng) {
+    AttentionSpec spec;
+    spec.heads = {HeadParams{Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.3),
+                             Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.3),
+                             Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.2)}};
+    spec.beta = 2.0;
+    return spec;
+}
+
+class GpuTrajectory : public ::testing::TestWithParam<GpuBackendKind> {};
+
+// 100 RK4 steps (400 evaluations). Rounding errors made at each step are carried to t = T by the same
+// linearized flow whichever path made them (the error is linear in the per-step errors to first order), so
+// a GPU path whose per-evaluation error is within 2x of CPU float32 ends within about 2x of CPU float32's
+// deviation from float64; 3x leaves room for the steps where the two paths' errors happen not to cancel
+// alike. The floor (1e-6 of the cloud's extent, ~10 float32 ulps) covers a CPU float32 that stays exact.
+TEST_P(GpuTrajectory, Rk4HundredStepsTracksFloat64AsCloselyAsCpuFloat32) {
+    const GpuBackendKind backend = GetParam();
+    FLOWSCOPE_REQUIRE_BACKEND(backend);
+    std::mt19937_64 rng(20240611);
+    const int n = 300, d = 2;
+    const Tokens X0 = randomMatrix(n, d, rng, 1.0);
+    const AttentionSpec spec = trajectorySpec(rng);
+    IntegratorSpec is;
+    is.method = Method::Rk4;
+    is.T = 2.0;
+    is.steps = 100;
+
+    const Tokens X64 = integrate(*makeCpuField(spec, d, Precision::Float64), X0, is);
+    const Tokens X32 = integrate(*makeCpuField(spec, d, Precision::Float32), X0, is);
+    const Tokens Xg = integrate(*makeBackendField(backend, spec, d), X0, is);
+    ASSERT_TRUE(Xg.allFinite());
+    const double errG = maxRowError(Xg, X64), err32 = maxRowError(X32, X64);
+    std::printf(
+        "[ ratio    ] %-6s rk4 x100 softmax N=%d d=%d  gpu %.2e  cpu-f32 %.2e  ratio %.2f  (|X| %.2f, "
+        "moved %.2f)\n",
+        backendName(backend), n, d, errG, err32, errG / err32, maxRowNorm(X64), maxRowError(X64, X0));
+    EXPECT_LE(errG, 3.0 * err32 + 1e-6 * maxRowNorm(X64));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GpuTrajectory, ::testing::ValuesIn(kGpuBackends), backendParamName);
+
+// Sphere-normalized dynamics in d = 3 (makeGlField / makeVkField wrap the field in the CPU's
+// SphereProjection): unmasked on OpenGL, masked on Vulkan.
+struct SphereCase {
+    GpuBackendKind backend;
+    bool masked;
+};
+
+class GpuSphereTrajectory : public ::testing::TestWithParam<SphereCase> {};
+
+TEST_P(GpuSphereTrajectory, EulerTracksFloat64AsCloselyAsCpuFloat32) {
+    const auto [backend, masked] = GetParam();
+    FLOWSCOPE_REQUIRE_BACKEND(backend);
+    std::mt19937_64 rng(77);
+    const int n = 200, d = 3;
+    Tokens X0 = randomMatrix(n, d, rng, 1.0);
+    X0.rowwise().normalize();
+    AttentionSpec spec;
+    spec.heads = {HeadParams{Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d)}};
+    spec.beta = 4.0;
+    spec.sphere = true;
+    spec.masked = masked;
+    IntegratorSpec is;
+    is.method = Method::Euler;
+    is.T = 3.0;
+    is.steps = 100;
+
+    const Tokens X64 = integrate(*makeCpuField(spec, d, Precision::Float64), X0, is);
+    const Tokens X32 = integrate(*makeCpuField(spec, d, Precision::Float32), X0, is);
+    const Tokens Xg = integrate(*makeBackendField(backend, spec, d), X0, is);
+    const double errG = maxRowError(Xg, X64), err32 = maxRowError(X32, X64);
+    std::printf(
+        "[ ratio    ] %-6s euler x100 %ssphere softmax N=%d d=%d  gpu %.2e  cpu-f32 %.2e  ratio %.2f\n",
+        backendName(backend), masked ? "masked " : "", n, d, errG, err32, errG / err32);
+    EXPECT_LE(errG, 3.0 * err32 + 1e-6 * maxRowNorm(X64));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GpuSphereTrajectory,
+                         ::testing::Values(SphereCase{GpuBackendKind::Gl, false},
+                                           SphereCase{GpuBackendKind::Vulkan, true}),
+                         [](const ::testing::TestParamInfo<SphereCase>& info) {
+                             return std::string(info.param.masked ? "masked_" : "") +
+                                    backendName(info.param.backend);
+                         });
+
+class GpuTiming : public ::testing::TestWithParam<GpuBackendKind> {};
+
+// One softmax evaluation, d = 2, N = 4096: the backend (llvmpipe or lavapipe without a GPU) against the CPU
+// float32 path, both staging paths of the shader. Printed, never asserted (timings belong to benchmarks,
+// DESIGN.md).
+TEST_P(GpuTiming, SoftmaxEvaluationN4096PrintedOnly) {
+    const GpuBackendKind backend = GetParam();
+    FLOWSCOPE_REQUIRE_BACKEND(backend);
+    std::mt19937_64 rng(4096);
+    const int n = 4096, d = 2;
+    const Tokens X = randomMatrix(n, d, rng, 1.0);
+    const AttentionSpec spec = trajectorySpec(rng);
+    auto gpu = makeBackendKernelField(backend, spec, d);
+    auto cpu = makeCpuField(spec, d, Precision::Float32);
+    auto seconds = [&](VelocityField& f) {
+        Tokens dX;
+        f.velocity(0.0, X, dX); // warm-up: shader compile, buffer allocation, thread pool start
+        const int reps = 5;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int k = 0; k < reps; ++k) f.velocity(0.0, X, dX);
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+    };
+    const bool defaultStaging = gpu->sharedStaging();
+    gpu->setSharedStaging(!defaultStaging);
+    const double tOther = seconds(*gpu);
+    gpu->setSharedStaging(defaultStaging);
+    const double tGpu = seconds(*gpu), tCpu = seconds(*cpu);
+    const char* label = backend == GpuBackendKind::Gl ? "OpenGL" : "Vulkan";
+    std::printf("[ timing   ] softmax d=2 N=4096, one evaluation: %s %.2f ms (%s; %s %.2f ms), CPU float32 "
+                "(%s) %.2f ms, %s/CPU %.2f  [%s]\n",
+                label, 1e3 * tGpu, defaultStaging ? "shared" : "direct", defaultStaging ? "direct" : "shared",
+                1e3 * tOther, streamKernelIsa(), 1e3 * tCpu, label, tGpu / tCpu,
+                backendDescription(backend).c_str());
+    RecordProperty(backend == GpuBackendKind::Gl ? "opengl_ms" : "vulkan_ms", std::to_string(1e3 * tGpu));
+    RecordProperty("cpu_f32_ms", std::to_string(1e3 * tCpu));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, GpuTiming, ::testing::ValuesIn(kGpuBackends), backendParamName);
+
+} // namespace
