@@ -98,6 +98,8 @@ const char* eventKind(RunEvent::Kind k) {
 
 ComputeBackend openCliBackend(const std::string& name) {
     try {
+        if (name != "cpu" && name != "gl" && name != "vulkan")
+            throw BackendError("unknown backend \"" + name + "\" (expected one of cpu, gl, vulkan)");
 #if FLOWSCOPE_HAVE_GPU
         return openBackend(name);
 #else
