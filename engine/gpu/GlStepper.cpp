@@ -42,10 +42,10 @@ struct GlStepper::Head {
 
 GlStepper::GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d,
                      const GlFunctions& gl)
-    : gl_(&gl), d_(d), spec_(spec), reference_(kernelAverageReference(spec, d, "OpenGL")),
+    : gl_(&gl), d_(d), spec_(spec), reference_(kernelAverageReference(spec, d, "OpenGL stepper")),
       stages_(stagesOf(integrator)), h_(integrator.T / integrator.steps), streamPrograms_(gl), x_(gl), y_(gl),
       kernelOut_(gl), clearParams_(gl) {
-    checkSupported(spec);
+    checkSupported(*reference_, spec);
     gl::Int shared = 32768, invocations = 1024;
     gl.GetIntegerv(gl::MAX_COMPUTE_SHARED_MEMORY_SIZE, &shared);
     gl.GetIntegerv(gl::MAX_COMPUTE_WORK_GROUP_INVOCATIONS, &invocations);
@@ -82,12 +82,11 @@ std::vector<GlStepper::Stage> GlStepper::stagesOf(const IntegratorSpec& is) {
     }
 }
 
-void GlStepper::checkSupported(const AttentionSpec& spec) const {
-    const std::unique_ptr<KernelAttention> ref = kernelAverageReference(spec, d_, "OpenGL");
+void GlStepper::checkSupported(const KernelAttention& ref, const AttentionSpec& spec) const {
     const Tokens one = Tokens::Zero(1, d_);
     auto check = [&](const std::vector<HeadParams>& heads) {
         for (const HeadParams& head : heads) {
-            const HeadSetup h = ref->setupHead(head, one);
+            const HeadSetup h = ref.setupHead(head, one);
             if (h.bias.size() || h.queries.size())
                 throw SceneError("/attention/type", std::string("the OpenGL stepper does not implement ") +
                                                         toString(spec.type) +
@@ -152,8 +151,8 @@ void GlStepper::download(Tokens& X) const {
 }
 
 void GlStepper::setAttention(const AttentionSpec& spec) {
-    checkSupported(spec);
-    std::unique_ptr<KernelAttention> reference = kernelAverageReference(spec, d_, "OpenGL");
+    std::unique_ptr<KernelAttention> reference = kernelAverageReference(spec, d_, "OpenGL stepper");
+    checkSupported(*reference, spec);
     const bool toSphere = spec.sphere && !spec_.sphere;
     reference_ = std::move(reference);
     spec_ = spec;

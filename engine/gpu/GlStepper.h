@@ -77,7 +77,8 @@ class GlStepper {
     struct Head; // per-head parameter buffers and kernel variant
 
     static std::vector<Stage> stagesOf(const IntegratorSpec& integrator);
-    void checkSupported(const AttentionSpec& spec) const;
+    // Throws SceneError when a head of `spec` has token-dependent key biases or queries (set up by `ref`).
+    void checkSupported(const KernelAttention& ref, const AttentionSpec& spec) const;
     void buildCombines();
     void prepareHeads(double t);
     void evaluate(double t, const GlBuffer& at, const GlBuffer& velocity);
