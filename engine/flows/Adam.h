@@ -1,0 +1,143 @@
+// Flowscope engine: the Adam optimizer (Kingma & Ba 2015, Algorithm 1) over blocks of parameters.
+//
+// Each block is a (value, gradient) pair of Eigen matrices the model owns; the optimizer keeps references and
+// its own first and second moments. One step, with t the number of steps taken, counting this one:
+//     g  = clip(gradient) + weightDecay · θ          (L2 decay added to the gradient, as torch.optim.Adam)
+//     m  = β1 m + (1 - β1) g,        v = β2 v + (1 - β2) g²
+//     θ -= lr_t · (m / (1 - β1^t)) / (√(v / (1 - β2^t)) + ε)
+// clip: when clipNorm > 0 and the global norm ‖g‖ over all blocks exceeds it, every gradient is scaled by
+// clipNorm / ‖g‖ in place (as torch.nn.utils.clip_grad_norm_).
+// Schedule: lr_k = scale · lr0 · (lrFinal / lr0)^(min(k, K) / K) for the step after k steps, K = decaySteps
+// (constant lr0 when K = 0 or lrFinal = 0); scale starts at 1 and halveLearningRate() halves it.
+//
+// NaN recovery: step() refuses non-finite gradients (returns false and changes nothing: parameters,
+// moments and the step count stay). A training loop that sees a non-finite loss simply does not call step()
+// (skipping costs nothing), restores its last good parameters if it keeps them, and calls
+// halveLearningRate().
+#pragma once
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+namespace flowscope::flows {
+
+struct AdamOptions {
+    double lr = 1e-3;
+    double beta1 = 0.9;
+    double beta2 = 0.999;
+    double eps = 1e-8;
+    double weightDecay = 0.0;
+    double clipNorm = 0.0;    // global gradient-norm cap; 0 = off
+    double lrFinal = 0.0;     // exponential decay from lr to lrFinal ...
+    long long decaySteps = 0; // ... over this many steps; 0 (or lrFinal = 0) = constant lr
+};
+
+template <typename S> class Adam {
+  public:
+    using Matrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+
+    explicit Adam(const AdamOptions& options = {}) : options_(options) {}
+
+    // Registers a block; value and grad must outlive the optimizer and keep their shape.
+    void add(Matrix& value, Matrix& grad) {
+        if (value.rows() != grad.rows() || value.cols() != grad.cols())
+            throw std::invalid_argument("Adam: value and gradient shapes differ");
+        blocks_.push_back({&value, &grad, Matrix::Zero(value.rows(), value.cols()),
+                           Matrix::Zero(value.rows(), value.cols())});
+    }
+
+    void zeroGrad() {
+        for (auto& b : blocks_) b.grad->setZero();
+    }
+
+    bool gradientsFinite() const {
+        for (const auto& b : blocks_)
+            if (!b.grad->allFinite()) return false;
+        return true;
+    }
+
+    // √(Σ over blocks of ‖gradient‖²), accumulated in double.
+    double gradientNorm() const {
+        double s = 0.0;
+        for (const auto& b : blocks_) s += double(b.grad->squaredNorm());
+        return std::sqrt(s);
+    }
+
+    // Scales the gradients in place so that their global norm is at most maxNorm; returns the norm before.
+    double clipGradients(double maxNorm) {
+        const double norm = gradientNorm();
+        if (maxNorm > 0.0 && norm > maxNorm) {
+            const S f = S(maxNorm / norm);
+            for (auto& b : blocks_) *b.grad *= f;
+        }
+        return norm;
+    }
+
+    // One Adam update with the current gradients. Returns false, changing nothing, if any is NaN or infinite.
+    bool step() {
+        if (!gradientsFinite()) return false;
+        lastGradientNorm_ = options_.clipNorm > 0.0 ? clipGradients(options_.clipNorm) : gradientNorm();
+        const double lr = learningRate();
+        ++t_;
+        const S b1 = S(options_.beta1), b2 = S(options_.beta2), wd = S(options_.weightDecay);
+        const S c1 = S(1.0 - std::pow(options_.beta1, double(t_)));
+        const S c2 = S(1.0 - std::pow(options_.beta2, double(t_)));
+        const S step = S(lr), eps = S(options_.eps);
+        for (auto& b : blocks_) {
+            auto theta = b.value->array();
+            const auto g = (b.grad->array() + wd * theta).eval();
+            b.m.array() = b1 * b.m.array() + (S(1) - b1) * g;
+            b.v.array() = b2 * b.v.array() + (S(1) - b2) * g.square();
+            theta -= step * (b.m.array() / c1) / ((b.v.array() / c2).sqrt() + eps);
+        }
+        return true;
+    }
+
+    // The learning rate the next step() will use.
+    double learningRate() const {
+        double lr = options_.lr;
+        if (options_.decaySteps > 0 && options_.lrFinal > 0.0 && options_.lr > 0.0) {
+            const double k = double(std::min(t_, options_.decaySteps));
+            lr = options_.lr * std::pow(options_.lrFinal / options_.lr, k / double(options_.decaySteps));
+        }
+        return scale_ * lr;
+    }
+
+    void halveLearningRate() { scale_ *= 0.5; }
+    double learningRateScale() const { return scale_; }
+
+    // Forgets the moments, the step count and the halvings; keeps the blocks and the options.
+    void reset() {
+        for (auto& b : blocks_) {
+            b.m.setZero();
+            b.v.setZero();
+        }
+        t_ = 0;
+        scale_ = 1.0;
+        lastGradientNorm_ = 0.0;
+    }
+
+    long long steps() const { return t_; }
+    double lastGradientNorm() const { return lastGradientNorm_; } // before clipping, of the last step()
+    const AdamOptions& options() const { return options_; }
+    void setOptions(const AdamOptions& options) { options_ = options; }
+
+  private:
+    struct Block {
+        Matrix* value;
+        Matrix* grad;
+        Matrix m, v;
+    };
+
+    AdamOptions options_;
+    std::vector<Block> blocks_;
+    long long t_ = 0;
+    double scale_ = 1.0;
+    double lastGradientNorm_ = 0.0;
+};
+
+} // namespace flowscope::flows
