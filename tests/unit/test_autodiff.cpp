@@ -1,0 +1,474 @@
+// The matrix tape: every op's gradient against finite differences (GradCheck.h), composites, parameter
+// accumulation, reuse after clear(), shape errors, float vs double. Oracles are finite differences and
+// closed forms only.
+#include "engine/autodiff/GradCheck.h"
+#include "engine/autodiff/Tape.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace ad = flowscope::ad;
+using ad::Index;
+using Md = ad::Matrix<double>;
+using Vd = ad::Var<double>;
+using Args = std::vector<Vd>;
+
+namespace {
+
+Md randn(Index r, Index c, std::uint64_t seed, double sigma = 1.0) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> normal(0.0, sigma);
+    Md m(r, c);
+    for (Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
+    return m;
+}
+
+Md uniform(Index r, Index c, std::uint64_t seed, double lo, double hi) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(lo, hi);
+    Md m(r, c);
+    for (Index i = 0; i < m.size(); ++i) m.data()[i] = u(rng);
+    return m;
+}
+
+// Entries with |x| in [lo, hi] and a random sign: away from a kink at 0.
+Md awayFromZero(Index r, Index c, std::uint64_t seed, double lo, double hi) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> u(lo, hi);
+    Md m(r, c);
+    for (Index i = 0; i < m.size(); ++i) m.data()[i] = (rng() & 1 ? 1 : -1) * u(rng);
+    return m;
+}
+
+// Entries alternately with |x| in `inner` and in `outer` (random signs): both sides of a kink at |x| = k,
+// each at least a margin away from it.
+Md bothSides(Index r, Index c, std::uint64_t seed, double innerHi, double outerLo, double outerHi) {
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> in(0.0, innerHi), out(outerLo, outerHi);
+    Md m(r, c);
+    for (Index i = 0; i < m.size(); ++i) m.data()[i] = (rng() & 1 ? 1 : -1) * (i % 2 ? out(rng) : in(rng));
+    return m;
+}
+
+Md scalar(double s) {
+    return Md::Constant(1, 1, s);
+}
+
+// sum(y o W) with W a fixed random matrix of y's shape: every output entry matters, with its own weight.
+template <class S> ad::Var<S> weighted(ad::Var<S> y) {
+    const Md W = randn(y.rows(), y.cols(), 777);
+    return ad::sum(ad::mul(y, y.tape->constant(W.cast<S>())));
+}
+
+using OpFunction = std::function<Vd(const Args&)>;
+
+void expectAccurate(const char* name, const ad::GradCheckResult& r) {
+    std::printf("[ gradcheck ] %-20s max rel error %.1e (%.1e before the rounding allowance), %d entries\n",
+                name, r.maxRelError, r.maxRawRelError, r.checked);
+    EXPECT_GT(r.checked, 0);
+    EXPECT_LT(r.maxRelError, 1e-6) << name << ": input " << r.input << " entry (" << r.row << ", " << r.col
+                                   << "): analytic " << r.analytic << ", finite difference " << r.numeric
+                                   << " (rounding bound " << r.noise << ")";
+}
+
+void checkOp(const char* name, const std::vector<Md>& inputs, const OpFunction& op,
+             const ad::GradCheckOptions& options = {}) {
+    expectAccurate(name, ad::gradCheck([&](ad::Tape<double>&, const Args& v) { return weighted(op(v)); },
+                                       inputs, options));
+}
+
+// The same loss recorded with `inputs` as input() leaves on a tape of scalar S; returns their gradients.
+template <class S, class F> std::vector<ad::Matrix<S>> gradients(F f, const std::vector<Md>& inputs) {
+    ad::Tape<S> t;
+    std::vector<ad::Var<S>> v;
+    for (const Md& m : inputs) v.push_back(t.input(m.cast<S>()));
+    t.backward(f(v));
+    std::vector<ad::Matrix<S>> g;
+    for (const auto& x : v) g.push_back(t.grad(x));
+    return g;
+}
+
+} // namespace
+
+TEST(Autodiff, GradCheckCatchesAWrongGradient) {
+    // x o c with c = x recorded as a constant: the tape sees d/dx = c = x, the truth is 2x.
+    auto detached = [](ad::Tape<double>& t, Vd x) { return ad::mul(x, t.constant(x.value())); };
+    const std::vector<Md> x = {awayFromZero(3, 4, 1, 0.5, 1.0)};
+    ad::GradCheckResult r =
+        ad::gradCheck([&](ad::Tape<double>& t, const Args& v) { return ad::sum(detached(t, v[0])); }, x);
+    EXPECT_NEAR(r.maxRelError, 1.0 / 3.0, 1e-9); // |x - 2x| / (|x| + |2x|)
+    // A small error: loss = |x|^2 + e sum(x o x), of gradient (2 + 2e) x where the tape sees (2 + e) x.
+    const double e = 1e-5;
+    r = ad::gradCheck(
+        [&](ad::Tape<double>& t, const Args& v) {
+            return ad::add(ad::sumSquares(v[0]), ad::scale(ad::sum(detached(t, v[0])), e));
+        },
+        x);
+    EXPECT_NEAR(r.maxRelError, e / (4 + 3 * e), 1e-9);
+}
+
+TEST(Autodiff, LinearAlgebraOps) {
+    checkOp("matmul", {randn(3, 4, 1), randn(4, 5, 2)}, [](const Args& v) { return ad::matmul(v[0], v[1]); });
+    checkOp("matmulTN", {randn(4, 3, 3), randn(4, 5, 4)},
+            [](const Args& v) { return ad::matmulTN(v[0], v[1]); });
+    checkOp("matmulNT", {randn(3, 4, 5), randn(5, 4, 6)},
+            [](const Args& v) { return ad::matmulNT(v[0], v[1]); });
+    checkOp("matmulNT(x, x)", {randn(5, 3, 7)}, [](const Args& v) { return ad::matmulNT(v[0], v[0]); });
+    checkOp("transpose", {randn(3, 4, 8)}, [](const Args& v) { return ad::transpose(v[0]); });
+}
+
+TEST(Autodiff, ElementwiseBinaryOps) {
+    const Md a = randn(4, 5, 10), b = randn(4, 5, 11), positive = uniform(4, 5, 12, 0.5, 2.0);
+    checkOp("add", {a, b}, [](const Args& v) { return ad::add(v[0], v[1]); });
+    checkOp("sub", {a, b}, [](const Args& v) { return ad::sub(v[0], v[1]); });
+    checkOp("mul", {a, b}, [](const Args& v) { return ad::mul(v[0], v[1]); });
+    checkOp("mul(x, x)", {a}, [](const Args& v) { return ad::mul(v[0], v[0]); });
+    checkOp("div", {a, positive}, [](const Args& v) { return ad::div(v[0], v[1]); });
+}
+
+TEST(Autodiff, BroadcastingOps) {
+    const Md a = randn(4, 5, 20), c = randn(4, 1, 21), r = randn(1, 5, 22);
+    checkOp("addCol", {a, c}, [](const Args& v) { return ad::addCol(v[0], v[1]); });
+    checkOp("addRow", {a, r}, [](const Args& v) { return ad::addRow(v[0], v[1]); });
+    checkOp("mulCol", {a, c}, [](const Args& v) { return ad::mulCol(v[0], v[1]); });
+    checkOp("mulRow", {a, r}, [](const Args& v) { return ad::mulRow(v[0], v[1]); });
+}
+
+TEST(Autodiff, ScalarOps) {
+    const Md a = randn(4, 5, 30);
+    checkOp("scale", {a}, [](const Args& v) { return ad::scale(v[0], 1.7); });
+    checkOp("scale(Var)", {a, scalar(-0.8)}, [](const Args& v) { return ad::scale(v[0], v[1]); });
+    checkOp("addScalar", {a}, [](const Args& v) { return ad::addScalar(v[0], 0.3); });
+    checkOp("addScalar(Var)", {a, scalar(0.6)}, [](const Args& v) { return ad::addScalar(v[0], v[1]); });
+    checkOp("neg", {a}, [](const Args& v) { return ad::neg(v[0]); });
+}
+
+TEST(Autodiff, ElementwiseUnaryOps) {
+    const Md a = randn(4, 5, 40), wide = randn(4, 5, 41, 6.0), positive = uniform(4, 5, 42, 0.5, 2.0);
+    const Md kinked = awayFromZero(4, 5, 43, 0.1, 1.5);
+    checkOp("tanh", {a}, [](const Args& v) { return ad::tanh(v[0]); });
+    checkOp("logCosh", {wide}, [](const Args& v) { return ad::logCosh(v[0]); });
+    checkOp("exp", {a}, [](const Args& v) { return ad::exp(v[0]); });
+    checkOp("log", {positive}, [](const Args& v) { return ad::log(v[0]); });
+    checkOp("square", {a}, [](const Args& v) { return ad::square(v[0]); });
+    checkOp("sqrt", {positive}, [](const Args& v) { return ad::sqrt(v[0]); });
+    checkOp("abs", {kinked}, [](const Args& v) { return ad::abs(v[0]); });
+    checkOp("softplus", {wide}, [](const Args& v) { return ad::softplus(v[0]); });
+    checkOp("sigmoid", {wide}, [](const Args& v) { return ad::sigmoid(v[0]); });
+    checkOp("relu", {kinked}, [](const Args& v) { return ad::relu(v[0]); });
+}
+
+TEST(Autodiff, StableUnaryOpsAtLargeArguments) {
+    ad::Tape<double> t;
+    Md x(1, 4);
+    x << -1000, -40, 40, 1000;
+    const Md lc = t.value(ad::logCosh(t.constant(x)));
+    const Md sp = t.value(ad::softplus(t.constant(x)));
+    const Md sg = t.value(ad::sigmoid(t.constant(x)));
+    for (Index j = 0; j < x.cols(); ++j) {
+        const double u = x(0, j);
+        EXPECT_DOUBLE_EQ(lc(0, j), std::abs(u) + std::log1p(std::exp(-2 * std::abs(u)))); // log(2 cosh u)
+        EXPECT_DOUBLE_EQ(sp(0, j), std::max(u, 0.0) + std::log1p(std::exp(-std::abs(u))));
+        EXPECT_NEAR(sg(0, j), 1 / (1 + std::exp(-u)), 1e-16);
+    }
+}
+
+TEST(Autodiff, ProximalOpsWithTrainableThreshold) {
+    // softThreshold with t = 0.5: |x| in [0, 0.4] (zeroed) or [0.6, 1.5] (shrunk).
+    checkOp("softThreshold", {bothSides(4, 5, 50, 0.4, 0.6, 1.5), scalar(0.5)},
+            [](const Args& v) { return ad::softThreshold(v[0], v[1]); });
+    // huberL1 with lambda = 0.8, h = 0.5, so lambda h = 0.4: |x| in [0, 0.3] (quadratic) or [0.5, 2]
+    // (linear).
+    checkOp("huberL1", {bothSides(4, 5, 51, 0.3, 0.5, 2.0), scalar(0.8)},
+            [](const Args& v) { return ad::huberL1(v[0], v[1], 0.5); });
+
+    // huberL1 is the Moreau envelope: min_y lambda |y| + (x - y)^2 / (2h), attained at y = softThreshold(x,
+    // lambda h).
+    ad::Tape<double> t;
+    const Md x = bothSides(3, 4, 52, 0.3, 0.5, 2.0);
+    const double lambda = 0.8, h = 0.5;
+    const Md m = t.value(ad::huberL1(t.constant(x), t.constant(scalar(lambda)), h));
+    const Md y = t.value(ad::softThreshold(t.constant(x), t.constant(scalar(lambda * h))));
+    const Md envelope = lambda * y.array().abs() + (x - y).array().square() / (2 * h);
+    EXPECT_LT((m - envelope).cwiseAbs().maxCoeff(), 1e-15);
+}
+
+TEST(Autodiff, Reductions) {
+    const Md a = randn(4, 5, 60);
+    checkOp("sum", {a}, [](const Args& v) { return ad::sum(v[0]); });
+    checkOp("mean", {a}, [](const Args& v) { return ad::mean(v[0]); });
+    checkOp("colSum", {a}, [](const Args& v) { return ad::colSum(v[0]); });
+    checkOp("rowSum", {a}, [](const Args& v) { return ad::rowSum(v[0]); });
+    checkOp("sumSquares", {a}, [](const Args& v) { return ad::sumSquares(v[0]); });
+    checkOp("colSumSquares", {a}, [](const Args& v) { return ad::colSumSquares(v[0]); });
+}
+
+TEST(Autodiff, SoftmaxAndLogSumExpRows) {
+    checkOp("softmaxRows", {randn(6, 7, 70, 2.0)}, [](const Args& v) { return ad::softmaxRows(v[0]); });
+    checkOp("logSumExpRows", {randn(6, 7, 71, 2.0)}, [](const Args& v) { return ad::logSumExpRows(v[0]); });
+    // Enough rows for several parallel row blocks and a partial last block; a strided subset of entries.
+    ad::GradCheckOptions some;
+    some.maxEntries = 150;
+    checkOp(
+        "softmaxRows 300x40", {randn(300, 40, 72, 3.0)}, [](const Args& v) { return ad::softmaxRows(v[0]); },
+        some);
+    checkOp(
+        "logSumExpRows 300x40", {randn(300, 40, 73, 3.0)},
+        [](const Args& v) { return ad::logSumExpRows(v[0]); }, some);
+
+    // The values against the definitions, row by row, with logits far from 0 (max subtraction matters).
+    const Md X = randn(300, 40, 74, 30.0);
+    ad::Tape<double> t;
+    const Md P = t.value(ad::softmaxRows(t.constant(X)));
+    const Md L = t.value(ad::logSumExpRows(t.constant(X)));
+    for (Index i = 0; i < X.rows(); ++i) {
+        const double m = X.row(i).maxCoeff();
+        const Eigen::RowVectorXd e = (X.row(i).array() - m).exp().matrix();
+        EXPECT_LT((P.row(i) - e / e.sum()).cwiseAbs().maxCoeff(), 1e-15);
+        EXPECT_NEAR(L(i, 0), m + std::log(e.sum()), 1e-13 * std::abs(L(i, 0)));
+    }
+}
+
+TEST(Autodiff, StructureOps) {
+    const Md a = randn(5, 4, 80), b = randn(2, 4, 81), c = randn(5, 3, 82);
+    checkOp("rows", {a}, [](const Args& v) { return ad::rows(v[0], 1, 3); });
+    checkOp("cols", {a}, [](const Args& v) { return ad::cols(v[0], 2, 2); });
+    checkOp("vstack", {a, b}, [](const Args& v) { return ad::vstack({v[0], v[1], v[0]}); });
+    checkOp("hstack", {a, c}, [](const Args& v) { return ad::hstack({v[1], v[0], v[1]}); });
+    checkOp("rows+cols overlap", {a}, [](const Args& v) {
+        return ad::add(ad::rows(ad::cols(v[0], 1, 2), 0, 3), ad::rows(ad::cols(v[0], 0, 2), 2, 3));
+    });
+}
+
+TEST(Autodiff, ClosedFormGradients) {
+    const Md x = randn(4, 6, 90);
+    auto g = gradients<double>([](const auto& v) { return ad::sum(ad::exp(v[0])); }, {x});
+    EXPECT_LT((g[0] - x.array().exp().matrix()).cwiseAbs().maxCoeff(), 1e-15); // d sum(e^x) = e^x
+    g = gradients<double>([](const auto& v) { return ad::sumSquares(v[0]); }, {x});
+    EXPECT_EQ(g[0], 2 * x); // d |x|^2 = 2x
+    g = gradients<double>([](const auto& v) { return ad::mean(v[0]); }, {x});
+    EXPECT_EQ(g[0], Md::Constant(4, 6, 1.0 / 24)); // d mean(x) = 1 / size
+    g = gradients<double>([](const auto& v) { return ad::sum(ad::logCosh(v[0])); }, {x});
+    EXPECT_LT((g[0] - x.array().tanh().matrix()).cwiseAbs().maxCoeff(), 1e-15); // d log cosh = tanh
+    g = gradients<double>([](const auto& v) { return ad::sum(ad::logSumExpRows(v[0])); }, {x});
+    ad::Tape<double> t;
+    EXPECT_LT((g[0] - t.value(ad::softmaxRows(t.constant(x)))).cwiseAbs().maxCoeff(),
+              1e-15); // d lse = softmax
+}
+
+// A 2-layer tanh MLP on a batch of 16 two-dimensional samples (columns), squared loss against targets.
+template <class S> ad::Var<S> mlpLoss(const std::vector<ad::Var<S>>& v, const ad::Matrix<S>& target) {
+    // v: W1 (8x2), b1 (8x1), W2 (1x8), b2 (1x1), X (2x16)
+    const auto hidden = ad::tanh(ad::addCol(ad::matmul(v[0], v[4]), v[1]));
+    const auto out = ad::addCol(ad::matmul(v[2], hidden), v[3]);
+    return ad::mean(ad::square(ad::sub(out, v[0].tape->constant(target))));
+}
+
+std::vector<Md> mlpInputs() {
+    return {randn(8, 2, 100), randn(8, 1, 101), randn(1, 8, 102), randn(1, 1, 103), randn(2, 16, 104)};
+}
+
+TEST(Autodiff, TwoLayerTanhMlp) {
+    const Md target = randn(1, 16, 105);
+    expectAccurate(
+        "tanh MLP",
+        ad::gradCheck([&](ad::Tape<double>&, const Args& v) { return mlpLoss(v, target); }, mlpInputs()));
+}
+
+// Softmax self-attention with a trainable inverse temperature: softmaxRows(beta X X^T) X Wv, tokens as rows.
+template <class S> ad::Var<S> attention(const std::vector<ad::Var<S>>& v) {
+    // v: X (6x3), beta (1x1), Wv (3x3)
+    const auto A = ad::softmaxRows(ad::scale(ad::matmulNT(v[0], v[0]), v[1]));
+    return ad::matmul(ad::matmul(A, v[0]), v[2]);
+}
+
+std::vector<Md> attentionInputs() {
+    return {randn(6, 3, 110), scalar(0.7), randn(3, 3, 111)};
+}
+
+TEST(Autodiff, SoftmaxAttentionWithTrainableBeta) {
+    const std::vector<Md> in = attentionInputs();
+    const ad::GradCheckResult r =
+        ad::gradCheck([](ad::Tape<double>&, const Args& v) { return weighted(attention(v)); }, in);
+    EXPECT_EQ(r.checked, 6 * 3 + 1 + 3 * 3);
+    expectAccurate("attention X,beta,Wv", r);
+    // beta alone (X and Wv constants), so that its error is not hidden behind the others'.
+    expectAccurate("attention beta",
+                   ad::gradCheck(
+                       [&](ad::Tape<double>& t, const Args& v) {
+                           return weighted(attention<double>({t.constant(in[0]), v[0], t.constant(in[2])}));
+                       },
+                       {in[1]}));
+}
+
+TEST(Autodiff, ParameterGradientsAccumulate) {
+    const Md W = randn(3, 2, 120), x1 = randn(2, 7, 121), x2 = randn(2, 7, 122);
+    auto loss = [](ad::Tape<double>& t, Vd w, const Md& x) {
+        return weighted(ad::tanh(ad::matmul(w, t.constant(x))));
+    };
+    // The oracle: d loss / d W with W as an input() leaf, one batch at a time.
+    auto inputGrad = [&](const Md& x) {
+        ad::Tape<double> t;
+        const Vd w = t.input(W);
+        t.backward(loss(t, w, x));
+        return Md(t.grad(w));
+    };
+    const Md g1 = inputGrad(x1), g2 = inputGrad(x2);
+
+    Md grad; // empty: parameter() sizes it to W's shape, zeroed
+    ad::Tape<double> t;
+    Vd w = t.parameter(W, grad);
+    ASSERT_EQ(grad, Md::Zero(3, 2));
+    Vd l = loss(t, w, x1);
+    t.backward(l);
+    EXPECT_EQ(grad, g1);
+    EXPECT_EQ(t.grad(w), g1);
+    t.backward(l); // the same graph again: adds once more
+    EXPECT_EQ(grad, 2 * g1);
+    t.clear(); // another batch on the rebuilt graph: adds its own gradient
+    w = t.parameter(W, grad);
+    t.backward(loss(t, w, x2));
+    EXPECT_LT((grad - (2 * g1 + g2)).cwiseAbs().maxCoeff(), 1e-15);
+    EXPECT_EQ(t.grad(w), g2);
+
+    Md wrong(2, 2);
+    EXPECT_THROW(t.parameter(W, wrong), std::invalid_argument);
+}
+
+TEST(Autodiff, ClearAndRebuildGivesIdenticalGradients) {
+    const std::vector<Md> in = mlpInputs();
+    const Md target = randn(1, 16, 105);
+    ad::Tape<double> t;
+    std::vector<Md> first;
+    const double* hiddenStorage = nullptr;
+    int size = 0;
+    for (int pass = 0; pass < 3; ++pass) {
+        t.clear();
+        EXPECT_EQ(t.size(), 0);
+        Args v;
+        for (const Md& m : in) v.push_back(t.input(m));
+        const Vd l = mlpLoss(v, target);
+        t.backward(l);
+        std::vector<Md> g;
+        for (const Vd& x : v) g.push_back(t.grad(x));
+        // The first matmul (node 5) keeps its storage: the rebuilt graph reuses the nodes' allocations.
+        const double* storage = t.value(Vd{&t, 5}).data();
+        if (pass == 0) {
+            first = g;
+            hiddenStorage = storage;
+            size = t.size();
+            continue;
+        }
+        EXPECT_EQ(t.size(), size);
+        EXPECT_EQ(storage, hiddenStorage);
+        for (std::size_t k = 0; k < g.size(); ++k) EXPECT_EQ(g[k], first[k]) << "input " << k;
+    }
+}
+
+TEST(Autodiff, GradientsOnlyWhereNeeded) {
+    ad::Tape<double> t;
+    const Vd c = t.constant(randn(3, 3, 130));
+    const Vd x = t.input(randn(3, 3, 131));
+    const Vd unused = t.input(randn(3, 3, 132));
+    const Vd side = ad::exp(unused); // recorded, but the loss does not depend on it
+    const Vd l = ad::sum(ad::mul(c, x));
+    t.backward(l);
+    EXPECT_EQ(t.grad(x), t.value(c));
+    EXPECT_EQ(t.grad(unused), Md::Zero(3, 3));
+    EXPECT_EQ(t.grad(side), Md::Zero(3, 3));
+    EXPECT_THROW(t.grad(c), std::invalid_argument); // a constant keeps no gradient
+    // A loss with no input upstream: backward() is a no-op that still leaves defined (zero) gradients.
+    t.backward(ad::sum(c));
+    EXPECT_EQ(t.grad(x), Md::Zero(3, 3));
+}
+
+TEST(Autodiff, ShapeMismatchNamesTheOp) {
+    ad::Tape<double> t;
+    const Vd a = t.input(Md::Zero(3, 4)), b = t.input(Md::Zero(4, 3)), s = t.input(Md::Zero(2, 1));
+    auto message = [](auto f) -> std::string {
+        try {
+            f();
+        } catch (const std::invalid_argument& e) {
+            return e.what();
+        }
+        return "(no exception)";
+    };
+    auto expectMessage = [&](auto f, const char* op, const char* shapes) {
+        const std::string m = message(f);
+        EXPECT_NE(m.find(op), std::string::npos) << m;
+        EXPECT_NE(m.find(shapes), std::string::npos) << m;
+    };
+    expectMessage([&] { ad::matmul(a, a); }, "matmul", "3x4 and 3x4");
+    expectMessage([&] { ad::matmulTN(a, b); }, "matmulTN", "3x4 and 4x3");
+    expectMessage([&] { ad::matmulNT(a, b); }, "matmulNT", "3x4 and 4x3");
+    expectMessage([&] { ad::add(a, b); }, "add", "3x4 and 4x3");
+    expectMessage([&] { ad::div(a, b); }, "div", "3x4 and 4x3");
+    expectMessage([&] { ad::addCol(a, s); }, "addCol", "3x4 and 2x1");
+    expectMessage([&] { ad::mulRow(a, s); }, "mulRow", "3x4 and 2x1");
+    expectMessage([&] { ad::scale(a, s); }, "scale", "2x1");
+    expectMessage([&] { ad::softThreshold(a, s); }, "softThreshold", "2x1");
+    expectMessage([&] { ad::vstack({a, b}); }, "vstack", "3x4 and 4x3");
+    expectMessage([&] { ad::hstack({a, b}); }, "hstack", "3x4 and 4x3");
+    expectMessage([&] { ad::rows(a, 2, 2); }, "rows", "3x4");
+    expectMessage([&] { ad::cols(a, -1, 2); }, "cols", "3x4");
+    expectMessage([&] { t.backward(a); }, "backward", "3x4");
+    ad::Tape<double> other;
+    EXPECT_THROW(ad::add(a, other.input(Md::Zero(3, 4))), std::invalid_argument);
+    EXPECT_THROW(ad::huberL1(a, t.constant(scalar(-1.0)), 0.5), std::invalid_argument);
+}
+
+TEST(Autodiff, FloatAgreesWithDouble) {
+    // The attention composite followed by the MLP's nonlinearity and a softplus: every float gradient within
+    // 1e-4 (relative, in norm) of the double one.
+    auto f = [](const auto& v) {
+        const auto y = attention(v);
+        return ad::mean(ad::softplus(ad::tanh(ad::addScalar(y, v[1]))));
+    };
+    const std::vector<Md> in = attentionInputs();
+    const auto gd = gradients<double>(f, in);
+    const auto gf = gradients<float>(f, in);
+    for (std::size_t k = 0; k < in.size(); ++k) {
+        const double rel = (gf[k].cast<double>() - gd[k]).norm() / gd[k].norm();
+        std::printf("[ float    ] input %zu: relative difference %.2e\n", k, rel);
+        EXPECT_LT(rel, 1e-4) << "input " << k;
+    }
+}
+
+TEST(Autodiff, MicroTimings) {
+    // Prints; asserts nothing about time. Net op cost = loop time - the same loop without the op.
+    const Index n = 1024;
+    using Mf = ad::Matrix<float>;
+    const Mf X = randn(n, n, 140).cast<float>(), Q = randn(n, 2, 141).cast<float>(),
+             K = randn(n, 2, 142).cast<float>();
+    Mf gX, gQ, gK;
+    ad::Tape<float> t;
+    auto bestMs = [&](auto record) {
+        using clock = std::chrono::steady_clock;
+        double best = 1e30;
+        for (int rep = 0; rep < 12; ++rep) {
+            const auto start = clock::now();
+            t.clear();
+            t.backward(record());
+            if (rep > 1)
+                best =
+                    std::min(best, std::chrono::duration<double, std::milli>(clock::now() - start).count());
+        }
+        return best;
+    };
+    const double base = bestMs([&] { return ad::sumSquares(t.parameter(X, gX)); });
+    const double softmax = bestMs([&] { return ad::sumSquares(ad::softmaxRows(t.parameter(X, gX))); });
+    const double matmulNT =
+        bestMs([&] { return ad::sumSquares(ad::matmulNT(t.parameter(Q, gQ), t.parameter(K, gK))); });
+    std::printf("[ timing   ] float %ldx%ld, best of 10: sumSquares loop %.2f ms\n", long(n), long(n), base);
+    std::printf("[ timing   ] softmaxRows forward+backward: %.2f ms in loop, %.2f ms net\n", softmax,
+                softmax - base);
+    std::printf("[ timing   ] matmulNT(1024x2, 1024x2) forward+backward: %.2f ms in loop, %.2f ms net\n",
+                matmulNT, matmulNT - base);
+    EXPECT_TRUE(std::isfinite(gX.sum()) && std::isfinite(gQ.sum()) && std::isfinite(gK.sum()));
+}
