@@ -60,7 +60,7 @@ void drawHud(const HudStats& s) {
                 row("step", "%ld", s.step);
             row(symbol("N × d", 0x00D7, "N x d"), "%ld × %d", s.n, s.d);
             row("backend", "%s", s.backend.empty() ? "-" : s.backend.c_str());
-            row("steps/s", "%.0f", s.stepsPerSecond);
+            row("steps/s", s.stepsPerSecond < 10 ? "%.2g" : "%.0f", s.stepsPerSecond); // 0.31 or 120
             row("frame", "%.1f ms", s.frameMs);
             ImGui::EndTable();
         }

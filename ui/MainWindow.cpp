@@ -12,6 +12,7 @@
 #include "ui/PlotsPanel.h"
 #include "ui/PresetBrowser.h"
 #include "ui/ScenePanel.h"
+#include "ui/SharedGlBackend.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -28,6 +29,7 @@
 #include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QOffscreenSurface>
 #include <QPainter>
 #include <QSettings>
 #include <QSlider>
@@ -749,6 +751,12 @@ void MainWindow::setBackend(const QString& kind) {
         return;
     }
 #if FLOWSCOPE_HAVE_GPU
+    if (name == "gl") {
+        // In the views' share group, so that the particle view draws the tokens from GPU memory.
+        if (!computeSurface_) computeSurface_ = makeComputeSurface();
+        runner_.setBackend(sharedGlBackendOpener(computeSurface_.get()));
+        return;
+    }
     runner_.setBackend([name] { return openBackend(name); });
 #endif
 }

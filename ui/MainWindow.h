@@ -30,6 +30,8 @@ class QMenu;
 class QSlider;
 class QTabWidget;
 
+class QOffscreenSurface;
+
 namespace flowscope {
 
 class ConeView;
@@ -124,6 +126,8 @@ class MainWindow : public QMainWindow {
     void rebuildRecentMenu();
     void syncRateControls();
 
+    // Declared before the runner: its worker's OpenGL context is current on this surface until it joins.
+    std::unique_ptr<QOffscreenSurface> computeSurface_;
     SimulationRunner runner_;
     ParticleView* view_ = nullptr;
     ConeView* cone_ = nullptr;

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -81,6 +82,11 @@ QColor categorical(int k) {
                                     {89, 161, 79},  {237, 201, 72}, {176, 122, 161}, {255, 157, 167},
                                     {156, 117, 95}, {186, 176, 172}};
     return colors[k % 10];
+}
+
+bool sameValues(const Tokens& a, const Tokens& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           std::memcmp(a.data(), b.data(), std::size_t(a.size()) * sizeof(double)) == 0;
 }
 
 PointVertex vertex(const Eigen::Vector3d& p, const QColor& c, double alpha = 1.0) {
@@ -171,12 +177,16 @@ void ParticleView::refresh() {
     // A new scene (or the first data) is framed automatically; later snapshots keep the user's camera.
     const bool newRun = s && (!shown_ || s->generation != shown_->generation);
     if (newRun) framePending_ = true;
-    previous_ = newRun ? nullptr : shown_;
+    // GPU-resident runs publish new device positions with the tokens of the last download, which change
+    // ~15 times a second: the CPU vertices (colours, picking) are rebuilt only when those change.
+    const bool sameTokens = !newRun && s && shown_ && s->device && sameValues(s->tokens, shown_->tokens);
+    if (!sameTokens) previous_ = newRun ? nullptr : shown_;
     shown_ = std::move(s);
     if (shown_ && basis_.rows() != shown_->tokens.cols()) updateBasis(&shown_->tokens);
     if (picked_ >= 0 && shown_ && picked_ >= shown_->tokens.rows()) picked_ = -1;
     updatePickWeights();
-    pointsDirty_ = linesDirty_ = true;
+    if (!sameTokens) pointsDirty_ = true;
+    linesDirty_ = true;
     update();
     emit snapshotChanged();
 }
@@ -352,7 +362,12 @@ void ParticleView::uploadPoints() {
         vertices.reserve(std::size_t(X.rows()));
         const double last = double(std::max<Eigen::Index>(X.rows() - 1, 1));
         for (Eigen::Index i = 0; i < X.rows(); ++i) {
-            if (!finiteRow(P, i)) continue; // a diverged token has no place on screen
+            // A diverged token has no place on screen: transparent (the fragment shader discards it), kept so
+            // that vertex i is token i, as drawing from a device copy needs.
+            if (!finiteRow(P, i)) {
+                vertices.push_back({0, 0, 0, 0, 0, 0, 0});
+                continue;
+            }
             QColor c;
             switch (colorBy_) {
             case ColorBy::Index:
@@ -482,6 +497,23 @@ double ParticleView::axisLength() const {
     return std::max((boxHi_ - boxLo_).maxCoeff(), 1e-12) * 0.25;
 }
 
+bool ParticleView::drawDevicePoints(const QMatrix4x4& viewProjection, float pointSize) {
+    drewFromDevice_ = false;
+    if (!shown_ || !shown_->device || preview_) return false;
+    const DeviceTokens& dev = *shown_->device;
+    if (!dev.shareGroup || dev.shareGroup != context()->shareGroup()) return false; // not our buffer names
+    if (dev.d != basis_.rows() || dev.d > kDeviceDrawMaxDim) return false;
+    // The view axes as rows of a 4 x 4 over the token's coordinates (the same basis the CPU path uses).
+    QMatrix4x4 project;
+    project.fill(0.0f);
+    for (int k = 0; k < std::min<int>(int(basis_.cols()), 3); ++k)
+        for (int c = 0; c < dev.d; ++c) project(k, c) = float(basis_(c, k));
+    if (!is3D()) project.setRow(2, QVector4D());
+    const QVector3D origin(float(origin_.x()), float(origin_.y()), float(origin_.z()));
+    drewFromDevice_ = renderer_.drawDevicePoints(dev, project, origin, viewProjection, pointSize);
+    return drewFromDevice_;
+}
+
 QMatrix4x4 ParticleView::viewProjection() const {
     if (is3D()) return camera_.viewProjection(origin_);
     // 2-D: x_ndc = (x + origin - centre) * 2 s / width, likewise y; the shift is formed in double.
@@ -542,7 +574,8 @@ void ParticleView::paintGL() {
         gl->glViewport(0, 0, int(std::lround(width() * dpr)), int(std::lround(height() * dpr)));
         const QMatrix4x4 vp = viewProjection();
         renderer_.drawLines(PointRenderer::Lines, vp, float(dpr));
-        renderer_.drawPoints(vp, float(pointSize() * dpr));
+        if (!drawDevicePoints(vp, float(pointSize() * dpr)))
+            renderer_.drawPoints(vp, float(pointSize() * dpr));
         renderer_.drawLines(PointRenderer::LinesOver, vp, float(dpr));
         painter.endNativePainting();
     }

@@ -75,6 +75,8 @@ class ParticleView : public QOpenGLWidget {
     // The ImGui heads-up display and quick sliders (on by default).
     void setHudVisible(bool on);
     bool hudVisible() const { return hudVisible_; }
+    // Whether the last frame drew the tokens straight from GPU memory (Snapshot::device).
+    bool drewFromDevice() const { return drewFromDevice_; }
     void setColorBy(ColorBy c);
     ColorBy colorBy() const { return colorBy_; }
     void setShowOverlay(bool on);
@@ -159,6 +161,9 @@ class ParticleView : public QOpenGLWidget {
     void uploadLines();
     void applyPendingFrame();
     QMatrix4x4 viewProjection() const;
+    // Draws the points from the snapshot's device copy (GPU-resident runs); false when there is none or it
+    // cannot be drawn (then the uploaded CPU vertices are drawn).
+    bool drawDevicePoints(const QMatrix4x4& viewProjection, float pointSize);
     void updatePickWeights();
     void drawHud();
     void drawAxisLabels3D(QPainter& painter);
@@ -190,6 +195,7 @@ class ParticleView : public QOpenGLWidget {
     bool showTrails_ = false;
     bool hudVisible_ = true;
     bool glReady_ = false;
+    bool drewFromDevice_ = false;   // the last frame's points came from GPU memory
     bool softwareRenderer_ = false; // Mesa llvmpipe/softpipe: refresh at 30 Hz
     bool pointsDirty_ = false;
     bool linesDirty_ = false;

@@ -13,10 +13,13 @@
 #include <QOpenGLShaderProgram>
 #include <QOpenGLVertexArrayObject>
 #include <QString>
+#include <QVector3D>
 
 #include <vector>
 
 namespace flowscope {
+
+struct DeviceTokens;
 
 struct PointVertex {
     float x, y, z;    // relative to the upload origin
@@ -38,6 +41,14 @@ class PointRenderer : protected QOpenGLExtraFunctions {
     // Draws the points as discs of `pointSize` device pixels.
     void drawPoints(const QMatrix4x4& viewProjection, float pointSize);
     void drawLines(Layer layer, const QMatrix4x4& viewProjection, float lineWidth = 1.0f);
+    // Draws the points at the positions of a device copy of the tokens (Snapshot::device, written by the GPU
+    // stepper in a context of the same share group), projected in the vertex shader:
+    //     p = project * (x_0, .., x_{d-1}, 0..) - origin,   d <= 4,
+    // with the colours of the last upload(Points), which must hold one vertex per token. Waits on the copy's
+    // fence on the GPU (glWaitSync) and leaves a fence of its own for the producer. Returns false, drawing
+    // nothing, when the copy is gone (backend closed) or does not match the uploaded points.
+    bool drawDevicePoints(const DeviceTokens& tokens, const QMatrix4x4& project, const QVector3D& origin,
+                          const QMatrix4x4& viewProjection, float pointSize);
 
   private:
     struct Buffer {
@@ -45,9 +56,12 @@ class PointRenderer : protected QOpenGLExtraFunctions {
         QOpenGLVertexArrayObject vao;
         int count = 0;
     };
-    void prepare(const QMatrix4x4& viewProjection, float pointSize, bool points);
+    void prepare(QOpenGLShaderProgram& program, const QMatrix4x4& viewProjection, float pointSize,
+                 bool points);
 
     QOpenGLShaderProgram program_;
+    QOpenGLShaderProgram deviceProgram_; // positions from a device buffer (structure of arrays)
+    QOpenGLVertexArrayObject deviceVao_;
     Buffer buffers_[LayerCount];
     bool ready_ = false;
     QString log_;

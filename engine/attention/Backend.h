@@ -6,6 +6,7 @@
 #pragma once
 
 #include "engine/attention/VelocityField.h"
+#include "engine/dynamics/DeviceStepper.h"
 
 #include <memory>
 #include <stdexcept>
@@ -17,6 +18,7 @@ struct ComputeBackend {
     std::string kind;              // "cpu", "gl" or "vulkan"
     std::string device;            // what runs it, e.g. "llvmpipe (LLVM 15.0.6, 256 bits), OpenGL 4.5 core"
     FieldFactory makeField;        // fields on this backend
+    StepperFactory makeStepper;    // whole steps with the tokens kept on the device; null when it has none
     std::shared_ptr<void> context; // the device; fields must not outlive it
 };
 

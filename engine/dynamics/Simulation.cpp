@@ -31,11 +31,16 @@ void Simulation::setState(const Tokens& X, double t) {
     event_.reset();
     history_.clear();
     integrator_->invalidate();
+    if (stepper_) stepper_->upload(X_, t_);
+    synced_ = true;
+    syncedT_ = t_;
+    syncedStep_ = step_;
     checkDivergence();
     record();
 }
 
 void Simulation::setAttention(const AttentionSpec& spec) {
+    syncTokens(); // the state to continue from should the device refuse the new parameters
     const bool sphereChanged = spec.sphere != scene_.attention.sphere;
     scene_.attention = spec;
     if (sphereChanged)
@@ -44,6 +49,82 @@ void Simulation::setAttention(const AttentionSpec& spec) {
         field_->setAttention(spec);
     if (spec.sphere) SphereProjection::normalize(X_);
     integrator_->invalidate();
+    if (!stepper_) {
+        attachStepper();
+        return;
+    }
+    try {
+        stepper_->setAttention(spec);
+    } catch (const std::exception& e) { // e.g. l2 attention: the fields take over from X_
+        stepper_.reset();
+        stepperNote_ = e.what();
+    }
+}
+
+void Simulation::setStepper(StepperFactory makeStepper) {
+    syncTokens();
+    stepper_.reset();
+    stepperNote_.clear();
+    makeStepper_ = std::move(makeStepper);
+    attachStepper();
+}
+
+void Simulation::attachStepper() {
+    if (!makeStepper_) return;
+    try {
+        std::unique_ptr<DeviceStepper> s = makeStepper_(scene_.attention, scene_.integrator, scene_.d);
+        s->upload(X_, t_);
+        stepper_ = std::move(s);
+        stepperNote_.clear();
+        synced_ = true;
+        syncedT_ = t_;
+        syncedStep_ = step_;
+    } catch (const std::exception& e) {
+        stepperNote_ = e.what();
+    }
+}
+
+void Simulation::syncTokens() {
+    if (!stepper_ || synced_) return;
+    stepper_->download(X_);
+    synced_ = true;
+    syncedT_ = t_;
+    syncedStep_ = step_;
+}
+
+std::shared_ptr<const DeviceTokens> Simulation::shareTokens() {
+    return stepper_ ? stepper_->share(step_) : nullptr;
+}
+
+bool Simulation::stepOnDevice() {
+    stepper_->advance(1);
+    ++step_;
+    t_ = double(step_) * (scene_.integrator.T / scene_.integrator.steps);
+    synced_ = false;
+    const bool last = step_ >= scene_.integrator.steps;
+    const bool due = step_ % scene_.output.every == 0;
+    if (!last && !(due && (!recordGate_ || recordGate_()))) return true;
+    Tokens good = X_; // the last download, checked finite
+    const double tGood = syncedT_;
+    const long stepGood = syncedStep_;
+    syncTokens();
+    checkDivergence();
+    if (event_ && event_->kind == RunEvent::Kind::NonFinite) {
+        // Keep the last good download; the device does not check every step, so the event is bracketed.
+        X_ = std::move(good);
+        std::ostringstream msg;
+        msg << "non-finite coordinates between t = " << tGood << " and t = " << t_
+            << " (the device checks the frames it records)";
+        t_ = tGood;
+        step_ = stepGood;
+        event_->t = tGood;
+        event_->message = msg.str();
+        stepper_->upload(X_, t_);
+        syncedT_ = t_;
+        syncedStep_ = step_;
+    }
+    record();
+    return true;
 }
 
 void Simulation::setFieldFactory(FieldFactory makeField) {
@@ -54,11 +135,24 @@ void Simulation::setFieldFactory(FieldFactory makeField) {
 }
 
 void Simulation::setIntegrator(const IntegratorSpec& spec) {
+    syncTokens();
     scene_.integrator = spec;
     integrator_ = makeIntegrator(spec);
     // Continue at the new nominal step from the current time.
     const double h = spec.T / spec.steps;
     step_ = std::min<long>(spec.steps, long(std::llround(t_ / h)));
+    if (!stepper_) {
+        attachStepper();
+        return;
+    }
+    try {
+        stepper_->setIntegrator(spec);
+        stepper_->upload(X_, t_);
+        syncedStep_ = step_;
+    } catch (const std::exception& e) { // e.g. Dormand-Prince: the fields take over from X_
+        stepper_.reset();
+        stepperNote_ = e.what();
+    }
 }
 
 void Simulation::checkDivergence() {
@@ -93,6 +187,7 @@ void Simulation::record() {
 
 bool Simulation::step() {
     if (finished()) return false;
+    if (stepper_) return stepOnDevice();
     const double h = scene_.integrator.T / scene_.integrator.steps;
     const Tokens before = X_;
     const double t0 = t_;

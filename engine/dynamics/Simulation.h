@@ -2,6 +2,7 @@
 #pragma once
 
 #include "engine/attention/VelocityField.h"
+#include "engine/dynamics/DeviceStepper.h"
 #include "engine/dynamics/Integrator.h"
 #include "engine/dynamics/Observables.h"
 #include "engine/scene/Scene.h"
@@ -38,6 +39,8 @@ class Simulation {
     const Scene& scene() const { return scene_; }
     double time() const { return t_; }
     long stepIndex() const { return step_; }
+    // On a device (see setStepper) these are the tokens of the last download: recorded frames and
+    // syncTokens() download, steps do not.
     const Tokens& tokens() const { return X_; }
     bool finished() const { return event_.has_value() || step_ >= scene_.integrator.steps; }
     const std::optional<RunEvent>& event() const { return event_; }
@@ -61,6 +64,20 @@ class Simulation {
     // Computes velocities with fields from makeField from now on (another backend); state and history stay.
     // Throws (SceneError, or the backend's error) and keeps the old field when the new one cannot be made.
     void setFieldFactory(FieldFactory makeField);
+    // Integrates whole steps on a device from now on, whenever it can run the scene (null: with the fields
+    // only). The fields stay in use for the observables of recorded frames. When the device cannot run the
+    // scene, or a later edit, the run goes on with the fields and stepperNote() says why; later edits try the
+    // device again. Device runs check divergence (finite, max norm) on the frames they download only.
+    void setStepper(StepperFactory makeStepper);
+    bool onDevice() const { return stepper_ != nullptr; }
+    const std::string& stepperNote() const { return stepperNote_; }
+    // Device runs: asked whenever a frame is due by output.every but not forced (the last step and events
+    // always record); false skips it, so an interactive front end can bound the download rate. Null: record.
+    void setRecordGate(std::function<bool()> gate) { recordGate_ = std::move(gate); }
+    // Device runs: downloads the current tokens into tokens() now.
+    void syncTokens();
+    // Device runs: a drawable device copy of the current tokens (DeviceStepper::share), else null.
+    std::shared_ptr<const DeviceTokens> shareTokens();
     // Back to the initial tokens of the scene (history cleared).
     void reset();
     // Replace the state (e.g. tokens drawn by the user); history restarts from here. X must be N x d.
@@ -69,6 +86,8 @@ class Simulation {
   private:
     void record();
     void checkDivergence();
+    bool stepOnDevice();
+    void attachStepper(); // makes a stepper for the current scene from makeStepper_, or notes why not
 
     Scene scene_;
     FieldFactory makeField_;
@@ -80,6 +99,14 @@ class Simulation {
     std::optional<RunEvent> event_;
     std::vector<Frame> history_;
     Observables lastObs_;
+
+    StepperFactory makeStepper_;
+    std::unique_ptr<DeviceStepper> stepper_;
+    std::string stepperNote_;
+    std::function<bool()> recordGate_;
+    bool synced_ = true; // X_ holds the device's current tokens
+    double syncedT_ = 0.0;
+    long syncedStep_ = 0;
 };
 
 } // namespace flowscope

@@ -2,6 +2,7 @@
 
 #include "engine/gpu/GlContext.h"
 #include "engine/gpu/GlKernelField.h"
+#include "engine/gpu/GlStepper.h"
 #if FLOWSCOPE_HAVE_VULKAN
 #include "engine/gpu/VkContext.h"
 #include "engine/gpu/VkKernelField.h"
@@ -28,6 +29,9 @@ ComputeBackend openBackend(const std::string& kind) {
         b.device = ctx->describe();
         b.makeField = [ctx](const AttentionSpec& spec, int d, Precision) {
             return makeGlField(spec, d, ctx->gl());
+        };
+        b.makeStepper = [ctx](const AttentionSpec& spec, const IntegratorSpec& integrator, int d) {
+            return std::unique_ptr<DeviceStepper>(new GlStepper(spec, integrator, d, ctx->gl()));
         };
         b.context = ctx;
         return b;

@@ -47,6 +47,11 @@ bool GlFunctions::load(const GlProcLoader& p, std::string* whyNot) {
     get(p, DispatchCompute, "glDispatchCompute", &missing);
     get(p, MemoryBarrier, "glMemoryBarrier", &missing);
     get(p, Finish, "glFinish", &missing);
+    get(p, Flush, "glFlush", &missing);
+    get(p, CopyBufferSubData, "glCopyBufferSubData", &missing);
+    get(p, FenceSync, "glFenceSync", &missing);
+    get(p, DeleteSync, "glDeleteSync", &missing);
+    get(p, WaitSync, "glWaitSync", &missing);
     if (!missing.empty()) {
         if (whyNot) *whyNot = "the OpenGL context has no " + missing + " (OpenGL 4.3 compute is needed)";
         return false;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -45,6 +46,11 @@ constexpr Enum MAX_COMPUTE_WORK_GROUP_COUNT = 0x91BE;
 constexpr Enum MAX_COMPUTE_WORK_GROUP_SIZE = 0x91BF;
 constexpr Bitfield SHADER_STORAGE_BARRIER_BIT = 0x2000;
 constexpr Bitfield BUFFER_UPDATE_BARRIER_BIT = 0x0200;
+constexpr Enum COPY_READ_BUFFER = 0x8F36;
+constexpr Enum COPY_WRITE_BUFFER = 0x8F37;
+constexpr Enum SYNC_GPU_COMMANDS_COMPLETE = 0x9117;
+using Sync = void*; // GLsync
+constexpr std::uint64_t TIMEOUT_IGNORED = ~std::uint64_t(0);
 } // namespace gl
 
 // Resolves a GL function by name in the current context; null when it has none.
@@ -85,6 +91,12 @@ struct GlFunctions {
     void(FLOWSCOPE_GLAPI* DispatchCompute)(gl::Uint, gl::Uint, gl::Uint) = nullptr;
     void(FLOWSCOPE_GLAPI* MemoryBarrier)(gl::Bitfield) = nullptr;
     void(FLOWSCOPE_GLAPI* Finish)() = nullptr;
+    void(FLOWSCOPE_GLAPI* Flush)() = nullptr;
+    void(FLOWSCOPE_GLAPI* CopyBufferSubData)(gl::Enum, gl::Enum, gl::Intptr, gl::Intptr,
+                                             gl::Sizeiptr) = nullptr;
+    gl::Sync(FLOWSCOPE_GLAPI* FenceSync)(gl::Enum, gl::Bitfield) = nullptr;
+    void(FLOWSCOPE_GLAPI* DeleteSync)(gl::Sync) = nullptr;
+    void(FLOWSCOPE_GLAPI* WaitSync)(gl::Sync, gl::Bitfield, std::uint64_t) = nullptr;
 };
 
 } // namespace flowscope

@@ -58,7 +58,57 @@ GlStepper::GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator
     buildCombines();
 }
 
-GlStepper::~GlStepper() = default;
+GlStepper::~GlStepper() {
+    for (const auto& copy : shared_) {
+        std::lock_guard lock(*copy->mutex);
+        *copy->valid = false;
+        if (copy->fence) gl_->DeleteSync(copy->fence);
+        if (copy->readFence) gl_->DeleteSync(copy->readFence);
+        gl_->DeleteBuffers(1, &copy->buffer);
+    }
+}
+
+std::shared_ptr<const DeviceTokens> GlStepper::share(long step) {
+    if (n_ == 0) return nullptr;
+    // A copy nobody else holds (use_count 1: only this list) is free; else make another. Readers drop theirs
+    // with the snapshot that carried them, so the list stays a handful long.
+    std::shared_ptr<DeviceTokens> copy;
+    for (const auto& c : shared_)
+        if (c.use_count() == 1) copy = c;
+    if (!copy) {
+        copy = std::make_shared<DeviceTokens>();
+        gl_->GenBuffers(1, &copy->buffer);
+        shared_.push_back(copy);
+    }
+    {
+        // The last reader's draw from this buffer may still be queued in its context: wait for it on the GPU.
+        std::lock_guard lock(*copy->mutex);
+        if (copy->readFence) {
+            gl_->WaitSync(copy->readFence, 0, gl::TIMEOUT_IGNORED);
+            gl_->DeleteSync(copy->readFence);
+            copy->readFence = nullptr;
+        }
+    }
+    const gl::Sizeiptr bytes = gl::Sizeiptr(n_) * d_ * gl::Sizeiptr(sizeof(float));
+    gl_->MemoryBarrier(gl::BUFFER_UPDATE_BARRIER_BIT); // the copy reads what the shaders wrote
+    gl_->BindBuffer(gl::COPY_WRITE_BUFFER, copy->buffer);
+    if (copy->n * copy->d != n_ * d_)
+        gl_->BufferData(gl::COPY_WRITE_BUFFER, bytes, nullptr, gl::DYNAMIC_COPY);
+    gl_->BindBuffer(gl::COPY_READ_BUFFER, x_.id());
+    gl_->CopyBufferSubData(gl::COPY_READ_BUFFER, gl::COPY_WRITE_BUFFER, 0, 0, bytes);
+    gl_->BindBuffer(gl::COPY_READ_BUFFER, 0);
+    gl_->BindBuffer(gl::COPY_WRITE_BUFFER, 0);
+    if (copy->fence) gl_->DeleteSync(copy->fence);
+    copy->fence = gl_->FenceSync(gl::SYNC_GPU_COMMANDS_COMPLETE, 0);
+    gl_->Flush(); // the fence must reach the GPU before another context waits on it
+    copy->n = n_;
+    copy->d = d_;
+    copy->t = time();
+    copy->step = step;
+    copy->shareGroup = shareGroup_;
+    glCheck(*gl_, "sharing the tokens");
+    return copy;
+}
 
 std::vector<GlStepper::Stage> GlStepper::stagesOf(const IntegratorSpec& is) {
     if (!(is.steps > 0) || !(is.T > 0.0))
@@ -143,7 +193,7 @@ void GlStepper::upload(const Tokens& X, double t) {
     glCheck(*gl_, "uploading tokens");
 }
 
-void GlStepper::download(Tokens& X) const {
+void GlStepper::download(Tokens& X) {
     ++downloads_;
     Eigen::MatrixXf Xf(n_, d_);
     x_.download(Xf.data(), std::size_t(Xf.size()) * sizeof(float));

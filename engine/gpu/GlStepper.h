@@ -21,6 +21,7 @@
 #pragma once
 
 #include "engine/attention/KernelAttention.h"
+#include "engine/dynamics/DeviceStepper.h"
 #include "engine/gpu/GlCompute.h"
 #include "engine/gpu/GlStreamRunner.h"
 #include "engine/gpu/KernelPass.h"
@@ -33,20 +34,20 @@
 
 namespace flowscope {
 
-class GlStepper {
+class GlStepper : public DeviceStepper {
   public:
     // Throws SceneError for unsupported attention or integrators (see above).
     GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, const GlFunctions& gl);
-    ~GlStepper();
+    ~GlStepper() override;
     GlStepper(const GlStepper&) = delete;
     GlStepper& operator=(const GlStepper&) = delete;
 
     // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time.
-    void upload(const Tokens& X, double t);
+    void upload(const Tokens& X, double t) override;
     // Records `steps` steps of h = T / M; nothing is read back and nothing waits for the GPU.
-    void advance(int steps);
+    void advance(int steps) override;
     // Reads the tokens back (waits for the GPU). Check divergence here: the GPU does not.
-    void download(Tokens& X) const;
+    void download(Tokens& X) override;
     // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).
     double time() const { return t0_ + double(steps_) * h_; }
     int tokenCount() const { return n_; }
@@ -61,8 +62,16 @@ class GlStepper {
 
     // Live edits: continue from the current tokens and time with new parameters (throws SceneError as the
     // constructor, leaving the stepper unchanged).
-    void setAttention(const AttentionSpec& spec);
-    void setIntegrator(const IntegratorSpec& integrator);
+    void setAttention(const AttentionSpec& spec) override;
+    void setIntegrator(const IntegratorSpec& integrator) override;
+
+    // A copy of the tokens made on the GPU (glCopyBufferSubData after a buffer-update barrier) into a buffer
+    // no published copy uses any more, fenced and flushed so that another context of the share group can
+    // glWaitSync and draw it while the stepper goes on writing its own buffer. Nothing is read back.
+    std::shared_ptr<const DeviceTokens> share(long step) override;
+    std::string name() const override { return "OpenGL stepper"; }
+    // The tag share() puts in DeviceTokens::shareGroup (the GUI's context group).
+    void setShareGroup(const void* group) { shareGroup_ = group; }
 
   private:
     // One Runge-Kutta stage: evaluate at t + offset * h (at x or at the stage input y) into k[stage], then
@@ -95,7 +104,7 @@ class GlStepper {
     int n_ = 0;
     double t0_ = 0.0;
     long steps_ = 0;
-    mutable long downloads_ = 0;
+    long downloads_ = 0;
     Tokens probe_; // n x d zeros: what setupHead sees (the supported heads do not read the tokens)
 
     int tile_ = 64;
@@ -106,6 +115,8 @@ class GlStepper {
     std::vector<std::unique_ptr<GlBuffer>> k_, combineParams_;
     std::vector<std::unique_ptr<Head>> heads_;
     bool headsReady_ = false; // constant heads: parameter buffers already hold this spec and N
+    std::vector<std::shared_ptr<DeviceTokens>> shared_; // published copies; reused when only we hold one
+    const void* shareGroup_ = nullptr;
 };
 
 } // namespace flowscope

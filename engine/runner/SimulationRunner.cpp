@@ -205,6 +205,7 @@ class SimulationRunner::Job : public Steppable {
         try {
             sim_.reset(); // before a new field is made in the same GPU context
             sim_ = std::make_unique<Simulation>(scene, fieldFactory(scene));
+            useDevice();
             drain();
         } catch (const std::exception& e) {
             sim_.reset();
@@ -215,8 +216,12 @@ class SimulationRunner::Job : public Steppable {
     // Worker thread. Opens the backend here, where its context will be current, and moves the run onto it.
     void setBackend(const BackendOpener& open) {
         note_.clear();
-        // The old backend's fields go first, while its context is still the current one; then the context.
-        if (sim_) sim_->setFieldFactory(makeCpuField);
+        // The old backend's stepper and fields go first, while its context is still the current one; then
+        // the context.
+        if (sim_) {
+            sim_->setStepper({});
+            sim_->setFieldFactory(makeCpuField);
+        }
         backend_ = cpuBackend();
         onGpu_ = false;
         try {
@@ -224,12 +229,28 @@ class SimulationRunner::Job : public Steppable {
             if (sim_) sim_->setFieldFactory(b.makeField); // throws when the backend rejects the scene
             backend_ = std::move(b);
             onGpu_ = backend_.kind != "cpu";
+            useDevice();
         } catch (const std::exception& e) {
             note_ = std::string(e.what()) + " — running on the CPU";
             if (sim_) sim_->setFieldFactory(makeCpuField);
             backend_ = cpuBackend();
             onGpu_ = false;
         }
+    }
+
+    // Worker thread. On a GPU backend that can take whole steps, the tokens stay on the device: frames are
+    // downloaded at most ~15 times a second (the history, the plots and picking use them), and every
+    // publication carries a device copy the particle view draws.
+    void useDevice() {
+        if (!sim_ || !onGpu_ || !backend_.makeStepper) return;
+        sim_->setRecordGate([this] {
+            if (!playing_) return true; // single steps record every frame, as on the CPU
+            const auto now = std::chrono::steady_clock::now();
+            if (now - lastRecord_ < std::chrono::milliseconds(66)) return false;
+            lastRecord_ = now;
+            return true;
+        });
+        sim_->setStepper(backend_.makeStepper);
     }
 
     // Worker thread, last call: GPU fields and their context are released on the thread they belong to.
@@ -298,8 +319,18 @@ class SimulationRunner::Job : public Steppable {
     }
 
     void publish(double stepsPerSecond, bool playing) override {
+        playing_ = playing;
         auto s = std::make_shared<Snapshot>();
         if (sim_) {
+            if (sim_->onDevice()) {
+                // The view projects d <= 4 on the GPU; higher dimensions need the tokens on the CPU.
+                if (sim_->scene().d > kDeviceDrawMaxDim) sim_->syncTokens();
+                try {
+                    s->device = sim_->shareTokens();
+                } catch (const std::exception& e) {
+                    error_ = e.what();
+                }
+            }
             fill(*s, *sim_);
         } else if (auto last = snapshot()) {
             *s = *last; // no simulation (it failed to build): keep showing the initial tokens
@@ -307,7 +338,7 @@ class SimulationRunner::Job : public Steppable {
         s->generation = generation_;
         s->history = history_;
         s->backend = backendName();
-        s->backendNote = note_;
+        s->backendNote = backendNote();
         s->playing = playing;
         s->stepsPerSecond = stepsPerSecond;
         s->error = error_;
@@ -351,12 +382,22 @@ class SimulationRunner::Job : public Steppable {
     std::string backendName() const {
         if (!sim_) return "CPU";
         if (!onGpu_) return sim_->scene().precision == Precision::Float32 ? "CPU float32" : "CPU float64";
-        return backend_.kind == "gl" ? "OpenGL float32" : "Vulkan float32";
+        const std::string name = backend_.kind == "gl" ? "OpenGL float32" : "Vulkan float32";
+        return sim_->onDevice() ? name + ", tokens on the GPU" : name;
+    }
+
+    // Why a GPU run reads velocities back every stage instead of keeping the tokens on the device.
+    std::string backendNote() const {
+        if (!note_.empty() || !sim_ || !onGpu_ || sim_->onDevice() || sim_->stepperNote().empty())
+            return note_;
+        return "velocities read back every stage: " + sim_->stepperNote();
     }
 
     ComputeBackend backend_; // declared before sim_: its GPU context outlives the fields made in it
     std::string note_;       // why the requested backend is not running
     bool onGpu_ = false;     // the simulation's fields come from backend_ (a GPU)
+    std::chrono::steady_clock::time_point lastRecord_; // device runs: when the last frame was downloaded
+    bool playing_ = false;                             // as last published
     std::unique_ptr<Simulation> sim_;
     std::uint64_t generation_ = 0;
     std::string error_;

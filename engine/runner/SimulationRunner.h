@@ -94,7 +94,14 @@ struct Snapshot {
     std::shared_ptr<const RunHistory> history;
     std::string backend = "CPU"; // which VelocityField integrates the run (CPU float32 / float64, GPU)
     std::string backendNote;     // why the requested backend is not the one running (empty when it is)
+    // Runs whose tokens stay on the GPU: a device copy of the tokens at t (tokens above are those of the last
+    // download, at most ~1/15 s older); null otherwise. Dimensions above kDeviceDrawMaxDim are also
+    // downloaded at every publication.
+    std::shared_ptr<const DeviceTokens> device;
 };
+
+// The largest dimension the particle view projects on the GPU (up to four coordinate attributes).
+constexpr int kDeviceDrawMaxDim = 4;
 
 class SimulationRunner {
   public:

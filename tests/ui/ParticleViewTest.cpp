@@ -212,5 +212,58 @@ TEST(ParticleView, ClearAndEscapeWhileDrawing) {
     EXPECT_FALSE(w.scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"))->isChecked());
 }
 
+#if FLOWSCOPE_HAVE_GPU
+// The OpenGL backend keeps the tokens on the GPU and the view draws them from there (DESIGN.md, core idea 4).
+// The oracle is the CPU drawing path: at the last step the run also downloads the tokens, so the device copy
+// and Snapshot::tokens hold the same state, and the two pictures must agree pixel for pixel up to float32
+// rounding at disc edges.
+TEST(ParticleView, DrawsGpuResidentTokensStraightFromGpuMemory) {
+    FLOWSCOPE_REQUIRE_GUI();
+    MainWindow w;
+    w.particleView()->setHudVisible(false);
+    w.resize(900, 700);
+    Scene scene = tinyScene(256, 12);
+    scene.precision = Precision::Float32;
+    ASSERT_TRUE(w.setScene(scene));
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    w.setBackend(QStringLiteral("gl"));
+    ASSERT_TRUE(waitForSnapshot(w.runner(), [](const Snapshot& s) {
+        return s.backend.rfind("OpenGL", 0) == 0 || !s.backendNote.empty();
+    }));
+    if (const auto s = w.runner().snapshot(); !s->backendNote.empty()) GTEST_SKIP() << s->backendNote;
+
+    const Shown device = advanceAndGrab(w, 12);
+    ParticleView* view = w.particleView();
+    ASSERT_EQ(device.snapshot->step, 12);
+    ASSERT_TRUE(device.snapshot->device) << device.snapshot->backend;
+    EXPECT_EQ(device.snapshot->backend, "OpenGL float32, tokens on the GPU");
+    EXPECT_EQ(device.snapshot->device->step, 12);
+    EXPECT_TRUE(view->drewFromDevice());
+
+    // The same state through the CPU path: the snapshot without its device copy, shown as a preview.
+    auto cpu = std::make_shared<Snapshot>(*device.snapshot);
+    cpu->device.reset();
+    view->setPreview(cpu);
+    const QImage host = view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    EXPECT_FALSE(view->drewFromDevice());
+    view->setPreview(nullptr);
+
+    const QImage& gpu = device.image;
+    ASSERT_EQ(gpu.size(), host.size());
+    long particles = 0, disagree = 0;
+    for (int y = 0; y < gpu.height(); ++y) {
+        const auto* a = reinterpret_cast<const QRgb*>(gpu.constScanLine(y));
+        const auto* b = reinterpret_cast<const QRgb*>(host.constScanLine(y));
+        for (int x = 0; x < gpu.width(); ++x) {
+            particles += isParticle(a[x]);
+            disagree += isParticle(a[x]) != isParticle(b[x]);
+        }
+    }
+    ASSERT_GT(particles, 256); // the GPU path drew the cloud
+    EXPECT_LT(double(disagree), 0.02 * double(particles)) << disagree << " of " << particles;
+}
+#endif
+
 } // namespace
 } // namespace flowscope::test

@@ -1,0 +1,67 @@
+// Flowscope engine: whole integration steps on a device (a GPU), the tokens staying there.
+//
+// A VelocityField returns velocities to the CPU, so a run on a GPU field pays a round trip per stage. A
+// DeviceStepper instead keeps the tokens in device memory: advance() only records work, and the tokens come
+// back when someone asks (download). Simulation uses one when its backend offers it (ComputeBackend::
+// makeStepper) and downloads only the frames it records. share() publishes a drawable copy of the tokens in
+// device memory, so a view in the same OpenGL share group draws them without a trip through the CPU
+// (DESIGN.md, core idea 4).
+#pragma once
+
+#include "engine/core/Types.h"
+#include "engine/scene/Scene.h"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+
+namespace flowscope {
+
+// A device-side copy of the tokens at one instant, immutable while anyone holds it: float32, n x d,
+// structure of arrays (coordinate c of token i at float index c n + i), in an OpenGL buffer object of the
+// producer's share group. The producer reuses the buffer only once every holder has let go.
+struct DeviceTokens {
+    unsigned buffer = 0;   // OpenGL buffer name
+    void* fence = nullptr; // GLsync signalled when the copy is complete: glWaitSync on it before reading
+    int n = 0, d = 0;
+    double t = 0.0;
+    long step = 0;
+    // Which share group the buffer name belongs to, as the front end that made the context tags it (the GUI:
+    // its QOpenGLContextGroup); null for headless contexts, whose buffers no view can draw.
+    const void* shareGroup = nullptr;
+    // The producer clears `valid` (under `mutex`) before it deletes the buffer, e.g. when the backend closes.
+    // Readers lock the mutex, check valid, and attach the buffer (a vertex array holds it alive from then).
+    // After drawing, a reader leaves a fence of its own in readFence (under the mutex, replacing and deleting
+    // the one there): the producer waits on it on the GPU before it overwrites the buffer with a later copy.
+    std::shared_ptr<std::mutex> mutex = std::make_shared<std::mutex>();
+    std::shared_ptr<bool> valid = std::make_shared<bool>(true);
+    mutable void* readFence = nullptr; // GLsync
+};
+
+class DeviceStepper {
+  public:
+    virtual ~DeviceStepper() = default;
+    // Replaces the tokens and the time (scaled to the unit sphere first for sphere dynamics).
+    virtual void upload(const Tokens& X, double t) = 0;
+    // Records `steps` steps of h = T / M; reads nothing back.
+    virtual void advance(int steps) = 0;
+    // The current tokens (waits for the device).
+    virtual void download(Tokens& X) = 0;
+    // Live edits, continuing from the current tokens and time; throw SceneError and change nothing when the
+    // device cannot run the new parameters.
+    virtual void setAttention(const AttentionSpec& spec) = 0;
+    virtual void setIntegrator(const IntegratorSpec& spec) = 0;
+    // A drawable device copy of the current tokens; null when the device has no such path.
+    virtual std::shared_ptr<const DeviceTokens> share(long step) {
+        (void)step;
+        return nullptr;
+    }
+    virtual std::string name() const = 0; // e.g. "OpenGL stepper"
+};
+
+// Makes a stepper for a scene's attention, integrator and dimension; throws SceneError naming the field the
+// device cannot run (the caller then integrates with fields instead).
+using StepperFactory =
+    std::function<std::unique_ptr<DeviceStepper>(const AttentionSpec&, const IntegratorSpec&, int d)>;
+
+} // namespace flowscope

@@ -1,0 +1,185 @@
+// Simulation on a DeviceStepper: the bookkeeping of device-resident runs (downloads only at recorded frames,
+// the record gate, divergence checks, falling back to the fields when the device refuses an edit), tested
+// with a stepper that "runs on a device" by integrating on the CPU with the same field and integrator. Its
+// results must therefore equal the plain field run bit for bit; the real GPU stepper is tested in tests/gpu.
+#include "TestUtil.h"
+
+#include "engine/dynamics/DeviceStepper.h"
+#include "engine/dynamics/Simulation.h"
+
+#include <gtest/gtest.h>
+
+using namespace flowscope;
+using namespace flowscope::test;
+
+namespace {
+
+// A device whose memory is a CPU matrix. It refuses l2 attention and Dormand-Prince, as the OpenGL stepper
+// does, and counts the downloads.
+class EmulatedDevice : public DeviceStepper {
+  public:
+    EmulatedDevice(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, int* downloads)
+        : downloads_(downloads) {
+        setAttention(spec);
+        setIntegrator(integrator);
+        (void)d;
+    }
+    void upload(const Tokens& X, double t) override {
+        X_ = X;
+        t_ = t;
+    }
+    void advance(int steps) override {
+        const Field f = [this](double t, const Tokens& X, Tokens& dX) { field_->velocity(t, X, dX); };
+        for (int s = 0; s < steps; ++s) {
+            integrator_->advance(f, t_, h_, X_);
+            t_ += h_;
+        }
+    }
+    void download(Tokens& X) override {
+        ++*downloads_;
+        X = X_;
+    }
+    void setAttention(const AttentionSpec& spec) override {
+        if (spec.type == AttentionType::L2) throw SceneError("/attention/type", "emulated device: no l2");
+        field_ = makeCpuField(spec, spec.heads.at(0).V.rows(), Precision::Float64);
+        if (integrator_) integrator_->invalidate();
+    }
+    void setIntegrator(const IntegratorSpec& spec) override {
+        if (spec.method == Method::DormandPrince)
+            throw SceneError("/integrator/method", "emulated device: fixed steps");
+        integrator_ = makeIntegrator(spec);
+        h_ = spec.T / spec.steps;
+    }
+    std::string name() const override { return "emulated device"; }
+
+  private:
+    int* downloads_;
+    std::unique_ptr<VelocityField> field_;
+    std::unique_ptr<Integrator> integrator_;
+    Tokens X_;
+    double t_ = 0.0, h_ = 0.0;
+};
+
+Scene deviceScene(int every = 1) {
+    Scene s;
+    s.name = "device";
+    s.d = 2;
+    s.n = 40;
+    s.attention = singleHead(AttentionType::Softmax, Mat::Identity(2, 2), Mat::Identity(2, 2),
+                             -0.5 * Mat::Identity(2, 2));
+    s.integrator.method = Method::Rk4;
+    s.integrator.T = 2.0;
+    s.integrator.steps = 20;
+    s.initial.kind = InitKind::Gaussian;
+    s.initial.mean = Vec::Zero(2);
+    s.initial.cov = Mat::Identity(2, 2);
+    s.output.every = every;
+    return s;
+}
+
+StepperFactory emulated(int* downloads) {
+    return [downloads](const AttentionSpec& spec, const IntegratorSpec& integrator, int d) {
+        return std::unique_ptr<DeviceStepper>(new EmulatedDevice(spec, integrator, d, downloads));
+    };
+}
+
+} // namespace
+
+TEST(DeviceRun, EqualsTheFieldRunAndDownloadsOnlyRecordedFrames) {
+    const Scene scene = deviceScene(5);
+    Simulation reference(scene);
+    reference.run();
+    int downloads = 0;
+    Simulation device(scene);
+    device.setStepper(emulated(&downloads));
+    ASSERT_TRUE(device.onDevice());
+    device.run();
+    ASSERT_EQ(device.history().size(), reference.history().size()); // t = 0, 5, 10, 15, 20
+    for (std::size_t k = 0; k < reference.history().size(); ++k) {
+        EXPECT_EQ(device.history()[k].step, reference.history()[k].step);
+        EXPECT_EQ(device.history()[k].tokens, reference.history()[k].tokens) << "frame " << k;
+    }
+    EXPECT_EQ(downloads, 4); // the frames at steps 5, 10, 15, 20; steps in between read nothing back
+    EXPECT_DOUBLE_EQ(device.time(), reference.time());
+}
+
+TEST(DeviceRun, TheRecordGateSkipsDueFramesButNotTheLast) {
+    int downloads = 0, asked = 0;
+    Simulation sim(deviceScene(1));
+    sim.setStepper(emulated(&downloads));
+    sim.setRecordGate([&asked] { return ++asked % 4 == 0; }); // every fourth due frame
+    sim.run();
+    // 19 due frames before the last step ask the gate (4 pass: steps 4, 8, 12, 16); step 20 always records.
+    EXPECT_EQ(asked, 19);
+    ASSERT_EQ(sim.history().size(), 1u + 4u + 1u);
+    EXPECT_EQ(sim.history().back().step, 20);
+    EXPECT_EQ(downloads, 5);
+}
+
+TEST(DeviceRun, RefusedEditsFallBackToTheFieldsAndComeBack) {
+    Scene scene = deviceScene(1);
+    int downloads = 0;
+    Simulation device(scene), reference(scene);
+    device.setStepper(emulated(&downloads));
+    for (int i = 0; i < 5; ++i) device.step(), reference.step();
+
+    AttentionSpec l2 = scene.attention;
+    l2.type = AttentionType::L2;
+    device.setAttention(l2); // the device refuses: the fields take over from the downloaded state
+    reference.setAttention(l2);
+    EXPECT_FALSE(device.onDevice());
+    EXPECT_NE(device.stepperNote().find("no l2"), std::string::npos) << device.stepperNote();
+    for (int i = 0; i < 5; ++i) device.step(), reference.step();
+    EXPECT_EQ(device.tokens(), reference.tokens());
+
+    device.setAttention(scene.attention); // softmax again: back on the device
+    reference.setAttention(scene.attention);
+    EXPECT_TRUE(device.onDevice());
+    EXPECT_TRUE(device.stepperNote().empty());
+    for (int i = 0; i < 5; ++i) device.step(), reference.step();
+    device.syncTokens();
+    EXPECT_EQ(device.tokens(), reference.tokens());
+
+    IntegratorSpec dopri = scene.integrator;
+    dopri.method = Method::DormandPrince;
+    device.setIntegrator(dopri);
+    EXPECT_FALSE(device.onDevice());
+    EXPECT_NE(device.stepperNote().find("fixed steps"), std::string::npos);
+}
+
+TEST(DeviceRun, ANonFiniteDownloadKeepsTheLastGoodFrame) {
+    // A device that produces NaN after its third step: the run stops with a NonFinite event bracketed by the
+    // last good download, and the tokens are those of that download.
+    class Poisoned : public EmulatedDevice {
+      public:
+        using EmulatedDevice::EmulatedDevice;
+        void advance(int steps) override {
+            EmulatedDevice::advance(steps);
+            poisoned_ = poisoned_ || ++count_ >= 3;
+        }
+        void download(Tokens& X) override {
+            EmulatedDevice::download(X);
+            if (poisoned_) X(0, 0) = std::numeric_limits<double>::quiet_NaN();
+        }
+
+      private:
+        int count_ = 0;
+        bool poisoned_ = false;
+    };
+    int downloads = 0;
+    const Scene scene = deviceScene(2);
+    Simulation sim(scene);
+    sim.setStepper([&downloads](const AttentionSpec& a, const IntegratorSpec& i, int d) {
+        return std::unique_ptr<DeviceStepper>(new Poisoned(a, i, d, &downloads));
+    });
+    Simulation reference(scene);
+    for (int i = 0; i < 2; ++i) reference.step();
+    while (sim.step()) {
+    }
+    ASSERT_TRUE(sim.event());
+    EXPECT_EQ(sim.event()->kind, RunEvent::Kind::NonFinite);
+    EXPECT_DOUBLE_EQ(sim.event()->t, 0.2); // the download at step 2 was the last good one
+    EXPECT_EQ(sim.stepIndex(), 2);
+    EXPECT_EQ(sim.tokens(), reference.tokens());
+    EXPECT_TRUE(sim.tokens().allFinite());
+}
