@@ -156,6 +156,8 @@ MatF denseVelocity(const std::string& v, const AttentionSpec& spec, const MatF& 
 }
 
 // Seconds per call: a warm-up call (small N only), then repeats until ~0.4 s have passed (at least one).
+constexpr int kDeviceBatch = 8; // --device-steps: Euler steps recorded per read-back
+
 template <class F> double timeIt(F&& f, long n) {
     if (n <= 16384) f();
     int reps = 0;
@@ -196,6 +198,7 @@ int bench(const Args& raw) {
     const bool noBaseline = p.flag("--no-baseline");
     const std::string backendName = p.option("--backend", "cpu");
     const std::string peakText = p.option("--peak-flops", "");
+    const bool deviceSteps = p.flag("--device-steps");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (p.positional.size() == 1 && p.positional[0] == "moments") return benchMoments(json);
     if (p.positional.size() != 1 || p.positional[0] != "particles")
@@ -216,6 +219,9 @@ int bench(const Args& raw) {
     }
 
     const ComputeBackend backend = openCliBackend(backendName);
+    if (deviceSteps && !backend.makeStepper)
+        throw UsageError("--device-steps: backend " + backend.kind +
+                         " has no device stepper (try --backend gl)");
     double peak = 0.0;
     if (!peakText.empty()) {
         try {
@@ -232,8 +238,12 @@ int bench(const Args& raw) {
                                        : "FP32 peak (--peak-flops): ")
                   << peak / 1e9 << " Gflop/s\n";
         std::cout
-            << "bench particles: one velocity evaluation, d = " << d << ", " << precisionText << ", backend "
-            << backend.kind << " (" << backend.device << ")\n"
+            << "bench particles: "
+            << (deviceSteps ? "Euler steps on the device (" + std::to_string(kDeviceBatch) +
+                                  " per read-back), one evaluation each"
+                            : std::string("one velocity evaluation"))
+            << ", d = " << d << ", " << precisionText << ", backend " << backend.kind << " ("
+            << backend.device << ")\n"
             << "baseline: dense N x N scores with Eigen (1 thread, float32); pairs = N^2 per evaluation; "
                "peak% counts (4d + 2) flops per pair and head\n\n"
             << std::left << std::setw(11) << "variant" << std::right << std::setw(8) << "N" << std::setw(14)
@@ -248,8 +258,12 @@ int bench(const Args& raw) {
             Tokens X(n, d);
             for (long i = 0; i < X.size(); ++i) X.data()[i] = normal(rng);
             std::unique_ptr<VelocityField> field;
+            std::unique_ptr<DeviceStepper> stepper;
             try {
-                field = backend.makeField(spec, d, prec);
+                if (deviceSteps)
+                    stepper = backend.makeStepper(spec, {Method::Euler, 1.0, 1 << 30}, d);
+                else
+                    field = backend.makeField(spec, d, prec);
             } catch (const SceneError& e) { // a variant this backend does not implement yet
                 if (!json)
                     std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n
@@ -257,7 +271,13 @@ int bench(const Args& raw) {
                 break;
             }
             Tokens dX;
-            const double t = timeIt([&] { field->velocity(0.0, X, dX); }, n);
+            double t = 0.0;
+            if (stepper) { // the tokens stay on the device; one read-back per batch waits for the GPU
+                stepper->upload(X, 0.0);
+                t = timeIt([&] { stepper->advance(kDeviceBatch), stepper->download(dX); }, n) / kDeviceBatch;
+            } else {
+                t = timeIt([&] { field->velocity(0.0, X, dX); }, n);
+            }
             const double pairs = double(n) * double(n) / t;
             const double flopsPerPair = double(4 * d + 2) * double(std::max(spec.headCount(), 1));
             const double fraction = pairs * flopsPerPair / peak;
@@ -272,6 +292,7 @@ int bench(const Args& raw) {
             const double ratio = pairs / base;
             if (json) {
                 nlohmann::json r = {{"variant", v},
+                                    {"device_steps", deviceSteps},
                                     {"backend", backend.kind},
                                     {"device", backend.device},
                                     {"flops_per_pair", flopsPerPair},
