@@ -1,0 +1,223 @@
+#include "engine/flows/Flow.h"
+
+#include <cmath>
+#include <numbers>
+#include <stdexcept>
+#include <string>
+
+namespace flowscope::flows {
+
+double softplus(double u) {
+    return std::max(u, 0.0) + std::log1p(std::exp(-std::abs(u)));
+}
+
+double softplusInverse(double y) {
+    if (!(y > 0.0)) throw std::invalid_argument("softplusInverse: needs y > 0, got " + std::to_string(y));
+    return y > 30.0 ? y : std::log(std::expm1(y));
+}
+
+template <class S> FlowParams<S> FlowParams<S>::init(const FlowConfig& c) {
+    if (c.layers < 1) throw std::invalid_argument("flow: layers must be >= 1");
+    if (!(c.T > 0.0)) throw std::invalid_argument("flow: T must be > 0");
+    if (!(c.lambda0 > 0.0) || !(c.beta0 > 0.0))
+        throw std::invalid_argument("flow: the initial lambda and beta must be > 0");
+    FlowParams p;
+    p.phi = PotentialParams<S>::init(c.d, c.width, c.depth, c.seed);
+    p.lambdaRaw(0, 0) = S(softplusInverse(c.lambda0));
+    p.betaRaw(0, 0) = S(softplusInverse(c.beta0));
+    return p;
+}
+
+template <class S> FlowParams<S> FlowParams<S>::zerosLike() const {
+    FlowParams z;
+    z.phi = phi.zerosLike();
+    return z;
+}
+
+namespace {
+
+template <class S> using Mat = ad::Matrix<S>;
+
+// The parameters on one tape: φ, and λ, β as 1x1 Vars (parameters through softplus, or constants).
+template <class S> struct Bound {
+    BoundPotential<S> phi;
+    ad::Var<S> lambda, beta;
+};
+
+template <class S>
+Bound<S> bindFlow(ad::Tape<S>& tape, const FlowConfig& c, const FlowParams<S>& p, FlowParams<S>* grads) {
+    Bound<S> b;
+    b.phi = grads ? bind(tape, p.phi, grads->phi) : bindConstant(tape, p.phi);
+    auto positive = [&](const Mat<S>& raw, Mat<S>* grad, bool train) {
+        if (grads && train) {
+            if (grad->rows() != 1 || grad->cols() != 1) *grad = Mat<S>::Zero(1, 1);
+            return ad::softplus(tape.parameter(raw, *grad));
+        }
+        return tape.constant(Mat<S>::Constant(1, 1, S(softplus(double(raw(0, 0))))));
+    };
+    b.lambda = positive(p.lambdaRaw, grads ? &grads->lambdaRaw : nullptr, c.trainLambda);
+    b.beta = positive(p.betaRaw, grads ? &grads->betaRaw : nullptr, c.trainBeta);
+    return b;
+}
+
+// [x; t 1^T]: the potential's input.
+template <class S> ad::Var<S> withTime(ad::Tape<S>& tape, ad::Var<S> X, double t) {
+    return ad::vstack({X, tape.constant(Mat<S>::Constant(1, X.cols(), S(t)))});
+}
+
+template <class S> RwpoOptions layerOptions(const FlowConfig& c) {
+    RwpoOptions o = c.rwpoOptions;
+    o.h = c.h();
+    return o;
+}
+
+template <class S> void checkData(const FlowConfig& c, const Mat<S>& X, const char* what) {
+    if (X.rows() != c.d || X.cols() < 1)
+        throw std::invalid_argument(std::string("flow: ") + what +
+                                    " must be d x N with d = " + std::to_string(c.d) + " and N >= 1, got " +
+                                    std::to_string(X.rows()) + " x " + std::to_string(X.cols()));
+}
+
+} // namespace
+
+template <class S> FlowModel<S>::FlowModel(const FlowConfig& config) : config_(config) {
+    params_ = FlowParams<S>::init(config_);
+}
+
+template <class S>
+ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowParams<S>& grads,
+                                    LossTerms* terms) const {
+    checkData<S>(config_, data, "the data batch");
+    const FlowConfig& c = config_;
+    const int d = c.d;
+    const double h = c.h();
+    const double n = double(data.cols());
+    if (grads.phi.blockCount() != params_.phi.blockCount()) grads = params_.zerosLike();
+    const Bound<S> p = bindFlow(tape, c, params_, &grads);
+    const ad::Var<S> lambdaH = ad::scale(p.lambda, S(h));
+    const ad::Var<S> invBeta = ad::div(tape.constant(Mat<S>::Ones(1, 1)), p.beta);
+
+    ad::Var<S> X = tape.constant(data); // x^M
+    ad::Var<S> logDet = tape.constant(Mat<S>::Zero(1, data.cols()));
+    ad::Var<S> transport = tape.constant(Mat<S>::Zero(1, 1));
+    ad::Var<S> hjb = tape.constant(Mat<S>::Zero(1, 1));
+    for (int k = c.layers; k >= 1; --k) {
+        if (c.rwpo) { // (23), first half: the RWPO sub-step with its generation sign
+            const RwpoOutputs<S> r = recordRwpo(tape, X, p.lambda, p.beta, layerOptions<S>(c));
+            X = r.y;
+            logDet = ad::add(logDet, r.logDetTerm);
+        }
+        const PotentialOutputs<S> phi = recordPotential(tape, p.phi, withTime(tape, X, (k - 1) * h));
+        const ad::Var<S> gradX = ad::rows(phi.grad, 0, d);
+        const ad::Var<S> dphidt = ad::rows(phi.grad, d, 1);
+        // ∇φ̃ = ∇φ - ∇ψ and the residual of the viscous HJB, at x^{k-1/2} and t_{k-1}.
+        ad::Var<S> drift = gradX;
+        ad::Var<S> residual;
+        if (c.rwpo) {
+            const ad::Var<S> gradPsi = ad::scale(ad::sub(X, ad::softThreshold(X, lambdaH)), S(1.0 / h));
+            drift = ad::sub(gradX, gradPsi);
+            const double thr = double(lambdaH.scalar());
+            Mat<S> lapPsi(1, X.cols());
+            for (Eigen::Index j = 0; j < X.cols(); ++j)
+                lapPsi(0, j) = S((X.value().col(j).array().abs() <= S(thr)).count() / h);
+            const ad::Var<S> viscous = ad::scale(ad::sub(phi.lap, tape.constant(lapPsi)), invBeta);
+            residual = ad::add(ad::add(dphidt, ad::scale(ad::colSumSquares(drift), S(0.5))), viscous);
+        } else {
+            residual = ad::add(dphidt, ad::scale(ad::colSumSquares(drift), S(0.5)));
+        }
+        transport = ad::add(transport, ad::scale(ad::sum(ad::colSumSquares(drift)), S(h / (2.0 * n))));
+        hjb = ad::add(hjb, ad::scale(ad::sum(ad::square(residual)), S(h / n)));
+        // (23), second half, and (24): the drift sub-step backwards and its first-order log-det.
+        X = ad::sub(X, ad::scale(gradX, S(h)));
+        logDet = ad::sub(logDet, ad::scale(phi.lap, S(h)));
+    }
+    // log N(x^0; 0, I) + the accumulated log-dets = log ρ_T(x^M).
+    const ad::Var<S> logBase = ad::addScalar(ad::scale(ad::colSumSquares(X), S(-0.5)),
+                                             S(-0.5 * d * std::log(2.0 * std::numbers::pi)));
+    const ad::Var<S> nll = ad::neg(ad::mean(ad::add(logBase, logDet)));
+    const ad::Var<S> loss =
+        ad::add(ad::add(nll, ad::scale(transport, S(c.transportWeight))), ad::scale(hjb, S(c.hjbWeight)));
+    if (terms) {
+        terms->loss = double(loss.scalar());
+        terms->nll = double(nll.scalar());
+        terms->transport = double(transport.scalar());
+        terms->hjb = double(hjb.scalar());
+    }
+    return loss;
+}
+
+template <class S> LossTerms FlowModel<S>::lossAndGradient(const Matrix& data, FlowParams<S>& grads) const {
+    grads = params_.zerosLike();
+    ad::Tape<S> tape;
+    LossTerms terms;
+    const ad::Var<S> loss = recordLoss(tape, data, grads, &terms);
+    tape.backward(loss);
+    return terms;
+}
+
+template <class S>
+typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vector<Matrix>* trajectory) const {
+    checkData<S>(config_, Z, "the base samples");
+    const FlowConfig& c = config_;
+    ad::Tape<S> tape;
+    Matrix X = Z;
+    if (trajectory) trajectory->assign(1, X);
+    for (int k = 0; k < c.layers; ++k) {
+        tape.clear();
+        const Bound<S> q = bindFlow<S>(tape, c, params_, nullptr);
+        const PotentialOutputs<S> phi =
+            recordPotential(tape, q.phi, withTime(tape, tape.constant(X), k * c.h()));
+        X += S(c.h()) * phi.grad.value().topRows(c.d);
+        if (c.rwpo) {
+            const ad::Var<S> x = tape.constant(X);
+            X = recordRwpo(tape, x, q.lambda, q.beta, layerOptions<S>(c)).y.value();
+        }
+        if (trajectory) trajectory->push_back(X);
+    }
+    return X;
+}
+
+template <class S>
+typename FlowModel<S>::Matrix FlowModel<S>::encode(const Matrix& data,
+                                                   Eigen::Matrix<S, 1, Eigen::Dynamic>* logDensity,
+                                                   std::vector<Matrix>* trajectory) const {
+    checkData<S>(config_, data, "the data");
+    const FlowConfig& c = config_;
+    const double h = c.h();
+    Matrix X = data;
+    Eigen::Matrix<S, 1, Eigen::Dynamic> logDet = Eigen::Matrix<S, 1, Eigen::Dynamic>::Zero(data.cols());
+    if (trajectory) trajectory->assign(1, X);
+    ad::Tape<S> tape;
+    for (int k = c.layers; k >= 1; --k) {
+        tape.clear();
+        const Bound<S> p = bindFlow<S>(tape, c, params_, nullptr);
+        if (c.rwpo) {
+            const RwpoOutputs<S> r = recordRwpo(tape, tape.constant(X), p.lambda, p.beta, layerOptions<S>(c));
+            X = r.y.value();
+            logDet += r.logDetTerm.value();
+        }
+        const PotentialOutputs<S> phi =
+            recordPotential(tape, p.phi, withTime(tape, tape.constant(X), (k - 1) * h));
+        X -= S(h) * phi.grad.value().topRows(c.d);
+        logDet -= S(h) * phi.lap.value();
+        if (trajectory) trajectory->push_back(X);
+    }
+    if (logDensity) {
+        const S logNorm = S(-0.5 * c.d * std::log(2.0 * std::numbers::pi));
+        *logDensity = (S(-0.5) * X.colwise().squaredNorm()).array() + logNorm;
+        *logDensity += logDet;
+    }
+    return X;
+}
+
+template <class S> double FlowModel<S>::roundTripError(const Matrix& Z) const {
+    const Matrix back = encode(generate(Z));
+    return double((back - Z).colwise().norm().mean());
+}
+
+template struct FlowParams<float>;
+template struct FlowParams<double>;
+template class FlowModel<float>;
+template class FlowModel<double>;
+
+} // namespace flowscope::flows

@@ -1,0 +1,103 @@
+// Flowscope engine: the generative flow of Algorithm 1 (seed-flows.md §1.2-§1.5): M layers of "drift along
+// the OT-Flow potential + RWPO sparse-transformer sub-step", trained by maximum likelihood with the transport
+// and HJB regularizers of loss (16); λ and β learned through softplus.
+//
+// Conventions (the digest's open decisions, settled here):
+//   * time of the drift in layer k: generation (22) takes x^{k+1/2} = x^k + h ∇φ(x^k, t_k); training (23)
+//   takes
+//     x^{k-1} = x^{k-1/2} - h ∇φ(x^{k-1/2}, t_{k-1}), so both use φ at t_{k-1} for the same sub-step;
+//   * the RWPO sub-step keeps its sign in training (paper-literal): the fitted density is that of the inverse
+//     of the training map, not of the sampler; roundTripError() measures the gap (§1.3);
+//   * log-density (24): log ρ_T(x^M) = log N(x^0; 0, I) + Σ_k [½∇·G_k(x^k) - h Δφ(x^{k-1/2}, t_{k-1})], with
+//     log|det J_F| in place of ½∇·G when RwpoOptions::exactLogDet is set;
+//   * ∇ψ and Δψ are the Moreau (Huber) smoothing at the step's threshold: ∇ψ = (x - S_{λh}(x)) / h,
+//     Δψ = #{i : |x_i| <= λh} / h;
+//   * without the RWPO layer (the plain OT-Flow baseline) there is no prior and no diffusion: the transport
+//     term is |∇φ|² and the HJB residual ∂tφ + ½|∇φ|².
+// Layout: samples are columns (d x N).
+#pragma once
+
+#include "engine/autodiff/Tape.h"
+#include "engine/flows/Potential.h"
+#include "engine/flows/RwpoLayer.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace flowscope::flows {
+
+struct FlowConfig {
+    int d = 2;
+    int width = 32; // m, the ResNet width of φ
+    int depth = 2;  // nTh, OT-Flow's ResNet layer count (>= 2)
+    int layers = 8; // M, the flow's layers (time steps); h = T / M
+    double T = 1.0;
+    bool rwpo = true; // false: the plain OT-Flow baseline
+    RwpoOptions rwpoOptions;
+    double lambda0 = 2.0, beta0 = 1.0; // initial λ (L1 prior weight) and β (inverse temperature)
+    bool trainLambda = true, trainBeta = true;
+    double transportWeight = 1.0; // weight of (19)
+    double hjbWeight = 0.1;       // c in (16)
+    std::uint64_t seed = 0;
+
+    double h() const { return T / layers; }
+};
+
+double softplus(double u);
+double softplusInverse(double y); // y > 0
+
+template <class S> struct FlowParams {
+    using Matrix = ad::Matrix<S>;
+    PotentialParams<S> phi;
+    Matrix lambdaRaw = Matrix::Zero(1, 1),
+           betaRaw = Matrix::Zero(1, 1); // λ = softplus(lambdaRaw), β likewise
+
+    static FlowParams init(const FlowConfig& c);
+    FlowParams zerosLike() const;
+    double lambda() const { return softplus(double(lambdaRaw(0, 0))); }
+    double beta() const { return softplus(double(betaRaw(0, 0))); }
+    // f(value, grad, name) for every trainable block (for Adam::add); frozen λ / β are left out.
+    template <class F> void forEach(FlowParams& grads, const FlowConfig& c, F&& f) {
+        phi.forEach(grads.phi, f);
+        if (c.rwpo && c.trainLambda) f(lambdaRaw, grads.lambdaRaw, std::string("lambda"));
+        if (c.rwpo && c.trainBeta) f(betaRaw, grads.betaRaw, std::string("beta"));
+    }
+};
+
+struct LossTerms {
+    double loss = 0, nll = 0, transport = 0, hjb = 0;
+};
+
+template <class S> class FlowModel {
+  public:
+    using Matrix = ad::Matrix<S>;
+    explicit FlowModel(const FlowConfig& config);
+
+    const FlowConfig& config() const { return config_; }
+    FlowParams<S>& params() { return params_; }
+    const FlowParams<S>& params() const { return params_; }
+
+    // Records loss (16) on `tape` for a data batch (d x N, placed at t = T) and returns its 1x1 Var; the
+    // parameters are bound to `grads`, so tape.backward(loss) adds the gradient there. `terms` gets the
+    // parts.
+    ad::Var<S> recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowParams<S>& grads,
+                          LossTerms* terms) const;
+    // Sets grads to the gradient of the loss at `data` and returns its terms (non-finite values possible).
+    LossTerms lossAndGradient(const Matrix& data, FlowParams<S>& grads) const;
+
+    // Generation (22) from base samples Z (d x N); `trajectory`, when given, gets x^0 .. x^M.
+    Matrix generate(const Matrix& Z, std::vector<Matrix>* trajectory = nullptr) const;
+    // The training map (23) from data X to x^0, with log ρ_T(X) by (24) (1 x N); `trajectory` gets x^M ..
+    // x^0.
+    Matrix encode(const Matrix& X, Eigen::Matrix<S, 1, Eigen::Dynamic>* logDensity = nullptr,
+                  std::vector<Matrix>* trajectory = nullptr) const;
+    // mean |encode(generate(Z)) - Z| over the columns (§1.3's round trip; 0 only without the RWPO layer and
+    // as h -> 0).
+    double roundTripError(const Matrix& Z) const;
+
+  private:
+    FlowConfig config_;
+    FlowParams<S> params_;
+};
+
+} // namespace flowscope::flows

@@ -1,0 +1,229 @@
+#include "engine/flows/RwpoLayer.h"
+
+#include "engine/core/Parallel.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace flowscope::flows {
+
+namespace {
+
+using ad::Index;
+template <class S> using Mat = ad::Matrix<S>;
+template <class S> using Var = ad::Var<S>;
+
+void check(bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument("RWPO layer: " + what);
+}
+
+void checkArguments(Index d, Index N, double lambda, double beta, const RwpoOptions& o) {
+    check(d >= 1 && N >= 1, "needs at least one token of dimension >= 1");
+    check(lambda >= 0 && std::isfinite(lambda), "lambda must be finite and >= 0");
+    check(beta > 0 && std::isfinite(beta), "beta must be finite and > 0");
+    check(o.h > 0 && std::isfinite(o.h), "h must be finite and > 0");
+    check(!o.leaveOneOut || N >= 2, "leave-one-out needs at least 2 tokens");
+    check(!o.exactLogDet || o.kernel == RwpoKernel::Separable || d == 2,
+          "the exact log-det of a vector kernel is implemented for d = 2 only");
+}
+
+// Softmax over keys of the logits Q^T K (row j: query j, column l: key l). The features carry the key bias
+// as an extra coordinate (a row of ones in Q against the bias row of K), so the logits are one GEMM and one
+// N x N node. leaveOneOut sets the diagonal to -inf: the query's own key gets weight exactly 0.
+template <class S> Var<S> attentionWeights(Var<S> Q, Var<S> K, bool leaveOneOut) {
+    Var<S> logits = ad::matmulTN(Q, K);
+    if (leaveOneOut) {
+        Mat<S> mask = Mat<S>::Zero(logits.rows(), logits.cols());
+        mask.diagonal().setConstant(-std::numeric_limits<S>::infinity());
+        logits = ad::add(logits, logits.tape->constant(mask));
+    }
+    return ad::softmaxRows(logits);
+}
+
+// The Huber function of the Moreau envelope M of λ|.| (as ad::huberL1), for the diagnostics.
+double huber(double s, double lambda, double h) {
+    const double a = std::abs(s);
+    return a <= lambda * h ? s * s / (2 * h) : lambda * a - lambda * lambda * h / 2;
+}
+
+double softThreshold(double s, double t) {
+    return s > t ? s - t : (s < -t ? s + t : 0.0);
+}
+
+// w = softmax(u) in place (max-subtracted); u may hold -inf entries, not all.
+void softmaxInPlace(Eigen::VectorXd& u) {
+    u = (u.array() - u.maxCoeff()).exp();
+    u /= u.sum();
+}
+
+} // namespace
+
+template <class S>
+RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> beta, const RwpoOptions& o) {
+    check(lambda.rows() == 1 && lambda.cols() == 1 && beta.rows() == 1 && beta.cols() == 1,
+          "lambda and beta must be 1x1");
+    const Index d = X.rows(), N = X.cols();
+    checkArguments(d, N, double(lambda.scalar()), double(beta.scalar()), o);
+    const S h = S(o.h), c2h = S(1) / (2 * h), c4h = S(1) / (4 * h);
+    const bool separable = o.kernel == RwpoKernel::Separable, asPrinted = o.kernel == RwpoKernel::AsPrinted;
+
+    // The keys enter the attention centred on the batch mean μ. The softmax over keys and the weighted
+    // (co)variances are shift-invariant, so this changes nothing exactly, but their terms then have the size
+    // of the cloud's spread rather than of its offset: the cancellation in E_w[y²] - m² stays small in float.
+    const Var<S> mu = ad::scale(ad::rowSum(X), S(1) / S(N));
+    const Var<S> Xc = ad::addCol(X, ad::neg(mu));
+    const Var<S> threshold = ad::scale(lambda, h);
+    const Var<S> St = ad::softThreshold(X, threshold); // sign(x) max(|x| - λh, 0): the sign is kept
+    // D = 1{|x_i| > λh}, exactly the op's own test; constant (the kinks have measure zero).
+    const Mat<S> active = (X.value().array().abs() > threshold.scalar()).template cast<S>().matrix();
+    const Var<S> ones = tape.constant(Mat<S>::Ones(1, N));
+    const Var<S> Xc2 = ad::square(Xc);
+    const Var<S> Qx = ad::scale(ad::scale(Xc, beta), c2h); // (β/(2h)) x̃
+    // Local kernels: the query's own -β/(4h) x̃² does not change the softmax, but with it the logits are U
+    // itself, -β/(4h) |x - y|² + β/2 M(y), small where the weights live, rather than U + β/(4h) |x̃|²; the
+    // float rounding of the logit gradient then no longer multiplies that offset in d/dβ.
+    const Var<S> queryBias = ad::scale(ad::scale(Xc2, beta), -c4h); // per coordinate
+    const Var<S> keyBias =
+        ad::scale(ad::add(ad::scale(Xc2, -c4h), ad::scale(ad::huberL1(X, lambda, h), S(0.5))),
+                  beta); // -β/(4h) ỹ² + β/2 huber(y), per coordinate
+
+    Var<S> mean, var, cov12; // centred weighted means m - μ and variances (d x N); d = 2: covariance (1 x N)
+    if (!separable) {
+        Var<S> Q, K;
+        if (asPrinted) { // (β/(2h)) (x - S(x)) . ỹ + (βλ/2) |S(y)|₁ (x-only terms dropped)
+            Q = ad::vstack({ad::scale(ad::scale(ad::sub(X, St), beta), c2h), ones});
+            K = ad::vstack(
+                {Xc, ad::scale(ad::scale(ad::scale(ad::colSum(ad::abs(St)), lambda), beta), S(0.5))});
+        } else { // (β/(2h)) x̃ . ỹ - β/(4h) |x̃|² - β/(4h) |ỹ|² + β/2 M(y)
+            Q = ad::vstack({Qx, ad::colSum(queryBias), ones});
+            K = ad::vstack({Xc, ones, ad::colSum(keyBias)});
+        }
+        const Var<S> weights = attentionWeights(Q, K, o.leaveOneOut);
+        // One GEMM for every weighted moment: [x̃; x̃²; x̃₁x̃₂] W^T.
+        std::vector<Var<S>> features = {Xc, Xc2};
+        if (o.exactLogDet) features.push_back(ad::mul(ad::rows(Xc, 0, 1), ad::rows(Xc, 1, 1)));
+        const Var<S> moments = ad::matmulNT(ad::vstack(features), weights);
+        mean = ad::rows(moments, 0, d);
+        var = ad::sub(ad::rows(moments, d, d), ad::square(mean));
+        if (o.exactLogDet)
+            cov12 = ad::sub(ad::rows(moments, 2 * d, 1), ad::mul(ad::rows(mean, 0, 1), ad::rows(mean, 1, 1)));
+    } else { // per coordinate i: (β/(2h)) x̃_i ỹ_i - β/(4h) x̃_i² - β/(4h) ỹ_i² + β/2 huber(y_i)
+        std::vector<Var<S>> means, vars;
+        for (Index i = 0; i < d; ++i) {
+            const Var<S> xi = ad::rows(Xc, i, 1), xi2 = ad::rows(Xc2, i, 1);
+            const Var<S> weights =
+                attentionWeights(ad::vstack({ad::rows(Qx, i, 1), ad::rows(queryBias, i, 1), ones}),
+                                 ad::vstack({xi, ones, ad::rows(keyBias, i, 1)}), o.leaveOneOut);
+            const Var<S> moments = ad::matmulNT(ad::vstack({xi, xi2}), weights);
+            means.push_back(ad::rows(moments, 0, 1));
+            vars.push_back(ad::sub(ad::rows(moments, 1, 1), ad::square(means.back())));
+        }
+        mean = d == 1 ? means[0] : ad::vstack(means);
+        var = d == 1 ? vars[0] : ad::vstack(vars);
+    }
+
+    RwpoOutputs<S> out;
+    out.y = ad::add(X, ad::scale(ad::sub(St, ad::addCol(mean, mu)), S(0.5))); // x + (S(x) - m(x)) / 2
+
+    // κ C_w entries, κ = β/(4h); the as-printed kernel's ∂m/∂x = 2κ C_w (I - D) only sees inactive columns.
+    const Mat<S> inactive = Mat<S>::Ones(d, N) - active;
+    Var<S> kVar = ad::scale(ad::scale(var, beta), c4h);
+    if (asPrinted) kVar = ad::maskMul(kVar, inactive);
+    if (!o.exactLogDet) { // 1/2 div G = n_act / 2 - κ Σ_i (C_w)_ii
+        out.logDetTerm = ad::sub(tape.constant(S(0.5) * active.colwise().sum()), ad::colSum(kVar));
+    } else {
+        const Var<S> diagonal = ad::sub(tape.constant((Mat<S>::Ones(d, N) + S(0.5) * active).eval()), kVar);
+        if (separable) { // J_F is diagonal
+            out.logDetTerm = ad::colSum(ad::log(ad::abs(diagonal)));
+        } else { // d = 2: det = J11 J22 - J12 J21
+            Var<S> offDiagonal = ad::square(ad::scale(ad::scale(cov12, beta), c4h));
+            if (asPrinted)
+                offDiagonal = ad::maskMul(offDiagonal, Mat<S>(inactive.row(0).cwiseProduct(inactive.row(1))));
+            const Var<S> det =
+                ad::sub(ad::mul(ad::rows(diagonal, 0, 1), ad::rows(diagonal, 1, 1)), offDiagonal);
+            out.logDetTerm = ad::log(ad::abs(det));
+        }
+    }
+    return out;
+}
+
+template RwpoOutputs<float> recordRwpo(ad::Tape<float>&, Var<float>, Var<float>, Var<float>,
+                                       const RwpoOptions&);
+template RwpoOutputs<double> recordRwpo(ad::Tape<double>&, Var<double>, Var<double>, Var<double>,
+                                        const RwpoOptions&);
+
+Eigen::RowVectorXd rwpoJacobianDeterminants(const Eigen::MatrixXd& X, double lambda, double beta,
+                                            const RwpoOptions& o) {
+    const Index d = X.rows(), N = X.cols();
+    RwpoOptions any = o; // det J_F for any d: the d = 2 restriction is the tape's
+    any.exactLogDet = false;
+    checkArguments(d, N, lambda, beta, any);
+    const double h = o.h, t = lambda * h, kappa = beta / (4 * h);
+    const Eigen::MatrixXd Y = X.colwise() - X.rowwise().mean(); // centred keys, as in recordRwpo
+    const Eigen::MatrixXd S = X.unaryExpr([t](double s) { return softThreshold(s, t); });
+    const Eigen::MatrixXd active = (X.array().abs() > t).cast<double>();
+    const Eigen::MatrixXd envelope = X.unaryExpr([&](double s) { return huber(s, lambda, h); });
+    // Query features and key biases of the logits (see recordRwpo); separable: per coordinate.
+    Eigen::MatrixXd Q = (beta / (2 * h)) * (o.kernel == RwpoKernel::AsPrinted ? Eigen::MatrixXd(X - S) : Y);
+    Eigen::MatrixXd bias;
+    if (o.kernel == RwpoKernel::AsPrinted) {
+        bias = (beta * lambda / 2) * S.cwiseAbs().colwise().sum();
+    } else {
+        bias = beta * (-Y.array().square() / (4 * h) + envelope.array() / 2).matrix();
+        if (o.kernel == RwpoKernel::Corrected) bias = bias.colwise().sum().eval();
+    }
+
+    Eigen::RowVectorXd dets(N);
+    parallelFor(std::size_t(N), 16, [&](std::size_t begin, std::size_t end) {
+        Eigen::VectorXd w(N);
+        Eigen::MatrixXd J(d, d);
+        for (Index j = Index(begin); j < Index(end); ++j) {
+            if (o.kernel == RwpoKernel::Separable) {
+                double det = 1;
+                for (Index i = 0; i < d; ++i) {
+                    w = (Q(i, j) * Y.row(i) + bias.row(i)).transpose();
+                    if (o.leaveOneOut) w(j) = -std::numeric_limits<double>::infinity();
+                    softmaxInPlace(w);
+                    const double m = Y.row(i).dot(w);
+                    const double v = (Y.row(i).array() - m).square().matrix().dot(w);
+                    det *= 1 + 0.5 * active(i, j) - kappa * v;
+                }
+                dets(j) = det;
+                continue;
+            }
+            w = (Q.col(j).transpose() * Y + bias).transpose();
+            if (o.leaveOneOut) w(j) = -std::numeric_limits<double>::infinity();
+            softmaxInPlace(w);
+            const Eigen::MatrixXd Z = Y.colwise() - Y * w;
+            J = -kappa * (Z * w.asDiagonal() * Z.transpose());
+            if (o.kernel == RwpoKernel::AsPrinted)
+                J = J * (1.0 - active.col(j).array()).matrix().asDiagonal();
+            J.diagonal().array() += 1 + 0.5 * active.col(j).array();
+            dets(j) = J.determinant();
+        }
+    });
+    return dets;
+}
+
+Eigen::RowVectorXd rwpoJacobianDeterminants(const Eigen::MatrixXf& X, double lambda, double beta,
+                                            const RwpoOptions& options) {
+    return rwpoJacobianDeterminants(Eigen::MatrixXd(X.cast<double>()), lambda, beta, options);
+}
+
+RwpoFolding rwpoFolding(const Eigen::RowVectorXd& dets) {
+    check(dets.size() > 0, "folding statistics of no tokens");
+    return {dets.minCoeff(), double((dets.array() <= 0).count()) / double(dets.size())};
+}
+
+RwpoFolding rwpoFolding(const Eigen::MatrixXd& X, double lambda, double beta, const RwpoOptions& options) {
+    return rwpoFolding(rwpoJacobianDeterminants(X, lambda, beta, options));
+}
+
+RwpoFolding rwpoFolding(const Eigen::MatrixXf& X, double lambda, double beta, const RwpoOptions& options) {
+    return rwpoFolding(rwpoJacobianDeterminants(X, lambda, beta, options));
+}
+
+} // namespace flowscope::flows
