@@ -7,8 +7,8 @@
 //     S(x)_i = sign(x_i) max(|x_i| - λh, 0)              (soft thresholding WITH its sign, §1.2)
 // with the same sign in generation (22) and in the backward/density pass (23) (§1.3). Kernels:
 //   Corrected (default)  U(x, y) = -β/(4h) |x - y|² + β/2 M(y),  M(y) = sum_i huber(y_i) the Moreau
-//                        envelope of λ|.|₁ (ad::huberL1). As attention: logits (β/(2h)) x.y plus the key
-//                        bias -β/(4h)|y|² + β/2 M(y) (the x-only term cancels in the softmax).
+//                        envelope of λ|.|₁ (ad::huberL1). The N x N logits are one GEMM of the expansion
+//                        (β/(2h)) x.y - β/(4h)|x|² - β/(4h)|y|² + β/2 M(y), max-subtracted in the softmax.
 //   AsPrinted            eq. (22) literally, U = -β/2 ((|x-y|² - |S(x)-y|²)/(2h) - λ|S(y)|₁): logits
 //                        (β/(2h)) (x - S(x)).y plus the key bias (βλ/2) |S(y)|₁. Linear in y, so it has no
 //                        locality; at λ = 0 the weights are uniform (the typo, §1.2 item 3).
