@@ -1,6 +1,8 @@
 // The matrix tape: every op's gradient against finite differences (GradCheck.h), composites, parameter
 // accumulation, reuse after clear(), shape errors, float vs double. Oracles are finite differences and
 // closed forms only.
+#include "TestUtil.h"
+
 #include "engine/autodiff/GradCheck.h"
 #include "engine/autodiff/Tape.h"
 
@@ -22,11 +24,7 @@ using Args = std::vector<Vd>;
 namespace {
 
 Md randn(Index r, Index c, std::uint64_t seed, double sigma = 1.0) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<double> normal(0.0, sigma);
-    Md m(r, c);
-    for (Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
-    return m;
+    return flowscope::test::randomTokens(int(r), int(c), seed, sigma); // the same normal draws
 }
 
 Md uniform(Index r, Index c, std::uint64_t seed, double lo, double hi) {

@@ -1,6 +1,8 @@
 // The OT-Flow potential: the recorded ∇Φ and ΔΦ against finite differences of the recorded Φ, the quadratic
 // part against its closed form, every parameter's and s's gradient of a loss built from all outputs against
 // finite differences (GradCheck.h), float against double, the initialization, and a timing print.
+#include "TestUtil.h"
+
 #include "engine/autodiff/GradCheck.h"
 #include "engine/flows/Potential.h"
 
@@ -23,11 +25,7 @@ using Params = flows::PotentialParams<double>;
 namespace {
 
 Md randn(Index r, Index c, std::uint64_t seed, double sigma = 1.0) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<double> normal(0.0, sigma);
-    Md m(r, c);
-    for (Index i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
-    return m;
+    return flowscope::test::randomTokens(int(r), int(c), seed, sigma); // the same normal draws
 }
 
 // OT-Flow's initialization with w, c and b randomized too, so that no term of Φ is trivially 1 or 0.
