@@ -65,10 +65,38 @@ template <class S> ad::Var<S> withTime(ad::Tape<S>& tape, ad::Var<S> X, double t
     return ad::vstack({X, tape.constant(Mat<S>::Constant(1, X.cols(), S(t)))});
 }
 
-template <class S> RwpoOptions layerOptions(const FlowConfig& c) {
+RwpoOptions layerOptions(const FlowConfig& c) {
     RwpoOptions o = c.rwpoOptions;
     o.h = c.h();
     return o;
+}
+
+// Layer k of the training map (23), x^k -> x^{k-1}, with its log-density increment (24) added to logDet:
+// the RWPO sub-step with its generation sign, then the drift backwards along ∇φ(·, t_{k-1}). Returns the
+// drift's evaluation point x^{k-1/2} and φ's outputs there (the loss's regularizers need them).
+template <class S> struct TrainingLayer { ad::Var<S> half, gradX, dphidt, lap; };
+
+template <class S>
+TrainingLayer<S> recordTrainingLayer(ad::Tape<S>& tape, const FlowConfig& c, const Bound<S>& p, int k,
+                                     ad::Var<S>& X, ad::Var<S>& logDet) {
+    if (c.rwpo) {
+        const RwpoOutputs<S> r = recordRwpo(tape, X, p.lambda, p.beta, layerOptions(c));
+        X = r.y;
+        logDet = ad::add(logDet, r.logDetTerm);
+    }
+    const double h = c.h();
+    const PotentialOutputs<S> phi = recordPotential(tape, p.phi, withTime(tape, X, (k - 1) * h));
+    const TrainingLayer<S> layer{X, ad::rows(phi.grad, 0, c.d), ad::rows(phi.grad, c.d, 1), phi.lap};
+    X = ad::sub(X, ad::scale(layer.gradX, S(h)));
+    logDet = ad::sub(logDet, ad::scale(phi.lap, S(h)));
+    return layer;
+}
+
+// log ρ_T(x^M) = log N(x^0; 0, I) + the accumulated log-dets.
+template <class S> ad::Var<S> recordLogDensity(ad::Var<S> x0, ad::Var<S> logDet, int d) {
+    const ad::Var<S> logBase = ad::addScalar(ad::scale(ad::colSumSquares(x0), S(-0.5)),
+                                             S(-0.5 * d * std::log(2.0 * std::numbers::pi)));
+    return ad::add(logBase, logDet);
 }
 
 template <class S> void checkData(const FlowConfig& c, const Mat<S>& X, const char* what) {
@@ -89,10 +117,8 @@ ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowP
                                     LossTerms* terms) const {
     checkData<S>(config_, data, "the data batch");
     const FlowConfig& c = config_;
-    const int d = c.d;
     const double h = c.h();
     const double n = double(data.cols());
-    if (grads.phi.blockCount() != params_.phi.blockCount()) grads = params_.zerosLike();
     const Bound<S> p = bindFlow(tape, c, params_, &grads);
     const ad::Var<S> lambdaH = ad::scale(p.lambda, S(h));
     const ad::Var<S> invBeta = ad::div(tape.constant(Mat<S>::Ones(1, 1)), p.beta);
@@ -102,39 +128,27 @@ ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowP
     ad::Var<S> transport = tape.constant(Mat<S>::Zero(1, 1));
     ad::Var<S> hjb = tape.constant(Mat<S>::Zero(1, 1));
     for (int k = c.layers; k >= 1; --k) {
-        if (c.rwpo) { // (23), first half: the RWPO sub-step with its generation sign
-            const RwpoOutputs<S> r = recordRwpo(tape, X, p.lambda, p.beta, layerOptions<S>(c));
-            X = r.y;
-            logDet = ad::add(logDet, r.logDetTerm);
-        }
-        const PotentialOutputs<S> phi = recordPotential(tape, p.phi, withTime(tape, X, (k - 1) * h));
-        const ad::Var<S> gradX = ad::rows(phi.grad, 0, d);
-        const ad::Var<S> dphidt = ad::rows(phi.grad, d, 1);
+        const TrainingLayer<S> l = recordTrainingLayer(tape, c, p, k, X, logDet);
         // ∇φ̃ = ∇φ - ∇ψ and the residual of the viscous HJB, at x^{k-1/2} and t_{k-1}.
-        ad::Var<S> drift = gradX;
+        ad::Var<S> drift = l.gradX;
         ad::Var<S> residual;
         if (c.rwpo) {
-            const ad::Var<S> gradPsi = ad::scale(ad::sub(X, ad::softThreshold(X, lambdaH)), S(1.0 / h));
-            drift = ad::sub(gradX, gradPsi);
+            const ad::Var<S> gradPsi =
+                ad::scale(ad::sub(l.half, ad::softThreshold(l.half, lambdaH)), S(1.0 / h));
+            drift = ad::sub(l.gradX, gradPsi);
             const double thr = double(lambdaH.scalar());
-            Mat<S> lapPsi(1, X.cols());
-            for (Eigen::Index j = 0; j < X.cols(); ++j)
-                lapPsi(0, j) = S((X.value().col(j).array().abs() <= S(thr)).count() / h);
-            const ad::Var<S> viscous = ad::scale(ad::sub(phi.lap, tape.constant(lapPsi)), invBeta);
-            residual = ad::add(ad::add(dphidt, ad::scale(ad::colSumSquares(drift), S(0.5))), viscous);
+            Mat<S> lapPsi(1, l.half.cols());
+            for (Eigen::Index j = 0; j < l.half.cols(); ++j)
+                lapPsi(0, j) = S((l.half.value().col(j).array().abs() <= S(thr)).count() / h);
+            const ad::Var<S> viscous = ad::scale(ad::sub(l.lap, tape.constant(lapPsi)), invBeta);
+            residual = ad::add(ad::add(l.dphidt, ad::scale(ad::colSumSquares(drift), S(0.5))), viscous);
         } else {
-            residual = ad::add(dphidt, ad::scale(ad::colSumSquares(drift), S(0.5)));
+            residual = ad::add(l.dphidt, ad::scale(ad::colSumSquares(drift), S(0.5)));
         }
         transport = ad::add(transport, ad::scale(ad::sum(ad::colSumSquares(drift)), S(h / (2.0 * n))));
         hjb = ad::add(hjb, ad::scale(ad::sum(ad::square(residual)), S(h / n)));
-        // (23), second half, and (24): the drift sub-step backwards and its first-order log-det.
-        X = ad::sub(X, ad::scale(gradX, S(h)));
-        logDet = ad::sub(logDet, ad::scale(phi.lap, S(h)));
     }
-    // log N(x^0; 0, I) + the accumulated log-dets = log ρ_T(x^M).
-    const ad::Var<S> logBase = ad::addScalar(ad::scale(ad::colSumSquares(X), S(-0.5)),
-                                             S(-0.5 * d * std::log(2.0 * std::numbers::pi)));
-    const ad::Var<S> nll = ad::neg(ad::mean(ad::add(logBase, logDet)));
+    const ad::Var<S> nll = ad::neg(ad::mean(recordLogDensity(X, logDet, c.d)));
     const ad::Var<S> loss =
         ad::add(ad::add(nll, ad::scale(transport, S(c.transportWeight))), ad::scale(hjb, S(c.hjbWeight)));
     if (terms) {
@@ -170,7 +184,7 @@ typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vecto
         X += S(c.h()) * phi.grad.value().topRows(c.d);
         if (c.rwpo) {
             const ad::Var<S> x = tape.constant(X);
-            X = recordRwpo(tape, x, q.lambda, q.beta, layerOptions<S>(c)).y.value();
+            X = recordRwpo(tape, x, q.lambda, q.beta, layerOptions(c)).y.value();
         }
         if (trajectory) trajectory->push_back(X);
     }
@@ -183,29 +197,23 @@ typename FlowModel<S>::Matrix FlowModel<S>::encode(const Matrix& data,
                                                    std::vector<Matrix>* trajectory) const {
     checkData<S>(config_, data, "the data");
     const FlowConfig& c = config_;
-    const double h = c.h();
     Matrix X = data;
-    Eigen::Matrix<S, 1, Eigen::Dynamic> logDet = Eigen::Matrix<S, 1, Eigen::Dynamic>::Zero(data.cols());
+    Matrix logDet = Matrix::Zero(1, data.cols());
     if (trajectory) trajectory->assign(1, X);
+    // Layer by layer on a cleared tape: large query sets (density grids) never hold every layer at once.
     ad::Tape<S> tape;
     for (int k = c.layers; k >= 1; --k) {
         tape.clear();
         const Bound<S> p = bindFlow<S>(tape, c, params_, nullptr);
-        if (c.rwpo) {
-            const RwpoOutputs<S> r = recordRwpo(tape, tape.constant(X), p.lambda, p.beta, layerOptions<S>(c));
-            X = r.y.value();
-            logDet += r.logDetTerm.value();
-        }
-        const PotentialOutputs<S> phi =
-            recordPotential(tape, p.phi, withTime(tape, tape.constant(X), (k - 1) * h));
-        X -= S(h) * phi.grad.value().topRows(c.d);
-        logDet -= S(h) * phi.lap.value();
+        ad::Var<S> x = tape.constant(X), ld = tape.constant(logDet);
+        recordTrainingLayer(tape, c, p, k, x, ld);
+        X = x.value();
+        logDet = ld.value();
         if (trajectory) trajectory->push_back(X);
     }
     if (logDensity) {
-        const S logNorm = S(-0.5 * c.d * std::log(2.0 * std::numbers::pi));
-        *logDensity = (S(-0.5) * X.colwise().squaredNorm()).array() + logNorm;
-        *logDensity += logDet;
+        tape.clear();
+        *logDensity = recordLogDensity(tape.constant(X), tape.constant(logDet), c.d).value();
     }
     return X;
 }
