@@ -151,10 +151,7 @@ TEST(FlowRwpo, OutputMatchesTheDirectDoubleLoopOfEq22) {
         const Md X = tokens(d, 40, 11 + d, 0.4);
         for (RwpoKernel kernel : kKernels) {
             for (bool loo : {false, true}) {
-                RwpoOptions o;
-                o.kernel = kernel;
-                o.leaveOneOut = loo;
-                o.h = kH;
+                const RwpoOptions o{.kernel = kernel, .leaveOneOut = loo, .h = kH};
                 const Md y = record(X, lambda, beta, o).y;
                 Md expected(X.rows(), X.cols());
                 for (Index j = 0; j < X.cols(); ++j)
@@ -179,9 +176,7 @@ TEST(FlowRwpo, SoftThresholdKeepsItsSign) {
     X << -1.0, 10.0, -10.0, //
         0.01, -10.0, 10.0;
     for (RwpoKernel kernel : {RwpoKernel::Corrected, RwpoKernel::Separable}) {
-        RwpoOptions o;
-        o.kernel = kernel;
-        o.h = kH;
+        const RwpoOptions o{.kernel = kernel, .h = kH};
         const Md y = record(X, lambda, 1.0, o).y;
         EXPECT_NEAR(y(0, 0), -1.0 + t / 2, 1e-14) << kernelName(kernel);
         EXPECT_NEAR(y(1, 0), 0.005, 1e-14) << kernelName(kernel);
@@ -196,10 +191,7 @@ TEST(FlowRwpo, DivergenceIsTheTraceOfTheFrozenKeyJacobian) {
         const Md X = tokens(d, 50, 21 + d, 0.4, t, 1e-3);
         for (RwpoKernel kernel : kKernels) {
             for (bool loo : {false, true}) {
-                RwpoOptions o;
-                o.kernel = kernel;
-                o.leaveOneOut = loo;
-                o.h = kH;
+                RwpoOptions o{.kernel = kernel, .leaveOneOut = loo, .h = kH};
                 const Md half = record(X, lambda, beta, o).logDet;
                 Md trace(1, X.cols()), logDet(1, X.cols()), dets(1, X.cols());
                 for (Index j = 0; j < X.cols(); ++j) {
@@ -235,11 +227,8 @@ TEST(FlowRwpo, GradientsInTokensLambdaAndBeta) {
     const Md Wy = tokens(2, 16, 32, 1.0), Wl = tokens(1, 16, 33, 1.0);
     for (RwpoKernel kernel : kKernels) {
         for (int variant = 0; variant < 4; ++variant) { // {first order, exact log-det} x {all keys, LOO}
-            RwpoOptions o;
-            o.kernel = kernel;
-            o.h = kH;
-            o.exactLogDet = variant % 2 == 1;
-            o.leaveOneOut = variant >= 2;
+            const RwpoOptions o{
+                .kernel = kernel, .leaveOneOut = variant >= 2, .exactLogDet = variant % 2 == 1, .h = kH};
             const auto loss = [&](ad::Tape<double>& tape, const std::vector<Vd>& in) {
                 const auto out = recordRwpo(tape, in[0], in[1], in[2], o);
                 return ad::add(ad::sum(ad::mul(out.y, tape.constant(Wy))),
@@ -276,8 +265,7 @@ TEST(FlowRwpo, OneDimensionalGaussianIsTheHeatFlow) {
         }
         X(0, i) = std::sqrt(v) * 0.5 * (lo + hi);
     }
-    RwpoOptions o;
-    o.h = kH;
+    const RwpoOptions o{.h = kH};
     const Md y = record(X, 0.0, beta, o).y;
     const double mx = X.mean(), my = y.mean();
     const double vx = (X.array() - mx).square().mean(), vy = (y.array() - my).square().mean();
@@ -301,9 +289,7 @@ TEST(FlowRwpo, AsPrintedKernelHasUniformWeightsAtLambdaZero) {
     // §1.2 item 3: at λ = 0, U_lit(x, y) = -β/2 (|x-y|² - |x-y|²)/(2h) = 0, so every key weighs 1/N and
     // the layer is y = x + (x - mean(X)) / 2: no locality at all.
     const Md X = tokens(2, 64, 41, 1.0);
-    RwpoOptions o;
-    o.kernel = RwpoKernel::AsPrinted;
-    o.h = kH;
+    const RwpoOptions o{.kernel = RwpoKernel::AsPrinted, .h = kH};
     const Md y = record(X, 0.0, 1.0, o).y;
     const Md expected = X + 0.5 * (X.colwise() - X.rowwise().mean());
     const double err = maxRelative(y, expected);
@@ -319,8 +305,7 @@ TEST(FlowRwpo, FoldingBetweenClustersNotInsideOne) {
     const Md jitter = tokens(2, 101, 51, 0.02);
     for (Index j = 0; j < 100; ++j) X.col(j) = Eigen::Vector2d(j < 50 ? -0.4 : 0.4, 0.0) + jitter.col(j);
     X.col(100) = Eigen::Vector2d(0.0, 0.0);
-    RwpoOptions o;
-    o.h = kH;
+    RwpoOptions o{.h = kH};
     const Eigen::RowVectorXd dets = flowscope::flows::rwpoJacobianDeterminants(X, lambda, beta, o);
     const auto gap = flowscope::flows::rwpoFolding(X, lambda, beta, o);
     std::printf("[ rwpo ] folding: query between clusters det %.3f; min det %.3f, folded fraction %.3f\n",
@@ -358,10 +343,7 @@ TEST(FlowRwpo, FloatAgreesWithDouble) {
     const Md Wy = tokens(2, N, 62, 1.0);
     for (RwpoKernel kernel : kKernels) {
         for (bool exact : {false, true}) {
-            RwpoOptions o;
-            o.kernel = kernel;
-            o.h = kH;
-            o.exactLogDet = exact;
+            const RwpoOptions o{.kernel = kernel, .exactLogDet = exact, .h = kH};
             // {y, logDetTerm, then d/dX, d/dλ, d/dβ of the y read-out, then of sum(logDetTerm)}.
             auto run = [&](auto zero) {
                 using S = decltype(zero);
@@ -398,8 +380,7 @@ TEST(FlowRwpo, RejectsWhatItCannotDo) {
     ad::Tape<double> tape;
     const auto X3 = tape.constant(tokens(3, 8, 71, 1.0)), l = tape.constant(scalar(1)),
                b = tape.constant(scalar(1));
-    RwpoOptions o;
-    o.exactLogDet = true;
+    RwpoOptions o{.exactLogDet = true};
     EXPECT_THROW(recordRwpo(tape, X3, l, b, o), std::invalid_argument); // vector kernel, d = 3
     o.kernel = RwpoKernel::Separable;
     EXPECT_NO_THROW(recordRwpo(tape, X3, l, b, o)); // diagonal: any d
@@ -419,9 +400,7 @@ TEST(FlowRwpo, TimeOfRecordAndBackwardFloat) {
     ad::Matrix<float> gl, gb;
     ad::Tape<float> tape;
     for (bool exact : {false, true}) {
-        RwpoOptions o;
-        o.h = kH;
-        o.exactLogDet = exact;
+        const RwpoOptions o{.exactLogDet = exact, .h = kH};
         double best = 1e30;
         for (int rep = 0; rep < 6; ++rep) {
             const auto start = std::chrono::steady_clock::now();
