@@ -506,9 +506,8 @@ bool ParticleView::drawDevicePoints(const QMatrix4x4& viewProjection, float poin
     // The view axes as rows of a 4 x 4 over the token's coordinates (the same basis the CPU path uses).
     QMatrix4x4 project;
     project.fill(0.0f);
-    for (int k = 0; k < std::min<int>(int(basis_.cols()), 3); ++k)
+    for (int k = 0; k < std::min<int>(int(basis_.cols()), 3); ++k) // a 2-D view has 2 columns: z = 0
         for (int c = 0; c < dev.d; ++c) project(k, c) = float(basis_(c, k));
-    if (!is3D()) project.setRow(2, QVector4D());
     const QVector3D origin(float(origin_.x()), float(origin_.y()), float(origin_.z()));
     drewFromDevice_ = renderer_.drawDevicePoints(dev, project, origin, viewProjection, pointSize);
     return drewFromDevice_;

@@ -95,6 +95,15 @@ bool PointRenderer::initialize() {
         b.vao.release();
         b.vbo.release();
     }
+    // The device program's colours: always the Points buffer (one vertex per token); positions are bound per
+    // draw, as the device copy's buffer changes.
+    deviceVao_.bind();
+    buffers_[Points].vbo.bind();
+    glEnableVertexAttribArray(4);
+    glVertexAttribPointer(4, 4, GL_FLOAT, GL_FALSE, sizeof(PointVertex),
+                          reinterpret_cast<const void*>(offsetof(PointVertex, r)));
+    deviceVao_.release();
+    buffers_[Points].vbo.release();
     ready_ = true;
     return true;
 }
@@ -182,12 +191,8 @@ bool PointRenderer::drawDevicePoints(const DeviceTokens& tokens, const QMatrix4x
                 glVertexAttrib1f(GLuint(c), 0.0f);
             }
         }
+        glBindBuffer(GL_ARRAY_BUFFER, 0);
     }
-    colors.vbo.bind();
-    glEnableVertexAttribArray(4);
-    glVertexAttribPointer(4, 4, GL_FLOAT, GL_FALSE, sizeof(PointVertex),
-                          reinterpret_cast<const void*>(offsetof(PointVertex, r)));
-    colors.vbo.release();
 
     prepare(deviceProgram_, viewProjection, pointSize, true);
     deviceProgram_.setUniformValue("uProject", project);
