@@ -189,6 +189,7 @@ std::vector<long> parseList(const std::string& text) {
 } // namespace
 
 int bench(const Args& raw) {
+    if (!raw.empty() && raw[0] == "train") return benchTrain(Args(raw.begin() + 1, raw.end()));
     ArgParser p(raw);
     const bool json = p.flag("--json");
     const int d = std::stoi(p.option("--d", "2"));
@@ -202,7 +203,7 @@ int bench(const Args& raw) {
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (p.positional.size() == 1 && p.positional[0] == "moments") return benchMoments(json);
     if (p.positional.size() != 1 || p.positional[0] != "particles")
-        throw UsageError("expected 'bench particles' or 'bench moments'");
+        throw UsageError("expected 'bench particles', 'bench moments' or 'bench train'");
     if (d < 1 || d > 1024) throw UsageError("--d must be in [1, 1024]");
     if (precisionText != "float32" && precisionText != "float64")
         throw UsageError("--precision must be float32 or float64");

@@ -54,6 +54,28 @@ std::string ArgParser::unknown() const {
     return "";
 }
 
+long parseLong(const std::string& text, const std::string& option, long lo, long hi) {
+    try {
+        std::size_t used = 0;
+        const long v = std::stol(text, &used);
+        if (used == text.size() && v >= lo && v <= hi) return v;
+    } catch (...) {
+    }
+    throw UsageError(option + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                     "], got '" + text + "'");
+}
+
+double parsePositive(const std::string& text, const std::string& option, bool allowZero) {
+    try {
+        std::size_t used = 0;
+        const double v = std::stod(text, &used);
+        if (used == text.size() && std::isfinite(v) && (v > 0 || (allowZero && v == 0))) return v;
+    } catch (...) {
+    }
+    throw UsageError(option + ": expected a " + (allowZero ? "non-negative" : "positive") + " number, got '" +
+                     text + "'");
+}
+
 nlohmann::json numberJson(double v) {
     return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
@@ -71,16 +93,6 @@ nlohmann::json matrixJson(const Mat& m) {
 }
 
 namespace {
-
-int parsePositiveInt(const std::string& text, const std::string& what) {
-    try {
-        std::size_t used = 0;
-        const long v = std::stol(text, &used);
-        if (used == text.size() && v >= 1 && v <= (1L << 30)) return int(v);
-    } catch (...) {
-    }
-    throw UsageError(what + ": expected a positive integer, got '" + text + "'");
-}
 
 const char* eventKind(RunEvent::Kind k) {
     switch (k) {
@@ -125,7 +137,7 @@ int simulate(const Args& raw) {
 
     const ComputeBackend backend = openCliBackend(backendName);
     Scene scene = loadScene(p.positional[0]); // validates everything before any output
-    if (!every.empty()) scene.output.every = parsePositiveInt(every, "--every");
+    if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
 
     Simulation sim(scene, backend.makeField);
     const bool tty = ::isatty(2);

@@ -20,6 +20,10 @@ int bench(const Args& args);
 int ranks(const Args& args);
 int moments(const Args& args);
 int benchMoments(bool json); // bench moments
+int train(const Args& args);
+int sample(const Args& args);
+int density(const Args& args);
+int benchTrain(const Args& args); // bench train
 
 // The --backend option: "cpu", "gl" or "vulkan" (engine/gpu/Backend.h where this build has it); throws
 // UsageError naming why the backend is unavailable.
@@ -43,6 +47,10 @@ struct ArgParser {
     std::vector<bool> used_;
     void collect();
 };
+
+// Numbers from option text; throw UsageError naming the option and the accepted range.
+long parseLong(const std::string& text, const std::string& option, long lo, long hi);
+double parsePositive(const std::string& text, const std::string& option, bool allowZero = false);
 
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;

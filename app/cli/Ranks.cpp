@@ -27,28 +27,6 @@ std::vector<std::string> splitCommas(const std::string& text) {
     return parts;
 }
 
-long parseLong(const std::string& text, const std::string& option, long lo, long hi) {
-    try {
-        std::size_t used = 0;
-        const long v = std::stol(text, &used);
-        if (used == text.size() && v >= lo && v <= hi) return v;
-    } catch (...) {
-    }
-    throw UsageError(option + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                     "], got '" + text + "'");
-}
-
-double parsePositive(const std::string& text, const std::string& option, bool allowZero = false) {
-    try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && std::isfinite(v) && (v > 0 || (allowZero && v == 0))) return v;
-    } catch (...) {
-    }
-    throw UsageError(option + ": expected a " + (allowZero ? "non-negative" : "positive") + " number, got '" +
-                     text + "'");
-}
-
 std::string histogramText(const std::vector<long>& h) {
     std::ostringstream s;
     for (std::size_t r = 0; r < h.size(); ++r) s << (r ? " " : "") << r << ":" << h[r];

@@ -78,9 +78,9 @@ template <class S> struct TrainingLayer { ad::Var<S> half, gradX, dphidt, lap; }
 
 template <class S>
 TrainingLayer<S> recordTrainingLayer(ad::Tape<S>& tape, const FlowConfig& c, const Bound<S>& p, int k,
-                                     ad::Var<S>& X, ad::Var<S>& logDet) {
+                                     ad::Var<S>& X, ad::Var<S>& logDet, ad::Var<S> keys = {}) {
     if (c.rwpo) {
-        const RwpoOutputs<S> r = recordRwpo(tape, X, p.lambda, p.beta, layerOptions(c));
+        const RwpoOutputs<S> r = recordRwpo(tape, X, p.lambda, p.beta, layerOptions(c), keys);
         X = r.y;
         logDet = ad::add(logDet, r.logDetTerm);
     }
@@ -170,21 +170,64 @@ template <class S> LossTerms FlowModel<S>::lossAndGradient(const Matrix& data, F
 }
 
 template <class S>
-typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vector<Matrix>* trajectory) const {
+typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vector<Matrix>* trajectory,
+                                                     SamplerDiagnostics* diagnostics) const {
     checkData<S>(config_, Z, "the base samples");
     const FlowConfig& c = config_;
+    const S h = S(c.h());
     ad::Tape<S> tape;
-    Matrix X = Z;
-    if (trajectory) trajectory->assign(1, X);
-    for (int k = 0; k < c.layers; ++k) {
+    // One evaluation of ∇φ(·, t) or of the RWPO sub-step F (keys: the points themselves) on a cleared tape.
+    auto drift = [&](const Matrix& P, double t) -> Matrix {
         tape.clear();
         const Bound<S> q = bindFlow<S>(tape, c, params_, nullptr);
-        const PotentialOutputs<S> phi =
-            recordPotential(tape, q.phi, withTime(tape, tape.constant(X), k * c.h()));
-        X += S(c.h()) * phi.grad.value().topRows(c.d);
+        return recordPotential(tape, q.phi, withTime(tape, tape.constant(P), t)).grad.value().topRows(c.d);
+    };
+    auto rwpo = [&](const Matrix& P) -> Matrix {
+        tape.clear();
+        const Bound<S> q = bindFlow<S>(tape, c, params_, nullptr);
+        return recordRwpo(tape, tape.constant(P), q.lambda, q.beta, layerOptions(c)).y.value();
+    };
+    // Solves P = next(P) by fixed-point iteration from `start`, recording the worst residual and count.
+    auto solve = [&](Matrix P, auto&& next) {
+        double change = 0;
+        int it = 0;
+        while (it < kSamplerMaxIterations) {
+            Matrix Q = next(P);
+            change = double((Q - P).cwiseAbs().maxCoeff());
+            P = std::move(Q);
+            ++it;
+            if (!(change > kSamplerTolerance)) break;
+        }
+        if (diagnostics) {
+            diagnostics->residual = std::max(diagnostics->residual, std::isnan(change) ? INFINITY : change);
+            diagnostics->iterations = std::max(diagnostics->iterations, it);
+        }
+        return P;
+    };
+
+    Matrix X = Z;
+    if (trajectory) trajectory->assign(1, X);
+    if (diagnostics) *diagnostics = {};
+    for (int k = 0; k < c.layers; ++k) {
+        const double t = k * c.h();
+        // Drift: (22) takes x + h ∇φ(x, t_k); the exact inverse of the training map's x - h ∇φ(x, t_k) solves
+        // y = x + h ∇φ(y, t_k).
+        Matrix Y = X + h * drift(X, t);
+        if (!c.explicitSampler) Y = solve(Y, [&](const Matrix& P) { return (X + h * drift(P, t)).eval(); });
+        X = std::move(Y);
         if (c.rwpo) {
-            const ad::Var<S> x = tape.constant(X);
-            X = recordRwpo(tape, x, q.lambda, q.beta, layerOptions(c)).y.value();
+            if (c.explicitSampler) {
+                X = rwpo(X); // (22): y + 1/2 G(y)
+            } else {
+                // The training map's sub-step is F(z) = z + 1/2 G(z; Z); solve F(z) = y, z = y - 1/2 G(z; Z)
+                // = y + z - F(z), from its first-order solution 2y - F(y).
+                const Matrix Yh = X;
+                X = solve((S(2) * Yh - rwpo(Yh)).eval(),
+                          [&](const Matrix& P) { return (Yh + P - rwpo(P)).eval(); });
+            }
+            if (diagnostics)
+                diagnostics->folding.push_back(
+                    rwpoFolding(X, params_.lambda(), params_.beta(), layerOptions(c)));
         }
         if (trajectory) trajectory->push_back(X);
     }
@@ -192,12 +235,14 @@ typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vecto
 }
 
 template <class S>
-typename FlowModel<S>::Matrix FlowModel<S>::encode(const Matrix& data,
-                                                   Eigen::Matrix<S, 1, Eigen::Dynamic>* logDensity,
-                                                   std::vector<Matrix>* trajectory) const {
+typename FlowModel<S>::Matrix
+FlowModel<S>::encode(const Matrix& data, Eigen::Matrix<S, 1, Eigen::Dynamic>* logDensity,
+                     std::vector<Matrix>* trajectory, const Matrix* keys) const {
     checkData<S>(config_, data, "the data");
+    if (keys) checkData<S>(config_, *keys, "the reference batch");
     const FlowConfig& c = config_;
     Matrix X = data;
+    Matrix R = keys && c.rwpo ? *keys : Matrix(); // the reference batch, pushed backward beside the queries
     Matrix logDet = Matrix::Zero(1, data.cols());
     if (trajectory) trajectory->assign(1, X);
     // Layer by layer on a cleared tape: large query sets (density grids) never hold every layer at once.
@@ -205,8 +250,14 @@ typename FlowModel<S>::Matrix FlowModel<S>::encode(const Matrix& data,
     for (int k = c.layers; k >= 1; --k) {
         tape.clear();
         const Bound<S> p = bindFlow<S>(tape, c, params_, nullptr);
-        ad::Var<S> x = tape.constant(X), ld = tape.constant(logDet);
-        recordTrainingLayer(tape, c, p, k, x, ld);
+        ad::Var<S> x = tape.constant(X), ld = tape.constant(logDet), r;
+        if (R.size() > 0) { // this layer's keys: the reference batch's x^k; then it moves on to x^{k-1}
+            r = tape.constant(R);
+            ad::Var<S> next = r, unused = tape.constant(Matrix::Zero(1, R.cols()));
+            recordTrainingLayer(tape, c, p, k, next, unused);
+            R = next.value();
+        }
+        recordTrainingLayer(tape, c, p, k, x, ld, r);
         X = x.value();
         logDet = ld.value();
         if (trajectory) trajectory->push_back(X);

@@ -6,8 +6,13 @@
 //   * time of the drift in layer k: generation (22) takes x^{k+1/2} = x^k + h ∇φ(x^k, t_k); training (23)
 //   takes
 //     x^{k-1} = x^{k-1/2} - h ∇φ(x^{k-1/2}, t_{k-1}), so both use φ at t_{k-1} for the same sub-step;
-//   * the RWPO sub-step keeps its sign in training (paper-literal): the fitted density is that of the inverse
-//     of the training map, not of the sampler; roundTripError() measures the gap (§1.3);
+//   * the RWPO sub-step keeps its sign in training (paper-literal, eq. (23)). With it, (22) is not the
+//   inverse
+//     of the training map (§1.3): the density the loss fits is that of B^{-1}(z), B the training map, not of
+//     (22)'s samples. So the sampler inverts B exactly, sub-step by sub-step (fixed-point iterations, each a
+//     contraction where B does not fold), and its samples follow the fitted density; explicitSampler gives
+//     (22) as printed. The drift sub-step is likewise inverted exactly (y = x + h∇φ(y, t_k)), so that
+//     encode(generate(z)) = z up to the solver tolerance;
 //   * log-density (24): log ρ_T(x^M) = log N(x^0; 0, I) + Σ_k [½∇·G_k(x^k) - h Δφ(x^{k-1/2}, t_{k-1})], with
 //     log|det J_F| in place of ½∇·G when RwpoOptions::exactLogDet is set;
 //   * ∇ψ and Δψ are the Moreau (Huber) smoothing at the step's threshold: ∇ψ = (x - S_{λh}(x)) / h,
@@ -34,6 +39,7 @@ struct FlowConfig {
     double T = 1.0;
     bool rwpo = true; // false: the plain OT-Flow baseline
     RwpoOptions rwpoOptions;
+    bool explicitSampler = false; // generate by eq. (22) as printed instead of inverting the training map
     double lambda0 = 2.0, beta0 = 1.0; // initial λ (L1 prior weight) and β (inverse temperature)
     bool trainLambda = true, trainBeta = true;
     double transportWeight = 1.0; // weight of (19)
@@ -64,6 +70,17 @@ template <class S> struct FlowParams {
     }
 };
 
+// How the sampler went: the worst fixed-point change at exit and the most iterations any sub-step took
+// (residual above kSamplerTolerance: the training map is not invertible there, typically where it folds),
+// and the folding of each RWPO sub-step at the training map's input (§1.6; empty without the layer).
+struct SamplerDiagnostics {
+    double residual = 0;
+    int iterations = 0;
+    std::vector<RwpoFolding> folding;
+};
+constexpr int kSamplerMaxIterations = 100;
+constexpr double kSamplerTolerance = 1e-5;
+
 struct LossTerms {
     double loss = 0, nll = 0, transport = 0, hjb = 0;
 };
@@ -85,14 +102,19 @@ template <class S> class FlowModel {
     // Sets grads to the gradient of the loss at `data` and returns its terms (non-finite values possible).
     LossTerms lossAndGradient(const Matrix& data, FlowParams<S>& grads) const;
 
-    // Generation (22) from base samples Z (d x N); `trajectory`, when given, gets x^0 .. x^M.
-    Matrix generate(const Matrix& Z, std::vector<Matrix>* trajectory = nullptr) const;
+    // Samples from base samples Z (d x N): the exact inverse of the training map (default; each sub-step
+    // solved by fixed-point iteration), or eq. (22) as printed with explicitSampler. `trajectory`, when
+    // given, gets x^0 .. x^M.
+    Matrix generate(const Matrix& Z, std::vector<Matrix>* trajectory = nullptr,
+                    SamplerDiagnostics* diagnostics = nullptr) const;
     // The training map (23) from data X to x^0, with log ρ_T(X) by (24) (1 x N); `trajectory` gets x^M ..
-    // x^0.
+    // x^0. With the RWPO layer the queries are their own keys, unless `keys` (d x N_k, a reference batch of
+    // data) is given: it is pushed backward beside them and its x^k are the keys of layer k, so each query's
+    // density is independent of the other queries (a density grid, §1.3).
     Matrix encode(const Matrix& X, Eigen::Matrix<S, 1, Eigen::Dynamic>* logDensity = nullptr,
-                  std::vector<Matrix>* trajectory = nullptr) const;
-    // mean |encode(generate(Z)) - Z| over the columns (§1.3's round trip; 0 only without the RWPO layer and
-    // as h -> 0).
+                  std::vector<Matrix>* trajectory = nullptr, const Matrix* keys = nullptr) const;
+    // mean |encode(generate(Z)) - Z| over the columns (§1.3's round trip): the solver tolerance by default;
+    // with explicitSampler O(h) without the RWPO layer and O(1) with it.
     double roundTripError(const Matrix& Z) const;
 
   private:

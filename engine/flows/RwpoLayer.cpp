@@ -71,25 +71,33 @@ void softmaxInPlace(Eigen::VectorXd& u) {
 } // namespace
 
 template <class S>
-RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> beta, const RwpoOptions& o) {
+RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> beta, const RwpoOptions& o,
+                          Var<S> keys) {
     check(lambda.rows() == 1 && lambda.cols() == 1 && beta.rows() == 1 && beta.cols() == 1,
           "lambda and beta must be 1x1");
-    const Index d = X.rows(), N = X.cols();
+    const bool ownKeys = keys.tape == nullptr || (keys.tape == X.tape && keys.index == X.index);
+    const Var<S> Y = ownKeys ? X : keys;
+    const Index d = X.rows(), N = X.cols(), Nk = Y.cols();
     checkArguments(d, N, double(lambda.scalar()), double(beta.scalar()), o);
+    check(Y.rows() == d && Nk >= 1, "the keys must be d x N_k with the queries' d and N_k >= 1");
+    check(ownKeys || !o.leaveOneOut, "leave-one-out needs the queries as keys");
     const S h = S(o.h), c2h = S(1) / (2 * h), c4h = S(1) / (4 * h);
     const bool separable = o.kernel == RwpoKernel::Separable, asPrinted = o.kernel == RwpoKernel::AsPrinted;
 
-    // The keys enter the attention centred on the batch mean μ. The softmax over keys and the weighted
-    // (co)variances are shift-invariant, so this changes nothing exactly, but their terms then have the size
-    // of the cloud's spread rather than of its offset: the cancellation in E_w[y²] - m² stays small in float.
-    const Var<S> mu = ad::scale(ad::rowSum(X), S(1) / S(N));
+    // Queries and keys enter the attention centred on the keys' mean μ. The softmax over keys and the
+    // weighted (co)variances are shift-invariant, so this changes nothing exactly, but their terms then have
+    // the size of the cloud's spread rather than of its offset: the cancellation in E_w[y²] - m² stays small
+    // in float.
+    const Var<S> mu = ad::scale(ad::rowSum(Y), S(1) / S(Nk));
     const Var<S> Xc = ad::addCol(X, ad::neg(mu));
+    const Var<S> Yc = ownKeys ? Xc : ad::addCol(Y, ad::neg(mu));
     const Var<S> threshold = ad::scale(lambda, h);
     const Var<S> St = ad::softThreshold(X, threshold); // sign(x) max(|x| - λh, 0): the sign is kept
     // D = 1{|x_i| > λh}, exactly the op's own test; constant (the kinks have measure zero).
     const Mat<S> active = (X.value().array().abs() > threshold.scalar()).template cast<S>().matrix();
     const Var<S> Xc2 = ad::square(Xc);
-    const Var<S> ones = tape.constant(Mat<S>::Ones(1, N));
+    const Var<S> Yc2 = ownKeys ? Xc2 : ad::square(Yc);
+    const Var<S> ones = tape.constant(Mat<S>::Ones(1, N)), keyOnes = tape.constant(Mat<S>::Ones(1, Nk));
     // Local kernels (corrected, separable), per coordinate: queries (β/(2h)) x̃ with the bias -β/(4h) x̃²,
     // keys ỹ with the bias -β/(4h) ỹ² + β/2 huber(y). The query's bias does not change the softmax, but
     // with it the logits are U itself, -β/(4h) |x - y|² + β/2 M(y), small where the weights live, rather
@@ -100,24 +108,25 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
         Qx = ad::scale(ad::scale(Xc, beta), c2h);
         queryBias = ad::scale(ad::scale(Xc2, beta), -c4h);
         keyBias =
-            ad::scale(ad::add(ad::scale(Xc2, -c4h), ad::scale(ad::huberL1(X, lambda, h), S(0.5))), beta);
+            ad::scale(ad::add(ad::scale(Yc2, -c4h), ad::scale(ad::huberL1(Y, lambda, h), S(0.5))), beta);
     }
 
     Var<S> mean, var, cov12; // centred weighted means m - μ and variances (d x N); d = 2: covariance (1 x N)
     if (!separable) {
         Var<S> Q, K;
         if (asPrinted) { // (β/(2h)) (x - S(x)) . ỹ + (βλ/2) |S(y)|₁ (x-only terms dropped)
+            const Var<S> Sy = ownKeys ? St : ad::softThreshold(Y, threshold);
             Q = ad::vstack({ad::scale(ad::scale(ad::sub(X, St), beta), c2h), ones});
             K = ad::vstack(
-                {Xc, ad::scale(ad::scale(ad::scale(ad::colSum(ad::abs(St)), lambda), beta), S(0.5))});
+                {Yc, ad::scale(ad::scale(ad::scale(ad::colSum(ad::abs(Sy)), lambda), beta), S(0.5))});
         } else { // (β/(2h)) x̃ . ỹ - β/(4h) |x̃|² - β/(4h) |ỹ|² + β/2 M(y)
             Q = ad::vstack({Qx, ad::colSum(queryBias), ones});
-            K = ad::vstack({Xc, ones, ad::colSum(keyBias)});
+            K = ad::vstack({Yc, keyOnes, ad::colSum(keyBias)});
         }
         const Var<S> weights = attentionWeights(Q, K, o.leaveOneOut);
-        // One GEMM for every weighted moment: [x̃; x̃²; x̃₁x̃₂] W^T.
-        std::vector<Var<S>> features = {Xc, Xc2};
-        if (o.exactLogDet) features.push_back(ad::mul(ad::rows(Xc, 0, 1), ad::rows(Xc, 1, 1)));
+        // One GEMM for every weighted moment: [ỹ; ỹ²; ỹ₁ỹ₂] W^T.
+        std::vector<Var<S>> features = {Yc, Yc2};
+        if (o.exactLogDet) features.push_back(ad::mul(ad::rows(Yc, 0, 1), ad::rows(Yc, 1, 1)));
         const Var<S> moments = weightedMoments(ad::vstack(features), weights);
         mean = ad::rows(moments, 0, d);
         var = ad::sub(ad::rows(moments, d, d), ad::square(mean));
@@ -126,11 +135,11 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
     } else { // per coordinate i: (β/(2h)) x̃_i ỹ_i - β/(4h) x̃_i² - β/(4h) ỹ_i² + β/2 huber(y_i)
         std::vector<Var<S>> means, vars;
         for (Index i = 0; i < d; ++i) {
-            const Var<S> xi = ad::rows(Xc, i, 1), xi2 = ad::rows(Xc2, i, 1);
+            const Var<S> yi = ad::rows(Yc, i, 1), yi2 = ad::rows(Yc2, i, 1);
             const Var<S> weights =
                 attentionWeights(ad::vstack({ad::rows(Qx, i, 1), ad::rows(queryBias, i, 1), ones}),
-                                 ad::vstack({xi, ones, ad::rows(keyBias, i, 1)}), o.leaveOneOut);
-            const Var<S> moments = weightedMoments(ad::vstack({xi, xi2}), weights);
+                                 ad::vstack({yi, keyOnes, ad::rows(keyBias, i, 1)}), o.leaveOneOut);
+            const Var<S> moments = weightedMoments(ad::vstack({yi, yi2}), weights);
             means.push_back(ad::rows(moments, 0, 1));
             vars.push_back(ad::sub(ad::rows(moments, 1, 1), ad::square(means.back())));
         }
@@ -164,9 +173,9 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
 }
 
 template RwpoOutputs<float> recordRwpo(ad::Tape<float>&, Var<float>, Var<float>, Var<float>,
-                                       const RwpoOptions&);
+                                       const RwpoOptions&, Var<float>);
 template RwpoOutputs<double> recordRwpo(ad::Tape<double>&, Var<double>, Var<double>, Var<double>,
-                                        const RwpoOptions&);
+                                        const RwpoOptions&, Var<double>);
 
 Eigen::RowVectorXd rwpoJacobianDeterminants(const Eigen::MatrixXd& X, double lambda, double beta,
                                             const RwpoOptions& o) {

@@ -53,11 +53,13 @@ template <class S> struct RwpoOutputs {
 };
 
 // Records one RWPO sub-step on `tape`. X is d x N; lambda (>= 0, e.g. a softplus) and beta (> 0) are 1x1.
-// Throws std::invalid_argument on bad shapes or values, for exactLogDet with a vector kernel and d != 2,
-// and for leaveOneOut with N < 2. Instantiated for float and double.
+// `keys` (d x N_k), when given, replaces the queries as the keys y_l: a density query then sees a reference
+// batch's tokens instead of its own (§1.3, the density grid). Throws std::invalid_argument on bad shapes or
+// values, for exactLogDet with a vector kernel and d != 2, and for leaveOneOut with N < 2 or separate keys.
+// Instantiated for float and double.
 template <class S>
 RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, ad::Var<S> X, ad::Var<S> lambda, ad::Var<S> beta,
-                          const RwpoOptions& options);
+                          const RwpoOptions& options, ad::Var<S> keys = {});
 
 // ---- Diagnostics (no tape; computed in double) ----
 

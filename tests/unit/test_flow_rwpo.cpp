@@ -132,10 +132,11 @@ struct Recorded {
     Md y, logDet;
 };
 
-Recorded record(const Md& X, double lambda, double beta, const RwpoOptions& o) {
+// One sub-step of the queries X; keys: X itself, or `keys` when given.
+Recorded record(const Md& X, double lambda, double beta, const RwpoOptions& o, const Md* keys = nullptr) {
     ad::Tape<double> tape;
-    const auto out =
-        recordRwpo(tape, tape.constant(X), tape.constant(scalar(lambda)), tape.constant(scalar(beta)), o);
+    const auto out = recordRwpo(tape, tape.constant(X), tape.constant(scalar(lambda)),
+                                tape.constant(scalar(beta)), o, keys ? tape.constant(*keys) : Vd{});
     return {out.y.value(), out.logDetTerm.value()};
 }
 
@@ -163,6 +164,25 @@ TEST(FlowRwpo, OutputMatchesTheDirectDoubleLoopOfEq22) {
                 EXPECT_LT(err, 1e-12) << kernelName(kernel) << " d = " << d << " loo = " << loo;
             }
         }
+    }
+}
+
+TEST(FlowRwpo, SeparateKeysMatchTheDirectDoubleLoop) {
+    // Queries against a reference batch (the density grid's frozen keys): 7 queries, 30 keys, other spreads.
+    const double lambda = 5, beta = 1;
+    const Md Q = tokens(2, 7, 21, 0.6), K = tokens(2, 30, 22, 0.4);
+    for (RwpoKernel kernel : kKernels) {
+        const RwpoOptions o{.kernel = kernel, .h = kH};
+        const Md y = record(Q, lambda, beta, o, &K).y;
+        Md expected(Q.rows(), Q.cols());
+        for (Index j = 0; j < Q.cols(); ++j)
+            expected.col(j) = Q.col(j) + 0.5 * directG(Q.col(j), K, lambda, beta, kH, kernel, -1);
+        EXPECT_LT(maxRelative(y, expected), 1e-12) << kernelName(kernel);
+        // Each query sees only the keys: its output does not depend on the other queries.
+        const Md alone = record(Q.leftCols(1), lambda, beta, o, &K).y;
+        EXPECT_LT((alone - y.leftCols(1)).cwiseAbs().maxCoeff(), 1e-14) << kernelName(kernel);
+        // The queries as explicit keys are the default.
+        EXPECT_EQ(record(Q, lambda, beta, o, &Q).y, record(Q, lambda, beta, o).y) << kernelName(kernel);
     }
 }
 
@@ -246,6 +266,25 @@ TEST(FlowRwpo, GradientsInTokensLambdaAndBeta) {
                 << kernelName(kernel) << " variant " << variant << ": input " << r.input << " (" << r.row
                 << ", " << r.col << ") analytic " << r.analytic << " numeric " << r.numeric;
         }
+    }
+}
+
+TEST(FlowRwpo, GradientsWithSeparateKeys) {
+    const double lambda = 5, beta = 1.3, t = lambda * kH;
+    const Md Q = tokens(2, 6, 41, 0.3, t, 1e-2), K = tokens(2, 12, 42, 0.3, t, 1e-2);
+    const Md Wy = tokens(2, 6, 43, 1.0), Wl = tokens(1, 6, 44, 1.0);
+    for (RwpoKernel kernel : kKernels) {
+        const RwpoOptions o{.kernel = kernel, .exactLogDet = true, .h = kH};
+        const auto loss = [&](ad::Tape<double>& tape, const std::vector<Vd>& in) {
+            const auto out = recordRwpo(tape, in[0], in[1], in[2], o, in[3]);
+            return ad::add(ad::sum(ad::mul(out.y, tape.constant(Wy))),
+                           ad::sum(ad::mul(out.logDetTerm, tape.constant(Wl))));
+        };
+        ad::GradCheckOptions step;
+        step.step = 1e-4;
+        const ad::GradCheckResult r = ad::gradCheck(loss, {Q, scalar(lambda), scalar(beta), K}, step);
+        EXPECT_LT(r.maxRelError, 1e-6) << kernelName(kernel) << ": input " << r.input << " (" << r.row << ", "
+                                       << r.col << ") analytic " << r.analytic << " numeric " << r.numeric;
     }
 }
 
@@ -388,6 +427,10 @@ TEST(FlowRwpo, RejectsWhatItCannotDo) {
     EXPECT_THROW(recordRwpo(tape, tape.constant(tokens(3, 1, 72, 1.0)), l, b, o), std::invalid_argument);
     EXPECT_THROW(recordRwpo(tape, X3, tape.constant(scalar(-1)), b, RwpoOptions{}), std::invalid_argument);
     EXPECT_THROW(recordRwpo(tape, X3, l, tape.constant(scalar(0)), RwpoOptions{}), std::invalid_argument);
+    // Separate keys: the queries' dimension, and no leave-one-out (there is no own key to leave out).
+    EXPECT_THROW(recordRwpo(tape, X3, l, b, RwpoOptions{}, tape.constant(tokens(2, 8, 73, 1.0))),
+                 std::invalid_argument);
+    EXPECT_THROW(recordRwpo(tape, X3, l, b, o, tape.constant(tokens(3, 8, 74, 1.0))), std::invalid_argument);
 }
 
 TEST(FlowRwpo, TimeOfRecordAndBackwardFloat) {

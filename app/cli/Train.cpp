@@ -1,0 +1,262 @@
+// flowscope-cli train / sample / density / bench train: generative flows (engine/flows) from the command
+// line.
+#include "Commands.h"
+
+#include "engine/flows/FlowIo.h"
+#include "engine/flows/Trainer.h"
+#include "engine/io/Npy.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+namespace flowscope::cli {
+
+namespace {
+
+flows::RwpoKernel parseKernel(const std::string& text) {
+    if (text == "corrected") return flows::RwpoKernel::Corrected;
+    if (text == "as-printed") return flows::RwpoKernel::AsPrinted;
+    if (text == "separable") return flows::RwpoKernel::Separable;
+    throw UsageError("--kernel: expected corrected, as-printed or separable, got '" + text + "'");
+}
+
+// The training options shared by train and bench train, applied over the defaults.
+flows::TrainerConfig trainerConfig(ArgParser& p) {
+    flows::TrainerConfig c;
+    const std::string data = p.option("--data");
+    c.dataset = p.option("--dataset", data.empty() ? "8gaussians" : "");
+    if (!data.empty() && !c.dataset.empty()) throw UsageError("give --dataset or --data, not both");
+    if (!c.dataset.empty() && !flows::isDatasetName(c.dataset)) {
+        std::string names;
+        for (const std::string& n : flows::datasetNames()) names += (names.empty() ? "" : ", ") + n;
+        throw UsageError("--dataset: '" + c.dataset + "' is not one of " + names);
+    }
+    if (!data.empty()) {
+        try {
+            c.points = flows::loadPoints(data);
+        } catch (const std::exception& e) {
+            throw UsageError(std::string("--data: ") + e.what());
+        }
+        c.flow.d = int(c.points.cols());
+        c.pointJitter = parsePositive(p.option("--jitter", "0"), "--jitter", true);
+    }
+    c.flow.rwpo = !p.flag("--no-rwpo");
+    c.flow.rwpoOptions.kernel = parseKernel(p.option("--kernel", "corrected"));
+    c.flow.rwpoOptions.leaveOneOut = p.flag("--leave-one-out");
+    c.flow.rwpoOptions.exactLogDet = p.flag("--exact-logdet");
+    c.flow.layers = int(parseLong(p.option("--layers", std::to_string(c.flow.layers)), "--layers", 1, 256));
+    c.flow.width = int(parseLong(p.option("--width", std::to_string(c.flow.width)), "--width", 1, 1024));
+    c.flow.lambda0 = parsePositive(p.option("--lambda0", std::to_string(c.flow.lambda0)), "--lambda0");
+    c.flow.beta0 = parsePositive(p.option("--beta0", std::to_string(c.flow.beta0)), "--beta0");
+    c.flow.trainLambda = !p.flag("--freeze-lambda");
+    c.flow.trainBeta = !p.flag("--freeze-beta");
+    c.flow.transportWeight = parsePositive(
+        p.option("--transport-weight", std::to_string(c.flow.transportWeight)), "--transport-weight", true);
+    c.flow.hjbWeight =
+        parsePositive(p.option("--hjb-weight", std::to_string(c.flow.hjbWeight)), "--hjb-weight", true);
+    c.batch = int(parseLong(p.option("--batch", std::to_string(c.batch)), "--batch", 2, 65536));
+    c.adam.lr = parsePositive(p.option("--lr", std::to_string(c.adam.lr)), "--lr");
+    c.adam.lrFinal =
+        parsePositive(p.option("--lr-final", std::to_string(c.adam.lrFinal)), "--lr-final", true);
+    const long seed = parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62);
+    c.flow.seed = std::uint64_t(seed);
+    c.dataSeed = std::uint64_t(seed) + 1;
+    return c;
+}
+
+} // namespace
+
+int train(const Args& args) {
+    ArgParser p(args);
+    flows::TrainerConfig c = trainerConfig(p);
+    const long iters = parseLong(p.option("--iters", "2000"), "--iters", 1, 100000000);
+    const long evalEvery = parseLong(p.option("--eval-every", "250"), "--eval-every", 0, 100000000);
+    const std::string out = p.option("--out");
+    const bool quiet = p.flag("--quiet");
+    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (out.empty()) throw UsageError("--out model.safetensors is required");
+    c.adam.decaySteps = iters;
+
+    flows::FlowTrainer trainer(c);
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t eventsShown = 0;
+    auto report = [&](const flows::Evaluation& e) {
+        if (quiet) return;
+        const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::printf("iter %6ld  %6.1f s  loss %8.4f  NLL(held-out) %7.4f  KL %7.4f  MMD2 %9.2e  lambda %.4f  "
+                    "beta %.4f"
+                    "  lr %.2e  round-trip %.1e  fixed-point %.1e  folded %.3f\n",
+                    e.iteration, wall, trainer.history().empty() ? NAN : trainer.history().back().terms.loss,
+                    e.nll, e.kl, e.mmd2, trainer.model().params().lambda(), trainer.model().params().beta(),
+                    trainer.learningRate(), e.roundTrip, e.samplerResidual, e.foldedFraction);
+        std::fflush(stdout);
+    };
+    for (long k = 0; k < iters; ++k) {
+        const bool running = trainer.step();
+        for (; eventsShown < trainer.events().size(); ++eventsShown)
+            std::cerr << "iter " << trainer.events()[eventsShown].iteration << ": "
+                      << trainer.events()[eventsShown].message << "\n";
+        if (!running) break;
+        if (evalEvery > 0 && trainer.iteration() % evalEvery == 0 && trainer.iteration() < iters)
+            report(trainer.evaluate());
+    }
+    const double trainSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const flows::Evaluation final = trainer.evaluate();
+    report(final);
+    flows::saveFlow(out, trainer, trainSeconds);
+    if (!quiet)
+        std::printf("trained %ld iterations in %.1f s (%.1f ms/iteration); wrote %s and %s\n",
+                    trainer.iteration(), trainSeconds,
+                    1e3 * trainSeconds / double(std::max(1L, trainer.iteration())), out.c_str(),
+                    flows::configPathFor(out).c_str());
+    return trainer.stopped() ? 1 : 0;
+}
+
+} // namespace flowscope::cli
+
+namespace flowscope::cli {
+
+namespace {
+
+flows::FlowModel<float> loadModelArgument(const ArgParser& p) {
+    if (p.positional.size() != 1) throw UsageError("expected exactly one MODEL.safetensors argument");
+    try {
+        return flows::loadFlow(p.positional[0]);
+    } catch (const std::exception& e) {
+        throw UsageError(e.what());
+    }
+}
+
+// Base samples z_j = (r_{dj}, ..., r_{dj+d-1}) from flows::Rng(seed).normal(): the column-major fill.
+ad::Matrix<float> baseSamples(int d, int n, std::uint64_t seed) {
+    flows::Rng rng(seed);
+    ad::Matrix<float> Z(d, n);
+    for (Eigen::Index i = 0; i < Z.size(); ++i) Z(i) = float(rng.normal());
+    return Z;
+}
+
+// Generates n samples in independent batches of `batch` columns (with the RWPO layer a batch's samples are
+// one another's keys, as in training).
+ad::Matrix<float> generateInBatches(const flows::FlowModel<float>& model, const ad::Matrix<float>& Z,
+                                    int batch, double* residual) {
+    ad::Matrix<float> X(Z.rows(), Z.cols());
+    for (Eigen::Index j = 0; j < Z.cols(); j += batch) {
+        const Eigen::Index m = std::min<Eigen::Index>(batch, Z.cols() - j);
+        flows::SamplerDiagnostics diagnostics;
+        X.middleCols(j, m) = model.generate(Z.middleCols(j, m), nullptr, &diagnostics);
+        *residual = std::max(*residual, diagnostics.residual);
+    }
+    return X;
+}
+
+void writeRowsNpy(const std::string& path, const ad::Matrix<float>& columns) {
+    const Mat rows = flows::toRows(columns);
+    const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> c = rows;
+    writeNpy(path, {c.rows(), c.cols()}, c.data(), true);
+}
+
+} // namespace
+
+int sample(const Args& args) {
+    ArgParser p(args);
+    const int n = int(parseLong(p.option("--n", "10000"), "--n", 1, 1 << 26));
+    const int batch = int(parseLong(p.option("--batch", "2000"), "--batch", 2, 65536));
+    const std::uint64_t seed = std::uint64_t(parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62));
+    const std::string out = p.option("--out");
+    const bool explicitSampler = p.flag("--explicit");
+    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (out.empty()) throw UsageError("--out samples.npy is required");
+    flows::FlowModel<float> loaded = loadModelArgument(p);
+    flows::FlowConfig config = loaded.config();
+    config.explicitSampler = explicitSampler;
+    flows::FlowModel<float> model(config);
+    model.params() = loaded.params();
+    double residual = 0;
+    const auto start = std::chrono::steady_clock::now();
+    const ad::Matrix<float> X = generateInBatches(model, baseSamples(config.d, n, seed), batch, &residual);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    writeRowsNpy(out, X);
+    std::printf("wrote %s: %d x %d samples in %.2f s (sampler fixed-point residual %.1e)\n", out.c_str(), n,
+                config.d, seconds, residual);
+    if (!X.allFinite()) std::cerr << "warning: some samples are not finite\n";
+    return 0;
+}
+
+int density(const Args& args) {
+    ArgParser p(args);
+    const int grid = int(parseLong(p.option("--grid", "200"), "--grid", 2, 4096));
+    const double half = parsePositive(p.option("--half-width", "4"), "--half-width");
+    const int refs = int(parseLong(p.option("--reference", "2000"), "--reference", 2, 65536));
+    const std::uint64_t seed = std::uint64_t(parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62));
+    const std::string out = p.option("--out");
+    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (out.empty()) throw UsageError("--out density.npy is required");
+    const flows::FlowModel<float> model = loadModelArgument(p);
+    if (model.config().d != 2) throw UsageError("density grids are for d = 2 models");
+    // The reference batch: the model's own samples (their backward states are the sampler's own batches).
+    double residual = 0;
+    const ad::Matrix<float> reference = generateInBatches(model, baseSamples(2, refs, seed), refs, &residual);
+    const double cell = 2 * half / grid;
+    ad::Matrix<float> Q(2, grid * grid);
+    for (int r = 0; r < grid; ++r)
+        for (int c = 0; c < grid; ++c) {
+            Q(0, r * grid + c) = float(-half + (c + 0.5) * cell); // x along columns
+            Q(1, r * grid + c) = float(-half + (r + 0.5) * cell); // y along rows
+        }
+    std::vector<double> rho(std::size_t(grid) * grid);
+    constexpr int kChunk = 4096;
+    for (Eigen::Index j = 0; j < Q.cols(); j += kChunk) {
+        const Eigen::Index m = std::min<Eigen::Index>(kChunk, Q.cols() - j);
+        Eigen::Matrix<float, 1, Eigen::Dynamic> logRho;
+        model.encode(Q.middleCols(j, m), &logRho, nullptr, &reference);
+        for (Eigen::Index k = 0; k < m; ++k) rho[std::size_t(j + k)] = std::exp(double(logRho(k)));
+    }
+    double mass = 0;
+    for (double v : rho) mass += std::isfinite(v) ? v * cell * cell : 0.0;
+    writeNpy(out, {grid, grid}, rho.data(), false);
+    std::printf("wrote %s: %d x %d density on [-%g, %g]^2 (row = y, column = x); mass on the grid %.4f\n",
+                out.c_str(), grid, grid, half, half, mass);
+    return 0;
+}
+
+int benchTrain(const Args& args) {
+    ArgParser p(args);
+    const int iters = int(parseLong(p.option("--iters", "20"), "--iters", 1, 100000));
+    const bool json = p.flag("--json");
+    flows::TrainerConfig c = trainerConfig(p);
+    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    nlohmann::json rows = nlohmann::json::array();
+    if (!json)
+        std::printf(
+            "one training iteration (loss (16) + gradient + Adam), float32, batch %d, M = %d, width %d\n",
+            c.batch, c.flow.layers, c.flow.width);
+    double plainMs = 0;
+    for (bool rwpo : {false, true}) {
+        c.flow.rwpo = rwpo;
+        flows::FlowTrainer trainer(c);
+        for (int k = 0; k < 3; ++k) trainer.step(); // warm-up: the tape's buffers reach their size
+        std::vector<double> ms;
+        for (int k = 0; k < iters; ++k) {
+            trainer.step();
+            ms.push_back(1e3 * trainer.history().back().seconds);
+        }
+        std::sort(ms.begin(), ms.end());
+        const double median = ms[ms.size() / 2], best = ms.front();
+        if (!rwpo) plainMs = median;
+        rows.push_back({{"model", rwpo ? "ot-flow + rwpo" : "ot-flow"},
+                        {"median_ms", median},
+                        {"best_ms", best},
+                        {"iterations_per_second", 1e3 / median},
+                        {"ratio_to_plain", median / plainMs}});
+        if (!json)
+            std::printf("  %-16s median %7.2f ms  best %7.2f ms  (%5.1f it/s, %.2fx the plain model)\n",
+                        rwpo ? "OT-Flow + RWPO" : "OT-Flow", median, best, 1e3 / median, median / plainMs);
+    }
+    if (json) std::cout << rows.dump(2) << "\n";
+    return 0;
+}
+
+} // namespace flowscope::cli

@@ -1,0 +1,231 @@
+#include "engine/flows/FlowIo.h"
+
+#include "engine/flows/Trainer.h"
+#include "engine/io/AtomicFile.h"
+#include "engine/io/Safetensors.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace flowscope::flows {
+
+namespace {
+
+constexpr const char* kFormat = "flowscope-flow";
+constexpr int kVersion = 1;
+constexpr const char* kMetadataKey = "flowscope_flow";
+
+const char* kernelName(RwpoKernel k) {
+    switch (k) {
+    case RwpoKernel::Corrected:
+        return "corrected";
+    case RwpoKernel::AsPrinted:
+        return "as-printed";
+    case RwpoKernel::Separable:
+        return "separable";
+    }
+    return "?";
+}
+
+// The named tensors of a model's parameters, in a fixed order.
+template <class F> void forEachTensor(FlowParams<float>& p, F&& f) {
+    p.phi.forEach([&](ad::Matrix<float>& m, const std::string& name) { f(m, "phi." + name); });
+    f(p.lambdaRaw, std::string("lambda_raw"));
+    f(p.betaRaw, std::string("beta_raw"));
+}
+
+nlohmann::json number(double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+} // namespace
+
+std::string configPathFor(const std::string& modelPath) {
+    const std::string ext = ".safetensors";
+    if (modelPath.size() > ext.size() &&
+        modelPath.compare(modelPath.size() - ext.size(), ext.size(), ext) == 0)
+        return modelPath.substr(0, modelPath.size() - ext.size()) + ".json";
+    return modelPath + ".json";
+}
+
+nlohmann::json toJson(const FlowConfig& c) {
+    return {{"d", c.d},
+            {"width", c.width},
+            {"depth", c.depth},
+            {"layers", c.layers},
+            {"T", c.T},
+            {"rwpo", c.rwpo},
+            {"kernel", kernelName(c.rwpoOptions.kernel)},
+            {"leave_one_out", c.rwpoOptions.leaveOneOut},
+            {"exact_log_det", c.rwpoOptions.exactLogDet},
+            {"lambda0", c.lambda0},
+            {"beta0", c.beta0},
+            {"train_lambda", c.trainLambda},
+            {"train_beta", c.trainBeta},
+            {"transport_weight", c.transportWeight},
+            {"hjb_weight", c.hjbWeight},
+            {"seed", c.seed}};
+}
+
+FlowConfig flowConfigFromJson(const nlohmann::json& j) {
+    if (!j.is_object()) throw std::runtime_error("architecture: expected an object");
+    FlowConfig c;
+    auto field = [&](const char* name, auto& out, auto lo, auto hi) {
+        using T = std::decay_t<decltype(out)>;
+        const std::string where = std::string("architecture/") + name;
+        if (!j.contains(name)) throw std::runtime_error(where + ": missing");
+        const nlohmann::json& v = j[name];
+        if constexpr (std::is_same_v<T, bool>) {
+            if (!v.is_boolean()) throw std::runtime_error(where + ": expected true or false");
+            out = v.get<bool>();
+        } else {
+            if (!v.is_number()) throw std::runtime_error(where + ": expected a number");
+            if constexpr (std::is_integral_v<T>) {
+                if (!v.is_number_integer()) throw std::runtime_error(where + ": expected an integer");
+            }
+            const double x = v.get<double>();
+            if (!(x >= double(lo) && x <= double(hi)))
+                throw std::runtime_error(where + ": " + v.dump() + " is outside [" + std::to_string(lo) +
+                                         ", " + std::to_string(hi) + "]");
+            out = v.get<T>();
+        }
+    };
+    field("d", c.d, 1, 64);
+    field("width", c.width, 1, 1024);
+    field("depth", c.depth, 2, 16);
+    field("layers", c.layers, 1, 256);
+    field("T", c.T, 1e-9, 1e9);
+    field("rwpo", c.rwpo, 0, 1);
+    field("leave_one_out", c.rwpoOptions.leaveOneOut, 0, 1);
+    field("exact_log_det", c.rwpoOptions.exactLogDet, 0, 1);
+    field("lambda0", c.lambda0, 1e-300, 1e300);
+    field("beta0", c.beta0, 1e-300, 1e300);
+    field("train_lambda", c.trainLambda, 0, 1);
+    field("train_beta", c.trainBeta, 0, 1);
+    field("transport_weight", c.transportWeight, 0.0, 1e300);
+    field("hjb_weight", c.hjbWeight, 0.0, 1e300);
+    if (j.contains("seed")) {
+        if (!j["seed"].is_number_unsigned())
+            throw std::runtime_error("architecture/seed: expected an unsigned integer");
+        c.seed = j["seed"].get<std::uint64_t>();
+    }
+    const std::string kernel = j.value("kernel", std::string("corrected"));
+    if (kernel == "corrected")
+        c.rwpoOptions.kernel = RwpoKernel::Corrected;
+    else if (kernel == "as-printed")
+        c.rwpoOptions.kernel = RwpoKernel::AsPrinted;
+    else if (kernel == "separable")
+        c.rwpoOptions.kernel = RwpoKernel::Separable;
+    else
+        throw std::runtime_error("architecture/kernel: '" + kernel +
+                                 "' is not corrected, as-printed or separable");
+    if (c.rwpoOptions.exactLogDet && c.rwpoOptions.kernel != RwpoKernel::Separable && c.d != 2)
+        throw std::runtime_error("architecture/exact_log_det: needs d = 2 for a vector kernel");
+    return c;
+}
+
+void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::json record) {
+    const FlowConfig& c = model.config();
+    const nlohmann::json architecture = toJson(c);
+    SafeTensors file;
+    file.metadata[kMetadataKey] = architecture.dump();
+    file.metadata["format"] = "pt"; // what the Python safetensors tools expect of a plain tensor file
+    FlowParams<float> p = model.params();
+    forEachTensor(p, [&](const ad::Matrix<float>& m, const std::string& name) {
+        SafeTensor t;
+        t.name = name;
+        t.shape = {m.rows(), m.cols()};
+        const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rowMajor = m;
+        t.data.assign(rowMajor.data(), rowMajor.data() + rowMajor.size());
+        file.tensors.push_back(std::move(t));
+    });
+    record["format"] = kFormat;
+    record["version"] = kVersion;
+    record["architecture"] = architecture;
+    record["lambda"] = p.lambda();
+    record["beta"] = p.beta();
+    record["h"] = c.h();
+    writeSafetensors(path, file);
+    writeFileAtomically(configPathFor(path), [&](std::ostream& out) { out << record.dump(2) << "\n"; });
+}
+
+void saveFlow(const std::string& path, const FlowTrainer& trainer, double trainSeconds) {
+    const TrainerConfig& c = trainer.config();
+    nlohmann::json record;
+    record["training"] = {
+        {"dataset", c.dataset.empty() ? nlohmann::json("points") : nlohmann::json(c.dataset)},
+        {"points", c.dataset.empty() ? c.points.rows() : 0},
+        {"point_jitter", c.pointJitter},
+        {"batch", c.batch},
+        {"resample_every", c.resampleEvery},
+        {"data_seed", c.dataSeed},
+        {"lr", c.adam.lr},
+        {"lr_final", c.adam.lrFinal},
+        {"decay_steps", c.adam.decaySteps},
+        {"iterations", trainer.iteration()},
+        {"seconds", trainSeconds},
+        {"ms_per_iteration", 1e3 * trainSeconds / double(std::max(1L, trainer.iteration()))},
+        {"stopped", trainer.stopped()}};
+    nlohmann::json evaluations = nlohmann::json::array();
+    for (const Evaluation& e : trainer.evaluations())
+        evaluations.push_back({{"iteration", e.iteration},
+                               {"nll", number(e.nll)},
+                               {"kl", number(e.kl)},
+                               {"mmd2", number(e.mmd2)},
+                               {"round_trip", number(e.roundTrip)},
+                               {"min_det", number(e.minDet)},
+                               {"folded_fraction", number(e.foldedFraction)}});
+    record["metrics"] = evaluations.empty() ? nlohmann::json(nullptr) : evaluations.back();
+    record["evaluations"] = evaluations;
+    nlohmann::json curve = {{"loss", nlohmann::json::array()},      {"nll", nlohmann::json::array()},
+                            {"transport", nlohmann::json::array()}, {"hjb", nlohmann::json::array()},
+                            {"lambda", nlohmann::json::array()},    {"beta", nlohmann::json::array()},
+                            {"rejected", nlohmann::json::array()}};
+    for (const TrainRecord& r : trainer.history()) {
+        curve["loss"].push_back(number(r.terms.loss));
+        curve["nll"].push_back(number(r.terms.nll));
+        curve["transport"].push_back(number(r.terms.transport));
+        curve["hjb"].push_back(number(r.terms.hjb));
+        curve["lambda"].push_back(r.lambda);
+        curve["beta"].push_back(r.beta);
+        if (r.rejected) curve["rejected"].push_back(r.iteration);
+    }
+    record["curve"] = curve;
+    nlohmann::json events = nlohmann::json::array();
+    for (const TrainEvent& e : trainer.events())
+        events.push_back({{"iteration", e.iteration}, {"message", e.message}});
+    record["events"] = events;
+    saveFlow(path, trainer.model(), std::move(record));
+}
+
+FlowModel<float> loadFlow(const std::string& path) {
+    const SafeTensors file = readSafetensors(path);
+    const auto meta = file.metadata.find(kMetadataKey);
+    if (meta == file.metadata.end())
+        throw std::runtime_error(path + ": not a Flowscope flow (no '" + kMetadataKey + "' metadata)");
+    FlowConfig config;
+    try {
+        config = flowConfigFromJson(nlohmann::json::parse(meta->second));
+    } catch (const std::exception& e) {
+        throw std::runtime_error(path + ": " + e.what());
+    }
+    FlowModel<float> model(config);
+    try {
+        forEachTensor(model.params(), [&](ad::Matrix<float>& m, const std::string& name) {
+            const SafeTensor& t = file.get(name, {m.rows(), m.cols()});
+            if (!t.float32) throw std::runtime_error("tensor '" + name + "' is not F32");
+            for (Eigen::Index i = 0; i < m.rows(); ++i)
+                for (Eigen::Index k = 0; k < m.cols(); ++k) {
+                    const double v = t.data[std::size_t(i * m.cols() + k)];
+                    if (!std::isfinite(v))
+                        throw std::runtime_error("tensor '" + name + "' holds a NaN or infinity");
+                    m(i, k) = float(v);
+                }
+        });
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(path + ": " + e.what());
+    }
+    return model;
+}
+
+} // namespace flowscope::flows

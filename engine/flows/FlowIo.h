@@ -1,0 +1,34 @@
+// Flowscope engine: trained flows on disk. A model is a .safetensors file (float32 tensors "phi.K0",
+// "phi.b0",
+// ..., "phi.w", "phi.A", "phi.c", "phi.b", "lambda_raw", "beta_raw"; the architecture as JSON in the metadata
+// key "flowscope_flow", so the file alone rebuilds the model) and a JSON record beside it (model.json for
+// model.safetensors): architecture, λ, β, h, dataset, seeds, optimizer, final metrics and the training curve.
+#pragma once
+
+#include "engine/flows/Flow.h"
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace flowscope::flows {
+
+class FlowTrainer;
+
+// "dir/model.safetensors" -> "dir/model.json"; any other name gets ".json" appended.
+std::string configPathFor(const std::string& modelPath);
+
+nlohmann::json toJson(const FlowConfig& c);
+// Throws std::runtime_error naming the field ("architecture/layers: ...") for a missing or bad value.
+FlowConfig flowConfigFromJson(const nlohmann::json& j);
+
+// Writes the model and its record atomically; `record` gets "format", "architecture", "lambda", "beta" and
+// "h" filled in.
+void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::json record);
+// The trainer's model, with its data source, optimizer, final evaluation and curve in the record.
+void saveFlow(const std::string& path, const FlowTrainer& trainer, double trainSeconds);
+
+// Loads what saveFlow wrote (the .safetensors alone suffices). Throws std::runtime_error naming the file and
+// the field for malformed or mismatched files.
+FlowModel<float> loadFlow(const std::string& path);
+
+} // namespace flowscope::flows

@@ -1,0 +1,189 @@
+#include "engine/flows/Trainer.h"
+
+#include "engine/flows/Metrics.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace flowscope::flows {
+
+namespace {
+
+void require(bool ok, const std::string& field, const std::string& what) {
+    if (!ok) throw std::invalid_argument("training: " + field + " " + what);
+}
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+constexpr int kRestoreAfter = 3, kStopAfter = 20;
+constexpr std::uint64_t kHeldOutStream = 0x9e3779b97f4a7c15ull; // held-out set: dataSeed ^ this
+
+} // namespace
+
+void validate(const TrainerConfig& c) {
+    const FlowConfig& f = c.flow;
+    require(f.d >= 1 && f.d <= 64, "flow.d", "must be in [1, 64], got " + std::to_string(f.d));
+    require(f.width >= 1 && f.width <= 1024, "flow.width",
+            "must be in [1, 1024], got " + std::to_string(f.width));
+    require(f.depth >= 2 && f.depth <= 16, "flow.depth",
+            "must be in [2, 16], got " + std::to_string(f.depth));
+    require(f.layers >= 1 && f.layers <= 256, "flow.layers",
+            "must be in [1, 256], got " + std::to_string(f.layers));
+    require(f.T > 0 && std::isfinite(f.T), "flow.T", "must be finite and > 0");
+    require(f.lambda0 > 0 && std::isfinite(f.lambda0), "flow.lambda0", "must be finite and > 0");
+    require(f.beta0 > 0 && std::isfinite(f.beta0), "flow.beta0", "must be finite and > 0");
+    require(f.transportWeight >= 0 && std::isfinite(f.transportWeight), "flow.transportWeight",
+            "must be finite and >= 0");
+    require(f.hjbWeight >= 0 && std::isfinite(f.hjbWeight), "flow.hjbWeight", "must be finite and >= 0");
+    require(!f.rwpoOptions.exactLogDet || f.rwpoOptions.kernel == RwpoKernel::Separable || f.d == 2,
+            "flow.rwpoOptions.exactLogDet", "needs d = 2 for a vector kernel");
+    require(c.batch >= 2 && c.batch <= 65536, "batch",
+            "must be in [2, 65536], got " + std::to_string(c.batch));
+    require(c.resampleEvery >= 1, "resampleEvery", "must be >= 1");
+    require(c.evalSamples >= 2 && c.evalSamples <= 65536, "evalSamples", "must be in [2, 65536]");
+    require(c.adam.lr > 0 && std::isfinite(c.adam.lr), "adam.lr", "must be finite and > 0");
+    require(c.adam.lrFinal >= 0 && std::isfinite(c.adam.lrFinal), "adam.lrFinal", "must be finite and >= 0");
+    require(c.adam.decaySteps >= 0, "adam.decaySteps", "must be >= 0");
+    require(c.adam.clipNorm >= 0, "adam.clipNorm", "must be >= 0");
+    require(c.pointJitter >= 0 && std::isfinite(c.pointJitter), "pointJitter", "must be finite and >= 0");
+    if (c.dataset.empty()) {
+        require(c.points.rows() >= 2, "points", "must hold at least 2 points when no dataset is named");
+        require(c.points.cols() == f.d, "points",
+                "have " + std::to_string(c.points.cols()) + " coordinates but flow.d is " +
+                    std::to_string(f.d));
+        require(c.points.allFinite(), "points", "must be finite");
+    } else {
+        require(isDatasetName(c.dataset), "dataset", "'" + c.dataset + "' is not one of the toy datasets");
+        require(f.d == 2, "flow.d", "must be 2 for the toy datasets");
+    }
+}
+
+ad::Matrix<float> toColumns(const Mat& rows) {
+    return rows.transpose().cast<float>();
+}
+
+Mat toRows(const ad::Matrix<float>& columns) {
+    return columns.transpose().cast<double>();
+}
+
+double FlowTrainer::knownEntropy(const std::string& dataset) {
+    if (dataset == "checkerboard") return checkerboardEntropy();
+    if (dataset == "8gaussians") {
+        static const double h = eightGaussiansEntropy(200000, 1); // standard error ≈ 3e-4
+        return h;
+    }
+    return std::numeric_limits<double>::quiet_NaN();
+}
+
+FlowTrainer::FlowTrainer(const TrainerConfig& config)
+    : config_((validate(config), config)), model_(config.flow), adam_(config.adam),
+      dataRng_(config.dataSeed) {
+    if (config_.dataset.empty())
+        sampler_ = std::make_unique<PointSampler>(config_.points, config_.dataSeed, config_.pointJitter);
+    grads_ = model_.params().zerosLike();
+    model_.params().forEach(grads_, config_.flow,
+                            [&](ad::Matrix<float>& value, ad::Matrix<float>& grad, const std::string&) {
+                                adam_.add(value, grad);
+                            });
+    checkpoint_ = model_.params();
+    heldOut_ = toColumns(sampleData(config_.evalSamples, config_.dataSeed ^ kHeldOutStream));
+    resample();
+}
+
+Mat FlowTrainer::sampleData(int n, std::uint64_t seed) const {
+    if (!sampler_) return sampleDataset(config_.dataset, n, seed);
+    PointSampler s(config_.points, seed, config_.pointJitter);
+    return s.sample(n);
+}
+
+void FlowTrainer::resample() {
+    batch_ = toColumns(sampler_ ? sampler_->sample(config_.batch)
+                                : sampleDataset(config_.dataset, config_.batch, dataRng_));
+}
+
+void FlowTrainer::reject(const std::string& why, long iteration) {
+    adam_.halveLearningRate();
+    ++rejectedInARow_;
+    std::string message =
+        why + ": step rejected, learning rate halved to " + std::to_string(adam_.learningRate());
+    if (rejectedInARow_ >= kStopAfter) {
+        stopped_ = true;
+        message = why + ": " + std::to_string(kStopAfter) +
+                  " steps in a row rejected; training stopped (lower the learning rate or reset)";
+    } else if (rejectedInARow_ % kRestoreAfter == 0) {
+        model_.params() = checkpoint_;
+        message += "; parameters restored to the last good checkpoint";
+    }
+    events_.push_back({iteration, message});
+}
+
+bool FlowTrainer::step() {
+    if (stopped_) return false;
+    const auto start = Clock::now();
+    if (iteration_ > 0 && iteration_ % config_.resampleEvery == 0) {
+        if (rejectedInARow_ == 0) checkpoint_ = model_.params();
+        resample();
+    }
+    ++iteration_;
+    TrainRecord r;
+    r.iteration = iteration_;
+    r.lambda = model_.params().lambda();
+    r.beta = model_.params().beta();
+    r.learningRate = adam_.learningRate();
+
+    adam_.zeroGrad();
+    tape_.clear();
+    const ad::Var<float> loss = model_.recordLoss(tape_, batch_, grads_, &r.terms);
+    const bool finiteLoss = std::isfinite(r.terms.loss);
+    if (finiteLoss) tape_.backward(loss);
+    if (!finiteLoss) {
+        reject("non-finite loss (" + std::to_string(r.terms.loss) + ")", iteration_);
+        r.rejected = true;
+    } else if (!adam_.step()) {
+        reject("non-finite gradient", iteration_);
+        r.rejected = true;
+    } else {
+        rejectedInARow_ = 0;
+        r.gradientNorm = adam_.lastGradientNorm();
+    }
+    r.seconds = secondsSince(start);
+    history_.push_back(r);
+    return !stopped_;
+}
+
+Evaluation FlowTrainer::evaluate() {
+    const auto start = Clock::now();
+    Evaluation e;
+    e.iteration = iteration_;
+    Eigen::Matrix<float, 1, Eigen::Dynamic> logDensity;
+    model_.encode(heldOut_, &logDensity);
+    e.nll = -logDensity.cast<double>().mean();
+    if (!config_.dataset.empty()) e.kl = klFromNll(e.nll, knownEntropy(config_.dataset));
+
+    Rng rng(config_.dataSeed ^ (kHeldOutStream + std::uint64_t(iteration_)));
+    Matrix Z(config_.flow.d, config_.evalSamples);
+    for (Eigen::Index i = 0; i < Z.size(); ++i) Z(i) = float(rng.normal());
+    SamplerDiagnostics sampler;
+    const Matrix generated = model_.generate(Z, nullptr, &sampler);
+    e.samplerResidual = sampler.residual;
+    const std::vector<RwpoFolding>& folding = sampler.folding;
+    const Eigen::MatrixXf a = generated.transpose(), b = heldOut_.transpose();
+    e.mmd2 = generated.allFinite() ? mmd2Unbiased(a, b) : std::numeric_limits<double>::quiet_NaN();
+    e.roundTrip = double((model_.encode(generated) - Z).colwise().norm().mean());
+    if (!folding.empty()) {
+        e.minDet = folding[0].minDet;
+        for (const RwpoFolding& f : folding) {
+            e.minDet = std::min(e.minDet, f.minDet);
+            e.foldedFraction = std::max(e.foldedFraction, f.foldedFraction);
+        }
+    }
+    e.seconds = secondsSince(start);
+    evaluations_.push_back(e);
+    return e;
+}
+
+} // namespace flowscope::flows

@@ -1,0 +1,132 @@
+// Flowscope engine: the training loop of a generative flow (Algorithm 1 of seed-flows.md §1.4), shared by the
+// GUI's live training, flowscope-cli train and the benchmarks.
+//
+// One iteration: loss (16) and its gradient on the current batch (float32, one reused tape), then an Adam
+// step. The batch is redrawn every `resampleEvery` iterations from the dataset's seeded stream (OT-Flow's
+// sample_freq). Nothing bad passes silently:
+//  * a non-finite loss or gradient rejects the step (the parameters stay), halves the learning rate and
+//    records an event the user sees;
+//  * three rejections in a row restore the parameters of the last checkpoint (taken at every resample whose
+//    loss was finite);
+//  * twenty in a row stop the training (step() returns false) with a message.
+// Held-out metrics (evaluate()) use a fixed held-out set drawn from its own stream: NLL by the log-density
+// recursion (24), MMD² between `evalSamples` generated samples and as many held-out points (kernel
+// exp(-‖x - y‖²)), KL = NLL - H where the entropy is known, the round trip of §1.3, and the folding of the
+// RWPO sub-steps along the generated trajectory (§1.6).
+#pragma once
+
+#include "engine/autodiff/Tape.h"
+#include "engine/core/Types.h"
+#include "engine/flows/Adam.h"
+#include "engine/flows/Datasets.h"
+#include "engine/flows/Flow.h"
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flowscope::flows {
+
+struct TrainerConfig {
+    FlowConfig flow;                    // flow.seed initializes the parameters
+    std::string dataset = "8gaussians"; // a datasetNames() entry, or "" to train on `points`
+    Mat points;                         // the user's points (n x d, one per row) when dataset is ""
+    double pointJitter = 0.0;           // N(0, jitter² I) added to every drawn point
+    int batch = 1024;
+    int resampleEvery = 25;
+    AdamOptions adam = {.lr = 1e-2, .clipNorm = 0.0, .lrFinal = 1e-4, .decaySteps = 2000};
+    int evalSamples = 2000;     // held-out points, generated samples (MMD²) and NLL queries
+    std::uint64_t dataSeed = 0; // the batches' stream; the held-out set uses a stream derived from it
+};
+
+// Throws std::invalid_argument naming the first bad field ("batch", "adam.lr", "dataset", ...).
+void validate(const TrainerConfig& c);
+
+struct TrainRecord {
+    long iteration = 0; // 1-based: the record of the k-th step()
+    LossTerms terms;    // on the batch, before the update
+    double lambda = 0, beta = 0;
+    double learningRate = 0; // the rate the update used
+    double gradientNorm = 0;
+    double seconds = 0; // wall time of this iteration
+    bool rejected = false;
+};
+
+struct Evaluation {
+    long iteration = 0;
+    double nll = 0; // held-out, nats
+    double kl =
+        std::numeric_limits<double>::quiet_NaN(); // NLL - H(p) where H is known (8gaussians, checkerboard)
+    double mmd2 = 0;                              // generated vs held-out
+    double roundTrip = 0;                         // mean |encode(generate(z)) - z|
+    double minDet = 0, foldedFraction = 0;        // worst RWPO layer along the generated trajectory
+    double samplerResidual = 0;                   // the sampler's worst fixed-point change at exit
+    double seconds = 0;
+};
+
+struct TrainEvent {
+    long iteration = 0;
+    std::string message;
+};
+
+class FlowTrainer {
+  public:
+    using Model = FlowModel<float>;
+    using Matrix = ad::Matrix<float>;
+
+    explicit FlowTrainer(const TrainerConfig& config); // validates; throws std::invalid_argument
+    FlowTrainer(const FlowTrainer&) = delete;
+    FlowTrainer& operator=(const FlowTrainer&) = delete;
+
+    // One iteration. Returns false once training has stopped (twenty rejections in a row).
+    bool step();
+    bool stopped() const { return stopped_; }
+
+    // Held-out metrics of the current parameters, appended to evaluations().
+    Evaluation evaluate();
+
+    long iteration() const { return iteration_; }
+    const TrainerConfig& config() const { return config_; }
+    const Model& model() const { return model_; }
+    Model& model() { return model_; }
+    const std::vector<TrainRecord>& history() const { return history_; }
+    const std::vector<Evaluation>& evaluations() const { return evaluations_; }
+    const std::vector<TrainEvent>& events() const { return events_; }
+    const Matrix& batch() const { return batch_; }     // d x batch, the current training batch
+    const Matrix& heldOut() const { return heldOut_; } // d x evalSamples
+    double learningRate() const { return adam_.learningRate(); }
+
+    // n points of the training law (rows), from the stream `seed` (a different stream from the batches').
+    Mat sampleData(int n, std::uint64_t seed) const;
+    // The entropy of the dataset's law where it is known in closed form or by Monte Carlo (NaN otherwise).
+    static double knownEntropy(const std::string& dataset);
+
+  private:
+    void resample();
+    void reject(const std::string& why, long iteration);
+
+    TrainerConfig config_;
+    Model model_;
+    FlowParams<float> grads_, checkpoint_;
+    Adam<float> adam_;
+    ad::Tape<float> tape_;
+    Rng dataRng_;
+    std::unique_ptr<PointSampler> sampler_;
+    Matrix batch_, heldOut_;
+    long iteration_ = 0;
+    int rejectedInARow_ = 0;
+    bool stopped_ = false;
+    std::vector<TrainRecord> history_;
+    std::vector<Evaluation> evaluations_;
+    std::vector<TrainEvent> events_;
+};
+
+// d x N samples (columns) of a row matrix, and back.
+ad::Matrix<float> toColumns(const Mat& rows);
+Mat toRows(const ad::Matrix<float>& columns);
+
+} // namespace flowscope::flows

@@ -1,0 +1,296 @@
+// The flow training loop, the sampler that inverts the training map, and trained models on disk
+// (engine/flows/Trainer.h, Flow.h, FlowIo.h, engine/io/Safetensors.h). Oracles: exact inverses (encode of
+// generate is the identity up to the solver tolerance), bit-for-bit reproducibility, and the documented
+// rejection rules.
+#include "engine/flows/FlowIo.h"
+#include "engine/flows/Trainer.h"
+#include "engine/io/Safetensors.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+using namespace flowscope;
+using namespace flowscope::flows;
+
+namespace {
+
+TrainerConfig tinyConfig(bool rwpo) {
+    TrainerConfig c;
+    c.flow.width = 8;
+    c.flow.layers = 3;
+    c.flow.rwpo = rwpo;
+    c.batch = 64;
+    c.evalSamples = 64;
+    c.adam.lr = 0.05;
+    c.dataset = "8gaussians";
+    return c;
+}
+
+ad::Matrix<float> normals(int d, int n, std::uint64_t seed) {
+    Rng rng(seed);
+    ad::Matrix<float> Z(d, n);
+    for (Eigen::Index i = 0; i < Z.size(); ++i) Z(i) = float(rng.normal());
+    return Z;
+}
+
+fs::path tempPath(const std::string& name) {
+    const fs::path dir = fs::temp_directory_path() / ("flowscope-flow-io-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    return dir / name;
+}
+
+std::string messageOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
+}
+
+} // namespace
+
+TEST(FlowTrainer, SameSeedSameRunBitForBit) {
+    for (bool rwpo : {false, true}) {
+        FlowTrainer a(tinyConfig(rwpo)), b(tinyConfig(rwpo));
+        for (int k = 0; k < 30; ++k) { // crosses a batch resample (every 25)
+            a.step();
+            b.step();
+        }
+        ASSERT_EQ(a.history().size(), 30u);
+        EXPECT_EQ(a.history().back().terms.loss, b.history().back().terms.loss) << rwpo;
+        EXPECT_EQ(a.model().params().phi.w, b.model().params().phi.w) << rwpo;
+        EXPECT_NE(a.history().front().terms.loss, a.history().back().terms.loss) << "parameters never moved";
+    }
+}
+
+TEST(FlowTrainer, TrainingLowersTheHeldOutNll) {
+    TrainerConfig c = tinyConfig(false);
+    c.evalSamples = 512;
+    FlowTrainer t(c);
+    const double before = t.evaluate().nll;
+    for (int k = 0; k < 150; ++k) t.step();
+    const Evaluation after = t.evaluate();
+    std::printf("[ trainer ] held-out NLL %.3f -> %.3f, KL %.3f, MMD2 %.2e\n", before, after.nll, after.kl,
+                after.mmd2);
+    EXPECT_LT(after.nll, before - 0.3);
+    EXPECT_TRUE(std::isfinite(after.kl));
+    EXPECT_GT(after.mmd2, -0.05);
+}
+
+TEST(FlowTrainer, NonFiniteStepsAreRejectedHalvedRestoredAndStopped) {
+    FlowTrainer t(tinyConfig(false));
+    for (int k = 0; k < 5; ++k) ASSERT_TRUE(t.step());
+    const double lr = t.learningRate();
+    const ad::Matrix<float> good = t.model().params().phi.w;
+    // A NaN in the parameters (as a diverged update would leave): every loss is NaN until they are restored.
+    t.model().params().phi.w(0, 0) = std::numeric_limits<float>::quiet_NaN();
+    for (int k = 0; k < 2; ++k) {
+        EXPECT_TRUE(t.step());
+        EXPECT_TRUE(t.history().back().rejected);
+    }
+    EXPECT_NEAR(t.learningRate(), lr / 4, 1e-12 * lr);
+    EXPECT_TRUE(t.step()); // the third rejection restores the checkpoint (the initial parameters here)
+    ASSERT_EQ(t.events().size(), 3u);
+    EXPECT_NE(t.events()[0].message.find("learning rate halved"), std::string::npos) << t.events()[0].message;
+    EXPECT_NE(t.events()[2].message.find("restored"), std::string::npos) << t.events()[2].message;
+    EXPECT_TRUE(t.model().params().phi.w.allFinite());
+    EXPECT_TRUE(t.step());
+    EXPECT_FALSE(t.history().back().rejected);
+
+    // Data whose loss overflows float whatever the parameters: no checkpoint cures it; 20 in a row stop.
+    TrainerConfig c = tinyConfig(false);
+    c.dataset = "";
+    c.points = 1e30 * sampleDataset("moons", 20, 1);
+    FlowTrainer s(c);
+    for (int k = 0; k < 30 && s.step(); ++k) {
+    }
+    EXPECT_TRUE(s.stopped());
+    EXPECT_NE(s.events().back().message.find("training stopped"), std::string::npos);
+    EXPECT_FALSE(s.step());
+}
+
+TEST(FlowTrainer, BadConfigurationsNameTheField) {
+    TrainerConfig c = tinyConfig(true);
+    c.batch = 1;
+    EXPECT_NE(messageOf([&] { FlowTrainer t(c); }).find("batch"), std::string::npos);
+    c = tinyConfig(true);
+    c.dataset = "spiral";
+    EXPECT_NE(messageOf([&] { FlowTrainer t(c); }).find("dataset"), std::string::npos);
+    c = tinyConfig(true);
+    c.adam.lr = std::nan("");
+    EXPECT_NE(messageOf([&] { FlowTrainer t(c); }).find("adam.lr"), std::string::npos);
+    c = tinyConfig(true);
+    c.dataset = "";
+    c.points = Mat::Random(10, 3);
+    EXPECT_NE(messageOf([&] { FlowTrainer t(c); }).find("points"), std::string::npos);
+}
+
+TEST(FlowTrainer, TrainsOnUserPoints) {
+    TrainerConfig c = tinyConfig(true);
+    c.dataset = "";
+    c.points = sampleDataset("moons", 200, 5);
+    c.pointJitter = 0.05;
+    FlowTrainer t(c);
+    for (int k = 0; k < 5; ++k) EXPECT_TRUE(t.step());
+    EXPECT_TRUE(std::isnan(t.evaluate().kl)); // no known entropy for drawn points
+}
+
+TEST(FlowSampler, InvertsTheTrainingMapExactly) {
+    for (bool rwpo : {false, true}) {
+        FlowConfig c;
+        c.width = 8;
+        c.layers = 8;
+        c.rwpo = rwpo;
+        c.seed = 3;
+        FlowModel<double> model(c);
+        Rng rng(9);
+        ad::Matrix<double> Z(2, 200);
+        for (Eigen::Index i = 0; i < Z.size(); ++i) Z(i) = rng.normal();
+        SamplerDiagnostics diagnostics;
+        const ad::Matrix<double> X = model.generate(Z, nullptr, &diagnostics);
+        const double err = (model.encode(X) - Z).cwiseAbs().maxCoeff();
+        FlowConfig e = c;
+        e.explicitSampler = true;
+        FlowModel<double> printed(e);
+        const double printedErr = printed.roundTripError(Z);
+        std::printf(
+            "[ sampler ] %s: round trip %.1e (eq. (22) as printed: %.1e), %d fixed-point iterations\n",
+            rwpo ? "rwpo" : "plain", err, printedErr, diagnostics.iterations);
+        EXPECT_LT(diagnostics.residual, kSamplerTolerance);
+        EXPECT_LT(err, 1e-4); // a contraction of ratio q leaves about q/(1-q) of the last change
+        EXPECT_GT(printedErr, 100 * err);
+    }
+}
+
+TEST(FlowSampler, ReferenceKeysMakeEachDensityQueryIndependent) {
+    FlowConfig c;
+    c.width = 8;
+    c.layers = 3;
+    c.seed = 4;
+    const FlowModel<double> model(c);
+    Rng rng(1);
+    ad::Matrix<double> data(2, 50), queries(2, 5);
+    for (Eigen::Index i = 0; i < data.size(); ++i) data(i) = 2 * rng.normal();
+    for (Eigen::Index i = 0; i < queries.size(); ++i) queries(i) = 2 * rng.normal();
+    Eigen::RowVectorXd all, one, own, ownExplicit;
+    model.encode(queries, &all, nullptr, &data);
+    model.encode(queries.leftCols(1), &one, nullptr, &data);
+    EXPECT_NEAR(all(0), one(0), 1e-12);
+    // The data as its own reference batch is the training map itself.
+    model.encode(data, &own);
+    model.encode(data, &ownExplicit, nullptr, &data);
+    EXPECT_LT((own - ownExplicit).cwiseAbs().maxCoeff(), 1e-12);
+}
+
+TEST(Safetensors, RoundTripAndMetadata) {
+    SafeTensors f;
+    f.tensors.push_back({"a", true, {2, 3}, {1, 2, 3, 4, 5, 6.5}});
+    f.tensors.push_back({"b", false, {1}, {0.1}});
+    f.tensors.push_back({"empty", true, {0, 4}, {}});
+    f.metadata["note"] = "hello";
+    const std::string path = tempPath("t.safetensors").string();
+    writeSafetensors(path, f);
+    const SafeTensors g = readSafetensors(path);
+    ASSERT_EQ(g.tensors.size(), 3u);
+    EXPECT_EQ(g.get("a", {2, 3}).data, f.tensors[0].data);
+    EXPECT_EQ(g.get("b", {1}).data[0], 0.1); // F64 exactly
+    EXPECT_FALSE(g.get("b", {1}).float32);
+    EXPECT_EQ(g.metadata.at("note"), "hello");
+    EXPECT_NE(messageOf([&] { g.get("a", {3, 2}); }).find("shape"), std::string::npos);
+    EXPECT_NE(messageOf([&] { g.get("c", {1}); }).find("missing"), std::string::npos);
+    // Byte layout: 8-byte length, then a JSON header padded to 8 bytes.
+    std::ifstream in(path, std::ios::binary);
+    unsigned char len[8];
+    in.read(reinterpret_cast<char*>(len), 8);
+    EXPECT_EQ(len[0] % 8, 0);
+}
+
+TEST(Safetensors, HostileFilesGetOneClearMessage) {
+    const fs::path p = tempPath("bad.safetensors");
+    auto write = [&](const std::string& header, const std::string& payload, std::uint64_t len = ~0ull) {
+        std::ofstream out(p, std::ios::binary | std::ios::trunc);
+        if (len == ~0ull) len = header.size();
+        for (int i = 0; i < 8; ++i) out.put(char((len >> (8 * i)) & 0xff));
+        out << header << payload;
+    };
+    auto error = [&]() { return messageOf([&] { readSafetensors(p.string()); }); };
+    write("", "", 0);
+    EXPECT_NE(error().find("not valid JSON"), std::string::npos) << error();
+    write("{}", "", 1ull << 40);
+    EXPECT_NE(error().find("exceeds 16 MiB"), std::string::npos) << error();
+    write("{\"a\":{}}", "", 100);
+    EXPECT_NE(error().find("truncated"), std::string::npos) << error();
+    write(R"({"a":{"dtype":"I8","shape":[1],"data_offsets":[0,1]}})", "x");
+    EXPECT_NE(error().find("I8"), std::string::npos) << error();
+    write(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", "xxxx");
+    EXPECT_NE(error().find("span 4 bytes"), std::string::npos) << error();
+    write(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})", "xxxx");
+    EXPECT_NE(error().find("outside the payload"), std::string::npos) << error();
+    write(
+        R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})",
+        "xxxxxxxx");
+    EXPECT_NE(error().find("overlap"), std::string::npos) << error();
+    write(R"({"a":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", "xxxx");
+    EXPECT_NE(error().find("non-negative"), std::string::npos) << error();
+    write(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,4]}})", "xxxx");
+    EXPECT_NE(error().find("exceeds the payload"), std::string::npos) << error();
+    write(R"({"__metadata__":{"k":1}})", "");
+    EXPECT_NE(error().find("__metadata__/k"), std::string::npos) << error();
+    EXPECT_NE(messageOf([&] { readSafetensors((p.string() + ".missing")); }).find("cannot open"),
+              std::string::npos);
+}
+
+TEST(FlowIo, SavedModelsLoadBackAndSampleBitForBit) {
+    for (bool rwpo : {false, true}) {
+        FlowTrainer t(tinyConfig(rwpo));
+        for (int k = 0; k < 10; ++k) t.step();
+        t.evaluate();
+        const std::string path = tempPath(rwpo ? "rwpo.safetensors" : "plain.safetensors").string();
+        saveFlow(path, t, 1.0);
+        const FlowModel<float> loaded = loadFlow(path);
+        EXPECT_EQ(loaded.params().phi.K0, t.model().params().phi.K0);
+        EXPECT_EQ(loaded.params().lambdaRaw, t.model().params().lambdaRaw);
+        EXPECT_EQ(loaded.config().rwpo, rwpo);
+        const ad::Matrix<float> Z = normals(2, 100, 7);
+        EXPECT_EQ(loaded.generate(Z), t.model().generate(Z)) << rwpo;
+        // The record beside it: architecture, λ, β, metrics and the curve.
+        std::ifstream in(configPathFor(path));
+        const nlohmann::json record = nlohmann::json::parse(in);
+        EXPECT_EQ(record["architecture"]["layers"], 3);
+        EXPECT_EQ(record["curve"]["loss"].size(), 10u);
+        EXPECT_EQ(record["training"]["dataset"], "8gaussians");
+        EXPECT_TRUE(record["metrics"].contains("mmd2"));
+    }
+}
+
+TEST(FlowIo, MismatchedModelsNameTheField) {
+    FlowTrainer t(tinyConfig(false));
+    const std::string path = tempPath("m.safetensors").string();
+    saveFlow(path, t.model(), {});
+    SafeTensors f = readSafetensors(path);
+    auto rewrite = [&](const std::function<void(SafeTensors&)>& edit) {
+        SafeTensors g = f;
+        edit(g);
+        writeSafetensors(path, g);
+        return messageOf([&] { loadFlow(path); });
+    };
+    EXPECT_NE(rewrite([](SafeTensors& g) { g.tensors.pop_back(); }).find("beta_raw"), std::string::npos);
+    EXPECT_NE(rewrite([](SafeTensors& g) {
+                  g.tensors[0].shape = {1, g.tensors[0].data.size()};
+              }).find("phi.K0"),
+              std::string::npos);
+    EXPECT_NE(rewrite([](SafeTensors& g) { g.metadata.clear(); }).find("not a Flowscope flow"),
+              std::string::npos);
+    EXPECT_NE(rewrite([](SafeTensors& g) {
+                  auto j = nlohmann::json::parse(g.metadata["flowscope_flow"]);
+                  j["layers"] = 0;
+                  g.metadata["flowscope_flow"] = j.dump();
+              }).find("architecture/layers"),
+              std::string::npos);
+    EXPECT_NE(rewrite([](SafeTensors& g) { g.tensors[1].data[0] = NAN; }).find("NaN"), std::string::npos);
+}
