@@ -135,7 +135,9 @@ int benchMoments(bool json) {
         long evaluations = 0;
         std::map<std::string, int> events;
     };
-    std::vector<Row> rows = {{MomentMethod::PaperEuler}, {MomentMethod::Adaptive}};
+    std::vector<Row> rows(2);
+    rows[0].method = MomentMethod::PaperEuler;
+    rows[1].method = MomentMethod::Adaptive;
     for (Row& r : rows) {
         s.moments.method = r.method;
         MomentSolveOptions o = momentOptions(s);

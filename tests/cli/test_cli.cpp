@@ -275,3 +275,56 @@ TEST(Cli, MomentsReportsTheBlowUpTimeAndRefusesNonGaussianVariants) {
     EXPECT_NE(bad.out.find("/attention/type"), std::string::npos) << bad.out;
     EXPECT_FALSE(fs::exists(dir / "r.json"));
 }
+
+TEST(Cli, TrainSampleAndDensityOfAFlow) {
+    const fs::path dir = tempDir();
+    const std::string model = (dir / "moons.safetensors").string();
+    const std::string tiny = " --iters 12 --batch 64 --layers 2 --width 8 --eval-every 6";
+    Result r = cli("train --dataset moons" + tiny + " --out " + model);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("MMD2"), std::string::npos) << r.out;
+    std::ifstream in(dir / "moons.json");
+    const nlohmann::json record = nlohmann::json::parse(in);
+    EXPECT_EQ(record["curve"]["loss"].size(), 12u);
+    EXPECT_EQ(record["architecture"]["layers"], 2);
+    EXPECT_TRUE(record["architecture"]["rwpo"].get<bool>());
+    EXPECT_GT(record["beta"].get<double>(), 0.0);
+
+    r = cli("sample " + model + " --n 150 --batch 100 --out " + (dir / "s.npy").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    const flowscope::NpyArray s = flowscope::readNpy((dir / "s.npy").string());
+    EXPECT_EQ(s.shape, (std::vector<std::int64_t>{150, 2}));
+    // Same seed, same samples.
+    ASSERT_EQ(cli("sample " + model + " --n 150 --batch 100 --out " + (dir / "t.npy").string()).code, 0);
+    EXPECT_EQ(flowscope::readNpy((dir / "t.npy").string()).data, s.data);
+
+    r = cli("density " + model + " --grid 24 --reference 200 --out " + (dir / "d.npy").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    const flowscope::NpyArray d = flowscope::readNpy((dir / "d.npy").string());
+    EXPECT_EQ(d.shape, (std::vector<std::int64_t>{24, 24}));
+    EXPECT_NE(r.out.find("mass on the grid"), std::string::npos);
+
+    // Points from a CSV, the plain baseline.
+    writeText(dir / "pts.csv", "x,y\n0,0\n1,1\n2,0.5\n-1,0.3\n");
+    r = cli("train --data " + (dir / "pts.csv").string() + " --no-rwpo --jitter 0.1" + tiny + " --out " +
+            (dir / "p.safetensors").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+}
+
+TEST(Cli, FlowCommandsRejectBadInputWithOneMessage) {
+    const fs::path dir = tempDir();
+    Result r = cli("train --dataset spirals --out " + (dir / "m.safetensors").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--dataset"), std::string::npos) << r.out;
+    r = cli("train --dataset moons --batch 1 --out " + (dir / "m.safetensors").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--batch"), std::string::npos) << r.out;
+    writeText(dir / "bad.safetensors", "not a model");
+    r = cli("sample " + (dir / "bad.safetensors").string() + " --out " + (dir / "s.npy").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("bad.safetensors"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir / "s.npy"));
+    r = cli("train --data " + (dir / "missing.csv").string() + " --out " + (dir / "m.safetensors").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--data"), std::string::npos) << r.out;
+}
