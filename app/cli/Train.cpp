@@ -141,13 +141,14 @@ ad::Matrix<float> baseSamples(int d, int n, std::uint64_t seed) {
 // Generates n samples in independent batches of `batch` columns (with the RWPO layer a batch's samples are
 // one another's keys, as in training).
 ad::Matrix<float> generateInBatches(const flows::FlowModel<float>& model, const ad::Matrix<float>& Z,
-                                    int batch, double* residual) {
+                                    int batch, double* residual, int* iterations = nullptr) {
     ad::Matrix<float> X(Z.rows(), Z.cols());
     for (Eigen::Index j = 0; j < Z.cols(); j += batch) {
         const Eigen::Index m = std::min<Eigen::Index>(batch, Z.cols() - j);
         flows::SamplerDiagnostics diagnostics;
         X.middleCols(j, m) = model.generate(Z.middleCols(j, m), nullptr, &diagnostics);
         *residual = std::max(*residual, diagnostics.residual);
+        if (iterations) *iterations = std::max(*iterations, diagnostics.iterations);
     }
     return X;
 }
@@ -175,12 +176,15 @@ int sample(const Args& args) {
     flows::FlowModel<float> model(config);
     model.params() = loaded.params();
     double residual = 0;
+    int iterations = 0;
     const auto start = std::chrono::steady_clock::now();
-    const ad::Matrix<float> X = generateInBatches(model, baseSamples(config.d, n, seed), batch, &residual);
+    const ad::Matrix<float> X =
+        generateInBatches(model, baseSamples(config.d, n, seed), batch, &residual, &iterations);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     writeRowsNpy(out, X);
-    std::printf("wrote %s: %d x %d samples in %.2f s (sampler fixed-point residual %.1e)\n", out.c_str(), n,
-                config.d, seconds, residual);
+    std::printf("wrote %s: %d x %d samples in %.2f s (sampler: fixed-point residual %.1e, at most %d "
+                "iterations per sub-step)\n",
+                out.c_str(), n, config.d, seconds, residual, iterations);
     if (!X.allFinite()) std::cerr << "warning: some samples are not finite\n";
     return 0;
 }

@@ -106,6 +106,71 @@ template <class S> void checkData(const FlowConfig& c, const Mat<S>& X, const ch
                                     std::to_string(X.rows()) + " x " + std::to_string(X.cols()));
 }
 
+struct FixedPointResult {
+    double change = 0; // max |next(P) - P| at the last iterate (infinity for NaN)
+    int iterations = 0;
+};
+
+// Solves P = g(P) in place by Anderson acceleration (type II, memory kAndersonMemory): with the residuals
+// f_i = g(P_i) - P_i of the last iterates, P <- g(P) - ΔG γ, γ = argmin |f - ΔF γ| (ΔF, ΔG the differences
+// of successive residuals and images). A plain fixed-point iteration converges at the contraction ratio of
+// g, which the RWPO sub-step's inverse pushes to 0.9 and beyond; this needs a fraction of the iterations.
+// The history restarts when a step makes the residual grow tenfold.
+template <class S, class G>
+FixedPointResult solveFixedPoint(Mat<S>& P, G&& g, double tol, int maxIterations) {
+    constexpr int kAndersonMemory = 5;
+    using Vector = Eigen::Matrix<double, Eigen::Dynamic, 1>;
+    std::vector<Vector> dF, dG;
+    Vector fPrev, gPrev;
+    FixedPointResult r;
+    double best = INFINITY;
+    while (r.iterations < maxIterations) {
+        const Mat<S> image = g(P);
+        const Vector gv = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(image.data(), image.size())
+                              .template cast<double>();
+        const Vector pv =
+            Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(P.data(), P.size()).template cast<double>();
+        const Vector f = gv - pv;
+        ++r.iterations;
+        r.change = f.allFinite() ? f.cwiseAbs().maxCoeff() : INFINITY;
+        if (!(r.change > tol) || !std::isfinite(r.change)) {
+            P = image;
+            break;
+        }
+        if (r.change > 10 * best) { // diverging: forget the history
+            dF.clear();
+            dG.clear();
+        } else if (fPrev.size() > 0) {
+            dF.push_back(f - fPrev);
+            dG.push_back(gv - gPrev);
+            if (int(dF.size()) > kAndersonMemory) {
+                dF.erase(dF.begin());
+                dG.erase(dG.begin());
+            }
+        }
+        best = std::min(best, r.change);
+        fPrev = f;
+        gPrev = gv;
+        Vector next = gv;
+        if (!dF.empty()) {
+            const int m = int(dF.size());
+            Eigen::MatrixXd A(f.size(), m), B(f.size(), m);
+            for (int i = 0; i < m; ++i) {
+                A.col(i) = dF[i];
+                B.col(i) = dG[i];
+            }
+            Eigen::MatrixXd normal = A.transpose() * A;
+            normal.diagonal().array() += 1e-12 * (normal.diagonal().maxCoeff() + 1e-300);
+            const Vector gamma = normal.ldlt().solve(A.transpose() * f);
+            if (gamma.allFinite()) next -= B * gamma;
+        }
+        P = Eigen::Map<const Vector>(next.data(), next.size())
+                .template cast<S>()
+                .reshaped(P.rows(), P.cols());
+    }
+    return r;
+}
+
 } // namespace
 
 template <class S> FlowModel<S>::FlowModel(const FlowConfig& config) : config_(config) {
@@ -187,20 +252,13 @@ typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vecto
         const Bound<S> q = bindFlow<S>(tape, c, params_, nullptr);
         return recordRwpo(tape, tape.constant(P), q.lambda, q.beta, layerOptions(c)).y.value();
     };
-    // Solves P = next(P) by fixed-point iteration from `start`, recording the worst residual and count.
+    // Solves P = next(P) from `start` by Anderson-accelerated fixed-point iteration, recording the worst
+    // final change and the most iterations.
     auto solve = [&](Matrix P, auto&& next) {
-        double change = 0;
-        int it = 0;
-        while (it < kSamplerMaxIterations) {
-            Matrix Q = next(P);
-            change = double((Q - P).cwiseAbs().maxCoeff());
-            P = std::move(Q);
-            ++it;
-            if (!(change > kSamplerTolerance)) break;
-        }
+        const FixedPointResult r = solveFixedPoint<S>(P, next, kSamplerTolerance, kSamplerMaxIterations);
         if (diagnostics) {
-            diagnostics->residual = std::max(diagnostics->residual, std::isnan(change) ? INFINITY : change);
-            diagnostics->iterations = std::max(diagnostics->iterations, it);
+            diagnostics->residual = std::max(diagnostics->residual, r.change);
+            diagnostics->iterations = std::max(diagnostics->iterations, r.iterations);
         }
         return P;
     };
