@@ -1,5 +1,6 @@
 #include "engine/flows/Trainer.h"
 
+#include "engine/core/Parallel.h"
 #include "engine/flows/Metrics.h"
 
 #include <cmath>
@@ -135,11 +136,8 @@ bool FlowTrainer::step() {
     r.beta = model_.params().beta();
     r.learningRate = adam_.learningRate();
 
-    adam_.zeroGrad();
-    tape_.clear();
-    const ad::Var<float> loss = model_.recordLoss(tape_, batch_, grads_, &r.terms);
+    r.terms = lossAndGradient();
     const bool finiteLoss = std::isfinite(r.terms.loss);
-    if (finiteLoss) tape_.backward(loss);
     if (!finiteLoss) {
         reject("non-finite loss (" + std::to_string(r.terms.loss) + ")", iteration_);
         r.rejected = true;
@@ -153,6 +151,35 @@ bool FlowTrainer::step() {
     r.seconds = secondsSince(start);
     history_.push_back(r);
     return !stopped_;
+}
+
+LossTerms FlowTrainer::lossAndGradient() {
+    adam_.zeroGrad();
+    // Without the RWPO layer every term of the loss is a mean over independent samples: the two halves of
+    // the batch on two tapes, in parallel, combined with weights n_i / N, give the batch's loss and gradient
+    // (to float rounding, and always the same way). With it, samples attend to each other: one tape.
+    const Eigen::Index N = batch_.cols(), half = N / 2;
+    const int parts = config_.flow.rwpo || half < 64 || threadCount() < 2 ? 1 : 2;
+    LossTerms terms[2];
+    FlowParams<float>* grads[2] = {&grads_, &grads2_};
+    ad::Tape<float>* tapes[2] = {&tape_, &tape2_};
+    parallelFor(std::size_t(parts), 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+            const Matrix part = parts == 1 ? batch_
+                                : i == 0   ? batch_.leftCols(half)
+                                           : batch_.rightCols(N - half);
+            if (i == 1) grads2_ = model_.params().zerosLike();
+            tapes[i]->clear();
+            const ad::Var<float> loss = model_.recordLoss(*tapes[i], part, *grads[i], &terms[i]);
+            if (std::isfinite(terms[i].loss)) tapes[i]->backward(loss);
+        }
+    });
+    if (parts == 1) return terms[0];
+    const double w0 = double(half) / double(N), w1 = 1.0 - w0;
+    grads_.forEach(grads2_, config_.flow,
+                   [&](Matrix& a, Matrix& b, const std::string&) { a = float(w0) * a + float(w1) * b; });
+    return {w0 * terms[0].loss + w1 * terms[1].loss, w0 * terms[0].nll + w1 * terms[1].nll,
+            w0 * terms[0].transport + w1 * terms[1].transport, w0 * terms[0].hjb + w1 * terms[1].hjb};
 }
 
 Evaluation FlowTrainer::evaluate() {

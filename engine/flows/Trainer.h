@@ -107,13 +107,14 @@ class FlowTrainer {
 
   private:
     void resample();
+    LossTerms lossAndGradient(); // of the current batch, into grads_
     void reject(const std::string& why, long iteration);
 
     TrainerConfig config_;
     Model model_;
-    FlowParams<float> grads_, checkpoint_;
+    FlowParams<float> grads_, grads2_, checkpoint_;
     Adam<float> adam_;
-    ad::Tape<float> tape_;
+    ad::Tape<float> tape_, tape2_;
     Rng dataRng_;
     std::unique_ptr<PointSampler> sampler_;
     Matrix batch_, heldOut_;
