@@ -38,7 +38,7 @@ struct TrainerConfig {
     double pointJitter = 0.0;           // N(0, jitter² I) added to every drawn point
     int batch = 1024;
     int resampleEvery = 25;
-    AdamOptions adam = {.lr = 1e-2, .clipNorm = 0.0, .lrFinal = 1e-4, .decaySteps = 2000};
+    AdamOptions adam = {.lr = 0.1, .clipNorm = 0.0, .lrFinal = 1e-3, .decaySteps = 2000}; // OT-Flow's lr 0.1
     int evalSamples = 2000;     // held-out points, generated samples (MMD²) and NLL queries
     std::uint64_t dataSeed = 0; // the batches' stream; the held-out set uses a stream derived from it
 };

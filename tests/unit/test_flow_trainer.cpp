@@ -298,7 +298,7 @@ TEST(FlowIo, MismatchedModelsNameTheField) {
     };
     EXPECT_NE(rewrite([](SafeTensors& g) { g.tensors.pop_back(); }).find("beta_raw"), std::string::npos);
     EXPECT_NE(rewrite([](SafeTensors& g) {
-                  g.tensors[0].shape = {1, g.tensors[0].data.size()};
+                  g.tensors[0].shape = {1, std::int64_t(g.tensors[0].data.size())};
               }).find("phi.K0"),
               std::string::npos);
     EXPECT_NE(rewrite([](SafeTensors& g) { g.metadata.clear(); }).find("not a Flowscope flow"),
