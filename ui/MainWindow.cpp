@@ -13,6 +13,8 @@
 #include "ui/PresetBrowser.h"
 #include "ui/ScenePanel.h"
 #include "ui/SharedGlBackend.h"
+#include "ui/TrainingPanel.h"
+#include "ui/TrainingView.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -105,9 +107,14 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     tabs_->setDocumentMode(true);
     tabs_->addTab(view_, tr("Particles"));
     tabs_->addTab(cone_, tr("Covariance cone"));
+    trainingView_ = new TrainingView(this);
+    trainingView_->setSource([this] { return training_.snapshot(); });
+    tabs_->addTab(trainingView_, tr("Flows"));
     tabs_->setTabToolTip(0, tr("The tokens x_i(t) of dx_i/dt = Σ_j P_ij V x_j"));
     tabs_->setTabToolTip(1, tr("2×2 covariances Σ = [[a, c], [c, b]] as points (a − b, 2c, a + b) of the PSD "
                                "cone; its boundary is the rank-1 matrices"));
+    tabs_->setTabToolTip(2, tr("A generative flow trained live on a toy dataset (Training panel), with or "
+                               "without the RWPO layer"));
     setCentralWidget(tabs_);
     connect(view_, &ParticleView::snapshotChanged, this, &MainWindow::onSnapshot);
     connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::onSnapshot);
@@ -151,6 +158,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 // The views are children, deleted by ~QWidget after our members (the runner) are gone: cut their link first.
 MainWindow::~MainWindow() {
     view_->setSource({});
+    trainingView_->setSource({});
 }
 
 void MainWindow::buildActions() {
@@ -300,6 +308,7 @@ void MainWindow::buildDocks() {
     scenePanel_ = new ScenePanel(this);
     matrixEditor_ = new MatrixEditor(this);
     plots_ = new PlotsPanel(this);
+    trainingPanel_ = new TrainingPanel(this);
     QDockWidget* presetDock =
         dock(presets_, tr("Presets"), QStringLiteral("presetsDock"), Qt::LeftDockWidgetArea);
     QDockWidget* sceneDock =
@@ -307,14 +316,39 @@ void MainWindow::buildDocks() {
     QDockWidget* matrixDock =
         dock(matrixEditor_, tr("Matrices"), QStringLiteral("matrixDock"), Qt::RightDockWidgetArea);
     QDockWidget* plotsDock = dock(plots_, tr("Plots"), QStringLiteral("plotsDock"), Qt::RightDockWidgetArea);
+    trainingDock_ =
+        dock(trainingPanel_, tr("Training"), QStringLiteral("trainingDock"), Qt::LeftDockWidgetArea);
     tabifyDockWidget(sceneDock, presetDock);
+    tabifyDockWidget(sceneDock, trainingDock_);
     sceneDock->raise();
     tabifyDockWidget(matrixDock, plotsDock);
     matrixDock->raise();
     resizeDocks({sceneDock, matrixDock}, {330, 380}, Qt::Horizontal);
     panelsMenu_ = new QMenu(tr("&Panels"), this);
-    for (QDockWidget* d : {sceneDock, presetDock, matrixDock, plotsDock})
+    for (QDockWidget* d : {sceneDock, presetDock, matrixDock, plotsDock, trainingDock_})
         panelsMenu_->addAction(d->toggleViewAction());
+
+    // Training: the panel asks, the runner trains, the view's snapshots come back to the panel's status.
+    connect(trainingPanel_, &TrainingPanel::startRequested, this,
+            [this](const flows::TrainerConfig& config, bool sideBySide, bool play) {
+                startTraining(config, sideBySide, play);
+            });
+    connect(trainingPanel_, &TrainingPanel::playRequested, this, [this](bool play) {
+        if (play)
+            training_.play();
+        else
+            training_.pause();
+        trainingPanel_->setSnapshot(trainingView_->displayedSnapshot(), training_.playing());
+    });
+    connect(trainingPanel_, &TrainingPanel::stepRequested, this, [this] { training_.stepOnce(); });
+    connect(trainingPanel_, &TrainingPanel::resetRequested, this, [this] { training_.reset(); });
+    connect(trainingPanel_, &TrainingPanel::evaluateRequested, this, [this] { training_.evaluateNow(); });
+    connect(trainingView_, &TrainingView::snapshotChanged, this,
+            [this] { trainingPanel_->setSnapshot(trainingView_->displayedSnapshot(), training_.playing()); });
+    // The Flows tab brings its panel to the front.
+    connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+        if (tabs_->currentWidget() == trainingView_) trainingDock_->raise();
+    });
 
     connect(presets_, &PresetBrowser::presetActivated, this, [this](const QString& path) {
         if (!openSceneFile(path)) QMessageBox::warning(this, tr("Open preset"), lastError_);
@@ -363,6 +397,7 @@ void MainWindow::buildMenus() {
     view->addAction(frameAction_);
     view->addAction(tr("Particles"), QKeySequence(Qt::Key_1), this, &MainWindow::showParticleView);
     view->addAction(tr("Covariance cone"), QKeySequence(Qt::Key_2), this, &MainWindow::showConeView);
+    view->addAction(tr("Flows"), QKeySequence(Qt::Key_3), this, &MainWindow::showFlowsView);
     view->addSeparator();
     view->addAction(hudAction_);
     view->addAction(overlayAction_);
@@ -680,6 +715,30 @@ void MainWindow::showParticleView() {
     tabs_->setCurrentWidget(view_);
 }
 
+void MainWindow::showFlowsView() {
+    tabs_->setCurrentWidget(trainingView_);
+}
+
+bool MainWindow::startTraining(const flows::TrainerConfig& config, bool sideBySide, bool play) {
+    try {
+        training_.start(config, sideBySide);
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot start training:\n%1").arg(QString::fromStdString(e.what()));
+        trainingPanel_->setStartError(lastError_);
+        return false;
+    }
+    lastError_.clear();
+    trainingPanel_->setConfig(config, sideBySide);
+    trainingPanel_->setStarted();
+    if (play)
+        training_.play();
+    else
+        training_.pause();
+    trainingView_->refresh(); // shows the new run's first snapshot
+    trainingPanel_->setSnapshot(training_.snapshot(), training_.playing());
+    return true;
+}
+
 void MainWindow::scrubTo(int index) {
     const auto live = runner_.snapshot();
     if (!live || !live->history) return;
@@ -782,6 +841,7 @@ void MainWindow::setTheme(ThemeKind kind) {
     theme_ = kind;
     if (auto* app = qobject_cast<QApplication*>(QCoreApplication::instance())) applyTheme(*app, kind);
     view_->setPlotStyle(plotStyle(kind));
+    trainingView_->setPlotStyle(plotStyle(kind));
     for (QAction* a : themeGroup_->actions()) a->setChecked(ThemeKind(a->data().toInt()) == kind);
     // Icons are drawn in the text colour of the palette.
     const QColor ink = QApplication::palette().color(QPalette::ButtonText);

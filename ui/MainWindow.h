@@ -1,5 +1,7 @@
-// Flowscope UI: the main window: the particle and covariance-cone views, the dockable panels (scene,
-// matrices, presets, plots), run controls with a time scrubber, scene files, presets, settings.
+// Flowscope UI: the main window: the particle, covariance-cone and flow-training views, the dockable panels
+// (scene, matrices, presets, plots, training), run controls with a time scrubber, scene files, presets,
+// settings. The Flows tab has its own runner (TrainingRunner) and controls (the Training panel); the run
+// controls of the toolbar drive the particle simulation.
 //
 // Scene changes go through openSceneFile()/setScene(), which return false and keep the current scene on
 // failure (the message is in lastError()); only the interactive paths (menu, preset browser) show a dialog,
@@ -9,6 +11,7 @@
 #pragma once
 
 #include "engine/runner/SimulationRunner.h"
+#include "engine/runner/TrainingRunner.h"
 #include "engine/scene/Scene.h"
 #include "ui/ParticleView.h"
 #include "ui/Theme.h"
@@ -25,6 +28,7 @@
 class QAction;
 class QActionGroup;
 class QComboBox;
+class QDockWidget;
 class QLabel;
 class QMenu;
 class QSlider;
@@ -41,6 +45,8 @@ class ParticleView;
 class PlotsPanel;
 class PresetBrowser;
 class ScenePanel;
+class TrainingPanel;
+class TrainingView;
 
 // "0, 2" or "1, 3, 4": the coordinate axes a projection shows, checked against d. nullopt (and why) when the
 // text is not two or three indices in [0, d).
@@ -78,6 +84,14 @@ class MainWindow : public QMainWindow {
     QSlider* scrubber() const { return scrubber_; }
     QStringList recentFiles() const { return recent_; }
 
+    // Live training of generative flows (the Flows tab and the Training panel).
+    TrainingRunner& trainingRunner() { return training_; }
+    TrainingView* trainingView() const { return trainingView_; }
+    TrainingPanel* trainingPanel() const { return trainingPanel_; }
+    // Starts a new training run (shown in the panel's controls); false, with the message in lastError() and
+    // the panel, when the config is invalid. The current run then goes on untouched.
+    bool startTraining(const flows::TrainerConfig& config, bool sideBySide, bool play);
+
     // Settings (QSettings "Flowscope"): window geometry and dock layout, theme, view options, recent files,
     // and the last scene (its JSON, so unsaved edits survive). restoreSettings() returns the last scene when
     // there is one that still parses.
@@ -99,6 +113,7 @@ class MainWindow : public QMainWindow {
     void setStepsPerSecond(double rate);
     void showConeView();
     void showParticleView();
+    void showFlowsView();
     // Time scrubber: preview the recorded frame `index` (play or step continues from it).
     void scrubTo(int index);
 
@@ -136,6 +151,10 @@ class MainWindow : public QMainWindow {
     MatrixEditor* matrixEditor_ = nullptr;
     PresetBrowser* presets_ = nullptr;
     PlotsPanel* plots_ = nullptr;
+    TrainingRunner training_;
+    TrainingView* trainingView_ = nullptr;
+    TrainingPanel* trainingPanel_ = nullptr;
+    QDockWidget* trainingDock_ = nullptr;
     std::optional<Scene> scene_;
     std::vector<HeadParams> baseHeads_; // V before the quick V-scale slider
     QString scenePath_;

@@ -164,6 +164,83 @@ constexpr std::array kTable{
     Entry{"initial.path", "<b>Token file</b> — a NumPy .npy (N × d; float32/float64/int32/int64, C order) or "
                           "a .csv with N rows "
                           "of d numbers; row i is token x<sub>i</sub>."},
+    // ---- training (the Flows tab) ---------------------------------------------------------------------
+    Entry{"training.dataset",
+          "<b>Dataset</b> — the 2-D toy law the flow learns (FFJORD / OT-Flow toy_data.py): swissroll, "
+          "circles, rings, moons, 8gaussians, pinwheel, 2spirals, checkerboard. A batch is redrawn every 25 "
+          "iterations from the seeded stream."},
+    Entry{
+        "training.rwpo",
+        "<b>RWPO layer</b> — each of the M layers is a drift step along the OT-Flow potential φ followed by "
+        "the RWPO sub-step x ← x + ½[S<sub>λh</sub>(x) − Σ<sub>j</sub> w<sub>j</sub>(x) x<sub>j</sub>] "
+        "(attention over the batch; λ, β learned). Off: the plain OT-Flow baseline (drift steps only)."},
+    Entry{"training.side_by_side",
+          "<b>Side by side</b> — trains two flows on the same batches from the same seed, one with the RWPO "
+          "layer and one without, one iteration of each in turn, and shows both."},
+    Entry{"training.layers",
+          "<b>Layers M</b> — the flow's time steps on [0, T], T = 1: step h = T/M. Each layer costs one "
+          "evaluation of φ (and one RWPO sub-step)."},
+    Entry{"training.width",
+          "<b>Width m</b> — the ResNet width of the OT-Flow potential φ(s) = wᵀu + ½ sᵀAᵀAs + cᵀs + b, "
+          "s = (x, t), u a two-layer ResNet of width m with activation log(2 cosh ·)."},
+    Entry{"training.batch",
+          "<b>Batch</b> — data points per iteration. With the RWPO layer every point attends to every other: "
+          "the cost grows as batch²."},
+    Entry{"training.lr",
+          "<b>Learning rate</b> of Adam, decaying exponentially to lr/100 over 2000 iterations. A non-finite "
+          "loss or gradient rejects the step and halves it."},
+    Entry{"training.lambda0",
+          "<b>λ₀</b> — initial weight of the L1 prior ψ(x) = λ‖x‖<sub>1</sub> (then learned, λ = "
+          "softplus(θ)); the RWPO layer soft-thresholds at λh. λ₀ &gt; 0."},
+    Entry{"training.beta0",
+          "<b>β₀</b> — initial inverse temperature (then learned, β = softplus(θ)); the RWPO kernel has "
+          "variance 2h/β. β₀ &gt; 0."},
+    Entry{
+        "training.seed",
+        "<b>Seed</b> — of the initial parameters and of the data stream: the same seed and settings give the "
+        "same run, bit for bit."},
+    Entry{"training.evaluate",
+          "<b>Evaluate</b> — held-out metrics now (also every 200 iterations): NLL on 1000 held-out points, "
+          "MMD² between 1000 generated samples and them, KL = NLL − H(p) where the entropy is known. Takes "
+          "seconds with the RWPO layer; the training waits meanwhile."},
+    Entry{"training.status",
+          "<b>Status</b> — the iteration, iterations per second, the current λ, β and learning rate, and the "
+          "last held-out NLL and MMD² (with the iteration they were computed at)."},
+    Entry{"training.loss",
+          "<b>Loss (16)</b> on the batch: NLL + Σ<sub>k</sub> (h/2) mean |∇φ̃|² (transport) + c Σ<sub>k</sub> "
+          "h mean R<sub>k</sub>² (HJB), c = 0.1, with ∇φ̃ = ∇φ − ∇ψ and the HJB residual R = ∂<sub>t</sub>φ + "
+          "½|∇φ̃|² + (Δφ − Δψ)/β at x<sup>k−½</sup> (without RWPO: ∇φ̃ = ∇φ, R = ∂<sub>t</sub>φ + ½|∇φ|²). "
+          "The first 5 % of a long run may be clipped at the top."},
+    Entry{
+        "training.nll",
+        "<b>NLL</b> = −mean log ρ<sub>T</sub>(x), by (24): log ρ<sub>T</sub>(x<sup>M</sup>) = log "
+        "N(x<sup>0</sup>; "
+        "0, I) + Σ<sub>k</sub> [½∇·G<sub>k</sub> − h Δφ]. Line: the training batch; dots: the held-out set."},
+    Entry{
+        "training.lambda",
+        "<b>λ</b> — the L1 prior weight of ψ(x) = λ‖x‖<sub>1</sub>, learned; the RWPO layer's soft threshold "
+        "is λh, S<sub>λh</sub>(x)<sub>i</sub> = sign(x<sub>i</sub>) max(|x<sub>i</sub>| − λh, 0)."},
+    Entry{
+        "training.beta",
+        "<b>β</b> — the inverse temperature, learned; the RWPO kernel's variance is 2h/β: w<sub>j</sub>(x) ∝ "
+        "exp(−(β/4h)|x − x<sub>j</sub>|² + …)."},
+    Entry{
+        "training.mmd2",
+        "<b>Held-out MMD²</b> — unbiased squared maximum mean discrepancy between 1000 generated samples and "
+        "1000 held-out points, kernel exp(−|x − y|²): 0 when the laws agree. Every 200 iterations, or "
+        "Evaluate."},
+    Entry{
+        "training.picture_density",
+        "<b>Data</b> (grey) and <b>generated samples</b> (orange, the same base draws z every time), a few "
+        "trajectories x<sup>0</sup> → x<sup>M</sup> through the layers (thin lines), over the model density "
+        "exp(log ρ<sub>T</sub>) by (24) on a 64 × 64 grid (square-root colour scale). Refreshed every ~0.7 s "
+        "while training."},
+    Entry{"training.picture_histogram",
+          "<b>Data</b> (grey) and <b>generated samples</b> (orange, the same base draws z every time), a few "
+          "trajectories x<sup>0</sup> → x<sup>M</sup> through the layers (thin lines). The heat map is a 2-D "
+          "histogram of the 1000 generated samples (32 × 32 cells): with the RWPO layer the queries are also "
+          "the keys, so the density of an isolated grid point is not the model's. Refreshed every ~0.7 s "
+          "while training, less often when generating takes longer (at most a fifth of the time)."},
     // ---- read-outs -----------------------------------------------------------------------------------
     Entry{"analysis.sym_a",
           "<b>Eigenvalues of A + Aᵀ</b>, A = Σ<sub>h</sub> c K<sub>h</sub>ᵀQ<sub>h</sub> (score scaling "

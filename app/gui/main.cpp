@@ -1,18 +1,23 @@
 // flowscope: the desktop application.
 //
 //   flowscope [SCENE.json] [--screenshot out.png [--after-steps K]] [--max-speed] [--size WxH]
+//             [--train DATASET [--side-by-side]]
 //
 // Without a scene it reopens the last session's scene (window layout, theme and view options too), else the
 // preset "default.json" (or a built-in default when that file is missing), and starts playing. With
 // --screenshot nothing of the last session is restored, so pictures are reproducible. --screenshot waits
 // until the run reaches step K (or finishes), saves the window as a PNG and exits: tests and humans use it to
-// look at what the application draws.
+// look at what the application draws. --train opens the Flows tab and trains a flow on a toy dataset with the
+// Training panel's default settings (the particle run stays paused); with --screenshot, K counts training
+// iterations and the picture is taken once the view shows iteration K.
 #include "ui/ConeView.h"
 #include "ui/DefaultScene.h"
 #include "ui/MainWindow.h"
 #include "ui/OpenGLSetup.h"
 #include "ui/ParticleView.h"
 #include "ui/Theme.h"
+#include "ui/TrainingPanel.h"
+#include "ui/TrainingView.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -44,6 +49,8 @@ struct Options {
     bool frameStats = false;
     QString backend; // empty: the saved choice (or the CPU)
     QSize size{1280, 800};
+    QString train; // a toy dataset to train a flow on (the Flows tab); empty: none
+    bool sideBySide = false;
 };
 
 Options parseOptions(QApplication& app) {
@@ -76,7 +83,15 @@ Options parseOptions(QApplication& app) {
     const QCommandLineOption backend(QStringLiteral("backend"),
                                      QStringLiteral("Where velocities are computed: cpu, gl or vulkan."),
                                      QStringLiteral("cpu|gl|vulkan"));
-    parser.addOptions({screenshot, afterSteps, timeout, maxSpeed, size, view, frameStats, backend});
+    const QCommandLineOption train(
+        QStringLiteral("train"),
+        QStringLiteral("Open the Flows tab and train a flow on this toy dataset "
+                       "(8gaussians, moons, ...); --after-steps counts iterations."),
+        QStringLiteral("DATASET"));
+    const QCommandLineOption sideBySide(QStringLiteral("side-by-side"),
+                                        QStringLiteral("With --train: with and without the RWPO layer."));
+    parser.addOptions(
+        {screenshot, afterSteps, timeout, maxSpeed, size, view, frameStats, backend, train, sideBySide});
     parser.process(app);
 
     Options o;
@@ -98,6 +113,9 @@ Options parseOptions(QApplication& app) {
     const auto m = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(size));
     if (!m.hasMatch()) parser.showHelp(2);
     o.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
+    o.train = parser.value(train);
+    o.sideBySide = parser.isSet(sideBySide);
+    if (o.sideBySide && o.train.isEmpty()) parser.showHelp(2);
     return o;
 }
 
@@ -149,13 +167,27 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
     clock->start();
     QObject::connect(timer, &QTimer::timeout, &app, [&app, &w, o, timer, clock, probe] {
         const auto s = w.runner().snapshot();
-        const bool ready =
-            s && (s->step >= o.afterSteps || s->finished || !s->error.empty()) && !w.coneView()->solving();
         const bool late = clock->elapsed() > qint64(o.timeoutSeconds * 1000.0);
-        if (!ready && !late) return;
+        if (!o.train.isEmpty()) {
+            // Iteration K reached: pause, which makes the worker draw a picture of the last iteration; take
+            // the screenshot when the view has it.
+            const auto t = w.trainingRunner().snapshot();
+            if (t && (t->iteration() >= o.afterSteps || !t->error.empty())) w.trainingRunner().pause();
+            bool shown = t && !t->playing && (t->iteration() >= o.afterSteps || !t->error.empty());
+            if (shown)
+                for (const flowscope::TrainerState& trainer : t->trainers)
+                    shown = shown && trainer.picture && trainer.picture->iteration == trainer.iteration;
+            if (!shown && !late) return;
+            w.trainingView()->refresh();
+        } else {
+            const bool ready = s && (s->step >= o.afterSteps || s->finished || !s->error.empty()) &&
+                               !w.coneView()->solving();
+            if (!ready && !late) return;
+        }
         timer->stop();
         delete clock;
         w.runner().pause();
+        w.trainingRunner().pause();
         w.particleView()->refresh(); // draw exactly the state that satisfied the condition
         const QImage image = w.grabWindowImage();
         if (!image.save(o.screenshot, "PNG")) {
@@ -164,7 +196,7 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
             return;
         }
         if (late) std::fprintf(stderr, "flowscope: timed out before step %ld\n", o.afterSteps);
-        if (o.frameStats && s) {
+        if (o.frameStats && s && o.train.isEmpty()) {
             std::vector<double> v = probe->lateMs;
             std::sort(v.begin(), v.end());
             const auto q = [&v](double p) {
@@ -206,7 +238,17 @@ int main(int argc, char** argv) {
     if (options.cone) window.showConeView();
     if (!options.backend.isEmpty()) window.setBackend(options.backend);
     window.show();
-    window.play();
+    if (options.train.isEmpty()) {
+        window.play();
+    } else {
+        flowscope::flows::TrainerConfig config = window.trainingPanel()->config();
+        config.dataset = options.train.toStdString();
+        if (!window.startTraining(config, options.sideBySide, true)) {
+            std::fprintf(stderr, "flowscope: %s\n", qPrintable(window.lastError()));
+            return 2;
+        }
+        window.showFlowsView();
+    }
     if (!options.screenshot.isEmpty()) scheduleScreenshot(app, window, options);
     return app.exec();
 }

@@ -1,0 +1,216 @@
+// The Flows tab: the training panel drives the TrainingRunner, the view draws what it publishes.
+#include "GuiEnvironment.h"
+#include "TestScenes.h"
+
+#include "ui/MainWindow.h"
+#include "ui/TrainingPanel.h"
+#include "ui/TrainingView.h"
+
+#include <QAbstractButton>
+#include <QAbstractSpinBox>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QtTest/QTest>
+
+#include <gtest/gtest.h>
+
+namespace flowscope::test {
+namespace {
+
+// Pixels of the generated samples' orange in `area` of `image`.
+long orangePixels(const QImage& image, const QRect& area) {
+    long count = 0;
+    for (int y = std::max(area.top(), 0); y <= std::min(area.bottom(), image.height() - 1); ++y)
+        for (int x = std::max(area.left(), 0); x <= std::min(area.right(), image.width() - 1); ++x) {
+            const QColor c(image.pixel(x, y));
+            count += c.red() > 180 && c.green() > 80 && c.green() < 180 && c.blue() < 90;
+        }
+    return count;
+}
+
+// Pixels of the data points' grey in `area` of `image` (drawn translucent over a dark background).
+long greyPixels(const QImage& image, const QRect& area) {
+    long count = 0;
+    for (int y = std::max(area.top(), 0); y <= std::min(area.bottom(), image.height() - 1); ++y)
+        for (int x = std::max(area.left(), 0); x <= std::min(area.right(), image.width() - 1); ++x) {
+            const QColor c(image.pixel(x, y));
+            count +=
+                c.red() > 85 && std::abs(c.red() - c.green()) < 16 && std::abs(c.green() - c.blue()) < 24;
+        }
+    return count;
+}
+
+class TrainingViewTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        FLOWSCOPE_REQUIRE_GUI();
+        window = std::make_unique<MainWindow>();
+        window->resize(1200, 800);
+        window->show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
+        window->showFlowsView();
+        panel = window->trainingPanel();
+        view = window->trainingView();
+        // A tiny flow: each iteration takes well under a millisecond.
+        panel->findChild<QComboBox*>(QStringLiteral("training.dataset"))
+            ->setCurrentText(QStringLiteral("8gaussians"));
+        panel->findChild<QCheckBox*>(QStringLiteral("training.rwpo"))->setChecked(false);
+        panel->findChild<QSpinBox*>(QStringLiteral("training.layers"))->setValue(2);
+        panel->findChild<QSpinBox*>(QStringLiteral("training.width"))->setValue(8);
+        panel->findChild<QSpinBox*>(QStringLiteral("training.batch"))->setValue(64);
+    }
+
+    QPushButton* button(const char* name) {
+        return panel->findChild<QPushButton*>(QString::fromLatin1(name));
+    }
+
+    // Waits until every trainer shows `iteration` with a picture of it, and the view displays that snapshot.
+    bool waitForIteration(long iteration) {
+        return waitFor([&] {
+            view->refresh();
+            const auto s = view->displayedSnapshot();
+            if (!s || s->trainers.empty()) return false;
+            for (const TrainerState& t : s->trainers)
+                if (t.iteration != iteration || !t.picture || t.picture->iteration != iteration) return false;
+            return true;
+        });
+    }
+
+    std::unique_ptr<MainWindow> window;
+    TrainingPanel* panel = nullptr;
+    TrainingView* view = nullptr;
+};
+
+TEST_F(TrainingViewTest, FlowsTabSitsNextToTheOtherViews) {
+    auto* tabs = window->findChild<QTabWidget*>();
+    ASSERT_NE(tabs, nullptr);
+    ASSERT_EQ(tabs->count(), 3);
+    EXPECT_EQ(tabs->tabText(2), QStringLiteral("Flows"));
+    EXPECT_EQ(tabs->currentWidget(), view);
+    EXPECT_TRUE(view->isVisible());
+    EXPECT_TRUE(panel->isVisible()); // the Flows tab raised its panel
+}
+
+TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
+    EXPECT_EQ(window->trainingRunner().snapshot(), nullptr);
+    for (int i = 0; i < 3; ++i) button("step")->click();
+    ASSERT_TRUE(waitForIteration(3));
+    EXPECT_FALSE(window->trainingRunner().playing());
+    const auto s = view->displayedSnapshot();
+    ASSERT_EQ(s->trainers.size(), 1u);
+    EXPECT_EQ(s->trainers[0].history.size(), 3u);
+    EXPECT_FALSE(s->trainers[0].rwpo);
+    EXPECT_TRUE(panel->statusText().contains(QStringLiteral("iteration 3")))
+        << panel->statusText().toStdString();
+    EXPECT_TRUE(panel->warningText().isEmpty()) << panel->warningText().toStdString();
+    EXPECT_EQ(button("start")->text(), QStringLiteral("Resume"));
+
+    const QImage image = view->grab().toImage().convertToFormat(QImage::Format_RGB32);
+    const double dpr = view->devicePixelRatioF();
+    auto devicePixels = [dpr](const QRectF& r) {
+        return QRect(QPoint(int(r.left() * dpr), int(r.top() * dpr)),
+                     QPoint(int(r.right() * dpr), int(r.bottom() * dpr)));
+    };
+    const QRect scatter = devicePixels(view->scatterRect(0));
+    ASSERT_TRUE(scatter.isValid());
+    EXPECT_GT(orangePixels(image, scatter), 300); // 1000 generated samples
+    // The loss plot: a curve of some colour other than the background and grid.
+    const QRect loss = devicePixels(view->plotRect(TrainingView::Plot::Loss));
+    long inked = 0;
+    for (int y = loss.top(); y <= loss.bottom(); ++y)
+        for (int x = loss.left(); x <= loss.right(); ++x) {
+            const QColor c(image.pixel(x, y));
+            inked += c.blue() > 200 && c.red() < 140; // the plain flow's blue curve
+        }
+    EXPECT_GT(inked, 10);
+}
+
+TEST_F(TrainingViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
+    button("start")->click();
+    EXPECT_TRUE(window->trainingRunner().playing());
+    EXPECT_EQ(button("start")->text(), QStringLiteral("Pause"));
+    ASSERT_TRUE(waitFor([&] {
+        view->refresh();
+        const auto s = view->displayedSnapshot();
+        return s && s->playing && s->iteration() >= 5;
+    }));
+    button("start")->click();
+    EXPECT_FALSE(window->trainingRunner().playing());
+    ASSERT_TRUE(waitFor([&] {
+        view->refresh();
+        return view->displayedSnapshot() && !view->displayedSnapshot()->playing;
+    }));
+    EXPECT_EQ(button("start")->text(), QStringLiteral("Resume"));
+    const std::uint64_t generation = view->displayedSnapshot()->generation;
+
+    panel->findChild<QSpinBox*>(QStringLiteral("training.seed"))->setValue(11);
+    EXPECT_TRUE(panel->edited());
+    EXPECT_EQ(button("start")->text(), QStringLiteral("Start"));
+    button("start")->click(); // a new run with seed 11
+    EXPECT_EQ(window->trainingRunner().snapshot()->generation, generation + 1);
+    EXPECT_FALSE(panel->edited());
+    window->trainingRunner().pause();
+}
+
+TEST_F(TrainingViewTest, SideBySideDrawsBothFlows) {
+    panel->findChild<QCheckBox*>(QStringLiteral("training.side_by_side"))->setChecked(true);
+    EXPECT_FALSE(panel->findChild<QCheckBox*>(QStringLiteral("training.rwpo"))->isEnabled());
+    button("step")->click();
+    button("step")->click();
+    ASSERT_TRUE(waitForIteration(2));
+    const auto s = view->displayedSnapshot();
+    ASSERT_EQ(s->trainers.size(), 2u);
+    EXPECT_TRUE(s->trainers[0].rwpo);
+    EXPECT_FALSE(s->trainers[1].rwpo);
+    EXPECT_TRUE(panel->statusText().contains(QStringLiteral("with RWPO: λ")))
+        << panel->statusText().toStdString();
+
+    // Both pictures show the data; the plain flow's samples start near the data's square (the RWPO
+    // flow's may start far outside it, which the view then says in words).
+    const QImage image = view->grab().toImage().convertToFormat(QImage::Format_RGB32);
+    const double dpr = view->devicePixelRatioF();
+    for (int k = 0; k < 2; ++k) {
+        const QRectF r = view->scatterRect(k);
+        ASSERT_FALSE(r.isEmpty());
+        const QRect pixels(int(r.left() * dpr), int(r.top() * dpr), int(r.width() * dpr),
+                           int(r.height() * dpr));
+        EXPECT_GT(greyPixels(image, pixels), 400) << "trainer " << k;
+        if (k == 1) {
+            EXPECT_GT(orangePixels(image, pixels), 300);
+        }
+    }
+    EXPECT_LE(view->scatterRect(0).right(), view->scatterRect(1).left());
+}
+
+TEST_F(TrainingViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
+    button("step")->click();
+    ASSERT_TRUE(waitForIteration(1));
+    flows::TrainerConfig bad = panel->config();
+    bad.batch = 1;
+    EXPECT_FALSE(window->startTraining(bad, false, true));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("batch"))) << window->lastError().toStdString();
+    EXPECT_TRUE(panel->warningText().contains(QStringLiteral("batch")));
+    EXPECT_EQ(window->trainingRunner().snapshot()->generation, 1u);
+    EXPECT_FALSE(window->trainingRunner().playing());
+    EXPECT_EQ(panel->config().batch, 64); // the controls still show the run
+}
+
+TEST_F(TrainingViewTest, EveryTrainingControlHasATooltip) {
+    for (QWidget* w : panel->findChildren<QWidget*>()) {
+        const bool part =
+            qobject_cast<QAbstractSpinBox*>(w->parent()) || qobject_cast<QLineEdit*>(w->parent());
+        const bool control = qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w) ||
+                             qobject_cast<QAbstractButton*>(w);
+        if (!control || part) continue;
+        EXPECT_FALSE(w->toolTip().isEmpty())
+            << w->metaObject()->className() << " " << w->objectName().toStdString();
+    }
+    EXPECT_TRUE(TrainingView::plotTitle(TrainingView::Plot::Mmd2).contains(QStringLiteral("MMD")));
+}
+
+} // namespace
+} // namespace flowscope::test

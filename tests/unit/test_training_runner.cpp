@@ -1,0 +1,285 @@
+// TrainingRunner: commands reach the worker's trainers, snapshots mirror them, reset and start behave.
+#include "engine/runner/TrainingRunner.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <stdexcept>
+#include <thread>
+
+using namespace flowscope;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Tiny enough that a step takes well under a millisecond.
+flows::TrainerConfig tinyConfig(bool rwpo = false) {
+    flows::TrainerConfig c;
+    c.dataset = "8gaussians";
+    c.batch = 64;
+    c.evalSamples = 64;
+    c.flow.layers = 2;
+    c.flow.width = 8;
+    c.flow.rwpo = rwpo;
+    c.flow.seed = 3;
+    c.dataSeed = 5;
+    return c;
+}
+
+TrainingOptions smallPictures() {
+    TrainingOptions o;
+    o.samples = 200;
+    o.trajectorySamples = 16;
+    o.gridSize = 16;
+    o.evaluateEvery = 0;
+    return o;
+}
+
+bool waitForSnapshot(const TrainingRunner& runner, const std::function<bool(const TrainingSnapshot&)>& done,
+                     std::chrono::milliseconds timeout = 20s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (const auto s = runner.snapshot(); s && done(*s)) return true;
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(2ms);
+    }
+}
+
+// Waits until every trainer reached `iteration` and carries a picture of it (a paused runner makes one
+// after every step).
+bool waitForIteration(const TrainingRunner& runner, long iteration) {
+    return waitForSnapshot(runner, [iteration](const TrainingSnapshot& s) {
+        for (const TrainerState& t : s.trainers)
+            if (t.iteration != iteration || !t.picture || t.picture->iteration != iteration) return false;
+        return !s.trainers.empty();
+    });
+}
+
+TEST(TrainingRunner, NoSnapshotBeforeStartThenTheInitialStateAtOnce) {
+    TrainingRunner runner(smallPictures());
+    EXPECT_EQ(runner.snapshot(), nullptr);
+    runner.play(); // nothing to train: still nothing to show
+    std::this_thread::sleep_for(20ms);
+    EXPECT_EQ(runner.snapshot(), nullptr);
+    runner.pause();
+
+    runner.start(tinyConfig());
+    const auto s = runner.snapshot();
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->generation, 1u);
+    EXPECT_FALSE(s->sideBySide);
+    ASSERT_EQ(s->trainers.size(), 1u);
+    EXPECT_EQ(s->trainers[0].iteration, 0);
+    EXPECT_TRUE(s->trainers[0].history.empty());
+    EXPECT_EQ(s->trainers[0].label, "without RWPO");
+}
+
+TEST(TrainingRunner, StepOnceGivesExactlyOneRecordEach) {
+    TrainingRunner runner(smallPictures());
+    runner.start(tinyConfig());
+    for (int i = 0; i < 5; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 5));
+    std::this_thread::sleep_for(50ms); // no extra step comes later
+    const auto s = runner.snapshot();
+    EXPECT_FALSE(runner.playing());
+    EXPECT_FALSE(s->playing);
+    ASSERT_EQ(s->trainers[0].iteration, 5);
+    ASSERT_EQ(s->trainers[0].history.size(), 5u);
+    for (std::size_t k = 0; k < 5; ++k) EXPECT_EQ(s->trainers[0].history[k].iteration, long(k) + 1);
+}
+
+TEST(TrainingRunner, SnapshotCurvesEqualThoseOfATrainerRunDirectly) {
+    TrainingRunner runner(smallPictures());
+    runner.start(tinyConfig());
+    for (int i = 0; i < 4; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 4));
+
+    flows::FlowTrainer direct(tinyConfig());
+    for (int i = 0; i < 4; ++i) ASSERT_TRUE(direct.step());
+    const auto& shown = runner.snapshot()->trainers[0].history;
+    ASSERT_EQ(shown.size(), direct.history().size());
+    for (std::size_t k = 0; k < shown.size(); ++k) {
+        EXPECT_EQ(shown[k].terms.loss, direct.history()[k].terms.loss) << "iteration " << k + 1;
+        EXPECT_EQ(shown[k].terms.nll, direct.history()[k].terms.nll);
+        EXPECT_EQ(shown[k].terms.transport, direct.history()[k].terms.transport);
+        EXPECT_EQ(shown[k].terms.hjb, direct.history()[k].terms.hjb);
+        EXPECT_EQ(shown[k].lambda, direct.history()[k].lambda);
+        EXPECT_EQ(shown[k].beta, direct.history()[k].beta);
+    }
+    EXPECT_EQ(runner.snapshot()->trainers[0].learningRate, direct.learningRate());
+}
+
+TEST(TrainingRunner, ResetRestoresIterationZeroAndTheInitialLossBitForBit) {
+    TrainingRunner runner(smallPictures());
+    runner.start(tinyConfig());
+    for (int i = 0; i < 6; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 6));
+    const auto before = runner.snapshot();
+
+    runner.reset();
+    ASSERT_TRUE(waitForIteration(runner, 0));
+    EXPECT_TRUE(runner.snapshot()->trainers[0].history.empty());
+    EXPECT_NE(runner.snapshot()->trainers[0].picture->samples, before->trainers[0].picture->samples);
+    runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 1));
+    ASSERT_EQ(runner.snapshot()->trainers[0].history.size(), 1u);
+    EXPECT_EQ(runner.snapshot()->trainers[0].history[0].terms.loss,
+              before->trainers[0].history[0].terms.loss);
+
+    // The same six steps again: the same curves and the same picture, bit for bit.
+    for (int i = 0; i < 5; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 6));
+    const auto after = runner.snapshot();
+    for (std::size_t k = 0; k < 6; ++k)
+        EXPECT_EQ(after->trainers[0].history[k].terms.loss, before->trainers[0].history[k].terms.loss);
+    EXPECT_EQ(after->trainers[0].picture->samples, before->trainers[0].picture->samples);
+    EXPECT_EQ(after->generation, before->generation);
+}
+
+TEST(TrainingRunner, BadConfigThrowsAtStartNamingTheFieldAndKeepsTheRun) {
+    TrainingRunner runner(smallPictures());
+    runner.start(tinyConfig());
+    runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 1));
+
+    flows::TrainerConfig bad = tinyConfig();
+    bad.batch = 1;
+    try {
+        runner.start(bad);
+        FAIL() << "a batch of 1 was accepted";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_NE(std::string(e.what()).find("batch"), std::string::npos) << e.what();
+    }
+    const auto s = runner.snapshot();
+    EXPECT_EQ(s->generation, 1u);
+    EXPECT_EQ(s->trainers[0].iteration, 1);
+    EXPECT_EQ(s->trainers[0].history.size(), 1u);
+}
+
+TEST(TrainingRunner, PictureHasSamplesTrajectoriesDataAndADensity) {
+    const TrainingOptions o = smallPictures();
+    TrainingRunner runner(o);
+    runner.start(tinyConfig());
+    runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 1));
+    const TrainingPicture& p = *runner.snapshot()->trainers[0].picture;
+    EXPECT_EQ(p.samples.rows(), o.samples);
+    EXPECT_EQ(p.samples.cols(), 2);
+    EXPECT_TRUE(p.samples.allFinite());
+    EXPECT_EQ(p.data.rows(), o.samples);
+    EXPECT_EQ(p.data.cols(), 2);
+    ASSERT_EQ(p.trajectories.size(), 3u); // M + 1 for M = 2 layers
+    for (const Mat& layer : p.trajectories) EXPECT_EQ(layer.rows(), o.trajectorySamples);
+    // The last layer of the trajectory is the generated sample.
+    EXPECT_EQ(p.trajectories.back(), p.samples.topRows(o.trajectorySamples));
+    EXPECT_FALSE(p.densityFromSamples);
+    ASSERT_EQ(p.gridSize(), o.gridSize);
+    EXPECT_TRUE(p.density.allFinite());
+    EXPECT_GE(p.density.minCoeff(), 0.0);
+    // The model's density exp(log ρ) by (24) at the cell centres, as the trainer itself gives it.
+    flows::FlowTrainer direct(tinyConfig());
+    ASSERT_TRUE(direct.step());
+    const int n = p.gridSize();
+    for (int j = 0; j < n; j += 5)
+        for (int i = 0; i < n; i += 3) {
+            flows::FlowTrainer::Matrix x(2, 1);
+            x << float(p.cellCenter(i)), float(p.cellCenter(j));
+            Eigen::Matrix<float, 1, Eigen::Dynamic> logDensity;
+            direct.model().encode(x, &logDensity);
+            EXPECT_NEAR(p.density(i, j), std::exp(double(logDensity(0))), 1e-5 * p.density(i, j))
+                << "cell " << i << ", " << j;
+        }
+    EXPECT_GT(p.density.maxCoeff(), 0.0);
+}
+
+TEST(TrainingRunner, RwpoPictureIsAHistogramOfTheSamples) {
+    const TrainingOptions o = smallPictures();
+    TrainingRunner runner(o);
+    runner.start(tinyConfig(true));
+    runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 1));
+    const TrainingPicture& p = *runner.snapshot()->trainers[0].picture;
+    EXPECT_TRUE(p.densityFromSamples);
+    ASSERT_EQ(p.gridSize(), o.gridSize / 2);
+    const double cell = 2.0 * p.gridExtent / p.gridSize();
+    long inside = 0;
+    for (Eigen::Index r = 0; r < p.samples.rows(); ++r)
+        inside += std::abs(p.samples(r, 0)) < p.gridExtent && std::abs(p.samples(r, 1)) < p.gridExtent;
+    EXPECT_NEAR(p.density.sum() * cell * cell * double(p.samples.rows()), double(inside), 1e-6);
+}
+
+TEST(TrainingRunner, SideBySideTrainsWithAndWithoutRwpoInLockstep) {
+    TrainingRunner runner(smallPictures());
+    runner.start(tinyConfig(false), true);
+    for (int i = 0; i < 3; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 3));
+    const auto s = runner.snapshot();
+    EXPECT_TRUE(s->sideBySide);
+    ASSERT_EQ(s->trainers.size(), 2u);
+    EXPECT_TRUE(s->trainers[0].rwpo);
+    EXPECT_EQ(s->trainers[0].label, "with RWPO");
+    EXPECT_FALSE(s->trainers[1].rwpo);
+    EXPECT_EQ(s->trainers[1].history.size(), 3u);
+    EXPECT_EQ(s->trainers[0].history.size(), 3u);
+    // Same data, different models.
+    EXPECT_EQ(s->trainers[0].picture->data, s->trainers[1].picture->data);
+    EXPECT_NE(s->trainers[0].history[0].terms.loss, s->trainers[1].history[0].terms.loss);
+
+    flows::FlowTrainer plain(tinyConfig(false));
+    ASSERT_TRUE(plain.step());
+    EXPECT_EQ(s->trainers[1].history[0].terms.loss, plain.history()[0].terms.loss);
+}
+
+TEST(TrainingRunner, PlayAdvancesUntilPausedAndEvaluatesOnDemand) {
+    TrainingRunner runner(smallPictures());
+    runner.start(tinyConfig());
+    runner.play();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const TrainingSnapshot& s) { return s.iteration() >= 10; }));
+    runner.pause();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const TrainingSnapshot& s) { return !s.playing; }));
+    const long stoppedAt = runner.snapshot()->iteration();
+    std::this_thread::sleep_for(50ms);
+    EXPECT_EQ(runner.snapshot()->iteration(), stoppedAt);
+    EXPECT_EQ(runner.snapshot()->trainers[0].history.size(), std::size_t(stoppedAt));
+    EXPECT_TRUE(runner.snapshot()->trainers[0].evaluations.empty()); // evaluateEvery = 0
+
+    runner.evaluateNow();
+    ASSERT_TRUE(waitForSnapshot(
+        runner, [](const TrainingSnapshot& s) { return s.trainers[0].evaluations.size() == 1; }));
+    const flows::Evaluation& e = runner.snapshot()->trainers[0].evaluations[0];
+    EXPECT_EQ(e.iteration, stoppedAt);
+    EXPECT_TRUE(std::isfinite(e.nll));
+    EXPECT_TRUE(std::isfinite(e.mmd2));
+}
+
+TEST(TrainingRunner, EvaluatesEveryKIterations) {
+    TrainingOptions o = smallPictures();
+    o.evaluateEvery = 3;
+    TrainingRunner runner(o);
+    runner.start(tinyConfig());
+    for (int i = 0; i < 7; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 7));
+    const auto& evaluations = runner.snapshot()->trainers[0].evaluations;
+    ASSERT_EQ(evaluations.size(), 2u);
+    EXPECT_EQ(evaluations[0].iteration, 3);
+    EXPECT_EQ(evaluations[1].iteration, 6);
+}
+
+TEST(TrainingRunner, StartReplacesTheRunAndKeepsThePlayState) {
+    TrainingRunner runner(smallPictures());
+    runner.start(tinyConfig());
+    for (int i = 0; i < 3; ++i) runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 3));
+    flows::TrainerConfig other = tinyConfig();
+    other.dataset = "moons";
+    runner.start(other);
+    EXPECT_EQ(runner.snapshot()->generation, 2u);
+    EXPECT_EQ(runner.snapshot()->iteration(), 0);
+    runner.stepOnce();
+    ASSERT_TRUE(waitForIteration(runner, 1));
+    EXPECT_EQ(runner.snapshot()->generation, 2u);
+    EXPECT_FALSE(runner.playing());
+}
+
+} // namespace

@@ -1,0 +1,306 @@
+#include "ui/TrainingPanel.h"
+
+#include "engine/flows/Datasets.h"
+#include "ui/Tooltips.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <limits>
+
+namespace flowscope {
+
+namespace {
+
+// Every control is named after its parameter key and carries that key's tooltip.
+template <class W> W* named(W* w, const char* key) {
+    w->setObjectName(QString::fromLatin1(key));
+    w->setToolTip(parameterTooltip(key));
+    return w;
+}
+
+QSpinBox* intBox(QWidget* parent, const char* key, int min, int max) {
+    auto* box = named(new QSpinBox(parent), key);
+    box->setRange(min, max);
+    box->setAccelerated(true);
+    return box;
+}
+
+QDoubleSpinBox* doubleBox(QWidget* parent, const char* key, double min, double max, int decimals,
+                          double step) {
+    auto* box = named(new QDoubleSpinBox(parent), key);
+    box->setRange(min, max);
+    box->setDecimals(decimals);
+    box->setSingleStep(step);
+    box->setAccelerated(true);
+    return box;
+}
+
+void addRow(QFormLayout* form, const QString& label, QWidget* field) {
+    auto* l = new QLabel(label, field->parentWidget());
+    l->setToolTip(field->toolTip());
+    l->setBuddy(field);
+    form->addRow(l, field);
+}
+
+QPushButton* button(QWidget* parent, const QString& text, const char* name, const QString& tip) {
+    auto* b = new QPushButton(text, parent);
+    b->setObjectName(QString::fromLatin1(name));
+    b->setToolTip(tip);
+    return b;
+}
+
+bool darkWindow(const QPalette& palette) {
+    return palette.color(QPalette::Window).lightness() < 128;
+}
+
+QString number(double v) {
+    return QString::number(v, 'g', 4);
+}
+
+} // namespace
+
+TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
+    setObjectName(QStringLiteral("trainingPanel"));
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+
+    auto* flowGroup = new QGroupBox(tr("Flow (applies on Start)"), this);
+    auto* form = new QFormLayout(flowGroup);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->setContentsMargins(6, 6, 6, 6);
+    dataset_ = named(new QComboBox(flowGroup), "training.dataset");
+    for (const std::string& name : flows::datasetNames()) dataset_->addItem(QString::fromStdString(name));
+    rwpo_ = named(new QCheckBox(tr("RWPO layer"), flowGroup), "training.rwpo");
+    sideBySide_ =
+        named(new QCheckBox(tr("Side by side (with / without RWPO)"), flowGroup), "training.side_by_side");
+    layers_ = intBox(flowGroup, "training.layers", 1, 64);
+    width_ = intBox(flowGroup, "training.width", 2, 256);
+    batch_ = intBox(flowGroup, "training.batch", 2, 8192);
+    lr_ = doubleBox(flowGroup, "training.lr", 1e-5, 1.0, 5, 1e-3);
+    lambda0_ = doubleBox(flowGroup, "training.lambda0", 0.001, 100.0, 3, 0.1);
+    beta0_ = doubleBox(flowGroup, "training.beta0", 0.001, 100.0, 3, 0.1);
+    seed_ = intBox(flowGroup, "training.seed", 0, std::numeric_limits<int>::max());
+    addRow(form, tr("Dataset"), dataset_);
+    form->addRow(rwpo_);
+    form->addRow(sideBySide_);
+    addRow(form, tr("Layers M"), layers_);
+    addRow(form, tr("Width m"), width_);
+    addRow(form, tr("Batch"), batch_);
+    addRow(form, tr("Learning rate"), lr_);
+    addRow(form, tr("λ₀"), lambda0_);
+    addRow(form, tr("β₀"), beta0_);
+    addRow(form, tr("Seed"), seed_);
+    layout->addWidget(flowGroup);
+
+    auto* buttons = new QHBoxLayout;
+    start_ =
+        button(this, tr("Start"), "start", tr("Start a new run with these settings; then pause / resume it"));
+    step_ = button(this, tr("Step"), "step",
+                   tr("One iteration: loss (16) on the batch, its gradient, one Adam step"));
+    reset_ = button(this, tr("Reset"), "reset",
+                    tr("Back to iteration 0 of this run: the initial parameters, the same batches"));
+    evaluate_ = button(this, tr("Evaluate"), "evaluate", parameterTooltip("training.evaluate"));
+    for (QPushButton* b : {start_, step_, reset_, evaluate_}) {
+        b->setFocusPolicy(Qt::TabFocus);
+        buttons->addWidget(b);
+    }
+    layout->addLayout(buttons);
+
+    status_ = new QLabel(this);
+    status_->setObjectName(QStringLiteral("status"));
+    status_->setWordWrap(true);
+    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    status_->setToolTip(parameterTooltip("training.status"));
+    warning_ = new QLabel(this);
+    warning_->setObjectName(QStringLiteral("warning"));
+    warning_->setWordWrap(true);
+    warning_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(status_);
+    layout->addWidget(warning_);
+    layout->addStretch();
+
+    setConfig(flows::TrainerConfig{}, false);
+
+    connect(dataset_, &QComboBox::currentIndexChanged, this, &TrainingPanel::markEdited);
+    connect(rwpo_, &QCheckBox::toggled, this, &TrainingPanel::markEdited);
+    connect(sideBySide_, &QCheckBox::toggled, this, [this](bool on) {
+        rwpo_->setEnabled(!on); // side by side trains both
+        markEdited();
+    });
+    for (QSpinBox* box : {layers_, width_, batch_, seed_})
+        connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::markEdited);
+    for (QDoubleSpinBox* box : {lr_, lambda0_, beta0_})
+        connect(box, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::markEdited);
+    connect(start_, &QPushButton::clicked, this, &TrainingPanel::onStart);
+    connect(step_, &QPushButton::clicked, this, &TrainingPanel::onStep);
+    connect(reset_, &QPushButton::clicked, this, &TrainingPanel::resetRequested);
+    connect(evaluate_, &QPushButton::clicked, this, &TrainingPanel::evaluateRequested);
+    setSnapshot(nullptr, false);
+}
+
+flows::TrainerConfig TrainingPanel::config() const {
+    flows::TrainerConfig c;
+    c.dataset = dataset_->currentText().toStdString();
+    c.flow.rwpo = rwpo_->isChecked();
+    c.flow.layers = layers_->value();
+    c.flow.width = width_->value();
+    c.flow.lambda0 = lambda0_->value();
+    c.flow.beta0 = beta0_->value();
+    c.flow.seed = std::uint64_t(seed_->value());
+    c.dataSeed = std::uint64_t(seed_->value());
+    c.batch = batch_->value();
+    c.adam.lr = lr_->value();
+    c.adam.lrFinal = lr_->value() / 100.0; // the trainer's default schedule: two decades over decaySteps
+    // Held-out metrics cost O(n²) per layer with the RWPO layer (~20 s for 2000 points on two busy cores,
+    // during which the run does not answer): 1000 keep them to a few seconds.
+    c.evalSamples = 1000;
+    return c;
+}
+
+bool TrainingPanel::sideBySide() const {
+    return sideBySide_->isChecked();
+}
+
+void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool sideBySide) {
+    const QSignalBlocker blocks[] = {QSignalBlocker(dataset_),    QSignalBlocker(rwpo_),
+                                     QSignalBlocker(sideBySide_), QSignalBlocker(layers_),
+                                     QSignalBlocker(width_),      QSignalBlocker(batch_),
+                                     QSignalBlocker(lr_),         QSignalBlocker(lambda0_),
+                                     QSignalBlocker(beta0_),      QSignalBlocker(seed_)};
+    dataset_->setCurrentIndex(std::max(0, dataset_->findText(QString::fromStdString(c.dataset))));
+    rwpo_->setChecked(c.flow.rwpo);
+    sideBySide_->setChecked(sideBySide);
+    rwpo_->setEnabled(!sideBySide);
+    layers_->setValue(c.flow.layers);
+    width_->setValue(c.flow.width);
+    batch_->setValue(c.batch);
+    lr_->setValue(c.adam.lr);
+    lambda0_->setValue(c.flow.lambda0);
+    beta0_->setValue(c.flow.beta0);
+    seed_->setValue(
+        int(std::min<std::uint64_t>(c.flow.seed, std::uint64_t(std::numeric_limits<int>::max()))));
+}
+
+void TrainingPanel::setStarted() {
+    started_ = true;
+    edited_ = false;
+    startError_.clear();
+    updateButtons();
+}
+
+void TrainingPanel::setStartError(const QString& message) {
+    startError_ = message;
+    setSnapshot(snapshot_, playing_);
+}
+
+void TrainingPanel::markEdited() {
+    edited_ = true;
+    updateButtons();
+}
+
+void TrainingPanel::onStart() {
+    if (!started_ || (edited_ && !playing_)) {
+        emit startRequested(config(), sideBySide(), true);
+        return;
+    }
+    emit playRequested(!playing_);
+}
+
+void TrainingPanel::onStep() {
+    if (!started_ || edited_) emit startRequested(config(), sideBySide(), false);
+    if (started_ && !edited_) emit stepRequested(); // not when the start failed
+}
+
+void TrainingPanel::updateButtons() {
+    if (playing_)
+        start_->setText(tr("Pause"));
+    else
+        start_->setText(!started_ || edited_ ? tr("Start") : tr("Resume"));
+    reset_->setEnabled(started_);
+    evaluate_->setEnabled(started_);
+}
+
+void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing) {
+    snapshot_ = snapshot;
+    playing_ = playing;
+    updateButtons();
+
+    QStringList lines;
+    QString warning;
+    bool error = !startError_.isEmpty();
+    if (error) warning = startError_;
+    if (!snapshot) {
+        lines << tr("Not started.");
+    } else {
+        lines << tr("iteration %1 · %2 it/s%3")
+                     .arg(snapshot->iteration())
+                     .arg(snapshot->iterationsPerSecond, 0, 'f', 1)
+                     .arg(playing ? QString() : tr(" · paused"));
+        for (const TrainerState& t : snapshot->trainers) {
+            QStringList parts;
+            if (t.rwpo)
+                parts << tr("λ %1").arg(number(t.history.empty() ? 0.0 : t.history.back().lambda))
+                      << tr("β %1").arg(number(t.history.empty() ? 0.0 : t.history.back().beta));
+            parts << tr("lr %1").arg(number(t.learningRate));
+            const QString prefix =
+                snapshot->sideBySide ? QString::fromStdString(t.label) + QStringLiteral(": ") : QString();
+            lines << prefix + parts.join(QStringLiteral(" · "));
+            if (!t.evaluations.empty()) {
+                const flows::Evaluation& e = t.evaluations.back();
+                lines << prefix + tr("held-out NLL %1 · MMD² %2 (at %3)")
+                                      .arg(number(e.nll), number(e.mmd2))
+                                      .arg(e.iteration);
+            }
+        }
+        if (!snapshot->error.empty() && !error) {
+            warning = QString::fromStdString(snapshot->error);
+            error = true;
+        }
+        // The latest rejection of any trainer stays visible: the learning rate it halved is still in force.
+        if (warning.isEmpty()) {
+            for (const TrainerState& t : snapshot->trainers)
+                if (!t.events.empty()) {
+                    const flows::TrainEvent& e = t.events.back();
+                    const QString prefix = snapshot->sideBySide
+                                               ? QString::fromStdString(t.label) + QStringLiteral(", ")
+                                               : QString();
+                    warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) +
+                               tr("%1iteration %2: %3")
+                                   .arg(prefix)
+                                   .arg(e.iteration)
+                                   .arg(QString::fromStdString(e.message));
+                }
+        }
+    }
+    if (edited_ && started_)
+        lines << (playing_ ? tr("Settings edited: Pause, then Start applies them.")
+                           : tr("Settings edited: Start applies them."));
+    status_->setText(lines.join(QLatin1Char('\n')));
+    const bool dark = darkWindow(palette());
+    const QString color = error ? (dark ? QStringLiteral("#ff6b6b") : QStringLiteral("#c62828"))
+                                : (dark ? QStringLiteral("#ffb74d") : QStringLiteral("#a85d00"));
+    warning_->setStyleSheet(QStringLiteral("color: %1;").arg(color));
+    warning_->setText(warning);
+    warning_->setVisible(!warning.isEmpty());
+}
+
+QString TrainingPanel::statusText() const {
+    return status_->text();
+}
+
+QString TrainingPanel::warningText() const {
+    return warning_->text();
+}
+
+} // namespace flowscope

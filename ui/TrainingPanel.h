@@ -1,0 +1,91 @@
+// Flowscope UI: the training panel, a dock panel that sets up and drives the live training of a flow.
+//
+// Settings: dataset, the RWPO layer, side by side (with / without RWPO), layers M, width, batch, learning
+// rate, λ0, β0 and seed. They apply when a run starts: Start begins a new run with them (and plays), then
+// the button pauses and resumes that run; after an edit it reads Start again. Step advances one iteration
+// (starting a paused run first when needed), Reset goes back to iteration 0 of the current run, Evaluate
+// computes the held-out metrics now. The panel only emits requests; the main window drives the runner and
+// feeds snapshots back to the status lines (iteration, it/s, λ, β, the last held-out NLL and MMD²), with
+// rejected steps and a stopped run shown in a warning colour.
+//
+// Every control's objectName is its parameter key (Tooltips.h, "training.*"); the buttons are "start",
+// "step", "reset" and "evaluate", the labels "status" and "warning".
+#pragma once
+
+#include "engine/flows/Trainer.h"
+#include "engine/runner/TrainingRunner.h"
+
+#include <QString>
+#include <QWidget>
+
+#include <memory>
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QPushButton;
+class QSpinBox;
+
+namespace flowscope {
+
+class TrainingPanel : public QWidget {
+    Q_OBJECT
+  public:
+    explicit TrainingPanel(QWidget* parent = nullptr);
+
+    // The run the controls describe.
+    flows::TrainerConfig config() const;
+    bool sideBySide() const;
+    // Shows `config` in the controls; emits nothing.
+    void setConfig(const flows::TrainerConfig& config, bool sideBySide);
+
+    // The main window tells the panel what runs: a run started from the current controls (clears the
+    // "edited" state), a start that failed (shown in the warning line), and every new snapshot with the
+    // runner's play state (the runner's own, which a snapshot shows only after the worker's next step).
+    void setStarted();
+    void setStartError(const QString& message);
+    void setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing);
+
+    QString statusText() const;
+    QString warningText() const;
+    bool edited() const { return edited_; } // controls changed since the last start
+
+  signals:
+    void startRequested(const flows::TrainerConfig& config, bool sideBySide, bool play);
+    void playRequested(bool play); // resume (true) or pause (false) the current run
+    void stepRequested();
+    void resetRequested();
+    void evaluateRequested();
+
+  private:
+    void onStart();
+    void onStep();
+    void markEdited();
+    void updateButtons();
+
+    QComboBox* dataset_ = nullptr;
+    QCheckBox* rwpo_ = nullptr;
+    QCheckBox* sideBySide_ = nullptr;
+    QSpinBox* layers_ = nullptr;
+    QSpinBox* width_ = nullptr;
+    QSpinBox* batch_ = nullptr;
+    QDoubleSpinBox* lr_ = nullptr;
+    QDoubleSpinBox* lambda0_ = nullptr;
+    QDoubleSpinBox* beta0_ = nullptr;
+    QSpinBox* seed_ = nullptr;
+    QPushButton* start_ = nullptr;
+    QPushButton* step_ = nullptr;
+    QPushButton* reset_ = nullptr;
+    QPushButton* evaluate_ = nullptr;
+    QLabel* status_ = nullptr;
+    QLabel* warning_ = nullptr;
+
+    bool started_ = false;
+    bool edited_ = false;
+    bool playing_ = false;
+    QString startError_;
+    std::shared_ptr<const TrainingSnapshot> snapshot_;
+};
+
+} // namespace flowscope
