@@ -46,6 +46,13 @@ flows::TrainerConfig trainerConfig(ArgParser& p) {
     c.flow.rwpoOptions.kernel = parseKernel(p.option("--kernel", "corrected"));
     c.flow.rwpoOptions.leaveOneOut = p.flag("--leave-one-out");
     c.flow.rwpoOptions.exactLogDet = p.flag("--exact-logdet");
+    const std::string driftLogDet =
+        p.option("--drift-logdet", c.flow.exactDriftLogDet ? "exact" : "first-order");
+    if (driftLogDet != "exact" && driftLogDet != "first-order")
+        throw UsageError("--drift-logdet: '" + driftLogDet + "' is not exact or first-order");
+    c.flow.exactDriftLogDet = driftLogDet == "exact";
+    if (c.flow.exactDriftLogDet && c.flow.d > 2)
+        throw UsageError("--drift-logdet: exact needs points of dimension <= 2");
     c.flow.layers = int(parseLong(p.option("--layers", std::to_string(c.flow.layers)), "--layers", 1, 256));
     c.flow.width = int(parseLong(p.option("--width", std::to_string(c.flow.width)), "--width", 1, 1024));
     c.flow.lambda0 = parsePositive(p.option("--lambda0", std::to_string(c.flow.lambda0)), "--lambda0");

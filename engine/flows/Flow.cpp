@@ -71,6 +71,16 @@ RwpoOptions layerOptions(const FlowConfig& c) {
     return o;
 }
 
+// log det(I - h H) of the drift sub-step from φ's Hessian H: 1 - h tr H + h² det H in two dimensions. A
+// non-positive determinant (the step folds) gives NaN, which the trainer rejects.
+template <class S> ad::Var<S> driftLogDet(const PotentialOutputs<S>& phi, int d, double h) {
+    const std::vector<ad::Var<S>>& H = phi.hessian;
+    if (d == 1) return ad::log(ad::addScalar(ad::scale(H[0], S(-h)), S(1)));
+    if (d != 2) throw std::invalid_argument("flow: the exact drift log-det needs d <= 2");
+    const ad::Var<S> det = ad::sub(ad::mul(H[0], H[2]), ad::square(H[1]));
+    return ad::log(ad::addScalar(ad::add(ad::scale(phi.lap, S(-h)), ad::scale(det, S(h * h))), S(1)));
+}
+
 // Layer k of the training map (23), x^k -> x^{k-1}, with its log-density increment (24) added to logDet:
 // the RWPO sub-step with its generation sign, then the drift backwards along ∇φ(·, t_{k-1}). Returns the
 // drift's evaluation point x^{k-1/2} and φ's outputs there (the loss's regularizers need them).
@@ -85,10 +95,11 @@ TrainingLayer<S> recordTrainingLayer(ad::Tape<S>& tape, const FlowConfig& c, con
         logDet = ad::add(logDet, r.logDetTerm);
     }
     const double h = c.h();
-    const PotentialOutputs<S> phi = recordPotential(tape, p.phi, withTime(tape, X, (k - 1) * h));
+    const PotentialOutputs<S> phi =
+        recordPotential(tape, p.phi, withTime(tape, X, (k - 1) * h), c.exactDriftLogDet);
     const TrainingLayer<S> layer{X, ad::rows(phi.grad, 0, c.d), ad::rows(phi.grad, c.d, 1), phi.lap};
     X = ad::sub(X, ad::scale(layer.gradX, S(h)));
-    logDet = ad::sub(logDet, ad::scale(phi.lap, S(h)));
+    logDet = ad::add(logDet, c.exactDriftLogDet ? driftLogDet(phi, c.d, h) : ad::scale(phi.lap, S(-h)));
     return layer;
 }
 

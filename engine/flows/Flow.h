@@ -14,7 +14,9 @@
 //     (22) as printed. The drift sub-step is likewise inverted exactly (y = x + h∇φ(y, t_k)), so that
 //     encode(generate(z)) = z up to the solver tolerance;
 //   * log-density (24): log ρ_T(x^M) = log N(x^0; 0, I) + Σ_k [½∇·G_k(x^k) - h Δφ(x^{k-1/2}, t_{k-1})], with
-//     log|det J_F| in place of ½∇·G when RwpoOptions::exactLogDet is set;
+//     log|det J_F| in place of ½∇·G when RwpoOptions::exactLogDet is set, and log det(I - h ∇²φ) in place
+//     of -h Δφ when exactDriftLogDet is (the sub-step's exact Jacobian; without the RWPO layer the density
+//     then integrates to 1 at any h);
 //   * ∇ψ and Δψ are the Moreau (Huber) smoothing at the step's threshold: ∇ψ = (x - S_{λh}(x)) / h,
 //     Δψ = #{i : |x_i| <= λh} / h;
 //   * without the RWPO layer (the plain OT-Flow baseline) there is no prior and no diffusion: the transport
@@ -40,6 +42,9 @@ struct FlowConfig {
     bool rwpo = true; // false: the plain OT-Flow baseline
     RwpoOptions rwpoOptions;
     bool explicitSampler = false; // generate by eq. (22) as printed instead of inverting the training map
+    // The drift sub-step x -> x - h ∇φ(x)'s log-det: exact, log det(I - h ∇²φ) (d <= 2), or to first order,
+    // -h Δφ (the continuous-time formula, eq. (24)). Only the exact one makes the density integrate to 1.
+    bool exactDriftLogDet = false;
     double lambda0 = 2.0, beta0 = 1.0; // initial λ (L1 prior weight) and β (inverse temperature)
     bool trainLambda = true, trainBeta = true;
     double transportWeight = 1.0; // weight of (19)

@@ -58,6 +58,7 @@ nlohmann::json toJson(const FlowConfig& c) {
             {"kernel", kernelName(c.rwpoOptions.kernel)},
             {"leave_one_out", c.rwpoOptions.leaveOneOut},
             {"exact_log_det", c.rwpoOptions.exactLogDet},
+            {"exact_drift_log_det", c.exactDriftLogDet},
             {"lambda0", c.lambda0},
             {"beta0", c.beta0},
             {"train_lambda", c.trainLambda},
@@ -98,6 +99,8 @@ FlowConfig flowConfigFromJson(const nlohmann::json& j) {
     field("rwpo", c.rwpo, 0, 1);
     field("leave_one_out", c.rwpoOptions.leaveOneOut, 0, 1);
     field("exact_log_det", c.rwpoOptions.exactLogDet, 0, 1);
+    if (j.contains("exact_drift_log_det")) // absent in the files of earlier versions: first order
+        field("exact_drift_log_det", c.exactDriftLogDet, 0, 1);
     field("lambda0", c.lambda0, 1e-300, 1e300);
     field("beta0", c.beta0, 1e-300, 1e300);
     field("train_lambda", c.trainLambda, 0, 1);
@@ -121,6 +124,8 @@ FlowConfig flowConfigFromJson(const nlohmann::json& j) {
                                  "' is not corrected, as-printed or separable");
     if (c.rwpoOptions.exactLogDet && c.rwpoOptions.kernel != RwpoKernel::Separable && c.d != 2)
         throw std::runtime_error("architecture/exact_log_det: needs d = 2 for a vector kernel");
+    if (c.exactDriftLogDet && c.d > 2)
+        throw std::runtime_error("architecture/exact_drift_log_det: needs d <= 2");
     return c;
 }
 

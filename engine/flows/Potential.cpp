@@ -88,7 +88,8 @@ template <class S> BoundPotential<S> bindConstant(ad::Tape<S>& tape, const Poten
 // ∂u/∂x_j of every sample, so P_i = K_i J_{i-1} is a single GEMM over all samples and coordinates, and the
 // per-sample factors diag(T_i) act on each block through a d-fold horizontal copy of T_i.
 template <class S>
-PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& p, ad::Var<S> s) {
+PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& p, ad::Var<S> s,
+                                    bool hessian) {
     using Var = ad::Var<S>;
     const ad::Index d = p.K0.cols() - 1, B = s.cols();
     const int M = int(p.K.size());
@@ -123,24 +124,48 @@ PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& 
     const Var z0 = ad::matmulTN(p.K0, timesZ(T[0], 1));
     const Var grad = ad::addCol(ad::add(z0, ad::matmulTN(p.A, As)), p.c);
 
-    // Laplacian.
+    // Laplacian, and the Hessian when asked: entry (a, b) takes the products of Jacobian columns a and b
+    // where the Laplacian takes the squares, so its diagonal is the Laplacian's per-coordinate terms.
     auto sigma2 = [](Var t) { return ad::addScalar(ad::neg(ad::square(t)), S(1)); }; // 1 - tanh²
     auto repeat = [d](Var x) { return d == 1 ? x : ad::hstack(std::vector<Var>(std::size_t(d), x)); };
+    std::vector<Var> H(hessian ? std::size_t(d * (d + 1) / 2) : 0);
+    auto accumulate = [&](ad::Index a, ad::Index b, Var term) {
+        Var& entry = H[std::size_t(hessianIndex(int(a), int(b), int(d)))];
+        entry = entry.tape ? ad::add(entry, term) : term;
+    };
     const Var K0x = ad::cols(p.K0, 0, d);
-    Var lap = ad::matmulTN(ad::rowSum(ad::square(K0x)), timesZ(sigma2(T[0]), 1)); // t_0
+    const Var w0 = timesZ(sigma2(T[0]), 1);
+    Var lap = ad::matmulTN(ad::rowSum(ad::square(K0x)), w0); // t_0
+    for (ad::Index a = 0; hessian && a < d; ++a)
+        for (ad::Index b = a; b < d; ++b)
+            accumulate(a, b, ad::matmulTN(ad::mul(ad::cols(K0x, a, 1), ad::cols(K0x, b, 1)), w0));
     std::vector<Var> J0;
     for (ad::Index j = 0; j < d; ++j) J0.push_back(ad::mulCol(T[0], ad::cols(K0x, j, 1)));
     Var J = d == 1 ? J0[0] : ad::hstack(J0);
     for (int i = 1; i <= M; ++i) {
-        const Var P = ad::matmul(p.K[i - 1], J);                                               // m x dB
-        const Var q = ad::colSum(ad::mul(repeat(timesZ(sigma2(T[i]), i + 1)), ad::square(P))); // 1 x dB
+        const Var P = ad::matmul(p.K[i - 1], J); // m x dB
+        const Var wi = timesZ(sigma2(T[i]), i + 1);
+        const Var q = ad::colSum(ad::mul(repeat(wi), ad::square(P))); // 1 x dB
         Var ti = ad::cols(q, 0, B);
         for (ad::Index j = 1; j < d; ++j) ti = ad::add(ti, ad::cols(q, j * B, B));
         lap = ad::add(lap, ad::scale(ti, h));
+        for (ad::Index a = 0; hessian && a < d; ++a) {
+            accumulate(a, a, ad::scale(ad::cols(q, a * B, B), h));
+            for (ad::Index b = a + 1; b < d; ++b) {
+                const Var Pab = ad::mul(ad::cols(P, a * B, B), ad::cols(P, b * B, B));
+                accumulate(a, b, ad::scale(ad::colSum(ad::mul(wi, Pab)), h));
+            }
+        }
         if (i < M) J = ad::add(J, ad::scale(ad::mul(repeat(T[i]), P), h));
     }
-    lap = ad::addScalar(lap, ad::sumSquares(ad::cols(p.A, 0, d))); // tr((AᵀA)[:d, :d]) = ‖A[:, :d]‖²_F
-    return {phi, grad, lap};
+    const Var Ax = ad::cols(p.A, 0, d);
+    lap = ad::addScalar(lap, ad::sumSquares(Ax)); // tr((AᵀA)[:d, :d]) = ‖A[:, :d]‖²_F
+    for (ad::Index a = 0; hessian && a < d; ++a)
+        for (ad::Index b = a; b < d; ++b) { // + (AᵀA)_ab
+            Var& entry = H[std::size_t(hessianIndex(int(a), int(b), int(d)))];
+            entry = ad::addScalar(entry, ad::sum(ad::mul(ad::cols(Ax, a, 1), ad::cols(Ax, b, 1))));
+        }
+    return {phi, grad, lap, H};
 }
 
 #define FLOWSCOPE_POTENTIAL_INSTANTIATE(S)                                                                   \
@@ -148,7 +173,7 @@ PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& 
     template struct BoundPotential<S>;                                                                       \
     template BoundPotential<S> bind(ad::Tape<S>&, const PotentialParams<S>&, PotentialParams<S>&);           \
     template BoundPotential<S> bindConstant(ad::Tape<S>&, const PotentialParams<S>&);                        \
-    template PotentialOutputs<S> recordPotential(ad::Tape<S>&, const BoundPotential<S>&, ad::Var<S>);
+    template PotentialOutputs<S> recordPotential(ad::Tape<S>&, const BoundPotential<S>&, ad::Var<S>, bool);
 
 FLOWSCOPE_POTENTIAL_INSTANTIATE(float)
 FLOWSCOPE_POTENTIAL_INSTANTIATE(double)

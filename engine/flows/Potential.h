@@ -143,13 +143,24 @@ template <class S> struct PotentialOutputs {
     ad::Var<S> phi;  // 1 x B: Φ(s)
     ad::Var<S> grad; // (d+1) x B: ∇_sΦ; rows 0..d-1 are ∇_xΦ, row d is ∂tΦ
     ad::Var<S> lap;  // 1 x B: Δ_xΦ, the trace of the spatial Hessian (time row and column excluded)
+    // With `hessian` requested: the spatial Hessian ∇²_xΦ, its upper triangle row by row ((0,0), (0,1), ..,
+    // (0,d-1), (1,1), ..), each entry 1 x B; empty otherwise.
+    std::vector<ad::Var<S>> hessian;
 };
+
+// The index of entry (a, b), a <= b, of PotentialOutputs::hessian in dimension d.
+inline int hessianIndex(int a, int b, int d) {
+    return a * d - a * (a - 1) / 2 + (b - a);
+}
 
 // Records Φ, ∇_sΦ and Δ_xΦ at the columns of s ((d+1) x B) with the parameters p bound on the same tape.
 // 57 nodes for d = 2, nTh = 2, and 28 more per further residual layer; the costliest are the GEMMs of the
 // K_i with the spatial Jacobian, O(m² d B).
+// `hessian` also records the whole spatial Hessian by the same recursion (seed-flows.md §1.5 with the
+// products of two Jacobian columns in place of the squares): d(d-1)/2 more products per layer.
 // Throws std::invalid_argument when s does not have d + 1 rows (and, from the ops, on any other mismatch).
 template <class S>
-PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& p, ad::Var<S> s);
+PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& p, ad::Var<S> s,
+                                    bool hessian = false);
 
 } // namespace flowscope::flows

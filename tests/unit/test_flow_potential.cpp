@@ -117,6 +117,33 @@ TEST(FlowPotential, LaplacianIsTraceOfGradientJacobian) {
     }
 }
 
+TEST(FlowPotential, HessianIsTheJacobianOfTheGradient) {
+    for (const Config& cfg : kConfigs) {
+        const Params p = randomParams(cfg.d, kWidth, cfg.nTh, 60 + cfg.d * 10 + cfg.nTh);
+        const Md s = randn(cfg.d + 1, kBatch, 13);
+        ad::Tape<double> tape;
+        const auto out = flows::recordPotential(tape, flows::bindConstant(tape, p), tape.constant(s), true);
+        ASSERT_EQ(out.hessian.size(), std::size_t(cfg.d * (cfg.d + 1) / 2));
+        Md trace = Md::Zero(1, kBatch);
+        double worst = 0.0;
+        for (int a = 0; a < cfg.d; ++a) {
+            trace += out.hessian[std::size_t(flows::hessianIndex(a, a, cfg.d))].value();
+            for (int b = a; b < cfg.d; ++b) {
+                const Md& H = out.hessian[std::size_t(flows::hessianIndex(a, b, cfg.d))].value();
+                // ∂_b (∇Φ)_a and, by symmetry, ∂_a (∇Φ)_b.
+                const Md fdBA =
+                    columnDerivative([&](const Md& x) { return Md(evaluate(p, x).grad.row(a)); }, s, b, 1e-3);
+                const Md fdAB =
+                    columnDerivative([&](const Md& x) { return Md(evaluate(p, x).grad.row(b)); }, s, a, 1e-3);
+                worst = std::max({worst, relError(H, fdBA), relError(H, fdAB)});
+            }
+        }
+        std::printf("  d = %d, nTh = %d: |H - Jacobian of grad| / |H| = %.2e\n", cfg.d, cfg.nTh, worst);
+        EXPECT_LT(worst, 1e-6) << "d = " << cfg.d << ", nTh = " << cfg.nTh;
+        EXPECT_LT(relError(trace, out.lap.value()), 1e-13); // its trace is the Laplacian
+    }
+}
+
 TEST(FlowPotential, QuadraticPartIsExact) {
     for (const Config& cfg : kConfigs) {
         Params p = randomParams(cfg.d, kWidth, cfg.nTh, 30 + cfg.d * 10 + cfg.nTh);
@@ -134,8 +161,8 @@ TEST(FlowPotential, QuadraticPartIsExact) {
     }
 }
 
-// L = mean(Φ) + mean(‖∇Φ‖²) + mean((ΔΦ)²) + mean(∂tΦ · x_0): every output reaches the loss, and through it
-// every parameter and s.
+// L = mean(Φ) + mean(‖∇Φ‖²) + mean((ΔΦ)²) + Σ mean(H_ab²) + mean(∂tΦ · x_0): every output reaches the loss,
+// and through it every parameter and s.
 TEST(FlowPotential, LossGradientsMatchFiniteDifferences) {
     for (const Config& cfg : kConfigs) {
         const Params p = randomParams(cfg.d, kWidth, cfg.nTh, 40 + cfg.d * 10 + cfg.nTh);
@@ -148,9 +175,10 @@ TEST(FlowPotential, LossGradientsMatchFiniteDifferences) {
             const auto bound = flows::BoundPotential<double>::fromList(
                 std::vector<ad::Var<double>>(v.begin(), v.begin() + blocks));
             const auto s = v.back();
-            const auto out = flows::recordPotential(tape, bound, s);
+            const auto out = flows::recordPotential(tape, bound, s, true);
             auto L = ad::add(ad::mean(out.phi), ad::mean(ad::colSumSquares(out.grad)));
             L = ad::add(L, ad::mean(ad::square(out.lap)));
+            for (const auto& entry : out.hessian) L = ad::add(L, ad::mean(ad::mul(entry, entry)));
             return ad::add(L, ad::mean(ad::mul(ad::rows(out.grad, d, 1), ad::rows(s, 0, 1))));
         };
         const ad::GradCheckResult r = ad::gradCheck(loss, inputs);
