@@ -8,7 +8,8 @@
 // clip: when clipNorm > 0 and the global norm ‖g‖ over all blocks exceeds it, every gradient is scaled by
 // clipNorm / ‖g‖ in place (as torch.nn.utils.clip_grad_norm_).
 // Schedule: lr_k = scale · lr0 · (lrFinal / lr0)^(min(k, K) / K) for the step after k steps, K = decaySteps
-// (constant lr0 when K = 0 or lrFinal = 0); scale starts at 1 and halveLearningRate() halves it.
+// (constant lr0 when K = 0 or lrFinal = 0); scale starts at 1, halveLearningRate() halves it and
+// recoverLearningRate() raises it back towards 1.
 //
 // NaN recovery: step() refuses non-finite gradients (returns false and changes nothing: parameters,
 // moments and the step count stay). A training loop that sees a non-finite loss simply does not call step()
@@ -108,6 +109,8 @@ template <typename S> class Adam {
     }
 
     void halveLearningRate() { scale_ *= 0.5; }
+    // Multiplies the scale by `factor` (> 1), up to 1: the way back after halvings.
+    void recoverLearningRate(double factor) { scale_ = std::min(1.0, scale_ * factor); }
     double learningRateScale() const { return scale_; }
 
     // Forgets the moments, the step count and the halvings; keeps the blocks and the options.

@@ -21,6 +21,9 @@ double secondsSince(Clock::time_point start) {
 }
 
 constexpr int kRestoreAfter = 3, kStopAfter = 20;
+// Each accepted step raises the halved rate by this factor, back to the schedule: a halving is undone in
+// 50 good steps, so one bad batch early on does not slow the rest of the run.
+const double kRecoveryFactor = std::exp2(1.0 / 50.0);
 constexpr std::uint64_t kHeldOutStream = 0x9e3779b97f4a7c15ull; // held-out set: dataSeed ^ this
 
 } // namespace
@@ -42,6 +45,7 @@ void validate(const TrainerConfig& c) {
     require(f.hjbWeight >= 0 && std::isfinite(f.hjbWeight), "flow.hjbWeight", "must be finite and >= 0");
     require(!f.rwpoOptions.exactLogDet || f.rwpoOptions.kernel == RwpoKernel::Separable || f.d == 2,
             "flow.rwpoOptions.exactLogDet", "needs d = 2 for a vector kernel");
+    require(!f.exactDriftLogDet || f.d <= 2, "flow.exactDriftLogDet", "needs d <= 2");
     require(c.batch >= 2 && c.batch <= 65536, "batch",
             "must be in [2, 65536], got " + std::to_string(c.batch));
     require(c.resampleEvery >= 1, "resampleEvery", "must be >= 1");
@@ -146,6 +150,7 @@ bool FlowTrainer::step() {
         r.rejected = true;
     } else {
         rejectedInARow_ = 0;
+        adam_.recoverLearningRate(kRecoveryFactor);
         r.gradientNorm = adam_.lastGradientNorm();
     }
     r.seconds = secondsSince(start);

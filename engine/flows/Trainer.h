@@ -5,7 +5,7 @@
 // step. The batch is redrawn every `resampleEvery` iterations from the dataset's seeded stream (OT-Flow's
 // sample_freq). Nothing bad passes silently:
 //  * a non-finite loss or gradient rejects the step (the parameters stay), halves the learning rate and
-//    records an event the user sees;
+//    records an event the user sees; accepted steps bring the rate back to its schedule over 50 steps;
 //  * three rejections in a row restore the parameters of the last checkpoint (taken at every resample whose
 //    loss was finite);
 //  * twenty in a row stop the training (step() returns false) with a message.
@@ -99,6 +99,7 @@ class FlowTrainer {
     const Matrix& batch() const { return batch_; }     // d x batch, the current training batch
     const Matrix& heldOut() const { return heldOut_; } // d x evalSamples
     double learningRate() const { return adam_.learningRate(); }
+    double learningRateScale() const { return adam_.learningRateScale(); } // 1 unless steps were rejected
 
     // n points of the training law (rows), from the stream `seed` (a different stream from the batches').
     Mat sampleData(int n, std::uint64_t seed) const;

@@ -118,6 +118,10 @@ TEST(FlowTrainer, NonFiniteStepsAreRejectedHalvedRestoredAndStopped) {
     EXPECT_TRUE(t.model().params().phi.w.allFinite());
     EXPECT_TRUE(t.step());
     EXPECT_FALSE(t.history().back().rejected);
+    // Accepted steps undo the three halvings in 150 steps: the rate is back on its schedule.
+    EXPECT_NEAR(t.learningRateScale(), 0.125 * std::exp2(1.0 / 50.0), 1e-12); // one good step so far
+    for (int k = 0; k < 160; ++k) ASSERT_TRUE(t.step());
+    EXPECT_EQ(t.learningRateScale(), 1.0);
 
     // Data whose loss overflows float whatever the parameters: no checkpoint cures it; 20 in a row stop.
     TrainerConfig c = tinyConfig(false);
