@@ -71,14 +71,14 @@ RwpoOptions layerOptions(const FlowConfig& c) {
     return o;
 }
 
-// log det(I - h H) of the drift sub-step from φ's Hessian H: 1 - h tr H + h² det H in two dimensions. A
-// non-positive determinant (the step folds) gives NaN, which the trainer rejects.
+// log det(I - h H) of the drift sub-step from φ's Hessian H: 1 - h tr H + h² det H in two dimensions, through
+// foldGuardedLog where the sub-step folds.
 template <class S> ad::Var<S> driftLogDet(const PotentialOutputs<S>& phi, int d, double h) {
     const std::vector<ad::Var<S>>& H = phi.hessian;
-    if (d == 1) return ad::log(ad::addScalar(ad::scale(H[0], S(-h)), S(1)));
+    if (d == 1) return foldGuardedLog(ad::addScalar(ad::scale(H[0], S(-h)), S(1)));
     if (d != 2) throw std::invalid_argument("flow: the exact drift log-det needs d <= 2");
     const ad::Var<S> det = ad::sub(ad::mul(H[0], H[2]), ad::square(H[1]));
-    return ad::log(ad::addScalar(ad::add(ad::scale(phi.lap, S(-h)), ad::scale(det, S(h * h))), S(1)));
+    return foldGuardedLog(ad::addScalar(ad::add(ad::scale(phi.lap, S(-h)), ad::scale(det, S(h * h))), S(1)));
 }
 
 // Layer k of the training map (23), x^k -> x^{k-1}, with its log-density increment (24) added to logDet:
@@ -183,6 +183,15 @@ FixedPointResult solveFixedPoint(Mat<S>& P, G&& g, double tol, int maxIterations
 }
 
 } // namespace
+
+template <class S> ad::Var<S> foldGuardedLog(ad::Var<S> det) {
+    const S delta = S(kFoldFloor);
+    const ad::Var<S> above = ad::log(ad::addScalar(ad::relu(ad::addScalar(det, -delta)), delta));
+    const ad::Var<S> below = ad::relu(ad::addScalar(ad::neg(det), delta)); // max(δ - det, 0)
+    return ad::sub(above, ad::scale(below, S(1) / delta));
+}
+template ad::Var<float> foldGuardedLog(ad::Var<float>);
+template ad::Var<double> foldGuardedLog(ad::Var<double>);
 
 template <class S> FlowModel<S>::FlowModel(const FlowConfig& config) : config_(config) {
     params_ = FlowParams<S>::init(config_);
