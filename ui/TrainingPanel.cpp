@@ -90,6 +90,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     lr_ = doubleBox(flowGroup, "training.lr", 1e-5, 1.0, 5, 1e-3);
     lambda0_ = doubleBox(flowGroup, "training.lambda0", 0.001, 100.0, 3, 0.1);
     beta0_ = doubleBox(flowGroup, "training.beta0", 0.001, 100.0, 3, 0.1);
+    transport_ = doubleBox(flowGroup, "training.transportWeight", 0.0, 10.0, 4, 0.01);
     seed_ = intBox(flowGroup, "training.seed", 0, std::numeric_limits<int>::max());
     addRow(form, tr("Dataset"), dataset_);
     form->addRow(rwpo_);
@@ -100,6 +101,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     addRow(form, tr("Learning rate"), lr_);
     addRow(form, tr("λ₀"), lambda0_);
     addRow(form, tr("β₀"), beta0_);
+    addRow(form, tr("Transport weight"), transport_);
     addRow(form, tr("Seed"), seed_);
     layout->addWidget(flowGroup);
 
@@ -140,7 +142,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     });
     for (QSpinBox* box : {layers_, width_, batch_, seed_})
         connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::markEdited);
-    for (QDoubleSpinBox* box : {lr_, lambda0_, beta0_})
+    for (QDoubleSpinBox* box : {lr_, lambda0_, beta0_, transport_})
         connect(box, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::markEdited);
     connect(start_, &QPushButton::clicked, this, &TrainingPanel::onStart);
     connect(step_, &QPushButton::clicked, this, &TrainingPanel::onStep);
@@ -157,6 +159,7 @@ flows::TrainerConfig TrainingPanel::config() const {
     c.flow.width = width_->value();
     c.flow.lambda0 = lambda0_->value();
     c.flow.beta0 = beta0_->value();
+    c.flow.transportWeight = transport_->value();
     c.flow.seed = std::uint64_t(seed_->value());
     c.dataSeed = std::uint64_t(seed_->value());
     c.batch = batch_->value();
@@ -173,11 +176,11 @@ bool TrainingPanel::sideBySide() const {
 }
 
 void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool sideBySide) {
-    const QSignalBlocker blocks[] = {QSignalBlocker(dataset_),    QSignalBlocker(rwpo_),
-                                     QSignalBlocker(sideBySide_), QSignalBlocker(layers_),
-                                     QSignalBlocker(width_),      QSignalBlocker(batch_),
-                                     QSignalBlocker(lr_),         QSignalBlocker(lambda0_),
-                                     QSignalBlocker(beta0_),      QSignalBlocker(seed_)};
+    const QSignalBlocker blocks[] = {
+        QSignalBlocker(dataset_),   QSignalBlocker(rwpo_),    QSignalBlocker(sideBySide_),
+        QSignalBlocker(layers_),    QSignalBlocker(width_),   QSignalBlocker(batch_),
+        QSignalBlocker(lr_),        QSignalBlocker(lambda0_), QSignalBlocker(beta0_),
+        QSignalBlocker(transport_), QSignalBlocker(seed_)};
     dataset_->setCurrentIndex(std::max(0, dataset_->findText(QString::fromStdString(c.dataset))));
     rwpo_->setChecked(c.flow.rwpo);
     sideBySide_->setChecked(sideBySide);
@@ -188,6 +191,7 @@ void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool sideBySide) {
     lr_->setValue(c.adam.lr);
     lambda0_->setValue(c.flow.lambda0);
     beta0_->setValue(c.flow.beta0);
+    transport_->setValue(c.flow.transportWeight);
     seed_->setValue(
         int(std::min<std::uint64_t>(c.flow.seed, std::uint64_t(std::numeric_limits<int>::max()))));
 }

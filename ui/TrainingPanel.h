@@ -73,6 +73,7 @@ class TrainingPanel : public QWidget {
     QDoubleSpinBox* lr_ = nullptr;
     QDoubleSpinBox* lambda0_ = nullptr;
     QDoubleSpinBox* beta0_ = nullptr;
+    QDoubleSpinBox* transport_ = nullptr;
     QSpinBox* seed_ = nullptr;
     QPushButton* start_ = nullptr;
     QPushButton* step_ = nullptr;

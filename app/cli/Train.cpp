@@ -46,8 +46,9 @@ flows::TrainerConfig trainerConfig(ArgParser& p) {
     c.flow.rwpoOptions.kernel = parseKernel(p.option("--kernel", "corrected"));
     c.flow.rwpoOptions.leaveOneOut = p.flag("--leave-one-out");
     c.flow.rwpoOptions.exactLogDet = p.flag("--exact-logdet");
+    // Exact needs d <= 2; points of higher dimension default to first order.
     const std::string driftLogDet =
-        p.option("--drift-logdet", c.flow.exactDriftLogDet ? "exact" : "first-order");
+        p.option("--drift-logdet", c.flow.exactDriftLogDet && c.flow.d <= 2 ? "exact" : "first-order");
     if (driftLogDet != "exact" && driftLogDet != "first-order")
         throw UsageError("--drift-logdet: '" + driftLogDet + "' is not exact or first-order");
     c.flow.exactDriftLogDet = driftLogDet == "exact";
@@ -170,28 +171,50 @@ void writeRowsNpy(const std::string& path, const ad::Matrix<float>& columns) {
 
 int sample(const Args& args) {
     ArgParser p(args);
-    const int n = int(parseLong(p.option("--n", "10000"), "--n", 1, 1 << 26));
+    const std::string nText = p.option("--n"), seedText = p.option("--seed");
     const int batch = int(parseLong(p.option("--batch", "2000"), "--batch", 2, 65536));
-    const std::uint64_t seed = std::uint64_t(parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62));
+    const std::string basePath = p.option("--base");
     const std::string out = p.option("--out");
     const bool explicitSampler = p.flag("--explicit");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (out.empty()) throw UsageError("--out samples.npy is required");
+    if (!basePath.empty() && (!nText.empty() || !seedText.empty()))
+        throw UsageError("--base replaces the seeded draws: give --base or --n/--seed, not both");
+    const int n = int(parseLong(nText.empty() ? "10000" : nText, "--n", 1, 1 << 26));
+    const std::uint64_t seed =
+        std::uint64_t(parseLong(seedText.empty() ? "0" : seedText, "--seed", 0, 1L << 62));
     flows::FlowModel<float> loaded = loadModelArgument(p);
     flows::FlowConfig config = loaded.config();
+    // The base samples: the file's rows (n x d, finite; the same z for every implementation that reads it),
+    // or seeded normals.
+    ad::Matrix<float> Z;
+    if (!basePath.empty()) {
+        Mat rows;
+        try {
+            rows = flows::loadPoints(basePath);
+        } catch (const std::exception& e) {
+            throw UsageError(std::string("--base: ") + e.what());
+        }
+        if (rows.cols() != config.d)
+            throw UsageError("--base: " + basePath + " holds " + std::to_string(rows.rows()) + " x " +
+                             std::to_string(rows.cols()) + " values; the model needs n x " +
+                             std::to_string(config.d) + " base samples");
+        Z = flows::toColumns(rows);
+    } else {
+        Z = baseSamples(config.d, n, seed);
+    }
     config.explicitSampler = explicitSampler;
     flows::FlowModel<float> model(config);
     model.params() = loaded.params();
     double residual = 0;
     int iterations = 0;
     const auto start = std::chrono::steady_clock::now();
-    const ad::Matrix<float> X =
-        generateInBatches(model, baseSamples(config.d, n, seed), batch, &residual, &iterations);
+    const ad::Matrix<float> X = generateInBatches(model, Z, batch, &residual, &iterations);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     writeRowsNpy(out, X);
     std::printf("wrote %s: %d x %d samples in %.2f s (sampler: fixed-point residual %.1e, at most %d "
                 "iterations per sub-step)\n",
-                out.c_str(), n, config.d, seconds, residual, iterations);
+                out.c_str(), int(Z.cols()), config.d, seconds, residual, iterations);
     if (!X.allFinite()) std::cerr << "warning: some samples are not finite\n";
     return 0;
 }
