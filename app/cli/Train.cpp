@@ -148,9 +148,10 @@ ad::Matrix<float> baseSamples(int d, int n, std::uint64_t seed) {
 
 // Generates n samples in independent batches of `batch` columns (with the RWPO layer a batch's samples are
 // one another's keys, as in training).
-ad::Matrix<float> generateInBatches(const flows::FlowModel<float>& model, const ad::Matrix<float>& Z,
-                                    int batch, double* residual, int* iterations = nullptr) {
-    ad::Matrix<float> X(Z.rows(), Z.cols());
+template <class S>
+ad::Matrix<S> generateInBatches(const flows::FlowModel<S>& model, const ad::Matrix<S>& Z, int batch,
+                                double* residual, int* iterations = nullptr) {
+    ad::Matrix<S> X(Z.rows(), Z.cols());
     for (Eigen::Index j = 0; j < Z.cols(); j += batch) {
         const Eigen::Index m = std::min<Eigen::Index>(batch, Z.cols() - j);
         flows::SamplerDiagnostics diagnostics;
@@ -204,12 +205,18 @@ int sample(const Args& args) {
         Z = baseSamples(config.d, n, seed);
     }
     config.explicitSampler = explicitSampler;
-    flows::FlowModel<float> model(config);
-    model.params() = loaded.params();
+    // The sampler runs in double on the float32 parameters: its fixed-point solves then stop within their
+    // tolerance of the exact inverse instead of on float32 rounding noise, amplified where the map nearly
+    // folds (up to 1e-4 off, or another branch of the inverse, in float32).
+    flows::FlowModel<double> model(config);
+    model.params().phi = loaded.params().phi.cast<double>();
+    model.params().lambdaRaw = loaded.params().lambdaRaw.cast<double>();
+    model.params().betaRaw = loaded.params().betaRaw.cast<double>();
     double residual = 0;
     int iterations = 0;
     const auto start = std::chrono::steady_clock::now();
-    const ad::Matrix<float> X = generateInBatches(model, Z, batch, &residual, &iterations);
+    const ad::Matrix<float> X =
+        generateInBatches<double>(model, Z.cast<double>(), batch, &residual, &iterations).cast<float>();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     writeRowsNpy(out, X);
     std::printf("wrote %s: %d x %d samples in %.2f s (sampler: fixed-point residual %.1e, at most %d "

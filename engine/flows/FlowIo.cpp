@@ -99,8 +99,8 @@ FlowConfig flowConfigFromJson(const nlohmann::json& j) {
     field("rwpo", c.rwpo, 0, 1);
     field("leave_one_out", c.rwpoOptions.leaveOneOut, 0, 1);
     field("exact_log_det", c.rwpoOptions.exactLogDet, 0, 1);
-    if (j.contains("exact_drift_log_det")) // absent in the files of earlier versions: first order
-        field("exact_drift_log_det", c.exactDriftLogDet, 0, 1);
+    c.exactDriftLogDet = false; // absent in the files of earlier versions: they were trained to first order
+    if (j.contains("exact_drift_log_det")) field("exact_drift_log_det", c.exactDriftLogDet, 0, 1);
     field("lambda0", c.lambda0, 1e-300, 1e300);
     field("beta0", c.beta0, 1e-300, 1e300);
     field("train_lambda", c.trainLambda, 0, 1);

@@ -289,6 +289,19 @@ TEST(FlowIo, SavedModelsLoadBackAndSampleBitForBit) {
     }
 }
 
+TEST(FlowIo, TheDriftLogDetRoundTripsAndOlderFilesReadAsFirstOrder) {
+    FlowConfig c;
+    for (bool exact : {false, true}) {
+        c.exactDriftLogDet = exact;
+        EXPECT_EQ(flowConfigFromJson(toJson(c)).exactDriftLogDet, exact);
+    }
+    nlohmann::json older = toJson(c); // a file written before the exact drift log-det existed
+    older.erase("exact_drift_log_det");
+    EXPECT_FALSE(flowConfigFromJson(older).exactDriftLogDet);
+    older["d"] = 3; // and such a file may hold points of any dimension
+    EXPECT_EQ(flowConfigFromJson(older).d, 3);
+}
+
 TEST(FlowIo, MismatchedModelsNameTheField) {
     FlowTrainer t(tinyConfig(false));
     const std::string path = tempPath("m.safetensors").string();
