@@ -12,6 +12,7 @@ PACKAGES=(
   qt6-base-dev libqt6opengl6-dev qt6-charts-dev libimgui-dev qt6-qpa-plugins libgl-dev libegl-dev
   libgl1-mesa-dri libglx-mesa0 libegl-mesa0 xvfb xauth fonts-dejavu-core
   glslc mesa-vulkan-drivers libvulkan-dev
+  python3-numpy # tests/python: the NumPy flow reader against the C++ sampler
 )
 
 install_deps() {
