@@ -8,7 +8,8 @@
 // clip: when clipNorm > 0 and the global norm ‖g‖ over all blocks exceeds it, every gradient is scaled by
 // clipNorm / ‖g‖ in place (as torch.nn.utils.clip_grad_norm_).
 // Schedule: lr_k = scale · lr0 · (lrFinal / lr0)^(min(k, K) / K) for the step after k steps, K = decaySteps
-// (constant lr0 when K = 0 or lrFinal = 0); scale starts at 1, halveLearningRate() halves it and
+// (constant lr0 when K = 0 or lrFinal = 0), times min(1, (k + 1) / W) during a warm-up of W steps; scale
+// starts at 1, halveLearningRate() halves it and
 // recoverLearningRate() raises it back towards 1.
 //
 // NaN recovery: step() refuses non-finite gradients (returns false and changes nothing: parameters,
@@ -32,9 +33,10 @@ struct AdamOptions {
     double beta2 = 0.999;
     double eps = 1e-8;
     double weightDecay = 0.0;
-    double clipNorm = 0.0;    // global gradient-norm cap; 0 = off
-    double lrFinal = 0.0;     // exponential decay from lr to lrFinal ...
-    long long decaySteps = 0; // ... over this many steps; 0 (or lrFinal = 0) = constant lr
+    double clipNorm = 0.0;     // global gradient-norm cap; 0 = off
+    double lrFinal = 0.0;      // exponential decay from lr to lrFinal ...
+    long long decaySteps = 0;  // ... over this many steps; 0 (or lrFinal = 0) = constant lr
+    long long warmupSteps = 0; // the first steps' rate rises linearly: times min(1, (k + 1) / warmupSteps)
 };
 
 template <typename S> class Adam {
@@ -105,6 +107,7 @@ template <typename S> class Adam {
             const double k = double(std::min(t_, options_.decaySteps));
             lr = options_.lr * std::pow(options_.lrFinal / options_.lr, k / double(options_.decaySteps));
         }
+        if (options_.warmupSteps > 0) lr *= std::min(1.0, double(t_ + 1) / double(options_.warmupSteps));
         return scale_ * lr;
     }
 

@@ -658,6 +658,25 @@ TEST(Adam, ScheduleReachesFinalRate) {
     EXPECT_DOUBLE_EQ(adam.learningRate(), 0.1);
 }
 
+TEST(Adam, WarmupRisesLinearlyThenFollowsTheDecay) {
+    AdamOptions o;
+    o.lr = 0.1;
+    o.lrFinal = 0.001;
+    o.decaySteps = 100;
+    o.warmupSteps = 4;
+    Eigen::MatrixXd w = Eigen::MatrixXd::Zero(1, 1), g = Eigen::MatrixXd::Ones(1, 1);
+    Adam<double> adam(o);
+    adam.add(w, g);
+    for (int k = 0; k < 6; ++k) {
+        const double decayed = 0.1 * std::pow(0.01, k / 100.0);
+        EXPECT_NEAR(adam.learningRate(), decayed * std::min(1.0, (k + 1) / 4.0), 1e-15) << k;
+        // Adam's first update moves the parameter by the rate itself (m / sqrt(v) = 1 for a constant g).
+        const double before = w(0, 0), lr = adam.learningRate();
+        adam.step();
+        if (k == 0) EXPECT_NEAR(before - w(0, 0), lr, 1e-9);
+    }
+}
+
 TEST(Adam, NonFiniteGradientIsRefusedAndHalvingWorks) {
     AdamOptions o;
     o.lr = 0.1;
