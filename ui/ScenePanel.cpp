@@ -1,5 +1,6 @@
 #include "ui/ScenePanel.h"
 
+#include "ui/FormWidgets.h"
 #include "ui/MatrixEditor.h"
 #include "ui/Tooltips.h"
 
@@ -113,33 +114,13 @@ QString radiiText(const std::vector<double>& radii) {
     return parts.join(QStringLiteral(", "));
 }
 
-// ---- widget helpers: every control is named after its parameter key and carries its tooltip
-// ----------------
+// ---- widget helpers (ui/FormWidgets.h): every control is named after its parameter key and carries its
+// tooltip ----------------
 
-template <class W> W* named(W* w, const char* key) {
-    w->setObjectName(QString::fromLatin1(key));
-    w->setToolTip(parameterTooltip(key));
-    return w;
-}
-
-QDoubleSpinBox* doubleBox(QWidget* parent, const char* key, double min, double max, int decimals,
-                          double step) {
-    auto* box = named(new QDoubleSpinBox(parent), key);
-    box->setRange(min, max);
-    box->setDecimals(decimals);
-    box->setSingleStep(step);
-    box->setKeyboardTracking(false); // valueChanged on Enter, focus loss or arrows, not per keystroke
-    box->setAccelerated(true);
-    return box;
-}
-
-QSpinBox* intBox(QWidget* parent, const char* key, int min, int max) {
-    auto* box = named(new QSpinBox(parent), key);
-    box->setRange(min, max);
-    box->setKeyboardTracking(false);
-    box->setAccelerated(true);
-    return box;
-}
+using form::addRow;
+using form::doubleBox;
+using form::intBox;
+using form::named;
 
 QComboBox* comboBox(QWidget* parent, const char* key, const QStringList& items) {
     auto* box = named(new QComboBox(parent), key);
@@ -149,14 +130,6 @@ QComboBox* comboBox(QWidget* parent, const char* key, const QStringList& items) 
 
 QCheckBox* checkBox(QWidget* parent, const char* key, const QString& text) {
     return named(new QCheckBox(text, parent), key);
-}
-
-// A form row whose label shares the field's tooltip.
-void addRow(QFormLayout* form, const QString& label, QWidget* field, const char* key) {
-    auto* l = new QLabel(label, field->parentWidget());
-    l->setToolTip(parameterTooltip(key));
-    l->setBuddy(field);
-    form->addRow(l, field);
 }
 
 void setQuietly(QDoubleSpinBox* w, double v) {

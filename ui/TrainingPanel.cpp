@@ -1,6 +1,7 @@
 #include "ui/TrainingPanel.h"
 
 #include "engine/flows/Datasets.h"
+#include "ui/FormWidgets.h"
 #include "ui/Tooltips.h"
 
 #include <QCheckBox>
@@ -22,35 +23,18 @@ namespace flowscope {
 
 namespace {
 
-// Every control is named after its parameter key and carries that key's tooltip.
-template <class W> W* named(W* w, const char* key) {
-    w->setObjectName(QString::fromLatin1(key));
-    w->setToolTip(parameterTooltip(key));
-    return w;
-}
+// ui/FormWidgets.h; the spin boxes track keystrokes (edits apply on Start, not at once).
+using form::addRow;
+using form::named;
+using form::Tracking;
 
 QSpinBox* intBox(QWidget* parent, const char* key, int min, int max) {
-    auto* box = named(new QSpinBox(parent), key);
-    box->setRange(min, max);
-    box->setAccelerated(true);
-    return box;
+    return form::intBox(parent, key, min, max, Tracking::Keystrokes);
 }
 
 QDoubleSpinBox* doubleBox(QWidget* parent, const char* key, double min, double max, int decimals,
                           double step) {
-    auto* box = named(new QDoubleSpinBox(parent), key);
-    box->setRange(min, max);
-    box->setDecimals(decimals);
-    box->setSingleStep(step);
-    box->setAccelerated(true);
-    return box;
-}
-
-void addRow(QFormLayout* form, const QString& label, QWidget* field) {
-    auto* l = new QLabel(label, field->parentWidget());
-    l->setToolTip(field->toolTip());
-    l->setBuddy(field);
-    form->addRow(l, field);
+    return form::doubleBox(parent, key, min, max, decimals, step, Tracking::Keystrokes);
 }
 
 QPushButton* button(QWidget* parent, const QString& text, const char* name, const QString& tip) {
@@ -92,17 +76,17 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     beta0_ = doubleBox(flowGroup, "training.beta0", 0.001, 100.0, 3, 0.1);
     transport_ = doubleBox(flowGroup, "training.transportWeight", 0.0, 10.0, 4, 0.01);
     seed_ = intBox(flowGroup, "training.seed", 0, std::numeric_limits<int>::max());
-    addRow(form, tr("Dataset"), dataset_);
+    addRow(form, tr("Dataset"), dataset_, "training.dataset");
     form->addRow(rwpo_);
     form->addRow(sideBySide_);
-    addRow(form, tr("Layers M"), layers_);
-    addRow(form, tr("Width m"), width_);
-    addRow(form, tr("Batch"), batch_);
-    addRow(form, tr("Learning rate"), lr_);
-    addRow(form, tr("λ₀"), lambda0_);
-    addRow(form, tr("β₀"), beta0_);
-    addRow(form, tr("Transport weight"), transport_);
-    addRow(form, tr("Seed"), seed_);
+    addRow(form, tr("Layers M"), layers_, "training.layers");
+    addRow(form, tr("Width m"), width_, "training.width");
+    addRow(form, tr("Batch"), batch_, "training.batch");
+    addRow(form, tr("Learning rate"), lr_, "training.lr");
+    addRow(form, tr("λ₀"), lambda0_, "training.lambda0");
+    addRow(form, tr("β₀"), beta0_, "training.beta0");
+    addRow(form, tr("Transport weight"), transport_, "training.transportWeight");
+    addRow(form, tr("Seed"), seed_, "training.seed");
     layout->addWidget(flowGroup);
 
     auto* buttons = new QHBoxLayout;
