@@ -3,6 +3,7 @@
 
 #include "engine/core/Parallel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -11,14 +12,51 @@
 namespace flowscope::ad {
 
 const char* opName(Op op) {
-    static const char* const names[] = {
-        "constant", "input",      "parameter",     "matmul",      "matmulTN",      "matmulNT", "transpose",
-        "add",      "sub",        "mul",           "div",         "addCol",        "addRow",   "mulCol",
-        "mulRow",   "scale",      "scale",         "addScalar",   "addScalar",     "neg",      "tanh",
-        "logCosh",  "exp",        "log",           "square",      "sqrt",          "abs",      "softplus",
-        "sigmoid",  "relu",       "softThreshold", "huberL1",     "sum",           "mean",     "colSum",
-        "rowSum",   "sumSquares", "colSumSquares", "softmaxRows", "logSumExpRows", "rows",     "cols",
-        "vstack",   "hstack"};
+    static const char* const names[] = {"constant",
+                                        "input",
+                                        "parameter",
+                                        "matmul",
+                                        "matmulTN",
+                                        "matmulNT",
+                                        "transpose",
+                                        "add",
+                                        "sub",
+                                        "mul",
+                                        "div",
+                                        "addCol",
+                                        "addRow",
+                                        "mulCol",
+                                        "mulRow",
+                                        "scale",
+                                        "scale",
+                                        "addScalar",
+                                        "addScalar",
+                                        "neg",
+                                        "tanh",
+                                        "logCosh",
+                                        "exp",
+                                        "log",
+                                        "square",
+                                        "sqrt",
+                                        "abs",
+                                        "softplus",
+                                        "sigmoid",
+                                        "relu",
+                                        "softThreshold",
+                                        "huberL1",
+                                        "sum",
+                                        "mean",
+                                        "colSum",
+                                        "rowSum",
+                                        "sumSquares",
+                                        "colSumSquares",
+                                        "softmaxRows",
+                                        "logSumExpRows",
+                                        "groupAttention",
+                                        "rows",
+                                        "cols",
+                                        "vstack",
+                                        "hstack"};
     static_assert(sizeof(names) / sizeof(names[0]) == std::size_t(Op::HStack) + 1);
     return names[std::size_t(op)];
 }
@@ -182,6 +220,33 @@ void logSumExpBackward(const Matrix<S>& X, const Matrix<S>& L, const Matrix<S>& 
             } else {
                 dX.col(j).segment(r, n).array() = gp;
             }
+        }
+    });
+}
+
+// Per group (columns [g n, g n + n)), with P = softmax_rows(scale Q^T K) and out = V P^T:
+//     dV = G P,   dP = G^T V,   dS = P o (dP - rowsum(P o dP) 1^T),   dQ = scale K dS^T,   dK = scale Q dS.
+// Each group writes only its own columns of the operands' gradients, so groups run in parallel.
+template <class S> void groupAttentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, Node<S>& v) {
+    const Index m = n.start, groups = n.value.cols() / std::max<Index>(m, 1);
+    const S scale = n.s;
+    const Matrix<S>& G = n.grad;
+    Matrix<S>* dq = q.needsGrad ? &gradZeroed(q) : nullptr;
+    Matrix<S>* dk = k.needsGrad ? &gradZeroed(k) : nullptr;
+    Matrix<S>* dv = v.needsGrad ? &gradZeroed(v) : nullptr;
+    parallelFor(std::size_t(groups), 1, [&](std::size_t begin, std::size_t end) {
+        Matrix<S> dP, dS;
+        for (Index g = Index(begin); g < Index(end); ++g) {
+            const Index c0 = g * m;
+            const auto P = n.aux.middleCols(c0, m);
+            const auto Gg = G.middleCols(c0, m);
+            if (dv) dv->middleCols(c0, m).noalias() += Gg * P;
+            if (!dq && !dk) continue;
+            dP.noalias() = Gg.transpose() * v.val().middleCols(c0, m);
+            const auto rowDot = (P.array() * dP.array()).rowwise().sum().eval();
+            dS = (P.array() * (dP.array().colwise() - rowDot)).matrix();
+            if (dq) dq->middleCols(c0, m).noalias() += scale * (k.val().middleCols(c0, m) * dS.transpose());
+            if (dk) dk->middleCols(c0, m).noalias() += scale * (q.val().middleCols(c0, m) * dS);
         }
     });
 }
@@ -432,6 +497,10 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
         A->reached = true;
         break;
 
+    case Op::GroupAttention:
+        groupAttentionBackward(n, *A, *B, nodes_[n.parts[0]]);
+        break;
+
     case Op::Rows:
         gradZeroed(*A).middleRows(n.start, n.value.rows()) += G;
         break;
@@ -679,6 +748,38 @@ template <class S> Var<S> logSumExpRows(Var<S> a) {
     return y;
 }
 
+template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, Scalar<S> scale) {
+    Tape<S>& t = tapeOf(Op::GroupAttention, q, k);
+    tapeOf(Op::GroupAttention, q, v);
+    requireShape(q.rows() == k.rows() && q.cols() == k.cols(), Op::GroupAttention, q, k, "equal shapes");
+    requireShape(v.cols() == q.cols(), Op::GroupAttention, q, v, "equal column counts");
+    if (n <= 0 || q.cols() % n != 0)
+        fail(Op::GroupAttention, "groups of " + std::to_string(n) + " columns do not tile " +
+                                     std::to_string(q.cols()) + " columns");
+    Var<S> y = t.push(Op::GroupAttention, q, k);
+    Node<S>& node = t.node(y);
+    node.parts.push_back(v.index);
+    node.needsGrad = node.needsGrad || t.node(v).needsGrad;
+    node.start = n;
+    node.s = scale;
+    const Matrix<S>&Q = q.value(), &K = k.value(), &V = v.value();
+    node.value.resize(V.rows(), V.cols());
+    node.aux.resize(n, Q.cols());
+    parallelFor(std::size_t(Q.cols() / n), 1, [&](std::size_t begin, std::size_t end) {
+        for (Index g = Index(begin); g < Index(end); ++g) {
+            const Index c0 = g * n;
+            auto P = node.aux.middleCols(c0, n);
+            P.noalias() = scale * (Q.middleCols(c0, n).transpose() * K.middleCols(c0, n));
+            const auto rowMax = P.rowwise().maxCoeff().eval();
+            P = (P.colwise() - rowMax).array().exp().matrix();
+            const auto rowSum = P.rowwise().sum().eval();
+            P = (P.array().colwise() / rowSum.array()).matrix();
+            node.value.middleCols(c0, n).noalias() = V.middleCols(c0, n) * P.transpose();
+        }
+    });
+    return y;
+}
+
 template <class S> Var<S> rows(Var<S> a, Index start, Index count) {
     Tape<S>& t = tapeOf(Op::Rows, a);
     if (start < 0 || count < 0 || start + count > a.rows())
@@ -782,6 +883,7 @@ template <class S> Var<S> hstack(const std::vector<Var<S>>& parts) {
     template Var<S> colSumSquares(Var<S>);                                                                   \
     template Var<S> softmaxRows(Var<S>);                                                                     \
     template Var<S> logSumExpRows(Var<S>);                                                                   \
+    template Var<S> groupAttention(Var<S>, Var<S>, Var<S>, Index, S);                                        \
     template Var<S> rows(Var<S>, Index, Index);                                                              \
     template Var<S> cols(Var<S>, Index, Index);                                                              \
     template Var<S> vstack(const std::vector<Var<S>>&);                                                      \

@@ -57,7 +57,7 @@ enum class Op : std::uint8_t {
     Tanh, LogCosh, Exp, Log, Square, Sqrt, Abs, Softplus, Sigmoid, Relu,
     SoftThreshold, HuberL1,
     Sum, Mean, ColSum, RowSum, SumSquares, ColSumSquares,
-    SoftmaxRows, LogSumExpRows,
+    SoftmaxRows, LogSumExpRows, GroupAttention,
     Rows, Cols, VStack, HStack,
 };
 // clang-format on
@@ -66,15 +66,16 @@ const char* opName(Op op);
 template <class S> struct Node {
     Op op = Op::Constant;
     int a = -1, b = -1;               // operand node indices (-1: none)
-    Index start = 0;                  // Rows, Cols: first row / column of the block
-    S s = 0;                          // Scale, AddScalar: the constant; HuberL1: h
+    Index start = 0;                  // Rows, Cols: first row / column of the block; GroupAttention: n
+    S s = 0;                          // Scale, AddScalar: the constant; HuberL1: h; GroupAttention: scale
     bool needsGrad = false;           // an input or a parameter is upstream of this node
     bool reached = false;             // in backward(): grad holds the gradient that reached this node
     Matrix<S> value;                  // the op's result (a Parameter reads *param instead)
     Matrix<S> grad;                   // d loss / d value, written by backward()
+    Matrix<S> aux;                    // GroupAttention: the attention matrices P, group after group
     const Matrix<S>* param = nullptr; // Parameter: the bound value...
     Matrix<S>* paramGrad = nullptr;   // ...and the storage backward() adds its gradient into
-    std::vector<int> parts;           // VStack, HStack: the operands, in order
+    std::vector<int> parts;           // VStack, HStack: the operands, in order; GroupAttention: v
 
     const Matrix<S>& val() const { return param ? *param : value; }
 };
@@ -181,6 +182,13 @@ template <class S> Var<S> colSumSquares(Var<S> a); // 1 x cols: the squared norm
 // entry). Row blocks are processed in parallel (flowscope::parallelFor).
 template <class S> Var<S> softmaxRows(Var<S> a);   // same shape
 template <class S> Var<S> logSumExpRows(Var<S> a); // rows x 1
+
+// Softmax attention within groups of n consecutive columns (a batch of token sets, one set per group):
+// q and k are r x N, v is c x N, N = groups · n. For the columns i, j of one group,
+//     P_ij = softmax_j(scale · q_i · k_j),     out_i = Σ_j P_ij v_j            (c x N)
+// so sets never attend to each other and no N x N matrix is formed. Groups run in parallel; the node keeps
+// the groups' P for backward.
+template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, Scalar<S> scale);
 
 // Structure. Blocks scatter their gradient back into the block; stacks split it.
 template <class S> Var<S> rows(Var<S> a, Index start, Index count);

@@ -233,6 +233,30 @@ TEST(Autodiff, SoftmaxAndLogSumExpRows) {
     }
 }
 
+TEST(Autodiff, GroupAttention) {
+    // Three groups of 5 tokens, queries and keys in R^3, values in R^2; q, k and v all receive gradients,
+    // also when one node is both query and key (self-attention without projections).
+    const Md q = randn(3, 15, 90), k = randn(3, 15, 91), v = randn(2, 15, 92);
+    checkOp("groupAttention", {q, k, v},
+            [](const Args& a) { return ad::groupAttention(a[0], a[1], a[2], 5, 0.7); });
+    checkOp("groupAttention q=k", {q, v},
+            [](const Args& a) { return ad::groupAttention(a[0], a[0], a[1], 5, 1.3); });
+
+    // The value against the definition, group by group: softmaxRows of the group's logits, then V P^T.
+    const Md Q = randn(4, 24, 93, 3.0), K = randn(4, 24, 94, 3.0), V = randn(3, 24, 95);
+    ad::Tape<double> t;
+    const Md out = t.value(ad::groupAttention(t.constant(Q), t.constant(K), t.constant(V), 8, 0.5));
+    for (Index g = 0; g < 3; ++g) {
+        const Md S = 0.5 * Q.middleCols(8 * g, 8).transpose() * K.middleCols(8 * g, 8);
+        const Md P = t.value(ad::softmaxRows(t.constant(S)));
+        EXPECT_LT((out.middleCols(8 * g, 8) - V.middleCols(8 * g, 8) * P.transpose()).cwiseAbs().maxCoeff(),
+                  1e-14);
+    }
+    // Groups that do not tile the columns are refused, naming the op.
+    EXPECT_THROW(ad::groupAttention(t.constant(Q), t.constant(K), t.constant(V), 7, 1.0),
+                 std::invalid_argument);
+}
+
 TEST(Autodiff, StructureOps) {
     const Md a = randn(5, 4, 80), b = randn(2, 4, 81), c = randn(5, 3, 82);
     checkOp("rows", {a}, [](const Args& v) { return ad::rows(v[0], 1, 3); });
