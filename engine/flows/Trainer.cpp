@@ -20,10 +20,6 @@ double secondsSince(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-constexpr int kRestoreAfter = 3, kStopAfter = 20;
-// Each accepted step raises the halved rate by this factor, back to the schedule: a halving is undone in
-// 50 good steps, so one bad batch early on does not slow the rest of the run.
-const double kRecoveryFactor = std::exp2(1.0 / 50.0);
 constexpr std::uint64_t kHeldOutStream = 0x9e3779b97f4a7c15ull; // held-out set: dataSeed ^ this
 
 } // namespace
@@ -111,26 +107,17 @@ void FlowTrainer::resample() {
 }
 
 void FlowTrainer::reject(const std::string& why, long iteration) {
-    adam_.halveLearningRate();
-    ++rejectedInARow_;
-    std::string message =
-        why + ": step rejected, learning rate halved to " + std::to_string(adam_.learningRate());
-    if (rejectedInARow_ >= kStopAfter) {
-        stopped_ = true;
-        message = why + ": " + std::to_string(kStopAfter) +
-                  " steps in a row rejected; training stopped (lower the learning rate or reset)";
-    } else if (rejectedInARow_ % kRestoreAfter == 0) {
-        model_.params() = checkpoint_;
-        message += "; parameters restored to the last good checkpoint";
-    }
-    events_.push_back({iteration, message});
+    const StepGuard::Rejection r = guard_.reject(why, adam_);
+    if (r.restore) model_.params() = checkpoint_;
+    stopped_ = r.stop;
+    events_.push_back({iteration, r.message});
 }
 
 bool FlowTrainer::step() {
     if (stopped_) return false;
     const auto start = Clock::now();
     if (iteration_ > 0 && iteration_ % config_.resampleEvery == 0) {
-        if (rejectedInARow_ == 0) checkpoint_ = model_.params();
+        if (guard_.rejectedInARow() == 0) checkpoint_ = model_.params();
         resample();
     }
     ++iteration_;
@@ -149,8 +136,7 @@ bool FlowTrainer::step() {
         reject("non-finite gradient", iteration_);
         r.rejected = true;
     } else {
-        rejectedInARow_ = 0;
-        adam_.recoverLearningRate(kRecoveryFactor);
+        guard_.accept(adam_);
         r.gradientNorm = adam_.lastGradientNorm();
     }
     r.seconds = secondsSince(start);

@@ -20,6 +20,7 @@
 #include "engine/flows/Adam.h"
 #include "engine/flows/Datasets.h"
 #include "engine/flows/Flow.h"
+#include "engine/flows/StepGuard.h"
 
 #include <chrono>
 #include <cstdint>
@@ -120,7 +121,7 @@ class FlowTrainer {
     std::unique_ptr<PointSampler> sampler_;
     Matrix batch_, heldOut_;
     long iteration_ = 0;
-    int rejectedInARow_ = 0;
+    StepGuard guard_;
     bool stopped_ = false;
     std::vector<TrainRecord> history_;
     std::vector<Evaluation> evaluations_;
