@@ -1,0 +1,178 @@
+#include "engine/ottransformer/Trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+namespace flowscope::ot {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+constexpr std::uint64_t kHeldOutStream = 0x9e3779b97f4a7c15ull; // held-out sets: dataSeed ^ this
+constexpr std::uint64_t kPerturbStream = 0x2545f4914f6cdd1dull; // the Lipschitz pairs' perturbations
+constexpr int kCheckpointEvery = 25;
+constexpr double kPerturbation = 0.1; // X_2(0) = X_1(0) + 0.1 N(0, I): the Lipschitz pairs
+
+} // namespace
+
+OtTrainerConfig defaultTrainerConfig(Task t) {
+    OtTrainerConfig c;
+    c.task = t;
+    c.model = taskModel(t);
+    if (t == Task::A) {
+        c.batch = 64;
+        c.adam.lr = 1e-2;
+        c.model.steps = 10;
+    } else {
+        c.batch = 32;
+        c.adam.lr = 1e-3;
+        c.model.steps = 8;
+    }
+    return c;
+}
+
+void validate(const OtTrainerConfig& c) {
+    validate(c.model);
+    auto require = [](bool ok, const char* field, const std::string& what) {
+        if (!ok) throw std::invalid_argument(std::string("training: ") + field + " " + what);
+    };
+    require(c.batch >= 1 && c.batch <= 100000, "batch", "must be in [1, 100000]");
+    require(c.evalSets >= 1 && c.evalSets <= 1000000, "evalSets", "must be in [1, 1000000]");
+    require(std::isfinite(c.adam.lr) && c.adam.lr > 0, "adam.lr", "must be finite and > 0");
+    if (c.task == Task::A) {
+        require(c.model.inputDim == 2 && c.model.head == Head::Mean && c.model.outputDim() == 2, "model",
+                "for task A must map tokens in R² to the mean head in R² (inputDim 2, width 2, head mean)");
+    } else {
+        require(c.model.inputDim == 2 && c.model.head == Head::PooledLinear &&
+                    c.model.classes == kTaskBClasses,
+                "model",
+                "for task B must take points in R² to 4 logits (inputDim 2, head pooled-linear, 4 classes)");
+    }
+}
+
+OtTrainer::OtTrainer(const OtTrainerConfig& config)
+    : config_(config), model_((validate(config), config.model)), adam_(config.adam), rng_(config.dataSeed) {
+    grads_ = model_.params().zerosLike();
+    model_.params().forEach(grads_, [&](Matrix& v, Matrix& g, const std::string&) { adam_.add(v, g); });
+    checkpoint_ = model_.params();
+}
+
+Batch OtTrainer::sample(int sets, flows::Rng& rng, double dropRate) const {
+    return config_.task == Task::A ? sampleTaskA(sets, rng) : sampleTaskB(sets, rng, dropRate);
+}
+
+Batch OtTrainer::heldOut(double dropRate) const {
+    flows::Rng rng(config_.dataSeed ^ kHeldOutStream);
+    return sample(config_.evalSets, rng, dropRate);
+}
+
+bool OtTrainer::step() {
+    if (stopped_) return false;
+    const auto start = Clock::now();
+    if (iteration_ > 0 && iteration_ % kCheckpointEvery == 0 && guard_.rejectedInARow() == 0)
+        checkpoint_ = model_.params();
+    ++iteration_;
+    batch_ = sample(config_.batch, rng_);
+    OtRecord r;
+    r.iteration = iteration_;
+    r.learningRate = adam_.learningRate();
+    adam_.zeroGrad();
+    tape_.clear();
+    const Var loss = model_.recordLoss(tape_, batch_, grads_, &r.terms);
+    std::string why;
+    if (!std::isfinite(r.terms.loss)) {
+        why = "non-finite loss (" + std::to_string(r.terms.loss) + ")";
+    } else {
+        tape_.backward(loss);
+        if (!adam_.step()) why = "non-finite gradient";
+    }
+    if (why.empty()) {
+        guard_.accept(adam_);
+        r.gradientNorm = adam_.lastGradientNorm();
+    } else {
+        r.rejected = true;
+        ++rejected_;
+        const flows::StepGuard::Rejection j = guard_.reject(why, adam_);
+        if (j.restore) model_.params() = checkpoint_;
+        stopped_ = j.stop;
+        events_.push_back({iteration_, j.message});
+    }
+    r.seconds = secondsSince(start);
+    history_.push_back(r);
+    return !stopped_;
+}
+
+OtEvaluation OtTrainer::evaluate() {
+    const auto start = Clock::now();
+    OtEvaluation e;
+    e.iteration = iteration_;
+    e.nonFiniteSteps = rejected_;
+    const Batch b = heldOut();
+    const int n = b.setSize;
+    {
+        Tape t;
+        TransformerParams grads;
+        Forward f;
+        model_.recordLoss(t, b, grads, &e.terms, &f);
+        std::vector<Matrix> states;
+        for (const Var& s : f.states) states.push_back(s.value());
+        const PathStats p = pathStats(states, n);
+        e.straightness = p.straightness;
+        e.speedCv = p.speedCv;
+        if (config_.task == Task::A) {
+            const Matrix& y = f.output.value();
+            const double lambda = model_.paperLambda(n);
+            const Matrix ystar = taskAClosedFormOutput(b, lambda, config_.model.horizon);
+            e.closedFormError = (y - ystar).colwise().norm().mean() / ystar.colwise().norm().mean();
+            if (lambda > 0) {
+                const Matrix Xstar = taskAClosedFormState(b, lambda, config_.model.horizon);
+                const Matrix moved = states.back() - states.front(), optimal = Xstar - b.tokens;
+                e.displacementError = (moved - optimal).norm() / optimal.norm();
+            }
+        }
+        // Lipschitz pairs: perturb each set's X(0) (after the embedding) and integrate both. Task A has no
+        // embedding; for task B the perturbation is applied to the embedded tokens through the tokens: the
+        // embedding is affine, so X_2(0) - X_1(0) = E (Z_2 - Z_1) exactly, and the ratio uses that.
+        flows::Rng rng(config_.dataSeed ^ kPerturbStream);
+        Matrix Z2 = b.tokens;
+        for (Eigen::Index i = 0; i < Z2.size(); ++i) Z2(i) += kPerturbation * rng.normal();
+        std::vector<Matrix> states2;
+        const Matrix y2 = model_.output(Z2, n, &states2);
+        const Matrix& y1 = f.output.value();
+        for (int s = 0; s < b.sets(); ++s) {
+            const double dx = (states2.front().middleCols(Eigen::Index(s) * n, n) -
+                               states.front().middleCols(Eigen::Index(s) * n, n))
+                                  .norm();
+            if (dx > 0) e.lipschitzRatio = std::max(e.lipschitzRatio, (y2.col(s) - y1.col(s)).norm() / dx);
+        }
+    }
+    e.threshold = model_.stabilityThreshold(n);
+    e.thresholdFrobenius = model_.stabilityThreshold(n, true);
+    e.lipschitzBound = model_.lipschitzBound(n);
+    e.lipschitzBoundFrobenius = model_.lipschitzBound(n, true);
+    e.seconds = secondsSince(start);
+    evaluations_.push_back(e);
+    return e;
+}
+
+std::vector<double> OtTrainer::accuracyAtDropRates(const std::vector<double>& rates) const {
+    if (config_.task != Task::B) throw std::invalid_argument("accuracy at drop rates: task B only");
+    std::vector<double> acc;
+    for (double r : rates) {
+        const Batch b = heldOut(r);
+        Tape t;
+        TransformerParams grads;
+        LossTerms terms;
+        model_.recordLoss(t, b, grads, &terms);
+        acc.push_back(terms.accuracy);
+    }
+    return acc;
+}
+
+} // namespace flowscope::ot
