@@ -2,6 +2,7 @@
 
 #include "engine/flows/Trainer.h"
 #include "engine/io/AtomicFile.h"
+#include "engine/io/JsonField.h"
 #include "engine/io/Safetensors.h"
 
 #include <cmath>
@@ -72,24 +73,7 @@ FlowConfig flowConfigFromJson(const nlohmann::json& j) {
     if (!j.is_object()) throw std::runtime_error("architecture: expected an object");
     FlowConfig c;
     auto field = [&](const char* name, auto& out, auto lo, auto hi) {
-        using T = std::decay_t<decltype(out)>;
-        const std::string where = std::string("architecture/") + name;
-        if (!j.contains(name)) throw std::runtime_error(where + ": missing");
-        const nlohmann::json& v = j[name];
-        if constexpr (std::is_same_v<T, bool>) {
-            if (!v.is_boolean()) throw std::runtime_error(where + ": expected true or false");
-            out = v.get<bool>();
-        } else {
-            if (!v.is_number()) throw std::runtime_error(where + ": expected a number");
-            if constexpr (std::is_integral_v<T>) {
-                if (!v.is_number_integer()) throw std::runtime_error(where + ": expected an integer");
-            }
-            const double x = v.get<double>();
-            if (!(x >= double(lo) && x <= double(hi)))
-                throw std::runtime_error(where + ": " + v.dump() + " is outside [" + std::to_string(lo) +
-                                         ", " + std::to_string(hi) + "]");
-            out = v.get<T>();
-        }
+        readJsonField(j, "architecture", name, out, double(lo), double(hi));
     };
     field("d", c.d, 1, 64);
     field("width", c.width, 1, 1024);
@@ -137,12 +121,7 @@ void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::
     file.metadata["format"] = "pt"; // what the Python safetensors tools expect of a plain tensor file
     FlowParams<float> p = model.params();
     forEachTensor(p, [&](const ad::Matrix<float>& m, const std::string& name) {
-        SafeTensor t;
-        t.name = name;
-        t.shape = {m.rows(), m.cols()};
-        const Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rowMajor = m;
-        t.data.assign(rowMajor.data(), rowMajor.data() + rowMajor.size());
-        file.tensors.push_back(std::move(t));
+        file.tensors.push_back(matrixTensor(name, m, true));
     });
     record["format"] = kFormat;
     record["version"] = kVersion;
@@ -217,15 +196,7 @@ FlowModel<float> loadFlow(const std::string& path) {
     FlowModel<float> model(config);
     try {
         forEachTensor(model.params(), [&](ad::Matrix<float>& m, const std::string& name) {
-            const SafeTensor& t = file.get(name, {m.rows(), m.cols()});
-            if (!t.float32) throw std::runtime_error("tensor '" + name + "' is not F32");
-            for (Eigen::Index i = 0; i < m.rows(); ++i)
-                for (Eigen::Index k = 0; k < m.cols(); ++k) {
-                    const double v = t.data[std::size_t(i * m.cols() + k)];
-                    if (!std::isfinite(v))
-                        throw std::runtime_error("tensor '" + name + "' holds a NaN or infinity");
-                    m(i, k) = float(v);
-                }
+            readMatrix(file, name, m, true);
         });
     } catch (const std::runtime_error& e) {
         throw std::runtime_error(path + ": " + e.what());

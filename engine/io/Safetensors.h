@@ -4,8 +4,12 @@
 // any other dtype is rejected with a message naming the tensor and the dtype.
 #pragma once
 
+#include <Eigen/Core>
+
+#include <cmath>
 #include <cstdint>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,5 +40,33 @@ void writeSafetensors(const std::string& path, const SafeTensors& file);
 // matching dtype x shape, not overlapping), metadata values being strings, payload at most maxBytes.
 // Throws std::runtime_error with one message naming the file and the field.
 SafeTensors readSafetensors(const std::string& path, std::int64_t maxBytes = std::int64_t(1) << 31);
+
+// A matrix as a rows x cols tensor in C order (F32 rounds each value, F64 keeps it).
+template <class Derived>
+SafeTensor matrixTensor(const std::string& name, const Eigen::MatrixBase<Derived>& m, bool float32) {
+    SafeTensor t;
+    t.name = name;
+    t.float32 = float32;
+    t.shape = {std::int64_t(m.rows()), std::int64_t(m.cols())};
+    t.data.reserve(std::size_t(m.size()));
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index k = 0; k < m.cols(); ++k)
+            t.data.push_back(float32 ? double(float(m(i, k))) : double(m(i, k)));
+    return t;
+}
+
+// Fills m (already of the expected shape) from the named tensor. Throws std::runtime_error naming the tensor
+// when it is missing, has another shape or dtype (F32 when float32, else F64), or holds a NaN or infinity.
+template <class M> void readMatrix(const SafeTensors& file, const std::string& name, M& m, bool float32) {
+    const SafeTensor& t = file.get(name, {std::int64_t(m.rows()), std::int64_t(m.cols())});
+    if (t.float32 != float32)
+        throw std::runtime_error("tensor '" + name + "' is not " + (float32 ? "F32" : "F64"));
+    for (Eigen::Index i = 0; i < m.rows(); ++i)
+        for (Eigen::Index k = 0; k < m.cols(); ++k) {
+            const double v = t.data[std::size_t(i * m.cols() + k)];
+            if (!std::isfinite(v)) throw std::runtime_error("tensor '" + name + "' holds a NaN or infinity");
+            m(i, k) = typename M::Scalar(v);
+        }
+}
 
 } // namespace flowscope
