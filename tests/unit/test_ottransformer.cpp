@@ -4,12 +4,15 @@
 // closed-form optimum of task A (its optimality conditions); the path statistics of known paths; the
 // task generators' laws; and the trainer reaching task A's closed form.
 #include "engine/flows/StepGuard.h"
-#include "engine/ottransformer/Trainer.h"
+#include "engine/io/Safetensors.h"
+#include "engine/ottransformer/TransformerIo.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <unistd.h>
 
 using namespace flowscope;
 using namespace flowscope::ot;
@@ -349,4 +352,53 @@ TEST(OtTransformer, TaskATrainingApproachesTheClosedForm) {
     EXPECT_GT(after.straightness, 0.95);
     EXPECT_EQ(after.nonFiniteSteps, 0);
     EXPECT_LE(after.lipschitzRatio, after.lipschitzBound * 1.5);
+}
+
+TEST(OtTransformer, ModelsRoundTripBitForBitAndBadFilesAreNamed) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("flowscope-ot-" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    const std::string path = (dir / "model.safetensors").string();
+    TransformerConfig c = smallConfig();
+    c.layerNorm = true;
+    c.integrator = Integrator::Rk4;
+    TransformerModel m(c);
+    m.params().forEach(m.params(), [](Matrix& v, Matrix&, const std::string&) { v.array() += 1.0 / 3.0; });
+    saveTransformer(path, m, {{"note", "test"}});
+    EXPECT_TRUE(fs::exists(dir / "model.json"));
+    const TransformerModel back = loadTransformer(path);
+    const Batch b = smallBatch(c, 11);
+    EXPECT_EQ(back.output(b.tokens, b.setSize), m.output(b.tokens, b.setSize)); // bit for bit
+    EXPECT_EQ(back.config().integrator, Integrator::Rk4);
+
+    auto expectError = [&](const SafeTensors& f, const std::string& needle) {
+        const std::string bad = (dir / "bad.safetensors").string();
+        writeSafetensors(bad, f);
+        try {
+            loadTransformer(bad);
+            ADD_FAILURE() << "no error for " << needle;
+        } catch (const std::runtime_error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    const SafeTensors good = readSafetensors(path);
+    SafeTensors f = good;
+    f.tensors.erase(f.tensors.begin() + 1);
+    expectError(f, good.tensors[1].name);
+    f = good;
+    f.tensors[0].data[0] = std::nan("");
+    expectError(f, "NaN");
+    f = good;
+    auto arch = nlohmann::json::parse(f.metadata["flowscope_transformer"]);
+    arch["steps"] = 0;
+    f.metadata["flowscope_transformer"] = arch.dump();
+    expectError(f, "architecture/steps");
+    arch["steps"] = 3;
+    arch["integrator"] = "leapfrog";
+    f.metadata["flowscope_transformer"] = arch.dump();
+    expectError(f, "architecture/integrator");
+    f = good;
+    f.tensors.push_back(matrixTensor("block9.Q", Matrix::Zero(2, 2), false));
+    expectError(f, "block9.Q");
+    fs::remove_all(dir);
 }

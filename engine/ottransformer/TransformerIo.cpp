@@ -1,0 +1,193 @@
+#include "engine/ottransformer/TransformerIo.h"
+
+#include "engine/flows/FlowIo.h"
+#include "engine/io/AtomicFile.h"
+#include "engine/io/JsonField.h"
+#include "engine/io/Safetensors.h"
+
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+namespace flowscope::ot {
+
+namespace {
+
+constexpr const char* kMetadataKey = "flowscope_transformer";
+constexpr const char* kFormat = "flowscope-transformer";
+constexpr int kVersion = 1;
+
+nlohmann::json number(double v) {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+template <class E, class F> void readEnum(const nlohmann::json& j, const char* name, E& out, F parse) {
+    const std::string where = std::string("architecture/") + name;
+    if (!j.contains(name) || !j[name].is_string()) throw std::runtime_error(where + ": expected a string");
+    try {
+        out = parse(j[name].get<std::string>());
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(where + ": " + e.what());
+    }
+}
+
+} // namespace
+
+nlohmann::json toJson(const TransformerConfig& c) {
+    return {{"input_dim", c.inputDim},
+            {"embed", c.embed},
+            {"width", c.width},
+            {"heads", c.heads},
+            {"head_dim", c.headDim},
+            {"mlp_hidden", c.mlpHidden},
+            {"activation", toString(c.activation)},
+            {"layer_norm", c.layerNorm},
+            {"blocks", c.blocks},
+            {"architecture", toString(c.architecture)},
+            {"increment_velocity", c.incrementVelocity},
+            {"steps", c.steps},
+            {"horizon", c.horizon},
+            {"integrator", toString(c.integrator)},
+            {"head", toString(c.head)},
+            {"classes", c.classes},
+            {"lambda_ot", c.lambdaOt},
+            {"convention", toString(c.convention)},
+            {"seed", c.seed}};
+}
+
+TransformerConfig transformerConfigFromJson(const nlohmann::json& j) {
+    if (!j.is_object()) throw std::runtime_error("architecture: expected an object");
+    TransformerConfig c;
+    auto field = [&](const char* name, auto& out, double lo, double hi) {
+        readJsonField(j, "architecture", name, out, lo, hi);
+    };
+    field("input_dim", c.inputDim, 1, 1024);
+    field("embed", c.embed, 0, 1);
+    field("width", c.width, 1, 1024);
+    field("heads", c.heads, 1, 64);
+    field("head_dim", c.headDim, 1, 1024);
+    field("mlp_hidden", c.mlpHidden, 0, 4096);
+    field("layer_norm", c.layerNorm, 0, 1);
+    field("blocks", c.blocks, 1, 64);
+    field("increment_velocity", c.incrementVelocity, 0, 1);
+    field("steps", c.steps, 1, 1000);
+    field("horizon", c.horizon, 1e-300, 1e300);
+    field("classes", c.classes, 2, 1000);
+    field("lambda_ot", c.lambdaOt, 0, 1e300);
+    readEnum(j, "activation", c.activation, activationFromString);
+    readEnum(j, "architecture", c.architecture, architectureFromString);
+    readEnum(j, "integrator", c.integrator, integratorFromString);
+    readEnum(j, "head", c.head, headFromString);
+    readEnum(j, "convention", c.convention, conventionFromString);
+    if (!j.contains("seed") || !j["seed"].is_number_unsigned())
+        throw std::runtime_error("architecture/seed: expected an unsigned integer");
+    c.seed = j["seed"].get<std::uint64_t>();
+    try {
+        validate(c);
+    } catch (const std::invalid_argument& e) {
+        throw std::runtime_error(std::string("architecture: ") + e.what());
+    }
+    return c;
+}
+
+nlohmann::json toJson(const OtEvaluation& e) {
+    return {{"iteration", e.iteration},
+            {"loss", number(e.terms.loss)},
+            {"task_loss", number(e.terms.task)},
+            {"transport", number(e.terms.transport)},
+            {"accuracy", number(e.terms.accuracy)},
+            {"straightness", number(e.straightness)},
+            {"speed_cv", number(e.speedCv)},
+            {"closed_form_error", number(e.closedFormError)},
+            {"displacement_error", number(e.displacementError)},
+            {"lipschitz_ratio", number(e.lipschitzRatio)},
+            {"lipschitz_bound", number(e.lipschitzBound)},
+            {"lipschitz_bound_frobenius", number(e.lipschitzBoundFrobenius)},
+            {"threshold", number(e.threshold)},
+            {"threshold_frobenius", number(e.thresholdFrobenius)},
+            {"non_finite_steps", e.nonFiniteSteps}};
+}
+
+void saveTransformer(const std::string& path, const TransformerModel& model, nlohmann::json record) {
+    const nlohmann::json architecture = toJson(model.config());
+    SafeTensors file;
+    file.metadata[kMetadataKey] = architecture.dump();
+    file.metadata["format"] = "pt";
+    model.params().forEach([&](const Matrix& m, const std::string& name) {
+        file.tensors.push_back(matrixTensor(name, m, false));
+    });
+    record["format"] = kFormat;
+    record["version"] = kVersion;
+    record["architecture"] = architecture;
+    record["parameters"] = model.params().count();
+    writeSafetensors(path, file);
+    writeFileAtomically(flows::configPathFor(path),
+                        [&](std::ostream& out) { out << record.dump(2) << "\n"; });
+}
+
+void saveTransformer(const std::string& path, const OtTrainer& trainer, double trainSeconds,
+                     const nlohmann::json& extra) {
+    const OtTrainerConfig& c = trainer.config();
+    nlohmann::json record = extra;
+    record["training"] = {{"task", toString(c.task)},
+                          {"batch", c.batch},
+                          {"data_seed", c.dataSeed},
+                          {"eval_sets", c.evalSets},
+                          {"lr", c.adam.lr},
+                          {"lr_final", c.adam.lrFinal},
+                          {"decay_steps", c.adam.decaySteps},
+                          {"iterations", trainer.iteration()},
+                          {"seconds", trainSeconds},
+                          {"stopped", trainer.stopped()}};
+    nlohmann::json evaluations = nlohmann::json::array();
+    for (const OtEvaluation& e : trainer.evaluations()) evaluations.push_back(toJson(e));
+    record["metrics"] = evaluations.empty() ? nlohmann::json(nullptr) : evaluations.back();
+    record["evaluations"] = evaluations;
+    nlohmann::json curve = {{"loss", nlohmann::json::array()},
+                            {"task_loss", nlohmann::json::array()},
+                            {"transport", nlohmann::json::array()},
+                            {"accuracy", nlohmann::json::array()},
+                            {"rejected", nlohmann::json::array()}};
+    for (const OtRecord& r : trainer.history()) {
+        curve["loss"].push_back(number(r.terms.loss));
+        curve["task_loss"].push_back(number(r.terms.task));
+        curve["transport"].push_back(number(r.terms.transport));
+        curve["accuracy"].push_back(number(r.terms.accuracy));
+        if (r.rejected) curve["rejected"].push_back(r.iteration);
+    }
+    record["curve"] = curve;
+    nlohmann::json events = nlohmann::json::array();
+    for (const OtEvent& e : trainer.events())
+        events.push_back({{"iteration", e.iteration}, {"message", e.message}});
+    record["events"] = events;
+    saveTransformer(path, trainer.model(), record);
+}
+
+TransformerModel loadTransformer(const std::string& path) {
+    const SafeTensors file = readSafetensors(path);
+    const auto meta = file.metadata.find(kMetadataKey);
+    if (meta == file.metadata.end())
+        throw std::runtime_error(path + ": not a Flowscope Transformer (no '" + std::string(kMetadataKey) +
+                                 "' metadata)");
+    TransformerConfig config;
+    try {
+        config = transformerConfigFromJson(nlohmann::json::parse(meta->second));
+    } catch (const std::exception& e) {
+        throw std::runtime_error(path + ": " + e.what());
+    }
+    TransformerParams params = TransformerParams::init(config);
+    try {
+        std::set<std::string> expected;
+        params.forEach(params, [&](Matrix& m, Matrix&, const std::string& name) {
+            readMatrix(file, name, m, false);
+            expected.insert(name);
+        });
+        for (const SafeTensor& t : file.tensors)
+            if (!expected.count(t.name)) throw std::runtime_error("unexpected tensor '" + t.name + "'");
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(path + ": " + e.what());
+    }
+    return TransformerModel(config, std::move(params));
+}
+
+} // namespace flowscope::ot
