@@ -57,7 +57,7 @@ enum class Op : std::uint8_t {
     Tanh, LogCosh, Exp, Log, Square, Sqrt, Abs, Softplus, Sigmoid, Relu,
     SoftThreshold, HuberL1,
     Sum, Mean, ColSum, RowSum, SumSquares, ColSumSquares,
-    SoftmaxRows, LogSumExpRows, GroupAttention,
+    SoftmaxRows, LogSumExpRows, GroupAttention, GroupMean,
     Rows, Cols, VStack, HStack,
 };
 // clang-format on
@@ -66,7 +66,7 @@ const char* opName(Op op);
 template <class S> struct Node {
     Op op = Op::Constant;
     int a = -1, b = -1;               // operand node indices (-1: none)
-    Index start = 0;                  // Rows, Cols: first row / column of the block; GroupAttention: n
+    Index start = 0;                  // Rows, Cols: first row / column of the block; Group*: n
     S s = 0;                          // Scale, AddScalar: the constant; HuberL1: h; GroupAttention: scale
     bool needsGrad = false;           // an input or a parameter is upstream of this node
     bool reached = false;             // in backward(): grad holds the gradient that reached this node
@@ -189,6 +189,8 @@ template <class S> Var<S> logSumExpRows(Var<S> a); // rows x 1
 // so sets never attend to each other and no N x N matrix is formed. Groups run in parallel; the node keeps
 // the groups' P for backward.
 template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, Scalar<S> scale);
+// The mean of each group of n consecutive columns: rows x (cols / n) (mean pooling of token sets).
+template <class S> Var<S> groupMean(Var<S> a, Index n);
 
 // Structure. Blocks scatter their gradient back into the block; stacks split it.
 template <class S> Var<S> rows(Var<S> a, Index start, Index count);

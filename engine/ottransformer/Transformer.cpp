@@ -59,13 +59,6 @@ Var layerNorm(Var x, Var gain, Var bias) {
     return ad::addCol(ad::mulCol(ad::mulRow(xc, inv), gain), bias);
 }
 
-// N x B: column b averages the n columns of set b.
-Matrix poolingMatrix(Eigen::Index sets, int n) {
-    Matrix P = Matrix::Zero(sets * n, sets);
-    for (Eigen::Index b = 0; b < sets; ++b) P.col(b).segment(b * n, n).setConstant(1.0 / n);
-    return P;
-}
-
 } // namespace
 
 const char* toString(Architecture a) {
@@ -270,7 +263,7 @@ Forward TransformerModel::recordForward(Tape& t, const Matrix& tokens, int setSi
         break;
     }
 
-    const Var pooled = ad::matmul(X, t.constant(poolingMatrix(tokens.cols() / setSize, setSize)));
+    const Var pooled = ad::groupMean(X, setSize);
     f.output = config_.head == Head::Mean ? pooled
                                           : ad::addCol(ad::matmul(t.parameter(params_.H, grads.H), pooled),
                                                        t.parameter(params_.h, grads.h));

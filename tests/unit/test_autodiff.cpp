@@ -252,9 +252,34 @@ TEST(Autodiff, GroupAttention) {
         EXPECT_LT((out.middleCols(8 * g, 8) - V.middleCols(8 * g, 8) * P.transpose()).cwiseAbs().maxCoeff(),
                   1e-14);
     }
+    checkOp("groupMean", {v}, [](const Args& a) { return ad::groupMean(a[0], 5); });
+    const Md pooled = t.value(ad::groupMean(t.constant(V), 8));
+    for (Index g = 0; g < 3; ++g)
+        EXPECT_LT((pooled.col(g) - V.middleCols(8 * g, 8).rowwise().mean()).norm(), 1e-15);
     // Groups that do not tile the columns are refused, naming the op.
     EXPECT_THROW(ad::groupAttention(t.constant(Q), t.constant(K), t.constant(V), 7, 1.0),
                  std::invalid_argument);
+}
+
+TEST(Autodiff, DoubleTanhIsAccurateEverywhere) {
+    // The packet tanh of double tapes against std::tanh, across the series/exponential switch at |x| = 0.1,
+    // at tiny, large and huge arguments; relative error within a few ulps.
+    Md x(1, 12);
+    x << 0.0, 1e-300, -1e-8, 0.0999999, 0.1, -0.1000001, 0.5, -3.0, 19.0, 40.0, -1e300, 0.0625;
+    ad::Tape<double> t;
+    const Md y = t.value(ad::tanh(t.constant(x)));
+    for (Index i = 0; i < x.cols(); ++i) {
+        const double ref = std::tanh(x(0, i));
+        EXPECT_LE(std::abs(y(0, i) - ref), 4e-16 * std::abs(ref)) << "x = " << x(0, i);
+    }
+    double worst = 0;
+    for (int k = -4000; k <= 4000; ++k) {
+        const double u = k * 1e-4 + 1e-7;
+        Md one = Md::Constant(1, 1, u);
+        const double v = t.value(ad::tanh(t.constant(one)))(0, 0);
+        worst = std::max(worst, std::abs(v - std::tanh(u)) / std::abs(std::tanh(u)));
+    }
+    EXPECT_LT(worst, 1e-15);
 }
 
 TEST(Autodiff, StructureOps) {
