@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <unistd.h>
 
 namespace flowscope::cli {
@@ -52,6 +53,15 @@ std::string ArgParser::unknown() const {
     for (std::size_t i = 0; i < args_.size(); ++i)
         if (!used_[i] && args_[i].rfind("--", 0) == 0) return args_[i];
     return "";
+}
+
+std::vector<std::string> splitCommas(const std::string& text) {
+    std::vector<std::string> parts;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) parts.push_back(item);
+    if (!text.empty() && text.back() == ',') parts.push_back("");
+    return parts;
 }
 
 long parseLong(const std::string& text, const std::string& option, long lo, long hi) {

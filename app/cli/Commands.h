@@ -24,6 +24,8 @@ int train(const Args& args);
 int sample(const Args& args);
 int density(const Args& args);
 int benchTrain(const Args& args); // bench train
+int trainTransformer(const Args& args);
+int evalTransformer(const Args& args);
 
 // The --backend option: "cpu", "gl" or "vulkan" (engine/gpu/Backend.h where this build has it); throws
 // UsageError naming why the backend is unavailable.
@@ -47,6 +49,9 @@ struct ArgParser {
     std::vector<bool> used_;
     void collect();
 };
+
+// "a,b,,c" -> {"a", "b", "", "c"} (a trailing comma gives a last empty item, which the parsers reject).
+std::vector<std::string> splitCommas(const std::string& text);
 
 // Numbers from option text; throw UsageError naming the option and the accepted range.
 long parseLong(const std::string& text, const std::string& option, long lo, long hi);

@@ -18,15 +18,6 @@ namespace flowscope::cli {
 
 namespace {
 
-std::vector<std::string> splitCommas(const std::string& text) {
-    std::vector<std::string> parts;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ',')) parts.push_back(item);
-    if (!text.empty() && text.back() == ',') parts.push_back("");
-    return parts;
-}
-
 std::string histogramText(const std::vector<long>& h) {
     std::ostringstream s;
     for (std::size_t r = 0; r < h.size(); ++r) s << (r ? " " : "") << r << ":" << h[r];

@@ -130,7 +130,13 @@ OtEvaluation OtTrainer::evaluate() {
             const double lambda = model_.paperLambda(n);
             const Matrix ystar = taskAClosedFormOutput(b, lambda, config_.model.horizon);
             e.closedFormError = (y - ystar).colwise().norm().mean() / ystar.colwise().norm().mean();
+            e.optimalLoss = 0.5 * (ystar - b.targets).colwise().squaredNorm().mean();
             if (lambda > 0) {
+                // Every token moves at the constant velocity v = -e* / (n λ): Σ_m Δt ‖f_m‖² = T n ‖v‖² per
+                // set.
+                const double T = config_.model.horizon;
+                const double kinetic = T * n * (ystar - b.targets).squaredNorm() / (n * n * lambda * lambda);
+                e.optimalLoss += config_.model.lambdaOt * model_.transportFromKinetic(kinetic, b.sets(), n);
                 const Matrix Xstar = taskAClosedFormState(b, lambda, config_.model.horizon);
                 const Matrix moved = states.back() - states.front(), optimal = Xstar - b.tokens;
                 e.displacementError = (moved - optimal).norm() / optimal.norm();

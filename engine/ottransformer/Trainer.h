@@ -53,6 +53,7 @@ struct OtEvaluation {
     double straightness = 1, speedCv = 0;
     double closedFormError = kNaN;   // A: mean ‖ỹ - ỹ*‖ / mean ‖ỹ*‖ over the sets
     double displacementError = kNaN; // A (λ > 0): ‖(X_end - X_0) - (X* - X_0)‖_F / ‖X* - X_0‖_F
+    double optimalLoss = kNaN;       // A: objective (8) of the closed-form optimum on the same sets
     double lipschitzRatio = 0;       // max over the sets of ‖ỹ_1 - ỹ_2‖ / ‖X_1(0) - X_2(0)‖_F
     double lipschitzBound = 0, lipschitzBoundFrobenius = 0; // Theorem 2 (+inf at or below the threshold)
     double threshold = 0, thresholdFrobenius = 0;           // T L², in the configured λ convention

@@ -100,6 +100,7 @@ nlohmann::json toJson(const OtEvaluation& e) {
             {"speed_cv", number(e.speedCv)},
             {"closed_form_error", number(e.closedFormError)},
             {"displacement_error", number(e.displacementError)},
+            {"optimal_loss", number(e.optimalLoss)},
             {"lipschitz_ratio", number(e.lipschitzRatio)},
             {"lipschitz_bound", number(e.lipschitzBound)},
             {"lipschitz_bound_frobenius", number(e.lipschitzBoundFrobenius)},

@@ -352,6 +352,11 @@ TEST(OtTransformer, TaskATrainingApproachesTheClosedForm) {
     EXPECT_GT(after.straightness, 0.95);
     EXPECT_EQ(after.nonFiniteSteps, 0);
     EXPECT_LE(after.lipschitzRatio, after.lipschitzBound * 1.5);
+    // No discrete path beats the closed form: Σ Δt ‖ΔX/Δt‖² >= ‖X_M - X_0‖² / T (Cauchy–Schwarz), and the
+    // straight path to X* minimizes G + λ/(2T)‖X - X_0‖² (previous test).
+    EXPECT_GE(after.terms.loss, after.optimalLoss);
+    EXPECT_GE(before.terms.loss, before.optimalLoss);
+    EXPECT_GT(after.optimalLoss, 0.0);
 }
 
 TEST(OtTransformer, ModelsRoundTripBitForBitAndBadFilesAreNamed) {
