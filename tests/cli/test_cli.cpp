@@ -328,3 +328,54 @@ TEST(Cli, FlowCommandsRejectBadInputWithOneMessage) {
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--data"), std::string::npos) << r.out;
 }
+
+TEST(Cli, TrainAndEvaluateContinuousTimeTransformers) {
+    const fs::path dir = tempDir();
+    const std::string a = (dir / "a.safetensors").string(), b = (dir / "b.safetensors").string();
+    Result r = cli("train-transformer --task A --lambda-ot 4 --steps 4 --iters 30 --eval-sets 50 --out " + a);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("stability threshold"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("closed-form"), std::string::npos) << r.out;
+    std::ifstream in(dir / "a.json");
+    const nlohmann::json record = nlohmann::json::parse(in);
+    EXPECT_EQ(record["curve"]["loss"].size(), 30u);
+    EXPECT_EQ(record["architecture"]["steps"], 4);
+    EXPECT_EQ(record["training"]["task"], "A");
+    EXPECT_GE(record["metrics"]["loss"].get<double>(), record["metrics"]["optimal_loss"].get<double>());
+
+    r = cli("train-transformer --task B --steps 2 --iters 3 --batch 4 --width 4 --eval-sets 20 "
+            "--drop-rates 0,0.5 --out " +
+            b);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("accuracy"), std::string::npos) << r.out;
+    // The evaluation of the saved model on the training run's held-out sets gives the run's numbers again.
+    std::ifstream bin(dir / "b.json");
+    const nlohmann::json brec = nlohmann::json::parse(bin);
+    r = cli("eval-transformer " + b + " --sets 20 --seed " +
+            std::to_string(brec["training"]["data_seed"].get<long>()) + " --drop-rates 0,0.5 --out " +
+            (dir / "e.json").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::ifstream ein(dir / "e.json");
+    const nlohmann::json eval = nlohmann::json::parse(ein);
+    EXPECT_EQ(eval["drop_rates"]["accuracy"], brec["drop_rates"]["accuracy"]);
+    EXPECT_EQ(eval["evaluation"]["loss"], brec["metrics"]["loss"]);
+
+    // Bad input: one message naming the option or the file, exit code 2, nothing written.
+    r = cli("train-transformer --task C --out " + a);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("task"), std::string::npos) << r.out;
+    r = cli("train-transformer --task A --steps 0 --out " + a);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--steps"), std::string::npos) << r.out;
+    r = cli("train-transformer --task A --drop-rates 0.1 --out " + a);
+    EXPECT_EQ(r.code, 2);
+    r = cli("eval-transformer " + a + " --drop-rates 0.1");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("task B"), std::string::npos) << r.out;
+    writeText(dir / "junk.safetensors", "not a model");
+    r = cli("eval-transformer " + (dir / "junk.safetensors").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("junk.safetensors"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir / "junk.json"));
+    fs::remove_all(dir);
+}
