@@ -5,6 +5,7 @@
 #include "engine/attention/Backend.h"
 #include "engine/core/Types.h"
 
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -56,6 +57,22 @@ std::vector<std::string> splitCommas(const std::string& text);
 // Numbers from option text; throw UsageError naming the option and the accepted range.
 long parseLong(const std::string& text, const std::string& option, long lo, long hi);
 double parsePositive(const std::string& text, const std::string& option, bool allowZero = false);
+
+// The training loop of train and train-transformer: `iters` steps (fewer when the trainer stops), its events
+// printed to stderr as they come, and evaluate(trainer) every evalEvery iterations but the last (0: never).
+template <class Trainer, class Evaluate>
+void trainLoop(Trainer& trainer, long iters, long evalEvery, Evaluate evaluate) {
+    std::size_t eventsShown = 0;
+    for (long k = 0; k < iters; ++k) {
+        const bool running = trainer.step();
+        for (; eventsShown < trainer.events().size(); ++eventsShown)
+            std::cerr << "iter " << trainer.events()[eventsShown].iteration << ": "
+                      << trainer.events()[eventsShown].message << "\n";
+        if (!running) break;
+        if (evalEvery > 0 && trainer.iteration() % evalEvery == 0 && trainer.iteration() < iters)
+            evaluate(trainer);
+    }
+}
 
 struct UsageError : std::runtime_error {
     using std::runtime_error::runtime_error;

@@ -90,7 +90,6 @@ int train(const Args& args) {
 
     flows::FlowTrainer trainer(c);
     const auto start = std::chrono::steady_clock::now();
-    std::size_t eventsShown = 0;
     auto report = [&](const flows::Evaluation& e) {
         if (quiet) return;
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -102,15 +101,7 @@ int train(const Args& args) {
                     trainer.learningRate(), e.roundTrip, e.samplerResidual, e.foldedFraction);
         std::fflush(stdout);
     };
-    for (long k = 0; k < iters; ++k) {
-        const bool running = trainer.step();
-        for (; eventsShown < trainer.events().size(); ++eventsShown)
-            std::cerr << "iter " << trainer.events()[eventsShown].iteration << ": "
-                      << trainer.events()[eventsShown].message << "\n";
-        if (!running) break;
-        if (evalEvery > 0 && trainer.iteration() % evalEvery == 0 && trainer.iteration() < iters)
-            report(trainer.evaluate());
-    }
+    trainLoop(trainer, iters, evalEvery, [&](flows::FlowTrainer& t) { report(t.evaluate()); });
     const double trainSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const flows::Evaluation final = trainer.evaluate();

@@ -124,16 +124,9 @@ int trainTransformer(const Args& args) {
             trainer.model().stabilityThreshold(task == ot::Task::A ? ot::kTaskASetSize : ot::kTaskBSetSize),
             trainer.model().stabilityThreshold(task == ot::Task::A ? ot::kTaskASetSize : ot::kTaskBSetSize,
                                                true));
-    std::size_t eventsShown = 0;
-    for (long k = 0; k < iters; ++k) {
-        const bool running = trainer.step();
-        for (; eventsShown < trainer.events().size(); ++eventsShown)
-            std::cerr << "iter " << trainer.events()[eventsShown].iteration << ": "
-                      << trainer.events()[eventsShown].message << "\n";
-        if (!running) break;
-        if (evalEvery > 0 && trainer.iteration() % evalEvery == 0 && trainer.iteration() < iters && !quiet)
-            printEvaluation(trainer.evaluate(), c, wall());
-    }
+    trainLoop(trainer, iters, evalEvery, [&](ot::OtTrainer& t) {
+        if (!quiet) printEvaluation(t.evaluate(), c, wall());
+    });
     const double trainSeconds = wall();
     const ot::OtEvaluation final = trainer.evaluate();
     if (!quiet) printEvaluation(final, c, wall());

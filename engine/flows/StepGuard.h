@@ -15,6 +15,12 @@
 
 namespace flowscope::flows {
 
+// What a training loop tells its user: a rejected step, a restore, a stop.
+struct TrainEvent {
+    long iteration = 0;
+    std::string message;
+};
+
 class StepGuard {
   public:
     static constexpr int kRestoreAfter = 3, kStopAfter = 20;

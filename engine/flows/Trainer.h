@@ -69,11 +69,6 @@ struct Evaluation {
     double seconds = 0;
 };
 
-struct TrainEvent {
-    long iteration = 0;
-    std::string message;
-};
-
 class FlowTrainer {
   public:
     using Model = FlowModel<float>;

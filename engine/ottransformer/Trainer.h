@@ -61,11 +61,6 @@ struct OtEvaluation {
     double seconds = 0;
 };
 
-struct OtEvent {
-    long iteration = 0;
-    std::string message;
-};
-
 class OtTrainer {
   public:
     explicit OtTrainer(const OtTrainerConfig& config); // validates; throws std::invalid_argument
@@ -89,7 +84,7 @@ class OtTrainer {
     const Batch& batch() const { return batch_; }
     const std::vector<OtRecord>& history() const { return history_; }
     const std::vector<OtEvaluation>& evaluations() const { return evaluations_; }
-    const std::vector<OtEvent>& events() const { return events_; }
+    const std::vector<flows::TrainEvent>& events() const { return events_; }
     double learningRate() const { return adam_.learningRate(); }
 
   private:
@@ -107,7 +102,7 @@ class OtTrainer {
     bool stopped_ = false;
     std::vector<OtRecord> history_;
     std::vector<OtEvaluation> evaluations_;
-    std::vector<OtEvent> events_;
+    std::vector<flows::TrainEvent> events_;
 };
 
 } // namespace flowscope::ot

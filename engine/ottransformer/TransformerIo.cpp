@@ -158,7 +158,7 @@ void saveTransformer(const std::string& path, const OtTrainer& trainer, double t
     }
     record["curve"] = curve;
     nlohmann::json events = nlohmann::json::array();
-    for (const OtEvent& e : trainer.events())
+    for (const flows::TrainEvent& e : trainer.events())
         events.push_back({{"iteration", e.iteration}, {"message", e.message}});
     record["events"] = events;
     saveTransformer(path, trainer.model(), record);
