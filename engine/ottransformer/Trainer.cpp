@@ -1,5 +1,7 @@
 #include "engine/ottransformer/Trainer.h"
 
+#include "engine/core/Parallel.h"
+
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
@@ -82,15 +84,12 @@ bool OtTrainer::step() {
     OtRecord r;
     r.iteration = iteration_;
     r.learningRate = adam_.learningRate();
-    adam_.zeroGrad();
-    tape_.clear();
-    const Var loss = model_.recordLoss(tape_, batch_, grads_, &r.terms);
+    r.terms = lossAndGradient();
     std::string why;
     if (!std::isfinite(r.terms.loss)) {
         why = "non-finite loss (" + std::to_string(r.terms.loss) + ")";
-    } else {
-        tape_.backward(loss);
-        if (!adam_.step()) why = "non-finite gradient";
+    } else if (!adam_.step()) {
+        why = "non-finite gradient";
     }
     if (why.empty()) {
         guard_.accept(adam_);
@@ -106,6 +105,34 @@ bool OtTrainer::step() {
     r.seconds = secondsSince(start);
     history_.push_back(r);
     return !stopped_;
+}
+
+LossTerms OtTrainer::lossAndGradient() {
+    adam_.zeroGrad();
+    // Every term of (8) is a mean over independent sets: the two halves of the batch on two tapes, in
+    // parallel, combined with weights B_i / B, give the batch's loss and gradient (to rounding).
+    const int B = batch_.sets(), half = B / 2;
+    const int parts = half < 2 || threadCount() < 2 ? 1 : 2;
+    LossTerms terms[2];
+    TransformerParams* grads[2] = {&grads_, &grads2_};
+    Tape* tapes[2] = {&tape_, &tape2_};
+    parallelFor(std::size_t(parts), 1, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) {
+            const Batch part = parts == 1 ? batch_
+                               : i == 0   ? batch_.slice(0, half)
+                                          : batch_.slice(half, B - half);
+            if (i == 1) grads2_ = model_.params().zerosLike();
+            tapes[i]->clear();
+            const Var loss = model_.recordLoss(*tapes[i], part, *grads[i], &terms[i]);
+            if (std::isfinite(terms[i].loss)) tapes[i]->backward(loss);
+        }
+    });
+    if (parts == 1) return terms[0];
+    const double w0 = double(half) / B, w1 = 1.0 - w0;
+    grads_.forEach(grads2_, [&](Matrix& a, Matrix& b, const std::string&) { a = w0 * a + w1 * b; });
+    return {w0 * terms[0].loss + w1 * terms[1].loss, w0 * terms[0].task + w1 * terms[1].task,
+            w0 * terms[0].transport + w1 * terms[1].transport,
+            w0 * terms[0].accuracy + w1 * terms[1].accuracy};
 }
 
 OtEvaluation OtTrainer::evaluate() {

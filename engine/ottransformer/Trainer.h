@@ -89,13 +89,14 @@ class OtTrainer {
 
   private:
     Batch sample(int sets, flows::Rng& rng, double dropRate = 0.0) const;
+    LossTerms lossAndGradient(); // of batch_, into grads_
 
     OtTrainerConfig config_;
     TransformerModel model_;
-    TransformerParams grads_, checkpoint_;
+    TransformerParams grads_, grads2_, checkpoint_;
     flows::Adam<double> adam_;
     flows::StepGuard guard_;
-    Tape tape_;
+    Tape tape_, tape2_;
     flows::Rng rng_;
     Batch batch_;
     long iteration_ = 0, rejected_ = 0;

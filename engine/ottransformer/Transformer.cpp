@@ -270,6 +270,15 @@ Forward TransformerModel::recordForward(Tape& t, const Matrix& tokens, int setSi
     return f;
 }
 
+Batch Batch::slice(int first, int count) const {
+    Batch b;
+    b.setSize = setSize;
+    b.tokens = tokens.middleCols(Eigen::Index(first) * setSize, Eigen::Index(count) * setSize);
+    if (targets.size() > 0) b.targets = targets.middleCols(first, count);
+    if (!labels.empty()) b.labels.assign(labels.begin() + first, labels.begin() + first + count);
+    return b;
+}
+
 double TransformerModel::transportFromKinetic(double kinetic, int sets, int setSize) const {
     return config_.convention == KineticConvention::ElementMean
                ? kinetic / (double(sets) * setSize * config_.width)

@@ -112,6 +112,7 @@ struct Batch {
     Matrix targets;          // Mean head: outputDim x B regression targets
     std::vector<int> labels; // PooledLinear: one class per set
     int sets() const { return setSize > 0 ? int(tokens.cols() / setSize) : 0; }
+    Batch slice(int first, int count) const; // sets [first, first + count)
 };
 
 // The forward pass recorded on a tape: the states X_0 .. X_end (d x B n; for NodeTransformer all blocks'

@@ -332,6 +332,25 @@ TEST(OtTransformer, BadConfigurationsNameTheField) {
     EXPECT_THROW(architectureFromString("rnn"), std::invalid_argument);
 }
 
+TEST(OtTransformer, TheTrainersHalvesAddUpToTheWholeBatch) {
+    // The trainer splits each batch over two tapes (in parallel); the loss it records is the whole batch's.
+    OtTrainerConfig c = defaultTrainerConfig(Task::B);
+    c.model.lambdaOt = 0.3;
+    c.batch = 7; // unequal halves
+    c.evalSets = 10;
+    OtTrainer trainer(c);
+    ASSERT_TRUE(trainer.step());
+    const TransformerModel fresh(c.model); // the same seed: the parameters before the step
+    Tape t;
+    TransformerParams g;
+    LossTerms whole;
+    fresh.recordLoss(t, trainer.batch(), g, &whole);
+    const LossTerms& split = trainer.history()[0].terms;
+    EXPECT_NEAR(split.loss, whole.loss, 1e-12 * whole.loss);
+    EXPECT_NEAR(split.transport, whole.transport, 1e-12 * whole.transport);
+    EXPECT_NEAR(split.accuracy, whole.accuracy, 1e-15);
+}
+
 TEST(OtTransformer, TaskATrainingApproachesTheClosedForm) {
     // Above the stability threshold (λ = 4 in the per-element convention, threshold 1) the learned map's
     // output approaches the closed-form optimum and the paths straighten.
