@@ -13,6 +13,7 @@ PACKAGES=(
   libgl1-mesa-dri libglx-mesa0 libegl-mesa0 xvfb xauth fonts-dejavu-core
   glslc mesa-vulkan-drivers libvulkan-dev
   python3-numpy # tests/python: the NumPy flow reader against the C++ sampler
+  zlib1g-dev libpng-dev libavcodec-dev libavformat-dev libswscale-dev libavutil-dev # engine/media: PNG, MP4 (libpng: tests)
 )
 
 install_deps() {

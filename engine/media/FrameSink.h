@@ -1,0 +1,45 @@
+// Flowscope media: the sink that exported animations are written to. A sink takes RGBA8 frames one at a
+// time and writes one file (or one directory) in finish(). The format comes from the path:
+//   "*.mp4"                          H.264 in MP4 (Mp4Writer.h; needs libav at build time)
+//   "*.gif"                          animated GIF89a (GifWriter.h)
+//   "dir/" or an existing directory  numbered PNGs dir/frame_00000.png, ... (PngWriter.h)
+// Sinks are atomic like engine/io/AtomicFile.h: they write to "<path>.tmp-<pid>" beside the target and
+// rename it in finish(); a sink destroyed without finish() (cancelled export, exception) removes its
+// temporary file or directory and leaves nothing under the final name.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace flowscope {
+
+struct VideoOptions {
+    int width = 0, height = 0; // every frame has this size
+    double fps = 30;
+    int crf = 20;          // H.264 constant rate factor, 0 (lossless) .. 51; 18-23 is visually good
+    bool gifDither = true; // Floyd-Steinberg error diffusion when a GIF frame needs more than gifColors
+    int gifColors = 256;   // GIF palette size, 2..256
+};
+
+class FrameSink {
+  public:
+    virtual ~FrameSink();
+    // One frame of width x height RGBA8 pixels, rows strideBytes apart (top row first). Alpha is ignored by
+    // the video formats (frames are opaque renders); PNGs keep it.
+    virtual void addFrame(const std::uint8_t* rgba, int strideBytes) = 0;
+    // Writes the final file: flushes the encoder and renames the temporary file to the target path. Calling
+    // addFrame or finish afterwards is a std::logic_error. Throws std::runtime_error when no frame was added.
+    virtual void finish() = 0;
+};
+
+// Opens the sink for `path` (formats above). std::invalid_argument for another extension or bad options,
+// std::runtime_error when the temporary file cannot be created (e.g. the directory does not exist), naming
+// the path. MP4 frames of odd width or height are padded by one pixel (the last column or row repeated):
+// H.264 in yuv420p needs even sizes, and a resizable window gives odd ones often.
+std::unique_ptr<FrameSink> openFrameSink(const std::string& path, const VideoOptions& options);
+
+// "<path>.tmp-<pid>": where a sink writes before the final rename (the naming of engine/io/AtomicFile.h).
+std::string temporaryPathFor(const std::string& path);
+
+} // namespace flowscope
