@@ -1,5 +1,7 @@
 #include "engine/runner/SimulationRunner.h"
 
+#include "engine/runner/LatestSnapshot.h"
+
 #include "engine/core/Parallel.h"
 
 #include <algorithm>
@@ -345,17 +347,9 @@ class SimulationRunner::Job : public Steppable {
         store(std::move(s));
     }
 
-    // Any thread. A publication from an older run (the worker finishing a step of the previous scene while
-    // start() already showed the new one) is dropped, so the shown scene never flips back.
-    void store(std::shared_ptr<const Snapshot> s) {
-        std::lock_guard lock(mutex_);
-        if (!latest_ || s->generation >= latest_->generation) latest_ = std::move(s);
-    }
-
-    std::shared_ptr<const Snapshot> snapshot() const {
-        std::lock_guard lock(mutex_);
-        return latest_;
-    }
+    // Any thread.
+    void store(std::shared_ptr<const Snapshot> s) { latest_.store(std::move(s)); }
+    std::shared_ptr<const Snapshot> snapshot() const { return latest_.get(); }
 
   private:
     static void fill(Snapshot& s, const Simulation& sim) {
@@ -405,8 +399,7 @@ class SimulationRunner::Job : public Steppable {
     bool broken_ = false;
 
     // Shared with readers.
-    mutable std::mutex mutex_;
-    std::shared_ptr<const Snapshot> latest_;
+    LatestSnapshot<Snapshot> latest_;
 };
 
 // ---------------------------------------------------------------------------------------------------------

@@ -1,5 +1,7 @@
 #include "engine/runner/TrainingRunner.h"
 
+#include "engine/runner/LatestSnapshot.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -133,17 +135,9 @@ class TrainingRunner::Job : public Steppable {
         store(std::move(s));
     }
 
-    // Any thread. A publication of an older run (the worker finishing a step of the previous trainers while
-    // start() already showed the new ones) is dropped, so the shown run never flips back.
-    void store(std::shared_ptr<const TrainingSnapshot> s) {
-        std::lock_guard lock(mutex_);
-        if (!latest_ || s->generation >= latest_->generation) latest_ = std::move(s);
-    }
-
-    std::shared_ptr<const TrainingSnapshot> snapshot() const {
-        std::lock_guard lock(mutex_);
-        return latest_;
-    }
+    // Any thread.
+    void store(std::shared_ptr<const TrainingSnapshot> s) { latest_.store(std::move(s)); }
+    std::shared_ptr<const TrainingSnapshot> snapshot() const { return latest_.get(); }
 
   private:
     // New pictures for trainers whose picture is older than their iteration: at once when paused (a single
@@ -228,8 +222,7 @@ class TrainingRunner::Job : public Steppable {
     double pictureCost_ = 0.0; // seconds the last pictures took
 
     // Shared with readers.
-    mutable std::mutex mutex_;
-    std::shared_ptr<const TrainingSnapshot> latest_;
+    LatestSnapshot<TrainingSnapshot> latest_;
 };
 
 // ---------------------------------------------------------------------------------------------------------
