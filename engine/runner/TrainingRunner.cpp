@@ -1,6 +1,7 @@
 #include "engine/runner/TrainingRunner.h"
 
 #include "engine/runner/LatestSnapshot.h"
+#include "engine/runner/TrainerSteps.h"
 
 #include <algorithm>
 #include <chrono>
@@ -40,13 +41,7 @@ TrainerState stateOf(const FlowTrainer& t, std::size_t maxEvents) {
     TrainerState s;
     s.label = labelFor(t.config());
     s.rwpo = t.config().flow.rwpo;
-    s.iteration = t.iteration();
-    s.learningRate = t.learningRate();
-    s.history = t.history();
-    s.evaluations = t.evaluations();
-    const auto& events = t.events();
-    s.events.assign(events.end() - long(std::min(maxEvents, events.size())), events.end());
-    s.stopped = t.stopped();
+    fillTrainerState(s, t, maxEvents);
     return s;
 }
 
@@ -102,12 +97,7 @@ class TrainingRunner::Job : public Steppable {
         if (slots_.empty() || !failure_.empty()) return false;
         bool more = false;
         try {
-            for (Slot& slot : slots_) {
-                FlowTrainer& t = *slot.trainer;
-                if (t.stopped()) continue;
-                more = t.step() || more;
-                if (options_.evaluateEvery > 0 && t.iteration() % options_.evaluateEvery == 0) t.evaluate();
-            }
+            for (Slot& slot : slots_) more = stepTrainer(*slot.trainer, options_.evaluateEvery) || more;
         } catch (const std::exception& e) {
             failure_ = e.what(); // the parameters may be half-updated: no more steps until reset or start
             return false;

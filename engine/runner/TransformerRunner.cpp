@@ -1,6 +1,7 @@
 #include "engine/runner/TransformerRunner.h"
 
 #include "engine/runner/LatestSnapshot.h"
+#include "engine/runner/TrainerSteps.h"
 
 #include <Eigen/Eigenvalues>
 
@@ -23,13 +24,7 @@ TransformerTrainerState stateOf(const ot::OtTrainer& t, std::size_t maxEvents) {
     TransformerTrainerState s;
     s.lambdaOt = t.config().model.lambdaOt;
     s.label = labelFor(s.lambdaOt);
-    s.iteration = t.iteration();
-    s.learningRate = t.learningRate();
-    s.history = t.history();
-    s.evaluations = t.evaluations();
-    const auto& events = t.events();
-    s.events.assign(events.end() - long(std::min(maxEvents, events.size())), events.end());
-    s.stopped = t.stopped();
+    fillTrainerState(s, t, maxEvents);
     return s;
 }
 
@@ -104,11 +99,7 @@ class TransformerRunner::Job : public Steppable {
         if (trainers_.empty() || !failure_.empty()) return false;
         bool more = false;
         try {
-            for (auto& t : trainers_) {
-                if (t->stopped()) continue;
-                more = t->step() || more;
-                if (options_.evaluateEvery > 0 && t->iteration() % options_.evaluateEvery == 0) t->evaluate();
-            }
+            for (auto& t : trainers_) more = stepTrainer(*t, options_.evaluateEvery) || more;
         } catch (const std::exception& e) {
             failure_ = e.what();
             return false;

@@ -8,10 +8,25 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <random>
+#include <thread>
 
 namespace flowscope::test {
+
+// Polls runner.snapshot() until done(snapshot) holds (true) or the timeout passes (false).
+template <class Runner, class Done>
+bool waitForSnapshot(const Runner& runner, Done done,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(20000)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        if (const auto s = runner.snapshot(); s && done(*s)) return true;
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+}
 
 inline Tokens randomTokens(int n, int d, std::uint64_t seed, double scale = 1.0) {
     std::mt19937_64 rng(seed);

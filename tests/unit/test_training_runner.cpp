@@ -1,6 +1,8 @@
 // TrainingRunner: commands reach the worker's trainers, snapshots mirror them, reset and start behave.
 #include "engine/runner/TrainingRunner.h"
 
+#include "TestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -36,15 +38,7 @@ TrainingOptions smallPictures() {
     return o;
 }
 
-bool waitForSnapshot(const TrainingRunner& runner, const std::function<bool(const TrainingSnapshot&)>& done,
-                     std::chrono::milliseconds timeout = 20s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        if (const auto s = runner.snapshot(); s && done(*s)) return true;
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(2ms);
-    }
-}
+using test::waitForSnapshot;
 
 // Waits until every trainer reached `iteration` and carries a picture of it (a paused runner makes one
 // after every step).

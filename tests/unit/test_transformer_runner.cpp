@@ -2,6 +2,8 @@
 // set), comparison mode trains λ_OT = 0 beside λ_OT > 0, and the projection of the paths is exact.
 #include "engine/runner/TransformerRunner.h"
 
+#include "TestUtil.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,14 +15,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool waitFor(const TransformerRunner& runner, const std::function<bool(const TransformerSnapshot&)>& done,
-             std::chrono::milliseconds timeout = 20s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        if (const auto s = runner.snapshot(); s && done(*s)) return true;
-        if (std::chrono::steady_clock::now() > deadline) return false;
-        std::this_thread::sleep_for(2ms);
-    }
+bool waitFor(const TransformerRunner& runner, const std::function<bool(const TransformerSnapshot&)>& done) {
+    return test::waitForSnapshot(runner, done);
 }
 
 ot::OtTrainerConfig taskA(double lambda) {
