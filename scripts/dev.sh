@@ -2,7 +2,7 @@
 # Flowscope developer entry point for a fresh Debian 12 machine.
 #   scripts/dev.sh run    install what is missing, build, launch the GUI on the default scene
 #   scripts/dev.sh test   install what is missing, build, run the whole test suite (ctest; GUI tests under Xvfb)
-#   scripts/dev.sh asan   build and run the engine and CLI tests with -fsanitize=address,undefined
+#   scripts/dev.sh asan   build and run the engine (media included) and CLI tests with -fsanitize=address,undefined
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,7 +57,7 @@ asan)
   # The GPU backends are tested in the release build (Mesa's drivers are not built for ASan).
   cmake -S . -B build-asan -G Ninja -DFLOWSCOPE_SANITIZE=ON -DFLOWSCOPE_BUILD_GUI=OFF -DFLOWSCOPE_BUILD_GPU=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
-  cmake --build build-asan -j "$(jobs)" --target flowscope_tests flowscope_cli_tests flowscope-cli
+  cmake --build build-asan -j "$(jobs)" --target flowscope_tests flowscope_media_tests flowscope_cli_tests flowscope-cli
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(jobs)"
   ;;
