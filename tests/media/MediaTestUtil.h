@@ -1,7 +1,9 @@
-// Helpers of the media tests: a temporary directory, synthetic frames, and a small strict GIF decoder that
-// is the oracle of the GIF writer (LZW with code-size growth and clear codes, global and local colour tables,
-// frame rectangles, transparency, disposal, the NETSCAPE2.0 loop count).
+// Helpers of the media tests: synthetic frames and a small strict GIF decoder that is the oracle of the GIF
+// writer (LZW with code-size growth and clear codes, global and local colour tables, frame rectangles,
+// transparency, disposal, the NETSCAPE2.0 loop count). The temporary directory is tests/TempDir.h.
 #pragma once
+
+#include "../TempDir.h"
 
 #include <gtest/gtest.h>
 
@@ -14,42 +16,11 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 namespace flowscope::test {
 
 namespace fs = std::filesystem;
-
-// A fresh directory per test, removed at the end.
-class TempDir {
-  public:
-    TempDir() {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        std::string name = std::string("flowscope_media_") + std::to_string(::getpid()) + "_" +
-                           info->test_suite_name() + "_" + info->name();
-        std::replace(name.begin(), name.end(), '/', '_'); // parameterised test names
-        path_ = fs::temp_directory_path() / name;
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-    const fs::path& path() const { return path_; }
-    // Names of the entries in the directory (a sink must leave none behind when cancelled).
-    std::vector<std::string> entries() const {
-        std::vector<std::string> names;
-        for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename().string());
-        std::sort(names.begin(), names.end());
-        return names;
-    }
-
-  private:
-    fs::path path_;
-};
 
 // An RGBA8 image, rows `stride` bytes apart.
 struct Image {

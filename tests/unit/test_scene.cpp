@@ -2,6 +2,8 @@
 #include "engine/io/Npy.h"
 #include "engine/scene/Scene.h"
 
+#include "../TempDir.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -11,7 +13,6 @@
 #include <iterator>
 #include <limits>
 #include <string>
-#include <unistd.h>
 
 // The test target defines the absolute path; this fallback serves a run from the repository root.
 #ifndef FLOWSCOPE_PRESET_DIR
@@ -27,26 +28,7 @@ using json = nlohmann::ordered_json;
 // ---------------------------------------------------------------------------------------------------------
 // Helpers
 
-// A fresh directory per test, removed at the end.
-class TempDir {
-  public:
-    TempDir() {
-        const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-        path_ = fs::temp_directory_path() / ("flowscope_scene_" + std::to_string(::getpid()) + "_" +
-                                             info->test_suite_name() + "_" + info->name());
-        fs::remove_all(path_);
-        fs::create_directories(path_);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path_, ec);
-    }
-    std::string file(const std::string& name) const { return (path_ / name).string(); }
-    std::string str() const { return path_.string(); }
-
-  private:
-    fs::path path_;
-};
+using test::TempDir; // a fresh directory per test, removed at the end
 
 void writeText(const std::string& path, const std::string& text) {
     std::ofstream out(path, std::ios::binary);
