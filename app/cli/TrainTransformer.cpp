@@ -114,16 +114,15 @@ int trainTransformer(const Args& args) {
     auto wall = [&] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
+    const int setSize = task == ot::Task::A ? ot::kTaskASetSize : ot::kTaskBSetSize;
+    const ot::TransformerModel& model = trainer.model();
     if (!quiet)
         std::printf(
             "task %s, %s, %ld parameters, lambda_ot %g (%s; paper-convention %.4g), stability threshold "
             "T L^2 = %.4g (Frobenius %.4g)\n",
-            ot::toString(task), arch.c_str(), trainer.model().params().count(), c.model.lambdaOt,
-            ot::toString(c.model.convention),
-            trainer.model().paperLambda(task == ot::Task::A ? ot::kTaskASetSize : ot::kTaskBSetSize),
-            trainer.model().stabilityThreshold(task == ot::Task::A ? ot::kTaskASetSize : ot::kTaskBSetSize),
-            trainer.model().stabilityThreshold(task == ot::Task::A ? ot::kTaskASetSize : ot::kTaskBSetSize,
-                                               true));
+            ot::toString(task), arch.c_str(), model.params().count(), c.model.lambdaOt,
+            ot::toString(c.model.convention), model.paperLambda(setSize), model.stabilityThreshold(setSize),
+            model.stabilityThreshold(setSize, true));
     trainLoop(trainer, iters, evalEvery, [&](ot::OtTrainer& t) {
         if (!quiet) printEvaluation(t.evaluate(), c, wall());
     });
