@@ -2,6 +2,7 @@
 
 #include "engine/flows/Datasets.h"
 #include "ui/FormWidgets.h"
+#include "ui/RunControls.h"
 #include "ui/Tooltips.h"
 
 #include <QCheckBox>
@@ -9,9 +10,6 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
-#include <QHBoxLayout>
-#include <QLabel>
-#include <QPushButton>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -35,17 +33,6 @@ QSpinBox* intBox(QWidget* parent, const char* key, int min, int max) {
 QDoubleSpinBox* doubleBox(QWidget* parent, const char* key, double min, double max, int decimals,
                           double step) {
     return form::doubleBox(parent, key, min, max, decimals, step, Tracking::Keystrokes);
-}
-
-QPushButton* button(QWidget* parent, const QString& text, const char* name, const QString& tip) {
-    auto* b = new QPushButton(text, parent);
-    b->setObjectName(QString::fromLatin1(name));
-    b->setToolTip(tip);
-    return b;
-}
-
-bool darkWindow(const QPalette& palette) {
-    return palette.color(QPalette::Window).lightness() < 128;
 }
 
 QString number(double v) {
@@ -89,31 +76,12 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     addRow(form, tr("Seed"), seed_, "training.seed");
     layout->addWidget(flowGroup);
 
-    auto* buttons = new QHBoxLayout;
-    start_ =
-        button(this, tr("Start"), "start", tr("Start a new run with these settings; then pause / resume it"));
-    step_ = button(this, tr("Step"), "step",
-                   tr("One iteration: loss (16) on the batch, its gradient, one Adam step"));
-    reset_ = button(this, tr("Reset"), "reset",
-                    tr("Back to iteration 0 of this run: the initial parameters, the same batches"));
-    evaluate_ = button(this, tr("Evaluate"), "evaluate", parameterTooltip("training.evaluate"));
-    for (QPushButton* b : {start_, step_, reset_, evaluate_}) {
-        b->setFocusPolicy(Qt::TabFocus);
-        buttons->addWidget(b);
-    }
-    layout->addLayout(buttons);
-
-    status_ = new QLabel(this);
-    status_->setObjectName(QStringLiteral("status"));
-    status_->setWordWrap(true);
-    status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    status_->setToolTip(parameterTooltip("training.status"));
-    warning_ = new QLabel(this);
-    warning_->setObjectName(QStringLiteral("warning"));
-    warning_->setWordWrap(true);
-    warning_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    layout->addWidget(status_);
-    layout->addWidget(warning_);
+    controls_ =
+        new RunControls({tr("One iteration: loss (16) on the batch, its gradient, one Adam step"),
+                         tr("Back to iteration 0 of this run: the initial parameters, the same batches"),
+                         parameterTooltip("training.evaluate"), parameterTooltip("training.status")},
+                        this);
+    layout->addWidget(controls_);
     layout->addStretch();
 
     setConfig(flows::TrainerConfig{}, false);
@@ -128,10 +96,12 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
         connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::markEdited);
     for (QDoubleSpinBox* box : {lr_, lambda0_, beta0_, transport_})
         connect(box, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::markEdited);
-    connect(start_, &QPushButton::clicked, this, &TrainingPanel::onStart);
-    connect(step_, &QPushButton::clicked, this, &TrainingPanel::onStep);
-    connect(reset_, &QPushButton::clicked, this, &TrainingPanel::resetRequested);
-    connect(evaluate_, &QPushButton::clicked, this, &TrainingPanel::evaluateRequested);
+    connect(controls_, &RunControls::startRequested, this,
+            [this](bool play) { emit startRequested(config(), sideBySide(), play); });
+    connect(controls_, &RunControls::playRequested, this, &TrainingPanel::playRequested);
+    connect(controls_, &RunControls::stepRequested, this, &TrainingPanel::stepRequested);
+    connect(controls_, &RunControls::resetRequested, this, &TrainingPanel::resetRequested);
+    connect(controls_, &RunControls::evaluateRequested, this, &TrainingPanel::evaluateRequested);
     setSnapshot(nullptr, false);
 }
 
@@ -181,53 +151,29 @@ void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool sideBySide) {
 }
 
 void TrainingPanel::setStarted() {
-    started_ = true;
-    edited_ = false;
-    startError_.clear();
-    updateButtons();
+    controls_->setStarted();
 }
 
 void TrainingPanel::setStartError(const QString& message) {
-    startError_ = message;
-    setSnapshot(snapshot_, playing_);
+    controls_->setStartError(message);
+    setSnapshot(snapshot_, controls_->playing());
 }
 
 void TrainingPanel::markEdited() {
-    edited_ = true;
-    updateButtons();
+    controls_->markEdited();
 }
 
-void TrainingPanel::onStart() {
-    if (!started_ || (edited_ && !playing_)) {
-        emit startRequested(config(), sideBySide(), true);
-        return;
-    }
-    emit playRequested(!playing_);
-}
-
-void TrainingPanel::onStep() {
-    if (!started_ || edited_) emit startRequested(config(), sideBySide(), false);
-    if (started_ && !edited_) emit stepRequested(); // not when the start failed
-}
-
-void TrainingPanel::updateButtons() {
-    if (playing_)
-        start_->setText(tr("Pause"));
-    else
-        start_->setText(!started_ || edited_ ? tr("Start") : tr("Resume"));
-    reset_->setEnabled(started_);
-    evaluate_->setEnabled(started_);
+bool TrainingPanel::edited() const {
+    return controls_->edited();
 }
 
 void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing) {
     snapshot_ = snapshot;
-    playing_ = playing;
-    updateButtons();
+    controls_->setPlaying(playing);
 
     QStringList lines;
     QString warning;
-    bool error = !startError_.isEmpty();
-    if (error) warning = startError_;
+    bool error = false;
     if (!snapshot) {
         lines << tr("Not started.");
     } else {
@@ -251,7 +197,7 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
                                       .arg(e.iteration);
             }
         }
-        if (!snapshot->error.empty() && !error) {
+        if (!snapshot->error.empty()) {
             warning = QString::fromStdString(snapshot->error);
             error = true;
         }
@@ -263,32 +209,19 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
                     const QString prefix = snapshot->sideBySide
                                                ? QString::fromStdString(t.label) + QStringLiteral(", ")
                                                : QString();
-                    warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) +
-                               tr("%1iteration %2: %3")
-                                   .arg(prefix)
-                                   .arg(e.iteration)
-                                   .arg(QString::fromStdString(e.message));
+                    warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) + eventText(prefix, e);
                 }
         }
     }
-    if (edited_ && started_)
-        lines << (playing_ ? tr("Settings edited: Pause, then Start applies them.")
-                           : tr("Settings edited: Start applies them."));
-    status_->setText(lines.join(QLatin1Char('\n')));
-    const bool dark = darkWindow(palette());
-    const QString color = error ? (dark ? QStringLiteral("#ff6b6b") : QStringLiteral("#c62828"))
-                                : (dark ? QStringLiteral("#ffb74d") : QStringLiteral("#a85d00"));
-    warning_->setStyleSheet(QStringLiteral("color: %1;").arg(color));
-    warning_->setText(warning);
-    warning_->setVisible(!warning.isEmpty());
+    controls_->setStatus(lines, warning, error);
 }
 
 QString TrainingPanel::statusText() const {
-    return status_->text();
+    return controls_->statusText();
 }
 
 QString TrainingPanel::warningText() const {
-    return warning_->text();
+    return controls_->warningText();
 }
 
 } // namespace flowscope

@@ -1,12 +1,11 @@
 // Flowscope UI: the training panel, a dock panel that sets up and drives the live training of a flow.
 //
 // Settings: dataset, the RWPO layer, side by side (with / without RWPO), layers M, width, batch, learning
-// rate, λ0, β0 and seed. They apply when a run starts: Start begins a new run with them (and plays), then
-// the button pauses and resumes that run; after an edit it reads Start again. Step advances one iteration
-// (starting a paused run first when needed), Reset goes back to iteration 0 of the current run, Evaluate
-// computes the held-out metrics now. The panel only emits requests; the main window drives the runner and
-// feeds snapshots back to the status lines (iteration, it/s, λ, β, the last held-out NLL and MMD²), with
-// rejected steps and a stopped run shown in a warning colour.
+// rate, λ0, β0 and seed. They apply when a run starts (ui/RunControls.h: Start, Step, Reset, Evaluate).
+// Reset goes back to iteration 0 of the current run, Evaluate computes the held-out metrics now. The panel
+// only emits requests; the main window drives the runner and feeds snapshots back to the status lines
+// (iteration, it/s, λ, β, the last held-out NLL and MMD²), with rejected steps and a stopped run shown in a
+// warning colour.
 //
 // Every control's objectName is its parameter key (Tooltips.h, "training.*"); the buttons are "start",
 // "step", "reset" and "evaluate", the labels "status" and "warning".
@@ -23,11 +22,11 @@
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
-class QLabel;
-class QPushButton;
 class QSpinBox;
 
 namespace flowscope {
+
+class RunControls;
 
 class TrainingPanel : public QWidget {
     Q_OBJECT
@@ -49,7 +48,7 @@ class TrainingPanel : public QWidget {
 
     QString statusText() const;
     QString warningText() const;
-    bool edited() const { return edited_; } // controls changed since the last start
+    bool edited() const; // controls changed since the last start
 
   signals:
     void startRequested(const flows::TrainerConfig& config, bool sideBySide, bool play);
@@ -59,10 +58,7 @@ class TrainingPanel : public QWidget {
     void evaluateRequested();
 
   private:
-    void onStart();
-    void onStep();
     void markEdited();
-    void updateButtons();
 
     QComboBox* dataset_ = nullptr;
     QCheckBox* rwpo_ = nullptr;
@@ -75,17 +71,7 @@ class TrainingPanel : public QWidget {
     QDoubleSpinBox* beta0_ = nullptr;
     QDoubleSpinBox* transport_ = nullptr;
     QSpinBox* seed_ = nullptr;
-    QPushButton* start_ = nullptr;
-    QPushButton* step_ = nullptr;
-    QPushButton* reset_ = nullptr;
-    QPushButton* evaluate_ = nullptr;
-    QLabel* status_ = nullptr;
-    QLabel* warning_ = nullptr;
-
-    bool started_ = false;
-    bool edited_ = false;
-    bool playing_ = false;
-    QString startError_;
+    RunControls* controls_ = nullptr;
     std::shared_ptr<const TrainingSnapshot> snapshot_;
 };
 

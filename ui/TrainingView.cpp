@@ -1,5 +1,6 @@
 #include "ui/TrainingView.h"
 
+#include "ui/CurvePlot.h"
 #include "ui/Tooltips.h"
 #include "ui/ViewTransform.h"
 
@@ -17,8 +18,6 @@ namespace flowscope {
 namespace {
 
 constexpr double kMargin = 8.0;
-constexpr double kGap = 10.0;
-constexpr double kMinPlotHeight = 120.0;
 const QColor kDataColor(0xa8, 0xad, 0xb8, 140);
 const QColor kSampleColor(0xff, 0x8c, 0x1a, 190);
 // Curves: one colour per trainer kind, so side by side reads the same in every plot.
@@ -66,38 +65,13 @@ QImage densityImage(const TrainingPicture& picture, const PlotStyle& style) {
     return image;
 }
 
-// Keeps at most the two extreme points per pixel column: a run of any length draws in the same time.
-QPolygonF envelope(const QPolygonF& pixels) {
-    QPolygonF out;
-    for (qsizetype i = 0; i < pixels.size();) {
-        const double column = std::floor(pixels[i].x());
-        qsizetype j = i;
-        QPointF lo = pixels[i], hi = pixels[i];
-        for (; j < pixels.size() && std::floor(pixels[j].x()) == column; ++j) {
-            if (pixels[j].y() < lo.y()) lo = pixels[j];
-            if (pixels[j].y() > hi.y()) hi = pixels[j];
-        }
-        out << lo;
-        if (hi != lo) out << hi;
-        i = j;
-    }
-    return out;
-}
-
-// One curve of a plot: (iteration, value) points, drawn as a line or as dots joined by a thin line.
-struct Series {
-    QColor color;
-    std::vector<QPointF> points;
-    bool dots = false;
-};
-
-std::vector<Series> seriesOf(TrainingView::Plot plot, const TrainingSnapshot& s) {
+std::vector<CurveSeries> seriesOf(TrainingView::Plot plot, const TrainingSnapshot& s) {
     using Plot = TrainingView::Plot;
-    std::vector<Series> out;
+    std::vector<CurveSeries> out;
     for (const TrainerState& t : s.trainers) {
         if ((plot == Plot::Lambda || plot == Plot::Beta) && !t.rwpo) continue; // no prior, no kernel
-        Series line{curveColor(t), {}, false};
-        Series dots{curveColor(t), {}, true};
+        CurveSeries line{curveColor(t), {}, CurveSeries::Style::Line};
+        CurveSeries dots{curveColor(t), {}, CurveSeries::Style::Dots};
         for (const flows::TrainRecord& r : t.history) {
             const double x = double(r.iteration);
             switch (plot) {
@@ -125,24 +99,6 @@ std::vector<Series> seriesOf(TrainingView::Plot plot, const TrainingSnapshot& s)
         if (!dots.points.empty()) out.push_back(std::move(dots));
     }
     return out;
-}
-
-// The value range of a plot. The first 5 % of a long line are left out: the initial loss is often far
-// above the rest and would flatten everything that follows (it is still drawn, clipped at the top).
-std::pair<double, double> valueRange(const std::vector<Series>& series) {
-    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-    for (const Series& s : series) {
-        const std::size_t skip = !s.dots && s.points.size() >= 40 ? s.points.size() / 20 : 0;
-        for (std::size_t k = skip; k < s.points.size(); ++k) {
-            const double v = s.points[k].y();
-            if (!std::isfinite(v)) continue;
-            lo = std::min(lo, v);
-            hi = std::max(hi, v);
-        }
-    }
-    if (!(lo <= hi)) return {0.0, 1.0};
-    const double pad = hi > lo ? 0.06 * (hi - lo) : std::max(0.05 * std::abs(hi), 1e-3);
-    return {lo - pad, hi + pad};
 }
 
 const char* plotKey(TrainingView::Plot plot) {
@@ -205,44 +161,15 @@ QString TrainingView::plotTitle(Plot plot) {
     return {};
 }
 
-// Two arrangements: the grid, unless the column gives the scatter plots a clearly larger side (a wide view):
-//  * column: the scatter plots on the left, the curve plots stacked in a column on the right;
-//  * grid: the scatter plots on top, the curve plots in a grid below (a narrow view, or two flows).
 TrainingView::Layout TrainingView::layout() const {
-    Layout l;
     const QRectF all = QRectF(rect()).adjusted(kMargin, kMargin, -kMargin, -kMargin);
     const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
     const double bands = 2.0 * (fontMetrics().height() + 6.0); // title above and legend below a scatter
     const double legend = shown_ && shown_->sideBySide ? fontMetrics().height() + 4.0 : 0.0;
-
-    const double columnWidth = std::clamp(all.width() * 0.3, 220.0, 380.0);
-    const double columnSide =
-        std::min((all.width() - columnWidth - kGap - (n - 1) * kGap) / n, all.height() - bands);
-    const double gridHeight = std::max(2.0 * kMinPlotHeight + kGap + legend, 0.38 * all.height());
-    const double gridSide =
-        std::min((all.width() - (n - 1) * kGap) / n, all.height() - gridHeight - kGap - bands);
-
-    QRectF plots, scatters;
-    int columns = 1;
-    if (gridSide >= 0.9 * columnSide) {
-        scatters = QRectF(all.left(), all.top(), all.width(), gridSide + bands);
-        plots = QRectF(all.left(), scatters.bottom() + kGap, all.width(),
-                       all.bottom() - scatters.bottom() - kGap);
-        columns = all.width() >= kPlotCount * 200.0 ? kPlotCount : 3;
-    } else {
-        plots = QRectF(all.right() - columnWidth, all.top(), columnWidth, all.height());
-        scatters = QRectF(all.left(), all.top(), plots.left() - kGap - all.left(), all.height());
-    }
-    const int rows = (kPlotCount + columns - 1) / columns;
-    const double w = (plots.width() - (columns - 1) * kGap) / columns;
-    const double h = (plots.height() - legend - (rows - 1) * kGap) / rows;
-    for (int k = 0; k < kPlotCount; ++k)
-        l.plots[std::size_t(k)] = QRectF(plots.left() + (k % columns) * (w + kGap),
-                                         plots.top() + legend + (k / columns) * (h + kGap), w, h);
-    const double width = (scatters.width() - (n - 1) * kGap) / n;
-    for (int k = 0; k < n; ++k)
-        l.scatters.emplace_back(scatters.left() + k * (width + kGap), scatters.top(), width,
-                                scatters.height());
+    const PicturePlotLayout pl = picturePlotLayout(all, n, kPlotCount, bands, legend);
+    Layout l;
+    l.scatters = pl.pictures;
+    std::copy(pl.plots.begin(), pl.plots.end(), l.plots.begin());
     return l;
 }
 
@@ -269,17 +196,12 @@ void TrainingView::paintEvent(QPaintEvent*) {
     for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
         paintScatter(p, l.scatters[k], shown_->trainers[k]);
     if (shown_->sideBySide) { // the curves' legend, above the plots
-        const QFontMetricsF fm(font());
-        double x = l.plots[0].left();
-        const double y = l.plots[0].top() - 4.0 - fm.descent();
-        for (const TrainerState& t : shown_->trainers) {
-            p.setPen(QPen(curveColor(t), 2.0));
-            p.drawLine(QPointF(x, y - fm.ascent() / 3), QPointF(x + 16, y - fm.ascent() / 3));
-            p.setPen(palette().color(QPalette::WindowText));
-            const QString label = QString::fromStdString(t.label);
-            p.drawText(QPointF(x + 20, y), label);
-            x += 20 + fm.horizontalAdvance(label) + 16;
-        }
+        std::vector<LegendEntry> entries;
+        for (const TrainerState& t : shown_->trainers)
+            entries.push_back({curveColor(t), QString::fromStdString(t.label)});
+        paintCurveLegend(p,
+                         QPointF(l.plots[0].left(), l.plots[0].top() - 4.0 - QFontMetricsF(font()).descent()),
+                         entries, palette(), font());
     }
     for (int k = 0; k < kPlotCount; ++k) paintPlot(p, l.plots[std::size_t(k)], Plot(k));
 }
@@ -390,74 +312,13 @@ void TrainingView::paintScatter(QPainter& p, const QRectF& area, const TrainerSt
 }
 
 void TrainingView::paintPlot(QPainter& p, const QRectF& area, Plot plot) const {
-    const QFontMetricsF fm(font());
-    const std::vector<Series> series = seriesOf(plot, *shown_);
-    const auto [lo, hi] = valueRange(series);
-    const double xMax = std::max<double>(1.0, double(shown_->iteration()));
-
-    // Title band on top, tick labels left and below.
-    const QString axis = tr("iteration");
-    const double yLabels =
-        std::max(fm.horizontalAdvance(QStringLiteral("-0.0000")), fm.horizontalAdvance(axis)) + 14;
-    const QRectF inner(area.left() + yLabels, area.top() + fm.height() + 2, area.width() - yLabels,
-                       area.height() - 2 * fm.height() - 4);
-    p.setPen(palette().color(QPalette::WindowText));
-    p.drawText(QPointF(area.left(), area.top() + fm.ascent()), plotTitle(plot));
-    p.fillRect(inner, style_.background);
-    if (inner.height() < 8 || inner.width() < 8) return;
-
-    auto toPixel = [&](QPointF v) {
-        return QPointF(inner.left() + v.x() / xMax * inner.width(),
-                       inner.bottom() - (v.y() - lo) / (hi - lo) * inner.height());
-    };
-    // Horizontal grid with value labels; iteration ticks below.
-    const double yStep = niceGridStep(inner.height() / (hi - lo), fm.height() * 1.5);
-    p.setFont(font());
-    for (double v = std::ceil(lo / yStep) * yStep; v <= hi; v += yStep) {
-        const double y = toPixel({0.0, v}).y();
-        p.setPen(QPen(style_.grid, 1.0));
-        p.drawLine(QPointF(inner.left(), y), QPointF(inner.right(), y));
-        p.setPen(style_.label);
-        p.drawText(QRectF(area.left(), y - fm.height() / 2, yLabels - 4, fm.height()),
-                   Qt::AlignRight | Qt::AlignVCenter, formatTick(v, yStep));
-    }
-    const double xStep =
-        niceGridStep(inner.width() / xMax, fm.horizontalAdvance(QStringLiteral("00000")) * 1.6);
-    p.setPen(style_.label);
-    for (double v = 0.0; v <= xMax; v += xStep) {
-        const double x = toPixel({v, lo}).x();
-        const QString text = formatTick(v, xStep);
-        const double w = fm.horizontalAdvance(text);
-        p.drawText(QPointF(std::min(x - w / 2, inner.right() - w), inner.bottom() + fm.ascent() + 2), text);
-    }
-    p.save();
-    p.setClipRect(inner);
-    if (series.empty()) {
-        p.setPen(style_.label);
-        const QString why = plot == Plot::Mmd2 ? tr("held-out metrics: every 200 iterations, or Evaluate")
-                                               : tr("not used without the RWPO layer");
-        p.drawText(inner, Qt::AlignCenter | Qt::TextWordWrap, why);
-    }
-    for (const Series& s : series) {
-        QPolygonF pixels;
-        for (const QPointF& v : s.points)
-            if (std::isfinite(v.y())) pixels << toPixel(v);
-        if (s.dots) {
-            p.setPen(QPen(s.color, 1.0, Qt::DotLine));
-            p.drawPolyline(pixels);
-            p.setPen(QPen(s.color, 5.0, Qt::SolidLine, Qt::RoundCap));
-            p.drawPoints(pixels);
-        } else {
-            p.setPen(QPen(s.color, 1.5));
-            p.drawPolyline(envelope(pixels));
-        }
-    }
-    p.restore();
-    p.setPen(QPen(style_.axis, 1.0));
-    p.drawRect(inner);
-    p.setPen(style_.label);
-    p.drawText(QPointF(inner.left() - fm.horizontalAdvance(axis) - 12, inner.bottom() + fm.ascent() + 2),
-               axis);
+    CurvePlot curves;
+    curves.title = plotTitle(plot);
+    curves.series = seriesOf(plot, *shown_);
+    curves.xMax = double(shown_->iteration());
+    curves.emptyText = plot == Plot::Mmd2 ? tr("held-out metrics: every 200 iterations, or Evaluate")
+                                          : tr("not used without the RWPO layer");
+    paintCurvePlot(p, area, curves, style_, palette(), font());
 }
 
 QString TrainingView::tooltipAt(QPointF pos) const {
