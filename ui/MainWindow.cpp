@@ -15,6 +15,8 @@
 #include "ui/SharedGlBackend.h"
 #include "ui/TrainingPanel.h"
 #include "ui/TrainingView.h"
+#include "ui/TransformerPanel.h"
+#include "ui/TransformerView.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -110,11 +112,17 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     trainingView_ = new TrainingView(this);
     trainingView_->setSource([this] { return training_.snapshot(); });
     tabs_->addTab(trainingView_, tr("Flows"));
+    transformerView_ = new TransformerView(this);
+    transformerView_->setSource([this] { return transformers_.snapshot(); });
+    tabs_->addTab(transformerView_, tr("Transformers"));
     tabs_->setTabToolTip(0, tr("The tokens x_i(t) of dx_i/dt = Σ_j P_ij V x_j"));
     tabs_->setTabToolTip(1, tr("2×2 covariances Σ = [[a, c], [c, b]] as points (a − b, 2c, a + b) of the PSD "
                                "cone; its boundary is the rank-1 matrices"));
     tabs_->setTabToolTip(2, tr("A generative flow trained live on a toy dataset (Training panel), with or "
                                "without the RWPO layer"));
+    tabs_->setTabToolTip(3,
+                         tr("A continuous-time Transformer trained live (Transformer panel): tokens moving "
+                            "through depth, straight when λ_OT is large enough"));
     setCentralWidget(tabs_);
     connect(view_, &ParticleView::snapshotChanged, this, &MainWindow::onSnapshot);
     connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::onSnapshot);
@@ -159,6 +167,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
 MainWindow::~MainWindow() {
     view_->setSource({});
     trainingView_->setSource({});
+    transformerView_->setSource({});
 }
 
 void MainWindow::buildActions() {
@@ -309,6 +318,7 @@ void MainWindow::buildDocks() {
     matrixEditor_ = new MatrixEditor(this);
     plots_ = new PlotsPanel(this);
     trainingPanel_ = new TrainingPanel(this);
+    transformerPanel_ = new TransformerPanel(this);
     QDockWidget* presetDock =
         dock(presets_, tr("Presets"), QStringLiteral("presetsDock"), Qt::LeftDockWidgetArea);
     QDockWidget* sceneDock =
@@ -319,13 +329,16 @@ void MainWindow::buildDocks() {
     trainingDock_ =
         dock(trainingPanel_, tr("Training"), QStringLiteral("trainingDock"), Qt::LeftDockWidgetArea);
     tabifyDockWidget(sceneDock, presetDock);
+    transformerDock_ =
+        dock(transformerPanel_, tr("Transformer"), QStringLiteral("transformerDock"), Qt::LeftDockWidgetArea);
     tabifyDockWidget(sceneDock, trainingDock_);
+    tabifyDockWidget(sceneDock, transformerDock_);
     sceneDock->raise();
     tabifyDockWidget(matrixDock, plotsDock);
     matrixDock->raise();
     resizeDocks({sceneDock, matrixDock}, {330, 380}, Qt::Horizontal);
     panelsMenu_ = new QMenu(tr("&Panels"), this);
-    for (QDockWidget* d : {sceneDock, presetDock, matrixDock, plotsDock, trainingDock_})
+    for (QDockWidget* d : {sceneDock, presetDock, matrixDock, plotsDock, trainingDock_, transformerDock_})
         panelsMenu_->addAction(d->toggleViewAction());
 
     // Training: the panel asks, the runner trains, the view's snapshots come back to the panel's status.
@@ -345,9 +358,29 @@ void MainWindow::buildDocks() {
     connect(trainingPanel_, &TrainingPanel::evaluateRequested, this, [this] { training_.evaluateNow(); });
     connect(trainingView_, &TrainingView::snapshotChanged, this,
             [this] { trainingPanel_->setSnapshot(trainingView_->displayedSnapshot(), training_.playing()); });
-    // The Flows tab brings its panel to the front.
+    // Transformers: the same, with their own runner.
+    connect(transformerPanel_, &TransformerPanel::startRequested, this,
+            [this](const ot::OtTrainerConfig& config, bool comparison, bool play) {
+                startTransformer(config, comparison, play);
+            });
+    connect(transformerPanel_, &TransformerPanel::playRequested, this, [this](bool play) {
+        if (play)
+            transformers_.play();
+        else
+            transformers_.pause();
+        transformerPanel_->setSnapshot(transformerView_->displayedSnapshot(), transformers_.playing());
+    });
+    connect(transformerPanel_, &TransformerPanel::stepRequested, this, [this] { transformers_.stepOnce(); });
+    connect(transformerPanel_, &TransformerPanel::resetRequested, this, [this] { transformers_.reset(); });
+    connect(transformerPanel_, &TransformerPanel::evaluateRequested, this,
+            [this] { transformers_.evaluateNow(); });
+    connect(transformerView_, &TransformerView::snapshotChanged, this, [this] {
+        transformerPanel_->setSnapshot(transformerView_->displayedSnapshot(), transformers_.playing());
+    });
+    // The Flows and Transformers tabs bring their panels to the front.
     connect(tabs_, &QTabWidget::currentChanged, this, [this] {
         if (tabs_->currentWidget() == trainingView_) trainingDock_->raise();
+        if (tabs_->currentWidget() == transformerView_) transformerDock_->raise();
     });
 
     connect(presets_, &PresetBrowser::presetActivated, this, [this](const QString& path) {
@@ -398,6 +431,7 @@ void MainWindow::buildMenus() {
     view->addAction(tr("Particles"), QKeySequence(Qt::Key_1), this, &MainWindow::showParticleView);
     view->addAction(tr("Covariance cone"), QKeySequence(Qt::Key_2), this, &MainWindow::showConeView);
     view->addAction(tr("Flows"), QKeySequence(Qt::Key_3), this, &MainWindow::showFlowsView);
+    view->addAction(tr("Transformers"), QKeySequence(Qt::Key_4), this, &MainWindow::showTransformersView);
     view->addSeparator();
     view->addAction(hudAction_);
     view->addAction(overlayAction_);
@@ -719,6 +753,30 @@ void MainWindow::showFlowsView() {
     tabs_->setCurrentWidget(trainingView_);
 }
 
+void MainWindow::showTransformersView() {
+    tabs_->setCurrentWidget(transformerView_);
+}
+
+bool MainWindow::startTransformer(const ot::OtTrainerConfig& config, bool comparison, bool play) {
+    try {
+        transformers_.start(config, comparison);
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot start training:\n%1").arg(QString::fromStdString(e.what()));
+        transformerPanel_->setStartError(lastError_);
+        return false;
+    }
+    lastError_.clear();
+    transformerPanel_->setConfig(config, comparison);
+    transformerPanel_->setStarted();
+    if (play)
+        transformers_.play();
+    else
+        transformers_.pause();
+    transformerView_->refresh(); // shows the new run's first snapshot
+    transformerPanel_->setSnapshot(transformers_.snapshot(), transformers_.playing());
+    return true;
+}
+
 bool MainWindow::startTraining(const flows::TrainerConfig& config, bool sideBySide, bool play) {
     try {
         training_.start(config, sideBySide);
@@ -842,6 +900,7 @@ void MainWindow::setTheme(ThemeKind kind) {
     if (auto* app = qobject_cast<QApplication*>(QCoreApplication::instance())) applyTheme(*app, kind);
     view_->setPlotStyle(plotStyle(kind));
     trainingView_->setPlotStyle(plotStyle(kind));
+    transformerView_->setPlotStyle(plotStyle(kind));
     for (QAction* a : themeGroup_->actions()) a->setChecked(ThemeKind(a->data().toInt()) == kind);
     // Icons are drawn in the text colour of the palette.
     const QColor ink = QApplication::palette().color(QPalette::ButtonText);

@@ -1,6 +1,7 @@
-// Flowscope UI: the main window: the particle, covariance-cone and flow-training views, the dockable panels
-// (scene, matrices, presets, plots, training), run controls with a time scrubber, scene files, presets,
-// settings. The Flows tab has its own runner (TrainingRunner) and controls (the Training panel); the run
+// Flowscope UI: the main window: the particle, covariance-cone, flow-training and Transformer-training views,
+// the dockable panels (scene, matrices, presets, plots, training, transformer), run controls with a time
+// scrubber, scene files, presets, settings. The Flows tab has its own runner (TrainingRunner) and controls
+// (the Training panel), the Transformers tab likewise (TransformerRunner, the Transformer panel); the run
 // controls of the toolbar drive the particle simulation.
 //
 // Scene changes go through openSceneFile()/setScene(), which return false and keep the current scene on
@@ -12,6 +13,7 @@
 
 #include "engine/runner/SimulationRunner.h"
 #include "engine/runner/TrainingRunner.h"
+#include "engine/runner/TransformerRunner.h"
 #include "engine/scene/Scene.h"
 #include "ui/ParticleView.h"
 #include "ui/Theme.h"
@@ -47,6 +49,8 @@ class PresetBrowser;
 class ScenePanel;
 class TrainingPanel;
 class TrainingView;
+class TransformerPanel;
+class TransformerView;
 
 // "0, 2" or "1, 3, 4": the coordinate axes a projection shows, checked against d. nullopt (and why) when the
 // text is not two or three indices in [0, d).
@@ -92,6 +96,13 @@ class MainWindow : public QMainWindow {
     // the panel, when the config is invalid. The current run then goes on untouched.
     bool startTraining(const flows::TrainerConfig& config, bool sideBySide, bool play);
 
+    // Live training of continuous-time Transformers (the Transformers tab and the Transformer panel), like
+    // the flows above.
+    TransformerRunner& transformerRunner() { return transformers_; }
+    TransformerView* transformerView() const { return transformerView_; }
+    TransformerPanel* transformerPanel() const { return transformerPanel_; }
+    bool startTransformer(const ot::OtTrainerConfig& config, bool comparison, bool play);
+
     // Settings (QSettings "Flowscope"): window geometry and dock layout, theme, view options, recent files,
     // and the last scene (its JSON, so unsaved edits survive). restoreSettings() returns the last scene when
     // there is one that still parses.
@@ -114,6 +125,7 @@ class MainWindow : public QMainWindow {
     void showConeView();
     void showParticleView();
     void showFlowsView();
+    void showTransformersView();
     // Time scrubber: preview the recorded frame `index` (play or step continues from it).
     void scrubTo(int index);
 
@@ -155,6 +167,10 @@ class MainWindow : public QMainWindow {
     TrainingView* trainingView_ = nullptr;
     TrainingPanel* trainingPanel_ = nullptr;
     QDockWidget* trainingDock_ = nullptr;
+    TransformerRunner transformers_;
+    TransformerView* transformerView_ = nullptr;
+    TransformerPanel* transformerPanel_ = nullptr;
+    QDockWidget* transformerDock_ = nullptr;
     std::optional<Scene> scene_;
     std::vector<HeadParams> baseHeads_; // V before the quick V-scale slider
     QString scenePath_;

@@ -247,6 +247,88 @@ constexpr std::array kTable{
           "histogram of the 1000 generated samples (32 × 32 cells): with the RWPO layer the queries are also "
           "the keys, so the density of an isolated grid point is not the model's. Refreshed every ~0.7 s "
           "while training, less often when generating takes longer (at most a fifth of the time)."},
+    // ---- continuous-time Transformers (the Transformers tab) ---------------------------------------------
+    Entry{
+        "transformer.task",
+        "<b>Task</b> (seed-flows §2.7) — <b>A</b>: 6 tokens x<sub>i</sub> ~ N(0, I<sub>2</sub>), output the "
+        "mean of the final tokens, target y = (‖x̄‖² − 1, sin 3x̄<sub>1</sub>); its optimum has a closed "
+        "form: every token moves on the same straight line at constant speed. <b>B</b>: classify 64-point "
+        "clouds (circle, square, moons, cross; random rotation, scale 0.7–1.3, jitter 0.03)."},
+    Entry{"transformer.architecture",
+          "<b>Architecture</b> — <b>OT-Transformer</b>: one ODE dX/dt = f(X), f the stack of D blocks with "
+          "their skips, M Euler steps on [0, T]. <b>N-ODE</b>: one ODE per block, velocity block(X) − X. "
+          "<b>Discrete</b>: the D blocks applied once each (no transport cost)."},
+    Entry{"transformer.lambda_ot",
+          "<b>λ<sub>OT</sub></b> — weight of the transport cost in objective (8): loss + λ<sub>OT</sub> "
+          "Σ<sub>k</sub> "
+          "Δt ‖f(X<sub>k</sub>)‖². Theorem 2: above the threshold T·L² (L = ‖ψ<sub>o</sub>‖ the head's "
+          "Lipschitz constant) the trained map is Lipschitz with constant at most L / (1 − T "
+          "L²/λ<sub>OT</sub>). "
+          "λ<sub>OT</sub> = 0: the paths zig-zag; large enough: they go straight."},
+    Entry{"transformer.convention",
+          "<b>Transport convention</b> — <b>element mean</b> (the authors' code): Σ Δt ‖f‖² / (B n d); "
+          "<b>paper</b>: ½ Σ Δt ‖f‖²<sub>F</sub> / B. They agree at λ<sub>paper</sub> = 2 λ<sub>code</sub> / "
+          "(n d)."},
+    Entry{"transformer.steps", "<b>Steps M</b> — forward-Euler (or RK4) steps over [0, T], Δt = T / M; the "
+                               "picture shows X<sub>0</sub> "
+                               ".. X<sub>M</sub>."},
+    Entry{"transformer.horizon", "<b>Horizon T</b> — the depth of the ODE: the tokens move for t ∈ [0, T]."},
+    Entry{"transformer.width",
+          "<b>Width d</b> — the token dimension inside the Transformer (task B: a linear embedding R² → "
+          "R<sup>d</sup>; "
+          "the picture projects the paths on their two principal axes). Task A works in R², d = 2."},
+    Entry{"transformer.mlp",
+          "<b>MLP hidden units</b> of each block's MLP g(u) = W<sub>2</sub> tanh(W<sub>1</sub>u + "
+          "b<sub>1</sub>) + b<sub>2</sub>; 0: attention only."},
+    Entry{"transformer.blocks",
+          "<b>Blocks D</b> — Transformer blocks in the velocity (or in the discrete stack)."},
+    Entry{"transformer.integrator", "<b>Integrator</b> — forward Euler (the paper's) or classical RK4, whose "
+                                    "four stages' ‖k‖² are weighted "
+                                    "like the stages in the transport cost."},
+    Entry{
+        "transformer.compare",
+        "<b>Compare with λ<sub>OT</sub> = 0</b> — trains a second model without the transport cost from the "
+        "same seed and the same batches, and draws both."},
+    Entry{"transformer.batch", "<b>Batch</b> — input sets per iteration, drawn fresh every iteration."},
+    Entry{"transformer.lr", "<b>Learning rate</b> of Adam. A non-finite step is rejected and halves it."},
+    Entry{"transformer.seed", "<b>Seed</b> — of the initial parameters and of the data stream: the same "
+                              "settings give the same run."},
+    Entry{"transformer.evaluate",
+          "<b>Evaluate</b> — held-out diagnostics now (also every 250 iterations) on 200 fresh sets: loss, "
+          "transport, straightness ‖X<sub>M</sub> − X<sub>0</sub>‖ / Σ‖ΔX‖, the distance to the closed form "
+          "(task A) or the accuracy (task B), and the empirical Lipschitz ratio."},
+    Entry{
+        "transformer.status",
+        "<b>Status</b> — the iteration and iterations per second, the threshold T·L² next to λ<sub>OT</sub>, "
+        "and per model the batch loss and the last held-out diagnostics."},
+    Entry{"transformer.objective",
+          "<b>Objective (8)</b> on the batch: task loss + λ<sub>OT</sub> · transport (MSE for task A, "
+          "cross-entropy for B)."},
+    Entry{"transformer.transport",
+          "<b>Transport cost</b> Σ<sub>k</sub> Δt ‖f(X<sub>k</sub>)‖² in the chosen convention: the kinetic "
+          "energy of the tokens' paths. Small when they move straight at constant speed."},
+    Entry{"transformer.straightness", "<b>Straightness</b> ‖X<sub>M</sub> − X<sub>0</sub>‖ / Σ<sub>k</sub> "
+                                      "‖X<sub>k+1</sub> − X<sub>k</sub>‖, "
+                                      "averaged over the held-out sets: 1 for straight paths."},
+    Entry{"transformer.target",
+          "<b>Task A</b>: ‖ỹ − ỹ*‖ / ‖ỹ*‖, the distance of the output to the closed-form optimum's "
+          "(ỹ* = y for λ<sub>OT</sub> = 0). <b>Task B</b>: the fraction of sets classified right (line: the "
+          "batch; dots: held-out)."},
+    Entry{"transformer.lipschitz",
+          "<b>Empirical Lipschitz ratio</b> max ‖ỹ<sub>1</sub> − ỹ<sub>2</sub>‖ / ‖X<sub>1</sub>(0) − "
+          "X<sub>2</sub>(0)‖<sub>F</sub> over held-out pairs X<sub>2</sub>(0) = X<sub>1</sub>(0) + 0.1 N(0, "
+          "I), "
+          "and (dashed) Theorem 2's bound L / (1 − T L²/λ<sub>OT</sub>) where λ<sub>OT</sub> is above the "
+          "threshold."},
+    Entry{"transformer.picture",
+          "<b>Tokens moving through depth</b> — one fixed held-out input set: each token's path "
+          "X<sub>0</sub> → "
+          "X<sub>M</sub> (hollow: start, filled: end, a dot per step: equal spacing means constant speed). "
+          "Task "
+          "A with λ<sub>OT</sub> &gt; 0: the closed-form end points X*(T) (crosses) and the optimal straight "
+          "paths (dashed). Task B: the 64 points in R<sup>d</sup>, projected on the two principal axes of "
+          "their "
+          "motion."},
     // ---- read-outs -----------------------------------------------------------------------------------
     Entry{"analysis.sym_a",
           "<b>Eigenvalues of A + Aᵀ</b>, A = Σ<sub>h</sub> c K<sub>h</sub>ᵀQ<sub>h</sub> (score scaling "

@@ -1,7 +1,7 @@
 // flowscope: the desktop application.
 //
 //   flowscope [SCENE.json] [--screenshot out.png [--after-steps K]] [--max-speed] [--size WxH]
-//             [--train DATASET [--side-by-side]]
+//             [--train DATASET [--side-by-side]] [--transformer A|B]
 //
 // Without a scene it reopens the last session's scene (window layout, theme and view options too), else the
 // preset "default.json" (or a built-in default when that file is missing), and starts playing. With
@@ -9,7 +9,9 @@
 // until the run reaches step K (or finishes), saves the window as a PNG and exits: tests and humans use it to
 // look at what the application draws. --train opens the Flows tab and trains a flow on a toy dataset with the
 // Training panel's default settings (the particle run stays paused); with --screenshot, K counts training
-// iterations and the picture is taken once the view shows iteration K.
+// iterations and the picture is taken once the view shows iteration K. --transformer does the same in the
+// Transformers tab: a continuous-time Transformer on task A or B with the Transformer panel's defaults
+// (λ_OT above the threshold, compared with λ_OT = 0).
 #include "ui/ConeView.h"
 #include "ui/DefaultScene.h"
 #include "ui/MainWindow.h"
@@ -18,6 +20,8 @@
 #include "ui/Theme.h"
 #include "ui/TrainingPanel.h"
 #include "ui/TrainingView.h"
+#include "ui/TransformerPanel.h"
+#include "ui/TransformerView.h"
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -51,6 +55,7 @@ struct Options {
     QSize size{1280, 800};
     QString train; // a toy dataset to train a flow on (the Flows tab); empty: none
     bool sideBySide = false;
+    QString transformer; // "A" or "B": a continuous-time Transformer to train (the Transformers tab)
 };
 
 Options parseOptions(QApplication& app) {
@@ -90,8 +95,13 @@ Options parseOptions(QApplication& app) {
         QStringLiteral("DATASET"));
     const QCommandLineOption sideBySide(QStringLiteral("side-by-side"),
                                         QStringLiteral("With --train: with and without the RWPO layer."));
-    parser.addOptions(
-        {screenshot, afterSteps, timeout, maxSpeed, size, view, frameStats, backend, train, sideBySide});
+    const QCommandLineOption transformer(
+        QStringLiteral("transformer"),
+        QStringLiteral("Open the Transformers tab and train a continuous-time Transformer on task A or B "
+                       "beside lambda_OT = 0; --after-steps counts iterations."),
+        QStringLiteral("A|B"));
+    parser.addOptions({screenshot, afterSteps, timeout, maxSpeed, size, view, frameStats, backend, train,
+                       sideBySide, transformer});
     parser.process(app);
 
     Options o;
@@ -116,6 +126,11 @@ Options parseOptions(QApplication& app) {
     o.train = parser.value(train);
     o.sideBySide = parser.isSet(sideBySide);
     if (o.sideBySide && o.train.isEmpty()) parser.showHelp(2);
+    o.transformer = parser.value(transformer);
+    if (!o.transformer.isEmpty() &&
+        (o.transformer != QStringLiteral("A") && o.transformer != QStringLiteral("B")))
+        parser.showHelp(2);
+    if (!o.transformer.isEmpty() && !o.train.isEmpty()) parser.showHelp(2);
     return o;
 }
 
@@ -179,6 +194,15 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
                     shown = shown && trainer.picture && trainer.picture->iteration == trainer.iteration;
             if (!shown && !late) return;
             w.trainingView()->refresh();
+        } else if (!o.transformer.isEmpty()) {
+            const auto t = w.transformerRunner().snapshot();
+            if (t && (t->iteration() >= o.afterSteps || !t->error.empty())) w.transformerRunner().pause();
+            bool shown = t && !t->playing && (t->iteration() >= o.afterSteps || !t->error.empty());
+            if (shown)
+                for (const flowscope::TransformerTrainerState& trainer : t->trainers)
+                    shown = shown && trainer.picture && trainer.picture->iteration == trainer.iteration;
+            if (!shown && !late) return;
+            w.transformerView()->refresh();
         } else {
             const bool ready = s && (s->step >= o.afterSteps || s->finished || !s->error.empty()) &&
                                !w.coneView()->solving();
@@ -188,6 +212,7 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
         delete clock;
         w.runner().pause();
         w.trainingRunner().pause();
+        w.transformerRunner().pause();
         w.particleView()->refresh(); // draw exactly the state that satisfied the condition
         const QImage image = w.grabWindowImage();
         if (!image.save(o.screenshot, "PNG")) {
@@ -196,7 +221,7 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
             return;
         }
         if (late) std::fprintf(stderr, "flowscope: timed out before step %ld\n", o.afterSteps);
-        if (o.frameStats && s && o.train.isEmpty()) {
+        if (o.frameStats && s && o.train.isEmpty() && o.transformer.isEmpty()) {
             std::vector<double> v = probe->lateMs;
             std::sort(v.begin(), v.end());
             const auto q = [&v](double p) {
@@ -238,7 +263,15 @@ int main(int argc, char** argv) {
     if (options.cone) window.showConeView();
     if (!options.backend.isEmpty()) window.setBackend(options.backend);
     window.show();
-    if (options.train.isEmpty()) {
+    if (!options.transformer.isEmpty()) {
+        const auto task =
+            options.transformer == QStringLiteral("A") ? flowscope::ot::Task::A : flowscope::ot::Task::B;
+        if (!window.startTransformer(flowscope::TransformerPanel::defaults(task), true, true)) {
+            std::fprintf(stderr, "flowscope: %s\n", qPrintable(window.lastError()));
+            return 2;
+        }
+        window.showTransformersView();
+    } else if (options.train.isEmpty()) {
         window.play();
     } else {
         flowscope::flows::TrainerConfig config = window.trainingPanel()->config();

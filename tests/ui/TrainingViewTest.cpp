@@ -88,7 +88,7 @@ class TrainingViewTest : public ::testing::Test {
 TEST_F(TrainingViewTest, FlowsTabSitsNextToTheOtherViews) {
     auto* tabs = window->findChild<QTabWidget*>();
     ASSERT_NE(tabs, nullptr);
-    ASSERT_EQ(tabs->count(), 3);
+    ASSERT_EQ(tabs->count(), 4); // Particles, Covariance cone, Flows, Transformers
     EXPECT_EQ(tabs->tabText(2), QStringLiteral("Flows"));
     EXPECT_EQ(tabs->currentWidget(), view);
     EXPECT_TRUE(view->isVisible());

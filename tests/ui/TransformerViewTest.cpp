@@ -1,0 +1,233 @@
+// The Transformers tab: the Transformer panel drives the TransformerRunner, the view draws what it publishes.
+#include "GuiEnvironment.h"
+#include "TestScenes.h"
+
+#include "ui/MainWindow.h"
+#include "ui/TransformerPanel.h"
+#include "ui/TransformerView.h"
+
+#include <QAbstractButton>
+#include <QAbstractSpinBox>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTabWidget>
+#include <QtTest/QTest>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace flowscope::test {
+namespace {
+
+class TransformerViewTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        FLOWSCOPE_REQUIRE_GUI();
+        window = std::make_unique<MainWindow>();
+        window->resize(1200, 800);
+        window->show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
+        window->showTransformersView();
+        panel = window->transformerPanel();
+        view = window->transformerView();
+    }
+
+    QPushButton* button(const char* name) {
+        return panel->findChild<QPushButton*>(QString::fromLatin1(name));
+    }
+    template <class W> W* control(const char* key) { return panel->findChild<W*>(QString::fromLatin1(key)); }
+
+    // Waits until every trainer shows `iteration` with a picture of it, and the view displays that snapshot.
+    bool waitForIteration(long iteration) {
+        return waitFor([&] {
+            view->refresh();
+            const auto s = view->displayedSnapshot();
+            if (!s || s->trainers.empty()) return false;
+            for (const TransformerTrainerState& t : s->trainers)
+                if (t.iteration != iteration || !t.picture || t.picture->iteration != iteration) return false;
+            return true;
+        });
+    }
+
+    QImage grabView() { return view->grab().toImage().convertToFormat(QImage::Format_RGB32); }
+
+    // The largest colour distance to `background` within `radius` device pixels of a logical point.
+    static int inkNear(const QImage& image, QPointF logical, double dpr, const QColor& background,
+                       int radius = 3) {
+        int best = 0;
+        const QPoint c(int(std::lround(logical.x() * dpr)), int(std::lround(logical.y() * dpr)));
+        for (int y = c.y() - radius; y <= c.y() + radius; ++y)
+            for (int x = c.x() - radius; x <= c.x() + radius; ++x) {
+                if (x < 0 || y < 0 || x >= image.width() || y >= image.height()) continue;
+                const QColor p(image.pixel(x, y));
+                best = std::max(best, std::abs(p.red() - background.red()) +
+                                          std::abs(p.green() - background.green()) +
+                                          std::abs(p.blue() - background.blue()));
+            }
+        return best;
+    }
+
+    std::unique_ptr<MainWindow> window;
+    TransformerPanel* panel = nullptr;
+    TransformerView* view = nullptr;
+};
+
+TEST_F(TransformerViewTest, TransformersTabRaisesItsPanel) {
+    auto* tabs = window->findChild<QTabWidget*>();
+    ASSERT_NE(tabs, nullptr);
+    ASSERT_EQ(tabs->count(), 4);
+    EXPECT_EQ(tabs->tabText(3), QStringLiteral("Transformers"));
+    EXPECT_EQ(tabs->currentWidget(), view);
+    EXPECT_TRUE(panel->isVisible());
+    // The defaults: task A above Theorem 2's threshold (1/6 in the paper's convention), compared with 0.
+    const ot::OtTrainerConfig c = panel->config();
+    EXPECT_EQ(c.task, ot::Task::A);
+    EXPECT_EQ(c.model.convention, ot::KineticConvention::Paper);
+    EXPECT_GT(c.model.lambdaOt, 1.0 / 6.0);
+    EXPECT_TRUE(panel->comparison());
+}
+
+// Three steps of task A beside λ_OT = 0: both pictures draw the six tokens' paths where the snapshot says
+// they are, the regularized one also the closed-form end points; the status names the threshold T·L² = 1/6.
+TEST_F(TransformerViewTest, StepsDrawTheTokenPathsOfBothModels) {
+    EXPECT_EQ(window->transformerRunner().snapshot(), nullptr);
+    for (int i = 0; i < 3; ++i) button("step")->click();
+    ASSERT_TRUE(waitForIteration(3));
+    EXPECT_FALSE(window->transformerRunner().playing());
+    const auto s = view->displayedSnapshot();
+    ASSERT_EQ(s->trainers.size(), 2u);
+    EXPECT_GT(s->trainers[0].lambdaOt, 0.0);
+    EXPECT_EQ(s->trainers[1].lambdaOt, 0.0);
+    EXPECT_NEAR(s->threshold, 1.0 / 6.0, 1e-12);
+    EXPECT_TRUE(panel->statusText().contains(QStringLiteral("threshold T·L² = 0.1667")))
+        << panel->statusText().toStdString();
+    EXPECT_TRUE(panel->statusText().contains(QStringLiteral("iteration 3")));
+    EXPECT_TRUE(panel->warningText().isEmpty()) << panel->warningText().toStdString();
+    EXPECT_EQ(button("start")->text(), QStringLiteral("Resume"));
+
+    const QImage image = grabView();
+    const double dpr = view->devicePixelRatioF();
+    const QColor background = PlotStyle{}.background;
+    for (int k = 0; k < 2; ++k) {
+        const TransformerPicture& picture = *s->trainers[std::size_t(k)].picture;
+        ASSERT_EQ(picture.states.size(), std::size_t(panel->config().model.steps) + 1);
+        ASSERT_EQ(picture.states.front().rows(), 6);
+        EXPECT_EQ(picture.closedForm.rows(), k == 0 ? 6 : 0); // only with λ_OT > 0
+        const QRectF square = view->pictureSquare(k);
+        for (int i = 0; i < 6; ++i)
+            for (const Mat* x : {&picture.states.front(), &picture.states.back()}) {
+                const QPointF at = view->pictureToPixel(k, (*x)(i, 0), (*x)(i, 1));
+                EXPECT_TRUE(square.contains(at)) << "trainer " << k << " token " << i;
+                EXPECT_GT(inkNear(image, at, dpr, background), 120) << "trainer " << k << " token " << i;
+            }
+    }
+    EXPECT_LE(view->pictureRect(0).right(), view->pictureRect(1).left());
+    // A corner of the picture, far from every token, is background.
+    const QRectF square = view->pictureSquare(0);
+    EXPECT_LT(inkNear(image, square.topLeft() + QPointF(3, 3), dpr, background, 1), 60);
+}
+
+TEST_F(TransformerViewTest, EvaluateAddsTheHeldOutDiagnostics) {
+    button("step")->click();
+    ASSERT_TRUE(waitForIteration(1));
+    button("evaluate")->click();
+    ASSERT_TRUE(waitFor([&] {
+        view->refresh();
+        const auto s = view->displayedSnapshot();
+        return s && !s->trainers.empty() && !s->trainers[0].evaluations.empty() &&
+               !s->trainers.back().evaluations.empty();
+    }));
+    const ot::OtEvaluation& e = view->displayedSnapshot()->trainers[0].evaluations.back();
+    EXPECT_GT(e.straightness, 0.0);
+    EXPECT_LE(e.straightness, 1.0 + 1e-12);
+    EXPECT_TRUE(std::isfinite(e.closedFormError));
+    EXPECT_TRUE(std::isfinite(e.lipschitzBound)); // λ_OT above the threshold
+    EXPECT_TRUE(panel->statusText().contains(QStringLiteral("held-out: straightness")))
+        << panel->statusText().toStdString();
+    // The straightness plot has its held-out dots (orange: the regularized model).
+    const QImage image = grabView();
+    const double dpr = view->devicePixelRatioF();
+    const QRectF r = view->plotRect(TransformerView::Plot::Straightness);
+    long dots = 0;
+    for (int y = int(r.top() * dpr); y < int(r.bottom() * dpr); ++y)
+        for (int x = int(r.left() * dpr); x < int(r.right() * dpr); ++x) {
+            const QColor c(image.pixel(x, y));
+            dots += (c.red() > 200 && c.green() > 100 && c.green() < 170 && c.blue() < 80) ||
+                    (c.blue() > 200 && c.red() < 120 && c.green() > 130);
+        }
+    EXPECT_GT(dots, 3); // a dot is 5 px across
+}
+
+TEST_F(TransformerViewTest, ChoosingATaskLoadsItsDefaultsAndAnEditAsksForANewStart) {
+    button("start")->click();
+    EXPECT_TRUE(window->transformerRunner().playing());
+    ASSERT_TRUE(waitFor([&] {
+        view->refresh();
+        const auto s = view->displayedSnapshot();
+        return s && s->playing && s->iteration() >= 3;
+    }));
+    button("start")->click();
+    EXPECT_FALSE(window->transformerRunner().playing());
+    EXPECT_EQ(button("start")->text(), QStringLiteral("Resume"));
+
+    auto* task = control<QComboBox>("transformer.task");
+    EXPECT_FALSE(control<QSpinBox>("transformer.width")->isEnabled()); // task A lives in R²
+    task->setCurrentIndex(task->findData(int(ot::Task::B)));
+    EXPECT_TRUE(panel->edited());
+    EXPECT_EQ(button("start")->text(), QStringLiteral("Start"));
+    const ot::OtTrainerConfig b = panel->config();
+    EXPECT_EQ(b.task, ot::Task::B);
+    EXPECT_EQ(b.model.width, 16);
+    EXPECT_EQ(b.model.steps, 8);
+    EXPECT_DOUBLE_EQ(b.model.lambdaOt, 0.01);
+    EXPECT_TRUE(control<QSpinBox>("transformer.width")->isEnabled());
+    EXPECT_TRUE(panel->statusText().contains(QStringLiteral("Settings edited")));
+
+    // The discrete baseline has no transport: λ_OT and the comparison are off, and it has two blocks.
+    auto* arch = control<QComboBox>("transformer.architecture");
+    arch->setCurrentIndex(arch->findData(int(ot::Architecture::Discrete)));
+    EXPECT_FALSE(control<QDoubleSpinBox>("transformer.lambda_ot")->isEnabled());
+    EXPECT_FALSE(panel->comparison());
+    EXPECT_EQ(panel->config().model.lambdaOt, 0.0);
+    EXPECT_EQ(panel->config().model.blocks, 2);
+}
+
+TEST_F(TransformerViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
+    button("step")->click();
+    ASSERT_TRUE(waitForIteration(1));
+    ot::OtTrainerConfig bad = panel->config();
+    bad.model.steps = 0;
+    EXPECT_FALSE(window->startTransformer(bad, true, true));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("steps"))) << window->lastError().toStdString();
+    EXPECT_TRUE(panel->warningText().contains(QStringLiteral("steps")));
+    EXPECT_EQ(window->transformerRunner().snapshot()->generation, 1u);
+    EXPECT_FALSE(window->transformerRunner().playing());
+    EXPECT_EQ(panel->config().model.steps, 10); // the controls still show the run
+}
+
+TEST_F(TransformerViewTest, EveryTransformerControlHasATooltip) {
+    for (QWidget* w : panel->findChildren<QWidget*>()) {
+        const bool part =
+            qobject_cast<QAbstractSpinBox*>(w->parent()) || qobject_cast<QLineEdit*>(w->parent());
+        const bool control = qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w) ||
+                             qobject_cast<QAbstractButton*>(w);
+        if (!control || part) continue;
+        EXPECT_FALSE(w->toolTip().isEmpty())
+            << w->metaObject()->className() << " " << w->objectName().toStdString();
+    }
+    for (int k = 0; k < TransformerView::kPlotCount; ++k) {
+        const QRectF r = view->plotRect(TransformerView::Plot(k));
+        EXPECT_FALSE(r.isEmpty());
+        for (int j = 0; j < k; ++j) EXPECT_FALSE(r.intersects(view->plotRect(TransformerView::Plot(j))));
+    }
+    EXPECT_TRUE(TransformerView::plotTitle(TransformerView::Plot::Target, ot::Task::B)
+                    .contains(QStringLiteral("accuracy")));
+}
+
+} // namespace
+} // namespace flowscope::test
