@@ -43,6 +43,17 @@ inline QDoubleSpinBox* doubleBox(QWidget* parent, const char* key, double min, d
     return box;
 }
 
+// The settings of a run that apply on Start (Training, Transformer panels): every keystroke counts, since
+// it only marks the panel edited.
+inline QSpinBox* startIntBox(QWidget* parent, const char* key, int min, int max) {
+    return intBox(parent, key, min, max, Tracking::Keystrokes);
+}
+
+inline QDoubleSpinBox* startDoubleBox(QWidget* parent, const char* key, double min, double max, int decimals,
+                                      double step) {
+    return doubleBox(parent, key, min, max, decimals, step, Tracking::Keystrokes);
+}
+
 // A form row whose label carries the key's tooltip and is the field's buddy.
 inline void addRow(QFormLayout* form, const QString& label, QWidget* field, const char* key) {
     auto* l = new QLabel(label, field->parentWidget());

@@ -24,16 +24,6 @@ namespace {
 // ui/FormWidgets.h; the spin boxes track keystrokes (edits apply on Start, not at once).
 using form::addRow;
 using form::named;
-using form::Tracking;
-
-QSpinBox* intBox(QWidget* parent, const char* key, int min, int max) {
-    return form::intBox(parent, key, min, max, Tracking::Keystrokes);
-}
-
-QDoubleSpinBox* doubleBox(QWidget* parent, const char* key, double min, double max, int decimals,
-                          double step) {
-    return form::doubleBox(parent, key, min, max, decimals, step, Tracking::Keystrokes);
-}
 
 QString number(double v) {
     return QString::number(v, 'g', 4);
@@ -55,14 +45,14 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     rwpo_ = named(new QCheckBox(tr("RWPO layer"), flowGroup), "training.rwpo");
     sideBySide_ =
         named(new QCheckBox(tr("Side by side (with / without RWPO)"), flowGroup), "training.side_by_side");
-    layers_ = intBox(flowGroup, "training.layers", 1, 64);
-    width_ = intBox(flowGroup, "training.width", 2, 256);
-    batch_ = intBox(flowGroup, "training.batch", 2, 8192);
-    lr_ = doubleBox(flowGroup, "training.lr", 1e-5, 1.0, 5, 1e-3);
-    lambda0_ = doubleBox(flowGroup, "training.lambda0", 0.001, 100.0, 3, 0.1);
-    beta0_ = doubleBox(flowGroup, "training.beta0", 0.001, 100.0, 3, 0.1);
-    transport_ = doubleBox(flowGroup, "training.transportWeight", 0.0, 10.0, 4, 0.01);
-    seed_ = intBox(flowGroup, "training.seed", 0, std::numeric_limits<int>::max());
+    layers_ = form::startIntBox(flowGroup, "training.layers", 1, 64);
+    width_ = form::startIntBox(flowGroup, "training.width", 2, 256);
+    batch_ = form::startIntBox(flowGroup, "training.batch", 2, 8192);
+    lr_ = form::startDoubleBox(flowGroup, "training.lr", 1e-5, 1.0, 5, 1e-3);
+    lambda0_ = form::startDoubleBox(flowGroup, "training.lambda0", 0.001, 100.0, 3, 0.1);
+    beta0_ = form::startDoubleBox(flowGroup, "training.beta0", 0.001, 100.0, 3, 0.1);
+    transport_ = form::startDoubleBox(flowGroup, "training.transportWeight", 0.0, 10.0, 4, 0.01);
+    seed_ = form::startIntBox(flowGroup, "training.seed", 0, std::numeric_limits<int>::max());
     addRow(form, tr("Dataset"), dataset_, "training.dataset");
     form->addRow(rwpo_);
     form->addRow(sideBySide_);

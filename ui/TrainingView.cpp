@@ -4,10 +4,8 @@
 #include "ui/Tooltips.h"
 #include "ui/ViewTransform.h"
 
-#include <QHelpEvent>
 #include <QImage>
 #include <QPainter>
-#include <QToolTip>
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +15,6 @@ namespace flowscope {
 
 namespace {
 
-constexpr double kMargin = 8.0;
 const QColor kDataColor(0xa8, 0xad, 0xb8, 140);
 const QColor kSampleColor(0xff, 0x8c, 0x1a, 190);
 // Curves: one colour per trainer kind, so side by side reads the same in every plot.
@@ -119,12 +116,8 @@ const char* plotKey(TrainingView::Plot plot) {
 
 } // namespace
 
-TrainingView::TrainingView(QWidget* parent) : QWidget(parent) {
+TrainingView::TrainingView(QWidget* parent) : LiveView(parent) {
     setObjectName(QStringLiteral("trainingView"));
-    setAttribute(Qt::WA_OpaquePaintEvent);
-    timer_.setInterval(kRefreshMs);
-    connect(&timer_, &QTimer::timeout, this, &TrainingView::refresh);
-    timer_.start();
 }
 
 void TrainingView::setSource(SnapshotSource source) {
@@ -138,11 +131,6 @@ void TrainingView::refresh() {
     shown_ = std::move(s);
     update();
     emit snapshotChanged();
-}
-
-void TrainingView::setPlotStyle(const PlotStyle& style) {
-    style_ = style;
-    update();
 }
 
 QString TrainingView::plotTitle(Plot plot) {
@@ -161,21 +149,14 @@ QString TrainingView::plotTitle(Plot plot) {
     return {};
 }
 
-TrainingView::Layout TrainingView::layout() const {
-    const QRectF all = QRectF(rect()).adjusted(kMargin, kMargin, -kMargin, -kMargin);
+PicturePlotLayout TrainingView::layout() const {
     const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
-    const double bands = 2.0 * (fontMetrics().height() + 6.0); // title above and legend below a scatter
-    const double legend = shown_ && shown_->sideBySide ? fontMetrics().height() + 4.0 : 0.0;
-    const PicturePlotLayout pl = picturePlotLayout(all, n, kPlotCount, bands, legend);
-    Layout l;
-    l.scatters = pl.pictures;
-    std::copy(pl.plots.begin(), pl.plots.end(), l.plots.begin());
-    return l;
+    return layoutFor(n, kPlotCount, shown_ && shown_->sideBySide);
 }
 
 QRectF TrainingView::scatterRect(int trainer) const {
-    const Layout l = layout();
-    return trainer >= 0 && trainer < int(l.scatters.size()) ? l.scatters[std::size_t(trainer)] : QRectF();
+    const PicturePlotLayout l = layout();
+    return trainer >= 0 && trainer < int(l.pictures.size()) ? l.pictures[std::size_t(trainer)] : QRectF();
 }
 
 QRectF TrainingView::plotRect(Plot plot) const {
@@ -186,7 +167,7 @@ void TrainingView::paintEvent(QPaintEvent*) {
     QPainter p(this);
     p.fillRect(rect(), palette().color(QPalette::Window));
     p.setRenderHint(QPainter::Antialiasing, true);
-    const Layout l = layout();
+    const PicturePlotLayout l = layout();
     if (!shown_ || shown_->trainers.empty()) {
         p.setPen(palette().color(QPalette::PlaceholderText));
         p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
@@ -194,14 +175,12 @@ void TrainingView::paintEvent(QPaintEvent*) {
         return;
     }
     for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
-        paintScatter(p, l.scatters[k], shown_->trainers[k]);
+        paintScatter(p, l.pictures[k], shown_->trainers[k]);
     if (shown_->sideBySide) { // the curves' legend, above the plots
         std::vector<LegendEntry> entries;
         for (const TrainerState& t : shown_->trainers)
             entries.push_back({curveColor(t), QString::fromStdString(t.label)});
-        paintCurveLegend(p,
-                         QPointF(l.plots[0].left(), l.plots[0].top() - 4.0 - QFontMetricsF(font()).descent()),
-                         entries, palette(), font());
+        paintLegendAbove(p, l.plots[0], entries);
     }
     for (int k = 0; k < kPlotCount; ++k) paintPlot(p, l.plots[std::size_t(k)], Plot(k));
 }
@@ -322,29 +301,16 @@ void TrainingView::paintPlot(QPainter& p, const QRectF& area, Plot plot) const {
 }
 
 QString TrainingView::tooltipAt(QPointF pos) const {
-    const Layout l = layout();
+    const PicturePlotLayout l = layout();
     for (int k = 0; k < kPlotCount; ++k)
         if (l.plots[std::size_t(k)].contains(pos)) return parameterTooltip(plotKey(Plot(k)));
-    for (std::size_t k = 0; k < l.scatters.size(); ++k) {
-        if (!l.scatters[k].contains(pos)) continue;
+    for (std::size_t k = 0; k < l.pictures.size(); ++k) {
+        if (!l.pictures[k].contains(pos)) continue;
         const bool histogram = shown_ && k < shown_->trainers.size() && shown_->trainers[k].picture &&
                                shown_->trainers[k].picture->densityFromSamples;
         return parameterTooltip(histogram ? "training.picture_histogram" : "training.picture_density");
     }
     return {};
-}
-
-bool TrainingView::event(QEvent* e) {
-    if (e->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(e);
-        const QString text = tooltipAt(help->pos());
-        if (text.isEmpty())
-            QToolTip::hideText();
-        else
-            QToolTip::showText(help->globalPos(), text, this);
-        return true;
-    }
-    return QWidget::event(e);
 }
 
 } // namespace flowscope

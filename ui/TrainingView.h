@@ -10,10 +10,7 @@
 #pragma once
 
 #include "engine/runner/TrainingRunner.h"
-#include "ui/PlotDecorations.h"
-
-#include <QTimer>
-#include <QWidget>
+#include "ui/LiveView.h"
 
 #include <array>
 #include <functional>
@@ -21,52 +18,36 @@
 
 namespace flowscope {
 
-class TrainingView : public QWidget {
+class TrainingView : public LiveView {
     Q_OBJECT
   public:
     using SnapshotSource = std::function<std::shared_ptr<const TrainingSnapshot>()>;
     enum class Plot { Loss, Nll, Lambda, Beta, Mmd2 };
     static constexpr int kPlotCount = 5;
-    static constexpr int kRefreshMs = 33;
     static constexpr int kShownTrajectories = 24;
 
     explicit TrainingView(QWidget* parent = nullptr);
 
     void setSource(SnapshotSource source);
-    // Pulls the latest snapshot now (the timer does this every kRefreshMs) and repaints when it changed.
-    void refresh();
+    void refresh() override;
     std::shared_ptr<const TrainingSnapshot> displayedSnapshot() const { return shown_; }
-    void setPlotStyle(const PlotStyle& style);
 
     // Where things are drawn for the current size (logical pixels); tests and tooltips use them.
     QRectF scatterRect(int trainer) const;
     QRectF plotRect(Plot plot) const;
     static QString plotTitle(Plot plot);
 
-    QSize sizeHint() const override { return {960, 640}; }
-    QSize minimumSizeHint() const override { return {480, 360}; }
-
-  signals:
-    void snapshotChanged();
-
   protected:
     void paintEvent(QPaintEvent* e) override;
-    bool event(QEvent* e) override; // tooltips
+    QString tooltipAt(QPointF pos) const override;
 
   private:
-    struct Layout {
-        std::vector<QRectF> scatters;
-        std::array<QRectF, kPlotCount> plots;
-    };
-    Layout layout() const;
+    PicturePlotLayout layout() const;
     void paintScatter(QPainter& p, const QRectF& area, const TrainerState& trainer) const;
     void paintPlot(QPainter& p, const QRectF& area, Plot plot) const;
-    QString tooltipAt(QPointF pos) const;
 
     SnapshotSource source_;
-    QTimer timer_;
     std::shared_ptr<const TrainingSnapshot> shown_;
-    PlotStyle style_;
 };
 
 } // namespace flowscope

@@ -22,16 +22,6 @@ namespace {
 
 using form::addRow;
 using form::named;
-using form::Tracking;
-
-QSpinBox* intBox(QWidget* parent, const char* key, int min, int max) {
-    return form::intBox(parent, key, min, max, Tracking::Keystrokes);
-}
-
-QDoubleSpinBox* doubleBox(QWidget* parent, const char* key, double min, double max, int decimals,
-                          double step) {
-    return form::doubleBox(parent, key, min, max, decimals, step, Tracking::Keystrokes);
-}
 
 // A combo box whose items carry an enum value.
 template <class E>
@@ -85,23 +75,23 @@ TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
                                   {{tr("OT-Transformer"), ot::Architecture::OtTransformer},
                                    {tr("N-ODE (one ODE per block)"), ot::Architecture::NodeTransformer},
                                    {tr("Discrete (baseline)"), ot::Architecture::Discrete}});
-    lambda_ = doubleBox(group, "transformer.lambda_ot", 0.0, 1000.0, 4, 0.05);
+    lambda_ = form::startDoubleBox(group, "transformer.lambda_ot", 0.0, 1000.0, 4, 0.05);
     convention_ =
         enumBox<ot::KineticConvention>(group, "transformer.convention",
                                        {{tr("element mean (code)"), ot::KineticConvention::ElementMean},
                                         {tr("paper"), ot::KineticConvention::Paper}});
-    steps_ = intBox(group, "transformer.steps", 1, 200);
-    horizon_ = doubleBox(group, "transformer.horizon", 0.05, 20.0, 2, 0.25);
-    width_ = intBox(group, "transformer.width", 2, 128);
-    mlp_ = intBox(group, "transformer.mlp", 0, 512);
-    blocks_ = intBox(group, "transformer.blocks", 1, 8);
+    steps_ = form::startIntBox(group, "transformer.steps", 1, 200);
+    horizon_ = form::startDoubleBox(group, "transformer.horizon", 0.05, 20.0, 2, 0.25);
+    width_ = form::startIntBox(group, "transformer.width", 2, 128);
+    mlp_ = form::startIntBox(group, "transformer.mlp", 0, 512);
+    blocks_ = form::startIntBox(group, "transformer.blocks", 1, 8);
     integrator_ =
         enumBox<ot::Integrator>(group, "transformer.integrator",
                                 {{tr("Euler"), ot::Integrator::Euler}, {tr("RK4"), ot::Integrator::Rk4}});
     compare_ = named(new QCheckBox(tr("Compare with λ_OT = 0"), group), "transformer.compare");
-    batch_ = intBox(group, "transformer.batch", 1, 4096);
-    lr_ = doubleBox(group, "transformer.lr", 1e-5, 1.0, 5, 1e-3);
-    seed_ = intBox(group, "transformer.seed", 0, std::numeric_limits<int>::max());
+    batch_ = form::startIntBox(group, "transformer.batch", 1, 4096);
+    lr_ = form::startDoubleBox(group, "transformer.lr", 1e-5, 1.0, 5, 1e-3);
+    seed_ = form::startIntBox(group, "transformer.seed", 0, std::numeric_limits<int>::max());
     addRow(form, tr("Task"), task_, "transformer.task");
     addRow(form, tr("Architecture"), architecture_, "transformer.architecture");
     addRow(form, tr("λ_OT"), lambda_, "transformer.lambda_ot");

@@ -4,10 +4,8 @@
 #include "ui/Tooltips.h"
 #include "ui/ViewTransform.h"
 
-#include <QHelpEvent>
 #include <QPainter>
 #include <QPainterPath>
-#include <QToolTip>
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +15,6 @@ namespace flowscope {
 
 namespace {
 
-constexpr double kMargin = 8.0;
 // Curves: the configured λ_OT in orange, λ_OT = 0 (comparison) in blue, in every plot.
 const QColor kRegularizedCurve(0xff, 0x8c, 0x1a);
 const QColor kFreeCurve(0x4f, 0xa3, 0xff);
@@ -93,12 +90,8 @@ std::vector<CurveSeries> seriesOf(TransformerView::Plot plot, const TransformerS
 
 } // namespace
 
-TransformerView::TransformerView(QWidget* parent) : QWidget(parent) {
+TransformerView::TransformerView(QWidget* parent) : LiveView(parent) {
     setObjectName(QStringLiteral("transformerView"));
-    setAttribute(Qt::WA_OpaquePaintEvent);
-    timer_.setInterval(kRefreshMs);
-    connect(&timer_, &QTimer::timeout, this, &TransformerView::refresh);
-    timer_.start();
 }
 
 void TransformerView::setSource(SnapshotSource source) {
@@ -113,11 +106,6 @@ void TransformerView::refresh() {
     frame_ = frame();
     update();
     emit snapshotChanged();
-}
-
-void TransformerView::setPlotStyle(const PlotStyle& style) {
-    style_ = style;
-    update();
 }
 
 QString TransformerView::plotTitle(Plot plot, ot::Task task) {
@@ -137,20 +125,13 @@ QString TransformerView::plotTitle(Plot plot, ot::Task task) {
     return {};
 }
 
-TransformerView::Layout TransformerView::layout() const {
-    const QRectF all = QRectF(rect()).adjusted(kMargin, kMargin, -kMargin, -kMargin);
+PicturePlotLayout TransformerView::layout() const {
     const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
-    const double bands = 2.0 * (fontMetrics().height() + 6.0); // title above and legend below a picture
-    const double legend = shown_ && shown_->comparison ? fontMetrics().height() + 4.0 : 0.0;
-    const PicturePlotLayout pl = picturePlotLayout(all, n, kPlotCount, bands, legend);
-    Layout l;
-    l.pictures = pl.pictures;
-    std::copy(pl.plots.begin(), pl.plots.end(), l.plots.begin());
-    return l;
+    return layoutFor(n, kPlotCount, shown_ && shown_->comparison);
 }
 
 QRectF TransformerView::pictureRect(int trainer) const {
-    const Layout l = layout();
+    const PicturePlotLayout l = layout();
     return trainer >= 0 && trainer < int(l.pictures.size()) ? l.pictures[std::size_t(trainer)] : QRectF();
 }
 
@@ -211,16 +192,14 @@ void TransformerView::paintEvent(QPaintEvent*) {
                    tr("Choose a task, λ_OT and the model in the Transformer panel, then press Start."));
         return;
     }
-    const Layout l = layout();
+    const PicturePlotLayout l = layout();
     for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
         paintPicture(p, l.pictures[k], shown_->trainers[k]);
     if (shown_->comparison) {
         std::vector<LegendEntry> entries;
         for (const TransformerTrainerState& t : shown_->trainers)
             entries.push_back({curveColor(t), QString::fromStdString(t.label)});
-        paintCurveLegend(p,
-                         QPointF(l.plots[0].left(), l.plots[0].top() - 4.0 - QFontMetricsF(font()).descent()),
-                         entries, palette(), font());
+        paintLegendAbove(p, l.plots[0], entries);
     }
     for (int k = 0; k < kPlotCount; ++k) paintPlot(p, l.plots[std::size_t(k)], Plot(k));
 }
@@ -345,25 +324,12 @@ void TransformerView::paintPlot(QPainter& p, const QRectF& area, Plot plot) cons
 }
 
 QString TransformerView::tooltipAt(QPointF pos) const {
-    const Layout l = layout();
+    const PicturePlotLayout l = layout();
     for (int k = 0; k < kPlotCount; ++k)
         if (l.plots[std::size_t(k)].contains(pos)) return parameterTooltip(plotKey(Plot(k)));
     for (const QRectF& r : l.pictures)
         if (r.contains(pos)) return parameterTooltip("transformer.picture");
     return {};
-}
-
-bool TransformerView::event(QEvent* e) {
-    if (e->type() == QEvent::ToolTip) {
-        auto* help = static_cast<QHelpEvent*>(e);
-        const QString text = tooltipAt(help->pos());
-        if (text.isEmpty())
-            QToolTip::hideText();
-        else
-            QToolTip::showText(help->globalPos(), text, this);
-        return true;
-    }
-    return QWidget::event(e);
 }
 
 } // namespace flowscope

@@ -13,10 +13,7 @@
 #pragma once
 
 #include "engine/runner/TransformerRunner.h"
-#include "ui/PlotDecorations.h"
-
-#include <QTimer>
-#include <QWidget>
+#include "ui/LiveView.h"
 
 #include <array>
 #include <functional>
@@ -24,21 +21,18 @@
 
 namespace flowscope {
 
-class TransformerView : public QWidget {
+class TransformerView : public LiveView {
     Q_OBJECT
   public:
     using SnapshotSource = std::function<std::shared_ptr<const TransformerSnapshot>()>;
     enum class Plot { Objective, Transport, Straightness, Target, Lipschitz };
     static constexpr int kPlotCount = 5;
-    static constexpr int kRefreshMs = 33;
 
     explicit TransformerView(QWidget* parent = nullptr);
 
     void setSource(SnapshotSource source);
-    // Pulls the latest snapshot now (the timer does this every kRefreshMs) and repaints when it changed.
-    void refresh();
+    void refresh() override;
     std::shared_ptr<const TransformerSnapshot> displayedSnapshot() const { return shown_; }
-    void setPlotStyle(const PlotStyle& style);
 
     // Where things are drawn for the current size (logical pixels); tests and tooltips use them.
     QRectF pictureRect(int trainer) const;
@@ -49,33 +43,20 @@ class TransformerView : public QWidget {
     // The titles depend on the task (Target: closed-form distance for A, accuracy for B).
     static QString plotTitle(Plot plot, ot::Task task);
 
-    QSize sizeHint() const override { return {960, 640}; }
-    QSize minimumSizeHint() const override { return {480, 360}; }
-
-  signals:
-    void snapshotChanged();
-
   protected:
     void paintEvent(QPaintEvent* e) override;
-    bool event(QEvent* e) override; // tooltips
+    QString tooltipAt(QPointF pos) const override;
 
   private:
-    struct Layout {
-        std::vector<QRectF> pictures;
-        std::array<QRectF, kPlotCount> plots;
-    };
-    Layout layout() const;
+    PicturePlotLayout layout() const;
     QRectF squareIn(const QRectF& picture) const;
     QRectF frame() const; // the plane's region every picture shows
     void paintPicture(QPainter& p, const QRectF& area, const TransformerTrainerState& trainer) const;
     void paintPlot(QPainter& p, const QRectF& area, Plot plot) const;
-    QString tooltipAt(QPointF pos) const;
 
     SnapshotSource source_;
-    QTimer timer_;
     std::shared_ptr<const TransformerSnapshot> shown_;
     QRectF frame_; // frame() of shown_, computed when it arrives
-    PlotStyle style_;
 };
 
 } // namespace flowscope
