@@ -4,6 +4,8 @@
 #include "engine/gpu/Backend.h"
 #endif
 
+#include "engine/io/Npy.h"
+#include "engine/io/Trajectory.h"
 #include "ui/ConeView.h"
 #include "ui/ElidedLabel.h"
 #include "ui/Icons.h"
@@ -34,7 +36,10 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QOffscreenSurface>
+#include <QOpenGLWidget>
 #include <QPainter>
+#include <QRegularExpression>
+#include <QSaveFile>
 #include <QSettings>
 #include <QSlider>
 #include <QStatusBar>
@@ -416,6 +421,16 @@ void MainWindow::buildMenus() {
     file->addAction(saveAction_);
     file->addAction(saveAsAction_);
     file->addSeparator();
+    QMenu* exports = file->addMenu(tr("&Export"));
+    QAction* viewPng = exports->addAction(tr("&View as PNG..."), this, [this] { exportDialog(false); });
+    viewPng->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    viewPng->setToolTip(tr("The shown tab as a PNG, at the screen's resolution"));
+    QAction* trajectory =
+        exports->addAction(tr("&Trajectory as .npy..."), this, [this] { exportDialog(true); });
+    trajectory->setToolTip(tr("Every recorded frame as one (frames, N, d) float64 array, and the frames' "
+                              "times in <name>_times.npy"));
+    exports->setToolTipsVisible(true);
+    file->addSeparator();
     file->addAction(quitAction_);
     rebuildRecentMenu();
 
@@ -687,6 +702,67 @@ void MainWindow::saveSceneDialog() {
     if (path.isEmpty()) return;
     if (!path.endsWith(QStringLiteral(".json"))) path += QStringLiteral(".json");
     if (!saveSceneFile(path)) QMessageBox::warning(this, tr("Save scene"), lastError_);
+}
+
+void MainWindow::exportDialog(bool trajectory) {
+    const QString start = scenePath_.isEmpty() ? QDir::homePath() : QFileInfo(scenePath_).absolutePath();
+    const QString suffix = trajectory ? QStringLiteral(".npy") : QStringLiteral(".png");
+    QString path =
+        QFileDialog::getSaveFileName(this, trajectory ? tr("Export trajectory") : tr("Export view"), start,
+                                     trajectory ? tr("NumPy arrays (*.npy)") : tr("PNG (*.png)"));
+    if (path.isEmpty()) return;
+    if (!path.endsWith(suffix)) path += suffix;
+    const bool ok = trajectory ? exportTrajectory(path) : exportViewPng(path);
+    if (!ok)
+        QMessageBox::warning(this, tr("Export"), lastError_);
+    else
+        statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 5000);
+}
+
+bool MainWindow::exportViewPng(const QString& path) {
+    QWidget* shown = tabs_->currentWidget();
+    QImage image;
+    if (auto* gl = qobject_cast<QOpenGLWidget*>(shown))
+        image = gl->grabFramebuffer();
+    else
+        image = shown->grab().toImage();
+    QSaveFile file(path); // atomic: a failed write leaves no partial file under the name
+    if (image.isNull() || !file.open(QIODevice::WriteOnly) || !image.save(&file, "PNG") || !file.commit()) {
+        lastError_ =
+            tr("Cannot write %1: %2").arg(path, image.isNull() ? tr("nothing drawn") : file.errorString());
+        return false;
+    }
+    lastError_.clear();
+    return true;
+}
+
+bool MainWindow::exportTrajectory(const QString& path, bool asFloat32) {
+    const auto live = runner_.snapshot();
+    std::vector<RecordedFrame> frames;
+    if (live && live->history) frames = live->history->since(0);
+    std::vector<const Tokens*> tokens;
+    std::vector<double> times;
+    for (const RecordedFrame& f : frames)
+        if (f.tokens) {
+            tokens.push_back(f.tokens.get());
+            times.push_back(f.t);
+        }
+    if (tokens.empty()) {
+        lastError_ = tr("Nothing to export: the run has no recorded frame yet.");
+        return false;
+    }
+    QString timesPath = path;
+    timesPath.replace(QRegularExpression(QStringLiteral("\\.npy$")), QString());
+    timesPath += QStringLiteral("_times.npy");
+    try {
+        writeTrajectoryNpy(path.toStdString(), tokens, asFloat32);
+        writeNpy(timesPath.toStdString(), {std::int64_t(times.size())}, times.data(), false);
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot export the trajectory:\n%1").arg(QString::fromStdString(e.what()));
+        return false;
+    }
+    lastError_.clear();
+    return true;
 }
 
 void MainWindow::openPreset(int index) {

@@ -78,6 +78,12 @@ class MainWindow : public QMainWindow {
     const std::optional<Scene>& scene() const { return scene_; }
     QString scenePath() const { return scenePath_; }
     QString lastError() const { return lastError_; }
+
+    // File ▸ Export. The shown tab as a PNG (the GL views at their framebuffer's resolution), and every
+    // recorded frame that still has its tokens as one (frames, N, d) .npy, with their times in a sibling
+    // "<name>_times.npy". Both atomic; false with the message in lastError().
+    bool exportViewPng(const QString& path);
+    bool exportTrajectory(const QString& path, bool asFloat32 = false);
     SimulationRunner& runner() { return runner_; }
     ParticleView* particleView() const { return view_; }
     ConeView* coneView() const { return cone_; }
@@ -135,6 +141,7 @@ class MainWindow : public QMainWindow {
   private slots:
     void openSceneDialog();
     void saveSceneDialog();
+    void exportDialog(bool trajectory);
     void openPreset(int index);
     void updateControls();
     void onSnapshot();

@@ -2,6 +2,7 @@
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
 
+#include "engine/io/Npy.h"
 #include "ui/MainWindow.h"
 #include "ui/ParticleView.h"
 
@@ -114,6 +115,52 @@ TEST_F(MainWindowTest, PlayPauseAndResetDriveTheRunner) {
     window->reset();
     ASSERT_TRUE(
         waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 0 && !s.playing; }));
+}
+
+// File ▸ Export ▸ Trajectory: every recorded frame, read back; the last one is the run's current state.
+TEST_F(MainWindowTest, ExportsTheTrajectoryAndItsTimes) {
+    EXPECT_FALSE(window->exportTrajectory(dir.filePath(QStringLiteral("missing/dir/run.npy"))));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("run.npy"))) << window->lastError().toStdString();
+    for (int k = 0; k < 3; ++k) window->stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 3; }));
+    const auto live = window->runner().snapshot();
+    const std::size_t recorded = live->history->size();
+    ASSERT_GE(recorded, 2u);
+    const QString path = dir.filePath(QStringLiteral("run.npy"));
+    ASSERT_TRUE(window->exportTrajectory(path)) << window->lastError().toStdString();
+    const NpyArray x = readNpy(path.toStdString());
+    ASSERT_EQ(x.shape, (std::vector<std::int64_t>{std::int64_t(recorded), 256, 2}));
+    const RecordedFrame last = live->history->at(recorded - 1);
+    ASSERT_TRUE(last.tokens);
+    const std::size_t offset = (recorded - 1) * 256 * 2;
+    for (Eigen::Index i = 0; i < 256; ++i)
+        for (Eigen::Index c = 0; c < 2; ++c)
+            ASSERT_EQ(x.data[offset + std::size_t(i * 2 + c)], (*last.tokens)(i, c)); // float64: exact
+    const NpyArray t = readNpy(dir.filePath(QStringLiteral("run_times.npy")).toStdString());
+    ASSERT_EQ(t.shape, (std::vector<std::int64_t>{std::int64_t(recorded)}));
+    EXPECT_EQ(t.data.front(), 0.0);
+    for (std::size_t k = 1; k < t.data.size(); ++k) EXPECT_GT(t.data[k], t.data[k - 1]);
+    EXPECT_EQ(t.data.back(), last.t);
+}
+
+// File ▸ Export ▸ View: the shown tab's pixels, GL view or not; a path that cannot be written is refused.
+TEST_F(MainWindowTest, ExportsTheShownViewAsPng) {
+    window->stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 1; }));
+    window->particleView()->refresh();
+    const QString particles = dir.filePath(QStringLiteral("particles.png"));
+    ASSERT_TRUE(window->exportViewPng(particles)) << window->lastError().toStdString();
+    const QImage image(particles);
+    const double dpr = window->particleView()->devicePixelRatioF();
+    EXPECT_EQ(image.width(), int(std::lround(window->particleView()->width() * dpr)));
+    EXPECT_EQ(image.height(), int(std::lround(window->particleView()->height() * dpr)));
+
+    window->showTransformersView();
+    const QString transformers = dir.filePath(QStringLiteral("transformers.png"));
+    ASSERT_TRUE(window->exportViewPng(transformers));
+    EXPECT_FALSE(QImage(transformers).isNull());
+    EXPECT_FALSE(window->exportViewPng(dir.filePath(QStringLiteral("missing/dir/x.png"))));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("x.png"))) << window->lastError().toStdString();
 }
 
 } // namespace
