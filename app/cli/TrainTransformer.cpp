@@ -83,17 +83,31 @@ int trainTransformer(const Args& args) {
         c.model.width = int(parseLong(p.option("--width", "16"), "--width", 1, 1024));
         c.model.headDim = c.model.width;
         c.model.mlpHidden = 2 * c.model.width;
+    } else {
+        // Task A: a width above 2 pads the tokens to [x; 0] (--pad-copy: [x; x; 0]), a fixed embedding; the
+        // mean head reads the first two coordinates. The head dimension follows the width.
+        const int width =
+            int(parseLong(p.option("--width", std::to_string(c.model.width)), "--width", 2, 1024));
+        if (width != c.model.width) {
+            c.model.width = c.model.headDim = width;
+            c.model.padEmbed = width > c.model.inputDim;
+        }
+        c.model.padCopy = p.flag("--pad-copy");
+        c.model.routingInit = p.flag("--routing-init");
     }
     c.model.mlpHidden =
         int(parseLong(p.option("--mlp", std::to_string(c.model.mlpHidden)), "--mlp", 0, 4096));
     c.batch = int(parseLong(p.option("--batch", std::to_string(c.batch)), "--batch", 1, 100000));
     c.adam.lr = parsePositive(p.option("--lr", std::to_string(c.adam.lr)), "--lr");
+    c.adam.lrFinal =
+        parsePositive(p.option("--lr-final", std::to_string(c.adam.lrFinal)), "--lr-final", true);
     c.evalSets = int(parseLong(p.option("--eval-sets", "1000"), "--eval-sets", 1, 1000000));
     const long seed = parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62);
     c.model.seed = std::uint64_t(seed);
     c.dataSeed = std::uint64_t(seed) + 1;
     const long iters =
         parseLong(p.option("--iters", task == ot::Task::A ? "2000" : "1000"), "--iters", 1, 100000000);
+    if (c.adam.lrFinal > 0) c.adam.decaySteps = iters; // exponential decay from --lr over the whole run
     const long evalEvery = parseLong(p.option("--eval-every", "0"), "--eval-every", 0, 100000000);
     const std::string dropText =
         p.option("--drop-rates", task == ot::Task::B ? "0,0.01,0.05,0.1,0.2,0.5" : "");

@@ -49,7 +49,8 @@ void validate(const OtTrainerConfig& c) {
     require(std::isfinite(c.adam.lr) && c.adam.lr > 0, "adam.lr", "must be finite and > 0");
     if (c.task == Task::A) {
         require(c.model.inputDim == 2 && c.model.head == Head::Mean && c.model.outputDim() == 2, "model",
-                "for task A must map tokens in R² to the mean head in R² (inputDim 2, width 2, head mean)");
+                "for task A must map tokens in R² to the mean head in R² (inputDim 2, head mean, width 2 or "
+                "padEmbed)");
     } else {
         require(c.model.inputDim == 2 && c.model.head == Head::PooledLinear &&
                     c.model.classes == kTaskBClasses,
@@ -164,8 +165,11 @@ OtEvaluation OtTrainer::evaluate() {
                 const double T = config_.model.horizon;
                 const double kinetic = T * n * (ystar - b.targets).squaredNorm() / (n * n * lambda * lambda);
                 e.optimalLoss += config_.model.lambdaOt * model_.transportFromKinetic(kinetic, b.sets(), n);
-                const Matrix Xstar = taskAClosedFormState(b, lambda, config_.model.horizon);
-                const Matrix moved = states.back() - states.front(), optimal = Xstar - b.tokens;
+                // With the padding embedding the optimum leaves the extra coordinates at 0: their motion
+                // counts as error.
+                Matrix optimal = Matrix::Zero(states.front().rows(), states.front().cols());
+                optimal.topRows(2) = taskAClosedFormState(b, lambda, config_.model.horizon) - b.tokens;
+                const Matrix moved = states.back() - states.front();
                 e.displacementError = (moved - optimal).norm() / optimal.norm();
             }
         }

@@ -59,6 +59,24 @@ Var layerNorm(Var x, Var gain, Var bias) {
     return ad::addCol(ad::mulCol(ad::mulRow(xc, inv), gain), bias);
 }
 
+// TransformerConfig::routingInit: uniform attention (Q = 0) whose first head reads the copy of the tokens
+// (padCopy, else the tokens) and writes it into the free coordinates [r, r + in), r = in (2 in with padCopy);
+// the MLP reads only those and writes (at a tenth of its random scale) only the first in coordinates.
+void routeTheMean(const TransformerConfig& c, BlockParams& b) {
+    const int in = c.inputDim, source = c.padCopy ? in : 0, r = (c.padCopy ? 2 : 1) * in;
+    b.Q.setZero();
+    b.V.setZero();
+    b.V.block(0, source, in, in).setIdentity();
+    b.W.setZero();
+    b.W.block(r, 0, in, in).setIdentity();
+    const Matrix read = b.W1.middleCols(r, in);
+    b.W1.setZero();
+    b.W1.middleCols(r, in) = read;
+    const Matrix write = 0.1 * b.W2.topRows(in);
+    b.W2.setZero();
+    b.W2.topRows(in) = write;
+}
+
 } // namespace
 
 const char* toString(Architecture a) {
@@ -99,9 +117,20 @@ void validate(const TransformerConfig& c) {
     };
     require(c.inputDim >= 1 && c.inputDim <= 1024, "inputDim", range(c.inputDim, 1, 1024));
     require(c.width >= 1 && c.width <= 1024, "width", range(c.width, 1, 1024));
-    require(c.embed || c.inputDim == c.width, "embed",
+    require(!(c.embed && c.padEmbed), "padEmbed", "and embed exclude each other");
+    require(c.embed || c.padEmbed || c.inputDim == c.width, "embed",
             "is off, so inputDim (" + std::to_string(c.inputDim) + ") must equal width (" +
                 std::to_string(c.width) + ")");
+    require(!c.padEmbed || c.inputDim <= c.width, "padEmbed",
+            "needs width (" + std::to_string(c.width) + ") >= inputDim (" + std::to_string(c.inputDim) + ")");
+    require(!c.padCopy || (c.padEmbed && c.width >= 2 * c.inputDim), "padCopy",
+            "needs padEmbed and width >= 2 inputDim");
+    const int routedWidth = (c.padCopy ? 3 : 2) * c.inputDim;
+    require(!c.routingInit || (c.padEmbed && c.width >= routedWidth && c.headDim >= c.inputDim &&
+                               c.mlpHidden > 0 && c.architecture == Architecture::OtTransformer),
+            "routingInit",
+            "needs the ot architecture, padEmbed, an MLP, headDim >= inputDim and width >= " +
+                std::to_string(routedWidth) + " (" + std::string(c.padCopy ? "3" : "2") + " inputDim)");
     require(c.heads >= 1 && c.heads <= 64, "heads", range(c.heads, 1, 64));
     require(c.headDim >= 1 && c.headDim <= 1024, "headDim", range(c.headDim, 1, 1024));
     require(c.mlpHidden >= 0 && c.mlpHidden <= 4096, "mlpHidden", range(c.mlpHidden, 0, 4096));
@@ -135,6 +164,7 @@ TransformerParams TransformerParams::init(const TransformerConfig& c) {
             b.W2 = randomMatrix(d, c.mlpHidden, 1.0 / std::sqrt(double(c.mlpHidden)), rng);
             b.b2 = Matrix::Zero(d, 1);
         }
+        if (c.routingInit && i == 0) routeTheMean(c, b);
         if (c.layerNorm) {
             b.ln1g = b.ln2g = Matrix::Ones(d, 1);
             b.ln1b = b.ln2b = Matrix::Zero(d, 1);
@@ -219,7 +249,15 @@ Forward TransformerModel::recordForward(Tape& t, const Matrix& tokens, int setSi
                                     std::to_string(setSize) + " columns");
     if (grads.blocks.size() != params_.blocks.size()) grads = params_.zerosLike();
     Forward f;
-    Var X = t.constant(tokens);
+    Var X;
+    if (config_.padEmbed) {
+        Matrix padded = Matrix::Zero(config_.width, tokens.cols());
+        padded.topRows(config_.inputDim) = tokens;
+        if (config_.padCopy) padded.middleRows(config_.inputDim, config_.inputDim) = tokens;
+        X = t.constant(padded);
+    } else {
+        X = t.constant(tokens);
+    }
     if (config_.embed)
         X = ad::addCol(ad::matmul(t.parameter(params_.E, grads.E), X), t.parameter(params_.e, grads.e));
     f.states.push_back(X);
@@ -263,7 +301,9 @@ Forward TransformerModel::recordForward(Tape& t, const Matrix& tokens, int setSi
         break;
     }
 
-    const Var pooled = ad::groupMean(X, setSize);
+    Var pooled = ad::groupMean(X, setSize);
+    if (config_.head == Head::Mean && config_.outputDim() < config_.width)
+        pooled = ad::rows(pooled, 0, config_.outputDim());
     f.output = config_.head == Head::Mean ? pooled
                                           : ad::addCol(ad::matmul(t.parameter(params_.H, grads.H), pooled),
                                                        t.parameter(params_.h, grads.h));
@@ -348,9 +388,10 @@ Matrix TransformerModel::output(const Matrix& tokens, int setSize, std::vector<M
 
 double TransformerModel::outputLipschitz(int setSize, bool frobenius) const {
     // ψ_o(X) = H X p with p the pooling vector (1/n) 1: as a map on vec(X) it is H ⊗ pᵀ, whose operator norm
-    // is ‖H‖_2 ‖p‖ = ‖H‖_2 / √n and whose Frobenius norm is ‖H‖_F / √n. The mean head has H = I_d.
+    // is ‖H‖_2 ‖p‖ = ‖H‖_2 / √n and whose Frobenius norm is ‖H‖_F / √n. The mean head has H = I_d (padEmbed:
+    // the first inputDim rows of I_d).
     const double pn = 1.0 / std::sqrt(double(setSize));
-    if (config_.head == Head::Mean) return pn * (frobenius ? std::sqrt(double(config_.width)) : 1.0);
+    if (config_.head == Head::Mean) return pn * (frobenius ? std::sqrt(double(config_.outputDim())) : 1.0);
     if (frobenius) return pn * params_.H.norm();
     Eigen::JacobiSVD<Matrix> svd(params_.H);
     return pn * svd.singularValues()(0);

@@ -11,8 +11,11 @@
 //  * NodeTransformer (the N-ODE baseline): one ODE per block, chained, each with the block's increment
 //    block_i(X) - X as velocity (our reading of "the block without its skip"), M steps each.
 //  * Discrete: X_{i+1} = block_i(X_i), the plain Transformer; no transport cost.
-// Input: a linear embedding R^in -> R^d (embed), or the tokens themselves (in = d). Output: the fixed mean
-// head ỹ = (1/n) Σ_j x_j (task A: no parameters, L = 1/√n) or mean pooling then a linear head to C logits.
+// Input: a linear embedding R^in -> R^d (embed), the tokens themselves (in = d), or the fixed padding
+// embedding x -> [x; 0] in R^d (padEmbed, d >= in, no parameters: the extra coordinates start at 0 and are
+// free working space, e.g. for the set's mean token). Output: the fixed mean head ỹ = (1/n) Σ_j x_j (task A:
+// no parameters, L = 1/√n; with padEmbed the mean of the first `in` coordinates only) or mean pooling then a
+// linear head to C logits.
 //
 // Objective (8): task loss G (mean over sets of ½‖ỹ - y‖², or softmax cross-entropy) + λ_OT · transport, with
 // the transport cost in one of two conventions (§2.1 [!]):
@@ -54,7 +57,7 @@ Activation activationFromString(const std::string& s);
 
 struct TransformerConfig {
     int inputDim = 2;   // token features at the input
-    bool embed = false; // a linear embedding inputDim -> width; without it inputDim must equal width
+    bool embed = false; // a linear embedding inputDim -> width; without it (and padEmbed) inputDim = width
     int width = 2;      // d
     int heads = 1;
     int headDim = 2;    // k (per head); the logits are scaled by 1/√k
@@ -72,9 +75,20 @@ struct TransformerConfig {
     double lambdaOt = 0.0;
     KineticConvention convention = KineticConvention::ElementMean;
     std::uint64_t seed = 0; // the parameters' initialization
+    // The fixed embedding x -> [x; 0] in R^width (width >= inputDim, embed off); the mean head then reads the
+    // first inputDim coordinates. The transport cost counts all width coordinates (ElementMean: numel too).
+    bool padEmbed = false;
+    // padEmbed: x -> [x; x; 0] instead (width >= 2 inputDim): a copy of the initial tokens that need not
+    // move, so the velocity can depend on the initial set (task A's optimal velocity is a function of the
+    // initial mean token, constant along each path).
+    bool padCopy = false;
+    // Initialize the first block to route the set's mean token into free coordinates for the MLP (see
+    // routeTheMean in Transformer.cpp); needs padEmbed, width >= (padCopy ? 3 : 2) inputDim, headDim >=
+    // inputDim, an MLP and the ot architecture. The parameters stay trainable.
+    bool routingInit = false;
 
     bool continuous() const { return architecture != Architecture::Discrete; }
-    int outputDim() const { return head == Head::Mean ? width : classes; }
+    int outputDim() const { return head == Head::Mean ? (padEmbed ? inputDim : width) : classes; }
 };
 
 // Throws std::invalid_argument naming the first bad field ("width", "steps", "horizon", ...).

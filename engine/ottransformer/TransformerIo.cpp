@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace flowscope::ot {
 
@@ -52,7 +53,10 @@ nlohmann::json toJson(const TransformerConfig& c) {
             {"classes", c.classes},
             {"lambda_ot", c.lambdaOt},
             {"convention", toString(c.convention)},
-            {"seed", c.seed}};
+            {"seed", c.seed},
+            {"pad_embed", c.padEmbed},
+            {"pad_copy", c.padCopy},
+            {"routing_init", c.routingInit}};
 }
 
 TransformerConfig transformerConfigFromJson(const nlohmann::json& j) {
@@ -74,6 +78,10 @@ TransformerConfig transformerConfigFromJson(const nlohmann::json& j) {
     field("horizon", c.horizon, 1e-300, 1e300);
     field("classes", c.classes, 2, 1000);
     field("lambda_ot", c.lambdaOt, 0, 1e300);
+    // Absent in older files: off.
+    for (auto [name, flag] : {std::pair{"pad_embed", &c.padEmbed}, std::pair{"pad_copy", &c.padCopy},
+                              std::pair{"routing_init", &c.routingInit}})
+        if (j.contains(name)) field(name, *flag, 0, 1);
     readEnum(j, "activation", c.activation, activationFromString);
     readEnum(j, "architecture", c.architecture, architectureFromString);
     readEnum(j, "integrator", c.integrator, integratorFromString);
@@ -176,6 +184,15 @@ TransformerModel loadTransformer(const std::string& path) {
     } catch (const std::exception& e) {
         throw std::runtime_error(path + ": " + e.what());
     }
+    // Every block's Q, K, V, W (and MLP) must be in the file before init allocates them: a few bytes of
+    // metadata may describe gigabytes of parameters.
+    const long long needed = (long long)config.blocks * config.width *
+                             (4LL * config.heads * config.headDim + 2LL * config.mlpHidden);
+    long long held = 0;
+    for (const SafeTensor& t : file.tensors) held += (long long)t.data.size();
+    if (held < needed)
+        throw std::runtime_error(path + ": the architecture has at least " + std::to_string(needed) +
+                                 " parameters, the file holds " + std::to_string(held) + " values");
     TransformerParams params = TransformerParams::init(config);
     try {
         std::set<std::string> expected;
