@@ -48,8 +48,15 @@ QString number(double v) {
 ot::OtTrainerConfig TransformerPanel::defaults(ot::Task task) {
     ot::OtTrainerConfig c = ot::defaultTrainerConfig(task);
     if (task == ot::Task::A) {
+        // The setting that reaches the closed form (README, train-transformer): [x; x; 0] in R⁶ routed to
+        // the MLP, the increment velocity, the learning rate decaying to 1e-3 over 4000 iterations.
         c.model.convention = ot::KineticConvention::Paper;
-        c.model.lambdaOt = 0.5;
+        c.model.lambdaOt = 1.0;
+        c.model.incrementVelocity = true;
+        c.model.width = c.model.headDim = 6;
+        c.model.padEmbed = c.model.padCopy = c.model.routingInit = true;
+        c.adam.lrFinal = 1e-3;
+        c.adam.decaySteps = 4000;
     } else {
         c.model.lambdaOt = 0.01;
     }
@@ -85,6 +92,8 @@ TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
     width_ = form::startIntBox(group, "transformer.width", 2, 128);
     mlp_ = form::startIntBox(group, "transformer.mlp", 0, 512);
     blocks_ = form::startIntBox(group, "transformer.blocks", 1, 8);
+    increment_ =
+        named(new QCheckBox(tr("Increment velocity f = stack(X) − X"), group), "transformer.increment");
     integrator_ =
         enumBox<ot::Integrator>(group, "transformer.integrator",
                                 {{tr("Euler"), ot::Integrator::Euler}, {tr("RK4"), ot::Integrator::Rk4}});
@@ -103,6 +112,7 @@ TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
     addRow(form, tr("MLP hidden"), mlp_, "transformer.mlp");
     addRow(form, tr("Blocks D"), blocks_, "transformer.blocks");
     addRow(form, tr("Integrator"), integrator_, "transformer.integrator");
+    form->addRow(increment_);
     addRow(form, tr("Batch"), batch_, "transformer.batch");
     addRow(form, tr("Learning rate"), lr_, "transformer.lr");
     addRow(form, tr("Seed"), seed_, "transformer.seed");
@@ -132,7 +142,8 @@ TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
     });
     for (QComboBox* box : {convention_, integrator_})
         connect(box, &QComboBox::currentIndexChanged, this, &TransformerPanel::markEdited);
-    connect(compare_, &QCheckBox::toggled, this, &TransformerPanel::markEdited);
+    for (QCheckBox* box : {compare_, increment_})
+        connect(box, &QCheckBox::toggled, this, &TransformerPanel::markEdited);
     for (QSpinBox* box : {steps_, width_, mlp_, blocks_, batch_, seed_})
         connect(box, &QSpinBox::valueChanged, this, &TransformerPanel::markEdited);
     for (QDoubleSpinBox* box : {lambda_, horizon_, lr_})
@@ -154,10 +165,17 @@ ot::OtTrainerConfig TransformerPanel::config() const {
     c.model.convention = valueOf<ot::KineticConvention>(convention_);
     c.model.steps = steps_->value();
     c.model.horizon = horizon_->value();
-    if (task == ot::Task::B) { // task A lives in R² (the closed form is there)
-        c.model.width = width_->value();
-        c.model.headDim = width_->value();
+    c.model.width = c.model.headDim = width_->value();
+    if (task == ot::Task::A) {
+        // The tokens live in R² (the closed form is there); a wider state pads them: [x; 0], [x; x; 0] from
+        // d = 4 (a copy of the initial set), routed to the MLP from d = 6.
+        const int in = c.model.inputDim;
+        c.model.padEmbed = c.model.width > in;
+        c.model.padCopy = c.model.width >= 2 * in;
+        c.model.routingInit = c.model.width >= 3 * in && mlp_->value() > 0 &&
+                              c.model.architecture == ot::Architecture::OtTransformer;
     }
+    c.model.incrementVelocity = increment_->isChecked();
     c.model.mlpHidden = mlp_->value();
     c.model.blocks = blocks_->value();
     c.model.integrator = valueOf<ot::Integrator>(integrator_);
@@ -177,8 +195,8 @@ void TransformerPanel::setConfig(const ot::OtTrainerConfig& c, bool comparison) 
         QSignalBlocker(task_),       QSignalBlocker(architecture_), QSignalBlocker(lambda_),
         QSignalBlocker(convention_), QSignalBlocker(steps_),        QSignalBlocker(horizon_),
         QSignalBlocker(width_),      QSignalBlocker(mlp_),          QSignalBlocker(blocks_),
-        QSignalBlocker(integrator_), QSignalBlocker(compare_),      QSignalBlocker(batch_),
-        QSignalBlocker(lr_),         QSignalBlocker(seed_)};
+        QSignalBlocker(integrator_), QSignalBlocker(compare_),      QSignalBlocker(increment_),
+        QSignalBlocker(batch_),      QSignalBlocker(lr_),           QSignalBlocker(seed_)};
     select(task_, c.task);
     select(architecture_, c.model.architecture);
     lambda_->setValue(c.model.lambdaOt);
@@ -190,6 +208,7 @@ void TransformerPanel::setConfig(const ot::OtTrainerConfig& c, bool comparison) 
     blocks_->setValue(c.model.blocks);
     select(integrator_, c.model.integrator);
     compare_->setChecked(comparison);
+    increment_->setChecked(c.model.incrementVelocity);
     batch_->setValue(c.batch);
     lr_->setValue(c.adam.lr);
     seed_->setValue(
@@ -197,13 +216,12 @@ void TransformerPanel::setConfig(const ot::OtTrainerConfig& c, bool comparison) 
     updateEnabled();
 }
 
-// Task A's width is fixed (R²); the discrete baseline has no ODE, so no transport, steps or horizon.
+// The discrete baseline has no ODE, so no transport, steps or horizon.
 void TransformerPanel::updateEnabled() {
     const bool continuous = valueOf<ot::Architecture>(architecture_) != ot::Architecture::Discrete;
-    for (QWidget* w :
-         std::initializer_list<QWidget*>{lambda_, convention_, steps_, horizon_, integrator_, compare_})
+    for (QWidget* w : std::initializer_list<QWidget*>{lambda_, convention_, steps_, horizon_, integrator_,
+                                                      compare_, increment_})
         w->setEnabled(continuous);
-    width_->setEnabled(valueOf<ot::Task>(task_) == ot::Task::B);
 }
 
 void TransformerPanel::markEdited() {

@@ -158,6 +158,11 @@ class TransformerRunner::Job : public Steppable {
         p->iteration = t.iteration();
         std::vector<ot::Matrix> states;
         t.model().output(shown_.tokens, shown_.setSize, &states);
+        // A padded task A model keeps the tokens in its first coordinates (the rest is working space, not
+        // drawn): the picture shows them as they are, beside the closed form in the same plane.
+        const ot::TransformerConfig& c = t.config().model;
+        if (c.padEmbed && c.head == ot::Head::Mean)
+            for (ot::Matrix& x : states) x = x.topRows(c.inputDim).eval();
         p->states = projectedStates(states, 0, shown_.setSize);
         if (t.config().task == ot::Task::A) {
             const double lambda = t.model().paperLambda(shown_.setSize);

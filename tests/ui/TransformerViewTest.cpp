@@ -176,13 +176,19 @@ TEST_F(TransformerViewTest, ChoosingATaskLoadsItsDefaultsAndAnEditAsksForANewSta
     EXPECT_EQ(button("start")->text(), QStringLiteral("Resume"));
 
     auto* task = control<QComboBox>("transformer.task");
-    EXPECT_FALSE(control<QSpinBox>("transformer.width")->isEnabled()); // task A lives in R²
+    // Task A's default pads the tokens to [x; x; 0] in R⁶ (the setting that reaches the closed form).
+    const ot::OtTrainerConfig a = panel->config();
+    EXPECT_TRUE(a.model.padEmbed && a.model.padCopy && a.model.routingInit && a.model.incrementVelocity);
+    EXPECT_EQ(a.model.width, 6);
+    control<QSpinBox>("transformer.width")->setValue(2); // the §2.7 model
+    EXPECT_FALSE(panel->config().model.padEmbed);
     task->setCurrentIndex(task->findData(int(ot::Task::B)));
     EXPECT_TRUE(panel->edited());
     EXPECT_EQ(button("start")->text(), QStringLiteral("Start"));
     const ot::OtTrainerConfig b = panel->config();
     EXPECT_EQ(b.task, ot::Task::B);
     EXPECT_EQ(b.model.width, 16);
+    EXPECT_FALSE(b.model.padEmbed || b.model.incrementVelocity);
     EXPECT_EQ(b.model.steps, 8);
     EXPECT_DOUBLE_EQ(b.model.lambdaOt, 0.01);
     EXPECT_TRUE(control<QSpinBox>("transformer.width")->isEnabled());

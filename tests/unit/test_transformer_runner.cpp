@@ -77,6 +77,35 @@ TEST(TransformerRunner, StepsComparisonAndPictures) {
     runner.pause();
 }
 
+// A padded task A model ([x; x; 0] in R^6) is drawn in its first two coordinates, the tokens' own plane: its
+// X_0 is the input set itself, exactly as the unpadded model's, and the closed form sits in the same plane.
+TEST(TransformerRunner, PaddedTaskAModelsAreDrawnInTheTokensPlane) {
+    TransformerRunOptions o;
+    o.evaluateEvery = 0;
+    auto firstPicture = [&](const ot::OtTrainerConfig& c) {
+        TransformerRunner runner(o);
+        runner.start(c);
+        runner.stepOnce();
+        EXPECT_TRUE(waitFor(runner, [](const TransformerSnapshot& s) {
+            return s.trainers[0].picture && s.trainers[0].picture->iteration == 1;
+        }));
+        return runner.snapshot()->trainers[0].picture;
+    };
+    ot::OtTrainerConfig plain = taskA(2.0);
+    plain.model.convention = ot::KineticConvention::Paper; // the same λ at every width
+    ot::OtTrainerConfig padded = plain;
+    padded.model.padEmbed = padded.model.padCopy = padded.model.routingInit = true;
+    padded.model.incrementVelocity = true;
+    padded.model.width = padded.model.headDim = 6;
+    const auto a = firstPicture(plain);
+    const auto b = firstPicture(padded);
+    ASSERT_EQ(b->states.size(), a->states.size());
+    ASSERT_EQ(b->states[0].cols(), 2);
+    EXPECT_EQ(b->states[0], a->states[0]);
+    EXPECT_EQ(b->closedForm.rows(), 6);
+    EXPECT_EQ(b->closedForm, a->closedForm); // the optimum does not depend on the padding
+}
+
 TEST(TransformerRunner, ProjectionKeepsTwoDimensionalStatesAndFindsThePlaneOfMotion) {
     // d = 2: the coordinates themselves.
     ot::Matrix X(2, 6);
