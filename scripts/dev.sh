@@ -3,6 +3,7 @@
 #   scripts/dev.sh run    install what is missing, build, launch the GUI on the default scene
 #   scripts/dev.sh test   install what is missing, build, run the whole test suite (ctest; GUI tests under Xvfb)
 #   scripts/dev.sh asan   build and run the engine (media included) and CLI tests with -fsanitize=address,undefined
+#   scripts/dev.sh fuzz [SECONDS]   build the loaders' libFuzzer targets with clang and run each SECONDS (20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,7 @@ PACKAGES=(
   glslc mesa-vulkan-drivers libvulkan-dev
   python3-numpy # tests/python: the NumPy flow reader against the C++ sampler
   zlib1g-dev libpng-dev libavcodec-dev libavformat-dev libswscale-dev libavutil-dev # engine/media: PNG, MP4 (libpng: tests)
+  clang libclang-rt-14-dev # tests/fuzz: clang 14 and its libFuzzer runtime
 )
 
 install_deps() {
@@ -61,8 +63,43 @@ asan)
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(jobs)"
   ;;
+fuzz)
+  install_deps
+  seconds=${2:-20}
+  # -O1 -g1 as in asan; no NDEBUG, so Eigen's and the code's assertions are checks too.
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DFLOWSCOPE_FUZZ=ON -DFLOWSCOPE_BUILD_TESTS=OFF \
+    -DFLOWSCOPE_BUILD_GUI=OFF -DFLOWSCOPE_BUILD_GPU=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
+  start=$(date +%s)
+  cmake --build build-fuzz -j "$(jobs)" --target flowscope_fuzz
+  echo "== fuzz targets built in $(($(date +%s) - start)) s"
+  out=build-fuzz/fuzz
+  rm -rf "$out/seeds" "$out/artifacts"
+  mkdir -p "$out/artifacts"
+  build-fuzz/tests/fuzz/flowscope_fuzz_seeds "$out/seeds" >/dev/null
+  # The largest input each target tries: a few times its largest seed.
+  declare -A max_len=([scene]=16384 [share_string]=8192 [npy]=2048 [csv]=2048 [safetensors]=4096
+    [flow]=16384 [transformer]=16384)
+  failed=0
+  for t in scene share_string npy csv safetensors flow transformer; do
+    mkdir -p "$out/corpus/$t" # grows across runs; the seeds are read, never written
+    log="$out/$t.log"
+    # One process, -timeout 10 s per input, 2 GiB of memory (malloc above it is a crash too).
+    if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 "build-fuzz/tests/fuzz/fuzz_$t" \
+      -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len="${max_len[$t]}" -print_final_stats=1 \
+      -artifact_prefix="$out/artifacts/$t-" "$out/corpus/$t" "$out/seeds/$t" >"$log" 2>&1; then
+      runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+      echo "fuzz $t: ${runs:-?} runs in ${seconds} s ($((${runs:-0} / seconds))/s), corpus $(ls "$out/corpus/$t" | wc -l) files"
+    else
+      echo "fuzz $t: FAILED; the input is in $out/artifacts/, the report in $log:"
+      grep -m1 -A30 -E "ERROR: |runtime error|deadly signal" "$log" || tail -30 "$log"
+      failed=1
+    fi
+  done
+  exit $failed
+  ;;
 *)
-  echo "usage: scripts/dev.sh run|test|asan" >&2
+  echo "usage: scripts/dev.sh run|test|asan|fuzz [SECONDS]" >&2
   exit 2
   ;;
 esac

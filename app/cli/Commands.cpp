@@ -6,6 +6,8 @@
 #endif
 #include "engine/io/AtomicFile.h"
 #include "engine/io/Npy.h"
+#include "engine/io/ShareString.h"
+#include "engine/io/Trajectory.h"
 #include "engine/scene/Scene.h"
 
 #include <algorithm>
@@ -118,6 +120,12 @@ const char* eventKind(RunEvent::Kind k) {
 
 } // namespace
 
+Scene loadSceneArg(const std::string& arg) {
+    std::error_code ec;
+    if (looksLikeShareString(arg) && !std::filesystem::exists(arg, ec)) return decodeShareString(arg);
+    return loadScene(arg);
+}
+
 ComputeBackend openCliBackend(const std::string& name) {
     try {
         if (name != "cpu" && name != "gl" && name != "vulkan")
@@ -142,11 +150,12 @@ int simulate(const Args& raw) {
     const std::string every = p.option("--every");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (p.positional.size() != 1)
-        throw UsageError("expected one SCENE.json (usage: simulate SCENE.json --out traj.npy)");
+        throw UsageError(
+            "expected one SCENE.json or share string (usage: simulate SCENE.json --out traj.npy)");
     if (out.empty()) throw UsageError("--out traj.npy is required");
 
     const ComputeBackend backend = openCliBackend(backendName);
-    Scene scene = loadScene(p.positional[0]); // validates everything before any output
+    Scene scene = loadSceneArg(p.positional[0]); // validates everything before any output
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
 
     Simulation sim(scene, backend.makeField);
@@ -164,12 +173,9 @@ int simulate(const Args& raw) {
 
     const auto& hist = sim.history();
     const std::int64_t T = std::int64_t(hist.size()), N = scene.n, d = scene.d;
-    std::vector<double> data(std::size_t(T * N * d));
-    for (std::int64_t k = 0; k < T; ++k)
-        for (std::int64_t i = 0; i < N; ++i)
-            for (std::int64_t c = 0; c < d; ++c)
-                data[std::size_t((k * N + i) * d + c)] = hist[std::size_t(k)].tokens(i, c);
-    writeNpy(out, {T, N, d}, data.data(), f32);
+    std::vector<const Tokens*> frames;
+    for (const Frame& f : hist) frames.push_back(&f.tokens);
+    writeTrajectoryNpy(out, frames, f32);
 
     nlohmann::json j;
     j["scene"] = scene.name;
@@ -235,6 +241,33 @@ int presets(const Args& raw) {
         }
     }
     return bad ? 1 : 0;
+}
+
+// share SCENE.json prints the string; share --decode STRING [--out scene.json] writes the scene (atomically)
+// or prints it.
+int share(const Args& raw) {
+    ArgParser p(raw);
+    const std::string decode = p.option("--decode");
+    const std::string out = p.option("--out");
+    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!decode.empty()) {
+        if (!p.positional.empty())
+            throw UsageError("--decode takes the string itself, no SCENE.json with it");
+        const Scene scene = decodeShareString(decode);
+        if (out.empty()) {
+            std::cout << sceneToJson(scene);
+        } else {
+            saveScene(scene, out);
+            std::cerr << "wrote " << out << "\n";
+        }
+        return 0;
+    }
+    if (!out.empty()) throw UsageError("--out goes with --decode (share SCENE.json prints the string)");
+    if (p.positional.size() != 1)
+        throw UsageError("expected one SCENE.json (usage: share SCENE.json, or share --decode STRING --out "
+                         "scene.json)");
+    std::cout << encodeShareString(loadSceneArg(p.positional[0])) << "\n";
+    return 0;
 }
 
 } // namespace flowscope::cli

@@ -4,6 +4,7 @@
 
 #include "engine/attention/Backend.h"
 #include "engine/core/Types.h"
+#include "engine/scene/Scene.h"
 
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,11 @@ int density(const Args& args);
 int benchTrain(const Args& args); // bench train
 int trainTransformer(const Args& args);
 int evalTransformer(const Args& args);
+int share(const Args& args);
+
+// A SCENE.json positional: a scene file, or a share string in its place (engine/io/ShareString.h; an
+// existing file of that name wins). Throws SceneError or ShareStringError (both exit code 2).
+Scene loadSceneArg(const std::string& arg);
 
 // The --backend option: "cpu", "gl" or "vulkan" (engine/gpu/Backend.h where this build has it); throws
 // UsageError naming why the backend is unavailable.

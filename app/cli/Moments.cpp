@@ -65,10 +65,11 @@ int moments(const Args& raw) {
     const bool finalOnly = p.flag("--final-only");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (p.positional.size() != 1)
-        throw UsageError("expected one SCENE.json (usage: moments SCENE.json --out moments.json)");
+        throw UsageError(
+            "expected one SCENE.json or share string (usage: moments SCENE.json --out moments.json)");
     if (out.empty()) throw UsageError("--out moments.json is required");
 
-    Scene scene = loadScene(p.positional[0]);
+    Scene scene = loadSceneArg(p.positional[0]);
     if (!method.empty()) scene.moments.method = parseMethod(method);
     if (!every.empty()) {
         try {

@@ -1,6 +1,7 @@
 // flowscope-cli: the headless front end. Composition only: the work is in engine/.
 #include "Commands.h"
 
+#include "engine/io/ShareString.h"
 #include "engine/scene/Scene.h"
 
 #include <cstring>
@@ -16,6 +17,11 @@ commands:
       (times, observables, events); gl and vulkan compute velocities on the GPU in float32
   presets
       list the shipped presets, one line each
+  share SCENE.json
+      print the scene as one URL-safe share string (fs1. + base64url of its deflated JSON); every command that
+      takes a SCENE.json also takes such a string in its place; tokens from a file are inlined
+  share --decode STRING [--out scene.json]
+      write the scene of a share string (atomically), or print it without --out
   moments SCENE.json --out moments.json [--method adaptive|paper] [--every K] [--final-only]
       Gaussian mode: integrate the mean/covariance ODEs for the scene's initial Gaussian or its trace-1 grid;
       writes times, means, covariances and the event of each trajectory (converged / blow-up with t_max /
@@ -56,8 +62,8 @@ commands:
 
   train-transformer --task A|B --out model.safetensors [--lambda-ot X] [--steps M] [--arch ot|node|discrete]
         [--blocks D] [--horizon T] [--integrator euler|rk4] [--convention element-mean|paper] [--increment]
-        [--layer-norm] [--width d (B)] [--mlp H] [--iters N] [--batch B] [--lr X] [--seed S] [--eval-every K]
-        [--eval-sets 1000] [--drop-rates 0,0.01,...] [--quiet]
+        [--layer-norm] [--width d] [--pad-copy] [--routing-init] [--mlp H] [--iters N] [--batch B] [--lr X]
+        [--lr-final X] [--seed S] [--eval-every K] [--eval-sets 1000] [--drop-rates 0,0.01,...] [--quiet]
       train a continuous-time Transformer (OT-Transformer: one ODE whose velocity is the block stack; node:
       one ODE per block; discrete: the plain Transformer) on task A (straight-line toy with a closed-form
       optimum) or B (2-D point-cloud classification) of seed-flows 2.7 with objective (8): task loss +
@@ -65,6 +71,8 @@ commands:
       set); prints the stability threshold T L^2, held-out loss, accuracy, straightness, speed CV, distance
       to the closed form (A), the empirical Lipschitz ratio against Theorem 2's bound, and for B accuracy
       against point-drop rate; writes the model and model.json beside it
+      Task A: --width d > 2 pads the tokens to [x; 0] (--pad-copy: [x; x; 0]), --routing-init routes the
+      copy's mean to the MLP; with --increment and --lr-final 1e-3 this reaches the closed form (README)
   eval-transformer MODEL.safetensors [--drop-rates 0,0.05,0.1,0.2,0.5] [--sets 1000] [--seed S] [--out r.json]
       the same evaluation on fresh held-out sets (seeded), with the drop-rate table for task B models
 
@@ -92,9 +100,13 @@ int main(int argc, char** argv) {
         if (cmd == "density") return cli::density(args);
         if (cmd == "train-transformer") return cli::trainTransformer(args);
         if (cmd == "eval-transformer") return cli::evalTransformer(args);
+        if (cmd == "share") return cli::share(args);
         std::cerr << "flowscope-cli: unknown command '" << cmd << "' (see flowscope-cli --help)\n";
         return 2;
     } catch (const SceneError& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 2;
+    } catch (const ShareStringError& e) {
         std::cerr << "error: " << e.what() << "\n";
         return 2;
     } catch (const cli::UsageError& e) {

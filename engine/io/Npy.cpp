@@ -131,6 +131,14 @@ NpyArray readNpy(const std::string& path, std::int64_t maxBytes) {
         count *= v;
     }
     if (count > maxBytes / itemSize) throw std::runtime_error(path + ": .npy payload exceeds the size limit");
+    // The data must be in the file before it is allocated: a header of a few bytes may claim gigabytes.
+    if (const std::streamoff start = in.tellg(); start >= 0 && in.seekg(0, std::ios::end)) {
+        const std::streamoff available = in.tellg() - start;
+        in.seekg(start);
+        if (available < count * itemSize)
+            throw std::runtime_error(path + ": truncated data (expected " + std::to_string(count) +
+                                     " values)");
+    }
     std::vector<char> raw(std::size_t(count) * std::size_t(itemSize));
     if (!in.read(raw.data(), std::streamsize(raw.size())))
         throw std::runtime_error(path + ": truncated data (expected " + std::to_string(count) + " values)");

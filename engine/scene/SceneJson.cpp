@@ -38,6 +38,9 @@ constexpr long long kMaxTokens = 16777216;      // 2^24
 constexpr std::size_t kMaxInlinePoints = 65536; // larger token sets belong in a .npy file
 constexpr long long kMaxInt = std::numeric_limits<int>::max();
 constexpr std::size_t kMaxSceneFileBytes = std::size_t(64) << 20;
+// A scene nests about 9 levels (root, attention, keyframes, heads, a matrix's rows); each level costs the
+// parser a few hundred bytes, so "[[[[..." would turn a small file into gigabytes.
+constexpr std::size_t kMaxJsonDepth = 64;
 
 // The message of a SceneError without its "pointer: " prefix.
 std::string messageOf(const SceneError& e) {
@@ -480,6 +483,29 @@ void checkMasking(const AttentionSpec& a, const std::string& pointer) {
 
 void checkCovariance(const Mat& cov, const std::string& pointer);
 
+// A head is a few bytes of JSON ({} or a number stands for a scaled identity) but holds a d x d V (and Q, K
+// of at most as many values): capped at what a scene file within kMaxSceneFileBytes could spell out, so that
+// a small file or share string cannot make the parser allocate gigabytes. Counted before any head is built.
+constexpr long long kMaxHeadValues = 1LL << 25;
+
+void checkHeadValues(const Json& j, const std::string& pointer, int d) {
+    auto headsIn = [d](const Json& o) {
+        long long n = 0;
+        if (const Json* h = find(o, "heads"); h && h->is_array()) n += (long long)h->size();
+        if (const Json* s = find(o, "stacked"); s && s->is_object())
+            if (const Json* H = find(*s, "H"); H && H->is_number())
+                n += std::clamp(H->get<double>(), 0.0, double(d));
+        return n;
+    };
+    long long heads = headsIn(j);
+    if (const Json* k = find(j, "keyframes"); k && k->is_array())
+        for (const Json& frame : *k) heads += frame.is_object() ? headsIn(frame) : 0;
+    if (heads * d * d > kMaxHeadValues)
+        fail(pointer, "expected at most " + std::to_string(kMaxHeadValues) + " values in the V matrices of " +
+                          "all heads and keyframes, got " + std::to_string(heads) + " heads of " +
+                          shapeOf(d, d) + " (" + std::to_string(heads * d * d) + " values)");
+}
+
 AttentionSpec parseAttention(const Json& j, const std::string& pointer, int d) {
     requireObject(j, pointer);
     checkKeys(j, pointer,
@@ -506,6 +532,7 @@ AttentionSpec parseAttention(const Json& j, const std::string& pointer, int d) {
         fail(at(pointer, "sphere"),
              "expected d >= 2 for attention on the unit sphere, got d = " + std::to_string(d));
 
+    checkHeadValues(j, pointer, d);
     if (auto* v = find(j, "keyframes")) a.keyframes = parseKeyframes(*v, at(pointer, "keyframes"), d);
     if (auto* v = find(j, "interpolation"))
         a.interpolation =
@@ -708,6 +735,8 @@ class ParsePosition {
         switch (event) {
         case E::object_start:
         case E::array_start:
+            if (frames_.size() >= kMaxJsonDepth) // pointer(): the element about to be entered
+                fail(pointer(), "expected at most " + std::to_string(kMaxJsonDepth) + " levels of nesting");
             enterElement();
             frames_.push_back({event == E::object_start, {}, -1, {}});
             break;

@@ -1,10 +1,12 @@
 // flowscope-cli end to end: run the real binary, read what it wrote.
 #include "engine/io/Npy.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <gtest/gtest.h>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/wait.h>
@@ -377,5 +379,77 @@ TEST(Cli, TrainAndEvaluateContinuousTimeTransformers) {
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("junk.safetensors"), std::string::npos) << r.out;
     EXPECT_FALSE(fs::exists(dir / "junk.json"));
+    fs::remove_all(dir);
+}
+
+namespace {
+
+std::string readBytes(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+} // namespace
+
+TEST(Cli, AShareStringRunsExactlyTheRunOfItsScene) {
+    const fs::path dir = tempDir();
+    writeText(dir / "scene.json", kSmallScene);
+    const Result s = cli("share " + (dir / "scene.json").string());
+    ASSERT_EQ(s.code, 0) << s.out;
+    ASSERT_EQ(s.out.rfind("fs1.", 0), 0u) << s.out;
+    ASSERT_EQ(s.out.find('\n'), s.out.size() - 1) << "one line: " << s.out;
+    const std::string text = s.out.substr(0, s.out.size() - 1);
+
+    ASSERT_EQ(cli("simulate " + (dir / "scene.json").string() + " --out " + (dir / "a.npy").string()).code,
+              0);
+    const Result r = cli("simulate '" + text + "' --out " + (dir / "b.npy").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    const std::string a = readBytes(dir / "a.npy");
+    EXPECT_GT(a.size(), 1000u);
+    EXPECT_TRUE(a == readBytes(dir / "b.npy")) << "the trajectories differ";
+    EXPECT_EQ(readBytes(dir / "a.json"), readBytes(dir / "b.json"));
+
+    // Decoded to a file (atomically: nothing else left in the directory), it is the same scene again.
+    const Result d = cli("share --decode '" + text + "' --out " + (dir / "back.json").string());
+    ASSERT_EQ(d.code, 0) << d.out;
+    const Result again = cli("share " + (dir / "back.json").string());
+    EXPECT_EQ(again.out, s.out);
+    for (const auto& e : fs::directory_iterator(dir))
+        EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+
+    // moments takes one too.
+    const Result m = cli("moments '" + text + "' --final-only --out " + (dir / "m.json").string());
+    EXPECT_EQ(m.code, 0) << m.out;
+    fs::remove_all(dir);
+}
+
+TEST(Cli, ABadShareStringExitsWithCodeTwoNamingTheProblemAndWritesNothing) {
+    const fs::path dir = tempDir();
+    writeText(dir / "scene.json", kSmallScene);
+    const std::string out = (dir / "x.npy").string();
+    std::string text = cli("share " + (dir / "scene.json").string()).out;
+    text.pop_back();
+
+    std::string bad = text;
+    bad[12] = '$';
+    Result r = cli("simulate '" + bad + "' --out " + out);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("share string: invalid character '$' at position 13"), std::string::npos) << r.out;
+    r = cli("simulate " + text.substr(0, text.size() - 7) + " --out " + out);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("share string: truncated"), std::string::npos) << r.out;
+    r = cli("moments fs7" + text.substr(3) + " --out " + out);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("share string: unknown version 'fs7'"), std::string::npos) << r.out;
+    r = cli("share --decode fs1.AAAAAAAA --out " + (dir / "back.json").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("share string: corrupt compressed data"), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << "one message: " << r.out;
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_FALSE(fs::exists(dir / "back.json"));
+
+    EXPECT_EQ(cli("share").code, 2);                           // no scene
+    EXPECT_EQ(cli("share " + text + " --out x.json").code, 2); // --out without --decode
+    EXPECT_EQ(cli("share " + (dir / "missing.json").string()).code, 2);
     fs::remove_all(dir);
 }

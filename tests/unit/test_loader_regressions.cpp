@@ -1,0 +1,89 @@
+// Hostile inputs the loaders once answered by allocating what the input claimed (gigabytes from a few bytes,
+// an out-of-memory crash under the fuzz targets of tests/fuzz): now one clear message, before any allocation.
+#include "engine/io/Npy.h"
+#include "engine/io/Safetensors.h"
+#include "engine/ottransformer/TransformerIo.h"
+#include "engine/scene/Scene.h"
+
+#include "../TempDir.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+namespace flowscope {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <class F> std::string errorOf(F f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+// A 128-byte .npy whose header claims 400000000 float64 values (3.2 GB) and holds none.
+TEST(LoaderRegressions, NpyHeaderClaimingGigabytesIsTruncatedNotAllocated) {
+    test::TempDir dir;
+    std::string header = "{'descr': '<f8', 'fortran_order': False, 'shape': (400000000,), }";
+    header += std::string(64 - (10 + header.size() + 1) % 64, ' ') + "\n";
+    std::ofstream(dir.file("claims.npy"), std::ios::binary)
+        << std::string("\x93NUMPY\x01\x00", 8) << char(header.size()) << '\0' << header;
+    EXPECT_THAT(errorOf([&] { readNpy(dir.file("claims.npy")); }),
+                HasSubstr("claims.npy: truncated data (expected 400000000 values)"));
+}
+
+// 300 heads written as {} (each the identity) at d = 1024: 2 KB of JSON for 7.5 GB of matrices.
+TEST(LoaderRegressions, SceneHeadsThatExpandToGigabytesAreRefused) {
+    std::string heads;
+    for (int h = 0; h < 300; ++h) heads += h ? ",{}" : "{}";
+    const std::string many =
+        R"({"d": 1024, "n": 4, "attention": {"type": "softmax", "heads": [)" + heads + "]}}";
+    EXPECT_THAT(errorOf([&] { sceneFromJson(many); }),
+                HasSubstr("/attention: expected at most 33554432 values in the V matrices of all heads and "
+                          "keyframes, got 300 heads of 1024x1024"));
+    // The stacked form and keyframes count too.
+    EXPECT_THAT(errorOf([&] {
+                    sceneFromJson(R"({"d": 1024, "n": 4, "attention": {"type": "softmax", "keyframes":
+                                      [{"t": 0, "stacked": {"H": 1024}}]}})");
+                }),
+                HasSubstr("got 1024 heads"));
+    // A large scene within the bound still loads.
+    EXPECT_EQ(
+        sceneFromJson(R"({"d": 1024, "n": 4, "attention": {"type": "softmax", "heads": [{}, {"V": 2}]}})")
+            .attention.heads.size(),
+        2u);
+}
+
+// 64 MiB of "[" (the largest scene file) took about 11 GB to parse.
+TEST(LoaderRegressions, DeeplyNestedSceneJsonIsRefused) {
+    std::string pointer;
+    for (int level = 0; level < 64; ++level) pointer += "/0";
+    EXPECT_EQ(errorOf([&] { sceneFromJson(std::string(std::size_t(1) << 20, '[')); }),
+              pointer + ": expected at most 64 levels of nesting");
+}
+
+// A .safetensors of 536 bytes with no tensors whose metadata describes 64 blocks of 64 heads of 1024 x 1024:
+// about 150 GB of parameters.
+TEST(LoaderRegressions, TransformerArchitectureLargerThanItsFileIsRefused) {
+    test::TempDir dir;
+    ot::TransformerConfig c;
+    c.width = c.inputDim = 1024;
+    c.heads = 64;
+    c.headDim = 1024;
+    c.blocks = 64;
+    c.mlpHidden = 4096;
+    SafeTensors file;
+    file.metadata["flowscope_transformer"] = ot::toJson(c).dump();
+    writeSafetensors(dir.file("big.safetensors"), file);
+    EXPECT_THAT(errorOf([&] { ot::loadTransformer(dir.file("big.safetensors")); }),
+                HasSubstr("the architecture has at least 17716740096 parameters, the file holds 0 values"));
+}
+
+} // namespace
+} // namespace flowscope
