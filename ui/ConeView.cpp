@@ -312,11 +312,16 @@ std::optional<Eigen::Vector3d> ConeView::placed(const Eigen::Vector3d& p) const 
 void ConeView::initializeGL() {
     connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &ConeView::releaseGL, Qt::UniqueConnection);
     const QSurfaceFormat f = context()->format();
-    if (f.version() < qMakePair(3, 3) || !renderer_.initialize()) {
+    std::string why;
+    QOpenGLContext* ctx = context();
+    const bool loaded =
+        f.version() >= qMakePair(3, 3) &&
+        widgetGl_.load([ctx](const char* name) { return GlApi::Proc(ctx->getProcAddress(name)); }, &why);
+    if (!loaded || !renderer_.initialize(widgetGl_)) {
         glError_ = QStringLiteral("OpenGL 3.3 core is not available (got %1.%2). %3")
                        .arg(f.majorVersion())
                        .arg(f.minorVersion())
-                       .arg(renderer_.log());
+                       .arg(QString::fromStdString(loaded ? renderer_.log() : why));
         return;
     }
     glReady_ = true;
@@ -324,11 +329,32 @@ void ConeView::initializeGL() {
 }
 
 void ConeView::releaseGL() {
-    if (!glReady_) return;
+    if (!glReady_ || offscreen_) return;
     makeCurrent();
     renderer_.destroy();
     doneCurrent();
     glReady_ = false;
+}
+
+bool ConeView::initializeOffscreen(const GlApi& gl, QString* whyNot) {
+    if (glReady_) {
+        if (whyNot) *whyNot = QStringLiteral("the view already draws in a context");
+        return false;
+    }
+    if (!renderer_.initialize(gl)) {
+        if (whyNot) *whyNot = QString::fromStdString(renderer_.log());
+        renderer_.destroy();
+        return false;
+    }
+    glReady_ = offscreen_ = true;
+    geometryDirty_ = dotsDirty_ = true;
+    return true;
+}
+
+void ConeView::releaseOffscreen() {
+    if (!offscreen_) return;
+    renderer_.destroy();
+    glReady_ = offscreen_ = false;
 }
 
 void ConeView::uploadGeometry() {
@@ -473,27 +499,27 @@ void ConeView::uploadDots() {
     renderer_.upload(ConeRenderer::Batch::Current, current);
 }
 
-void ConeView::paintGL() {
-    const double dpr = devicePixelRatioF();
+void ConeView::prepareFrame() {
     paintedSize_ = QSizeF(width(), height());
     painted_ = camera(paintedSize_);
     hasPainted_ = true;
     if (geometryDirty_) uploadGeometry();
     if (dotsDirty_) uploadDots();
+}
 
-    auto* gl = context()->functions();
-    gl->glClearColor(style_.background.redF(), style_.background.greenF(), style_.background.blueF(), 1.0f);
-    gl->glClear(GL_COLOR_BUFFER_BIT);
-    if (glReady_ && message_.isEmpty()) {
-        ConeRenderer::Frame frame;
-        frame.mvp = painted_.mvp;
-        frame.towardsEye = painted_.towardsEye;
-        frame.devicePixels = QSize(int(std::lround(width() * dpr)), int(std::lround(height() * dpr)));
-        frame.dpr = float(dpr);
-        renderer_.draw(frame);
-    }
+void ConeView::drawScene(double dpr) {
+    if (!glReady_ || !message_.isEmpty()) return;
+    ConeRenderer::Frame frame;
+    frame.mvp = Eigen::Map<const Eigen::Matrix4f>(painted_.mvp.constData()); // both column-major
+    frame.towardsEye =
+        Eigen::Vector3f(painted_.towardsEye.x(), painted_.towardsEye.y(), painted_.towardsEye.z());
+    frame.width = int(std::lround(width() * dpr));
+    frame.height = int(std::lround(height() * dpr));
+    frame.dpr = float(dpr);
+    renderer_.draw(frame);
+}
 
-    QPainter painter(this);
+void ConeView::paintOver(QPainter& painter) {
     painter.setRenderHint(QPainter::Antialiasing);
     painter.setRenderHint(QPainter::TextAntialiasing);
     painter.setFont(overlayFont(font(), 9.5));
@@ -515,6 +541,25 @@ void ConeView::paintGL() {
         drawDiscLabels(painter);
     drawLegend(painter);
     drawColorBar(painter);
+}
+
+void ConeView::paintGL() {
+    prepareFrame();
+    auto* gl = context()->functions();
+    gl->glClearColor(style_.background.redF(), style_.background.greenF(), style_.background.blueF(), 1.0f);
+    gl->glClear(GL_COLOR_BUFFER_BIT);
+    drawScene(devicePixelRatioF());
+    QPainter painter(this);
+    paintOver(painter);
+}
+
+void ConeView::renderOffscreen(QImage& image, const OffscreenLayer& glLayer) {
+    const double dpr = image.devicePixelRatio();
+    prepareFrame();
+    image.fill(style_.background);
+    glLayer([&] { drawScene(dpr); });
+    QPainter painter(&image);
+    paintOver(painter);
 }
 
 Eigen::Vector3d ConeView::scaleBase() const {

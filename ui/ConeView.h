@@ -28,11 +28,14 @@
 
 #include "engine/core/Types.h"
 #include "engine/scene/Scene.h"
+#include "render/ConeRenderer.h"
+#include "render/GlApi.h"
+#include "render/OffscreenTarget.h"
 #include "ui/ConeData.h"
-#include "ui/ConeRenderer.h"
 #include "ui/PlotDecorations.h"
 
 #include <QColor>
+#include <QImage>
 #include <QMatrix4x4>
 #include <QOpenGLWidget>
 #include <QPoint>
@@ -85,6 +88,15 @@ class ConeView : public QOpenGLWidget {
     // Back to the scene's elevation, azimuth and zoom 1.
     void resetCamera();
 
+    // Headless drawing (flowscope-cli render): the frame paintGL draws, for a widget that is never shown.
+    // initializeOffscreen() takes the caller's current OpenGL context (gl: its entry points, alive until
+    // releaseOffscreen(), which must run while that context is still current). renderOffscreen() draws
+    // into `image` (the widget's size): the cone through `glLayer`, which runs it in a transparent
+    // framebuffer and composites it over the background, then the labels, legend and colour bar.
+    bool initializeOffscreen(const GlApi& gl, QString* whyNot);
+    void releaseOffscreen();
+    void renderOffscreen(QImage& image, const OffscreenLayer& glLayer);
+
   signals:
     // A solve finished: its trajectories (or its failure message) are now shown.
     void solved();
@@ -116,6 +128,11 @@ class ConeView : public QOpenGLWidget {
     std::optional<Eigen::Vector3d> placed(const Eigen::Vector3d& conePoint) const;
     void uploadGeometry();
     void uploadDots();
+    // One frame, in the order it is composed (paintGL, renderOffscreen): the camera and vertex buffers
+    // brought up to date, the OpenGL part (`dpr` device pixels per logical pixel), the text over it.
+    void prepareFrame();
+    void drawScene(double dpr);
+    void paintOver(QPainter& painter);
     void drawConeLabels(QPainter& p) const;
     void drawDiscLabels(QPainter& p) const;
     void drawLegend(QPainter& p) const;
@@ -139,10 +156,12 @@ class ConeView : public QOpenGLWidget {
     bool dragging_ = false;
     QPoint lastMouse_;
 
+    GlApi widgetGl_; // the widget's own context's entry points (headless: the caller's)
     ConeRenderer renderer_;
     PlotStyle style_;
     QString glError_;
     bool glReady_ = false;
+    bool offscreen_ = false; // initializeOffscreen(): drawing in the caller's context
     bool geometryDirty_ = true;
     bool dotsDirty_ = true;
     Camera painted_; // the camera of the last paint

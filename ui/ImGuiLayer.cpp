@@ -113,7 +113,9 @@ QString printable(const QString& text) {
     return out;
 }
 
-void applyStyle() {
+} // namespace
+
+void applyImGuiStyle() {
     ImGui::StyleColorsDark();
     ImGuiStyle& s = ImGui::GetStyle();
     s.WindowRounding = 6.0f;
@@ -134,7 +136,24 @@ void applyStyle() {
     s.Colors[ImGuiCol_TextDisabled] = ImVec4(0.55f, 0.58f, 0.64f, 1.0f);
 }
 
-} // namespace
+void buildImGuiFonts(double dpr) {
+    // Rasterized at the framebuffer's resolution and drawn scaled back by 1/dpr: sharp text on HiDPI screens
+    // with sizes in logical pixels.
+    ImGuiIO& io = ImGui::GetIO();
+    io.Fonts->Clear();
+    ImFont* font = nullptr;
+    if (QFileInfo::exists(QString::fromLatin1(kFontPath))) {
+        ImFontConfig config;
+        config.OversampleH = 2;
+        font = io.Fonts->AddFontFromFileTTF(kFontPath, kFontPixels * float(dpr), &config, kGlyphRanges);
+    }
+    if (!font) {
+        ImFontConfig config;
+        config.SizePixels = kDefaultFontPixels * float(dpr);
+        io.Fonts->AddFontDefault(&config);
+    }
+    io.FontGlobalScale = float(1.0 / dpr);
+}
 
 ImGuiLayer::ImGuiLayer(QOpenGLWidget* host)
     : host_(host), keysDown_(ImGuiKey_COUNT, false), keysPressedSinceFrame_(ImGuiKey_COUNT, false) {
@@ -172,7 +191,7 @@ bool ImGuiLayer::initialize() {
     io.SetClipboardTextFn = &ImGuiLayer::setClipboardText;
     io.ClipboardUserData = this;
     io.BackendPlatformName = "flowscope_qt";
-    applyStyle();
+    applyImGuiStyle();
     buildFonts(host_->devicePixelRatioF());
 
     if (!ImGui_ImplOpenGL3_Init("#version 330 core")) {
@@ -204,22 +223,7 @@ void ImGuiLayer::destroy() {
 }
 
 void ImGuiLayer::buildFonts(double dpr) {
-    // Rasterized at the framebuffer's resolution and drawn scaled back by 1/dpr: sharp text on HiDPI screens
-    // with sizes in logical pixels.
-    ImGuiIO& io = ImGui::GetIO();
-    io.Fonts->Clear();
-    ImFont* font = nullptr;
-    if (QFileInfo::exists(QString::fromLatin1(kFontPath))) {
-        ImFontConfig config;
-        config.OversampleH = 2;
-        font = io.Fonts->AddFontFromFileTTF(kFontPath, kFontPixels * float(dpr), &config, kGlyphRanges);
-    }
-    if (!font) {
-        ImFontConfig config;
-        config.SizePixels = kDefaultFontPixels * float(dpr);
-        io.Fonts->AddFontDefault(&config);
-    }
-    io.FontGlobalScale = float(1.0 / dpr);
+    buildImGuiFonts(dpr);
     fontDpr_ = dpr;
 }
 

@@ -89,6 +89,10 @@ bool sameValues(const Tokens& a, const Tokens& b) {
            std::memcmp(a.data(), b.data(), std::size_t(a.size()) * sizeof(double)) == 0;
 }
 
+Eigen::Matrix4f toEigen(const QMatrix4x4& m) {
+    return Eigen::Map<const Eigen::Matrix4f>(m.constData()); // both column-major
+}
+
 PointVertex vertex(const Eigen::Vector3d& p, const QColor& c, double alpha = 1.0) {
     return {float(p.x()),      float(p.y()),     float(p.z()), float(c.redF()),
             float(c.greenF()), float(c.blueF()), float(alpha)};
@@ -294,13 +298,19 @@ void ParticleView::initializeGL() {
     connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &ParticleView::releaseGL,
             Qt::UniqueConnection);
     const QSurfaceFormat f = context()->format();
-    if (f.version() < qMakePair(3, 3) || !renderer_.initialize()) {
+    std::string why;
+    QOpenGLContext* ctx = context();
+    const bool loaded =
+        f.version() >= qMakePair(3, 3) &&
+        widgetGl_.load([ctx](const char* name) { return GlApi::Proc(ctx->getProcAddress(name)); }, &why);
+    if (!loaded || !renderer_.initialize(widgetGl_)) {
         glError_ = QStringLiteral("OpenGL 3.3 core is not available (got %1.%2). %3")
                        .arg(f.majorVersion())
                        .arg(f.minorVersion())
-                       .arg(renderer_.log());
+                       .arg(QString::fromStdString(loaded ? renderer_.log() : why));
         return;
     }
+    gl_ = &widgetGl_;
     imgui_->initialize(); // without it the view still draws, only the heads-up display is missing
     const auto* name = reinterpret_cast<const char*>(context()->functions()->glGetString(GL_RENDERER));
     const QByteArray renderer = name ? QByteArray(name) : QByteArray();
@@ -311,12 +321,35 @@ void ParticleView::initializeGL() {
 }
 
 void ParticleView::releaseGL() {
-    if (!glReady_) return;
+    if (!glReady_ || offscreen_) return;
     makeCurrent();
     renderer_.destroy();
     imgui_->destroy();
     doneCurrent();
     glReady_ = false;
+}
+
+bool ParticleView::initializeOffscreen(const GlApi& gl, QString* whyNot) {
+    if (glReady_) {
+        if (whyNot) *whyNot = QStringLiteral("the view already draws in a context");
+        return false;
+    }
+    if (!renderer_.initialize(gl)) {
+        if (whyNot) *whyNot = QString::fromStdString(renderer_.log());
+        renderer_.destroy();
+        return false;
+    }
+    gl_ = &gl;
+    glReady_ = offscreen_ = true;
+    pointsDirty_ = linesDirty_ = true;
+    return true;
+}
+
+void ParticleView::releaseOffscreen() {
+    if (!offscreen_) return;
+    renderer_.destroy();
+    gl_ = nullptr;
+    glReady_ = offscreen_ = false;
 }
 
 void ParticleView::resizeGL(int w, int h) {
@@ -497,19 +530,18 @@ double ParticleView::axisLength() const {
     return std::max((boxHi_ - boxLo_).maxCoeff(), 1e-12) * 0.25;
 }
 
-bool ParticleView::drawDevicePoints(const QMatrix4x4& viewProjection, float pointSize) {
+bool ParticleView::drawDevicePoints(const Eigen::Matrix4f& viewProjection, float pointSize) {
     drewFromDevice_ = false;
-    if (!shown_ || !shown_->device || preview_) return false;
+    if (!shown_ || !shown_->device || preview_ || offscreen_) return false;
     const DeviceTokens& dev = *shown_->device;
     if (!dev.shareGroup || dev.shareGroup != context()->shareGroup()) return false; // not our buffer names
     if (dev.d != basis_.rows() || dev.d > kDeviceDrawMaxDim) return false;
     // The view axes as rows of a 4 x 4 over the token's coordinates (the same basis the CPU path uses).
-    QMatrix4x4 project;
-    project.fill(0.0f);
+    Eigen::Matrix4f project = Eigen::Matrix4f::Zero();
     for (int k = 0; k < std::min<int>(int(basis_.cols()), 3); ++k) // a 2-D view has 2 columns: z = 0
         for (int c = 0; c < dev.d; ++c) project(k, c) = float(basis_(c, k));
-    const QVector3D origin(float(origin_.x()), float(origin_.y()), float(origin_.z()));
-    drewFromDevice_ = renderer_.drawDevicePoints(dev, project, origin, viewProjection, pointSize);
+    drewFromDevice_ =
+        renderer_.drawDevicePoints(dev, project, origin_.cast<float>(), viewProjection, pointSize);
     return drewFromDevice_;
 }
 
@@ -547,37 +579,31 @@ void ParticleView::pick(int token) {
     update();
 }
 
-void ParticleView::paintGL() {
-    const double dpr = devicePixelRatioF();
-    QElapsedTimer paintClock;
-    paintClock.start();
+void ParticleView::prepareFrame() {
     view_.setViewportSize(QSizeF(width(), height()));
     camera_.setViewportSize(QSizeF(width(), height()));
     applyPendingFrame();
     if (pointsDirty_) uploadPoints();
     if (linesDirty_) uploadLines();
+}
 
-    auto* gl = context()->functions();
-    gl->glClearColor(style_.background.redF(), style_.background.greenF(), style_.background.blueF(), 1.0f);
-    gl->glClear(GL_COLOR_BUFFER_BIT);
-
-    QPainter painter(this);
-    const QRectF area = rect();
-    // The heads-up display shows the run's status; the plain status box stands in when ImGui is missing.
-    const bool hud = hudVisible_ && glReady_ && imgui_->initialized();
-    const QRectF statusBox = shown_ && !hud ? statusRect(painter, area, *shown_) : QRectF();
+QRectF ParticleView::paintUnder(QPainter& painter, bool hud) {
+    const QRectF statusBox = shown_ && !hud ? statusRect(painter, rect(), *shown_) : QRectF();
     if (!is3D()) drawGrid(painter, view_, style_, statusBox);
+    return statusBox;
+}
 
-    if (glReady_) {
-        painter.beginNativePainting();
-        gl->glViewport(0, 0, int(std::lround(width() * dpr)), int(std::lround(height() * dpr)));
-        const QMatrix4x4 vp = viewProjection();
-        renderer_.drawLines(PointRenderer::Lines, vp, float(dpr));
-        if (!drawDevicePoints(vp, float(pointSize() * dpr)))
-            renderer_.drawPoints(vp, float(pointSize() * dpr));
-        renderer_.drawLines(PointRenderer::LinesOver, vp, float(dpr));
-        painter.endNativePainting();
-    }
+void ParticleView::drawScene(double dpr) {
+    if (!glReady_) return;
+    gl_->Viewport(0, 0, int(std::lround(width() * dpr)), int(std::lround(height() * dpr)));
+    const Eigen::Matrix4f vp = toEigen(viewProjection());
+    renderer_.drawLines(PointRenderer::Lines, vp, float(dpr));
+    if (!drawDevicePoints(vp, float(pointSize() * dpr))) renderer_.drawPoints(vp, float(pointSize() * dpr));
+    renderer_.drawLines(PointRenderer::LinesOver, vp, float(dpr));
+}
+
+void ParticleView::paintOver(QPainter& painter, bool hud, const QRectF& statusBox) {
+    const QRectF area = rect();
     if (is3D()) drawAxisLabels3D(painter);
     if (drawing_) drawDrawnPoints(painter);
 
@@ -592,6 +618,28 @@ void ParticleView::paintGL() {
         painter.setPen(style_.label);
         painter.drawText(area, Qt::AlignCenter, tr("No scene"));
     }
+}
+
+void ParticleView::paintGL() {
+    const double dpr = devicePixelRatioF();
+    QElapsedTimer paintClock;
+    paintClock.start();
+    prepareFrame();
+
+    auto* gl = context()->functions();
+    gl->glClearColor(style_.background.redF(), style_.background.greenF(), style_.background.blueF(), 1.0f);
+    gl->glClear(GL_COLOR_BUFFER_BIT);
+
+    QPainter painter(this);
+    // The heads-up display shows the run's status; the plain status box stands in when ImGui is missing.
+    const bool hud = hudVisible_ && glReady_ && imgui_->initialized();
+    const QRectF statusBox = paintUnder(painter, hud);
+    if (glReady_) {
+        painter.beginNativePainting();
+        drawScene(dpr);
+        painter.endNativePainting();
+    }
+    paintOver(painter, hud, statusBox);
     painter.end();
 
     // An empty ImGui frame when the HUD is hidden, so that no stale window keeps taking the mouse.
@@ -600,6 +648,20 @@ void ParticleView::paintGL() {
     // Frame time: this paint's CPU cost, smoothed (exponential, about a second at 60 Hz).
     const double ms = double(paintClock.nsecsElapsed()) * 1e-6;
     frameMs_ = frameMs_ == 0.0 ? ms : 0.95 * frameMs_ + 0.05 * ms;
+}
+
+void ParticleView::renderOffscreen(QImage& image, bool hud, const OffscreenLayer& glLayer) {
+    const double dpr = image.devicePixelRatio();
+    prepareFrame();
+    image.fill(style_.background);
+    QRectF statusBox;
+    {
+        QPainter painter(&image);
+        statusBox = paintUnder(painter, hud);
+    }
+    glLayer([&] { drawScene(dpr); });
+    QPainter painter(&image);
+    paintOver(painter, hud, statusBox);
 }
 
 void ParticleView::drawAxisLabels3D(QPainter& painter) {
@@ -616,20 +678,25 @@ void ParticleView::drawAxisLabels3D(QPainter& painter) {
     }
 }
 
+HudStats ParticleView::hudStats() const {
+    HudStats stats;
+    if (!shown_) return stats;
+    stats.t = shown_->t;
+    stats.step = shown_->step;
+    stats.totalSteps = shown_->totalSteps;
+    stats.n = long(shown_->tokens.rows());
+    stats.d = int(shown_->tokens.cols());
+    stats.backend = shown_->backend;
+    stats.stepsPerSecond = shown_->stepsPerSecond;
+    stats.frameMs = frameMs_;
+    stats.playing = shown_->playing;
+    return stats;
+}
+
 void ParticleView::drawHud() {
     imgui_->newFrame();
     if (shown_ && hudVisible_) {
-        HudStats stats;
-        stats.t = shown_->t;
-        stats.step = shown_->step;
-        stats.totalSteps = shown_->totalSteps;
-        stats.n = long(shown_->tokens.rows());
-        stats.d = int(shown_->tokens.cols());
-        stats.backend = shown_->backend;
-        stats.stepsPerSecond = shown_->stepsPerSecond;
-        stats.frameMs = frameMs_;
-        stats.playing = shown_->playing;
-        flowscope::drawHud(stats);
+        flowscope::drawHud(hudStats());
 
         QuickParams q;
         q.beta = float(quickBeta_);

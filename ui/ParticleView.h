@@ -18,14 +18,17 @@
 
 #include "engine/attention/VelocityField.h"
 #include "engine/runner/SimulationRunner.h"
+#include "render/GlApi.h"
+#include "render/OffscreenTarget.h"
+#include "render/PointRenderer.h"
 #include "ui/GaussianOverlay.h"
 #include "ui/Hud.h"
 #include "ui/OrbitCamera.h"
 #include "ui/PlotDecorations.h"
-#include "ui/PointRenderer.h"
 #include "ui/ViewTransform.h"
 
 #include <QElapsedTimer>
+#include <QImage>
 #include <QOpenGLWidget>
 #include <QPoint>
 #include <QTimer>
@@ -103,6 +106,19 @@ class ParticleView : public QOpenGLWidget {
     void frameAll();
     // Empty when OpenGL was available; otherwise why nothing can be drawn.
     QString glError() const { return glError_; }
+    // What the heads-up display shows for the displayed snapshot (and the frame time of the last paints).
+    HudStats hudStats() const;
+
+    // Headless drawing (flowscope-cli render): the frame paintGL draws, for a widget that is never shown.
+    // initializeOffscreen() takes the caller's current OpenGL context (gl: its entry points, alive until
+    // releaseOffscreen(), which must run while that context is still current). renderOffscreen() draws
+    // into `image` (the widget's size): the grid and labels with QPainter, the points through `glLayer`,
+    // which runs them in a transparent framebuffer and composites it over the image in between. With `hud`
+    // the caller draws the heads-up display (hudStats()) on top, so the status box is left out, as in the
+    // app.
+    bool initializeOffscreen(const GlApi& gl, QString* whyNot);
+    void releaseOffscreen();
+    void renderOffscreen(QImage& image, bool hud, const OffscreenLayer& glLayer);
     // The picked (hovered) token, -1 when none; pick(i) does it programmatically (tests, keyboard).
     int pickedToken() const { return picked_; }
     void pick(int token);
@@ -161,9 +177,16 @@ class ParticleView : public QOpenGLWidget {
     void uploadLines();
     void applyPendingFrame();
     QMatrix4x4 viewProjection() const;
+    // One frame, in the order it is composed (paintGL, renderOffscreen): the cameras and vertex buffers
+    // brought up to date; the grid under the points (returns the status box's place, empty with the HUD);
+    // the points and lines (OpenGL, `dpr` device pixels per logical pixel); the text over them.
+    void prepareFrame();
+    QRectF paintUnder(QPainter& painter, bool hud);
+    void drawScene(double dpr);
+    void paintOver(QPainter& painter, bool hud, const QRectF& statusBox);
     // Draws the points from the snapshot's device copy (GPU-resident runs); false when there is none or it
     // cannot be drawn (then the uploaded CPU vertices are drawn).
-    bool drawDevicePoints(const QMatrix4x4& viewProjection, float pointSize);
+    bool drawDevicePoints(const Eigen::Matrix4f& viewProjection, float pointSize);
     void updatePickWeights();
     void drawHud();
     void drawAxisLabels3D(QPainter& painter);
@@ -178,6 +201,8 @@ class ParticleView : public QOpenGLWidget {
     ViewTransform view_;
     OrbitCamera camera_;
     PlotStyle style_;
+    GlApi widgetGl_;            // the widget's own context's entry points
+    const GlApi* gl_ = nullptr; // those of the context the renderer was initialized in
     PointRenderer renderer_;
     std::unique_ptr<ImGuiLayer> imgui_;
     QTimer timer_;
@@ -195,6 +220,7 @@ class ParticleView : public QOpenGLWidget {
     bool showTrails_ = false;
     bool hudVisible_ = true;
     bool glReady_ = false;
+    bool offscreen_ = false;        // initializeOffscreen(): drawing in the caller's context
     bool drewFromDevice_ = false;   // the last frame's points came from GPU memory
     bool softwareRenderer_ = false; // Mesa llvmpipe/softpipe: refresh at 30 Hz
     bool pointsDirty_ = false;

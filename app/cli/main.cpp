@@ -76,10 +76,21 @@ commands:
   eval-transformer MODEL.safetensors [--drop-rates 0,0.05,0.1,0.2,0.5] [--sets 1000] [--seed S] [--out r.json]
       the same evaluation on fresh held-out sets (seeded), with the drop-rate table for task B models
 
+  render SCENE.json --out anim.mp4|anim.gif|frames/ [--view particles|cone|disc] [--frames 120] [--fps 30]
+        [--size 1280x720] [--dt-per-frame X] [--hud] [--caption auto|TEXT] [--no-particles]
+      an animation of a view, drawn headless (EGL, no display needed): frame k shows simulation time k * X
+      (default X: the scene's step times output.every); --hud adds the particle view's heads-up display,
+      --caption a strip with the scene's name, parameters and t (auto) or TEXT ({t}: the time);
+      --no-particles: the cone or disc without the particles' covariance (no particle simulation)
+
 exit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the field)
 )";
 
 } // namespace
+
+namespace flowscope::cli {
+int renderCommand(const Args& args); // Render.cpp
+} // namespace flowscope::cli
 
 int main(int argc, char** argv) {
     using namespace flowscope;
@@ -101,6 +112,7 @@ int main(int argc, char** argv) {
         if (cmd == "train-transformer") return cli::trainTransformer(args);
         if (cmd == "eval-transformer") return cli::evalTransformer(args);
         if (cmd == "share") return cli::share(args);
+        if (cmd == "render") return cli::renderCommand(args);
         std::cerr << "flowscope-cli: unknown command '" << cmd << "' (see flowscope-cli --help)\n";
         return 2;
     } catch (const SceneError& e) {

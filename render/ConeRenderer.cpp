@@ -1,9 +1,6 @@
-#include "ui/ConeRenderer.h"
+#include "render/ConeRenderer.h"
 
-#include "ui/OpenGLSetup.h"
-
-#include <QVector2D>
-#include <QVector4D>
+#include <GL/glcorearb.h>
 
 #include <cstddef>
 
@@ -139,65 +136,58 @@ void main() {
 }
 )";
 
-bool build(QOpenGLShaderProgram& p, const char* vs, const char* gs, const char* fs, QString& log) {
-    const bool ok = p.addShaderFromSourceCode(QOpenGLShader::Vertex, vs) &&
-                    (!gs || p.addShaderFromSourceCode(QOpenGLShader::Geometry, gs)) &&
-                    p.addShaderFromSourceCode(QOpenGLShader::Fragment, fs) && p.link();
-    if (!ok) log = p.log();
-    return ok;
+const void* offset(std::size_t bytes) {
+    return reinterpret_cast<const void*>(bytes);
 }
 
 } // namespace
 
-bool ConeRenderer::initialize() {
-    initializeOpenGLFunctions();
-    if (!build(lineProgram_, kVertexShader, kLineGeometryShader, kLineFragmentShader, log_) ||
-        !build(meshProgram_, kVertexShader, nullptr, kMeshFragmentShader, log_) ||
-        !build(pointProgram_, kPointVertexShader, nullptr, kPointFragmentShader, log_))
+bool ConeRenderer::initialize(const GlApi& gl) {
+    destroy();
+    gl_ = &gl;
+    if (!lineProgram_.build(gl, kVertexShader, kLineGeometryShader, kLineFragmentShader, &log_) ||
+        !meshProgram_.build(gl, kVertexShader, nullptr, kMeshFragmentShader, &log_) ||
+        !pointProgram_.build(gl, kPointVertexShader, nullptr, kPointFragmentShader, &log_))
         return false;
-    for (auto& b : buffers_) {
-        b = std::make_unique<Buffer>();
-        b->vao.create();
-        b->vbo.create();
-        b->vbo.setUsagePattern(QOpenGLBuffer::DynamicDraw);
-        b->vao.bind();
-        b->vbo.bind();
+    for (Buffer& b : buffers_) {
+        gl.GenVertexArrays(1, &b.vao);
+        gl.GenBuffers(1, &b.vbo);
+        gl.BindVertexArray(b.vao);
+        gl.BindBuffer(GL_ARRAY_BUFFER, b.vbo);
         const auto stride = GLsizei(sizeof(ConeVertex));
-        glEnableVertexAttribArray(0);
-        glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, stride,
-                              reinterpret_cast<const void*>(offsetof(ConeVertex, x)));
-        glEnableVertexAttribArray(1);
-        glVertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, stride,
-                              reinterpret_cast<const void*>(offsetof(ConeVertex, nx)));
-        glEnableVertexAttribArray(2);
-        glVertexAttribPointer(2, 4, GL_FLOAT, GL_FALSE, stride,
-                              reinterpret_cast<const void*>(offsetof(ConeVertex, r)));
-        b->vao.release();
-        b->vbo.release();
+        gl.EnableVertexAttribArray(0);
+        gl.VertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, stride, offset(offsetof(ConeVertex, x)));
+        gl.EnableVertexAttribArray(1);
+        gl.VertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, stride, offset(offsetof(ConeVertex, nx)));
+        gl.EnableVertexAttribArray(2);
+        gl.VertexAttribPointer(2, 4, GL_FLOAT, GL_FALSE, stride, offset(offsetof(ConeVertex, r)));
+        gl.BindVertexArray(0);
+        gl.BindBuffer(GL_ARRAY_BUFFER, 0);
     }
     ready_ = true;
     return true;
 }
 
 void ConeRenderer::destroy() {
-    for (auto& b : buffers_) {
-        if (!b) continue;
-        b->vao.destroy();
-        b->vbo.destroy();
-        b.reset();
-    }
-    lineProgram_.removeAllShaders();
-    meshProgram_.removeAllShaders();
-    pointProgram_.removeAllShaders();
+    if (gl_)
+        for (Buffer& b : buffers_) {
+            if (b.vao) gl_->DeleteVertexArrays(1, &b.vao);
+            if (b.vbo) gl_->DeleteBuffers(1, &b.vbo);
+            b = Buffer{};
+        }
+    lineProgram_.destroy();
+    meshProgram_.destroy();
+    pointProgram_.destroy();
     ready_ = false;
 }
 
 void ConeRenderer::upload(Batch batch, const std::vector<ConeVertex>& vertices) {
     if (!ready_) return;
     Buffer& b = buffer(batch);
-    b.vbo.bind();
-    b.vbo.allocate(vertices.data(), int(vertices.size() * sizeof(ConeVertex)));
-    b.vbo.release();
+    gl_->BindBuffer(GL_ARRAY_BUFFER, b.vbo);
+    gl_->BufferData(GL_ARRAY_BUFFER, GLsizeiptr(vertices.size() * sizeof(ConeVertex)), vertices.data(),
+                    GL_DYNAMIC_DRAW);
+    gl_->BindBuffer(GL_ARRAY_BUFFER, 0);
     b.count = int(vertices.size());
 }
 
@@ -205,15 +195,15 @@ void ConeRenderer::drawLines(const Frame& f, Batch batch, float widthPx, Side si
     Buffer& b = buffer(batch);
     if (b.count < 2) return;
     lineProgram_.bind();
-    lineProgram_.setUniformValue("uMvp", f.mvp);
-    lineProgram_.setUniformValue("uTowardsEye", f.towardsEye);
-    lineProgram_.setUniformValue("uViewport", QVector2D(f.devicePixels.width(), f.devicePixels.height()));
-    lineProgram_.setUniformValue("uWidth", widthPx);
-    lineProgram_.setUniformValue("uSide", int(side));
-    lineProgram_.setUniformValue("uAlphaScale", alphaScale);
-    b.vao.bind();
-    glDrawArrays(GL_LINES, 0, b.count);
-    b.vao.release();
+    lineProgram_.set("uMvp", f.mvp);
+    lineProgram_.set("uTowardsEye", f.towardsEye);
+    lineProgram_.set("uViewport", Eigen::Vector2f(float(f.width), float(f.height)));
+    lineProgram_.set("uWidth", widthPx);
+    lineProgram_.set("uSide", int(side));
+    lineProgram_.set("uAlphaScale", alphaScale);
+    gl_->BindVertexArray(b.vao);
+    gl_->DrawArrays(GL_LINES, 0, b.count);
+    gl_->BindVertexArray(0);
     lineProgram_.release();
 }
 
@@ -221,40 +211,41 @@ void ConeRenderer::drawMesh(const Frame& f, Batch batch, Side side) {
     Buffer& b = buffer(batch);
     if (b.count < 3) return;
     meshProgram_.bind();
-    meshProgram_.setUniformValue("uMvp", f.mvp);
-    meshProgram_.setUniformValue("uTowardsEye", f.towardsEye);
-    meshProgram_.setUniformValue("uSide", int(side));
-    b.vao.bind();
-    glDrawArrays(GL_TRIANGLES, 0, b.count);
-    b.vao.release();
+    meshProgram_.set("uMvp", f.mvp);
+    meshProgram_.set("uTowardsEye", f.towardsEye);
+    meshProgram_.set("uSide", int(side));
+    gl_->BindVertexArray(b.vao);
+    gl_->DrawArrays(GL_TRIANGLES, 0, b.count);
+    gl_->BindVertexArray(0);
     meshProgram_.release();
 }
 
 void ConeRenderer::drawPoints(const Frame& f, Batch batch, float sizePx, float outlinePx,
-                              const QVector4D& outline, bool ring) {
+                              const Eigen::Vector4f& outline, bool ring) {
     Buffer& b = buffer(batch);
     if (b.count == 0) return;
     pointProgram_.bind();
-    pointProgram_.setUniformValue("uMvp", f.mvp);
-    pointProgram_.setUniformValue("uPointSize", sizePx);
-    pointProgram_.setUniformValue("uOutlineWidth", outlinePx);
-    pointProgram_.setUniformValue("uOutline", outline);
-    pointProgram_.setUniformValue("uRing", int(ring));
-    b.vao.bind();
-    glDrawArrays(GL_POINTS, 0, b.count);
-    b.vao.release();
+    pointProgram_.set("uMvp", f.mvp);
+    pointProgram_.set("uPointSize", sizePx);
+    pointProgram_.set("uOutlineWidth", outlinePx);
+    pointProgram_.set("uOutline", outline);
+    pointProgram_.set("uRing", int(ring));
+    gl_->BindVertexArray(b.vao);
+    gl_->DrawArrays(GL_POINTS, 0, b.count);
+    gl_->BindVertexArray(0);
     pointProgram_.release();
 }
 
 void ConeRenderer::draw(const Frame& f) {
     if (!ready_) return;
-    glViewport(0, 0, f.devicePixels.width(), f.devicePixels.height());
-    glDisable(GL_DEPTH_TEST);
-    glDisable(GL_CULL_FACE);
-    glEnable(GL_PROGRAM_POINT_SIZE);
-    glEnable(GL_BLEND);
-    // Keep destination alpha at 1 so that grabbed framebuffers stay opaque.
-    glBlendFuncSeparate(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA, GL_ONE, GL_ONE_MINUS_SRC_ALPHA);
+    gl_->Viewport(0, 0, f.width, f.height);
+    gl_->Disable(GL_DEPTH_TEST);
+    gl_->Disable(GL_CULL_FACE);
+    gl_->Enable(GL_PROGRAM_POINT_SIZE);
+    gl_->Enable(GL_BLEND);
+    // Keep destination alpha at 1 so that grabbed framebuffers stay opaque (and, on a transparent target,
+    // leave premultiplied colours that composite exactly over what lies beneath).
+    gl_->BlendFuncSeparate(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA, GL_ONE, GL_ONE_MINUS_SRC_ALPHA);
 
     const float s = f.dpr;
     drawLines(f, Batch::Guides, 1.0f * s, Both, 1.0f);
@@ -265,13 +256,13 @@ void ConeRenderer::draw(const Frame& f) {
     drawLines(f, Batch::Curves, 1.3f * s, Both, 1.0f);
     drawMesh(f, Batch::Surface, FrontOnly);
     drawLines(f, Batch::ConeLines, 1.0f * s, FrontOnly, 1.0f);
-    drawPoints(f, Batch::Endpoints, 4.5f * s, 0.0f, QVector4D(), false);
-    drawPoints(f, Batch::Dots, 8.0f * s, 1.2f * s, QVector4D(1.0f, 1.0f, 1.0f, 0.95f), false);
-    drawPoints(f, Batch::ReferencePoints, 13.0f * s, 2.0f * s, QVector4D(),
+    drawPoints(f, Batch::Endpoints, 4.5f * s, 0.0f, Eigen::Vector4f::Zero(), false);
+    drawPoints(f, Batch::Dots, 8.0f * s, 1.2f * s, Eigen::Vector4f(1.0f, 1.0f, 1.0f, 0.95f), false);
+    drawPoints(f, Batch::ReferencePoints, 13.0f * s, 2.0f * s, Eigen::Vector4f::Zero(),
                true); // hollow: dots show through
-    drawPoints(f, Batch::Current, 14.0f * s, 3.0f * s, QVector4D(0.24f, 0.55f, 0.85f, 1.0f), false);
+    drawPoints(f, Batch::Current, 14.0f * s, 3.0f * s, Eigen::Vector4f(0.24f, 0.55f, 0.85f, 1.0f), false);
 
-    glDisable(GL_BLEND);
+    gl_->Disable(GL_BLEND);
 }
 
 } // namespace flowscope

@@ -1,5 +1,6 @@
-// Flowscope UI: the OpenGL part of the covariance-cone view: translucent surfaces, anti-aliased wide lines
-// and round points in 3-D, in a fixed back-to-front order instead of a depth buffer.
+// Flowscope render: the OpenGL part of the covariance-cone view (and of its trace-1 disc mode): translucent
+// surfaces, anti-aliased wide lines and round points in 3-D, in a fixed back-to-front order instead of a
+// depth buffer.
 //
 // The PSD cone is convex and every covariance lies inside it (or on it), so drawing its back-facing half,
 // then everything inside, then its front-facing half composites translucency correctly without sorting.
@@ -8,22 +9,17 @@
 // are given to. Lines are expanded to screen-space quads by a geometry shader (core profiles have no wide
 // lines) with a one-pixel soft edge; widths and point sizes are device pixels.
 //
-// OpenGL 3.3 core. Every call needs the owning widget's context current; destroy() must run before that
-// context goes away.
+// OpenGL 3.3 core through a GlApi table (no Qt): the app's view and headless exports draw with it. Every call
+// needs the initializing context current; destroy() must run before that context goes away.
 #pragma once
 
-#include <QMatrix4x4>
-#include <QOpenGLBuffer>
-#include <QOpenGLExtraFunctions>
-#include <QOpenGLShaderProgram>
-#include <QOpenGLVertexArrayObject>
-#include <QSize>
-#include <QString>
-#include <QVector3D>
-#include <QVector4D>
+#include "render/GlApi.h"
+#include "render/GlProgram.h"
+
+#include <Eigen/Core>
 
 #include <array>
-#include <memory>
+#include <string>
 #include <vector>
 
 namespace flowscope {
@@ -34,7 +30,7 @@ struct ConeVertex {
     float r, g, b, a; // straight (not premultiplied) alpha
 };
 
-class ConeRenderer : protected QOpenGLExtraFunctions {
+class ConeRenderer {
   public:
     // What is drawn, in drawing order (see draw()).
     enum class Batch {
@@ -53,15 +49,18 @@ class ConeRenderer : protected QOpenGLExtraFunctions {
 
     // The camera and the framebuffer of one frame.
     struct Frame {
-        QMatrix4x4 mvp;
-        QVector3D towardsEye; // unit vector from the scene towards the (orthographic) eye
-        QSize devicePixels;
-        float dpr = 1.0f; // device pixels per logical pixel, for widths and sizes
+        Eigen::Matrix4f mvp = Eigen::Matrix4f::Identity(); // column-major, as GL takes it
+        Eigen::Vector3f towardsEye =
+            Eigen::Vector3f::UnitZ(); // unit vector from the scene to the orthographic eye
+        int width = 1, height = 1;    // the framebuffer, device pixels
+        float dpr = 1.0f;             // device pixels per logical pixel, for widths and sizes
     };
 
-    bool initialize();
+    // Compiles the programs and creates the buffers in the current context, whose entry points `gl` holds
+    // (it must outlive the renderer). Returns false (see log()) when the context cannot.
+    bool initialize(const GlApi& gl);
     void destroy();
-    QString log() const { return log_; }
+    const std::string& log() const { return log_; }
     bool ready() const { return ready_; }
 
     void upload(Batch batch, const std::vector<ConeVertex>& vertices);
@@ -69,22 +68,22 @@ class ConeRenderer : protected QOpenGLExtraFunctions {
 
   private:
     struct Buffer {
-        QOpenGLVertexArrayObject vao;
-        QOpenGLBuffer vbo{QOpenGLBuffer::VertexBuffer};
+        GlApi::Uint vao = 0, vbo = 0;
         int count = 0;
     };
     enum Side { Both = 0, BackOnly = 1, FrontOnly = 2 };
 
     void drawLines(const Frame& f, Batch b, float widthPx, Side side, float alphaScale);
     void drawMesh(const Frame& f, Batch b, Side side);
-    void drawPoints(const Frame& f, Batch b, float sizePx, float outlinePx, const QVector4D& outline,
+    void drawPoints(const Frame& f, Batch b, float sizePx, float outlinePx, const Eigen::Vector4f& outline,
                     bool ring);
-    Buffer& buffer(Batch b) { return *buffers_[std::size_t(b)]; }
+    Buffer& buffer(Batch b) { return buffers_[std::size_t(b)]; }
 
-    QOpenGLShaderProgram lineProgram_, meshProgram_, pointProgram_;
-    std::array<std::unique_ptr<Buffer>, std::size_t(Batch::Count)> buffers_;
+    const GlApi* gl_ = nullptr;
+    GlProgram lineProgram_, meshProgram_, pointProgram_;
+    std::array<Buffer, std::size_t(Batch::Count)> buffers_{};
     bool ready_ = false;
-    QString log_;
+    std::string log_;
 };
 
 } // namespace flowscope
