@@ -562,6 +562,11 @@ void ConeView::renderOffscreen(QImage& image, const OffscreenLayer& glLayer) {
     paintOver(painter);
 }
 
+QLineF ConeView::traceScale() const {
+    const Vector3 base = scaleBase();
+    return {projectToWidget(base), projectToWidget(base + Vector3(0, 0, coneHeight()))};
+}
+
 Eigen::Vector3d ConeView::scaleBase() const {
     // The floor point kAxisOverCone * H to the left of the apex as seen from azimuth azim: the screen's
     // right is (-sin azim, cos azim, 0) in the floor.
@@ -578,9 +583,10 @@ void ConeView::drawConeLabels(QPainter& p) const {
 
     // The trace scale: a vertical line at the left of the cone (whatever the azimuth) with nice ticks.
     const Vector3 base = scaleBase();
-    const QPointF bottom = projectToWidget(base), top = projectToWidget(base + Vector3(0, 0, H));
+    const QLineF scale = traceScale();
+    const QPointF top = scale.p2();
     p.setPen(QPen(style_.label, 1.0));
-    p.drawLine(bottom, top);
+    p.drawLine(scale);
     const double step = niceStep(H, 4);
     const QFontMetricsF fm(p.font());
     for (int k = 0; k * step <= H * (1 + 1e-9); ++k) {
@@ -700,8 +706,15 @@ void ConeView::drawLegend(QPainter& p) const {
     double textW = 0.0;
     for (const Entry& e : entries)
         textW = std::max(textW, fm.horizontalAdvance(e.text) + (e.swatch == Swatch::None ? 0.0 : swatchW));
-    const QRectF box(10.0, height() - 10.0 - 2 * pad - lineH * double(entries.size()), textW + 2 * pad,
-                     lineH * double(entries.size()) + 2 * pad);
+    QRectF box(10.0, height() - 10.0 - 2 * pad - lineH * double(entries.size()), textW + 2 * pad,
+               lineH * double(entries.size()) + 2 * pad);
+    if (mode_ == ConeMode::Cone) {
+        // The legend sits right of the trace scale where it would cover the scale's foot and its 0 label
+        // (on wide frames the scale reaches down to the legend's rows).
+        const QPointF foot = traceScale().p1();
+        if (box.top() < foot.y() + fm.height() && box.left() < foot.x() + 4.0) box.moveLeft(foot.x() + 12.0);
+    }
+    legendRect_ = box;
     p.setPen(Qt::NoPen);
     p.setBrush(QColor(style_.background.red(), style_.background.green(), style_.background.blue(), 200));
     p.drawRoundedRect(box, 4, 4);

@@ -36,6 +36,7 @@
 
 #include <QColor>
 #include <QImage>
+#include <QLineF>
 #include <QMatrix4x4>
 #include <QOpenGLWidget>
 #include <QPoint>
@@ -85,6 +86,10 @@ class ConeView : public QOpenGLWidget {
     // Where a cone point lands, in logical widget pixels, with the camera of the last paint. In Disc mode
     // the argument is a trace-1 slice point (x, y, ignored).
     QPointF projectToWidget(const Eigen::Vector3d& conePoint) const;
+    // Cone mode: the trace scale at the left, from its foot (tr Σ = 0, the apex's height) to its top.
+    QLineF traceScale() const;
+    // Where the last paint put the legend box (logical pixels; empty before the first paint).
+    QRectF legendRect() const { return legendRect_; }
     // Back to the scene's elevation, azimuth and zoom 1.
     void resetCamera();
 
@@ -166,6 +171,7 @@ class ConeView : public QOpenGLWidget {
     bool dotsDirty_ = true;
     Camera painted_; // the camera of the last paint
     QSizeF paintedSize_;
+    mutable QRectF legendRect_;
     bool hasPainted_ = false;
 };
 

@@ -9,6 +9,7 @@
 #include "ui/ConeView.h"
 
 #include <QDir>
+#include <QFontMetricsF>
 #include <QImage>
 #include <QSignalSpy>
 #include <QtTest/QTest>
@@ -244,6 +245,32 @@ TEST(ConeView, TimeDotsAndTheParticleCovarianceAreDrawn) {
     v.setCurrentCovariance(std::nullopt);
     const QColor hidden(s.grab().pixel((v.projectToWidget(Vector3(0, 0, 1)) * dpr).toPoint()));
     EXPECT_LT(std::min({hidden.red(), hidden.green(), hidden.blue()}), 200);
+}
+
+// On a wide frame the trace scale reaches down to the legend's rows: the legend moves right of it, so the
+// scale's foot and its "0" label stay visible; on a squarer frame it keeps its corner.
+TEST(ConeView, TheLegendLeavesTheTraceScaleVisible) {
+    FLOWSCOPE_REQUIRE_GUI();
+    for (const QSize size : {QSize(1280, 720), QSize(900, 700)}) {
+        Shown s(smallPreset("cone-fig2d-two-lines", 6), size);
+        ASSERT_TRUE(s.ok);
+        ConeView& v = *s.view;
+        v.setTime(1.0); // one more legend row
+        s.grab();
+        const QLineF scale = v.traceScale();
+        const QRectF legend = v.legendRect();
+        ASSERT_FALSE(legend.isEmpty());
+        // The scale's foot with the room its "0" label takes at the left (9 px gap, a digit or two).
+        const double h = QFontMetricsF(v.font()).height();
+        const QRectF foot(scale.p1().x() - 30.0, scale.p1().y() - h / 2, 31.0, h);
+        EXPECT_FALSE(legend.intersects(foot)) << size.width() << "x" << size.height();
+        const double x = scale.p1().x();
+        EXPECT_FALSE(legend.left() <= x && x <= legend.right() && legend.top() < scale.p1().y())
+            << "the legend covers the scale's line";
+        EXPECT_LE(legend.right(), v.width());
+        EXPECT_LE(legend.bottom(), v.height());
+        if (size == QSize(900, 700)) EXPECT_EQ(legend.left(), 10.0) << "no overlap there: the corner";
+    }
 }
 
 TEST(ConeView, ExplainsScenesItCannotShow) {
