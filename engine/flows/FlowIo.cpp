@@ -134,7 +134,15 @@ void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::
 }
 
 void saveFlow(const std::string& path, const FlowTrainer& trainer, double trainSeconds) {
-    const TrainerConfig& c = trainer.config();
+    saveFlow(path, trainer.model(),
+             trainingRecord(trainer.config(), trainer.iteration(), trainer.stopped(), trainer.history(),
+                            trainer.evaluations(), trainer.events(), trainSeconds));
+}
+
+nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stopped,
+                              const std::vector<TrainRecord>& history,
+                              const std::vector<Evaluation>& evaluations,
+                              const std::vector<TrainEvent>& events, double trainSeconds) {
     nlohmann::json record;
     record["training"] = {
         {"dataset", c.dataset.empty() ? nlohmann::json("points") : nlohmann::json(c.dataset)},
@@ -146,26 +154,26 @@ void saveFlow(const std::string& path, const FlowTrainer& trainer, double trainS
         {"lr", c.adam.lr},
         {"lr_final", c.adam.lrFinal},
         {"decay_steps", c.adam.decaySteps},
-        {"iterations", trainer.iteration()},
+        {"iterations", iterations},
         {"seconds", trainSeconds},
-        {"ms_per_iteration", 1e3 * trainSeconds / double(std::max(1L, trainer.iteration()))},
-        {"stopped", trainer.stopped()}};
-    nlohmann::json evaluations = nlohmann::json::array();
-    for (const Evaluation& e : trainer.evaluations())
-        evaluations.push_back({{"iteration", e.iteration},
-                               {"nll", number(e.nll)},
-                               {"kl", number(e.kl)},
-                               {"mmd2", number(e.mmd2)},
-                               {"round_trip", number(e.roundTrip)},
-                               {"min_det", number(e.minDet)},
-                               {"folded_fraction", number(e.foldedFraction)}});
-    record["metrics"] = evaluations.empty() ? nlohmann::json(nullptr) : evaluations.back();
-    record["evaluations"] = evaluations;
+        {"ms_per_iteration", 1e3 * trainSeconds / double(std::max(1L, iterations))},
+        {"stopped", stopped}};
+    nlohmann::json evaluationsJson = nlohmann::json::array();
+    for (const Evaluation& e : evaluations)
+        evaluationsJson.push_back({{"iteration", e.iteration},
+                                   {"nll", number(e.nll)},
+                                   {"kl", number(e.kl)},
+                                   {"mmd2", number(e.mmd2)},
+                                   {"round_trip", number(e.roundTrip)},
+                                   {"min_det", number(e.minDet)},
+                                   {"folded_fraction", number(e.foldedFraction)}});
+    record["metrics"] = evaluationsJson.empty() ? nlohmann::json(nullptr) : evaluationsJson.back();
+    record["evaluations"] = evaluationsJson;
     nlohmann::json curve = {{"loss", nlohmann::json::array()},      {"nll", nlohmann::json::array()},
                             {"transport", nlohmann::json::array()}, {"hjb", nlohmann::json::array()},
                             {"lambda", nlohmann::json::array()},    {"beta", nlohmann::json::array()},
                             {"rejected", nlohmann::json::array()}};
-    for (const TrainRecord& r : trainer.history()) {
+    for (const TrainRecord& r : history) {
         curve["loss"].push_back(number(r.terms.loss));
         curve["nll"].push_back(number(r.terms.nll));
         curve["transport"].push_back(number(r.terms.transport));
@@ -175,11 +183,11 @@ void saveFlow(const std::string& path, const FlowTrainer& trainer, double trainS
         if (r.rejected) curve["rejected"].push_back(r.iteration);
     }
     record["curve"] = curve;
-    nlohmann::json events = nlohmann::json::array();
-    for (const TrainEvent& e : trainer.events())
-        events.push_back({{"iteration", e.iteration}, {"message", e.message}});
-    record["events"] = events;
-    saveFlow(path, trainer.model(), std::move(record));
+    nlohmann::json eventsJson = nlohmann::json::array();
+    for (const TrainEvent& e : events)
+        eventsJson.push_back({{"iteration", e.iteration}, {"message", e.message}});
+    record["events"] = eventsJson;
+    return record;
 }
 
 FlowModel<float> loadFlow(const std::string& path) {

@@ -9,10 +9,15 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace flowscope::flows {
 
 class FlowTrainer;
+struct TrainerConfig;
+struct TrainRecord;
+struct Evaluation;
+struct TrainEvent;
 
 // "dir/model.safetensors" -> "dir/model.json"; any other name gets ".json" appended.
 std::string configPathFor(const std::string& modelPath);
@@ -26,6 +31,11 @@ FlowConfig flowConfigFromJson(const nlohmann::json& j);
 void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::json record);
 // The trainer's model, with its data source, optimizer, final evaluation and curve in the record.
 void saveFlow(const std::string& path, const FlowTrainer& trainer, double trainSeconds);
+// That record from a trainer's parts (what a runner's snapshot holds of it).
+nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stopped,
+                              const std::vector<TrainRecord>& history,
+                              const std::vector<Evaluation>& evaluations,
+                              const std::vector<TrainEvent>& events, double trainSeconds);
 
 // Loads what saveFlow wrote (the .safetensors alone suffices). Throws std::runtime_error naming the file and
 // the field for malformed or mismatched files.

@@ -51,6 +51,24 @@ void validate(const TrainerConfig& c) {
     require(c.adam.decaySteps >= 0, "adam.decaySteps", "must be >= 0");
     require(c.adam.clipNorm >= 0, "adam.clipNorm", "must be >= 0");
     require(c.pointJitter >= 0 && std::isfinite(c.pointJitter), "pointJitter", "must be finite and >= 0");
+    if (c.initialParams) {
+        // Every block as FlowParams::init(flow) would shape it.
+        const FlowParams<float> expected = FlowParams<float>::init(f);
+        const FlowParams<float>& given = *c.initialParams;
+        auto same = [&](const ad::Matrix<float>& a, const ad::Matrix<float>& b, const std::string& name) {
+            require(a.rows() == b.rows() && a.cols() == b.cols(), "initialParams." + name,
+                    "is " + std::to_string(b.rows()) + " x " + std::to_string(b.cols()) +
+                        ", the flow needs " + std::to_string(a.rows()) + " x " + std::to_string(a.cols()));
+            require(b.allFinite(), "initialParams." + name, "must be finite");
+        };
+        require(given.phi.blockCount() == expected.phi.blockCount(), "initialParams.phi",
+                "has " + std::to_string(given.phi.blockCount()) + " blocks, the flow needs " +
+                    std::to_string(expected.phi.blockCount()));
+        for (int k = 0; k < expected.phi.blockCount(); ++k)
+            same(expected.phi.block(k), given.phi.block(k), "phi." + std::string(expected.phi.blockName(k)));
+        same(expected.lambdaRaw, given.lambdaRaw, "lambda");
+        same(expected.betaRaw, given.betaRaw, "beta");
+    }
     if (c.dataset.empty()) {
         require(c.points.rows() >= 2, "points", "must hold at least 2 points when no dataset is named");
         require(c.points.cols() == f.d, "points",
@@ -83,6 +101,7 @@ double FlowTrainer::knownEntropy(const std::string& dataset) {
 FlowTrainer::FlowTrainer(const TrainerConfig& config)
     : config_((validate(config), config)), model_(config.flow), adam_(config.adam),
       dataRng_(config.dataSeed) {
+    if (config_.initialParams) model_.params() = *config_.initialParams;
     if (config_.dataset.empty())
         sampler_ = std::make_unique<PointSampler>(config_.points, config_.dataSeed, config_.pointJitter);
     grads_ = model_.params().zerosLike();

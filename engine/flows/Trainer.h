@@ -42,6 +42,9 @@ struct TrainerConfig {
     AdamOptions adam = {.lr = 0.1, .clipNorm = 0.0, .lrFinal = 1e-3, .decaySteps = 2000}; // OT-Flow's lr 0.1
     int evalSamples = 2000;     // held-out points, generated samples (MMD²) and NLL queries
     std::uint64_t dataSeed = 0; // the batches' stream; the held-out set uses a stream derived from it
+    // Parameters to start from instead of flow.seed's initialization (a loaded model: training continues
+    // from them, with a fresh optimizer); their shapes must match `flow`. Shared, so configs copy cheaply.
+    std::shared_ptr<const FlowParams<float>> initialParams;
 };
 
 // Throws std::invalid_argument naming the first bad field ("batch", "adam.lr", "dataset", ...).

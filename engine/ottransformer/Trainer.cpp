@@ -57,10 +57,26 @@ void validate(const OtTrainerConfig& c) {
                 "model",
                 "for task B must take points in R² to 4 logits (inputDim 2, head pooled-linear, 4 classes)");
     }
+    if (c.initialParams) {
+        // Every block as TransformerParams::init(model) would shape it.
+        TransformerParams expected = TransformerParams::init(c.model), given = *c.initialParams;
+        require(given.blocks.size() == expected.blocks.size(), "initialParams",
+                "have " + std::to_string(given.blocks.size()) + " blocks, the model needs " +
+                    std::to_string(expected.blocks.size()));
+        expected.forEach(given, [&](const Matrix& a, const Matrix& b, const std::string& name) {
+            if (a.rows() != b.rows() || a.cols() != b.cols())
+                throw std::invalid_argument("training: initialParams." + name + " is " +
+                                            std::to_string(b.rows()) + " x " + std::to_string(b.cols()) +
+                                            ", the model needs " + std::to_string(a.rows()) + " x " +
+                                            std::to_string(a.cols()));
+            require(b.allFinite(), "initialParams", "must be finite (" + name + ")");
+        });
+    }
 }
 
 OtTrainer::OtTrainer(const OtTrainerConfig& config)
     : config_(config), model_((validate(config), config.model)), adam_(config.adam), rng_(config.dataSeed) {
+    if (config_.initialParams) model_.params() = *config_.initialParams;
     grads_ = model_.params().zerosLike();
     model_.params().forEach(grads_, [&](Matrix& v, Matrix& g, const std::string&) { adam_.add(v, g); });
     checkpoint_ = model_.params();

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct OtTrainerConfig {
     flows::AdamOptions adam = {.lr = 1e-2};
     std::uint64_t dataSeed = 0;
     int evalSets = 1000;
+    // Parameters to start from instead of model.seed's initialization (a loaded model: training continues
+    // from them, with a fresh optimizer); their shapes must match `model`. Shared, so configs copy cheaply.
+    std::shared_ptr<const TransformerParams> initialParams;
 };
 
 // §2.7's settings: A — batch 64, lr 1e-2, M = 10, λ = 0; B — batch 32, lr 1e-3, M = 8, λ = 0.

@@ -136,7 +136,17 @@ void saveTransformer(const std::string& path, const TransformerModel& model, nlo
 
 void saveTransformer(const std::string& path, const OtTrainer& trainer, double trainSeconds,
                      const nlohmann::json& extra) {
-    const OtTrainerConfig& c = trainer.config();
+    saveTransformer(path, trainer.model(),
+                    trainingRecord(trainer.config(), trainer.iteration(), trainer.stopped(),
+                                   trainer.history(), trainer.evaluations(), trainer.events(), trainSeconds,
+                                   extra));
+}
+
+nlohmann::json trainingRecord(const OtTrainerConfig& c, long iterations, bool stopped,
+                              const std::vector<OtRecord>& history,
+                              const std::vector<OtEvaluation>& evaluations,
+                              const std::vector<flows::TrainEvent>& events, double trainSeconds,
+                              const nlohmann::json& extra) {
     nlohmann::json record = extra;
     record["training"] = {{"task", toString(c.task)},
                           {"batch", c.batch},
@@ -145,19 +155,19 @@ void saveTransformer(const std::string& path, const OtTrainer& trainer, double t
                           {"lr", c.adam.lr},
                           {"lr_final", c.adam.lrFinal},
                           {"decay_steps", c.adam.decaySteps},
-                          {"iterations", trainer.iteration()},
+                          {"iterations", iterations},
                           {"seconds", trainSeconds},
-                          {"stopped", trainer.stopped()}};
-    nlohmann::json evaluations = nlohmann::json::array();
-    for (const OtEvaluation& e : trainer.evaluations()) evaluations.push_back(toJson(e));
-    record["metrics"] = evaluations.empty() ? nlohmann::json(nullptr) : evaluations.back();
-    record["evaluations"] = evaluations;
+                          {"stopped", stopped}};
+    nlohmann::json evaluationsJson = nlohmann::json::array();
+    for (const OtEvaluation& e : evaluations) evaluationsJson.push_back(toJson(e));
+    record["metrics"] = evaluationsJson.empty() ? nlohmann::json(nullptr) : evaluationsJson.back();
+    record["evaluations"] = evaluationsJson;
     nlohmann::json curve = {{"loss", nlohmann::json::array()},
                             {"task_loss", nlohmann::json::array()},
                             {"transport", nlohmann::json::array()},
                             {"accuracy", nlohmann::json::array()},
                             {"rejected", nlohmann::json::array()}};
-    for (const OtRecord& r : trainer.history()) {
+    for (const OtRecord& r : history) {
         curve["loss"].push_back(number(r.terms.loss));
         curve["task_loss"].push_back(number(r.terms.task));
         curve["transport"].push_back(number(r.terms.transport));
@@ -165,11 +175,11 @@ void saveTransformer(const std::string& path, const OtTrainer& trainer, double t
         if (r.rejected) curve["rejected"].push_back(r.iteration);
     }
     record["curve"] = curve;
-    nlohmann::json events = nlohmann::json::array();
-    for (const flows::TrainEvent& e : trainer.events())
-        events.push_back({{"iteration", e.iteration}, {"message", e.message}});
-    record["events"] = events;
-    saveTransformer(path, trainer.model(), record);
+    nlohmann::json eventsJson = nlohmann::json::array();
+    for (const flows::TrainEvent& e : events)
+        eventsJson.push_back({{"iteration", e.iteration}, {"message", e.message}});
+    record["events"] = eventsJson;
+    return record;
 }
 
 TransformerModel loadTransformer(const std::string& path) {

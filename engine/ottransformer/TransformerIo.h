@@ -22,6 +22,12 @@ void saveTransformer(const std::string& path, const TransformerModel& model, nlo
 // The trainer's model with its task, optimizer, evaluations and curve in the record, plus `extra` entries.
 void saveTransformer(const std::string& path, const OtTrainer& trainer, double trainSeconds,
                      const nlohmann::json& extra = nlohmann::json::object());
+// That record (without `extra`) from a trainer's parts (what a runner's snapshot holds of it).
+nlohmann::json trainingRecord(const OtTrainerConfig& c, long iterations, bool stopped,
+                              const std::vector<OtRecord>& history,
+                              const std::vector<OtEvaluation>& evaluations,
+                              const std::vector<flows::TrainEvent>& events, double trainSeconds,
+                              const nlohmann::json& extra = nlohmann::json::object());
 
 // Loads what saveTransformer wrote. Throws std::runtime_error naming the file and the field or tensor for
 // malformed, mismatched or non-finite files.

@@ -1,5 +1,6 @@
 #include "engine/runner/TrainingRunner.h"
 
+#include "engine/flows/FlowIo.h"
 #include "engine/runner/LatestSnapshot.h"
 #include "engine/runner/TrainerSteps.h"
 
@@ -8,6 +9,7 @@
 #include <cmath>
 #include <exception>
 #include <mutex>
+#include <optional>
 
 namespace flowscope {
 
@@ -42,10 +44,83 @@ TrainerState stateOf(const FlowTrainer& t, std::size_t maxEvents) {
     s.label = labelFor(t.config());
     s.rwpo = t.config().flow.rwpo;
     fillTrainerState(s, t, maxEvents);
+    s.model = std::make_shared<const flows::FlowModel<float>>(t.model());
+    s.config = std::make_shared<const flows::TrainerConfig>(t.config());
     return s;
 }
 
 } // namespace
+
+std::vector<flows::TrainerConfig> trainingConfigs(const flows::TrainerConfig& config, bool sideBySide) {
+    return configsFor(config, sideBySide);
+}
+
+TrainerState trainerState(const FlowTrainer& t, std::size_t maxEvents) {
+    return stateOf(t, maxEvents);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// TrainingPictureMaker
+
+TrainingPictureMaker::TrainingPictureMaker(const TrainingOptions& options, int d) : options_(options) {
+    flows::Rng rng(options_.pictureSeed);
+    base_.resize(d, options_.samples);
+    for (Eigen::Index i = 0; i < base_.size(); ++i) base_(i) = float(rng.normal());
+}
+
+Mat TrainingPictureMaker::data(const FlowTrainer& t) const {
+    return t.sampleData(options_.samples, options_.pictureSeed);
+}
+
+std::shared_ptr<const TrainingPicture> TrainingPictureMaker::make(const FlowTrainer& t,
+                                                                  const Mat& data) const {
+    auto p = std::make_shared<TrainingPicture>();
+    p->iteration = t.iteration();
+    p->data = data;
+    p->gridExtent = options_.gridExtent;
+    std::vector<Matrix> trajectory;
+    p->samples = flows::toRows(t.model().generate(base_, &trajectory));
+    const Eigen::Index k = std::min<Eigen::Index>(options_.trajectorySamples, base_.cols());
+    for (const Matrix& layer : trajectory) p->trajectories.push_back(flows::toRows(layer.leftCols(k)));
+    if (t.config().flow.d == 2 && options_.gridSize > 0) {
+        p->densityFromSamples = t.config().flow.rwpo;
+        p->density = p->densityFromSamples ? sampleHistogram(p->samples) : modelDensity(t.model());
+    }
+    return p;
+}
+
+// exp(log ρ) by (24) at the centres of a gridSize² grid.
+Mat TrainingPictureMaker::modelDensity(const FlowTrainer::Model& model) const {
+    const int n = options_.gridSize;
+    const double cell = 2.0 * options_.gridExtent / n;
+    Matrix grid(2, n * n);
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+            grid(0, i + n * j) = float(-options_.gridExtent + (i + 0.5) * cell);
+            grid(1, i + n * j) = float(-options_.gridExtent + (j + 0.5) * cell);
+        }
+    Eigen::Matrix<float, 1, Eigen::Dynamic> logDensity;
+    model.encode(grid, &logDensity);
+    Mat density(n, n);
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) density(i, j) = std::exp(double(logDensity(i + n * j)));
+    return density;
+}
+
+// Samples per unit area on a grid of half as many cells per side as the model's (a thousand samples would
+// leave most of 64² cells empty). Samples outside the grid or not finite are not counted.
+Mat TrainingPictureMaker::sampleHistogram(const Mat& samples) const {
+    const int n = std::max(options_.gridSize / 2, 1);
+    const double cell = 2.0 * options_.gridExtent / n;
+    Mat h = Mat::Zero(n, n);
+    for (Eigen::Index r = 0; r < samples.rows(); ++r) {
+        const double i = std::floor((samples(r, 0) + options_.gridExtent) / cell);
+        const double j = std::floor((samples(r, 1) + options_.gridExtent) / cell);
+        if (i >= 0 && i < n && j >= 0 && j < n) h(int(i), int(j)) += 1.0;
+    }
+    if (samples.rows() > 0) h /= double(samples.rows()) * cell * cell;
+    return h;
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // TrainingRunner::Job: the trainers as a Steppable, and the snapshot it publishes. Worker thread unless said.
@@ -58,17 +133,14 @@ class TrainingRunner::Job : public Steppable {
     void install(std::vector<std::unique_ptr<FlowTrainer>> trainers, std::uint64_t generation) {
         generation_ = generation;
         slots_.clear();
+        // Fixed base draws z: successive pictures show where the same z's go as the flow learns.
+        pictures_.emplace(options_, trainers.empty() ? 2 : trainers.front()->config().flow.d);
         for (auto& t : trainers) {
             Slot slot;
-            slot.data = t->sampleData(options_.samples, options_.pictureSeed);
+            slot.data = pictures_->data(*t);
             slot.trainer = std::move(t);
             slots_.push_back(std::move(slot));
         }
-        // Fixed base draws z: successive pictures show where the same z's go as the flow learns.
-        flows::Rng rng(options_.pictureSeed);
-        const int d = slots_.empty() ? 2 : slots_.front().trainer->config().flow.d;
-        base_.resize(d, options_.samples);
-        for (Eigen::Index i = 0; i < base_.size(); ++i) base_(i) = float(rng.normal());
         failure_.clear();
     }
 
@@ -154,58 +226,12 @@ class TrainingRunner::Job : public Steppable {
     }
 
     std::shared_ptr<const TrainingPicture> makePicture(const Slot& slot) const {
-        const FlowTrainer& t = *slot.trainer;
-        auto p = std::make_shared<TrainingPicture>();
-        p->iteration = t.iteration();
-        p->data = slot.data;
-        p->gridExtent = options_.gridExtent;
-        std::vector<Matrix> trajectory;
-        p->samples = flows::toRows(t.model().generate(base_, &trajectory));
-        const Eigen::Index k = std::min<Eigen::Index>(options_.trajectorySamples, base_.cols());
-        for (const Matrix& layer : trajectory) p->trajectories.push_back(flows::toRows(layer.leftCols(k)));
-        if (t.config().flow.d == 2 && options_.gridSize > 0) {
-            p->densityFromSamples = t.config().flow.rwpo;
-            p->density = p->densityFromSamples ? sampleHistogram(p->samples) : modelDensity(t.model());
-        }
-        return p;
-    }
-
-    // exp(log ρ) by (24) at the centres of a gridSize² grid.
-    Mat modelDensity(const FlowTrainer::Model& model) const {
-        const int n = options_.gridSize;
-        const double cell = 2.0 * options_.gridExtent / n;
-        Matrix grid(2, n * n);
-        for (int j = 0; j < n; ++j)
-            for (int i = 0; i < n; ++i) {
-                grid(0, i + n * j) = float(-options_.gridExtent + (i + 0.5) * cell);
-                grid(1, i + n * j) = float(-options_.gridExtent + (j + 0.5) * cell);
-            }
-        Eigen::Matrix<float, 1, Eigen::Dynamic> logDensity;
-        model.encode(grid, &logDensity);
-        Mat density(n, n);
-        for (int j = 0; j < n; ++j)
-            for (int i = 0; i < n; ++i) density(i, j) = std::exp(double(logDensity(i + n * j)));
-        return density;
-    }
-
-    // Samples per unit area on a grid of half as many cells per side as the model's (a thousand samples would
-    // leave most of 64² cells empty). Samples outside the grid or not finite are not counted.
-    Mat sampleHistogram(const Mat& samples) const {
-        const int n = std::max(options_.gridSize / 2, 1);
-        const double cell = 2.0 * options_.gridExtent / n;
-        Mat h = Mat::Zero(n, n);
-        for (Eigen::Index r = 0; r < samples.rows(); ++r) {
-            const double i = std::floor((samples(r, 0) + options_.gridExtent) / cell);
-            const double j = std::floor((samples(r, 1) + options_.gridExtent) / cell);
-            if (i >= 0 && i < n && j >= 0 && j < n) h(int(i), int(j)) += 1.0;
-        }
-        if (samples.rows() > 0) h /= double(samples.rows()) * cell * cell;
-        return h;
+        return pictures_->make(*slot.trainer, slot.data);
     }
 
     const TrainingOptions options_;
     std::vector<Slot> slots_;
-    Matrix base_; // d x samples
+    std::optional<TrainingPictureMaker> pictures_; // made by install()
     std::uint64_t generation_ = 0;
     std::string failure_; // an exception from the trainer; cleared by reset and start
     Clock::time_point lastPicture_{};
@@ -242,6 +268,21 @@ void TrainingRunner::start(const flows::TrainerConfig& config, bool sideBySide) 
     loop_->post([job = job_.get(), trainers, generation = generation_] {
         job->install(std::move(*trainers), generation);
     });
+}
+
+void TrainingRunner::startFrom(const flows::FlowModel<float>& model, flows::TrainerConfig config) {
+    config.flow = model.config();
+    config.initialParams = std::make_shared<const flows::FlowParams<float>>(model.params());
+    start(config, false);
+}
+
+void saveTrainedFlow(const std::string& path, const TrainerState& state) {
+    if (!state.model || !state.config) throw std::runtime_error("no trained model to save yet");
+    double seconds = 0;
+    for (const flows::TrainRecord& r : state.history) seconds += r.seconds;
+    flows::saveFlow(path, *state.model,
+                    flows::trainingRecord(*state.config, state.iteration, state.stopped, state.history,
+                                          state.evaluations, state.events, seconds));
 }
 
 void TrainingRunner::play() {

@@ -69,6 +69,10 @@ struct TrainerState {
     std::vector<flows::TrainEvent> events; // the last TrainingOptions::maxEvents
     bool stopped = false;                  // twenty rejections in a row: the trainer refuses further steps
     std::shared_ptr<const TrainingPicture> picture; // null until the worker made the first one
+    // The parameters and config at this iteration (copies: saving or sampling them never touches the
+    // worker's trainer). saveTrainedFlow() writes them with the record flowscope-cli train writes.
+    std::shared_ptr<const flows::FlowModel<float>> model;
+    std::shared_ptr<const flows::TrainerConfig> config;
 };
 
 struct TrainingSnapshot {
@@ -82,6 +86,36 @@ struct TrainingSnapshot {
     long iteration() const { return trainers.empty() ? 0 : trainers.front().iteration; }
 };
 
+// The pictures of a run, made by one code path wherever they are made: the runner's worker (at most every
+// pictureSeconds) and flowscope-cli render --view training (one per frame, on its own thread). It holds the
+// fixed base draws z of options.pictureSeed, so that successive pictures show where the same z's go as the
+// flow learns. make() costs O(N²) per layer with the RWPO layer.
+class TrainingPictureMaker {
+  public:
+    TrainingPictureMaker(const TrainingOptions& options, int d);
+
+    // The shown data points of a trainer: the same for every picture of a run.
+    Mat data(const flows::FlowTrainer& t) const;
+    // t's picture at its current iteration, showing `data`.
+    std::shared_ptr<const TrainingPicture> make(const flows::FlowTrainer& t, const Mat& data) const;
+
+  private:
+    Mat modelDensity(const flows::FlowTrainer::Model& model) const;
+    Mat sampleHistogram(const Mat& samples) const;
+
+    TrainingOptions options_;
+    flows::FlowTrainer::Matrix base_; // d x samples
+};
+
+// The configs a start() trains: `config`, or side by side with the RWPO layer on and off (with it first).
+std::vector<flows::TrainerConfig> trainingConfigs(const flows::TrainerConfig& config, bool sideBySide);
+// One trainer's state as a snapshot holds it (label, curves, its last maxEvents events), without a picture.
+TrainerState trainerState(const flows::FlowTrainer& t, std::size_t maxEvents);
+
+// Writes a snapshot's trainer as flowscope-cli train does (flows::saveFlow: .safetensors + .json beside,
+// atomic). Throws std::runtime_error when the state has no model yet or the write fails.
+void saveTrainedFlow(const std::string& path, const TrainerState& state);
+
 class TrainingRunner {
   public:
     explicit TrainingRunner(TrainingOptions options = {});
@@ -93,6 +127,9 @@ class TrainingRunner {
     // (naming the field) and leaves the current run untouched; then hands them to the worker, replacing the
     // current run. sideBySide trains config with flow.rwpo on and off. The play state is kept.
     void start(const flows::TrainerConfig& config, bool sideBySide = false);
+    // start() from a trained model (e.g. flows::loadFlow): its architecture and parameters, the data and
+    // optimizer of `config`. The run shows the model as it is at iteration 0; play or step trains it on.
+    void startFrom(const flows::FlowModel<float>& model, flows::TrainerConfig config);
 
     void play();
     void pause();

@@ -1,5 +1,6 @@
 #include "engine/runner/TransformerRunner.h"
 
+#include "engine/ottransformer/TransformerIo.h"
 #include "engine/runner/LatestSnapshot.h"
 #include "engine/runner/TrainerSteps.h"
 
@@ -25,6 +26,8 @@ TransformerTrainerState stateOf(const ot::OtTrainer& t, std::size_t maxEvents) {
     s.lambdaOt = t.config().model.lambdaOt;
     s.label = labelFor(s.lambdaOt);
     fillTrainerState(s, t, maxEvents);
+    s.model = std::make_shared<const ot::TransformerModel>(t.model());
+    s.config = std::make_shared<const ot::OtTrainerConfig>(t.config());
     return s;
 }
 
@@ -213,6 +216,21 @@ void TransformerRunner::start(const ot::OtTrainerConfig& config, bool comparison
     loop_->post([job = job_.get(), trainers, comparison, generation = generation_] {
         job->install(std::move(*trainers), comparison, generation);
     });
+}
+
+void TransformerRunner::startFrom(const ot::TransformerModel& model, ot::OtTrainerConfig config) {
+    config.model = model.config();
+    config.initialParams = std::make_shared<const ot::TransformerParams>(model.params());
+    start(config, false);
+}
+
+void saveTrainedTransformer(const std::string& path, const TransformerTrainerState& state) {
+    if (!state.model || !state.config) throw std::runtime_error("no trained model to save yet");
+    double seconds = 0;
+    for (const ot::OtRecord& r : state.history) seconds += r.seconds;
+    ot::saveTransformer(path, *state.model,
+                        ot::trainingRecord(*state.config, state.iteration, state.stopped, state.history,
+                                           state.evaluations, state.events, seconds));
 }
 
 void TransformerRunner::play() {

@@ -48,6 +48,9 @@ struct TransformerTrainerState {
     std::vector<flows::TrainEvent> events; // the last maxEvents
     bool stopped = false;
     std::shared_ptr<const TransformerPicture> picture; // null until the first one
+    // The parameters and config at this iteration (copies: saving them never touches the worker's trainer).
+    std::shared_ptr<const ot::TransformerModel> model;
+    std::shared_ptr<const ot::OtTrainerConfig> config;
 };
 
 struct TransformerSnapshot {
@@ -63,6 +66,10 @@ struct TransformerSnapshot {
     long iteration() const { return trainers.empty() ? 0 : trainers.front().iteration; }
 };
 
+// Writes a snapshot's trainer as flowscope-cli train-transformer does (ot::saveTransformer: .safetensors +
+// .json beside, atomic). Throws std::runtime_error when the state has no model yet or the write fails.
+void saveTrainedTransformer(const std::string& path, const TransformerTrainerState& state);
+
 class TransformerRunner {
   public:
     explicit TransformerRunner(TransformerRunOptions options = {});
@@ -73,6 +80,10 @@ class TransformerRunner {
     // Builds the trainer(s) here (a bad config throws std::invalid_argument naming the field and leaves the
     // current run untouched), then hands them to the worker. The play state is kept.
     void start(const ot::OtTrainerConfig& config, bool comparison = false);
+    // start() from a trained model (e.g. ot::loadTransformer): its architecture and parameters, the task,
+    // data and optimizer of `config`. The run shows the model as it is at iteration 0; play or step trains
+    // on.
+    void startFrom(const ot::TransformerModel& model, ot::OtTrainerConfig config);
     void play();
     void pause();
     void stepOnce();

@@ -1,0 +1,55 @@
+// Flowscope engine: drawing samples and densities from a trained flow, the same way everywhere:
+// flowscope-cli sample / density and the app's File ▸ Export ▸ Samples / Density call these, so the same
+// model, n and seed give the same .npy bytes in both.
+//
+//  * baseSamples(d, n, seed): z_j = (r_{dj}, ..., r_{dj+d-1}) from Rng(seed).normal(), the column-major fill;
+//  * sampleFlow: generate(Z) in independent batches of `batch` columns (with the RWPO layer a batch's samples
+//    are one another's keys, as in training), in double on the float32 parameters: the sampler's fixed-point
+//    solves then stop within their tolerance of the exact inverse instead of on float32 rounding noise,
+//    amplified where the map nearly folds;
+//  * densityGrid: exp(log ρ) by (24) at the centres of a grid² grid on [-halfWidth, halfWidth]², each query
+//    pushed backward beside a reference batch of the model's own samples (its keys; §1.3), so a grid
+//    point's density does not depend on the other grid points.
+#pragma once
+
+#include "engine/flows/Flow.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flowscope::flows {
+
+// d x n standard normal base samples from the stream `seed`.
+ad::Matrix<float> baseSamples(int d, int n, std::uint64_t seed);
+
+// model.generate(Z) in batches of `batch` columns. `residual` and `iterations` (when given) get the worst
+// fixed-point change at exit and the most iterations any sub-step took, over the batches.
+template <class S>
+ad::Matrix<S> generateInBatches(const FlowModel<S>& model, const ad::Matrix<S>& Z, int batch,
+                                double* residual = nullptr, int* iterations = nullptr);
+
+// The samples flowscope-cli sample writes (d x N): generateInBatches in double, eq. (22) as printed when
+// explicitSampler is set.
+ad::Matrix<float> sampleFlow(const FlowModel<float>& model, const ad::Matrix<float>& Z, int batch = 2000,
+                             bool explicitSampler = false, double* residual = nullptr,
+                             int* iterations = nullptr);
+
+struct DensityGrid {
+    int grid = 0;
+    double halfWidth = 0;
+    std::vector<double> rho; // grid x grid, row = y, column = x (C order), probability per unit area
+    double mass = 0;         // Σ ρ · cell² over the finite cells
+};
+
+// flowscope-cli density's grid (d = 2 models only; throws std::invalid_argument otherwise): `references`
+// samples from baseSamples(2, references, seed) as the keys.
+DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth, int references = 2000,
+                        std::uint64_t seed = 0);
+
+// The .npy files (atomic): samples as an N x d float32 array (one sample per row), the density as a
+// grid x grid float64 array.
+void writeSamplesNpy(const std::string& path, const ad::Matrix<float>& samples);
+void writeDensityNpy(const std::string& path, const DensityGrid& density);
+
+} // namespace flowscope::flows
