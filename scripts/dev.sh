@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(
   cmake ninja-build g++ pkg-config
   libeigen3-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-  qt6-base-dev libqt6opengl6-dev qt6-charts-dev libimgui-dev qt6-qpa-plugins libgl-dev libegl-dev
+  qt6-base-dev libqt6opengl6-dev qt6-charts-dev qt6-svg-dev libimgui-dev qt6-qpa-plugins libgl-dev libegl-dev
   libgl1-mesa-dri libglx-mesa0 libegl-mesa0 xvfb xauth fonts-dejavu-core
   glslc mesa-vulkan-drivers libvulkan-dev
   python3-numpy # tests/python: the NumPy flow reader against the C++ sampler

@@ -5,7 +5,12 @@
 #endif
 
 #include "engine/io/Npy.h"
+#include "engine/io/ShareString.h"
 #include "engine/io/Trajectory.h"
+#include "engine/media/FrameSink.h"
+#include "engine/media/Mp4Writer.h"
+#include "ui/AnimationExportDialog.h"
+#include "ui/AnimationExporter.h"
 #include "ui/ConeView.h"
 #include "ui/ElidedLabel.h"
 #include "ui/Icons.h"
@@ -23,10 +28,12 @@
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
+#include <QClipboard>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -36,13 +43,17 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QOffscreenSurface>
+#include <QOpenGLContext>
 #include <QOpenGLWidget>
 #include <QPainter>
+#include <QPointer>
+#include <QProgressDialog>
 #include <QRegularExpression>
 #include <QSaveFile>
 #include <QSettings>
 #include <QSlider>
 #include <QStatusBar>
+#include <QSvgGenerator>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
@@ -418,21 +429,60 @@ void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(openAction_);
     recentMenu_ = file->addMenu(tr("Open &recent"));
+    QAction* openModel = file->addAction(tr("Open trained &model..."), this, &MainWindow::openModelDialog);
+    openModel->setToolTip(
+        tr("A flow or continuous-time Transformer saved as .safetensors (flowscope-cli train, "
+           "train-transformer or Export ▸ Trained model), shown in its tab, paused"));
+    openModel->setStatusTip(openModel->toolTip());
+    file->setToolTipsVisible(true);
     file->addAction(saveAction_);
     file->addAction(saveAsAction_);
     file->addSeparator();
     QMenu* exports = file->addMenu(tr("&Export"));
-    QAction* viewPng = exports->addAction(tr("&View as PNG..."), this, [this] { exportDialog(false); });
+    QAction* viewPng =
+        exports->addAction(tr("&View as PNG..."), this, [this] { exportDialog(ExportKind::ViewPng); });
     viewPng->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
     viewPng->setToolTip(tr("The shown tab as a PNG, at the screen's resolution"));
-    QAction* trajectory =
-        exports->addAction(tr("&Trajectory as .npy..."), this, [this] { exportDialog(true); });
+    QAction* trajectory = exports->addAction(tr("&Trajectory as .npy..."), this,
+                                             [this] { exportDialog(ExportKind::Trajectory); });
     trajectory->setToolTip(tr("Every recorded frame as one (frames, N, d) float64 array, and the frames' "
                               "times in <name>_times.npy"));
+    QAction* plots =
+        exports->addAction(tr("&Plots as SVG or PNG..."), this, [this] { exportDialog(ExportKind::Plots); });
+    plots->setToolTip(tr("The plots of the shown tab as vector graphics (.svg) or an image (.png): the Plots "
+                         "panel beside the particles and the cone, the whole Flows or Transformers view"));
+    QAction* animation = exports->addAction(tr("&Animation..."), this, &MainWindow::exportAnimationDialog);
+    animation->setToolTip(tr("The particles, cone or disc view as MP4, GIF or numbered PNGs, rendered "
+                             "offscreen from t = 0 at a chosen size, frame rate and time per frame"));
+    exports->addSeparator();
+    QAction* model = exports->addAction(tr("Trained &model..."), this, &MainWindow::exportModelDialog);
+    model->setToolTip(tr("The shown training tab's model as .safetensors with its record (.json) beside it, "
+                         "as flowscope-cli train writes them"));
+    QAction* samples =
+        exports->addAction(tr("&Samples as .npy..."), this, [this] { exportFlowDataDialog(false); });
+    samples->setToolTip(tr("n samples of the Flows tab's model from a seed, as an (n, d) float32 array: the "
+                           "bytes of flowscope-cli sample --n --seed"));
+    QAction* density =
+        exports->addAction(tr("&Density as .npy..."), this, [this] { exportFlowDataDialog(true); });
+    density->setToolTip(tr("The Flows tab's model density on a grid over [-extent, extent]² (row = y, column "
+                           "= x), float64: the bytes of flowscope-cli density --grid --half-width"));
+    for (QAction* a : {model, samples, density}) a->setStatusTip(a->toolTip());
     exports->setToolTipsVisible(true);
     file->addSeparator();
     file->addAction(quitAction_);
     rebuildRecentMenu();
+
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    QAction* copyShare =
+        edit->addAction(tr("&Copy scene as share string"), this, &MainWindow::copyShareString);
+    copyShare->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    copyShare->setToolTip(tr("The whole scene as it runs now (live edits included) as one line, to paste "
+                             "here or pass to flowscope or flowscope-cli in place of a scene file"));
+    QAction* pasteShare =
+        edit->addAction(tr("&Paste scene from share string"), this, &MainWindow::pasteShareString);
+    pasteShare->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V));
+    pasteShare->setToolTip(tr("Open the scene whose share string is on the clipboard"));
+    edit->setToolTipsVisible(true);
 
     QMenu* sim = menuBar()->addMenu(tr("&Simulation"));
     sim->addAction(playAction_);
@@ -704,19 +754,74 @@ void MainWindow::saveSceneDialog() {
     if (!saveSceneFile(path)) QMessageBox::warning(this, tr("Save scene"), lastError_);
 }
 
-void MainWindow::exportDialog(bool trajectory) {
+void MainWindow::exportDialog(ExportKind kind) {
     const QString start = scenePath_.isEmpty() ? QDir::homePath() : QFileInfo(scenePath_).absolutePath();
-    const QString suffix = trajectory ? QStringLiteral(".npy") : QStringLiteral(".png");
-    QString path =
-        QFileDialog::getSaveFileName(this, trajectory ? tr("Export trajectory") : tr("Export view"), start,
-                                     trajectory ? tr("NumPy arrays (*.npy)") : tr("PNG (*.png)"));
+    const bool trajectory = kind == ExportKind::Trajectory, plots = kind == ExportKind::Plots;
+    QString path = QFileDialog::getSaveFileName(this,
+                                                trajectory ? tr("Export trajectory")
+                                                : plots    ? tr("Export plots")
+                                                           : tr("Export view"),
+                                                start,
+                                                trajectory ? tr("NumPy arrays (*.npy)")
+                                                : plots    ? tr("SVG (*.svg);;PNG (*.png)")
+                                                           : tr("PNG (*.png)"));
     if (path.isEmpty()) return;
-    if (!path.endsWith(suffix)) path += suffix;
-    const bool ok = trajectory ? exportTrajectory(path) : exportViewPng(path);
+    if (plots) {
+        if (!path.endsWith(QStringLiteral(".svg")) && !path.endsWith(QStringLiteral(".png")))
+            path += QStringLiteral(".svg");
+    } else {
+        const QString suffix = trajectory ? QStringLiteral(".npy") : QStringLiteral(".png");
+        if (!path.endsWith(suffix)) path += suffix;
+    }
+    const bool ok = trajectory ? exportTrajectory(path) : plots ? exportPlots(path) : exportViewPng(path);
     if (!ok)
         QMessageBox::warning(this, tr("Export"), lastError_);
     else
         statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 5000);
+}
+
+QWidget* MainWindow::shownPlots() const {
+    QWidget* shown = tabs_->currentWidget();
+    if (shown == trainingView_ || shown == transformerView_) return shown;
+    return plots_;
+}
+
+bool MainWindow::exportPlots(const QString& path) {
+    QWidget* plots = shownPlots();
+    const bool svg = path.endsWith(QStringLiteral(".svg"), Qt::CaseInsensitive);
+    if (!svg && !path.endsWith(QStringLiteral(".png"), Qt::CaseInsensitive)) {
+        lastError_ = tr("Cannot write %1: plots are exported as .svg or .png").arg(path);
+        return false;
+    }
+    if (plots->width() < 2 || plots->height() < 2) {
+        lastError_ = tr("Nothing to export: the plots are hidden (show the Plots panel)");
+        return false;
+    }
+    QSaveFile file(path); // atomic: a failed write leaves no partial file under the name
+    bool ok = file.open(QIODevice::WriteOnly);
+    if (ok && svg) {
+        // Everything the plots draw goes through QPainter, so the SVG is vector graphics: text stays text.
+        QSvgGenerator generator;
+        generator.setOutputDevice(&file);
+        generator.setSize(plots->size());
+        generator.setViewBox(QRect(QPoint(0, 0), plots->size()));
+        generator.setTitle(windowTitle());
+        QPainter painter;
+        ok = painter.begin(&generator);
+        if (ok) {
+            plots->render(&painter);
+            ok = painter.end();
+        }
+    } else if (ok) {
+        const QImage image = plots->grab().toImage(); // at the screen's device pixel ratio
+        ok = !image.isNull() && image.save(&file, "PNG");
+    }
+    if (!ok || !file.commit()) {
+        lastError_ = tr("Cannot write %1: %2").arg(path, file.errorString());
+        return false;
+    }
+    lastError_.clear();
+    return true;
 }
 
 bool MainWindow::exportViewPng(const QString& path) {
@@ -763,6 +868,229 @@ bool MainWindow::exportTrajectory(const QString& path, bool asFloat32) {
     }
     lastError_.clear();
     return true;
+}
+
+bool MainWindow::exportAnimation(const AnimationOptions& options, const QString& path,
+                                 const ExportProgress& progress) {
+    if (!scene_) {
+        lastError_ = tr("There is no scene to export.");
+        return false;
+    }
+    const Scene scene = *scene_; // as it runs now; the export runs a simulation of its own from t = 0
+    if (const auto why = animationOptionsError(scene, options)) {
+        lastError_ = tr("Cannot export the animation:\n%1").arg(QString::fromStdString(*why));
+        return false;
+    }
+    // The output first: a path the sinks cannot take fails before any work. From here on a cancel or a
+    // failure destroys the sink unfinished, which leaves nothing under the name.
+    VideoOptions video;
+    video.width = options.width;
+    video.height = options.height;
+    video.fps = options.fps;
+    std::unique_ptr<FrameSink> sink;
+    try {
+        sink = openFrameSink(QFile::encodeName(path).toStdString(), video);
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot export to %1:\n%2")
+                         .arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what()));
+        return false;
+    }
+
+    // An OpenGL context of the export's own on an offscreen surface; the one current before (a view's) is
+    // made current again at the end.
+    const QPointer<QOpenGLContext> previous = QOpenGLContext::currentContext();
+    QSurface* previousSurface = previous ? previous->surface() : nullptr;
+    QSurfaceFormat format = QSurfaceFormat::defaultFormat();
+    if (format.version() < qMakePair(3, 3)) {
+        format.setVersion(3, 3);
+        format.setProfile(QSurfaceFormat::CoreProfile);
+    }
+    QOffscreenSurface surface;
+    surface.setFormat(format);
+    surface.create();
+    QOpenGLContext context;
+    context.setFormat(format);
+    const auto makeCurrent = [&context, &surface] { return context.makeCurrent(&surface); };
+    QString error;
+    bool cancelled = false;
+    if (!surface.isValid() || !context.create() || !makeCurrent()) {
+        error = tr("no OpenGL context for offscreen drawing");
+    } else {
+        GlApi gl;
+        std::string why;
+        const auto resolve = [&context](const char* name) {
+            return GlApi::Proc(context.getProcAddress(name));
+        };
+        if (!gl.load(resolve, &why)) {
+            error = QString::fromStdString(why);
+        } else {
+            // progress() may repaint the views (their contexts become current): ours is made current again.
+            const auto report = [&](long done) {
+                const bool go = !progress || progress(done, options.frames);
+                makeCurrent();
+                return go;
+            };
+            AnimationExporter exporter(scene, options);
+            bool ok = false;
+            try {
+                ok = exporter.initialize(gl) && exporter.solve([&] { return !report(0); });
+                makeCurrent();
+                ok = ok && exporter.run(*sink, report);
+                if (ok) sink->finish();
+            } catch (const std::exception& e) {
+                ok = false;
+                error = QString::fromStdString(e.what());
+            }
+            if (!ok && error.isEmpty()) {
+                const QString what = QString::fromStdString(exporter.error());
+                switch (exporter.failure()) {
+                case AnimationExporter::Failure::Cancelled:
+                    cancelled = true;
+                    break;
+                case AnimationExporter::Failure::Size:
+                    error = tr("Size: %1").arg(what);
+                    break;
+                case AnimationExporter::Failure::Hud:
+                    error = tr("Heads-up display: %1").arg(what);
+                    break;
+                case AnimationExporter::Failure::View:
+                    error = tr("View (%1): %2").arg(QString::fromLatin1(toString(options.view)), what);
+                    break;
+                default:
+                    error = what;
+                }
+            }
+            makeCurrent();
+            exporter.release();
+        }
+        context.doneCurrent();
+    }
+    const bool written = error.isEmpty() && !cancelled;
+    if (!written) sink.reset(); // unfinished: removes what it wrote aside
+    if (previous && previousSurface) previous->makeCurrent(previousSurface);
+    if (cancelled) {
+        lastError_ = tr("Export cancelled; nothing was written.");
+        return false;
+    }
+    if (!written) {
+        lastError_ = tr("Cannot export the animation to %1:\n%2").arg(QDir::toNativeSeparators(path), error);
+        return false;
+    }
+    lastError_.clear();
+    return true;
+}
+
+void MainWindow::exportAnimationDialog() {
+    if (!scene_) return;
+    QWidget* shown = tabs_->currentWidget() == cone_ ? static_cast<QWidget*>(cone_) : view_;
+    const QSize pixels = shown->size() * shown->devicePixelRatioF();
+    QSettings settings;
+    QString path = settings.value(QStringLiteral("export/animationPath")).toString();
+    if (path.isEmpty()) {
+        const QString name =
+            scene_->name.empty() ? QStringLiteral("animation") : QString::fromStdString(scene_->name);
+        path = QDir::home().filePath(
+            name + (Mp4Writer::available() ? QStringLiteral(".mp4") : QStringLiteral(".gif")));
+    }
+    AnimationExportDialog dialog(*scene_, pixels, QDir::toNativeSeparators(path), this);
+    if (shown == cone_) dialog.setView(discAction_->isChecked() ? AnimationView::Disc : AnimationView::Cone);
+    if (dialog.exec() != QDialog::Accepted) return;
+    const AnimationOptions options = dialog.options();
+    path = dialog.path();
+    settings.setValue(QStringLiteral("export/animationPath"), path);
+
+    QProgressDialog progress(tr("Preparing..."), tr("Cancel"), 0, int(options.frames), this);
+    progress.setWindowTitle(tr("Export animation"));
+    progress.setWindowModality(Qt::WindowModal);
+    progress.setMinimumDuration(0);
+    progress.setAutoClose(false);
+    progress.setAutoReset(false);
+    progress.setValue(0);
+    QElapsedTimer clock;
+    clock.start();
+    const bool ok = exportAnimation(options, path, [&](long done, long total) {
+        progress.setLabelText(done == 0 && options.view != AnimationView::Particles
+                                  ? tr("Solving the moment equations...")
+                                  : tr("Rendering frame %1 of %2").arg(std::min(done + 1, total)).arg(total));
+        progress.setValue(int(done));
+        QCoreApplication::processEvents();
+        return !progress.wasCanceled();
+    });
+    const double seconds = double(clock.nsecsElapsed()) * 1e-9;
+    progress.close();
+    if (!ok) {
+        if (progress.wasCanceled())
+            statusBar()->showMessage(lastError_, 5000);
+        else
+            QMessageBox::warning(this, tr("Export animation"), lastError_);
+        return;
+    }
+    // The size on disk: the file, or the PNG directory's frames.
+    qint64 bytes = 0;
+    const QFileInfo info(path);
+    if (info.isDir()) {
+        for (const QFileInfo& f : QDir(path).entryInfoList(QDir::Files)) bytes += f.size();
+    } else {
+        bytes = info.size();
+    }
+    const QString size = bytes >= (qint64(1) << 20)
+                             ? tr("%1 MiB").arg(double(bytes) / double(1 << 20), 0, 'f', 1)
+                             : tr("%1 KiB").arg(double(bytes) / 1024.0, 0, 'f', 0);
+    statusBar()->showMessage(tr("Exported %1 (%2 frames, %3) in %4 s, %5 frames/s")
+                                 .arg(QDir::toNativeSeparators(path))
+                                 .arg(options.frames)
+                                 .arg(size)
+                                 .arg(seconds, 0, 'f', 1)
+                                 .arg(double(options.frames) / std::max(seconds, 1e-9), 0, 'f', 1),
+                             10000);
+}
+
+QString MainWindow::shareString(QString* why) const {
+    if (!scene_) {
+        if (why) *why = tr("There is no scene to share.");
+        return {};
+    }
+    try {
+        return QString::fromStdString(encodeShareString(*scene_)); // what Save would write, as one line
+    } catch (const std::exception& e) {
+        if (why) *why = tr("Cannot make the share string:\n%1").arg(QString::fromStdString(e.what()));
+        return {};
+    }
+}
+
+bool MainWindow::openShareString(const QString& text) {
+    Scene scene;
+    try {
+        scene = decodeShareString(text.trimmed().toStdString());
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot open the share string:\n%1").arg(describe(e));
+        return false;
+    }
+    return setScene(scene);
+}
+
+void MainWindow::copyShareString() {
+    QString why;
+    const QString text = shareString(&why);
+    if (text.isEmpty()) {
+        QMessageBox::warning(this, tr("Copy scene as share string"), why);
+        return;
+    }
+    QGuiApplication::clipboard()->setText(text);
+    statusBar()->showMessage(tr("Copied the scene as a share string (%1 characters)").arg(text.size()), 5000);
+}
+
+void MainWindow::pasteShareString() {
+    const QString text = QGuiApplication::clipboard()->text();
+    if (text.trimmed().isEmpty()) {
+        QMessageBox::warning(this, tr("Paste scene from share string"),
+                             tr("The clipboard holds no text: copy a share string (fs1.…) first."));
+        return;
+    }
+    if (!openShareString(text))
+        QMessageBox::warning(this, tr("Paste scene from share string"), lastError_);
+    else
+        statusBar()->showMessage(tr("Opened the scene from the share string"), 5000);
 }
 
 void MainWindow::openPreset(int index) {

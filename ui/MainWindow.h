@@ -23,7 +23,9 @@
 #include <QString>
 #include <QStringList>
 
+#include <functional>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -40,6 +42,7 @@ class QOffscreenSurface;
 
 namespace flowscope {
 
+struct AnimationOptions;
 class ConeView;
 class ElidedLabel;
 class MatrixEditor;
@@ -83,7 +86,38 @@ class MainWindow : public QMainWindow {
     // recorded frame that still has its tokens as one (frames, N, d) .npy, with their times in a sibling
     // "<name>_times.npy". Both atomic; false with the message in lastError().
     bool exportViewPng(const QString& path);
+    // The shown tab's plots (the Plots panel for the particle and cone tabs, the whole Flows or Transformers
+    // view) as .svg (vector: all of them are QPainter drawings) or .png. False: see lastError().
+    bool exportPlots(const QString& path);
+    QWidget* shownPlots() const;
     bool exportTrajectory(const QString& path, bool asFloat32 = false);
+    // File ▸ Export ▸ Animation: the scene as it runs now (scene(), live edits included) from t = 0, drawn
+    // offscreen frame by frame on this thread by ui/AnimationExporter (the frames of `flowscope-cli render`)
+    // in a Qt offscreen OpenGL context; the context current before is current again after. progress(done,
+    // total) runs after each frame (done = 0 while the cone's trajectories are solved); false cancels.
+    // Atomic: a cancel or a failure leaves nothing under `path`. False with the message in lastError().
+    using ExportProgress = std::function<bool(long done, long total)>;
+    bool exportAnimation(const AnimationOptions& options, const QString& path,
+                         const ExportProgress& progress = {});
+
+    // Edit ▸ Copy / Paste scene as share string (engine/io/ShareString.h). shareString(): the current scene
+    // with its live edits, as Save writes it; empty (and *why) when there is none or it cannot be encoded.
+    // openShareString(): decodes (surrounding whitespace ignored) and opens it; false with lastError() and
+    // the current scene kept.
+    QString shareString(QString* why = nullptr) const;
+    bool openShareString(const QString& text);
+    // Trained models (issue 7; ui/MainWindowModels.cpp). openModelFile(): a .safetensors written by
+    // flowscope-cli train / train-transformer or exportModel(), its kind from its metadata; the Flows or
+    // Transformers tab then shows it paused at iteration 0, with the data and optimizer of the record beside
+    // it where the record has them (the status line says what was missing), and Play trains it on.
+    // exportModel(): the shown training tab's model (the Flows tab's unless the Transformers tab is shown)
+    // as .safetensors + .json. exportSamples() / exportDensity(): the Flows tab's model (the first trainer
+    // side by side), the same bytes as flowscope-cli sample --n --seed / density --grid --half-width
+    // --reference (engine/flows/Sampling.h). All atomic; false with lastError() set, the current runs kept.
+    bool openModelFile(const QString& path);
+    bool exportModel(const QString& path);
+    bool exportSamples(const QString& path, int n = 10000, std::uint64_t seed = 0);
+    bool exportDensity(const QString& path, int grid = 200, double extent = 4.0, int references = 2000);
     SimulationRunner& runner() { return runner_; }
     ParticleView* particleView() const { return view_; }
     ConeView* coneView() const { return cone_; }
@@ -141,13 +175,14 @@ class MainWindow : public QMainWindow {
   private slots:
     void openSceneDialog();
     void saveSceneDialog();
-    void exportDialog(bool trajectory);
     void openPreset(int index);
     void updateControls();
     void onSnapshot();
     void updatePlots();
 
   private:
+    enum class ExportKind { ViewPng, Trajectory, Plots };
+    void exportDialog(ExportKind kind);
     void buildActions();
     void buildMenus();
     void buildToolBars();
@@ -159,6 +194,12 @@ class MainWindow : public QMainWindow {
     void addRecent(const QString& path);
     void rebuildRecentMenu();
     void syncRateControls();
+    void openModelDialog();
+    void exportModelDialog();
+    void exportFlowDataDialog(bool density); // samples or density: a small dialog, then off the UI thread
+    void exportAnimationDialog();
+    void copyShareString();
+    void pasteShareString();
 
     // Declared before the runner: its worker's OpenGL context is current on this surface until it joins.
     std::unique_ptr<QOffscreenSurface> computeSurface_;
@@ -216,6 +257,10 @@ class MainWindow : public QMainWindow {
     QLabel* scrubLabel_ = nullptr;
     ElidedLabel* sceneLabel_ = nullptr;
     std::optional<std::pair<bool, bool>> controlsState_; // (playing, have a scene) the actions show
+    QString modelDir_;                                   // where the model dialogs start
+    // Samples and densities of a dialog are computed here, not on the UI thread (seconds to minutes with
+    // the RWPO layer). Declared last: destroyed, i.e. joined, before anything it reports to.
+    std::jthread modelExport_;
 };
 
 } // namespace flowscope

@@ -10,6 +10,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QLabel>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -53,6 +54,13 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     beta0_ = form::startDoubleBox(flowGroup, "training.beta0", 0.001, 100.0, 3, 0.1);
     transport_ = form::startDoubleBox(flowGroup, "training.transportWeight", 0.0, 10.0, 4, 0.01);
     seed_ = form::startIntBox(flowGroup, "training.seed", 0, std::numeric_limits<int>::max());
+    loaded_ = new QLabel(flowGroup);
+    loaded_->setObjectName(QStringLiteral("loaded"));
+    loaded_->setWordWrap(true);
+    loaded_->setToolTip(tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
+                           "model); editing the architecture starts from a fresh initialization instead"));
+    loaded_->hide();
+    form->addRow(loaded_);
     addRow(form, tr("Dataset"), dataset_, "training.dataset");
     form->addRow(rwpo_);
     form->addRow(sideBySide_);
@@ -86,6 +94,12 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
         connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::markEdited);
     for (QDoubleSpinBox* box : {lr_, lambda0_, beta0_, transport_})
         connect(box, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::markEdited);
+    for (QCheckBox* box : {rwpo_, sideBySide_})
+        connect(box, &QCheckBox::toggled, this, &TrainingPanel::forgetLoadedModel);
+    for (QSpinBox* box : {layers_, width_})
+        connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::forgetLoadedModel);
+    for (QDoubleSpinBox* box : {lambda0_, beta0_, transport_})
+        connect(box, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::forgetLoadedModel);
     connect(controls_, &RunControls::startRequested, this,
             [this](bool play) { emit startRequested(config(), sideBySide(), play); });
     connect(controls_, &RunControls::playRequested, this, &TrainingPanel::playRequested);
@@ -112,7 +126,16 @@ flows::TrainerConfig TrainingPanel::config() const {
     // Held-out metrics cost O(n²) per layer with the RWPO layer (~20 s for 2000 points on two busy cores,
     // during which the run does not answer): 1000 keep them to a few seconds.
     c.evalSamples = 1000;
+    if (loadedParams_) {
+        c.flow = loadedFlow_;
+        c.initialParams = loadedParams_;
+    }
     return c;
+}
+
+void TrainingPanel::forgetLoadedModel() {
+    loadedParams_.reset();
+    loaded_->hide();
 }
 
 bool TrainingPanel::sideBySide() const {
@@ -138,6 +161,15 @@ void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool sideBySide) {
     transport_->setValue(c.flow.transportWeight);
     seed_->setValue(
         int(std::min<std::uint64_t>(c.flow.seed, std::uint64_t(std::numeric_limits<int>::max()))));
+    loadedFlow_ = c.flow;
+    loadedParams_ = c.initialParams;
+    loaded_->setText(
+        tr("<b>Loaded model</b>: d = %1, M = %2, width %3, %4. Start trains these parameters on.")
+            .arg(c.flow.d)
+            .arg(c.flow.layers)
+            .arg(c.flow.width)
+            .arg(c.flow.rwpo ? tr("with RWPO") : tr("without RWPO")));
+    loaded_->setVisible(bool(loadedParams_));
 }
 
 void TrainingPanel::setStarted() {
@@ -173,9 +205,14 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
                      .arg(playing ? QString() : tr(" · paused"));
         for (const TrainerState& t : snapshot->trainers) {
             QStringList parts;
-            if (t.rwpo)
-                parts << tr("λ %1").arg(number(t.history.empty() ? 0.0 : t.history.back().lambda))
-                      << tr("β %1").arg(number(t.history.empty() ? 0.0 : t.history.back().beta));
+            // Before the first step: the model's own λ and β (a loaded model's are not λ₀ and β₀).
+            const double lambda = !t.history.empty() ? t.history.back().lambda
+                                  : t.model          ? t.model->params().lambda()
+                                                     : 0.0;
+            const double beta = !t.history.empty() ? t.history.back().beta
+                                : t.model          ? t.model->params().beta()
+                                                   : 0.0;
+            if (t.rwpo) parts << tr("λ %1").arg(number(lambda)) << tr("β %1").arg(number(beta));
             parts << tr("lr %1").arg(number(t.learningRate));
             const QString prefix =
                 snapshot->sideBySide ? QString::fromStdString(t.label) + QStringLiteral(": ") : QString();

@@ -7,6 +7,10 @@
 // (iteration, it/s, λ, β, the last held-out NLL and MMD²), with rejected steps and a stopped run shown in a
 // warning colour.
 //
+// A config with initialParams (a loaded model, MainWindow::openModelFile) is kept by the panel: Start then
+// trains those parameters on, with the panel's data and optimizer settings, until an architecture control
+// (RWPO, side by side, layers, width, λ₀, β₀, transport weight) is edited; the label "loaded" says so.
+//
 // Every control's objectName is its parameter key (Tooltips.h, "training.*"); the buttons are "start",
 // "step", "reset" and "evaluate", the labels "status" and "warning".
 #pragma once
@@ -21,6 +25,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QLabel;
 class QDoubleSpinBox;
 class QSpinBox;
 
@@ -59,6 +64,7 @@ class TrainingPanel : public QWidget {
 
   private:
     void markEdited();
+    void forgetLoadedModel(); // an architecture edit: Start builds a fresh model again
 
     QComboBox* dataset_ = nullptr;
     QCheckBox* rwpo_ = nullptr;
@@ -73,6 +79,9 @@ class TrainingPanel : public QWidget {
     QSpinBox* seed_ = nullptr;
     RunControls* controls_ = nullptr;
     std::shared_ptr<const TrainingSnapshot> snapshot_;
+    QLabel* loaded_ = nullptr;                                     // "loaded": what Start trains on
+    flows::FlowConfig loadedFlow_;                                 // the loaded model's architecture
+    std::shared_ptr<const flows::FlowParams<float>> loadedParams_; // null: Start initializes afresh
 };
 
 } // namespace flowscope

@@ -9,6 +9,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QLabel>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -101,6 +102,14 @@ TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
     batch_ = form::startIntBox(group, "transformer.batch", 1, 4096);
     lr_ = form::startDoubleBox(group, "transformer.lr", 1e-5, 1.0, 5, 1e-3);
     seed_ = form::startIntBox(group, "transformer.seed", 0, std::numeric_limits<int>::max());
+    loaded_ = new QLabel(group);
+    loaded_->setObjectName(QStringLiteral("loaded"));
+    loaded_->setWordWrap(true);
+    loaded_->setToolTip(
+        tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
+           "model); editing the task or the architecture starts from a fresh initialization"));
+    loaded_->hide();
+    form->addRow(loaded_);
     addRow(form, tr("Task"), task_, "transformer.task");
     addRow(form, tr("Architecture"), architecture_, "transformer.architecture");
     addRow(form, tr("λ_OT"), lambda_, "transformer.lambda_ot");
@@ -148,6 +157,13 @@ TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
         connect(box, &QSpinBox::valueChanged, this, &TransformerPanel::markEdited);
     for (QDoubleSpinBox* box : {lambda_, horizon_, lr_})
         connect(box, &QDoubleSpinBox::valueChanged, this, &TransformerPanel::markEdited);
+    for (QComboBox* box : {task_, architecture_, convention_, integrator_})
+        connect(box, &QComboBox::currentIndexChanged, this, &TransformerPanel::forgetLoadedModel);
+    connect(increment_, &QCheckBox::toggled, this, &TransformerPanel::forgetLoadedModel);
+    for (QSpinBox* box : {steps_, width_, mlp_, blocks_})
+        connect(box, &QSpinBox::valueChanged, this, &TransformerPanel::forgetLoadedModel);
+    for (QDoubleSpinBox* box : {lambda_, horizon_})
+        connect(box, &QDoubleSpinBox::valueChanged, this, &TransformerPanel::forgetLoadedModel);
     connect(controls_, &RunControls::startRequested, this,
             [this](bool play) { emit startRequested(config(), comparison(), play); });
     connect(controls_, &RunControls::playRequested, this, &TransformerPanel::playRequested);
@@ -183,7 +199,16 @@ ot::OtTrainerConfig TransformerPanel::config() const {
     c.adam.lr = lr_->value();
     c.model.seed = std::uint64_t(seed_->value());
     c.dataSeed = c.model.seed + 1;
+    if (loadedParams_) {
+        c.model = loadedModel_;
+        c.initialParams = loadedParams_;
+    }
     return c;
+}
+
+void TransformerPanel::forgetLoadedModel() {
+    loadedParams_.reset();
+    loaded_->hide();
 }
 
 bool TransformerPanel::comparison() const {
@@ -214,6 +239,16 @@ void TransformerPanel::setConfig(const ot::OtTrainerConfig& c, bool comparison) 
     seed_->setValue(
         int(std::min<std::uint64_t>(c.model.seed, std::uint64_t(std::numeric_limits<int>::max()))));
     updateEnabled();
+    loadedModel_ = c.model;
+    loadedParams_ = c.initialParams;
+    loaded_->setText(tr("<b>Loaded model</b>: task %1, d = %2, %3 blocks, M = %4, λ_OT = %5. Start trains "
+                        "these parameters on.")
+                         .arg(QString::fromUtf8(ot::toString(c.task)))
+                         .arg(c.model.width)
+                         .arg(c.model.blocks)
+                         .arg(c.model.steps)
+                         .arg(c.model.lambdaOt));
+    loaded_->setVisible(bool(loadedParams_));
 }
 
 // The discrete baseline has no ODE, so no transport, steps or horizon.

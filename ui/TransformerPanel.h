@@ -23,6 +23,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QLabel;
 class QDoubleSpinBox;
 class QSpinBox;
 
@@ -66,6 +67,7 @@ class TransformerPanel : public QWidget {
   private:
     void markEdited();
     void updateEnabled();
+    void forgetLoadedModel(); // an architecture edit: Start builds a fresh model again
 
     QComboBox* task_ = nullptr;
     QComboBox* architecture_ = nullptr;
@@ -84,6 +86,11 @@ class TransformerPanel : public QWidget {
     QSpinBox* seed_ = nullptr;
     RunControls* controls_ = nullptr;
     std::shared_ptr<const TransformerSnapshot> snapshot_;
+    // A loaded model (MainWindow::openModelFile), kept as the flows' panel keeps one: Start trains these
+    // parameters on until the task or an architecture control is edited.
+    QLabel* loaded_ = nullptr;
+    ot::TransformerConfig loadedModel_;
+    std::shared_ptr<const ot::TransformerParams> loadedParams_;
 };
 
 } // namespace flowscope

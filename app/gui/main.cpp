@@ -1,7 +1,7 @@
 // flowscope: the desktop application.
 //
-//   flowscope [SCENE.json] [--screenshot out.png [--after-steps K]] [--max-speed] [--size WxH]
-//             [--train DATASET [--side-by-side]] [--transformer A|B]
+//   flowscope [SCENE.json|SHARE] [--screenshot out.png [--after-steps K]] [--max-speed] [--size WxH]
+//             [--train DATASET [--side-by-side]] [--transformer A|B] [--model MODEL.safetensors]
 //
 // Without a scene it reopens the last session's scene (window layout, theme and view options too), else the
 // preset "default.json" (or a built-in default when that file is missing), and starts playing. With
@@ -11,7 +11,10 @@
 // Training panel's default settings (the particle run stays paused); with --screenshot, K counts training
 // iterations and the picture is taken once the view shows iteration K. --transformer does the same in the
 // Transformers tab: a continuous-time Transformer on task A or B with the Transformer panel's defaults
-// (λ_OT above the threshold, compared with λ_OT = 0).
+// (λ_OT above the threshold, compared with λ_OT = 0). --model opens a trained flow or Transformer in its tab
+// (File ▸ Open trained model), paused; with --screenshot the picture is taken once the view shows it.
+#include "engine/flows/ModelFile.h"
+#include "engine/io/ShareString.h"
 #include "ui/ConeView.h"
 #include "ui/DefaultScene.h"
 #include "ui/MainWindow.h"
@@ -56,6 +59,7 @@ struct Options {
     QString train; // a toy dataset to train a flow on (the Flows tab); empty: none
     bool sideBySide = false;
     QString transformer; // "A" or "B": a continuous-time Transformer to train (the Transformers tab)
+    QString model;       // a trained model to open (the Flows or Transformers tab)
 };
 
 Options parseOptions(QApplication& app) {
@@ -63,8 +67,10 @@ Options parseOptions(QApplication& app) {
     parser.setApplicationDescription(QStringLiteral("Flowscope: the particle dynamics of Transformers."));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("scene"), QStringLiteral("Scene file (JSON) to open."),
-                                 QStringLiteral("[SCENE.json]"));
+    parser.addPositionalArgument(
+        QStringLiteral("scene"),
+        QStringLiteral("Scene file (JSON), or a scene share string (fs1....), to open."),
+        QStringLiteral("[SCENE.json|SHARE]"));
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QStringLiteral("Save the window as a PNG, then exit."),
                                         QStringLiteral("out.png"));
@@ -100,8 +106,12 @@ Options parseOptions(QApplication& app) {
         QStringLiteral("Open the Transformers tab and train a continuous-time Transformer on task A or B "
                        "beside lambda_OT = 0; --after-steps counts iterations."),
         QStringLiteral("A|B"));
+    const QCommandLineOption model(
+        QStringLiteral("model"),
+        QStringLiteral("Open a trained flow or Transformer (.safetensors) in its tab."),
+        QStringLiteral("MODEL.safetensors"));
     parser.addOptions({screenshot, afterSteps, timeout, maxSpeed, size, view, frameStats, backend, train,
-                       sideBySide, transformer});
+                       sideBySide, transformer, model});
     parser.process(app);
 
     Options o;
@@ -131,6 +141,8 @@ Options parseOptions(QApplication& app) {
         (o.transformer != QStringLiteral("A") && o.transformer != QStringLiteral("B")))
         parser.showHelp(2);
     if (!o.transformer.isEmpty() && !o.train.isEmpty()) parser.showHelp(2);
+    o.model = parser.value(model);
+    if (!o.model.isEmpty() && (!o.train.isEmpty() || !o.transformer.isEmpty())) parser.showHelp(2);
     return o;
 }
 
@@ -140,7 +152,10 @@ bool openInitialScene(flowscope::MainWindow& w, const Options& o,
                       const std::optional<std::pair<flowscope::Scene, QString>>& last) {
     if (o.scene.isEmpty() && last && w.setScene(last->first, last->second)) return true;
     if (!o.scene.isEmpty()) {
-        if (w.openSceneFile(o.scene)) return true;
+        // A share string in place of the path (an existing file of that name wins), as flowscope-cli takes.
+        const bool share =
+            flowscope::looksLikeShareString(o.scene.toStdString()) && !QFileInfo::exists(o.scene);
+        if (share ? w.openShareString(o.scene) : w.openSceneFile(o.scene)) return true;
         std::fprintf(stderr, "flowscope: %s\n", qPrintable(w.lastError()));
         if (!o.screenshot.isEmpty()) return false;
         QMessageBox::warning(nullptr, QStringLiteral("Flowscope"), w.lastError());
@@ -282,6 +297,17 @@ int main(int argc, char** argv) {
         }
         window.showFlowsView();
     }
-    if (!options.screenshot.isEmpty()) scheduleScreenshot(app, window, options);
+    Options shot = options;
+    if (!options.model.isEmpty()) {
+        if (!window.openModelFile(options.model)) {
+            std::fprintf(stderr, "flowscope: %s\n", qPrintable(window.lastError()));
+            return 2;
+        }
+        // The screenshot waits for the opened model's picture as for a training run's (at iteration 0).
+        const bool flow =
+            flowscope::trainedModelKind(options.model.toStdString()) == flowscope::TrainedModelKind::Flow;
+        (flow ? shot.train : shot.transformer) = QStringLiteral("model");
+    }
+    if (!shot.screenshot.isEmpty()) scheduleScreenshot(app, window, shot);
     return app.exec();
 }

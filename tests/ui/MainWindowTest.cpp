@@ -5,6 +5,8 @@
 #include "engine/io/Npy.h"
 #include "ui/MainWindow.h"
 #include "ui/ParticleView.h"
+#include "ui/PlotsPanel.h"
+#include "ui/TrainingView.h"
 
 #include <QFile>
 #include <QTemporaryDir>
@@ -161,6 +163,41 @@ TEST_F(MainWindowTest, ExportsTheShownViewAsPng) {
     EXPECT_FALSE(QImage(transformers).isNull());
     EXPECT_FALSE(window->exportViewPng(dir.filePath(QStringLiteral("missing/dir/x.png"))));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("x.png"))) << window->lastError().toStdString();
+}
+
+// The plots as vector graphics: the SVG's view box is the plots' size and their titles are text in it (not
+// pixels); as PNG, the plots' pixels; a name that is neither is refused and nothing is written.
+TEST_F(MainWindowTest, ExportsThePlotsAsSvgAndPng) {
+    const auto svgText = [](const QString& path) {
+        QFile f(path);
+        return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+    };
+    const auto viewBox = [](const QWidget* w) {
+        return QStringLiteral("viewBox=\"0 0 %1 %2\"").arg(w->width()).arg(w->height());
+    };
+    QWidget* plots = window->shownPlots();
+    ASSERT_EQ(plots, static_cast<QWidget*>(window->plotsPanel()));
+    const QString svg = dir.filePath(QStringLiteral("plots.svg"));
+    ASSERT_TRUE(window->exportPlots(svg)) << window->lastError().toStdString();
+    const QString text = svgText(svg);
+    EXPECT_TRUE(text.contains(QStringLiteral("<svg"))) << text.left(200).toStdString();
+    EXPECT_TRUE(text.contains(viewBox(plots))) << text.left(600).toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("Kinetic energy")));
+
+    const QString png = dir.filePath(QStringLiteral("plots.png"));
+    ASSERT_TRUE(window->exportPlots(png)) << window->lastError().toStdString();
+    const double dpr = plots->devicePixelRatioF();
+    EXPECT_EQ(QImage(png).width(), int(std::lround(plots->width() * dpr)));
+
+    window->showFlowsView();
+    ASSERT_EQ(window->shownPlots(), static_cast<QWidget*>(window->trainingView()));
+    const QString flows = dir.filePath(QStringLiteral("flows.svg"));
+    ASSERT_TRUE(window->exportPlots(flows)) << window->lastError().toStdString();
+    EXPECT_TRUE(svgText(flows).contains(viewBox(window->trainingView())));
+
+    EXPECT_FALSE(window->exportPlots(dir.filePath(QStringLiteral("plots.pdf"))));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral(".svg"))) << window->lastError().toStdString();
+    EXPECT_FALSE(QFile::exists(dir.filePath(QStringLiteral("plots.pdf"))));
 }
 
 } // namespace

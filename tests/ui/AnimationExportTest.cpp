@@ -1,0 +1,400 @@
+// File ▸ Export ▸ Animation and the scene share string (Edit menu): MainWindow::exportAnimation writes the
+// frames asked for, the same frames as the shared composer (ui/AnimationExporter, which flowscope-cli render
+// runs in an EGL context), the particles where the view's projection puts the tokens; a cancel or a bad path
+// leaves nothing. The share string copies the scene as it runs and pastes another one; a corrupt string keeps
+// the scene and says what is wrong.
+#include "GuiEnvironment.h"
+#include "TestScenes.h"
+
+#include "engine/dynamics/Simulation.h"
+#include "engine/io/ShareString.h"
+#include "engine/media/FrameSink.h"
+#include "ui/AnimationExportDialog.h"
+#include "ui/AnimationExporter.h"
+#include "ui/ConeData.h"
+#include "ui/MainWindow.h"
+#include "ui/ParticleView.h"
+#include "ui/PlotDecorations.h"
+
+#if FLOWSCOPE_UI_TESTS_EGL
+#include "engine/gpu/GlContext.h"
+#include <EGL/egl.h>
+#endif
+
+#include <QAction>
+#include <QApplication>
+#include <QClipboard>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QImageReader>
+#include <QLineEdit>
+#include <QOffscreenSurface>
+#include <QOpenGLContext>
+#include <QProgressDialog>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QtTest/QTest>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <utility>
+
+namespace flowscope::test {
+namespace {
+
+QString presetPath(const char* name) {
+    return QDir(QStringLiteral(FLOWSCOPE_PRESET_DIR)).filePath(QString::fromLatin1(name));
+}
+
+void saveShot(QWidget& w, const QString& name) {
+    const QByteArray dir = qgetenv("FLOWSCOPE_SAVE_SHOTS");
+    if (dir.isEmpty()) return;
+    const QString path = QDir(QString::fromLocal8Bit(dir)).filePath(name);
+    EXPECT_TRUE(w.grab().save(path)) << path.toStdString();
+}
+
+QAction* findAction(QWidget& window, const QString& text) {
+    for (QAction* a : window.findChildren<QAction*>())
+        if (a->text() == text) return a;
+    return nullptr;
+}
+
+// Everything in `dir` (names), sorted.
+QStringList entries(const QString& dir) {
+    return QDir(dir).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden, QDir::Name);
+}
+
+QImage rgba(const QImage& image) {
+    return image.convertToFormat(QImage::Format_RGBA8888);
+}
+
+// A small scene whose tokens spread over the view: 2-D, N = 48, 40 steps.
+Scene smallScene() {
+    Scene s = tinyScene(48, 40);
+    s.name = "export test";
+    return s;
+}
+
+AnimationOptions smallOptions() {
+    AnimationOptions o;
+    o.frames = 4;
+    o.width = 160;
+    o.height = 120;
+    o.fps = 10;
+    return o;
+}
+
+class AnimationExportTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        FLOWSCOPE_REQUIRE_GUI();
+        ASSERT_TRUE(dir.isValid());
+        window = std::make_unique<MainWindow>();
+        window->resize(900, 650);
+        ASSERT_TRUE(window->setScene(smallScene()));
+        window->show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
+    }
+    QString path(const char* name) const { return dir.filePath(QString::fromLatin1(name)); }
+
+    QTemporaryDir dir;
+    std::unique_ptr<MainWindow> window;
+};
+
+TEST_F(AnimationExportTest, PngSequenceAndGifHaveTheFramesAndSizeAsked) {
+    const AnimationOptions o = smallOptions();
+    std::vector<long> reported;
+    ASSERT_TRUE(window->exportAnimation(o, path("frames/"), [&](long done, long total) {
+        EXPECT_EQ(total, o.frames);
+        reported.push_back(done);
+        return true;
+    })) << window->lastError().toStdString();
+    EXPECT_EQ(reported, (std::vector<long>{1, 2, 3, 4}));
+    const QStringList pngs = entries(path("frames"));
+    ASSERT_EQ(pngs,
+              (QStringList{"frame_00000.png", "frame_00001.png", "frame_00002.png", "frame_00003.png"}));
+    for (const QString& name : pngs) {
+        const QImage image(QDir(path("frames")).filePath(name));
+        EXPECT_EQ(image.size(), QSize(o.width, o.height)) << name.toStdString();
+    }
+    // Frames differ: the tokens move (V = -0.4 I contracts the cloud).
+    EXPECT_NE(rgba(QImage(QDir(path("frames")).filePath(pngs.front()))),
+              rgba(QImage(QDir(path("frames")).filePath(pngs.back()))));
+
+    ASSERT_TRUE(window->exportAnimation(o, path("anim.gif"))) << window->lastError().toStdString();
+    QFile gif(path("anim.gif"));
+    ASSERT_TRUE(gif.open(QIODevice::ReadOnly));
+    const QByteArray head = gif.read(10);
+    ASSERT_EQ(head.left(6), QByteArray("GIF89a"));
+    // The logical screen size, little-endian, after the signature.
+    EXPECT_EQ(uchar(head[6]) | uchar(head[7]) << 8, o.width);
+    EXPECT_EQ(uchar(head[8]) | uchar(head[9]) << 8, o.height);
+    if (QImageReader::supportedImageFormats().contains("gif")) {
+        QImageReader reader(path("anim.gif"));
+        EXPECT_EQ(reader.imageCount(), int(o.frames));
+    }
+    // Only the two results: no temporary beside them.
+    EXPECT_EQ(entries(dir.path()), (QStringList{"anim.gif", "frames"}));
+}
+
+// Frame 0 shows the initial tokens: each one's pixel (where the export's particle view maps it) is drawn,
+// not background; and the GUI's frames are, pixel for pixel, those of the composer in a headless EGL context
+// (what flowscope-cli render runs).
+TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjectionPutsThem) {
+    AnimationOptions o = smallOptions();
+    o.frames = 3;
+    o.width = 200;
+    o.height = 160;
+    ASSERT_TRUE(window->exportAnimation(o, path("gui/"))) << window->lastError().toStdString();
+    std::vector<QImage> gui;
+    for (int k = 0; k < o.frames; ++k)
+        gui.push_back(
+            rgba(QImage(path("gui") + QStringLiteral("/frame_%1.png").arg(k, 5, 10, QLatin1Char('0')))));
+
+    // The composer in a Qt context of the test's own, frame 0, with the view's camera after it.
+    QOffscreenSurface surface;
+    surface.setFormat(QSurfaceFormat::defaultFormat());
+    surface.create();
+    QOpenGLContext context;
+    context.setFormat(QSurfaceFormat::defaultFormat());
+    ASSERT_TRUE(context.create() && context.makeCurrent(&surface));
+    {
+        GlApi gl;
+        std::string why;
+        ASSERT_TRUE(
+            gl.load([&](const char* name) { return GlApi::Proc(context.getProcAddress(name)); }, &why))
+            << why;
+        AnimationExporter exporter(*window->scene(), o);
+        ASSERT_TRUE(exporter.initialize(gl)) << exporter.error();
+        ASSERT_TRUE(exporter.solve());
+        QImage frame;
+        ASSERT_TRUE(exporter.renderFrame(0, frame));
+        EXPECT_EQ(frame, gui[0]);
+        const QColor background = PlotStyle().background;
+        const Tokens tokens = Simulation(*window->scene()).tokens();
+        int inside = 0, drawn = 0;
+        for (Eigen::Index i = 0; i < tokens.rows(); ++i) {
+            const auto p = exporter.particleView()->worldToPixel(tokens.row(i).transpose());
+            ASSERT_TRUE(p.has_value());
+            const QPoint px(int(std::floor(p->x())), int(std::floor(p->y())) + exporter.captionHeight());
+            // The status box (t, step, N) covers the top of the view: the tokens below 40 % of its height.
+            const QRect checked(2, exporter.captionHeight() + o.height * 2 / 5, o.width - 4,
+                                o.height * 3 / 5 - 2);
+            if (!checked.contains(px)) continue;
+            ++inside;
+            const QColor c = frame.pixelColor(px);
+            const int distance = std::abs(c.red() - background.red()) +
+                                 std::abs(c.green() - background.green()) +
+                                 std::abs(c.blue() - background.blue());
+            drawn += distance > 60;
+            if (distance <= 60) ADD_FAILURE() << "token " << i << " at " << p->x() << ", " << p->y();
+        }
+        EXPECT_GT(inside, int(tokens.rows()) / 3); // the default camera frames the cloud
+        EXPECT_EQ(drawn, inside);
+        exporter.release();
+    }
+    context.doneCurrent();
+
+#if FLOWSCOPE_UI_TESTS_EGL
+    // The same frames from an EGL surfaceless context, as flowscope-cli render draws them; and with the
+    // heads-up display and a caption too.
+    AnimationOptions decorated = o;
+    decorated.hud = true;
+    decorated.caption = "auto";
+    ASSERT_TRUE(window->exportAnimation(decorated, path("gui-hud/"))) << window->lastError().toStdString();
+    std::string why;
+    const auto egl = GlContext::createHeadless(&why);
+    if (!egl) GTEST_SKIP() << "no EGL surfaceless context: " << why;
+    GlApi gl;
+    ASSERT_TRUE(gl.load([](const char* name) { return GlApi::Proc(eglGetProcAddress(name)); }, &why)) << why;
+    for (const auto& [options, folder] : {std::pair(o, "gui"), std::pair(decorated, "gui-hud")}) {
+        AnimationExporter exporter(*window->scene(), options);
+        ASSERT_TRUE(exporter.initialize(gl)) << exporter.error();
+        ASSERT_TRUE(exporter.solve());
+        for (int k = 0; k < options.frames; ++k) {
+            QImage frame;
+            ASSERT_TRUE(exporter.renderFrame(k, frame));
+            const QString png =
+                path(folder) + QStringLiteral("/frame_%1.png").arg(k, 5, 10, QLatin1Char('0'));
+            EXPECT_EQ(frame, rgba(QImage(png))) << folder << " frame " << k;
+        }
+        exporter.release();
+    }
+#endif
+}
+
+TEST_F(AnimationExportTest, CancelAfterTheSecondFrameLeavesNothing) {
+    for (const char* name : {"cancel.gif", "cancel/"}) {
+        long calls = 0;
+        EXPECT_FALSE(window->exportAnimation(smallOptions(), path(name), [&](long done, long) {
+            ++calls;
+            return done < 2;
+        }));
+        EXPECT_EQ(calls, 2) << name;
+        EXPECT_TRUE(window->lastError().contains(QStringLiteral("cancelled")))
+            << window->lastError().toStdString();
+        EXPECT_TRUE(entries(dir.path()).isEmpty()) << entries(dir.path()).join(' ').toStdString();
+    }
+}
+
+TEST_F(AnimationExportTest, MissingDirectoryFailsNamingItAndWritesNothing) {
+    const QString target = path("no-such-dir/anim.gif");
+    EXPECT_FALSE(window->exportAnimation(smallOptions(), target));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("no-such-dir")))
+        << window->lastError().toStdString();
+    EXPECT_TRUE(entries(dir.path()).isEmpty());
+    // Bad options name their field; the scene keeps running.
+    AnimationOptions o = smallOptions();
+    o.hud = true;
+    o.view = AnimationView::Disc;
+    EXPECT_FALSE(window->exportAnimation(o, path("disc.gif")));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("Heads-up display")))
+        << window->lastError().toStdString();
+    o = smallOptions();
+    o.width = 4;
+    EXPECT_FALSE(window->exportAnimation(o, path("small.gif")));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("Size"))) << window->lastError().toStdString();
+    EXPECT_TRUE(entries(dir.path()).isEmpty());
+    EXPECT_EQ(window->scene()->name, "export test");
+}
+
+// The menu path: the dialog (filled in by a timer while it is modal), the progress dialog, the status bar.
+TEST_F(AnimationExportTest, MenuExportShowsProgressAndReportsInTheStatusBar) {
+    QAction* action = findAction(*window, QStringLiteral("&Animation..."));
+    ASSERT_NE(action, nullptr);
+    const QString target = path("menu.gif");
+    bool filled = false;
+    QString progressLabel;
+    QTimer poll;
+    poll.setInterval(5);
+    QObject::connect(&poll, &QTimer::timeout, [&] {
+        if (auto* d = qobject_cast<AnimationExportDialog*>(QApplication::activeModalWidget()); d && !filled) {
+            filled = true;
+            d->findChild<QLineEdit*>(QStringLiteral("path"))->setText(target);
+            d->findChild<QSpinBox*>(QStringLiteral("frames"))->setValue(40);
+            d->findChild<QSpinBox*>(QStringLiteral("width"))->setValue(320);
+            d->findChild<QSpinBox*>(QStringLiteral("height"))->setValue(240);
+            d->findChild<QComboBox*>(QStringLiteral("caption"))->setCurrentIndex(1);
+            saveShot(*d, QStringLiteral("animation-export-dialog.png"));
+            d->accept();
+        }
+        for (auto* p : window->findChildren<QProgressDialog*>())
+            if (p->isVisible() && p->value() >= 3 && progressLabel.isEmpty()) {
+                progressLabel = p->labelText();
+                saveShot(*p, QStringLiteral("animation-export-progress.png"));
+            }
+    });
+    poll.start();
+    action->trigger();
+    poll.stop();
+    EXPECT_TRUE(filled);
+    EXPECT_TRUE(progressLabel.startsWith(QStringLiteral("Rendering frame "))) << progressLabel.toStdString();
+    EXPECT_TRUE(progressLabel.endsWith(QStringLiteral(" of 40"))) << progressLabel.toStdString();
+    EXPECT_TRUE(QFileInfo(target).isFile());
+    const QString status = window->statusBar()->currentMessage();
+    EXPECT_TRUE(status.contains(QStringLiteral("menu.gif")) && status.contains(QStringLiteral("frames/s")) &&
+                status.contains(QStringLiteral("KiB")))
+        << status.toStdString();
+}
+
+TEST(AnimationExportDialogTest, DefaultsFollowTheSceneAndBadFieldsAreNamed) {
+    FLOWSCOPE_REQUIRE_GUI();
+    Scene scene = smallScene();
+    scene.output.every = 3;
+    QTemporaryDir dir;
+    AnimationExportDialog dialog(scene, QSize(811, 433), dir.filePath(QStringLiteral("a.gif")));
+    AnimationOptions o = dialog.options();
+    EXPECT_EQ(o.width, 811);
+    EXPECT_EQ(o.height, 433);
+    EXPECT_FALSE(o.dtPerFrame.has_value()); // the CLI's default: h * output.every
+    EXPECT_TRUE(dialog.problem().isEmpty()) << dialog.problem().toStdString();
+    dialog.findChild<QLineEdit*>(QStringLiteral("path"))->setText(dir.filePath(QStringLiteral("a.avi")));
+    EXPECT_TRUE(dialog.problem().startsWith(QStringLiteral("Output"))) << dialog.problem().toStdString();
+    dialog.findChild<QLineEdit*>(QStringLiteral("path"))->setText(dir.filePath(QStringLiteral("nope/a.gif")));
+    EXPECT_TRUE(dialog.problem().contains(QStringLiteral("nope"))) << dialog.problem().toStdString();
+
+    // A scene without Gaussian initial tokens has no cone: both cone items are disabled, their tooltip says
+    // why.
+    ASSERT_TRUE(coneUnsupported(scene) == std::nullopt);
+    const Scene rings = loadScene(QFile::encodeName(presetPath("relu.json")).toStdString());
+    const auto why = coneUnsupported(rings);
+    ASSERT_TRUE(why.has_value());
+    AnimationExportDialog ringsDialog(rings, QSize(640, 480), dir.filePath(QStringLiteral("b.gif")));
+    auto* view = ringsDialog.findChild<QComboBox*>(QStringLiteral("view"));
+    auto* model = qobject_cast<QStandardItemModel*>(view->model());
+    for (int row : {1, 2}) {
+        EXPECT_FALSE(model->item(row)->isEnabled());
+        EXPECT_TRUE(model->item(row)->toolTip().contains(QString::fromStdString(*why)));
+    }
+    saveShot(ringsDialog, QStringLiteral("animation-export-dialog-rings.png"));
+}
+
+// ---- The share string
+
+TEST_F(AnimationExportTest, CopyPutsTheRunningSceneOnTheClipboard) {
+    emit window->particleView()->quickBetaChanged(2.5); // a live edit
+    ASSERT_DOUBLE_EQ(window->scene()->attention.beta, 2.5);
+    QAction* copy = findAction(*window, QStringLiteral("&Copy scene as share string"));
+    ASSERT_NE(copy, nullptr);
+    EXPECT_EQ(copy->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
+    QGuiApplication::clipboard()->clear();
+    copy->trigger();
+    const QString text = QGuiApplication::clipboard()->text();
+    ASSERT_FALSE(text.isEmpty());
+    EXPECT_EQ(text, window->shareString());
+    const Scene decoded = decodeShareString(text.toStdString());
+    EXPECT_EQ(nlohmann::json::parse(sceneToJson(decoded)),
+              nlohmann::json::parse(sceneToJson(*window->scene())));
+    EXPECT_DOUBLE_EQ(decoded.attention.beta, 2.5);
+}
+
+TEST_F(AnimationExportTest, PasteOpensTheSceneOfTheString) {
+    const Scene preset = loadScene(QFile::encodeName(presetPath("fig2b-line.json")).toStdString());
+    ASSERT_NE(preset.n, window->scene()->n);
+    QAction* paste = findAction(*window, QStringLiteral("&Paste scene from share string"));
+    ASSERT_NE(paste, nullptr);
+    EXPECT_EQ(paste->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V));
+    // As pasted from a chat: surrounding whitespace.
+    QGuiApplication::clipboard()->setText(
+        QStringLiteral("\n  ") + QString::fromStdString(encodeShareString(preset)) + QStringLiteral("  \n"));
+    paste->trigger();
+    ASSERT_TRUE(window->scene().has_value());
+    EXPECT_EQ(window->scene()->n, preset.n);
+    EXPECT_EQ(window->scene()->d, preset.d);
+    EXPECT_EQ(nlohmann::json::parse(sceneToJson(*window->scene()))["attention"],
+              nlohmann::json::parse(sceneToJson(preset))["attention"]);
+    EXPECT_EQ(window->runner().snapshot()->tokens.rows(), preset.n);
+}
+
+TEST_F(AnimationExportTest, CorruptStringKeepsTheSceneAndNamesTheFault) {
+    const std::string good = encodeShareString(smallScene());
+    const QString corrupt[] = {QStringLiteral("fs1.@@@@"),
+                               QString::fromStdString(good.substr(0, good.size() / 2)),
+                               QStringLiteral("fs9.AAAA"), QStringLiteral("   ")};
+    for (const QString& text : corrupt) {
+        EXPECT_FALSE(window->openShareString(text)) << text.toStdString();
+        EXPECT_TRUE(window->lastError().contains(QStringLiteral("share string")))
+            << window->lastError().toStdString();
+        // The decoder's own words, after our heading.
+        std::string decoderMessage;
+        try {
+            decodeShareString(text.toStdString());
+        } catch (const ShareStringError& e) {
+            decoderMessage = e.what();
+        }
+        EXPECT_TRUE(window->lastError().contains(QString::fromStdString(decoderMessage)))
+            << window->lastError().toStdString() << " vs " << decoderMessage;
+        EXPECT_EQ(window->scene()->name, "export test");
+        EXPECT_EQ(window->scene()->n, 48);
+    }
+}
+
+} // namespace
+} // namespace flowscope::test

@@ -1,0 +1,179 @@
+// MainWindow and trained models (issue 7): a flow saved by the engine opens in the Flows tab, and its samples
+// and density export as the same bytes as the shared sampler flowscope-cli sample / density uses; a
+// Transformer opens in the Transformers tab; a model exported from the app loads back with the same bits;
+// a truncated file keeps the current run and names the file.
+#include "GuiEnvironment.h"
+#include "TestScenes.h"
+
+#include "engine/flows/FlowIo.h"
+#include "engine/flows/Sampling.h"
+#include "engine/ottransformer/TransformerIo.h"
+#include "ui/MainWindow.h"
+#include "ui/TrainingPanel.h"
+#include "ui/TrainingView.h"
+#include "ui/TransformerPanel.h"
+#include "ui/TransformerView.h"
+
+#include <QFile>
+#include <QStatusBar>
+#include <QTemporaryDir>
+#include <QtTest/QTest>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace flowscope::test {
+namespace {
+
+flows::TrainerConfig tinyFlow(bool rwpo) {
+    flows::TrainerConfig c;
+    c.dataset = "moons";
+    c.batch = 64;
+    c.evalSamples = 64;
+    c.flow.layers = 2;
+    c.flow.width = 8;
+    c.flow.rwpo = rwpo;
+    c.flow.seed = 11;
+    c.dataSeed = 5;
+    return c;
+}
+
+QByteArray bytesOf(const QString& path) {
+    QFile f(path);
+    EXPECT_TRUE(f.open(QIODevice::ReadOnly)) << path.toStdString();
+    return f.readAll();
+}
+
+bool sameFlowParams(const flows::FlowParams<float>& a, const flows::FlowParams<float>& b) {
+    bool same = a.lambdaRaw == b.lambdaRaw && a.betaRaw == b.betaRaw;
+    flows::FlowParams<float> x = a, y = b;
+    x.phi.forEach(y.phi, [&](const ad::Matrix<float>& u, const ad::Matrix<float>& v, const std::string&) {
+        same = same && u.rows() == v.rows() && u.cols() == v.cols() && u == v;
+    });
+    return same;
+}
+
+class ModelFilesTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        FLOWSCOPE_REQUIRE_GUI();
+        ASSERT_TRUE(dir.isValid());
+        window = std::make_unique<MainWindow>();
+        window->resize(1000, 700);
+        ASSERT_TRUE(window->setScene(tinyScene()));
+        window->show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
+    }
+
+    // A flow trained a few steps by the engine (as flowscope-cli train does), saved with its record.
+    QString trainedFlowFile(const QString& name, bool rwpo) {
+        flows::FlowTrainer t(tinyFlow(rwpo));
+        for (int k = 0; k < 5; ++k) t.step();
+        const QString path = dir.filePath(name);
+        flows::saveFlow(path.toStdString(), t, 1.0);
+        return path;
+    }
+
+    QTemporaryDir dir;
+    std::unique_ptr<MainWindow> window;
+};
+
+TEST_F(ModelFilesTest, AFlowOpensAndExportsTheBytesOfTheCliSampler) {
+    const QString path = trainedFlowFile(QStringLiteral("moons.safetensors"), true);
+    ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
+    EXPECT_TRUE(window->lastError().isEmpty());
+    EXPECT_TRUE(window->trainingView()->isVisible()); // the Flows tab is shown
+    const flows::TrainerConfig shown = window->trainingPanel()->config();
+    EXPECT_EQ(shown.dataset, "moons"); // from the record
+    EXPECT_EQ(shown.batch, 64);
+    EXPECT_EQ(shown.flow.layers, 2);
+    EXPECT_TRUE(shown.initialParams); // Start trains the loaded parameters on
+    const flows::FlowModel<float> loaded = flows::loadFlow(path.toStdString());
+    const auto s = window->trainingRunner().snapshot();
+    ASSERT_TRUE(s && !s->trainers.empty() && s->trainers[0].model);
+    EXPECT_FALSE(window->trainingRunner().playing());
+    EXPECT_EQ(s->iteration(), 0);
+    EXPECT_TRUE(sameFlowParams(s->trainers[0].model->params(), loaded.params()));
+
+    // Samples: n = 500, seed 7, against the shared sampler of flowscope-cli sample --n 500 --seed 7.
+    const QString app = dir.filePath(QStringLiteral("app.npy")),
+                  cli = dir.filePath(QStringLiteral("cli.npy"));
+    ASSERT_TRUE(window->exportSamples(app, 500, 7)) << window->lastError().toStdString();
+    flows::writeSamplesNpy(cli.toStdString(), flows::sampleFlow(loaded, flows::baseSamples(2, 500, 7)));
+    EXPECT_EQ(bytesOf(app), bytesOf(cli));
+    EXPECT_EQ(bytesOf(app).size(), 128 + 500 * 2 * 4); // header + (500, 2) float32
+    // Another seed gives other samples (the comparison can fail).
+    ASSERT_TRUE(window->exportSamples(cli, 500, 8));
+    EXPECT_NE(bytesOf(app), bytesOf(cli));
+
+    // Density: a 24² grid on [-3, 3]², against flowscope-cli density --grid 24 --half-width 3 --reference
+    // 300 (fewer keys than the default 2000: seconds less with the RWPO layer).
+    ASSERT_TRUE(window->exportDensity(app, 24, 3.0, 300)) << window->lastError().toStdString();
+    flows::writeDensityNpy(cli.toStdString(), flows::densityGrid(loaded, 24, 3.0, 300));
+    EXPECT_EQ(bytesOf(app), bytesOf(cli));
+
+    // The model exported from the app loads back with the same bits, with a record beside it.
+    const QString again = dir.filePath(QStringLiteral("again.safetensors"));
+    ASSERT_TRUE(window->exportModel(again)) << window->lastError().toStdString();
+    EXPECT_TRUE(sameFlowParams(flows::loadFlow(again.toStdString()).params(), loaded.params()));
+    EXPECT_TRUE(QFile::exists(dir.filePath(QStringLiteral("again.json"))));
+}
+
+TEST_F(ModelFilesTest, AFlowWithoutADatasetInItsRecordCanStillBeSampled) {
+    flows::FlowTrainer t(tinyFlow(false));
+    t.step();
+    const QString path = dir.filePath(QStringLiteral("bare.safetensors"));
+    flows::saveFlow(path.toStdString(), t.model(), nlohmann::json::object());
+    ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
+    const QString status = window->statusBar()->currentMessage();
+    EXPECT_TRUE(status.contains(QStringLiteral("bare.safetensors")) &&
+                status.contains(QStringLiteral("no toy dataset")))
+        << status.toStdString();
+    const QString out = dir.filePath(QStringLiteral("s.npy"));
+    ASSERT_TRUE(window->exportSamples(out, 100, 0)) << window->lastError().toStdString();
+    EXPECT_EQ(bytesOf(out).size(), 128 + 100 * 2 * 4);
+}
+
+TEST_F(ModelFilesTest, ATransformerOpensInTheTransformersTab) {
+    ot::OtTrainerConfig c = ot::defaultTrainerConfig(ot::Task::A);
+    c.model.steps = 4;
+    c.model.lambdaOt = 1.0;
+    c.evalSets = 20;
+    ot::OtTrainer t(c);
+    for (int k = 0; k < 2; ++k) t.step();
+    const QString path = dir.filePath(QStringLiteral("ot.safetensors"));
+    ot::saveTransformer(path.toStdString(), t, 0.0);
+    ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
+    EXPECT_TRUE(window->transformerView()->isVisible());
+    EXPECT_FALSE(window->trainingRunner().snapshot()); // the Flows tab was not touched
+    const auto s = window->transformerRunner().snapshot();
+    ASSERT_TRUE(s && !s->trainers.empty() && s->trainers[0].model);
+    EXPECT_EQ(s->task, ot::Task::A);
+    EXPECT_EQ(s->trainers[0].model->params().blocks[0].Q, t.model().params().blocks[0].Q);
+    EXPECT_TRUE(window->transformerPanel()->config().initialParams);
+    // Exported from the Transformers tab: a Transformer, bit for bit.
+    const QString again = dir.filePath(QStringLiteral("again.safetensors"));
+    ASSERT_TRUE(window->exportModel(again)) << window->lastError().toStdString();
+    const ot::TransformerModel back = ot::loadTransformer(again.toStdString());
+    EXPECT_EQ(back.params().blocks[0].Q, t.model().params().blocks[0].Q);
+    EXPECT_EQ(back.params().blocks[0].W, t.model().params().blocks[0].W);
+    // Samples are a flow's: none to export yet.
+    EXPECT_FALSE(window->exportSamples(dir.filePath(QStringLiteral("s.npy")), 10, 0));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("No flow"))) << window->lastError().toStdString();
+    EXPECT_FALSE(QFile::exists(dir.filePath(QStringLiteral("s.npy"))));
+}
+
+TEST_F(ModelFilesTest, ATruncatedFileKeepsTheRunAndNamesTheFile) {
+    ASSERT_TRUE(window->startTraining(tinyFlow(false), false, false));
+    const std::uint64_t generation = window->trainingRunner().snapshot()->generation;
+    const QString path = trainedFlowFile(QStringLiteral("cut.safetensors"), false);
+    std::filesystem::resize_file(path.toStdString(), std::filesystem::file_size(path.toStdString()) - 40);
+    EXPECT_FALSE(window->openModelFile(path));
+    EXPECT_TRUE(window->lastError().contains(path)) << window->lastError().toStdString();
+    EXPECT_EQ(window->trainingRunner().snapshot()->generation, generation);
+    EXPECT_FALSE(window->trainingPanel()->config().initialParams);
+}
+
+} // namespace
+} // namespace flowscope::test
