@@ -12,6 +12,10 @@
 #include <string>
 #include <vector>
 
+namespace flowscope::flows {
+struct TrainerConfig;
+} // namespace flowscope::flows
+
 namespace flowscope::cli {
 
 using Args = std::vector<std::string>;
@@ -63,6 +67,11 @@ std::vector<std::string> splitCommas(const std::string& text);
 // Numbers from option text; throw UsageError naming the option and the accepted range.
 long parseLong(const std::string& text, const std::string& option, long lo, long hi);
 double parsePositive(const std::string& text, const std::string& option, bool allowZero = false);
+
+// The training options of train, bench train and render --view training (--dataset NAME | --data FILE,
+// --no-rwpo, --batch, --layers, --lr, ..., --seed; see flowscope-cli --help), consumed from p and applied
+// over flows::TrainerConfig's defaults. Throws UsageError naming the option (Train.cpp).
+flows::TrainerConfig parseTrainerConfig(ArgParser& p);
 
 // The training loop of train and train-transformer: `iters` steps (fewer when the trainer stops), its events
 // printed to stderr as they come, and evaluate(trainer) every evalEvery iterations but the last (0: never).

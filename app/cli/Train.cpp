@@ -3,6 +3,7 @@
 #include "Commands.h"
 
 #include "engine/flows/FlowIo.h"
+#include "engine/flows/Sampling.h"
 #include "engine/flows/Trainer.h"
 #include "engine/io/Npy.h"
 
@@ -22,8 +23,9 @@ flows::RwpoKernel parseKernel(const std::string& text) {
     throw UsageError("--kernel: expected corrected, as-printed or separable, got '" + text + "'");
 }
 
-// The training options shared by train and bench train, applied over the defaults.
-flows::TrainerConfig trainerConfig(ArgParser& p) {
+} // namespace
+
+flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
     flows::TrainerConfig c;
     const std::string data = p.option("--data");
     c.dataset = p.option("--dataset", data.empty() ? "8gaussians" : "");
@@ -75,11 +77,9 @@ flows::TrainerConfig trainerConfig(ArgParser& p) {
     return c;
 }
 
-} // namespace
-
 int train(const Args& args) {
     ArgParser p(args);
-    flows::TrainerConfig c = trainerConfig(p);
+    flows::TrainerConfig c = parseTrainerConfig(p);
     const long iters = parseLong(p.option("--iters", "2000"), "--iters", 1, 100000000);
     const long evalEvery = parseLong(p.option("--eval-every", "250"), "--eval-every", 0, 100000000);
     const std::string out = p.option("--out");
@@ -130,36 +130,6 @@ flows::FlowModel<float> loadModelArgument(const ArgParser& p) {
     }
 }
 
-// Base samples z_j = (r_{dj}, ..., r_{dj+d-1}) from flows::Rng(seed).normal(): the column-major fill.
-ad::Matrix<float> baseSamples(int d, int n, std::uint64_t seed) {
-    flows::Rng rng(seed);
-    ad::Matrix<float> Z(d, n);
-    for (Eigen::Index i = 0; i < Z.size(); ++i) Z(i) = float(rng.normal());
-    return Z;
-}
-
-// Generates n samples in independent batches of `batch` columns (with the RWPO layer a batch's samples are
-// one another's keys, as in training).
-template <class S>
-ad::Matrix<S> generateInBatches(const flows::FlowModel<S>& model, const ad::Matrix<S>& Z, int batch,
-                                double* residual, int* iterations = nullptr) {
-    ad::Matrix<S> X(Z.rows(), Z.cols());
-    for (Eigen::Index j = 0; j < Z.cols(); j += batch) {
-        const Eigen::Index m = std::min<Eigen::Index>(batch, Z.cols() - j);
-        flows::SamplerDiagnostics diagnostics;
-        X.middleCols(j, m) = model.generate(Z.middleCols(j, m), nullptr, &diagnostics);
-        *residual = std::max(*residual, diagnostics.residual);
-        if (iterations) *iterations = std::max(*iterations, diagnostics.iterations);
-    }
-    return X;
-}
-
-void writeRowsNpy(const std::string& path, const ad::Matrix<float>& columns) {
-    const Mat rows = flows::toRows(columns);
-    const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> c = rows;
-    writeNpy(path, {c.rows(), c.cols()}, c.data(), true);
-}
-
 } // namespace
 
 int sample(const Args& args) {
@@ -194,23 +164,15 @@ int sample(const Args& args) {
                              std::to_string(config.d) + " base samples");
         Z = flows::toColumns(rows);
     } else {
-        Z = baseSamples(config.d, n, seed);
+        Z = flows::baseSamples(config.d, n, seed);
     }
-    config.explicitSampler = explicitSampler;
-    // The sampler runs in double on the float32 parameters: its fixed-point solves then stop within their
-    // tolerance of the exact inverse instead of on float32 rounding noise, amplified where the map nearly
-    // folds (up to 1e-4 off, or another branch of the inverse, in float32).
-    flows::FlowModel<double> model(config);
-    model.params().phi = loaded.params().phi.cast<double>();
-    model.params().lambdaRaw = loaded.params().lambdaRaw.cast<double>();
-    model.params().betaRaw = loaded.params().betaRaw.cast<double>();
+    // The sampler runs in double on the float32 parameters (engine/flows/Sampling.h), as the app's export.
     double residual = 0;
     int iterations = 0;
     const auto start = std::chrono::steady_clock::now();
-    const ad::Matrix<float> X =
-        generateInBatches<double>(model, Z.cast<double>(), batch, &residual, &iterations).cast<float>();
+    const ad::Matrix<float> X = flows::sampleFlow(loaded, Z, batch, explicitSampler, &residual, &iterations);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    writeRowsNpy(out, X);
+    flows::writeSamplesNpy(out, X);
     std::printf("wrote %s: %d x %d samples in %.2f s (sampler: fixed-point residual %.1e, at most %d "
                 "iterations per sub-step)\n",
                 out.c_str(), int(Z.cols()), config.d, seconds, residual, iterations);
@@ -229,29 +191,10 @@ int density(const Args& args) {
     if (out.empty()) throw UsageError("--out density.npy is required");
     const flows::FlowModel<float> model = loadModelArgument(p);
     if (model.config().d != 2) throw UsageError("density grids are for d = 2 models");
-    // The reference batch: the model's own samples (their backward states are the sampler's own batches).
-    double residual = 0;
-    const ad::Matrix<float> reference = generateInBatches(model, baseSamples(2, refs, seed), refs, &residual);
-    const double cell = 2 * half / grid;
-    ad::Matrix<float> Q(2, grid * grid);
-    for (int r = 0; r < grid; ++r)
-        for (int c = 0; c < grid; ++c) {
-            Q(0, r * grid + c) = float(-half + (c + 0.5) * cell); // x along columns
-            Q(1, r * grid + c) = float(-half + (r + 0.5) * cell); // y along rows
-        }
-    std::vector<double> rho(std::size_t(grid) * grid);
-    constexpr int kChunk = 4096;
-    for (Eigen::Index j = 0; j < Q.cols(); j += kChunk) {
-        const Eigen::Index m = std::min<Eigen::Index>(kChunk, Q.cols() - j);
-        Eigen::Matrix<float, 1, Eigen::Dynamic> logRho;
-        model.encode(Q.middleCols(j, m), &logRho, nullptr, &reference);
-        for (Eigen::Index k = 0; k < m; ++k) rho[std::size_t(j + k)] = std::exp(double(logRho(k)));
-    }
-    double mass = 0;
-    for (double v : rho) mass += std::isfinite(v) ? v * cell * cell : 0.0;
-    writeNpy(out, {grid, grid}, rho.data(), false);
+    const flows::DensityGrid rho = flows::densityGrid(model, grid, half, refs, seed);
+    flows::writeDensityNpy(out, rho);
     std::printf("wrote %s: %d x %d density on [-%g, %g]^2 (row = y, column = x); mass on the grid %.4f\n",
-                out.c_str(), grid, grid, half, half, mass);
+                out.c_str(), grid, grid, half, half, rho.mass);
     return 0;
 }
 
@@ -259,7 +202,7 @@ int benchTrain(const Args& args) {
     ArgParser p(args);
     const int iters = int(parseLong(p.option("--iters", "20"), "--iters", 1, 100000));
     const bool json = p.flag("--json");
-    flows::TrainerConfig c = trainerConfig(p);
+    flows::TrainerConfig c = parseTrainerConfig(p);
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     nlohmann::json rows = nlohmann::json::array();
     if (!json)

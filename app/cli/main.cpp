@@ -4,6 +4,7 @@
 #include "engine/io/ShareString.h"
 #include "engine/scene/Scene.h"
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 
@@ -82,6 +83,15 @@ commands:
       (default X: the scene's step times output.every); --hud adds the particle view's heads-up display,
       --caption a strip with the scene's name, parameters and t (auto) or TEXT ({t}: the time);
       --no-particles: the cone or disc without the particles' covariance (no particle simulation)
+  render --view training --out anim.mp4|anim.gif|frames/ [--dataset NAME|--data FILE] [--side-by-side]
+        [--iters-per-frame 10] [--frames 120] [--fps 30] [--size 1280x720] [--caption auto|TEXT]
+        [--picture-samples 1000] [--seed S] [the training options of train: --no-rwpo --batch --lr ...]
+      an animation of a flow being trained, drawn headless by the app's Flows view (no display, no OpenGL):
+      frame k shows the model after k * K iterations (K: --iters-per-frame; frame 0: the initial model), with
+      held-out metrics every 200 iterations as in the app; --side-by-side trains with and without the RWPO
+      layer; --caption auto shows the data, the iteration, lambda, beta and the loss, TEXT replaces
+      {iteration}; --picture-samples: generated samples and data points drawn (with the RWPO layer a
+      picture costs O(n^2) per layer); the same command gives the same frames bit for bit
 
 exit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the field)
 )";
@@ -89,7 +99,8 @@ exit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the
 } // namespace
 
 namespace flowscope::cli {
-int renderCommand(const Args& args); // Render.cpp
+int renderCommand(const Args& args);         // Render.cpp
+int renderTrainingCommand(const Args& args); // RenderTraining.cpp: render --view training
 } // namespace flowscope::cli
 
 int main(int argc, char** argv) {
@@ -112,7 +123,11 @@ int main(int argc, char** argv) {
         if (cmd == "train-transformer") return cli::trainTransformer(args);
         if (cmd == "eval-transformer") return cli::evalTransformer(args);
         if (cmd == "share") return cli::share(args);
-        if (cmd == "render") return cli::renderCommand(args);
+        if (cmd == "render") {
+            const auto view = std::find(args.begin(), args.end(), "--view");
+            const bool training = view != args.end() && view + 1 != args.end() && view[1] == "training";
+            return training ? cli::renderTrainingCommand(args) : cli::renderCommand(args);
+        }
         std::cerr << "flowscope-cli: unknown command '" << cmd << "' (see flowscope-cli --help)\n";
         return 2;
     } catch (const SceneError& e) {

@@ -1,0 +1,120 @@
+// flowscope-cli render: the helpers its headless exports share (RenderCommon.h).
+#include "RenderCommon.h"
+
+#if FLOWSCOPE_HAVE_RENDER
+
+#include "Commands.h"
+#include "ui/Theme.h"
+
+#include <QFontMetricsF>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <regex>
+#include <sstream>
+
+namespace flowscope::cli {
+
+volatile std::sig_atomic_t gCancel = 0;
+
+namespace {
+
+extern "C" void onCancelSignal(int) {
+    gCancel = 1;
+}
+
+// Qt's warnings, less two that are expected here: the views are QOpenGLWidgets on a platform without OpenGL
+// (they draw through EGL instead, never through Qt), and no XDG runtime directory exists on a server.
+void quietQtMessages(QtMsgType type, const QMessageLogContext&, const QString& message) {
+    if (message.startsWith(QLatin1String("QOpenGLWidget is not supported")) ||
+        message.startsWith(QLatin1String("QStandardPaths: XDG_RUNTIME_DIR")))
+        return;
+    if (type != QtDebugMsg && type != QtInfoMsg) std::cerr << "Qt: " << message.toStdString() << "\n";
+}
+
+} // namespace
+
+CancelOnSignal::CancelOnSignal() {
+    gCancel = 0;
+    struct sigaction sa = {};
+    sa.sa_handler = onCancelSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &oldInt_);
+    sigaction(SIGTERM, &sa, &oldTerm_);
+}
+
+CancelOnSignal::~CancelOnSignal() {
+    sigaction(SIGINT, &oldInt_, nullptr);
+    sigaction(SIGTERM, &oldTerm_, nullptr);
+}
+
+std::unique_ptr<QApplication> makeOffscreenApplication() {
+    qInstallMessageHandler(quietQtMessages);
+    qputenv("QT_QPA_PLATFORM", "offscreen");
+    qputenv("QT_QPA_OFFSCREEN_NO_GLX", "1");
+    static int argc = 1;
+    static char name[] = "flowscope-cli";
+    static char* argv[] = {name, nullptr};
+    auto app = std::make_unique<QApplication>(argc, argv);
+    applyDarkTheme(*app);
+    return app;
+}
+
+void parseSize(const std::string& text, int& width, int& height) {
+    std::smatch m;
+    static const std::regex pattern("^([0-9]{1,5})x([0-9]{1,5})$");
+    if (std::regex_match(text, m, pattern)) {
+        width = std::stoi(m[1]);
+        height = std::stoi(m[2]);
+        if (width >= 16 && height >= 16 && width <= kMaxSide && height <= kMaxSide) return;
+    }
+    throw UsageError("--size: expected WIDTHxHEIGHT in pixels, each from 16 to " + std::to_string(kMaxSide) +
+                     " (e.g. 1280x720), got '" + text + "'");
+}
+
+std::string number(double v) {
+    std::ostringstream s;
+    s << std::setprecision(4) << v;
+    return s.str();
+}
+
+std::string fileSize(const std::string& path) {
+    std::error_code ec;
+    std::uintmax_t bytes = 0;
+    if (std::filesystem::is_directory(path, ec)) {
+        for (const auto& e : std::filesystem::directory_iterator(path, ec))
+            if (e.is_regular_file(ec)) bytes += e.file_size(ec);
+    } else {
+        bytes = std::filesystem::file_size(path, ec);
+    }
+    if (ec) return "?";
+    std::ostringstream s;
+    s << std::fixed << std::setprecision(bytes >= (1u << 20) ? 1 : 0);
+    if (bytes >= (1u << 20))
+        s << double(bytes) / double(1u << 20) << " MiB";
+    else
+        s << double(bytes) / 1024.0 << " KiB";
+    return s.str();
+}
+
+void printWrote(const std::string& out, long frames, double seconds) {
+    std::cerr << "wrote " << out << " (" << frames << " frames, " << fileSize(out) << ") in " << std::fixed
+              << std::setprecision(1) << seconds << " s, " << double(frames) / std::max(seconds, 1e-9)
+              << " frames/s" << std::defaultfloat;
+}
+
+int runCancellable(int (*command)(const Args&), const Args& args) {
+    try {
+        return command(args);
+    } catch (const Cancelled&) {
+        std::cerr << "\nflowscope-cli render: cancelled; nothing was written\n";
+        return 130;
+    }
+}
+
+} // namespace flowscope::cli
+
+#endif

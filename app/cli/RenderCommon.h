@@ -1,0 +1,74 @@
+// flowscope-cli render: what its headless exports share (the scene views in Render.cpp, the training view
+// in RenderTraining.cpp): a QApplication on Qt's "offscreen" platform, Ctrl+C that cancels an export, the
+// --size option and the summary's numbers (frame images and the caption strip come from
+// ui/AnimationExporter.h).
+#pragma once
+
+#if FLOWSCOPE_HAVE_RENDER
+
+#include "Commands.h"
+#include "ui/AnimationExporter.h"
+#include "ui/PlotDecorations.h"
+
+#include <QApplication>
+#include <QFont>
+#include <QImage>
+#include <QPainter>
+#include <QRectF>
+#include <QString>
+
+#include <csignal>
+#include <memory>
+#include <signal.h>
+#include <stdexcept>
+#include <string>
+
+namespace flowscope::cli {
+
+constexpr int kMaxSide = kAnimationMaxSide; // pixels; GL limits are checked too
+
+// Set by SIGINT/SIGTERM while a CancelOnSignal lives: an export stops at its next step and its sink,
+// destroyed without finish(), removes its temporary file.
+extern volatile std::sig_atomic_t gCancel;
+
+// Installs the handlers for its lifetime (before it, a signal ends the process with nothing written).
+class CancelOnSignal {
+  public:
+    CancelOnSignal();
+    ~CancelOnSignal();
+    CancelOnSignal(const CancelOnSignal&) = delete;
+    CancelOnSignal& operator=(const CancelOnSignal&) = delete;
+
+  private:
+    struct sigaction oldInt_ = {}, oldTerm_ = {};
+};
+
+// Thrown where an export sees gCancel; the command's entry point catches it (exit code 130).
+struct Cancelled : std::runtime_error {
+    Cancelled() : std::runtime_error("cancelled") {}
+};
+
+// A QApplication on the "offscreen" platform with the app's dark theme: fonts, QPainter and widgets that are
+// never shown, with no window system at all (Qt's GLX is kept out too: OpenGL comes from EGL). Qt's expected
+// warnings on such a platform are silenced.
+std::unique_ptr<QApplication> makeOffscreenApplication();
+
+// --size WIDTHxHEIGHT, each from 16 to kMaxSide; throws UsageError naming --size.
+void parseSize(const std::string& text, int& width, int& height);
+
+// A number with four significant digits ("0.0125", "1.5e+04").
+std::string number(double v);
+
+// "1.3 MiB", "56 KiB": a file's size, or the total of a directory's files (frames/); "?" if unreadable.
+std::string fileSize(const std::string& path);
+
+// "wrote OUT (F frames, SIZE) in S s, R frames/s" on stderr, without the newline: a command adds its notes.
+void printWrote(const std::string& out, long frames, double seconds);
+
+// Runs an export; a Cancelled one ends with exit code 130 and the note that nothing was written (its sink is
+// gone by then, so nothing is left under --out).
+int runCancellable(int (*command)(const Args&), const Args& args);
+
+} // namespace flowscope::cli
+
+#endif

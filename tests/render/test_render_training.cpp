@@ -1,0 +1,410 @@
+// flowscope-cli render --view training end to end, with no display: the frames' count and size read back from
+// the files, the same command giving the same bytes, the model visibly training, the MP4 and GIF checked
+// frame by frame against the PNG sequence of the same command, the data points drawn where the view's
+// projection puts them, option errors, and an interrupted export leaving nothing behind. Skips where the
+// build has no render command.
+#include "../TempDir.h"
+#include "../media/MediaTestUtil.h"
+
+#include "engine/flows/Trainer.h"
+#include "engine/media/Mp4Writer.h"
+#include "engine/runner/TrainingRunner.h"
+#include "ui/Theme.h"
+#include "ui/TrainingView.h"
+#include "ui/ViewTransform.h"
+
+#include <QApplication>
+#include <QFontMetricsF>
+#include <gtest/gtest.h>
+#include <png.h>
+
+#ifdef FLOWSCOPE_HAVE_LIBAV
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libswscale/swscale.h>
+}
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fcntl.h>
+#include <filesystem>
+#include <memory>
+#include <spawn.h>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+
+namespace flowscope::test {
+namespace {
+
+struct Result {
+    int code = -1;
+    std::string out; // stdout and stderr
+};
+
+// Runs flowscope-cli with `args` (shell words) without a display.
+Result cli(const std::string& args) {
+    const std::string cmd =
+        "env -u DISPLAY -u WAYLAND_DISPLAY " + std::string(FLOWSCOPE_CLI) + " " + args + " 2>&1";
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    while (std::size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+#define SKIP_UNLESS_RENDERED(r)                                                                              \
+    do {                                                                                                     \
+        if ((r).out.find("not available in this build") != std::string::npos) GTEST_SKIP() << (r).out;       \
+    } while (0)
+
+// A small, quick training: 3 frames 2 iterations apart on moons, a small batch and few samples drawn.
+const std::string kSmall =
+    "render --view training --dataset moons --batch 64 --picture-samples 200 --frames 3 "
+    "--iters-per-frame 2 --size 320x200";
+
+struct Png {
+    int width = 0, height = 0;
+    std::vector<std::uint8_t> rgba;
+    const std::uint8_t* at(int x, int y) const {
+        return &rgba[(std::size_t(y) * std::size_t(width) + x) * 4];
+    }
+};
+
+Png readPng(const std::string& path) {
+    png_image image{};
+    image.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_file(&image, path.c_str()))
+        throw std::runtime_error("cannot read " + path);
+    image.format = PNG_FORMAT_RGBA;
+    Png out;
+    out.width = int(image.width), out.height = int(image.height);
+    out.rgba.resize(PNG_IMAGE_SIZE(image));
+    if (!png_image_finish_read(&image, nullptr, out.rgba.data(), 0, nullptr))
+        throw std::runtime_error("cannot decode " + path);
+    return out;
+}
+
+std::vector<std::string> sortedEntries(const std::string& dir) {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string frameName(int k) {
+    char name[32];
+    std::snprintf(name, sizeof name, "frame_%05d.png", k);
+    return name;
+}
+
+// Mean absolute difference per RGB channel between two RGB(A) pictures of the same size.
+double meanAbsDiff(const std::uint8_t* a, int strideA, const std::uint8_t* b, int strideB, int pixels) {
+    double sum = 0;
+    for (int i = 0; i < pixels; ++i)
+        for (int c = 0; c < 3; ++c) sum += std::abs(int(a[i * strideA + c]) - int(b[i * strideB + c]));
+    return sum / (3.0 * pixels);
+}
+
+// The offscreen QApplication of the in-process checks (the view's geometry), on the platform and theme the
+// CLI draws with, so that fonts and therefore layouts match.
+QApplication& application() {
+    static std::unique_ptr<QApplication> app = [] {
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+        static int argc = 1;
+        static char name[] = "flowscope_render_training_tests";
+        static char* argv[] = {name, nullptr};
+        auto a = std::make_unique<QApplication>(argc, argv);
+        applyDarkTheme(*a);
+        return a;
+    }();
+    return *app;
+}
+
+// The square of trainer k's scatter in a TrainingView of `size` showing `trainers` trainers: the view's own
+// scatterRect, less the title band above and the legend band below (TrainingView::paintScatter's layout).
+QRectF scatterSquare(QSize size, int trainers, int k) {
+    application();
+    auto snapshot = std::make_shared<TrainingSnapshot>();
+    snapshot->sideBySide = trainers == 2;
+    snapshot->trainers.resize(std::size_t(trainers));
+    TrainingView view;
+    view.resize(size);
+    view.setSource([snapshot] { return snapshot; });
+    const QRectF area = view.scatterRect(k);
+    const double line = QFontMetricsF(view.font()).height();
+    const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
+    return {area.left() + (area.width() - side) / 2, area.top() + line + 4 + 2, side, side};
+}
+
+TEST(RenderTrainingCli, PngFramesAreDeterministicAndShowTheModelTraining) {
+    TempDir dir("render_training");
+    const Result first = cli(kSmall + " --out " + dir.file("a") + "/");
+    SKIP_UNLESS_RENDERED(first);
+    ASSERT_EQ(first.code, 0) << first.out;
+    EXPECT_NE(first.out.find("frames/s"), std::string::npos) << first.out; // the progress and summary lines
+    EXPECT_NE(first.out.find("wrote"), std::string::npos) << first.out;
+    const std::vector<std::string> expected = {frameName(0), frameName(1), frameName(2)};
+    ASSERT_EQ(sortedEntries(dir.file("a")), expected); // as many frames as --frames
+    for (const std::string& name : expected) {
+        const Png png = readPng(dir.file("a/" + name));
+        EXPECT_EQ(png.width, 320);
+        EXPECT_EQ(png.height, 200);
+        EXPECT_EQ(png.at(0, 0)[3], 255); // opaque
+    }
+
+    // Time is the iteration, not the clock: a second run writes the same bytes.
+    const Result second = cli(kSmall + " --out " + dir.file("b") + "/");
+    ASSERT_EQ(second.code, 0) << second.out;
+    ASSERT_EQ(sortedEntries(dir.file("b")), expected);
+    for (const std::string& name : expected)
+        EXPECT_EQ(readBytes(dir.file("a/" + name)), readBytes(dir.file("b/" + name))) << name;
+
+    // The model trained: inside the scatter's square (not only the title and the curves), frame 2 differs
+    // from frame 0.
+    const Png f0 = readPng(dir.file("a/" + frameName(0))), f2 = readPng(dir.file("a/" + frameName(2)));
+    const QRect square = scatterSquare(QSize(320, 200), 1, 0).toRect().adjusted(1, 1, -1, -1);
+    ASSERT_GT(square.width(), 20);
+    int differ = 0;
+    for (int y = square.top(); y <= square.bottom(); ++y)
+        for (int x = square.left(); x <= square.right(); ++x)
+            differ += std::memcmp(f0.at(x, y), f2.at(x, y), 3) != 0;
+    EXPECT_GT(differ, square.width() * square.height() / 50) << "of " << square.width() * square.height();
+}
+
+// The data points (grey, under the samples) of frame 0 are where the view's projection of the square
+// [-4, 4]² puts them: most of their pixels are light grey, while the same points mirrored in y (not the
+// moons, which have no such symmetry) mostly are not.
+TEST(RenderTrainingCli, DataPointsAreDrawnWhereTheViewProjectsThem) {
+    TempDir dir("render_training");
+    const Result r = cli(
+        "render --view training --dataset moons --batch 64 --picture-samples 400 --frames 1 --size 640x400 "
+        "--out " +
+        dir.file("f") + "/");
+    SKIP_UNLESS_RENDERED(r);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const Png frame = readPng(dir.file("f/" + frameName(0)));
+
+    flows::TrainerConfig config; // the data points depend on the dataset and the pictures' seed only
+    config.dataset = "moons";
+    config.batch = 64;
+    const flows::FlowTrainer trainer(config);
+    TrainingOptions options;
+    options.samples = 400; // --picture-samples
+    const Mat data = TrainingPictureMaker(options, 2).data(trainer);
+    ASSERT_EQ(data.rows(), options.samples);
+
+    const QRectF square = scatterSquare(QSize(640, 400), 1, 0);
+    ViewTransform view;
+    view.setViewportSize(square.size());
+    view.frame(
+        QRectF(-options.gridExtent, -options.gridExtent, 2 * options.gridExtent, 2 * options.gridExtent),
+        0.0);
+    // Light grey: the data colour (0xa8, 0xad, 0xb8) at alpha 140 over the dark background or the faint heat
+    // map; the samples are orange (blue far below red), the heat map blue (red far below blue).
+    auto grey = [&](QPointF world) {
+        const QPointF pixel = square.topLeft() + view.worldToPixel(world);
+        const int x = int(std::floor(pixel.x())), y = int(std::floor(pixel.y()));
+        if (x < 0 || y < 0 || x >= frame.width || y >= frame.height) return false;
+        const std::uint8_t* p = frame.at(x, y);
+        return p[0] >= 0x58 && std::abs(int(p[2]) - int(p[0])) <= 0x30;
+    };
+    int onData = 0, mirrored = 0, counted = 0;
+    for (Eigen::Index i = 0; i < data.rows(); ++i) {
+        if (std::abs(data(i, 0)) > 3.9 || std::abs(data(i, 1)) > 3.9) continue;
+        ++counted;
+        onData += grey({data(i, 0), data(i, 1)});
+        mirrored += grey({data(i, 0), -data(i, 1)});
+    }
+    ASSERT_GT(counted, data.rows() / 2);
+    EXPECT_GT(onData, counted * 6 / 10) << "mirrored: " << mirrored << " of " << counted;
+    EXPECT_LT(mirrored, counted * 3 / 10) << "on the data: " << onData << " of " << counted;
+}
+
+#ifdef FLOWSCOPE_HAVE_LIBAV
+// Decodes every frame of an MP4 into RGBA, in presentation order.
+std::vector<std::vector<std::uint8_t>> decodeMp4(const std::string& path, int* width, int* height) {
+    AVFormatContext* format = nullptr;
+    if (avformat_open_input(&format, path.c_str(), nullptr, nullptr) < 0)
+        throw std::runtime_error("cannot open " + path);
+    if (avformat_find_stream_info(format, nullptr) < 0) throw std::runtime_error("no stream info in " + path);
+    AVStream* stream = format->streams[0];
+    *width = stream->codecpar->width;
+    *height = stream->codecpar->height;
+    const AVCodec* decoder = avcodec_find_decoder(stream->codecpar->codec_id);
+    AVCodecContext* codec = avcodec_alloc_context3(decoder);
+    avcodec_parameters_to_context(codec, stream->codecpar);
+    if (avcodec_open2(codec, decoder, nullptr) < 0) throw std::runtime_error("cannot open the decoder");
+    AVPacket* packet = av_packet_alloc();
+    AVFrame* frame = av_frame_alloc();
+    SwsContext* sws = nullptr;
+    std::vector<std::pair<std::int64_t, std::vector<std::uint8_t>>> frames;
+    auto drain = [&] {
+        while (avcodec_receive_frame(codec, frame) == 0) {
+            if (!sws) {
+                sws = sws_getContext(frame->width, frame->height, AVPixelFormat(frame->format), frame->width,
+                                     frame->height, AV_PIX_FMT_RGBA,
+                                     SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr,
+                                     nullptr);
+                const int* matrix = sws_getCoefficients(
+                    frame->colorspace == AVCOL_SPC_BT709 ? SWS_CS_ITU709 : SWS_CS_DEFAULT);
+                sws_setColorspaceDetails(sws, matrix, frame->color_range == AVCOL_RANGE_JPEG, matrix, 1, 0,
+                                         1 << 16, 1 << 16);
+            }
+            std::vector<std::uint8_t> rgba(std::size_t(frame->width) * std::size_t(frame->height) * 4);
+            std::uint8_t* dst[1] = {rgba.data()};
+            const int dstStride[1] = {frame->width * 4};
+            sws_scale(sws, frame->data, frame->linesize, 0, frame->height, dst, dstStride);
+            frames.emplace_back(frame->best_effort_timestamp, std::move(rgba));
+        }
+    };
+    while (av_read_frame(format, packet) >= 0) {
+        if (packet->stream_index == 0 && avcodec_send_packet(codec, packet) == 0) drain();
+        av_packet_unref(packet);
+    }
+    avcodec_send_packet(codec, nullptr);
+    drain();
+    sws_freeContext(sws);
+    av_frame_free(&frame);
+    av_packet_free(&packet);
+    avcodec_free_context(&codec);
+    avformat_close_input(&format);
+    std::sort(frames.begin(), frames.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::vector<std::uint8_t>> out;
+    for (auto& f : frames) out.push_back(std::move(f.second));
+    return out;
+}
+#endif
+
+// The acceptance check of the issue in small: an MP4 and a GIF of a flow training on moons, made headless by
+// the CLI and checked frame by frame against the PNG frames of the same command (the same frames, since time
+// is the iteration).
+TEST(RenderTrainingCli, Mp4AndGifHoldTheSameFramesAsThePngs) {
+    TempDir dir("render_training");
+    const std::string args = kSmall + " --fps 10 --side-by-side --caption auto";
+    const Result png = cli(args + " --out " + dir.file("png") + "/");
+    SKIP_UNLESS_RENDERED(png);
+    ASSERT_EQ(png.code, 0) << png.out;
+    std::vector<Png> frames;
+    for (int k = 0; k < 3; ++k) frames.push_back(readPng(dir.file("png/" + frameName(k))));
+
+    const Result gif = cli(args + " --out " + dir.file("anim.gif"));
+    ASSERT_EQ(gif.code, 0) << gif.out;
+    const GifFile decoded = decodeGif(dir.file("anim.gif"));
+    EXPECT_EQ(decoded.width, 320);
+    EXPECT_EQ(decoded.height, 200);
+    ASSERT_EQ(decoded.frames.size(), 3u);
+    for (int k = 0; k < 3; ++k) {
+        EXPECT_EQ(decoded.frames[std::size_t(k)].delayCs, 10); // 10 fps
+        // 256 colours per frame: close to the PNG, and closer to its own frame than to the other ones.
+        const double same = meanAbsDiff(decoded.frames[std::size_t(k)].canvas.data(), 3,
+                                        frames[std::size_t(k)].rgba.data(), 4, 320 * 200);
+        EXPECT_LT(same, 3.0) << "frame " << k;
+        const double other = meanAbsDiff(decoded.frames[std::size_t(k)].canvas.data(), 3,
+                                         frames[std::size_t((k + 2) % 3)].rgba.data(), 4, 320 * 200);
+        EXPECT_LT(same, other) << "frame " << k;
+    }
+
+    if (!Mp4Writer::available()) GTEST_SKIP() << "no MP4 encoder in this build";
+    const Result mp4 = cli(args + " --out " + dir.file("anim.mp4"));
+    ASSERT_EQ(mp4.code, 0) << mp4.out;
+    EXPECT_EQ(sortedEntries(dir.str()), (std::vector<std::string>{"anim.gif", "anim.mp4", "png"}));
+#ifdef FLOWSCOPE_HAVE_LIBAV
+    int width = 0, height = 0;
+    const auto video = decodeMp4(dir.file("anim.mp4"), &width, &height);
+    EXPECT_EQ(width, 320);
+    EXPECT_EQ(height, 200);
+    ASSERT_EQ(video.size(), 3u);
+    for (int k = 0; k < 3; ++k) {
+        const double same =
+            meanAbsDiff(video[std::size_t(k)].data(), 4, frames[std::size_t(k)].rgba.data(), 4, 320 * 200);
+        EXPECT_LT(same, 6.0) << "frame " << k; // H.264 with 4:2:0 chroma
+        const double other = meanAbsDiff(video[std::size_t(k)].data(), 4,
+                                         frames[std::size_t((k + 2) % 3)].rgba.data(), 4, 320 * 200);
+        EXPECT_LT(same, other) << "frame " << k;
+    }
+#endif
+}
+
+TEST(RenderTrainingCli, BadOptionsExitTwoNamingTheOptionAndWriteNothing) {
+    TempDir dir("render_training");
+    struct Case {
+        std::string args, mention;
+    };
+    for (const Case& c :
+         {Case{"--dataset spiral", "--dataset"}, Case{"--iters-per-frame 0", "--iters-per-frame"},
+          Case{"--iters-per-frame ten", "--iters-per-frame"}, Case{"--hud", "--hud"},
+          Case{"--side-by-side --no-rwpo", "--no-rwpo"}, Case{"--frames 0", "--frames"},
+          Case{"--size 10x10", "--size"}, Case{"--batch 1", "--batch"}, Case{"--lr 0", "--lr"},
+          Case{"--dt-per-frame 0.1", "--dt-per-frame"}, Case{"--iters 100", "--iters"},
+          Case{"--data " + dir.file("missing.npy"), "--data"}, Case{"--dataset moons --data x.csv", "--data"},
+          Case{"--colour red", "--colour"}}) {
+        const Result r = cli("render --view training " + c.args + " --out " + dir.file("x.gif"));
+        SKIP_UNLESS_RENDERED(r);
+        EXPECT_EQ(r.code, 2) << c.args << ": " << r.out;
+        EXPECT_NE(r.out.find(c.mention), std::string::npos) << c.args << ": " << r.out;
+    }
+    const Result scene = cli("render --view training scene.json --out " + dir.file("x.gif"));
+    EXPECT_EQ(scene.code, 2) << scene.out;
+    EXPECT_NE(scene.out.find("SCENE.json"), std::string::npos) << scene.out;
+    const Result ext = cli("render --view training --out " + dir.file("x.webm"));
+    EXPECT_EQ(ext.code, 2) << ext.out;
+    EXPECT_NE(ext.out.find("--out"), std::string::npos) << ext.out;
+    EXPECT_TRUE(dir.entries().empty());
+}
+
+TEST(RenderTrainingCli, InterruptedExportLeavesNothingUnderTheName) {
+    TempDir dir("render_training");
+    const Result probe =
+        cli("render --view training --frames 1 --size 64x64 --batch 16 --picture-samples 50 --out " +
+            dir.file("p.gif"));
+    SKIP_UNLESS_RENDERED(probe);
+    ASSERT_EQ(probe.code, 0) << probe.out;
+    fs::remove(dir.file("p.gif"));
+
+    const std::string out = dir.file("long.gif");
+    std::vector<std::string> words = {
+        FLOWSCOPE_CLI, "render",   "--view", "training", "--batch", "16",    "--picture-samples",
+        "50",          "--frames", "100000", "--size",   "64x64",   "--out", out};
+    std::vector<char*> argv;
+    for (std::string& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, FLOWSCOPE_CLI, &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    // Wait until the export is under way (its temporary file exists), then interrupt it.
+    const std::string temporary = out + ".tmp-" + std::to_string(pid);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(temporary) && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_TRUE(fs::exists(temporary));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300)); // a few frames in
+    kill(pid, SIGINT);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 130);
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_FALSE(fs::exists(temporary));
+    EXPECT_TRUE(dir.entries().empty());
+}
+
+} // namespace
+} // namespace flowscope::test
