@@ -1,4 +1,5 @@
 // flowscope-cli end to end: run the real binary, read what it wrote.
+#include "../CliRun.h"
 #include "engine/io/Npy.h"
 
 #include <algorithm>
@@ -15,21 +16,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string out; // stdout and stderr
-};
+using Result = flowscope::test::CliResult;
 
 Result cli(const std::string& args) {
-    const std::string cmd = std::string(FLOWSCOPE_CLI) + " " + args + " 2>&1";
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    char buf[4096];
-    while (std::size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return flowscope::test::runCli(FLOWSCOPE_CLI, args);
 }
 
 fs::path tempDir() {

@@ -2,6 +2,7 @@
 // sizes read back from the files (GIF header and frames, PNG headers and pixels), option errors, no EGL, and
 // a cancelled export leaving nothing behind. Skips where the build has no render command or no headless
 // OpenGL.
+#include "../CliRun.h"
 #include "../TempDir.h"
 #include "../media/MediaTestUtil.h"
 
@@ -22,30 +23,16 @@
 #include <unistd.h>
 #include <vector>
 
-extern char** environ;
-
 namespace fs = std::filesystem;
 
 namespace flowscope::test {
 namespace {
 
-struct Result {
-    int code = -1;
-    std::string out; // stdout and stderr
-};
+using Result = CliResult;
 
-// Runs flowscope-cli with `args` (shell words) without a display.
+// Runs flowscope-cli with `args` (shell words) without a display; `env` adds variables ("A=1 B=2").
 Result cli(const std::string& args, const std::string& env = "") {
-    const std::string cmd =
-        "env -u DISPLAY -u WAYLAND_DISPLAY " + env + " " + std::string(FLOWSCOPE_CLI) + " " + args + " 2>&1";
-    Result r;
-    FILE* p = popen(cmd.c_str(), "r");
-    if (!p) return r;
-    char buf[4096];
-    while (std::size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-    const int status = pclose(p);
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return r;
+    return runCli(FLOWSCOPE_CLI, args, "env -u DISPLAY -u WAYLAND_DISPLAY " + env);
 }
 
 std::string preset(const std::string& name) {
@@ -192,30 +179,7 @@ TEST(RenderCli, InterruptedExportLeavesNothingUnderTheName) {
 
     std::vector<std::string> words = {FLOWSCOPE_CLI, "render", preset("default"), "--frames", "100000",
                                       "--size",      "64x64",  "--out",           out};
-    std::vector<char*> argv;
-    for (std::string& w : words) argv.push_back(w.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    pid_t pid = 0;
-    ASSERT_EQ(posix_spawn(&pid, FLOWSCOPE_CLI, &actions, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&actions);
-    // Wait until the export is under way (its temporary file exists), then interrupt it.
-    const std::string temporary = out + ".tmp-" + std::to_string(pid);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!fs::exists(temporary) && std::chrono::steady_clock::now() < deadline)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    EXPECT_TRUE(fs::exists(temporary));
-    std::this_thread::sleep_for(std::chrono::milliseconds(300)); // a few frames in
-    kill(pid, SIGINT);
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 130);
-    EXPECT_FALSE(fs::exists(out));
-    EXPECT_FALSE(fs::exists(temporary));
-    EXPECT_TRUE(dir.entries().empty());
+    expectInterruptLeavesNothing(words, out, dir);
 }
 
 } // namespace
