@@ -295,8 +295,16 @@ void TrainingView::paintPlot(QPainter& p, const QRectF& area, Plot plot) const {
     curves.title = plotTitle(plot);
     curves.series = seriesOf(plot, *shown_);
     curves.xMax = double(shown_->iteration());
-    curves.emptyText = plot == Plot::Mmd2 ? tr("held-out metrics: every 200 iterations, or Evaluate")
-                                          : tr("not used without the RWPO layer");
+    // Empty for one of three reasons: no held-out evaluation yet, λ and β of trainers that have no RWPO
+    // layer, or no iteration yet.
+    bool anyRwpo = false;
+    for (const TrainerState& t : shown_->trainers) anyRwpo = anyRwpo || t.rwpo;
+    if (plot == Plot::Mmd2)
+        curves.emptyText = tr("held-out metrics: every 200 iterations, or Evaluate");
+    else if ((plot == Plot::Lambda || plot == Plot::Beta) && !anyRwpo)
+        curves.emptyText = tr("not used without the RWPO layer");
+    else
+        curves.emptyText = tr("no iteration yet: Start or Step");
     paintCurvePlot(p, area, curves, style_, palette(), font());
 }
 
