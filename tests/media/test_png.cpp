@@ -1,6 +1,7 @@
 // Tests of the PNG writer (engine/media/PngWriter.cpp): what it writes is read back with libpng, an
 // independent decoder, and compared byte for byte.
 #include "MediaTestUtil.h"
+#include "PngRead.h"
 
 #include "engine/media/PngWriter.h"
 
@@ -13,33 +14,14 @@ namespace flowscope {
 namespace {
 
 using test::Image;
+using test::Png;
+using test::readPng;
 using test::TempDir;
 namespace fs = std::filesystem;
 
-struct Decoded {
-    int w = 0, h = 0;
-    bool hasAlpha = false;
-    std::vector<std::uint8_t> rgba; // tightly packed
-};
-
-Decoded readPng(const std::string& path) {
-    png_image img{};
-    img.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_file(&img, path.c_str()))
-        throw std::runtime_error("libpng cannot read " + path + ": " + img.message);
-    Decoded d;
-    d.w = int(img.width), d.h = int(img.height);
-    d.hasAlpha = img.format & PNG_FORMAT_FLAG_ALPHA;
-    img.format = PNG_FORMAT_RGBA; // 8-bit sRGB, not premultiplied
-    d.rgba.resize(PNG_IMAGE_SIZE(img));
-    if (!png_image_finish_read(&img, nullptr, d.rgba.data(), 0, nullptr))
-        throw std::runtime_error("libpng cannot decode " + path + ": " + img.message);
-    return d;
-}
-
-void expectSame(const Decoded& d, const Image& img) {
-    ASSERT_EQ(d.w, img.w);
-    ASSERT_EQ(d.h, img.h);
+void expectSame(const Png& d, const Image& img) {
+    ASSERT_EQ(d.width, img.w);
+    ASSERT_EQ(d.height, img.h);
     for (int y = 0; y < img.h; ++y)
         ASSERT_EQ(std::memcmp(&d.rgba[std::size_t(y) * std::size_t(img.w) * 4], img.at(0, y),
                               std::size_t(img.w) * 4),
@@ -70,7 +52,7 @@ TEST(Png, RoundTripsExactlyThroughLibpng) {
     for (const Case& c : {Case{"smooth.png", &smooth, false}, Case{"noisy.png", &noisy, true},
                           Case{"translucent.png", &translucent, true}, Case{"single.png", &single, true}}) {
         writePng(dir.file(c.name), c.img->w, c.img->h, c.img->px.data(), c.img->stride);
-        const Decoded d = readPng(dir.file(c.name));
+        const Png d = readPng(dir.file(c.name));
         EXPECT_EQ(d.hasAlpha, c.alpha) << c.name;
         expectSame(d, *c.img);
     }

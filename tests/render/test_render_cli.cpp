@@ -5,9 +5,9 @@
 #include "../CliRun.h"
 #include "../TempDir.h"
 #include "../media/MediaTestUtil.h"
+#include "../media/PngRead.h"
 
 #include <gtest/gtest.h>
-#include <png.h>
 
 #include <algorithm>
 #include <chrono>
@@ -46,25 +46,6 @@ std::string preset(const std::string& name) {
             (r).out.find("no OpenGL for headless drawing") != std::string::npos)                             \
             GTEST_SKIP() << (r).out;                                                                         \
     } while (0)
-
-struct Png {
-    int width = 0, height = 0;
-    std::vector<std::uint8_t> rgba;
-};
-
-Png readPng(const std::string& path) {
-    png_image image{};
-    image.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_file(&image, path.c_str()))
-        throw std::runtime_error("cannot read " + path);
-    image.format = PNG_FORMAT_RGBA;
-    Png out;
-    out.width = int(image.width), out.height = int(image.height);
-    out.rgba.resize(PNG_IMAGE_SIZE(image));
-    if (!png_image_finish_read(&image, nullptr, out.rgba.data(), 0, nullptr))
-        throw std::runtime_error("cannot decode " + path);
-    return out;
-}
 
 TEST(RenderCli, GifHasTheFramesAndSizeAsked) {
     TempDir dir("render");

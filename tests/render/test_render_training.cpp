@@ -6,6 +6,7 @@
 #include "../CliRun.h"
 #include "../TempDir.h"
 #include "../media/MediaTestUtil.h"
+#include "../media/PngRead.h"
 
 #include "engine/flows/Trainer.h"
 #include "engine/media/Mp4Writer.h"
@@ -17,7 +18,6 @@
 #include <QApplication>
 #include <QFontMetricsF>
 #include <gtest/gtest.h>
-#include <png.h>
 
 #ifdef FLOWSCOPE_HAVE_LIBAV
 extern "C" {
@@ -63,28 +63,6 @@ Result cli(const std::string& args) {
 const std::string kSmall =
     "render --view training --dataset moons --batch 64 --picture-samples 200 --frames 3 "
     "--iters-per-frame 2 --size 320x200";
-
-struct Png {
-    int width = 0, height = 0;
-    std::vector<std::uint8_t> rgba;
-    const std::uint8_t* at(int x, int y) const {
-        return &rgba[(std::size_t(y) * std::size_t(width) + x) * 4];
-    }
-};
-
-Png readPng(const std::string& path) {
-    png_image image{};
-    image.version = PNG_IMAGE_VERSION;
-    if (!png_image_begin_read_from_file(&image, path.c_str()))
-        throw std::runtime_error("cannot read " + path);
-    image.format = PNG_FORMAT_RGBA;
-    Png out;
-    out.width = int(image.width), out.height = int(image.height);
-    out.rgba.resize(PNG_IMAGE_SIZE(image));
-    if (!png_image_finish_read(&image, nullptr, out.rgba.data(), 0, nullptr))
-        throw std::runtime_error("cannot decode " + path);
-    return out;
-}
 
 std::vector<std::string> sortedEntries(const std::string& dir) {
     std::vector<std::string> names;

@@ -269,7 +269,9 @@ TEST(ConeView, TheLegendLeavesTheTraceScaleVisible) {
             << "the legend covers the scale's line";
         EXPECT_LE(legend.right(), v.width());
         EXPECT_LE(legend.bottom(), v.height());
-        if (size == QSize(900, 700)) EXPECT_EQ(legend.left(), 10.0) << "no overlap there: the corner";
+        if (size == QSize(900, 700)) {
+            EXPECT_EQ(legend.left(), 10.0) << "no overlap there: the corner";
+        }
     }
 }
 
