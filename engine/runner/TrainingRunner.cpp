@@ -22,7 +22,9 @@ using Matrix = FlowTrainer::Matrix;
 // One trainer and what its pictures reuse.
 struct Slot {
     std::unique_ptr<FlowTrainer> trainer;
-    Mat data; // the shown data points: the same for every picture of a run
+    std::shared_ptr<const flows::TrainerConfig>
+        config; // the trainer's, fixed for its life: shared by snapshots
+    Mat data;   // the shown data points: the same for every picture of a run
     std::shared_ptr<const TrainingPicture> picture;
 };
 
@@ -39,13 +41,16 @@ std::vector<flows::TrainerConfig> configsFor(const flows::TrainerConfig& config,
     return {with, without};
 }
 
-TrainerState stateOf(const FlowTrainer& t, std::size_t maxEvents) {
+// `config`: the trainer's config as the run shares it (a copy is made when null). The config never changes
+// during a run but may hold the user's points, so publications share one copy rather than make one each.
+TrainerState stateOf(const FlowTrainer& t, std::size_t maxEvents,
+                     std::shared_ptr<const flows::TrainerConfig> config = nullptr) {
     TrainerState s;
     s.label = labelFor(t.config());
     s.rwpo = t.config().flow.rwpo;
     fillTrainerState(s, t, maxEvents);
     s.model = std::make_shared<const flows::FlowModel<float>>(t.model());
-    s.config = std::make_shared<const flows::TrainerConfig>(t.config());
+    s.config = config ? std::move(config) : std::make_shared<const flows::TrainerConfig>(t.config());
     return s;
 }
 
@@ -138,6 +143,7 @@ class TrainingRunner::Job : public Steppable {
         for (auto& t : trainers) {
             Slot slot;
             slot.data = pictures_->data(*t);
+            slot.config = std::make_shared<const flows::TrainerConfig>(t->config());
             slot.trainer = std::move(t);
             slots_.push_back(std::move(slot));
         }
@@ -186,7 +192,7 @@ class TrainingRunner::Job : public Steppable {
         s->sideBySide = slots_.size() == 2;
         s->iterationsPerSecond = stepsPerSecond;
         for (const Slot& slot : slots_) {
-            s->trainers.push_back(stateOf(*slot.trainer, options_.maxEvents));
+            s->trainers.push_back(stateOf(*slot.trainer, options_.maxEvents, slot.config));
             s->trainers.back().picture = slot.picture;
         }
         s->error = failure_;
