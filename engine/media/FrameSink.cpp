@@ -46,6 +46,8 @@ std::unique_ptr<FrameSink> openFrameSink(const std::string& path, const VideoOpt
         gif.fps = options.fps;
         gif.colors = options.gifColors;
         gif.dither = options.gifDither;
+        gif.ditherAbove = options.gifDitherAbove;
+        gif.tolerance = options.gifTolerance;
         return std::make_unique<GifWriter>(path, options.width, options.height, gif);
     }
     std::error_code ec;

@@ -19,7 +19,13 @@ struct VideoOptions {
     double fps = 30;
     int crf = 20;          // H.264 constant rate factor, 0 (lossless) .. 51; 18-23 is visually good
     bool gifDither = true; // Floyd-Steinberg error diffusion when a GIF frame needs more than gifColors
-    int gifColors = 256;   // GIF palette size, 2..256
+    // ... only where the palette's mean squared error (RGB, 8-bit units) exceeds this (GifOptions): a
+    // smooth density heat map is not dithered, a gradient colour bar is.
+    double gifDitherAbove = 12.0;
+    int gifColors = 256; // GIF palette size, 2..256
+    // Pixels within this many levels per channel of what the GIF shows are not re-encoded (GifOptions): an
+    // invisible difference that halves a training animation (slowly changing heat map). 0: exact.
+    int gifTolerance = 2;
 };
 
 class FrameSink {

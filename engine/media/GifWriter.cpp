@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <unordered_set>
@@ -239,6 +240,11 @@ GifWriter::GifWriter(const std::string& path, int width, int height, const GifOp
     if (options.colors < 2 || options.colors > 256)
         throw std::invalid_argument("GIF " + path + ": colours must be 2..256, not " +
                                     std::to_string(options.colors));
+    if (!(options.ditherAbove >= 0) || !std::isfinite(options.ditherAbove))
+        throw std::invalid_argument("GIF " + path + ": ditherAbove must be a finite number >= 0");
+    if (options.tolerance < 0 || options.tolerance > 255)
+        throw std::invalid_argument("GIF " + path + ": tolerance must be 0..255, not " +
+                                    std::to_string(options.tolerance));
     if (options.loopCount < 0 || options.loopCount > 65535)
         throw std::invalid_argument("GIF " + path + ": loop count must be 0..65535");
     tmp_ = temporaryPathFor(path);
@@ -294,9 +300,10 @@ void GifWriter::encodeFrame(const std::uint8_t* rgba, int stride, int x0, int y0
     auto lastAt = [&](int x, int y) {
         return &last_[(std::size_t(y) * std::size_t(width_) + std::size_t(x)) * 3];
     };
-    // Kept pixels did not change since the last written frame: they become the transparent index.
+    // Kept pixels did not change since the last written frame (within the tolerance): they become the
+    // transparent index.
     bool keep = diff;
-    auto kept = [&](int x, int y) { return keep && std::memcmp(src(x, y), lastAt(x, y), 3) == 0; };
+    auto kept = [&](int x, int y) { return keep && same(src(x, y), lastAt(x, y)); };
 
     // The changed pixels' distinct colours, as long as they fit in the palette; and whether any is kept.
     std::unordered_set<std::uint32_t> colors;
@@ -330,6 +337,7 @@ void GifWriter::encodeFrame(const std::uint8_t* rgba, int stride, int x0, int y0
 
     std::vector<Rgb> palette;
     bool quantised = false;
+    double quantisationError = 0; // the palette's mean squared error over the pixels (RGB, 8-bit units)
     if (fits) {
         // Exact: the previous palette when it holds every colour (and leaves room for transparency).
         bool reuse = !palette_.empty() && int(palette_.size()) <= realColors;
@@ -369,10 +377,15 @@ void GifWriter::encodeFrame(const std::uint8_t* rgba, int stride, int x0, int y0
         }
         palette = medianCut(pts, realColors);
         refineKMeans(pts, palette, 3);
+        quantisationError = meanSquaredError(pts, palette);
         // Keep the previous palette when it is about as good: no flicker, no local table, a warm lookup.
-        if (!palette_.empty() && int(palette_.size()) <= realColors &&
-            meanSquaredError(pts, palette_) <= 1.05 * meanSquaredError(pts, palette))
-            palette = palette_;
+        if (!palette_.empty() && int(palette_.size()) <= realColors) {
+            const double previous = meanSquaredError(pts, palette_);
+            if (previous <= 1.05 * quantisationError) {
+                palette = palette_;
+                quantisationError = previous;
+            }
+        }
     }
     if (palette != palette_ || cellStart_.empty()) {
         palette_ = palette;
@@ -385,7 +398,7 @@ void GifWriter::encodeFrame(const std::uint8_t* rgba, int stride, int x0, int y0
     // neither takes nor passes on error: what it shows was settled when it was last written.
     const int transparentIndex = int(palette.size());
     indices_.resize(std::size_t(rw) * std::size_t(rh));
-    if (quantised && options_.dither) {
+    if (quantised && options_.dither && quantisationError > options_.ditherAbove) {
         std::vector<int> errCur(std::size_t(rw + 2) * 3, 0), errNext(std::size_t(rw + 2) * 3, 0);
         for (int y = 0; y < rh; ++y) {
             const int dir = y % 2 == 0 ? 1 : -1;
@@ -454,8 +467,10 @@ void GifWriter::encodeFrame(const std::uint8_t* rgba, int stride, int x0, int y0
     pending_.transparent = keep;
     pending_.transparentIndex = std::uint8_t(keep ? transparentIndex : 0);
 
+    // What is shown now: the written pixels' colours (a kept one still shows its earlier colour).
     for (int y = y0; y < y1; ++y)
-        for (int x = x0; x < x1; ++x) std::memcpy(lastAt(x, y), src(x, y), 3);
+        for (int x = x0; x < x1; ++x)
+            if (!kept(x, y)) std::memcpy(lastAt(x, y), src(x, y), 3);
 }
 
 void GifWriter::writePending(int endCs) {
@@ -491,6 +506,13 @@ void GifWriter::writePending(int endCs) {
     hasPending_ = false;
 }
 
+bool GifWriter::same(const std::uint8_t* rgb, const std::uint8_t* shown) const {
+    const int t = options_.tolerance;
+    if (t == 0) return std::memcmp(rgb, shown, 3) == 0;
+    return std::abs(int(rgb[0]) - int(shown[0])) <= t && std::abs(int(rgb[1]) - int(shown[1])) <= t &&
+           std::abs(int(rgb[2]) - int(shown[2])) <= t;
+}
+
 void GifWriter::addFrame(const std::uint8_t* rgba, int strideBytes) {
     if (finished_) throw std::logic_error("GIF " + path_ + ": addFrame after finish");
     if (!rgba || strideBytes < 4 * width_)
@@ -511,9 +533,9 @@ void GifWriter::addFrame(const std::uint8_t* rgba, int strideBytes) {
         const std::uint8_t* row = rgba + std::size_t(y) * std::size_t(strideBytes);
         const std::uint8_t* old = &last_[std::size_t(y) * std::size_t(width_) * 3];
         int a = 0, b = width_ - 1;
-        while (a < width_ && std::memcmp(row + 4 * a, old + 3 * a, 3) == 0) ++a;
+        while (a < width_ && same(row + 4 * a, old + 3 * a)) ++a;
         if (a == width_) continue;
-        while (std::memcmp(row + 4 * b, old + 3 * b, 3) == 0) --b;
+        while (same(row + 4 * b, old + 3 * b)) --b;
         x0 = std::min(x0, a), x1 = std::max(x1, b + 1), y0 = std::min(y0, y), y1 = y + 1;
     }
     // Unchanged, or too soon after the last written frame (above 50 fps): the last frame is shown longer.

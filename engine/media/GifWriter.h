@@ -10,14 +10,16 @@
 // palette is the global colour table; others are local tables.
 //
 // Dithering (switchable): Floyd-Steinberg error diffusion in serpentine order, applied only to frames that
-// are quantised (an exact palette has no error to diffuse).
+// are quantised (an exact palette has no error to diffuse), and optionally only where the quantisation error
+// is large enough for banding to show (ditherAbove).
 //
 // Frame differences. Every frame after the first holds only the bounding rectangle of the pixels that
-// changed since the last written frame, with disposal "do not dispose"; inside it, unchanged pixels are the
-// transparent index (one palette slot is kept for it), which also leaves their earlier dithering in place
-// (no shimmering backgrounds) and gives LZW long runs. (When the changed pixels need all `colors` exact
-// colours no slot is left for transparency, and the unchanged ones are written too.) A frame identical to
-// the last written one is not written: its duration is added to the last frame's.
+// changed since the last written frame (by more than `tolerance` per channel: lossy, off by default), with
+// disposal "do not dispose"; inside it, unchanged pixels are the transparent index (one palette slot is kept
+// for it), which also leaves their earlier dithering in place (no shimmering backgrounds) and gives LZW long
+// runs. (When the changed pixels need all `colors` exact colours no slot is left for transparency, and the
+// unchanged ones are written too.) A frame identical to the last written one is not written: its duration is
+// added to the last frame's.
 //
 // Timing. GIF delays are whole centiseconds. Frame i ends at round(100 (i+1) / fps) cs, so rounding never
 // accumulates (30 fps gives 3, 4, 3, 3, 4, 3, ... and 100 cs per 30 frames). Browsers show delays below
@@ -42,6 +44,15 @@ struct GifOptions {
     double fps = 30;
     int colors = 256; // palette size, 2..256
     bool dither = true;
+    // Dither only the frames whose palette's mean squared error (summed over R, G, B, in 8-bit units)
+    // exceeds this: below it banding is not visible and the error diffusion's noise only costs bytes (a
+    // smooth heat map: 2-4, dithered 1.8x larger; a gradient colour bar: 30-45). 0: every quantised frame.
+    double ditherAbove = 0;
+    // Lossy frame differencing: a pixel whose every channel is within `tolerance` of the source colour the
+    // GIF shows there (the last written one) is kept as it is. 0: only identical pixels are kept. The shown
+    // picture stays within `tolerance` (plus the quantisation) of every frame, and slowly varying areas (a
+    // density heat map) are not re-encoded at every frame.
+    int tolerance = 0;
     int loopCount = 0; // 0: loop forever
 };
 
@@ -71,6 +82,8 @@ class GifWriter : public FrameSink {
     };
 
     void encodeFrame(const std::uint8_t* rgba, int stride, int x0, int y0, int x1, int y1, bool diff);
+    // Whether a source pixel (RGB) counts as the one shown (RGB of last_): equal within options_.tolerance.
+    bool same(const std::uint8_t* rgb, const std::uint8_t* shown) const;
     int nearestIndex(int r, int g, int b);
     void writePending(int endCs);
     void writeBytes(const void* data, std::size_t n);

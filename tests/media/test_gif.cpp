@@ -318,6 +318,12 @@ TEST(GifWriter, ParticleAnimationWritesChangedRectangles) {
 TEST(GifWriter, RejectsBadOptionsAndMisuse) {
     TempDir dir;
     GifOptions bad;
+    bad.tolerance = 256;
+    EXPECT_THROW(GifWriter(dir.file("a.gif"), 4, 4, bad), std::invalid_argument);
+    bad = {};
+    bad.ditherAbove = -1;
+    EXPECT_THROW(GifWriter(dir.file("a.gif"), 4, 4, bad), std::invalid_argument);
+    bad = {};
     bad.colors = 1;
     EXPECT_THROW(GifWriter(dir.file("a.gif"), 4, 4, bad), std::invalid_argument);
     bad = {};
@@ -333,6 +339,66 @@ TEST(GifWriter, RejectsBadOptionsAndMisuse) {
     EXPECT_THROW(gif.addFrame(img.px.data(), img.stride), std::logic_error);
     EXPECT_THROW(gif.finish(), std::logic_error);
     EXPECT_EQ(dir.entries(), std::vector<std::string>{"a.gif"});
+}
+
+// Lossy differencing: a few-colour picture (exact palette) brightening by one level per frame, with a disc
+// that moves. With tolerance t every decoded frame stays within t of its source at every pixel (the error
+// never accumulates: a kept pixel is compared with the colour it shows, not with the last frame), the moving
+// disc is exact, and the file is smaller than the exact one, which re-encodes the whole picture each frame.
+TEST(GifWriter, ToleranceBoundsTheErrorOfEveryFrame) {
+    TempDir dir;
+    std::vector<Image> frames;
+    for (int t = 0; t < 12; ++t) {
+        Image img = stripes(64, 48);
+        for (int y = 0; y < img.h; ++y)
+            for (int x = 0; x < img.w; ++x) {
+                std::uint8_t* p = img.at(x, y);
+                for (int a = 0; a < 3; ++a) p[a] = std::uint8_t(std::min(255, p[a] + t));
+            }
+        disc(img, 10 + 3 * t, 24, 6, 255, 255, 255);
+        frames.push_back(img);
+    }
+    GifOptions options;
+    options.tolerance = 2;
+    const GifFile lossy = writeAndDecode(dir.file("lossy.gif"), frames, options);
+    const GifFile exact = writeAndDecode(dir.file("exact.gif"), frames, {});
+    ASSERT_EQ(lossy.frames.size(), frames.size());
+    ASSERT_EQ(exact.frames.size(), frames.size());
+    int worst = 0, kept = 0;
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+        const auto& canvas = lossy.frames[k].canvas;
+        for (int y = 0; y < 48; ++y)
+            for (int x = 0; x < 64; ++x) {
+                const std::uint8_t* want = frames[k].at(x, y);
+                const std::uint8_t* got = &canvas[(std::size_t(y) * 64 + std::size_t(x)) * 3];
+                int d = 0;
+                for (int a = 0; a < 3; ++a) d = std::max(d, std::abs(int(got[a]) - int(want[a])));
+                worst = std::max(worst, d);
+                kept += d > 0;
+            }
+        EXPECT_TRUE(sameRgb(exact.frames[k].canvas, frames[k])) << "the exact file at frame " << k;
+    }
+    EXPECT_LE(worst, 2);
+    EXPECT_GT(kept, 0); // some pixels did show an earlier colour
+    EXPECT_LT(fs::file_size(dir.file("lossy.gif")), fs::file_size(dir.file("exact.gif")));
+}
+
+// ditherAbove: a frame whose quantisation error is below the threshold is written as without dithering,
+// byte for byte; above it, as with dithering (the 65536-colour gradient's error is some tens).
+TEST(GifWriter, DitherOnlyAboveTheQuantisationError) {
+    TempDir dir;
+    const Image img = gradient(128, 128);
+    auto bytes = [&](const char* name, bool dither, double above) {
+        GifOptions options;
+        options.dither = dither;
+        options.ditherAbove = above;
+        writeAndDecode(dir.file(name), {img}, options);
+        return test::readBytes(dir.file(name));
+    };
+    const auto plain = bytes("plain.gif", false, 0), dithered = bytes("dithered.gif", true, 0);
+    ASSERT_NE(plain, dithered);
+    EXPECT_EQ(bytes("high.gif", true, 1e6), plain);
+    EXPECT_EQ(bytes("low.gif", true, 1.0), dithered);
 }
 
 } // namespace
