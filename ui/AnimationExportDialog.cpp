@@ -53,8 +53,8 @@ AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixel
     auto* help = new QLabel(
         tr("Renders the scene <b>as it runs now</b> (your live edits included) <b>from t = 0</b>, offscreen: "
            "the size, frame rate and simulation time per frame below decide the video, not this window or "
-           "how fast the run goes here. Frame k shows t = k × time per frame. The same frames as "
-           "<tt>flowscope-cli render</tt>."),
+           "how fast the run goes here. Frame k shows t = k × time per frame (Flows training: iteration k × "
+           "iterations per frame). The same frames as <tt>flowscope-cli render</tt>."),
         this);
     help->setWordWrap(true);
     layout->addWidget(help);
@@ -68,9 +68,12 @@ AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixel
     view_->addItem(tr("Particles"), int(AnimationView::Particles));
     view_->addItem(tr("Covariance cone"), int(AnimationView::Cone));
     view_->addItem(tr("Trace-1 disc"), int(AnimationView::Disc));
+    view_->addItem(tr("Flows training"), int(AnimationView::Training));
     view_->setToolTip(
         tr("Which view to animate: the tokens, or their 2×2 covariance Σ(t) as a point of the PSD "
-           "cone (or of its trace-1 disc) following the moment ODEs."));
+           "cone (or of its trace-1 disc) following the moment ODEs; or the Flows tab's training, "
+           "trained afresh from iteration 0 with its settings (data, layers, λ, β, a loaded model), "
+           "the run in the Flows tab left as it is."));
     if (const auto why = coneUnsupported(scene)) {
         auto* model = qobject_cast<QStandardItemModel*>(view_->model());
         for (int row : {1, 2}) {
@@ -159,6 +162,15 @@ AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixel
                         .arg(std::max(scene.output.every, 1)));
     addRow(form, tr("Time per frame"), dt_);
 
+    itersPerFrame_ = new QSpinBox(this);
+    itersPerFrame_->setObjectName(QStringLiteral("itersPerFrame"));
+    itersPerFrame_->setRange(1, int(std::min<long>(kAnimationMaxItersPerFrame, 1000000)));
+    itersPerFrame_->setValue(int(AnimationOptions().itersPerFrame));
+    itersPerFrame_->setToolTip(tr("Flows training: training iterations between two frames; frame k shows "
+                                  "the model after k × this many. The learning rate decays over the whole "
+                                  "animation, as flowscope-cli train decays it over its --iters."));
+    addRow(form, tr("Iterations per frame"), itersPerFrame_);
+
     hud_ = new QCheckBox(tr("Include the heads-up display"), this);
     hud_->setObjectName(QStringLiteral("hud"));
     hud_->setToolTip(tr("The particle view's statistics box (t, step, N × d, steps/s of video). Particles "
@@ -181,7 +193,9 @@ AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixel
     caption_->addItem(tr("Automatic"));
     caption_->addItem(tr("Custom text"));
     caption_->setToolTip(tr("A strip above the view. Automatic: the scene's name and figure, its attention "
-                            "parameters and the time t. Custom: your text, {t} replaced by the time."));
+                            "parameters and the time t (training: the data, the iteration, λ, β and the "
+                            "loss). Custom: your text, {t} replaced by the time ({iteration} by the "
+                            "iteration)."));
     captionText_ = new QLineEdit(captionRow);
     captionText_->setObjectName(QStringLiteral("captionText"));
     captionText_->setPlaceholderText(tr("e.g. β = 4, t = {t}"));
@@ -230,6 +244,7 @@ AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixel
     connect(frames_, &QSpinBox::valueChanged, this, &AnimationExportDialog::updateSummary);
     connect(fps_, &QDoubleSpinBox::valueChanged, this, &AnimationExportDialog::updateSummary);
     connect(dt_, &QDoubleSpinBox::valueChanged, this, &AnimationExportDialog::updateSummary);
+    connect(itersPerFrame_, &QSpinBox::valueChanged, this, &AnimationExportDialog::updateSummary);
     updateEnabled();
 }
 
@@ -249,6 +264,7 @@ AnimationOptions AnimationExportDialog::options() const {
     // The default as the CLI computes it, not its rounding to the box's decimals.
     const double shown = std::round(defaultDt_ * std::pow(10.0, kDtDecimals)) / std::pow(10.0, kDtDecimals);
     if (dt_->value() != shown) o.dtPerFrame = dt_->value();
+    o.itersPerFrame = itersPerFrame_->value();
     o.particles = o.view == AnimationView::Particles || particles_->isChecked();
     o.hud = o.view == AnimationView::Particles && hud_->isChecked();
     if (caption_->currentIndex() == 1) o.caption = "auto";
@@ -304,9 +320,12 @@ void AnimationExportDialog::browse() {
 }
 
 void AnimationExportDialog::updateEnabled() {
-    const bool particles = AnimationView(view_->currentData().toInt()) == AnimationView::Particles;
+    const AnimationView view = AnimationView(view_->currentData().toInt());
+    const bool particles = view == AnimationView::Particles, training = view == AnimationView::Training;
     hud_->setEnabled(particles);
-    particles_->setEnabled(!particles);
+    particles_->setEnabled(!particles && !training);
+    dt_->setEnabled(!training);
+    itersPerFrame_->setEnabled(training);
     captionText_->setEnabled(caption_->currentIndex() == 2);
     updateSummary();
 }
@@ -314,6 +333,13 @@ void AnimationExportDialog::updateEnabled() {
 void AnimationExportDialog::updateSummary() {
     const double dt = dt_->value();
     const long frames = frames_->value();
+    if (AnimationView(view_->currentData().toInt()) == AnimationView::Training) {
+        summary_->setText(tr("%1 frames: %2 s of video, iterations 0 to %3 of a fresh training.")
+                              .arg(frames)
+                              .arg(double(frames) / fps_->value(), 0, 'f', 1)
+                              .arg(long(itersPerFrame_->value()) * (frames - 1)));
+        return;
+    }
     summary_->setText(tr("%1 frames: %2 s of video, t from 0 to %3 of the scene's T = %4.")
                           .arg(frames)
                           .arg(double(frames) / fps_->value(), 0, 'f', 1)

@@ -1,5 +1,6 @@
 // Flowscope UI: File ▸ Export ▸ Animation: the settings of an animation export (view, frames, frame rate,
-// size, simulation time per frame, heads-up display, caption, output path), each field with a tooltip.
+// size, simulation time per frame, heads-up display, caption, output path), each field with a tooltip. The
+// training view (the Flows tab's training, trained afresh) takes iterations per frame instead of time.
 //
 // The dialog only collects and checks the settings; MainWindow::exportAnimation() renders them (the same
 // frames as `flowscope-cli render`). OK stays enabled; a field that cannot work is named in a message under
@@ -54,6 +55,7 @@ class AnimationExportDialog : public QDialog {
     QSpinBox* width_ = nullptr;
     QSpinBox* height_ = nullptr;
     QDoubleSpinBox* dt_ = nullptr;
+    QSpinBox* itersPerFrame_ = nullptr;
     QCheckBox* hud_ = nullptr;
     QCheckBox* particles_ = nullptr;
     QComboBox* caption_ = nullptr;

@@ -55,7 +55,17 @@ class ImGuiContextScope {
 } // namespace
 
 const char* toString(AnimationView view) {
-    return view == AnimationView::Particles ? "particles" : view == AnimationView::Cone ? "cone" : "disc";
+    switch (view) {
+    case AnimationView::Particles:
+        return "particles";
+    case AnimationView::Cone:
+        return "cone";
+    case AnimationView::Disc:
+        return "disc";
+    case AnimationView::Training:
+        break;
+    }
+    return "training";
 }
 
 double defaultDtPerFrame(const Scene& scene) {
@@ -94,6 +104,16 @@ std::optional<std::string> animationOptionsError(const Scene& scene, const Anima
     if (o.view == AnimationView::Particles && !o.particles)
         return std::string("Particles: the particles view needs the particle simulation.");
     if (o.caption && o.caption->empty()) return std::string("Caption: the custom text is empty.");
+    if (o.view == AnimationView::Training) {
+        if (o.itersPerFrame < 1 || o.itersPerFrame > kAnimationMaxItersPerFrame)
+            return "Iterations per frame: expected 1 to " + std::to_string(kAnimationMaxItersPerFrame) +
+                   ", got " + std::to_string(o.itersPerFrame) + ".";
+        if (o.pictureSamples < kAnimationMinPictureSamples || o.pictureSamples > kAnimationMaxPictureSamples)
+            return "Samples shown: expected " + std::to_string(kAnimationMinPictureSamples) + " to " +
+                   std::to_string(kAnimationMaxPictureSamples) + ", got " + std::to_string(o.pictureSamples) +
+                   ".";
+        return std::nullopt;
+    }
     if (o.view != AnimationView::Particles)
         if (const auto why = coneUnsupported(scene))
             return std::string(o.view == AnimationView::Cone ? "View (covariance cone): "
@@ -245,6 +265,8 @@ bool AnimationExporter::fail(Failure failure, std::string message) {
 bool AnimationExporter::initialize(const GlApi& gl) {
     gl_ = &gl;
     const AnimationOptions& o = options_;
+    if (o.view == AnimationView::Training)
+        return fail(Failure::View, "the training view is not a scene's: TrainingAnimator draws it");
     if (o.caption) caption_ = std::make_unique<Caption>(*o.caption, scene_, dt_);
     captionHeight_ = caption_ ? caption_->height() : 0;
     viewHeight_ = o.height - captionHeight_;

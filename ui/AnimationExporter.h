@@ -46,8 +46,10 @@ class ParticleView;
 class Simulation;
 struct Snapshot;
 
-enum class AnimationView { Particles, Cone, Disc };
-// "particles", "cone", "disc" (the CLI's --view values).
+// Particles, cone and disc animate a scene (AnimationExporter); Training animates the Flows tab's training
+// (TrainingAnimator).
+enum class AnimationView { Particles, Cone, Disc, Training };
+// "particles", "cone", "disc", "training" (the CLI's --view values).
 const char* toString(AnimationView view);
 
 struct AnimationOptions {
@@ -60,11 +62,17 @@ struct AnimationOptions {
     bool hud = false;                   // the heads-up display (particles view only)
     std::optional<std::string> caption; // "auto" (name, figure, parameters, t) or a text ({t}: the time)
     bool particles = true;              // cone and disc views: run the particles for their covariance dot
+    // Training view: iterations per frame (frame k shows iteration k * itersPerFrame) and the generated
+    // samples (and data points) in each picture. The caption's text replaces {iteration} instead of {t}.
+    long itersPerFrame = 10;
+    int pictureSamples = 1000;
 };
 
 inline constexpr int kAnimationMinSide = 16, kAnimationMaxSide = 8192; // pixels (GL limits checked too)
 inline constexpr long kAnimationMaxFrames = 1000000;
 inline constexpr double kAnimationMaxFps = 240.0;
+inline constexpr long kAnimationMaxItersPerFrame = 1000000;
+inline constexpr int kAnimationMinPictureSamples = 2, kAnimationMaxPictureSamples = 100000;
 
 // A frame image (ARGB32 premultiplied) of `width` x `height` pixels at 96 dpi, the logical resolution the
 // app's views have on a desktop, so text comes out at the size it has there.
@@ -83,7 +91,8 @@ double defaultDtPerFrame(const Scene& scene);
 // "softmax, β = 1, N = 2048, d = 2" and the parameters that make the attention variant.
 std::string sceneParameters(const Scene& scene);
 // Why `options` cannot animate `scene` (one sentence naming the field as the export dialog labels it), or
-// nullopt. The CLI checks its options itself, with its own option names.
+// nullopt (the scene is not looked at for the training view). The CLI checks its options itself, with its own
+// option names.
 std::optional<std::string> animationOptionsError(const Scene& scene, const AnimationOptions& options);
 
 class AnimationExporter {

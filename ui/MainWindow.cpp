@@ -20,6 +20,7 @@
 #include "ui/PresetBrowser.h"
 #include "ui/ScenePanel.h"
 #include "ui/SharedGlBackend.h"
+#include "ui/TrainingAnimator.h"
 #include "ui/TrainingPanel.h"
 #include "ui/TrainingView.h"
 #include "ui/TransformerPanel.h"
@@ -872,6 +873,7 @@ bool MainWindow::exportTrajectory(const QString& path, bool asFloat32) {
 
 bool MainWindow::exportAnimation(const AnimationOptions& options, const QString& path,
                                  const ExportProgress& progress) {
+    if (options.view == AnimationView::Training) return exportTrainingAnimation(options, path, progress);
     if (!scene_) {
         lastError_ = tr("There is no scene to export.");
         return false;
@@ -980,9 +982,63 @@ bool MainWindow::exportAnimation(const AnimationOptions& options, const QString&
     return true;
 }
 
+bool MainWindow::exportTrainingAnimation(const AnimationOptions& options, const QString& path,
+                                         const ExportProgress& progress) {
+    if (const auto why = animationOptionsError(Scene(), options)) {
+        lastError_ = tr("Cannot export the animation:\n%1").arg(QString::fromStdString(*why));
+        return false;
+    }
+    // What the Flows tab trains now: its trainers' own configs (the user's points and a loaded model's
+    // parameters included), or the panel's settings before the first start.
+    std::vector<flows::TrainerConfig> configs;
+    const auto running = training_.snapshot();
+    if (running)
+        for (const TrainerState& t : running->trainers)
+            if (t.config) configs.push_back(*t.config);
+    if (configs.empty()) configs = trainingConfigs(trainingPanel_->config(), trainingPanel_->sideBySide());
+    const flows::TrainerConfig& first = configs.front();
+    const std::string dataName = first.dataset.empty() ? std::string("your points") : first.dataset;
+    std::unique_ptr<TrainingAnimator> animator;
+    try {
+        animator = std::make_unique<TrainingAnimator>(configs, options, dataName);
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot export the animation:\n%1").arg(QString::fromStdString(e.what()));
+        return false;
+    }
+    VideoOptions video;
+    video.width = options.width;
+    video.height = options.height;
+    video.fps = options.fps;
+    std::unique_ptr<FrameSink> sink;
+    try {
+        sink = openFrameSink(QFile::encodeName(path).toStdString(), video);
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot export to %1:\n%2")
+                         .arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what()));
+        return false;
+    }
+    // A cancel or a failure destroys the sink unfinished, which leaves nothing under the name.
+    try {
+        if (!animator->run(*sink, [&](long done) { return !progress || progress(done, options.frames); })) {
+            lastError_ = tr("Export cancelled; nothing was written.");
+            return false;
+        }
+        sink->finish();
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot export the animation to %1:\n%2")
+                         .arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what()));
+        return false;
+    }
+    lastError_.clear();
+    return true;
+}
+
 void MainWindow::exportAnimationDialog() {
     if (!scene_) return;
-    QWidget* shown = tabs_->currentWidget() == cone_ ? static_cast<QWidget*>(cone_) : view_;
+    const bool training = tabs_->currentWidget() == trainingView_;
+    QWidget* shown = tabs_->currentWidget() == cone_ ? static_cast<QWidget*>(cone_)
+                     : training                      ? static_cast<QWidget*>(trainingView_)
+                                                     : view_;
     const QSize pixels = shown->size() * shown->devicePixelRatioF();
     QSettings settings;
     QString path = settings.value(QStringLiteral("export/animationPath")).toString();
@@ -994,6 +1050,7 @@ void MainWindow::exportAnimationDialog() {
     }
     AnimationExportDialog dialog(*scene_, pixels, QDir::toNativeSeparators(path), this);
     if (shown == cone_) dialog.setView(discAction_->isChecked() ? AnimationView::Disc : AnimationView::Cone);
+    if (training) dialog.setView(AnimationView::Training);
     if (dialog.exec() != QDialog::Accepted) return;
     const AnimationOptions options = dialog.options();
     path = dialog.path();
@@ -1009,9 +1066,15 @@ void MainWindow::exportAnimationDialog() {
     QElapsedTimer clock;
     clock.start();
     const bool ok = exportAnimation(options, path, [&](long done, long total) {
-        progress.setLabelText(done == 0 && options.view != AnimationView::Particles
-                                  ? tr("Solving the moment equations...")
-                                  : tr("Rendering frame %1 of %2").arg(std::min(done + 1, total)).arg(total));
+        const bool cone = options.view == AnimationView::Cone || options.view == AnimationView::Disc;
+        const long frame = std::min(done + 1, total);
+        progress.setLabelText(done == 0 && cone ? tr("Solving the moment equations...")
+                              : options.view == AnimationView::Training
+                                  ? tr("Training and rendering frame %1 of %2 (iteration %3)")
+                                        .arg(frame)
+                                        .arg(total)
+                                        .arg((frame - 1) * options.itersPerFrame)
+                                  : tr("Rendering frame %1 of %2").arg(frame).arg(total));
         progress.setValue(int(done));
         QCoreApplication::processEvents();
         return !progress.wasCanceled();

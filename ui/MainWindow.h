@@ -96,9 +96,16 @@ class MainWindow : public QMainWindow {
     // in a Qt offscreen OpenGL context; the context current before is current again after. progress(done,
     // total) runs after each frame (done = 0 while the cone's trajectories are solved); false cancels.
     // Atomic: a cancel or a failure leaves nothing under `path`. False with the message in lastError().
+    // options.view == Training animates the Flows tab's training instead (exportTrainingAnimation()).
     using ExportProgress = std::function<bool(long done, long total)>;
     bool exportAnimation(const AnimationOptions& options, const QString& path,
                          const ExportProgress& progress = {});
+    // The Flows tab's training as it runs now (its trainers' configs: data, settings, a loaded model's
+    // parameters), trained afresh from iteration 0 by ui/TrainingAnimator (the frames of `flowscope-cli
+    // render --view training`), on this thread; the running training is not touched. The panel's settings
+    // when nothing has started yet.
+    bool exportTrainingAnimation(const AnimationOptions& options, const QString& path,
+                                 const ExportProgress& progress = {});
 
     // Edit ▸ Copy / Paste scene as share string (engine/io/ShareString.h). shareString(): the current scene
     // with its live edits, as Save writes it; empty (and *why) when there is none or it cannot be encoded.
