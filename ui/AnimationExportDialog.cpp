@@ -326,6 +326,8 @@ void AnimationExportDialog::updateEnabled() {
     particles_->setEnabled(!particles && !training);
     dt_->setEnabled(!training);
     itersPerFrame_->setEnabled(training);
+    captionText_->setPlaceholderText(training ? tr("e.g. moons, iteration {iteration}")
+                                              : tr("e.g. β = 4, t = {t}"));
     captionText_->setEnabled(caption_->currentIndex() == 2);
     updateSummary();
 }

@@ -59,6 +59,13 @@ QStringList entries(const QString& dir) {
     return QDir(dir).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden, QDir::Name);
 }
 
+void saveShot(QWidget& w, const QString& name) {
+    const QByteArray dir = qgetenv("FLOWSCOPE_SAVE_SHOTS");
+    if (dir.isEmpty()) return;
+    const QString path = QDir(QString::fromLocal8Bit(dir)).filePath(name);
+    EXPECT_TRUE(w.grab().save(path)) << path.toStdString();
+}
+
 QAction* findAction(QWidget& window, const QString& text) {
     for (QAction* a : window.findChildren<QAction*>())
         if (a->text() == text) return a;
@@ -198,10 +205,14 @@ TEST_F(TrainingAnimationTest, MenuOnTheFlowsTabExportsTheTraining) {
             d->findChild<QSpinBox*>(QStringLiteral("itersPerFrame"))->setValue(2);
             d->findChild<QSpinBox*>(QStringLiteral("width"))->setValue(400);
             d->findChild<QSpinBox*>(QStringLiteral("height"))->setValue(240);
+            saveShot(*d, QStringLiteral("training-export-dialog.png"));
             d->accept();
         }
         for (auto* p : window->findChildren<QProgressDialog*>())
-            if (p->isVisible() && p->value() >= 3 && progressLabel.isEmpty()) progressLabel = p->labelText();
+            if (p->isVisible() && p->value() >= 3 && progressLabel.isEmpty()) {
+                progressLabel = p->labelText();
+                saveShot(*p, QStringLiteral("training-export-progress.png"));
+            }
     });
     poll.start();
     action->trigger();
