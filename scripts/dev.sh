@@ -2,7 +2,7 @@
 # Flowscope developer entry point for a fresh Debian 12 machine.
 #   scripts/dev.sh run    install what is missing, build, launch the GUI on the default scene
 #   scripts/dev.sh test   install what is missing, build, run the whole test suite (ctest; GUI tests under Xvfb)
-#   scripts/dev.sh asan   build and run the engine (media included) and CLI tests with -fsanitize=address,undefined
+#   scripts/dev.sh asan   build (clang) and run the engine (media included) and CLI tests with -fsanitize=address,undefined
 #   scripts/dev.sh fuzz [SECONDS]   build the loaders' libFuzzer targets with clang and run each SECONDS (20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,10 +55,12 @@ test)
   ;;
 asan)
   install_deps
-  # -O1 -g1: quick to compile, still fast enough to run, and ASan reports carry file:line.
+  # -O1 -g1: quick to compile, still fast enough to run, and ASan reports carry file:line. clang (as the fuzz
+  # targets): it compiles the Eigen-heavy engine at -O1 with the sanitizers about a third faster than g++.
   # The GPU backends are tested in the release build (Mesa's drivers are not built for ASan).
-  cmake -S . -B build-asan -G Ninja -DFLOWSCOPE_SANITIZE=ON -DFLOWSCOPE_BUILD_GUI=OFF -DFLOWSCOPE_BUILD_GPU=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
+  grep -qs "CMAKE_CXX_COMPILER:FILEPATH=.*clang" build-asan/CMakeCache.txt || rm -rf build-asan
+  CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DFLOWSCOPE_SANITIZE=ON -DFLOWSCOPE_BUILD_GUI=OFF \
+    -DFLOWSCOPE_BUILD_GPU=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
   cmake --build build-asan -j "$(jobs)" --target flowscope_tests flowscope_media_tests flowscope_cli_tests flowscope-cli
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(jobs)"

@@ -14,14 +14,13 @@ namespace flowscope {
 
 class LinearAttention : public VelocityField {
   public:
-    LinearAttention(const AttentionSpec& spec, int d) : spec_(spec), d_(d) {}
+    LinearAttention(const AttentionSpec& spec, int /*d*/) : spec_(spec) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
     std::string name() const override { return spec_.linearEps ? "linear (eps)" : "linear"; }
 
   private:
     AttentionSpec spec_;
-    int d_;
 };
 
 } // namespace flowscope

@@ -23,8 +23,8 @@ class RwpoAttention : public VelocityField {
     // The CPU field in `precision`, or the field whose streaming passes run on `runner`.
     RwpoAttention(const AttentionSpec& spec, int d, Precision precision)
         : RwpoAttention(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
-    RwpoAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner)
-        : spec_(spec), d_(d), runner_(std::move(runner)) {}
+    RwpoAttention(const AttentionSpec& spec, int /*d*/, std::shared_ptr<StreamRunner> runner)
+        : spec_(spec), runner_(std::move(runner)) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
@@ -38,7 +38,6 @@ class RwpoAttention : public VelocityField {
 
   private:
     AttentionSpec spec_;
-    int d_;
     std::shared_ptr<StreamRunner> runner_;
 };
 

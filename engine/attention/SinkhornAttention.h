@@ -23,8 +23,8 @@ class SinkhornAttention : public VelocityField {
     // The CPU field in `precision`, or the field whose streaming passes run on `runner`.
     SinkhornAttention(const AttentionSpec& spec, int d, Precision precision)
         : SinkhornAttention(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
-    SinkhornAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner)
-        : spec_(spec), d_(d), runner_(std::move(runner)) {}
+    SinkhornAttention(const AttentionSpec& spec, int /*d*/, std::shared_ptr<StreamRunner> runner)
+        : spec_(spec), runner_(std::move(runner)) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
@@ -43,7 +43,6 @@ class SinkhornAttention : public VelocityField {
     double solve(const Mat& B, const Tokens& X, Vec& f, Vec& g, int& iterations) const;
 
     AttentionSpec spec_;
-    int d_;
     std::shared_ptr<StreamRunner> runner_;
     std::vector<Vec> f_, g_;
     FieldDiagnostics diag_;

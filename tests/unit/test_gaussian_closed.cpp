@@ -357,12 +357,13 @@ TEST(GaussianClosed, T9L2Variance1d) {
     expectRel(l2Variance1d(1, 1, 1, 1, 5), 13360.22682, 1e-9);
     expectRel(l2Variance1d(1, 1, -1, 1, 1), 0.3469079981, 1e-9);
     EXPECT_EQ(l2Variance1d(1, 1, 1, 1, 0), 1.0);
-    // RK4 of s' = 4 a v s^2 / (1 + 2 k^2 s), a = q k, for other parameters.
+    // RK4 of s' = 4 a v s^2 / (1 + 2 k^2 s), a = q k, for other parameters. (Structured bindings are captured
+    // by init-capture: clang 14, the sanitizer build's compiler, cannot capture them otherwise.)
     for (const auto& [q, k, v, s0] :
          {std::tuple{2.0, 0.5, 1.0, 0.3}, std::tuple{-0.7, 1.3, 0.8, 2.0}, std::tuple{0.5, 2.0, -1.5, 0.7}}) {
         const double a = q * k;
-        const double s =
-            rk4([&](double s) { return 4 * a * v * s * s / (1 + 2 * k * k * s); }, s0, 2.0, 20000);
+        const double s = rk4([a, v = v, k = k](double s) { return 4 * a * v * s * s / (1 + 2 * k * k * s); },
+                             s0, 2.0, 20000);
         expectRel(l2Variance1d(q, k, v, s0, 2.0), s, 1e-11);
     }
     // Never blows up, unlike softmax (t_max = 0.5 for the same a, v, s0).
@@ -378,7 +379,8 @@ TEST(GaussianClosed, T10SinkhornVariance1d) {
     for (const auto& [a, v, eps, s0] : {std::tuple{-1.5, 0.7, 0.3, 0.4}, std::tuple{0.6, -1.1, 2.0, 3.0},
                                         std::tuple{-0.4, -0.9, 1.0, 1.0}}) {
         const double s =
-            rk4([&](double s) { return v / (a * eps) * (std::sqrt(4 * a * a * s * s + eps * eps) - eps); },
+            rk4([a = a, v = v, eps = eps](
+                    double s) { return v / (a * eps) * (std::sqrt(4 * a * a * s * s + eps * eps) - eps); },
                 s0, 2.0, 20000);
         expectRel(sinkhornVariance1d(a, v, eps, s0, 2.0), s, 1e-11);
     }
@@ -411,7 +413,8 @@ TEST(GaussianClosed, DriftingVarianceAndMean1d) {
     // RK4 of s' = 2 s (1/(s + 1) - 1/(s_nu + 1)): from below, from above, and towards s_nu = 0.
     for (const auto& [snu, s0] :
          {std::pair{1.0, 0.25}, std::pair{0.5, 3.0}, std::pair{2.0, 0.01}, std::pair{0.0, 1.5}}) {
-        const double s = rk4([&](double s) { return 2 * s * (1 / (s + 1) - 1 / (snu + 1)); }, s0, 3.0, 30000);
+        const double s =
+            rk4([snu = snu](double s) { return 2 * s * (1 / (s + 1) - 1 / (snu + 1)); }, s0, 3.0, 30000);
         expectRel(driftingVariance1d(snu, s0, 3.0), s, 1e-11);
     }
     EXPECT_EQ(driftingVariance1d(1.0, 1.0, 2.0), 1.0);

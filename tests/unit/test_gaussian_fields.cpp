@@ -105,7 +105,7 @@ TEST(GaussianField, T9L2FieldOneDimensional) {
         const auto f = makeMomentField(headScene(AttentionType::L2, m1(q), m1(k), m1(1)));
         EXPECT_NEAR(gammaAt(*f, s1(0.5), m1(2), s1(1))(0), ref, 1e-14);
         const double quad =
-            average1d([&](double y) { return std::exp(-(q - k * y) * (q - k * y)); }, 0.5, 2, 1);
+            average1d([q = q, k = k](double y) { return std::exp(-(q - k * y) * (q - k * y)); }, 0.5, 2, 1);
         EXPECT_NEAR(quad, ref, 1e-10);
     }
 }
