@@ -25,7 +25,6 @@
 
 #include <functional>
 #include <optional>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -123,8 +122,12 @@ class MainWindow : public QMainWindow {
     // --reference (engine/flows/Sampling.h). All atomic; false with lastError() set, the current runs kept.
     bool openModelFile(const QString& path);
     bool exportModel(const QString& path);
-    bool exportSamples(const QString& path, int n = 10000, std::uint64_t seed = 0);
-    bool exportDensity(const QString& path, int grid = 200, double extent = 4.0, int references = 2000);
+    // Both run the sampler off the UI thread (which keeps answering) and report progress(done, 1000) every
+    // 50 ms; false cancels, and nothing is written.
+    bool exportSamples(const QString& path, int n = 10000, std::uint64_t seed = 0,
+                       const ExportProgress& progress = {});
+    bool exportDensity(const QString& path, int grid = 200, double extent = 4.0, int references = 2000,
+                       const ExportProgress& progress = {});
     SimulationRunner& runner() { return runner_; }
     ParticleView* particleView() const { return view_; }
     ConeView* coneView() const { return cone_; }
@@ -203,7 +206,7 @@ class MainWindow : public QMainWindow {
     void syncRateControls();
     void openModelDialog();
     void exportModelDialog();
-    void exportFlowDataDialog(bool density); // samples or density: a small dialog, then off the UI thread
+    void exportFlowDataDialog(bool density); // samples or density: a small dialog, then a progress dialog
     void exportAnimationDialog();
     void copyShareString();
     void pasteShareString();
@@ -267,7 +270,6 @@ class MainWindow : public QMainWindow {
     QString modelDir_;                                   // where the model dialogs start
     // Samples and densities of a dialog are computed here, not on the UI thread (seconds to minutes with
     // the RWPO layer). Declared last: destroyed, i.e. joined, before anything it reports to.
-    std::jthread modelExport_;
 };
 
 } // namespace flowscope

@@ -9,6 +9,7 @@
 #include "engine/flows/ModelFile.h"
 #include "engine/flows/Sampling.h"
 #include "engine/ottransformer/TransformerIo.h"
+#include "ui/OffThread.h"
 #include "ui/TrainingPanel.h"
 #include "ui/TrainingView.h"
 #include "ui/TransformerPanel.h"
@@ -23,6 +24,7 @@
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QMessageBox>
+#include <QProgressDialog>
 #include <QSpinBox>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -176,7 +178,26 @@ bool MainWindow::exportModel(const QString& path) {
     return true;
 }
 
-bool MainWindow::exportSamples(const QString& path, int n, std::uint64_t seed) {
+namespace {
+
+// The sampler's job off the UI thread (ui/OffThread.h), progress as done/1000 to `progress`: false when
+// cancelled (lastError says so and nothing was written).
+bool runSamplingJob(const std::function<void(const flows::SamplingProgress&)>& job,
+                    const MainWindow::ExportProgress& progress, QString& error) {
+    try {
+        runOffThread([&](const JobProgress& p) { job(p); },
+                     [&](double f) { return !progress || progress(long(f * 1000.0), 1000); });
+    } catch (const flows::SamplingCancelled&) {
+        error = QObject::tr("Export cancelled; nothing was written.");
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+bool MainWindow::exportSamples(const QString& path, int n, std::uint64_t seed,
+                               const ExportProgress& progress) {
     QString why;
     const auto model = shownFlow(training_, &why);
     if (!model || n < 1 || n > (1 << 26)) {
@@ -184,7 +205,12 @@ bool MainWindow::exportSamples(const QString& path, int n, std::uint64_t seed) {
         return false;
     }
     try {
-        const ad::Matrix<float> X = flows::sampleFlow(*model, flows::baseSamples(model->config().d, n, seed));
+        ad::Matrix<float> X;
+        const auto job = [&](const flows::SamplingProgress& p) {
+            X = flows::sampleFlow(*model, flows::baseSamples(model->config().d, n, seed), 2000, false,
+                                  nullptr, nullptr, p);
+        };
+        if (!runSamplingJob(job, progress, lastError_)) return false;
         flows::writeSamplesNpy(path.toStdString(), X);
     } catch (const std::exception& e) {
         lastError_ = tr("Cannot export the samples:\n%1").arg(QString::fromStdString(e.what()));
@@ -194,7 +220,8 @@ bool MainWindow::exportSamples(const QString& path, int n, std::uint64_t seed) {
     return true;
 }
 
-bool MainWindow::exportDensity(const QString& path, int grid, double extent, int references) {
+bool MainWindow::exportDensity(const QString& path, int grid, double extent, int references,
+                               const ExportProgress& progress) {
     QString why;
     const auto model = shownFlow(training_, &why);
     if (!model) {
@@ -202,7 +229,12 @@ bool MainWindow::exportDensity(const QString& path, int grid, double extent, int
         return false;
     }
     try {
-        flows::writeDensityNpy(path.toStdString(), flows::densityGrid(*model, grid, extent, references));
+        flows::DensityGrid rho;
+        const auto job = [&](const flows::SamplingProgress& p) {
+            rho = flows::densityGrid(*model, grid, extent, references, 0, p);
+        };
+        if (!runSamplingJob(job, progress, lastError_)) return false;
+        flows::writeDensityNpy(path.toStdString(), rho);
     } catch (const std::exception& e) {
         lastError_ = tr("Cannot export the density:\n%1").arg(QString::fromStdString(e.what()));
         return false;
@@ -244,12 +276,6 @@ void MainWindow::exportFlowDataDialog(bool density) {
         QMessageBox::warning(this, title, why);
         return;
     }
-    if (modelExport_.joinable()) { // joined when its result comes back
-        QMessageBox::information(this, title,
-                                 tr("An export is still running; it says in the status line when "
-                                    "it is done."));
-        return;
-    }
     // n and seed (flowscope-cli sample's defaults), or the grid and its extent (density's).
     QDialog dialog(this);
     dialog.setWindowTitle(title);
@@ -289,33 +315,30 @@ void MainWindow::exportFlowDataDialog(bool density) {
     QString path = QFileDialog::getSaveFileName(this, title, start, tr("NumPy arrays (*.npy)"));
     if (path.isEmpty()) return;
     if (!path.endsWith(QStringLiteral(".npy"))) path += QStringLiteral(".npy");
-    // The model is an immutable copy from the snapshot: the worker thread reads it while training goes on.
-    statusBar()->showMessage(tr("Exporting %1...").arg(QDir::toNativeSeparators(path)));
-    modelExport_ = std::jthread([this, model, density, count, value, path, title] {
-        QString error;
-        try {
-            if (density)
-                flows::writeDensityNpy(path.toStdString(), flows::densityGrid(*model, count, value));
-            else
-                flows::writeSamplesNpy(path.toStdString(),
-                                       flows::sampleFlow(*model, flows::baseSamples(model->config().d, count,
-                                                                                    std::uint64_t(value))));
-        } catch (const std::exception& e) {
-            error = QString::fromStdString(e.what());
-        }
-        QMetaObject::invokeMethod(
-            this,
-            [this, path, error, title] {
-                modelExport_.join(); // it has nothing left to do but return
-                if (!error.isEmpty()) {
-                    statusBar()->clearMessage();
-                    QMessageBox::warning(this, title, tr("Cannot write %1:\n%2").arg(path, error));
-                } else {
-                    statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 8000);
-                }
-            },
-            Qt::QueuedConnection);
-    });
+    // The model is an immutable copy from the snapshot: the job reads it while training goes on.
+    QProgressDialog progress(density ? tr("Computing the density...") : tr("Drawing the samples..."),
+                             tr("Cancel"), 0, 1000, this);
+    progress.setWindowTitle(title);
+    progress.setWindowModality(Qt::WindowModal);
+    progress.setMinimumDuration(300);
+    progress.setAutoClose(false);
+    progress.setAutoReset(false);
+    const auto report = [&](long done, long) {
+        progress.setValue(int(done));
+        return !progress.wasCanceled();
+    };
+    const bool ok = density ? exportDensity(path, count, value, 2000, report)
+                            : exportSamples(path, count, std::uint64_t(value), report);
+    progress.close();
+    if (!ok) {
+        if (progress.wasCanceled())
+            statusBar()->showMessage(lastError_, 5000);
+        else
+            QMessageBox::warning(this, title, lastError_);
+        return;
+    }
+    modelDir_ = QFileInfo(path).absolutePath();
+    statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 8000);
 }
 
 } // namespace flowscope

@@ -20,7 +20,7 @@ ad::Matrix<float> baseSamples(int d, int n, std::uint64_t seed) {
 
 template <class S>
 ad::Matrix<S> generateInBatches(const FlowModel<S>& model, const ad::Matrix<S>& Z, int batch,
-                                double* residual, int* iterations) {
+                                double* residual, int* iterations, const SamplingProgress& progress) {
     ad::Matrix<S> X(Z.rows(), Z.cols());
     for (Eigen::Index j = 0; j < Z.cols(); j += batch) {
         const Eigen::Index m = std::min<Eigen::Index>(batch, Z.cols() - j);
@@ -28,17 +28,19 @@ ad::Matrix<S> generateInBatches(const FlowModel<S>& model, const ad::Matrix<S>& 
         X.middleCols(j, m) = model.generate(Z.middleCols(j, m), nullptr, &diagnostics);
         if (residual) *residual = std::max(*residual, diagnostics.residual);
         if (iterations) *iterations = std::max(*iterations, diagnostics.iterations);
+        if (progress && !progress(double(j + m) / double(Z.cols()))) throw SamplingCancelled();
     }
     return X;
 }
 
 template ad::Matrix<float> generateInBatches(const FlowModel<float>&, const ad::Matrix<float>&, int, double*,
-                                             int*);
+                                             int*, const SamplingProgress&);
 template ad::Matrix<double> generateInBatches(const FlowModel<double>&, const ad::Matrix<double>&, int,
-                                              double*, int*);
+                                              double*, int*, const SamplingProgress&);
 
 ad::Matrix<float> sampleFlow(const FlowModel<float>& loaded, const ad::Matrix<float>& Z, int batch,
-                             bool explicitSampler, double* residual, int* iterations) {
+                             bool explicitSampler, double* residual, int* iterations,
+                             const SamplingProgress& progress) {
     if (batch < 1) throw std::invalid_argument("sampling: batch must be >= 1");
     if (Z.rows() != loaded.config().d)
         throw std::invalid_argument("sampling: base samples of dimension " + std::to_string(Z.rows()) +
@@ -52,22 +54,26 @@ ad::Matrix<float> sampleFlow(const FlowModel<float>& loaded, const ad::Matrix<fl
     double r = 0;
     int k = 0;
     const ad::Matrix<float> X =
-        generateInBatches<double>(model, Z.cast<double>(), batch, &r, &k).cast<float>();
+        generateInBatches<double>(model, Z.cast<double>(), batch, &r, &k, progress).cast<float>();
     if (residual) *residual = r;
     if (iterations) *iterations = k;
     return X;
 }
 
 DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth, int references,
-                        std::uint64_t seed) {
+                        std::uint64_t seed, const SamplingProgress& progress) {
     if (model.config().d != 2) throw std::invalid_argument("density grids are for d = 2 models");
     if (grid < 2 || grid > 4096) throw std::invalid_argument("density: grid must be in [2, 4096]");
     if (!(halfWidth > 0) || !std::isfinite(halfWidth))
         throw std::invalid_argument("density: the half-width must be finite and > 0");
     if (references < 2) throw std::invalid_argument("density: references must be >= 2");
+    // Progress: the reference batch and the queries by their count (a query costs about what a sample does).
+    const double work = double(references) + double(grid) * grid;
     // The reference batch: the model's own samples (their backward states are the sampler's own batches).
-    const ad::Matrix<float> reference =
-        generateInBatches(model, baseSamples(2, references, seed), references);
+    const ad::Matrix<float> reference = generateInBatches(
+        model, baseSamples(2, references, seed), references, nullptr, nullptr,
+        progress ? SamplingProgress([&](double f) { return progress(f * references / work); })
+                 : SamplingProgress());
     const double cell = 2 * halfWidth / grid;
     ad::Matrix<float> Q(2, grid * grid);
     for (int r = 0; r < grid; ++r)
@@ -85,6 +91,7 @@ DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidt
         Eigen::Matrix<float, 1, Eigen::Dynamic> logRho;
         model.encode(Q.middleCols(j, m), &logRho, nullptr, &reference);
         for (Eigen::Index k = 0; k < m; ++k) out.rho[std::size_t(j + k)] = std::exp(double(logRho(k)));
+        if (progress && !progress((double(references) + double(j + m)) / work)) throw SamplingCancelled();
     }
     for (double v : out.rho) out.mass += std::isfinite(v) ? v * cell * cell : 0.0;
     return out;

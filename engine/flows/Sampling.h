@@ -15,10 +15,19 @@
 #include "engine/flows/Flow.h"
 
 #include <cstdint>
+#include <functional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace flowscope::flows {
+
+// Progress of a long sampling job: called after each batch with the fraction done (0..1]; returning false
+// stops the job, which then throws SamplingCancelled (nothing is written).
+using SamplingProgress = std::function<bool(double fraction)>;
+struct SamplingCancelled : std::runtime_error {
+    SamplingCancelled() : std::runtime_error("cancelled") {}
+};
 
 // d x n standard normal base samples from the stream `seed`.
 ad::Matrix<float> baseSamples(int d, int n, std::uint64_t seed);
@@ -27,13 +36,14 @@ ad::Matrix<float> baseSamples(int d, int n, std::uint64_t seed);
 // fixed-point change at exit and the most iterations any sub-step took, over the batches.
 template <class S>
 ad::Matrix<S> generateInBatches(const FlowModel<S>& model, const ad::Matrix<S>& Z, int batch,
-                                double* residual = nullptr, int* iterations = nullptr);
+                                double* residual = nullptr, int* iterations = nullptr,
+                                const SamplingProgress& progress = {});
 
 // The samples flowscope-cli sample writes (d x N): generateInBatches in double, eq. (22) as printed when
 // explicitSampler is set.
 ad::Matrix<float> sampleFlow(const FlowModel<float>& model, const ad::Matrix<float>& Z, int batch = 2000,
                              bool explicitSampler = false, double* residual = nullptr,
-                             int* iterations = nullptr);
+                             int* iterations = nullptr, const SamplingProgress& progress = {});
 
 struct DensityGrid {
     int grid = 0;
@@ -45,7 +55,7 @@ struct DensityGrid {
 // flowscope-cli density's grid (d = 2 models only; throws std::invalid_argument otherwise): `references`
 // samples from baseSamples(2, references, seed) as the keys.
 DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth, int references = 2000,
-                        std::uint64_t seed = 0);
+                        std::uint64_t seed = 0, const SamplingProgress& progress = {});
 
 // The .npy files (atomic): samples as an N x d float32 array (one sample per row), the density as a
 // grid x grid float64 array.

@@ -120,6 +120,31 @@ TEST_F(ModelFilesTest, AFlowOpensAndExportsTheBytesOfTheCliSampler) {
     EXPECT_TRUE(QFile::exists(dir.filePath(QStringLiteral("again.json"))));
 }
 
+// A long export (a million samples of a trained flow: seconds) reports progress while the window keeps
+// answering, and a cancel stops it with nothing written.
+TEST_F(ModelFilesTest, ALongSamplesExportShowsProgressAndCancels) {
+    flows::FlowTrainer t(tinyFlow(false));
+    t.step();
+    const QString path = dir.filePath(QStringLiteral("flow.safetensors"));
+    flows::saveFlow(path.toStdString(), t, 0.0);
+    ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
+    const QString out = dir.filePath(QStringLiteral("many.npy"));
+    long calls = 0, last = -1;
+    EXPECT_FALSE(window->exportSamples(out, 1 << 20, 0, [&](long done, long total) {
+        EXPECT_EQ(total, 1000);
+        EXPECT_GE(done, last);
+        last = done;
+        return ++calls < 3;
+    }));
+    EXPECT_EQ(calls, 3);
+    EXPECT_LT(last, 1000);
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("cancelled")))
+        << window->lastError().toStdString();
+    EXPECT_FALSE(QFile::exists(out));
+    const QStringList left = QDir(dir.path()).entryList(QDir::Files);
+    EXPECT_FALSE(left.join(' ').contains(QStringLiteral("many"))) << left.join(' ').toStdString();
+}
+
 TEST_F(ModelFilesTest, AFlowWithoutADatasetInItsRecordCanStillBeSampled) {
     flows::FlowTrainer t(tinyFlow(false));
     t.step();

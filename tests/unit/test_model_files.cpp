@@ -199,6 +199,37 @@ TEST(ModelFiles, TheSharedSamplerIsBatchedGenerateInDouble) {
     EXPECT_THROW(flows::densityGrid(fresh, 1, 4.0), std::invalid_argument);
 }
 
+// Progress of the shared sampler: after every batch, increasing, ending at 1, without changing the samples;
+// a false return stops it with SamplingCancelled at that batch. The density grid counts its reference batch
+// and its query chunks.
+TEST(ModelFiles, SamplingReportsProgressAndStopsWhenAsked) {
+    const flows::FlowModel<float> model(tinyFlow(false, 2).flow);
+    const auto Z = flows::baseSamples(2, 230, 3);
+    std::vector<double> seen;
+    const auto X = flows::sampleFlow(model, Z, 50, false, nullptr, nullptr, [&](double f) {
+        seen.push_back(f);
+        return true;
+    });
+    EXPECT_EQ(X, flows::sampleFlow(model, Z, 50));
+    EXPECT_EQ(seen, (std::vector<double>{50 / 230.0, 100 / 230.0, 150 / 230.0, 200 / 230.0, 1.0}));
+    int calls = 0;
+    EXPECT_THROW(
+        flows::sampleFlow(model, Z, 50, false, nullptr, nullptr, [&](double) { return ++calls < 2; }),
+        flows::SamplingCancelled);
+    EXPECT_EQ(calls, 2); // stopped at the second batch
+
+    seen.clear();
+    const flows::DensityGrid g = flows::densityGrid(model, 70, 4.0, 100, 0, [&](double f) {
+        seen.push_back(f);
+        return true;
+    });
+    // The reference batch (100 of 100 + 4900), then two query chunks (4096 and 804 points).
+    EXPECT_EQ(seen, (std::vector<double>{100 / 5000.0, 4196 / 5000.0, 1.0}));
+    EXPECT_EQ(g.rho, flows::densityGrid(model, 70, 4.0, 100, 0).rho);
+    EXPECT_THROW(flows::densityGrid(model, 70, 4.0, 100, 0, [](double f) { return f < 0.5; }),
+                 flows::SamplingCancelled);
+}
+
 TEST(ModelFiles, ATransformerRunStartedFromALoadedModelShowsItAndSavesBack) {
     test::TempDir dir("models");
     ot::OtTrainer trainer(taskA(4));
