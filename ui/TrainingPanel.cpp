@@ -2,15 +2,21 @@
 
 #include "engine/flows/Datasets.h"
 #include "ui/FormWidgets.h"
+#include "ui/PointCanvas.h"
 #include "ui/RunControls.h"
 #include "ui/Tooltips.h"
 
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
 #include <QSignalBlocker>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -43,6 +49,24 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     form->setContentsMargins(6, 6, 6, 6);
     dataset_ = named(new QComboBox(flowGroup), "training.dataset");
     for (const std::string& name : flows::datasetNames()) dataset_->addItem(QString::fromStdString(name));
+    dataset_->addItem(tr("your points")); // the last item: points_
+    pointsRow_ = new QWidget(flowGroup);
+    auto* pointsLayout = new QHBoxLayout(pointsRow_);
+    pointsLayout->setContentsMargins(0, 0, 0, 0);
+    pointsLabel_ = new QLabel(pointsRow_);
+    pointsLabel_->setObjectName(QStringLiteral("pointsCount"));
+    auto* draw = new QPushButton(tr("Draw..."), pointsRow_);
+    draw->setObjectName(QStringLiteral("drawPoints"));
+    draw->setToolTip(tr("Draw the points on a canvas over [-4, 4]²: drag to spray, right-drag to erase"));
+    auto* load = new QPushButton(tr("Load..."), pointsRow_);
+    load->setObjectName(QStringLiteral("loadPoints"));
+    load->setToolTip(tr("Points from an (n, 2) .npy array or a .csv file with two columns (as "
+                        "flowscope-cli train --data)"));
+    pointsLayout->addWidget(pointsLabel_, 1);
+    pointsLayout->addWidget(draw);
+    pointsLayout->addWidget(load);
+    connect(draw, &QPushButton::clicked, this, &TrainingPanel::drawPoints);
+    connect(load, &QPushButton::clicked, this, &TrainingPanel::loadPointsDialog);
     rwpo_ = named(new QCheckBox(tr("RWPO layer"), flowGroup), "training.rwpo");
     sideBySide_ =
         named(new QCheckBox(tr("Side by side (with / without RWPO)"), flowGroup), "training.side_by_side");
@@ -62,6 +86,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     loaded_->hide();
     form->addRow(loaded_);
     addRow(form, tr("Dataset"), dataset_, "training.dataset");
+    form->addRow(pointsRow_);
     form->addRow(rwpo_);
     form->addRow(sideBySide_);
     addRow(form, tr("Layers M"), layers_, "training.layers");
@@ -85,6 +110,7 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     setConfig(flows::TrainerConfig{}, false);
 
     connect(dataset_, &QComboBox::currentIndexChanged, this, &TrainingPanel::markEdited);
+    connect(dataset_, &QComboBox::currentIndexChanged, this, &TrainingPanel::updatePointsRow);
     connect(rwpo_, &QCheckBox::toggled, this, &TrainingPanel::markEdited);
     connect(sideBySide_, &QCheckBox::toggled, this, [this](bool on) {
         rwpo_->setEnabled(!on); // side by side trains both
@@ -111,7 +137,12 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
 
 flows::TrainerConfig TrainingPanel::config() const {
     flows::TrainerConfig c;
-    c.dataset = dataset_->currentText().toStdString();
+    if (usesPoints()) {
+        c.dataset.clear();
+        c.points = points_;
+    } else {
+        c.dataset = dataset_->currentText().toStdString();
+    }
     c.flow.rwpo = rwpo_->isChecked();
     c.flow.layers = layers_->value();
     c.flow.width = width_->value();
@@ -133,6 +164,57 @@ flows::TrainerConfig TrainingPanel::config() const {
     return c;
 }
 
+bool TrainingPanel::usesPoints() const {
+    return dataset_->currentIndex() == dataset_->count() - 1;
+}
+
+void TrainingPanel::setPoints(const Mat& points) {
+    points_ = points;
+    if (usesPoints()) {
+        markEdited();
+        updatePointsRow();
+    } else {
+        dataset_->setCurrentIndex(dataset_->count() - 1); // marks edited, updates the row
+    }
+}
+
+bool TrainingPanel::loadPointsFile(const QString& path, QString* why) {
+    try {
+        const Mat p = flows::loadPoints(path.toStdString());
+        if (p.cols() != 2)
+            throw std::invalid_argument("has " + std::to_string(p.cols()) +
+                                        " columns; the Flows tab trains 2-D points");
+        if (p.rows() < 2) throw std::invalid_argument("holds fewer than 2 points");
+        if (!p.allFinite()) throw std::invalid_argument("holds a NaN or an infinity");
+        setPoints(p);
+        return true;
+    } catch (const std::exception& e) {
+        if (why) *why = tr("%1: %2").arg(QFileInfo(path).fileName(), QString::fromStdString(e.what()));
+        return false;
+    }
+}
+
+void TrainingPanel::drawPoints() {
+    PointCanvasDialog dialog(points_, this);
+    if (dialog.exec() == QDialog::Accepted) setPoints(dialog.points());
+}
+
+void TrainingPanel::loadPointsDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Load points"), QString(),
+                                                      tr("Points (*.npy *.csv);;All files (*)"));
+    if (path.isEmpty()) return;
+    QString why;
+    if (!loadPointsFile(path, &why)) QMessageBox::warning(this, tr("Load points"), why);
+}
+
+void TrainingPanel::updatePointsRow() {
+    pointsRow_->setVisible(usesPoints());
+    const int n = int(points_.rows());
+    pointsLabel_->setText(n == 0   ? tr("none yet: Draw or Load")
+                          : n == 1 ? tr("1 point")
+                                   : tr("%1 points").arg(n));
+}
+
 void TrainingPanel::forgetLoadedModel() {
     loadedParams_.reset();
     loaded_->hide();
@@ -148,7 +230,13 @@ void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool sideBySide) {
         QSignalBlocker(layers_),    QSignalBlocker(width_),   QSignalBlocker(batch_),
         QSignalBlocker(lr_),        QSignalBlocker(lambda0_), QSignalBlocker(beta0_),
         QSignalBlocker(transport_), QSignalBlocker(seed_)};
-    dataset_->setCurrentIndex(std::max(0, dataset_->findText(QString::fromStdString(c.dataset))));
+    if (c.dataset.empty() && c.points.cols() == 2) {
+        points_ = c.points;
+        dataset_->setCurrentIndex(dataset_->count() - 1);
+    } else {
+        dataset_->setCurrentIndex(std::max(0, dataset_->findText(QString::fromStdString(c.dataset))));
+    }
+    updatePointsRow();
     rwpo_->setChecked(c.flow.rwpo);
     sideBySide_->setChecked(sideBySide);
     rwpo_->setEnabled(!sideBySide);

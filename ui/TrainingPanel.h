@@ -11,6 +11,9 @@
 // trains those parameters on, with the panel's data and optimizer settings, until an architecture control
 // (RWPO, side by side, layers, width, λ₀, β₀, transport weight) is edited; the label "loaded" says so.
 //
+// The dataset list ends with "your points": points drawn on a canvas (ui/PointCanvas.h, button "drawPoints")
+// or loaded from .npy / .csv ("loadPoints"), trained on as flowscope-cli train --data trains on a file.
+//
 // Every control's objectName is its parameter key (Tooltips.h, "training.*"); the buttons are "start",
 // "step", "reset" and "evaluate", the labels "status" and "warning".
 #pragma once
@@ -51,6 +54,13 @@ class TrainingPanel : public QWidget {
     void setStartError(const QString& message);
     void setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing);
 
+    // The user's points (n x 2) and whether the dataset is "your points". setPoints() selects it; a load
+    // that fails (unreadable, not n x 2, non-finite) keeps the points and says why.
+    const Mat& points() const { return points_; }
+    bool usesPoints() const;
+    void setPoints(const Mat& points);
+    bool loadPointsFile(const QString& path, QString* why);
+
     QString statusText() const;
     QString warningText() const;
     bool edited() const; // controls changed since the last start
@@ -64,9 +74,15 @@ class TrainingPanel : public QWidget {
 
   private:
     void markEdited();
+    void drawPoints();
+    void loadPointsDialog();
+    void updatePointsRow();
     void forgetLoadedModel(); // an architecture edit: Start builds a fresh model again
 
     QComboBox* dataset_ = nullptr;
+    QWidget* pointsRow_ = nullptr; // shown for "your points": the count, Draw..., Load...
+    QLabel* pointsLabel_ = nullptr;
+    Mat points_ = Mat(0, 2);
     QCheckBox* rwpo_ = nullptr;
     QCheckBox* sideBySide_ = nullptr;
     QSpinBox* layers_ = nullptr;
