@@ -871,6 +871,20 @@ bool MainWindow::exportTrajectory(const QString& path, bool asFloat32) {
     return true;
 }
 
+std::unique_ptr<FrameSink> MainWindow::openExportSink(const QString& path, const AnimationOptions& options) {
+    VideoOptions video;
+    video.width = options.width;
+    video.height = options.height;
+    video.fps = options.fps;
+    try {
+        return openFrameSink(QFile::encodeName(path).toStdString(), video);
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot export to %1:\n%2")
+                         .arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what()));
+        return nullptr;
+    }
+}
+
 bool MainWindow::exportAnimation(const AnimationOptions& options, const QString& path,
                                  const ExportProgress& progress) {
     if (options.view == AnimationView::Training) return exportTrainingAnimation(options, path, progress);
@@ -885,18 +899,8 @@ bool MainWindow::exportAnimation(const AnimationOptions& options, const QString&
     }
     // The output first: a path the sinks cannot take fails before any work. From here on a cancel or a
     // failure destroys the sink unfinished, which leaves nothing under the name.
-    VideoOptions video;
-    video.width = options.width;
-    video.height = options.height;
-    video.fps = options.fps;
-    std::unique_ptr<FrameSink> sink;
-    try {
-        sink = openFrameSink(QFile::encodeName(path).toStdString(), video);
-    } catch (const std::exception& e) {
-        lastError_ = tr("Cannot export to %1:\n%2")
-                         .arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what()));
-        return false;
-    }
+    std::unique_ptr<FrameSink> sink = openExportSink(path, options);
+    if (!sink) return false;
 
     // An OpenGL context of the export's own on an offscreen surface; the one current before (a view's) is
     // made current again at the end.
@@ -1005,18 +1009,8 @@ bool MainWindow::exportTrainingAnimation(const AnimationOptions& options, const 
         lastError_ = tr("Cannot export the animation:\n%1").arg(QString::fromStdString(e.what()));
         return false;
     }
-    VideoOptions video;
-    video.width = options.width;
-    video.height = options.height;
-    video.fps = options.fps;
-    std::unique_ptr<FrameSink> sink;
-    try {
-        sink = openFrameSink(QFile::encodeName(path).toStdString(), video);
-    } catch (const std::exception& e) {
-        lastError_ = tr("Cannot export to %1:\n%2")
-                         .arg(QDir::toNativeSeparators(path), QString::fromStdString(e.what()));
-        return false;
-    }
+    std::unique_ptr<FrameSink> sink = openExportSink(path, options);
+    if (!sink) return false;
     // A cancel or a failure destroys the sink unfinished, which leaves nothing under the name.
     try {
         if (!animator->run(*sink, [&](long done) { return !progress || progress(done, options.frames); })) {

@@ -42,6 +42,7 @@ class QOffscreenSurface;
 namespace flowscope {
 
 struct AnimationOptions;
+class FrameSink;
 class ConeView;
 class ElidedLabel;
 class MatrixEditor;
@@ -208,6 +209,8 @@ class MainWindow : public QMainWindow {
     void exportModelDialog();
     void exportFlowDataDialog(bool density); // samples or density: a small dialog, then a progress dialog
     void exportAnimationDialog();
+    // The sink of an animation export at `path` (.mp4, .gif or a PNG directory); null with lastError().
+    std::unique_ptr<FrameSink> openExportSink(const QString& path, const AnimationOptions& options);
     void copyShareString();
     void pasteShareString();
 

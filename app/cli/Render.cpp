@@ -129,16 +129,7 @@ int render(const Args& raw) {
 
     // The output first: a path the sinks cannot take is an input error, found before any work. From here on
     // Ctrl+C (or a failure) leaves nothing under that name.
-    VideoOptions video;
-    video.width = o.width;
-    video.height = o.height;
-    video.fps = o.fps;
-    std::unique_ptr<FrameSink> sink;
-    try {
-        sink = openFrameSink(o.out, video);
-    } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("--out: ") + e.what());
-    }
+    const std::unique_ptr<FrameSink> sink = openOutput(o.out, o.width, o.height, o.fps);
     const CancelOnSignal cancelOnSignal;
 
     std::string why;

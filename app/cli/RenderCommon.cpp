@@ -4,6 +4,7 @@
 #if FLOWSCOPE_HAVE_RENDER
 
 #include "Commands.h"
+#include "engine/media/FrameSink.h"
 #include "ui/Theme.h"
 
 #include <QFontMetricsF>
@@ -104,6 +105,18 @@ void printWrote(const std::string& out, long frames, double seconds) {
     std::cerr << "wrote " << out << " (" << frames << " frames, " << fileSize(out) << ") in " << std::fixed
               << std::setprecision(1) << seconds << " s, " << double(frames) / std::max(seconds, 1e-9)
               << " frames/s" << std::defaultfloat;
+}
+
+std::unique_ptr<FrameSink> openOutput(const std::string& out, int width, int height, double fps) {
+    VideoOptions video;
+    video.width = width;
+    video.height = height;
+    video.fps = fps;
+    try {
+        return openFrameSink(out, video);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--out: ") + e.what());
+    }
 }
 
 int runCancellable(int (*command)(const Args&), const Args& args) {

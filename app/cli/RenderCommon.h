@@ -65,6 +65,10 @@ std::string fileSize(const std::string& path);
 // "wrote OUT (F frames, SIZE) in S s, R frames/s" on stderr, without the newline: a command adds its notes.
 void printWrote(const std::string& out, long frames, double seconds);
 
+// The sink of --out for frames of width x height at fps (engine/media: .mp4, .gif or a PNG directory);
+// a path the sinks cannot take is a UsageError naming --out.
+std::unique_ptr<FrameSink> openOutput(const std::string& out, int width, int height, double fps);
+
 // Runs an export; a Cancelled one ends with exit code 130 and the note that nothing was written (its sink is
 // gone by then, so nothing is left under --out).
 int runCancellable(int (*command)(const Args&), const Args& args);

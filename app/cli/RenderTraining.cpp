@@ -124,16 +124,7 @@ int renderTraining(const Args& raw) {
 
     // The output: a path the sinks cannot take is an input error too. From here on Ctrl+C (or a failure)
     // leaves nothing under that name.
-    VideoOptions video;
-    video.width = a.width;
-    video.height = a.height;
-    video.fps = a.fps;
-    std::unique_ptr<FrameSink> sink;
-    try {
-        sink = openFrameSink(o.out, video);
-    } catch (const std::invalid_argument& e) {
-        throw UsageError(std::string("--out: ") + e.what());
-    }
+    const std::unique_ptr<FrameSink> sink = openOutput(o.out, a.width, a.height, a.fps);
     const CancelOnSignal cancelOnSignal;
 
     std::cerr << "render training on " << o.dataName << " ("

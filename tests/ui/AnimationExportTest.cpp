@@ -5,6 +5,7 @@
 // the scene and says what is wrong.
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
+#include "UiTestUtil.h"
 
 #include "engine/dynamics/Simulation.h"
 #include "engine/io/ShareString.h"
@@ -51,24 +52,6 @@ namespace {
 
 QString presetPath(const char* name) {
     return QDir(QStringLiteral(FLOWSCOPE_PRESET_DIR)).filePath(QString::fromLatin1(name));
-}
-
-void saveShot(QWidget& w, const QString& name) {
-    const QByteArray dir = qgetenv("FLOWSCOPE_SAVE_SHOTS");
-    if (dir.isEmpty()) return;
-    const QString path = QDir(QString::fromLocal8Bit(dir)).filePath(name);
-    EXPECT_TRUE(w.grab().save(path)) << path.toStdString();
-}
-
-QAction* findAction(QWidget& window, const QString& text) {
-    for (QAction* a : window.findChildren<QAction*>())
-        if (a->text() == text) return a;
-    return nullptr;
-}
-
-// Everything in `dir` (names), sorted.
-QStringList entries(const QString& dir) {
-    return QDir(dir).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden, QDir::Name);
 }
 
 QImage rgba(const QImage& image) {

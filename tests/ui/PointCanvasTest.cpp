@@ -3,6 +3,7 @@
 // exactly the points under the brush, undo and clear; the panel trains on drawn or loaded points and refuses
 // a file that is not (n, 2) naming it.
 #include "GuiEnvironment.h"
+#include "UiTestUtil.h"
 
 #include "engine/io/Npy.h"
 #include "ui/MainWindow.h"
@@ -25,12 +26,6 @@
 
 namespace flowscope::test {
 namespace {
-
-void saveShot(QWidget& w, const QString& name) {
-    const QByteArray dir = qgetenv("FLOWSCOPE_SAVE_SHOTS");
-    if (dir.isEmpty()) return;
-    EXPECT_TRUE(w.grab().save(QDir(QString::fromLocal8Bit(dir)).filePath(name)));
-}
 
 // A left-button stroke through the world points `path` (press at the first, a move to each of the others).
 void stroke(PointCanvas& c, const std::vector<QPointF>& path, Qt::MouseButton button = Qt::LeftButton) {

@@ -5,6 +5,7 @@
 // dialog offers the view on the Flows tab and names a bad field.
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
+#include "UiTestUtil.h"
 
 #include "engine/flows/Trainer.h"
 #include "engine/runner/TrainerSteps.h"
@@ -53,23 +54,6 @@ AnimationOptions trainingOptions() {
     o.pictureSamples = 200;
     o.caption = "auto";
     return o;
-}
-
-QStringList entries(const QString& dir) {
-    return QDir(dir).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden, QDir::Name);
-}
-
-void saveShot(QWidget& w, const QString& name) {
-    const QByteArray dir = qgetenv("FLOWSCOPE_SAVE_SHOTS");
-    if (dir.isEmpty()) return;
-    const QString path = QDir(QString::fromLocal8Bit(dir)).filePath(name);
-    EXPECT_TRUE(w.grab().save(path)) << path.toStdString();
-}
-
-QAction* findAction(QWidget& window, const QString& text) {
-    for (QAction* a : window.findChildren<QAction*>())
-        if (a->text() == text) return a;
-    return nullptr;
 }
 
 class TrainingAnimationTest : public ::testing::Test {
