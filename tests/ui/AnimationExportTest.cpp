@@ -253,31 +253,20 @@ TEST_F(AnimationExportTest, MenuExportShowsProgressAndReportsInTheStatusBar) {
     QAction* action = findAction(*window, QStringLiteral("&Animation..."));
     ASSERT_NE(action, nullptr);
     const QString target = path("menu.gif");
-    bool filled = false;
-    QString progressLabel;
-    QTimer poll;
-    poll.setInterval(5);
-    QObject::connect(&poll, &QTimer::timeout, [&] {
-        if (auto* d = qobject_cast<AnimationExportDialog*>(QApplication::activeModalWidget()); d && !filled) {
-            filled = true;
-            d->findChild<QLineEdit*>(QStringLiteral("path"))->setText(target);
-            d->findChild<QSpinBox*>(QStringLiteral("frames"))->setValue(40);
-            d->findChild<QSpinBox*>(QStringLiteral("width"))->setValue(320);
-            d->findChild<QSpinBox*>(QStringLiteral("height"))->setValue(240);
-            d->findChild<QComboBox*>(QStringLiteral("caption"))->setCurrentIndex(1);
-            saveShot(*d, QStringLiteral("animation-export-dialog.png"));
-            d->accept();
-        }
-        for (auto* p : window->findChildren<QProgressDialog*>())
-            if (p->isVisible() && p->value() >= 3 && progressLabel.isEmpty()) {
-                progressLabel = p->labelText();
-                saveShot(*p, QStringLiteral("animation-export-progress.png"));
-            }
-    });
-    poll.start();
-    action->trigger();
-    poll.stop();
-    EXPECT_TRUE(filled);
+    const ModalRun run = runModal<AnimationExportDialog>(
+        *window, action,
+        [&](AnimationExportDialog& d) {
+            d.findChild<QLineEdit*>(QStringLiteral("path"))->setText(target);
+            d.findChild<QSpinBox*>(QStringLiteral("frames"))->setValue(40);
+            d.findChild<QSpinBox*>(QStringLiteral("width"))->setValue(320);
+            d.findChild<QSpinBox*>(QStringLiteral("height"))->setValue(240);
+            d.findChild<QComboBox*>(QStringLiteral("caption"))->setCurrentIndex(1);
+            saveShot(d, QStringLiteral("animation-export-dialog.png"));
+            d.accept();
+        },
+        QStringLiteral("animation-export"));
+    const QString& progressLabel = run.progressLabel;
+    EXPECT_TRUE(run.filled);
     EXPECT_TRUE(progressLabel.startsWith(QStringLiteral("Rendering frame "))) << progressLabel.toStdString();
     EXPECT_TRUE(progressLabel.endsWith(QStringLiteral(" of 40"))) << progressLabel.toStdString();
     EXPECT_TRUE(QFileInfo(target).isFile());

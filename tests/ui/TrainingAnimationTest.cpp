@@ -174,34 +174,23 @@ TEST_F(TrainingAnimationTest, MenuOnTheFlowsTabExportsTheTraining) {
     QAction* action = findAction(*window, QStringLiteral("&Animation..."));
     ASSERT_NE(action, nullptr);
     const QString target = path("menu.gif");
-    bool filled = false;
-    QString progressLabel;
-    QTimer poll;
-    poll.setInterval(5);
-    QObject::connect(&poll, &QTimer::timeout, [&] {
-        if (auto* d = qobject_cast<AnimationExportDialog*>(QApplication::activeModalWidget()); d && !filled) {
-            filled = true;
-            EXPECT_EQ(d->options().view, AnimationView::Training);
-            EXPECT_TRUE(d->findChild<QSpinBox*>(QStringLiteral("itersPerFrame"))->isEnabled());
-            EXPECT_FALSE(d->findChild<QDoubleSpinBox*>(QStringLiteral("dtPerFrame"))->isEnabled());
-            d->findChild<QLineEdit*>(QStringLiteral("path"))->setText(target);
-            d->findChild<QSpinBox*>(QStringLiteral("frames"))->setValue(6);
-            d->findChild<QSpinBox*>(QStringLiteral("itersPerFrame"))->setValue(2);
-            d->findChild<QSpinBox*>(QStringLiteral("width"))->setValue(400);
-            d->findChild<QSpinBox*>(QStringLiteral("height"))->setValue(240);
-            saveShot(*d, QStringLiteral("training-export-dialog.png"));
-            d->accept();
-        }
-        for (auto* p : window->findChildren<QProgressDialog*>())
-            if (p->isVisible() && p->value() >= 3 && progressLabel.isEmpty()) {
-                progressLabel = p->labelText();
-                saveShot(*p, QStringLiteral("training-export-progress.png"));
-            }
-    });
-    poll.start();
-    action->trigger();
-    poll.stop();
-    EXPECT_TRUE(filled);
+    const ModalRun run = runModal<AnimationExportDialog>(
+        *window, action,
+        [&](AnimationExportDialog& d) {
+            EXPECT_EQ(d.options().view, AnimationView::Training);
+            EXPECT_TRUE(d.findChild<QSpinBox*>(QStringLiteral("itersPerFrame"))->isEnabled());
+            EXPECT_FALSE(d.findChild<QDoubleSpinBox*>(QStringLiteral("dtPerFrame"))->isEnabled());
+            d.findChild<QLineEdit*>(QStringLiteral("path"))->setText(target);
+            d.findChild<QSpinBox*>(QStringLiteral("frames"))->setValue(6);
+            d.findChild<QSpinBox*>(QStringLiteral("itersPerFrame"))->setValue(2);
+            d.findChild<QSpinBox*>(QStringLiteral("width"))->setValue(400);
+            d.findChild<QSpinBox*>(QStringLiteral("height"))->setValue(240);
+            saveShot(d, QStringLiteral("training-export-dialog.png"));
+            d.accept();
+        },
+        QStringLiteral("training-export"));
+    const QString& progressLabel = run.progressLabel;
+    EXPECT_TRUE(run.filled);
     EXPECT_TRUE(progressLabel.startsWith(QStringLiteral("Training and rendering frame ")))
         << progressLabel.toStdString();
     EXPECT_TRUE(progressLabel.contains(QStringLiteral(" of 6 (iteration "))) << progressLabel.toStdString();

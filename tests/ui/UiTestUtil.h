@@ -2,13 +2,18 @@
 #pragma once
 
 #include <QAction>
+#include <QApplication>
 #include <QByteArray>
 #include <QDir>
+#include <QProgressDialog>
 #include <QString>
 #include <QStringList>
+#include <QTimer>
 #include <QWidget>
 
 #include <gtest/gtest.h>
+
+#include <functional>
 
 namespace flowscope::test {
 
@@ -30,6 +35,38 @@ inline QAction* findAction(QWidget& window, const QString& text) {
 // Everything in `dir` (names, hidden ones too), sorted.
 inline QStringList entries(const QString& dir) {
     return QDir(dir).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden, QDir::Name);
+}
+
+// What a menu action that opens a modal dialog D and then a progress dialog did.
+struct ModalRun {
+    bool filled = false;   // the dialog came up and fill() ran
+    QString progressLabel; // the progress dialog's label once its value reached 3 (empty if it never did)
+};
+
+// Triggers `action`; the first time a modal D is up, fill(D&) sets it and accepts it. While the work runs,
+// the progress dialog under `window` is read once it shows 3 or more (saved as <shot>-progress.png with
+// FLOWSCOPE_SAVE_SHOTS; the dialog as <shot>-dialog.png before fill accepts it).
+template <class D>
+ModalRun runModal(QWidget& window, QAction* action, const std::function<void(D&)>& fill,
+                  const QString& shot) {
+    ModalRun run;
+    QTimer poll;
+    poll.setInterval(5);
+    QObject::connect(&poll, &QTimer::timeout, [&] {
+        if (auto* d = qobject_cast<D*>(QApplication::activeModalWidget()); d && !run.filled) {
+            run.filled = true;
+            fill(*d);
+        }
+        for (auto* p : window.findChildren<QProgressDialog*>())
+            if (p->isVisible() && p->value() >= 3 && run.progressLabel.isEmpty()) {
+                run.progressLabel = p->labelText();
+                saveShot(*p, shot + QStringLiteral("-progress.png"));
+            }
+    });
+    poll.start();
+    action->trigger();
+    poll.stop();
+    return run;
 }
 
 } // namespace flowscope::test
