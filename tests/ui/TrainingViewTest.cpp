@@ -10,13 +10,19 @@
 #include <QAbstractSpinBox>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QElapsedTimer>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QTimer>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
 
 namespace flowscope::test {
 namespace {
@@ -210,6 +216,66 @@ TEST_F(TrainingViewTest, EveryTrainingControlHasATooltip) {
             << w->metaObject()->className() << " " << w->objectName().toStdString();
     }
     EXPECT_TRUE(TrainingView::plotTitle(TrainingView::Plot::Mmd2).contains(QStringLiteral("MMD")));
+}
+
+} // namespace
+} // namespace flowscope::test
+
+namespace flowscope::test {
+namespace {
+
+// A measurement, not a check (FLOWSCOPE_MEASURE=1 runs it): while the Flows tab trains moons at the panel's
+// defaults (batch 1024, M = 8, width 32), how many iterations per second the worker sustains and how late a
+// 10 ms timer on the UI thread fires (the UI thread draws the view at ~30 Hz and handles input meanwhile).
+TEST(TrainingResponsiveness, RateAndUiLatencyWhileTraining) {
+    FLOWSCOPE_REQUIRE_GUI();
+    if (qEnvironmentVariableIsEmpty("FLOWSCOPE_MEASURE"))
+        GTEST_SKIP() << "set FLOWSCOPE_MEASURE=1 to measure";
+    for (const bool rwpo : {false, true}) {
+        MainWindow window;
+        window.resize(1280, 800);
+        window.show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+        window.showFlowsView();
+        flows::TrainerConfig c = window.trainingPanel()->config();
+        c.dataset = "moons";
+        c.flow.rwpo = rwpo;
+        ASSERT_TRUE(window.startTraining(c, false, true)) << window.lastError().toStdString();
+        // Past the first pictures (with the RWPO layer its exact-inverse sampler takes seconds): until 5
+        // iterations are done.
+        QElapsedTimer warmup;
+        warmup.start();
+        while (warmup.elapsed() < 120000 && window.trainingRunner().snapshot()->iteration() < 5)
+            QTest::qWait(50);
+        std::printf("%s: iteration 5 after %.1f s\n", rwpo ? "with RWPO" : "plain OT-Flow",
+                    double(warmup.elapsed()) * 1e-3);
+        const long first = window.trainingRunner().snapshot()->iteration();
+        QElapsedTimer clock;
+        clock.start();
+        std::vector<double> late; // ms past the 10 ms interval
+        qint64 last = clock.nsecsElapsed();
+        QTimer tick;
+        tick.setTimerType(Qt::PreciseTimer);
+        tick.setInterval(10);
+        QObject::connect(&tick, &QTimer::timeout, [&] {
+            const qint64 now = clock.nsecsElapsed();
+            late.push_back(double(now - last) * 1e-6 - 10.0);
+            last = now;
+        });
+        tick.start();
+        QTest::qWait(5000);
+        tick.stop();
+        const double seconds = double(clock.nsecsElapsed()) * 1e-9;
+        const long iterations = window.trainingRunner().snapshot()->iteration() - first;
+        ASSERT_GT(late.size(), 50u);
+        std::sort(late.begin(), late.end());
+        std::printf(
+            "%s: %.1f iterations/s over %.1f s; UI timer lateness median %.1f ms, 95th percentile %.1f "
+            "ms, max %.1f ms (%zu ticks)\n",
+            rwpo ? "with RWPO" : "plain OT-Flow", double(iterations) / seconds, seconds,
+            late[late.size() / 2], late[late.size() * 95 / 100], late.back(), late.size());
+        EXPECT_GT(iterations, 0);
+    }
 }
 
 } // namespace
