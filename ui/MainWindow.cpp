@@ -1,6 +1,8 @@
 #include "ui/MainWindow.h"
 
 #if FLOWSCOPE_HAVE_GPU
+#include "engine/gaussian/MomentField.h"
+#include "engine/gaussian/MomentFiles.h"
 #include "engine/gpu/Backend.h"
 #endif
 
@@ -15,6 +17,7 @@
 #include "ui/ElidedLabel.h"
 #include "ui/Icons.h"
 #include "ui/MatrixEditor.h"
+#include "ui/OffThread.h"
 #include "ui/ParticleView.h"
 #include "ui/PlotsPanel.h"
 #include "ui/PresetBrowser.h"
@@ -448,6 +451,12 @@ void MainWindow::buildMenus() {
                                              [this] { exportDialog(ExportKind::Trajectory); });
     trajectory->setToolTip(tr("Every recorded frame as one (frames, N, d) float64 array, and the frames' "
                               "times in <name>_times.npy"));
+    QAction* moments = exports->addAction(tr("&Moment trajectories as .npy..."), this,
+                                          [this] { exportDialog(ExportKind::Moments); });
+    moments->setToolTip(tr("Gaussian mode: the mean and covariance ODE solutions of the scene's initial "
+                           "Gaussians (the cone's trajectories) as (R, K, d, d) covariances, with "
+                           "<name>_means.npy (R, K, d) and <name>_times.npy (R, K), NaN after a trajectory "
+                           "ends: the bytes of flowscope-cli moments --out x.npy"));
     QAction* plots =
         exports->addAction(tr("&Plots as SVG or PNG..."), this, [this] { exportDialog(ExportKind::Plots); });
     plots->setToolTip(tr("The plots of the shown tab as vector graphics (.svg) or an image (.png): the Plots "
@@ -757,11 +766,13 @@ void MainWindow::saveSceneDialog() {
 
 void MainWindow::exportDialog(ExportKind kind) {
     const QString start = scenePath_.isEmpty() ? QDir::homePath() : QFileInfo(scenePath_).absolutePath();
-    const bool trajectory = kind == ExportKind::Trajectory, plots = kind == ExportKind::Plots;
+    const bool plots = kind == ExportKind::Plots, moments = kind == ExportKind::Moments;
+    const bool trajectory = kind == ExportKind::Trajectory || moments; // .npy
     QString path = QFileDialog::getSaveFileName(this,
-                                                trajectory ? tr("Export trajectory")
-                                                : plots    ? tr("Export plots")
-                                                           : tr("Export view"),
+                                                moments      ? tr("Export moment trajectories")
+                                                : trajectory ? tr("Export trajectory")
+                                                : plots      ? tr("Export plots")
+                                                             : tr("Export view"),
                                                 start,
                                                 trajectory ? tr("NumPy arrays (*.npy)")
                                                 : plots    ? tr("SVG (*.svg);;PNG (*.png)")
@@ -774,11 +785,63 @@ void MainWindow::exportDialog(ExportKind kind) {
         const QString suffix = trajectory ? QStringLiteral(".npy") : QStringLiteral(".png");
         if (!path.endsWith(suffix)) path += suffix;
     }
-    const bool ok = trajectory ? exportTrajectory(path) : plots ? exportPlots(path) : exportViewPng(path);
+    bool ok = false;
+    if (kind == ExportKind::Moments) {
+        QProgressDialog progress(tr("Solving the moment equations..."), tr("Cancel"), 0, 1000, this);
+        progress.setWindowTitle(tr("Export moment trajectories"));
+        progress.setWindowModality(Qt::WindowModal);
+        progress.setMinimumDuration(300);
+        ok = exportMoments(path, [&](long done, long) {
+            progress.setValue(int(done));
+            return !progress.wasCanceled();
+        });
+        progress.close();
+        if (!ok && progress.wasCanceled()) {
+            statusBar()->showMessage(lastError_, 5000);
+            return;
+        }
+    } else {
+        ok = trajectory ? exportTrajectory(path) : plots ? exportPlots(path) : exportViewPng(path);
+    }
     if (!ok)
         QMessageBox::warning(this, tr("Export"), lastError_);
     else
         statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 5000);
+}
+
+bool MainWindow::exportMoments(const QString& path, const std::function<bool(long, long)>& progress) {
+    if (!scene_) {
+        lastError_ = tr("There is no scene to export.");
+        return false;
+    }
+    const Scene scene = *scene_; // as it runs now
+    try {
+        makeMomentField(scene);  // refuses attention without moment equations
+        initialGaussians(scene); // and a non-Gaussian initial distribution
+    } catch (const std::exception& e) {
+        lastError_ = tr("This scene has no moment trajectories:\n%1").arg(QString::fromStdString(e.what()));
+        return false;
+    }
+    try {
+        std::vector<MomentTrajectory> trajectories;
+        bool cancelled = false;
+        runOffThread(
+            [&](const JobProgress& p) {
+                trajectories = solveAllMoments(scene, momentOptions(scene),
+                                               [&p](int done, int total) { p(double(done) / total); });
+            },
+            [&](double f) { return !(cancelled = progress && !progress(long(f * 1000.0), 1000)); });
+        if (cancelled) { // the solver cannot stop early: it finished, and nothing is written
+            lastError_ = tr("Export cancelled; nothing was written.");
+            return false;
+        }
+        writeMomentsNpy(QFile::encodeName(path).toStdString(), trajectories);
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot export the moment trajectories:\n%1").arg(QString::fromStdString(e.what()));
+        return false;
+    }
+    lastError_.clear();
+    return true;
 }
 
 QWidget* MainWindow::shownPlots() const {

@@ -91,6 +91,11 @@ class MainWindow : public QMainWindow {
     bool exportPlots(const QString& path);
     QWidget* shownPlots() const;
     bool exportTrajectory(const QString& path, bool asFloat32 = false);
+    // File ▸ Export ▸ Moment trajectories: the scene's mean/covariance ODE solutions (Gaussian mode, every
+    // initial Gaussian of its grid), solved off the UI thread with progress(done, 1000) every 50 ms (false:
+    // nothing is written), written as engine/gaussian/MomentFiles.h says: the bytes of flowscope-cli moments
+    // --out x.npy. False with lastError() (a scene without moment equations names why).
+    bool exportMoments(const QString& path, const std::function<bool(long done, long total)>& progress = {});
     // File ▸ Export ▸ Animation: the scene as it runs now (scene(), live edits included) from t = 0, drawn
     // offscreen frame by frame on this thread by ui/AnimationExporter (the frames of `flowscope-cli render`)
     // in a Qt offscreen OpenGL context; the context current before is current again after. progress(done,
@@ -192,7 +197,7 @@ class MainWindow : public QMainWindow {
     void updatePlots();
 
   private:
-    enum class ExportKind { ViewPng, Trajectory, Plots };
+    enum class ExportKind { ViewPng, Trajectory, Plots, Moments };
     void exportDialog(ExportKind kind);
     void buildActions();
     void buildMenus();

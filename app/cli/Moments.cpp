@@ -2,6 +2,7 @@
 #include "Commands.h"
 
 #include "engine/core/Parallel.h"
+#include "engine/gaussian/MomentFiles.h"
 #include "engine/gaussian/MomentSolver.h"
 #include "engine/io/AtomicFile.h"
 
@@ -68,6 +69,8 @@ int moments(const Args& raw) {
         throw UsageError(
             "expected one SCENE.json or share string (usage: moments SCENE.json --out moments.json)");
     if (out.empty()) throw UsageError("--out moments.json is required");
+    const bool npy = out.size() >= 4 && out.compare(out.size() - 4, 4, ".npy") == 0;
+    if (npy && finalOnly) throw UsageError("--final-only: only for the JSON output");
 
     Scene scene = loadSceneArg(p.positional[0]);
     if (!method.empty()) scene.moments.method = parseMethod(method);
@@ -101,7 +104,11 @@ int moments(const Args& raw) {
               {"events", counts},
               {"seconds", seconds},
               {"trajectories", list}};
-    writeFileAtomically(out, [&](std::ostream& o) { o << j.dump() << "\n"; });
+    if (npy) {
+        writeMomentsNpy(out, trajectories); // and <stem>_means.npy, <stem>_times.npy
+    } else {
+        writeFileAtomically(out, [&](std::ostream& o) { o << j.dump() << "\n"; });
+    }
 
     std::cerr << "wrote " << out << ": " << trajectories.size() << " trajectories ("
               << toString(scene.moments.method) << ", " << std::setprecision(3) << seconds << " s);";

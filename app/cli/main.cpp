@@ -23,10 +23,11 @@ commands:
       takes a SCENE.json also takes such a string in its place; tokens from a file are inlined
   share --decode STRING [--out scene.json]
       write the scene of a share string (atomically), or print it without --out
-  moments SCENE.json --out moments.json [--method adaptive|paper] [--every K] [--final-only]
+  moments SCENE.json --out moments.json|moments.npy [--method adaptive|paper] [--every K] [--final-only]
       Gaussian mode: integrate the mean/covariance ODEs for the scene's initial Gaussian or its trace-1 grid;
       writes times, means, covariances and the event of each trajectory (converged / blow-up with t_max /
-      max-iter); --final-only keeps the first and last state of each
+      max-iter); --final-only keeps the first and last state of each. .npy: the covariances (R, K, d, d),
+      beside them <stem>_means.npy (R, K, d) and <stem>_times.npy (R, K), NaN after a trajectory ends
   bench moments [--json]
       trajectories per second for the Fig 3(a) grid (1184 trajectories) to its stopping rule, adaptive
       against the authors' projected Euler

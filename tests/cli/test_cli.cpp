@@ -3,6 +3,7 @@
 #include "engine/io/Npy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -259,6 +260,32 @@ TEST(Cli, MomentsReportsTheBlowUpTimeAndRefusesNonGaussianVariants) {
     const nlohmann::json gj = nlohmann::json::parse(gin);
     EXPECT_EQ(gj["count"], 100);
     EXPECT_EQ(gj["trajectories"][0]["times"].size(), 2u);
+
+    // The same grid as .npy: (R, K, d, d) covariances with means and times beside them; the JSON's last
+    // state is the array's last record of each trajectory (the rest NaN-padded where a run ended early).
+    const Result n = cli("moments " + (dir / "grid.json").string() + " --out " + (dir / "g.npy").string());
+    ASSERT_EQ(n.code, 0) << n.out;
+    const flowscope::NpyArray covs = flowscope::readNpy((dir / "g.npy").string()),
+                              means = flowscope::readNpy((dir / "g_means.npy").string()),
+                              times = flowscope::readNpy((dir / "g_times.npy").string());
+    ASSERT_EQ(covs.shape.size(), 4u);
+    EXPECT_EQ(covs.shape[0], 100);
+    EXPECT_EQ(covs.shape[2], 2);
+    EXPECT_EQ(means.shape, (std::vector<std::int64_t>{100, covs.shape[1], 2}));
+    EXPECT_EQ(times.shape, (std::vector<std::int64_t>{100, covs.shape[1]}));
+    for (int r = 0; r < 100; ++r) {
+        const auto& last = gj["trajectories"][r];
+        std::size_t k = 0; // the last finite record
+        while (k + 1 < std::size_t(covs.shape[1]) && std::isfinite(times.data[r * covs.shape[1] + k + 1]))
+            ++k;
+        EXPECT_EQ(times.data[r * covs.shape[1] + k], last["times"][1].get<double>()) << r;
+        EXPECT_EQ(covs.data[(r * covs.shape[1] + k) * 4 + 1], last["covs"][1][0][1].get<double>()) << r;
+    }
+    const Result both =
+        cli("moments " + (dir / "grid.json").string() + " --final-only --out " + (dir / "f.npy").string());
+    EXPECT_EQ(both.code, 2);
+    EXPECT_NE(both.out.find("--final-only"), std::string::npos) << both.out;
+    EXPECT_FALSE(fs::exists(dir / "f.npy"));
 
     // ReLU has no closed moment ODE: exit 2, the field named, nothing written.
     writeText(dir / "relu.json", R"({"d": 2, "n": 10, "attention": {"type": "relu"}})");

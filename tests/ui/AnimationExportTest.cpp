@@ -8,6 +8,9 @@
 #include "UiTestUtil.h"
 
 #include "engine/dynamics/Simulation.h"
+#include "engine/gaussian/MomentField.h"
+#include "engine/gaussian/MomentFiles.h"
+#include "engine/io/Npy.h"
 #include "engine/io/ShareString.h"
 #include "engine/media/FrameSink.h"
 #include "ui/AnimationExportDialog.h"
@@ -306,6 +309,35 @@ TEST(AnimationExportDialogTest, DefaultsFollowTheSceneAndBadFieldsAreNamed) {
         EXPECT_TRUE(model->item(row)->toolTip().contains(QString::fromStdString(*why)));
     }
     saveShot(ringsDialog, QStringLiteral("animation-export-dialog-rings.png"));
+}
+
+// ---- Moment trajectories (File ▸ Export ▸ Moment trajectories as .npy)
+
+// The app's files are the bytes of the shared writer on the shared solver (what flowscope-cli moments --out
+// x.npy writes), for the scene as it runs; a scene without moment equations is named.
+TEST_F(AnimationExportTest, MomentTrajectoriesAreTheCliBytes) {
+    Scene grid = smallScene();
+    grid.moments.grid = {6, 6, -0.5, 0.5, -0.5, 0.5};
+    grid.integrator.T = 1.0;
+    ASSERT_TRUE(window->setScene(grid));
+    ASSERT_TRUE(window->exportMoments(path("app.npy"))) << window->lastError().toStdString();
+    const Scene shown = *window->scene();
+    writeMomentsNpy(path("ref.npy").toStdString(), solveAllMoments(shown, momentOptions(shown)));
+    for (const char* suffix : {"", "_means", "_times"}) {
+        QFile a(path("app") + QString::fromLatin1(suffix) + QStringLiteral(".npy")),
+            b(path("ref") + QString::fromLatin1(suffix) + QStringLiteral(".npy"));
+        ASSERT_TRUE(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly)) << suffix;
+        EXPECT_EQ(a.readAll(), b.readAll()) << suffix;
+    }
+    EXPECT_EQ(readNpy(path("app.npy").toStdString()).shape[0], std::int64_t(initialGaussians(shown).size()));
+
+    Scene relu = smallScene();
+    relu.attention.type = AttentionType::Relu;
+    ASSERT_TRUE(window->setScene(relu));
+    EXPECT_FALSE(window->exportMoments(path("relu.npy")));
+    EXPECT_TRUE(window->lastError().contains(QStringLiteral("no moment trajectories")))
+        << window->lastError().toStdString();
+    EXPECT_FALSE(QFile::exists(path("relu.npy")));
 }
 
 // ---- The share string
