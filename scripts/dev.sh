@@ -3,7 +3,7 @@
 #   scripts/dev.sh run    install what is missing, build, launch the GUI on the default scene
 #   scripts/dev.sh test   install what is missing, build, run the whole test suite (ctest; GUI tests under Xvfb)
 #   scripts/dev.sh asan   build (clang) and run the engine (media included) and CLI tests with -fsanitize=address,undefined
-#   scripts/dev.sh fuzz [SECONDS]   build the loaders' libFuzzer targets with clang and run each SECONDS (20)
+#   scripts/dev.sh fuzz [SECONDS]   build the loaders' libFuzzer targets (in the asan build) and run each SECONDS (20)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +34,17 @@ install_deps() {
 
 jobs() { nproc 2>/dev/null || echo 2; }
 
+# The sanitizer build (`asan`, and the fuzz targets of `fuzz`): clang, which also builds libFuzzer targets and
+# compiles the Eigen-heavy engine at -O1 with the sanitizers about a third faster than g++; -O1 -g1: quick to
+# compile, still fast enough to run, and ASan reports carry file:line. The GPU backends are tested in the
+# release build (Mesa's drivers are not built for ASan).
+configure_asan() {
+  grep -qs "CMAKE_CXX_COMPILER:FILEPATH=.*clang" build-asan/CMakeCache.txt || rm -rf build-asan
+  CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DFLOWSCOPE_SANITIZE=ON -DFLOWSCOPE_FUZZ=ON \
+    -DFLOWSCOPE_BUILD_GUI=OFF -DFLOWSCOPE_BUILD_GPU=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
+}
+
 build() { # build DIR [cmake args...]
   local dir=$1
   shift
@@ -55,12 +66,7 @@ test)
   ;;
 asan)
   install_deps
-  # -O1 -g1: quick to compile, still fast enough to run, and ASan reports carry file:line. clang (as the fuzz
-  # targets): it compiles the Eigen-heavy engine at -O1 with the sanitizers about a third faster than g++.
-  # The GPU backends are tested in the release build (Mesa's drivers are not built for ASan).
-  grep -qs "CMAKE_CXX_COMPILER:FILEPATH=.*clang" build-asan/CMakeCache.txt || rm -rf build-asan
-  CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DFLOWSCOPE_SANITIZE=ON -DFLOWSCOPE_BUILD_GUI=OFF \
-    -DFLOWSCOPE_BUILD_GPU=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
+  configure_asan
   cmake --build build-asan -j "$(jobs)" --target flowscope_tests flowscope_media_tests flowscope_cli_tests flowscope-cli
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$(jobs)"
@@ -68,17 +74,16 @@ asan)
 fuzz)
   install_deps
   seconds=${2:-20}
-  # -O1 -g1 as in asan; no NDEBUG, so Eigen's and the code's assertions are checks too.
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DFLOWSCOPE_FUZZ=ON -DFLOWSCOPE_BUILD_TESTS=OFF \
-    -DFLOWSCOPE_BUILD_GUI=OFF -DFLOWSCOPE_BUILD_GPU=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
+  # The sanitizer build's engine: its loaders carry libFuzzer's coverage (engine/CMakeLists.txt), so after
+  # `asan` only the targets are left to link.
+  configure_asan
   start=$(date +%s)
-  cmake --build build-fuzz -j "$(jobs)" --target flowscope_fuzz
+  cmake --build build-asan -j "$(jobs)" --target flowscope_fuzz
   echo "== fuzz targets built in $(($(date +%s) - start)) s"
-  out=build-fuzz/fuzz
+  out=build-asan/fuzz
   rm -rf "$out/seeds" "$out/artifacts"
   mkdir -p "$out/artifacts"
-  build-fuzz/tests/fuzz/flowscope_fuzz_seeds "$out/seeds" >/dev/null
+  build-asan/tests/fuzz/flowscope_fuzz_seeds "$out/seeds" >/dev/null
   # The largest input each target tries: a few times its largest seed.
   declare -A max_len=([scene]=16384 [share_string]=8192 [npy]=2048 [csv]=2048 [safetensors]=4096
     [flow]=16384 [transformer]=16384)
@@ -87,7 +92,7 @@ fuzz)
     mkdir -p "$out/corpus/$t" # grows across runs; the seeds are read, never written
     log="$out/$t.log"
     # One process, -timeout 10 s per input, 2 GiB of memory (malloc above it is a crash too).
-    if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 "build-fuzz/tests/fuzz/fuzz_$t" \
+    if ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 "build-asan/tests/fuzz/fuzz_$t" \
       -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -max_len="${max_len[$t]}" -print_final_stats=1 \
       -artifact_prefix="$out/artifacts/$t-" "$out/corpus/$t" "$out/seeds/$t" >"$log" 2>&1; then
       runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
