@@ -673,7 +673,9 @@ TEST(Adam, WarmupRisesLinearlyThenFollowsTheDecay) {
         // Adam's first update moves the parameter by the rate itself (m / sqrt(v) = 1 for a constant g).
         const double before = w(0, 0), lr = adam.learningRate();
         adam.step();
-        if (k == 0) EXPECT_NEAR(before - w(0, 0), lr, 1e-9);
+        if (k == 0) {
+            EXPECT_NEAR(before - w(0, 0), lr, 1e-9);
+        }
     }
 }
 
