@@ -38,6 +38,14 @@ template ad::Matrix<float> generateInBatches(const FlowModel<float>&, const ad::
 template ad::Matrix<double> generateInBatches(const FlowModel<double>&, const ad::Matrix<double>&, int,
                                               double*, int*, const SamplingProgress&);
 
+FlowModel<double> inDouble(const FlowModel<float>& model) {
+    FlowModel<double> m(model.config());
+    m.params().phi = model.params().phi.cast<double>();
+    m.params().lambdaRaw = model.params().lambdaRaw.cast<double>();
+    m.params().betaRaw = model.params().betaRaw.cast<double>();
+    return m;
+}
+
 ad::Matrix<float> sampleFlow(const FlowModel<float>& loaded, const ad::Matrix<float>& Z, int batch,
                              bool explicitSampler, double* residual, int* iterations,
                              const SamplingProgress& progress) {
@@ -48,9 +56,7 @@ ad::Matrix<float> sampleFlow(const FlowModel<float>& loaded, const ad::Matrix<fl
     FlowConfig config = loaded.config();
     config.explicitSampler = explicitSampler;
     FlowModel<double> model(config);
-    model.params().phi = loaded.params().phi.cast<double>();
-    model.params().lambdaRaw = loaded.params().lambdaRaw.cast<double>();
-    model.params().betaRaw = loaded.params().betaRaw.cast<double>();
+    model.params() = inDouble(loaded).params();
     double r = 0;
     int k = 0;
     const ad::Matrix<float> X =

@@ -39,6 +39,9 @@ ad::Matrix<S> generateInBatches(const FlowModel<S>& model, const ad::Matrix<S>& 
                                 double* residual = nullptr, int* iterations = nullptr,
                                 const SamplingProgress& progress = {});
 
+// The model in double on its float32 parameters (what sampleFlow and the training view's pictures sample).
+FlowModel<double> inDouble(const FlowModel<float>& model);
+
 // The samples flowscope-cli sample writes (d x N): generateInBatches in double, eq. (22) as printed when
 // explicitSampler is set.
 ad::Matrix<float> sampleFlow(const FlowModel<float>& model, const ad::Matrix<float>& Z, int batch = 2000,

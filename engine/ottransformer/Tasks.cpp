@@ -150,9 +150,11 @@ Batch sampleTaskB(int sets, flows::Rng& rng, double dropRate, int setSize) {
         R << std::cos(angle), -std::sin(angle), std::sin(angle), std::cos(angle);
         for (int j = 0; j < setSize; ++j) {
             const double u = rng.uniform(), v = rng.uniform();
-            points.col(j) = scale * (R * shapePoint(label, u, v));
-            points(0, j) += 0.03 * rng.normal();
-            points(1, j) += 0.03 * rng.normal();
+            // Through a fixed-size vector: g++ 12 misreads the 2x2 product assigned to a dynamic column
+            // (-Wstringop-overread). The same operations in the same order as before.
+            const Eigen::Vector2d p = scale * (R * shapePoint(label, u, v));
+            points(0, j) = p(0) + 0.03 * rng.normal();
+            points(1, j) = p(1) + 0.03 * rng.normal();
         }
         // Keep a uniformly random subset of `kept` points (a partial Fisher–Yates shuffle).
         std::iota(order.begin(), order.end(), 0);

@@ -100,7 +100,9 @@ TEST(FlowModel, FoldGuardedLogIsTheLogAboveTheFloorAndItsTangentBelow) {
         const double value = v >= delta ? std::log(v) : std::log(delta) + (v - delta) / delta;
         const double slope = v > delta ? 1.0 / v : 1.0 / delta; // 1/δ on both sides of δ
         EXPECT_NEAR(y.value()(0, j), value, 1e-12 * std::max(1.0, std::abs(value))) << v;
-        if (v != delta) EXPECT_NEAR(tape.grad(x)(0, j), slope, 1e-9 * slope) << v; // (δ: the kink)
+        if (v != delta) { // (δ: the kink)
+            EXPECT_NEAR(tape.grad(x)(0, j), slope, 1e-9 * slope) << v;
+        }
     }
 }
 

@@ -105,9 +105,10 @@ TEST(ModelFiles, AFlowRunStartedFromALoadedModelShowsThatModel) {
         EXPECT_EQ(state.rwpo, rwpo);
         ASSERT_TRUE(state.model);
         EXPECT_TRUE(sameParams(state.model->params(), trained.params()));
-        // The picture: generate() of the base draws z of pictureSeed, exactly.
+        // The picture: the samples flowscope-cli sample draws from the base draws z of pictureSeed (one
+        // batch, in double), exactly.
         const ad::Matrix<float> Z = flows::baseSamples(2, o.samples, o.pictureSeed);
-        EXPECT_EQ(state.picture->samples, flows::toRows(loaded.generate(Z))) << rwpo;
+        EXPECT_EQ(state.picture->samples, flows::toRows(flows::sampleFlow(loaded, Z, o.samples))) << rwpo;
         // ... which a seeded initialization does not give (the test can tell the models apart).
         flows::FlowConfig fresh = loaded.config();
         fresh.seed = 0;
@@ -177,7 +178,9 @@ TEST(ModelFiles, TheSharedSamplerIsBatchedGenerateInDouble) {
         // RWPO layer (a batch's samples are one another's keys) a different batching gives other samples.
         const ad::Matrix<float> X = flows::sampleFlow(model, Z, 7);
         EXPECT_EQ(X.leftCols(7), flows::sampleFlow(model, Z.leftCols(7), 7)) << rwpo;
-        if (rwpo) EXPECT_NE(X.leftCols(7), flows::sampleFlow(model, Z, 50).leftCols(7));
+        if (rwpo) {
+            EXPECT_NE(X.leftCols(7), flows::sampleFlow(model, Z, 50).leftCols(7));
+        }
         // In double on the float32 parameters: one batch is generate() of the double model.
         flows::FlowModel<double> inDouble(model.config());
         inDouble.params().phi = model.params().phi.cast<double>();
