@@ -70,7 +70,8 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
     c.adam.lr = parsePositive(p.option("--lr", std::to_string(c.adam.lr)), "--lr");
     c.adam.lrFinal =
         parsePositive(p.option("--lr-final", std::to_string(c.adam.lrFinal)), "--lr-final", true);
-    c.adam.warmupSteps = parseLong(p.option("--warmup", "0"), "--warmup", 0, 100000000);
+    c.adam.warmupSteps =
+        parseLong(p.option("--warmup", std::to_string(c.adam.warmupSteps)), "--warmup", 0, 100000000);
     const long seed = parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62);
     c.flow.seed = std::uint64_t(seed);
     c.dataSeed = std::uint64_t(seed) + 1;
