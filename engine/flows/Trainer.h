@@ -41,8 +41,8 @@ struct TrainerConfig {
     int resampleEvery = 25;
     // OT-Flow's lr 0.1, decaying to 1e-3 over 2000 steps, after a linear warm-up over the first 20: without
     // it the first full-rate Adam steps can settle moons in a poor optimum (held-out MMD² 8.2e-3 at 2000
-    // iterations on seeds 0-2); with 20 every toy dataset reaches MMD² < 2e-3 (100 was too long: swissroll and
-    // 2spirals then missed).
+    // iterations on seeds 0-2); with 20 every toy dataset reaches MMD² < 2e-3 (100 was too long: swissroll
+    // and 2spirals then missed).
     AdamOptions adam = {.lr = 0.1, .clipNorm = 0.0, .lrFinal = 1e-3, .decaySteps = 2000, .warmupSteps = 20};
     int evalSamples = 2000;     // held-out points, generated samples (MMD²) and NLL queries
     std::uint64_t dataSeed = 0; // the batches' stream; the held-out set uses a stream derived from it
