@@ -38,8 +38,8 @@ template ad::Matrix<float> generateInBatches(const FlowModel<float>&, const ad::
 template ad::Matrix<double> generateInBatches(const FlowModel<double>&, const ad::Matrix<double>&, int,
                                               double*, int*, const SamplingProgress&);
 
-FlowModel<double> inDouble(const FlowModel<float>& model) {
-    FlowModel<double> m(model.config());
+FlowModel<double> inDouble(const FlowModel<float>& model, const FlowConfig* config) {
+    FlowModel<double> m(config ? *config : model.config());
     m.params().phi = model.params().phi.cast<double>();
     m.params().lambdaRaw = model.params().lambdaRaw.cast<double>();
     m.params().betaRaw = model.params().betaRaw.cast<double>();
@@ -55,8 +55,7 @@ ad::Matrix<float> sampleFlow(const FlowModel<float>& loaded, const ad::Matrix<fl
                                     " for a model of d = " + std::to_string(loaded.config().d));
     FlowConfig config = loaded.config();
     config.explicitSampler = explicitSampler;
-    FlowModel<double> model(config);
-    model.params() = inDouble(loaded).params();
+    const FlowModel<double> model = inDouble(loaded, &config);
     double r = 0;
     int k = 0;
     const ad::Matrix<float> X =

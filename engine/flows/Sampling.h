@@ -39,8 +39,9 @@ ad::Matrix<S> generateInBatches(const FlowModel<S>& model, const ad::Matrix<S>& 
                                 double* residual = nullptr, int* iterations = nullptr,
                                 const SamplingProgress& progress = {});
 
-// The model in double on its float32 parameters (what sampleFlow and the training view's pictures sample).
-FlowModel<double> inDouble(const FlowModel<float>& model);
+// The model in double on its float32 parameters (what sampleFlow and the training view's pictures sample),
+// with `config` in place of the model's own when given (e.g. another sampler).
+FlowModel<double> inDouble(const FlowModel<float>& model, const FlowConfig* config = nullptr);
 
 // The samples flowscope-cli sample writes (d x N): generateInBatches in double, eq. (22) as printed when
 // explicitSampler is set.

@@ -182,11 +182,11 @@ TEST(ModelFiles, TheSharedSamplerIsBatchedGenerateInDouble) {
             EXPECT_NE(X.leftCols(7), flows::sampleFlow(model, Z, 50).leftCols(7));
         }
         // In double on the float32 parameters: one batch is generate() of the double model.
-        flows::FlowModel<double> inDouble(model.config());
-        inDouble.params().phi = model.params().phi.cast<double>();
-        inDouble.params().lambdaRaw = model.params().lambdaRaw.cast<double>();
-        inDouble.params().betaRaw = model.params().betaRaw.cast<double>();
-        EXPECT_EQ(flows::sampleFlow(model, Z, 50), inDouble.generate(Z.cast<double>()).cast<float>()) << rwpo;
+        EXPECT_EQ(flows::sampleFlow(model, Z, 50),
+                  flows::inDouble(model).generate(Z.cast<double>()).cast<float>())
+            << rwpo;
+        EXPECT_EQ(flows::inDouble(model).params().phi.w, model.params().phi.w.cast<double>());
+        EXPECT_EQ(flows::inDouble(model).params().betaRaw, model.params().betaRaw.cast<double>());
     }
     // The density grid of a flow without the RWPO layer integrates to 1 (exact drift log-det, d = 2; the
     // change of variables of N(0, I)) on a grid that holds its samples: a fresh one with a gentler potential
