@@ -24,6 +24,10 @@ const QColor kPointColor(0xc8, 0xcc, 0xd4); // the Flows view's data grey
 
 } // namespace
 
+QString pointCountText(int count) {
+    return count == 1 ? QObject::tr("1 point") : QObject::tr("%1 points").arg(count);
+}
+
 PointCanvas::PointCanvas(QWidget* parent) : QWidget(parent) {
     setObjectName(QStringLiteral("pointCanvas"));
     setMouseTracking(true); // the brush circle follows the cursor
@@ -235,7 +239,7 @@ const Mat& PointCanvasDialog::points() const {
 }
 
 void PointCanvasDialog::updateCount(int count) {
-    count_->setText(count == 1 ? tr("1 point") : tr("%1 points").arg(count));
+    count_->setText(pointCountText(count));
     ok_->setEnabled(count >= 2);
 }
 

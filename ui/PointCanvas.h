@@ -25,6 +25,9 @@ class QPushButton;
 
 namespace flowscope {
 
+// "1 point", "18 points": the count the dialog and the Training panel show.
+QString pointCountText(int count);
+
 class PointCanvas : public QWidget {
     Q_OBJECT
   public:

@@ -210,9 +210,7 @@ void TrainingPanel::loadPointsDialog() {
 void TrainingPanel::updatePointsRow() {
     pointsRow_->setVisible(usesPoints());
     const int n = int(points_.rows());
-    pointsLabel_->setText(n == 0   ? tr("none yet: Draw or Load")
-                          : n == 1 ? tr("1 point")
-                                   : tr("%1 points").arg(n));
+    pointsLabel_->setText(n == 0 ? tr("none yet: Draw or Load") : pointCountText(n));
 }
 
 void TrainingPanel::forgetLoadedModel() {
