@@ -1,13 +1,17 @@
 // Flowscope engine: the matrix tape's ops (forward, when recorded) and their backward (one switch).
 #include "engine/autodiff/Tape.h"
 
+#include "engine/autodiff/Exp.h"
+
 #include "engine/core/Parallel.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace flowscope::ad {
 
@@ -18,7 +22,8 @@ const char* opName(Op op) {
         "div", "addCol", "addRow", "mulCol", "mulRow", "scale", "scale", "addScalar", "addScalar", "neg",
         "tanh", "logCosh", "exp", "log", "square", "sqrt", "abs", "softplus", "sigmoid", "relu",
         "softThreshold", "huberL1", "sum", "mean", "colSum", "rowSum", "sumSquares", "colSumSquares",
-        "softmaxRows", "logSumExpRows", "groupAttention", "groupMean", "rows", "cols", "vstack", "hstack"};
+        "softmaxRows", "logSumExpRows", "groupAttention", "groupMean", "attention", "rows", "cols", "vstack",
+        "hstack"};
     // clang-format on
     static_assert(sizeof(names) / sizeof(names[0]) == std::size_t(Op::HStack) + 1);
     return names[std::size_t(op)];
@@ -212,6 +217,79 @@ template <class S> void groupAttentionBackward(Node<S>& n, Node<S>& q, Node<S>& 
             if (dk) dk->middleCols(c0, m).noalias() += scale * (q.val().middleCols(c0, m) * dS);
         }
     });
+}
+
+// ---- attention(q, k, v): tiles of queries, weights recomputed in backward ----
+//
+// A tile is kTile consecutive queries [j0, j0 + n). Its weights W (Nk x n, column jj: query j0 + jj) come
+// from one small GEMM of the transposed keys and a column-wise softmax, every exp a contiguous packet
+// segment. Forward and backward call the same tileWeights, so backward sees the forward's weights bit for
+// bit. With A = V^T G_tile and ā_j = g_j · out_j (the forward output), the tile's gradients are
+//     C = W o (A - 1 ā^T),   dQ_tile = K C,   dK += Q_tile C^T,   dV += G_tile W^T.
+// dK and dV sum over every tile: tiles are dealt to a fixed number of slots, each slot walks its tiles in
+// order and keeps its own sums, and the slots are added in order, so the result does not depend on the
+// thread count or timing.
+constexpr Index kTile = 16, kSlots = 16;
+
+template <class S>
+void tileWeights(const Matrix<S>& Kt, const Matrix<S>& Q, Index j0, Index n, bool excludeSelf, Matrix<S>& W) {
+    W.noalias() = Kt * Q.middleCols(j0, n);
+    for (Index jj = 0; jj < n; ++jj) {
+        auto w = W.col(jj).array();
+        if (excludeSelf) w(j0 + jj) = -std::numeric_limits<S>::infinity();
+        expShifted(w.data(), w.size(), w.maxCoeff());
+        w *= S(1) / w.sum();
+    }
+}
+
+template <class S>
+void attentionForward(const Matrix<S>& Q, const Matrix<S>& K, const Matrix<S>& V, bool excludeSelf,
+                      Matrix<S>& out) {
+    const Index N = Q.cols();
+    const Matrix<S> Kt = K.transpose();
+    out.resize(V.rows(), N);
+    parallelFor(std::size_t((N + kTile - 1) / kTile), 1, [&](std::size_t begin, std::size_t end) {
+        Matrix<S> W;
+        for (Index t = Index(begin); t < Index(end); ++t) {
+            const Index j0 = t * kTile, n = std::min(kTile, N - j0);
+            tileWeights(Kt, Q, j0, n, excludeSelf, W);
+            out.middleCols(j0, n).noalias() = V * W;
+        }
+    });
+}
+
+template <class S> void attentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, Node<S>& v) {
+    const Matrix<S>&Q = q.val(), &K = k.val(), &V = v.val(), &G = n.grad;
+    const Index N = Q.cols(), Nk = K.cols(), tiles = (N + kTile - 1) / kTile;
+    const bool excludeSelf = n.start != 0;
+    const Matrix<S> Kt = K.transpose(), Vt = V.transpose();
+    Matrix<S>* dq = q.needsGrad ? &gradZeroed(q) : nullptr;
+    const bool wantK = k.needsGrad, wantV = v.needsGrad;
+    const Index slots = std::min(kSlots, tiles);
+    std::vector<Matrix<S>> dKt(wantK ? slots : 0), dVt(wantV ? slots : 0);
+    parallelFor(std::size_t(slots), 1, [&](std::size_t begin, std::size_t end) {
+        Matrix<S> W, C;
+        for (Index s = Index(begin); s < Index(end); ++s) {
+            if (wantK) dKt[s].setZero(Nk, Q.rows());
+            if (wantV) dVt[s].setZero(Nk, V.rows());
+            for (Index t = s; t < tiles; t += slots) {
+                const Index j0 = t * kTile, m = std::min(kTile, N - j0);
+                tileWeights(Kt, Q, j0, m, excludeSelf, W);
+                const auto Gt = G.middleCols(j0, m);
+                if (wantV) dVt[s].noalias() += W * Gt.transpose();
+                if (!dq && !wantK) continue;
+                const auto abar = (Gt.array() * n.value.middleCols(j0, m).array()).colwise().sum().eval();
+                C.noalias() = Vt * Gt;
+                C = (W.array() * (C.array().rowwise() - abar)).matrix();
+                if (dq) dq->middleCols(j0, m).noalias() += K * C;
+                if (wantK) dKt[s].noalias() += C * Q.middleCols(j0, m).transpose();
+            }
+        }
+    });
+    for (Index s = 0; s < slots; ++s) {
+        if (wantK) acc(k, dKt[s].transpose());
+        if (wantV) acc(v, dVt[s].transpose());
+    }
 }
 
 } // namespace
@@ -462,6 +540,10 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
 
     case Op::GroupAttention:
         groupAttentionBackward(n, *A, *B, nodes_[n.parts[0]]);
+        break;
+
+    case Op::Attention:
+        attentionBackward(n, *A, *B, nodes_[n.parts[0]]);
         break;
 
     case Op::GroupMean: {
@@ -788,6 +870,25 @@ template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, 
     return y;
 }
 
+template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSelf) {
+    Tape<S>& t = tapeOf(Op::Attention, q, k);
+    tapeOf(Op::Attention, q, v);
+    requireShape(q.rows() == k.rows() && k.cols() >= 1, Op::Attention, q, k,
+                 "equal row counts and at least one key");
+    requireShape(v.cols() == k.cols(), Op::Attention, k, v, "one value per key");
+    if (excludeSelf && (k.cols() != q.cols() || k.cols() < 2))
+        fail(Op::Attention, "excludeSelf needs as many keys as queries, at least 2, not " +
+                                std::to_string(k.cols()) + " keys for " + std::to_string(q.cols()) +
+                                " queries");
+    Var<S> y = t.push(Op::Attention, q, k);
+    Node<S>& node = t.node(y);
+    node.parts.push_back(v.index);
+    node.needsGrad = node.needsGrad || t.node(v).needsGrad;
+    node.start = excludeSelf ? 1 : 0;
+    attentionForward(q.value(), k.value(), v.value(), excludeSelf, node.value);
+    return y;
+}
+
 template <class S> Var<S> groupMean(Var<S> a, Index n) {
     Tape<S>& t = tapeOf(Op::GroupMean, a);
     if (n <= 0 || a.cols() % n != 0)
@@ -906,6 +1007,7 @@ template <class S> Var<S> hstack(const std::vector<Var<S>>& parts) {
     template Var<S> softmaxRows(Var<S>);                                                                     \
     template Var<S> logSumExpRows(Var<S>);                                                                   \
     template Var<S> groupAttention(Var<S>, Var<S>, Var<S>, Index, S);                                        \
+    template Var<S> attention(Var<S>, Var<S>, Var<S>, bool);                                                 \
     template Var<S> groupMean(Var<S>, Index);                                                                \
     template Var<S> rows(Var<S>, Index, Index);                                                              \
     template Var<S> cols(Var<S>, Index, Index);                                                              \

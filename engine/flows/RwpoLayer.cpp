@@ -30,28 +30,6 @@ void checkArguments(Index d, Index N, double lambda, double beta, const RwpoOpti
           "the exact log-det of a vector kernel is implemented for d = 2 only");
 }
 
-// The GEMM shapes below avoid the one Eigen is slow at, a thin k x N times a transposed N x N (2-3x the
-// others at N = 1024): the logits are (Q^T) K, not matmulTN(Q, K), whose backward would form K G^T; the
-// moments F W^T are (W F^T)^T.
-
-// Softmax over keys of the logits Q^T K (row j: query j, column l: key l). The features carry the biases
-// as extra coordinates (a bias row in one against a row of ones in the other), so the logits are one GEMM
-// and one N x N node. leaveOneOut sets the diagonal to -inf: the query's own key gets weight exactly 0.
-template <class S> Var<S> attentionWeights(Var<S> Q, Var<S> K, bool leaveOneOut) {
-    Var<S> logits = ad::matmul(ad::transpose(Q), K);
-    if (leaveOneOut) {
-        Mat<S> mask = Mat<S>::Zero(logits.rows(), logits.cols());
-        mask.diagonal().setConstant(-std::numeric_limits<S>::infinity());
-        logits = ad::add(logits, logits.tape->constant(mask));
-    }
-    return ad::softmaxRows(logits);
-}
-
-// F W^T: column j holds sum_l W(j, l) F(:, l), the weighted moments of query j.
-template <class S> Var<S> weightedMoments(Var<S> F, Var<S> W) {
-    return ad::transpose(ad::matmulNT(W, F));
-}
-
 // The Huber function of the Moreau envelope M of λ|.| (as ad::huberL1), for the diagnostics.
 double huber(double s, double lambda, double h) {
     const double a = std::abs(s);
@@ -123,11 +101,10 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
             Q = ad::vstack({Qx, ad::colSum(queryBias), ones});
             K = ad::vstack({Yc, keyOnes, ad::colSum(keyBias)});
         }
-        const Var<S> weights = attentionWeights(Q, K, o.leaveOneOut);
-        // One GEMM for every weighted moment: [ỹ; ỹ²; ỹ₁ỹ₂] W^T.
+        // Every weighted moment in one attention: the values are [ỹ; ỹ²; ỹ₁ỹ₂].
         std::vector<Var<S>> features = {Yc, Yc2};
         if (o.exactLogDet) features.push_back(ad::mul(ad::rows(Yc, 0, 1), ad::rows(Yc, 1, 1)));
-        const Var<S> moments = weightedMoments(ad::vstack(features), weights);
+        const Var<S> moments = ad::attention(Q, K, ad::vstack(features), o.leaveOneOut);
         mean = ad::rows(moments, 0, d);
         var = ad::sub(ad::rows(moments, d, d), ad::square(mean));
         if (o.exactLogDet)
@@ -136,10 +113,9 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
         std::vector<Var<S>> means, vars;
         for (Index i = 0; i < d; ++i) {
             const Var<S> yi = ad::rows(Yc, i, 1), yi2 = ad::rows(Yc2, i, 1);
-            const Var<S> weights =
-                attentionWeights(ad::vstack({ad::rows(Qx, i, 1), ad::rows(queryBias, i, 1), ones}),
-                                 ad::vstack({yi, keyOnes, ad::rows(keyBias, i, 1)}), o.leaveOneOut);
-            const Var<S> moments = weightedMoments(ad::vstack({yi, yi2}), weights);
+            const Var<S> moments = ad::attention(
+                ad::vstack({ad::rows(Qx, i, 1), ad::rows(queryBias, i, 1), ones}),
+                ad::vstack({yi, keyOnes, ad::rows(keyBias, i, 1)}), ad::vstack({yi, yi2}), o.leaveOneOut);
             means.push_back(ad::rows(moments, 0, 1));
             vars.push_back(ad::sub(ad::rows(moments, 1, 1), ad::square(means.back())));
         }

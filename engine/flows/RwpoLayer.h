@@ -7,8 +7,9 @@
 //     S(x)_i = sign(x_i) max(|x_i| - λh, 0)              (soft thresholding WITH its sign, §1.2)
 // with the same sign in generation (22) and in the backward/density pass (23) (§1.3). Kernels:
 //   Corrected (default)  U(x, y) = -β/(4h) |x - y|² + β/2 M(y),  M(y) = sum_i huber(y_i) the Moreau
-//                        envelope of λ|.|₁ (ad::huberL1). The N x N logits are one GEMM of the expansion
-//                        (β/(2h)) x.y - β/(4h)|x|² - β/(4h)|y|² + β/2 M(y), max-subtracted in the softmax.
+//                        envelope of λ|.|₁ (ad::huberL1). The logits are the features' dot product of the
+//                        expansion (β/(2h)) x.y - β/(4h)|x|² - β/(4h)|y|² + β/2 M(y), max-subtracted in the
+//                        softmax.
 //   AsPrinted            eq. (22) literally, U = -β/2 ((|x-y|² - |S(x)-y|²)/(2h) - λ|S(y)|₁): logits
 //                        (β/(2h)) (x - S(x)).y plus the key bias (βλ/2) |S(y)|₁. Linear in y, so it has no
 //                        locality; at λ = 0 the weights are uniform (the typo, §1.2 item 3).
@@ -28,8 +29,8 @@
 // n_act is piecewise constant: it carries no gradient. The VALUE is the frozen-key quantity; its gradient
 // flows through queries and keys alike (both depend on the parameters through earlier layers).
 //
-// Cost per layer O(N² d) time and a few N x N matrices on the tape (logits, weights and their gradients;
-// leaveOneOut adds a mask): 4 MB each at N = 1024 in float, 64 MB at N = 4096.
+// Cost per layer O(N² d) time but only O(N d) memory: the softmax and the weighted moments are one
+// ad::attention node, which keeps no N x N matrix (it recomputes its weights in backward()).
 #pragma once
 
 #include "engine/autodiff/Tape.h"

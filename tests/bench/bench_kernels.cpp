@@ -1,6 +1,8 @@
 // Google Benchmark microbenchmarks of the streaming kernel (not run by CI; `flowscope-cli bench particles`
 // is the user-facing benchmark with its dense baseline). Run: build/tests/bench/flowscope_bench
 #include "engine/attention/VelocityField.h"
+#include "engine/autodiff/Tape.h"
+#include "engine/core/Parallel.h"
 
 #include <benchmark/benchmark.h>
 #include <random>
@@ -35,8 +37,37 @@ void velocity(benchmark::State& state, AttentionType type, Precision p) {
         benchmark::Counter(double(n) * double(n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One RWPO layer's attention on the tape, forward and backward, on one thread: the fused ad::attention
+// against the composed ops it replaced (softmaxRows of the N x N logits, then a GEMM of the moments).
+// q, k: 4 x N (features and a bias row), v: 5 x N (the d = 2 moments with the cross term).
+void tapeAttention(benchmark::State& state, bool fused) {
+    const long n = state.range(0);
+    const ad::Matrix<float> Q = tokens(n, 4).transpose().cast<float>(),
+                            K = tokens(n, 4).transpose().cast<float>(),
+                            V = tokens(n, 5).transpose().cast<float>();
+    ad::Matrix<float> dQ, dK, dV;
+    ad::Tape<float> tape;
+    const int threads = threadCount();
+    setThreadCount(1);
+    for (auto _ : state) {
+        tape.clear();
+        dQ.resize(0, 0), dK.resize(0, 0), dV.resize(0, 0);
+        const auto q = tape.parameter(Q, dQ), k = tape.parameter(K, dK), v = tape.parameter(V, dV);
+        const auto out =
+            fused ? ad::attention(q, k, v)
+                  : ad::transpose(ad::matmulNT(ad::softmaxRows(ad::matmul(ad::transpose(q), k)), v));
+        tape.backward(ad::sum(ad::square(out)));
+        benchmark::DoNotOptimize(dQ.data());
+    }
+    setThreadCount(threads);
+    state.counters["pairs/s"] =
+        benchmark::Counter(double(n) * double(n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 } // namespace
 
+BENCHMARK_CAPTURE(tapeAttention, fused, true)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(tapeAttention, composed, false)->Arg(1024)->Arg(4096)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(velocity, softmax_f32, AttentionType::Softmax, Precision::Float32)
     ->Args({4096, 2})
     ->Args({16384, 2})

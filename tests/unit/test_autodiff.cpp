@@ -3,14 +3,17 @@
 // closed forms only.
 #include "TestUtil.h"
 
+#include "engine/autodiff/Exp.h"
 #include "engine/autodiff/GradCheck.h"
 #include "engine/autodiff/Tape.h"
+#include "engine/core/Parallel.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -259,6 +262,105 @@ TEST(Autodiff, GroupAttention) {
     // Groups that do not tile the columns are refused, naming the op.
     EXPECT_THROW(ad::groupAttention(t.constant(Q), t.constant(K), t.constant(V), 7, 1.0),
                  std::invalid_argument);
+}
+
+// attention(q, k, v) by its definition: softmaxRows of the logits q^T k (own keys masked), then v P^T.
+Md attentionByDefinition(const Md& q, const Md& k, const Md& v, bool excludeSelf) {
+    Md logits = q.transpose() * k;
+    if (excludeSelf) logits.diagonal().setConstant(-std::numeric_limits<double>::infinity());
+    ad::Tape<double> t;
+    return v * t.value(ad::softmaxRows(t.constant(logits))).transpose();
+}
+
+TEST(Autodiff, Attention) {
+    // 40 queries (tiles of 16, 16 and 8: the tile edges and the slot sums are crossed) over 40 or 23 keys;
+    // features in R^3 (scaled so the weights are far from uniform), values in R^2.
+    const Md q = randn(3, 40, 110, 1.5), k = randn(3, 40, 111, 1.5), v = randn(2, 40, 112);
+    const Md k23 = randn(3, 23, 113, 1.5), v23 = randn(2, 23, 114);
+    checkOp("attention", {q, k, v}, [](const Args& a) { return ad::attention(a[0], a[1], a[2]); });
+    checkOp("attention excl.", {q, k, v},
+            [](const Args& a) { return ad::attention(a[0], a[1], a[2], true); });
+    checkOp("attention Nk=23", {q, k23, v23}, [](const Args& a) { return ad::attention(a[0], a[1], a[2]); });
+    // One node as queries, keys and values (the RWPO layer's tokens attend to themselves).
+    checkOp("attention q=k=v", {q}, [](const Args& a) { return ad::attention(a[0], a[0], a[0], true); });
+
+    // The value against the definition, in double and in float.
+    for (bool excludeSelf : {false, true}) {
+        const Md expected = attentionByDefinition(q, k, v, excludeSelf);
+        ad::Tape<double> t;
+        const Md out = t.value(ad::attention(t.constant(q), t.constant(k), t.constant(v), excludeSelf));
+        EXPECT_LT((out - expected).cwiseAbs().maxCoeff(), 1e-14);
+        ad::Tape<float> tf;
+        const Md outF = tf.value(ad::attention(tf.constant(q.cast<float>()), tf.constant(k.cast<float>()),
+                                               tf.constant(v.cast<float>()), excludeSelf))
+                            .cast<double>();
+        EXPECT_LT((outF - expected).cwiseAbs().maxCoeff(), 2e-6);
+        if (excludeSelf) { // query 0's weights exclude key 0 exactly: moving v_0 changes nothing in out_0
+            Md v0 = v;
+            v0.col(0).setConstant(1e3);
+            const Md moved = t.value(ad::attention(t.constant(q), t.constant(k), t.constant(v0), true));
+            EXPECT_EQ(moved.col(0), out.col(0));
+        }
+    }
+
+    // The same bits on one thread and on several: the key gradients sum in a fixed order.
+    const Md Q = randn(4, 300, 115), K = randn(4, 300, 116), V = randn(5, 300, 117);
+    auto grads = [&] {
+        return gradients<float>(
+            [](const std::vector<ad::Var<float>>& a) {
+                return ad::sum(ad::square(ad::attention(a[0], a[1], a[2], true)));
+            },
+            {Q, K, V});
+    };
+    const int threads = flowscope::threadCount();
+    flowscope::setThreadCount(1);
+    const auto one = grads();
+    flowscope::setThreadCount(4);
+    const auto four = grads();
+    flowscope::setThreadCount(threads);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(one[i], four[i]) << "operand " << i;
+
+    // A NaN query gives a NaN output (the training's step guard must see it), not weights of 0.
+    Md qNan = q;
+    qNan(1, 5) = std::nan("");
+    ad::Tape<double> t;
+    EXPECT_TRUE(t.value(ad::attention(t.constant(qNan), t.constant(k), t.constant(v))).col(5).hasNaN());
+    ad::Tape<float> tf;
+    EXPECT_TRUE(tf.value(ad::attention(tf.constant(Md(qNan).cast<float>()), tf.constant(k.cast<float>()),
+                                       tf.constant(v.cast<float>())))
+                    .col(5)
+                    .hasNaN());
+    // Shapes are checked, naming the op: keys of another feature count, one value per key, excludeSelf
+    // with other keys than the queries.
+    EXPECT_THROW(ad::attention(t.constant(q), t.constant(randn(2, 40, 1)), t.constant(v)),
+                 std::invalid_argument);
+    EXPECT_THROW(ad::attention(t.constant(q), t.constant(k), t.constant(v23)), std::invalid_argument);
+    EXPECT_THROW(ad::attention(t.constant(q), t.constant(k23), t.constant(v23), true), std::invalid_argument);
+}
+
+TEST(Autodiff, FloatSoftmaxExpIsAccurate) {
+    // expShifted(float) against the double exp on [-87, 0] (float's normal range), at a step of 1e-4:
+    // within 2 ulp-ish relative error; the shift is subtracted first; -inf and far below give exactly 0;
+    // NaN stays NaN.
+    std::vector<float> x;
+    for (double v = -87.0; v <= 0.0; v += 1e-4) x.push_back(float(v) + 3.0f);
+    std::vector<float> y = x;
+    ad::expShifted(y.data(), Index(y.size()), 3.0f);
+    double worst = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const double exact = std::exp(double(x[i] - 3.0f));
+        worst = std::max(worst, std::abs(double(y[i]) / exact - 1));
+    }
+    std::printf("[ exp      ] float expShifted: max relative error %.2e over %zu points\n", worst, x.size());
+    EXPECT_LT(worst, 2.5e-7);
+    float special[] = {0.0f, -std::numeric_limits<float>::infinity(), -1e30f, -90.0f, std::nanf(""), 1.0f};
+    ad::expShifted(special, 6, 0.0f);
+    EXPECT_EQ(special[0], 1.0f);
+    EXPECT_EQ(special[1], 0.0f);
+    EXPECT_EQ(special[2], 0.0f);
+    EXPECT_EQ(special[3], 0.0f);
+    EXPECT_TRUE(std::isnan(special[4]));
+    EXPECT_NEAR(special[5], std::exp(1.0), 3e-7 * std::exp(1.0)); // just above the weights' range
 }
 
 TEST(Autodiff, DoubleTanhIsAccurateEverywhere) {
