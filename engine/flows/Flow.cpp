@@ -90,7 +90,10 @@ template <class S>
 TrainingLayer<S> recordTrainingLayer(ad::Tape<S>& tape, const FlowConfig& c, const Bound<S>& p, int k,
                                      ad::Var<S>& X, ad::Var<S>& logDet, ad::Var<S> keys = {}) {
     if (c.rwpo) {
-        const RwpoOutputs<S> r = recordRwpo(tape, X, p.lambda, p.beta, layerOptions(c), keys);
+        RwpoOptions o = layerOptions(c);
+        // A query beside a reference batch has no own key to leave out: it sees every key.
+        if (keys.tape) o.leaveOneOut = false;
+        const RwpoOutputs<S> r = recordRwpo(tape, X, p.lambda, p.beta, o, keys);
         X = r.y;
         logDet = ad::add(logDet, r.logDetTerm);
     }
@@ -183,15 +186,6 @@ FixedPointResult solveFixedPoint(Mat<S>& P, G&& g, double tol, int maxIterations
 }
 
 } // namespace
-
-template <class S> ad::Var<S> foldGuardedLog(ad::Var<S> det) {
-    const S delta = S(kFoldFloor);
-    const ad::Var<S> above = ad::log(ad::addScalar(ad::relu(ad::addScalar(det, -delta)), delta));
-    const ad::Var<S> below = ad::relu(ad::addScalar(ad::neg(det), delta)); // max(δ - det, 0)
-    return ad::sub(above, ad::scale(below, S(1) / delta));
-}
-template ad::Var<float> foldGuardedLog(ad::Var<float>);
-template ad::Var<double> foldGuardedLog(ad::Var<double>);
 
 template <class S> FlowModel<S>::FlowModel(const FlowConfig& config) : config_(config) {
     params_ = FlowParams<S>::init(config_);

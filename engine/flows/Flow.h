@@ -87,13 +87,6 @@ struct SamplerDiagnostics {
     int iterations = 0;
     std::vector<RwpoFolding> folding;
 };
-// The log of a sub-step's Jacobian determinant where the sub-step may fold: log(det) for det >= kFoldFloor,
-// continued below by its tangent, log δ + (det - δ)/δ (δ = kFoldFloor). The loss stays finite where the
-// determinant reaches 0 or goes negative, and its gradient keeps pushing the determinant up, out of the
-// fold; a NaN would reject every batch holding one such point. Between 0 and δ it overstates the density,
-// at points where the map is nearly singular.
-constexpr double kFoldFloor = 1e-3;
-template <class S> ad::Var<S> foldGuardedLog(ad::Var<S> det);
 
 constexpr int kSamplerMaxIterations = 100;
 constexpr double kSamplerTolerance = 1e-5;

@@ -135,18 +135,27 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
     } else {
         const Var<S> diagonal = ad::sub(tape.constant((Mat<S>::Ones(d, N) + S(0.5) * active).eval()), kVar);
         if (separable) { // J_F is diagonal
-            out.logDetTerm = ad::colSum(ad::log(ad::abs(diagonal)));
+            out.logDetTerm = ad::colSum(foldGuardedLog(diagonal));
         } else { // d = 2: det = J11 J22 - J12 J21
             Var<S> offDiagonal = ad::square(ad::scale(ad::scale(cov12, beta), c4h));
             if (asPrinted)
                 offDiagonal = ad::maskMul(offDiagonal, Mat<S>(inactive.row(0).cwiseProduct(inactive.row(1))));
             const Var<S> det =
                 ad::sub(ad::mul(ad::rows(diagonal, 0, 1), ad::rows(diagonal, 1, 1)), offDiagonal);
-            out.logDetTerm = ad::log(ad::abs(det));
+            out.logDetTerm = foldGuardedLog(det);
         }
     }
     return out;
 }
+
+template <class S> ad::Var<S> foldGuardedLog(ad::Var<S> det) {
+    const S delta = S(kFoldFloor);
+    const ad::Var<S> above = ad::log(ad::addScalar(ad::relu(ad::addScalar(det, -delta)), delta));
+    const ad::Var<S> below = ad::relu(ad::addScalar(ad::neg(det), delta)); // max(δ - det, 0)
+    return ad::sub(above, ad::scale(below, S(1) / delta));
+}
+template ad::Var<float> foldGuardedLog(ad::Var<float>);
+template ad::Var<double> foldGuardedLog(ad::Var<double>);
 
 template RwpoOutputs<float> recordRwpo(ad::Tape<float>&, Var<float>, Var<float>, Var<float>,
                                        const RwpoOptions&, Var<float>);

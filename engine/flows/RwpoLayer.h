@@ -22,7 +22,7 @@
 //     Corrected   1/2 n_act - κ tr C_w
 //     AsPrinted   1/2 n_act - κ sum_{i inactive} (C_w)_ii
 //     Separable   1/2 n_act - κ sum_i Var_{w_i}(y_i)
-//   exactLogDet: log|det J_F| with
+//   exactLogDet: log det J_F (foldGuardedLog: a folded token, det <= 0, is penalized, not counted as |det|)
 //     Corrected   J_F = I + D/2 - κ C_w              (d = 2)
 //     AsPrinted   J_F = I + D/2 - κ C_w (I - D)      (d = 2)
 //     Separable   J_F = diag(1 + D_ii/2 - κ Var_i)   (diagonal: exact for any d)
@@ -44,13 +44,13 @@ enum class RwpoKernel { Corrected, AsPrinted, Separable };
 struct RwpoOptions {
     RwpoKernel kernel = RwpoKernel::Corrected;
     bool leaveOneOut = false; // exclude the query's own key (not in the paper; for small-N demos)
-    bool exactLogDet = false; // log|det J_F| instead of 1/2 div G (vector kernels: d = 2 only)
+    bool exactLogDet = false; // log det J_F instead of 1/2 div G (vector kernels: d = 2 only)
     double h = 1.0 / 48.0;    // the layer's step: threshold λh, kernel variance s² = 2h/β
 };
 
 template <class S> struct RwpoOutputs {
     ad::Var<S> y;          // d x N: x + 1/2 (S_{λh}(x) - sum_l w_l(x) x_l)
-    ad::Var<S> logDetTerm; // 1 x N: 1/2 div G (first order), or log|det J_F| (exactLogDet)
+    ad::Var<S> logDetTerm; // 1 x N: 1/2 div G (first order), or foldGuardedLog(det J_F) (exactLogDet)
 };
 
 // Records one RWPO sub-step on `tape`. X is d x N; lambda (>= 0, e.g. a softplus) and beta (> 0) are 1x1.
@@ -61,6 +61,15 @@ template <class S> struct RwpoOutputs {
 template <class S>
 RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, ad::Var<S> X, ad::Var<S> lambda, ad::Var<S> beta,
                           const RwpoOptions& options, ad::Var<S> keys = {});
+
+// The log of a sub-step's Jacobian determinant where the sub-step may fold: log(det) for det >= kFoldFloor,
+// continued below by its tangent, log δ + (det - δ)/δ (δ = kFoldFloor). The loss stays finite where the
+// determinant reaches 0 or goes negative, and its gradient keeps pushing the determinant up, out of the
+// fold; a NaN would reject every batch holding one such point. (The drift's exact log-det and the RWPO
+// layer's exactLogDet both use it.) Between 0 and δ it overstates the density,
+// at points where the map is nearly singular.
+constexpr double kFoldFloor = 1e-3;
+template <class S> ad::Var<S> foldGuardedLog(ad::Var<S> det);
 
 // ---- Diagnostics (no tape; computed in double) ----
 
