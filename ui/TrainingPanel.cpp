@@ -28,6 +28,10 @@ namespace flowscope {
 
 namespace {
 
+// Above this mass on the evaluation grid the status line warns (a normalized density's is 1 minus its tails,
+// plus the 64² quadrature's error).
+constexpr double kMassWarning = 1.05;
+
 // ui/FormWidgets.h; the spin boxes track keystrokes (edits apply on Start, not at once).
 using form::addRow;
 using form::named;
@@ -305,14 +309,27 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
             lines << prefix + parts.join(QStringLiteral(" · "));
             if (!t.evaluations.empty()) {
                 const flows::Evaluation& e = t.evaluations.back();
-                lines << prefix + tr("held-out NLL %1 · MMD² %2 (at %3)")
-                                      .arg(number(e.nll), number(e.mmd2))
-                                      .arg(e.iteration);
+                QString line = tr("held-out NLL %1 · MMD² %2").arg(number(e.nll), number(e.mmd2));
+                if (std::isfinite(e.gridMass)) line += tr(" · mass %1").arg(number(e.gridMass));
+                lines << prefix + line + tr(" (at %1)").arg(e.iteration);
             }
         }
         if (!snapshot->error.empty()) {
             warning = QString::fromStdString(snapshot->error);
             error = true;
+        }
+        // A density whose mass on the grid is well above 1 is not a density: its NLL is no likelihood.
+        if (warning.isEmpty()) {
+            for (const TrainerState& t : snapshot->trainers)
+                if (!t.evaluations.empty() && t.evaluations.back().gridMass > kMassWarning) {
+                    const QString prefix = snapshot->sideBySide
+                                               ? QString::fromStdString(t.label) + QStringLiteral(": ")
+                                               : QString();
+                    warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) + prefix +
+                               tr("the model density's mass on the grid is %1, not 1: its NLL is not a "
+                                  "likelihood (the map folds, or the first-order log-det overstates it)")
+                                   .arg(number(t.evaluations.back().gridMass));
+                }
         }
         // The latest rejection of any trainer stays visible: the learning rate it halved is still in force.
         if (warning.isEmpty()) {

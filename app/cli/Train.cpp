@@ -96,10 +96,10 @@ int train(const Args& args) {
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::printf("iter %6ld  %6.1f s  loss %8.4f  NLL(held-out) %7.4f  KL %7.4f  MMD2 %9.2e  lambda %.4f  "
                     "beta %.4f"
-                    "  lr %.2e  round-trip %.1e  fixed-point %.1e  folded %.3f\n",
+                    "  lr %.2e  round-trip %.1e  fixed-point %.1e  folded %.3f  mass %.3f\n",
                     e.iteration, wall, trainer.history().empty() ? NAN : trainer.history().back().terms.loss,
                     e.nll, e.kl, e.mmd2, trainer.model().params().lambda(), trainer.model().params().beta(),
-                    trainer.learningRate(), e.roundTrip, e.samplerResidual, e.foldedFraction);
+                    trainer.learningRate(), e.roundTrip, e.samplerResidual, e.foldedFraction, e.gridMass);
         std::fflush(stdout);
     };
     trainLoop(trainer, iters, evalEvery, [&](flows::FlowTrainer& t) { report(t.evaluate()); });

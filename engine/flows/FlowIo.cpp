@@ -166,7 +166,8 @@ nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stop
                                    {"mmd2", number(e.mmd2)},
                                    {"round_trip", number(e.roundTrip)},
                                    {"min_det", number(e.minDet)},
-                                   {"folded_fraction", number(e.foldedFraction)}});
+                                   {"folded_fraction", number(e.foldedFraction)},
+                                   {"grid_mass", number(e.gridMass)}});
     record["metrics"] = evaluationsJson.empty() ? nlohmann::json(nullptr) : evaluationsJson.back();
     record["evaluations"] = evaluationsJson;
     nlohmann::json curve = {{"loss", nlohmann::json::array()},      {"nll", nlohmann::json::array()},

@@ -65,20 +65,19 @@ ad::Matrix<float> sampleFlow(const FlowModel<float>& loaded, const ad::Matrix<fl
     return X;
 }
 
-DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth, int references,
-                        std::uint64_t seed, const SamplingProgress& progress) {
+namespace {
+
+void checkGrid(const FlowModel<float>& model, int grid, double halfWidth) {
     if (model.config().d != 2) throw std::invalid_argument("density grids are for d = 2 models");
     if (grid < 2 || grid > 4096) throw std::invalid_argument("density: grid must be in [2, 4096]");
     if (!(halfWidth > 0) || !std::isfinite(halfWidth))
         throw std::invalid_argument("density: the half-width must be finite and > 0");
-    if (references < 2) throw std::invalid_argument("density: references must be >= 2");
-    // Progress: the reference batch and the queries by their count (a query costs about what a sample does).
-    const double work = double(references) + double(grid) * grid;
-    // The reference batch: the model's own samples (their backward states are the sampler's own batches).
-    const ad::Matrix<float> reference = generateInBatches(
-        model, baseSamples(2, references, seed), references, nullptr, nullptr,
-        progress ? SamplingProgress([&](double f) { return progress(f * references / work); })
-                 : SamplingProgress());
+}
+
+// The grid's queries beside `reference`; progress reports (before + queries done) / work.
+DensityGrid densityBeside(const FlowModel<float>& model, int grid, double halfWidth,
+                          const ad::Matrix<float>& reference, const SamplingProgress& progress, double before,
+                          double work) {
     const double cell = 2 * halfWidth / grid;
     ad::Matrix<float> Q(2, grid * grid);
     for (int r = 0; r < grid; ++r)
@@ -96,10 +95,34 @@ DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidt
         Eigen::Matrix<float, 1, Eigen::Dynamic> logRho;
         model.encode(Q.middleCols(j, m), &logRho, nullptr, &reference);
         for (Eigen::Index k = 0; k < m; ++k) out.rho[std::size_t(j + k)] = std::exp(double(logRho(k)));
-        if (progress && !progress((double(references) + double(j + m)) / work)) throw SamplingCancelled();
+        if (progress && !progress((before + double(j + m)) / work)) throw SamplingCancelled();
     }
     for (double v : out.rho) out.mass += std::isfinite(v) ? v * cell * cell : 0.0;
     return out;
+}
+
+} // namespace
+
+DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth, int references,
+                        std::uint64_t seed, const SamplingProgress& progress) {
+    checkGrid(model, grid, halfWidth);
+    if (references < 2) throw std::invalid_argument("density: references must be >= 2");
+    // Progress: the reference batch and the queries by their count (a query costs about what a sample does).
+    const double work = double(references) + double(grid) * grid;
+    // The reference batch: the model's own samples (their backward states are the sampler's own batches).
+    const ad::Matrix<float> reference = generateInBatches(
+        model, baseSamples(2, references, seed), references, nullptr, nullptr,
+        progress ? SamplingProgress([&](double f) { return progress(f * references / work); })
+                 : SamplingProgress());
+    return densityBeside(model, grid, halfWidth, reference, progress, references, work);
+}
+
+DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth,
+                        const ad::Matrix<float>& reference) {
+    checkGrid(model, grid, halfWidth);
+    if (reference.rows() != 2 || reference.cols() < 2)
+        throw std::invalid_argument("density: the reference batch must be 2 x N with N >= 2");
+    return densityBeside(model, grid, halfWidth, reference, {}, 0, double(grid) * grid);
 }
 
 void writeSamplesNpy(const std::string& path, const ad::Matrix<float>& samples) {

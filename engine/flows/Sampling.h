@@ -60,6 +60,9 @@ struct DensityGrid {
 // samples from baseSamples(2, references, seed) as the keys.
 DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth, int references = 2000,
                         std::uint64_t seed = 0, const SamplingProgress& progress = {});
+// The same grid beside a given reference batch (2 x N samples of the model, e.g. an evaluation's).
+DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth,
+                        const ad::Matrix<float>& reference);
 
 // The .npy files (atomic): samples as an N x d float32 array (one sample per row), the density as a
 // grid x grid float64 array.

@@ -2,6 +2,7 @@
 
 #include "engine/core/Parallel.h"
 #include "engine/flows/Metrics.h"
+#include "engine/flows/Sampling.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -211,6 +212,8 @@ Evaluation FlowTrainer::evaluate() {
     const Eigen::MatrixXf a = generated.transpose(), b = heldOut_.transpose();
     e.mmd2 = generated.allFinite() ? mmd2Unbiased(a, b) : std::numeric_limits<double>::quiet_NaN();
     e.roundTrip = double((model_.encode(generated) - Z).colwise().norm().mean());
+    if (config_.flow.d == 2 && generated.allFinite())
+        e.gridMass = densityGrid(model_, 64, 1.25 * double(heldOut_.cwiseAbs().maxCoeff()), generated).mass;
     if (!folding.empty()) {
         e.minDet = folding[0].minDet;
         for (const RwpoFolding& f : folding) {

@@ -278,5 +278,38 @@ TEST(TrainingResponsiveness, RateAndUiLatencyWhileTraining) {
     }
 }
 
+TEST(TrainingPanelStatus, AnUnnormalizedModelDensityIsAWarning) {
+    // The evaluation's grid mass is shown beside NLL and MMD²; above 1.05 the warning line says the NLL is
+    // no likelihood, naming the trainer side by side. A mass of 1 warns of nothing.
+    TrainingPanel panel;
+    auto snapshot = std::make_shared<TrainingSnapshot>();
+    snapshot->sideBySide = true;
+    for (double mass : {3.7, 1.0}) {
+        TrainerState t;
+        t.label = mass > 2 ? "with RWPO" : "without RWPO";
+        t.rwpo = mass > 2;
+        t.iteration = 250;
+        flows::Evaluation e;
+        e.iteration = 250;
+        e.nll = 2.5;
+        e.mmd2 = 0.01;
+        e.gridMass = mass;
+        t.evaluations.push_back(e);
+        snapshot->trainers.push_back(t);
+    }
+    panel.setSnapshot(snapshot, false);
+    EXPECT_TRUE(panel.statusText().contains(QStringLiteral("mass 3.7"))) << panel.statusText().toStdString();
+    EXPECT_TRUE(panel.statusText().contains(QStringLiteral("mass 1 "))) << panel.statusText().toStdString();
+    EXPECT_TRUE(panel.warningText().contains(
+        QStringLiteral("with RWPO: the model density's mass on the grid is 3.7")))
+        << panel.warningText().toStdString();
+    EXPECT_FALSE(panel.warningText().contains(QStringLiteral("without RWPO")))
+        << panel.warningText().toStdString();
+    snapshot->trainers.erase(snapshot->trainers.begin());
+    snapshot->sideBySide = false;
+    panel.setSnapshot(snapshot, false);
+    EXPECT_TRUE(panel.warningText().isEmpty()) << panel.warningText().toStdString();
+}
+
 } // namespace
 } // namespace flowscope::test
