@@ -11,6 +11,13 @@
 // the task loss and transport cost, accuracy (task B), the straightness and speed CV of the token paths, the
 // distance to the closed-form optimum (task A), and the empirical Lipschitz ratio of the learned map next to
 // Theorem 2's bound.
+//
+// Iterate averaging: with fresh batches every step the parameters keep jittering around the optimum (SGD
+// noise, about ∝ the learning rate); their running average sits much closer. After the k-th accepted step the
+// average moves towards the parameters by 1 / min(k, averageIterations): the plain mean of the iterates for
+// the first averageIterations steps (Polyak–Ruppert), then an exponential moving average with that time
+// constant, so it forgets the early iterates and follows a run of any length. The average never feeds back
+// into training; evaluate(), the saved model and the GUI's pictures use it (evaluatedModel()).
 #pragma once
 
 #include "engine/flows/Adam.h"
@@ -32,6 +39,8 @@ struct OtTrainerConfig {
     flows::AdamOptions adam = {.lr = 1e-2};
     std::uint64_t dataSeed = 0;
     int evalSets = 1000;
+    // Time constant of the iterate average, in iterations (see above); 0 = off: evaluate the raw parameters.
+    long averageIterations = 0;
     // Parameters to start from instead of model.seed's initialization (a loaded model: training continues
     // from them, with a fresh optimizer); their shapes must match `model`. Shared, so configs copy cheaply.
     std::shared_ptr<const TransformerParams> initialParams;
@@ -85,6 +94,9 @@ class OtTrainer {
     const OtTrainerConfig& config() const { return config_; }
     const TransformerModel& model() const { return model_; }
     TransformerModel& model() { return model_; }
+    // What evaluate(), accuracyAtDropRates() and saved files use: the iterate average once a step has been
+    // accepted with averaging on, else model() (so parameters set on a fresh trainer are evaluated as set).
+    const TransformerModel& evaluatedModel() const { return averagedSteps_ > 0 ? averaged_ : model_; }
     const Batch& batch() const { return batch_; }
     const std::vector<OtRecord>& history() const { return history_; }
     const std::vector<OtEvaluation>& evaluations() const { return evaluations_; }
@@ -96,14 +108,14 @@ class OtTrainer {
     LossTerms lossAndGradient(); // of batch_, into grads_
 
     OtTrainerConfig config_;
-    TransformerModel model_;
+    TransformerModel model_, averaged_;
     TransformerParams grads_, grads2_, checkpoint_;
     flows::Adam<double> adam_;
     flows::StepGuard guard_;
     Tape tape_, tape2_;
     flows::Rng rng_;
     Batch batch_;
-    long iteration_ = 0, rejected_ = 0;
+    long iteration_ = 0, rejected_ = 0, averagedSteps_ = 0;
     bool stopped_ = false;
     std::vector<OtRecord> history_;
     std::vector<OtEvaluation> evaluations_;

@@ -9,10 +9,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
+#include <vector>
 
 using namespace flowscope;
 using namespace flowscope::ot;
@@ -526,5 +529,100 @@ TEST(OtTransformer, ModelsRoundTripBitForBitAndBadFilesAreNamed) {
     EXPECT_TRUE(pback.config().padEmbed && pback.config().padCopy && pback.config().routingInit);
     const Batch pb = smallBatch(pc, 13, 2, 6);
     EXPECT_EQ(pback.output(pb.tokens, pb.setSize), pm.output(pb.tokens, pb.setSize));
+    fs::remove_all(dir);
+}
+
+namespace {
+
+// Task A at λ_paper = 1 on small batches: a few cheap steps that move every parameter.
+OtTrainerConfig averagingConfig(long averageIterations) {
+    OtTrainerConfig c = defaultTrainerConfig(Task::A);
+    c.model.incrementVelocity = true;
+    c.model.convention = KineticConvention::Paper;
+    c.model.lambdaOt = 1.0;
+    c.batch = 8;
+    c.evalSets = 20;
+    c.averageIterations = averageIterations;
+    return c;
+}
+
+// max |a - b| over all blocks.
+double maxDifference(TransformerParams a, TransformerParams b) {
+    double d = 0;
+    a.forEach(
+        b, [&](Matrix& x, Matrix& y, const std::string&) { d = std::max(d, (x - y).cwiseAbs().maxCoeff()); });
+    return d;
+}
+
+} // namespace
+
+TEST(OtTransformer, TheIterateAverageIsTheMeanThenTheMovingAverage) {
+    // With time constant K = 3 the average after step k is (θ_1 + ... + θ_k) / k for k <= 3, then
+    // a_k = (2/3) a_{k-1} + (1/3) θ_k.
+    OtTrainer trainer(averagingConfig(3));
+    EXPECT_EQ(&trainer.evaluatedModel(), &trainer.model()); // no step yet: the parameters as they are
+    std::vector<TransformerParams> theta;
+    TransformerParams expected;
+    for (int k = 1; k <= 7; ++k) {
+        ASSERT_TRUE(trainer.step());
+        theta.push_back(trainer.model().params());
+        if (k <= 3) {
+            expected = theta[0];
+            for (int i = 1; i < k; ++i)
+                expected.forEach(theta[std::size_t(i)],
+                                 [](Matrix& a, Matrix& b, const std::string&) { a += b; });
+            expected.forEach(expected, [k](Matrix& a, Matrix&, const std::string&) { a /= double(k); });
+        } else {
+            expected.forEach(theta.back(), [](Matrix& a, Matrix& b, const std::string&) {
+                a = (2.0 / 3.0) * a + (1.0 / 3.0) * b;
+            });
+        }
+        EXPECT_LT(maxDifference(trainer.evaluatedModel().params(), expected), 1e-14) << "step " << k;
+        if (k > 1) {
+            EXPECT_GT(maxDifference(trainer.evaluatedModel().params(), theta.back()), 1e-6) << "step " << k;
+        }
+    }
+    // evaluate() measures the average: a trainer holding it as its parameters gives the same numbers.
+    const OtEvaluation e = trainer.evaluate();
+    OtTrainer plain(averagingConfig(0));
+    plain.model().params() = trainer.evaluatedModel().params();
+    const OtEvaluation p = plain.evaluate();
+    EXPECT_EQ(e.closedFormError, p.closedFormError);
+    EXPECT_EQ(e.terms.loss, p.terms.loss);
+    EXPECT_EQ(e.straightness, p.straightness);
+}
+
+TEST(OtTransformer, AveragingNeverChangesTheTrajectory) {
+    // The average is only read: the iterates, losses and rates are those of a run without it, bit for bit,
+    // and without it evaluate() measures the last iterate.
+    OtTrainer off(averagingConfig(0)), on(averagingConfig(4));
+    for (int k = 0; k < 12; ++k) {
+        ASSERT_TRUE(off.step());
+        ASSERT_TRUE(on.step());
+        EXPECT_EQ(off.history().back().terms.loss, on.history().back().terms.loss);
+        EXPECT_EQ(off.learningRate(), on.learningRate());
+    }
+    EXPECT_EQ(maxDifference(off.model().params(), on.model().params()), 0.0);
+    EXPECT_EQ(&off.evaluatedModel(), &off.model());
+    OtTrainer fresh(averagingConfig(0));
+    fresh.model().params() = off.model().params();
+    EXPECT_EQ(off.evaluate().closedFormError, fresh.evaluate().closedFormError);
+}
+
+TEST(OtTransformer, SavedModelsHoldTheAveragedParameters) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("flowscope-ot-avg-" + std::to_string(getpid()));
+    fs::create_directories(dir);
+    const std::string path = (dir / "model.safetensors").string();
+    OtTrainer trainer(averagingConfig(5));
+    for (int k = 0; k < 9; ++k) ASSERT_TRUE(trainer.step());
+    trainer.evaluate();
+    saveTransformer(path, trainer, 0.0);
+    const TransformerModel back = loadTransformer(path);
+    EXPECT_EQ(maxDifference(back.params(), trainer.evaluatedModel().params()), 0.0);
+    EXPECT_GT(maxDifference(back.params(), trainer.model().params()), 1e-6);
+    std::ifstream in(dir / "model.json");
+    const nlohmann::json record = nlohmann::json::parse(in);
+    EXPECT_EQ(record["training"]["average_iterations"], 5);
     fs::remove_all(dir);
 }
