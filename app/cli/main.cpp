@@ -75,9 +75,10 @@ commands:
       to the closed form (A), the empirical Lipschitz ratio against Theorem 2's bound, and for B accuracy
       against point-drop rate; writes the model and model.json beside it. --average-iters K evaluates and
       saves the running average of the parameters (the mean of the iterates, then an exponential moving
-      average with time constant K iterations; 0: the last iterate)
+      average with time constant K iterations; default 200; 0: the last iterate)
       Task A: --width d > 2 pads the tokens to [x; 0] (--pad-copy: [x; x; 0]), --routing-init routes the
-      copy's mean to the MLP; with --increment and --lr-final 1e-3 this reaches the closed form (README)
+      copy's mean to the MLP; with --increment --lr-final 5e-3 --iters 16000 this gets within 1 % of the
+      closed form (README)
   eval-transformer MODEL.safetensors [--drop-rates 0,0.05,0.1,0.2,0.5] [--sets 1000] [--seed S] [--out r.json]
       the same evaluation on fresh held-out sets (seeded), with the drop-rate table for task B models
 

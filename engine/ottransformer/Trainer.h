@@ -14,10 +14,11 @@
 //
 // Iterate averaging: with fresh batches every step the parameters keep jittering around the optimum (SGD
 // noise, about ∝ the learning rate); their running average sits much closer. After the k-th accepted step the
-// average moves towards the parameters by 1 / min(k, averageIterations): the plain mean of the iterates for
-// the first averageIterations steps (Polyak–Ruppert), then an exponential moving average with that time
-// constant, so it forgets the early iterates and follows a run of any length. The average never feeds back
-// into training; evaluate(), the saved model and the GUI's pictures use it (evaluatedModel()).
+// average a moves towards the parameters θ by 1/τ_k, a ← a + (θ - a) / τ_k, τ_k = min(averageIterations,
+// (k + 9) / 10): an exponential moving average whose window grows with the run (about its last tenth, so
+// it does not lag behind a fast early descent) up to averageIterations, so it forgets the early iterates and
+// follows a run of any length. The average never feeds back into training; evaluate(), the saved model and
+// the GUI's pictures use it (evaluatedModel()).
 #pragma once
 
 #include "engine/flows/Adam.h"
@@ -40,7 +41,9 @@ struct OtTrainerConfig {
     std::uint64_t dataSeed = 0;
     int evalSets = 1000;
     // Time constant of the iterate average, in iterations (see above); 0 = off: evaluate the raw parameters.
-    long averageIterations = 0;
+    // 100–250 were best on task A (longer lags behind the still-improving parameters, seed-flows §2.7 runs
+    // in README); 200 leaves a 1000-iteration run most of its length to forget the early iterates.
+    long averageIterations = 200;
     // Parameters to start from instead of model.seed's initialization (a loaded model: training continues
     // from them, with a fresh optimizer); their shapes must match `model`. Shared, so configs copy cheaply.
     std::shared_ptr<const TransformerParams> initialParams;
