@@ -102,6 +102,8 @@ int trainTransformer(const Args& args) {
     c.adam.lrFinal =
         parsePositive(p.option("--lr-final", std::to_string(c.adam.lrFinal)), "--lr-final", true);
     c.evalSets = int(parseLong(p.option("--eval-sets", "1000"), "--eval-sets", 1, 1000000));
+    c.averageIterations = parseLong(p.option("--average-iters", std::to_string(c.averageIterations)),
+                                    "--average-iters", 0, 100000000);
     const long seed = parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62);
     c.model.seed = std::uint64_t(seed);
     c.dataSeed = std::uint64_t(seed) + 1;

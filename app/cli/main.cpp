@@ -65,16 +65,20 @@ commands:
   train-transformer --task A|B --out model.safetensors [--lambda-ot X] [--steps M] [--arch ot|node|discrete]
         [--blocks D] [--horizon T] [--integrator euler|rk4] [--convention element-mean|paper] [--increment]
         [--layer-norm] [--width d] [--pad-copy] [--routing-init] [--mlp H] [--iters N] [--batch B] [--lr X]
-        [--lr-final X] [--seed S] [--eval-every K] [--eval-sets 1000] [--drop-rates 0,0.01,...] [--quiet]
+        [--lr-final X] [--average-iters K] [--seed S] [--eval-every K] [--eval-sets 1000]
+        [--drop-rates 0,0.01,...] [--quiet]
       train a continuous-time Transformer (OT-Transformer: one ODE whose velocity is the block stack; node:
       one ODE per block; discrete: the plain Transformer) on task A (straight-line toy with a closed-form
       optimum) or B (2-D point-cloud classification) of seed-flows 2.7 with objective (8): task loss +
       lambda_ot * transport cost (element-mean: the code's sum dt |f|^2 / numel; paper: 1/2 sum dt |f|^2_F per
       set); prints the stability threshold T L^2, held-out loss, accuracy, straightness, speed CV, distance
       to the closed form (A), the empirical Lipschitz ratio against Theorem 2's bound, and for B accuracy
-      against point-drop rate; writes the model and model.json beside it
+      against point-drop rate; writes the model and model.json beside it. --average-iters K evaluates and
+      saves the running average of the parameters (the mean of the iterates, then an exponential moving
+      average with time constant K iterations; default 200; 0: the last iterate)
       Task A: --width d > 2 pads the tokens to [x; 0] (--pad-copy: [x; x; 0]), --routing-init routes the
-      copy's mean to the MLP; with --increment and --lr-final 1e-3 this reaches the closed form (README)
+      copy's mean to the MLP; with --increment --lr-final 5e-3 --iters 16000 this gets within 1 % of the
+      closed form (README)
   eval-transformer MODEL.safetensors [--drop-rates 0,0.05,0.1,0.2,0.5] [--sets 1000] [--seed S] [--out r.json]
       the same evaluation on fresh held-out sets (seeded), with the drop-rate table for task B models
 

@@ -2,6 +2,7 @@
 
 #include "engine/core/Parallel.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <stdexcept>
@@ -47,6 +48,8 @@ void validate(const OtTrainerConfig& c) {
     require(c.batch >= 1 && c.batch <= 100000, "batch", "must be in [1, 100000]");
     require(c.evalSets >= 1 && c.evalSets <= 1000000, "evalSets", "must be in [1, 1000000]");
     require(std::isfinite(c.adam.lr) && c.adam.lr > 0, "adam.lr", "must be finite and > 0");
+    require(c.averageIterations >= 0 && c.averageIterations <= 100000000, "averageIterations",
+            "must be in [0, 100000000]");
     if (c.task == Task::A) {
         require(c.model.inputDim == 2 && c.model.head == Head::Mean && c.model.outputDim() == 2, "model",
                 "for task A must map tokens in R² to the mean head in R² (inputDim 2, head mean, width 2 or "
@@ -75,7 +78,8 @@ void validate(const OtTrainerConfig& c) {
 }
 
 OtTrainer::OtTrainer(const OtTrainerConfig& config)
-    : config_(config), model_((validate(config), config.model)), adam_(config.adam), rng_(config.dataSeed) {
+    : config_(config), model_((validate(config), config.model)), averaged_(model_), adam_(config.adam),
+      rng_(config.dataSeed) {
     if (config_.initialParams) model_.params() = *config_.initialParams;
     grads_ = model_.params().zerosLike();
     model_.params().forEach(grads_, [&](Matrix& v, Matrix& g, const std::string&) { adam_.add(v, g); });
@@ -111,6 +115,16 @@ bool OtTrainer::step() {
     if (why.empty()) {
         guard_.accept(adam_);
         r.gradientNorm = adam_.lastGradientNorm();
+        if (config_.averageIterations > 0) {
+            ++averagedSteps_;
+            // The window grows as a tenth of the run, so the average never lags far behind parameters that
+            // are still improving fast, up to the configured time constant.
+            const double tau = std::min(double(config_.averageIterations), double(averagedSteps_ + 9) / 10.0);
+            const double w = 1.0 / tau;
+            averaged_.params().forEach(model_.params(), [w](Matrix& a, Matrix& b, const std::string&) {
+                a = (1.0 - w) * a + w * b;
+            });
+        }
     } else {
         r.rejected = true;
         ++rejected_;
@@ -159,11 +173,12 @@ OtEvaluation OtTrainer::evaluate() {
     e.nonFiniteSteps = rejected_;
     const Batch b = heldOut();
     const int n = b.setSize;
+    const TransformerModel& model = evaluatedModel();
     {
         Tape t;
         TransformerParams grads;
         Forward f;
-        model_.recordLoss(t, b, grads, &e.terms, &f);
+        model.recordLoss(t, b, grads, &e.terms, &f);
         std::vector<Matrix> states;
         for (const Var& s : f.states) states.push_back(s.value());
         const PathStats p = pathStats(states, n);
@@ -171,7 +186,7 @@ OtEvaluation OtTrainer::evaluate() {
         e.speedCv = p.speedCv;
         if (config_.task == Task::A) {
             const Matrix& y = f.output.value();
-            const double lambda = model_.paperLambda(n);
+            const double lambda = model.paperLambda(n);
             const Matrix ystar = taskAClosedFormOutput(b, lambda, config_.model.horizon);
             e.closedFormError = (y - ystar).colwise().norm().mean() / ystar.colwise().norm().mean();
             e.optimalLoss = 0.5 * (ystar - b.targets).colwise().squaredNorm().mean();
@@ -180,7 +195,7 @@ OtEvaluation OtTrainer::evaluate() {
                 // set.
                 const double T = config_.model.horizon;
                 const double kinetic = T * n * (ystar - b.targets).squaredNorm() / (n * n * lambda * lambda);
-                e.optimalLoss += config_.model.lambdaOt * model_.transportFromKinetic(kinetic, b.sets(), n);
+                e.optimalLoss += config_.model.lambdaOt * model.transportFromKinetic(kinetic, b.sets(), n);
                 // With the padding embedding the optimum leaves the extra coordinates at 0: their motion
                 // counts as error.
                 Matrix optimal = Matrix::Zero(states.front().rows(), states.front().cols());
@@ -196,7 +211,7 @@ OtEvaluation OtTrainer::evaluate() {
         Matrix Z2 = b.tokens;
         for (Eigen::Index i = 0; i < Z2.size(); ++i) Z2(i) += kPerturbation * rng.normal();
         std::vector<Matrix> states2;
-        const Matrix y2 = model_.output(Z2, n, &states2);
+        const Matrix y2 = model.output(Z2, n, &states2);
         const Matrix& y1 = f.output.value();
         for (int s = 0; s < b.sets(); ++s) {
             const double dx = (states2.front().middleCols(Eigen::Index(s) * n, n) -
@@ -205,10 +220,10 @@ OtEvaluation OtTrainer::evaluate() {
             if (dx > 0) e.lipschitzRatio = std::max(e.lipschitzRatio, (y2.col(s) - y1.col(s)).norm() / dx);
         }
     }
-    e.threshold = model_.stabilityThreshold(n);
-    e.thresholdFrobenius = model_.stabilityThreshold(n, true);
-    e.lipschitzBound = model_.lipschitzBound(n);
-    e.lipschitzBoundFrobenius = model_.lipschitzBound(n, true);
+    e.threshold = model.stabilityThreshold(n);
+    e.thresholdFrobenius = model.stabilityThreshold(n, true);
+    e.lipschitzBound = model.lipschitzBound(n);
+    e.lipschitzBoundFrobenius = model.lipschitzBound(n, true);
     e.seconds = secondsSince(start);
     evaluations_.push_back(e);
     return e;
@@ -216,13 +231,14 @@ OtEvaluation OtTrainer::evaluate() {
 
 std::vector<double> OtTrainer::accuracyAtDropRates(const std::vector<double>& rates) const {
     if (config_.task != Task::B) throw std::invalid_argument("accuracy at drop rates: task B only");
+    const TransformerModel& model = evaluatedModel();
     std::vector<double> acc;
     for (double r : rates) {
         const Batch b = heldOut(r);
         Tape t;
         TransformerParams grads;
         LossTerms terms;
-        model_.recordLoss(t, b, grads, &terms);
+        model.recordLoss(t, b, grads, &terms);
         acc.push_back(terms.accuracy);
     }
     return acc;

@@ -11,6 +11,14 @@
 // the task loss and transport cost, accuracy (task B), the straightness and speed CV of the token paths, the
 // distance to the closed-form optimum (task A), and the empirical Lipschitz ratio of the learned map next to
 // Theorem 2's bound.
+//
+// Iterate averaging: with fresh batches every step the parameters keep jittering around the optimum (SGD
+// noise, about ∝ the learning rate); their running average sits much closer. After the k-th accepted step the
+// average a moves towards the parameters θ by 1/τ_k, a ← a + (θ - a) / τ_k, τ_k = min(averageIterations,
+// (k + 9) / 10): an exponential moving average whose window grows with the run (about its last tenth, so
+// it does not lag behind a fast early descent) up to averageIterations, so it forgets the early iterates and
+// follows a run of any length. The average never feeds back into training; evaluate(), the saved model and
+// the GUI's pictures use it (evaluatedModel()).
 #pragma once
 
 #include "engine/flows/Adam.h"
@@ -32,6 +40,10 @@ struct OtTrainerConfig {
     flows::AdamOptions adam = {.lr = 1e-2};
     std::uint64_t dataSeed = 0;
     int evalSets = 1000;
+    // Time constant of the iterate average, in iterations (see above); 0 = off: evaluate the raw parameters.
+    // 100–250 were best on task A (longer lags behind the still-improving parameters, seed-flows §2.7 runs
+    // in README); 200 leaves a 1000-iteration run most of its length to forget the early iterates.
+    long averageIterations = 200;
     // Parameters to start from instead of model.seed's initialization (a loaded model: training continues
     // from them, with a fresh optimizer); their shapes must match `model`. Shared, so configs copy cheaply.
     std::shared_ptr<const TransformerParams> initialParams;
@@ -85,6 +97,9 @@ class OtTrainer {
     const OtTrainerConfig& config() const { return config_; }
     const TransformerModel& model() const { return model_; }
     TransformerModel& model() { return model_; }
+    // What evaluate(), accuracyAtDropRates() and saved files use: the iterate average once a step has been
+    // accepted with averaging on, else model() (so parameters set on a fresh trainer are evaluated as set).
+    const TransformerModel& evaluatedModel() const { return averagedSteps_ > 0 ? averaged_ : model_; }
     const Batch& batch() const { return batch_; }
     const std::vector<OtRecord>& history() const { return history_; }
     const std::vector<OtEvaluation>& evaluations() const { return evaluations_; }
@@ -96,14 +111,14 @@ class OtTrainer {
     LossTerms lossAndGradient(); // of batch_, into grads_
 
     OtTrainerConfig config_;
-    TransformerModel model_;
+    TransformerModel model_, averaged_;
     TransformerParams grads_, grads2_, checkpoint_;
     flows::Adam<double> adam_;
     flows::StepGuard guard_;
     Tape tape_, tape2_;
     flows::Rng rng_;
     Batch batch_;
-    long iteration_ = 0, rejected_ = 0;
+    long iteration_ = 0, rejected_ = 0, averagedSteps_ = 0;
     bool stopped_ = false;
     std::vector<OtRecord> history_;
     std::vector<OtEvaluation> evaluations_;

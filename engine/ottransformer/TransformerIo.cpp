@@ -136,7 +136,7 @@ void saveTransformer(const std::string& path, const TransformerModel& model, nlo
 
 void saveTransformer(const std::string& path, const OtTrainer& trainer, double trainSeconds,
                      const nlohmann::json& extra) {
-    saveTransformer(path, trainer.model(),
+    saveTransformer(path, trainer.evaluatedModel(),
                     trainingRecord(trainer.config(), trainer.iteration(), trainer.stopped(),
                                    trainer.history(), trainer.evaluations(), trainer.events(), trainSeconds,
                                    extra));
@@ -155,6 +155,7 @@ nlohmann::json trainingRecord(const OtTrainerConfig& c, long iterations, bool st
                           {"lr", c.adam.lr},
                           {"lr_final", c.adam.lrFinal},
                           {"decay_steps", c.adam.decaySteps},
+                          {"average_iterations", c.averageIterations},
                           {"iterations", iterations},
                           {"seconds", trainSeconds},
                           {"stopped", stopped}};

@@ -19,7 +19,8 @@ nlohmann::json toJson(const OtEvaluation& e);
 
 // Writes the model and its record atomically; `record` gets "format", "version" and "architecture".
 void saveTransformer(const std::string& path, const TransformerModel& model, nlohmann::json record);
-// The trainer's model with its task, optimizer, evaluations and curve in the record, plus `extra` entries.
+// The trainer's evaluated model (the iterate average when averaging is on) with its task, optimizer,
+// evaluations and curve in the record, plus `extra` entries.
 void saveTransformer(const std::string& path, const OtTrainer& trainer, double trainSeconds,
                      const nlohmann::json& extra = nlohmann::json::object());
 // That record (without `extra`) from a trainer's parts (what a runner's snapshot holds of it).

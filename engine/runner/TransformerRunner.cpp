@@ -26,7 +26,7 @@ TransformerTrainerState stateOf(const ot::OtTrainer& t, std::size_t maxEvents) {
     s.lambdaOt = t.config().model.lambdaOt;
     s.label = labelFor(s.lambdaOt);
     fillTrainerState(s, t, maxEvents);
-    s.model = std::make_shared<const ot::TransformerModel>(t.model());
+    s.model = std::make_shared<const ot::TransformerModel>(t.evaluatedModel());
     s.config = std::make_shared<const ot::OtTrainerConfig>(t.config());
     return s;
 }
@@ -120,7 +120,7 @@ class TransformerRunner::Job : public Steppable {
         s->iterationsPerSecond = stepsPerSecond;
         if (!trainers_.empty()) {
             s->task = trainers_.front()->config().task;
-            s->threshold = trainers_.front()->model().stabilityThreshold(shown_.setSize);
+            s->threshold = trainers_.front()->evaluatedModel().stabilityThreshold(shown_.setSize);
         }
         for (std::size_t i = 0; i < trainers_.size(); ++i) {
             s->trainers.push_back(stateOf(*trainers_[i], options_.maxEvents));
@@ -160,7 +160,7 @@ class TransformerRunner::Job : public Steppable {
         auto p = std::make_shared<TransformerPicture>();
         p->iteration = t.iteration();
         std::vector<ot::Matrix> states;
-        t.model().output(shown_.tokens, shown_.setSize, &states);
+        t.evaluatedModel().output(shown_.tokens, shown_.setSize, &states);
         // A padded task A model keeps the tokens in its first coordinates (the rest is working space, not
         // drawn): the picture shows them as they are, beside the closed form in the same plane.
         const ot::TransformerConfig& c = t.config().model;
@@ -168,7 +168,7 @@ class TransformerRunner::Job : public Steppable {
             for (ot::Matrix& x : states) x = x.topRows(c.inputDim).eval();
         p->states = projectedStates(states, 0, shown_.setSize);
         if (t.config().task == ot::Task::A) {
-            const double lambda = t.model().paperLambda(shown_.setSize);
+            const double lambda = t.evaluatedModel().paperLambda(shown_.setSize);
             if (lambda > 0)
                 p->closedForm =
                     ot::taskAClosedFormState(shown_, lambda, t.config().model.horizon).transpose();

@@ -48,7 +48,9 @@ struct TransformerTrainerState {
     std::vector<flows::TrainEvent> events; // the last maxEvents
     bool stopped = false;
     std::shared_ptr<const TransformerPicture> picture; // null until the first one
-    // The parameters and config at this iteration (copies: saving them never touches the worker's trainer).
+    // The evaluated parameters (OtTrainer::evaluatedModel(): the iterate average when averaging is on, as
+    // the pictures and evaluations use) and the config at this iteration (copies: saving them never touches
+    // the worker's trainer).
     std::shared_ptr<const ot::TransformerModel> model;
     std::shared_ptr<const ot::OtTrainerConfig> config;
 };

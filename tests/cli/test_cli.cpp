@@ -351,7 +351,9 @@ TEST(Cli, FlowCommandsRejectBadInputWithOneMessage) {
 TEST(Cli, TrainAndEvaluateContinuousTimeTransformers) {
     const fs::path dir = tempDir();
     const std::string a = (dir / "a.safetensors").string(), b = (dir / "b.safetensors").string();
-    Result r = cli("train-transformer --task A --lambda-ot 4 --steps 4 --iters 30 --eval-sets 50 --out " + a);
+    Result r = cli("train-transformer --task A --lambda-ot 4 --steps 4 --iters 30 --eval-sets 50 "
+                   "--average-iters 7 --out " +
+                   a);
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("stability threshold"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("closed-form"), std::string::npos) << r.out;
@@ -360,6 +362,7 @@ TEST(Cli, TrainAndEvaluateContinuousTimeTransformers) {
     EXPECT_EQ(record["curve"]["loss"].size(), 30u);
     EXPECT_EQ(record["architecture"]["steps"], 4);
     EXPECT_EQ(record["training"]["task"], "A");
+    EXPECT_EQ(record["training"]["average_iterations"], 7);
     EXPECT_GE(record["metrics"]["loss"].get<double>(), record["metrics"]["optimal_loss"].get<double>());
 
     r = cli("train-transformer --task B --steps 2 --iters 3 --batch 4 --width 4 --eval-sets 20 "
@@ -386,6 +389,9 @@ TEST(Cli, TrainAndEvaluateContinuousTimeTransformers) {
     r = cli("train-transformer --task A --steps 0 --out " + a);
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--steps"), std::string::npos) << r.out;
+    r = cli("train-transformer --task A --average-iters -1 --out " + a);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--average-iters"), std::string::npos) << r.out;
     r = cli("train-transformer --task A --drop-rates 0.1 --out " + a);
     EXPECT_EQ(r.code, 2);
     r = cli("eval-transformer " + a + " --drop-rates 0.1");
