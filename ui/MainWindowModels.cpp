@@ -126,6 +126,7 @@ bool MainWindow::openModelFile(const QString& path) {
             readNumber(training, "lr", config.adam.lr);
             readNumber(training, "lr_final", config.adam.lrFinal);
             readNumber(training, "decay_steps", config.adam.decaySteps);
+            readNumber(training, "average_iterations", config.averageIterations);
             config.model = model.config();
             config.initialParams = std::make_shared<const ot::TransformerParams>(model.params());
             if (!why.empty())
