@@ -36,9 +36,12 @@ weak contraction; pass a smaller ``tolerance`` to get closer. Where the training
 not unique, and a different iteration (a float32 one, or another tolerance) may land on another branch.
 Without the RWPO layer (``rwpo`` false: the plain OT-Flow baseline) only the drift sub-steps remain.
 
-With the RWPO layer the samples of one batch are one another's keys (attention across the batch), so a
-sample depends on the batch it is drawn in: ``generate`` splits the base samples into batches of ``batch``
-rows (default 2000, the CLI's ``sample --batch``), as the CLI does.
+With the RWPO layer a model carries a reference batch of its training data (tensor ``reference``, d x N):
+layer k's keys are then that batch's x^k, pushed backward through the training map, and each sample inverts
+this frozen-key map on its own, the map whose density training fits. A model without one (files of earlier
+versions) has its samples as one another's keys (attention across the batch), so a sample depends on the
+batch it is drawn in: ``generate`` splits the base samples into batches of ``batch`` rows (default 2000,
+the CLI's ``sample --batch``), as the CLI does.
 
 Command line::
 
@@ -276,6 +279,14 @@ class FlowModel:
         # λ = softplus(lambda_raw) (L1 prior weight), β = softplus(beta_raw) (inverse temperature).
         self.lam = softplus(self.lambda_raw)
         self.beta = softplus(self.beta_raw)
+        # The RWPO model's reference batch of data (d x N_ref), the keys of its sampler (FlowModel::reference);
+        # files of earlier versions have none, and their samples are one another's keys.
+        self.reference = None
+        if self.rwpo and "reference" in tensors:
+            shape = tensors["reference"].shape
+            if len(shape) != 2 or shape[0] != d or shape[1] < 2:
+                raise ValueError(f"tensor 'reference' must be d x N with d = {d} and N >= 2, got {list(shape)}")
+            self.reference = get("reference", d, shape[1])
 
     # ---- the OT-Flow potential (Potential.h / Potential.cpp) ----
 
@@ -329,11 +340,11 @@ class FlowModel:
 
     # ---- the RWPO sub-step (RwpoLayer.h / RwpoLayer.cpp, recordRwpo) ----
 
-    def rwpo_step(self, X: np.ndarray) -> np.ndarray:
+    def rwpo_step(self, X: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
         """One RWPO sub-step F(x) = x + ½ G(x),  G(x) = S_{λh}(x) - m(x)  (§1.2, eq. (22)), X d x N.
 
         Every token is a query and the keys y_l are the same tokens (leave_one_out: the query's own key gets
-        weight 0). S_t(x)_i = sign(x_i) max(|x_i| - t, 0) is the soft threshold at t = λh, keeping its sign;
+        weight 0), or ``keys`` (d x N_k, frozen; a query then has no own key to leave out). S_t(x)_i = sign(x_i) max(|x_i| - t, 0) is the soft threshold at t = λh, keeping its sign;
         m(x) = Σ_l w_l(x) y_l with w(x) = softmax_l U(x, y_l), the kernel U being
 
           corrected   U(x, y) = -β/(4h) |x - y|² + β/2 M(y),  M(y) = Σ_i huber(y_i), the Moreau envelope of
@@ -345,19 +356,22 @@ class FlowModel:
         As in C++, queries and keys enter centred on the keys' mean μ (the softmax is shift-invariant).
         """
         X = np.asarray(X, dtype=np.float64)
+        Y = X if keys is None else np.asarray(keys, dtype=np.float64)
+        exclude_self = self.leave_one_out and keys is None
         d, N = X.shape
-        if self.leave_one_out and N < 2:
+        if exclude_self and N < 2:
             raise ValueError("RWPO layer: leave-one-out needs at least 2 tokens")
         h, lam, beta = self.h, self.lam, self.beta
         t = lam * h
-        mu = X.mean(axis=1, keepdims=True)
-        Xc = X - mu  # queries and keys are the same tokens, centred
+        mu = Y.mean(axis=1, keepdims=True)
+        Xc, Yc = X - mu, Y - mu  # queries and keys, centred on the keys' mean
         S = np.sign(X) * np.maximum(np.abs(X) - t, 0.0)
-        absX = np.abs(X)
-        huber = np.where(absX <= t, X * X / (2.0 * h), lam * absX - lam * lam * h / 2.0)
+        SY = np.sign(Y) * np.maximum(np.abs(Y) - t, 0.0)
+        absY = np.abs(Y)
+        huber = np.where(absY <= t, Y * Y / (2.0 * h), lam * absY - lam * lam * h / 2.0)  # of the keys
 
         def softmax_rows(logits):
-            if self.leave_one_out:
+            if exclude_self:
                 np.fill_diagonal(logits, -np.inf)
             logits = logits - logits.max(axis=1, keepdims=True)
             w = np.exp(logits)
@@ -366,17 +380,17 @@ class FlowModel:
         if self.kernel == "separable":
             mean = np.empty_like(X)
             for i in range(d):
-                xi = Xc[i]
-                logits = -beta / (4.0 * h) * (xi[:, None] - xi[None, :]) ** 2 + 0.5 * beta * huber[i][None, :]
-                mean[i] = softmax_rows(logits) @ xi
+                xi, yi = Xc[i], Yc[i]
+                logits = -beta / (4.0 * h) * (xi[:, None] - yi[None, :]) ** 2 + 0.5 * beta * huber[i][None, :]
+                mean[i] = softmax_rows(logits) @ yi
         else:
             if self.kernel == "corrected":
-                sq = np.sum(Xc * Xc, axis=0)
-                dist2 = sq[:, None] + sq[None, :] - 2.0 * (Xc.T @ Xc)  # |x_j - y_l|², row j: query
+                sx, sy = np.sum(Xc * Xc, axis=0), np.sum(Yc * Yc, axis=0)
+                dist2 = sx[:, None] + sy[None, :] - 2.0 * (Xc.T @ Yc)  # |x_j - y_l|², row j: query
                 logits = -beta / (4.0 * h) * dist2 + 0.5 * beta * huber.sum(axis=0)[None, :]
             else:  # as-printed
-                logits = (beta / (2.0 * h)) * ((X - S).T @ Xc) + (0.5 * beta * lam) * np.abs(S).sum(axis=0)
-            mean = (softmax_rows(logits) @ Xc.T).T  # centred weighted means m - μ, d x N
+                logits = (beta / (2.0 * h)) * ((X - S).T @ Yc) + (0.5 * beta * lam) * np.abs(SY).sum(axis=0)
+            mean = (softmax_rows(logits) @ Yc.T).T  # centred weighted means m - μ, d x N
         return X + 0.5 * (S - (mean + mu))
 
     # ---- the sampler (Flow.cpp, FlowModel::generate) ----
@@ -433,6 +447,7 @@ class FlowModel:
             return P
 
         X = np.array(X, dtype=np.float64)
+        frozen = self.reference_keys() if self.rwpo and self.reference is not None else None
         for k in range(self.layers):
             t = k * h
             Y = X + h * self.potential_gradient(X, t)
@@ -440,12 +455,26 @@ class FlowModel:
                 Y = solve(Y, lambda P, X=X, t=t: X + h * self.potential_gradient(P, t))
             X = Y
             if self.rwpo:
+                keys = None if frozen is None else frozen[k + 1]
                 if explicit:
-                    X = self.rwpo_step(X)
+                    X = self.rwpo_step(X, keys)
                 else:
                     Yh = X
-                    X = solve(2.0 * Yh - self.rwpo_step(Yh), lambda P, Yh=Yh: Yh + P - self.rwpo_step(P))
+                    X = solve(
+                        2.0 * Yh - self.rwpo_step(Yh, keys), lambda P, Yh=Yh: Yh + P - self.rwpo_step(P, keys)
+                    )
         return X
+
+    def reference_keys(self) -> list:
+        """The reference batch pushed backward through the training map (23): entry k (k = 1..M) is its x^k,
+        the keys of layer k's RWPO sub-step (entry 0 is unused)."""
+        keys = [None] * (self.layers + 1)
+        R = self.reference
+        for k in range(self.layers, 0, -1):
+            keys[k] = R
+            R = self.rwpo_step(R)
+            R = R - self.h * self.potential_gradient(R, (k - 1) * self.h)
+        return keys
 
 
 def _solve_fixed_point(P, g, tol, max_iterations):

@@ -191,6 +191,19 @@ template <class S> FlowModel<S>::FlowModel(const FlowConfig& config) : config_(c
     params_ = FlowParams<S>::init(config_);
 }
 
+template <class S> void FlowModel<S>::setReference(Matrix reference) {
+    if (reference.size() > 0) {
+        checkData<S>(config_, reference, "the reference batch");
+        if (reference.cols() < 2 || !reference.allFinite())
+            throw std::invalid_argument("flow: the reference batch needs at least 2 finite points");
+    }
+    reference_ = std::move(reference);
+}
+
+template <class S> const typename FlowModel<S>::Matrix* FlowModel<S>::keysOr(const Matrix* keys) const {
+    return keys ? keys : (config_.rwpo && reference_.size() > 0 ? &reference_ : nullptr);
+}
+
 template <class S>
 ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowParams<S>& grads,
                                     LossTerms* terms) const {
@@ -250,21 +263,45 @@ template <class S> LossTerms FlowModel<S>::lossAndGradient(const Matrix& data, F
 
 template <class S>
 typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vector<Matrix>* trajectory,
-                                                     SamplerDiagnostics* diagnostics) const {
+                                                     SamplerDiagnostics* diagnostics,
+                                                     const Matrix* keys) const {
     checkData<S>(config_, Z, "the base samples");
+    keys = keysOr(keys);
+    if (keys) checkData<S>(config_, *keys, "the reference batch");
     const FlowConfig& c = config_;
     const S h = S(c.h());
     ad::Tape<S> tape;
+    // With a reference batch: its x^k, the keys of the RWPO sub-step of layer k (k = 1..M), as encode()
+    // pushes it backward beside density queries.
+    std::vector<Matrix> frozen;
+    if (keys && c.rwpo) {
+        frozen.resize(std::size_t(c.layers) + 1);
+        Matrix R = *keys;
+        for (int k = c.layers; k >= 1; --k) {
+            frozen[std::size_t(k)] = R;
+            tape.clear();
+            const Bound<S> p = bindFlow<S>(tape, c, params_, nullptr);
+            ad::Var<S> r = tape.constant(R), unused = tape.constant(Matrix::Zero(1, R.cols()));
+            recordTrainingLayer(tape, c, p, k, r, unused);
+            R = r.value();
+        }
+    }
     // One evaluation of ∇φ(·, t) or of the RWPO sub-step F (keys: the points themselves) on a cleared tape.
     auto drift = [&](const Matrix& P, double t) -> Matrix {
         tape.clear();
         const Bound<S> q = bindFlow<S>(tape, c, params_, nullptr);
         return recordPotential(tape, q.phi, withTime(tape, tape.constant(P), t)).grad.value().topRows(c.d);
     };
-    auto rwpo = [&](const Matrix& P) -> Matrix {
+    // The RWPO sub-step F at P: the points are their own keys, or layer k's frozen reference keys.
+    auto rwpo = [&](const Matrix& P, int k) -> Matrix {
         tape.clear();
         const Bound<S> q = bindFlow<S>(tape, c, params_, nullptr);
-        return recordRwpo(tape, tape.constant(P), q.lambda, q.beta, layerOptions(c)).y.value();
+        if (frozen.empty())
+            return recordRwpo(tape, tape.constant(P), q.lambda, q.beta, layerOptions(c)).y.value();
+        RwpoOptions o = layerOptions(c);
+        o.leaveOneOut = false;
+        return recordRwpo(tape, tape.constant(P), q.lambda, q.beta, o, tape.constant(frozen[std::size_t(k)]))
+            .y.value();
     };
     // Solves P = next(P) from `start` by Anderson-accelerated fixed-point iteration, recording the worst
     // final change and the most iterations.
@@ -289,13 +326,13 @@ typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vecto
         X = std::move(Y);
         if (c.rwpo) {
             if (c.explicitSampler) {
-                X = rwpo(X); // (22): y + 1/2 G(y)
+                X = rwpo(X, k + 1); // (22): y + 1/2 G(y)
             } else {
                 // The training map's sub-step is F(z) = z + 1/2 G(z; Z); solve F(z) = y, z = y - 1/2 G(z; Z)
                 // = y + z - F(z), from its first-order solution 2y - F(y).
                 const Matrix Yh = X;
-                X = solve((S(2) * Yh - rwpo(Yh)).eval(),
-                          [&](const Matrix& P) { return (Yh + P - rwpo(P)).eval(); });
+                X = solve((S(2) * Yh - rwpo(Yh, k + 1)).eval(),
+                          [&](const Matrix& P) { return (Yh + P - rwpo(P, k + 1)).eval(); });
             }
             if (diagnostics)
                 diagnostics->folding.push_back(
@@ -311,6 +348,7 @@ typename FlowModel<S>::Matrix
 FlowModel<S>::encode(const Matrix& data, Eigen::Matrix<S, 1, Eigen::Dynamic>* logDensity,
                      std::vector<Matrix>* trajectory, const Matrix* keys) const {
     checkData<S>(config_, data, "the data");
+    keys = keysOr(keys);
     if (keys) checkData<S>(config_, *keys, "the reference batch");
     const FlowConfig& c = config_;
     Matrix X = data;

@@ -5,6 +5,7 @@
 #include "engine/io/JsonField.h"
 #include "engine/io/Safetensors.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -15,6 +16,8 @@ namespace {
 constexpr const char* kFormat = "flowscope-flow";
 constexpr int kVersion = 1;
 constexpr const char* kMetadataKey = "flowscope_flow";
+constexpr const char* kReferenceTensor =
+    "reference"; // d x N_ref: the RWPO model's keys (FlowModel::reference)
 
 const char* kernelName(RwpoKernel k) {
     switch (k) {
@@ -123,6 +126,8 @@ void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::
     forEachTensor(p, [&](const ad::Matrix<float>& m, const std::string& name) {
         file.tensors.push_back(matrixTensor(name, m, true));
     });
+    if (c.rwpo && model.reference().size() > 0)
+        file.tensors.push_back(matrixTensor(kReferenceTensor, model.reference(), true));
     record["format"] = kFormat;
     record["version"] = kVersion;
     record["architecture"] = architecture;
@@ -207,6 +212,18 @@ FlowModel<float> loadFlow(const std::string& path) {
         forEachTensor(model.params(), [&](ad::Matrix<float>& m, const std::string& name) {
             readMatrix(file, name, m, true);
         });
+        // Optional (files of earlier versions have none: their samples invert the N-particle map).
+        const auto reference = std::find_if(file.tensors.begin(), file.tensors.end(),
+                                            [](const SafeTensor& t) { return t.name == kReferenceTensor; });
+        if (config.rwpo && reference != file.tensors.end()) {
+            if (reference->shape.size() != 2 || reference->shape[0] != config.d || reference->shape[1] < 2)
+                throw std::runtime_error(std::string("tensor '") + kReferenceTensor +
+                                         "' must be d x N with d = " + std::to_string(config.d) +
+                                         " and N >= 2");
+            ad::Matrix<float> R(config.d, reference->shape[1]);
+            readMatrix(file, kReferenceTensor, R, true);
+            model.setReference(std::move(R));
+        }
     } catch (const std::runtime_error& e) {
         throw std::runtime_error(path + ": " + e.what());
     }

@@ -43,6 +43,7 @@ FlowModel<double> inDouble(const FlowModel<float>& model, const FlowConfig* conf
     m.params().phi = model.params().phi.cast<double>();
     m.params().lambdaRaw = model.params().lambdaRaw.cast<double>();
     m.params().betaRaw = model.params().betaRaw.cast<double>();
+    m.setReference(model.reference().cast<double>());
     return m;
 }
 
@@ -109,7 +110,10 @@ DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidt
     if (references < 2) throw std::invalid_argument("density: references must be >= 2");
     // Progress: the reference batch and the queries by their count (a query costs about what a sample does).
     const double work = double(references) + double(grid) * grid;
-    // The reference batch: the model's own samples (their backward states are the sampler's own batches).
+    // The reference batch: the model's own (the density its samples follow), or its own samples (their
+    // backward states are the sampler's own batches).
+    if (model.config().rwpo && model.reference().size() > 0)
+        return densityBeside(model, grid, halfWidth, model.reference(), progress, 0, double(grid) * grid);
     const ad::Matrix<float> reference = generateInBatches(
         model, baseSamples(2, references, seed), references, nullptr, nullptr,
         progress ? SamplingProgress([&](double f) { return progress(f * references / work); })

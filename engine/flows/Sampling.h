@@ -8,8 +8,9 @@
 //    solves then stop within their tolerance of the exact inverse instead of on float32 rounding noise,
 //    amplified where the map nearly folds;
 //  * densityGrid: exp(log ρ) by (24) at the centres of a grid² grid on [-halfWidth, halfWidth]², each query
-//    pushed backward beside a reference batch of the model's own samples (its keys; §1.3), so a grid
-//    point's density does not depend on the other grid points.
+//    pushed backward beside a reference batch (its keys; §1.3): the model's reference of data when it has
+//    one (FlowModel::setReference), else the model's own samples. A grid point's density does not depend
+//    on the other grid points.
 #pragma once
 
 #include "engine/flows/Flow.h"
@@ -56,8 +57,8 @@ struct DensityGrid {
     double mass = 0;         // Σ ρ · cell² over the finite cells
 };
 
-// flowscope-cli density's grid (d = 2 models only; throws std::invalid_argument otherwise): `references`
-// samples from baseSamples(2, references, seed) as the keys.
+// flowscope-cli density's grid (d = 2 models only; throws std::invalid_argument otherwise): the model's
+// reference as the keys, or (a model without one) `references` samples from baseSamples(2, references, seed).
 DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth, int references = 2000,
                         std::uint64_t seed = 0, const SamplingProgress& progress = {});
 // The same grid beside a given reference batch (2 x N samples of the model, e.g. an evaluation's).

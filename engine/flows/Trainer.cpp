@@ -21,7 +21,8 @@ double secondsSince(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-constexpr std::uint64_t kHeldOutStream = 0x9e3779b97f4a7c15ull; // held-out set: dataSeed ^ this
+constexpr std::uint64_t kHeldOutStream = 0x9e3779b97f4a7c15ull;   // held-out set: dataSeed ^ this
+constexpr std::uint64_t kReferenceStream = 0xbf58476d1ce4e5b9ull; // the model's reference batch, likewise
 
 } // namespace
 
@@ -112,6 +113,10 @@ FlowTrainer::FlowTrainer(const TrainerConfig& config)
                             });
     checkpoint_ = model_.params();
     heldOut_ = toColumns(sampleData(config_.evalSamples, config_.dataSeed ^ kHeldOutStream));
+    // The keys of the model's samples and densities: a batch of the training law, of the batch's size (the
+    // kernel then sees as many keys as in training).
+    if (config_.flow.rwpo)
+        model_.setReference(toColumns(sampleData(config_.batch, config_.dataSeed ^ kReferenceStream)));
     resample();
 }
 

@@ -96,7 +96,8 @@ std::shared_ptr<const TrainingPicture> TrainingPictureMaker::make(const FlowTrai
     for (const auto& layer : trajectory)
         p->trajectories.push_back(flows::toRows(layer.leftCols(k).cast<float>()));
     if (t.config().flow.d == 2 && options_.gridSize > 0) {
-        p->densityFromSamples = t.config().flow.rwpo;
+        // The model density where it is defined point by point: without the layer, or beside its reference.
+        p->densityFromSamples = t.config().flow.rwpo && t.model().reference().size() == 0;
         p->density = p->densityFromSamples ? sampleHistogram(p->samples) : modelDensity(t.model());
     }
     return p;

@@ -76,6 +76,13 @@ def compare(cli, tmp, name, model_path, z_path, Z):
         py = model.generate(Z, explicit=explicit, batch=BATCH, info=info)
         diff = float(np.max(np.abs(cpp.astype(np.float64) - py))) if cpp.shape == py.shape else math.inf
         cpp_residual = float(cpp_sampler.split("residual ")[1].split(",")[0]) if not explicit else 0.0
+        if not explicit and cpp_residual <= TOLERANCE < info["residual"]:
+            # A slow contraction: Anderson's least squares are ill-conditioned there, so the two iterations
+            # part at rounding level and C++ may stop at 99 iterations where Python needs 130. The fixed point
+            # is the same: let Python run to it.
+            info = {}
+            py = model.generate(Z, batch=BATCH, info=info, max_iterations=1000)
+            diff = float(np.max(np.abs(cpp.astype(np.float64) - py))) if cpp.shape == py.shape else math.inf
         if not explicit and cpp_residual > 10 * TOLERANCE and info["residual"] > 10 * TOLERANCE:
             # The training map is not invertible here (it folds: the as-printed kernel on parameters trained
             # with the corrected one), so the fixed point has no answer to agree on. Where it lands after 100

@@ -2,6 +2,7 @@
 // (engine/flows/Trainer.h, Flow.h, FlowIo.h, engine/io/Safetensors.h). Oracles: exact inverses (encode of
 // generate is the identity up to the solver tolerance), bit-for-bit reproducibility, and the documented
 // rejection rules.
+#include "engine/flows/Datasets.h"
 #include "engine/flows/FlowIo.h"
 #include "engine/flows/Trainer.h"
 #include "engine/io/Safetensors.h"
@@ -224,6 +225,39 @@ TEST(FlowSampler, ReferenceKeysMakeEachDensityQueryIndependent) {
     EXPECT_LT((own - ownExplicit).cwiseAbs().maxCoeff(), 1e-12);
 }
 
+TEST(FlowSampler, AReferenceBatchInvertsTheFrozenKeyMapSampleBySample) {
+    // With a reference batch of data, generate() inverts the map encode() gives densities of: each sample
+    // on its own (the same sample whatever else is in the batch), and encode of the samples returns Z.
+    FlowConfig c;
+    c.width = 8;
+    c.layers = 6;
+    c.seed = 3;
+    FlowModel<double> model(c);
+    Rng rng(5);
+    ad::Matrix<double> Z(2, 120), R = sampleDataset("moons", 300, 2).transpose();
+    for (Eigen::Index i = 0; i < Z.size(); ++i) Z(i) = rng.normal();
+    const ad::Matrix<double> own = model.generate(Z); // no reference: the N-particle map
+    model.setReference(R);
+    SamplerDiagnostics diagnostics;
+    const ad::Matrix<double> X = model.generate(Z, nullptr, &diagnostics);
+    EXPECT_LT(diagnostics.residual, kSamplerTolerance);
+    EXPECT_LT((model.encode(X) - Z).cwiseAbs().maxCoeff(), 1e-4);
+    // encode() without keys uses the reference: the density of a query does not depend on the others.
+    Eigen::RowVectorXd all, one;
+    model.encode(X, &all);
+    model.encode(X.leftCols(1), &one);
+    EXPECT_NEAR(all(0), one(0), 1e-12);
+    // Sample by sample: a sample generated alone is (to the solver's tolerance) the one of the batch.
+    const ad::Matrix<double> first = model.generate(Z.leftCols(1));
+    EXPECT_LT((first.col(0) - X.col(0)).cwiseAbs().maxCoeff(), 1e-4);
+    EXPECT_GT((own - X).cwiseAbs().maxCoeff(), 1e-2); // another map
+    // A reference of the wrong dimension or of one point is refused, naming it; an empty one clears it.
+    EXPECT_THROW(model.setReference(ad::Matrix<double>::Zero(3, 10)), std::invalid_argument);
+    EXPECT_THROW(model.setReference(ad::Matrix<double>::Zero(2, 1)), std::invalid_argument);
+    model.setReference({});
+    EXPECT_EQ(model.generate(Z), own);
+}
+
 TEST(Safetensors, RoundTripAndMetadata) {
     SafeTensors f;
     f.tensors.push_back({"a", true, {2, 3}, {1, 2, 3, 4, 5, 6.5}});
@@ -293,6 +327,9 @@ TEST(FlowIo, SavedModelsLoadBackAndSampleBitForBit) {
         EXPECT_EQ(loaded.params().phi.K0, t.model().params().phi.K0);
         EXPECT_EQ(loaded.params().lambdaRaw, t.model().params().lambdaRaw);
         EXPECT_EQ(loaded.config().rwpo, rwpo);
+        // The RWPO model's reference batch (its sampler's keys) comes back; the plain model has none.
+        EXPECT_EQ(loaded.reference(), t.model().reference());
+        EXPECT_EQ(loaded.reference().cols(), rwpo ? tinyConfig(rwpo).batch : 0);
         const ad::Matrix<float> Z = normals(2, 100, 7);
         EXPECT_EQ(loaded.generate(Z), t.model().generate(Z)) << rwpo;
         // The record beside it: architecture, λ, β, metrics and the curve.
@@ -343,4 +380,18 @@ TEST(FlowIo, MismatchedModelsNameTheField) {
               }).find("architecture/layers"),
               std::string::npos);
     EXPECT_NE(rewrite([](SafeTensors& g) { g.tensors[1].data[0] = NAN; }).find("NaN"), std::string::npos);
+
+    // An RWPO model's reference batch: optional (earlier files have none), d x N with N >= 2, finite.
+    FlowTrainer r(tinyConfig(true));
+    saveFlow(path, r.model(), {});
+    f = readSafetensors(path);
+    ASSERT_EQ(f.tensors.back().name, "reference");
+    EXPECT_EQ(rewrite([](SafeTensors& g) { g.tensors.pop_back(); }), "");
+    EXPECT_EQ(loadFlow(path).reference().size(), 0);
+    EXPECT_NE(rewrite([](SafeTensors& g) {
+                  g.tensors.back().shape = {1, std::int64_t(g.tensors.back().data.size())};
+              }).find("tensor 'reference' must be d x N"),
+              std::string::npos);
+    EXPECT_NE(rewrite([](SafeTensors& g) { g.tensors.back().data[3] = NAN; }).find("'reference' holds a NaN"),
+              std::string::npos);
 }

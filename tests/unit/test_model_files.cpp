@@ -251,7 +251,7 @@ TEST(ModelFiles, ATransformerRunStartedFromALoadedModelShowsItAndSavesBack) {
     }));
     auto s = runner.snapshot();
     ASSERT_TRUE(s->trainers[0].model);
-    EXPECT_TRUE(sameParams(s->trainers[0].model->params(), trainer.model().params()));
+    EXPECT_TRUE(sameParams(s->trainers[0].model->params(), trainer.evaluatedModel().params())); // as saved
     // The picture: the model's own states of the shown set (pictureSeed's first task A set), in R².
     flows::Rng rng(o.pictureSeed);
     const ot::Batch shown = ot::sampleTaskA(1, rng);

@@ -187,20 +187,29 @@ TEST(TrainingRunner, PictureHasSamplesTrajectoriesDataAndADensity) {
     EXPECT_GT(p.density.maxCoeff(), 0.0);
 }
 
-TEST(TrainingRunner, RwpoPictureIsAHistogramOfTheSamples) {
+TEST(TrainingRunner, RwpoPictureIsTheDensityBesideTheModelsReference) {
+    // The trainer gives an RWPO model a reference batch of its data, so the picture shows the model density
+    // point by point (each grid point beside the reference's keys), as for the plain flow: exp(log ρ) of
+    // the snapshot's own model at the grid's centres.
     const TrainingOptions o = smallPictures();
     TrainingRunner runner(o);
     runner.start(tinyConfig(true));
     runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 1));
-    const TrainingPicture& p = *runner.snapshot()->trainers[0].picture;
-    EXPECT_TRUE(p.densityFromSamples);
-    ASSERT_EQ(p.gridSize(), o.gridSize / 2);
-    const double cell = 2.0 * p.gridExtent / p.gridSize();
-    long inside = 0;
-    for (Eigen::Index r = 0; r < p.samples.rows(); ++r)
-        inside += std::abs(p.samples(r, 0)) < p.gridExtent && std::abs(p.samples(r, 1)) < p.gridExtent;
-    EXPECT_NEAR(p.density.sum() * cell * cell * double(p.samples.rows()), double(inside), 1e-6);
+    const TrainerState& t = runner.snapshot()->trainers[0];
+    const TrainingPicture& p = *t.picture;
+    EXPECT_FALSE(p.densityFromSamples);
+    ASSERT_EQ(p.gridSize(), o.gridSize);
+    ASSERT_EQ(t.model->reference().cols(), tinyConfig(true).batch);
+    flows::FlowModel<float>::Matrix grid(2, p.gridSize() * p.gridSize());
+    for (int j = 0; j < p.gridSize(); ++j)
+        for (int i = 0; i < p.gridSize(); ++i)
+            grid.col(i + p.gridSize() * j) << float(p.cellCenter(i)), float(p.cellCenter(j));
+    Eigen::Matrix<float, 1, Eigen::Dynamic> logDensity;
+    t.model->encode(grid, &logDensity);
+    for (int j = 0; j < p.gridSize(); ++j)
+        for (int i = 0; i < p.gridSize(); ++i)
+            ASSERT_EQ(p.density(i, j), std::exp(double(logDensity(i + p.gridSize() * j)))) << i << ", " << j;
 }
 
 TEST(TrainingRunner, SideBySideTrainsWithAndWithoutRwpoInLockstep) {
