@@ -47,8 +47,20 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
     c.flow.rwpo = !p.flag("--no-rwpo");
     c.flow.rwpoOptions.kernel = parseKernel(p.option("--kernel", "corrected"));
     c.flow.rwpoOptions.leaveOneOut = p.flag("--leave-one-out");
-    c.flow.rwpoOptions.exactLogDet = p.flag("--exact-logdet");
-    // Exact needs d <= 2; points of higher dimension default to first order.
+    // Exact needs d = 2 for a vector kernel (d <= 2 for the drift); points of other dimensions default to
+    // first order. --exact-logdet is the earlier spelling of --rwpo-logdet exact.
+    const bool vectorKernel = c.flow.rwpoOptions.kernel != flows::RwpoKernel::Separable;
+    const std::string rwpoLogDet =
+        p.flag("--exact-logdet")
+            ? std::string("exact")
+            : p.option("--rwpo-logdet", c.flow.rwpoOptions.exactLogDet && (c.flow.d == 2 || !vectorKernel)
+                                            ? "exact"
+                                            : "first-order");
+    if (rwpoLogDet != "exact" && rwpoLogDet != "first-order")
+        throw UsageError("--rwpo-logdet: '" + rwpoLogDet + "' is not exact or first-order");
+    c.flow.rwpoOptions.exactLogDet = rwpoLogDet == "exact";
+    if (c.flow.rwpoOptions.exactLogDet && vectorKernel && c.flow.d != 2)
+        throw UsageError("--rwpo-logdet: exact needs points of dimension 2 (or --kernel separable)");
     const std::string driftLogDet =
         p.option("--drift-logdet", c.flow.exactDriftLogDet && c.flow.d <= 2 ? "exact" : "first-order");
     if (driftLogDet != "exact" && driftLogDet != "first-order")

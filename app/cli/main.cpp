@@ -46,19 +46,22 @@ commands:
 
   train --dataset NAME|--data FILE --out model.safetensors [--iters N] [--no-rwpo] [--batch B] [--layers M]
         [--width m] [--lr X] [--lr-final X] [--warmup K] [--lambda0 X] [--beta0 X] [--freeze-lambda]
-        [--freeze-beta] [--kernel corrected|as-printed|separable] [--leave-one-out] [--exact-logdet]
-        [--drift-logdet exact|first-order] [--transport-weight X (default 1/30)] [--hjb-weight X]
-        [--jitter X] [--seed S] [--eval-every K] [--quiet]
+        [--freeze-beta] [--kernel corrected|as-printed|separable] [--leave-one-out]
+        [--rwpo-logdet exact|first-order] [--drift-logdet exact|first-order]
+        [--transport-weight X (default 1/30)] [--hjb-weight X] [--jitter X] [--seed S] [--eval-every K] [--quiet]
       train a generative flow (OT-Flow potential + RWPO sparse-transformer layer; --no-rwpo: plain OT-Flow)
       on a toy dataset (swissroll circles rings moons 8gaussians pinwheel 2spirals checkerboard) or points
-      from .npy/.csv; prints held-out NLL, KL, MMD2 as it goes; writes the model and model.json beside it
-      (architecture, lambda, beta, h, data, seeds, metrics, training curve)
+      from .npy/.csv; prints held-out NLL, KL, MMD2 and the model density's mass on a grid (about 1 unless
+      the density formula overstates the map's expansion) as it goes; writes the model and model.json beside
+      it (architecture, lambda, beta, h, data, seeds, metrics, training curve); an RWPO model keeps a
+      reference batch of its data, the keys its samples and densities are computed beside
   sample MODEL.safetensors --out samples.npy [--n 10000] [--seed S | --base Z.npy] [--batch 2000] [--explicit]
       samples (n x d, float32) from base normals drawn by the seed or read from --base (n x d), in batches
-      (the RWPO layer's keys)
+      (the RWPO layer's keys when the model has no reference batch)
   density MODEL.safetensors --out density.npy [--grid 200] [--half-width 4] [--reference 2000] [--seed S]
       the model density on a grid x grid lattice over [-w, w]^2 (row = y, column = x); with the RWPO layer
-      the grid points are queries against the frozen keys of a reference batch of the model's own samples
+      the grid points are queries against the frozen keys of the model's reference batch (of a model without
+      one: --reference samples of the model's own)
   bench train [--json] [--iters 20] [training options]
       milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
 

@@ -40,7 +40,11 @@ struct FlowConfig {
     int layers = 8; // M, the flow's layers (time steps); h = T / M
     double T = 1.0;
     bool rwpo = true; // false: the plain OT-Flow baseline
-    RwpoOptions rwpoOptions;
+    // The RWPO sub-step's log-det: exact (log det J_F, d = 2 for the vector kernels) by default. The paper's
+    // first-order 1/2 div G credits an expanding sub-step 1/2 per active coordinate for log 1.5 = 0.405, and
+    // training exploits it: on moons at the defaults the model density's mass on a grid reached 14.6 and the
+    // held-out "NLL" 0.58, under the data's entropy, while the samples stayed far off (MMD² 0.15).
+    RwpoOptions rwpoOptions = {.exactLogDet = true};
     bool explicitSampler = false; // generate by eq. (22) as printed instead of inverting the training map
     // The drift sub-step x -> x - h ∇φ(x)'s log-det: exact, log det(I - h ∇²φ) (d <= 2), or to first order,
     // -h Δφ (the continuous-time formula, eq. (24)). Only the exact one makes the density integrate to 1.

@@ -307,7 +307,10 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     EXPECT_EQ(record["curve"]["loss"].size(), 12u);
     EXPECT_EQ(record["architecture"]["layers"], 2);
     EXPECT_TRUE(record["architecture"]["rwpo"].get<bool>());
+    EXPECT_TRUE(record["architecture"]["exact_log_det"].get<bool>()); // the default for d = 2
     EXPECT_GT(record["beta"].get<double>(), 0.0);
+    EXPECT_TRUE(record["metrics"]["grid_mass"].is_number());
+    EXPECT_NE(r.out.find("mass"), std::string::npos) << r.out;
 
     r = cli("sample " + model + " --n 150 --batch 100 --out " + (dir / "s.npy").string());
     ASSERT_EQ(r.code, 0) << r.out;
@@ -328,6 +331,20 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     r = cli("train --data " + (dir / "pts.csv").string() + " --no-rwpo --jitter 0.1" + tiny + " --out " +
             (dir / "p.safetensors").string());
     ASSERT_EQ(r.code, 0) << r.out;
+    // 3-D points with the RWPO layer: both log-dets default to first order there (exact needs d = 2).
+    writeText(dir / "pts3.csv", "0,0,0\n1,1,1\n2,0.5,0\n-1,0.3,1\n0.5,0.5,0.5\n");
+    r = cli("train --data " + (dir / "pts3.csv").string() + " --jitter 0.1" + tiny + " --out " +
+            (dir / "q.safetensors").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::ifstream in3(dir / "q.json");
+    EXPECT_FALSE(nlohmann::json::parse(in3)["architecture"]["exact_log_det"].get<bool>());
+    r = cli("train --data " + (dir / "pts3.csv").string() + " --rwpo-logdet exact" + tiny + " --out " +
+            (dir / "q.safetensors").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--rwpo-logdet: exact needs points of dimension 2"), std::string::npos) << r.out;
+    r = cli("train --dataset moons --rwpo-logdet second-order" + tiny + " --out " + model);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--rwpo-logdet: 'second-order'"), std::string::npos) << r.out;
 }
 
 TEST(Cli, FlowCommandsRejectBadInputWithOneMessage) {
