@@ -334,9 +334,13 @@ typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vecto
                 X = solve((S(2) * Yh - rwpo(Yh, k + 1)).eval(),
                           [&](const Matrix& P) { return (Yh + P - rwpo(P, k + 1)).eval(); });
             }
-            if (diagnostics)
-                diagnostics->folding.push_back(
-                    rwpoFolding(X, params_.lambda(), params_.beta(), layerOptions(c)));
+            if (diagnostics) { // det J_F of the sub-step just inverted, at its input z, with its keys
+                const Eigen::MatrixXd z = X.template cast<double>();
+                const Eigen::MatrixXd K =
+                    frozen.empty() ? Eigen::MatrixXd() : frozen[std::size_t(k) + 1].template cast<double>();
+                diagnostics->folding.push_back(rwpoFolding(rwpoJacobianDeterminants(
+                    z, params_.lambda(), params_.beta(), layerOptions(c), frozen.empty() ? nullptr : &K)));
+            }
         }
         if (trajectory) trajectory->push_back(X);
     }

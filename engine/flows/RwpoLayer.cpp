@@ -163,36 +163,44 @@ template RwpoOutputs<double> recordRwpo(ad::Tape<double>&, Var<double>, Var<doub
                                         const RwpoOptions&, Var<double>);
 
 Eigen::RowVectorXd rwpoJacobianDeterminants(const Eigen::MatrixXd& X, double lambda, double beta,
-                                            const RwpoOptions& o) {
+                                            const RwpoOptions& o, const Eigen::MatrixXd* keys) {
     const Index d = X.rows(), N = X.cols();
     RwpoOptions any = o; // det J_F for any d: the d = 2 restriction is the tape's
     any.exactLogDet = false;
+    any.leaveOneOut = o.leaveOneOut && !keys; // a query beside separate keys has no own key
     checkArguments(d, N, lambda, beta, any);
+    const Eigen::MatrixXd& K = keys ? *keys : X;
+    check(K.rows() == d && K.cols() >= 1, "the keys must be d x N_k with the queries' d and N_k >= 1");
     const double h = o.h, t = lambda * h, kappa = beta / (4 * h);
-    const Eigen::MatrixXd Y = X.colwise() - X.rowwise().mean(); // centred keys, as in recordRwpo
+    const Eigen::VectorXd mu = K.rowwise().mean();
+    const Eigen::MatrixXd Y = K.colwise() - mu; // centred keys, as in recordRwpo
+    const Eigen::MatrixXd Xc = X.colwise() - mu;
     const Eigen::MatrixXd S = X.unaryExpr([t](double s) { return softThreshold(s, t); });
+    const Eigen::MatrixXd SK = K.unaryExpr([t](double s) { return softThreshold(s, t); });
     const Eigen::MatrixXd active = (X.array().abs() > t).cast<double>();
-    const Eigen::MatrixXd envelope = X.unaryExpr([&](double s) { return huber(s, lambda, h); });
+    const Eigen::MatrixXd envelope = K.unaryExpr([&](double s) { return huber(s, lambda, h); });
     // Query features and key biases of the logits (see recordRwpo); separable: per coordinate.
-    Eigen::MatrixXd Q = (beta / (2 * h)) * (o.kernel == RwpoKernel::AsPrinted ? Eigen::MatrixXd(X - S) : Y);
+    Eigen::MatrixXd Q = (beta / (2 * h)) * (o.kernel == RwpoKernel::AsPrinted ? Eigen::MatrixXd(X - S) : Xc);
     Eigen::MatrixXd bias;
     if (o.kernel == RwpoKernel::AsPrinted) {
-        bias = (beta * lambda / 2) * S.cwiseAbs().colwise().sum();
+        bias = (beta * lambda / 2) * SK.cwiseAbs().colwise().sum();
     } else {
         bias = beta * (-Y.array().square() / (4 * h) + envelope.array() / 2).matrix();
         if (o.kernel == RwpoKernel::Corrected) bias = bias.colwise().sum().eval();
     }
+    const bool exclude = any.leaveOneOut;
+    const Index Nk = K.cols();
 
     Eigen::RowVectorXd dets(N);
     parallelFor(std::size_t(N), 16, [&](std::size_t begin, std::size_t end) {
-        Eigen::VectorXd w(N);
+        Eigen::VectorXd w(Nk);
         Eigen::MatrixXd J(d, d);
         for (Index j = Index(begin); j < Index(end); ++j) {
             if (o.kernel == RwpoKernel::Separable) {
                 double det = 1;
                 for (Index i = 0; i < d; ++i) {
                     w = (Q(i, j) * Y.row(i) + bias.row(i)).transpose();
-                    if (o.leaveOneOut) w(j) = -std::numeric_limits<double>::infinity();
+                    if (exclude) w(j) = -std::numeric_limits<double>::infinity();
                     softmaxInPlace(w);
                     const double m = Y.row(i).dot(w);
                     const double v = (Y.row(i).array() - m).square().matrix().dot(w);
@@ -202,7 +210,7 @@ Eigen::RowVectorXd rwpoJacobianDeterminants(const Eigen::MatrixXd& X, double lam
                 continue;
             }
             w = (Q.col(j).transpose() * Y + bias).transpose();
-            if (o.leaveOneOut) w(j) = -std::numeric_limits<double>::infinity();
+            if (exclude) w(j) = -std::numeric_limits<double>::infinity();
             softmaxInPlace(w);
             const Eigen::MatrixXd Z = Y.colwise() - Y * w;
             J = -kappa * (Z * w.asDiagonal() * Z.transpose());

@@ -73,9 +73,11 @@ template <class S> ad::Var<S> foldGuardedLog(ad::Var<S> det);
 
 // ---- Diagnostics (no tape; computed in double) ----
 
-// det J_F of the frozen-key sub-step at every token (1 x N; any d, J_F as above), for the "folding" read-out.
+// det J_F of the frozen-key sub-step at every token (1 x N; any d, J_F as above), for the "folding" read-out;
+// the keys are the tokens themselves, or `keys` (d x N_k; no leave-one-out then, as in recordRwpo).
 Eigen::RowVectorXd rwpoJacobianDeterminants(const Eigen::MatrixXd& X, double lambda, double beta,
-                                            const RwpoOptions& options);
+                                            const RwpoOptions& options,
+                                            const Eigen::MatrixXd* keys = nullptr);
 Eigen::RowVectorXd rwpoJacobianDeterminants(const Eigen::MatrixXf& X, double lambda, double beta,
                                             const RwpoOptions& options);
 

@@ -189,6 +189,25 @@ TEST(FlowRwpo, SeparateKeysMatchTheDirectDoubleLoop) {
         EXPECT_LT((alone - y.leftCols(1)).cwiseAbs().maxCoeff(), 1e-14) << kernelName(kernel);
         // The queries as explicit keys are the default.
         EXPECT_EQ(record(Q, lambda, beta, o, &Q).y, record(Q, lambda, beta, o).y) << kernelName(kernel);
+        // det J_F beside the keys (the sampler's folding read-out) against central differences of the
+        // direct loop, Richardson-extrapolated.
+        const Eigen::RowVectorXd dets = flowscope::flows::rwpoJacobianDeterminants(Q, lambda, beta, o, &K);
+        for (Index j = 0; j < Q.cols(); ++j) {
+            Md J(2, 2);
+            for (Index i = 0; i < 2; ++i) {
+                auto central = [&](double e) {
+                    VectorXd xp = Q.col(j), xm = Q.col(j);
+                    xp(i) += e;
+                    xm(i) -= e;
+                    return VectorXd(((xp + 0.5 * directG(xp, K, lambda, beta, kH, kernel, -1)) -
+                                     (xm + 0.5 * directG(xm, K, lambda, beta, kH, kernel, -1))) /
+                                    (2 * e));
+                };
+                J.col(i) = (4 * central(5e-5) - central(1e-4)) / 3;
+            }
+            EXPECT_NEAR(dets(j), J.determinant(), 1e-7 * std::max(1.0, std::abs(J.determinant())))
+                << kernelName(kernel) << " query " << j;
+        }
     }
 }
 
