@@ -27,6 +27,24 @@ FlowConfig smallConfig(bool rwpo) {
     return c;
 }
 
+// The centres of a g x g grid of cells on [-L, L]² (2 x g², column i g + j: cell (i, j)).
+ad::Matrix<double> cellCentres(int g, double L) {
+    const double cell = 2 * L / g;
+    ad::Matrix<double> grid(2, g * g);
+    for (int i = 0; i < g; ++i)
+        for (int j = 0; j < g; ++j) grid.col(i * g + j) << -L + (i + 0.5) * cell, -L + (j + 0.5) * cell;
+    return grid;
+}
+
+// 2 x n standard normal draws from std::mt19937(seed).
+ad::Matrix<double> normalDraws(int n, unsigned seed) {
+    std::mt19937 gen(seed);
+    std::normal_distribution<double> normal;
+    ad::Matrix<double> Z(2, n);
+    for (double& z : Z.reshaped()) z = normal(gen);
+    return Z;
+}
+
 ad::Matrix<double> dataBatch(int n, std::uint64_t seed) {
     return sampleDataset("moons", n, seed).transpose() * 0.5;
 }
@@ -168,9 +186,7 @@ TEST(FlowModel, PlainDensityOfTheFirstOrderLogDetIntegratesToOnePlusOh) {
     c.exactDriftLogDet = false;
     const int g = 160;
     const double L = 6.0, cell = 2 * L / g;
-    ad::Matrix<double> grid(2, g * g);
-    for (int i = 0; i < g; ++i)
-        for (int j = 0; j < g; ++j) grid.col(i * g + j) << -L + (i + 0.5) * cell, -L + (j + 0.5) * cell;
+    const ad::Matrix<double> grid = cellCentres(g, L);
     double previous = 0.0;
     for (int layers : {16, 32, 64}) {
         c.layers = layers;
@@ -197,13 +213,8 @@ TEST(FlowModel, ExactDriftLogDetMakesTheDensityIntegrateToOne) {
     c.layers = 3;
     const int g = 240;
     const double L = 7.0, cell = 2 * L / g;
-    ad::Matrix<double> grid(2, g * g);
-    for (int i = 0; i < g; ++i)
-        for (int j = 0; j < g; ++j) grid.col(i * g + j) << -L + (i + 0.5) * cell, -L + (j + 0.5) * cell;
-    std::mt19937 gen(1);
-    std::normal_distribution<double> normal;
-    ad::Matrix<double> Z(2, 4000);
-    for (double& z : Z.reshaped()) z = normal(gen);
+    const ad::Matrix<double> grid = cellCentres(g, L);
+    const ad::Matrix<double> Z = normalDraws(4000, 1);
     double defect[2] = {};
     for (bool exact : {false, true}) {
         c.exactDriftLogDet = exact;
@@ -234,13 +245,8 @@ TEST(FlowModel, ExactRwpoLogDetMakesTheDensityBesideFrozenKeysIntegrateToOne) {
     FlowConfig c = smallConfig(true);
     const int g = 300; // the density jumps where a coordinate crosses λh: first-order quadrature
     const double L = 8.0, cell = 2 * L / g;
-    ad::Matrix<double> grid(2, g * g);
-    for (int i = 0; i < g; ++i)
-        for (int j = 0; j < g; ++j) grid.col(i * g + j) << -L + (i + 0.5) * cell, -L + (j + 0.5) * cell;
-    std::mt19937 gen(2);
-    std::normal_distribution<double> normal;
-    ad::Matrix<double> Z(2, 150);
-    for (double& z : Z.reshaped()) z = normal(gen);
+    const ad::Matrix<double> grid = cellCentres(g, L);
+    const ad::Matrix<double> Z = normalDraws(150, 2);
     for (bool leaveOneOut : {false, true}) {
         double defect[2] = {};
         for (bool exact : {false, true}) {
