@@ -89,6 +89,7 @@ bool MainWindow::openModelFile(const QString& path) {
             readNumber(training, "lr", config.adam.lr);
             readNumber(training, "lr_final", config.adam.lrFinal);
             readNumber(training, "decay_steps", config.adam.decaySteps);
+            readNumber(training, "average_iterations", config.averageIterations);
             config.flow = model.config();
             config.initialParams = std::make_shared<const flows::FlowParams<float>>(model.params());
             if (flows::isDatasetName(dataset) && model.config().d == 2) {

@@ -186,10 +186,11 @@ constexpr std::array kTable{
     Entry{"training.batch",
           "<b>Batch</b> — data points per iteration. With the RWPO layer every point attends to every other: "
           "the cost grows as batch²."},
-    Entry{
-        "training.lr",
-        "<b>Learning rate</b> of Adam, decaying exponentially to lr/100 over 2000 iterations. A non-finite "
-        "loss or gradient rejects the step and halves it; accepted steps bring it back over 50 iterations."},
+    Entry{"training.lr", "<b>Learning rate</b> of Adam, decaying exponentially to lr/10 over 3000 "
+                         "iterations; the pictures and "
+                         "metrics show the parameters averaged over the last ~200 steps. A non-finite loss "
+                         "or gradient rejects "
+                         "the step and halves it; accepted steps bring it back over 50 iterations."},
     Entry{"training.lambda0",
           "<b>λ₀</b> — initial weight of the L1 prior ψ(x) = λ‖x‖<sub>1</sub> (then learned, λ = "
           "softplus(θ)); the RWPO layer soft-thresholds at λh. λ₀ &gt; 0."},

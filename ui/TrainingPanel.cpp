@@ -157,7 +157,8 @@ flows::TrainerConfig TrainingPanel::config() const {
     c.dataSeed = std::uint64_t(seed_->value());
     c.batch = batch_->value();
     c.adam.lr = lr_->value();
-    c.adam.lrFinal = lr_->value() / 100.0; // the trainer's default schedule: two decades over decaySteps
+    const flows::AdamOptions schedule = flows::TrainerConfig{}.adam; // the trainer's default decay
+    c.adam.lrFinal = lr_->value() * schedule.lrFinal / schedule.lr;
     // Held-out metrics cost O(n²) per layer with the RWPO layer (~20 s for 2000 points on two busy cores,
     // during which the run does not answer): 1000 keep them to a few seconds.
     c.evalSamples = 1000;

@@ -84,6 +84,8 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
         parsePositive(p.option("--lr-final", std::to_string(c.adam.lrFinal)), "--lr-final", true);
     c.adam.warmupSteps =
         parseLong(p.option("--warmup", std::to_string(c.adam.warmupSteps)), "--warmup", 0, 100000000);
+    c.averageIterations = parseLong(p.option("--average-iters", std::to_string(c.averageIterations)),
+                                    "--average-iters", 0, 100000000);
     const long seed = parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62);
     c.flow.seed = std::uint64_t(seed);
     c.dataSeed = std::uint64_t(seed) + 1;
@@ -93,7 +95,8 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
 int train(const Args& args) {
     ArgParser p(args);
     flows::TrainerConfig c = parseTrainerConfig(p);
-    const long iters = parseLong(p.option("--iters", "2000"), "--iters", 1, 100000000);
+    const long iters =
+        parseLong(p.option("--iters", std::to_string(c.adam.decaySteps)), "--iters", 1, 100000000);
     const long evalEvery = parseLong(p.option("--eval-every", "250"), "--eval-every", 0, 100000000);
     const std::string out = p.option("--out");
     const bool quiet = p.flag("--quiet");
@@ -110,8 +113,9 @@ int train(const Args& args) {
                     "beta %.4f"
                     "  lr %.2e  round-trip %.1e  fixed-point %.1e  folded %.3f  mass %.3f\n",
                     e.iteration, wall, trainer.history().empty() ? NAN : trainer.history().back().terms.loss,
-                    e.nll, e.kl, e.mmd2, trainer.model().params().lambda(), trainer.model().params().beta(),
-                    trainer.learningRate(), e.roundTrip, e.samplerResidual, e.foldedFraction, e.gridMass);
+                    e.nll, e.kl, e.mmd2, trainer.evaluatedModel().params().lambda(),
+                    trainer.evaluatedModel().params().beta(), trainer.learningRate(), e.roundTrip,
+                    e.samplerResidual, e.foldedFraction, e.gridMass);
         std::fflush(stdout);
     };
     trainLoop(trainer, iters, evalEvery, [&](flows::FlowTrainer& t) { report(t.evaluate()); });

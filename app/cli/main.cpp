@@ -45,8 +45,8 @@ commands:
       --max-iter caps Euler steps (paper) or field evaluations per attempt (adaptive, default 2000000)
 
   train --dataset NAME|--data FILE --out model.safetensors [--iters N] [--no-rwpo] [--batch B] [--layers M]
-        [--width m] [--lr X] [--lr-final X] [--warmup K] [--lambda0 X] [--beta0 X] [--freeze-lambda]
-        [--freeze-beta] [--kernel corrected|as-printed|separable] [--leave-one-out]
+        [--width m] [--lr X] [--lr-final X] [--warmup K] [--average-iters K] [--lambda0 X] [--beta0 X]
+        [--freeze-lambda] [--freeze-beta] [--kernel corrected|as-printed|separable] [--leave-one-out]
         [--rwpo-logdet exact|first-order] [--drift-logdet exact|first-order]
         [--transport-weight X (default 1/30)] [--hjb-weight X] [--jitter X] [--seed S] [--eval-every K] [--quiet]
       train a generative flow (OT-Flow potential + RWPO sparse-transformer layer; --no-rwpo: plain OT-Flow)

@@ -139,7 +139,7 @@ void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::
 }
 
 void saveFlow(const std::string& path, const FlowTrainer& trainer, double trainSeconds) {
-    saveFlow(path, trainer.model(),
+    saveFlow(path, trainer.evaluatedModel(),
              trainingRecord(trainer.config(), trainer.iteration(), trainer.stopped(), trainer.history(),
                             trainer.evaluations(), trainer.events(), trainSeconds));
 }
@@ -158,6 +158,7 @@ nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stop
         {"data_seed", c.dataSeed},
         {"lr", c.adam.lr},
         {"lr_final", c.adam.lrFinal},
+        {"average_iterations", c.averageIterations},
         {"decay_steps", c.adam.decaySteps},
         {"iterations", iterations},
         {"seconds", trainSeconds},

@@ -4,6 +4,7 @@
 #include "engine/flows/Metrics.h"
 #include "engine/flows/Sampling.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -101,7 +102,7 @@ double FlowTrainer::knownEntropy(const std::string& dataset) {
 }
 
 FlowTrainer::FlowTrainer(const TrainerConfig& config)
-    : config_((validate(config), config)), model_(config.flow), adam_(config.adam),
+    : config_((validate(config), config)), model_(config.flow), averaged_(config.flow), adam_(config.adam),
       dataRng_(config.dataSeed) {
     if (config_.initialParams) model_.params() = *config_.initialParams;
     if (config_.dataset.empty())
@@ -117,6 +118,7 @@ FlowTrainer::FlowTrainer(const TrainerConfig& config)
     // kernel then sees as many keys as in training).
     if (config_.flow.rwpo)
         model_.setReference(toColumns(sampleData(config_.batch, config_.dataSeed ^ kReferenceStream)));
+    averaged_ = model_;
     resample();
 }
 
@@ -163,6 +165,13 @@ bool FlowTrainer::step() {
     } else {
         guard_.accept(adam_);
         r.gradientNorm = adam_.lastGradientNorm();
+        if (config_.averageIterations > 0) {
+            ++averagedSteps_;
+            const double tau = std::min(double(config_.averageIterations), double(averagedSteps_ + 9) / 10.0);
+            const float w = float(1.0 / tau);
+            averaged_.params().forEach(model_.params(), config_.flow,
+                                       [w](Matrix& a, Matrix& p, const std::string&) { a += w * (p - a); });
+        }
     }
     r.seconds = secondsSince(start);
     history_.push_back(r);
@@ -200,10 +209,11 @@ LossTerms FlowTrainer::lossAndGradient() {
 
 Evaluation FlowTrainer::evaluate() {
     const auto start = Clock::now();
+    const Model& model = evaluatedModel();
     Evaluation e;
     e.iteration = iteration_;
     Eigen::Matrix<float, 1, Eigen::Dynamic> logDensity;
-    model_.encode(heldOut_, &logDensity);
+    model.encode(heldOut_, &logDensity);
     e.nll = -logDensity.cast<double>().mean();
     if (!config_.dataset.empty()) e.kl = klFromNll(e.nll, knownEntropy(config_.dataset));
 
@@ -211,14 +221,14 @@ Evaluation FlowTrainer::evaluate() {
     Matrix Z(config_.flow.d, config_.evalSamples);
     for (Eigen::Index i = 0; i < Z.size(); ++i) Z(i) = float(rng.normal());
     SamplerDiagnostics sampler;
-    const Matrix generated = model_.generate(Z, nullptr, &sampler);
+    const Matrix generated = model.generate(Z, nullptr, &sampler);
     e.samplerResidual = sampler.residual;
     const std::vector<RwpoFolding>& folding = sampler.folding;
     const Eigen::MatrixXf a = generated.transpose(), b = heldOut_.transpose();
     e.mmd2 = generated.allFinite() ? mmd2Unbiased(a, b) : std::numeric_limits<double>::quiet_NaN();
-    e.roundTrip = double((model_.encode(generated) - Z).colwise().norm().mean());
+    e.roundTrip = double((model.encode(generated) - Z).colwise().norm().mean());
     if (config_.flow.d == 2 && generated.allFinite())
-        e.gridMass = densityGrid(model_, 64, 1.25 * double(heldOut_.cwiseAbs().maxCoeff()), generated).mass;
+        e.gridMass = densityGrid(model, 64, 1.25 * double(heldOut_.cwiseAbs().maxCoeff()), generated).mass;
     if (!folding.empty()) {
         e.minDet = folding[0].minDet;
         for (const RwpoFolding& f : folding) {

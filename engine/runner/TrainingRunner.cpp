@@ -51,7 +51,7 @@ TrainerState stateOf(const FlowTrainer& t, std::size_t maxEvents,
     s.label = labelFor(t.config());
     s.rwpo = t.config().flow.rwpo;
     fillTrainerState(s, t, maxEvents);
-    s.model = std::make_shared<const flows::FlowModel<float>>(t.model());
+    s.model = std::make_shared<const flows::FlowModel<float>>(t.evaluatedModel());
     s.config = config ? std::move(config) : std::make_shared<const flows::TrainerConfig>(t.config());
     return s;
 }
@@ -89,7 +89,7 @@ std::shared_ptr<const TrainingPicture> TrainingPictureMaker::make(const FlowTrai
     // exact-inverse sampler's fixed points converge, where in float32 they stall at the iteration cap on
     // rounding noise (with the RWPO layer at initialization, 1000 samples: 35 iterations per sub-step and
     // 5.9 s, against 100 and 13.3 s), and a picture shows the samples `sample` writes for these draws.
-    const flows::FlowModel<double> model = flows::inDouble(t.model());
+    const flows::FlowModel<double> model = flows::inDouble(t.evaluatedModel());
     std::vector<flows::FlowModel<double>::Matrix> trajectory;
     p->samples = flows::toRows(model.generate(base_.cast<double>(), &trajectory).cast<float>());
     const Eigen::Index k = std::min<Eigen::Index>(options_.trajectorySamples, base_.cols());
@@ -97,8 +97,8 @@ std::shared_ptr<const TrainingPicture> TrainingPictureMaker::make(const FlowTrai
         p->trajectories.push_back(flows::toRows(layer.leftCols(k).cast<float>()));
     if (t.config().flow.d == 2 && options_.gridSize > 0) {
         // The model density where it is defined point by point: without the layer, or beside its reference.
-        p->densityFromSamples = t.config().flow.rwpo && t.model().reference().size() == 0;
-        p->density = p->densityFromSamples ? sampleHistogram(p->samples) : modelDensity(t.model());
+        p->densityFromSamples = t.config().flow.rwpo && t.evaluatedModel().reference().size() == 0;
+        p->density = p->densityFromSamples ? sampleHistogram(p->samples) : modelDensity(t.evaluatedModel());
     }
     return p;
 }

@@ -310,6 +310,7 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     EXPECT_TRUE(record["architecture"]["exact_log_det"].get<bool>()); // the default for d = 2
     EXPECT_GT(record["beta"].get<double>(), 0.0);
     EXPECT_TRUE(record["metrics"]["grid_mass"].is_number());
+    EXPECT_EQ(record["training"]["average_iterations"], 200); // the default
     EXPECT_NE(r.out.find("mass"), std::string::npos) << r.out;
 
     r = cli("sample " + model + " --n 150 --batch 100 --out " + (dir / "s.npy").string());
@@ -355,6 +356,9 @@ TEST(Cli, FlowCommandsRejectBadInputWithOneMessage) {
     r = cli("train --dataset moons --batch 1 --out " + (dir / "m.safetensors").string());
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--batch"), std::string::npos) << r.out;
+    r = cli("train --dataset moons --average-iters -1 --out " + (dir / "m.safetensors").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--average-iters"), std::string::npos) << r.out;
     writeText(dir / "bad.safetensors", "not a model");
     r = cli("sample " + (dir / "bad.safetensors").string() + " --out " + (dir / "s.npy").string());
     EXPECT_EQ(r.code, 2);

@@ -116,6 +116,38 @@ TEST(FlowTrainer, GridMassOfTheIdentityFlowIsTheGaussianMassOfTheBox) {
     EXPECT_NEAR(e.gridMass, expected, 1e-4);
 }
 
+TEST(FlowTrainer, AveragedParametersFollowTheRecursionAndLeaveTrainingAlone) {
+    // Averaging over K = 3: τ_k = min(3, (k + 9) / 10) is 1 for k = 1 (a = θ_1), then 1.1, 1.2, ... 3.
+    // The iterates are those of a run without averaging, bit for bit; evaluation and saved files use a.
+    for (bool rwpo : {false, true}) {
+        TrainerConfig c = tinyConfig(rwpo);
+        FlowTrainer plain(c);
+        c.averageIterations = 3;
+        FlowTrainer averaged(c);
+        EXPECT_EQ(&plain.evaluatedModel(), &plain.model()); // without averaging: the iterate itself
+        ad::Matrix<float> a;
+        for (int k = 1; k <= 25; ++k) {
+            ASSERT_TRUE(plain.step());
+            ASSERT_TRUE(averaged.step());
+            const ad::Matrix<float>& theta = plain.model().params().phi.K0;
+            ASSERT_EQ(averaged.model().params().phi.K0, theta) << k;
+            const float w = float(1.0 / std::min(3.0, (k + 9) / 10.0));
+            a = k == 1 ? theta : ad::Matrix<float>(a + w * (theta - a));
+            ASSERT_EQ(averaged.evaluatedModel().params().phi.K0, a) << k;
+        }
+        EXPECT_NE(a, averaged.model().params().phi.K0);
+        if (rwpo) { // the average is a model of its own: λ, β and the reference go with it
+            EXPECT_EQ(averaged.evaluatedModel().reference(), averaged.model().reference());
+            EXPECT_NE(averaged.evaluatedModel().params().lambdaRaw, averaged.model().params().lambdaRaw);
+        }
+        const std::string path = tempPath(rwpo ? "avg-rwpo.safetensors" : "avg.safetensors").string();
+        saveFlow(path, averaged, 1.0);
+        EXPECT_EQ(loadFlow(path).params().phi.K0, a);
+        std::ifstream in(configPathFor(path));
+        EXPECT_EQ(nlohmann::json::parse(in)["training"]["average_iterations"], 3);
+    }
+}
+
 TEST(FlowTrainer, NonFiniteStepsAreRejectedHalvedRestoredAndStopped) {
     FlowTrainer t(tinyConfig(false));
     for (int k = 0; k < 5; ++k) ASSERT_TRUE(t.step());
@@ -323,15 +355,15 @@ TEST(FlowIo, SavedModelsLoadBackAndSampleBitForBit) {
         t.evaluate();
         const std::string path = tempPath(rwpo ? "rwpo.safetensors" : "plain.safetensors").string();
         saveFlow(path, t, 1.0);
-        const FlowModel<float> loaded = loadFlow(path);
-        EXPECT_EQ(loaded.params().phi.K0, t.model().params().phi.K0);
-        EXPECT_EQ(loaded.params().lambdaRaw, t.model().params().lambdaRaw);
+        const FlowModel<float> loaded = loadFlow(path); // the averaged parameters, as evaluated
+        EXPECT_EQ(loaded.params().phi.K0, t.evaluatedModel().params().phi.K0);
+        EXPECT_EQ(loaded.params().lambdaRaw, t.evaluatedModel().params().lambdaRaw);
         EXPECT_EQ(loaded.config().rwpo, rwpo);
         // The RWPO model's reference batch (its sampler's keys) comes back; the plain model has none.
-        EXPECT_EQ(loaded.reference(), t.model().reference());
+        EXPECT_EQ(loaded.reference(), t.evaluatedModel().reference());
         EXPECT_EQ(loaded.reference().cols(), rwpo ? tinyConfig(rwpo).batch : 0);
         const ad::Matrix<float> Z = normals(2, 100, 7);
-        EXPECT_EQ(loaded.generate(Z), t.model().generate(Z)) << rwpo;
+        EXPECT_EQ(loaded.generate(Z), t.evaluatedModel().generate(Z)) << rwpo;
         // The record beside it: architecture, λ, β, metrics and the curve.
         std::ifstream in(configPathFor(path));
         const nlohmann::json record = nlohmann::json::parse(in);
