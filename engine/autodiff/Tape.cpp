@@ -222,8 +222,8 @@ template <class S> void groupAttentionBackward(Node<S>& n, Node<S>& q, Node<S>& 
 // ---- attention(q, k, v): tiles of queries, weights recomputed in backward ----
 //
 // A tile is kTile consecutive queries [j0, j0 + n). Its weights W (Nk x n, column jj: query j0 + jj) come
-// from one small GEMM of the transposed keys and a column-wise softmax, every exp a contiguous packet
-// segment. Forward and backward call the same tileWeights, so backward sees the forward's weights bit for
+// from one small GEMM of the transposed keys and a column-wise softmax (expShifted on each contiguous
+// column). Forward and backward call the same tileWeights, so backward sees the forward's weights bit for
 // bit. With A = V^T G_tile and ā_j = g_j · out_j (the forward output), the tile's gradients are
 //     C = W o (A - 1 ā^T),   dQ_tile = K C,   dK += Q_tile C^T,   dV += G_tile W^T.
 // dK and dV sum over every tile: tiles are dealt to a fixed number of slots, each slot walks its tiles in

@@ -193,9 +193,10 @@ template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, 
 // (queries), k is p x Nk (keys), v is c x Nk (values), and
 //     out_j = Σ_l softmax_l(q_j · k_l) v_l                                                     (c x N)
 // excludeSelf (Nk = N, Nk >= 2) gives query j's own key l = j the weight 0. Equal, to rounding, to
-// v softmaxRows(q^T k)^T, but no N x Nk matrix is kept on the tape: queries run in tiles of a few dozen,
-// and backward() recomputes each tile's weights (flash-attention style). The memory is O((N + Nk)(p + c)),
-// and the work stays in cache: a 1024 x 1024 float layer is 5-10x faster than the composed ops.
+// v softmaxRows(q^T k)^T, but no N x Nk matrix is kept on the tape: queries run in tiles of 16, and
+// backward() recomputes each tile's weights (flash-attention style). The memory is O((N + Nk)(p + c)) and
+// the work stays in cache: forward and backward of a float layer (p = 4, c = 5, one thread) take 5.5 ms
+// against 10.1 ms for the composed ops at N = Nk = 1024, 89 against 327 ms at 4096.
 template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSelf = false);
 // The mean of each group of n consecutive columns: rows x (cols / n) (mean pooling of token sets).
 template <class S> Var<S> groupMean(Var<S> a, Index n);

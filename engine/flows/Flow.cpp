@@ -205,6 +205,23 @@ template <class S> const typename FlowModel<S>::Matrix* FlowModel<S>::keysOr(con
 }
 
 template <class S>
+std::vector<typename FlowModel<S>::Matrix> FlowModel<S>::keysByLayer(const Matrix& reference) const {
+    const FlowConfig& c = config_;
+    std::vector<Matrix> keys(std::size_t(c.layers) + 1);
+    Matrix R = reference;
+    ad::Tape<S> tape;
+    for (int k = c.layers; k >= 1; --k) {
+        keys[std::size_t(k)] = R;
+        tape.clear();
+        const Bound<S> p = bindFlow<S>(tape, c, params_, nullptr);
+        ad::Var<S> r = tape.constant(R), unused = tape.constant(Matrix::Zero(1, R.cols()));
+        recordTrainingLayer(tape, c, p, k, r, unused);
+        R = r.value();
+    }
+    return keys;
+}
+
+template <class S>
 ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowParams<S>& grads,
                                     LossTerms* terms) const {
     checkData<S>(config_, data, "the data batch");
@@ -271,21 +288,8 @@ typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vecto
     const FlowConfig& c = config_;
     const S h = S(c.h());
     ad::Tape<S> tape;
-    // With a reference batch: its x^k, the keys of the RWPO sub-step of layer k (k = 1..M), as encode()
-    // pushes it backward beside density queries.
-    std::vector<Matrix> frozen;
-    if (keys && c.rwpo) {
-        frozen.resize(std::size_t(c.layers) + 1);
-        Matrix R = *keys;
-        for (int k = c.layers; k >= 1; --k) {
-            frozen[std::size_t(k)] = R;
-            tape.clear();
-            const Bound<S> p = bindFlow<S>(tape, c, params_, nullptr);
-            ad::Var<S> r = tape.constant(R), unused = tape.constant(Matrix::Zero(1, R.cols()));
-            recordTrainingLayer(tape, c, p, k, r, unused);
-            R = r.value();
-        }
-    }
+    // With a reference batch: its x^k, the keys of the RWPO sub-step of layer k, as encode() uses them.
+    const std::vector<Matrix> frozen = keys && c.rwpo ? keysByLayer(*keys) : std::vector<Matrix>();
     // One evaluation of ∇φ(·, t) or of the RWPO sub-step F (keys: the points themselves) on a cleared tape.
     auto drift = [&](const Matrix& P, double t) -> Matrix {
         tape.clear();
@@ -356,7 +360,8 @@ FlowModel<S>::encode(const Matrix& data, Eigen::Matrix<S, 1, Eigen::Dynamic>* lo
     if (keys) checkData<S>(config_, *keys, "the reference batch");
     const FlowConfig& c = config_;
     Matrix X = data;
-    Matrix R = keys && c.rwpo ? *keys : Matrix(); // the reference batch, pushed backward beside the queries
+    // The reference batch pushed backward: layer k's keys are its x^k.
+    const std::vector<Matrix> frozen = keys && c.rwpo ? keysByLayer(*keys) : std::vector<Matrix>();
     Matrix logDet = Matrix::Zero(1, data.cols());
     if (trajectory) trajectory->assign(1, X);
     // Layer by layer on a cleared tape: large query sets (density grids) never hold every layer at once.
@@ -364,13 +369,8 @@ FlowModel<S>::encode(const Matrix& data, Eigen::Matrix<S, 1, Eigen::Dynamic>* lo
     for (int k = c.layers; k >= 1; --k) {
         tape.clear();
         const Bound<S> p = bindFlow<S>(tape, c, params_, nullptr);
-        ad::Var<S> x = tape.constant(X), ld = tape.constant(logDet), r;
-        if (R.size() > 0) { // this layer's keys: the reference batch's x^k; then it moves on to x^{k-1}
-            r = tape.constant(R);
-            ad::Var<S> next = r, unused = tape.constant(Matrix::Zero(1, R.cols()));
-            recordTrainingLayer(tape, c, p, k, next, unused);
-            R = next.value();
-        }
+        ad::Var<S> x = tape.constant(X), ld = tape.constant(logDet);
+        const ad::Var<S> r = frozen.empty() ? ad::Var<S>() : tape.constant(frozen[std::size_t(k)]);
         recordTrainingLayer(tape, c, p, k, x, ld, r);
         X = x.value();
         logDet = ld.value();

@@ -145,6 +145,9 @@ template <class S> class FlowModel {
 
   private:
     const Matrix* keysOr(const Matrix* keys) const;
+    // The reference batch pushed backward through the training map: entry k (1..M) is its x^k, the keys
+    // of layer k's RWPO sub-step (entry 0 is unused).
+    std::vector<Matrix> keysByLayer(const Matrix& reference) const;
 
     FlowConfig config_;
     FlowParams<S> params_;
