@@ -227,8 +227,12 @@ Evaluation FlowTrainer::evaluate() {
     const Eigen::MatrixXf a = generated.transpose(), b = heldOut_.transpose();
     e.mmd2 = generated.allFinite() ? mmd2Unbiased(a, b) : std::numeric_limits<double>::quiet_NaN();
     e.roundTrip = double((model.encode(generated) - Z).colwise().norm().mean());
-    if (config_.flow.d == 2 && generated.allFinite())
-        e.gridMass = densityGrid(model, 64, 1.25 * double(heldOut_.cwiseAbs().maxCoeff()), generated).mass;
+    if (config_.flow.d == 2 && generated.allFinite()) { // beside the keys the model samples with
+        const bool reference = config_.flow.rwpo && model.reference().size() > 0;
+        e.gridMass = densityGrid(model, 64, 1.25 * double(heldOut_.cwiseAbs().maxCoeff()),
+                                 reference ? model.reference() : generated)
+                         .mass;
+    }
     if (!folding.empty()) {
         e.minDet = folding[0].minDet;
         for (const RwpoFolding& f : folding) {

@@ -80,9 +80,10 @@ struct Evaluation {
     double minDet = 0, foldedFraction = 0;        // worst RWPO layer along the generated trajectory
     double samplerResidual = 0;                   // the sampler's worst fixed-point change at exit
     // d = 2: the model density's mass on a 64² grid over the held-out points' box (its half-width x 1.25),
-    // beside the generated samples as keys. About 1 for a normalized density; well above 1 when the
-    // density formula overstates the map's expansion (the RWPO layer's first-order log-det, or a map that
-    // folds, so that its images overlap): the NLL is then not a likelihood. NaN for d != 2.
+    // beside the model's reference batch (or, without one, the generated samples) as keys. About 1 for a
+    // normalized density; well above 1 when the density formula overstates the map's expansion (the RWPO
+    // layer's first-order log-det, or a map that folds, so that its images overlap): the NLL is then not a
+    // likelihood. NaN for d != 2.
     double gridMass = std::numeric_limits<double>::quiet_NaN();
     double seconds = 0;
 };
