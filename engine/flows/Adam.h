@@ -146,4 +146,11 @@ template <typename S> class Adam {
     double lastGradientNorm_ = 0.0;
 };
 
+// Iterate averaging, shared by the flow and the OT-Transformer trainers: after the k-th accepted step
+// (k >= 1) the average a of the parameters θ moves to a + w (θ - a), w = 1/τ_k, τ_k = min(window,
+// (k + 9)/10): about the last tenth of a short run, then an exponential average with time constant window.
+inline double iterateAverageWeight(long k, long window) {
+    return 1.0 / std::min(double(window), double(k + 9) / 10.0);
+}
+
 } // namespace flowscope::flows

@@ -65,9 +65,12 @@ template <class S> ad::Var<S> withTime(ad::Tape<S>& tape, ad::Var<S> X, double t
     return ad::vstack({X, tape.constant(Mat<S>::Constant(1, X.cols(), S(t)))});
 }
 
-RwpoOptions layerOptions(const FlowConfig& c) {
+// The RWPO sub-step's options at the flow's step. A query beside separate keys (a reference batch) has no
+// own key to leave out: it sees every key.
+RwpoOptions layerOptions(const FlowConfig& c, bool besideKeys = false) {
     RwpoOptions o = c.rwpoOptions;
     o.h = c.h();
+    o.leaveOneOut = o.leaveOneOut && !besideKeys;
     return o;
 }
 
@@ -90,10 +93,8 @@ template <class S>
 TrainingLayer<S> recordTrainingLayer(ad::Tape<S>& tape, const FlowConfig& c, const Bound<S>& p, int k,
                                      ad::Var<S>& X, ad::Var<S>& logDet, ad::Var<S> keys = {}) {
     if (c.rwpo) {
-        RwpoOptions o = layerOptions(c);
-        // A query beside a reference batch has no own key to leave out: it sees every key.
-        if (keys.tape) o.leaveOneOut = false;
-        const RwpoOutputs<S> r = recordRwpo(tape, X, p.lambda, p.beta, o, keys);
+        const RwpoOutputs<S> r =
+            recordRwpo(tape, X, p.lambda, p.beta, layerOptions(c, keys.tape != nullptr), keys);
         X = r.y;
         logDet = ad::add(logDet, r.logDetTerm);
     }
@@ -300,11 +301,9 @@ typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vecto
     auto rwpo = [&](const Matrix& P, int k) -> Matrix {
         tape.clear();
         const Bound<S> q = bindFlow<S>(tape, c, params_, nullptr);
-        if (frozen.empty())
-            return recordRwpo(tape, tape.constant(P), q.lambda, q.beta, layerOptions(c)).y.value();
-        RwpoOptions o = layerOptions(c);
-        o.leaveOneOut = false;
-        return recordRwpo(tape, tape.constant(P), q.lambda, q.beta, o, tape.constant(frozen[std::size_t(k)]))
+        const bool beside = !frozen.empty();
+        return recordRwpo(tape, tape.constant(P), q.lambda, q.beta, layerOptions(c, beside),
+                          beside ? tape.constant(frozen[std::size_t(k)]) : ad::Var<S>())
             .y.value();
     };
     // Solves P = next(P) from `start` by Anderson-accelerated fixed-point iteration, recording the worst

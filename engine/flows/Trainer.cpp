@@ -166,9 +166,7 @@ bool FlowTrainer::step() {
         guard_.accept(adam_);
         r.gradientNorm = adam_.lastGradientNorm();
         if (config_.averageIterations > 0) {
-            ++averagedSteps_;
-            const double tau = std::min(double(config_.averageIterations), double(averagedSteps_ + 9) / 10.0);
-            const float w = float(1.0 / tau);
+            const float w = float(iterateAverageWeight(++averagedSteps_, config_.averageIterations));
             averaged_.params().forEach(model_.params(), config_.flow,
                                        [w](Matrix& a, Matrix& p, const std::string&) { a += w * (p - a); });
         }

@@ -116,11 +116,7 @@ bool OtTrainer::step() {
         guard_.accept(adam_);
         r.gradientNorm = adam_.lastGradientNorm();
         if (config_.averageIterations > 0) {
-            ++averagedSteps_;
-            // The window grows as a tenth of the run, so the average never lags far behind parameters that
-            // are still improving fast, up to the configured time constant.
-            const double tau = std::min(double(config_.averageIterations), double(averagedSteps_ + 9) / 10.0);
-            const double w = 1.0 / tau;
+            const double w = flows::iterateAverageWeight(++averagedSteps_, config_.averageIterations);
             averaged_.params().forEach(model_.params(), [w](Matrix& a, Matrix& b, const std::string&) {
                 a = (1.0 - w) * a + w * b;
             });
