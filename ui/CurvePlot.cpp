@@ -60,7 +60,9 @@ std::pair<double, double> valueRange(const std::vector<CurveSeries>& series) {
 void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, const PlotStyle& style,
                     const QPalette& palette, const QFont& font) {
     const QFontMetricsF fm(font);
-    const auto [lo, hi] = valueRange(plot.series);
+    const std::pair<double, double> range = valueRange(plot.series);
+    const double lo = range.first,
+                 hi = range.second; // (a lambda below captures them: not a structured binding)
     const double xMax = std::max(1.0, plot.xMax);
 
     // Title band on top, tick labels left and below.

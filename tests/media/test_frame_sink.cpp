@@ -154,7 +154,7 @@ TEST(FrameSink, PngSequenceWritesNumberedFramesAndRefusesNonEmptyDirectories) {
 // background), for each format. Printed for the record; times are not asserted (DESIGN.md).
 TEST(FrameSink, EncodeSpeedAndSizeAt720p) {
     TempDir dir;
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(FLOWSCOPE_SANITIZED)
     const int n = 12; // instrumented builds: a smoke run
 #else
     const int n = 120;
