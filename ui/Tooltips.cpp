@@ -192,8 +192,9 @@ constexpr std::array kTable{
                          "or gradient rejects "
                          "the step and halves it; accepted steps bring it back over 50 iterations."},
     Entry{"training.lambda0",
-          "<b>λ₀</b> — initial weight of the L1 prior ψ(x) = λ‖x‖<sub>1</sub> (then learned, λ = "
-          "softplus(θ)); the RWPO layer soft-thresholds at λh. λ₀ &gt; 0."},
+          "<b>λ₀</b> — weight of the L1 prior ψ(x) = λ‖x‖<sub>1</sub>; the RWPO layer soft-thresholds at "
+          "λh. Kept fixed (the CLI's --train-lambda learns it: its gradient misses the jumps of the active "
+          "set 1{|x<sub>i</sub>| &gt; λh}, and λ then climbs and spoils the samples). λ₀ &gt; 0."},
     Entry{"training.beta0",
           "<b>β₀</b> — initial inverse temperature (then learned, β = softplus(θ)); the RWPO kernel has "
           "variance 2h/β. β₀ &gt; 0."},

@@ -46,7 +46,12 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
     }
     c.flow.rwpo = !p.flag("--no-rwpo");
     c.flow.rwpoOptions.kernel = parseKernel(p.option("--kernel", "corrected"));
-    c.flow.rwpoOptions.leaveOneOut = p.flag("--leave-one-out");
+    // Leave-one-out is the default (FlowConfig); --include-self is the paper's softmax over l = j too.
+    // --leave-one-out, its earlier switch, is still accepted.
+    const bool includeSelf = p.flag("--include-self"), leaveOneOut = p.flag("--leave-one-out");
+    if (includeSelf && leaveOneOut)
+        throw UsageError("--include-self and --leave-one-out contradict each other");
+    c.flow.rwpoOptions.leaveOneOut = !includeSelf;
     // Exact needs d = 2 for a vector kernel (d <= 2 for the drift); points of other dimensions default to
     // first order. --exact-logdet is the earlier spelling of --rwpo-logdet exact.
     const bool vectorKernel = c.flow.rwpoOptions.kernel != flows::RwpoKernel::Separable;
@@ -72,7 +77,10 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
     c.flow.width = int(parseLong(p.option("--width", std::to_string(c.flow.width)), "--width", 1, 1024));
     c.flow.lambda0 = parsePositive(p.option("--lambda0", std::to_string(c.flow.lambda0)), "--lambda0");
     c.flow.beta0 = parsePositive(p.option("--beta0", std::to_string(c.flow.beta0)), "--beta0");
-    c.flow.trainLambda = !p.flag("--freeze-lambda");
+    const bool freezeLambda = p.flag("--freeze-lambda"), trainLambda = p.flag("--train-lambda");
+    if (freezeLambda && trainLambda)
+        throw UsageError("--freeze-lambda and --train-lambda contradict each other");
+    c.flow.trainLambda = trainLambda; // frozen by default (FlowConfig); --freeze-lambda says so explicitly
     c.flow.trainBeta = !p.flag("--freeze-beta");
     c.flow.transportWeight = parsePositive(
         p.option("--transport-weight", std::to_string(c.flow.transportWeight)), "--transport-weight", true);

@@ -46,7 +46,7 @@ commands:
 
   train --dataset NAME|--data FILE --out model.safetensors [--iters N] [--no-rwpo] [--batch B] [--layers M]
         [--width m] [--lr X] [--lr-final X] [--warmup K] [--average-iters K] [--lambda0 X] [--beta0 X]
-        [--freeze-lambda] [--freeze-beta] [--kernel corrected|as-printed|separable] [--leave-one-out]
+        [--train-lambda] [--freeze-beta] [--kernel corrected|as-printed|separable] [--include-self]
         [--rwpo-logdet exact|first-order] [--drift-logdet exact|first-order]
         [--transport-weight X (default 1/30)] [--hjb-weight X] [--jitter X] [--seed S] [--eval-every K] [--quiet]
       train a generative flow (OT-Flow potential + RWPO sparse-transformer layer; --no-rwpo: plain OT-Flow)
@@ -54,7 +54,10 @@ commands:
       from .npy/.csv; prints held-out NLL, KL, MMD2 and the model density's mass on a grid (about 1 unless
       the density formula overstates the map's expansion) as it goes; writes the model and model.json beside
       it (architecture, lambda, beta, h, data, seeds, metrics, training curve); an RWPO model keeps a
-      reference batch of its data, the keys its samples and densities are computed beside
+      reference batch of its data, the keys its samples and densities are computed beside. Defaults not
+      the paper's: the RWPO softmax leaves each query's own key out (--include-self: the paper's l = j too),
+      and λ stays at --lambda0 (0.05; --train-lambda learns it, but its gradient misses the active set's
+      boundary term and it climbs, spoiling the samples)
   sample MODEL.safetensors --out samples.npy [--n 10000] [--seed S | --base Z.npy] [--batch 2000] [--explicit]
       samples (n x d, float32) from base normals drawn by the seed or read from --base (n x d), in batches
       (the RWPO layer's keys when the model has no reference batch)

@@ -308,6 +308,8 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     EXPECT_EQ(record["architecture"]["layers"], 2);
     EXPECT_TRUE(record["architecture"]["rwpo"].get<bool>());
     EXPECT_TRUE(record["architecture"]["exact_log_det"].get<bool>()); // the default for d = 2
+    EXPECT_TRUE(record["architecture"]["leave_one_out"].get<bool>()); // the default
+    EXPECT_FALSE(record["architecture"]["train_lambda"].get<bool>()); // λ is kept at λ₀ by default
     EXPECT_GT(record["beta"].get<double>(), 0.0);
     EXPECT_TRUE(record["metrics"]["grid_mass"].is_number());
     EXPECT_EQ(record["training"]["average_iterations"], 200); // the default
@@ -346,6 +348,20 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     r = cli("train --dataset moons --rwpo-logdet second-order" + tiny + " --out " + model);
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--rwpo-logdet: 'second-order'"), std::string::npos) << r.out;
+    // The paper's settings back: its own key in each softmax, λ learned.
+    const std::string paper = (dir / "paper.safetensors").string();
+    r = cli("train --dataset moons --include-self --train-lambda" + tiny + " --out " + paper);
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::ifstream inPaper(dir / "paper.json");
+    const nlohmann::json paperRecord = nlohmann::json::parse(inPaper);
+    EXPECT_FALSE(paperRecord["architecture"]["leave_one_out"].get<bool>());
+    EXPECT_TRUE(paperRecord["architecture"]["train_lambda"].get<bool>());
+    r = cli("train --dataset moons --include-self --leave-one-out" + tiny + " --out " + paper);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--include-self and --leave-one-out"), std::string::npos) << r.out;
+    r = cli("train --dataset moons --freeze-lambda --train-lambda" + tiny + " --out " + paper);
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--freeze-lambda and --train-lambda"), std::string::npos) << r.out;
 }
 
 TEST(Cli, FlowCommandsRejectBadInputWithOneMessage) {

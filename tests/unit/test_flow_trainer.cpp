@@ -121,6 +121,7 @@ TEST(FlowTrainer, AveragedParametersFollowTheRecursionAndLeaveTrainingAlone) {
     // The iterates are those of a run without averaging, bit for bit; evaluation and saved files use a.
     for (bool rwpo : {false, true}) {
         TrainerConfig c = tinyConfig(rwpo);
+        c.flow.trainLambda = true; // (frozen by default) so that λ has an average of its own
         FlowTrainer plain(c);
         c.averageIterations = 3;
         FlowTrainer averaged(c);
@@ -242,6 +243,7 @@ TEST(FlowSampler, ReferenceKeysMakeEachDensityQueryIndependent) {
     c.width = 8;
     c.layers = 3;
     c.seed = 4;
+    c.rwpoOptions.leaveOneOut = false; // the paper's kernel: each query is among its keys
     const FlowModel<double> model(c);
     Rng rng(1);
     ad::Matrix<double> data(2, 50), queries(2, 5);
@@ -251,10 +253,18 @@ TEST(FlowSampler, ReferenceKeysMakeEachDensityQueryIndependent) {
     model.encode(queries, &all, nullptr, &data);
     model.encode(queries.leftCols(1), &one, nullptr, &data);
     EXPECT_NEAR(all(0), one(0), 1e-12);
-    // The data as its own reference batch is the training map itself.
+    // The data as its own reference batch is the training map itself (with l = j included)...
     model.encode(data, &own);
     model.encode(data, &ownExplicit, nullptr, &data);
     EXPECT_LT((own - ownExplicit).cwiseAbs().maxCoeff(), 1e-12);
+    // ...and with leave-one-out (the default) it is not: there a training query never sees its own key.
+    FlowConfig loo = c;
+    loo.rwpoOptions.leaveOneOut = true;
+    const FlowModel<double> looModel(loo);
+    Eigen::RowVectorXd looOwn, looBeside;
+    looModel.encode(data, &looOwn);
+    looModel.encode(data, &looBeside, nullptr, &data);
+    EXPECT_GT((looOwn - looBeside).cwiseAbs().maxCoeff(), 1e-6);
 }
 
 TEST(FlowSampler, AReferenceBatchInvertsTheFrozenKeyMapSampleBySample) {
