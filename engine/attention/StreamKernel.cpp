@@ -1,5 +1,6 @@
 #include "engine/attention/StreamKernel.h"
 
+#include "engine/core/Cpu.h"
 #include "engine/core/Parallel.h"
 
 #include <algorithm>
@@ -28,8 +29,7 @@ using RangeFn = void (*)(const StreamArgs<float>&, int, int);
 
 RangeFn pickFloatKernel() {
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return &avx2::streamRange;
+    if (cpuHasAvx2Fma()) return &avx2::streamRange;
 #endif
     return &generic::streamRange;
 }

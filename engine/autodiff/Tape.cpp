@@ -1,6 +1,7 @@
 // Flowscope engine: the matrix tape's ops (forward, when recorded) and their backward (one switch).
 #include "engine/autodiff/Tape.h"
 
+#include "engine/autodiff/AttentionKernel.h"
 #include "engine/autodiff/Exp.h"
 
 #include "engine/core/Parallel.h"
@@ -292,6 +293,64 @@ template <class S> void attentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, No
     }
 }
 
+// The float path of the shapes kernel::supports(): the SIMD kernel of AttentionKernel.h, which keeps m_j and
+// 1/den_j of each query in the node's aux (2 x N) so backward recomputes a weight with one exp. Keys and
+// values are copied once per call into zero-padded structure-of-arrays rows.
+struct KernelOperands {
+    Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> kt, vt;
+    kernel::Attention args;
+    KernelOperands(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, bool excludeSelf) {
+        const Index nk = K.cols(),
+                    nkPadded = (nk + kernel::kKeyBlock - 1) / kernel::kKeyBlock * kernel::kKeyBlock;
+        kt.setZero(K.rows(), nkPadded);
+        kt.leftCols(nk) = K;
+        vt.setZero(V.rows(), nkPadded);
+        vt.leftCols(nk) = V;
+        args = {int(K.rows()), int(V.rows()), int(nk),  int(nkPadded),
+                kt.data(),     vt.data(),     Q.data(), excludeSelf};
+    }
+};
+
+template <class S> bool useKernel(const Matrix<S>& K, const Matrix<S>& V) {
+    return std::is_same_v<S, float> && kernel::supports(int(K.rows()), int(V.rows()));
+}
+
+void kernelForward(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, bool excludeSelf,
+                   Matrix<float>& out, Matrix<float>& stats) {
+    const KernelOperands ops(Q, K, V, excludeSelf);
+    const Index N = Q.cols();
+    out.resize(V.rows(), N);
+    stats.resize(2, N);
+    parallelFor(std::size_t((N + kTile - 1) / kTile), 1, [&](std::size_t begin, std::size_t end) {
+        kernel::forward(ops.args, int(begin * kTile), int(std::min<Index>(Index(end) * kTile, N)), out.data(),
+                        stats.data());
+    });
+}
+
+void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>& v) {
+    const KernelOperands ops(q.val(), k.val(), v.val(), n.start != 0);
+    const Index N = q.val().cols(), Nk = k.val().cols(), tiles = (N + kTile - 1) / kTile;
+    float* dq = q.needsGrad ? gradZeroed(q).data() : nullptr;
+    const bool wantK = k.needsGrad, wantV = v.needsGrad;
+    const Index slots = std::min(kSlots, tiles);
+    using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    std::vector<RowMajor> dKt(wantK ? slots : 0), dVt(wantV ? slots : 0);
+    parallelFor(std::size_t(slots), 1, [&](std::size_t begin, std::size_t end) {
+        for (Index s = Index(begin); s < Index(end); ++s) {
+            if (wantK) dKt[s].setZero(ops.kt.rows(), ops.kt.cols());
+            if (wantV) dVt[s].setZero(ops.vt.rows(), ops.vt.cols());
+            for (Index t = s; t < tiles; t += slots)
+                kernel::backward(ops.args, int(t * kTile), int(std::min(N, (t + 1) * kTile)), n.value.data(),
+                                 n.aux.data(), n.grad.data(), dq, wantK ? dKt[s].data() : nullptr,
+                                 wantV ? dVt[s].data() : nullptr);
+        }
+    });
+    for (Index s = 0; s < slots; ++s) {
+        if (wantK) acc(k, dKt[s].leftCols(Nk));
+        if (wantV) acc(v, dVt[s].leftCols(Nk));
+    }
+}
+
 } // namespace
 
 // ---- Tape ----
@@ -543,6 +602,11 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
         break;
 
     case Op::Attention:
+        if constexpr (std::is_same_v<S, float>)
+            if (useKernel(B->val(), nodes_[n.parts[0]].val())) {
+                kernelBackward(n, *A, *B, nodes_[n.parts[0]]);
+                break;
+            }
         attentionBackward(n, *A, *B, nodes_[n.parts[0]]);
         break;
 
@@ -885,6 +949,11 @@ template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSe
     node.parts.push_back(v.index);
     node.needsGrad = node.needsGrad || t.node(v).needsGrad;
     node.start = excludeSelf ? 1 : 0;
+    if constexpr (std::is_same_v<S, float>)
+        if (useKernel(k.value(), v.value())) {
+            kernelForward(q.value(), k.value(), v.value(), excludeSelf, node.value, node.aux);
+            return y;
+        }
     attentionForward(q.value(), k.value(), v.value(), excludeSelf, node.value);
     return y;
 }
