@@ -1,7 +1,7 @@
 // Flowscope engine: the float32 SIMD kernel of the tape's attention(q, k, v) (engine/autodiff/Tape.h).
 //
 // out_j = Σ_k w_jk v_k,  w_jk = exp(l_jk - m_j) / den_j,  l_jk = q_j · k_k,  m_j = max_k l_jk,
-// with key j left out of query j's softmax when excludeSelf. The N x N weights are never stored: forward
+// with key self + j left out of query j's softmax when self >= 0. The N x N weights are never stored: forward
 // sweeps the keys twice per query (max, then weights and sums) and keeps m_j and 1/den_j; backward
 // recomputes each weight from them in one sweep. With ā_j = g_j · out_j and c_jk = w_jk (g_j · v_k - ā_j):
 //     dq_j = Σ_k c_jk k_k,   dk_k += Σ_j c_jk q_j,   dv_k += Σ_j w_jk g_j.
@@ -20,7 +20,7 @@ struct Attention {
     const float* kt = nullptr; // f x nkPadded: coordinate c of key k at kt[c * nkPadded + k], zero past nk
     const float* vt = nullptr; // r x nkPadded, the same layout
     const float* q = nullptr;  // f x nq, column-major
-    bool excludeSelf = false;  // query j does not see key j
+    int self = -1;             // query j does not see key self + j (its own); -1: it sees every key
 };
 
 // Whether the kernel handles these row counts (else the caller takes its Eigen path).

@@ -222,7 +222,8 @@ template <class S> void groupAttentionBackward(Node<S>& n, Node<S>& q, Node<S>& 
 
 // ---- attention(q, k, v): tiles of queries, weights recomputed in backward ----
 //
-// A tile is kTile consecutive queries [j0, j0 + n). Its weights W (Nk x n, column jj: query j0 + jj) come
+// A tile is kTile consecutive queries [j0, j0 + n). `self` is the column of query 0's own key (the node's
+// start - 1), or -1 when every key is seen. Its weights W (Nk x n, column jj: query j0 + jj) come
 // from one small GEMM of the transposed keys and a column-wise softmax (expShifted on each contiguous
 // column). Forward and backward call the same tileWeights, so backward sees the forward's weights bit for
 // bit. With A = V^T G_tile and ā_j = g_j · out_j (the forward output), the tile's gradients are
@@ -233,18 +234,18 @@ template <class S> void groupAttentionBackward(Node<S>& n, Node<S>& q, Node<S>& 
 constexpr Index kTile = 16, kSlots = 16;
 
 template <class S>
-void tileWeights(const Matrix<S>& Kt, const Matrix<S>& Q, Index j0, Index n, bool excludeSelf, Matrix<S>& W) {
+void tileWeights(const Matrix<S>& Kt, const Matrix<S>& Q, Index j0, Index n, Index self, Matrix<S>& W) {
     W.noalias() = Kt * Q.middleCols(j0, n);
     for (Index jj = 0; jj < n; ++jj) {
         auto w = W.col(jj).array();
-        if (excludeSelf) w(j0 + jj) = -std::numeric_limits<S>::infinity();
+        if (self >= 0) w(self + j0 + jj) = -std::numeric_limits<S>::infinity();
         expShifted(w.data(), w.size(), w.maxCoeff());
         w *= S(1) / w.sum();
     }
 }
 
 template <class S>
-void attentionForward(const Matrix<S>& Q, const Matrix<S>& K, const Matrix<S>& V, bool excludeSelf,
+void attentionForward(const Matrix<S>& Q, const Matrix<S>& K, const Matrix<S>& V, Index self,
                       Matrix<S>& out) {
     const Index N = Q.cols();
     const Matrix<S> Kt = K.transpose();
@@ -253,7 +254,7 @@ void attentionForward(const Matrix<S>& Q, const Matrix<S>& K, const Matrix<S>& V
         Matrix<S> W;
         for (Index t = Index(begin); t < Index(end); ++t) {
             const Index j0 = t * kTile, n = std::min(kTile, N - j0);
-            tileWeights(Kt, Q, j0, n, excludeSelf, W);
+            tileWeights(Kt, Q, j0, n, self, W);
             out.middleCols(j0, n).noalias() = V * W;
         }
     });
@@ -262,7 +263,7 @@ void attentionForward(const Matrix<S>& Q, const Matrix<S>& K, const Matrix<S>& V
 template <class S> void attentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, Node<S>& v) {
     const Matrix<S>&Q = q.val(), &K = k.val(), &V = v.val(), &G = n.grad;
     const Index N = Q.cols(), Nk = K.cols(), tiles = (N + kTile - 1) / kTile;
-    const bool excludeSelf = n.start != 0;
+    const Index self = n.start - 1;
     const Matrix<S> Kt = K.transpose(), Vt = V.transpose();
     Matrix<S>* dq = q.needsGrad ? &gradZeroed(q) : nullptr;
     const bool wantK = k.needsGrad, wantV = v.needsGrad;
@@ -275,7 +276,7 @@ template <class S> void attentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, No
             if (wantV) dVt[s].setZero(Nk, V.rows());
             for (Index t = s; t < tiles; t += slots) {
                 const Index j0 = t * kTile, m = std::min(kTile, N - j0);
-                tileWeights(Kt, Q, j0, m, excludeSelf, W);
+                tileWeights(Kt, Q, j0, m, self, W);
                 const auto Gt = G.middleCols(j0, m);
                 if (wantV) dVt[s].noalias() += W * Gt.transpose();
                 if (!dq && !wantK) continue;
@@ -299,7 +300,7 @@ template <class S> void attentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, No
 struct KernelOperands {
     Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> kt, vt;
     kernel::Attention args;
-    KernelOperands(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, bool excludeSelf) {
+    KernelOperands(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, Index self) {
         const Index nk = K.cols(),
                     nkPadded = (nk + kernel::kKeyBlock - 1) / kernel::kKeyBlock * kernel::kKeyBlock;
         kt.setZero(K.rows(), nkPadded);
@@ -307,7 +308,7 @@ struct KernelOperands {
         vt.setZero(V.rows(), nkPadded);
         vt.leftCols(nk) = V;
         args = {int(K.rows()), int(V.rows()), int(nk),  int(nkPadded),
-                kt.data(),     vt.data(),     Q.data(), excludeSelf};
+                kt.data(),     vt.data(),     Q.data(), int(self)};
     }
 };
 
@@ -315,9 +316,9 @@ template <class S> bool useKernel(const Matrix<S>& K, const Matrix<S>& V) {
     return std::is_same_v<S, float> && kernel::supports(int(K.rows()), int(V.rows()));
 }
 
-void kernelForward(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, bool excludeSelf,
+void kernelForward(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, Index self,
                    Matrix<float>& out, Matrix<float>& stats) {
-    const KernelOperands ops(Q, K, V, excludeSelf);
+    const KernelOperands ops(Q, K, V, self);
     const Index N = Q.cols();
     out.resize(V.rows(), N);
     stats.resize(2, N);
@@ -328,7 +329,7 @@ void kernelForward(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<
 }
 
 void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>& v) {
-    const KernelOperands ops(q.val(), k.val(), v.val(), n.start != 0);
+    const KernelOperands ops(q.val(), k.val(), v.val(), n.start - 1);
     const Index N = q.val().cols(), Nk = k.val().cols(), tiles = (N + kTile - 1) / kTile;
     float* dq = q.needsGrad ? gradZeroed(q).data() : nullptr;
     const bool wantK = k.needsGrad, wantV = v.needsGrad;
@@ -423,21 +424,45 @@ template <class S> const Matrix<S>& Tape<S>::grad(Var<S> v) const {
 }
 
 template <class S> void Tape<S>::backward(Var<S> loss) {
+    beginBackward(loss);
+    backwardTo(0);
+    endBackward();
+}
+
+template <class S> void Tape<S>::beginBackward(Var<S> loss) {
     Node<S>& l = node(loss);
     if (l.val().rows() != 1 || l.val().cols() != 1)
         throw std::invalid_argument("ad::backward: the loss is " + shapeOf(l.val().rows(), l.val().cols()) +
                                     ", not 1x1");
     for (int i = 0; i < size_; ++i) nodes_[i].reached = false;
+    next_ = loss.index;
     if (l.needsGrad) {
         l.grad.setOnes(1, 1);
         l.reached = true;
-        for (int i = loss.index; i >= 0; --i)
-            if (nodes_[i].reached) backwardNode(nodes_[i]);
     }
+}
+
+template <class S> void Tape<S>::backwardTo(int index) {
+    for (; next_ >= std::max(index, 0); --next_)
+        if (nodes_[next_].reached) backwardNode(nodes_[next_]);
+}
+
+template <class S> void Tape<S>::addGrad(Var<S> v, const Eigen::Ref<const Matrix<S>>& g) {
+    Node<S>& n = node(v);
+    if (!n.needsGrad || v.index > next_ || g.rows() != n.val().rows() || g.cols() != n.val().cols())
+        throw std::invalid_argument(
+            "ad::addGrad: a " + shapeOf(g.rows(), g.cols()) + " gradient for node " +
+            std::to_string(v.index) + " (" + opName(n.op) + ", " + shapeOf(n.val().rows(), n.val().cols()) +
+            "), which needs none, or has run already (next " + std::to_string(next_) + ")");
+    acc(n, g);
+}
+
+template <class S> void Tape<S>::endBackward() {
     for (int i = 0; i < size_; ++i) {
         Node<S>& n = nodes_[i];
         if (n.needsGrad && !n.reached) n.grad.setZero(n.val().rows(), n.val().cols());
     }
+    next_ = -1;
 }
 
 template <class S> void Tape<S>::backwardNode(Node<S>& n) {
@@ -934,27 +959,29 @@ template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, 
     return y;
 }
 
-template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSelf) {
+template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSelf, Index selfOffset) {
     Tape<S>& t = tapeOf(Op::Attention, q, k);
     tapeOf(Op::Attention, q, v);
     requireShape(q.rows() == k.rows() && k.cols() >= 1, Op::Attention, q, k,
                  "equal row counts and at least one key");
     requireShape(v.cols() == k.cols(), Op::Attention, k, v, "one value per key");
-    if (excludeSelf && (k.cols() != q.cols() || k.cols() < 2))
-        fail(Op::Attention, "excludeSelf needs as many keys as queries, at least 2, not " +
-                                std::to_string(k.cols()) + " keys for " + std::to_string(q.cols()) +
-                                " queries");
+    if (excludeSelf && (selfOffset < 0 || selfOffset + q.cols() > k.cols() || k.cols() < 2))
+        fail(Op::Attention, "excludeSelf needs the queries' own keys, columns " + std::to_string(selfOffset) +
+                                ".." + std::to_string(selfOffset + q.cols() - 1) +
+                                ", among at least 2 keys, not " + std::to_string(k.cols()) + " keys for " +
+                                std::to_string(q.cols()) + " queries");
     Var<S> y = t.push(Op::Attention, q, k);
     Node<S>& node = t.node(y);
     node.parts.push_back(v.index);
     node.needsGrad = node.needsGrad || t.node(v).needsGrad;
-    node.start = excludeSelf ? 1 : 0;
+    const Index self = excludeSelf ? selfOffset : -1;
+    node.start = self + 1;
     if constexpr (std::is_same_v<S, float>)
         if (useKernel(k.value(), v.value())) {
-            kernelForward(q.value(), k.value(), v.value(), excludeSelf, node.value, node.aux);
+            kernelForward(q.value(), k.value(), v.value(), self, node.value, node.aux);
             return y;
         }
-    attentionForward(q.value(), k.value(), v.value(), excludeSelf, node.value);
+    attentionForward(q.value(), k.value(), v.value(), self, node.value);
     return y;
 }
 
@@ -1076,7 +1103,7 @@ template <class S> Var<S> hstack(const std::vector<Var<S>>& parts) {
     template Var<S> softmaxRows(Var<S>);                                                                     \
     template Var<S> logSumExpRows(Var<S>);                                                                   \
     template Var<S> groupAttention(Var<S>, Var<S>, Var<S>, Index, S);                                        \
-    template Var<S> attention(Var<S>, Var<S>, Var<S>, bool);                                                 \
+    template Var<S> attention(Var<S>, Var<S>, Var<S>, bool, Index);                                          \
     template Var<S> groupMean(Var<S>, Index);                                                                \
     template Var<S> rows(Var<S>, Index, Index);                                                              \
     template Var<S> cols(Var<S>, Index, Index);                                                              \

@@ -66,7 +66,8 @@ const char* opName(Op op);
 template <class S> struct Node {
     Op op = Op::Constant;
     int a = -1, b = -1;     // operand node indices (-1: none)
-    Index start = 0;        // Rows, Cols: first row / column of the block; Group*: n; Attention: excludeSelf
+    Index start = 0;        // Rows, Cols: first row / column of the block; Group*: n; Attention: 1 + the
+                            // column of query 0's own key (0: every key is seen)
     S s = 0;                // Scale, AddScalar: the constant; HuberL1: h; GroupAttention: scale
     bool needsGrad = false; // an input or a parameter is upstream of this node
     bool reached = false;   // in backward(): grad holds the gradient that reached this node
@@ -99,6 +100,19 @@ template <class S> class Tape {
     // been incremented.
     void backward(Var<S> loss);
     const Matrix<S>& grad(Var<S> v) const;
+
+    // backward() in segments, for one loss spread over several tapes that exchange values (a batch split
+    // across threads, flows/BatchSplit.h): beginBackward(loss); backwardTo(i) for falling i, with addGrad()
+    // calls between them; endBackward(). backward(loss) is exactly that with one backwardTo(0).
+    void beginBackward(Var<S> loss);
+    // Runs the reached nodes from where the last call stopped down to node `index` (inclusive).
+    void backwardTo(int index);
+    // Adds g into v's gradient; v must need one and not have been run yet (v.index < the last backwardTo).
+    void addGrad(Var<S> v, const Eigen::Ref<const Matrix<S>>& g);
+    // Whether a gradient reached v (else its gradient is zero once endBackward() has run).
+    bool reached(Var<S> v) const { return node(v).reached; }
+    // Zeroes the gradients of the nodes that need one and that no gradient reached.
+    void endBackward();
     const Matrix<S>& value(Var<S> v) const { return node(v).val(); }
 
     // Drops every node but keeps the nodes' matrices for the next recording of (usually) the same graph.
@@ -118,6 +132,7 @@ template <class S> class Tape {
     // node, so an op may read operand values by reference while it appends (e.g. constant(someVar.value())).
     std::deque<Node<S>> nodes_;
     int size_ = 0;
+    int next_ = -1; // backward in segments: the next node to run
 };
 
 template <class S> const Matrix<S>& Var<S>::value() const {
@@ -193,12 +208,14 @@ template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, 
 // Dense softmax attention of every query over every key, for many tokens and few features: q is p x N
 // (queries), k is p x Nk (keys), v is c x Nk (values), and
 //     out_j = Σ_l softmax_l(q_j · k_l) v_l                                                     (c x N)
-// excludeSelf (Nk = N, Nk >= 2) gives query j's own key l = j the weight 0. Equal, to rounding, to
-// v softmaxRows(q^T k)^T, but no N x Nk matrix is kept on the tape: queries run in tiles of 16, and
-// backward() recomputes each tile's weights (flash-attention style). The memory is O((N + Nk)(p + c)) and
+// excludeSelf gives query j's own key, l = selfOffset + j, the weight 0 (the queries are keys selfOffset ..
+// selfOffset + N - 1: all of them when Nk = N, one part's when a batch is split; Nk >= 2). Equal, to
+// rounding, to v softmaxRows(q^T k)^T, but no N x Nk matrix is kept on the tape: queries run in tiles of 16,
+// and backward() recomputes each tile's weights (flash-attention style). The memory is O((N + Nk)(p + c)) and
 // the work stays in cache: forward and backward of a float layer (p = 4, c = 5, one thread) take 5.5 ms
 // against 10.1 ms for the composed ops at N = Nk = 1024, 89 against 327 ms at 4096.
-template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSelf = false);
+template <class S>
+Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSelf = false, Index selfOffset = 0);
 // The mean of each group of n consecutive columns: rows x (cols / n) (mean pooling of token sets).
 template <class S> Var<S> groupMean(Var<S> a, Index n);
 

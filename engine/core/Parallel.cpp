@@ -148,4 +148,8 @@ void parallelFor(std::size_t n, std::size_t grain, const std::function<void(std:
     p.run(n, grain, fn);
 }
 
+bool insideParallelFor() {
+    return tInsideWorker;
+}
+
 } // namespace flowscope

@@ -22,4 +22,8 @@ void useBackgroundPriority();
 // parallel. Returns when all are done. Runs inline when n <= grain or when called from a worker.
 void parallelFor(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn);
 
+// Whether the calling thread runs inside a parallelFor (a pool worker, or a caller while its region runs):
+// a parallelFor called from it runs inline, on this thread alone.
+bool insideParallelFor();
+
 } // namespace flowscope

@@ -86,15 +86,20 @@ template <class S> ad::Var<S> driftLogDet(const PotentialOutputs<S>& phi, int d,
 
 // Layer k of the training map (23), x^k -> x^{k-1}, with its log-density increment (24) added to logDet:
 // the RWPO sub-step with its generation sign, then the drift backwards along ∇φ(·, t_{k-1}). Returns the
-// drift's evaluation point x^{k-1/2} and φ's outputs there (the loss's regularizers need them).
+// drift's evaluation point x^{k-1/2} and φ's outputs there (the loss's regularizers need them). The RWPO
+// sub-step's keys: X itself, separate `keys` (frozen: a reference batch), or, with `split`, the whole
+// batch's x^k gathered from every part, among which X's own are.
 template <class S> struct TrainingLayer { ad::Var<S> half, gradX, dphidt, lap; };
 
 template <class S>
 TrainingLayer<S> recordTrainingLayer(ad::Tape<S>& tape, const FlowConfig& c, const Bound<S>& p, int k,
-                                     ad::Var<S>& X, ad::Var<S>& logDet, ad::Var<S> keys = {}) {
+                                     ad::Var<S>& X, ad::Var<S>& logDet, ad::Var<S> keys = {},
+                                     BatchSplit<S>* split = nullptr, int part = 0) {
     if (c.rwpo) {
+        Eigen::Index at = -1;
+        if (split) keys = split->gather(part, X, at);
         const RwpoOutputs<S> r =
-            recordRwpo(tape, X, p.lambda, p.beta, layerOptions(c, keys.tape != nullptr), keys);
+            recordRwpo(tape, X, p.lambda, p.beta, layerOptions(c, keys.tape != nullptr && !split), keys, at);
         X = r.y;
         logDet = ad::add(logDet, r.logDetTerm);
     }
@@ -224,11 +229,11 @@ std::vector<typename FlowModel<S>::Matrix> FlowModel<S>::keysByLayer(const Matri
 
 template <class S>
 ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowParams<S>& grads,
-                                    LossTerms* terms) const {
+                                    LossTerms* terms, BatchSplit<S>* split, int part) const {
     checkData<S>(config_, data, "the data batch");
     const FlowConfig& c = config_;
     const double h = c.h();
-    const double n = double(data.cols());
+    const double n = double(split ? split->batch() : data.cols()); // the means' denominator
     const Bound<S> p = bindFlow(tape, c, params_, &grads);
     const ad::Var<S> lambdaH = ad::scale(p.lambda, S(h));
     const ad::Var<S> invBeta = ad::div(tape.constant(Mat<S>::Ones(1, 1)), p.beta);
@@ -238,7 +243,7 @@ ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowP
     ad::Var<S> transport = tape.constant(Mat<S>::Zero(1, 1));
     ad::Var<S> hjb = tape.constant(Mat<S>::Zero(1, 1));
     for (int k = c.layers; k >= 1; --k) {
-        const TrainingLayer<S> l = recordTrainingLayer(tape, c, p, k, X, logDet);
+        const TrainingLayer<S> l = recordTrainingLayer(tape, c, p, k, X, logDet, {}, split, part);
         // ∇φ̃ = ∇φ - ∇ψ and the residual of the viscous HJB, at x^{k-1/2} and t_{k-1}.
         ad::Var<S> drift = l.gradX;
         ad::Var<S> residual;
@@ -258,7 +263,7 @@ ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowP
         transport = ad::add(transport, ad::scale(ad::sum(ad::colSumSquares(drift)), S(h / (2.0 * n))));
         hjb = ad::add(hjb, ad::scale(ad::sum(ad::square(residual)), S(h / n)));
     }
-    const ad::Var<S> nll = ad::neg(ad::mean(recordLogDensity(X, logDet, c.d)));
+    const ad::Var<S> nll = ad::scale(ad::sum(recordLogDensity(X, logDet, c.d)), S(-1.0 / n));
     const ad::Var<S> loss =
         ad::add(ad::add(nll, ad::scale(transport, S(c.transportWeight))), ad::scale(hjb, S(c.hjbWeight)));
     if (terms) {

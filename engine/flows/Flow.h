@@ -25,6 +25,7 @@
 #pragma once
 
 #include "engine/autodiff/Tape.h"
+#include "engine/flows/BatchSplit.h"
 #include "engine/flows/Potential.h"
 #include "engine/flows/RwpoLayer.h"
 
@@ -131,9 +132,11 @@ template <class S> class FlowModel {
 
     // Records loss (16) on `tape` for a data batch (d x N, placed at t = T) and returns its 1x1 Var; the
     // parameters are bound to `grads`, so tape.backward(loss) adds the gradient there. `terms` gets the
-    // parts.
-    ad::Var<S> recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowParams<S>& grads,
-                          LossTerms* terms) const;
+    // parts. With `split`, `data` is part `part` of a batch shared by split->parts() tapes (BatchSplit.h):
+    // the loss is this part's share (sums over its samples divided by the whole batch's size), the RWPO
+    // sub-steps attend to the whole batch, and split->backward(part, loss) differentiates it.
+    ad::Var<S> recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowParams<S>& grads, LossTerms* terms,
+                          BatchSplit<S>* split = nullptr, int part = 0) const;
     // Sets grads to the gradient of the loss at `data` and returns its terms (non-finite values possible).
     LossTerms lossAndGradient(const Matrix& data, FlowParams<S>& grads) const;
 

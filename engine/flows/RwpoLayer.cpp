@@ -50,7 +50,7 @@ void softmaxInPlace(Eigen::VectorXd& u) {
 
 template <class S>
 RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> beta, const RwpoOptions& o,
-                          Var<S> keys) {
+                          Var<S> keys, Index queriesAt) {
     check(lambda.rows() == 1 && lambda.cols() == 1 && beta.rows() == 1 && beta.cols() == 1,
           "lambda and beta must be 1x1");
     const bool ownKeys = keys.tape == nullptr || (keys.tape == X.tape && keys.index == X.index);
@@ -58,7 +58,11 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
     const Index d = X.rows(), N = X.cols(), Nk = Y.cols();
     checkArguments(d, N, double(lambda.scalar()), double(beta.scalar()), o);
     check(Y.rows() == d && Nk >= 1, "the keys must be d x N_k with the queries' d and N_k >= 1");
-    check(ownKeys || !o.leaveOneOut, "leave-one-out needs the queries as keys");
+    check(ownKeys || queriesAt < 0 || queriesAt + N <= Nk,
+          "the queries must be keys " + std::to_string(queriesAt) + ".." + std::to_string(queriesAt + N - 1) +
+              " of the " + std::to_string(Nk) + " keys");
+    check(ownKeys || !o.leaveOneOut || queriesAt >= 0, "leave-one-out needs the queries among the keys");
+    const Index self = ownKeys ? 0 : queriesAt; // query j's own key: key self + j (when leaveOneOut)
     const S h = S(o.h), c2h = S(1) / (2 * h), c4h = S(1) / (4 * h);
     const bool separable = o.kernel == RwpoKernel::Separable, asPrinted = o.kernel == RwpoKernel::AsPrinted;
 
@@ -104,7 +108,7 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
         // Every weighted moment in one attention: the values are [ỹ; ỹ²; ỹ₁ỹ₂].
         std::vector<Var<S>> features = {Yc, Yc2};
         if (o.exactLogDet) features.push_back(ad::mul(ad::rows(Yc, 0, 1), ad::rows(Yc, 1, 1)));
-        const Var<S> moments = ad::attention(Q, K, ad::vstack(features), o.leaveOneOut);
+        const Var<S> moments = ad::attention(Q, K, ad::vstack(features), o.leaveOneOut, self);
         mean = ad::rows(moments, 0, d);
         var = ad::sub(ad::rows(moments, d, d), ad::square(mean));
         if (o.exactLogDet)
@@ -113,9 +117,10 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
         std::vector<Var<S>> means, vars;
         for (Index i = 0; i < d; ++i) {
             const Var<S> yi = ad::rows(Yc, i, 1), yi2 = ad::rows(Yc2, i, 1);
-            const Var<S> moments = ad::attention(
-                ad::vstack({ad::rows(Qx, i, 1), ad::rows(queryBias, i, 1), ones}),
-                ad::vstack({yi, keyOnes, ad::rows(keyBias, i, 1)}), ad::vstack({yi, yi2}), o.leaveOneOut);
+            const Var<S> moments =
+                ad::attention(ad::vstack({ad::rows(Qx, i, 1), ad::rows(queryBias, i, 1), ones}),
+                              ad::vstack({yi, keyOnes, ad::rows(keyBias, i, 1)}), ad::vstack({yi, yi2}),
+                              o.leaveOneOut, self);
             means.push_back(ad::rows(moments, 0, 1));
             vars.push_back(ad::sub(ad::rows(moments, 1, 1), ad::square(means.back())));
         }
@@ -158,9 +163,9 @@ template ad::Var<float> foldGuardedLog(ad::Var<float>);
 template ad::Var<double> foldGuardedLog(ad::Var<double>);
 
 template RwpoOutputs<float> recordRwpo(ad::Tape<float>&, Var<float>, Var<float>, Var<float>,
-                                       const RwpoOptions&, Var<float>);
+                                       const RwpoOptions&, Var<float>, Index);
 template RwpoOutputs<double> recordRwpo(ad::Tape<double>&, Var<double>, Var<double>, Var<double>,
-                                        const RwpoOptions&, Var<double>);
+                                        const RwpoOptions&, Var<double>, Index);
 
 Eigen::RowVectorXd rwpoJacobianDeterminants(const Eigen::MatrixXd& X, double lambda, double beta,
                                             const RwpoOptions& o, const Eigen::MatrixXd* keys) {

@@ -55,12 +55,14 @@ template <class S> struct RwpoOutputs {
 
 // Records one RWPO sub-step on `tape`. X is d x N; lambda (>= 0, e.g. a softplus) and beta (> 0) are 1x1.
 // `keys` (d x N_k), when given, replaces the queries as the keys y_l: a density query then sees a reference
-// batch's tokens instead of its own (§1.3, the density grid). Throws std::invalid_argument on bad shapes or
-// values, for exactLogDet with a vector kernel and d != 2, and for leaveOneOut with N < 2 or separate keys.
-// Instantiated for float and double.
+// batch's tokens instead of its own (§1.3, the density grid). queriesAt >= 0 says that the queries are keys
+// queriesAt .. queriesAt + N - 1 (one part of a batch split across tapes, BatchSplit.h): leave-one-out then
+// leaves query j's own key, key queriesAt + j, out. Throws std::invalid_argument on bad shapes or values,
+// for exactLogDet with a vector kernel and d != 2, and for leaveOneOut with N < 2 or with separate keys
+// among which the queries are not. Instantiated for float and double.
 template <class S>
 RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, ad::Var<S> X, ad::Var<S> lambda, ad::Var<S> beta,
-                          const RwpoOptions& options, ad::Var<S> keys = {});
+                          const RwpoOptions& options, ad::Var<S> keys = {}, ad::Index queriesAt = -1);
 
 // The log of a sub-step's Jacobian determinant where the sub-step may fold: log(det) for det >= kFoldFloor,
 // continued below by its tangent, log δ + (det - δ)/δ (δ = kFoldFloor). The loss stays finite where the

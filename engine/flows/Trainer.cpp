@@ -178,31 +178,31 @@ bool FlowTrainer::step() {
 
 LossTerms FlowTrainer::lossAndGradient() {
     adam_.zeroGrad();
-    // Without the RWPO layer every term of the loss is a mean over independent samples: the two halves of
-    // the batch on two tapes, in parallel, combined with weights n_i / N, give the batch's loss and gradient
-    // (to float rounding, and always the same way). With it, samples attend to each other: one tape.
+    // The batch's two halves on two tapes at once (BatchSplit.h: their shares of the loss add up to it, and
+    // so do their gradients; the RWPO sub-steps attend across both halves), or one tape where two threads
+    // are not to be had or the halves would be too small to pay for the exchange.
     const Eigen::Index N = batch_.cols(), half = N / 2;
-    const int parts = config_.flow.rwpo || half < 64 || threadCount() < 2 ? 1 : 2;
+    if (half < 64 || !BatchSplit<float>::canRun(2)) {
+        tape_.clear();
+        LossTerms terms;
+        const ad::Var<float> loss = model_.recordLoss(tape_, batch_, grads_, &terms);
+        if (std::isfinite(terms.loss)) tape_.backward(loss);
+        return terms;
+    }
     LossTerms terms[2];
     FlowParams<float>* grads[2] = {&grads_, &grads2_};
     ad::Tape<float>* tapes[2] = {&tape_, &tape2_};
-    parallelFor(std::size_t(parts), 1, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) {
-            const Matrix part = parts == 1 ? batch_
-                                : i == 0   ? batch_.leftCols(half)
-                                           : batch_.rightCols(N - half);
-            if (i == 1) grads2_ = model_.params().zerosLike();
-            tapes[i]->clear();
-            const ad::Var<float> loss = model_.recordLoss(*tapes[i], part, *grads[i], &terms[i]);
-            if (std::isfinite(terms[i].loss)) tapes[i]->backward(loss);
-        }
+    grads2_ = model_.params().zerosLike();
+    BatchSplit<float> split(2, N);
+    split.run([&](int i) {
+        const Matrix part = i == 0 ? batch_.leftCols(half) : batch_.rightCols(N - half);
+        tapes[i]->clear();
+        const ad::Var<float> loss = model_.recordLoss(*tapes[i], part, *grads[i], &terms[i], &split, i);
+        split.backward(i, loss); // every part takes part, finite or not: a non-finite loss rejects the step
     });
-    if (parts == 1) return terms[0];
-    const double w0 = double(half) / double(N), w1 = 1.0 - w0;
-    grads_.forEach(grads2_, config_.flow,
-                   [&](Matrix& a, Matrix& b, const std::string&) { a = float(w0) * a + float(w1) * b; });
-    return {w0 * terms[0].loss + w1 * terms[1].loss, w0 * terms[0].nll + w1 * terms[1].nll,
-            w0 * terms[0].transport + w1 * terms[1].transport, w0 * terms[0].hjb + w1 * terms[1].hjb};
+    grads_.forEach(grads2_, config_.flow, [](Matrix& a, Matrix& b, const std::string&) { a += b; });
+    return {terms[0].loss + terms[1].loss, terms[0].nll + terms[1].nll,
+            terms[0].transport + terms[1].transport, terms[0].hjb + terms[1].hjb};
 }
 
 Evaluation FlowTrainer::evaluate() {

@@ -265,10 +265,12 @@ TEST(Autodiff, GroupAttention) {
                  std::invalid_argument);
 }
 
-// attention(q, k, v) by its definition: softmaxRows of the logits q^T k (own keys masked), then v P^T.
-Md attentionByDefinition(const Md& q, const Md& k, const Md& v, bool excludeSelf) {
+// attention(q, k, v) by its definition: softmaxRows of the logits q^T k (query j's own key, key self + j,
+// masked when excludeSelf), then v P^T.
+Md attentionByDefinition(const Md& q, const Md& k, const Md& v, bool excludeSelf, Index self = 0) {
     Md logits = q.transpose() * k;
-    if (excludeSelf) logits.diagonal().setConstant(-std::numeric_limits<double>::infinity());
+    if (excludeSelf)
+        for (Index j = 0; j < q.cols(); ++j) logits(j, self + j) = -std::numeric_limits<double>::infinity();
     ad::Tape<double> t;
     return v * t.value(ad::softmaxRows(t.constant(logits))).transpose();
 }
@@ -284,6 +286,26 @@ TEST(Autodiff, Attention) {
     checkOp("attention Nk=23", {q, k23, v23}, [](const Args& a) { return ad::attention(a[0], a[1], a[2]); });
     // One node as queries, keys and values (the RWPO layer's tokens attend to themselves).
     checkOp("attention q=k=v", {q}, [](const Args& a) { return ad::attention(a[0], a[0], a[0], true); });
+    // 17 queries that are keys 11..27 of 40 (one part of a batch split across tapes) leave those out.
+    const Md q17 = randn(3, 17, 118, 1.5);
+    checkOp("attention excl. at 11", {q17, k, v},
+            [](const Args& a) { return ad::attention(a[0], a[1], a[2], true, 11); });
+    {
+        const Md expected = attentionByDefinition(q17, k, v, true, 11);
+        ad::Tape<double> t;
+        ad::Tape<float> tf;
+        EXPECT_LT((t.value(ad::attention(t.constant(q17), t.constant(k), t.constant(v), true, 11)) - expected)
+                      .cwiseAbs()
+                      .maxCoeff(),
+                  1e-14);
+        const Md outF = tf.value(ad::attention(tf.constant(q17.cast<float>()), tf.constant(k.cast<float>()),
+                                               tf.constant(v.cast<float>()), true, 11))
+                            .cast<double>();
+        EXPECT_LT((outF - expected).cwiseAbs().maxCoeff(), 2e-6);
+        // Own keys past the last key are refused: 17 queries from key 24 on would need 41 keys.
+        EXPECT_THROW(ad::attention(t.constant(q17), t.constant(k), t.constant(v), true, 24),
+                     std::invalid_argument);
+    }
 
     // The value against the definition, in double and in float.
     for (bool excludeSelf : {false, true}) {
@@ -345,13 +367,17 @@ TEST(Autodiff, FloatAttentionKernelMatchesTheDoublePath) {
     // values; 3 and 2; 3 and 4), key counts that are and are not a multiple of the 8-key block, one query,
     // odd query counts (the pair loop's tail), own keys left out or not. A shape the kernel lacks (2
     // features) takes the Eigen float path and must agree as well.
+    // Queries may also be one part of the keys (self: the first query's own key), as in a split batch.
     struct Case {
         Index f, r, n, nk;
         bool excludeSelf;
+        Index self = 0;
     };
-    const std::vector<Case> cases = {{4, 5, 300, 300, true}, {4, 5, 300, 300, false}, {4, 5, 37, 37, true},
-                                     {3, 2, 1, 23, false},   {3, 2, 40, 9, false},    {3, 4, 16, 16, true},
-                                     {4, 5, 2, 2, true},     {2, 3, 41, 41, true}};
+    const std::vector<Case> cases = {
+        {4, 5, 300, 300, true},      {4, 5, 300, 300, false}, {4, 5, 37, 37, true},
+        {3, 2, 1, 23, false},        {3, 2, 40, 9, false},    {3, 4, 16, 16, true},
+        {4, 5, 2, 2, true},          {2, 3, 41, 41, true},    {4, 5, 37, 100, true, 50},
+        {4, 5, 150, 301, true, 151}, {3, 2, 9, 23, true, 14}, {2, 3, 9, 23, true, 5}};
     const std::string initial = ad::kernel::isa();
     int ran = 0;
     for (const char* isa : {"avx2-fma", "generic"}) {
@@ -363,19 +389,24 @@ TEST(Autodiff, FloatAttentionKernelMatchesTheDoublePath) {
         for (const Case& c : cases) {
             SCOPED_TRACE(std::string(isa) + " f=" + std::to_string(c.f) + " r=" + std::to_string(c.r) +
                          " n=" + std::to_string(c.n) + " nk=" + std::to_string(c.nk) +
-                         (c.excludeSelf ? " leave-one-out" : ""));
+                         (c.excludeSelf ? " leave-one-out from key " + std::to_string(c.self) : ""));
             EXPECT_EQ(ad::kernel::supports(int(c.f), int(c.r)), c.f != 2);
             const std::vector<Md> in = {randn(c.f, c.n, 120, 1.5), randn(c.f, c.nk, 121, 1.5),
                                         randn(c.r, c.nk, 122)};
             const bool excl = c.excludeSelf;
-            auto loss = [excl](const auto& a) { return weighted(ad::attention(a[0], a[1], a[2], excl)); };
+            const Index self = c.self;
+            auto loss = [excl, self](const auto& a) {
+                return weighted(ad::attention(a[0], a[1], a[2], excl, self));
+            };
             ad::Tape<double> td;
-            const Md outD =
-                td.value(ad::attention(td.constant(in[0]), td.constant(in[1]), td.constant(in[2]), excl));
+            const Md outD = td.value(
+                ad::attention(td.constant(in[0]), td.constant(in[1]), td.constant(in[2]), excl, self));
+            EXPECT_LT((outD - attentionByDefinition(in[0], in[1], in[2], excl, self)).cwiseAbs().maxCoeff(),
+                      1e-13);
             ad::Tape<float> tf;
             const Md outF =
                 tf.value(ad::attention(tf.constant(in[0].cast<float>()), tf.constant(in[1].cast<float>()),
-                                       tf.constant(in[2].cast<float>()), excl))
+                                       tf.constant(in[2].cast<float>()), excl, self))
                     .cast<double>();
             EXPECT_LT((outF - outD).cwiseAbs().maxCoeff(), 2e-6 * (1 + outD.cwiseAbs().maxCoeff()));
             const auto gd = gradients<double>(loss, in);

@@ -1,10 +1,12 @@
 // The flow of Algorithm 1: the whole loss (16) against finite differences, the order of the round trip of
 // the plain flow, the log-density against its normalization.
+#include "engine/core/Parallel.h"
 #include "engine/flows/Datasets.h"
 #include "engine/flows/Flow.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -274,6 +276,90 @@ TEST(FlowModel, ExactRwpoLogDetMakesTheDensityBesideFrozenKeysIntegrateToOne) {
         EXPECT_LT(defect[1], 5e-3) << leaveOneOut;
         EXPECT_GT(defect[0], 10 * defect[1]) << leaveOneOut;
     }
+}
+
+// A batch split over two tapes on two threads (BatchSplit.h) against one tape, in double: the parts' shares
+// of loss (16) add up to the batch's loss, and their gradients to its gradient. With the RWPO layer the
+// parts gather each other's tokens as keys, each query leaves out its own key among them, and the key
+// gradients cross between the tapes; unequal parts (20 + 21), λ and β both trained.
+TEST(FlowModel, BatchSplitOverTwoTapesIsTheWholeBatchLossAndGradient) {
+    if (!BatchSplit<double>::canRun(2)) GTEST_SKIP() << "needs two threads";
+    struct Case {
+        const char* name;
+        bool rwpo, leaveOneOut;
+        RwpoKernel kernel;
+    };
+    for (const Case& k : {Case{"plain", false, false, RwpoKernel::Corrected},
+                          Case{"rwpo, leave-one-out", true, true, RwpoKernel::Corrected},
+                          Case{"rwpo, self included", true, false, RwpoKernel::Corrected},
+                          Case{"rwpo separable, leave-one-out", true, true, RwpoKernel::Separable}}) {
+        SCOPED_TRACE(k.name);
+        FlowConfig c = smallConfig(k.rwpo);
+        c.trainLambda = true;
+        c.rwpoOptions.leaveOneOut = k.leaveOneOut;
+        c.rwpoOptions.kernel = k.kernel;
+        FlowModel<double> model(c);
+        const ad::Matrix<double> data = dataBatch(41, 5);
+        FlowParams<double> whole;
+        const LossTerms w = model.lossAndGradient(data, whole);
+        FlowParams<double> grads[2] = {model.params().zerosLike(), model.params().zerosLike()};
+        LossTerms terms[2];
+        ad::Tape<double> tapes[2];
+        BatchSplit<double> split(2, data.cols());
+        split.run([&](int p) {
+            const ad::Matrix<double> part = p == 0 ? data.leftCols(20) : data.rightCols(21);
+            split.backward(p, model.recordLoss(tapes[p], part, grads[p], &terms[p], &split, p));
+        });
+        EXPECT_NEAR(terms[0].loss + terms[1].loss, w.loss, 1e-12 * std::abs(w.loss));
+        EXPECT_NEAR(terms[0].nll + terms[1].nll, w.nll, 1e-12 * std::abs(w.nll));
+        EXPECT_NEAR(terms[0].hjb + terms[1].hjb, w.hjb, 1e-12 * std::abs(w.hjb));
+        EXPECT_NEAR(terms[0].transport + terms[1].transport, w.transport, 1e-12 * std::abs(w.transport));
+        std::vector<ad::Matrix<double>> sum;
+        FlowParams<double> params = model.params();
+        params.forEach(grads[0], c, [&](auto&, auto& g, const std::string&) { sum.push_back(g); });
+        std::size_t i = 0;
+        params.forEach(grads[1], c, [&](auto&, auto& g, const std::string&) { sum[i++] += g; });
+        i = 0;
+        std::vector<std::string> names;
+        double norm = 0; // (φ's constant c gets none: ∇φ, ∂ₜφ and Δφ do not see it)
+        params.forEach(whole, c, [&](auto&, auto& g, const std::string& name) {
+            EXPECT_LE((sum[i++] - g).norm(), 1e-11 * g.norm()) << name;
+            norm += g.norm();
+            names.push_back(name);
+        });
+        EXPECT_GT(norm, 0.1);
+        EXPECT_EQ(i, sum.size());
+        EXPECT_EQ(std::count(names.begin(), names.end(), "lambda") +
+                      std::count(names.begin(), names.end(), "beta"),
+                  k.rwpo ? 2 : 0);
+    }
+}
+
+TEST(FlowModel, BatchSplitFailuresReachTheCallerAndReleaseTheOtherParts) {
+    if (!BatchSplit<double>::canRun(2)) GTEST_SKIP() << "needs two threads";
+    FlowModel<double> model(smallConfig(true));
+    const ad::Matrix<double> data = dataBatch(40, 5);
+    auto runParts = [&](int columns1, bool throw1) {
+        BatchSplit<double> split(2, 40);
+        ad::Tape<double> tapes[2];
+        FlowParams<double> grads[2];
+        LossTerms terms[2];
+        split.run([&](int p) {
+            // Part 0 waits for part 1 at the first gathered keys: it must be let go when part 1 fails.
+            if (p == 1 && throw1) throw std::runtime_error("part 1 failed");
+            const ad::Matrix<double> part = p == 0 ? data.leftCols(20) : data.rightCols(columns1);
+            split.backward(p, model.recordLoss(tapes[p], part, grads[p], &terms[p], &split, p));
+        });
+    };
+    EXPECT_THROW(runParts(20, true), std::runtime_error);
+    EXPECT_THROW(runParts(19, false), std::invalid_argument); // 20 + 19 tokens do not make the batch of 40
+    EXPECT_NO_THROW(runParts(20, false));
+    // Inside a parallelFor the parts would run one after the other and wait for each other forever.
+    parallelFor(2, 1, [&](std::size_t, std::size_t) {
+        EXPECT_FALSE(BatchSplit<double>::canRun(2));
+        BatchSplit<double> split(2, 40);
+        EXPECT_THROW(split.run([](int) {}), std::logic_error);
+    });
 }
 
 TEST(FlowModel, FloatAgreesWithDouble) {

@@ -70,20 +70,23 @@ TEST(FlowTrainer, SameSeedSameRunBitForBit) {
 }
 
 TEST(FlowTrainer, SplitBatchGivesTheWholeBatchLossAndGradient) {
-    // The plain model trains on two halves of the batch in parallel; the result is the whole batch's.
-    TrainerConfig c = tinyConfig(false);
-    c.batch = 301; // odd: unequal halves
-    FlowTrainer t(c);
-    FlowParams<float> g;
-    const LossTerms whole = t.model().lossAndGradient(t.batch(), g);
-    double norm2 = 0;
-    t.model().params().forEach(
-        g, c.flow, [&](auto&, auto& grad, const std::string&) { norm2 += double(grad.squaredNorm()); });
-    t.step();
-    const TrainRecord& r = t.history().front();
-    EXPECT_NEAR(r.terms.loss, whole.loss, 1e-5 * std::abs(whole.loss));
-    EXPECT_NEAR(r.terms.hjb, whole.hjb, 1e-5 * std::abs(whole.hjb) + 1e-7);
-    EXPECT_NEAR(r.gradientNorm, std::sqrt(norm2), 1e-4 * std::sqrt(norm2));
+    // The trainer records the two halves of the batch on two tapes in parallel (the RWPO layer's attention
+    // across both, BatchSplit.h); the result is the whole batch's.
+    for (bool rwpo : {false, true}) {
+        TrainerConfig c = tinyConfig(rwpo);
+        c.batch = 301; // odd: unequal halves
+        FlowTrainer t(c);
+        FlowParams<float> g;
+        const LossTerms whole = t.model().lossAndGradient(t.batch(), g);
+        double norm2 = 0;
+        t.model().params().forEach(
+            g, c.flow, [&](auto&, auto& grad, const std::string&) { norm2 += double(grad.squaredNorm()); });
+        t.step();
+        const TrainRecord& r = t.history().front();
+        EXPECT_NEAR(r.terms.loss, whole.loss, 1e-5 * std::abs(whole.loss)) << rwpo;
+        EXPECT_NEAR(r.terms.hjb, whole.hjb, 1e-5 * std::abs(whole.hjb) + 1e-7) << rwpo;
+        EXPECT_NEAR(r.gradientNorm, std::sqrt(norm2), 1e-4 * std::sqrt(norm2)) << rwpo;
+    }
 }
 
 TEST(FlowTrainer, TrainingLowersTheHeldOutNll) {
