@@ -7,6 +7,7 @@
 #include "engine/flows/Trainer.h"
 #include "engine/io/Npy.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -92,6 +93,10 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
         parsePositive(p.option("--lr-final", std::to_string(c.adam.lrFinal)), "--lr-final", true);
     c.adam.warmupSteps =
         parseLong(p.option("--warmup", std::to_string(c.adam.warmupSteps)), "--warmup", 0, 100000000);
+    c.resampleEvery = int(parseLong(p.option("--resample-every", std::to_string(c.resampleEvery)),
+                                    "--resample-every", 1, 1000000));
+    c.adam.clipToMedian =
+        parsePositive(p.option("--clip-median", std::to_string(c.adam.clipToMedian)), "--clip-median", true);
     c.averageIterations = parseLong(p.option("--average-iters", std::to_string(c.averageIterations)),
                                     "--average-iters", 0, 100000000);
     const long seed = parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62);
@@ -132,11 +137,14 @@ int train(const Args& args) {
     const flows::Evaluation final = trainer.evaluate();
     report(final);
     flows::saveFlow(out, trainer, trainSeconds);
-    if (!quiet)
-        std::printf("trained %ld iterations in %.1f s (%.1f ms/iteration); wrote %s and %s\n",
-                    trainer.iteration(), trainSeconds,
-                    1e3 * trainSeconds / double(std::max(1L, trainer.iteration())), out.c_str(),
-                    flows::configPathFor(out).c_str());
+    if (!quiet) {
+        const auto clipped = std::count_if(trainer.history().begin(), trainer.history().end(),
+                                           [](const flows::TrainRecord& r) { return r.clipped; });
+        std::printf(
+            "trained %ld iterations in %.1f s (%.1f ms/iteration; %ld gradients clipped); wrote %s and %s\n",
+            trainer.iteration(), trainSeconds, 1e3 * trainSeconds / double(std::max(1L, trainer.iteration())),
+            long(clipped), out.c_str(), flows::configPathFor(out).c_str());
+    }
     return trainer.stopped() ? 1 : 0;
 }
 

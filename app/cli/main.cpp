@@ -45,8 +45,9 @@ commands:
       --max-iter caps Euler steps (paper) or field evaluations per attempt (adaptive, default 2000000)
 
   train --dataset NAME|--data FILE --out model.safetensors [--iters N] [--no-rwpo] [--batch B] [--layers M]
-        [--width m] [--lr X] [--lr-final X] [--warmup K] [--average-iters K] [--lambda0 X] [--beta0 X]
-        [--train-lambda] [--freeze-beta] [--kernel corrected|as-printed|separable] [--include-self]
+        [--width m] [--lr X] [--lr-final X] [--warmup K] [--clip-median K] [--resample-every K]
+        [--average-iters K] [--lambda0 X]
+        [--beta0 X] [--train-lambda] [--freeze-beta] [--kernel corrected|as-printed|separable] [--include-self]
         [--rwpo-logdet exact|first-order] [--drift-logdet exact|first-order]
         [--transport-weight X (default 1/30)] [--hjb-weight X] [--jitter X] [--seed S] [--eval-every K] [--quiet]
       train a generative flow (OT-Flow potential + RWPO sparse-transformer layer; --no-rwpo: plain OT-Flow)
@@ -57,7 +58,9 @@ commands:
       reference batch of its data, the keys its samples and densities are computed beside. Defaults not
       the paper's: the RWPO softmax leaves each query's own key out (--include-self: the paper's l = j too),
       and λ stays at --lambda0 (0.05; --train-lambda learns it, but its gradient misses the active set's
-      boundary term and it climbs, spoiling the samples)
+      boundary term and it climbs, spoiling the samples). --clip-median K caps each gradient's norm at K
+      times the median of the last 64 (default 5; 0 = off): a batch on which the map folds gives a spike;
+      --resample-every K draws a new batch every K iterations (default 1)
   sample MODEL.safetensors --out samples.npy [--n 10000] [--seed S | --base Z.npy] [--batch 2000] [--explicit]
       samples (n x d, float32) from base normals drawn by the seed or read from --base (n x d), in batches
       (the RWPO layer's keys when the model has no reference batch)

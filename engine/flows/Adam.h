@@ -5,8 +5,11 @@
 //     g  = clip(gradient) + weightDecay · θ          (L2 decay added to the gradient, as torch.optim.Adam)
 //     m  = β1 m + (1 - β1) g,        v = β2 v + (1 - β2) g²
 //     θ -= lr_t · (m / (1 - β1^t)) / (√(v / (1 - β2^t)) + ε)
-// clip: when clipNorm > 0 and the global norm ‖g‖ over all blocks exceeds it, every gradient is scaled by
-// clipNorm / ‖g‖ in place (as torch.nn.utils.clip_grad_norm_).
+// clip: when the global norm ‖g‖ over all blocks exceeds the cap, every gradient is scaled by cap / ‖g‖ in
+// place (as torch.nn.utils.clip_grad_norm_). The cap is clipNorm (> 0), and/or clipToMedian (> 0) times the
+// median of ‖g‖ over the last kClipWindow steps (once kClipWindow / 4 were taken), whichever is lower: a
+// rare spike (a batch on which a flow folds: ‖g‖ 10⁴ times the usual) then moves the moments no more
+// than a few ordinary steps would, instead of steering the next dozens of steps.
 // Schedule: lr_k = scale · lr0 · (lrFinal / lr0)^(min(k, K) / K) for the step after k steps, K = decaySteps
 // (constant lr0 when K = 0 or lrFinal = 0), times min(1, (k + 1) / W) during a warm-up of W steps; scale
 // starts at 1, halveLearningRate() halves it and
@@ -34,6 +37,7 @@ struct AdamOptions {
     double eps = 1e-8;
     double weightDecay = 0.0;
     double clipNorm = 0.0;     // global gradient-norm cap; 0 = off
+    double clipToMedian = 0.0; // cap at this multiple of the recent median norm; 0 = off
     double lrFinal = 0.0;      // exponential decay from lr to lrFinal ...
     long long decaySteps = 0;  // ... over this many steps; 0 (or lrFinal = 0) = constant lr
     long long warmupSteps = 0; // the first steps' rate rises linearly: times min(1, (k + 1) / warmupSteps)
@@ -42,6 +46,8 @@ struct AdamOptions {
 template <typename S> class Adam {
   public:
     using Matrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+
+    static constexpr int kClipWindow = 64;
 
     explicit Adam(const AdamOptions& options = {}) : options_(options) {}
 
@@ -83,7 +89,13 @@ template <typename S> class Adam {
     // One Adam update with the current gradients. Returns false, changing nothing, if any is NaN or infinite.
     bool step() {
         if (!gradientsFinite()) return false;
-        lastGradientNorm_ = options_.clipNorm > 0.0 ? clipGradients(options_.clipNorm) : gradientNorm();
+        const double cap = clipCap();
+        lastGradientNorm_ = clipGradients(cap);
+        lastClipped_ = cap > 0.0 && lastGradientNorm_ > cap;
+        if (recentNorms_.size() < std::size_t(kClipWindow))
+            recentNorms_.push_back(lastGradientNorm_);
+        else
+            recentNorms_[std::size_t(t_ % kClipWindow)] = lastGradientNorm_;
         const double lr = learningRate();
         ++t_;
         const S b1 = S(options_.beta1), b2 = S(options_.beta2), wd = S(options_.weightDecay);
@@ -125,10 +137,24 @@ template <typename S> class Adam {
         t_ = 0;
         scale_ = 1.0;
         lastGradientNorm_ = 0.0;
+        lastClipped_ = false;
+        recentNorms_.clear();
     }
 
     long long steps() const { return t_; }
     double lastGradientNorm() const { return lastGradientNorm_; } // before clipping, of the last step()
+    bool lastClipped() const { return lastClipped_; }             // whether the last step() clipped
+    // The norm cap the next step() applies (0: none).
+    double clipCap() const {
+        double cap = options_.clipNorm;
+        if (options_.clipToMedian > 0.0 && recentNorms_.size() >= std::size_t(kClipWindow / 4)) {
+            std::vector<double> n = recentNorms_;
+            std::nth_element(n.begin(), n.begin() + std::ptrdiff_t(n.size() / 2), n.end());
+            const double relative = options_.clipToMedian * n[n.size() / 2];
+            cap = cap > 0.0 ? std::min(cap, relative) : relative;
+        }
+        return cap;
+    }
     const AdamOptions& options() const { return options_; }
     void setOptions(const AdamOptions& options) { options_ = options; }
 
@@ -144,6 +170,8 @@ template <typename S> class Adam {
     long long t_ = 0;
     double scale_ = 1.0;
     double lastGradientNorm_ = 0.0;
+    bool lastClipped_ = false;
+    std::vector<double> recentNorms_; // the last kClipWindow steps' norms before clipping (a ring)
 };
 
 // Iterate averaging, shared by the flow and the OT-Transformer trainers: after the k-th accepted step

@@ -158,6 +158,7 @@ nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stop
         {"data_seed", c.dataSeed},
         {"lr", c.adam.lr},
         {"lr_final", c.adam.lrFinal},
+        {"clip_to_median", c.adam.clipToMedian},
         {"average_iterations", c.averageIterations},
         {"decay_steps", c.adam.decaySteps},
         {"iterations", iterations},
@@ -179,7 +180,7 @@ nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stop
     nlohmann::json curve = {{"loss", nlohmann::json::array()},      {"nll", nlohmann::json::array()},
                             {"transport", nlohmann::json::array()}, {"hjb", nlohmann::json::array()},
                             {"lambda", nlohmann::json::array()},    {"beta", nlohmann::json::array()},
-                            {"rejected", nlohmann::json::array()}};
+                            {"rejected", nlohmann::json::array()},  {"clipped", nlohmann::json::array()}};
     for (const TrainRecord& r : history) {
         curve["loss"].push_back(number(r.terms.loss));
         curve["nll"].push_back(number(r.terms.nll));
@@ -188,6 +189,7 @@ nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stop
         curve["lambda"].push_back(r.lambda);
         curve["beta"].push_back(r.beta);
         if (r.rejected) curve["rejected"].push_back(r.iteration);
+        if (r.clipped) curve["clipped"].push_back(r.iteration);
     }
     record["curve"] = curve;
     nlohmann::json eventsJson = nlohmann::json::array();

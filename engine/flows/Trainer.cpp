@@ -24,6 +24,9 @@ double secondsSince(Clock::time_point start) {
 
 constexpr std::uint64_t kHeldOutStream = 0x9e3779b97f4a7c15ull;   // held-out set: dataSeed ^ this
 constexpr std::uint64_t kReferenceStream = 0xbf58476d1ce4e5b9ull; // the model's reference batch, likewise
+// Iterations between checkpoints: a rollback target some way back (a rejected step leaves the parameters as
+// they were, so the parameters of the step before would change nothing).
+constexpr long kCheckpointEvery = 25;
 
 } // namespace
 
@@ -53,6 +56,7 @@ void validate(const TrainerConfig& c) {
     require(c.adam.lrFinal >= 0 && std::isfinite(c.adam.lrFinal), "adam.lrFinal", "must be finite and >= 0");
     require(c.adam.decaySteps >= 0, "adam.decaySteps", "must be >= 0");
     require(c.adam.clipNorm >= 0, "adam.clipNorm", "must be >= 0");
+    require(c.adam.clipToMedian >= 0, "adam.clipToMedian", "must be >= 0");
     require(c.pointJitter >= 0 && std::isfinite(c.pointJitter), "pointJitter", "must be finite and >= 0");
     if (c.initialParams) {
         // Every block as FlowParams::init(flow) would shape it.
@@ -143,10 +147,9 @@ void FlowTrainer::reject(const std::string& why, long iteration) {
 bool FlowTrainer::step() {
     if (stopped_) return false;
     const auto start = Clock::now();
-    if (iteration_ > 0 && iteration_ % config_.resampleEvery == 0) {
-        if (guard_.rejectedInARow() == 0) checkpoint_ = model_.params();
-        resample();
-    }
+    if (iteration_ > 0 && iteration_ % kCheckpointEvery == 0 && guard_.rejectedInARow() == 0)
+        checkpoint_ = model_.params();
+    if (iteration_ > 0 && iteration_ % config_.resampleEvery == 0) resample();
     ++iteration_;
     TrainRecord r;
     r.iteration = iteration_;
@@ -165,6 +168,7 @@ bool FlowTrainer::step() {
     } else {
         guard_.accept(adam_);
         r.gradientNorm = adam_.lastGradientNorm();
+        r.clipped = adam_.lastClipped();
         if (config_.averageIterations > 0) {
             const float w = float(iterateAverageWeight(++averagedSteps_, config_.averageIterations));
             averaged_.params().forEach(model_.params(), config_.flow,
@@ -178,31 +182,43 @@ bool FlowTrainer::step() {
 
 LossTerms FlowTrainer::lossAndGradient() {
     adam_.zeroGrad();
-    // The batch's two halves on two tapes at once (BatchSplit.h: their shares of the loss add up to it, and
-    // so do their gradients; the RWPO sub-steps attend across both halves), or one tape where two threads
-    // are not to be had or the halves would be too small to pay for the exchange.
-    const Eigen::Index N = batch_.cols(), half = N / 2;
-    if (half < 64 || !BatchSplit<float>::canRun(2)) {
-        tape_.clear();
+    // The batch in as many parts as the pool has threads, each on its own tape at once (BatchSplit.h: their
+    // shares of the loss add up to it, and so do their gradients; the RWPO sub-steps attend across every
+    // part), or on one tape where threads are not to be had or parts of fewer than 64 samples would not pay
+    // for the exchange. Part p holds columns [p N / P, (p + 1) N / P).
+    const Eigen::Index N = batch_.cols();
+    const int parts = int(std::min<Eigen::Index>(threadCount(), N / 64));
+    if (parts < 2 || !BatchSplit<float>::canRun(parts)) {
+        tapes_.resize(1);
+        tapes_[0].clear();
         LossTerms terms;
-        const ad::Var<float> loss = model_.recordLoss(tape_, batch_, grads_, &terms);
-        if (std::isfinite(terms.loss)) tape_.backward(loss);
+        const ad::Var<float> loss = model_.recordLoss(tapes_[0], batch_, grads_, &terms);
+        if (std::isfinite(terms.loss)) tapes_[0].backward(loss);
         return terms;
     }
-    LossTerms terms[2];
-    FlowParams<float>* grads[2] = {&grads_, &grads2_};
-    ad::Tape<float>* tapes[2] = {&tape_, &tape2_};
-    grads2_ = model_.params().zerosLike();
-    BatchSplit<float> split(2, N);
-    split.run([&](int i) {
-        const Matrix part = i == 0 ? batch_.leftCols(half) : batch_.rightCols(N - half);
-        tapes[i]->clear();
-        const ad::Var<float> loss = model_.recordLoss(*tapes[i], part, *grads[i], &terms[i], &split, i);
-        split.backward(i, loss); // every part takes part, finite or not: a non-finite loss rejects the step
+    tapes_.resize(std::size_t(parts));
+    partGrads_.resize(std::size_t(parts - 1));
+    for (FlowParams<float>& g : partGrads_) g = model_.params().zerosLike();
+    std::vector<LossTerms> terms(static_cast<std::size_t>(parts));
+    BatchSplit<float> split(parts, N);
+    split.run([&](int p) {
+        const Eigen::Index begin = p * N / parts, end = (p + 1) * N / parts;
+        const Matrix part = batch_.middleCols(begin, end - begin);
+        ad::Tape<float>& tape = tapes_[std::size_t(p)];
+        tape.clear();
+        FlowParams<float>& grads = p == 0 ? grads_ : partGrads_[std::size_t(p - 1)];
+        split.backward(p, model_.recordLoss(tape, part, grads, &terms[std::size_t(p)], &split, p));
+        // (every part takes part in backward, finite or not: a non-finite loss rejects the step anyway)
     });
-    grads_.forEach(grads2_, config_.flow, [](Matrix& a, Matrix& b, const std::string&) { a += b; });
-    return {terms[0].loss + terms[1].loss, terms[0].nll + terms[1].nll,
-            terms[0].transport + terms[1].transport, terms[0].hjb + terms[1].hjb};
+    LossTerms sum;
+    for (int p = 0; p < parts; ++p) {
+        if (p > 0)
+            grads_.forEach(partGrads_[std::size_t(p - 1)], config_.flow,
+                           [](Matrix& a, Matrix& b, const std::string&) { a += b; });
+        const LossTerms& t = terms[std::size_t(p)];
+        sum = {sum.loss + t.loss, sum.nll + t.nll, sum.transport + t.transport, sum.hjb + t.hjb};
+    }
+    return sum;
 }
 
 Evaluation FlowTrainer::evaluate() {

@@ -313,6 +313,10 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     EXPECT_GT(record["beta"].get<double>(), 0.0);
     EXPECT_TRUE(record["metrics"]["grid_mass"].is_number());
     EXPECT_EQ(record["training"]["average_iterations"], 200); // the default
+    EXPECT_EQ(record["training"]["resample_every"], 1);       // a fresh batch every iteration
+    EXPECT_EQ(record["training"]["clip_to_median"], 5.0);     // spikes capped at 5 x the recent median
+    EXPECT_TRUE(record["curve"]["clipped"].is_array());
+    EXPECT_NE(r.out.find("gradients clipped"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("mass"), std::string::npos) << r.out;
 
     r = cli("sample " + model + " --n 150 --batch 100 --out " + (dir / "s.npy").string());
@@ -375,6 +379,12 @@ TEST(Cli, FlowCommandsRejectBadInputWithOneMessage) {
     r = cli("train --dataset moons --average-iters -1 --out " + (dir / "m.safetensors").string());
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--average-iters"), std::string::npos) << r.out;
+    r = cli("train --dataset moons --clip-median -1 --out " + (dir / "m.safetensors").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--clip-median"), std::string::npos) << r.out;
+    r = cli("train --dataset moons --resample-every 0 --out " + (dir / "m.safetensors").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--resample-every"), std::string::npos) << r.out;
     writeText(dir / "bad.safetensors", "not a model");
     r = cli("sample " + (dir / "bad.safetensors").string() + " --out " + (dir / "s.npy").string());
     EXPECT_EQ(r.code, 2);

@@ -636,6 +636,43 @@ TEST(Adam, ClippingCapsTheGlobalNorm) {
     EXPECT_EQ(ga(0, 0), 0.1);
 }
 
+TEST(Adam, ClippingToTheMedianCapsASpikeAtAMultipleOfTheRecentNorms) {
+    AdamOptions o;
+    o.clipToMedian = 5.0;
+    Eigen::MatrixXd a = Eigen::MatrixXd::Zero(2, 1), g(2, 1);
+    Adam<double> adam(o);
+    adam.add(a, g);
+    // Norms 1, 2, 3, ... : no cap until kClipWindow / 4 = 16 steps are known, however large the gradient.
+    for (int k = 1; k <= 16; ++k) {
+        EXPECT_EQ(adam.clipCap(), 0.0) << k;
+        g << 0.6 * k, 0.8 * k;
+        ASSERT_TRUE(adam.step());
+        EXPECT_FALSE(adam.lastClipped());
+        EXPECT_NEAR(g.norm(), double(k), 1e-12);
+    }
+    // The median of 1..16 (the upper one, 9) times 5: a spike of norm 1000 leaves at 45, its direction kept.
+    EXPECT_NEAR(adam.clipCap(), 45.0, 1e-12);
+    g << 600, 800;
+    ASSERT_TRUE(adam.step());
+    EXPECT_TRUE(adam.lastClipped());
+    EXPECT_NEAR(adam.lastGradientNorm(), 1000.0, 1e-9); // the norm before the cap
+    EXPECT_NEAR(g(0), 27.0, 1e-12);
+    EXPECT_NEAR(g(1), 36.0, 1e-12);
+    // The spike counts among the recent norms but cannot move their median much; the window keeps the last
+    // 64 steps: after 64 steps of norm 2 the cap is 10, the spike forgotten.
+    for (int k = 0; k < 64; ++k) {
+        g << 1.2, 1.6;
+        ASSERT_TRUE(adam.step());
+    }
+    EXPECT_NEAR(adam.clipCap(), 10.0, 1e-12);
+    // With a fixed cap as well, the lower of the two applies; reset() forgets the norms.
+    o.clipNorm = 3.0;
+    adam.setOptions(o);
+    EXPECT_NEAR(adam.clipCap(), 3.0, 1e-12);
+    adam.reset();
+    EXPECT_NEAR(adam.clipCap(), 3.0, 1e-12);
+}
+
 TEST(Adam, ScheduleReachesFinalRate) {
     AdamOptions o;
     o.lr = 0.1;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <random>
 
 using namespace flowscope;
@@ -278,22 +279,26 @@ TEST(FlowModel, ExactRwpoLogDetMakesTheDensityBesideFrozenKeysIntegrateToOne) {
     }
 }
 
-// A batch split over two tapes on two threads (BatchSplit.h) against one tape, in double: the parts' shares
-// of loss (16) add up to the batch's loss, and their gradients to its gradient. With the RWPO layer the
-// parts gather each other's tokens as keys, each query leaves out its own key among them, and the key
-// gradients cross between the tapes; unequal parts (20 + 21), λ and β both trained.
-TEST(FlowModel, BatchSplitOverTwoTapesIsTheWholeBatchLossAndGradient) {
-    if (!BatchSplit<double>::canRun(2)) GTEST_SKIP() << "needs two threads";
+// A batch split over tapes on their own threads (BatchSplit.h) against one tape, in double: the parts'
+// shares of loss (16) add up to the batch's loss, and their gradients to its gradient. With the RWPO layer
+// the parts gather each other's tokens as keys, each query leaves out its own key among them, and the key
+// gradients cross between the tapes; unequal parts (20 + 21; 13 + 14 + 14 on three threads), λ and β both
+// trained.
+TEST(FlowModel, BatchSplitOverTapesIsTheWholeBatchLossAndGradient) {
     struct Case {
         const char* name;
         bool rwpo, leaveOneOut;
         RwpoKernel kernel;
+        int parts = 2;
     };
+    const int threads = threadCount();
     for (const Case& k : {Case{"plain", false, false, RwpoKernel::Corrected},
                           Case{"rwpo, leave-one-out", true, true, RwpoKernel::Corrected},
                           Case{"rwpo, self included", true, false, RwpoKernel::Corrected},
-                          Case{"rwpo separable, leave-one-out", true, true, RwpoKernel::Separable}}) {
+                          Case{"rwpo separable, leave-one-out", true, true, RwpoKernel::Separable},
+                          Case{"rwpo, leave-one-out, 3 parts", true, true, RwpoKernel::Corrected, 3}}) {
         SCOPED_TRACE(k.name);
+        setThreadCount(std::max(threads, k.parts));
         FlowConfig c = smallConfig(k.rwpo);
         c.trainLambda = true;
         c.rwpoOptions.leaveOneOut = k.leaveOneOut;
@@ -302,23 +307,33 @@ TEST(FlowModel, BatchSplitOverTwoTapesIsTheWholeBatchLossAndGradient) {
         const ad::Matrix<double> data = dataBatch(41, 5);
         FlowParams<double> whole;
         const LossTerms w = model.lossAndGradient(data, whole);
-        FlowParams<double> grads[2] = {model.params().zerosLike(), model.params().zerosLike()};
-        LossTerms terms[2];
-        ad::Tape<double> tapes[2];
-        BatchSplit<double> split(2, data.cols());
+        const int P = k.parts;
+        std::vector<FlowParams<double>> grads(static_cast<std::size_t>(P), model.params().zerosLike());
+        std::vector<LossTerms> terms(static_cast<std::size_t>(P));
+        std::deque<ad::Tape<double>> tapes(static_cast<std::size_t>(P));
+        BatchSplit<double> split(P, data.cols());
+        ASSERT_TRUE(BatchSplit<double>::canRun(P));
         split.run([&](int p) {
-            const ad::Matrix<double> part = p == 0 ? data.leftCols(20) : data.rightCols(21);
-            split.backward(p, model.recordLoss(tapes[p], part, grads[p], &terms[p], &split, p));
+            const Eigen::Index begin = p * 41 / P, end = (p + 1) * 41 / P;
+            split.backward(p, model.recordLoss(tapes[std::size_t(p)], data.middleCols(begin, end - begin),
+                                               grads[std::size_t(p)], &terms[std::size_t(p)], &split, p));
         });
-        EXPECT_NEAR(terms[0].loss + terms[1].loss, w.loss, 1e-12 * std::abs(w.loss));
-        EXPECT_NEAR(terms[0].nll + terms[1].nll, w.nll, 1e-12 * std::abs(w.nll));
-        EXPECT_NEAR(terms[0].hjb + terms[1].hjb, w.hjb, 1e-12 * std::abs(w.hjb));
-        EXPECT_NEAR(terms[0].transport + terms[1].transport, w.transport, 1e-12 * std::abs(w.transport));
+        LossTerms t;
+        for (const LossTerms& part : terms)
+            t = {t.loss + part.loss, t.nll + part.nll, t.transport + part.transport, t.hjb + part.hjb};
+        EXPECT_NEAR(t.loss, w.loss, 1e-12 * std::abs(w.loss));
+        EXPECT_NEAR(t.nll, w.nll, 1e-12 * std::abs(w.nll));
+        EXPECT_NEAR(t.hjb, w.hjb, 1e-12 * std::abs(w.hjb));
+        EXPECT_NEAR(t.transport, w.transport, 1e-12 * std::abs(w.transport));
         std::vector<ad::Matrix<double>> sum;
         FlowParams<double> params = model.params();
         params.forEach(grads[0], c, [&](auto&, auto& g, const std::string&) { sum.push_back(g); });
         std::size_t i = 0;
-        params.forEach(grads[1], c, [&](auto&, auto& g, const std::string&) { sum[i++] += g; });
+        for (int p = 1; p < P; ++p) {
+            i = 0;
+            params.forEach(grads[std::size_t(p)], c,
+                           [&](auto&, auto& g, const std::string&) { sum[i++] += g; });
+        }
         i = 0;
         std::vector<std::string> names;
         double norm = 0; // (φ's constant c gets none: ∇φ, ∂ₜφ and Δφ do not see it)
@@ -333,10 +348,12 @@ TEST(FlowModel, BatchSplitOverTwoTapesIsTheWholeBatchLossAndGradient) {
                       std::count(names.begin(), names.end(), "beta"),
                   k.rwpo ? 2 : 0);
     }
+    setThreadCount(threads);
 }
 
 TEST(FlowModel, BatchSplitFailuresReachTheCallerAndReleaseTheOtherParts) {
-    if (!BatchSplit<double>::canRun(2)) GTEST_SKIP() << "needs two threads";
+    const int threads = threadCount();
+    setThreadCount(std::max(threads, 2));
     FlowModel<double> model(smallConfig(true));
     const ad::Matrix<double> data = dataBatch(40, 5);
     auto runParts = [&](int columns1, bool throw1) {
@@ -360,6 +377,7 @@ TEST(FlowModel, BatchSplitFailuresReachTheCallerAndReleaseTheOtherParts) {
         BatchSplit<double> split(2, 40);
         EXPECT_THROW(split.run([](int) {}), std::logic_error);
     });
+    setThreadCount(threads);
 }
 
 TEST(FlowModel, FloatAgreesWithDouble) {

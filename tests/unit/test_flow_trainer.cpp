@@ -2,6 +2,7 @@
 // (engine/flows/Trainer.h, Flow.h, FlowIo.h, engine/io/Safetensors.h). Oracles: exact inverses (encode of
 // generate is the identity up to the solver tolerance), bit-for-bit reproducibility, and the documented
 // rejection rules.
+#include "engine/core/Parallel.h"
 #include "engine/flows/Datasets.h"
 #include "engine/flows/FlowIo.h"
 #include "engine/flows/Trainer.h"
@@ -70,9 +71,13 @@ TEST(FlowTrainer, SameSeedSameRunBitForBit) {
 }
 
 TEST(FlowTrainer, SplitBatchGivesTheWholeBatchLossAndGradient) {
-    // The trainer records the two halves of the batch on two tapes in parallel (the RWPO layer's attention
-    // across both, BatchSplit.h); the result is the whole batch's.
-    for (bool rwpo : {false, true}) {
+    // The trainer records the batch in parts, one per thread, on their own tapes in parallel (the RWPO
+    // layer's attention across all of them, BatchSplit.h); the result is the whole batch's. Two threads (two
+    // parts of 150 and 151) and four (four parts of 75 and 76).
+    const int threads = threadCount();
+    for (const auto& [rwpo, parts] : {std::pair{false, 2}, {true, 2}, {true, 4}}) {
+        SCOPED_TRACE(std::to_string(parts) + " parts");
+        setThreadCount(parts);
         TrainerConfig c = tinyConfig(rwpo);
         c.batch = 301; // odd: unequal halves
         FlowTrainer t(c);
@@ -87,6 +92,7 @@ TEST(FlowTrainer, SplitBatchGivesTheWholeBatchLossAndGradient) {
         EXPECT_NEAR(r.terms.hjb, whole.hjb, 1e-5 * std::abs(whole.hjb) + 1e-7) << rwpo;
         EXPECT_NEAR(r.gradientNorm, std::sqrt(norm2), 1e-4 * std::sqrt(norm2)) << rwpo;
     }
+    setThreadCount(threads);
 }
 
 TEST(FlowTrainer, TrainingLowersTheHeldOutNll) {
