@@ -184,13 +184,16 @@ constexpr std::array kTable{
           "<b>Width m</b> — the ResNet width of the OT-Flow potential φ(s) = wᵀu + ½ sᵀAᵀAs + cᵀs + b, "
           "s = (x, t), u a two-layer ResNet of width m with activation log(2 cosh ·)."},
     Entry{"training.batch",
-          "<b>Batch</b> — data points per iteration. With the RWPO layer every point attends to every other: "
-          "the cost grows as batch²."},
-    Entry{"training.lr", "<b>Learning rate</b> of Adam, decaying exponentially to lr/10 over 3000 "
-                         "iterations; the pictures and "
-                         "metrics show the parameters averaged over the last ~200 steps. A non-finite loss "
-                         "or gradient rejects "
-                         "the step and halves it; accepted steps bring it back over 50 iterations."},
+          "<b>Batch</b> — data points per iteration, drawn afresh every iteration with the RWPO layer (every "
+          "25 without). With the layer every point attends to every other: the cost grows as batch²."},
+    Entry{
+        "training.lr",
+        "<b>Learning rate</b> of Adam, decaying exponentially to lr/10 over 3000 iterations; the pictures "
+        "and "
+        "metrics show the parameters averaged over the last ~200 steps. The gradient's norm is capped at 5× "
+        "its median over the last 64 steps (a batch on which the map folds gives a spike). A non-finite "
+        "loss or gradient rejects the step and halves the rate; accepted steps bring it back over 50 "
+        "iterations."},
     Entry{"training.lambda0",
           "<b>λ₀</b> — weight of the L1 prior ψ(x) = λ‖x‖<sub>1</sub>; the RWPO layer soft-thresholds at "
           "λh. Kept fixed (the CLI's --train-lambda learns it: its gradient misses the jumps of the active "

@@ -94,7 +94,7 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
     c.adam.warmupSteps =
         parseLong(p.option("--warmup", std::to_string(c.adam.warmupSteps)), "--warmup", 0, 100000000);
     c.resampleEvery = int(parseLong(p.option("--resample-every", std::to_string(c.resampleEvery)),
-                                    "--resample-every", 1, 1000000));
+                                    "--resample-every", 0, 1000000));
     c.adam.clipToMedian =
         parsePositive(p.option("--clip-median", std::to_string(c.adam.clipToMedian)), "--clip-median", true);
     c.averageIterations = parseLong(p.option("--average-iters", std::to_string(c.averageIterations)),

@@ -60,7 +60,8 @@ commands:
       and λ stays at --lambda0 (0.05; --train-lambda learns it, but its gradient misses the active set's
       boundary term and it climbs, spoiling the samples). --clip-median K caps each gradient's norm at K
       times the median of the last 64 (default 5; 0 = off): a batch on which the map folds gives a spike;
-      --resample-every K draws a new batch every K iterations (default 1)
+      --resample-every K draws a new batch every K iterations (default 0: every iteration with the RWPO
+      layer, every 25 without)
   sample MODEL.safetensors --out samples.npy [--n 10000] [--seed S | --base Z.npy] [--batch 2000] [--explicit]
       samples (n x d, float32) from base normals drawn by the seed or read from --base (n x d), in batches
       (the RWPO layer's keys when the model has no reference batch)

@@ -50,7 +50,7 @@ void validate(const TrainerConfig& c) {
     require(!f.exactDriftLogDet || f.d <= 2, "flow.exactDriftLogDet", "needs d <= 2");
     require(c.batch >= 2 && c.batch <= 65536, "batch",
             "must be in [2, 65536], got " + std::to_string(c.batch));
-    require(c.resampleEvery >= 1, "resampleEvery", "must be >= 1");
+    require(c.resampleEvery >= 0, "resampleEvery", "must be >= 0");
     require(c.evalSamples >= 2 && c.evalSamples <= 65536, "evalSamples", "must be in [2, 65536]");
     require(c.adam.lr > 0 && std::isfinite(c.adam.lr), "adam.lr", "must be finite and > 0");
     require(c.adam.lrFinal >= 0 && std::isfinite(c.adam.lrFinal), "adam.lrFinal", "must be finite and >= 0");
@@ -108,6 +108,7 @@ double FlowTrainer::knownEntropy(const std::string& dataset) {
 FlowTrainer::FlowTrainer(const TrainerConfig& config)
     : config_((validate(config), config)), model_(config.flow), averaged_(config.flow), adam_(config.adam),
       dataRng_(config.dataSeed) {
+    if (config_.resampleEvery == 0) config_.resampleEvery = config_.flow.rwpo ? 1 : 25;
     if (config_.initialParams) model_.params() = *config_.initialParams;
     if (config_.dataset.empty())
         sampler_ = std::make_unique<PointSampler>(config_.points, config_.dataSeed, config_.pointJitter);

@@ -313,8 +313,8 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     EXPECT_GT(record["beta"].get<double>(), 0.0);
     EXPECT_TRUE(record["metrics"]["grid_mass"].is_number());
     EXPECT_EQ(record["training"]["average_iterations"], 200); // the default
-    EXPECT_EQ(record["training"]["resample_every"], 1);       // a fresh batch every iteration
-    EXPECT_EQ(record["training"]["clip_to_median"], 5.0);     // spikes capped at 5 x the recent median
+    EXPECT_EQ(record["training"]["resample_every"], 1);   // a fresh batch every iteration (the RWPO default)
+    EXPECT_EQ(record["training"]["clip_to_median"], 5.0); // spikes capped at 5 x the recent median
     EXPECT_TRUE(record["curve"]["clipped"].is_array());
     EXPECT_NE(r.out.find("gradients clipped"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("mass"), std::string::npos) << r.out;
@@ -338,6 +338,10 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     r = cli("train --data " + (dir / "pts.csv").string() + " --no-rwpo --jitter 0.1" + tiny + " --out " +
             (dir / "p.safetensors").string());
     ASSERT_EQ(r.code, 0) << r.out;
+    {
+        std::ifstream plain(dir / "p.json");
+        EXPECT_EQ(nlohmann::json::parse(plain)["training"]["resample_every"], 25); // OT-Flow's, without RWPO
+    }
     // 3-D points with the RWPO layer: both log-dets default to first order there (exact needs d = 2).
     writeText(dir / "pts3.csv", "0,0,0\n1,1,1\n2,0.5,0\n-1,0.3,1\n0.5,0.5,0.5\n");
     r = cli("train --data " + (dir / "pts3.csv").string() + " --jitter 0.1" + tiny + " --out " +
@@ -382,7 +386,7 @@ TEST(Cli, FlowCommandsRejectBadInputWithOneMessage) {
     r = cli("train --dataset moons --clip-median -1 --out " + (dir / "m.safetensors").string());
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--clip-median"), std::string::npos) << r.out;
-    r = cli("train --dataset moons --resample-every 0 --out " + (dir / "m.safetensors").string());
+    r = cli("train --dataset moons --resample-every -1 --out " + (dir / "m.safetensors").string());
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--resample-every"), std::string::npos) << r.out;
     writeText(dir / "bad.safetensors", "not a model");
