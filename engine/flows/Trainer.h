@@ -2,8 +2,10 @@
 // GUI's live training, flowscope-cli train and the benchmarks.
 //
 // One iteration: loss (16) and its gradient on the current batch (float32; in parts, one per thread of the
-// pool, on reused tapes at once: BatchSplit.h), then an Adam step. The batch is redrawn every `resampleEvery`
-// iterations from the dataset's seeded stream (OT-Flow's sample_freq). Nothing bad passes silently:
+// pool, on reused tapes at once: BatchSplit.h), then an Adam step. A run is the same bit for bit for the same
+// seeds and the same thread count; another thread count sums the parts differently (float rounding). The
+// batch is redrawn every `resampleEvery` iterations from the dataset's seeded stream. Nothing bad passes
+// silently:
 //  * a non-finite loss or gradient rejects the step (the parameters stay), halves the learning rate and
 //    records an event the user sees; accepted steps bring the rate back to its schedule over 50 steps;
 //  * three rejections in a row restore the parameters of the last checkpoint (taken every 25 iterations
