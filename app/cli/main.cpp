@@ -46,8 +46,8 @@ commands:
 
   train --dataset NAME|--data FILE --out model.safetensors [--iters N] [--no-rwpo] [--batch B] [--layers M]
         [--width m] [--lr X] [--lr-final X] [--warmup K] [--clip-median K] [--resample-every K]
-        [--average-iters K] [--lambda0 X]
-        [--beta0 X] [--train-lambda] [--freeze-beta] [--kernel corrected|as-printed|separable] [--include-self]
+        [--average-iters K] [--lambda0 X] [--beta0 X] [--train-lambda] [--freeze-beta]
+        [--kernel corrected|as-printed|separable] [--include-self]
         [--rwpo-logdet exact|first-order] [--drift-logdet exact|first-order]
         [--transport-weight X (default 1/30)] [--hjb-weight X] [--jitter X] [--seed S] [--eval-every K] [--quiet]
       train a generative flow (OT-Flow potential + RWPO sparse-transformer layer; --no-rwpo: plain OT-Flow)
