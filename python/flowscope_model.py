@@ -36,9 +36,11 @@ weak contraction; pass a smaller ``tolerance`` to get closer. Where the training
 not unique, and a different iteration (a float32 one, or another tolerance) may land on another branch.
 Without the RWPO layer (``rwpo`` false: the plain OT-Flow baseline) only the drift sub-steps remain.
 
-With the RWPO layer a model carries a reference batch of its training data (tensor ``reference``, d x N):
-layer k's keys are then that batch's x^k, pushed backward through the training map, and each sample inverts
-this frozen-key map on its own, the map whose density training fits. A model without one (files of earlier
+With the RWPO layer a model carries reference draws of its training data (tensor ``reference``, d x R·n, R
+draws of n points side by side; R in the metadata key ``flowscope_reference_draws``, 1 when absent): layer
+k's keys of draw r are that draw's x^k, pushed backward through the training map, and sample j of a batch
+inverts draw j mod R's frozen-key map on its own, the maps whose densities training fits (the model's
+density is their mean, so this samples it exactly). A model without one (files of earlier
 versions) has its samples as one another's keys (attention across the batch), so a sample depends on the
 batch it is drawn in: ``generate`` splits the base samples into batches of ``batch`` rows (default 2000,
 the CLI's ``sample --batch``), as the CLI does.
@@ -73,6 +75,7 @@ ANDERSON_MEMORY = 5  # kAndersonMemory
 DEFAULT_BATCH = 2000  # flowscope-cli sample --batch
 
 METADATA_KEY = "flowscope_flow"
+REFERENCE_DRAWS_KEY = "flowscope_reference_draws"  # R, the reference's draws (absent: 1)
 MAX_HEADER_BYTES = 16 << 20  # the C++ reader's limit
 KERNELS = ("corrected", "as-printed", "separable")
 
@@ -243,7 +246,7 @@ class FlowModel:
     parameters ``K0, b0, K, bias, w, A, c, b`` (Potential.h; K and bias are lists over the residual layers).
     """
 
-    def __init__(self, architecture: dict, tensors: dict[str, np.ndarray]):
+    def __init__(self, architecture: dict, tensors: dict[str, np.ndarray], metadata: dict[str, str] | None = None):
         a = _architecture(architecture)
         self.architecture = a
         self.d, self.width, self.depth = a["d"], a["width"], a["depth"]
@@ -287,6 +290,16 @@ class FlowModel:
             if len(shape) != 2 or shape[0] != d or shape[1] < 2:
                 raise ValueError(f"tensor 'reference' must be d x N with d = {d} and N >= 2, got {list(shape)}")
             self.reference = get("reference", d, shape[1])
+            self.reference_draws = 1
+            text = (metadata or {}).get(REFERENCE_DRAWS_KEY)
+            if text is not None:
+                draws = int(text) if text.isdigit() else 0
+                if draws < 1 or shape[1] % draws != 0 or shape[1] // draws < 2:
+                    raise ValueError(
+                        f"metadata '{REFERENCE_DRAWS_KEY}': '{text}' does not split the {shape[1]} reference "
+                        "points into draws of >= 2"
+                    )
+                self.reference_draws = draws
 
     # ---- the OT-Flow potential (Potential.h / Potential.cpp) ----
 
@@ -447,7 +460,22 @@ class FlowModel:
             return P
 
         X = np.array(X, dtype=np.float64)
-        frozen = self.reference_keys() if self.rwpo and self.reference is not None else None
+        if self.rwpo and self.reference is not None:
+            R = self.reference_draws
+            if R == 1:
+                return self._generate_beside(X, self.reference_keys(self.reference), explicit, solve)
+            # The mixture: column j inverts draw j mod R's map (each draw's columns solved together).
+            n = self.reference.shape[1] // R
+            out = np.empty_like(X)
+            for r in range(min(R, X.shape[1])):
+                keys = self.reference_keys(self.reference[:, r * n : (r + 1) * n])
+                out[:, r::R] = self._generate_beside(X[:, r::R], keys, explicit, solve)
+            return out
+        return self._generate_beside(X, None, explicit, solve)
+
+    def _generate_beside(self, X, frozen, explicit, solve):
+        """Layers 0..M-1 of the sampler on columns X, beside one draw's keys by layer (None: X's own)."""
+        h = self.h
         for k in range(self.layers):
             t = k * h
             Y = X + h * self.potential_gradient(X, t)
@@ -465,11 +493,11 @@ class FlowModel:
                     )
         return X
 
-    def reference_keys(self) -> list:
-        """The reference batch pushed backward through the training map (23): entry k (k = 1..M) is its x^k,
-        the keys of layer k's RWPO sub-step (entry 0 is unused)."""
+    def reference_keys(self, reference: np.ndarray) -> list:
+        """A reference draw (d x n) pushed backward through the training map (23): entry k (k = 1..M) is its
+        x^k, the keys of layer k's RWPO sub-step (entry 0 is unused)."""
         keys = [None] * (self.layers + 1)
-        R = self.reference
+        R = reference
         for k in range(self.layers, 0, -1):
             keys[k] = R
             R = self.rwpo_step(R)
@@ -538,7 +566,7 @@ def load(path: str) -> FlowModel:
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: the '{METADATA_KEY}' metadata is not valid JSON ({e})") from None
     try:
-        return FlowModel(architecture, tensors)
+        return FlowModel(architecture, tensors, metadata)
     except ValueError as e:
         raise ValueError(f"{path}: {e}") from None
 

@@ -218,7 +218,10 @@ constexpr std::array kTable{
           "last held-out NLL and MMD² (with the iteration they were computed at)."},
     Entry{"training.loss",
           "<b>Loss (16)</b> on the batch: NLL + w Σ<sub>k</sub> (h/2) mean |∇φ̃|² (transport, w the "
-          "transport weight) + c Σ<sub>k</sub> h mean R<sub>k</sub>² (HJB), c = 0.1, with ∇φ̃ = ∇φ − ∇ψ and "
+          "transport weight) + c Σ<sub>k</sub> h mean R<sub>k</sub>² (HJB; c = 0.1 without the RWPO layer, 0 "
+          "with "
+          "it: there Δψ = #{|x<sub>i</sub>| ≤ λh}/h makes the few tokens inside the threshold dominate R), "
+          "with ∇φ̃ = ∇φ − ∇ψ and "
           "the HJB residual R = ∂<sub>t</sub>φ + "
           "½|∇φ̃|² + (Δφ − Δψ)/β at x<sup>k−½</sup> (without RWPO: ∇φ̃ = ∇φ, R = ∂<sub>t</sub>φ + ½|∇φ|²). "
           "The first 5 % of a long run may be clipped at the top."},
@@ -244,8 +247,14 @@ constexpr std::array kTable{
         "training.picture_density",
         "<b>Data</b> (grey) and <b>generated samples</b> (orange, the same base draws z every time), a few "
         "trajectories x<sup>0</sup> → x<sup>M</sup> through the layers (thin lines), over the model density "
-        "exp(log ρ<sub>T</sub>) by (24) on a 64 × 64 grid (square-root colour scale). Refreshed every ~0.7 s "
-        "while training."},
+        "exp(log ρ<sub>T</sub>) by (24) on a 64 × 64 grid (square-root colour scale). With the RWPO layer "
+        "the "
+        "density is the mean of the densities beside 8 reference draws of the data (each the frozen-key "
+        "map's; "
+        "one draw's is rough where few keys lie within the kernel's width), and sample j inverts draw j mod "
+        "8's "
+        "map. Refreshed every ~0.7 s while training, less often when a picture takes longer (at most a fifth "
+        "of the time)."},
     Entry{"training.picture_histogram",
           "<b>Data</b> (grey) and <b>generated samples</b> (orange, the same base draws z every time), a few "
           "trajectories x<sup>0</sup> → x<sup>M</sup> through the layers (thin lines). The heat map is a 2-D "

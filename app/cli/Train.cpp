@@ -85,8 +85,8 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
     c.flow.trainBeta = !p.flag("--freeze-beta");
     c.flow.transportWeight = parsePositive(
         p.option("--transport-weight", std::to_string(c.flow.transportWeight)), "--transport-weight", true);
-    c.flow.hjbWeight =
-        parsePositive(p.option("--hjb-weight", std::to_string(c.flow.hjbWeight)), "--hjb-weight", true);
+    if (const std::string w = p.option("--hjb-weight", ""); !w.empty())
+        c.flow.hjbWeight = parsePositive(w, "--hjb-weight", true);
     c.batch = int(parseLong(p.option("--batch", std::to_string(c.batch)), "--batch", 2, 65536));
     c.adam.lr = parsePositive(p.option("--lr", std::to_string(c.adam.lr)), "--lr");
     c.adam.lrFinal =
@@ -95,6 +95,12 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
         parseLong(p.option("--warmup", std::to_string(c.adam.warmupSteps)), "--warmup", 0, 100000000);
     c.resampleEvery = int(parseLong(p.option("--resample-every", std::to_string(c.resampleEvery)),
                                     "--resample-every", 0, 1000000));
+    c.referenceDraws = int(parseLong(p.option("--reference-draws", std::to_string(c.referenceDraws)),
+                                     "--reference-draws", 1, 256));
+    c.referenceSize = int(parseLong(p.option("--reference-size", std::to_string(c.referenceSize)),
+                                    "--reference-size", 0, 65536));
+    if (c.referenceSize == 1)
+        throw UsageError("--reference-size: expected 0 (the batch size) or >= 2, got 1");
     c.adam.clipToMedian =
         parsePositive(p.option("--clip-median", std::to_string(c.adam.clipToMedian)), "--clip-median", true);
     c.averageIterations = parseLong(p.option("--average-iters", std::to_string(c.averageIterations)),
@@ -110,7 +116,7 @@ int train(const Args& args) {
     flows::TrainerConfig c = parseTrainerConfig(p);
     const long iters =
         parseLong(p.option("--iters", std::to_string(c.adam.decaySteps)), "--iters", 1, 100000000);
-    const long evalEvery = parseLong(p.option("--eval-every", "250"), "--eval-every", 0, 100000000);
+    const long evalEvery = parseLong(p.option("--eval-every", "500"), "--eval-every", 0, 100000000);
     const std::string out = p.option("--out");
     const bool quiet = p.flag("--quiet");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());

@@ -46,16 +46,19 @@ commands:
 
   train --dataset NAME|--data FILE --out model.safetensors [--iters N] [--no-rwpo] [--batch B] [--layers M]
         [--width m] [--lr X] [--lr-final X] [--warmup K] [--clip-median K] [--resample-every K]
-        [--average-iters K] [--lambda0 X] [--beta0 X] [--train-lambda] [--freeze-beta]
-        [--kernel corrected|as-printed|separable] [--include-self]
+        [--average-iters K] [--reference-draws R] [--reference-size n] [--lambda0 X] [--beta0 X]
+        [--train-lambda] [--freeze-beta] [--kernel corrected|as-printed|separable] [--include-self]
         [--rwpo-logdet exact|first-order] [--drift-logdet exact|first-order]
-        [--transport-weight X (default 1/30)] [--hjb-weight X] [--jitter X] [--seed S] [--eval-every K] [--quiet]
+        [--transport-weight X (default 1/30)] [--hjb-weight X (default 0.1; 0 with the RWPO layer)]
+        [--jitter X] [--seed S] [--eval-every K (default 500)] [--quiet]
       train a generative flow (OT-Flow potential + RWPO sparse-transformer layer; --no-rwpo: plain OT-Flow)
       on a toy dataset (swissroll circles rings moons 8gaussians pinwheel 2spirals checkerboard) or points
       from .npy/.csv; prints held-out NLL, KL, MMD2 and the model density's mass on a grid (about 1 unless
       the density formula overstates the map's expansion) as it goes; writes the model and model.json beside
-      it (architecture, lambda, beta, h, data, seeds, metrics, training curve); an RWPO model keeps a
-      reference batch of its data, the keys its samples and densities are computed beside. Defaults not
+      it (architecture, lambda, beta, h, data, seeds, metrics, training curve); an RWPO model keeps
+      --reference-draws R (default 8) draws of --reference-size n points of its data (default: the batch
+      size): its density is the mean of the R densities beside each draw's keys, and sample j inverts draw
+      j mod R's map (one draw's density is rough where few keys lie within the kernel's width). Defaults not
       the paper's: the RWPO softmax leaves each query's own key out (--include-self: the paper's l = j too),
       and λ stays at --lambda0 (0.05; --train-lambda learns it, but its gradient misses the active set's
       boundary term and it climbs, spoiling the samples). --clip-median K caps each gradient's norm at K
@@ -67,8 +70,8 @@ commands:
       (the RWPO layer's keys when the model has no reference batch)
   density MODEL.safetensors --out density.npy [--grid 200] [--half-width 4] [--reference 2000] [--seed S]
       the model density on a grid x grid lattice over [-w, w]^2 (row = y, column = x); with the RWPO layer
-      the grid points are queries against the frozen keys of the model's reference batch (of a model without
-      one: --reference samples of the model's own)
+      the grid points are queries against the frozen keys of the model's reference draws, their densities
+      averaged (of a model without a reference: --reference samples of the model's own)
   bench train [--json] [--iters 20] [training options]
       milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
 

@@ -194,21 +194,44 @@ FixedPointResult solveFixedPoint(Mat<S>& P, G&& g, double tol, int maxIterations
 } // namespace
 
 template <class S> FlowModel<S>::FlowModel(const FlowConfig& config) : config_(config) {
+    config_.hjbWeight = config_.hjb();
     params_ = FlowParams<S>::init(config_);
 }
 
-template <class S> void FlowModel<S>::setReference(Matrix reference) {
+template <class S> void FlowModel<S>::setReference(Matrix reference, int draws) {
     if (reference.size() > 0) {
         checkData<S>(config_, reference, "the reference batch");
-        if (reference.cols() < 2 || !reference.allFinite())
-            throw std::invalid_argument("flow: the reference batch needs at least 2 finite points");
+        if (draws < 1 || reference.cols() % draws != 0 || reference.cols() / draws < 2)
+            throw std::invalid_argument("flow: the reference must be draws blocks of n >= 2 points, got " +
+                                        std::to_string(reference.cols()) + " points in " +
+                                        std::to_string(draws) + " draws");
+        if (!reference.allFinite()) throw std::invalid_argument("flow: the reference batch must be finite");
+    } else if (draws != 1) {
+        throw std::invalid_argument("flow: an empty reference has 1 draw");
     }
     reference_ = std::move(reference);
+    referenceDraws_ = draws;
 }
 
-template <class S> const typename FlowModel<S>::Matrix* FlowModel<S>::keysOr(const Matrix* keys) const {
-    return keys ? keys : (config_.rwpo && reference_.size() > 0 ? &reference_ : nullptr);
+template <class S> typename FlowModel<S>::Matrix FlowModel<S>::referenceDraw(int r) const {
+    if (r < 0 || r >= referenceDraws_) throw std::out_of_range("flow: no such reference draw");
+    const Eigen::Index n = reference_.cols() / referenceDraws_;
+    return reference_.middleCols(r * n, n);
 }
+
+namespace {
+
+// The columns j of A with j mod R = r, side by side, and back.
+template <class S> Mat<S> everyRth(const Mat<S>& A, int R, int r) {
+    Mat<S> out(A.rows(), (A.cols() - r + R - 1) / R);
+    for (Eigen::Index j = r, i = 0; j < A.cols(); j += R, ++i) out.col(i) = A.col(j);
+    return out;
+}
+template <class S> void scatterEveryRth(const Mat<S>& part, int R, int r, Mat<S>& A) {
+    for (Eigen::Index j = r, i = 0; j < A.cols(); j += R, ++i) A.col(j) = part.col(i);
+}
+
+} // namespace
 
 template <class S>
 std::vector<typename FlowModel<S>::Matrix> FlowModel<S>::keysByLayer(const Matrix& reference) const {
@@ -265,7 +288,7 @@ ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowP
     }
     const ad::Var<S> nll = ad::scale(ad::sum(recordLogDensity(X, logDet, c.d)), S(-1.0 / n));
     const ad::Var<S> loss =
-        ad::add(ad::add(nll, ad::scale(transport, S(c.transportWeight))), ad::scale(hjb, S(c.hjbWeight)));
+        ad::add(ad::add(nll, ad::scale(transport, S(c.transportWeight))), ad::scale(hjb, S(c.hjb())));
     if (terms) {
         terms->loss = double(loss.scalar());
         terms->nll = double(nll.scalar());
@@ -289,13 +312,49 @@ typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vecto
                                                      SamplerDiagnostics* diagnostics,
                                                      const Matrix* keys) const {
     checkData<S>(config_, Z, "the base samples");
-    keys = keysOr(keys);
-    if (keys) checkData<S>(config_, *keys, "the reference batch");
+    return generate(Z, trajectory, diagnostics, frozenKeys(keys));
+}
+
+template <class S>
+typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vector<Matrix>* trajectory,
+                                                     SamplerDiagnostics* diagnostics,
+                                                     const FrozenKeys& keys) const {
+    checkData<S>(config_, Z, "the base samples");
+    const int R = int(keys.draws.size());
+    if (R <= 1)
+        return generateBeside(Z, trajectory, diagnostics, R == 1 ? keys.draws[0] : std::vector<Matrix>());
+    // The mixture: sample j inverts draw j mod R's map.
+    Matrix X(Z.rows(), Z.cols());
+    if (trajectory) trajectory->assign(std::size_t(config_.layers) + 1, X);
+    if (diagnostics) *diagnostics = {};
+    for (int r = 0; r < R && r < Z.cols(); ++r) {
+        const Matrix Zr = everyRth(Z, R, r);
+        std::vector<Matrix> path;
+        SamplerDiagnostics di;
+        scatterEveryRth(generateBeside(Zr, trajectory ? &path : nullptr, &di, keys.draws[std::size_t(r)]), R,
+                        r, X);
+        if (trajectory)
+            for (std::size_t k = 0; k < path.size(); ++k) scatterEveryRth(path[k], R, r, (*trajectory)[k]);
+        if (!diagnostics) continue;
+        diagnostics->residual = std::max(diagnostics->residual, di.residual);
+        diagnostics->iterations = std::max(diagnostics->iterations, di.iterations);
+        diagnostics->folding.resize(di.folding.size(), {INFINITY, 0});
+        for (std::size_t k = 0; k < di.folding.size(); ++k) { // min det; folded fraction over all samples
+            diagnostics->folding[k].minDet = std::min(diagnostics->folding[k].minDet, di.folding[k].minDet);
+            diagnostics->folding[k].foldedFraction +=
+                di.folding[k].foldedFraction * double(Zr.cols()) / double(Z.cols());
+        }
+    }
+    return X;
+}
+
+template <class S>
+typename FlowModel<S>::Matrix FlowModel<S>::generateBeside(const Matrix& Z, std::vector<Matrix>* trajectory,
+                                                           SamplerDiagnostics* diagnostics,
+                                                           const std::vector<Matrix>& frozen) const {
     const FlowConfig& c = config_;
     const S h = S(c.h());
     ad::Tape<S> tape;
-    // With a reference batch: its x^k, the keys of the RWPO sub-step of layer k, as encode() uses them.
-    const std::vector<Matrix> frozen = keys && c.rwpo ? keysByLayer(*keys) : std::vector<Matrix>();
     // One evaluation of ∇φ(·, t) or of the RWPO sub-step F (keys: the points themselves) on a cleared tape.
     auto drift = [&](const Matrix& P, double t) -> Matrix {
         tape.clear();
@@ -355,20 +414,73 @@ typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vecto
     return X;
 }
 
+template <class S> typename FlowModel<S>::FrozenKeys FlowModel<S>::frozenKeys(const Matrix* keys) const {
+    FrozenKeys out;
+    if (!config_.rwpo) return out;
+    if (keys) {
+        checkData<S>(config_, *keys, "the reference batch");
+        out.draws.push_back(keysByLayer(*keys));
+    } else if (reference_.size() > 0) {
+        for (int r = 0; r < referenceDraws_; ++r) out.draws.push_back(keysByLayer(referenceDraw(r)));
+    }
+    return out;
+}
+
 template <class S>
 typename FlowModel<S>::Matrix
 FlowModel<S>::encode(const Matrix& data, Eigen::Matrix<S, 1, Eigen::Dynamic>* logDensity,
                      std::vector<Matrix>* trajectory, const Matrix* keys) const {
     checkData<S>(config_, data, "the data");
-    keys = keysOr(keys);
-    if (keys) checkData<S>(config_, *keys, "the reference batch");
+    return encode(data, logDensity, trajectory, frozenKeys(keys));
+}
+
+template <class S>
+typename FlowModel<S>::Matrix
+FlowModel<S>::encode(const Matrix& data, Eigen::Matrix<S, 1, Eigen::Dynamic>* logDensity,
+                     std::vector<Matrix>* trajectory, const FrozenKeys& keys) const {
+    checkData<S>(config_, data, "the data");
+    const int R = int(keys.draws.size());
+    if (R <= 1)
+        return encodeBeside(data, logDensity, trajectory, R == 1 ? keys.draws[0] : std::vector<Matrix>());
+    // The mixture: column j's x^0 and trajectory are draw j mod R's; its density is the mean over the draws.
+    Matrix X(data.rows(), data.cols());
+    if (trajectory) trajectory->assign(std::size_t(config_.layers) + 1, X);
+    Eigen::MatrixXd logRho(R, data.cols());
+    for (int r = 0; r < R && (logDensity || r < data.cols()); ++r) {
+        // Without densities, each column's own draw only; with them, every column beside every draw.
+        const Matrix queries = logDensity ? data : everyRth(data, R, r);
+        std::vector<Matrix> path;
+        Eigen::Matrix<S, 1, Eigen::Dynamic> ld;
+        const Matrix Xr = encodeBeside(queries, logDensity ? &ld : nullptr, trajectory ? &path : nullptr,
+                                       keys.draws[std::size_t(r)]);
+        auto mine = [&](const Matrix& A) { return logDensity ? everyRth(A, R, r) : A; };
+        scatterEveryRth(mine(Xr), R, r, X);
+        if (trajectory)
+            for (std::size_t k = 0; k < path.size(); ++k)
+                scatterEveryRth(mine(path[k]), R, r, (*trajectory)[k]);
+        if (logDensity) logRho.row(r) = ld.template cast<double>();
+    }
+    if (logDensity) {
+        logDensity->resize(1, data.cols());
+        for (Eigen::Index j = 0; j < data.cols(); ++j) { // log mean exp; a NaN or +inf term stays one
+            const double top = logRho.col(j).maxCoeff();
+            (*logDensity)(j) = std::isfinite(top)
+                                   ? S(top + std::log((logRho.col(j).array() - top).exp().mean()))
+                                   : S(logRho.col(j).sum());
+        }
+    }
+    return X;
+}
+
+// Layer by layer on a cleared tape: large query sets (density grids) never hold every layer at once.
+template <class S>
+typename FlowModel<S>::Matrix
+FlowModel<S>::encodeBeside(const Matrix& data, Eigen::Matrix<S, 1, Eigen::Dynamic>* logDensity,
+                           std::vector<Matrix>* trajectory, const std::vector<Matrix>& frozen) const {
     const FlowConfig& c = config_;
     Matrix X = data;
-    // The reference batch pushed backward: layer k's keys are its x^k.
-    const std::vector<Matrix> frozen = keys && c.rwpo ? keysByLayer(*keys) : std::vector<Matrix>();
     Matrix logDet = Matrix::Zero(1, data.cols());
     if (trajectory) trajectory->assign(1, X);
-    // Layer by layer on a cleared tape: large query sets (density grids) never hold every layer at once.
     ad::Tape<S> tape;
     for (int k = c.layers; k >= 1; --k) {
         tape.clear();

@@ -17,7 +17,8 @@ constexpr const char* kFormat = "flowscope-flow";
 constexpr int kVersion = 1;
 constexpr const char* kMetadataKey = "flowscope_flow";
 constexpr const char* kReferenceTensor =
-    "reference"; // d x N_ref: the RWPO model's keys (FlowModel::reference)
+    "reference"; // d x R·n: the RWPO model's keys, R draws of n (FlowModel::reference)
+constexpr const char* kReferenceDrawsKey = "flowscope_reference_draws"; // R; absent in older files: 1
 
 const char* kernelName(RwpoKernel k) {
     switch (k) {
@@ -68,7 +69,7 @@ nlohmann::json toJson(const FlowConfig& c) {
             {"train_lambda", c.trainLambda},
             {"train_beta", c.trainBeta},
             {"transport_weight", c.transportWeight},
-            {"hjb_weight", c.hjbWeight},
+            {"hjb_weight", c.hjb()},
             {"seed", c.seed}};
 }
 
@@ -126,8 +127,10 @@ void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::
     forEachTensor(p, [&](const ad::Matrix<float>& m, const std::string& name) {
         file.tensors.push_back(matrixTensor(name, m, true));
     });
-    if (c.rwpo && model.reference().size() > 0)
+    if (c.rwpo && model.reference().size() > 0) {
         file.tensors.push_back(matrixTensor(kReferenceTensor, model.reference(), true));
+        file.metadata[kReferenceDrawsKey] = std::to_string(model.referenceDraws());
+    }
     record["format"] = kFormat;
     record["version"] = kVersion;
     record["architecture"] = architecture;
@@ -155,6 +158,8 @@ nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stop
         {"point_jitter", c.pointJitter},
         {"batch", c.batch},
         {"resample_every", c.resampleEvery},
+        {"reference_draws", c.flow.rwpo ? c.referenceDraws : 0},
+        {"reference_size", c.flow.rwpo ? c.referenceSize : 0},
         {"data_seed", c.dataSeed},
         {"lr", c.adam.lr},
         {"lr_final", c.adam.lrFinal},
@@ -225,7 +230,21 @@ FlowModel<float> loadFlow(const std::string& path) {
                                          " and N >= 2");
             ad::Matrix<float> R(config.d, reference->shape[1]);
             readMatrix(file, kReferenceTensor, R, true);
-            model.setReference(std::move(R));
+            int draws = 1;
+            if (const auto it = file.metadata.find(kReferenceDrawsKey); it != file.metadata.end()) {
+                std::size_t used = 0;
+                try {
+                    draws = std::stoi(it->second, &used);
+                } catch (const std::exception&) {
+                    used = 0;
+                }
+                if (used == 0 || used != it->second.size() || draws < 1 || R.cols() % draws != 0 ||
+                    R.cols() / draws < 2)
+                    throw std::runtime_error(std::string("metadata '") + kReferenceDrawsKey + "': '" +
+                                             it->second + "' does not split the " + std::to_string(R.cols()) +
+                                             " reference points into draws of >= 2");
+            }
+            model.setReference(std::move(R), draws);
         }
     } catch (const std::runtime_error& e) {
         throw std::runtime_error(path + ": " + e.what());

@@ -43,7 +43,7 @@ FlowModel<double> inDouble(const FlowModel<float>& model, const FlowConfig* conf
     m.params().phi = model.params().phi.cast<double>();
     m.params().lambdaRaw = model.params().lambdaRaw.cast<double>();
     m.params().betaRaw = model.params().betaRaw.cast<double>();
-    m.setReference(model.reference().cast<double>());
+    m.setReference(model.reference().cast<double>(), model.referenceDraws());
     return m;
 }
 
@@ -75,10 +75,10 @@ void checkGrid(const FlowModel<float>& model, int grid, double halfWidth) {
         throw std::invalid_argument("density: the half-width must be finite and > 0");
 }
 
-// The grid's queries beside `reference`; progress reports (before + queries done) / work.
+// The grid's queries beside `keys`; progress reports (before + queries done) / work.
 DensityGrid densityBeside(const FlowModel<float>& model, int grid, double halfWidth,
-                          const ad::Matrix<float>& reference, const SamplingProgress& progress, double before,
-                          double work) {
+                          const FlowModel<float>::FrozenKeys& keys, const SamplingProgress& progress,
+                          double before, double work) {
     const double cell = 2 * halfWidth / grid;
     ad::Matrix<float> Q(2, grid * grid);
     for (int r = 0; r < grid; ++r)
@@ -94,7 +94,7 @@ DensityGrid densityBeside(const FlowModel<float>& model, int grid, double halfWi
     for (Eigen::Index j = 0; j < Q.cols(); j += kChunk) {
         const Eigen::Index m = std::min<Eigen::Index>(kChunk, Q.cols() - j);
         Eigen::Matrix<float, 1, Eigen::Dynamic> logRho;
-        model.encode(Q.middleCols(j, m), &logRho, nullptr, &reference);
+        model.encode(Q.middleCols(j, m), &logRho, nullptr, keys);
         for (Eigen::Index k = 0; k < m; ++k) out.rho[std::size_t(j + k)] = std::exp(double(logRho(k)));
         if (progress && !progress((before + double(j + m)) / work)) throw SamplingCancelled();
     }
@@ -113,12 +113,12 @@ DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidt
     // The reference batch: the model's own (the density its samples follow), or its own samples (their
     // backward states are the sampler's own batches).
     if (model.config().rwpo && model.reference().size() > 0)
-        return densityBeside(model, grid, halfWidth, model.reference(), progress, 0, double(grid) * grid);
+        return densityBeside(model, grid, halfWidth, model.frozenKeys(), progress, 0, double(grid) * grid);
     const ad::Matrix<float> reference = generateInBatches(
         model, baseSamples(2, references, seed), references, nullptr, nullptr,
         progress ? SamplingProgress([&](double f) { return progress(f * references / work); })
                  : SamplingProgress());
-    return densityBeside(model, grid, halfWidth, reference, progress, references, work);
+    return densityBeside(model, grid, halfWidth, model.frozenKeys(&reference), progress, references, work);
 }
 
 DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth,
@@ -126,7 +126,13 @@ DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidt
     checkGrid(model, grid, halfWidth);
     if (reference.rows() != 2 || reference.cols() < 2)
         throw std::invalid_argument("density: the reference batch must be 2 x N with N >= 2");
-    return densityBeside(model, grid, halfWidth, reference, {}, 0, double(grid) * grid);
+    return densityBeside(model, grid, halfWidth, model.frozenKeys(&reference), {}, 0, double(grid) * grid);
+}
+
+DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth,
+                        const FlowModel<float>::FrozenKeys& keys) {
+    checkGrid(model, grid, halfWidth);
+    return densityBeside(model, grid, halfWidth, keys, {}, 0, double(grid) * grid);
 }
 
 void writeSamplesNpy(const std::string& path, const ad::Matrix<float>& samples) {

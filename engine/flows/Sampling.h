@@ -8,9 +8,9 @@
 //    solves then stop within their tolerance of the exact inverse instead of on float32 rounding noise,
 //    amplified where the map nearly folds;
 //  * densityGrid: exp(log ρ) by (24) at the centres of a grid² grid on [-halfWidth, halfWidth]², each query
-//    pushed backward beside a reference batch (its keys; §1.3): the model's reference of data when it has
-//    one (FlowModel::setReference), else the model's own samples. A grid point's density does not depend
-//    on the other grid points.
+//    pushed backward beside a reference batch (its keys; §1.3): the model's reference draws of data when it
+//    has them (FlowModel::setReference: the mean of the draws' densities), else the model's own samples. A
+//    grid point's density does not depend on the other grid points.
 #pragma once
 
 #include "engine/flows/Flow.h"
@@ -61,9 +61,12 @@ struct DensityGrid {
 // reference as the keys, or (a model without one) `references` samples from baseSamples(2, references, seed).
 DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth, int references = 2000,
                         std::uint64_t seed = 0, const SamplingProgress& progress = {});
-// The same grid beside a given reference batch (2 x N samples of the model, e.g. an evaluation's).
+// The same grid beside a given reference batch (2 x N samples of the model, e.g. an evaluation's), or beside
+// keys already pushed backward (FlowModel::frozenKeys).
 DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth,
                         const ad::Matrix<float>& reference);
+DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth,
+                        const FlowModel<float>::FrozenKeys& keys);
 
 // The .npy files (atomic): samples as an N x d float32 array (one sample per row), the density as a
 // grid x grid float64 array.

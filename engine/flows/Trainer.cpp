@@ -44,13 +44,17 @@ void validate(const TrainerConfig& c) {
     require(f.beta0 > 0 && std::isfinite(f.beta0), "flow.beta0", "must be finite and > 0");
     require(f.transportWeight >= 0 && std::isfinite(f.transportWeight), "flow.transportWeight",
             "must be finite and >= 0");
-    require(f.hjbWeight >= 0 && std::isfinite(f.hjbWeight), "flow.hjbWeight", "must be finite and >= 0");
+    require(std::isfinite(f.hjbWeight), "flow.hjbWeight", "must be finite (< 0: the model's default)");
     require(!f.rwpoOptions.exactLogDet || f.rwpoOptions.kernel == RwpoKernel::Separable || f.d == 2,
             "flow.rwpoOptions.exactLogDet", "needs d = 2 for a vector kernel");
     require(!f.exactDriftLogDet || f.d <= 2, "flow.exactDriftLogDet", "needs d <= 2");
     require(c.batch >= 2 && c.batch <= 65536, "batch",
             "must be in [2, 65536], got " + std::to_string(c.batch));
     require(c.resampleEvery >= 0, "resampleEvery", "must be >= 0");
+    require(c.referenceDraws >= 1 && c.referenceDraws <= 256, "referenceDraws",
+            "must be in [1, 256], got " + std::to_string(c.referenceDraws));
+    require(c.referenceSize == 0 || (c.referenceSize >= 2 && c.referenceSize <= 65536), "referenceSize",
+            "must be 0 (the batch size) or in [2, 65536], got " + std::to_string(c.referenceSize));
     require(c.evalSamples >= 2 && c.evalSamples <= 65536, "evalSamples", "must be in [2, 65536]");
     require(c.adam.lr > 0 && std::isfinite(c.adam.lr), "adam.lr", "must be finite and > 0");
     require(c.adam.lrFinal >= 0 && std::isfinite(c.adam.lrFinal), "adam.lrFinal", "must be finite and >= 0");
@@ -109,6 +113,7 @@ FlowTrainer::FlowTrainer(const TrainerConfig& config)
     : config_((validate(config), config)), model_(config.flow), averaged_(config.flow), adam_(config.adam),
       dataRng_(config.dataSeed) {
     if (config_.resampleEvery == 0) config_.resampleEvery = config_.flow.rwpo ? 1 : 25;
+    config_.flow.hjbWeight = config_.flow.hjb();
     if (config_.initialParams) model_.params() = *config_.initialParams;
     if (config_.dataset.empty())
         sampler_ = std::make_unique<PointSampler>(config_.points, config_.dataSeed, config_.pointJitter);
@@ -119,10 +124,19 @@ FlowTrainer::FlowTrainer(const TrainerConfig& config)
                             });
     checkpoint_ = model_.params();
     heldOut_ = toColumns(sampleData(config_.evalSamples, config_.dataSeed ^ kHeldOutStream));
-    // The keys of the model's samples and densities: a batch of the training law, of the batch's size (the
-    // kernel then sees as many keys as in training).
-    if (config_.flow.rwpo)
-        model_.setReference(toColumns(sampleData(config_.batch, config_.dataSeed ^ kReferenceStream)));
+    // The keys of the model's samples and densities: draws of the training law, by default of the batch's
+    // size (the kernel then sees as many keys as in training). Each draw is a call of its own: a dataset's
+    // points may come in order (2spirals: one spiral, then the other), so a block of one long call is not a
+    // sample of the law.
+    if (config_.referenceSize == 0) config_.referenceSize = config_.batch;
+    if (config_.flow.rwpo) {
+        const int R = config_.referenceDraws, n = config_.referenceSize;
+        Matrix reference(config_.flow.d, Eigen::Index(R) * n);
+        for (int r = 0; r < R; ++r)
+            reference.middleCols(Eigen::Index(r) * n, n) =
+                toColumns(sampleData(n, (config_.dataSeed ^ kReferenceStream) + std::uint64_t(r)));
+        model_.setReference(std::move(reference), R);
+    }
     averaged_ = model_;
     resample();
 }
@@ -227,8 +241,10 @@ Evaluation FlowTrainer::evaluate() {
     const Model& model = evaluatedModel();
     Evaluation e;
     e.iteration = iteration_;
+    // The model's keys pushed backward once for every query below (its reference draws, when it has them).
+    const Model::FrozenKeys keys = model.frozenKeys();
     Eigen::Matrix<float, 1, Eigen::Dynamic> logDensity;
-    model.encode(heldOut_, &logDensity);
+    model.encode(heldOut_, &logDensity, nullptr, keys);
     e.nll = -logDensity.cast<double>().mean();
     if (!config_.dataset.empty()) e.kl = klFromNll(e.nll, knownEntropy(config_.dataset));
 
@@ -236,16 +252,16 @@ Evaluation FlowTrainer::evaluate() {
     Matrix Z(config_.flow.d, config_.evalSamples);
     for (Eigen::Index i = 0; i < Z.size(); ++i) Z(i) = float(rng.normal());
     SamplerDiagnostics sampler;
-    const Matrix generated = model.generate(Z, nullptr, &sampler);
+    const Matrix generated = model.generate(Z, nullptr, &sampler, keys);
     e.samplerResidual = sampler.residual;
     const std::vector<RwpoFolding>& folding = sampler.folding;
     const Eigen::MatrixXf a = generated.transpose(), b = heldOut_.transpose();
     e.mmd2 = generated.allFinite() ? mmd2Unbiased(a, b) : std::numeric_limits<double>::quiet_NaN();
-    e.roundTrip = double((model.encode(generated) - Z).colwise().norm().mean());
+    e.roundTrip = double((model.encode(generated, nullptr, nullptr, keys) - Z).colwise().norm().mean());
     if (config_.flow.d == 2 && generated.allFinite()) { // beside the keys the model samples with
-        const bool reference = config_.flow.rwpo && model.reference().size() > 0;
-        e.gridMass = densityGrid(model, 64, 1.25 * double(heldOut_.cwiseAbs().maxCoeff()),
-                                 reference ? model.reference() : generated)
+        const double halfWidth = 1.25 * double(heldOut_.cwiseAbs().maxCoeff());
+        e.gridMass = (keys.draws.empty() ? densityGrid(model, 64, halfWidth, generated)
+                                         : densityGrid(model, 64, halfWidth, keys))
                          .mass;
     }
     if (!folding.empty()) {

@@ -69,6 +69,11 @@ struct TrainerConfig {
     // step k (about the last tenth of a short run, then an exponential average with this time constant).
     // Training itself is unchanged. 0: the last iterate.
     long averageIterations = 200;
+    // The RWPO model's reference (FlowModel::setReference): referenceDraws draws of referenceSize points of
+    // the training law (0: the batch size, the keys a training query sees). The model's density is the mean
+    // of the draws' frozen-key densities; one draw's is rough where few keys lie within the kernel's width.
+    int referenceDraws = 8;
+    int referenceSize = 0;
     int evalSamples = 2000;     // held-out points, generated samples (MMD²) and NLL queries
     std::uint64_t dataSeed = 0; // the batches' stream; the held-out set uses a stream derived from it
     // Parameters to start from instead of flow.seed's initialization (a loaded model: training continues

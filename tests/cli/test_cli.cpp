@@ -315,6 +315,9 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     EXPECT_EQ(record["training"]["average_iterations"], 200); // the default
     EXPECT_EQ(record["training"]["resample_every"], 1);   // a fresh batch every iteration (the RWPO default)
     EXPECT_EQ(record["training"]["clip_to_median"], 5.0); // spikes capped at 5 x the recent median
+    EXPECT_EQ(record["training"]["reference_draws"], 8);  // the density: a mixture over 8 key draws
+    EXPECT_EQ(record["training"]["reference_size"], 64);  // of the batch's size
+    EXPECT_EQ(record["architecture"]["hjb_weight"], 0.0); // no HJB term with the RWPO layer by default
     EXPECT_TRUE(record["curve"]["clipped"].is_array());
     EXPECT_NE(r.out.find("gradients clipped"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("mass"), std::string::npos) << r.out;
@@ -340,7 +343,10 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     ASSERT_EQ(r.code, 0) << r.out;
     {
         std::ifstream plain(dir / "p.json");
-        EXPECT_EQ(nlohmann::json::parse(plain)["training"]["resample_every"], 25); // OT-Flow's, without RWPO
+        const nlohmann::json plainRecord = nlohmann::json::parse(plain);
+        EXPECT_EQ(plainRecord["training"]["resample_every"], 25); // OT-Flow's, without RWPO
+        EXPECT_EQ(plainRecord["architecture"]["hjb_weight"], 0.1);
+        EXPECT_EQ(plainRecord["training"]["reference_draws"], 0); // no keys without the layer
     }
     // 3-D points with the RWPO layer: both log-dets default to first order there (exact needs d = 2).
     writeText(dir / "pts3.csv", "0,0,0\n1,1,1\n2,0.5,0\n-1,0.3,1\n0.5,0.5,0.5\n");
@@ -380,15 +386,12 @@ TEST(Cli, FlowCommandsRejectBadInputWithOneMessage) {
     r = cli("train --dataset moons --batch 1 --out " + (dir / "m.safetensors").string());
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--batch"), std::string::npos) << r.out;
-    r = cli("train --dataset moons --average-iters -1 --out " + (dir / "m.safetensors").string());
-    EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.out.find("--average-iters"), std::string::npos) << r.out;
-    r = cli("train --dataset moons --clip-median -1 --out " + (dir / "m.safetensors").string());
-    EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.out.find("--clip-median"), std::string::npos) << r.out;
-    r = cli("train --dataset moons --resample-every -1 --out " + (dir / "m.safetensors").string());
-    EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.out.find("--resample-every"), std::string::npos) << r.out;
+    for (const std::string option : {"--average-iters -1", "--clip-median -1", "--resample-every -1",
+                                     "--reference-draws 0", "--reference-size 1", "--hjb-weight -0.5"}) {
+        r = cli("train --dataset moons " + option + " --out " + (dir / "m.safetensors").string());
+        EXPECT_EQ(r.code, 2) << option;
+        EXPECT_NE(r.out.find(option.substr(0, option.find(' '))), std::string::npos) << r.out;
+    }
     writeText(dir / "bad.safetensors", "not a model");
     r = cli("sample " + (dir / "bad.safetensors").string() + " --out " + (dir / "s.npy").string());
     EXPECT_EQ(r.code, 2);

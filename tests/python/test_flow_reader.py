@@ -172,6 +172,10 @@ def malformed(cli, tmp, good_path):
          edited(lambda h: h["__metadata__"].update(flowscope_flow="{not json")), "not valid JSON"),
         ("unknown kernel", edited(arch({"kernel": "gaussian"})), "architecture/kernel"),
         ("layers out of range", edited(arch({"layers": 0})), "architecture/layers"),
+        ("draws that do not split the reference",
+         edited(lambda h: h["__metadata__"].update(flowscope_reference_draws="3")), "flowscope_reference_draws"),
+        ("draws not a number",
+         edited(lambda h: h["__metadata__"].update(flowscope_reference_draws="8x")), "flowscope_reference_draws"),
     ]
     for i, (what, make, needle) in enumerate(cases):
         path = make(os.path.join(tmp, f"bad{i}.safetensors"))
@@ -208,6 +212,12 @@ def main():
             paths[name] = path
         for name, changes in VARIANTS.items():
             paths[name] = variant(paths["rwpo"], os.path.join(tmp, f"{name}.safetensors"), changes)
+        # The trained model's reference holds 8 draws (a mixture); as one draw of all its points, as a file
+        # of an earlier version reads.
+        _, _, header, payload = split(paths["rwpo"])
+        check(header["__metadata__"].get("flowscope_reference_draws") == "8", "the RWPO model has 8 draws")
+        header["__metadata__"].pop("flowscope_reference_draws")
+        paths["rwpo-one-draw"] = with_header(os.path.join(tmp, "rwpo-one-draw.safetensors"), header, payload)
         for name, path in paths.items():
             compare(cli, tmp, name, path, z_path, Z)
         gradient_check(paths["rwpo"])

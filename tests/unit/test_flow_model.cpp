@@ -27,6 +27,7 @@ FlowConfig smallConfig(bool rwpo) {
     c.lambda0 = 0.3;
     c.beta0 = 0.8;
     c.seed = 7;
+    c.hjbWeight = 0.1; // the RWPO flow's default is 0: the gradient checks cover the HJB term both ways
     return c;
 }
 
@@ -158,6 +159,15 @@ TEST(FlowModel, NllTermIsTheEncodedLogDensity) {
         EXPECT_NEAR(terms.nll, -logRho.mean(), 1e-12 * std::max(1.0, std::abs(terms.nll))) << rwpo;
         EXPECT_NEAR(terms.loss,
                     terms.nll + model.config().transportWeight * terms.transport + 0.1 * terms.hjb, 1e-12);
+        // By default the HJB term weighs 0.1 without the layer and 0 with it.
+        const FlowModel<double> byDefault([&] {
+            FlowConfig c = smallConfig(rwpo);
+            c.hjbWeight = -1;
+            return c;
+        }());
+        EXPECT_EQ(byDefault.config().hjbWeight, rwpo ? 0.0 : 0.1);
+        const LossTerms d = byDefault.lossAndGradient(data, grads);
+        EXPECT_NEAR(d.loss, d.nll + d.transport / 30 + (rwpo ? 0.0 : 0.1) * d.hjb, 1e-12) << rwpo;
     }
 }
 

@@ -188,9 +188,9 @@ TEST(TrainingRunner, PictureHasSamplesTrajectoriesDataAndADensity) {
 }
 
 TEST(TrainingRunner, RwpoPictureIsTheDensityBesideTheModelsReference) {
-    // The trainer gives an RWPO model a reference batch of its data, so the picture shows the model density
-    // point by point (each grid point beside the reference's keys), as for the plain flow: exp(log ρ) of
-    // the snapshot's own model at the grid's centres.
+    // The trainer gives an RWPO model reference draws of its data, so the picture shows the model density
+    // point by point (each grid point beside every draw's keys, the densities averaged), as for the plain
+    // flow: exp(log ρ) of the snapshot's own model at the grid's centres.
     const TrainingOptions o = smallPictures();
     TrainingRunner runner(o);
     runner.start(tinyConfig(true));
@@ -200,7 +200,8 @@ TEST(TrainingRunner, RwpoPictureIsTheDensityBesideTheModelsReference) {
     const TrainingPicture& p = *t.picture;
     EXPECT_FALSE(p.densityFromSamples);
     ASSERT_EQ(p.gridSize(), o.gridSize);
-    ASSERT_EQ(t.model->reference().cols(), tinyConfig(true).batch);
+    ASSERT_EQ(t.model->referenceDraws(), 8);
+    ASSERT_EQ(t.model->reference().cols(), 8 * tinyConfig(true).batch);
     flows::FlowModel<float>::Matrix grid(2, p.gridSize() * p.gridSize());
     for (int j = 0; j < p.gridSize(); ++j)
         for (int i = 0; i < p.gridSize(); ++i)
