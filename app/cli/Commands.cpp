@@ -6,8 +6,10 @@
 #endif
 #include "engine/io/AtomicFile.h"
 #include "engine/io/Npy.h"
+#include "engine/io/OutputSet.h"
 #include "engine/io/ShareString.h"
 #include "engine/io/Trajectory.h"
+#include "engine/scene/RunBudget.h"
 #include "engine/scene/Scene.h"
 
 #include <algorithm>
@@ -54,6 +56,22 @@ void ArgParser::collect() {
 std::string ArgParser::unknown() const {
     for (std::size_t i = 0; i < args_.size(); ++i)
         if (!used_[i] && args_[i].rfind("--", 0) == 0) return args_[i];
+    return "";
+}
+
+std::uint64_t maxMemoryOption(ArgParser& p) {
+    const std::string text = p.option("--max-memory");
+    if (text.empty()) return defaultMemoryLimit();
+    try {
+        return parseByteSize(text);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--max-memory: ") + e.what());
+    }
+}
+
+std::string optionValue(const Args& args, const std::string& name) {
+    for (std::size_t i = 0; i + 1 < args.size(); ++i)
+        if (args[i] == name) return args[i + 1];
     return "";
 }
 
@@ -126,6 +144,14 @@ Scene loadSceneArg(const std::string& arg) {
     return loadScene(arg);
 }
 
+std::vector<std::string> sceneInputs(const std::string& arg, const Scene& scene) {
+    std::vector<std::string> inputs;
+    std::error_code ec;
+    if (std::filesystem::exists(arg, ec)) inputs.push_back(arg);
+    if (scene.initial.kind == InitKind::File) inputs.push_back(scene.initial.path);
+    return inputs;
+}
+
 ComputeBackend openCliBackend(const std::string& name) {
     try {
         if (name != "cpu" && name != "gl" && name != "vulkan")
@@ -148,6 +174,7 @@ int simulate(const Args& raw) {
     const std::string backendName = p.option("--backend", "cpu");
     const bool f32 = p.flag("--float32");
     const std::string every = p.option("--every");
+    const std::uint64_t maxMemory = maxMemoryOption(p);
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (p.positional.size() != 1)
         throw UsageError(
@@ -157,6 +184,22 @@ int simulate(const Args& raw) {
     const ComputeBackend backend = openCliBackend(backendName);
     Scene scene = loadSceneArg(p.positional[0]); // validates everything before any output
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
+    checkRunBudget(particleRunBudget(scene, true), maxMemory, "--max-memory");
+    // The outputs, checked before the run: the trajectory, then its record (renamed last).
+    const std::string jsonPath = std::filesystem::path(out).replace_extension(".json").string();
+    if (jsonPath == out)
+        throw UsageError("--out: '" + out +
+                         "' is where the run's record <stem>.json goes; name "
+                         "the trajectory .npy");
+    OutputSet outputs = [&] {
+        try {
+            return OutputSet({out, jsonPath}, sceneInputs(p.positional[0], scene));
+        } catch (const OutputError& e) {
+            throw OutputError(e.field, std::string(e.what() + e.field.size() + 2) +
+                                           " (simulate writes the trajectory "
+                                           "to --out and its record to <stem>.json beside it)");
+        }
+    }();
 
     Simulation sim(scene, backend.makeField);
     const bool tty = ::isatty(2);
@@ -175,6 +218,7 @@ int simulate(const Args& raw) {
     const std::int64_t T = std::int64_t(hist.size()), N = scene.n, d = scene.d;
     std::vector<const Tokens*> frames;
     for (const Frame& f : hist) frames.push_back(&f.tokens);
+    const OutputSet::Capture capture(outputs);
     writeTrajectoryNpy(out, frames, f32);
 
     nlohmann::json j;
@@ -209,8 +253,8 @@ int simulate(const Args& raw) {
     if (!std::isnan(diag.sinkhornMarginalError))
         j["sinkhorn"] = {{"marginal_error", diag.sinkhornMarginalError},
                          {"iterations", diag.sinkhornIterations}};
-    const std::string jsonPath = std::filesystem::path(out).replace_extension(".json").string();
     writeFileAtomically(jsonPath, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
+    outputs.commit();
 
     std::cerr << "wrote " << out << " (" << T << " x " << N << " x " << d << ") and " << jsonPath;
     if (sim.event()) std::cerr << "; stopped at t = " << sim.event()->t << ": " << sim.event()->message;

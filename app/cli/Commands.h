@@ -42,6 +42,10 @@ Scene loadSceneArg(const std::string& arg);
 // UsageError naming why the backend is unavailable.
 ComputeBackend openCliBackend(const std::string& name);
 
+// The files a scene's run reads (the scene file when `arg` names one, a token file), for OutputSet's check
+// that no output replaces an input.
+std::vector<std::string> sceneInputs(const std::string& arg, const Scene& scene);
+
 // JSON output helpers: numbers, vectors and matrices (rows of numbers); NaN and inf are not JSON and are
 // written as null.
 nlohmann::json numberJson(double v);
@@ -60,6 +64,12 @@ struct ArgParser {
     std::vector<bool> used_;
     void collect();
 };
+
+// --max-memory SIZE (512M, 8G, ...; default: half this machine's memory), consumed from p. Throws UsageError.
+std::uint64_t maxMemoryOption(ArgParser& p);
+
+// The value of option `name` in raw arguments ("" when absent), without consuming it.
+std::string optionValue(const Args& args, const std::string& name);
 
 // "a,b,,c" -> {"a", "b", "", "c"} (a trailing comma gives a last empty item, which the parsers reject).
 std::vector<std::string> splitCommas(const std::string& text);

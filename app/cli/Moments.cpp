@@ -5,6 +5,8 @@
 #include "engine/gaussian/MomentFiles.h"
 #include "engine/gaussian/MomentSolver.h"
 #include "engine/io/AtomicFile.h"
+#include "engine/io/OutputSet.h"
+#include "engine/scene/RunBudget.h"
 
 #include <chrono>
 #include <cmath>
@@ -64,6 +66,7 @@ int moments(const Args& raw) {
     const std::string method = p.option("--method");
     const std::string every = p.option("--every");
     const bool finalOnly = p.flag("--final-only");
+    const std::uint64_t maxMemory = maxMemoryOption(p);
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (p.positional.size() != 1)
         throw UsageError(
@@ -74,14 +77,15 @@ int moments(const Args& raw) {
 
     Scene scene = loadSceneArg(p.positional[0]);
     if (!method.empty()) scene.moments.method = parseMethod(method);
-    if (!every.empty()) {
-        try {
-            scene.output.every = std::max(1, std::stoi(every));
-        } catch (...) {
-            throw UsageError("--every: expected a positive integer, got '" + every + "'");
-        }
-    }
-    makeMomentField(scene);  // refuse non-Gaussian variants before any work
+    if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
+    makeMomentField(scene); // refuse non-Gaussian variants before any work
+    checkRunBudget(momentsRunBudget(scene, !npy), maxMemory, "--max-memory");
+    // The outputs, checked before the work; .npy: the companions first, the covariances (the named file)
+    // last.
+    OutputSet outputs(npy ? std::vector<std::string>{momentsCompanionPath(out, "times"),
+                                                     momentsCompanionPath(out, "means"), out}
+                          : std::vector<std::string>{out},
+                      sceneInputs(p.positional[0], scene));
     initialGaussians(scene); // and non-Gaussian initial distributions
 
     Progress progress{"moments " + scene.name};
@@ -104,11 +108,14 @@ int moments(const Args& raw) {
               {"events", counts},
               {"seconds", seconds},
               {"trajectories", list}};
-    if (npy) {
-        writeMomentsNpy(out, trajectories); // and <stem>_means.npy, <stem>_times.npy
-    } else {
-        writeFileAtomically(out, [&](std::ostream& o) { o << j.dump() << "\n"; });
+    {
+        const OutputSet::Capture capture(outputs);
+        if (npy)
+            writeMomentsNpy(out, trajectories); // and <stem>_means.npy, <stem>_times.npy
+        else
+            writeFileAtomically(out, [&](std::ostream& o) { o << j.dump() << "\n"; });
     }
+    outputs.commit();
 
     std::cerr << "wrote " << out << ": " << trajectories.size() << " trajectories ("
               << toString(scene.moments.method) << ", " << std::setprecision(3) << seconds << " s);";

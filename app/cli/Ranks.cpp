@@ -6,11 +6,13 @@
 #include "engine/core/Parallel.h"
 #include "engine/gaussian/RankExperiment.h"
 #include "engine/io/AtomicFile.h"
+#include "engine/io/OutputSet.h"
 
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <unistd.h>
 
@@ -117,6 +119,8 @@ int ranks(const Args& raw) {
     const bool includeExceptions = p.flag("--include-exceptions");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (!p.positional.empty()) throw UsageError("unexpected argument '" + p.positional[0] + "'");
+    std::optional<OutputSet> outputs;
+    if (!out.empty()) outputs.emplace(std::vector<std::string>{out});
 
     if (attention != "softmax" && attention != "l2")
         throw UsageError("--attention must be softmax or l2, got '" + attention + "'");
@@ -172,7 +176,9 @@ int ranks(const Args& raw) {
 
     if (!out.empty()) {
         const nlohmann::json j = toJson(res);
+        const OutputSet::Capture capture(*outputs);
         writeFileAtomically(out, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
+        outputs->commit();
         std::cerr << "wrote " << out << "\n";
     }
     return 0;

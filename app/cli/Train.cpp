@@ -6,6 +6,7 @@
 #include "engine/flows/Sampling.h"
 #include "engine/flows/Trainer.h"
 #include "engine/io/Npy.h"
+#include "engine/io/OutputSet.h"
 
 #include <algorithm>
 #include <chrono>
@@ -122,6 +123,7 @@ int train(const Args& args) {
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (out.empty()) throw UsageError("--out model.safetensors is required");
     c.adam.decaySteps = iters;
+    OutputSet outputs({out, flows::configPathFor(out)}, {optionValue(args, "--data")}); // the record last
 
     flows::FlowTrainer trainer(c);
     const auto start = std::chrono::steady_clock::now();
@@ -142,7 +144,11 @@ int train(const Args& args) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const flows::Evaluation final = trainer.evaluate();
     report(final);
-    flows::saveFlow(out, trainer, trainSeconds);
+    {
+        const OutputSet::Capture capture(outputs);
+        flows::saveFlow(out, trainer, trainSeconds);
+    }
+    outputs.commit();
     if (!quiet) {
         const auto clipped = std::count_if(trainer.history().begin(), trainer.history().end(),
                                            [](const flows::TrainRecord& r) { return r.clipped; });
@@ -183,6 +189,7 @@ int sample(const Args& args) {
     if (!basePath.empty() && (!nText.empty() || !seedText.empty()))
         throw UsageError("--base replaces the seeded draws: give --base or --n/--seed, not both");
     const int n = int(parseLong(nText.empty() ? "10000" : nText, "--n", 1, 1 << 26));
+    OutputSet outputs({out}, {p.positional.empty() ? "" : p.positional[0], basePath});
     const std::uint64_t seed =
         std::uint64_t(parseLong(seedText.empty() ? "0" : seedText, "--seed", 0, 1L << 62));
     flows::FlowModel<float> loaded = loadModelArgument(p);
@@ -211,7 +218,11 @@ int sample(const Args& args) {
     const auto start = std::chrono::steady_clock::now();
     const ad::Matrix<float> X = flows::sampleFlow(loaded, Z, batch, explicitSampler, &residual, &iterations);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    flows::writeSamplesNpy(out, X);
+    {
+        const OutputSet::Capture capture(outputs);
+        flows::writeSamplesNpy(out, X);
+    }
+    outputs.commit();
     std::printf("wrote %s: %d x %d samples in %.2f s (sampler: fixed-point residual %.1e, at most %d "
                 "iterations per sub-step)\n",
                 out.c_str(), int(Z.cols()), config.d, seconds, residual, iterations);
@@ -228,10 +239,15 @@ int density(const Args& args) {
     const std::string out = p.option("--out");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (out.empty()) throw UsageError("--out density.npy is required");
+    OutputSet outputs({out}, {p.positional.empty() ? "" : p.positional[0]});
     const flows::FlowModel<float> model = loadModelArgument(p);
     if (model.config().d != 2) throw UsageError("density grids are for d = 2 models");
     const flows::DensityGrid rho = flows::densityGrid(model, grid, half, refs, seed);
-    flows::writeDensityNpy(out, rho);
+    {
+        const OutputSet::Capture capture(outputs);
+        flows::writeDensityNpy(out, rho);
+    }
+    outputs.commit();
     std::printf("wrote %s: %d x %d density on [-%g, %g]^2 (row = y, column = x); mass on the grid %.4f\n",
                 out.c_str(), grid, grid, half, half, rho.mass);
     return 0;

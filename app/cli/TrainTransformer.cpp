@@ -4,12 +4,14 @@
 
 #include "engine/flows/FlowIo.h"
 #include "engine/io/AtomicFile.h"
+#include "engine/io/OutputSet.h"
 #include "engine/ottransformer/TransformerIo.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 namespace flowscope::cli {
 
@@ -118,6 +120,7 @@ int trainTransformer(const Args& args) {
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (!p.positional.empty()) throw UsageError("unexpected argument '" + p.positional[0] + "'");
     if (out.empty()) throw UsageError("--out model.safetensors is required");
+    OutputSet outputs({out, flows::configPathFor(out)}); // the record last
     if (!dropText.empty() && task == ot::Task::A) throw UsageError("--drop-rates: task B only");
     try {
         ot::validate(c);
@@ -152,7 +155,11 @@ int trainTransformer(const Args& args) {
         if (!quiet) printDropTable(rates, acc);
         extra["drop_rates"] = dropJson(rates, acc);
     }
-    ot::saveTransformer(out, trainer, trainSeconds, extra);
+    {
+        const OutputSet::Capture capture(outputs);
+        ot::saveTransformer(out, trainer, trainSeconds, extra);
+    }
+    outputs.commit();
     if (!quiet)
         std::printf("trained %ld iterations in %.1f s (%.2f ms/iteration); wrote %s and %s\n",
                     trainer.iteration(), trainSeconds,
@@ -169,6 +176,9 @@ int evalTransformer(const Args& args) {
     const std::string out = p.option("--out");
     if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
     if (p.positional.size() != 1) throw UsageError("expected exactly one MODEL.safetensors argument");
+    std::optional<OutputSet> outputs;
+    if (!out.empty())
+        outputs.emplace(std::vector<std::string>{out}, std::vector<std::string>{p.positional[0]});
     ot::TransformerModel model = [&] {
         try {
             return ot::loadTransformer(p.positional[0]);
@@ -197,7 +207,11 @@ int evalTransformer(const Args& args) {
         printDropTable(rates, acc);
         result["drop_rates"] = dropJson(rates, acc);
     }
-    if (!out.empty()) writeFileAtomically(out, [&](std::ostream& o) { o << result.dump(1) << "\n"; });
+    if (outputs) {
+        const OutputSet::Capture capture(*outputs);
+        writeFileAtomically(out, [&](std::ostream& o) { o << result.dump(1) << "\n"; });
+        outputs->commit();
+    }
     return 0;
 }
 

@@ -1,6 +1,7 @@
 // flowscope-cli: the headless front end. Composition only: the work is in engine/.
 #include "Commands.h"
 
+#include "engine/io/OutputSet.h"
 #include "engine/io/ShareString.h"
 #include "engine/scene/Scene.h"
 
@@ -153,6 +154,9 @@ int main(int argc, char** argv) {
         return 2;
     } catch (const ShareStringError& e) {
         std::cerr << "error: " << e.what() << "\n";
+        return 2;
+    } catch (const OutputError& e) {
+        std::cerr << "flowscope-cli " << cmd << ": " << e.what() << "\n";
         return 2;
     } catch (const cli::UsageError& e) {
         std::cerr << "flowscope-cli " << cmd << ": " << e.what() << "\n";

@@ -13,7 +13,7 @@ class Euler : public Integrator {
     StepResult advance(const Field& f, double t, double h, Tokens& X) override {
         f(t, X, k_);
         X += h * k_;
-        return {true, 1, h, t + h};
+        return {true, false, 1, h, t + h};
     }
     int order() const override { return 1; }
 
@@ -29,7 +29,7 @@ class Heun : public Integrator {
         tmp_ = X + h * k1_;
         f(t + h, tmp_, k2_);
         X += (0.5 * h) * (k1_ + k2_);
-        return {true, 2, h, t + h};
+        return {true, false, 2, h, t + h};
     }
     int order() const override { return 2; }
 
@@ -49,7 +49,7 @@ class Rk4 : public Integrator {
         tmp_ = X + h * k3_;
         f(t + h, tmp_, k4_);
         X += (h / 6.0) * (k1_ + 2.0 * k2_ + 2.0 * k3_ + k4_);
-        return {true, 4, h, t + h};
+        return {true, false, 4, h, t + h};
     }
     int order() const override { return 4; }
 
@@ -73,13 +73,17 @@ class DormandPrince : public Integrator {
                                 e4 = 71.0 / 1920, e5 = -17253.0 / 339200, e6 = 22.0 / 525, e7 = -1.0 / 40;
         StepResult r;
         const double tEnd = t + H;
+        r.reached = t;
+        if (!(tEnd > t)) return {false, false, 0, 0.0, t}; // too small to advance t (float64): never ends
         if (!(h_ > 0.0)) h_ = H;
         f(t, X, k1_);
         ++r.evaluations;
-        while (t < tEnd) {
+        for (int substeps = 0; t < tEnd; ++substeps) {
+            if (substeps == kMaxSubsteps) return {false, true, r.evaluations, h_, t};
             double h = std::min(h_, tEnd - t);
             const bool last = h >= tEnd - t;
-            if (h < minStep_ && !last) return {false, r.evaluations, h, t};
+            // Below min_step, or too small to change t: every loop that advances time has an exit.
+            if ((h < minStep_ || !(t + h > t)) && !last) return {false, false, r.evaluations, h, t};
             tmp_ = X + h * a21 * k1_;
             f(t + h / 5, tmp_, k2_);
             tmp_ = X + h * (a31 * k1_ + a32 * k2_);
@@ -99,7 +103,7 @@ class DormandPrince : public Integrator {
             if (!std::isfinite(n)) {
                 // Non-finite stage values: shrink hard; give up below the minimum step.
                 h_ = h / 10;
-                if (h_ < minStep_) return {false, r.evaluations, h, t};
+                if (h_ < minStep_) return {false, false, r.evaluations, h, t};
                 continue;
             }
             const double factor = std::clamp(0.9 * std::pow(std::max(n, 1e-10), -0.2), 0.2, 5.0);
@@ -111,7 +115,7 @@ class DormandPrince : public Integrator {
                 if (!last || factor < 1.0) h_ = h * factor; // keep the untruncated step size across calls
             } else {
                 h_ = h * std::min(1.0, factor);
-                if (h_ < minStep_) return {false, r.evaluations, h_, t};
+                if (h_ < minStep_) return {false, false, r.evaluations, h_, t};
             }
         }
         r.reached = tEnd;

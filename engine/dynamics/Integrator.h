@@ -14,11 +14,17 @@ namespace flowscope {
 
 using Field = std::function<void(double t, const Tokens& X, Tokens& dX)>;
 
+// Dormand-Prince takes at most this many sub-steps (accepted or rejected) within one call: every loop that
+// advances time has an exit, also when the tolerances ask for more than float64 gives or the horizon is
+// astronomically long against the dynamics' time scale (docs/scene.md).
+constexpr int kMaxSubsteps = 1000;
+
 struct StepResult {
-    bool ok = true;       // false: the step size collapsed below minStep (adaptive only)
-    int evaluations = 0;  // field evaluations used
-    double lastH = 0.0;   // the last accepted sub-step (adaptive)
-    double reached = 0.0; // the time X is at on return (t + h unless the step collapsed)
+    bool ok = true;         // false: the step could not be completed (adaptive only; see exhausted)
+    bool exhausted = false; // ... because it took kMaxSubsteps sub-steps (else: the step fell below minStep)
+    int evaluations = 0;    // field evaluations used
+    double lastH = 0.0;     // the last accepted sub-step (adaptive)
+    double reached = 0.0;   // the time X is at on return (t + h unless the step collapsed)
 };
 
 class Integrator {

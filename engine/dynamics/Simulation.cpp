@@ -202,7 +202,11 @@ bool Simulation::step() {
     const StepResult r = integrator_->advance(f, t0, h, X_);
     if (!r.ok) {
         std::ostringstream msg;
-        msg << "step size collapsed below " << scene_.integrator.minStep << " (blow-up?)";
+        if (r.exhausted)
+            msg << "Dormand-Prince took " << kMaxSubsteps << " sub-steps within one step of T/steps = " << h
+                << " (tolerances too tight, or the dynamics far faster than the step)";
+        else
+            msg << "step size collapsed below " << scene_.integrator.minStep << " (blow-up?)";
         event_ = RunEvent{RunEvent::Kind::StepCollapse, t0, msg.str()};
         X_ = before; // keep the last good state
         record();

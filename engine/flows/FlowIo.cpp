@@ -3,6 +3,7 @@
 #include "engine/flows/Trainer.h"
 #include "engine/io/AtomicFile.h"
 #include "engine/io/JsonField.h"
+#include "engine/io/OutputSet.h"
 #include "engine/io/Safetensors.h"
 
 #include <algorithm>
@@ -137,8 +138,10 @@ void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::
     record["lambda"] = p.lambda();
     record["beta"] = p.beta();
     record["h"] = c.h();
-    writeSafetensors(path, file);
-    writeFileAtomically(configPathFor(path), [&](std::ostream& out) { out << record.dump(2) << "\n"; });
+    writeOutputSet({path, configPathFor(path)}, [&] { // the record last: it names what the model file is
+        writeSafetensors(path, file);
+        writeFileAtomically(configPathFor(path), [&](std::ostream& out) { out << record.dump(2) << "\n"; });
+    });
 }
 
 void saveFlow(const std::string& path, const FlowTrainer& trainer, double trainSeconds) {
@@ -205,6 +208,7 @@ nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stop
 }
 
 FlowModel<float> loadFlow(const std::string& path) {
+    recoverOutputs(directoryOf(path)); // a set whose commit a killed process left half done
     const SafeTensors file = readSafetensors(path);
     const auto meta = file.metadata.find(kMetadataKey);
     if (meta == file.metadata.end())

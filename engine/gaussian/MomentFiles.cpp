@@ -1,6 +1,7 @@
 #include "engine/gaussian/MomentFiles.h"
 
 #include "engine/io/Npy.h"
+#include "engine/io/OutputSet.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -41,9 +42,13 @@ void writeMomentsNpy(const std::string& path, const std::vector<MomentTrajectory
             }
         }
     const auto R = std::int64_t(r), K = std::int64_t(k), D = std::int64_t(d);
-    writeNpy(momentsCompanionPath(path, "times"), {R, K}, times.data(), false);
-    writeNpy(momentsCompanionPath(path, "means"), {R, K, D}, means.data(), false);
-    writeNpy(path, {R, K, D, D}, covs.data(), false);
+    const std::string timesPath = momentsCompanionPath(path, "times"),
+                      meansPath = momentsCompanionPath(path, "means");
+    writeOutputSet({timesPath, meansPath, path}, [&] {
+        writeNpy(timesPath, {R, K}, times.data(), false);
+        writeNpy(meansPath, {R, K, D}, means.data(), false);
+        writeNpy(path, {R, K, D, D}, covs.data(), false);
+    });
 }
 
 } // namespace flowscope

@@ -98,6 +98,7 @@ MomentTrajectory solveAdaptive(const MomentField& field, const GaussianState& in
             double h = next - t;
             if (rate > 0.0) h = std::min(h, std::max(0.5 * s.cov.trace() / rate, 1e-6 * h));
             r = integrator->advance(f, t, h, Y);
+            if (r.ok && !(r.reached > t)) r.ok = false; // no progress in t: stop (StepCollapse)
             t = r.reached;
             if (!r.ok || !Y.allFinite() || Packed::unpack(Y).cov.trace() > m.tolHigh) break;
         }

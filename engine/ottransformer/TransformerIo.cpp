@@ -3,6 +3,7 @@
 #include "engine/flows/FlowIo.h"
 #include "engine/io/AtomicFile.h"
 #include "engine/io/JsonField.h"
+#include "engine/io/OutputSet.h"
 #include "engine/io/Safetensors.h"
 
 #include <cmath>
@@ -129,9 +130,11 @@ void saveTransformer(const std::string& path, const TransformerModel& model, nlo
     record["version"] = kVersion;
     record["architecture"] = architecture;
     record["parameters"] = model.params().count();
-    writeSafetensors(path, file);
-    writeFileAtomically(flows::configPathFor(path),
-                        [&](std::ostream& out) { out << record.dump(2) << "\n"; });
+    writeOutputSet({path, flows::configPathFor(path)}, [&] { // the record last
+        writeSafetensors(path, file);
+        writeFileAtomically(flows::configPathFor(path),
+                            [&](std::ostream& out) { out << record.dump(2) << "\n"; });
+    });
 }
 
 void saveTransformer(const std::string& path, const OtTrainer& trainer, double trainSeconds,
@@ -184,6 +187,7 @@ nlohmann::json trainingRecord(const OtTrainerConfig& c, long iterations, bool st
 }
 
 TransformerModel loadTransformer(const std::string& path) {
+    recoverOutputs(directoryOf(path)); // a set whose commit a killed process left half done
     const SafeTensors file = readSafetensors(path);
     const auto meta = file.metadata.find(kMetadataKey);
     if (meta == file.metadata.end())

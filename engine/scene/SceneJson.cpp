@@ -672,6 +672,16 @@ IntegratorSpec parseIntegrator(const Json* j, const std::string& pointer) {
     if (auto* v = find(*j, "divergence_norm"))
         s.divergenceNorm = numberAbove(*v, at(pointer, "divergence_norm"), 0.0);
     if (auto* v = find(*j, "min_step")) s.minStep = numberAbove(*v, at(pointer, "min_step"), 0.0);
+    // What float64 time and error control can reach (docs/scene.md): a nominal step T / steps that is not a
+    // normal number does not advance t reliably, and a relative tolerance under 100 ulps is never met.
+    if (!std::isnormal(s.T / s.steps))
+        fail(at(pointer, "T"), "the nominal step T / steps = " + formatNumber(s.T / s.steps) +
+                                   " underflows float64; expected T >= steps x 2.3e-308");
+    constexpr double kMinRtol = 100 * std::numeric_limits<double>::epsilon();
+    if (s.rtol < kMinRtol)
+        fail(at(pointer, "rtol"), "expected at least 2.2e-14 (100 ulps of float64; a smaller relative "
+                                  "tolerance is never met), got " +
+                                      formatNumber(s.rtol));
     return s;
 }
 

@@ -1,0 +1,45 @@
+// Flowscope engine: what a run will need, known before it starts (docs/outputs.md, "Limits").
+//
+// A scene fixes how many records its run keeps and how large each is, so the memory a run needs is known
+// before the first step. The CLI (and the app when it opens a scene) refuses a run whose estimate exceeds
+// the limit, with exit code 2 and the fields that drive it, instead of running into std::bad_alloc hours
+// later. The estimate counts what grows with the scene: the recorded frames (tokens, per-token entropies,
+// moments), the copy an output file is assembled in, and the integrator's and field's working arrays; the
+// fixed footprint of the program (tens of MB) is not in it.
+#pragma once
+
+#include "engine/scene/Scene.h"
+
+#include <cstdint>
+#include <string>
+
+namespace flowscope {
+
+struct RunBudget {
+    double bytes = 0;        // the estimated peak memory of the run's data
+    double records = 0;      // frames (particles) or recorded states over all trajectories (moments)
+    std::string pointer;     // the field that drives the estimate most
+    std::string explanation; // how the estimate is made up, in words with the fields that set it
+};
+
+// A particle run (Simulation) that keeps every recorded frame; `withOutput` adds the array a trajectory file
+// is assembled in (flowscope-cli simulate).
+RunBudget particleRunBudget(const Scene& scene, bool withOutput);
+// The Gaussian mode (moments): every trajectory's recorded states; `jsonOutput`: the JSON document they are
+// written as (about 48 bytes a number), else the .npy arrays (8).
+RunBudget momentsRunBudget(const Scene& scene, bool jsonOutput);
+
+// Half this machine's physical memory (8 GiB when it cannot be read).
+std::uint64_t defaultMemoryLimit();
+
+// Throws SceneError at budget.pointer when budget.bytes > limitBytes; the message gives the estimate, the
+// limit, what drives it and `override` (how to raise the limit, e.g. "--max-memory").
+void checkRunBudget(const RunBudget& budget, std::uint64_t limitBytes, const std::string& override);
+
+// "512M", "8G", "1.5GiB", "2e9" -> bytes (K/M/G/T are powers of 1024; a bare number is bytes). Throws
+// std::invalid_argument with the accepted forms.
+std::uint64_t parseByteSize(const std::string& text);
+// 1536 -> "1.5 KiB", 3e9 -> "2.8 GiB".
+std::string formatBytes(double bytes);
+
+} // namespace flowscope
