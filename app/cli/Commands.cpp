@@ -1,5 +1,6 @@
 #include "Commands.h"
 
+#include "engine/core/Text.h"
 #include "engine/dynamics/Simulation.h"
 #if FLOWSCOPE_HAVE_GPU
 #include "engine/gpu/Backend.h"
@@ -96,14 +97,12 @@ long parseLong(const std::string& text, const std::string& option, long lo, long
 }
 
 double parsePositive(const std::string& text, const std::string& option, bool allowZero) {
-    try {
-        std::size_t used = 0;
-        const double v = std::stod(text, &used);
-        if (used == text.size() && std::isfinite(v) && (v > 0 || (allowZero && v == 0))) return v;
-    } catch (...) {
-    }
-    throw UsageError(option + ": expected a " + (allowZero ? "non-negative" : "positive") + " number, got '" +
-                     text + "'");
+    // A subnormal value (4e-320) is a number: std::stod would throw for it (strtod's ERANGE on underflow).
+    double v = 0;
+    if (parseDouble(text, v) == NumberText::Number && std::isfinite(v) && (v > 0 || (allowZero && v == 0)))
+        return v;
+    throw UsageError(option + ": expected a " + (allowZero ? "non-negative" : "positive") + " number, got " +
+                     quoteForMessage(text));
 }
 
 nlohmann::json numberJson(double v) {

@@ -1,5 +1,6 @@
 #include "engine/io/Npy.h"
 
+#include "engine/core/Text.h"
 #include "engine/io/AtomicFile.h"
 
 #include <cstring>
@@ -179,21 +180,23 @@ NpyArray readCsv(const std::string& path) {
         if (line.find_first_not_of(' ') == std::string::npos) continue;
         std::istringstream ls(line);
         std::vector<double> row;
-        std::string tok;
+        std::string tok, outOfRange;
         bool ok = true;
         while (ls >> tok) {
-            try {
-                std::size_t used = 0;
-                row.push_back(std::stod(tok, &used));
-                if (used != tok.size()) ok = false;
-            } catch (...) {
-                ok = false;
-            }
+            double v = 0;
+            const NumberText kind = parseDouble(tok, v);
+            if (kind == NumberText::NotANumber) ok = false;
+            if (kind == NumberText::OutOfRange && outOfRange.empty()) outOfRange = tok;
+            row.push_back(v);
         }
+        // Only a row with a word in it may be the header: 1e999 is a number, too large for a double.
         if (!ok) {
             if (rows == 0 && cols < 0) continue; // header
             throw std::runtime_error(path + ":" + std::to_string(lineNo) + ": not a number");
         }
+        if (!outOfRange.empty())
+            throw std::runtime_error(path + ":" + std::to_string(lineNo) + ": " +
+                                     quoteForMessage(outOfRange) + " is out of range for a double");
         if (cols < 0) cols = std::int64_t(row.size());
         if (std::int64_t(row.size()) != cols)
             throw std::runtime_error(path + ":" + std::to_string(lineNo) + ": expected " +

@@ -21,7 +21,9 @@ void writeNpy(const std::string& path, const std::vector<std::int64_t>& shape, c
 NpyArray readNpy(const std::string& path, std::int64_t maxBytes = std::int64_t(1) << 32);
 
 // Reads a CSV of numbers: one row per line, comma (or whitespace) separated, every row the same length;
-// a first line that does not parse as numbers is taken as a header. Shape is {rows, cols}.
+// a first line with a token that is not a number is taken as a header. A number beyond the range of a double
+// (1e999) is an error naming the file and line; one below the smallest normal double reads as its subnormal
+// value (or 0). Shape is {rows, cols}.
 NpyArray readCsv(const std::string& path);
 
 } // namespace flowscope

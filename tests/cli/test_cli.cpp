@@ -530,3 +530,15 @@ TEST(Cli, ABadShareStringExitsWithCodeTwoNamingTheProblemAndWritesNothing) {
     EXPECT_EQ(cli("share " + (dir / "missing.json").string()).code, 2);
     fs::remove_all(dir);
 }
+// A number too small for a normal double (4e-320) is a number, not "not a number".
+TEST(Cli, SubnormalOptionValuesAreNumbers) {
+    const fs::path dir = tempDir();
+    // --lr is read before --reference-size: a refused --lr would be the first message.
+    const Result r =
+        cli("train --dataset moons --lr 4e-320 --reference-size 1 --out " + (dir / "m.safetensors").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("--reference-size"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("--lr"), std::string::npos) << r.out;
+    fs::remove_all(dir);
+}
+

@@ -85,5 +85,33 @@ TEST(LoaderRegressions, TransformerArchitectureLargerThanItsFileIsRefused) {
                 HasSubstr("the architecture has at least 17716740096 parameters, the file holds 0 values"));
 }
 
+// A first CSV row with a number out of the range of a double was taken as a header and dropped.
+TEST(LoaderRegressions, CsvNumberOutOfRangeIsAnErrorNotAHeader) {
+    test::TempDir dir;
+    std::ofstream(dir.file("big.csv")) << "1e999,2\n3,4\n";
+    EXPECT_THAT(errorOf([&] { readCsv(dir.file("big.csv")); }),
+                HasSubstr("big.csv:1: \"1e999\" is out of range for a double"));
+    std::ofstream(dir.file("later.csv")) << "x,y\n1,2\n3,-1e400\n";
+    EXPECT_THAT(errorOf([&] { readCsv(dir.file("later.csv")); }),
+                HasSubstr("later.csv:3: \"-1e400\" is out of range for a double"));
+    // A row with a word in it is still a header.
+    std::ofstream(dir.file("header.csv")) << "x,1e999\n1,2\n";
+    EXPECT_EQ(readCsv(dir.file("header.csv")).shape, (std::vector<std::int64_t>{1, 2}));
+}
+
+// strtod reports ERANGE for subnormal numbers too: 4e-320 was refused as "not a number".
+TEST(LoaderRegressions, SubnormalNumbersAreRead) {
+    test::TempDir dir;
+    std::ofstream(dir.file("tiny.csv")) << "4e-320,1e-400\n1,2\n";
+    const NpyArray a = readCsv(dir.file("tiny.csv"));
+    ASSERT_EQ(a.shape, (std::vector<std::int64_t>{2, 2}));
+    EXPECT_EQ(a.data[0], 4e-320);
+    EXPECT_EQ(a.data[1], 0.0);
+    const Scene s = sceneFromJson(R"({"d": 2, "n": 4, "initial": {"kind": "rings", "noise": 4e-320},
+                                      "attention": {"type": "softmax"}})");
+    EXPECT_EQ(s.initial.noise, 4e-320);
+}
+
+
 } // namespace
 } // namespace flowscope
