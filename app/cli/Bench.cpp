@@ -15,6 +15,7 @@
 #include "engine/attention/RwpoAttention.h"
 #include "engine/attention/StreamKernel.h"
 #include "engine/core/Parallel.h"
+#include "engine/core/Text.h"
 
 #include <chrono>
 #include <cmath>
@@ -68,7 +69,7 @@ AttentionSpec specFor(const std::string& v, int d) {
         s.type = AttentionType::Rwpo;
         s.beta = 1.0;
     } else
-        throw UsageError("unknown variant '" + v + "'");
+        throw UsageError("unknown variant " + quoteForMessage(v));
     return s;
 }
 
@@ -179,7 +180,7 @@ std::vector<long> parseList(const std::string& text) {
         try {
             out.push_back(std::stol(item));
         } catch (...) {
-            throw UsageError("--n: expected comma-separated integers, got '" + text + "'");
+            throw UsageError("--n: expected comma-separated integers, got " + quoteForMessage(text));
         }
         if (out.back() < 1 || out.back() > (1L << 24)) throw UsageError("--n: values must be in [1, 2^24]");
     }
@@ -200,7 +201,7 @@ int bench(const Args& raw) {
     const std::string backendName = p.option("--backend", "cpu");
     const std::string peakText = p.option("--peak-flops", "");
     const bool deviceSteps = p.flag("--device-steps");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     if (p.positional.size() == 1 && p.positional[0] == "moments") return benchMoments(json);
     if (p.positional.size() != 1 || p.positional[0] != "particles")
         throw UsageError("expected 'bench particles', 'bench moments' or 'bench train'");
@@ -230,7 +231,8 @@ int bench(const Args& raw) {
         } catch (...) {
         }
         if (!(peak > 0.0))
-            throw UsageError("--peak-flops: expected a number > 0 (flop/s), got '" + peakText + "'");
+            throw UsageError("--peak-flops: expected a number > 0 (flop/s), got " +
+                             quoteForMessage(peakText));
     } else {
         peak = measuredFp32Peak();
     }

@@ -93,7 +93,7 @@ long parseLong(const std::string& text, const std::string& option, long lo, long
     } catch (...) {
     }
     throw UsageError(option + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                     "], got '" + text + "'");
+                     "], got " + quoteForMessage(text));
 }
 
 double parsePositive(const std::string& text, const std::string& option, bool allowZero) {
@@ -154,7 +154,8 @@ std::vector<std::string> sceneInputs(const std::string& arg, const Scene& scene)
 ComputeBackend openCliBackend(const std::string& name) {
     try {
         if (name != "cpu" && name != "gl" && name != "vulkan")
-            throw BackendError("unknown backend \"" + name + "\" (expected one of cpu, gl, vulkan)");
+            throw BackendError("unknown backend " + quoteForMessage(name) +
+                               " (expected one of cpu, gl, vulkan)");
 #if FLOWSCOPE_HAVE_GPU
         return openBackend(name);
 #else
@@ -174,7 +175,7 @@ int simulate(const Args& raw) {
     const bool f32 = p.flag("--float32");
     const std::string every = p.option("--every");
     const std::uint64_t maxMemory = maxMemoryOption(p);
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     if (p.positional.size() != 1)
         throw UsageError(
             "expected one SCENE.json or share string (usage: simulate SCENE.json --out traj.npy)");
@@ -264,7 +265,7 @@ int simulate(const Args& raw) {
 int presets(const Args& raw) {
     ArgParser p(raw);
     const std::string dir = p.option("--dir", FLOWSCOPE_PRESET_DIR);
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     std::vector<std::filesystem::path> files;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))
@@ -292,7 +293,7 @@ int share(const Args& raw) {
     ArgParser p(raw);
     const std::string decode = p.option("--decode");
     const std::string out = p.option("--out");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     if (!decode.empty()) {
         if (!p.positional.empty())
             throw UsageError("--decode takes the string itself, no SCENE.json with it");

@@ -2,6 +2,7 @@
 #include "Commands.h"
 
 #include "engine/core/Parallel.h"
+#include "engine/core/Text.h"
 #include "engine/gaussian/MomentFiles.h"
 #include "engine/gaussian/MomentSolver.h"
 #include "engine/io/AtomicFile.h"
@@ -55,7 +56,7 @@ struct Progress {
 MomentMethod parseMethod(const std::string& text) {
     if (text == "adaptive") return MomentMethod::Adaptive;
     if (text == "paper" || text == "paper_euler") return MomentMethod::PaperEuler;
-    throw UsageError("--method: expected adaptive or paper, got '" + text + "'");
+    throw UsageError("--method: expected adaptive or paper, got " + quoteForMessage(text));
 }
 
 } // namespace
@@ -67,7 +68,7 @@ int moments(const Args& raw) {
     const std::string every = p.option("--every");
     const bool finalOnly = p.flag("--final-only");
     const std::uint64_t maxMemory = maxMemoryOption(p);
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     if (p.positional.size() != 1)
         throw UsageError(
             "expected one SCENE.json or share string (usage: moments SCENE.json --out moments.json)");

@@ -4,6 +4,7 @@
 #include "Commands.h"
 
 #include "engine/core/Parallel.h"
+#include "engine/core/Text.h"
 #include "engine/gaussian/RankExperiment.h"
 #include "engine/io/AtomicFile.h"
 #include "engine/io/OutputSet.h"
@@ -117,16 +118,17 @@ int ranks(const Args& raw) {
     const std::string threadsText = p.option("--threads");
     const std::string out = p.option("--out");
     const bool includeExceptions = p.flag("--include-exceptions");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
-    if (!p.positional.empty()) throw UsageError("unexpected argument '" + p.positional[0] + "'");
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    if (!p.positional.empty()) throw UsageError("unexpected argument " + quoteForMessage(p.positional[0]));
     std::optional<OutputSet> outputs;
     if (!out.empty()) outputs.emplace(std::vector<std::string>{out});
 
     if (attention != "softmax" && attention != "l2")
-        throw UsageError("--attention must be softmax or l2, got '" + attention + "'");
-    if (v != "identity" && v != "random") throw UsageError("--v must be identity or random, got '" + v + "'");
+        throw UsageError("--attention must be softmax or l2, got " + quoteForMessage(attention));
+    if (v != "identity" && v != "random")
+        throw UsageError("--v must be identity or random, got " + quoteForMessage(v));
     if (method != "paper" && method != "adaptive")
-        throw UsageError("--method must be paper or adaptive, got '" + method + "'");
+        throw UsageError("--method must be paper or adaptive, got " + quoteForMessage(method));
     RankExperimentConfig c =
         paperProtocol(attention == "l2" ? AttentionType::L2 : AttentionType::Softmax, v == "random",
                       method == "paper" ? RankMethod::PaperEuler : RankMethod::Adaptive);

@@ -19,6 +19,7 @@
 #if FLOWSCOPE_HAVE_RENDER
 
 #include "RenderCommon.h"
+#include "engine/core/Text.h"
 #include "engine/dynamics/Observables.h"
 #include "engine/dynamics/Simulation.h"
 #include "engine/gpu/GlContext.h"
@@ -68,7 +69,7 @@ View parseView(const std::string& text) {
     if (text == "particles") return View::Particles;
     if (text == "cone") return View::Cone;
     if (text == "disc") return View::Disc;
-    throw UsageError("--view: expected particles, cone, disc or training, got '" + text + "'");
+    throw UsageError("--view: expected particles, cone, disc or training, got " + quoteForMessage(text));
 }
 
 Options parseOptions(const Args& raw) {
@@ -84,7 +85,7 @@ Options parseOptions(const Args& raw) {
     const std::string caption = p.option("--caption");
     const std::string dt = p.option("--dt-per-frame");
     o.particles = !p.flag("--no-particles");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     if (p.positional.size() != 1)
         throw UsageError("expected one SCENE.json (usage: render SCENE.json --view particles|cone|disc --out "
                          "anim.mp4|anim.gif|frames/)");
@@ -94,7 +95,7 @@ Options parseOptions(const Args& raw) {
     if (!frames.empty()) o.frames = parseLong(frames, "--frames", 1, 1000000);
     if (!fps.empty()) {
         o.fps = parsePositive(fps, "--fps");
-        if (o.fps > 240) throw UsageError("--fps: expected at most 240, got '" + fps + "'");
+        if (o.fps > 240) throw UsageError("--fps: expected at most 240, got " + quoteForMessage(fps));
     }
     parseSize(size, o.width, o.height);
     if (hud && noHud) throw UsageError("--hud and --no-hud: give one of them");

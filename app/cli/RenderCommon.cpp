@@ -4,6 +4,7 @@
 #if FLOWSCOPE_HAVE_RENDER
 
 #include "Commands.h"
+#include "engine/core/Text.h"
 #include "engine/media/FrameSink.h"
 #include "ui/Theme.h"
 
@@ -73,7 +74,7 @@ void parseSize(const std::string& text, int& width, int& height) {
         if (width >= 16 && height >= 16 && width <= kMaxSide && height <= kMaxSide) return;
     }
     throw UsageError("--size: expected WIDTHxHEIGHT in pixels, each from 16 to " + std::to_string(kMaxSide) +
-                     " (e.g. 1280x720), got '" + text + "'");
+                     " (e.g. 1280x720), got " + quoteForMessage(text));
 }
 
 std::string number(double v) {

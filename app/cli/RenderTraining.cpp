@@ -13,6 +13,7 @@
 #if FLOWSCOPE_HAVE_RENDER
 
 #include "RenderCommon.h"
+#include "engine/core/Text.h"
 #include "engine/media/FrameSink.h"
 #include "engine/runner/TrainingRunner.h"
 #include "ui/TrainingAnimator.h"
@@ -79,12 +80,12 @@ Options parseOptions(const Args& raw) {
     if (data != raw.end() && data + 1 != raw.end())
         o.dataName = std::filesystem::path(*(data + 1)).filename().string();
     o.config = parseTrainerConfig(p); // what `train` takes, with its defaults
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     if (!p.positional.empty())
         throw UsageError(
             "the training view takes no SCENE.json (it trains on --dataset NAME or --data FILE), "
-            "got '" +
-            p.positional[0] + "'");
+            "got " +
+            quoteForMessage(p.positional[0]));
     if (o.out.empty()) throw UsageError("--out anim.mp4|anim.gif|frames/ is required");
     if (o.sideBySide && !o.config.flow.rwpo)
         throw UsageError("--side-by-side trains with and without the RWPO layer: leave out --no-rwpo");
@@ -92,7 +93,8 @@ Options parseOptions(const Args& raw) {
     a.itersPerFrame = parseLong(perFrame, "--iters-per-frame", 1, kAnimationMaxItersPerFrame);
     if (!fps.empty()) {
         a.fps = parsePositive(fps, "--fps");
-        if (a.fps > kAnimationMaxFps) throw UsageError("--fps: expected at most 240, got '" + fps + "'");
+        if (a.fps > kAnimationMaxFps)
+            throw UsageError("--fps: expected at most 240, got " + quoteForMessage(fps));
     }
     if (!pictureSamples.empty())
         a.pictureSamples = int(parseLong(pictureSamples, "--picture-samples", kAnimationMinPictureSamples,

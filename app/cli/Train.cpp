@@ -2,6 +2,7 @@
 // line.
 #include "Commands.h"
 
+#include "engine/core/Text.h"
 #include "engine/flows/FlowIo.h"
 #include "engine/flows/Sampling.h"
 #include "engine/flows/Trainer.h"
@@ -22,7 +23,7 @@ flows::RwpoKernel parseKernel(const std::string& text) {
     if (text == "corrected") return flows::RwpoKernel::Corrected;
     if (text == "as-printed") return flows::RwpoKernel::AsPrinted;
     if (text == "separable") return flows::RwpoKernel::Separable;
-    throw UsageError("--kernel: expected corrected, as-printed or separable, got '" + text + "'");
+    throw UsageError("--kernel: expected corrected, as-printed or separable, got " + quoteForMessage(text));
 }
 
 } // namespace
@@ -35,7 +36,7 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
     if (!c.dataset.empty() && !flows::isDatasetName(c.dataset)) {
         std::string names;
         for (const std::string& n : flows::datasetNames()) names += (names.empty() ? "" : ", ") + n;
-        throw UsageError("--dataset: '" + c.dataset + "' is not one of " + names);
+        throw UsageError("--dataset: " + quoteForMessage(c.dataset) + " is not one of " + names);
     }
     if (!data.empty()) {
         try {
@@ -64,14 +65,14 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
                                             ? "exact"
                                             : "first-order");
     if (rwpoLogDet != "exact" && rwpoLogDet != "first-order")
-        throw UsageError("--rwpo-logdet: '" + rwpoLogDet + "' is not exact or first-order");
+        throw UsageError("--rwpo-logdet: " + quoteForMessage(rwpoLogDet) + " is not exact or first-order");
     c.flow.rwpoOptions.exactLogDet = rwpoLogDet == "exact";
     if (c.flow.rwpoOptions.exactLogDet && vectorKernel && c.flow.d != 2)
         throw UsageError("--rwpo-logdet: exact needs points of dimension 2 (or --kernel separable)");
     const std::string driftLogDet =
         p.option("--drift-logdet", c.flow.exactDriftLogDet && c.flow.d <= 2 ? "exact" : "first-order");
     if (driftLogDet != "exact" && driftLogDet != "first-order")
-        throw UsageError("--drift-logdet: '" + driftLogDet + "' is not exact or first-order");
+        throw UsageError("--drift-logdet: " + quoteForMessage(driftLogDet) + " is not exact or first-order");
     c.flow.exactDriftLogDet = driftLogDet == "exact";
     if (c.flow.exactDriftLogDet && c.flow.d > 2)
         throw UsageError("--drift-logdet: exact needs points of dimension <= 2");
@@ -120,7 +121,7 @@ int train(const Args& args) {
     const long evalEvery = parseLong(p.option("--eval-every", "500"), "--eval-every", 0, 100000000);
     const std::string out = p.option("--out");
     const bool quiet = p.flag("--quiet");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     if (out.empty()) throw UsageError("--out model.safetensors is required");
     c.adam.decaySteps = iters;
     OutputSet outputs({out, flows::configPathFor(out)}, {optionValue(args, "--data")}); // the record last
@@ -184,7 +185,7 @@ int sample(const Args& args) {
     const std::string basePath = p.option("--base");
     const std::string out = p.option("--out");
     const bool explicitSampler = p.flag("--explicit");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     if (out.empty()) throw UsageError("--out samples.npy is required");
     if (!basePath.empty() && (!nText.empty() || !seedText.empty()))
         throw UsageError("--base replaces the seeded draws: give --base or --n/--seed, not both");
@@ -237,7 +238,7 @@ int density(const Args& args) {
     const int refs = int(parseLong(p.option("--reference", "2000"), "--reference", 2, 65536));
     const std::uint64_t seed = std::uint64_t(parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62));
     const std::string out = p.option("--out");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     if (out.empty()) throw UsageError("--out density.npy is required");
     OutputSet outputs({out}, {p.positional.empty() ? "" : p.positional[0]});
     const flows::FlowModel<float> model = loadModelArgument(p);
@@ -258,7 +259,7 @@ int benchTrain(const Args& args) {
     const int iters = int(parseLong(p.option("--iters", "20"), "--iters", 1, 100000));
     const bool json = p.flag("--json");
     flows::TrainerConfig c = parseTrainerConfig(p);
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     nlohmann::json rows = nlohmann::json::array();
     if (!json)
         std::printf(

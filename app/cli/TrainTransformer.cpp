@@ -2,6 +2,7 @@
 // the tasks of seed-flows.md §2.7 from the command line.
 #include "Commands.h"
 
+#include "engine/core/Text.h"
 #include "engine/flows/FlowIo.h"
 #include "engine/io/AtomicFile.h"
 #include "engine/io/OutputSet.h"
@@ -117,8 +118,8 @@ int trainTransformer(const Args& args) {
         p.option("--drop-rates", task == ot::Task::B ? "0,0.01,0.05,0.1,0.2,0.5" : "");
     const std::string out = p.option("--out");
     const bool quiet = p.flag("--quiet");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
-    if (!p.positional.empty()) throw UsageError("unexpected argument '" + p.positional[0] + "'");
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    if (!p.positional.empty()) throw UsageError("unexpected argument " + quoteForMessage(p.positional[0]));
     if (out.empty()) throw UsageError("--out model.safetensors is required");
     OutputSet outputs({out, flows::configPathFor(out)}); // the record last
     if (!dropText.empty() && task == ot::Task::A) throw UsageError("--drop-rates: task B only");
@@ -174,7 +175,7 @@ int evalTransformer(const Args& args) {
     const int sets = int(parseLong(p.option("--sets", "1000"), "--sets", 1, 1000000));
     const long seed = parseLong(p.option("--seed", "1"), "--seed", 0, 1L << 62);
     const std::string out = p.option("--out");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + p.unknown());
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
     if (p.positional.size() != 1) throw UsageError("expected exactly one MODEL.safetensors argument");
     std::optional<OutputSet> outputs;
     if (!out.empty())

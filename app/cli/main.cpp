@@ -1,6 +1,7 @@
 // flowscope-cli: the headless front end. Composition only: the work is in engine/.
 #include "Commands.h"
 
+#include "engine/core/Text.h"
 #include "engine/io/OutputSet.h"
 #include "engine/io/ShareString.h"
 #include "engine/scene/Scene.h"
@@ -147,7 +148,8 @@ int main(int argc, char** argv) {
             const bool training = view != args.end() && view + 1 != args.end() && view[1] == "training";
             return training ? cli::renderTrainingCommand(args) : cli::renderCommand(args);
         }
-        std::cerr << "flowscope-cli: unknown command '" << cmd << "' (see flowscope-cli --help)\n";
+        std::cerr << "flowscope-cli: unknown command " << quoteForMessage(cmd)
+                  << " (see flowscope-cli --help)\n";
         return 2;
     } catch (const SceneError& e) {
         std::cerr << "error: " << e.what() << "\n";

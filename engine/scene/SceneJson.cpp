@@ -6,6 +6,7 @@
 // every field is written explicitly, so a saved scene does not change meaning if a default changes later.
 #include "engine/scene/Scene.h"
 
+#include "engine/core/Text.h"
 #include "engine/io/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
@@ -55,7 +56,12 @@ std::string messageOf(const SceneError& e) {
 // ---------------------------------------------------------------------------------------------------------
 // JSON pointers and descriptions of what was found
 
+// A key of more than 80 bytes or with control characters (never a field of the schema) is shown as
+// quoteForMessage shows it, so that a pointer stays short and on one line.
 std::string escapePointerToken(const std::string& key) {
+    if (key.size() > 80 ||
+        std::any_of(key.begin(), key.end(), [](char c) { return (unsigned char)c < 0x20; }))
+        return quoteForMessage(key);
     std::string out;
     for (char c : key) {
         if (c == '~')
@@ -97,7 +103,7 @@ std::string describe(const Json& j) {
         return std::isfinite(v) ? j.dump() : formatNumber(v);
     }
     case Json::value_t::string:
-        return "string " + j.dump();
+        return "string " + quoteForMessage(j.get_ref<const std::string&>());
     case Json::value_t::array:
         return "array of " + std::to_string(j.size()) + " element(s)";
     case Json::value_t::object:
@@ -140,6 +146,8 @@ std::string suggestion(const std::string& word, const std::vector<std::string_vi
     std::string best;
     std::size_t bestDistance = 3; // at most two edits count as a typo
     for (auto name : names) {
+        // Lengths that differ by three or more are three edits apart (and a 5 MB key is not compared).
+        if (word.size() > name.size() + 2 || name.size() > word.size() + 2) continue;
         const std::size_t distance = editDistance(word, name);
         if (distance < bestDistance) bestDistance = distance, best = name;
     }
@@ -154,7 +162,7 @@ void requireObject(const Json& j, const std::string& pointer) {
 void checkKeys(const Json& object, const std::string& pointer, const std::vector<std::string_view>& allowed) {
     for (auto it = object.begin(); it != object.end(); ++it) {
         if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
-        fail(at(pointer, it.key()), "unknown field \"" + it.key() + "\" (expected one of " +
+        fail(at(pointer, it.key()), "unknown field " + quoteForMessage(it.key()) + " (expected one of " +
                                         joinNames(allowed) + ")" + suggestion(it.key(), allowed));
     }
 }
@@ -247,8 +255,8 @@ int choice(const Json& j, const std::string& pointer, const char* what,
     for (std::size_t i = 0; i < N; ++i)
         if (s == names[i]) return int(i);
     const std::vector<std::string_view> list(names.begin(), names.end());
-    fail(pointer, std::string("unknown ") + what + " \"" + s + "\" (expected one of " + joinNames(list) +
-                      ")" + suggestion(s, list));
+    fail(pointer, std::string("unknown ") + what + " " + quoteForMessage(s) + " (expected one of " +
+                      joinNames(list) + ")" + suggestion(s, list));
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -758,7 +766,8 @@ class ParsePosition {
             Frame& top = frames_.back();
             top.key = parsed.get<std::string>();
             if (!top.keys.insert(top.key).second)
-                fail(pointer(), "duplicate field \"" + top.key + "\" (each field may appear only once)");
+                fail(pointer(),
+                     "duplicate field " + quoteForMessage(top.key) + " (each field may appear only once)");
             break;
         }
         case E::value:
@@ -800,6 +809,14 @@ std::string withoutExceptionId(const std::string& message) {
                                                                                   : message;
 }
 
+// The message without its id, cut short: nlohmann quotes the last token read ("last read: '...'"), which
+// may be a string of megabytes.
+std::string boundedParseMessage(const std::string& message) {
+    const std::string text = withoutExceptionId(message);
+    if (text.size() <= 300) return text;
+    return text.substr(0, 300) + "…(" + std::to_string(text.size()) + " bytes)";
+}
+
 Json parseText(const std::string& text) {
     ParsePosition position;
     try {
@@ -807,10 +824,10 @@ Json parseText(const std::string& text) {
             return position.event(event, parsed);
         });
     } catch (const nlohmann::json::parse_error& e) {
-        fail("", "invalid JSON: " + withoutExceptionId(e.what()));
+        fail("", "invalid JSON: " + boundedParseMessage(e.what()));
     } catch (const nlohmann::json::out_of_range& e) {
         // A number literal beyond the range of a double (1e999): valid JSON, but not a finite number.
-        fail(position.pointer(), "expected finite number, got " + withoutExceptionId(e.what()));
+        fail(position.pointer(), "expected finite number, got " + boundedParseMessage(e.what()));
     }
 }
 
@@ -1063,24 +1080,29 @@ Scene sceneFromJson(const std::string& text, const std::string& baseDir) {
 
 Scene loadScene(const std::string& path) {
     std::error_code ec;
-    if (fs::is_directory(path, ec)) fail("", "cannot read scene file \"" + path + "\": it is a directory");
+    if (fs::is_directory(path, ec))
+        fail("", "cannot read scene file " + quoteForMessage(path, kMaxQuotedPath) + ": it is a directory");
     std::ifstream in(path, std::ios::binary);
-    if (!in) fail("", "cannot read scene file \"" + path + "\": " + std::strerror(errno));
+    if (!in)
+        fail("",
+             "cannot read scene file " + quoteForMessage(path, kMaxQuotedPath) + ": " + std::strerror(errno));
     std::string content;
     char buffer[1 << 16];
     while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
         content.append(buffer, std::size_t(in.gcount()));
         if (content.size() > kMaxSceneFileBytes)
-            fail("", "cannot read scene file \"" + path + "\": larger than 64 MiB, not a scene");
+            fail("", "cannot read scene file " + quoteForMessage(path, kMaxQuotedPath) +
+                         ": larger than 64 MiB, not a scene");
     }
-    if (in.bad()) fail("", "cannot read scene file \"" + path + "\": read error");
+    if (in.bad())
+        fail("", "cannot read scene file " + quoteForMessage(path, kMaxQuotedPath) + ": read error");
     const std::string baseDir = fs::absolute(fs::path(path)).parent_path().string();
     try {
         return sceneFromJson(content, baseDir);
     } catch (const SceneError& e) {
         // Whole-file errors (syntax) get the file name; field errors keep their pointer as the location.
         if (!e.pointer.empty()) throw;
-        fail("", "in scene file \"" + path + "\": " + messageOf(e));
+        fail("", "in scene file " + quoteForMessage(path, kMaxQuotedPath) + ": " + messageOf(e));
     }
 }
 

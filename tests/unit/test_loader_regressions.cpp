@@ -112,6 +112,30 @@ TEST(LoaderRegressions, SubnormalNumbersAreRead) {
     EXPECT_EQ(s.initial.noise, 4e-320);
 }
 
+// A 5 MB key or string gave a 10 MB message: every quoted input is cut short.
+TEST(LoaderRegressions, MessagesQuotingHugeInputStayShort) {
+    const std::string huge(std::size_t(5) << 20, 'k');
+    for (const std::string& text :
+         {R"({"d": 2, "n": 4, ")" + huge + R"(": 1, "attention": {"type": "softmax"}})",
+          R"({"d": 2, "n": 4, "initial": {"kind": ")" + huge + R"("}, "attention": {"type": "softmax"}})",
+          R"({"d": 2, "n": 4, "integrator": {"T": ")" + huge + R"("}, "attention": {"type": "softmax"}})",
+          R"({"d": 2, "n": 4, "initial": {"kind": "file", "path": ")" + huge +
+              R"(.npy"}, "attention": {"type": "softmax"}})",
+          R"({"d": 2, "n": 4, "a": 1, "a": 2, ")" + huge + R"(": 1e999})",
+          R"({"d": 2, "n": 4, "name": ")" + huge}) {
+        const std::string message = errorOf([&] { sceneFromJson(text); });
+        EXPECT_LT(message.size(), 1024u) << message.substr(0, 2000);
+        EXPECT_NE(message, "(no error)");
+    }
+    EXPECT_THAT(errorOf([&] { sceneFromJson(R"({"d": 2, "n": 4, ")" + huge + R"(": 1})"); }),
+                HasSubstr("unknown field \"kkkkkkkk"));
+    EXPECT_THAT(errorOf([&] { sceneFromJson(R"({"d": 2, "n": 4, ")" + huge + R"(": 1})"); }),
+                HasSubstr("…(5242880 bytes)"));
+    // Control characters are escaped: the message stays on one line.
+    EXPECT_THAT(errorOf([&] { sceneFromJson("{\"d\": 2, \"n\": 4, \"a\\nb\": 1}"); }),
+                HasSubstr("unknown field \"a\\nb\""));
+}
+
 
 } // namespace
 } // namespace flowscope
