@@ -74,9 +74,10 @@ std::string headerValue(const std::string& dict, const std::string& key) {
 
 } // namespace
 
-NpyArray readNpy(const std::string& path, std::int64_t maxBytes) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot open " + path);
+namespace {
+
+// Reads the magic, version and header dictionary of an open .npy; `in` is left at the start of the data.
+NpyHeader readHeader(std::istream& in, const std::string& path) {
     char magic[8];
     if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
         throw std::runtime_error(path + ": not a .npy file (bad magic)");
@@ -96,27 +97,24 @@ NpyArray readNpy(const std::string& path, std::int64_t maxBytes) {
     std::string dict(len, '\0');
     if (!in.read(dict.data(), len)) throw std::runtime_error(path + ": truncated header");
 
+    NpyHeader h;
     const std::string descr = headerValue(dict, "descr");
     if (headerValue(dict, "fortran_order").find("False") == std::string::npos)
         throw std::runtime_error(path + ": Fortran-order arrays are not supported");
-    int itemSize = 0;
-    bool isFloat = true;
     if (descr == "<f8" || descr == "|f8")
-        itemSize = 8;
+        h.itemSize = 8;
     else if (descr == "<f4" || descr == "|f4")
-        itemSize = 4;
+        h.itemSize = 4;
     else if (descr == "<i8")
-        itemSize = 8, isFloat = false;
+        h.itemSize = 8, h.isFloat = false;
     else if (descr == "<i4")
-        itemSize = 4, isFloat = false;
+        h.itemSize = 4, h.isFloat = false;
     else
         throw std::runtime_error(path + ": unsupported dtype '" + descr +
                                  "' (need float32/float64 little-endian)");
 
-    NpyArray a;
     std::stringstream shapeText(headerValue(dict, "shape"));
     std::string item;
-    std::int64_t count = 1;
     while (std::getline(shapeText, item, ',')) {
         if (item.find_first_not_of(' ') == std::string::npos) continue;
         std::int64_t v = -1;
@@ -126,11 +124,31 @@ NpyArray readNpy(const std::string& path, std::int64_t maxBytes) {
             throw std::runtime_error(path + ": malformed shape in .npy header");
         }
         if (v < 0) throw std::runtime_error(path + ": negative dimension in .npy shape");
-        a.shape.push_back(v);
-        if (v > 0 && count > std::numeric_limits<std::int64_t>::max() / v)
+        h.shape.push_back(v);
+        if (v > 0 && h.count > std::numeric_limits<std::int64_t>::max() / v)
             throw std::runtime_error(path + ": .npy shape overflows");
-        count *= v;
+        h.count *= v;
     }
+    return h;
+}
+
+} // namespace
+
+NpyHeader readNpyHeader(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    return readHeader(in, path);
+}
+
+NpyArray readNpy(const std::string& path, std::int64_t maxBytes) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot open " + path);
+    const NpyHeader h = readHeader(in, path);
+    const std::int64_t count = h.count;
+    const int itemSize = h.itemSize;
+    const bool isFloat = h.isFloat;
+    NpyArray a;
+    a.shape = h.shape;
     if (count > maxBytes / itemSize) throw std::runtime_error(path + ": .npy payload exceeds the size limit");
     // The data must be in the file before it is allocated: a header of a few bytes may claim gigabytes.
     if (const std::streamoff start = in.tellg(); start >= 0 && in.seekg(0, std::ios::end)) {

@@ -16,6 +16,17 @@ struct NpyArray {
 void writeNpy(const std::string& path, const std::vector<std::int64_t>& shape, const double* data,
               bool asFloat32);
 
+struct NpyHeader {
+    std::vector<std::int64_t> shape;
+    std::int64_t count = 1; // product of the shape
+    int itemSize = 8;       // bytes per value
+    bool isFloat = true;    // float32/float64, else int32/int64
+};
+
+// Reads only the header of a .npy (the checks of readNpy on magic, version, dtype and shape; not the data):
+// a caller checks the shape before the data of a wrong-shaped file of gigabytes is read.
+NpyHeader readNpyHeader(const std::string& path);
+
 // Reads a float32/float64 (or int32/int64) little-endian C-order .npy. Throws std::runtime_error with a
 // clear message for truncated, oversized (> maxBytes of payload) or unsupported files.
 NpyArray readNpy(const std::string& path, std::int64_t maxBytes = std::int64_t(1) << 32);

@@ -5,6 +5,7 @@
 // derived here from the raw 64-bit words.
 #include "engine/scene/Scene.h"
 
+#include "engine/core/Text.h"
 #include "engine/io/Npy.h"
 
 #include <algorithm>
@@ -98,41 +99,60 @@ Tokens ringTokens(const InitialSpec& spec, int n, int d) {
     return X;
 }
 
+// Why `path` is no regular file to read tokens from ("" when it is one): stat() only, never open().
+std::string notARegularFile(const std::string& path) {
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::status(path, ec);
+    if (!std::filesystem::exists(status)) return "file not found";
+    if (std::filesystem::is_directory(status)) return "is a directory";
+    if (!std::filesystem::is_regular_file(status)) return "is not a regular file (a FIFO, socket or device)";
+    return "";
+}
+
 Tokens fileTokens(const InitialSpec& spec, int n, int d) {
     const std::string pointer = "/initial/path";
+    const std::string quoted = quoteForMessage(spec.path, kMaxQuotedPath);
     std::string ext = std::filesystem::path(spec.path).extension().string();
     std::transform(ext.begin(), ext.end(), ext.begin(),
                    [](unsigned char c) { return char(std::tolower(c)); });
+    if (ext != ".npy" && ext != ".csv")
+        throw SceneError(pointer, "expected a .npy or .csv file, got " + quoted);
+    // The file may have changed since the scene was read; a FIFO would block the read.
+    if (const std::string why = notARegularFile(spec.path); !why.empty())
+        throw SceneError(pointer, "cannot read tokens from " + quoted + ": " + why);
+    // A 1-D array is a column of scalars, accepted when d = 1.
+    const auto checkShape = [&](std::vector<std::int64_t> shape) {
+        if (shape.size() == 1 && d == 1) shape.push_back(1);
+        if (shape.size() == 2 && shape[0] == n && shape[1] == d) return;
+        std::string text;
+        for (std::size_t k = 0; k < shape.size(); ++k) text += (k ? ", " : "") + std::to_string(shape[k]);
+        throw SceneError(pointer, "expected tokens of shape (" + std::to_string(n) + ", " +
+                                      std::to_string(d) + ") (n x d of the scene), got shape (" + text +
+                                      ") in " + quoted);
+    };
     NpyArray array;
     try {
-        if (ext == ".npy")
+        if (ext == ".npy") {
+            // The header's shape first: a wrong-shaped file of gigabytes is refused without reading it.
+            checkShape(readNpyHeader(spec.path).shape);
             array = readNpy(spec.path);
-        else if (ext == ".csv")
+        } else {
             array = readCsv(spec.path);
-        else
-            throw SceneError(pointer, "expected a .npy or .csv file, got \"" + spec.path + "\"");
+        }
     } catch (const SceneError&) {
         throw;
     } catch (const std::exception& e) {
-        throw SceneError(pointer, "cannot read tokens from \"" + spec.path + "\": " + e.what());
+        throw SceneError(pointer, "cannot read tokens from " + quoted + ": " + e.what());
     }
-    // A 1-D array is a column of scalars, accepted when d = 1.
-    if (array.shape.size() == 1 && d == 1) array.shape.push_back(1);
-    std::string shape;
-    for (std::size_t k = 0; k < array.shape.size(); ++k)
-        shape += (k ? ", " : "") + std::to_string(array.shape[k]);
-    if (array.shape.size() != 2 || array.shape[0] != n || array.shape[1] != d)
-        throw SceneError(pointer, "expected tokens of shape (" + std::to_string(n) + ", " +
-                                      std::to_string(d) + ") (n x d of the scene), got shape (" + shape +
-                                      ") in \"" + spec.path + "\"");
+    checkShape(array.shape);
     Tokens X(n, d);
     for (int i = 0; i < n; ++i)
         for (int c = 0; c < d; ++c) {
             const double v = array.data[std::size_t(i) * std::size_t(d) + std::size_t(c)];
             if (!std::isfinite(v))
                 throw SceneError(pointer, "expected finite numbers, got " + std::to_string(v) + " at row " +
-                                              std::to_string(i) + ", column " + std::to_string(c) + " of \"" +
-                                              spec.path + "\"");
+                                              std::to_string(i) + ", column " + std::to_string(c) + " of " +
+                                              quoted);
             X(i, c) = v;
         }
     return X;
@@ -156,6 +176,11 @@ Tokens pointTokens(const InitialSpec& spec, int n, int d) {
 }
 
 } // namespace
+
+void checkTokenFile(const std::string& path) {
+    if (const std::string why = notARegularFile(path); !why.empty())
+        throw SceneError("/initial/path", why + ": " + quoteForMessage(path, kMaxQuotedPath));
+}
 
 Tokens initialTokens(const Scene& s) {
     switch (s.initial.kind) {

@@ -152,4 +152,9 @@ const char* toString(MomentMethod m);
 // The initial tokens of a scene (N x d), deterministic in the seed. Throws SceneError for unreadable files.
 Tokens initialTokens(const Scene& s);
 
+// Throws SceneError at /initial/path unless `path` is a regular file: "file not found", "is a directory",
+// "is not a regular file" (a FIFO, socket or device). Only stat(): a FIFO is never opened, so never waited
+// on.
+void checkTokenFile(const std::string& path);
+
 } // namespace flowscope

@@ -659,9 +659,9 @@ InitialSpec parseInitial(const Json* j, const std::string& pointer, int d, const
         const std::string p = at(pointer, "path");
         if (s.path.empty()) fail(p, "required for kind \"file\" (a .npy or .csv file of N x d tokens)");
         const std::string ext = lowerExtension(s.path);
-        if (ext != ".npy" && ext != ".csv") fail(p, "expected a .npy or .csv file, got \"" + s.path + "\"");
-        std::error_code ec;
-        if (!fs::is_regular_file(s.path, ec)) fail(p, "file not found: \"" + s.path + "\"");
+        if (ext != ".npy" && ext != ".csv")
+            fail(p, "expected a .npy or .csv file, got " + quoteForMessage(s.path, kMaxQuotedPath));
+        checkTokenFile(s.path);
     }
     return s;
 }

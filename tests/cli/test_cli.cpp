@@ -11,7 +11,10 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -530,6 +533,48 @@ TEST(Cli, ABadShareStringExitsWithCodeTwoNamingTheProblemAndWritesNothing) {
     EXPECT_EQ(cli("share " + (dir / "missing.json").string()).code, 2);
     fs::remove_all(dir);
 }
+
+namespace {
+
+// Runs flowscope-cli with `args` (argv words, no shell), its output to a file; returns the exit code, the
+// output and the child's peak resident memory in kilobytes (wait4's rusage: this run only).
+struct MeasuredRun {
+    int code = -1;
+    std::string out;
+    long maxRssKb = 0;
+};
+
+MeasuredRun runMeasured(std::vector<std::string> words, const fs::path& log) {
+    words.insert(words.begin(), FLOWSCOPE_CLI);
+    std::vector<char*> argv;
+    for (std::string& w : words) argv.push_back(w.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    pid_t pid = 0;
+    MeasuredRun r;
+    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) return r;
+    int status = 0;
+    struct rusage usage {};
+    if (wait4(pid, &status, 0, &usage) != pid) return r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.maxRssKb = usage.ru_maxrss;
+    std::ifstream in(log);
+    r.out.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return r;
+}
+
+std::string fileTokenScene(const fs::path& path) {
+    return R"({"d": 2, "n": 4, "initial": {"kind": "file", "path": ")" + path.string() +
+           R"("}, "attention": {"type": "softmax"}, "integrator": {"T": 0.1, "steps": 2}})";
+}
+
+} // namespace
+
 // A 5 MB unknown key gave a 10 MB message; option values are echoed cut short too.
 TEST(Cli, MessagesQuotingHugeInputStayShort) {
     const fs::path dir = tempDir();
@@ -563,6 +608,47 @@ TEST(Cli, SubnormalOptionValuesAreNumbers) {
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--reference-size"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("--lr"), std::string::npos) << r.out;
+    fs::remove_all(dir);
+}
+
+// A directory or a FIFO as the token file read "file not found"; a FIFO must never block the run.
+TEST(Cli, TokenPathThatIsNoRegularFileIsRefusedWithoutBlocking) {
+    const fs::path dir = tempDir();
+    fs::create_directory(dir / "dir.npy");
+    ASSERT_EQ(::mkfifo((dir / "fifo.npy").c_str(), 0600), 0);
+    writeText(dir / "d.json", fileTokenScene(dir / "dir.npy"));
+    writeText(dir / "f.json", fileTokenScene(dir / "fifo.npy"));
+    Result r = cli("simulate " + (dir / "d.json").string() + " --out " + (dir / "x.npy").string());
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.out.find("/initial/path: is a directory"), std::string::npos) << r.out;
+    r = flowscope::test::runCli(
+        FLOWSCOPE_CLI, "simulate " + (dir / "f.json").string() + " --out " + (dir / "x.npy").string(),
+        "timeout 30");
+    EXPECT_EQ(r.code, 2) << "124: blocked on the FIFO";
+    EXPECT_NE(r.out.find("/initial/path: is not a regular file"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir / "x.npy"));
+    fs::remove_all(dir);
+}
+
+// A wrong-shaped token file of 1 GiB (sparse: no disk) was read in full, 3 GB resident, before its shape was
+// checked; the header alone decides.
+TEST(Cli, WrongShapedTokenFileIsRefusedBeforeItsDataIsRead) {
+    const fs::path dir = tempDir();
+    const fs::path npy = dir / "big.npy";
+    std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (134217728, 2), }";
+    header += std::string(64 - (10 + header.size() + 1) % 64, ' ') + "\n";
+    std::ofstream(npy, std::ios::binary)
+        << std::string("\x93NUMPY\x01\x00", 8) << char(header.size()) << '\0' << header;
+    ASSERT_EQ(::truncate(npy.c_str(), off_t(10 + header.size()) + (off_t(1) << 30)), 0);
+    writeText(dir / "scene.json", fileTokenScene(npy));
+    const MeasuredRun r = runMeasured(
+        {"simulate", (dir / "scene.json").string(), "--out", (dir / "x.npy").string()}, dir / "log");
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("/initial/path"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(4, 2)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("(134217728, 2)"), std::string::npos) << r.out;
+    EXPECT_LT(r.maxRssKb, 200 * 1024) << "peak resident memory";
+    EXPECT_FALSE(fs::exists(dir / "x.npy"));
     fs::remove_all(dir);
 }
 

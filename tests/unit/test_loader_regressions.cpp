@@ -10,8 +10,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <fcntl.h>
 #include <fstream>
+#include <future>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace flowscope {
 namespace {
@@ -134,6 +139,36 @@ TEST(LoaderRegressions, MessagesQuotingHugeInputStayShort) {
     // Control characters are escaped: the message stays on one line.
     EXPECT_THAT(errorOf([&] { sceneFromJson("{\"d\": 2, \"n\": 4, \"a\\nb\": 1}"); }),
                 HasSubstr("unknown field \"a\\nb\""));
+}
+
+// A directory or a FIFO named as the token file read "file not found"; reading a FIFO blocked for ever.
+TEST(LoaderRegressions, TokenPathThatIsNoRegularFileIsRefusedWithoutBlocking) {
+    test::TempDir dir;
+    std::filesystem::create_directory(dir.file("dir.npy"));
+    ASSERT_EQ(::mkfifo(dir.file("fifo.npy").c_str(), 0600), 0);
+    const auto scene = [&](const std::string& name) {
+        return R"({"d": 2, "n": 4, "initial": {"kind": "file", "path": ")" + dir.file(name) +
+               R"("}, "attention": {"type": "softmax"}})";
+    };
+    EXPECT_THAT(errorOf([&] { sceneFromJson(scene("dir.npy")); }),
+                HasSubstr("/initial/path: is a directory"));
+    EXPECT_THAT(errorOf([&] { sceneFromJson(scene("fifo.npy")); }),
+                HasSubstr("/initial/path: is not a regular file"));
+    EXPECT_THAT(errorOf([&] { sceneFromJson(scene("missing.npy")); }),
+                HasSubstr("/initial/path: file not found"));
+    // A scene made in code (or a file replaced after the scene was read): the tokens refuse it too.
+    Scene s = sceneFromJson(R"({"d": 2, "n": 4, "attention": {"type": "softmax"}})");
+    s.initial.kind = InitKind::File;
+    s.initial.path = dir.file("fifo.npy");
+    auto tokens = std::async(std::launch::async, [&] { return errorOf([&] { initialTokens(s); }); });
+    if (tokens.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+        ::close(::open(s.initial.path.c_str(), O_WRONLY | O_NONBLOCK)); // lets the blocked reader go
+        ADD_FAILURE() << "initialTokens blocked on a FIFO";
+    }
+    EXPECT_THAT(tokens.get(), HasSubstr("/initial/path: cannot read tokens from \"" + s.initial.path +
+                                        "\": is not a regular file"));
+    s.initial.path = dir.file("dir.npy");
+    EXPECT_THAT(errorOf([&] { initialTokens(s); }), HasSubstr("is a directory"));
 }
 
 
