@@ -44,6 +44,13 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
         } catch (const std::exception& e) {
             throw UsageError(std::string("--data: ") + e.what());
         }
+        // What the trainer would refuse (flows::validate) is the data file's fault: say so here.
+        if (c.points.rows() < 2)
+            throw UsageError("--data: " + quoteForMessage(data, kMaxQuotedPath) + " holds " +
+                             std::to_string(c.points.rows()) + " point; training needs at least 2");
+        if (c.points.cols() > 64)
+            throw UsageError("--data: " + quoteForMessage(data, kMaxQuotedPath) + " has points of " +
+                             std::to_string(c.points.cols()) + " coordinates; at most 64");
         c.flow.d = int(c.points.cols());
         c.pointJitter = parsePositive(p.option("--jitter", "0"), "--jitter", true);
     }

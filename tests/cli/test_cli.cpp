@@ -652,3 +652,27 @@ TEST(Cli, WrongShapedTokenFileIsRefusedBeforeItsDataIsRead) {
     fs::remove_all(dir);
 }
 
+// A bad --data file is bad input: exit code 2, "--data: " and why.
+TEST(Cli, TrainWithABadDataFileNamesTheOption) {
+    const fs::path dir = tempDir();
+    writeText(dir / "text.csv", "x,y\nfoo,bar\n");
+    writeText(dir / "ragged.csv", "1,2\n3\n");
+    writeText(dir / "nan.csv", "1,2\nnan,4\n");
+    writeText(dir / "big.csv", "1e999,2\n3,4\n");
+    writeText(dir / "single.csv", "1,2\n");
+    std::string wide;
+    for (int c = 0; c < 65; ++c) wide += c ? ",1" : "1";
+    writeText(dir / "wide.csv", wide + "\n" + wide + "\n" + wide + "\n");
+    writeText(dir / "junk.npy", "not an npy file");
+    fs::create_directory(dir / "dir.csv");
+    for (const std::string name : {"missing.csv", "text.csv", "ragged.csv", "nan.csv", "big.csv",
+                                   "single.csv", "wide.csv", "junk.npy", "dir.csv"}) {
+        const Result r = cli("train --data " + (dir / name).string() + " --iters 2 --quiet --out " +
+                             (dir / "m.safetensors").string());
+        EXPECT_EQ(r.code, 2) << name << ": " << r.out;
+        EXPECT_EQ(r.out.rfind("flowscope-cli train: --data: ", 0), 0u) << name << ": " << r.out;
+        EXPECT_FALSE(fs::exists(dir / "m.safetensors")) << name;
+    }
+    fs::remove_all(dir);
+}
+
