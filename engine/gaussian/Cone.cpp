@@ -61,7 +61,7 @@ std::vector<Eigen::Vector3d> initGrid(int nU, int nC, const std::array<double, 4
     std::vector<Eigen::Vector3d> points;
     for (double x : xs)
         for (double y : ys)
-            if (1.0 - x * x > y * y) points.emplace_back(x, y, 1.0); // v^2 - u^2 > w^2 with v = 1
+            if (insideTraceOneDisc(x, y)) points.emplace_back(x, y, 1.0); // v^2 - u^2 > w^2 with v = 1
     return points;
 }
 

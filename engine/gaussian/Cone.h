@@ -43,6 +43,11 @@ Eigen::Vector3d coneRay(double theta);
 // numpy.linspace(x0, x1, n): x0 + i (x1 - x0)/(n - 1), the last point exactly x1 (n = 1: {x0}).
 std::vector<double> linspace(double x0, double x1, int n);
 
+// Whether the trace-1 grid keeps the point (x, y): 1 - x^2 > y^2, strictly inside the unit disc.
+inline bool insideTraceOneDisc(double x, double y) {
+    return 1.0 - x * x > y * y;
+}
+
 // The authors' init_grid(nU, nC, 1, limits = {x0, x1, y0, y1}): the cone points (x, y, 1) kept.
 // Counts: 10x10 on [-.5, .5]^2 -> 100, 20x20 on [-1, 1]^2 -> 276, 30x30 -> 648, 40x40 -> 1184.
 std::vector<Eigen::Vector3d> initGrid(int nU, int nC, const std::array<double, 4>& limits);

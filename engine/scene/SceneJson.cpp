@@ -7,6 +7,7 @@
 #include "engine/scene/Scene.h"
 
 #include "engine/core/Text.h"
+#include "engine/gaussian/Cone.h"
 #include "engine/io/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
@@ -737,6 +738,15 @@ MomentsSpec parseMoments(const Json* j, const std::string& pointer, int d) {
                                            formatNumber(lim[2]) + ", " + formatNumber(lim[3]) + "]");
             s.grid.x0 = lim[0], s.grid.x1 = lim[1], s.grid.y0 = lim[2], s.grid.y1 = lim[3];
         }
+        // Only the points inside the unit disc are kept (initGrid): a grid outside it would run nothing.
+        bool any = false;
+        for (double x : linspace(s.grid.x0, s.grid.x1, s.grid.nu))
+            for (double y : linspace(s.grid.y0, s.grid.y1, s.grid.nc)) any = any || insideTraceOneDisc(x, y);
+        if (!any)
+            fail(gp, "expected a grid with at least one point inside the unit disc x^2 + y^2 < 1, got " +
+                         std::to_string(s.grid.nu) + " x " + std::to_string(s.grid.nc) + " points on [" +
+                         formatNumber(s.grid.x0) + ", " + formatNumber(s.grid.x1) + "] x [" +
+                         formatNumber(s.grid.y0) + ", " + formatNumber(s.grid.y1) + "], none inside");
     }
     return s;
 }

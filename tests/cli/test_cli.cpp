@@ -676,3 +676,15 @@ TEST(Cli, TrainWithABadDataFileNamesTheOption) {
     fs::remove_all(dir);
 }
 
+// A Gaussian-mode grid entirely outside the unit disc ran no trajectory and reported success.
+TEST(Cli, MomentsGridOutsideTheDiscIsRefused) {
+    const fs::path dir = tempDir();
+    writeText(dir / "grid.json", R"({"d": 2, "n": 10, "attention": {"type": "softmax", "heads": [{"V": 1}]},
+      "integrator": {"T": 1, "steps": 4}, "moments": {"grid": {"nu": 4, "nc": 4, "limits": [1.5, 2, -1, 1]}}})");
+    const Result r = cli("moments " + (dir / "grid.json").string() + " --out " + (dir / "m.json").string());
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("/moments/grid"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir / "m.json"));
+    fs::remove_all(dir);
+}
+

@@ -171,6 +171,24 @@ TEST(LoaderRegressions, TokenPathThatIsNoRegularFileIsRefusedWithoutBlocking) {
     EXPECT_THAT(errorOf([&] { initialTokens(s); }), HasSubstr("is a directory"));
 }
 
+// A grid of initial covariances entirely outside the unit disc ran zero trajectories and reported success.
+TEST(LoaderRegressions, ConeGridOutsideTheDiscIsRefused) {
+    EXPECT_THAT(errorOf([&] {
+                    sceneFromJson(R"({"d": 2, "n": 4, "attention": {"type": "softmax"},
+                                      "moments": {"grid": {"nu": 5, "nc": 5, "limits": [2, 3, 2, 3]}}})");
+                }),
+                HasSubstr("/moments/grid: "));
+    // The disc's boundary itself is outside (x^2 + y^2 < 1 is kept): a 1 x 1 grid at (1, 0) is empty.
+    EXPECT_THAT(errorOf([&] {
+                    sceneFromJson(R"({"d": 2, "n": 4, "attention": {"type": "softmax"},
+                                      "moments": {"grid": {"nu": 1, "nc": 1, "limits": [1, 1, 0, 0]}}})");
+                }),
+                HasSubstr("/moments/grid: "));
+    EXPECT_EQ(sceneFromJson(R"({"d": 2, "n": 4, "attention": {"type": "softmax"},
+                                "moments": {"grid": {"nu": 3, "nc": 3, "limits": [0.5, 3, 0, 3]}}})")
+                  .moments.grid.nu,
+              3);
+}
 
 } // namespace
 } // namespace flowscope
