@@ -196,6 +196,11 @@ int evalTransformer(const Args& args) {
     ot::OtTrainer evaluator(c);
     evaluator.model().params() = model.params();
     const ot::OtEvaluation e = evaluator.evaluate();
+    // Weights that are finite but huge overflow in the forward pass: a state of the model, not a number.
+    if (!std::isfinite(e.terms.loss) || !std::isfinite(e.terms.task) || !std::isfinite(e.terms.transport))
+        throw std::runtime_error(quoteForMessage(p.positional[0], kMaxQuotedPath) +
+                                 ": the model's outputs are not finite (NaN or overflow) on the " +
+                                 std::to_string(sets) + " held-out sets; nothing evaluated");
     printEvaluation(e, c, 0.0);
     nlohmann::json result = {{"model", p.positional[0]},
                              {"task", ot::toString(task)},

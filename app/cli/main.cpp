@@ -95,7 +95,8 @@ commands:
       copy's mean to the MLP; with --increment --lr-final 5e-3 --iters 16000 this gets within 1 % of the
       closed form (README)
   eval-transformer MODEL.safetensors [--drop-rates 0,0.05,0.1,0.2,0.5] [--sets 1000] [--seed S] [--out r.json]
-      the same evaluation on fresh held-out sets (seeded), with the drop-rate table for task B models
+      the same evaluation on fresh held-out sets (seeded), with the drop-rate table for task B models; a model
+      whose outputs are not finite (NaN, overflow) is a runtime failure (exit code 1, nothing written)
 
   render SCENE.json --out anim.mp4|anim.gif|frames/ [--view particles|cone|disc] [--frames 120] [--fps 30]
         [--size 1280x720] [--dt-per-frame X] [--hud] [--caption auto|TEXT] [--no-particles]

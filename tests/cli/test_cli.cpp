@@ -1,6 +1,7 @@
 // flowscope-cli end to end: run the real binary, read what it wrote.
 #include "../CliRun.h"
 #include "engine/io/Npy.h"
+#include "engine/io/Safetensors.h"
 
 #include <algorithm>
 #include <cmath>
@@ -688,3 +689,25 @@ TEST(Cli, MomentsGridOutsideTheDiscIsRefused) {
     fs::remove_all(dir);
 }
 
+// A model with huge but finite weights evaluated to NaN and exited 0: a non-finite evaluation is a failure.
+TEST(Cli, EvalTransformerWithNonFiniteOutputsFails) {
+    const fs::path dir = tempDir();
+    const std::string model = (dir / "m.safetensors").string(), huge = (dir / "huge.safetensors").string();
+    Result r = cli("train-transformer --task A --iters 2 --eval-sets 10 --quiet --out " + model);
+    ASSERT_EQ(r.code, 0) << r.out;
+    flowscope::SafeTensors file = flowscope::readSafetensors(model);
+    for (flowscope::SafeTensor& t : file.tensors)
+        for (double& v : t.data) v = v == 0 ? 1e30 : v * 1e30;
+    flowscope::writeSafetensors(huge, file);
+    r = cli("eval-transformer " + huge + " --sets 10 --out " + (dir / "e.json").string());
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_NE(r.out.find("not finite"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("huge.safetensors"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;
+    if (fs::exists(dir / "e.json")) {
+        std::ifstream in(dir / "e.json");
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        EXPECT_EQ(text.find("NaN"), std::string::npos) << text;
+    }
+    fs::remove_all(dir);
+}
