@@ -89,10 +89,12 @@ fuzz)
   mkdir -p "$out/artifacts"
   build-asan/tests/fuzz/flowscope_fuzz_seeds "$out/seeds" >/dev/null
   # The largest input each target tries: a few times its largest seed.
-  declare -A max_len=([scene]=16384 [share_string]=8192 [npy]=2048 [csv]=2048 [safetensors]=4096
-    [flow]=16384 [transformer]=16384)
+  declare -A max_len=([scene]=16384 [scene_run]=16384 [share_string]=8192 [npy]=2048 [csv]=2048
+    [safetensors]=4096 [flow]=16384 [transformer]=16384)
+  # scene_run (a short run of every accepted scene must stop) starts from the scene seeds.
+  cp -r "$out/seeds/scene" "$out/seeds/scene_run"
   failed=0
-  for t in scene share_string npy csv safetensors flow transformer; do
+  for t in scene scene_run share_string npy csv safetensors flow transformer; do
     mkdir -p "$out/corpus/$t" # grows across runs; the seeds are read, never written
     log="$out/$t.log"
     # One process, -timeout 10 s per input, 2 GiB of memory (malloc above it is a crash too).

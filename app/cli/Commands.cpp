@@ -184,7 +184,7 @@ int simulate(const Args& raw) {
     const ComputeBackend backend = openCliBackend(backendName);
     Scene scene = loadSceneArg(p.positional[0]); // validates everything before any output
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
-    checkRunBudget(particleRunBudget(scene, true), maxMemory, "--max-memory");
+    checkRunBudget(particleRunBudget(scene, true), maxMemory, kMaxMemoryHint);
     // The outputs, checked before the run: the trajectory, then its record (renamed last).
     const std::string jsonPath = std::filesystem::path(out).replace_extension(".json").string();
     if (jsonPath == out)

@@ -80,7 +80,7 @@ int moments(const Args& raw) {
     if (!method.empty()) scene.moments.method = parseMethod(method);
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
     makeMomentField(scene); // refuse non-Gaussian variants before any work
-    checkRunBudget(momentsRunBudget(scene, !npy), maxMemory, "--max-memory");
+    checkRunBudget(momentsRunBudget(scene, !npy), maxMemory, kMaxMemoryHint);
     // The outputs, checked before the work; .npy: the companions first, the covariances (the named file)
     // last.
     OutputSet outputs(npy ? std::vector<std::string>{momentsCompanionPath(out, "times"),

@@ -13,7 +13,10 @@
 // Transformers tab: a continuous-time Transformer on task A or B with the Transformer panel's defaults
 // (λ_OT above the threshold, compared with λ_OT = 0). --model opens a trained flow or Transformer in its tab
 // (File ▸ Open trained model), paused; with --screenshot the picture is taken once the view shows it.
+#include "engine/core/Text.h"
 #include "engine/flows/ModelFile.h"
+#include "engine/io/AtomicFile.h"
+#include "engine/io/OutputSet.h"
 #include "engine/io/ShareString.h"
 #include "ui/ConeView.h"
 #include "ui/DefaultScene.h"
@@ -27,6 +30,7 @@
 #include "ui/TransformerView.h"
 
 #include <QApplication>
+#include <QBuffer>
 #include <QCommandLineParser>
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -36,7 +40,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -114,35 +120,67 @@ Options parseOptions(QApplication& app) {
                        sideBySide, transformer, model});
     parser.process(app);
 
+    // A bad option: one line naming it, exit code 2 (before any window opens).
+    const auto fail = [](const QString& option, const QString& message) {
+        std::fprintf(stderr, "flowscope: --%s: %s\n", qPrintable(option), qPrintable(message));
+        std::exit(2);
+    };
+    const auto got = [](const QString& value) {
+        return QString::fromStdString(", got " + flowscope::quoteForMessage(value.toStdString()));
+    };
     Options o;
     const QStringList positional = parser.positionalArguments();
-    if (positional.size() > 1) parser.showHelp(2);
+    if (positional.size() > 1)
+        fail(QStringLiteral("scene"),
+             QStringLiteral("one SCENE.json or share string at most, got %1 arguments")
+                 .arg(positional.size()));
     if (!positional.isEmpty()) o.scene = positional.front();
     o.screenshot = parser.value(screenshot);
     bool ok = true;
     o.afterSteps = parser.value(afterSteps).toLong(&ok);
-    if (!ok || o.afterSteps < 0) parser.showHelp(2);
+    if (!ok || o.afterSteps < 0)
+        fail(QStringLiteral("after-steps"),
+             "expected a non-negative integer" + got(parser.value(afterSteps)));
     o.timeoutSeconds = parser.value(timeout).toDouble(&ok);
-    if (!ok || o.timeoutSeconds <= 0) parser.showHelp(2);
+    if (!ok || !(o.timeoutSeconds > 0) || o.timeoutSeconds > 1e6)
+        fail(QStringLiteral("timeout"), "expected seconds in (0, 1e6]" + got(parser.value(timeout)));
     o.maxSpeed = parser.isSet(maxSpeed);
     o.frameStats = parser.isSet(frameStats);
     o.backend = parser.value(backend);
-    if (!o.backend.isEmpty() && !QStringList{"cpu", "gl", "vulkan"}.contains(o.backend)) parser.showHelp(2);
+    if (!o.backend.isEmpty() && !QStringList{"cpu", "gl", "vulkan"}.contains(o.backend))
+        fail(QStringLiteral("backend"), "expected cpu, gl or vulkan" + got(o.backend));
     o.cone = parser.value(view) == QStringLiteral("cone");
-    if (!o.cone && parser.value(view) != QStringLiteral("particles")) parser.showHelp(2);
-    const auto m = QRegularExpression(QStringLiteral("^(\\d+)x(\\d+)$")).match(parser.value(size));
-    if (!m.hasMatch()) parser.showHelp(2);
+    if (!o.cone && parser.value(view) != QStringLiteral("particles"))
+        fail(QStringLiteral("view"), "expected particles or cone" + got(parser.value(view)));
+    const auto m = QRegularExpression(QStringLiteral("^(\\d{1,5})x(\\d{1,5})$")).match(parser.value(size));
+    if (!m.hasMatch() || m.captured(1).toInt() < 320 || m.captured(2).toInt() < 200 ||
+        m.captured(1).toInt() > 16384 || m.captured(2).toInt() > 16384)
+        fail(QStringLiteral("size"), "expected WxH from 320x200 to 16384x16384" + got(parser.value(size)));
     o.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
     o.train = parser.value(train);
     o.sideBySide = parser.isSet(sideBySide);
-    if (o.sideBySide && o.train.isEmpty()) parser.showHelp(2);
+    if (o.sideBySide && o.train.isEmpty())
+        fail(QStringLiteral("side-by-side"), QStringLiteral("goes with --train"));
     o.transformer = parser.value(transformer);
     if (!o.transformer.isEmpty() &&
         (o.transformer != QStringLiteral("A") && o.transformer != QStringLiteral("B")))
-        parser.showHelp(2);
-    if (!o.transformer.isEmpty() && !o.train.isEmpty()) parser.showHelp(2);
+        fail(QStringLiteral("transformer"), "expected A or B" + got(o.transformer));
+    if (!o.transformer.isEmpty() && !o.train.isEmpty())
+        fail(QStringLiteral("transformer"), QStringLiteral("give --train or --transformer, not both"));
     o.model = parser.value(model);
-    if (!o.model.isEmpty() && (!o.train.isEmpty() || !o.transformer.isEmpty())) parser.showHelp(2);
+    if (!o.model.isEmpty() && (!o.train.isEmpty() || !o.transformer.isEmpty()))
+        fail(QStringLiteral("model"),
+             QStringLiteral("opens a trained model: not with --train or --transformer"));
+    // The screenshot's file is checked now, not after the run (engine/io/OutputSet.h).
+    if (!o.screenshot.isEmpty()) {
+        try {
+            const flowscope::OutputSet check({o.screenshot.toStdString()},
+                                             {o.scene.toStdString(), o.model.toStdString()}, "--screenshot");
+        } catch (const flowscope::OutputError& e) {
+            std::fprintf(stderr, "flowscope: %s\n", e.what());
+            std::exit(2);
+        }
+    }
     return o;
 }
 
@@ -230,8 +268,16 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
         w.transformerRunner().pause();
         w.particleView()->refresh(); // draw exactly the state that satisfied the condition
         const QImage image = w.grabWindowImage();
-        if (!image.save(o.screenshot, "PNG")) {
-            std::fprintf(stderr, "flowscope: cannot write %s\n", qPrintable(o.screenshot));
+        QByteArray png;
+        QBuffer buffer(&png);
+        buffer.open(QIODevice::WriteOnly);
+        try {
+            if (!image.save(&buffer, "PNG")) throw std::runtime_error("cannot encode the window as PNG");
+            flowscope::writeFileAtomically(o.screenshot.toStdString(), [&](std::ostream& out) {
+                out.write(png.constData(), std::streamsize(png.size()));
+            });
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "flowscope: --screenshot: %s\n", e.what());
             app.exit(1);
             return;
         }
@@ -307,6 +353,7 @@ int main(int argc, char** argv) {
         const bool flow =
             flowscope::trainedModelKind(options.model.toStdString()) == flowscope::TrainedModelKind::Flow;
         (flow ? shot.train : shot.transformer) = QStringLiteral("model");
+        shot.afterSteps = 0; // an opened model is paused: its picture at its own iteration is the one to take
     }
     if (!shot.screenshot.isEmpty()) scheduleScreenshot(app, window, shot);
     return app.exec();

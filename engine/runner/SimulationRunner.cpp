@@ -3,6 +3,7 @@
 #include "engine/runner/LatestSnapshot.h"
 
 #include "engine/core/Parallel.h"
+#include "engine/scene/RunBudget.h"
 
 #include <algorithm>
 #include <chrono>
@@ -418,6 +419,8 @@ void SimulationRunner::start(const Scene& scene) {
     // current run untouched. Building the Simulation itself (its initial observables cost O(N^2) with
     // entropy) happens on the worker.
     makeCpuField(scene.attention, scene.d, scene.precision);
+    checkRunBudget(liveRunBudget(scene, RunHistory::kDefaultTokenBudget), defaultMemoryLimit(),
+                   "half this machine's memory; the app keeps at most 512 MiB of recorded frames");
     auto first = std::make_shared<Snapshot>();
     first->tokens = initialTokens(scene);
 

@@ -40,6 +40,16 @@ RunBudget particleRunBudget(const Scene& s, bool withOutput) {
     return b;
 }
 
+RunBudget liveRunBudget(const Scene& s, std::uint64_t historyBytes) {
+    RunBudget b = particleRunBudget(s, false);
+    const double frameBytes = kDouble * double(s.n) * (s.d + (s.output.entropy ? 1 : 0));
+    const double kept = std::min(b.records, std::floor(double(historyBytes) / frameBytes) + 2);
+    b.bytes -= (b.records - kept) * frameBytes;
+    b.records = kept;
+    b.pointer = "/n";
+    return b;
+}
+
 RunBudget momentsRunBudget(const Scene& s, bool jsonOutput) {
     const ConeGridSpec& g = s.moments.grid;
     const double trajectories = g.enabled() && s.d == 2 ? double(g.nu) * double(g.nc) : 1.0;
@@ -69,12 +79,11 @@ std::uint64_t defaultMemoryLimit() {
     return std::uint64_t(pages) * std::uint64_t(size) / 2;
 }
 
-void checkRunBudget(const RunBudget& b, std::uint64_t limit, const std::string& override) {
+void checkRunBudget(const RunBudget& b, std::uint64_t limit, const std::string& hint) {
     if (b.bytes <= double(limit)) return;
     throw SceneError(b.pointer, "this run would need about " + formatBytes(b.bytes) + " for " +
                                     b.explanation + ", above the memory limit of " +
-                                    formatBytes(double(limit)) + " (" + override +
-                                    " sets it; the default is half this machine's memory)");
+                                    formatBytes(double(limit)) + " (" + hint + ")");
 }
 
 std::uint64_t parseByteSize(const std::string& text) {

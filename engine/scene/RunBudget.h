@@ -25,6 +25,8 @@ struct RunBudget {
 // A particle run (Simulation) that keeps every recorded frame; `withOutput` adds the array a trajectory file
 // is assembled in (flowscope-cli simulate).
 RunBudget particleRunBudget(const Scene& scene, bool withOutput);
+// A live run in the app, whose history keeps at most `historyBytes` of recorded frames (RunHistory).
+RunBudget liveRunBudget(const Scene& scene, std::uint64_t historyBytes);
 // The Gaussian mode (moments): every trajectory's recorded states; `jsonOutput`: the JSON document they are
 // written as (about 48 bytes a number), else the .npy arrays (8).
 RunBudget momentsRunBudget(const Scene& scene, bool jsonOutput);
@@ -33,8 +35,12 @@ RunBudget momentsRunBudget(const Scene& scene, bool jsonOutput);
 std::uint64_t defaultMemoryLimit();
 
 // Throws SceneError at budget.pointer when budget.bytes > limitBytes; the message gives the estimate, the
-// limit, what drives it and `override` (how to raise the limit, e.g. "--max-memory").
-void checkRunBudget(const RunBudget& budget, std::uint64_t limitBytes, const std::string& override);
+// limit, what drives it and `hint` (where the limit comes from, how to change it).
+void checkRunBudget(const RunBudget& budget, std::uint64_t limitBytes, const std::string& hint);
+
+// The hint of the CLI's commands, which take --max-memory.
+inline constexpr const char* kMaxMemoryHint =
+    "--max-memory sets it; the default is half this machine's memory";
 
 // "512M", "8G", "1.5GiB", "2e9" -> bytes (K/M/G/T are powers of 1024; a bare number is bytes). Throws
 // std::invalid_argument with the accepted forms.
