@@ -16,6 +16,7 @@
 #include "engine/attention/StreamKernel.h"
 #include "engine/core/Parallel.h"
 #include "engine/core/Text.h"
+#include "engine/dynamics/Simulation.h"
 
 #include <chrono>
 #include <cmath>
@@ -187,10 +188,94 @@ std::vector<long> parseList(const std::string& text) {
     return out;
 }
 
+// bench run: whole runs of a softmax scene (Q = K = I, V = -I/2, beta 1, N(0, I) tokens, Euler, float32),
+// recording every K steps with every observable, against the same run recording only at t = 0 and the end
+// (stepping alone), in one process. Per record: the milliseconds of the download (device runs), the one
+// velocity/entropy/energy pass, the moments and the cluster count.
+int benchRun(const Args& args) {
+    ArgParser p(args);
+    const bool json = p.flag("--json");
+    const std::string backendName = p.option("--backend", "cpu");
+    const int d = int(parseLong(p.option("--d", "3"), "--d", 1, 64));
+    const auto ns = parseList(p.option("--n", "16384"));
+    const int every = int(parseLong(p.option("--every", "4"), "--every", 1, 1 << 20));
+    const int steps = int(parseLong(p.option("--steps", "20"), "--steps", 1, 1 << 20));
+    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    if (!p.positional.empty()) throw UsageError("unexpected argument " + quoteForMessage(p.positional[0]));
+    const ComputeBackend backend = openCliBackend(backendName);
+    if (!json)
+        std::cout << "whole runs: softmax d = " << d << ", Euler, float32, " << steps
+                  << " steps recording every " << every << " (backend " << backend.kind
+                  << (backend.device.empty() ? "" : ": " + backend.device) << ")\n";
+    for (const long n : ns) {
+        Scene s;
+        s.name = "bench-run";
+        s.d = d;
+        s.n = int(n);
+        s.precision = Precision::Float32;
+        s.initial.mean = Vec::Zero(d);
+        s.initial.cov = Mat::Identity(d, d);
+        s.attention.heads = {{Mat::Identity(d, d), Mat::Identity(d, d), -0.5 * Mat::Identity(d, d)}};
+        s.integrator.method = Method::Euler;
+        s.integrator.T = 0.01 * steps;
+        s.integrator.steps = steps;
+        auto run = [&](int recordEvery) {
+            Scene r = s;
+            r.output.every = recordEvery;
+            Simulation sim(r, backend.makeField);
+            if (backend.makeStepper) sim.setStepper(backend.makeStepper);
+            const auto start = std::chrono::steady_clock::now();
+            sim.run();
+            const double wall =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            return std::pair{wall, sim.timings()};
+        };
+        const auto [aloneWall, alone] = run(steps); // records at t = 0 (in the constructor) and the end
+        const auto [wall, t] = run(every);
+        const double records = double(t.records - 1); // the run's own records (t = 0 is the constructor's)
+        const double perRecord =
+            (t.download + t.pass + t.moments + t.clusters) / std::max(1.0, double(t.records));
+        const double stepMs = 1e3 * alone.step / std::max(1L, alone.steps);
+        const nlohmann::json row = {{"backend", backend.kind},
+                                    {"device", backend.device},
+                                    {"n", n},
+                                    {"d", d},
+                                    {"steps", steps},
+                                    {"every", every},
+                                    {"steps_per_second", double(t.steps) / wall},
+                                    {"records_per_second", records / wall},
+                                    {"ratio_to_stepping_alone", wall / aloneWall},
+                                    {"step_ms", stepMs},
+                                    {"record_ms", 1e3 * perRecord},
+                                    {"record_in_steps", 1e3 * perRecord / stepMs},
+                                    {"record_ms_download", 1e3 * t.download / double(t.records)},
+                                    {"record_ms_pass", 1e3 * t.pass / double(t.records)},
+                                    {"record_ms_moments", 1e3 * t.moments / double(t.records)},
+                                    {"record_ms_clusters", 1e3 * t.clusters / double(t.records)},
+                                    {"device_steps", bool(backend.makeStepper)}};
+        if (json) {
+            std::cout << row.dump() << std::endl;
+            continue;
+        }
+        std::cout << std::fixed << std::setprecision(2) << "N = " << n << ": "
+                  << row["steps_per_second"].get<double>() << " steps/s, "
+                  << row["records_per_second"].get<double>() << " records/s; "
+                  << row["ratio_to_stepping_alone"].get<double>() << "x the time of stepping alone; a step "
+                  << stepMs << " ms, a record " << 1e3 * perRecord
+                  << " ms = " << row["record_in_steps"].get<double>() << " steps (download "
+                  << row["record_ms_download"].get<double>() << ", pass "
+                  << row["record_ms_pass"].get<double>() << ", moments "
+                  << row["record_ms_moments"].get<double>() << ", clusters "
+                  << row["record_ms_clusters"].get<double>() << " ms)\n";
+    }
+    return 0;
+}
+
 } // namespace
 
 int bench(const Args& raw) {
     if (!raw.empty() && raw[0] == "train") return benchTrain(Args(raw.begin() + 1, raw.end()));
+    if (!raw.empty() && raw[0] == "run") return benchRun(Args(raw.begin() + 1, raw.end()));
     ArgParser p(raw);
     const bool json = p.flag("--json");
     const int d = std::stoi(p.option("--d", "2"));

@@ -74,6 +74,10 @@ commands:
       the model density on a grid x grid lattice over [-w, w]^2 (row = y, column = x); with the RWPO layer
       the grid points are queries against the frozen keys of the model's reference draws, their densities
       averaged (of a model without a reference: --reference samples of the model's own)
+  bench run [--json] [--backend cpu|gl|vulkan] [--d 3] [--n 16384,...] [--every 4] [--steps 20]
+      whole runs of a softmax scene (Euler, float32) recording every K steps with every observable: steps/s,
+      records/s, the time against the same run recording only at its ends, and per record the milliseconds of
+      the download, the one velocity/entropy/energy pass, the moments and the cluster count
   bench train [--json] [--iters 20] [training options]
       milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
 

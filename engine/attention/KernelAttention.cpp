@@ -3,6 +3,7 @@
 #include "engine/core/Parallel.h"
 
 #include <cmath>
+#include <limits>
 
 namespace flowscope {
 
@@ -37,11 +38,19 @@ StreamPass headPass(const Tokens& X, const HeadSetup& head, bool causal) {
 }
 
 void kernelAverage(StreamRunner& runner, const Tokens& X, const HeadSetup& head, bool causal, Tokens& avg,
-                   Vec* logZ) {
+                   Vec* logZ, Vec* entropies) {
     StreamSums sums;
-    runner.run(headPass(X, head, causal), sums);
+    StreamPass pass = headPass(X, head, causal);
+    pass.entropy = entropies != nullptr;
+    runner.run(pass, sums);
     avg = normalizeHeadAverage(sums.num, sums.den, sums.max, head.weighting, X.rows());
     if (logZ) *logZ = sums.max.array() + sums.den.array().log();
+    if (entropies) {
+        if (sums.ent.size() == X.rows())
+            *entropies = sums.den.array().log() - sums.ent.array() / sums.den.array();
+        else
+            entropies->resize(0);
+    }
 }
 
 void logSumExp(StreamRunner& runner, const Tokens& queriesFrom, const Mat& B, const Tokens& keys,
@@ -96,6 +105,38 @@ void KernelAttention::velocity(double t, const Tokens& X, Tokens& dX) {
         const HeadSetup h = setupHead(head, X);
         kernelAverage(*runner_, X, h, spec_.masked, avg);
         dX.noalias() += h.outScale * avg * h.V.transpose();
+    }
+}
+
+void KernelAttention::velocityAndStats(double t, const Tokens& X, Tokens& dX, Vec* entropies,
+                                       double* energy) {
+    const auto heads = spec_.headsAt(t);
+    const bool wantEntropy = entropies && normalized() && X.rows() > 0 && !heads.empty();
+    const bool hasEnergy =
+        spec_.type == AttentionType::Softmax && !spec_.masked && heads.size() == 1 && X.rows() > 0;
+    dX.setZero(X.rows(), X.cols());
+    Tokens avg;
+    Vec logZ, H;
+    for (std::size_t k = 0; k < heads.size(); ++k) {
+        const HeadSetup h = setupHead(heads[k], X);
+        const bool first = k == 0;
+        kernelAverage(*runner_, X, h, spec_.masked, avg, first && energy && hasEnergy ? &logZ : nullptr,
+                      first && wantEntropy ? &H : nullptr);
+        dX.noalias() += h.outScale * avg * h.V.transpose();
+    }
+    // The passes' e_i need a runner that accumulates them; where it does not, the double passes.
+    const bool fused = !wantEntropy || H.size() == X.rows();
+    if (entropies) *entropies = !wantEntropy ? Vec() : fused ? H : attentionEntropies(t, X);
+    if (energy) {
+        if (!hasEnergy) {
+            *energy = std::numeric_limits<double>::quiet_NaN();
+        } else if (fused && logZ.size() == X.rows()) {
+            // log E = logsumexp_i(log Z_i) - log(2 N^2), each log Z_i from the velocity pass.
+            const double m = logZ.maxCoeff(), n = double(X.rows());
+            *energy = std::exp(m + std::log((logZ.array() - m).exp().sum()) - std::log(2.0 * n * n));
+        } else {
+            *energy = interactionEnergy(t, X);
+        }
     }
 }
 

@@ -39,8 +39,10 @@ StreamPass headPass(const Tokens& X, const HeadSetup& head, bool causal);
 // Runs one head's streaming pass on `runner` and returns, per query i, the head's normalized average
 // (softmax: sum w x / sum w; exp: e^{m_i} sum w x / N; relu/sigmoid: sum w x / N) in `avg` (N x d, double),
 // and optionally the log-normalizer m_i + log den_i in `logZ`.
+// With `entropies`: also the entropy H_i = log den_i - e_i / den_i of each query's weights from the same pass
+// where the runner computes e_i (StreamPass::entropy), else `entropies` is left empty.
 void kernelAverage(StreamRunner& runner, const Tokens& X, const HeadSetup& head, bool causal, Tokens& avg,
-                   Vec* logZ = nullptr);
+                   Vec* logZ = nullptr, Vec* entropies = nullptr);
 
 // A head's normalized average from the streaming kernel's outputs num (N x d), den and max (size N), for N
 // keys: softmax num / den, exp e^{max} num / N, relu and sigmoid num / N. Every backend assembles it so.
@@ -64,6 +66,10 @@ class KernelAttention : public VelocityField {
     KernelAttention(const AttentionSpec& spec, int d, Precision precision);
     KernelAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner);
     void velocity(double t, const Tokens& X, Tokens& dX) override;
+    // One pass per head: the first head's pass also gives the entropies (e_i) and the energy (each row's
+    // log-sum-exp m_i + log den_i), in the runner's precision. Where the runner cannot accumulate e_i, the
+    // double passes of attentionEntropies / interactionEnergy run instead.
+    void velocityAndStats(double t, const Tokens& X, Tokens& dX, Vec* entropies, double* energy) override;
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
     double interactionEnergy(double t, const Tokens& X) override;

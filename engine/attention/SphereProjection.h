@@ -14,6 +14,7 @@ class SphereProjection : public VelocityField {
   public:
     explicit SphereProjection(std::unique_ptr<VelocityField> inner) : inner_(std::move(inner)) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
+    void velocityAndStats(double t, const Tokens& X, Tokens& dX, Vec* entropies, double* energy) override;
     Vec attentionEntropies(double t, const Tokens& X) override { return inner_->attentionEntropies(t, X); }
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override {
         return inner_->attentionWeights(t, X, i);

@@ -60,7 +60,7 @@ template <class S> void referenceRange(const StreamArgs<S>& a, int b, int e) {
             m = -std::numeric_limits<S>::infinity();
             for (int j = 0; j < end; ++j) m = std::max(m, score(j));
         }
-        S den = 0;
+        S den = 0, ent = 0;
         std::fill(num.begin(), num.end(), S(0));
         for (int j = 0; j < end; ++j) {
             const S s = score(j);
@@ -78,11 +78,13 @@ template <class S> void referenceRange(const StreamArgs<S>& a, int b, int e) {
                 break;
             }
             den += w;
+            if (a.ent) ent += w * (s - m);
             if (a.values)
                 for (int c = 0; c < d; ++c) num[c] += w * a.keys[std::size_t(c) * a.n + j];
         }
         a.den[i] = den;
         if (a.max) a.max[i] = m;
+        if (a.ent) a.ent[i] = exps ? ent : S(0);
         if (a.values)
             for (int c = 0; c < d; ++c) a.num[std::size_t(c) * a.nq + i] = num[c];
     }

@@ -30,6 +30,10 @@ template <class S> struct StreamArgs {
     S* num = nullptr;   // nq x d SoA output (when values)
     S* den = nullptr;   // nq output
     S* max = nullptr;   // nq output: m_i (Softmax/Exp), 0 otherwise
+    // Optional nq output (Softmax/Exp): e_i = sum_j w_ij (s_ij - m_i), in the same sweep. With it the
+    // attention entropy costs one multiply-add per pair: H_i = -sum_j p_ij log p_ij = log den_i - e_i /
+    // den_i.
+    S* ent = nullptr;
 };
 
 // float32 fast path: SIMD (AVX2+FMA when the processor has it), threads across queries.

@@ -14,7 +14,7 @@ template <class S> void runIn(const Tokens& Q, const StreamPass& p, StreamSums& 
     const VecS<S> bias = p.bias.cast<S>();
     const int nq = int(Q.rows());
     MatS<S> num(p.values ? nq : 0, p.keys.cols());
-    VecS<S> den(nq), mx(nq);
+    VecS<S> den(nq), mx(nq), ent(p.entropy ? nq : 0);
     StreamArgs<S> a;
     a.n = int(p.keys.rows());
     a.d = int(p.keys.cols());
@@ -28,10 +28,12 @@ template <class S> void runIn(const Tokens& Q, const StreamPass& p, StreamSums& 
     a.num = p.values ? num.data() : nullptr;
     a.den = den.data();
     a.max = mx.data();
+    a.ent = p.entropy ? ent.data() : nullptr;
     streamKernel(a);
     out.num = num.template cast<double>();
     out.den = den.template cast<double>();
     out.max = mx.template cast<double>();
+    out.ent = ent.template cast<double>();
 }
 
 template <class S> void runAs(const StreamPass& p, StreamSums& out) {

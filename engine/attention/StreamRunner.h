@@ -28,6 +28,9 @@ struct StreamPass {
     bool causal = false;
     Weighting weighting = Weighting::Softmax;
     bool values = true; // false: den and max only (log-sum-exp passes); num stays empty
+    // Also e_i = sum_j w_ij (s_ij - m_i) for the entropy (StreamArgs::ent), where the runner can: the CPU
+    // runner does; a runner that cannot leaves StreamSums::ent empty and callers compute the entropy apart.
+    bool entropy = false;
 
     bool queriesFromKeys() const { return B.size() > 0 && &from == &keys; }
 };
@@ -38,6 +41,7 @@ struct StreamSums {
     Mat num;
     Vec den;
     Vec max;
+    Vec ent; // e_i when the pass asked for it and the runner computes it, else empty
 };
 
 class StreamRunner {

@@ -45,6 +45,15 @@ class VelocityField {
     virtual double interactionEnergy(double /*t*/, const Tokens& /*X*/) {
         return std::numeric_limits<double>::quiet_NaN();
     }
+    // What a recorded frame needs, at once: the velocity, and (when asked) the entropies and the energy as
+    // above. A field that can get all three from one streaming pass does (KernelAttention on the CPU: the
+    // entropy adds one multiply-add per pair, the energy reuses each row's log-sum-exp), in its precision;
+    // this default makes the three calls.
+    virtual void velocityAndStats(double t, const Tokens& X, Tokens& dX, Vec* entropies, double* energy) {
+        velocity(t, X, dX);
+        if (entropies) *entropies = attentionEntropies(t, X);
+        if (energy) *energy = interactionEnergy(t, X);
+    }
     // Parameters may be replaced while a run continues (live editing); the state carries over.
     virtual void setAttention(const AttentionSpec& spec) = 0;
 

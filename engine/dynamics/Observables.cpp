@@ -1,6 +1,10 @@
 #include "engine/dynamics/Observables.h"
 
 #include <Eigen/Eigenvalues>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace flowscope {
@@ -15,7 +19,56 @@ Mat tokenCovariance(const Tokens& X) {
     return C.transpose() * C / double(X.rows());
 }
 
+namespace {
+
+struct Cell {
+    std::int64_t c[3];
+    bool operator==(const Cell& o) const { return c[0] == o.c[0] && c[1] == o.c[1] && c[2] == o.c[2]; }
+};
+struct CellHash {
+    std::size_t operator()(const Cell& k) const {
+        std::uint64_t h = 1469598103934665603ull;
+        for (std::int64_t v : k.c) h = (h ^ std::uint64_t(v)) * 1099511628211ull;
+        return std::size_t(h ^ (h >> 29));
+    }
+};
+
+} // namespace
+
 int countClusters(const Tokens& X, double tol, int maxClusters) {
+    const Eigen::Index n = X.rows(), k = std::min<Eigen::Index>(X.cols(), 3);
+    // Cells as 64-bit integers: coordinates beyond 2^52 cells (or not finite) take the brute-force path.
+    if (!(tol > 0.0) || n == 0 || !X.allFinite() || X.cwiseAbs().maxCoeff() / tol > 4.5e15)
+        return countClustersBruteForce(X, tol, maxClusters);
+    const double tol2 = tol * tol;
+    std::unordered_map<Cell, std::vector<Eigen::Index>, CellHash> grid;
+    grid.reserve(std::size_t(std::min<Eigen::Index>(n, maxClusters)) * 2);
+    int leaders = 0;
+    for (Eigen::Index i = 0; i < n; ++i) {
+        Cell home{{0, 0, 0}};
+        for (Eigen::Index c = 0; c < k; ++c) home.c[c] = std::int64_t(std::floor(X(i, c) / tol));
+        bool joined = false;
+        const int span = k == 1 ? 3 : k == 2 ? 9 : 27;
+        for (int o = 0; o < span && !joined; ++o) {
+            Cell near = home;
+            for (Eigen::Index c = 0, code = o; c < k; ++c, code /= 3) near.c[c] += code % 3 - 1;
+            const auto it = grid.find(near);
+            if (it == grid.end()) continue;
+            for (Eigen::Index l : it->second)
+                if ((X.row(i) - X.row(l)).squaredNorm() <= tol2) {
+                    joined = true;
+                    break;
+                }
+        }
+        if (!joined) {
+            grid[home].push_back(i);
+            if (++leaders >= maxClusters) return maxClusters;
+        }
+    }
+    return leaders;
+}
+
+int countClustersBruteForce(const Tokens& X, double tol, int maxClusters) {
     std::vector<Eigen::Index> leaders;
     const double tol2 = tol * tol;
     for (Eigen::Index i = 0; i < X.rows(); ++i) {
@@ -42,14 +95,19 @@ int numericalRank(const Mat& cov, double relTol) {
     return int((ev.array() > relTol * top).count());
 }
 
-Observables observe(const Tokens& X, const Tokens& V, double clusterTol, double rankTol) {
+Observables observeMoments(const Tokens& X, const Tokens& V, double rankTol) {
     Observables o;
     o.mean = tokenMean(X);
     o.cov = tokenCovariance(X);
     o.kinetic = V.size() ? 0.5 * V.rowwise().squaredNorm().mean() : 0.0;
-    o.clusters = countClusters(X, clusterTol);
     o.rank = numericalRank(o.cov, rankTol);
     o.maxNorm = X.rows() ? X.rowwise().norm().maxCoeff() : 0.0;
+    return o;
+}
+
+Observables observe(const Tokens& X, const Tokens& V, double clusterTol, double rankTol) {
+    Observables o = observeMoments(X, V, rankTol);
+    o.clusters = countClusters(X, clusterTol);
     return o;
 }
 

@@ -21,12 +21,20 @@ struct Observables {
 
 Vec tokenMean(const Tokens& X);
 Mat tokenCovariance(const Tokens& X);
-// Greedy leader clustering: token i joins the first leader within tol (Euclidean), else becomes a leader.
-// Stops counting at maxClusters (returns maxClusters then).
+// Greedy leader clustering: tokens are visited in order; token i joins a leader within tol (Euclidean) when
+// there is one, else becomes a leader itself; the count is the number of leaders. Stops counting at
+// maxClusters (returns maxClusters then). O(N) expected: the leaders are kept in a hash grid of cells of side
+// tol over the first min(d, 3) coordinates, and a token looks only at the leaders of the 3^min(d,3) cells
+// around its own (a leader within tol in R^d is within tol in every coordinate, so it is always among them).
 int countClusters(const Tokens& X, double tol, int maxClusters = 4096);
+// The same count by comparing every token with every leader: O(N * clusters), the reference the tests
+// compare the grid against (and the fallback for non-finite or astronomically large coordinates).
+int countClustersBruteForce(const Tokens& X, double tol, int maxClusters = 4096);
 int numericalRank(const Mat& cov, double relTol);
 
 // Fills everything except entropy (which needs the field).
 Observables observe(const Tokens& X, const Tokens& V, double clusterTol, double rankTol);
+// The same without the cluster count (left 0): mean, covariance, rank, kinetic energy, max norm.
+Observables observeMoments(const Tokens& X, const Tokens& V, double rankTol);
 
 } // namespace flowscope

@@ -3,10 +3,20 @@
 #include "engine/attention/SphereProjection.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace flowscope {
+
+namespace {
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+} // namespace
 
 Simulation::Simulation(const Scene& scene, FieldFactory makeField)
     : scene_(scene), makeField_(makeField ? std::move(makeField) : FieldFactory(makeCpuField)) {
@@ -30,6 +40,7 @@ void Simulation::setState(const Tokens& X, double t) {
     step_ = std::min<long>(scene_.integrator.steps, long(std::llround(t / h)));
     event_.reset();
     history_.clear();
+    timings_ = {};
     integrator_->invalidate();
     if (stepper_) stepper_->upload(X_, t_);
     synced_ = true;
@@ -107,7 +118,9 @@ bool Simulation::stepOnDevice() {
     Tokens good = X_; // the last download, checked finite
     const double tGood = syncedT_;
     const long stepGood = syncedStep_;
+    const auto clock = std::chrono::steady_clock::now();
     syncTokens();
+    timings_.download += secondsSince(clock);
     checkDivergence();
     if (event_ && event_->kind == RunEvent::Kind::NonFinite) {
         // Keep the last good download; the device does not check every step, so the event is bracketed.
@@ -169,23 +182,46 @@ void Simulation::checkDivergence() {
 }
 
 void Simulation::record() {
+    auto clock = std::chrono::steady_clock::now();
     Frame f;
     f.t = t_;
     f.step = step_;
     f.tokens = X_;
     Tokens V;
-    if (X_.allFinite()) field_->velocity(t_, X_, V);
-    f.obs = observe(X_, V, scene_.output.clusterTol, scene_.output.rankTol);
-    if (scene_.output.entropy && X_.allFinite()) {
-        f.obs.tokenEntropy = field_->attentionEntropies(t_, X_);
+    Vec entropies;
+    double energy = std::numeric_limits<double>::quiet_NaN();
+    const bool stats = scene_.output.entropy && X_.allFinite();
+    // One pass where the field can: the velocity, the entropies and the energy together (VelocityField.h).
+    if (X_.allFinite())
+        field_->velocityAndStats(t_, X_, V, stats ? &entropies : nullptr, stats ? &energy : nullptr);
+    timings_.pass += secondsSince(clock);
+    clock = std::chrono::steady_clock::now();
+    f.obs = observeMoments(X_, V, scene_.output.rankTol);
+    timings_.moments += secondsSince(clock);
+    clock = std::chrono::steady_clock::now();
+    f.obs.clusters = countClusters(X_, scene_.output.clusterTol);
+    timings_.clusters += secondsSince(clock);
+    ++timings_.records;
+    if (stats) {
+        f.obs.tokenEntropy = std::move(entropies);
         if (f.obs.tokenEntropy.size()) f.obs.entropy = f.obs.tokenEntropy.mean();
-        f.obs.energy = field_->interactionEnergy(t_, X_);
+        f.obs.energy = energy;
     }
     lastObs_ = f.obs;
     history_.push_back(std::move(f));
 }
 
 bool Simulation::step() {
+    const auto clock = std::chrono::steady_clock::now();
+    const double recording = timings_.download + timings_.pass + timings_.moments + timings_.clusters;
+    const bool stepped = stepImpl();
+    timings_.step += secondsSince(clock) -
+                     (timings_.download + timings_.pass + timings_.moments + timings_.clusters - recording);
+    timings_.steps += stepped;
+    return stepped;
+}
+
+bool Simulation::stepImpl() {
     if (finished()) return false;
     if (stepper_) return stepOnDevice();
     const double h = scene_.integrator.T / scene_.integrator.steps;

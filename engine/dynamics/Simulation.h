@@ -23,6 +23,16 @@ struct RunEvent {
     std::string message;
 };
 
+// Where a run's time went (seconds since construction or reset()): flowscope-cli bench run reports it.
+struct RunTimings {
+    double step = 0;     // integrating: the steps' field passes, on the host or the device
+    double download = 0; // device runs: tokens copied back for records
+    double pass = 0;     // a record's velocity pass, with the entropies and the energy
+    double moments = 0;  // mean, covariance, rank, kinetic energy, max norm
+    double clusters = 0; // the cluster count
+    long steps = 0, records = 0;
+};
+
 struct Frame {
     double t = 0.0;
     long step = 0; // the nominal step index
@@ -49,6 +59,7 @@ class Simulation {
     std::vector<Frame> takeHistory() { return std::exchange(history_, {}); }
     // The observables of the latest recorded frame (kept when the history is taken).
     const Observables& lastObservables() const { return lastObs_; }
+    const RunTimings& timings() const { return timings_; }
     VelocityField& field() { return *field_; }
 
     // Advances one nominal step h = T/M (Dormand-Prince takes as many adaptive sub-steps as it needs to land
@@ -104,6 +115,8 @@ class Simulation {
     std::unique_ptr<DeviceStepper> stepper_;
     std::string stepperNote_;
     std::function<bool()> recordGate_;
+    RunTimings timings_;
+    bool stepImpl();
     bool synced_ = true; // X_ holds the device's current tokens
     double syncedT_ = 0.0;
     long syncedStep_ = 0;

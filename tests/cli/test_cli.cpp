@@ -195,6 +195,34 @@ TEST(Cli, BenchJsonRecordsHaveEveryField) {
     EXPECT_EQ(records, 3);
 }
 
+// bench run: one JSON line per N whose record time is the sum of its parts and whose counts follow from
+// --steps and --every; no timing is asserted (speed is measured, not asserted).
+TEST(Cli, BenchRunReportsWholeRunsAndWhereARecordsTimeGoes) {
+    const Result r = cli("bench run --json --n 200,300 --d 2 --steps 8 --every 2");
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::istringstream lines(r.out);
+    std::string line;
+    std::vector<long> ns;
+    while (std::getline(lines, line)) {
+        const auto j = nlohmann::json::parse(line);
+        ns.push_back(j["n"].get<long>());
+        EXPECT_EQ(j["steps"], 8);
+        EXPECT_EQ(j["every"], 2);
+        const double parts = j["record_ms_download"].get<double>() + j["record_ms_pass"].get<double>() +
+                             j["record_ms_moments"].get<double>() + j["record_ms_clusters"].get<double>();
+        EXPECT_NEAR(parts, j["record_ms"].get<double>(), 1e-9 + 1e-9 * parts);
+        EXPECT_GT(j["steps_per_second"].get<double>(), 0.0);
+        // 4 records in 8 steps (t = 2, 4, 6, 8): records per second are half the steps per second.
+        EXPECT_NEAR(j["records_per_second"].get<double>() / j["steps_per_second"].get<double>(), 0.5, 1e-9);
+        EXPECT_GT(j["ratio_to_stepping_alone"].get<double>(), 0.0);
+    }
+    EXPECT_EQ(ns, (std::vector<long>{200, 300}));
+    for (const char* bad : {"--every 0", "--steps -1", "--d 0", "--n 0", "--frobnicate"}) {
+        const Result b = cli(std::string("bench run ") + bad);
+        EXPECT_EQ(b.code, 2) << bad << ": " << b.out;
+    }
+}
+
 TEST(Cli, RanksWritesHistogramsAndRejectsBadOptions) {
     const fs::path dir = tempDir();
     const fs::path out = dir / "ranks.json";
