@@ -19,6 +19,8 @@
 //                       barriers as coroutine switches and is ~2x faster without staging.
 //     VALUES            (7) 1: accumulate num; 0: den and max only (Sinkhorn's log-sum-exp passes), the num
 //                       columns of out are left unwritten. Optional: 1 when the host does not set it.
+//     ENTROPY           (8) 1 (softmax, exp): also e_i = sum_j w_ij (s_ij - m_i), the attention entropy's
+//                       second term (H_i = log den_i - e_i / den_i), in column DIM+2 of out. Optional: 0.
 //
 // Buffers (std430, binding only, so set 0 in Vulkan). Arrays of points are structure-of-arrays like
 // StreamArgs and Eigen's column-major tokens: coordinate c of point j at [c * count + j].
@@ -26,8 +28,9 @@
 //     1  keys     n x DIM (the keys are also the values)
 //     2  bias     n                              (read only when HAS_BIAS)
 //     3  queries  nq x DIM                       (read only when EXPLICIT_QUERIES)
-//     4  out      nq x (DIM + 2): columns 0..DIM-1 num (when VALUES), column DIM den, column DIM+1 max (m_i;
-//                 0 for relu and sigmoid), i.e. out[c * nq + i]
+//     4  out      nq x (DIM + 2), or nq x (DIM + 3) with ENTROPY: columns 0..DIM-1 num (when VALUES), column
+//                 DIM den, column DIM+1 max (m_i; 0 for relu and sigmoid), column DIM+2 e_i (ENTROPY), i.e.
+//                 out[c * nq + i]
 //
 // Scheme (n-body / KeOps / FlashAttention): one invocation per query; each workgroup stages TILE keys at a
 // time in shared memory and every invocation sweeps them from there. All invocations of a workgroup loop
@@ -48,10 +51,14 @@ layout(constant_id = 4) const int EXPLICIT_QUERIES = 0;
 layout(constant_id = 5) const int TILE = 64;
 layout(constant_id = 6) const int STAGE_IN_SHARED = 0;
 layout(constant_id = 7) const int VALUES = 1;
+layout(constant_id = 8) const int ENTROPY = 0;
 layout(local_size_x_id = 5) in;
 #else
 #ifndef VALUES
 #define VALUES 1
+#endif
+#ifndef ENTROPY
+#define ENTROPY 0
 #endif
 layout(local_size_x = TILE) in;
 #endif
@@ -127,6 +134,7 @@ void main() {
 
     float m = -3.402823466e38; // running max; any finite start works, den == 0 marks "nothing seen yet"
     float den = 0.0;
+    float ent = 0.0; // ENTROPY: sum_j w_ij (s_ij - m), rescaled with den when m rises
     float num[DIM];
     for (uint c = 0u; c < uint(DIM); ++c) num[c] = 0.0;
 
@@ -153,6 +161,8 @@ void main() {
             if (tm > m) {
                 if (den > 0.0) {
                     const float r = exp(m - tm);
+                    // w (s - tm) = r w_old ((s - m) - (tm - m)), summed: r (e - (tm - m) den_old).
+                    if (ENTROPY != 0) ent = r * (ent - (tm - m) * den);
                     den *= r;
                     if (VALUES != 0)
                         for (uint c = 0u; c < uint(DIM); ++c) num[c] *= r;
@@ -160,16 +170,19 @@ void main() {
                 m = tm;
             }
         }
-        float tden = 0.0;
+        float tden = 0.0, tent = 0.0;
         float tnum[DIM];
         for (uint c = 0u; c < uint(DIM); ++c) tnum[c] = 0.0;
         for (uint k = 0u; k < count; ++k) {
-            const float w = CAUSAL == 0 || base + k < end ? weight(score(q, base, k), m) : 0.0;
+            const float s = score(q, base, k);
+            const float w = CAUSAL == 0 || base + k < end ? weight(s, m) : 0.0;
             tden += w;
+            if (ENTROPY != 0) tent += w * (s - m);
             if (VALUES != 0)
                 for (uint c = 0u; c < uint(DIM); ++c) tnum[c] += w * key(c, base, k);
         }
         den += tden;
+        ent += tent;
         if (VALUES != 0)
             for (uint c = 0u; c < uint(DIM); ++c) num[c] += tnum[c];
 
@@ -181,4 +194,5 @@ void main() {
         for (uint c = 0u; c < uint(DIM); ++c) outv[c * nq + i] = num[c];
     outv[uint(DIM) * nq + i] = den;
     outv[uint(DIM + 1) * nq + i] = WEIGHTING <= 1 ? m : 0.0;
+    if (ENTROPY != 0) outv[uint(DIM + 2) * nq + i] = ent;
 }

@@ -37,7 +37,8 @@ const GlProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
                                {"EXPLICIT_QUERIES", v.explicitQueries ? "1" : "0"},
                                {"TILE", std::to_string(v.tile)},
                                {"STAGE_IN_SHARED", v.stageInShared ? "1" : "0"},
-                               {"VALUES", v.values ? "1" : "0"}};
+                               {"VALUES", v.values ? "1" : "0"},
+                               {"ENTROPY", v.entropy ? "1" : "0"}};
     std::string key;
     for (const auto& [name, value] : defines) key += value + ",";
     auto it = programs_.find(key);

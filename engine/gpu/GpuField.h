@@ -21,6 +21,10 @@ class GpuField : public VelocityField {
     GpuField(const AttentionSpec& spec, int d, std::shared_ptr<KernelPassRunner> runner, std::string backend);
 
     void velocity(double t, const Tokens& X, Tokens& dX) override { field_->velocity(t, X, dX); }
+    // The record's one pass on the device: the kernel's ENTROPY knob accumulates e_i beside den_i.
+    void velocityAndStats(double t, const Tokens& X, Tokens& dX, Vec* entropies, double* energy) override {
+        field_->velocityAndStats(t, X, dX, entropies, energy);
+    }
     Vec attentionEntropies(double t, const Tokens& X) override { return field_->attentionEntropies(t, X); }
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override {
         return field_->attentionWeights(t, X, i);

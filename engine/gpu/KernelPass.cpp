@@ -13,8 +13,9 @@ StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu, in
     in.nq = int(p.from.rows());
     if (p.causal && in.nq != n)
         throw std::invalid_argument("streamPass: causal needs as many queries as keys");
+    const bool exps = p.weighting == Weighting::Softmax || p.weighting == Weighting::Exp;
     in.variant = {d,    p.weighting,   p.causal, p.bias.size() > 0, explicitQueries,
-                  tile, stageInShared, p.values};
+                  tile, stageInShared, p.values, p.entropy && exps};
 
     in.params.assign(4 + std::size_t(d) * d, 0);
     in.params[0] = std::uint32_t(n);
@@ -69,11 +70,12 @@ void KernelPassRunner::run(const StreamPass& p, StreamSums& out) {
     const int d = int(p.keys.cols());
     const int tile = streamKernelTile(d, sharedBytes_, maxInvocations_);
     const StreamKernelInputs in = streamKernelInputs(p, queriesOnGpu_, tile, sharedStaging_);
-    Eigen::MatrixXf raw(in.nq, d + 2);
+    Eigen::MatrixXf raw(in.nq, d + (in.variant.entropy ? 3 : 2));
     if (in.nq > 0) dispatch(in, raw);
     out.num = p.values ? Mat(raw.leftCols(d).cast<double>()) : Mat(0, d);
     out.den = raw.col(d).cast<double>();
     out.max = raw.col(d + 1).cast<double>();
+    out.ent = in.variant.entropy ? Vec(raw.col(d + 2).cast<double>()) : Vec();
 }
 
 } // namespace flowscope

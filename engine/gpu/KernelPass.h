@@ -28,6 +28,7 @@ struct StreamKernelVariant {
     int tile = 64;
     bool stageInShared = true;
     bool values = true;
+    bool entropy = false; // e_i in column d + 2 (softmax and exp only)
 };
 
 // Everything one dispatch reads, in its std430 / structure-of-arrays layout.
@@ -82,7 +83,8 @@ class KernelPassRunner : public StreamRunner {
     KernelPassRunner(long sharedBytes, long maxInvocations, bool sharedStaging)
         : sharedBytes_(sharedBytes), maxInvocations_(maxInvocations), sharedStaging_(sharedStaging) {}
     // Uploads `in`, runs ceil(nq / tile) workgroups and downloads the nq x (d + 2) outputs into `out`
-    // (resized by the caller; columns 0..d-1 num when values, d den, d+1 max). Called only when nq > 0.
+    // (resized by the caller; columns 0..d-1 num when values, d den, d+1 max; with variant.entropy one
+    // more column, d+2, of e_i). Called only when nq > 0.
     virtual void dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) = 0;
 
   private:

@@ -18,7 +18,7 @@ std::span<const std::uint32_t> streamKernelSpirv() {
 std::vector<std::uint32_t> specialization(const StreamKernelVariant& v) {
     return {std::uint32_t(v.dim),           std::uint32_t(v.weighting),       std::uint32_t(v.causal),
             std::uint32_t(v.hasBias),       std::uint32_t(v.explicitQueries), std::uint32_t(v.tile),
-            std::uint32_t(v.stageInShared), std::uint32_t(v.values)};
+            std::uint32_t(v.stageInShared), std::uint32_t(v.values),          std::uint32_t(v.entropy)};
 }
 
 } // namespace

@@ -97,6 +97,50 @@ INSTANTIATE_TEST_SUITE_P(Variants, GpuKernelAgreement,
 
 class GpuKernelField : public ::testing::TestWithParam<GpuBackendKind> {};
 
+// A record's one pass on the device (the kernel's ENTROPY knob): the entropies H_i = log den_i - e_i / den_i
+// and the energy from the rows' log-sum-exps, against the CPU float64 passes, within twice the CPU float32
+// error plus the float32 floor of docs/observables.md, on both shader paths and across tile boundaries.
+TEST_P(GpuKernelField, RecordPassEntropiesAndEnergyMatchTheFloat64Passes) {
+    const GpuBackendKind backend = GetParam();
+    FLOWSCOPE_REQUIRE_BACKEND(backend);
+    std::mt19937_64 rng(77);
+    for (const bool masked : {false, true})
+        for (const int n : {1, 63, 65, 1000, 3000})
+            for (const int d : {2, 3})
+                for (const bool staging : {true, false}) {
+                    SCOPED_TRACE(std::string(masked ? "masked " : "") + "N " + std::to_string(n) + " d " +
+                                 std::to_string(d) + (staging ? " shared" : " direct"));
+                    const Tokens X = randomMatrix(n, d, rng, 1.5);
+                    AttentionSpec spec;
+                    spec.masked = masked;
+                    spec.beta = 2.0;
+                    spec.heads = {
+                        HeadParams{Mat::Identity(d, d), randomMatrix(d, d, rng, 1.0), Mat::Identity(d, d)}};
+                    auto reference = makeCpuField(spec, d, Precision::Float64);
+                    auto cpu32 = makeCpuField(spec, d, Precision::Float32);
+                    const Vec H64 = reference->attentionEntropies(0.0, X);
+                    const double E64 = reference->interactionEnergy(0.0, X);
+                    Tokens V;
+                    Vec H32, Hg;
+                    double E32 = 0, Eg = 0;
+                    cpu32->velocityAndStats(0.0, X, V, &H32, &E32);
+                    std::unique_ptr<GpuField> gpu = makeBackendKernelField(backend, spec, d);
+                    gpu->setSharedStaging(staging);
+                    gpu->velocityAndStats(0.0, X, V, &Hg, &Eg);
+                    ASSERT_EQ(Hg.size(), n);
+                    const double errCpu = (H32 - H64).cwiseAbs().maxCoeff(),
+                                 errGpu = (Hg - H64).cwiseAbs().maxCoeff();
+                    EXPECT_LE(errGpu, 2.0 * errCpu + 1e-5 * (1.0 + H64.maxCoeff())) << "cpu " << errCpu;
+                    // float32 on the device, not the double passes a runner without e_i falls back to
+                    if (n > 1) EXPECT_GT(errGpu, 0.0);
+                    if (masked) {
+                        EXPECT_TRUE(std::isnan(Eg));
+                    } else {
+                        EXPECT_LE(std::abs(Eg / E64 - 1.0), 2.0 * std::abs(E32 / E64 - 1.0) + 1e-5);
+                    }
+                }
+}
+
 // Every variant the CPU has runs on the GPU (the variant's own class, its passes on the device); settings the
 // CPU rejects are rejected the same way.
 TEST_P(GpuKernelField, EveryVariantIsBuiltAndMaskedSinkhornOrLinearThrowSceneError) {
