@@ -194,6 +194,12 @@ std::vector<long> parseList(const std::string& text) {
 // velocity/entropy/energy pass, the moments and the cluster count.
 int benchRun(const Args& args) {
     ArgParser p(args);
+    if (p.flag("--help")) {
+        std::cout
+            << "usage: flowscope-cli bench run [--json] [--backend cpu|gl|vulkan] [--d 3] [--n 16384,...] "
+               "[--every 4] [--steps 20]\n";
+        return 0;
+    }
     const bool json = p.flag("--json");
     const std::string backendName = p.option("--backend", "cpu");
     const int d = int(parseLong(p.option("--d", "3"), "--d", 1, 64));

@@ -217,6 +217,7 @@ TEST(Cli, BenchRunReportsWholeRunsAndWhereARecordsTimeGoes) {
         EXPECT_GT(j["ratio_to_stepping_alone"].get<double>(), 0.0);
     }
     EXPECT_EQ(ns, (std::vector<long>{200, 300}));
+    EXPECT_EQ(cli("bench run --help").code, 0); // what scripts probe to see whether a build has it
     for (const char* bad : {"--every 0", "--steps -1", "--d 0", "--n 0", "--frobnicate"}) {
         const Result b = cli(std::string("bench run ") + bad);
         EXPECT_EQ(b.code, 2) << bad << ": " << b.out;
