@@ -4,6 +4,7 @@
 #include "engine/io/AtomicFile.h"
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -134,13 +135,24 @@ NpyHeader readHeader(std::istream& in, const std::string& path) {
 
 } // namespace
 
+void requireRegularFile(const std::string& path) {
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::status(path, ec);
+    if (!std::filesystem::exists(status)) throw std::runtime_error(path + ": file not found");
+    if (std::filesystem::is_directory(status)) throw std::runtime_error(path + ": is a directory");
+    if (!std::filesystem::is_regular_file(status))
+        throw std::runtime_error(path + ": is not a regular file (a FIFO, socket or device)");
+}
+
 NpyHeader readNpyHeader(const std::string& path) {
+    requireRegularFile(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("cannot open " + path);
     return readHeader(in, path);
 }
 
 NpyArray readNpy(const std::string& path, std::int64_t maxBytes) {
+    requireRegularFile(path);
     std::ifstream in(path, std::ios::binary);
     if (!in) throw std::runtime_error("cannot open " + path);
     const NpyHeader h = readHeader(in, path);
@@ -186,6 +198,7 @@ NpyArray readNpy(const std::string& path, std::int64_t maxBytes) {
 }
 
 NpyArray readCsv(const std::string& path) {
+    requireRegularFile(path);
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot open " + path);
     NpyArray a;

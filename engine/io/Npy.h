@@ -27,6 +27,11 @@ struct NpyHeader {
 // a caller checks the shape before the data of a wrong-shaped file of gigabytes is read.
 NpyHeader readNpyHeader(const std::string& path);
 
+// Throws std::runtime_error ("<path>: file not found", "is a directory", "is not a regular file (a FIFO,
+// socket or device)") unless `path` is a regular file; stat() only, so a FIFO never blocks the reader. Every
+// file reader here calls it first.
+void requireRegularFile(const std::string& path);
+
 // Reads a float32/float64 (or int32/int64) little-endian C-order .npy. Throws std::runtime_error with a
 // clear message for truncated, oversized (> maxBytes of payload) or unsupported files.
 NpyArray readNpy(const std::string& path, std::int64_t maxBytes = std::int64_t(1) << 32);

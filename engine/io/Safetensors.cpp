@@ -1,6 +1,7 @@
 #include "engine/io/Safetensors.h"
 
 #include "engine/io/AtomicFile.h"
+#include "engine/io/Npy.h"
 
 #include <nlohmann/json.hpp>
 
@@ -86,6 +87,7 @@ SafeTensors readSafetensors(const std::string& path, std::int64_t maxBytes) {
     auto fail = [&](const std::string& what) -> std::runtime_error {
         return std::runtime_error(path + ": " + what);
     };
+    requireRegularFile(path); // a FIFO would block the read
     std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) throw fail("cannot open the file");
     const std::uint64_t size = std::uint64_t(in.tellg());

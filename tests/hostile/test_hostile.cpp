@@ -470,6 +470,17 @@ std::vector<Case> cases() {
           "train --data {d}/p.csv --iters 1 --out {d}/o.safetensors", 2, {"--data"});
     model("train-data-nan", file("p.csv", "1,2\nnan,3\n4,5\n"),
           "train --data {d}/p.csv --iters 1 --out {d}/o.safetensors", 2, {"--data"});
+    // A FIFO never blocks a reader: refused by stat() before anything opens it.
+    model("train-data-fifo", [](const fs::path& d) { mkfifo((d / "p.csv").c_str(), 0600); },
+          "train --data {d}/p.csv --iters 1 --out {d}/o.safetensors", 2, {"--data", "not a regular file"});
+    model("sample-base-fifo",
+          [](const fs::path& d) {
+              copyModel(d, "flow", "m");
+              mkfifo((d / "z.npy").c_str(), 0600);
+          },
+          "sample " + M + " --base {d}/z.npy --out {d}/x.npy", 2, {"--base", "not a regular file"});
+    model("sample-model-fifo", [](const fs::path& d) { mkfifo((d / "m.safetensors").c_str(), 0600); },
+          "sample " + M + " --out {d}/x.npy", 2, {"not a regular file"});
     model("train-unknown-dataset", {}, "train --dataset spiral9 --iters 1 --out {d}/o.safetensors", 2,
           {"--dataset"});
 
