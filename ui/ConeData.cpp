@@ -2,6 +2,7 @@
 
 #include "engine/gaussian/Cone.h"
 #include "engine/gaussian/MomentField.h"
+#include "engine/scene/RunBudget.h"
 
 #include <nlohmann/json.hpp>
 
@@ -171,6 +172,7 @@ ConeData computeConeData(const Scene& scene) {
     }
     std::vector<MomentTrajectory> solved;
     try {
+        checkRunBudget(momentsRunBudget(scene, false), defaultMemoryLimit(), "half this machine's memory");
         solved = solveAllMoments(scene, momentOptions(scene));
     } catch (const std::exception& e) {
         out.message = e.what();

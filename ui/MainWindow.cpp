@@ -11,6 +11,7 @@
 #include "engine/io/Trajectory.h"
 #include "engine/media/FrameSink.h"
 #include "engine/media/Mp4Writer.h"
+#include "engine/scene/RunBudget.h"
 #include "ui/AnimationExportDialog.h"
 #include "ui/AnimationExporter.h"
 #include "ui/ConeView.h"
@@ -823,6 +824,7 @@ bool MainWindow::exportMoments(const QString& path, const std::function<bool(lon
         return false;
     }
     try {
+        checkRunBudget(momentsRunBudget(scene, false), defaultMemoryLimit(), "half this machine's memory");
         std::vector<MomentTrajectory> trajectories;
         bool cancelled = false;
         runOffThread(

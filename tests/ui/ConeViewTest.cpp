@@ -125,6 +125,19 @@ TEST(ConeViewData, InterpolatesLinearlyAndCapsBlowUps) {
     EXPECT_DOUBLE_EQ(coneHeightCap(runs), 1002.0);
 }
 
+// A grid whose moment states would not fit in memory is refused before any solve, with the field that drives
+// it as the view's message (the CLI's moments budget, engine/scene/RunBudget.h).
+TEST(ConeViewData, AGridBeyondTheMemoryBudgetIsRefusedNamingIt) {
+    Scene s = preset("cone-fig2d-two-lines");
+    s.moments.method = MomentMethod::Adaptive;
+    s.moments.grid.nu = s.moments.grid.nc = 1000; // 10^6 trajectories of 20002 states: about 2 TiB
+    s.integrator.steps = 20000;
+    const ConeData data = computeConeData(s);
+    EXPECT_TRUE(data.trajectories.empty());
+    EXPECT_EQ(data.message.rfind("/moments/grid: ", 0), 0u) << data.message;
+    EXPECT_NE(data.message.find("memory limit"), std::string::npos) << data.message;
+}
+
 // Fig 2(d): every converged curve ends on one of the two isotropic rays of A + A^T; its end dot is drawn
 // where the orthographic camera maps it, the apex and the cone's axis project where the geometry says.
 TEST(ConeView, ConeModeDrawsTrajectoriesWhereTheCameraPutsThem) {
