@@ -173,7 +173,9 @@ ConeData computeConeData(const Scene& scene) {
     std::vector<MomentTrajectory> solved;
     try {
         checkRunBudget(momentsRunBudget(scene, false), defaultMemoryLimit(), "half this machine's memory");
-        solved = solveAllMoments(scene, momentOptions(scene));
+        MomentSolveOptions options = momentOptions(scene);
+        options.maxRecordedStates = double(defaultMemoryLimit()) / momentStateBytes(scene, false);
+        solved = solveAllMoments(scene, options);
     } catch (const std::exception& e) {
         out.message = e.what();
         return out;

@@ -829,8 +829,10 @@ bool MainWindow::exportMoments(const QString& path, const std::function<bool(lon
         bool cancelled = false;
         runOffThread(
             [&](const JobProgress& p) {
-                trajectories = solveAllMoments(scene, momentOptions(scene),
-                                               [&p](int done, int total) { p(double(done) / total); });
+                MomentSolveOptions options = momentOptions(scene);
+                options.maxRecordedStates = double(defaultMemoryLimit()) / momentStateBytes(scene, false);
+                trajectories =
+                    solveAllMoments(scene, options, [&p](int done, int total) { p(double(done) / total); });
             },
             [&](double f) { return !(cancelled = progress && !progress(long(f * 1000.0), 1000)); });
         if (cancelled) { // the solver cannot stop early: it finished, and nothing is written

@@ -91,7 +91,9 @@ int moments(const Args& raw) {
 
     Progress progress{"moments " + scene.name};
     const auto start = std::chrono::steady_clock::now();
-    const auto trajectories = solveAllMoments(scene, momentOptions(scene), std::ref(progress));
+    MomentSolveOptions options = momentOptions(scene);
+    options.maxRecordedStates = double(maxMemory) / momentStateBytes(scene, !npy);
+    const auto trajectories = solveAllMoments(scene, options, std::ref(progress));
     progress.finish();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

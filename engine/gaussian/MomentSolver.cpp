@@ -224,10 +224,15 @@ std::vector<MomentTrajectory> solveAllMoments(const Scene& scene, const MomentSo
     const auto field = makeMomentField(scene);
     std::vector<MomentTrajectory> out(initial.size());
     std::atomic<int> done{0};
+    std::atomic<double> recorded{0.0};
     std::mutex report;
     parallelFor(initial.size(), 1, [&](std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
+            if (recorded.load() > options.maxRecordedStates) return; // over the limit: stop, say so below
             out[i] = solveMoments(*field, initial[i], scene, options);
+            for (double r = recorded.load();
+                 !recorded.compare_exchange_weak(r, r + double(out[i].states.size()));) {
+            }
             const int n = ++done;
             if (progress) {
                 const std::lock_guard<std::mutex> lock(report);
@@ -235,6 +240,12 @@ std::vector<MomentTrajectory> solveAllMoments(const Scene& scene, const MomentSo
             }
         }
     });
+    if (recorded.load() > options.maxRecordedStates)
+        throw SceneError("/moments/max_iter",
+                         "the trajectories recorded more than " +
+                             std::to_string(long(options.maxRecordedStates)) +
+                             " states, the memory limit: stopped before running out of memory (raise "
+                             "/output/every, lower /moments/max_iter or the grid, or raise the limit)");
     return out;
 }
 

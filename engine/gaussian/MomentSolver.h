@@ -21,6 +21,7 @@
 #include "engine/gaussian/MomentField.h"
 
 #include <functional>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -47,6 +48,10 @@ struct MomentSolveOptions {
     double recordEvery = 0.0;  // adaptive: record (and test tol_low) at multiples of this (0: only at T)
     long recordEveryIter = 1;  // PaperEuler: record every K-th iterate (plus the first and last)
     double blowupTrace = 1e12; // adaptive: keep integrating to this trace to estimate t_max
+    // solveAllMoments stops with a SceneError at /moments/max_iter once its trajectories have recorded more
+    // states than this (the memory limit over momentStateBytes, engine/scene/RunBudget.h): how early paper
+    // Euler trajectories stop is known only as they run.
+    double maxRecordedStates = std::numeric_limits<double>::infinity();
 };
 
 // Integrates one initial Gaussian. `scene.moments` selects the method and the stopping rules,

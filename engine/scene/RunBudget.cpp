@@ -50,26 +50,35 @@ RunBudget liveRunBudget(const Scene& s, std::uint64_t historyBytes) {
     return b;
 }
 
+double momentStateBytes(const Scene& s, bool jsonOutput) {
+    const double d = s.d, numbers = d * d + d + 1; // covariance, mean, time
+    return numbers * (kDouble + (jsonOutput ? kJsonNumber : kDouble));
+}
+
 RunBudget momentsRunBudget(const Scene& s, bool jsonOutput) {
     const ConeGridSpec& g = s.moments.grid;
     const double trajectories = g.enabled() && s.d == 2 ? double(g.nu) * double(g.nc) : 1.0;
-    const double perTrajectory = s.moments.method == MomentMethod::PaperEuler
-                                     ? std::floor(double(s.moments.maxIter) / s.output.every) + 2
-                                     : double(s.integrator.steps) + 2;
-    const double d = s.d, numbers = d * d + d + 1; // covariance, mean, time
-    RunBudget b;
-    b.records = trajectories * perTrajectory;
-    b.bytes = b.records * numbers * (kDouble + (jsonOutput ? kJsonNumber : kDouble));
     const bool paper = s.moments.method == MomentMethod::PaperEuler;
-    b.pointer = trajectories > perTrajectory ? "/moments/grid"
-                : paper                      ? "/moments/max_iter"
-                                             : "/integrator/steps";
-    b.explanation = count(trajectories) + " trajectories (/moments/grid " + std::to_string(g.nu) + " x " +
-                    std::to_string(g.nc) + ") of up to " + count(perTrajectory) + " recorded states (" +
-                    (paper ? "/moments/max_iter " + std::to_string(s.moments.maxIter) + " / /output/every " +
-                                 std::to_string(s.output.every)
-                           : "/integrator/steps " + std::to_string(s.integrator.steps)) +
-                    ") of a " + std::to_string(s.d) + " x " + std::to_string(s.d) + " covariance";
+    const double perTrajectory =
+        paper ? std::floor(double(s.moments.maxIter) / s.output.every) + 2 : double(s.integrator.steps) + 2;
+    RunBudget b;
+    // Adaptive trajectories record up to T unless an event stops them: the worst case is the usual case.
+    // Paper Euler ones stop at blow-up or convergence, most long before max_iter (Fig 3(a): 1184 runs, all
+    // blown up within a few hundred steps of 100000): one trajectory's worst case is checked here, the
+    // total while the run goes (MomentSolveOptions::maxRecordedStates).
+    b.records = paper ? perTrajectory + 2 * (trajectories - 1) : trajectories * perTrajectory;
+    b.bytes = b.records * momentStateBytes(s, jsonOutput);
+    b.pointer = paper                          ? "/moments/max_iter"
+                : trajectories > perTrajectory ? "/moments/grid"
+                                               : "/integrator/steps";
+    b.explanation = paper ? "one trajectory of up to " + count(perTrajectory) +
+                                " recorded states (/moments/max_iter " + std::to_string(s.moments.maxIter) +
+                                " / /output/every " + std::to_string(s.output.every) + ")"
+                          : count(trajectories) + " trajectories (/moments/grid " + std::to_string(g.nu) +
+                                " x " + std::to_string(g.nc) + ") of up to " + count(perTrajectory) +
+                                " recorded states (/integrator/steps " + std::to_string(s.integrator.steps) +
+                                ")";
+    b.explanation += " of a " + std::to_string(s.d) + " x " + std::to_string(s.d) + " covariance";
     return b;
 }
 

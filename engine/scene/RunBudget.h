@@ -25,9 +25,13 @@ struct RunBudget {
 // A particle run (Simulation) that keeps every recorded frame; `withOutput` adds the array a trajectory file
 // is assembled in (flowscope-cli simulate).
 RunBudget particleRunBudget(const Scene& scene, bool withOutput);
+// The bytes one recorded moment state costs (covariance, mean, time; and its JSON text when `jsonOutput`).
+double momentStateBytes(const Scene& scene, bool jsonOutput);
 // A live run in the app, whose history keeps at most `historyBytes` of recorded frames (RunHistory).
 RunBudget liveRunBudget(const Scene& scene, std::uint64_t historyBytes);
-// The Gaussian mode (moments): every trajectory's recorded states; `jsonOutput`: the JSON document they are
+// The Gaussian mode (moments): every trajectory's recorded states (adaptive); for paper Euler, whose
+// trajectories stop at blow-up or convergence long before max_iter, one trajectory's worst case (the total is
+// bounded as the run goes: MomentSolveOptions::maxRecordedStates). `jsonOutput`: the JSON document they are
 // written as (about 48 bytes a number), else the .npy arrays (8).
 RunBudget momentsRunBudget(const Scene& scene, bool jsonOutput);
 

@@ -2,10 +2,12 @@
 // really allocates (measured with mallinfo2 around a run), name the field that drives it, and refuse above
 // the limit with that field's JSON pointer.
 #include "engine/dynamics/Simulation.h"
+#include "engine/gaussian/MomentSolver.h"
 #include "engine/scene/RunBudget.h"
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <malloc.h>
 
 namespace flowscope {
@@ -74,6 +76,48 @@ TEST(RunBudget, RefusesAboveTheLimitNamingTheFieldThatDrivesIt) {
     g.moments.grid = {1000, 1000};
     EXPECT_EQ(refusal(momentsRunBudget(g, true), defaultMemoryLimit()).rfind("/moments/grid | ", 0), 0u);
     EXPECT_EQ(momentsRunBudget(g, false).records, 1e6 * 102);
+}
+
+// Every shipped scene fits the budget of a modest machine (8 GiB), as a particle run with its output and in
+// the Gaussian mode with JSON output: a limit must never refuse the paper's own figures. (Fig 3(a) has 40 x
+// 40 paper-Euler trajectories of up to 100000 steps, 58 GiB if each ran to max_iter; all blow up within a few
+// hundred steps.)
+TEST(RunBudget, EveryPresetFitsAModestMachine) {
+    int presets = 0;
+    for (const auto& e : std::filesystem::directory_iterator(FLOWSCOPE_PRESET_DIR)) {
+        if (e.path().extension() != ".json") continue;
+        SCOPED_TRACE(e.path().filename().string());
+        const Scene s = loadScene(e.path().string());
+        EXPECT_EQ(refusal(particleRunBudget(s, true), std::uint64_t(8) << 30), "accepted");
+        EXPECT_EQ(refusal(momentsRunBudget(s, true), std::uint64_t(8) << 30), "accepted");
+        ++presets;
+    }
+    EXPECT_GE(presets, 40);
+}
+
+// Paper Euler: the total is bounded while the run goes. Trajectories that neither blow up nor converge run to
+// max_iter; past maxRecordedStates the solve stops with the field that drives it.
+TEST(RunBudget, PaperEulerTrajectoriesStopAtTheRecordedStatesLimit) {
+    Scene s = particles(64, 2, 100, 1);
+    s.attention.heads = {{Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Zero(2, 2)}}; // V = 0: nothing moves
+    s.moments.method = MomentMethod::PaperEuler;
+    s.moments.maxIter = 500;
+    s.moments.grid.nu = s.moments.grid.nc = 6;
+    MomentSolveOptions o = momentOptions(s);
+    double total = 0;
+    for (const MomentTrajectory& t : solveAllMoments(s, o)) {
+        EXPECT_EQ(t.event, MomentEvent::MaxIter);
+        total += double(t.states.size());
+    }
+    EXPECT_GT(total, 3000.0);
+    o.maxRecordedStates = 3000;
+    try {
+        solveAllMoments(s, o);
+        ADD_FAILURE() << "the limit was not enforced";
+    } catch (const SceneError& e) {
+        EXPECT_EQ(e.pointer, "/moments/max_iter");
+        EXPECT_NE(std::string(e.what()).find("3000 states"), std::string::npos) << e.what();
+    }
 }
 
 TEST(RunBudget, TheAppsLiveRunKeepsOnlyItsHistoryBudget) {
