@@ -241,7 +241,11 @@ int benchRun(const Args& args) {
         const double records = double(t.records - 1); // the run's own records (t = 0 is the constructor's)
         const double perRecord =
             (t.download + t.pass + t.moments + t.clusters) / std::max(1.0, double(t.records));
-        const double stepMs = 1e3 * alone.step / std::max(1L, alone.steps);
+        // A step's wall time in the run that records only at its ends (minus those two records): device
+        // steps are queued, so Simulation's own step time is only their submission; the wall time counts
+        // the device's work too.
+        const double aloneRecords = alone.download + alone.pass + alone.moments + alone.clusters;
+        const double stepMs = 1e3 * std::max(0.0, aloneWall - aloneRecords) / std::max(1L, alone.steps);
         const nlohmann::json row = {{"backend", backend.kind},
                                     {"device", backend.device},
                                     {"n", n},
