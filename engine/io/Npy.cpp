@@ -135,13 +135,18 @@ NpyHeader readHeader(std::istream& in, const std::string& path) {
 
 } // namespace
 
-void requireRegularFile(const std::string& path) {
+std::string notARegularFile(const std::string& path) {
     std::error_code ec;
     const std::filesystem::file_status status = std::filesystem::status(path, ec);
-    if (!std::filesystem::exists(status)) throw std::runtime_error(path + ": file not found");
-    if (std::filesystem::is_directory(status)) throw std::runtime_error(path + ": is a directory");
-    if (!std::filesystem::is_regular_file(status))
-        throw std::runtime_error(path + ": is not a regular file (a FIFO, socket or device)");
+    if (!std::filesystem::exists(status)) return "file not found";
+    if (std::filesystem::is_directory(status)) return "is a directory";
+    if (!std::filesystem::is_regular_file(status)) return "is not a regular file (a FIFO, socket or device)";
+    return "";
+}
+
+void requireRegularFile(const std::string& path) {
+    if (const std::string why = notARegularFile(path); !why.empty())
+        throw std::runtime_error(path + ": " + why);
 }
 
 NpyHeader readNpyHeader(const std::string& path) {

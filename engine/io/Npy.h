@@ -27,9 +27,11 @@ struct NpyHeader {
 // a caller checks the shape before the data of a wrong-shaped file of gigabytes is read.
 NpyHeader readNpyHeader(const std::string& path);
 
-// Throws std::runtime_error ("<path>: file not found", "is a directory", "is not a regular file (a FIFO,
-// socket or device)") unless `path` is a regular file; stat() only, so a FIFO never blocks the reader. Every
-// file reader here calls it first.
+// Why `path` is no regular file to read ("file not found", "is a directory", "is not a regular file (a FIFO,
+// socket or device)"), or "" when it is one: stat() only, so a FIFO never blocks the caller.
+std::string notARegularFile(const std::string& path);
+// Throws std::runtime_error "<path>: <why>" unless `path` is a regular file. Every file reader here calls it
+// first.
 void requireRegularFile(const std::string& path);
 
 // Reads a float32/float64 (or int32/int64) little-endian C-order .npy. Throws std::runtime_error with a

@@ -99,16 +99,6 @@ Tokens ringTokens(const InitialSpec& spec, int n, int d) {
     return X;
 }
 
-// Why `path` is no regular file to read tokens from ("" when it is one): stat() only, never open().
-std::string notARegularFile(const std::string& path) {
-    std::error_code ec;
-    const std::filesystem::file_status status = std::filesystem::status(path, ec);
-    if (!std::filesystem::exists(status)) return "file not found";
-    if (std::filesystem::is_directory(status)) return "is a directory";
-    if (!std::filesystem::is_regular_file(status)) return "is not a regular file (a FIFO, socket or device)";
-    return "";
-}
-
 Tokens fileTokens(const InitialSpec& spec, int n, int d) {
     const std::string pointer = "/initial/path";
     const std::string quoted = quoteForMessage(spec.path, kMaxQuotedPath);
