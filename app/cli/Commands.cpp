@@ -195,9 +195,9 @@ int simulate(const Args& raw) {
         try {
             return OutputSet({out, jsonPath}, sceneInputs(p.positional[0], scene));
         } catch (const OutputError& e) {
-            throw OutputError(e.field, std::string(e.what() + e.field.size() + 2) +
-                                           " (simulate writes the trajectory "
-                                           "to --out and its record to <stem>.json beside it)");
+            throw OutputError(e.field, e.detail +
+                                           " (simulate writes the trajectory to --out and its record to "
+                                           "<stem>.json beside it)");
         }
     }();
 

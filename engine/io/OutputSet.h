@@ -33,9 +33,9 @@ namespace flowscope {
 // A bad output declaration (a name collision, a missing or read-only directory): bad input, exit code 2.
 // `field` is what names the output to the user ("--out", "/output/path", ...).
 struct OutputError : std::runtime_error {
-    OutputError(const std::string& field, const std::string& message)
-        : std::runtime_error(field + ": " + message), field(field) {}
-    std::string field;
+    OutputError(const std::string& field, const std::string& detail)
+        : std::runtime_error(field + ": " + detail), field(field), detail(detail) {}
+    std::string field, detail; // what() is "field: detail"
 };
 
 class OutputSet {
