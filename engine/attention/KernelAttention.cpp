@@ -60,6 +60,11 @@ void logSumExp(StreamRunner& runner, const Tokens& queriesFrom, const Mat& B, co
     out = sums.max.array() + sums.den.array().log();
 }
 
+double energyFromRowLogSumExps(const Vec& logZ) {
+    const double m = logZ.maxCoeff(), n = double(logZ.size());
+    return std::exp(m + std::log((logZ.array() - m).exp().sum()) - std::log(2.0 * n * n));
+}
+
 Tokens headQueries(const Tokens& X, const HeadSetup& head) {
     return head.queries.size() ? head.queries : Tokens(X * head.B.transpose());
 }
@@ -108,12 +113,15 @@ void KernelAttention::velocity(double t, const Tokens& X, Tokens& dX) {
     }
 }
 
+bool KernelAttention::energyDefined(std::size_t heads, Eigen::Index n) const {
+    return spec_.type == AttentionType::Softmax && !spec_.masked && heads == 1 && n > 0;
+}
+
 void KernelAttention::velocityAndStats(double t, const Tokens& X, Tokens& dX, Vec* entropies,
                                        double* energy) {
     const auto heads = spec_.headsAt(t);
     const bool wantEntropy = entropies && normalized() && X.rows() > 0 && !heads.empty();
-    const bool hasEnergy =
-        spec_.type == AttentionType::Softmax && !spec_.masked && heads.size() == 1 && X.rows() > 0;
+    const bool hasEnergy = energyDefined(heads.size(), X.rows());
     dX.setZero(X.rows(), X.cols());
     Tokens avg;
     Vec logZ, H;
@@ -131,9 +139,7 @@ void KernelAttention::velocityAndStats(double t, const Tokens& X, Tokens& dX, Ve
         if (!hasEnergy) {
             *energy = std::numeric_limits<double>::quiet_NaN();
         } else if (fused && logZ.size() == X.rows()) {
-            // log E = logsumexp_i(log Z_i) - log(2 N^2), each log Z_i from the velocity pass.
-            const double m = logZ.maxCoeff(), n = double(X.rows());
-            *energy = std::exp(m + std::log((logZ.array() - m).exp().sum()) - std::log(2.0 * n * n));
+            *energy = energyFromRowLogSumExps(logZ); // each log Z_i from the velocity pass
         } else {
             *energy = interactionEnergy(t, X);
         }
@@ -157,17 +163,13 @@ Vec KernelAttention::attentionWeights(double t, const Tokens& X, Eigen::Index i)
 
 double KernelAttention::interactionEnergy(double t, const Tokens& X) {
     const auto heads = spec_.headsAt(t);
-    if (spec_.type != AttentionType::Softmax || spec_.masked || heads.size() != 1 || X.rows() == 0)
-        return std::numeric_limits<double>::quiet_NaN();
-    // log E = logsumexp_i (logsumexp_j s_ij) - log(2 N^2), in double on the CPU whatever the field's runner:
-    // finite until E itself overflows.
+    if (!energyDefined(heads.size(), X.rows())) return std::numeric_limits<double>::quiet_NaN();
+    // In double on the CPU whatever the field's runner: finite until E itself overflows.
     const HeadSetup h = setupHead(heads.front(), X);
     CpuStreamRunner reference(Precision::Float64);
     Vec rows;
     logSumExp(reference, X, h.B, X, Vec(), rows);
-    const double m = rows.maxCoeff();
-    const double n = double(X.rows());
-    return std::exp(m + std::log((rows.array() - m).exp().sum()) - std::log(2.0 * n * n));
+    return energyFromRowLogSumExps(rows);
 }
 
 } // namespace flowscope

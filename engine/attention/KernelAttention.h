@@ -57,6 +57,9 @@ void logSumExp(StreamRunner& runner, const Tokens& queriesFrom, const Mat& B, co
 Vec softmaxEntropies(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal);
 // Row i of those distributions (size N; zero past i when causal).
 Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal, Eigen::Index i);
+// The interaction energy E = (1/(2 N^2)) sum_ij exp(s_ij) from each row's log-sum-exp log Z_i = logsumexp_j
+// s_ij: log E = logsumexp_i(log Z_i) - log(2 N^2), finite until E itself overflows.
+double energyFromRowLogSumExps(const Vec& logZ);
 // The queries of a head: explicit ones, or B x_i.
 Tokens headQueries(const Tokens& X, const HeadSetup& head);
 
@@ -81,6 +84,8 @@ class KernelAttention : public VelocityField {
   protected:
     // True when the weights form a probability distribution over keys (entropy is defined).
     virtual bool normalized() const { return true; }
+    // Whether the interaction energy exists: softmax, one head, unmasked, some tokens.
+    bool energyDefined(std::size_t heads, Eigen::Index n) const;
 
     AttentionSpec spec_;
     int d_;
