@@ -172,10 +172,8 @@ ConeData computeConeData(const Scene& scene) {
     }
     std::vector<MomentTrajectory> solved;
     try {
-        checkRunBudget(momentsRunBudget(scene, false), defaultMemoryLimit(), "half this machine's memory");
-        MomentSolveOptions options = momentOptions(scene);
-        options.maxRecordedStates = double(defaultMemoryLimit()) / momentStateBytes(scene, false);
-        solved = solveAllMoments(scene, options);
+        solved = solveAllMoments(
+            scene, boundedMomentOptions(scene, defaultMemoryLimit(), false, "half this machine's memory"));
     } catch (const std::exception& e) {
         out.message = e.what();
         return out;

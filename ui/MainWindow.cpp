@@ -824,13 +824,12 @@ bool MainWindow::exportMoments(const QString& path, const std::function<bool(lon
         return false;
     }
     try {
-        checkRunBudget(momentsRunBudget(scene, false), defaultMemoryLimit(), "half this machine's memory");
+        const MomentSolveOptions options =
+            boundedMomentOptions(scene, defaultMemoryLimit(), false, "half this machine's memory");
         std::vector<MomentTrajectory> trajectories;
         bool cancelled = false;
         runOffThread(
             [&](const JobProgress& p) {
-                MomentSolveOptions options = momentOptions(scene);
-                options.maxRecordedStates = double(defaultMemoryLimit()) / momentStateBytes(scene, false);
                 trajectories =
                     solveAllMoments(scene, options, [&p](int done, int total) { p(double(done) / total); });
             },

@@ -80,7 +80,7 @@ int moments(const Args& raw) {
     if (!method.empty()) scene.moments.method = parseMethod(method);
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
     makeMomentField(scene); // refuse non-Gaussian variants before any work
-    checkRunBudget(momentsRunBudget(scene, !npy), maxMemory, kMaxMemoryHint);
+    const MomentSolveOptions options = boundedMomentOptions(scene, maxMemory, !npy, kMaxMemoryHint);
     // The outputs, checked before the work; .npy: the companions first, the covariances (the named file)
     // last.
     OutputSet outputs(npy ? std::vector<std::string>{momentsCompanionPath(out, "times"),
@@ -91,8 +91,6 @@ int moments(const Args& raw) {
 
     Progress progress{"moments " + scene.name};
     const auto start = std::chrono::steady_clock::now();
-    MomentSolveOptions options = momentOptions(scene);
-    options.maxRecordedStates = double(maxMemory) / momentStateBytes(scene, !npy);
     const auto trajectories = solveAllMoments(scene, options, std::ref(progress));
     progress.finish();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

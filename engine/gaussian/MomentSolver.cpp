@@ -3,6 +3,7 @@
 #include "engine/core/Parallel.h"
 #include "engine/dynamics/Integrator.h"
 #include "engine/gaussian/Cone.h"
+#include "engine/scene/RunBudget.h"
 
 #include <atomic>
 #include <cmath>
@@ -254,6 +255,14 @@ MomentSolveOptions momentOptions(const Scene& scene) {
     o.T = scene.integrator.T;
     o.recordEvery = scene.integrator.T / double(std::max(1, scene.integrator.steps));
     o.recordEveryIter = std::max(1, scene.output.every);
+    return o;
+}
+
+MomentSolveOptions boundedMomentOptions(const Scene& scene, std::uint64_t memoryLimit, bool jsonOutput,
+                                        const std::string& hint) {
+    checkRunBudget(momentsRunBudget(scene, jsonOutput), memoryLimit, hint);
+    MomentSolveOptions o = momentOptions(scene);
+    o.maxRecordedStates = double(memoryLimit) / momentStateBytes(scene, jsonOutput);
     return o;
 }
 

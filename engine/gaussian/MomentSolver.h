@@ -20,9 +20,11 @@
 
 #include "engine/gaussian/MomentField.h"
 
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace flowscope {
@@ -62,6 +64,12 @@ MomentTrajectory solveMoments(const MomentField& field, const GaussianState& ini
 // Options from a scene: T = integrator.T, recordEvery = T / integrator.steps (adaptive),
 // recordEveryIter = output.every (paper mode).
 MomentSolveOptions momentOptions(const Scene& scene);
+
+// momentOptions within `memoryLimit` bytes: refuses a scene whose budget exceeds it (checkRunBudget with
+// `hint`; engine/scene/RunBudget.h), and bounds the total of recorded states (maxRecordedStates) by it.
+// `jsonOutput`: the states will also be written as JSON (about 48 bytes a number).
+MomentSolveOptions boundedMomentOptions(const Scene& scene, std::uint64_t memoryLimit, bool jsonOutput,
+                                        const std::string& hint);
 
 // Solves every initial Gaussian of the scene (initialGaussians), in parallel across threads; the result
 // does not depend on the thread count. `progress(done, total)` is called from worker threads as
