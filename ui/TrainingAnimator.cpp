@@ -39,17 +39,17 @@ TrainingAnimator::TrainingAnimator(std::vector<flows::TrainerConfig> configs, co
         throw std::invalid_argument("the training animation needs the training view and one or two trainers");
     // The app's pictures (a 64² density grid, TrainingOptions' trajectories), with the samples asked for.
     pictureOptions_.samples = options_.pictureSamples;
-    pictures_ = std::make_unique<TrainingPictureMaker>(pictureOptions_, configs.front().flow.d);
+    std::vector<std::unique_ptr<flows::FlowTrainer>> trainers;
     for (flows::TrainerConfig& c : configs) {
         // As `train` decays the learning rate over its --iters, this decays it over the whole animation;
         // held-out metrics on 1000 points, as the app's Training panel (O(n²) per layer with the RWPO layer).
         c.adam.decaySteps = std::max(1L, lastIteration());
         c.evalSamples = 1000;
-        Run run;
-        run.trainer = std::make_unique<flows::FlowTrainer>(c); // throws std::invalid_argument
-        run.data = pictures_->data(*run.trainer);
-        runs_.push_back(std::move(run));
+        trainers.push_back(std::make_unique<flows::FlowTrainer>(c)); // throws std::invalid_argument
     }
+    pictures_ = std::make_unique<FlowTraining::Pictures>(pictureOptions_, *trainers.front());
+    runs_ = trainerSlots<FlowTraining>(std::move(trainers));
+    eventsSeen_.assign(runs_.size(), 0);
     captionHeight_ = options_.caption ? captionStripHeight(captionFont_) : 0;
     const int viewHeight = options_.height - captionHeight_;
     if (viewHeight < kAnimationMinSide)
@@ -67,25 +67,15 @@ TrainingAnimator::~TrainingAnimator() = default;
 
 std::vector<const flows::FlowTrainer*> TrainingAnimator::trainers() const {
     std::vector<const flows::FlowTrainer*> out;
-    for (const Run& r : runs_) out.push_back(r.trainer.get());
+    for (const auto& r : runs_) out.push_back(r.trainer.get());
     return out;
 }
 
 // The snapshot the app's runner would publish for these trainers now (pictures made at their iteration).
-std::shared_ptr<const TrainingSnapshot> TrainingAnimator::snapshot(bool playing) const {
-    auto s = std::make_shared<TrainingSnapshot>();
-    s->generation = 1;
-    s->playing = playing;
-    s->sideBySide = sideBySide();
-    s->iterationsPerSecond = double(options_.itersPerFrame) * options_.fps; // of the video
-    for (const Run& run : runs_) {
-        s->trainers.push_back(trainerState(*run.trainer, pictureOptions_.maxEvents));
-        s->trainers.back().picture = pictures_->make(*run.trainer, run.data);
-        if (s->error.empty() && run.trainer->stopped() && !run.trainer->events().empty())
-            s->error = (s->sideBySide ? s->trainers.back().label + ": " : std::string()) +
-                       run.trainer->events().back().message;
-    }
-    return s;
+std::shared_ptr<const TrainingSnapshot> TrainingAnimator::snapshot(bool playing) {
+    for (auto& run : runs_) run.picture = pictures_->make(*run.trainer);
+    const double rate = double(options_.itersPerFrame) * options_.fps; // of the video
+    return trainerSnapshot<FlowTraining>(runs_, *pictures_, 1, playing, rate, pictureOptions_.maxEvents, {});
 }
 
 // The strip above the view: the caption's text ({iteration} replaced), or (auto) the data and the model(s)
@@ -95,9 +85,9 @@ void TrainingAnimator::paintCaption(QPainter& p) const {
     QString left, right;
     if (*options_.caption == "auto") {
         std::string l = dataName_ + "  \u00b7  ", r = "iteration " + std::to_string(iteration);
-        if (sideBySide()) {
+        if (comparison()) {
             l += "with and without RWPO";
-            for (const Run& run : runs_)
+            for (const auto& run : runs_)
                 r += std::string("    ") + (run.trainer->config().flow.rwpo ? "RWPO: " : "OT-Flow: ") +
                      trainerParameters(*run.trainer);
         } else {
@@ -117,12 +107,12 @@ void TrainingAnimator::paintCaption(QPainter& p) const {
 bool TrainingAnimator::nextFrame(QImage& rgba, const Cancelled& cancelled) {
     if (framesDone_ > 0)
         for (long i = 0; i < options_.itersPerFrame; ++i)
-            for (Run& run : runs_) {
+            for (std::size_t k = 0; k < runs_.size(); ++k) {
                 if (cancelled && cancelled()) return false;
-                stepTrainer(*run.trainer, pictureOptions_.evaluateEvery); // nothing once it has stopped
-                const auto& events = run.trainer->events();
-                for (; run.eventsSeen < events.size(); ++run.eventsSeen)
-                    if (onEvent_) onEvent_(*run.trainer, events[run.eventsSeen]);
+                const flows::FlowTrainer& t = *runs_[k].trainer;
+                stepTrainer(*runs_[k].trainer, pictureOptions_.evaluateEvery); // nothing once it has stopped
+                for (; eventsSeen_[k] < t.events().size(); ++eventsSeen_[k])
+                    if (onEvent_) onEvent_(t, t.events()[eventsSeen_[k]]);
             }
     if (cancelled && cancelled()) return false;
 

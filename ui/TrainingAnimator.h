@@ -64,7 +64,7 @@ class TrainingAnimator {
     long framesDone() const { return framesDone_; }
     long lastIteration() const { return (options_.frames - 1) * options_.itersPerFrame; }
     const AnimationOptions& options() const { return options_; }
-    bool sideBySide() const { return runs_.size() == 2; }
+    bool comparison() const { return runs_.size() == 2; }
     // The trainers (with the RWPO layer first when side by side), at the last frame drawn.
     std::vector<const flows::FlowTrainer*> trainers() const;
     // The view drawing the frames, e.g. for where a point lands (add captionHeight() to y).
@@ -72,19 +72,15 @@ class TrainingAnimator {
     int captionHeight() const { return captionHeight_; }
 
   private:
-    struct Run {
-        std::unique_ptr<flows::FlowTrainer> trainer;
-        Mat data;
-        std::size_t eventsSeen = 0;
-    };
-    std::shared_ptr<const TrainingSnapshot> snapshot(bool playing) const;
+    std::shared_ptr<const TrainingSnapshot> snapshot(bool playing);
     void paintCaption(QPainter& p) const;
 
     const AnimationOptions options_;
     const std::string dataName_;
     TrainingOptions pictureOptions_;
-    std::unique_ptr<TrainingPictureMaker> pictures_;
-    std::vector<Run> runs_;
+    std::unique_ptr<FlowTraining::Pictures> pictures_;
+    std::vector<TrainerSlot<FlowTraining>> runs_;
+    std::vector<std::size_t> eventsSeen_; // of each trainer's events, how many went to onEvent_
     EventHandler onEvent_;
     long framesDone_ = 0;
     QFont captionFont_;

@@ -306,7 +306,7 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
             if (t.rwpo) parts << tr("λ %1").arg(number(lambda)) << tr("β %1").arg(number(beta));
             parts << tr("lr %1").arg(number(t.learningRate));
             const QString prefix =
-                snapshot->sideBySide ? QString::fromStdString(t.label) + QStringLiteral(": ") : QString();
+                snapshot->comparison ? QString::fromStdString(t.label) + QStringLiteral(": ") : QString();
             lines << prefix + parts.join(QStringLiteral(" · "));
             if (!t.evaluations.empty()) {
                 const flows::Evaluation& e = t.evaluations.back();
@@ -323,7 +323,7 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
         if (warning.isEmpty()) {
             for (const TrainerState& t : snapshot->trainers)
                 if (!t.evaluations.empty() && t.evaluations.back().gridMass > kMassWarning) {
-                    const QString prefix = snapshot->sideBySide
+                    const QString prefix = snapshot->comparison
                                                ? QString::fromStdString(t.label) + QStringLiteral(": ")
                                                : QString();
                     warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) + prefix +
@@ -337,7 +337,7 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
             for (const TrainerState& t : snapshot->trainers)
                 if (!t.events.empty()) {
                     const flows::TrainEvent& e = t.events.back();
-                    const QString prefix = snapshot->sideBySide
+                    const QString prefix = snapshot->comparison
                                                ? QString::fromStdString(t.label) + QStringLiteral(", ")
                                                : QString();
                     warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) + eventText(prefix, e);

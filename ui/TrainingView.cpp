@@ -151,7 +151,7 @@ QString TrainingView::plotTitle(Plot plot) {
 
 PicturePlotLayout TrainingView::layout() const {
     const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
-    return layoutFor(n, kPlotCount, shown_ && shown_->sideBySide);
+    return layoutFor(n, kPlotCount, shown_ && shown_->comparison);
 }
 
 QRectF TrainingView::scatterRect(int trainer) const {
@@ -176,7 +176,7 @@ void TrainingView::paintEvent(QPaintEvent*) {
     }
     for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
         paintScatter(p, l.pictures[k], shown_->trainers[k]);
-    if (shown_->sideBySide) { // the curves' legend, above the plots
+    if (shown_->comparison) { // the curves' legend, above the plots
         std::vector<LegendEntry> entries;
         for (const TrainerState& t : shown_->trainers)
             entries.push_back({curveColor(t), QString::fromStdString(t.label)});

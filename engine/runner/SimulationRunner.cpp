@@ -1,8 +1,5 @@
 #include "engine/runner/SimulationRunner.h"
 
-#include "engine/runner/LatestSnapshot.h"
-
-#include "engine/core/Parallel.h"
 #include "engine/scene/RunBudget.h"
 
 #include <algorithm>
@@ -12,192 +9,9 @@
 namespace flowscope {
 
 // ---------------------------------------------------------------------------------------------------------
-// WorkerLoop
-
-namespace {
-using Clock = std::chrono::steady_clock;
-constexpr auto kPublishInterval = std::chrono::microseconds(8333); // ~120 Hz, above any display rate
-constexpr auto kRateWindow = std::chrono::milliseconds(250);       // steps/s is averaged over this window
-} // namespace
-
-WorkerLoop::WorkerLoop(Steppable& target) : target_(target), thread_([this] { run(); }) {}
-
-WorkerLoop::~WorkerLoop() {
-    {
-        std::lock_guard lock(mutex_);
-        quit_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-}
-
-void WorkerLoop::post(std::function<void()> command) {
-    {
-        std::lock_guard lock(mutex_);
-        commands_.push_back(std::move(command));
-    }
-    wake_.notify_all();
-}
-
-void WorkerLoop::play() {
-    {
-        std::lock_guard lock(mutex_);
-        playing_ = true;
-    }
-    wake_.notify_all();
-}
-
-void WorkerLoop::pause() {
-    {
-        std::lock_guard lock(mutex_);
-        playing_ = false;
-    }
-    wake_.notify_all();
-}
-
-void WorkerLoop::stepOnce() {
-    {
-        std::lock_guard lock(mutex_);
-        playing_ = false;
-        ++singleSteps_;
-    }
-    wake_.notify_all();
-}
-
-bool WorkerLoop::playing() const {
-    std::lock_guard lock(mutex_);
-    return playing_;
-}
-
-void WorkerLoop::setMaxStepsPerSecond(double rate) {
-    {
-        std::lock_guard lock(mutex_);
-        maxRate_ = rate;
-    }
-    wake_.notify_all();
-}
-
-double WorkerLoop::maxStepsPerSecond() const {
-    std::lock_guard lock(mutex_);
-    return maxRate_;
-}
-
-bool WorkerLoop::hasWork() const {
-    return quit_ || !commands_.empty() || singleSteps_ > 0 || playing_ || playing_ != publishedPlaying_;
-}
-
-void WorkerLoop::run() {
-    useBackgroundPriority(); // the UI thread comes first (DESIGN.md, "Threads")
-    // A step that throws must not take the process down (std::terminate on an escaping exception); the
-    // Steppable is expected to record its own failures, this is the last line of defence.
-    auto guardedAdvance = [this] {
-        try {
-            return target_.advance();
-        } catch (...) {
-            return false;
-        }
-    };
-
-    std::unique_lock lock(mutex_);
-    Clock::time_point nextStep = Clock::now();
-    Clock::time_point lastPublish{};
-    Clock::time_point windowStart = Clock::now();
-    long windowSteps = 0;
-    double rate = 0.0;
-
-    // Publishes with the mutex released: readers of the target's snapshot never contend with our mutex.
-    auto publish = [&](bool playing) {
-        lock.unlock();
-        target_.publish(playing ? rate : 0.0, playing);
-        lock.lock();
-        publishedPlaying_ = playing;
-        lastPublish = Clock::now();
-    };
-
-    for (;;) {
-        wake_.wait(lock, [this] { return hasWork(); });
-        if (quit_) {
-            lock.unlock();
-            target_.finish();
-            return;
-        }
-
-        if (!commands_.empty()) {
-            auto batch = std::move(commands_);
-            commands_.clear();
-            lock.unlock();
-            for (auto& command : batch) {
-                try {
-                    command();
-                } catch (...) {
-                    // Commands report their own errors through the target; see guardedAdvance.
-                }
-            }
-            lock.lock();
-            publish(playing_);
-            continue;
-        }
-
-        if (singleSteps_ > 0) {
-            --singleSteps_;
-            lock.unlock();
-            guardedAdvance();
-            lock.lock();
-            rate = 0.0;
-            publish(playing_);
-            continue;
-        }
-
-        if (!playing_) { // only the play state changed: show it
-            rate = 0.0;
-            publish(false);
-            continue;
-        }
-
-        const auto now = Clock::now();
-        if (!publishedPlaying_) { // just started playing: measure the rate afresh
-            windowStart = now;
-            windowSteps = 0;
-            nextStep = now;
-        }
-        if (maxRate_ > 0.0) {
-            if (now < nextStep) {
-                wake_.wait_until(lock, nextStep, [this] {
-                    return quit_ || !commands_.empty() || singleSteps_ > 0 || !playing_;
-                });
-                continue;
-            }
-            const auto period =
-                std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(1.0 / maxRate_));
-            // Keep a steady cadence, but do not try to catch up after a slow step or a pause.
-            nextStep = (now - nextStep < period) ? nextStep + period : now + period;
-        }
-
-        lock.unlock();
-        const bool more = guardedAdvance();
-        const auto after = Clock::now();
-        ++windowSteps;
-        if (after - windowStart >= kRateWindow) {
-            rate = double(windowSteps) / std::chrono::duration<double>(after - windowStart).count();
-            windowStart = after;
-            windowSteps = 0;
-        }
-        lock.lock();
-
-        if (!more) {
-            playing_ = false;
-            rate = 0.0;
-            publish(false);
-        } else if (after - lastPublish >= kPublishInterval || !publishedPlaying_) {
-            publish(playing_);
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------
 // SimulationRunner::Job: the Simulation as a Steppable, and the snapshot it publishes.
 
-class SimulationRunner::Job : public Steppable {
+class SimulationRunner::Job : public LiveJob<Snapshot> {
   public:
     // Worker thread. Replaces the run; a Simulation that cannot be built leaves an error snapshot.
     void install(const Scene& scene, std::uint64_t generation) {
@@ -348,10 +162,6 @@ class SimulationRunner::Job : public Steppable {
         store(std::move(s));
     }
 
-    // Any thread.
-    void store(std::shared_ptr<const Snapshot> s) { latest_.store(std::move(s)); }
-    std::shared_ptr<const Snapshot> snapshot() const { return latest_.get(); }
-
   private:
     static void fill(Snapshot& s, const Simulation& sim) {
         s.t = sim.time();
@@ -398,20 +208,14 @@ class SimulationRunner::Job : public Steppable {
     std::string error_;
     std::shared_ptr<RunHistory> history_ = std::make_shared<RunHistory>();
     bool broken_ = false;
-
-    // Shared with readers.
-    LatestSnapshot<Snapshot> latest_;
 };
 
 // ---------------------------------------------------------------------------------------------------------
 // SimulationRunner
 
-SimulationRunner::SimulationRunner()
-    : job_(std::make_unique<Job>()), loop_(std::make_unique<WorkerLoop>(*job_)) {}
+SimulationRunner::SimulationRunner() : LiveRun(std::make_unique<Job>()) {}
 
-SimulationRunner::~SimulationRunner() {
-    loop_.reset();
-}
+SimulationRunner::~SimulationRunner() = default;
 
 void SimulationRunner::start(const Scene& scene) {
     // Fail here, on the caller's thread, for what a user can get wrong in a scene that parsed (attention
@@ -423,51 +227,33 @@ void SimulationRunner::start(const Scene& scene) {
                    "half this machine's memory; the app keeps at most 512 MiB of recorded frames");
     auto first = std::make_shared<Snapshot>();
     first->tokens = initialTokens(scene);
-
-    first->generation = ++generation_;
+    first->generation = nextGeneration();
     first->totalSteps = scene.integrator.steps;
     first->horizon = scene.integrator.T;
-    first->playing = loop_->playing();
-    job_->store(first);
-    loop_->post([job = job_.get(), scene, generation = generation_] { job->install(scene, generation); });
-}
-
-void SimulationRunner::play() {
-    loop_->play();
-}
-void SimulationRunner::pause() {
-    loop_->pause();
-}
-void SimulationRunner::stepOnce() {
-    loop_->stepOnce();
+    first->playing = playing();
+    show(first);
+    post<Job>([scene, generation = first->generation](Job& job) { job.install(scene, generation); });
 }
 
 void SimulationRunner::reset() {
-    loop_->post([job = job_.get()] { job->reset(); });
+    post<Job>([](Job& job) { job.reset(); });
 }
 
 void SimulationRunner::seek(double t) {
-    loop_->pause();
-    loop_->post([job = job_.get(), t] { job->seek(t); });
+    pause();
+    post<Job>([t](Job& job) { job.seek(t); });
 }
 
 void SimulationRunner::setBackend(BackendOpener open) {
-    loop_->post([job = job_.get(), open = std::move(open)] { job->setBackend(open); });
+    post<Job>([open = std::move(open)](Job& job) { job.setBackend(open); });
 }
 
 void SimulationRunner::setIntegrator(const IntegratorSpec& spec) {
-    loop_->post([job = job_.get(), spec] {
-        job->edit([&spec](Simulation& sim) { sim.setIntegrator(spec); }, false);
-    });
+    post<Job>([spec](Job& job) { job.edit([&spec](Simulation& sim) { sim.setIntegrator(spec); }, false); });
 }
 
 void SimulationRunner::setAttention(const AttentionSpec& spec) {
-    loop_->post(
-        [job = job_.get(), spec] { job->edit([&spec](Simulation& sim) { sim.setAttention(spec); }, false); });
-}
-
-std::shared_ptr<const Snapshot> SimulationRunner::snapshot() const {
-    return job_->snapshot();
+    post<Job>([spec](Job& job) { job.edit([&spec](Simulation& sim) { sim.setAttention(spec); }, false); });
 }
 
 } // namespace flowscope

@@ -1,26 +1,14 @@
-// Flowscope engine: trains generative flows in a worker thread and publishes immutable snapshots for the GUI.
+// Flowscope engine: live training of generative flows (TrainerRun.h, with FlowTraining as its Kind).
 //
-// The same shape as SimulationRunner (DESIGN.md, "Threads"): a WorkerLoop advances a Steppable, one
-// FlowTrainer::step() per advance(); the UI thread sends commands and reads the latest TrainingSnapshot,
-// which the worker publishes by swapping a shared_ptr under a mutex.
-//
-// What a snapshot holds, and how often it changes:
-//  * every publication: the iteration, the rate, the curves (one TrainRecord per iteration, the held-out
-//    evaluations) and the last events (rejected steps);
-//  * at most every TrainingOptions::pictureSeconds of wall time while playing (at once after a single step,
-//    a reset or a pause): the picture, i.e. generated samples of fixed base draws z, a few of their
-//    trajectories through the layers, data points and a density grid. Generating costs O(N²) per layer with
-//    the RWPO layer, so the interval also grows to keep the picture under ~20 % of the worker's time.
-//  * held-out metrics (FlowTrainer::evaluate(), seconds with the RWPO layer) every evaluateEvery iterations
-//    and on demand (evaluateNow()).
-//
-// Side by side: two trainers on the same data stream and seed, one with the RWPO layer and one without (the
-// plain OT-Flow baseline), each advance() steps both, and the snapshot carries both.
+// A picture holds generated samples of fixed base draws z, a few of their trajectories through the layers,
+// data points and a density grid. Generating costs O(N²) per layer with the RWPO layer, which is why pictures
+// are rationed (TrainerRun.h). Comparison mode trains the flow with and without the RWPO layer (the plain
+// OT-Flow baseline) on the same data stream and seed, the RWPO one first.
 #pragma once
 
 #include "engine/core/Types.h"
 #include "engine/flows/Trainer.h"
-#include "engine/runner/SimulationRunner.h"
+#include "engine/runner/TrainerRun.h"
 
 #include <cstdint>
 #include <memory>
@@ -75,16 +63,7 @@ struct TrainerState {
     std::shared_ptr<const flows::TrainerConfig> config;
 };
 
-struct TrainingSnapshot {
-    std::uint64_t generation = 0; // grows with every start(): tells runs apart
-    bool playing = false;
-    bool sideBySide = false;
-    double iterationsPerSecond = 0.0;   // advances per second (each steps every trainer once)
-    std::vector<TrainerState> trainers; // one, or two side by side (with RWPO first)
-    std::string error;                  // why training stopped or failed; empty while it can go on
-
-    long iteration() const { return trainers.empty() ? 0 : trainers.front().iteration; }
-};
+struct TrainingSnapshot : TrainerRunSnapshot<TrainerState> {};
 
 // The pictures of a run, made by one code path wherever they are made: the runner's worker (at most every
 // pictureSeconds) and flowscope-cli render --view training (one per frame, on its own thread). It holds the
@@ -107,8 +86,8 @@ class TrainingPictureMaker {
     flows::FlowTrainer::Matrix base_; // d x samples
 };
 
-// The configs a start() trains: `config`, or side by side with the RWPO layer on and off (with it first).
-std::vector<flows::TrainerConfig> trainingConfigs(const flows::TrainerConfig& config, bool sideBySide);
+// The configs a start() trains: `config`, or in comparison with the RWPO layer on and off (with it first).
+std::vector<flows::TrainerConfig> trainingConfigs(const flows::TrainerConfig& config, bool comparison);
 // One trainer's state as a snapshot holds it (label, curves, its last maxEvents events), without a picture.
 TrainerState trainerState(const flows::FlowTrainer& t, std::size_t maxEvents);
 
@@ -116,38 +95,36 @@ TrainerState trainerState(const flows::FlowTrainer& t, std::size_t maxEvents);
 // atomic). Throws std::runtime_error when the state has no model yet or the write fails.
 void saveTrainedFlow(const std::string& path, const TrainerState& state);
 
-class TrainingRunner {
-  public:
-    explicit TrainingRunner(TrainingOptions options = {});
-    ~TrainingRunner();
-    TrainingRunner(const TrainingRunner&) = delete;
-    TrainingRunner& operator=(const TrainingRunner&) = delete;
+// What TrainerRun needs to know of flows (TrainerRun.h says what each member is for).
+struct FlowTraining {
+    using Trainer = flows::FlowTrainer;
+    using Config = flows::TrainerConfig;
+    using Model = flows::FlowModel<float>;
+    using State = TrainerState;
+    using Picture = TrainingPicture;
+    using Options = TrainingOptions;
+    using Snapshot = TrainingSnapshot;
 
-    // Builds the trainer(s) on the calling thread, so that a bad config throws std::invalid_argument here
-    // (naming the field) and leaves the current run untouched; then hands them to the worker, replacing the
-    // current run. sideBySide trains config with flow.rwpo on and off. The play state is kept.
-    void start(const flows::TrainerConfig& config, bool sideBySide = false);
-    // start() from a trained model (e.g. flows::loadFlow): its architecture and parameters, the data and
-    // optimizer of `config`. The run shows the model as it is at iteration 0; play or step trains it on.
-    void startFrom(const flows::FlowModel<float>& model, flows::TrainerConfig config);
+    static std::vector<Config> configs(const Config& config, bool comparison) {
+        return trainingConfigs(config, comparison);
+    }
+    static std::string label(const Config& config);
+    static State state(const Trainer& t, std::size_t maxEvents, std::shared_ptr<const Config> config);
+    static Config fromModel(const Model& model, Config config);
 
-    void play();
-    void pause();
-    void stepOnce();
-    void reset();       // the trainers of the last start() afresh: iteration 0, the initial parameters
-    void evaluateNow(); // held-out metrics of the current parameters (appended to the evaluations)
-    void setMaxStepsPerSecond(double rate) { loop_->setMaxStepsPerSecond(rate); } // <= 0: no cap (default)
+    // The fixed base draws z and the shown data points of a run.
+    class Pictures {
+      public:
+        Pictures(const Options& options, const Trainer& first);
+        std::shared_ptr<const Picture> make(const Trainer& t) const { return maker_.make(t, data_); }
+        void describe(Snapshot&, const Trainer&) const {}
 
-    bool playing() const { return loop_->playing(); }
-    bool started() const { return generation_ > 0; }
-    // The latest published state; never waits on a step. Null before the first start().
-    std::shared_ptr<const TrainingSnapshot> snapshot() const;
-
-  private:
-    class Job;
-    std::unique_ptr<Job> job_;
-    std::unique_ptr<WorkerLoop> loop_; // declared after job_: destroyed (joined) before it
-    std::uint64_t generation_ = 0;
+      private:
+        TrainingPictureMaker maker_;
+        Mat data_;
+    };
 };
+
+using TrainingRunner = TrainerRun<FlowTraining>;
 
 } // namespace flowscope

@@ -105,7 +105,7 @@ QApplication& application() {
 QRectF scatterSquare(QSize size, int trainers, int k) {
     application();
     auto snapshot = std::make_shared<TrainingSnapshot>();
-    snapshot->sideBySide = trainers == 2;
+    snapshot->comparison = trainers == 2;
     snapshot->trainers.resize(std::size_t(trainers));
     TrainingView view;
     view.resize(size);

@@ -114,7 +114,7 @@ TEST_F(TrainingAnimationTest, FrameKShowsTheModelAfterKTimesKIterations) {
     o.frames = 4;
     o.itersPerFrame = 3;
     TrainingAnimator animator(trainingConfigs(smallFlow(true), true), o, "moons");
-    ASSERT_TRUE(animator.sideBySide());
+    ASSERT_TRUE(animator.comparison());
     QImage frame;
     for (long k = 0; k < o.frames; ++k) ASSERT_TRUE(animator.nextFrame(frame));
     EXPECT_EQ(animator.framesDone(), 4);

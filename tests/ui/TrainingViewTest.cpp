@@ -283,7 +283,7 @@ TEST(TrainingPanelStatus, AnUnnormalizedModelDensityIsAWarning) {
     // no likelihood, naming the trainer side by side. A mass of 1 warns of nothing.
     TrainingPanel panel;
     auto snapshot = std::make_shared<TrainingSnapshot>();
-    snapshot->sideBySide = true;
+    snapshot->comparison = true;
     for (double mass : {3.7, 1.0}) {
         TrainerState t;
         t.label = mass > 2 ? "with RWPO" : "without RWPO";
@@ -306,7 +306,7 @@ TEST(TrainingPanelStatus, AnUnnormalizedModelDensityIsAWarning) {
     EXPECT_FALSE(panel.warningText().contains(QStringLiteral("without RWPO")))
         << panel.warningText().toStdString();
     snapshot->trainers.erase(snapshot->trainers.begin());
-    snapshot->sideBySide = false;
+    snapshot->comparison = false;
     panel.setSnapshot(snapshot, false);
     EXPECT_TRUE(panel.warningText().isEmpty()) << panel.warningText().toStdString();
 }

@@ -62,7 +62,7 @@ TEST(TrainingRunner, NoSnapshotBeforeStartThenTheInitialStateAtOnce) {
     const auto s = runner.snapshot();
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(s->generation, 1u);
-    EXPECT_FALSE(s->sideBySide);
+    EXPECT_FALSE(s->comparison);
     ASSERT_EQ(s->trainers.size(), 1u);
     EXPECT_EQ(s->trainers[0].iteration, 0);
     EXPECT_TRUE(s->trainers[0].history.empty());
@@ -219,7 +219,7 @@ TEST(TrainingRunner, SideBySideTrainsWithAndWithoutRwpoInLockstep) {
     for (int i = 0; i < 3; ++i) runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 3));
     const auto s = runner.snapshot();
-    EXPECT_TRUE(s->sideBySide);
+    EXPECT_TRUE(s->comparison);
     ASSERT_EQ(s->trainers.size(), 2u);
     EXPECT_TRUE(s->trainers[0].rwpo);
     EXPECT_EQ(s->trainers[0].label, "with RWPO");
