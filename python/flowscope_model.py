@@ -16,7 +16,7 @@ draws samples in float64::
 Layout: ``generate`` takes and returns one sample per ROW (n x d), as ``flowscope-cli sample`` writes them
 and ``sample --base`` reads them. Internally, as in the C++ code, samples are columns (d x N).
 
-The model (seed-flows.md §1.2-§1.5; Algorithm 1 of Han, Osher, Li): M layers on [0, T], h = T / M. The
+The model (docs/math/flows.md; Algorithm 1 of Han, Osher, Li): M layers on [0, T], h = T / M. The
 training map (23) takes data x^M to base samples x^0, layer k (k = M..1) being
 
     RWPO sub-step   x -> F(x) = x + 1/2 G(x; X),   G = S_{λh}(x) - m(x)      (keys X: the batch itself)
@@ -332,7 +332,7 @@ class FlowModel:
         return (self.w.T @ u + 0.5 * np.sum(As * As, axis=0) + self.c.T @ s + self.b)[0]
 
     def potential_gradient(self, X: np.ndarray, t: float) -> np.ndarray:
-        """∇_xΦ(x, t) for X d x B (d x B), by the closed recursion of seed-flows.md §1.5:
+        """∇_xΦ(x, t) for X d x B (d x B), by the closed recursion of docs/math/flows.md#potential:
 
         z_{M+1} = w,   z_i = z_{i+1} + h_Φ K_iᵀ (tanh(a_i) ⊙ z_{i+1})  (i = M..1),
         z_0 = K_0ᵀ (tanh(a_0) ⊙ z_1),   ∇_sΦ = z_0 + AᵀA s + c;
@@ -354,7 +354,8 @@ class FlowModel:
     # ---- the RWPO sub-step (RwpoLayer.h / RwpoLayer.cpp, recordRwpo) ----
 
     def rwpo_step(self, X: np.ndarray, keys: np.ndarray | None = None) -> np.ndarray:
-        """One RWPO sub-step F(x) = x + ½ G(x),  G(x) = S_{λh}(x) - m(x)  (§1.2, eq. (22)), X d x N.
+        """One RWPO sub-step F(x) = x + ½ G(x),  G(x) = S_{λh}(x) - m(x)  (docs/math/flows.md#rwpo-layer,
+        eq. (22)), X d x N.
 
         Every token is a query and the keys y_l are the same tokens (leave_one_out: the query's own key gets
         weight 0), or ``keys`` (d x N_k, frozen; a query then has no own key to leave out). S_t(x)_i = sign(x_i) max(|x_i| - t, 0) is the soft threshold at t = λh, keeping its sign;

@@ -1,8 +1,9 @@
 // Flowscope UI: what the covariance-cone view shows, computed off the UI thread (no Qt, no GL).
 //
 // A 2x2 covariance Sigma = [[a, c], [c, b]] is the cone point (x, y, z) = (a - b, 2c, a + b)
-// (seed-castin.md §4.1, engine/gaussian/Cone.h). The map is linear, so a trajectory Sigma(t) is stored as its
-// cone points, and the state at a time between two records is the linear interpolation of the cone points.
+// (docs/math/gaussian.md#cone, engine/gaussian/Cone.h). The map is linear, so a trajectory Sigma(t) is stored
+// as its cone points, and the state at a time between two records is the linear interpolation of the cone
+// points.
 // The view's hints come from the scene's opaque view JSON, {"cone": {"elev", "azim", "color_by", "plot",
 // "reference_rays", "reference_plane_normal"}}.
 //
@@ -27,9 +28,11 @@
 
 namespace flowscope {
 
-// Cone: the 3-D PSD cone. Disc: the trace-1 slice Sigma / tr Sigma in the unit disc (§4.2).
+// Cone: the 3-D PSD cone. Disc: the trace-1 slice Sigma / tr Sigma in the unit disc
+// (docs/math/gaussian.md#trace-slice).
 enum class ConeMode { Cone, Disc };
-// Colour of a trajectory (viridis): its initial y = 2c, or its final trace z (§4.5).
+// Colour of a trajectory (viridis): its initial y = 2c, or its final trace z
+// (docs/math/gaussian.md#cone-drawing).
 enum class ConeColorBy { InitialY, FinalTrace };
 
 // View hints of a scene; absent or malformed fields keep these defaults.

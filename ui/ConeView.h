@@ -1,5 +1,6 @@
 // Flowscope UI: the covariance-cone view, the moment trajectories of a 2-D Gaussian scene drawn in the cone
-// of positive semi-definite 2x2 matrices (seed-castin.md §4.1, §4.2, §4.5; Castin et al. Figs 2, 3).
+// of positive semi-definite 2x2 matrices (docs/math/gaussian.md#cone, #trace-slice, #cone-drawing;
+// Castin et al. Figs 2, 3).
 //
 // Coordinates: Sigma = [[a, c], [c, b]] is the point (x, y, z) = (a - b, 2c, a + b). Sigma >= 0 iff
 // z >= sqrt(x^2 + y^2): a round cone with apex Sigma = 0 and axis z (the isotropic matrices), whose boundary

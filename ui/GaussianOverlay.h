@@ -1,6 +1,6 @@
 // Flowscope UI: the mean-field picture next to the particles: the Gaussian N(alpha(t), Sigma(t)) that solves
-// the moment ODE of the scene (seed-castin.md §2) from the scene's initial Gaussian, drawn over the tokens as
-// 1-sigma and 2-sigma ellipses (ellipsoids in 3-D).
+// the moment ODE of the scene (docs/math/gaussian.md) from the scene's initial Gaussian, drawn over the
+// tokens as 1-sigma and 2-sigma ellipses (ellipsoids in 3-D).
 //
 // The trajectory is integrated once per scene with the adaptive square-root solver (engine/gaussian) and
 // read by linear interpolation at the run's time. A live parameter edit at time t0 keeps the trajectory up

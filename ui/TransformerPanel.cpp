@@ -143,7 +143,7 @@ TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
         markEdited();
     });
     connect(architecture_, &QComboBox::currentIndexChanged, this, [this] {
-        // §2.7's discrete baseline for task B has two blocks.
+        // Task B's discrete baseline has two blocks (docs/math/transformers.md#task-b).
         if (valueOf<ot::Architecture>(architecture_) == ot::Architecture::Discrete &&
             valueOf<ot::Task>(task_) == ot::Task::B && blocks_->value() == 1)
             blocks_->setValue(ot::taskBBaseline().blocks);

@@ -36,9 +36,9 @@ class TransformerPanel : public QWidget {
   public:
     explicit TransformerPanel(QWidget* parent = nullptr);
 
-    // What the panel starts with for a task: §2.7's settings with λ_OT above the threshold (A: 1 in the
-    // paper's convention, threshold 1/6, with the padded model that reaches the closed form; B: 0.01 in the
-    // code's convention, the best of the measured accuracies).
+    // What the panel starts with for a task: the task's settings (docs/math/transformers.md#tasks) with λ_OT
+    // above the threshold (A: 1 in the paper's convention, threshold 1/6, with the padded model that reaches
+    // the closed form; B: 0.01 in the code's convention, the best of the measured accuracies).
     static ot::OtTrainerConfig defaults(ot::Task task);
 
     // The run the controls describe.

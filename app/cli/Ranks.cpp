@@ -1,4 +1,5 @@
-// flowscope-cli ranks: the rank histograms of Fig 4 (softmax) and Fig 11 (l2), seed-castin.md §4.7.
+// flowscope-cli ranks: the rank histograms of Fig 4 (softmax) and Fig 11 (l2),
+// docs/math/gaussian.md#rank-histograms.
 // The experiment itself is engine/gaussian/RankExperiment.h; this file parses options, prints a table and
 // writes the JSON record (atomically).
 #include "Commands.h"

@@ -1,5 +1,5 @@
 // flowscope-cli train-transformer / eval-transformer: continuous-time Transformers (engine/ottransformer) on
-// the tasks of seed-flows.md §2.7 from the command line.
+// tasks A and B (docs/math/transformers.md#tasks) from the command line.
 #include "Commands.h"
 
 #include "engine/core/Text.h"

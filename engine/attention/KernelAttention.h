@@ -3,10 +3,10 @@
 // Every head of softmax, l2, unnormalized exp/ReLU/sigmoid and masked attention has the form
 //     Gamma_h(x_i) = V_h * normalize( sum_j w(q_i . x_j + b_j) x_j ),   q_i = B_h x_i,
 // with a variant-specific query matrix B_h, key bias b, weighting w and normalization (by the weights'
-// sum, or by the 1/N of the empirical measure). Heads are summed (multi-head, seed-castin.md §1.7). A variant
-// only says how to set up one head; this class runs one streaming pass per head on its StreamRunner (the CPU
-// kernel in the field's precision, or a GPU backend's; engine/attention/StreamRunner.h) and assembles the
-// velocity in double.
+// sum, or by the 1/N of the empirical measure; docs/math/attention.md#kernel-form). Heads are summed
+// (docs/math/attention.md#multi-head). A variant only says how to set up one head; this class runs one
+// streaming pass per head on its StreamRunner (the CPU kernel in the field's precision, or a GPU backend's;
+// engine/attention/StreamRunner.h) and assembles the velocity in double.
 #pragma once
 
 #include "engine/attention/StreamRunner.h"

@@ -1,7 +1,7 @@
-// l2 attention (Kim et al.; seed-castin.md §1.3).
+// l2 attention (Kim et al.; docs/math/attention.md#l2).
 //
-//   P_ij = exp(-gamma |Q x_i - K x_j|^2) / sum_l exp(-gamma |Q x_i - K x_l|^2),   Gamma(x_i) = V sum_j P_ij
-//   x_j.
+//   P_ij = exp(-gamma |Q x_i - K x_j|^2) / sum_l exp(-gamma |Q x_i - K x_l|^2),
+//   Gamma(x_i) = V sum_j P_ij x_j.
 // Expanding the square, the |Q x_i|^2 term cancels in the normalization, leaving a dot-product score with a
 // key bias:  s_ij = 2 gamma x_j^T A x_i - gamma |K x_j|^2  (A = K^T Q). Depends on Q and K separately.
 #pragma once

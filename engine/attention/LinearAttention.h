@@ -1,10 +1,11 @@
-// Linear attention (no softmax; seed-castin.md §1.2).
+// Linear attention (no softmax; docs/math/attention.md#linear).
 //
-//   pure:     Gamma(x_i) = (1/N) sum_j V x_j (x_j^T gamma A x_i) = V M2 gamma A x_i,   M2 = (1/N) sum_j x_j
-//   x_j^T, lin,eps:  Gamma(x_i) = (1/eps) V m + V (M2 - m m^T) gamma A x_i,                    m  = (1/N)
-//   sum_j x_j,
+//   pure:     Gamma(x_i) = (1/N) sum_j V x_j (x_j^T gamma A x_i) = V M2 gamma A x_i,
+//             M2 = (1/N) sum_j x_j x_j^T,
+//   lin,eps:  Gamma(x_i) = (1/eps) V m + V (M2 - m m^T) gamma A x_i,   m = (1/N) sum_j x_j,
 // summed over heads (A = K^T Q). Because the field is affine in x for any token cloud, it is evaluated
-// exactly in O(N d^2) through the moments; particle and Gaussian (moment) modes agree at every N (T13).
+// exactly in O(N d^2) through the moments; particle and Gaussian (moment) modes agree at every N
+// (T13, docs/math/attention.md#t13).
 // Always computed in double (it costs nothing).
 #pragma once
 

@@ -1,4 +1,4 @@
-// RWPO-L1 sparse layer (Han, Osher, Li; seed-flows.md §1.2), as a velocity field.
+// RWPO-L1 sparse layer (Han, Osher, Li; docs/math/attention.md#rwpo), as a velocity field.
 //
 // The layer maps each token x (keys y_l = the current tokens, the query's own key included) to
 //     x + 1/2 [ S(x) - sum_l softmax_l(U(x, y_l)) y_l ],   S(x)_c = sign(x_c) max(|x_c| - lambda h, 0),

@@ -1,4 +1,4 @@
-// Sinkhorn attention (Sinkformers; seed-castin.md §1.4, eqs (6),(7)).
+// Sinkhorn attention (Sinkformers; Castin et al. eqs (6),(7); docs/math/attention.md#sinkhorn).
 //
 // Cost c(x,y) = gamma |Q x - K y|^2 / (2 eps). The |Qx|^2 and |Ky|^2 parts are absorbed by the potentials, so
 // the plan depends only on the score s_ij = gamma x_j^T A x_i / eps (A = K^T Q; Remark 5.2). In the log

@@ -1,4 +1,5 @@
-// Softmax attention (seed-castin.md §1.1, eqs (4),(5)); masked/causal when spec.masked (§1.6, eq (8)).
+// Softmax attention (Castin et al. eqs (4),(5); docs/math/attention.md#softmax); masked/causal when
+// spec.masked (eq (8); docs/math/attention.md#masked).
 //
 //   P_ij = exp(s_ij) / sum_l exp(s_il),  s_ij = gamma (Q x_i).(K x_j) = gamma x_j^T A x_i,  A = K^T Q,
 //   Gamma(x_i) = sum_h V_h sum_j P^h_ij x_j,

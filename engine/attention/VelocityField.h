@@ -41,7 +41,8 @@ class VelocityField {
     // variants (first head; double precision); empty where none exists. O(N d): meant for picking a token.
     virtual Vec attentionWeights(double /*t*/, const Tokens& /*X*/, Eigen::Index /*i*/) { return {}; }
     // The interaction energy of the variant when it has one (softmax, one head, unmasked:
-    // E = (1/(2 N^2)) sum_ij exp(s_ij), s_ij = beta x_i^T A x_j the score; seed-castin.md §5.4), else NaN.
+    // E = (1/(2 N^2)) sum_ij exp(s_ij), s_ij = beta x_i^T A x_j the score; docs/math/attention.md#energy),
+    // else NaN.
     virtual double interactionEnergy(double /*t*/, const Tokens& /*X*/) {
         return std::numeric_limits<double>::quiet_NaN();
     }

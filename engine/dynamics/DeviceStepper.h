@@ -4,8 +4,8 @@
 // DeviceStepper instead keeps the tokens in device memory: advance() only records work, and the tokens come
 // back when someone asks (download). Simulation uses one when its backend offers it (ComputeBackend::
 // makeStepper) and downloads only the frames it records. share() publishes a drawable copy of the tokens in
-// device memory, so a view in the same OpenGL share group draws them without a trip through the CPU
-// (DESIGN.md, core idea 4).
+// device memory, so a view in the same OpenGL share group draws them without a trip through the CPU (on a
+// GPU backend the particles stay on the GPU; docs/ARCHITECTURE.md, threads).
 #pragma once
 
 #include "engine/core/Types.h"

@@ -12,7 +12,7 @@ struct Observables {
     double entropy = std::numeric_limits<double>::quiet_NaN(); // mean attention entropy (nats)
     Vec tokenEntropy; // H_i of each token's attention row (nats), when the entropy is computed
     // Interaction energy of the variant when it has one (softmax: (1/(2 N^2)) sum_ij exp(beta x_i^T A x_j),
-    // first head; seed-castin.md §5.4), else NaN.
+    // first head; docs/math/attention.md#energy), else NaN.
     double energy = std::numeric_limits<double>::quiet_NaN();
     int clusters = 0;     // groups of tokens within clusterTol of a group's first token
     int rank = 0;         // numerical rank of cov: eigenvalues > rankTol * largest

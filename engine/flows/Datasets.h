@@ -1,7 +1,7 @@
 // Flowscope engine: the 2-D toy datasets of FFJORD / OT-Flow (lib/toy_data.py), seeded, and user points.
 //
-// The recipes follow toy_data.py and the sklearn generators it calls constant for constant (prior-art.md
-// §1.2, seed-flows.md §1.9); the .cpp spells each one out. Deliberate differences from the Python code:
+// The recipes follow toy_data.py and the sklearn generators it calls constant for constant
+// (docs/math/flows.md#datasets); the .cpp spells each one out. Deliberate differences from the Python code:
 //  * Every generator draws from the one seeded stream, including 2spirals and checkerboard (the original
 //    draws those from the global np.random, so seeding never made them reproducible).
 //  * Exactly n rows always: pinwheel gives the n % 5 extra points to the first arms, 2spirals the extra point

@@ -1,18 +1,16 @@
-// Flowscope engine: the generative flow of Algorithm 1 (seed-flows.md §1.2-§1.5): M layers of "drift along
+// Flowscope engine: the generative flow of Algorithm 1 (docs/math/flows.md): M layers of "drift along
 // the OT-Flow potential + RWPO sparse-transformer sub-step", trained by maximum likelihood with the transport
 // and HJB regularizers of loss (16); λ and β learned through softplus.
 //
-// Conventions (the digest's open decisions, settled here):
+// Conventions (the paper's open decisions, settled here; docs/math/flows.md#departures):
 //   * time of the drift in layer k: generation (22) takes x^{k+1/2} = x^k + h ∇φ(x^k, t_k); training (23)
-//   takes
-//     x^{k-1} = x^{k-1/2} - h ∇φ(x^{k-1/2}, t_{k-1}), so both use φ at t_{k-1} for the same sub-step;
+//     takes x^{k-1} = x^{k-1/2} - h ∇φ(x^{k-1/2}, t_{k-1}), so both use φ at t_{k-1} for the same sub-step;
 //   * the RWPO sub-step keeps its sign in training (paper-literal, eq. (23)). With it, (22) is not the
-//   inverse
-//     of the training map (§1.3): the density the loss fits is that of B^{-1}(z), B the training map, not of
-//     (22)'s samples. So the sampler inverts B exactly, sub-step by sub-step (fixed-point iterations, each a
-//     contraction where B does not fold), and its samples follow the fitted density; explicitSampler gives
-//     (22) as printed. The drift sub-step is likewise inverted exactly (y = x + h∇φ(y, t_k)), so that
-//     encode(generate(z)) = z up to the solver tolerance;
+//     inverse of the training map (docs/math/flows.md#rwpo-direction): the density the loss fits is that of
+//     B^{-1}(z), B the training map, not of (22)'s samples. So the sampler inverts B exactly, sub-step by
+//     sub-step (fixed-point iterations, each a contraction where B does not fold), and its samples follow the
+//     fitted density; explicitSampler gives (22) as printed. The drift sub-step is likewise inverted exactly
+//     (y = x + h∇φ(y, t_k)), so that encode(generate(z)) = z up to the solver tolerance;
 //   * log-density (24): log ρ_T(x^M) = log N(x^0; 0, I) + Σ_k [½∇·G_k(x^k) - h Δφ(x^{k-1/2}, t_{k-1})], with
 //     log|det J_F| in place of ½∇·G when RwpoOptions::exactLogDet is set, and log det(I - h ∇²φ) in place
 //     of -h Δφ when exactDriftLogDet is (the sub-step's exact Jacobian; without the RWPO layer the density
@@ -106,8 +104,9 @@ template <class S> struct FlowParams {
 };
 
 // How the sampler went: the worst fixed-point change at exit and the most iterations any sub-step took
-// (residual above kSamplerTolerance: the training map is not invertible there, typically where it folds),
-// and the folding of each RWPO sub-step at the training map's input (§1.6; empty without the layer).
+// (residual above kSamplerTolerance: the training map is not invertible there, typically where it folds), and
+// the folding of each RWPO sub-step at the training map's input (docs/math/flows.md#folding; empty without
+// the layer).
 struct SamplerDiagnostics {
     double residual = 0;
     int iterations = 0;
@@ -172,9 +171,9 @@ template <class S> class FlowModel {
     // The training map (23) from data X to x^0, with log ρ_T(X) by (24) (1 x N); `trajectory` gets x^M ..
     // x^0. With the RWPO layer the queries are their own keys, unless `keys` (d x N_k, a reference batch of
     // data; default: the model's reference) is given: it is pushed backward beside them and its x^k are the
-    // keys of layer k, so each query's density is independent of the other queries (a density grid, §1.3).
-    // With the model's reference of R draws, logDensity is the mixture's (R passes) and column j's x^0 and
-    // trajectory are draw j mod R's, the map generate() inverts for sample j.
+    // keys of layer k, so each query's density is independent of the other queries (a density grid,
+    // docs/math/flows.md#density). With the model's reference of R draws, logDensity is the mixture's (R
+    // passes) and column j's x^0 and trajectory are draw j mod R's, the map generate() inverts for sample j.
     Matrix encode(const Matrix& X, Eigen::Matrix<S, 1, Eigen::Dynamic>* logDensity = nullptr,
                   std::vector<Matrix>* trajectory = nullptr, const Matrix* keys = nullptr) const;
     // Every RWPO sub-step's keys, per draw: `keys`, or the model's reference draws, pushed backward (entry k
@@ -189,8 +188,8 @@ template <class S> class FlowModel {
                   std::vector<Matrix>* trajectory, const FrozenKeys& keys) const;
     Matrix generate(const Matrix& Z, std::vector<Matrix>* trajectory, SamplerDiagnostics* diagnostics,
                     const FrozenKeys& keys) const;
-    // mean |encode(generate(Z)) - Z| over the columns (§1.3's round trip): the solver tolerance by default;
-    // with explicitSampler O(h) without the RWPO layer and O(1) with it.
+    // mean |encode(generate(Z)) - Z| over the columns (the round trip, docs/math/flows.md#sampling): the
+    // solver tolerance by default; with explicitSampler O(h) without the RWPO layer and O(1) with it.
     double roundTripError(const Matrix& Z) const;
 
   private:

@@ -74,7 +74,7 @@ template <class S> BoundPotential<S> bindConstant(ad::Tape<S>& tape, const Poten
     return BoundPotential<S>::fromList(blocks);
 }
 
-// The recursions of seed-flows.md §1.5, with a_i the pre-activations and T_i = tanh(a_i) = σ'(a_i):
+// The recursions of docs/math/flows.md#potential, with a_i the pre-activations and T_i = tanh(a_i) = σ'(a_i):
 //
 //   gradient    z_{M+1} = w,   z_i = z_{i+1} + h K_iᵀ (T_i ⊙ z_{i+1})  (i = M..1),   z_0 = K_0ᵀ (T_0 ⊙ z_1)
 //               ∇_sΦ = z_0 + AᵀA s + c

@@ -1,14 +1,15 @@
 // Flowscope engine: the OT-Flow potential Φ(x, t) (Onken et al. 2021, src/Phi.py) with its exact space-time
-// gradient and its exact spatial Laplacian, all recorded on a matrix tape (seed-flows.md §1.5).
+// gradient and its exact spatial Laplacian, all recorded on a matrix tape (docs/math/flows.md#potential).
 //
 //     Φ(s) = wᵀ u_M + ½ sᵀ AᵀA s + cᵀ s + b,                        s = [x; t] ∈ ℝ^{d+1}
 //     u_0  = σ(K_0 s + b_0),   u_i = u_{i-1} + h σ(K_i u_{i-1} + b_i)  (i = 1..M),   M = nTh - 1,  h = 1/M
 //     σ(u) = log(2 cosh u),    σ' = tanh,    σ'' = 1 - tanh²
 //
-// ∇_sΦ and Δ_xΦ are not taken by differentiating the tape: they are the closed recursions of §1.5, recorded
-// op by op like Φ itself. A loss built from them (the flow's velocity -∇Φ, its divergence ΔΦ, the HJB
-// residual with ∂tΦ) is therefore differentiable by backward() with respect to every parameter and to s,
-// which the flow needs: the positions it evaluates Φ at depend on the parameters through earlier layers.
+// ∇_sΦ and Δ_xΦ are not taken by differentiating the tape: they are the closed recursions of
+// docs/math/flows.md#potential, recorded op by op like Φ itself. A loss built from them (the flow's velocity
+// -∇Φ, its divergence ΔΦ, the HJB residual with ∂tΦ) is therefore differentiable by backward() with respect
+// to every parameter and to s, which the flow needs: the positions it evaluates Φ at depend on the parameters
+// through earlier layers.
 //
 // Layout: a batch of B samples is a (d+1) x B matrix, one sample per column, the time in the last row.
 //
@@ -156,8 +157,8 @@ inline int hessianIndex(int a, int b, int d) {
 // Records Φ, ∇_sΦ and Δ_xΦ at the columns of s ((d+1) x B) with the parameters p bound on the same tape.
 // 57 nodes for d = 2, nTh = 2, and 28 more per further residual layer; the costliest are the GEMMs of the
 // K_i with the spatial Jacobian, O(m² d B).
-// `hessian` also records the whole spatial Hessian by the same recursion (seed-flows.md §1.5 with the
-// products of two Jacobian columns in place of the squares): d(d-1)/2 more products per layer.
+// `hessian` also records the whole spatial Hessian by the same recursion (docs/math/flows.md#potential,
+// with the products of two Jacobian columns in place of the squares): d(d-1)/2 more products per layer.
 // Throws std::invalid_argument when s does not have d + 1 rows (and, from the ops, on any other mismatch).
 template <class S>
 PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& p, ad::Var<S> s,

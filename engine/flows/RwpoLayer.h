@@ -1,23 +1,26 @@
-// Flowscope engine: the RWPO-L1 sparse-transformer layer of a generative flow (Han, Osher, Li; seed-flows.md
-// §1.2, §1.3, §1.6, §1.7), recorded on the matrix tape so that training differentiates it in X, λ and β.
+// Flowscope engine: the RWPO-L1 sparse-transformer layer of a generative flow (Han, Osher, Li;
+// docs/math/flows.md#rwpo-layer, #rwpo-jacobian), recorded on the matrix tape so that training differentiates
+// it in X, λ and β.
 //
 // Tokens are the columns of X (d x N); N is the batch. Every token is a query, and the keys y_l are the same
 // tokens (attention across the samples of the batch; l = j included unless leaveOneOut). One sub-step is
 //     F(x) = x + 1/2 G(x),   G(x) = S(x) - m(x),   m(x) = sum_l w_l(x) y_l,   w(x) = softmax_l U(x, y_l),
-//     S(x)_i = sign(x_i) max(|x_i| - λh, 0)              (soft thresholding WITH its sign, §1.2)
-// with the same sign in generation (22) and in the backward/density pass (23) (§1.3). Kernels:
+//     S(x)_i = sign(x_i) max(|x_i| - λh, 0)              (soft thresholding WITH its sign)
+// with the same sign in generation (22) and in the backward/density pass (23) (docs/math/flows.md#layers,
+// #rwpo-direction). Kernels:
 //   Corrected (default)  U(x, y) = -β/(4h) |x - y|² + β/2 M(y),  M(y) = sum_i huber(y_i) the Moreau
 //                        envelope of λ|.|₁ (ad::huberL1). The logits are the features' dot product of the
 //                        expansion (β/(2h)) x.y - β/(4h)|x|² - β/(4h)|y|² + β/2 M(y), max-subtracted in the
 //                        softmax.
 //   AsPrinted            eq. (22) literally, U = -β/2 ((|x-y|² - |S(x)-y|²)/(2h) - λ|S(y)|₁): logits
 //                        (β/(2h)) (x - S(x)).y plus the key bias (βλ/2) |S(y)|₁. Linear in y, so it has no
-//                        locality; at λ = 0 the weights are uniform (the typo, §1.2 item 3).
+//                        locality; at λ = 0 the weights are uniform (the typo:
+//                        docs/math/flows.md#kernel-typo).
 //   Separable            one 1-D corrected softmax per coordinate (the authors' score_L1.m).
 //
 // logDetTerm is the per-token log-density increment of the sub-step with the keys FROZEN (the field
-// x -> F(x; X) that a density ODE integrates, §1.6 (D)): with κ = β/(4h), D = diag(1{|x_i| > λh}),
-// C_w = sum_l w_l (y_l - m)(y_l - m)^T and n_act = tr D,
+// x -> F(x; X) that a density ODE integrates, docs/math/flows.md#rwpo-jacobian): with κ = β/(4h),
+// D = diag(1{|x_i| > λh}), C_w = sum_l w_l (y_l - m)(y_l - m)^T and n_act = tr D,
 //   first order (paper, eq. (24)): 1/2 div G =
 //     Corrected   1/2 n_act - κ tr C_w
 //     AsPrinted   1/2 n_act - κ sum_{i inactive} (C_w)_ii
@@ -55,11 +58,11 @@ template <class S> struct RwpoOutputs {
 
 // Records one RWPO sub-step on `tape`. X is d x N; lambda (>= 0, e.g. a softplus) and beta (> 0) are 1x1.
 // `keys` (d x N_k), when given, replaces the queries as the keys y_l: a density query then sees a reference
-// batch's tokens instead of its own (§1.3, the density grid). queriesAt >= 0 says that the queries are keys
-// queriesAt .. queriesAt + N - 1 (one part of a batch split across tapes, BatchSplit.h): leave-one-out then
-// leaves query j's own key, key queriesAt + j, out. Throws std::invalid_argument on bad shapes or values,
-// for exactLogDet with a vector kernel and d != 2, and for leaveOneOut with N < 2 or with separate keys
-// among which the queries are not. Instantiated for float and double.
+// batch's tokens instead of its own (the density grid, docs/math/flows.md#density). queriesAt >= 0 says that
+// the queries are keys queriesAt .. queriesAt + N - 1 (one part of a batch split across tapes, BatchSplit.h):
+// leave-one-out then leaves query j's own key, key queriesAt + j, out. Throws std::invalid_argument on bad
+// shapes or values, for exactLogDet with a vector kernel and d != 2, and for leaveOneOut with N < 2 or with
+// separate keys among which the queries are not. Instantiated for float and double.
 template <class S>
 RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, ad::Var<S> X, ad::Var<S> lambda, ad::Var<S> beta,
                           const RwpoOptions& options, ad::Var<S> keys = {}, ad::Index queriesAt = -1);
@@ -83,9 +86,9 @@ Eigen::RowVectorXd rwpoJacobianDeterminants(const Eigen::MatrixXd& X, double lam
 Eigen::RowVectorXd rwpoJacobianDeterminants(const Eigen::MatrixXf& X, double lambda, double beta,
                                             const RwpoOptions& options);
 
-// Folding (§1.6): det J_F <= 0 where the weights are spread wider than the kernel (C_w beyond 2 s² I,
-// typically a query in a low-density gap between clusters): the map folds and the first-order trace hides
-// it.
+// Folding (docs/math/flows.md#folding): det J_F <= 0 where the weights are spread wider than the kernel
+// (C_w beyond 2 s² I, typically a query in a low-density gap between clusters): the map folds and the
+// first-order trace hides it.
 struct RwpoFolding {
     double minDet = 0;         // min over tokens of det J_F
     double foldedFraction = 0; // fraction of tokens with det J_F <= 0

@@ -8,9 +8,9 @@
 //    solves then stop within their tolerance of the exact inverse instead of on float32 rounding noise,
 //    amplified where the map nearly folds;
 //  * densityGrid: exp(log ρ) by (24) at the centres of a grid² grid on [-halfWidth, halfWidth]², each query
-//    pushed backward beside a reference batch (its keys; §1.3): the model's reference draws of data when it
-//    has them (FlowModel::setReference: the mean of the draws' densities), else the model's own samples. A
-//    grid point's density does not depend on the other grid points.
+//    pushed backward beside a reference batch (its keys; docs/math/flows.md#density): the model's reference
+//    draws of data when it has them (FlowModel::setReference: the mean of the draws' densities), else the
+//    model's own samples. A grid point's density does not depend on the other grid points.
 #pragma once
 
 #include "engine/flows/Flow.h"

@@ -1,5 +1,5 @@
-// Flowscope engine: the training loop of a generative flow (Algorithm 1 of seed-flows.md §1.4), shared by the
-// GUI's live training, flowscope-cli train and the benchmarks.
+// Flowscope engine: the training loop of a generative flow (Algorithm 1; docs/math/flows.md#loss, #training),
+// shared by the GUI's live training, flowscope-cli train and the benchmarks.
 //
 // One iteration: loss (16) and its gradient on the current batch (float32; in parts, one per thread of the
 // pool, on reused tapes at once: BatchSplit.h), then an Adam step. A run is the same bit for bit for the same
@@ -13,8 +13,8 @@
 //  * twenty in a row stop the training (step() returns false) with a message.
 // Held-out metrics (evaluate()) use a fixed held-out set drawn from its own stream: NLL by the log-density
 // recursion (24), MMD² between `evalSamples` generated samples and as many held-out points (kernel
-// exp(-‖x - y‖²)), KL = NLL - H where the entropy is known, the round trip of §1.3, and the folding of the
-// RWPO sub-steps along the generated trajectory (§1.6).
+// exp(-‖x - y‖²)), KL = NLL - H where the entropy is known, the round trip (docs/math/flows.md#sampling), and
+// the folding of the RWPO sub-steps along the generated trajectory (docs/math/flows.md#folding).
 #pragma once
 
 #include "engine/autodiff/Tape.h"

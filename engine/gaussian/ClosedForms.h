@@ -1,4 +1,5 @@
-// Flowscope engine: closed-form solutions of the Gaussian moment ODEs (seed-castin.md §2, §3, §5.5).
+// Flowscope engine: closed-form solutions of the Gaussian moment ODEs (docs/math/gaussian.md#exact-cases;
+// the labels T1..T11 are defined there; the paper's numbering is Castin et al.'s).
 //
 // They are the app's exact overlays ("ground truth" curves next to the integrated ones) and the tests'
 // oracles. Every formula below is exact; the implicit 1-D solutions are solved to round-off by a safeguarded
@@ -11,9 +12,9 @@
 //    (the second form is inverse-free, so rank-deficient Sigma0 work too), until the blow-up time
 //        t_max = 1 / lambda_max(S B S)   (+inf when lambda_max <= 0).
 //    V = I always commutes (then only sym(A) matters); so does V = eps I (T2: B = 2 eps A).
-//  * Limit for B <= 0 (V = I, B = A + A^T; T3, T8, §4.7): Sigma(t) -> Sigma* = U (U^T Sigma0^{-1} U)^{-1} U^T
-//    with U an orthonormal basis of ker B: the mass concentrates on an affine subspace of dimension dim ker
-//    B.
+//  * Limit for B <= 0 (V = I, B = A + A^T; T3, T8, docs/math/gaussian.md#rank-histograms):
+//    Sigma(t) -> Sigma* = U (U^T Sigma0^{-1} U)^{-1} U^T with U an orthonormal basis of ker B: the mass
+//    concentrates on an affine subspace of dimension dim ker B.
 //  * 1-D (Prop 3, T1): s' = 2 a v s^2, s(t) = 1/(1/s0 - 2 a v t), t_max = 1/(2 a v s0) if a v > 0;
 //    mean alpha' = v (1 + a s) alpha, alpha(t) = alpha0 e^{v t} sqrt(s(t)/s0).
 //  * Rotation (T4): V = J, A = -I gives Sigma(t) = R(-w t) Sigma0 R(-w t)^T, w = tr Sigma0 (isospectral).
@@ -24,10 +25,11 @@
 //        Phi(w) = asinh(w) - (1 + sqrt(1 + w^2)) / w   (strictly increasing),
 //        Phi(w(t)) = Phi(w0) + 2 v sign(a) t / eps.
 // Sinkhorn mean (Prop 8, T11): alpha(t) = expm(t V / eps) alpha0, independent of Sigma.
-// Drifting (App. B, Prop 11, §5.5), 1-D: s' = 2 s (1/(s + 1) - 1/(s_nu + 1)); implicit solution
+// Drifting (App. B, Prop 11, docs/math/gaussian.md#drifting), 1-D: s' = 2 s (1/(s + 1) - 1/(s_nu + 1));
+// implicit solution
 //        ln s - (1 + s_nu) ln|s_nu - s| = ln s0 - (1 + s_nu) ln|s_nu - s0| + 2 s_nu t / (s_nu + 1)
-//    (s_nu = 0: ln s - 1/s = ln s0 - 1/s0 - 2 t); mean m(t) = m_nu + expm(-t (Sigma_nu + I)^{-1}) (m0 -
-//    m_nu).
+//    (s_nu = 0: ln s - 1/s = ln s0 - 1/s0 - 2 t);
+//    mean m(t) = m_nu + expm(-t (Sigma_nu + I)^{-1}) (m0 - m_nu).
 #pragma once
 
 #include "engine/core/Types.h"
@@ -91,9 +93,10 @@ double sinkhornPhi(double w);
 // T11 / Prop 8: alpha(t) = expm(t V / eps) alpha0.
 Vec sinkhornMean(const Mat& V, double eps, const Vec& alpha0, double t);
 
-// §5.5 / Prop 11: the 1-D drifting variance towards the target variance sNu >= 0 (s0 >= 0).
+// Prop 11 (docs/math/gaussian.md#drifting): the 1-D drifting variance towards the target variance sNu >= 0
+// (s0 >= 0).
 double driftingVariance1d(double sNu, double s0, double t);
-// §5.5 / eq (48): m(t) = m_nu + expm(-t (Sigma_nu + I)^{-1}) (m0 - m_nu).
+// Eq (48) (docs/math/gaussian.md#drifting): m(t) = m_nu + expm(-t (Sigma_nu + I)^{-1}) (m0 - m_nu).
 Vec driftingMean(const Vec& m0, const Vec& mNu, const Mat& SigmaNu, double t);
 
 } // namespace flowscope

@@ -1,15 +1,17 @@
-// Flowscope engine: the PSD cone of 2x2 covariances and spectral read-outs (seed-castin.md §4.1-4.3, §4.7,
-// T7).
+// Flowscope engine: the PSD cone of 2x2 covariances and spectral read-outs (docs/math/gaussian.md#cone,
+// #rank-histograms, #t7).
 //
-// Cone coordinates (§4.1; the authors' to_3d / from_3d):
+// Cone coordinates (docs/math/gaussian.md#cone; the authors' to_3d / from_3d):
 //     Sigma = [[a, c], [c, b]]  <->  (x, y, z) = (a - b, 2c, a + b),   a = (z + x)/2, b = (z - x)/2, c = y/2.
 // Sigma >= 0 iff z >= sqrt(x^2 + y^2): a round cone around the z axis whose boundary is the rank <= 1 set.
 // Eigenvalues (z +- sqrt(x^2 + y^2))/2, principal-axis angle atan2(y, x)/2, z = trace. A rank-one matrix
 // r^2 u u^T with u = (cos th, sin th) sits at r^2 (cos 2th, sin 2th, 1): a fixed direction is a ray on the
 // boundary.
-// Trace-1 slice (§4.2; to_2d): Sigma / tr Sigma drawn as ((a - b)/(a + b), 2c/(a + b)) in the unit disc.
-// Initial grid (§4.3; init_grid): x in linspace(x0, x1, nU), y in linspace(y0, y1, nC) at z = 1, kept when
-// 1 - x^2 > y^2 (strictly inside the cone), in numpy's meshgrid(...).T order: x outer, y inner.
+// Trace-1 slice (docs/math/gaussian.md#trace-slice; to_2d): Sigma / tr Sigma drawn as ((a - b)/(a + b),
+// 2c/(a + b)) in the unit disc.
+// Initial grid (docs/math/gaussian.md#grid; init_grid): x in linspace(x0, x1, nU), y in linspace(y0, y1, nC)
+// at z = 1, kept when 1 - x^2 > y^2 (strictly inside the cone), in numpy's meshgrid(...).T order: x outer,
+// y inner.
 // Isotropic directions (Lemma 4.6, T7): the unit u with u^T M u = 0 for a symmetric 2x2 M. Writing
 // u = (cos th, sin th), u^T M u = m + R cos(2th - phi) with m = (p + q)/2, R = sqrt(((p - q)/2)^2 + r^2),
 // phi = atan2(r, (p - q)/2) for M = [[p, r], [r, q]]: two directions when |m| < R (M indefinite), one when

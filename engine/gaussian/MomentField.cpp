@@ -47,8 +47,8 @@ class SoftmaxMoments final : public HeadSumMoments {
     }
 };
 
-// Linear (§2.3): pure Gamma(x) = V (Sigma + alpha alpha^T) A x; lin,eps Gamma(x) = V alpha / eps + V Sigma A
-// x.
+// Linear (docs/math/gaussian.md#linear): pure Gamma(x) = V (Sigma + alpha alpha^T) A x;
+// lin,eps Gamma(x) = V alpha / eps + V Sigma A x.
 class LinearMoments final : public HeadSumMoments {
   public:
     using HeadSumMoments::HeadSumMoments;
@@ -84,9 +84,9 @@ class L2Moments final : public HeadSumMoments {
     }
 };
 
-// Sinkhorn (Lemma 4.11, Prop 8; inverse-free form of §2.5):
-// M = (Sigma A Sigma A^T + eps^2/4 I)^{1/2} + eps/2 I, Gamma(x) = (V / eps) (alpha + M^{-1} Sigma A (x -
-// alpha)).
+// Sinkhorn (Lemma 4.11, Prop 8; the inverse-free form of docs/math/gaussian.md#sinkhorn):
+// M = (Sigma A Sigma A^T + eps^2/4 I)^{1/2} + eps/2 I,
+// Gamma(x) = (V / eps) (alpha + M^{-1} Sigma A (x - alpha)).
 class SinkhornMoments final : public HeadSumMoments {
   public:
     using HeadSumMoments::HeadSumMoments;

@@ -1,4 +1,4 @@
-// Flowscope engine: integrating the Gaussian moment ODEs (seed-castin.md §2, §4.4).
+// Flowscope engine: integrating the Gaussian moment ODEs (docs/math/gaussian.md#solver).
 //
 // Two methods:
 //  * Adaptive (default): Dormand-Prince 5(4) with error control on a square-root factor. Sigma0 = R0 R0^T

@@ -1,6 +1,6 @@
 // Flowscope engine: a bit-exact port of numpy's legacy RandomState (np.random.seed / rand / randn), so that
-// the experiments of the papers' scripts (seed-castin.md §4.6, §4.7) draw exactly the matrices the authors
-// drew.
+// the experiments of the papers' scripts (docs/math/gaussian.md#presets, #rank-histograms) draw exactly the
+// matrices the authors drew.
 //
 //  * Generator: MT19937 seeded with init_genrand(seed) (what RandomState(int) and np.random.seed(int) do):
 //        key[0] = seed,  key[i] = 1812433253 * (key[i-1] ^ (key[i-1] >> 30)) + i   (mod 2^32), i = 1..623.

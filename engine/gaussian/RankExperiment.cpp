@@ -21,7 +21,7 @@ const char* toString(RankMethod m) {
 }
 
 double paperEulerStep(AttentionType attention, bool randomV, int d) {
-    // Columns d = 3, 4, 5 of the §4.7 table.
+    // Columns d = 3, 4, 5 of the authors' step table (docs/math/gaussian.md#rank-histograms).
     static const double softmaxI[] = {0.09, 0.05, 0.02}, softmaxV[] = {0.09, 0.06, 0.02};
     static const double l2I[] = {0.09, 0.06, 0.02}, l2V[] = {0.15, 0.15, 0.15};
     const double* row =

@@ -1,5 +1,5 @@
-// Flowscope engine: the rank-histogram experiment of Fig 4 (softmax) and Fig 11 (l2) (seed-castin.md §4.7,
-// code `histograms.py` / `create_histograms`).
+// Flowscope engine: the rank-histogram experiment of Fig 4 (softmax) and Fig 11 (l2)
+// (docs/math/gaussian.md#rank-histograms; the authors' code `histograms.py` / `create_histograms`).
 //
 // Protocol, per dimension d in `dims` (runs per dimension = n):
 //  * Q list: under np.random.seed(qSeed) (40), Q_r = randn(floor(d/2), d) for every (d, r) in the order
@@ -16,7 +16,7 @@
 //  * A converged run's rank = #{eigenvalues of the final Sigma > threshold} (absolute, default 0.1). Runs
 //  with
 //    rank > ceil(d/2) are "exceptions": they use up their run but are left out of the histogram (as the
-//    authors do, E11(3)) unless includeExceptions.
+//    authors do, E11(3): docs/math/gaussian.md#e11) unless includeExceptions.
 //  * V = I: the exact limit is known in closed form (Prop 2, both softmax and l2, since only ker(A + A^T)
 //    matters): Sigma* = U (U^T Sigma0^{-1} U)^{-1} U^T, U an orthonormal basis of ker(A + A^T) = ker Q. Its
 //    thresholded rank and its exact rank (eigenvalues > exactRankTol * largest; = ceil(d/2) generically) are
@@ -76,7 +76,8 @@ struct RankExperimentConfig {
                  // ||Sigma'|| decays like 1/t^2), so an explicit method can need millions
 };
 
-// The paper's settings (§4.7 table): tol_low, max_iter, n_max for (attention, V row); seeds 40/41/26|27.
+// The paper's settings (the authors' histograms.py; docs/math/gaussian.md#rank-histograms): tol_low,
+// max_iter, n_max for (attention, V row); seeds 40/41/26|27.
 RankExperimentConfig paperProtocol(AttentionType attention, bool randomV,
                                    RankMethod method = RankMethod::PaperEuler);
 // The table's Euler step for dimension d (d <= 3 uses the d = 3 column, d >= 5 the d = 5 column).

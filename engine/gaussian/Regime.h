@@ -1,4 +1,5 @@
-// Flowscope engine: what the theory predicts for a softmax scene before it runs (seed-castin.md §3 T3, §7.1).
+// Flowscope engine: what the theory predicts for a softmax scene before it runs (docs/math/gaussian.md#t3,
+// #regimes).
 //
 // With B = sum_h (V_h A_h + A_h^T V_h^T) (A_h the head's score matrix, code scaling included):
 //  * Prop 2 (single head, V and V^T commuting with Sigma0 and with B): Sigma(t) = (Sigma0^{-1} - t B)^{-1}.

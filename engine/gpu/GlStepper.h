@@ -6,7 +6,8 @@
 // q_i = B x_i formed in the shader) and the head assembly (shaders/head_assembly.comp: normalized average
 // times outScale * V, summed over heads); then the Runge-Kutta combination (shaders/stage_combine.comp).
 // Every dispatch is followed by a shader-storage barrier (each reads what the previous wrote, or overwrites
-// what it read). The GUI can draw straight from tokenBuffer() (DESIGN.md, core idea 4).
+// what it read). The GUI can draw straight from tokenBuffer() (the particles stay on the GPU;
+// docs/ARCHITECTURE.md, threads).
 //
 // What runs where: the head setup (B, V, outScale, weighting) is the variant's own CPU setupHead, through
 // kernelAverageReference (engine/gpu/KernelPass.h), so no variant math is repeated; the GPU does float32

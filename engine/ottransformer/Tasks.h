@@ -1,4 +1,4 @@
-// Flowscope engine: the desktop-sized OT-Transformer experiments of seed-flows.md §2.7, seeded.
+// Flowscope engine: the desktop-sized OT-Transformer experiments (docs/math/transformers.md#tasks), seeded.
 //
 // A — the straight-line toy with a closed-form optimum. A set is n = 6 tokens in R², i.i.d. N(0, 1); its
 // target
@@ -25,7 +25,7 @@ Task taskFromString(const std::string& s); // "A" or "B" (either case); throws s
 constexpr int kTaskASetSize = 6, kTaskBSetSize = 64, kTaskBClasses = 4;
 const char* taskBClassName(int label); // circle, square, moons, cross
 
-// The §2.7 model of each task (before λ, M and the architecture are chosen):
+// The model of each task (docs/math/transformers.md#tasks; before λ, M and the architecture are chosen):
 //  A: d = 2, no embedding, one block, single head k = 2, MLP 2 -> 16 -> 2 (tanh), the mean head.
 //  B: embedding R² -> R¹⁶, one block, single head k = 16, MLP 16 -> 32 -> 16 (tanh), mean pooling and a
 //     linear head to 4 logits. Its discrete baseline has D = 2 blocks (taskBBaseline).

@@ -1,5 +1,5 @@
-// Flowscope engine: training a continuous-time Transformer on the §2.7 tasks (seed-flows.md §2), shared by
-// the GUI's live training and flowscope-cli train-transformer.
+// Flowscope engine: training a continuous-time Transformer on tasks A and B (docs/math/transformers.md),
+// shared by the GUI's live training and flowscope-cli train-transformer.
 //
 // One iteration draws a fresh batch of sets from the task's seeded stream, records objective (8) on a tape
 // (double precision: the models have 10²–10⁴ parameters), and takes an Adam step. Non-finite losses and
@@ -41,15 +41,16 @@ struct OtTrainerConfig {
     std::uint64_t dataSeed = 0;
     int evalSets = 1000;
     // Time constant of the iterate average, in iterations (see above); 0 = off: evaluate the raw parameters.
-    // 100–250 were best on task A (longer lags behind the still-improving parameters, seed-flows §2.7 runs
-    // in README); 200 leaves a 1000-iteration run most of its length to forget the early iterates.
+    // 100–250 were best on task A (longer lags behind the still-improving parameters; the task A runs in
+    // README); 200 leaves a 1000-iteration run most of its length to forget the early iterates.
     long averageIterations = 200;
     // Parameters to start from instead of model.seed's initialization (a loaded model: training continues
     // from them, with a fresh optimizer); their shapes must match `model`. Shared, so configs copy cheaply.
     std::shared_ptr<const TransformerParams> initialParams;
 };
 
-// §2.7's settings: A — batch 64, lr 1e-2, M = 10, λ = 0; B — batch 32, lr 1e-3, M = 8, λ = 0.
+// The tasks' settings (docs/math/transformers.md#tasks): A — batch 64, lr 1e-2, M = 10, λ = 0; B — batch 32,
+// lr 1e-3, M = 8, λ = 0.
 OtTrainerConfig defaultTrainerConfig(Task t);
 // Throws std::invalid_argument naming the first bad field ("batch", "adam.lr", "model.width", ...).
 void validate(const OtTrainerConfig& c);

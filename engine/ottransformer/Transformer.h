@@ -1,13 +1,14 @@
-// Flowscope engine: continuous-time Transformers (OT-Transformer, seed-flows.md §2.1).
+// Flowscope engine: continuous-time Transformers (OT-Transformer; docs/math/transformers.md).
 //
 // A batch is B token sets of n tokens each, stored as the columns of one matrix (set b holds the columns
-// [b n, b n + n)); attention never crosses sets (ad::groupAttention). One Transformer block (S3 eqs. 3–4):
+// [b n, b n + n)); attention never crosses sets (ad::groupAttention). One Transformer block (S3 eqs. 3–4;
+// docs/math/transformers.md#block):
 //     u  = x + Σ_h W_h V_h X softmax((K_h X)^T Q_h x / √k)        (then LayerNorm, optional)
 //     x' = u + g(u),  g(u) = W2 act(W1 u + b1) + b2               (then LayerNorm, optional; no MLP: x' = u)
 // Architectures:
 //  * OtTransformer: one ODE dX/dt = f(X) on [0, T], f = the stack of the D blocks *with their skips* (the
-//    paper's and the code's velocity, §2.1), or the stack's increment f(X) = stack(X) - X
-//    (incrementVelocity); M forward-Euler steps (or RK4).
+//    paper's and the code's velocity, docs/math/transformers.md#continuous), or the stack's increment
+//    f(X) = stack(X) - X (incrementVelocity); M forward-Euler steps (or RK4).
 //  * NodeTransformer (the N-ODE baseline): one ODE per block, chained, each with the block's increment
 //    block_i(X) - X as velocity (our reading of "the block without its skip"), M steps each.
 //  * Discrete: X_{i+1} = block_i(X_i), the plain Transformer; no transport cost.
@@ -18,7 +19,7 @@
 // linear head to C logits.
 //
 // Objective (8): task loss G (mean over sets of ½‖ỹ - y‖², or softmax cross-entropy) + λ_OT · transport, with
-// the transport cost in one of two conventions (§2.1 [!]):
+// the transport cost in one of two conventions (docs/math/transformers.md#kinetic-convention):
 //  * ElementMean (the authors' code, default): Σ_m Δt ‖f_m‖²_F / (B n d), so λ transfers between tasks;
 //  * Paper: ½ Σ_m Δt ‖f_m‖²_F / B (eq. 8).
 // They agree when λ_paper = 2 λ_code / (n d). RK4 replaces ‖f_m‖² by the stages' (‖k1‖² + 2‖k2‖² + 2‖k3‖² +
@@ -166,9 +167,10 @@ class TransformerModel {
     // Without a tape (evaluation): the output, and the states X_0 .. X_end when asked.
     Matrix output(const Matrix& tokens, int setSize, std::vector<Matrix>* states = nullptr) const;
 
-    // Theorem 2's constants: L = ‖ψ_o‖ (operator 2-norm, or Frobenius: the proof's; §2.3 [!]) of the output
-    // map X -> ỹ at set size n, and the threshold T L² above which λ gives a stable map, in the configured
-    // convention (Paper: T L²; ElementMean: T L² n d / 2).
+    // Theorem 2's constants: L = ‖ψ_o‖ (operator 2-norm, or Frobenius: the proof's;
+    // docs/math/transformers.md#lipschitz-norm) of the output map X -> ỹ at set size n, and the threshold
+    // T L² above which λ gives a stable map, in the configured convention (Paper: T L²; ElementMean:
+    // T L² n d / 2).
     double outputLipschitz(int setSize, bool frobenius = false) const;
     double stabilityThreshold(int setSize, bool frobenius = false) const;
     // The bound L (1 - T L² / λ)^-1 on ‖ỹ_1 - ỹ_2‖ / ‖X_1(0) - X_2(0)‖_F (same y); +inf at or below the
@@ -186,8 +188,8 @@ class TransformerModel {
 };
 
 // Straightness ‖X_end - X_0‖_F / Σ_m ‖X_{m+1} - X_m‖_F and the speed's coefficient of variation
-// std_m ‖X_{m+1} - X_m‖ / mean_m, per set, averaged over the sets (§2.7 A). A set that does not move counts
-// as straight with CV 0.
+// std_m ‖X_{m+1} - X_m‖ / mean_m, per set, averaged over the sets (docs/math/transformers.md#metrics). A set
+// that does not move counts as straight with CV 0.
 struct PathStats {
     double straightness = 1, speedCv = 0;
 };

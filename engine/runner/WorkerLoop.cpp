@@ -79,7 +79,7 @@ bool WorkerLoop::hasWork() const {
 }
 
 void WorkerLoop::run() {
-    useBackgroundPriority(); // the UI thread comes first (DESIGN.md, "Threads")
+    useBackgroundPriority(); // the UI thread comes first (docs/ARCHITECTURE.md, "Threads")
     // A step that throws must not take the process down (std::terminate on an escaping exception); the
     // Steppable is expected to record its own failures, this is the last line of defence.
     auto guardedAdvance = [this] {

@@ -16,7 +16,7 @@
 namespace flowscope {
 
 // Parameters of one attention head. Q, K are k x d (k <= d), V is d x d. Scores are (Q x).(K y) = y^T A x
-// with A = K^T Q. Heads are summed (multi-head, seed-castin.md §1.7).
+// with A = K^T Q. Heads are summed (multi-head, docs/math/attention.md#multi-head).
 struct HeadParams {
     Mat Q, K, V;
 };
@@ -30,8 +30,8 @@ struct Keyframe {
 
 enum class AttentionType { Softmax, Linear, L2, Sinkhorn, Exp, Relu, Sigmoid, Rwpo, Drifting };
 enum class Interpolation { Piecewise, Linear };
-// RWPO interaction kernel (seed-flows.md §1.2): the corrected vector kernel (default), the kernel exactly
-// as printed in the paper, and the per-coordinate (separable) form of the authors' MATLAB code.
+// RWPO interaction kernel (docs/math/attention.md#rwpo): the corrected vector kernel (default), the kernel
+// exactly as printed in the paper, and the per-coordinate (separable) form of the authors' MATLAB code.
 enum class RwpoKernel { Corrected, AsPrinted, PerCoordinate };
 
 struct AttentionSpec {
@@ -93,10 +93,10 @@ struct OutputSpec {
 };
 
 // Gaussian (moment) mode: how the mean/covariance ODEs are integrated and when they stop
-// (engine/gaussian/, seed-castin.md §4.4).
+// (engine/gaussian/, docs/math/gaussian.md#solver).
 enum class MomentMethod { Adaptive, PaperEuler };
 
-// The trace-1 grid of initial 2x2 covariances (seed-castin.md §4.3): cone points (x, y, 1) with
+// The trace-1 grid of initial 2x2 covariances (docs/math/gaussian.md#grid): cone points (x, y, 1) with
 // x in linspace(x0, x1, nu), y in linspace(y0, y1, nc), kept when x^2 + y^2 < 1. nu = nc = 0: no grid.
 struct ConeGridSpec {
     int nu = 0, nc = 0;

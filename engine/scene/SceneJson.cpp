@@ -367,9 +367,10 @@ std::vector<HeadParams> parseHeads(const Json& j, const std::string& pointer, in
     return heads;
 }
 
-// The stacking convention of the authors' code (seed-castin.md §1.7): head h owns rows block h of the stacked
-// Q and K (d/H rows each; rows past the end of a short Q are zero, so that head's scores vanish exactly as an
-// empty slice would) and V^(h) = E_h V keeps only the rows of V in block h, so that sum_h V^(h) = V.
+// The stacking convention of the authors' code (docs/math/attention.md#multi-head): head h owns rows block h
+// of the stacked Q and K (d/H rows each; rows past the end of a short Q are zero, so that head's scores
+// vanish exactly as an empty slice would) and V^(h) = E_h V keeps only the rows of V in block h, so that
+// sum_h V^(h) = V.
 std::vector<HeadParams> parseStacked(const Json& j, const std::string& pointer, int d) {
     requireObject(j, pointer);
     checkKeys(j, pointer, {"H", "Q", "K", "V"});

@@ -227,7 +227,8 @@ TEST(GlStepper, RejectsTokenDependentHeadsAndAdaptiveSteps) {
 }
 
 // One RK4 step, softmax d = 2, N = 4096: the GPU stepper (llvmpipe here) against the CPU float32 field
-// through the same Integrator Simulation::step uses. Printed, never asserted (DESIGN.md).
+// through the same Integrator Simulation::step uses. Printed, never asserted (performance is measured by
+// benchmarks, never asserted in tests).
 TEST(GlTiming, StepperRk4StepN4096PrintedOnly) {
     FLOWSCOPE_REQUIRE_GPU();
     std::mt19937_64 rng(4096);

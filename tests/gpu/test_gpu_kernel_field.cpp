@@ -2,9 +2,9 @@
 // against the CPU float64 reference, for every kernel-average variant on every path of the shader
 // (test_gpu_variants.cpp sweeps the other variants on the default path).
 //
-// Criterion (FlashAttention's, prior-art.md §3.5): the GPU float32 error is at most twice the CPU float32
-// error, both measured against CPU float64, plus a small floor for cases where CPU float32 happens to be
-// (nearly) exact, e.g. N = 1 where the softmax average is the token itself.
+// Criterion (FlashAttention's, docs/math/README.md#flashattention): the GPU float32 error is at most twice
+// the CPU float32 error, both measured against CPU float64, plus a small floor for cases where CPU float32
+// happens to be (nearly) exact, e.g. N = 1 where the softmax average is the token itself.
 #include "GpuTestUtil.h"
 
 #include "engine/attention/SphereProjection.h"

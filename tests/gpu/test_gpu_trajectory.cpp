@@ -103,8 +103,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, GpuSphereTrajectory,
 class GpuTiming : public ::testing::TestWithParam<GpuBackendKind> {};
 
 // One softmax evaluation, d = 2, N = 4096: the backend (llvmpipe or lavapipe without a GPU) against the CPU
-// float32 path, both staging paths of the shader. Printed, never asserted (timings belong to benchmarks,
-// DESIGN.md).
+// float32 path, both staging paths of the shader. Printed, never asserted (timings belong to benchmarks).
 TEST_P(GpuTiming, SoftmaxEvaluationN4096PrintedOnly) {
     const GpuBackendKind backend = GetParam();
     FLOWSCOPE_REQUIRE_BACKEND(backend);

@@ -151,7 +151,7 @@ TEST(FrameSink, PngSequenceWritesNumberedFramesAndRefusesNonEmptyDirectories) {
 }
 
 // Speed and size of 120 frames of a 1280x720 particle animation (300 moving antialiased discs on a smooth
-// background), for each format. Printed for the record; times are not asserted (DESIGN.md).
+// background), for each format. Printed for the record; times are not asserted (benchmarks measure them).
 TEST(FrameSink, EncodeSpeedAndSizeAt720p) {
     TempDir dir;
 #if defined(FLOWSCOPE_SANITIZED)

@@ -126,7 +126,7 @@ TEST_F(AppTest, ParticleCentroidSitsOnTheProjectedMeanIn3D) {
 
 TEST_F(AppTest, TheGaussianOverlayFollowsTheClosedFormAndIsDrawn) {
     // Q = K = I, V = -0.4 I: Sigma' = 2 eps Sigma^2 with eps = -0.4, so Sigma(t) = (Sigma0^-1 + 0.8 t I)^-1
-    // (seed-castin.md §3, Prop 2 with B = -0.8 I); the mean stays 0.
+    // (docs/math/gaussian.md#t2, Prop 2 with B = -0.8 I); the mean stays 0.
     Scene scene = tinyScene(512, 40);
     scene.initial.cov = (Mat(2, 2) << 2.0, 0.5, 0.5, 1.0).finished();
     ASSERT_TRUE(window->setScene(scene));

@@ -213,7 +213,8 @@ TEST(ParticleView, ClearAndEscapeWhileDrawing) {
 }
 
 #if FLOWSCOPE_HAVE_GPU
-// The OpenGL backend keeps the tokens on the GPU and the view draws them from there (DESIGN.md, core idea 4).
+// The OpenGL backend keeps the tokens on the GPU and the view draws them from there (docs/ARCHITECTURE.md,
+// threads).
 // The oracle is the CPU drawing path: at the last step the run also downloads the tokens, so the device copy
 // and Snapshot::tokens hold the same state, and the two pictures must agree pixel for pixel up to float32
 // rounding at disc edges.

@@ -180,7 +180,7 @@ TEST_F(TransformerViewTest, ChoosingATaskLoadsItsDefaultsAndAnEditAsksForANewSta
     const ot::OtTrainerConfig a = panel->config();
     EXPECT_TRUE(a.model.padEmbed && a.model.padCopy && a.model.routingInit && a.model.incrementVelocity);
     EXPECT_EQ(a.model.width, 6);
-    control<QSpinBox>("transformer.width")->setValue(2); // the §2.7 model
+    control<QSpinBox>("transformer.width")->setValue(2); // task A's model (docs/math/transformers.md#task-a)
     EXPECT_FALSE(panel->config().model.padEmbed);
     task->setCurrentIndex(task->findData(int(ot::Task::B)));
     EXPECT_TRUE(panel->edited());

@@ -36,7 +36,8 @@ inline Tokens randomTokens(int n, int d, std::uint64_t seed, double scale = 1.0)
     return X;
 }
 
-// Standard normal quantile by bisection on erfc (deterministic "Gaussian" particles, seed-castin §6.4).
+// Standard normal quantile by bisection on erfc (deterministic "Gaussian" particles,
+// docs/math/attention.md#mean-field).
 inline double normalQuantile(double p) {
     double lo = -10, hi = 10;
     for (int k = 0; k < 200; ++k) {

@@ -1,5 +1,5 @@
 // Every attention variant against its defining formula (dense, double), and the paper's oracles that
-// concern one velocity evaluation (seed-castin.md §1, §3; seed-flows.md §1.2, §1.6).
+// concern one velocity evaluation (docs/math/attention.md, #particle-facts; docs/math/flows.md#rwpo-layer).
 #include "TestUtil.h"
 
 #include "engine/attention/KernelAttention.h"
@@ -95,7 +95,7 @@ TEST(Attention, EveryKernelVariantMatchesItsDenseFormula) {
 }
 
 TEST(Attention, LinearEpsVariantMatchesItsFormula) {
-    // Gamma(x) = (1/eps) V m + V (M2 - m m^T) A x  (seed-castin §1.2)
+    // Gamma(x) = (1/eps) V m + V (M2 - m m^T) A x  (docs/math/attention.md#linear)
     const Tokens X = randomTokens(50, 2, 8);
     const Mat A = (Mat(2, 2) << 1.0, 0.3, -0.2, 0.8).finished(),
               V = (Mat(2, 2) << 0.5, -1, 0.3, 0.2).finished();
@@ -130,7 +130,8 @@ TEST(Attention, MultiHeadIsTheSumOfItsHeadsAndOneHeadIsSingleHead) {
         }
         EXPECT_LE(maxAbs(evaluate(multi, X) - sum), 1e-9) << toString(type);
     }
-    // One head with Q = K = I and V equals two heads that split V into E_1 V + E_2 V (code convention §1.7).
+    // One head with Q = K = I and V equals two heads that split V into E_1 V + E_2 V (code convention,
+    // docs/math/attention.md#multi-head).
     const Mat I = Mat::Identity(d, d), V = randomTokens(d, d, 40);
     Mat E1 = Mat::Zero(d, d), E2 = Mat::Zero(d, d);
     E1.topLeftCorner(2, 2).setIdentity();
@@ -307,8 +308,9 @@ TEST(Attention, RwpoKernelsMatchTheirDefinitions) {
 }
 
 TEST(Attention, RwpoLambdaZeroRaisesVarianceByTwoHOverBetaPerLayer) {
-    // seed-flows §1.2: N = 20000 1-D N(0,1) tokens, h = 1/48, beta = 1: one layer adds ~2h/beta = 0.0417 to
-    // the variance (the digest measured 0.0416); slope ~1.0206 (predicted 1 + s^2/(2(v+s^2)) = 1.0200).
+    // docs/math/flows.md#rwpo-layer: N = 20000 1-D N(0,1) tokens, h = 1/48, beta = 1: one layer adds
+    // ~2h/beta = 0.0417 to the variance (a pure-Python check measured 0.0416); slope ~1.0206 (predicted
+    // 1 + s^2/(2(v+s^2)) = 1.0200).
     const Tokens X = quantileTokens1d(20000, 1.0);
     AttentionSpec spec;
     spec.type = AttentionType::Rwpo;
@@ -319,7 +321,7 @@ TEST(Attention, RwpoLambdaZeroRaisesVarianceByTwoHOverBetaPerLayer) {
     const Tokens X1 = X + spec.h * dX; // one Euler step of size h = one layer
     const double v0 = tokenCovariance(X)(0, 0), v1 = tokenCovariance(X1)(0, 0);
     EXPECT_NEAR(v1 - v0, 2 * spec.h / spec.beta, 0.05 * 2 * spec.h / spec.beta);
-    // lambda = 2: a token at x = 1 moves by about -lambda h + (h/beta) x = -0.0208 (digest: -0.0200).
+    // lambda = 2: a token at x = 1 moves by about -lambda h + (h/beta) x = -0.0208 (pure Python: -0.0200).
     spec.lambda = 2.0;
     const Tokens dY = evaluate(spec, X);
     Eigen::Index k;

@@ -1,4 +1,5 @@
-// Integrators, the particle simulation and its mean-field oracles (seed-castin.md §3 T1, T13, T14; §6.4).
+// Integrators, the particle simulation and its mean-field oracles (docs/math/gaussian.md#t1;
+// docs/math/attention.md#t13, #t14, #mean-field).
 #include "TestUtil.h"
 
 #include "engine/attention/VelocityField.h"
@@ -61,8 +62,8 @@ TEST(Dynamics, MaskedFirstTokenFollowsExpTV) {
 }
 
 TEST(Dynamics, SoftmaxParticlesTrackTheCovarianceOdeAndErrorShrinksWithN) {
-    // seed-castin §6.4 check 1: 1-D softmax, a = qk = -1, v = 1, s0 = 1, T = 1, quantile particles, RK4 with
-    // dt = 0.01, compared with s(t) = 1/(1/s0 - 2 a v t) started from the empirical variance.
+    // docs/math/attention.md#mean-field: 1-D softmax, a = qk = -1, v = 1, s0 = 1, T = 1, quantile particles,
+    // RK4 with dt = 0.01, compared with s(t) = 1/(1/s0 - 2 a v t) started from the empirical variance.
     // Reference errors: N = 25: 0.0111, 100: 0.0051, 400: 0.0019.
     const AttentionSpec spec = singleHead(AttentionType::Softmax, Mat::Constant(1, 1, 1.0),
                                           Mat::Constant(1, 1, -1.0), Mat::Constant(1, 1, 1.0));
@@ -83,8 +84,8 @@ TEST(Dynamics, SoftmaxParticlesTrackTheCovarianceOdeAndErrorShrinksWithN) {
 }
 
 TEST(Dynamics, SoftmaxGaussianSamplesTrackCovarianceOde2d) {
-    // 2-D: Sigma' = V Sigma A Sigma + Sigma A^T Sigma V^T (seed-castin §2.1, eq (16)) from the empirical
-    // covariance (engine/gaussian); the error averaged over seeds falls as N grows.
+    // 2-D: Sigma' = V Sigma A Sigma + Sigma A^T Sigma V^T (eq (16), docs/math/gaussian.md#softmax) from the
+    // empirical covariance (engine/gaussian); the error averaged over seeds falls as N grows.
     const Mat A = (Mat(2, 2) << -1.0, 0.3, 0.1, -0.8).finished(),
               V = (Mat(2, 2) << 1.0, 0.2, -0.1, 0.9).finished();
     const AttentionSpec spec = singleHead(AttentionType::Softmax, A, Mat::Identity(2, 2), V);
@@ -142,7 +143,8 @@ TEST(Dynamics, DormandPrinceMeetsItsTolerance) {
 }
 
 TEST(Dynamics, SingleTokenLinearBlowUpStopsTheRunAndKeepsTheTrajectory) {
-    // Linear attention, one token in 1-D: x' = a v x^3 (seed-castin §1.2) with a = v = 1, x0 = 1:
+    // Linear attention, one token in 1-D: x' = a v x^3 (docs/math/attention.md#linear) with a = v = 1,
+    // x0 = 1:
     // x(t) = 1/sqrt(1 - 2t), t_max = 0.5.
     AttentionSpec spec = singleHead(AttentionType::Linear, Mat::Constant(1, 1, 1), Mat::Constant(1, 1, 1),
                                     Mat::Constant(1, 1, 1));

@@ -1,5 +1,5 @@
 // The 2-D flow datasets, metrics and Adam, against oracles from their definitions: the generators' laws
-// (prior-art.md §1.2, seed-flows.md §1.9), closed-form Gaussian-kernel expectations, exact entropies and
+// (docs/math/flows.md#datasets), closed-form Gaussian-kernel expectations, exact entropies and
 // quadrature, and Adam's update formula.
 #include "engine/flows/Adam.h"
 #include "engine/flows/Datasets.h"

@@ -250,11 +250,12 @@ TEST(FlowModel, ExactDriftLogDetMakesTheDensityIntegrateToOne) {
 }
 
 TEST(FlowModel, ExactRwpoLogDetMakesTheDensityBesideFrozenKeysIntegrateToOne) {
-    // The density of a query pushed backward beside a reference batch (its keys, frozen: §1.3's density
-    // grid) is the change of variables of N(0, I) through a map fixed by that batch. Where the map does not
-    // fold, log|det J_F| makes the mass 1 up to quadrature error; the paper's first-order 1/2 div G
-    // overstates every expanding sub-step (1/2 per active coordinate for log 1.5 = 0.405). With
-    // leave-one-out the reference batch leaves its own keys out, and a query, which has none, sees them all.
+    // The density of a query pushed backward beside a reference batch (its keys, frozen: the density grid of
+    // docs/math/flows.md#density) is the change of variables of N(0, I) through a map fixed by that batch.
+    // Where the map does not fold, log|det J_F| makes the mass 1 up to quadrature error; the paper's
+    // first-order 1/2 div G overstates every expanding sub-step (1/2 per active coordinate for
+    // log 1.5 = 0.405). With leave-one-out the reference batch leaves its own keys out, and a query, which
+    // has none, sees them all.
     FlowConfig c = smallConfig(true);
     const int g = 300; // the density jumps where a coordinate crosses λh: first-order quadrature
     const double L = 8.0, cell = 2 * L / g;

@@ -258,7 +258,7 @@ TEST(FlowPotential, InitFollowsOtFlow) {
     EXPECT_EQ(dims.r, 3);
     EXPECT_EQ(Params::init(20, 4, 2, 0).dims().r, 10);
     EXPECT_EQ(p.parameterCount(), m * (d + 1) + m + 2 * (m * m + m) + m + 3 * (d + 1) + (d + 1) + 1);
-    EXPECT_EQ(Params::init(2, 32, 2, 0).parameterCount(), 1229); // OT-Flow's count (prior-art.md §1.2)
+    EXPECT_EQ(Params::init(2, 32, 2, 0).parameterCount(), 1229); // OT-Flow's count (docs/math/flows.md)
 
     std::vector<std::string> names;
     p.forEach([&](const Md&, const std::string& name) { names.push_back(name); });

@@ -1,6 +1,7 @@
 // The RWPO layer of the generative flow (engine/flows/RwpoLayer.h). Oracles are mathematics only: a direct
 // double loop over (query, key) pairs with the explicit per-pair kernel, finite-difference Jacobians of the
-// frozen-key map, finite-difference gradients (GradCheck.h) and the 1-D Gaussian closed form of §1.6.
+// frozen-key map, finite-difference gradients (GradCheck.h) and the 1-D Gaussian closed form of
+// docs/math/flows.md#rwpo-jacobian.
 #include "engine/autodiff/GradCheck.h"
 #include "engine/flows/RwpoLayer.h"
 
@@ -81,7 +82,8 @@ VectorXd softmaxMean(std::vector<double> u, const Md& keys, Index skip) {
 }
 
 // G(x; keys) = S(x) - sum_l softmax_l(U(x, y_l)) y_l, eq. (22), by a direct loop over the keys with the
-// kernel written out per pair exactly as in §1.2 (nothing dropped, nothing centred). skip: the excluded key.
+// kernel written out per pair exactly as in docs/math/flows.md#rwpo-layer (nothing dropped, nothing centred).
+// skip: the excluded key.
 VectorXd directG(const VectorXd& x, const Md& keys, double lambda, double beta, double h, RwpoKernel kernel,
                  Index skip) {
     const Index d = keys.rows(), N = keys.cols();
@@ -350,8 +352,8 @@ TEST(FlowRwpo, OneDimensionalGaussianIsTheHeatFlow) {
 }
 
 TEST(FlowRwpo, AsPrintedKernelHasUniformWeightsAtLambdaZero) {
-    // §1.2 item 3: at λ = 0, U_lit(x, y) = -β/2 (|x-y|² - |x-y|²)/(2h) = 0, so every key weighs 1/N and
-    // the layer is y = x + (x - mean(X)) / 2: no locality at all.
+    // docs/math/flows.md#kernel-typo: at λ = 0, U_lit(x, y) = -β/2 (|x-y|² - |x-y|²)/(2h) = 0, so every key
+    // weighs 1/N and the layer is y = x + (x - mean(X)) / 2: no locality at all.
     const Md X = tokens(2, 64, 41, 1.0);
     const RwpoOptions o{.kernel = RwpoKernel::AsPrinted, .h = kH};
     const Md y = record(X, 0.0, 1.0, o).y;
@@ -462,7 +464,7 @@ TEST(FlowRwpo, RejectsWhatItCannotDo) {
 }
 
 TEST(FlowRwpo, TimeOfRecordAndBackwardFloat) {
-    // Not asserted (DESIGN.md: performance is measured, not asserted): feeds a 35 ms per-iteration budget
+    // Not asserted (performance is measured by benchmarks, not asserted): feeds a 35 ms per-iteration budget
     // for 8 layers.
     const Index N = 1024;
     const ad::Matrix<float> X = tokens(2, N, 81, 1.0).cast<float>();

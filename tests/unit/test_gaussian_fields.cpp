@@ -1,5 +1,6 @@
-// The affine moment fields of Gaussian mode against the digest (seed-castin.md §0.2 E1-E3, §3 T9, T12, T17,
-// §5.3, §5.4): field values, moment rates, the errata, and the energies along the Gaussian flows.
+// The affine moment fields of Gaussian mode against independently computed values (docs/math/gaussian.md:
+// errata #e1-#e3, #t9, #t12, #t17, #energies): field values, moment rates, the errata, and the energies along
+// the Gaussian flows.
 #include "TestUtil.h"
 
 #include "engine/gaussian/MatrixRoots.h"
@@ -164,7 +165,7 @@ TEST(GaussianField, T12SinkhornFieldAndErratumE2) {
     EXPECT_GT((prop8 - r.cov).norm(), 1.0);
 }
 
-// ---- §5.3 / erratum E3: Sinkhorn = Bures-Wasserstein gradient flow of F_eps
+// ---- erratum E3 (docs/math/gaussian.md#e3): Sinkhorn = Bures-Wasserstein gradient flow of F_eps
 // -----------------------------------
 
 TEST(GaussianField, E3SinkhornIsTheBuresWassersteinFlowOfFeps) {
@@ -196,9 +197,10 @@ TEST(GaussianField, SinkhornEnergyDecreasesAlongTheGaussianFlow) {
     o.recordEvery = 0.5;
     const MomentTrajectory tr = solveMoments(*f, {v2(0.3, -0.2), sym2(1.5, 0.4, 0.8)}, s, o);
     ASSERT_EQ(tr.event, MomentEvent::None);
-    // The digest prints F = 0.61927, 0.12693, -0.06669, -0.27437, -0.67227 at t = 0, 0.5, ..., 2: monotone as
-    // here, but its trajectory was not accurate (off by 2e-4 at t = 0.5, 9e-4 at t = 2). This adaptive solve
-    // (rtol 1e-10) and an independent pure-Python RK4 (500 and 5000 steps per 0.5) agree on the values below.
+    // An earlier, coarser integration gave F = 0.61927, 0.12693, -0.06669, -0.27437, -0.67227 at t = 0, 0.5,
+    // ..., 2: monotone as here, but its trajectory was not accurate (off by 2e-4 at t = 0.5, 9e-4 at t = 2).
+    // This adaptive solve (rtol 1e-10) and an independent pure-Python RK4 (500 and 5000 steps per 0.5) agree
+    // on the values below.
     const std::vector<double> ref{0.6192699, 0.1271430, -0.0666640, -0.2746110, -0.6731449};
     const std::vector<double> digest{0.61927, 0.12693, -0.06669, -0.27437, -0.67227};
     ASSERT_EQ(tr.times.size(), ref.size());
@@ -213,7 +215,7 @@ TEST(GaussianField, SinkhornEnergyDecreasesAlongTheGaussianFlow) {
     }
 }
 
-// ---- §5.4: softmax = twisted-Wasserstein gradient flow of F
+// ---- docs/math/gaussian.md#softmax-energy: softmax = twisted-Wasserstein gradient flow of F
 // -------------------------------------------------------
 
 TEST(GaussianField, SoftmaxEnergyDecreasesAlongTheGaussianFlow) {
@@ -229,9 +231,10 @@ TEST(GaussianField, SoftmaxEnergyDecreasesAlongTheGaussianFlow) {
     o.recordEvery = 0.6;
     const MomentTrajectory tr = solveMoments(*f, {v2(0.4, 0.3), sym2(0.8, 0.2, 0.5)}, s, o);
     ASSERT_EQ(tr.event, MomentEvent::None);
-    // The digest prints F = 0.52864, 0.48968, 0.45848, 0.41931, 0.36031, 0.27028 at t = 0, 0.6, ..., 3:
-    // monotone as here, but drifting from the accurate trajectory (1.1e-4 at t = 3). This adaptive solve
-    // (rtol 1e-10) and an independent pure-Python RK4 (600 and 6000 steps per 0.6) agree on the values below.
+    // An earlier, coarser integration gave F = 0.52864, 0.48968, 0.45848, 0.41931, 0.36031, 0.27028 at
+    // t = 0, 0.6, ..., 3: monotone as here, but drifting from the accurate trajectory (1.1e-4 at t = 3). This
+    // adaptive solve (rtol 1e-10) and an independent pure-Python RK4 (600 and 6000 steps per 0.6) agree on
+    // the values below.
     const std::vector<double> ref{0.5286394, 0.4896797, 0.4584742, 0.4192846, 0.3602560, 0.2701672};
     const std::vector<double> digest{0.52864, 0.48968, 0.45848, 0.41931, 0.36031, 0.27028};
     ASSERT_EQ(tr.times.size(), ref.size());

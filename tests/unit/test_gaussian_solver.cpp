@@ -1,5 +1,5 @@
-// The Gaussian moment solver against closed forms (seed-castin.md §3 T1-T6, T9-T11, T13; §5.5; §6.4) and the
-// mean-field link to the particle system.
+// The Gaussian moment solver against closed forms (docs/math/gaussian.md#exact-cases T1-T6, T9-T11,
+// #drifting; docs/math/attention.md#t13, #mean-field) and the mean-field link to the particle system.
 #include "TestUtil.h"
 
 #include "engine/dynamics/Observables.h"
@@ -157,9 +157,9 @@ TEST(MomentSolver, OneDimensionalVariantsMatchTheirSolutions) {
     sk.attention.sinkhornEps = 0.5;
     tr = solve(sk, Vec::Zero(1), m1(1));
     EXPECT_NEAR(tr.states.back().cov(0, 0), 6.619852379, 1e-8);
-    // §5.5 drifting to nu = N(1, 1) from N(0, 0.25): m(1) = 1 - e^{-1/2}; s(1) = 0.4143582630 from the
-    // implicit solution ln s - 2 ln(1 - s) = ln 0.25 - 2 ln 0.75 + t (the digest's 0.4143565473 is a typo;
-    // its s(3) is right).
+    // Drifting (docs/math/gaussian.md#drifting) to nu = N(1, 1) from N(0, 0.25): m(1) = 1 - e^{-1/2};
+    // s(1) = 0.4143582630 from the implicit solution ln s - 2 ln(1 - s) = ln 0.25 - 2 ln 0.75 + t (an earlier
+    // hand computation's 0.4143565473 is a typo; its s(3) is right).
     Scene drift = momentScene(AttentionType::Drifting, m1(1), m1(1), 3, 3);
     drift.attention.targetMean = Vec::Ones(1);
     drift.attention.targetCov = m1(1);
@@ -258,9 +258,9 @@ TEST(MomentSolver, LinearParticlesEqualTheMomentOdeAtAnyN) {
 }
 
 TEST(MomentSolver, ParticlesFromAGaussianTrackTheMomentOde) {
-    // Mean-field link (§6.4): 1-D quantile particles of N(0, s0) (drifting: Gaussian-kernel drifting to N(1,
-    // 1), App. B), compared with the moment ODE started from the empirical variance; the error falls as N
-    // grows.
+    // Mean-field link (docs/math/attention.md#mean-field): 1-D quantile particles of N(0, s0) (drifting:
+    // Gaussian-kernel drifting to N(1, 1), App. B), compared with the moment ODE started from the empirical
+    // variance; the error falls as N grows.
     struct Case {
         AttentionType type;
         double q, k, v, T;

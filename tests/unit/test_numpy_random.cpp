@@ -1,4 +1,4 @@
-// NumpyRandom reproduces numpy's legacy RandomState draws bit for bit (seed-castin.md §4.6).
+// NumpyRandom reproduces numpy's legacy RandomState draws bit for bit (docs/math/gaussian.md#presets).
 #include "engine/gaussian/NumpyRandom.h"
 
 #include <gtest/gtest.h>

@@ -106,7 +106,8 @@ TEST(InteractionEnergy, SoftmaxEnergyIsTheDoubleSum) {
 }
 
 TEST(InteractionEnergy, DecreasesAlongTheSoftmaxGradientFlow) {
-    // §5.4: with A symmetric invertible and B = -V A^{-T} SPD the softmax flow is a gradient flow of E.
+    // docs/math/attention.md#energy: with A symmetric invertible and B = -V A^{-T} SPD the softmax flow is a
+    // gradient flow of E.
     const Mat A = m2(1.0, 0.3, 0.3, 0.6), V = -m2(0.5, 0.1, 0.1, 0.4) * A.transpose();
     AttentionSpec spec = singleHead(AttentionType::Softmax, A, Mat::Identity(2, 2), V);
     auto field = makeCpuField(spec, 2, Precision::Float64);

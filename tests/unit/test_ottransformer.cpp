@@ -456,7 +456,7 @@ TEST(OtTransformer, TaskAWithTheMeanMemoryGetsCloseToTheClosedForm) {
     const OtEvaluation e = trainer.evaluate();
     std::printf("[ task A    ] mean memory: closed-form error %.4f, straightness %.5f, loss - optimum %.2e\n",
                 e.closedFormError, e.straightness, e.terms.loss - e.optimalLoss);
-    EXPECT_LT(e.closedFormError, 0.04); // 0.025 here (averaged); the §2.7 model: 0.25 after 400 steps
+    EXPECT_LT(e.closedFormError, 0.04); // 0.025 here (averaged); task A's d = 2 model: 0.25 after 400 steps
     EXPECT_GT(e.straightness, 0.999);
     EXPECT_GE(e.terms.loss, e.optimalLoss);
 }

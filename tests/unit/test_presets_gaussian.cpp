@@ -1,6 +1,6 @@
 // The Gaussian-mode (moment) presets of Castin et al.'s figures (assets/presets/cone-*.json, p1d-*.json,
-// particles-vs-moments.json; seed-castin.md §4.6): every one loads and has a moment field, the parameters are
-// the authors' draws with the code's scaling, and a few cheap outcome checks per regime.
+// particles-vs-moments.json; docs/math/gaussian.md#presets): every one loads and has a moment field, the
+// parameters are the authors' draws with the code's scaling, and a few cheap outcome checks per regime.
 #include "engine/gaussian/MomentField.h"
 #include "engine/gaussian/MomentSolver.h"
 #include "engine/scene/Scene.h"
@@ -93,7 +93,7 @@ TEST(PresetsGaussian, EveryPresetLoadsAndHasAMomentField) {
 }
 
 TEST(PresetsGaussian, GridSizesOfTheFigures) {
-    // seed-castin.md §4.3: 10x10 on [-0.5, 0.5]^2 -> 100, 20x20 -> 276, 30x30 -> 648, 40x40 -> 1184.
+    // docs/math/gaussian.md#grid: 10x10 on [-0.5, 0.5]^2 -> 100, 20x20 -> 276, 30x30 -> 648, 40x40 -> 1184.
     EXPECT_EQ(initialGaussians(preset("cone-fig2a-zero")).size(), 100u);
     EXPECT_EQ(initialGaussians(preset("cone-fig2b-line")).size(), 100u);
     EXPECT_EQ(initialGaussians(preset("cone-fig2c-plane")).size(), 100u);
@@ -105,8 +105,8 @@ TEST(PresetsGaussian, GridSizesOfTheFigures) {
 }
 
 TEST(PresetsGaussian, ParametersAreTheAuthorsDrawsWithTheCodeScaling) {
-    // P-ZERO: A = K^T Q / sqrt(2) (seed-castin.md §4.6), the same in softmax, l2 and Sinkhorn (unscaled)
-    // form.
+    // P-ZERO: A = K^T Q / sqrt(2) (docs/math/gaussian.md#p-zero), the same in softmax, l2 and Sinkhorn
+    // (unscaled) form.
     const Mat aZero = m2(-0.1862523417, -0.1452830452, -0.1452830452, -0.1216533815);
     for (const char* name :
          {"cone-fig2a-zero", "cone-fig7a-zero-softmax", "cone-fig7b-zero-l2", "cone-fig8a-zero-l2"}) {
@@ -249,7 +249,7 @@ TEST(PresetsGaussian, Fig2dEndsOnTheTwoIsotropicRays) {
 }
 
 TEST(PresetsGaussian, Fig3aBlowUpTimesMatchProp2) {
-    // P-BLOWUP, softmax, V = I: t_max = 1 / lambda_max(Sigma0 (A + A^T)) (Prop 2; seed-castin.md T3).
+    // P-BLOWUP, softmax, V = I: t_max = 1 / lambda_max(Sigma0 (A + A^T)) (Prop 2; docs/math/gaussian.md#t3).
     Scene s = preset("cone-fig3a-blowup");
     s.moments.method = MomentMethod::Adaptive;
     const auto field = makeMomentField(s);

@@ -1,4 +1,4 @@
-// The rank-histogram experiment (Fig 4 / Fig 11, seed-castin.md §4.7).
+// The rank-histogram experiment (Fig 4 / Fig 11, docs/math/gaussian.md#rank-histograms).
 #include "engine/core/Parallel.h"
 #include "engine/gaussian/NumpyRandom.h"
 #include "engine/gaussian/RankExperiment.h"
@@ -50,8 +50,9 @@ TEST(RankExperiment, L2IdentityConvergesToTheExactLimit) {
 }
 
 TEST(RankExperiment, DrawsFollowTheAuthorsOrder) {
-    // The exact limit of run #3 (1-based) in d = 3 has eigenvalues {0, 3.096, 6.088} (seed-castin.md §4.7):
-    // it pins the Q list (seed 40, randn(1, 3) each) and the Sigma0 stream (seed 41, S S^T, S = randn(3, 3)).
+    // The exact limit of run #3 (1-based) in d = 3 has eigenvalues {0, 3.096, 6.088} (E13,
+    // docs/math/gaussian.md#e13): it pins the Q list (seed 40, randn(1, 3) each) and the Sigma0 stream
+    // (seed 41, S S^T, S = randn(3, 3)).
     RankExperimentConfig c = paperProtocol(AttentionType::Softmax, false, RankMethod::Adaptive);
     c.dims = {3};
     c.runs = 3;

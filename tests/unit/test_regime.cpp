@@ -62,7 +62,7 @@ TEST(Regime, NonCommutingCasesSayThereIsNoGuarantee) {
     EXPECT_FALSE(p.commuting);
     EXPECT_TRUE(p.blowUp);
     EXPECT_FALSE(p.tMax.has_value());
-    EXPECT_NEAR(p.eigenvaluesB[1], 1.0190, 1e-4); // digest §4.6: eig(VA + A^T V^T) = {+1.0190, -1.7647}
+    EXPECT_NEAR(p.eigenvaluesB[1], 1.0190, 1e-4); // P-MIXED: eig(VA + A^T V^T) = {+1.0190, -1.7647}
     EXPECT_NEAR(p.eigenvaluesB[0], -1.7647, 1e-4);
     EXPECT_NE(p.summary.find("no guarantee"), std::string::npos) << p.summary;
 }
