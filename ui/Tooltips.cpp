@@ -262,12 +262,11 @@ constexpr std::array kTable{
           "the keys, so the density of an isolated grid point is not the model's. Refreshed every ~0.7 s "
           "while training, less often when generating takes longer (at most a fifth of the time)."},
     // ---- continuous-time Transformers (the Transformers tab) ---------------------------------------------
-    Entry{
-        "transformer.task",
-        "<b>Task</b> (seed-flows §2.7) — <b>A</b>: 6 tokens x<sub>i</sub> ~ N(0, I<sub>2</sub>), output the "
-        "mean of the final tokens, target y = (‖x̄‖² − 1, sin 3x̄<sub>1</sub>); its optimum has a closed "
-        "form: every token moves on the same straight line at constant speed. <b>B</b>: classify 64-point "
-        "clouds (circle, square, moons, cross; random rotation, scale 0.7–1.3, jitter 0.03)."},
+    Entry{"transformer.task",
+          "<b>Task</b> — <b>A</b>: 6 tokens x<sub>i</sub> ~ N(0, I<sub>2</sub>), output the "
+          "mean of the final tokens, target y = (‖x̄‖² − 1, sin 3x̄<sub>1</sub>); its optimum has a closed "
+          "form: every token moves on the same straight line at constant speed. <b>B</b>: classify 64-point "
+          "clouds (circle, square, moons, cross; random rotation, scale 0.7–1.3, jitter 0.03)."},
     Entry{"transformer.architecture",
           "<b>Architecture</b> — <b>OT-Transformer</b>: one ODE dX/dt = f(X), f the stack of D blocks with "
           "their skips, M Euler steps on [0, T]. <b>N-ODE</b>: one ODE per block, velocity block(X) − X. "
@@ -295,7 +294,7 @@ constexpr std::array kTable{
         "2 "
         "pads them with fixed coordinates, [x; 0], from d = 4 [x; x; 0] (a copy of the initial set: the "
         "optimal velocity is a function of the initial mean token), from d = 6 with attention initialized to "
-        "route the copy's mean to the MLP. The §2.7 model (d = 2) stays 7–46 % from the closed form; d = 6 "
+        "route the copy's mean to the MLP. The plain model (d = 2) stays 7–46 % from the closed form; d = 6 "
         "gets within about 1 %."},
     Entry{"transformer.increment",
           "<b>Increment velocity</b> — f(X) = stack(X) − X, the blocks' increments (one Euler step of size 1 "

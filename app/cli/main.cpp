@@ -88,7 +88,7 @@ commands:
         [--drop-rates 0,0.01,...] [--quiet]
       train a continuous-time Transformer (OT-Transformer: one ODE whose velocity is the block stack; node:
       one ODE per block; discrete: the plain Transformer) on task A (straight-line toy with a closed-form
-      optimum) or B (2-D point-cloud classification) of seed-flows 2.7 with objective (8): task loss +
+      optimum) or B (2-D point-cloud classification; docs/math/transformers.md), objective (8): task loss +
       lambda_ot * transport cost (element-mean: the code's sum dt |f|^2 / numel; paper: 1/2 sum dt |f|^2_F per
       set); prints the stability threshold T L^2, held-out loss, accuracy, straightness, speed CV, distance
       to the closed form (A), the empirical Lipschitz ratio against Theorem 2's bound, and for B accuracy

@@ -138,8 +138,8 @@ std::unique_ptr<MomentField> makeMomentField(const Scene& scene) {
     const int d = scene.d;
     if (a.masked)
         throw SceneError("/attention/masked",
-                         "masked attention does not keep Gaussians Gaussian (seed-castin "
-                         "§2.7): use the particle simulation");
+                         "masked attention does not keep Gaussians Gaussian "
+                         "(docs/math/gaussian.md#not-gaussian): use the particle simulation");
     if (a.sphere)
         throw SceneError(
             "/attention/sphere",
