@@ -25,9 +25,9 @@
 #include "engine/gpu/GlContext.h"
 #include "engine/media/FrameSink.h"
 #include "render/GlApi.h"
-#include "ui/AnimationExporter.h"
-#include "ui/ConeData.h"
-#include "ui/Theme.h"
+#include "ui/export/AnimationExporter.h"
+#include "render/ConeData.h"
+#include "ui/widgets/Theme.h"
 
 #include <EGL/egl.h>
 #include <QApplication>

@@ -6,7 +6,7 @@
 #include "Commands.h"
 #include "engine/core/Text.h"
 #include "engine/media/FrameSink.h"
-#include "ui/Theme.h"
+#include "ui/widgets/Theme.h"
 
 #include <QFontMetricsF>
 

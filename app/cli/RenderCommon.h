@@ -1,14 +1,14 @@
 // flowscope-cli render: what its headless exports share (the scene views in Render.cpp, the training view
 // in RenderTraining.cpp): a QApplication on Qt's "offscreen" platform, Ctrl+C that cancels an export, the
 // --size option and the summary's numbers (frame images and the caption strip come from
-// ui/AnimationExporter.h).
+// ui/export/AnimationExporter.h).
 #pragma once
 
 #if FLOWSCOPE_HAVE_RENDER
 
 #include "Commands.h"
-#include "ui/AnimationExporter.h"
-#include "ui/PlotDecorations.h"
+#include "ui/export/AnimationExporter.h"
+#include "ui/views/PlotDecorations.h"
 
 #include <QApplication>
 #include <QFont>

@@ -16,7 +16,7 @@
 #include "engine/core/Text.h"
 #include "engine/media/FrameSink.h"
 #include "engine/runner/TrainingRunner.h"
-#include "ui/TrainingAnimator.h"
+#include "ui/export/TrainingAnimator.h"
 
 #include <algorithm>
 #include <chrono>

@@ -18,16 +18,19 @@
 #include "engine/io/AtomicFile.h"
 #include "engine/io/OutputSet.h"
 #include "engine/io/ShareString.h"
-#include "ui/ConeView.h"
-#include "ui/DefaultScene.h"
-#include "ui/MainWindow.h"
-#include "ui/OpenGLSetup.h"
-#include "ui/ParticleView.h"
-#include "ui/Theme.h"
-#include "ui/TrainingPanel.h"
-#include "ui/TrainingView.h"
-#include "ui/TransformerPanel.h"
-#include "ui/TransformerView.h"
+#include "engine/scene/DefaultScene.h"
+#include "ui/panels/TrainingPanel.h"
+#include "ui/panels/TransformerPanel.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/shell/OpenGLSetup.h"
+#include "ui/views/ConeView.h"
+#include "ui/views/ParticleView.h"
+#include "ui/views/TrainingView.h"
+#include "ui/views/TransformerView.h"
+#include "ui/widgets/Theme.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QApplication>
 #include <QBuffer>
@@ -188,22 +191,23 @@ Options parseOptions(QApplication& app) {
 // when an explicitly requested scene cannot be opened in screenshot mode, where nobody can read a dialog.
 bool openInitialScene(flowscope::MainWindow& w, const Options& o,
                       const std::optional<std::pair<flowscope::Scene, QString>>& last) {
-    if (o.scene.isEmpty() && last && w.setScene(last->first, last->second)) return true;
+    if (o.scene.isEmpty() && last && w.particles().setScene(last->first, last->second)) return true;
     if (!o.scene.isEmpty()) {
         // A share string in place of the path (an existing file of that name wins), as flowscope-cli takes.
         const bool share =
             flowscope::looksLikeShareString(o.scene.toStdString()) && !QFileInfo::exists(o.scene);
-        if (share ? w.openShareString(o.scene) : w.openSceneFile(o.scene)) return true;
+        if (share ? w.particles().openShareString(o.scene) : w.particles().openSceneFile(o.scene))
+            return true;
         std::fprintf(stderr, "flowscope: %s\n", qPrintable(w.lastError()));
         if (!o.screenshot.isEmpty()) return false;
         QMessageBox::warning(nullptr, QStringLiteral("Flowscope"), w.lastError());
     }
     const QString preset = QStringLiteral(FLOWSCOPE_PRESET_DIR "/default.json");
     if (QFileInfo::exists(preset)) {
-        if (w.openSceneFile(preset)) return true;
+        if (w.particles().openSceneFile(preset)) return true;
         std::fprintf(stderr, "flowscope: %s\n", qPrintable(w.lastError()));
     }
-    return w.setScene(flowscope::builtinDefaultScene());
+    return w.particles().setScene(flowscope::builtinDefaultScene());
 }
 
 // Measures how promptly the UI thread serves events while the simulation runs: a 5 ms timer records how
@@ -234,39 +238,39 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
     auto* clock = new QElapsedTimer;
     clock->start();
     QObject::connect(timer, &QTimer::timeout, &app, [&app, &w, o, timer, clock, probe] {
-        const auto s = w.runner().snapshot();
+        const auto s = w.particles().runner().snapshot();
         const bool late = clock->elapsed() > qint64(o.timeoutSeconds * 1000.0);
         if (!o.train.isEmpty()) {
             // Iteration K reached: pause, which makes the worker draw a picture of the last iteration; take
             // the screenshot when the view has it.
-            const auto t = w.trainingRunner().snapshot();
-            if (t && (t->iteration() >= o.afterSteps || !t->error.empty())) w.trainingRunner().pause();
+            const auto t = w.flows().runner().snapshot();
+            if (t && (t->iteration() >= o.afterSteps || !t->error.empty())) w.flows().runner().pause();
             bool shown = t && !t->playing && (t->iteration() >= o.afterSteps || !t->error.empty());
             if (shown)
                 for (const flowscope::TrainerState& trainer : t->trainers)
                     shown = shown && trainer.picture && trainer.picture->iteration == trainer.iteration;
             if (!shown && !late) return;
-            w.trainingView()->refresh();
+            w.flows().view()->refresh();
         } else if (!o.transformer.isEmpty()) {
-            const auto t = w.transformerRunner().snapshot();
-            if (t && (t->iteration() >= o.afterSteps || !t->error.empty())) w.transformerRunner().pause();
+            const auto t = w.transformers().runner().snapshot();
+            if (t && (t->iteration() >= o.afterSteps || !t->error.empty())) w.transformers().runner().pause();
             bool shown = t && !t->playing && (t->iteration() >= o.afterSteps || !t->error.empty());
             if (shown)
                 for (const flowscope::TransformerTrainerState& trainer : t->trainers)
                     shown = shown && trainer.picture && trainer.picture->iteration == trainer.iteration;
             if (!shown && !late) return;
-            w.transformerView()->refresh();
+            w.transformers().view()->refresh();
         } else {
             const bool ready = s && (s->step >= o.afterSteps || s->finished || !s->error.empty()) &&
-                               !w.coneView()->solving();
+                               !w.particles().coneView()->solving();
             if (!ready && !late) return;
         }
         timer->stop();
         delete clock;
-        w.runner().pause();
-        w.trainingRunner().pause();
-        w.transformerRunner().pause();
-        w.particleView()->refresh(); // draw exactly the state that satisfied the condition
+        w.particles().runner().pause();
+        w.flows().runner().pause();
+        w.transformers().runner().pause();
+        w.particles().particleView()->refresh(); // draw exactly the state that satisfied the condition
         const QImage image = w.grabWindowImage();
         QByteArray png;
         QBuffer buffer(&png);
@@ -294,7 +298,7 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
                         "\"ui_late_ms_mean\": %.2f, \"ui_late_ms_p50\": %.2f, \"ui_late_ms_p99\": %.2f, "
                         "\"ui_late_ms_max\": %.2f, \"ticks\": %zu}\n",
                         long(s->tokens.rows()), s->step, s->stepsPerSecond,
-                        w.particleView()->frameMilliseconds(), mean, q(0.5), q(0.99),
+                        w.particles().particleView()->frameMilliseconds(), mean, q(0.5), q(0.99),
                         v.empty() ? 0.0 : v.back(), v.size());
         }
         delete probe;
@@ -315,29 +319,29 @@ int main(int argc, char** argv) {
 
     QApplication::setOrganizationName(QStringLiteral("Flowscope"));
     flowscope::MainWindow window;
-    window.setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
+    window.particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
     window.resize(options.size);
     std::optional<std::pair<flowscope::Scene, QString>> last;
     if (options.screenshot.isEmpty()) last = window.restoreSettings();
     if (!openInitialScene(window, options, last)) return 2;
-    window.setMaxSpeed(options.maxSpeed);
+    window.particles().setMaxSpeed(options.maxSpeed);
     if (options.cone) window.showConeView();
-    if (!options.backend.isEmpty()) window.setBackend(options.backend);
+    if (!options.backend.isEmpty()) window.particles().setBackend(options.backend);
     window.show();
     if (!options.transformer.isEmpty()) {
         const auto task =
             options.transformer == QStringLiteral("A") ? flowscope::ot::Task::A : flowscope::ot::Task::B;
-        if (!window.startTransformer(flowscope::TransformerPanel::defaults(task), true, true)) {
+        if (!window.transformers().start(flowscope::TransformerPanel::defaults(task), true, true)) {
             std::fprintf(stderr, "flowscope: %s\n", qPrintable(window.lastError()));
             return 2;
         }
         window.showTransformersView();
     } else if (options.train.isEmpty()) {
-        window.play();
+        window.particles().play();
     } else {
-        flowscope::flows::TrainerConfig config = window.trainingPanel()->config();
+        flowscope::flows::TrainerConfig config = window.flows().panel()->config();
         config.dataset = options.train.toStdString();
-        if (!window.startTraining(config, options.sideBySide, true)) {
+        if (!window.flows().start(config, options.sideBySide, true)) {
             std::fprintf(stderr, "flowscope: %s\n", qPrintable(window.lastError()));
             return 2;
         }

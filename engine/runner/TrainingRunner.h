@@ -94,6 +94,9 @@ TrainerState trainerState(const flows::FlowTrainer& t, std::size_t maxEvents);
 // Writes a snapshot's trainer as flowscope-cli train does (flows::saveFlow: .safetensors + .json beside,
 // atomic). Throws std::runtime_error when the state has no model yet or the write fails.
 void saveTrainedFlow(const std::string& path, const TrainerState& state);
+inline void saveTrainedModel(const std::string& path, const TrainerState& state) {
+    saveTrainedFlow(path, state);
+}
 
 // What TrainerRun needs to know of flows (TrainerRun.h says what each member is for).
 struct FlowTraining {

@@ -60,6 +60,9 @@ struct TransformerSnapshot : TrainerRunSnapshot<TransformerTrainerState> {
 // Writes a snapshot's trainer as flowscope-cli train-transformer does (ot::saveTransformer: .safetensors +
 // .json beside, atomic). Throws std::runtime_error when the state has no model yet or the write fails.
 void saveTrainedTransformer(const std::string& path, const TransformerTrainerState& state);
+inline void saveTrainedModel(const std::string& path, const TransformerTrainerState& state) {
+    saveTrainedTransformer(path, state);
+}
 
 // What TrainerRun needs to know of continuous-time Transformers (TrainerRun.h says what each member is for).
 // The baseline of comparison mode is λ_OT = 0.

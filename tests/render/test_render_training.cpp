@@ -11,9 +11,9 @@
 #include "engine/flows/Trainer.h"
 #include "engine/media/Mp4Writer.h"
 #include "engine/runner/TrainingRunner.h"
-#include "ui/Theme.h"
-#include "ui/TrainingView.h"
-#include "ui/ViewTransform.h"
+#include "ui/widgets/Theme.h"
+#include "ui/views/TrainingView.h"
+#include "ui/views/ViewTransform.h"
 
 #include <QApplication>
 #include <QFontMetricsF>

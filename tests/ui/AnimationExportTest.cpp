@@ -13,12 +13,15 @@
 #include "engine/io/Npy.h"
 #include "engine/io/ShareString.h"
 #include "engine/media/FrameSink.h"
-#include "ui/AnimationExportDialog.h"
-#include "ui/AnimationExporter.h"
-#include "ui/ConeData.h"
-#include "ui/MainWindow.h"
-#include "ui/ParticleView.h"
-#include "ui/PlotDecorations.h"
+#include "render/ConeData.h"
+#include "ui/export/AnimationExportDialog.h"
+#include "ui/export/AnimationExporter.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/views/ParticleView.h"
+#include "ui/views/PlotDecorations.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #if FLOWSCOPE_UI_TESTS_EGL
 #include "engine/gpu/GlContext.h"
@@ -84,7 +87,7 @@ class AnimationExportTest : public ::testing::Test {
         ASSERT_TRUE(dir.isValid());
         window = std::make_unique<MainWindow>();
         window->resize(900, 650);
-        ASSERT_TRUE(window->setScene(smallScene()));
+        ASSERT_TRUE(window->particles().setScene(smallScene()));
         window->show();
         ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
     }
@@ -97,7 +100,7 @@ class AnimationExportTest : public ::testing::Test {
 TEST_F(AnimationExportTest, PngSequenceAndGifHaveTheFramesAndSizeAsked) {
     const AnimationOptions o = smallOptions();
     std::vector<long> reported;
-    ASSERT_TRUE(window->exportAnimation(o, path("frames/"), [&](long done, long total) {
+    ASSERT_TRUE(window->particles().exportAnimation(o, path("frames/"), [&](long done, long total) {
         EXPECT_EQ(total, o.frames);
         reported.push_back(done);
         return true;
@@ -114,7 +117,8 @@ TEST_F(AnimationExportTest, PngSequenceAndGifHaveTheFramesAndSizeAsked) {
     EXPECT_NE(rgba(QImage(QDir(path("frames")).filePath(pngs.front()))),
               rgba(QImage(QDir(path("frames")).filePath(pngs.back()))));
 
-    ASSERT_TRUE(window->exportAnimation(o, path("anim.gif"))) << window->lastError().toStdString();
+    ASSERT_TRUE(window->particles().exportAnimation(o, path("anim.gif")))
+        << window->lastError().toStdString();
     QFile gif(path("anim.gif"));
     ASSERT_TRUE(gif.open(QIODevice::ReadOnly));
     const QByteArray head = gif.read(10);
@@ -138,7 +142,7 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
     o.frames = 3;
     o.width = 200;
     o.height = 160;
-    ASSERT_TRUE(window->exportAnimation(o, path("gui/"))) << window->lastError().toStdString();
+    ASSERT_TRUE(window->particles().exportAnimation(o, path("gui/"))) << window->lastError().toStdString();
     std::vector<QImage> gui;
     for (int k = 0; k < o.frames; ++k)
         gui.push_back(
@@ -157,14 +161,14 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
         ASSERT_TRUE(
             gl.load([&](const char* name) { return GlApi::Proc(context.getProcAddress(name)); }, &why))
             << why;
-        AnimationExporter exporter(*window->scene(), o);
+        AnimationExporter exporter(*window->particles().scene(), o);
         ASSERT_TRUE(exporter.initialize(gl)) << exporter.error();
         ASSERT_TRUE(exporter.solve());
         QImage frame;
         ASSERT_TRUE(exporter.renderFrame(0, frame));
         EXPECT_EQ(frame, gui[0]);
         const QColor background = PlotStyle().background;
-        const Tokens tokens = Simulation(*window->scene()).tokens();
+        const Tokens tokens = Simulation(*window->particles().scene()).tokens();
         int inside = 0, drawn = 0;
         for (Eigen::Index i = 0; i < tokens.rows(); ++i) {
             const auto p = exporter.particleView()->worldToPixel(tokens.row(i).transpose());
@@ -194,14 +198,15 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
     AnimationOptions decorated = o;
     decorated.hud = true;
     decorated.caption = "auto";
-    ASSERT_TRUE(window->exportAnimation(decorated, path("gui-hud/"))) << window->lastError().toStdString();
+    ASSERT_TRUE(window->particles().exportAnimation(decorated, path("gui-hud/")))
+        << window->lastError().toStdString();
     std::string why;
     const auto egl = GlContext::createHeadless(&why);
     if (!egl) GTEST_SKIP() << "no EGL surfaceless context: " << why;
     GlApi gl;
     ASSERT_TRUE(gl.load([](const char* name) { return GlApi::Proc(eglGetProcAddress(name)); }, &why)) << why;
     for (const auto& [options, folder] : {std::pair(o, "gui"), std::pair(decorated, "gui-hud")}) {
-        AnimationExporter exporter(*window->scene(), options);
+        AnimationExporter exporter(*window->particles().scene(), options);
         ASSERT_TRUE(exporter.initialize(gl)) << exporter.error();
         ASSERT_TRUE(exporter.solve());
         for (int k = 0; k < options.frames; ++k) {
@@ -219,7 +224,7 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
 TEST_F(AnimationExportTest, CancelAfterTheSecondFrameLeavesNothing) {
     for (const char* name : {"cancel.gif", "cancel/"}) {
         long calls = 0;
-        EXPECT_FALSE(window->exportAnimation(smallOptions(), path(name), [&](long done, long) {
+        EXPECT_FALSE(window->particles().exportAnimation(smallOptions(), path(name), [&](long done, long) {
             ++calls;
             return done < 2;
         }));
@@ -232,7 +237,7 @@ TEST_F(AnimationExportTest, CancelAfterTheSecondFrameLeavesNothing) {
 
 TEST_F(AnimationExportTest, MissingDirectoryFailsNamingItAndWritesNothing) {
     const QString target = path("no-such-dir/anim.gif");
-    EXPECT_FALSE(window->exportAnimation(smallOptions(), target));
+    EXPECT_FALSE(window->particles().exportAnimation(smallOptions(), target));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("no-such-dir")))
         << window->lastError().toStdString();
     EXPECT_TRUE(entries(dir.path()).isEmpty());
@@ -240,15 +245,15 @@ TEST_F(AnimationExportTest, MissingDirectoryFailsNamingItAndWritesNothing) {
     AnimationOptions o = smallOptions();
     o.hud = true;
     o.view = AnimationView::Disc;
-    EXPECT_FALSE(window->exportAnimation(o, path("disc.gif")));
+    EXPECT_FALSE(window->particles().exportAnimation(o, path("disc.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("Heads-up display")))
         << window->lastError().toStdString();
     o = smallOptions();
     o.width = 4;
-    EXPECT_FALSE(window->exportAnimation(o, path("small.gif")));
+    EXPECT_FALSE(window->particles().exportAnimation(o, path("small.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("Size"))) << window->lastError().toStdString();
     EXPECT_TRUE(entries(dir.path()).isEmpty());
-    EXPECT_EQ(window->scene()->name, "export test");
+    EXPECT_EQ(window->particles().scene()->name, "export test");
 }
 
 // The menu path: the dialog (filled in by a timer while it is modal), the progress dialog, the status bar.
@@ -319,9 +324,9 @@ TEST_F(AnimationExportTest, MomentTrajectoriesAreTheCliBytes) {
     Scene grid = smallScene();
     grid.moments.grid = {6, 6, -0.5, 0.5, -0.5, 0.5};
     grid.integrator.T = 1.0;
-    ASSERT_TRUE(window->setScene(grid));
-    ASSERT_TRUE(window->exportMoments(path("app.npy"))) << window->lastError().toStdString();
-    const Scene shown = *window->scene();
+    ASSERT_TRUE(window->particles().setScene(grid));
+    ASSERT_TRUE(window->particles().exportMoments(path("app.npy"))) << window->lastError().toStdString();
+    const Scene shown = *window->particles().scene();
     writeMomentsNpy(path("ref.npy").toStdString(), solveAllMoments(shown, momentOptions(shown)));
     for (const char* suffix : {"", "_means", "_times"}) {
         QFile a(path("app") + QString::fromLatin1(suffix) + QStringLiteral(".npy")),
@@ -333,8 +338,8 @@ TEST_F(AnimationExportTest, MomentTrajectoriesAreTheCliBytes) {
 
     Scene relu = smallScene();
     relu.attention.type = AttentionType::Relu;
-    ASSERT_TRUE(window->setScene(relu));
-    EXPECT_FALSE(window->exportMoments(path("relu.npy")));
+    ASSERT_TRUE(window->particles().setScene(relu));
+    EXPECT_FALSE(window->particles().exportMoments(path("relu.npy")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("no moment trajectories")))
         << window->lastError().toStdString();
     EXPECT_FALSE(QFile::exists(path("relu.npy")));
@@ -343,8 +348,8 @@ TEST_F(AnimationExportTest, MomentTrajectoriesAreTheCliBytes) {
 // ---- The share string
 
 TEST_F(AnimationExportTest, CopyPutsTheRunningSceneOnTheClipboard) {
-    emit window->particleView()->quickBetaChanged(2.5); // a live edit
-    ASSERT_DOUBLE_EQ(window->scene()->attention.beta, 2.5);
+    emit window->particles().particleView()->quickBetaChanged(2.5); // a live edit
+    ASSERT_DOUBLE_EQ(window->particles().scene()->attention.beta, 2.5);
     QAction* copy = findAction(*window, QStringLiteral("&Copy scene as share string"));
     ASSERT_NE(copy, nullptr);
     EXPECT_EQ(copy->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
@@ -352,16 +357,16 @@ TEST_F(AnimationExportTest, CopyPutsTheRunningSceneOnTheClipboard) {
     copy->trigger();
     const QString text = QGuiApplication::clipboard()->text();
     ASSERT_FALSE(text.isEmpty());
-    EXPECT_EQ(text, window->shareString());
+    EXPECT_EQ(text, window->particles().shareString());
     const Scene decoded = decodeShareString(text.toStdString());
     EXPECT_EQ(nlohmann::json::parse(sceneToJson(decoded)),
-              nlohmann::json::parse(sceneToJson(*window->scene())));
+              nlohmann::json::parse(sceneToJson(*window->particles().scene())));
     EXPECT_DOUBLE_EQ(decoded.attention.beta, 2.5);
 }
 
 TEST_F(AnimationExportTest, PasteOpensTheSceneOfTheString) {
     const Scene preset = loadScene(QFile::encodeName(presetPath("fig2b-line.json")).toStdString());
-    ASSERT_NE(preset.n, window->scene()->n);
+    ASSERT_NE(preset.n, window->particles().scene()->n);
     QAction* paste = findAction(*window, QStringLiteral("&Paste scene from share string"));
     ASSERT_NE(paste, nullptr);
     EXPECT_EQ(paste->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V));
@@ -369,12 +374,12 @@ TEST_F(AnimationExportTest, PasteOpensTheSceneOfTheString) {
     QGuiApplication::clipboard()->setText(
         QStringLiteral("\n  ") + QString::fromStdString(encodeShareString(preset)) + QStringLiteral("  \n"));
     paste->trigger();
-    ASSERT_TRUE(window->scene().has_value());
-    EXPECT_EQ(window->scene()->n, preset.n);
-    EXPECT_EQ(window->scene()->d, preset.d);
-    EXPECT_EQ(nlohmann::json::parse(sceneToJson(*window->scene()))["attention"],
+    ASSERT_TRUE(window->particles().scene().has_value());
+    EXPECT_EQ(window->particles().scene()->n, preset.n);
+    EXPECT_EQ(window->particles().scene()->d, preset.d);
+    EXPECT_EQ(nlohmann::json::parse(sceneToJson(*window->particles().scene()))["attention"],
               nlohmann::json::parse(sceneToJson(preset))["attention"]);
-    EXPECT_EQ(window->runner().snapshot()->tokens.rows(), preset.n);
+    EXPECT_EQ(window->particles().runner().snapshot()->tokens.rows(), preset.n);
 }
 
 TEST_F(AnimationExportTest, CorruptStringKeepsTheSceneAndNamesTheFault) {
@@ -383,7 +388,7 @@ TEST_F(AnimationExportTest, CorruptStringKeepsTheSceneAndNamesTheFault) {
                                QString::fromStdString(good.substr(0, good.size() / 2)),
                                QStringLiteral("fs9.AAAA"), QStringLiteral("   ")};
     for (const QString& text : corrupt) {
-        EXPECT_FALSE(window->openShareString(text)) << text.toStdString();
+        EXPECT_FALSE(window->particles().openShareString(text)) << text.toStdString();
         EXPECT_TRUE(window->lastError().contains(QStringLiteral("share string")))
             << window->lastError().toStdString();
         // The decoder's own words, after our heading.
@@ -395,8 +400,8 @@ TEST_F(AnimationExportTest, CorruptStringKeepsTheSceneAndNamesTheFault) {
         }
         EXPECT_TRUE(window->lastError().contains(QString::fromStdString(decoderMessage)))
             << window->lastError().toStdString() << " vs " << decoderMessage;
-        EXPECT_EQ(window->scene()->name, "export test");
-        EXPECT_EQ(window->scene()->n, 48);
+        EXPECT_EQ(window->particles().scene()->name, "export test");
+        EXPECT_EQ(window->particles().scene()->n, 48);
     }
 }
 

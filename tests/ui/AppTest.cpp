@@ -4,12 +4,15 @@
 #include "TestScenes.h"
 
 #include "engine/dynamics/Simulation.h"
-#include "ui/Colormap.h"
-#include "ui/ConeView.h"
-#include "ui/ImGuiLayer.h"
-#include "ui/MainWindow.h"
-#include "ui/MatrixEditor.h"
-#include "ui/ParticleView.h"
+#include "ui/panels/MatrixEditor.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/views/ConeView.h"
+#include "ui/views/ImGuiLayer.h"
+#include "ui/views/ParticleView.h"
+#include "ui/widgets/Colormap.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QApplication>
 #include <QDir>
@@ -44,15 +47,15 @@ class AppTest : public ::testing::Test {
         FLOWSCOPE_REQUIRE_GUI();
         window = std::make_unique<MainWindow>();
         window->resize(1100, 700);
-        window->setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
+        window->particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
         window->show();
         ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
     }
     void stepTo(long step) {
         ASSERT_TRUE(waitForSnapshot(
-            window->runner(), [step](const Snapshot& s) { return s.step >= step; },
+            window->particles().runner(), [step](const Snapshot& s) { return s.step >= step; },
             std::chrono::seconds(90)));
-        window->particleView()->refresh();
+        window->particles().particleView()->refresh();
     }
     std::unique_ptr<MainWindow> window;
 };
@@ -63,38 +66,42 @@ TEST_F(AppTest, EveryPresetLoadsAdvancesAndDraws) {
     ASSERT_GE(presets.size(), 40);
     for (const QFileInfo& f : presets) {
         SCOPED_TRACE(f.fileName().toStdString());
-        ASSERT_TRUE(window->openSceneFile(f.absoluteFilePath())) << window->lastError().toStdString();
-        window->stepOnce();
-        window->stepOnce();
+        ASSERT_TRUE(window->particles().openSceneFile(f.absoluteFilePath()))
+            << window->lastError().toStdString();
+        window->particles().stepOnce();
+        window->particles().stepOnce();
         stepTo(2);
         window->showParticleView();
-        const QImage particles = window->particleView()->grabFramebuffer();
+        const QImage particles = window->particles().particleView()->grabFramebuffer();
         EXPECT_GT(drawnPixels(particles), 200);
-        ASSERT_TRUE(waitFor([&] { return !window->coneView()->solving(); }, std::chrono::seconds(60)));
+        ASSERT_TRUE(
+            waitFor([&] { return !window->particles().coneView()->solving(); }, std::chrono::seconds(60)));
         window->showConeView();
-        const QImage cone = window->coneView()->grabFramebuffer();
+        const QImage cone = window->particles().coneView()->grabFramebuffer();
         EXPECT_GT(drawnPixels(cone), 200); // trajectories, or the message that says why there are none
-        if (window->scene()->d == 2 && window->scene()->initial.kind == InitKind::Gaussian &&
-            window->scene()->moments.grid.enabled()) {
-            EXPECT_GT(window->coneView()->trajectoryCount(), 0);
+        if (window->particles().scene()->d == 2 &&
+            window->particles().scene()->initial.kind == InitKind::Gaussian &&
+            window->particles().scene()->moments.grid.enabled()) {
+            EXPECT_GT(window->particles().coneView()->trajectoryCount(), 0);
         }
     }
 }
 
 TEST_F(AppTest, AMatrixEntryEditedInTheEditorReachesTheEngine) {
-    ASSERT_TRUE(window->setScene(tinyScene(64, 20)));
-    QDoubleSpinBox* v00 = window->matrixEditor()->entry('V', 0, 0);
+    ASSERT_TRUE(window->particles().setScene(tinyScene(64, 20)));
+    QDoubleSpinBox* v00 = window->particles().matrixEditor()->entry('V', 0, 0);
     ASSERT_NE(v00, nullptr);
     v00->setValue(0.7);
-    EXPECT_DOUBLE_EQ(window->scene()->attention.heads[0].V(0, 0), 0.7);
-    window->stepOnce();
+    EXPECT_DOUBLE_EQ(window->particles().scene()->attention.heads[0].V(0, 0), 0.7);
+    window->particles().stepOnce();
     stepTo(1);
     // The oracle: the same step taken by a simulation built with the edited matrix.
     Scene edited = tinyScene(64, 20);
     edited.attention.heads[0].V(0, 0) = 0.7;
     Simulation expected(edited);
     expected.step();
-    EXPECT_LE((window->runner().snapshot()->tokens - expected.tokens()).cwiseAbs().maxCoeff(), 1e-12);
+    EXPECT_LE((window->particles().runner().snapshot()->tokens - expected.tokens()).cwiseAbs().maxCoeff(),
+              1e-12);
 }
 
 TEST_F(AppTest, ParticleCentroidSitsOnTheProjectedMeanIn3D) {
@@ -104,11 +111,11 @@ TEST_F(AppTest, ParticleCentroidSitsOnTheProjectedMeanIn3D) {
     scene.initial.cov = Mat::Identity(3, 3) * 0.5;
     scene.attention.heads = {
         HeadParams{Mat::Identity(3, 3), Mat::Identity(3, 3), -0.4 * Mat::Identity(3, 3)}};
-    ASSERT_TRUE(window->setScene(scene));
+    ASSERT_TRUE(window->particles().setScene(scene));
     window->showParticleView();
-    window->stepOnce();
+    window->particles().stepOnce();
     stepTo(1);
-    ParticleView* view = window->particleView();
+    ParticleView* view = window->particles().particleView();
     EXPECT_TRUE(view->is3D());
     const QImage img = view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
     // Every token lands where the camera says: the pixel under the projected token is drawn.
@@ -129,9 +136,9 @@ TEST_F(AppTest, TheGaussianOverlayFollowsTheClosedFormAndIsDrawn) {
     // (docs/math/gaussian.md#t2, Prop 2 with B = -0.8 I); the mean stays 0.
     Scene scene = tinyScene(512, 40);
     scene.initial.cov = (Mat(2, 2) << 2.0, 0.5, 0.5, 1.0).finished();
-    ASSERT_TRUE(window->setScene(scene));
+    ASSERT_TRUE(window->particles().setScene(scene));
     window->showParticleView();
-    ParticleView* view = window->particleView();
+    ParticleView* view = window->particles().particleView();
     view->setHudVisible(false);
     ASSERT_TRUE(view->overlayAvailable()) << view->overlayReason().toStdString();
     for (double t : {0.0, 0.7, 2.0, 4.0}) {
@@ -141,7 +148,7 @@ TEST_F(AppTest, TheGaussianOverlayFollowsTheClosedFormAndIsDrawn) {
         EXPECT_LE((g->cov - expected).cwiseAbs().maxCoeff(), 1e-4) << "t = " << t;
         EXPECT_LE(g->mean.norm(), 1e-12);
     }
-    for (int k = 0; k < 20; ++k) window->stepOnce();
+    for (int k = 0; k < 20; ++k) window->particles().stepOnce();
     stepTo(20);
     // The 2-sigma ellipse passes through mean + 2 Sigma^{1/2} e1: pixels there change when the overlay is
     // switched off.
@@ -168,11 +175,11 @@ TEST_F(AppTest, TheGaussianOverlayFollowsTheClosedFormAndIsDrawn) {
 }
 
 TEST_F(AppTest, HoveringATokenPicksItAndShowsItsAttentionRow) {
-    ASSERT_TRUE(window->setScene(tinyScene(128, 40)));
+    ASSERT_TRUE(window->particles().setScene(tinyScene(128, 40)));
     window->showParticleView();
-    ParticleView* view = window->particleView();
+    ParticleView* view = window->particles().particleView();
     view->setHudVisible(false);
-    window->stepOnce();
+    window->particles().stepOnce();
     stepTo(1);
     QTest::qWait(50);
     view->repaint(); // the camera of a painted frame
@@ -224,8 +231,8 @@ TEST_F(AppTest, ChosenAxesAreTheCoordinatesDrawn) {
     scene.initial.cov = Mat::Identity(4, 4);
     scene.attention.heads = {
         HeadParams{Mat::Identity(4, 4), Mat::Identity(4, 4), -0.4 * Mat::Identity(4, 4)}};
-    ASSERT_TRUE(window->setScene(scene));
-    ParticleView* view = window->particleView();
+    ASSERT_TRUE(window->particles().setScene(scene));
+    ParticleView* view = window->particles().particleView();
     view->setProjection(*parseAxes(QStringLiteral("3, 1"), 4));
     EXPECT_FALSE(view->is3D());
     Mat expected = Mat::Zero(4, 2);
@@ -243,12 +250,12 @@ TEST_F(AppTest, EntropyColoursFollowTheAttentionRows) {
     Scene scene = tinyScene(64, 10);
     scene.output.entropy = true;
     scene.attention.heads[0].Q = Mat::Zero(2, 2);
-    ASSERT_TRUE(window->setScene(scene));
+    ASSERT_TRUE(window->particles().setScene(scene));
     window->showParticleView();
-    ParticleView* view = window->particleView();
+    ParticleView* view = window->particles().particleView();
     view->setHudVisible(false);
     view->setColorBy(ColorBy::Entropy);
-    window->stepOnce();
+    window->particles().stepOnce();
     stepTo(1);
     const Vec& H = view->displayedSnapshot()->observables.tokenEntropy;
     ASSERT_EQ(H.size(), 64);
@@ -269,28 +276,29 @@ TEST_F(AppTest, EntropyColoursFollowTheAttentionRows) {
 TEST_F(AppTest, ScrubbingBackAndSteppingContinuesFromTheShownFrame) {
     Scene scene = tinyScene(64, 20);
     scene.output.every = 2;
-    ASSERT_TRUE(window->setScene(scene));
-    window->setMaxSpeed(true);
-    window->play();
-    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.finished; }));
-    window->particleView()->refresh();
-    const auto history = window->runner().snapshot()->history;
+    ASSERT_TRUE(window->particles().setScene(scene));
+    window->particles().setMaxSpeed(true);
+    window->particles().play();
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.finished; }));
+    window->particles().particleView()->refresh();
+    const auto history = window->particles().runner().snapshot()->history;
     ASSERT_EQ(history->size(), 11u);
-    window->scrubTo(3); // step 6
-    EXPECT_EQ(window->particleView()->displayedSnapshot()->step, 6);
-    EXPECT_EQ(window->particleView()->displayedSnapshot()->tokens, *history->at(3).tokens);
-    window->stepOnce();
-    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 7; }));
+    window->particles().scrubTo(3); // step 6
+    EXPECT_EQ(window->particles().particleView()->displayedSnapshot()->step, 6);
+    EXPECT_EQ(window->particles().particleView()->displayedSnapshot()->tokens, *history->at(3).tokens);
+    window->particles().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 7; }));
     Simulation expected(scene);
     for (int k = 0; k < 7; ++k) expected.step();
-    EXPECT_LE((window->runner().snapshot()->tokens - expected.tokens()).cwiseAbs().maxCoeff(), 1e-12);
+    EXPECT_LE((window->particles().runner().snapshot()->tokens - expected.tokens()).cwiseAbs().maxCoeff(),
+              1e-12);
 }
 
 TEST_F(AppTest, SettingsBringBackTheSceneWithItsEdits) {
     Scene scene = tinyScene(64, 20);
     scene.name = "remembered";
-    ASSERT_TRUE(window->setScene(scene));
-    window->matrixEditor()->entry('V', 1, 1)->setValue(-0.9);
+    ASSERT_TRUE(window->particles().setScene(scene));
+    window->particles().matrixEditor()->entry('V', 1, 1)->setValue(-0.9);
     window->setTheme(ThemeKind::Light);
     window->saveSettings();
 
@@ -305,9 +313,9 @@ TEST_F(AppTest, SettingsBringBackTheSceneWithItsEdits) {
 }
 
 TEST_F(AppTest, TheImGuiBetaSliderDrivesTheScene) {
-    ASSERT_TRUE(window->setScene(tinyScene(64, 2000)));
+    ASSERT_TRUE(window->particles().setScene(tinyScene(64, 2000)));
     window->showParticleView();
-    ParticleView* view = window->particleView();
+    ParticleView* view = window->particles().particleView();
     ASSERT_TRUE(waitFor([&] {
         view->update();
         return view->quickLayout().beta.right > view->quickLayout().beta.left;
@@ -335,8 +343,9 @@ TEST_F(AppTest, TheImGuiBetaSliderDrivesTheScene) {
     frames();
     QTest::mouseRelease(view, Qt::LeftButton, {}, end);
     frames();
-    ASSERT_TRUE(waitFor([&] { return window->scene()->attention.beta > 1.5; }, std::chrono::seconds(5)))
-        << "beta = " << window->scene()->attention.beta;
+    ASSERT_TRUE(
+        waitFor([&] { return window->particles().scene()->attention.beta > 1.5; }, std::chrono::seconds(5)))
+        << "beta = " << window->particles().scene()->attention.beta;
 }
 
 } // namespace

@@ -6,7 +6,7 @@
 #include "TestScenes.h"
 
 #include "engine/gaussian/Cone.h"
-#include "ui/ConeView.h"
+#include "ui/views/ConeView.h"
 
 #include <QDir>
 #include <QFontMetricsF>

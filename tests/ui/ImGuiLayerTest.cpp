@@ -6,8 +6,8 @@
 // Set FLOWSCOPE_SAVE_SHOTS=<dir> to write the frames as PNGs.
 #include "GuiEnvironment.h"
 
-#include "ui/Hud.h"
-#include "ui/ImGuiLayer.h"
+#include "ui/views/Hud.h"
+#include "ui/views/ImGuiLayer.h"
 
 #include <QApplication>
 #include <QDir>

@@ -3,13 +3,20 @@
 #include "TestScenes.h"
 
 #include "engine/io/Npy.h"
-#include "ui/MainWindow.h"
-#include "ui/ParticleView.h"
-#include "ui/PlotsPanel.h"
-#include "ui/TrainingView.h"
+#include "ui/panels/PlotsPanel.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/views/ParticleView.h"
+#include "ui/views/TrainingView.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
+#include <QDockWidget>
 #include <QFile>
+#include <QMenu>
+#include <QMenuBar>
 #include <QTemporaryDir>
+#include <QToolBar>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
@@ -34,17 +41,17 @@ class MainWindowTest : public ::testing::Test {
         ASSERT_TRUE(dir.isValid());
         window = std::make_unique<MainWindow>();
         window->resize(800, 600);
-        ASSERT_TRUE(window->setScene(tinyScene()));
+        ASSERT_TRUE(window->particles().setScene(tinyScene()));
         window->show();
         ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
     }
 
     void expectTinySceneStillRunning() {
-        ASSERT_TRUE(window->scene().has_value());
-        EXPECT_EQ(window->scene()->name, "tiny");
-        EXPECT_EQ(window->scene()->n, 256);
-        EXPECT_EQ(window->runner().snapshot()->generation, 1u);
-        EXPECT_EQ(window->runner().snapshot()->tokens.rows(), 256);
+        ASSERT_TRUE(window->particles().scene().has_value());
+        EXPECT_EQ(window->particles().scene()->name, "tiny");
+        EXPECT_EQ(window->particles().scene()->n, 256);
+        EXPECT_EQ(window->particles().runner().snapshot()->generation, 1u);
+        EXPECT_EQ(window->particles().runner().snapshot()->tokens.rows(), 256);
     }
 
     QTemporaryDir dir;
@@ -53,7 +60,7 @@ class MainWindowTest : public ::testing::Test {
 
 TEST_F(MainWindowTest, MalformedJsonKeepsTheSceneAndExplains) {
     const QString path = writeFile(dir, QStringLiteral("broken.json"), "{ \"version\": 1, \"d\": 2,");
-    EXPECT_FALSE(window->openSceneFile(path));
+    EXPECT_FALSE(window->particles().openSceneFile(path));
     EXPECT_FALSE(window->lastError().isEmpty());
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("broken.json")))
         << window->lastError().toStdString();
@@ -65,13 +72,13 @@ TEST_F(MainWindowTest, InvalidFieldKeepsTheSceneAndNamesTheField) {
     auto json = nlohmann::json::parse(sceneToJson(bad));
     json["n"] = -5;
     const QString path = writeFile(dir, QStringLiteral("bad-n.json"), QByteArray::fromStdString(json.dump()));
-    EXPECT_FALSE(window->openSceneFile(path));
+    EXPECT_FALSE(window->particles().openSceneFile(path));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("/n"))) << window->lastError().toStdString();
     expectTinySceneStillRunning();
 }
 
 TEST_F(MainWindowTest, MissingFileKeepsTheScene) {
-    EXPECT_FALSE(window->openSceneFile(dir.filePath(QStringLiteral("does-not-exist.json"))));
+    EXPECT_FALSE(window->particles().openSceneFile(dir.filePath(QStringLiteral("does-not-exist.json"))));
     EXPECT_FALSE(window->lastError().isEmpty());
     expectTinySceneStillRunning();
 }
@@ -81,19 +88,19 @@ TEST_F(MainWindowTest, OpensAValidSceneFile) {
     other.name = "from file";
     const QString path = dir.filePath(QStringLiteral("other.json"));
     saveScene(other, path.toStdString());
-    ASSERT_TRUE(window->openSceneFile(path)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->particles().openSceneFile(path)) << window->lastError().toStdString();
     EXPECT_TRUE(window->lastError().isEmpty());
-    EXPECT_EQ(window->scene()->name, "from file");
-    EXPECT_EQ(window->scenePath(), path);
-    EXPECT_EQ(window->runner().snapshot()->generation, 2u);
-    EXPECT_EQ(window->runner().snapshot()->tokens.rows(), 300);
+    EXPECT_EQ(window->particles().scene()->name, "from file");
+    EXPECT_EQ(window->particles().scenePath(), path);
+    EXPECT_EQ(window->particles().runner().snapshot()->generation, 2u);
+    EXPECT_EQ(window->particles().runner().snapshot()->tokens.rows(), 300);
     EXPECT_TRUE(window->windowTitle().contains(QStringLiteral("from file")));
 }
 
 TEST_F(MainWindowTest, WindowImageIncludesTheParticles) {
-    window->stepOnce();
-    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 1; }));
-    window->particleView()->refresh();
+    window->particles().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 1; }));
+    window->particles().particleView()->refresh();
     const QImage img = window->grabWindowImage().convertToFormat(QImage::Format_RGB32);
     const double dpr = window->devicePixelRatioF();
     EXPECT_EQ(img.width(), int(std::lround(window->width() * dpr)));
@@ -109,27 +116,27 @@ TEST_F(MainWindowTest, WindowImageIncludesTheParticles) {
 }
 
 TEST_F(MainWindowTest, PlayPauseAndResetDriveTheRunner) {
-    window->togglePlay();
-    EXPECT_TRUE(window->runner().playing());
-    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step >= 2; }));
-    window->togglePlay();
-    EXPECT_FALSE(window->runner().playing());
-    window->reset();
-    ASSERT_TRUE(
-        waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 0 && !s.playing; }));
+    window->particles().togglePlay();
+    EXPECT_TRUE(window->particles().runner().playing());
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step >= 2; }));
+    window->particles().togglePlay();
+    EXPECT_FALSE(window->particles().runner().playing());
+    window->particles().reset();
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(),
+                                [](const Snapshot& s) { return s.step == 0 && !s.playing; }));
 }
 
 // File ▸ Export ▸ Trajectory: every recorded frame, read back; the last one is the run's current state.
 TEST_F(MainWindowTest, ExportsTheTrajectoryAndItsTimes) {
-    EXPECT_FALSE(window->exportTrajectory(dir.filePath(QStringLiteral("missing/dir/run.npy"))));
+    EXPECT_FALSE(window->particles().exportTrajectory(dir.filePath(QStringLiteral("missing/dir/run.npy"))));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("run.npy"))) << window->lastError().toStdString();
-    for (int k = 0; k < 3; ++k) window->stepOnce();
-    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 3; }));
-    const auto live = window->runner().snapshot();
+    for (int k = 0; k < 3; ++k) window->particles().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 3; }));
+    const auto live = window->particles().runner().snapshot();
     const std::size_t recorded = live->history->size();
     ASSERT_GE(recorded, 2u);
     const QString path = dir.filePath(QStringLiteral("run.npy"));
-    ASSERT_TRUE(window->exportTrajectory(path)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->particles().exportTrajectory(path)) << window->lastError().toStdString();
     const NpyArray x = readNpy(path.toStdString());
     ASSERT_EQ(x.shape, (std::vector<std::int64_t>{std::int64_t(recorded), 256, 2}));
     const RecordedFrame last = live->history->at(recorded - 1);
@@ -147,15 +154,15 @@ TEST_F(MainWindowTest, ExportsTheTrajectoryAndItsTimes) {
 
 // File ▸ Export ▸ View: the shown tab's pixels, GL view or not; a path that cannot be written is refused.
 TEST_F(MainWindowTest, ExportsTheShownViewAsPng) {
-    window->stepOnce();
-    ASSERT_TRUE(waitForSnapshot(window->runner(), [](const Snapshot& s) { return s.step == 1; }));
-    window->particleView()->refresh();
+    window->particles().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 1; }));
+    window->particles().particleView()->refresh();
     const QString particles = dir.filePath(QStringLiteral("particles.png"));
     ASSERT_TRUE(window->exportViewPng(particles)) << window->lastError().toStdString();
     const QImage image(particles);
-    const double dpr = window->particleView()->devicePixelRatioF();
-    EXPECT_EQ(image.width(), int(std::lround(window->particleView()->width() * dpr)));
-    EXPECT_EQ(image.height(), int(std::lround(window->particleView()->height() * dpr)));
+    const double dpr = window->particles().particleView()->devicePixelRatioF();
+    EXPECT_EQ(image.width(), int(std::lround(window->particles().particleView()->width() * dpr)));
+    EXPECT_EQ(image.height(), int(std::lround(window->particles().particleView()->height() * dpr)));
 
     window->showTransformersView();
     const QString transformers = dir.filePath(QStringLiteral("transformers.png"));
@@ -176,7 +183,7 @@ TEST_F(MainWindowTest, ExportsThePlotsAsSvgAndPng) {
         return QStringLiteral("viewBox=\"0 0 %1 %2\"").arg(w->width()).arg(w->height());
     };
     QWidget* plots = window->shownPlots();
-    ASSERT_EQ(plots, static_cast<QWidget*>(window->plotsPanel()));
+    ASSERT_EQ(plots, static_cast<QWidget*>(window->particles().plotsPanel()));
     const QString svg = dir.filePath(QStringLiteral("plots.svg"));
     ASSERT_TRUE(window->exportPlots(svg)) << window->lastError().toStdString();
     const QString text = svgText(svg);
@@ -190,14 +197,82 @@ TEST_F(MainWindowTest, ExportsThePlotsAsSvgAndPng) {
     EXPECT_EQ(QImage(png).width(), int(std::lround(plots->width() * dpr)));
 
     window->showFlowsView();
-    ASSERT_EQ(window->shownPlots(), static_cast<QWidget*>(window->trainingView()));
+    ASSERT_EQ(window->shownPlots(), static_cast<QWidget*>(window->flows().view()));
     const QString flows = dir.filePath(QStringLiteral("flows.svg"));
     ASSERT_TRUE(window->exportPlots(flows)) << window->lastError().toStdString();
-    EXPECT_TRUE(svgText(flows).contains(viewBox(window->trainingView())));
+    EXPECT_TRUE(svgText(flows).contains(viewBox(window->flows().view())));
 
     EXPECT_FALSE(window->exportPlots(dir.filePath(QStringLiteral("plots.pdf"))));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral(".svg"))) << window->lastError().toStdString();
     EXPECT_FALSE(QFile::exists(dir.filePath(QStringLiteral("plots.pdf"))));
+}
+
+// Workspaces own their controls: the shown tab's docks, tool bars and menus are shown, every other
+// workspace's are hidden, and the run shortcuts of a hidden workspace do nothing. A dock the user closed
+// stays closed when its tab comes back.
+TEST_F(MainWindowTest, EachTabShowsOnlyItsWorkspacesControls) {
+    const auto shown = [this](const char* name) {
+        const auto* d = window->findChild<QDockWidget*>(QString::fromLatin1(name));
+        return d && d->isVisible();
+    };
+    const auto* run = window->findChild<QToolBar*>(QStringLiteral("runToolBar"));
+    const auto* time = window->findChild<QToolBar*>(QStringLiteral("timeToolBar"));
+    ASSERT_TRUE(run && time);
+    const auto menuShown = [this](const QString& title) {
+        for (QAction* a : window->menuBar()->actions())
+            if (a->text() == title) return a->isVisible();
+        return false;
+    };
+
+    EXPECT_EQ(window->activeWorkspace(), &window->particles());
+    for (const char* dock : {"sceneDock", "matrixDock"}) EXPECT_TRUE(shown(dock)) << dock;
+    for (const char* dock : {"trainingDock", "transformerDock"}) EXPECT_FALSE(shown(dock)) << dock;
+    EXPECT_TRUE(run->isVisible() && time->isVisible());
+    EXPECT_TRUE(menuShown(QStringLiteral("&Simulation")));
+
+    window->showFlowsView();
+    EXPECT_EQ(window->activeWorkspace(), &window->flows());
+    EXPECT_TRUE(shown("trainingDock"));
+    for (const char* dock : {"sceneDock", "presetsDock", "matrixDock", "plotsDock", "transformerDock"})
+        EXPECT_FALSE(shown(dock)) << dock;
+    EXPECT_FALSE(run->isVisible() || time->isVisible());
+    EXPECT_FALSE(menuShown(QStringLiteral("&Simulation")));
+    // Space is the particles' Play: on the Flows tab it leaves the particle run paused.
+    window->particles().runner().pause();
+    QTest::keyClick(window.get(), Qt::Key_Space);
+    QTest::qWait(50);
+    EXPECT_FALSE(window->particles().runner().playing());
+    // The export menu lists the Flows tab's entries, not the particles'.
+    QMenu* exports = nullptr;
+    for (QMenu* m : window->findChildren<QMenu*>())
+        if (m->title() == QStringLiteral("&Export")) exports = m;
+    ASSERT_NE(exports, nullptr);
+    QStringList entries;
+    for (QAction* a : exports->actions()) entries << a->text();
+    EXPECT_TRUE(entries.contains(QStringLiteral("&Samples as .npy..."))) << entries.join(", ").toStdString();
+    EXPECT_FALSE(entries.contains(QStringLiteral("&Trajectory as .npy...")))
+        << entries.join(", ").toStdString();
+
+    window->showTransformersView();
+    EXPECT_TRUE(shown("transformerDock"));
+    EXPECT_FALSE(shown("trainingDock"));
+
+    window->showParticleView();
+    EXPECT_TRUE(shown("sceneDock"));
+    EXPECT_FALSE(shown("transformerDock"));
+    EXPECT_TRUE(run->isVisible());
+    window->findChild<QDockWidget*>(QStringLiteral("matrixDock"))->close(); // the user closes one
+    window->showFlowsView();
+    window->showParticleView();
+    EXPECT_FALSE(shown("matrixDock"));
+    EXPECT_TRUE(shown("sceneDock"));
+    QAction* play = nullptr;
+    for (QAction* a : run->actions())
+        if (a->shortcut() == QKeySequence(Qt::Key_Space)) play = a;
+    ASSERT_NE(play, nullptr);
+    EXPECT_TRUE(play->isEnabled()); // here Space plays
+    window->showFlowsView();
+    EXPECT_FALSE(play->isEnabled());
 }
 
 } // namespace

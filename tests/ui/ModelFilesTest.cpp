@@ -8,11 +8,14 @@
 #include "engine/flows/FlowIo.h"
 #include "engine/flows/Sampling.h"
 #include "engine/ottransformer/TransformerIo.h"
-#include "ui/MainWindow.h"
-#include "ui/TrainingPanel.h"
-#include "ui/TrainingView.h"
-#include "ui/TransformerPanel.h"
-#include "ui/TransformerView.h"
+#include "ui/panels/TrainingPanel.h"
+#include "ui/panels/TransformerPanel.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/views/TrainingView.h"
+#include "ui/views/TransformerView.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QFile>
 #include <QStatusBar>
@@ -61,7 +64,7 @@ class ModelFilesTest : public ::testing::Test {
         ASSERT_TRUE(dir.isValid());
         window = std::make_unique<MainWindow>();
         window->resize(1000, 700);
-        ASSERT_TRUE(window->setScene(tinyScene()));
+        ASSERT_TRUE(window->particles().setScene(tinyScene()));
         window->show();
         ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
     }
@@ -83,39 +86,39 @@ TEST_F(ModelFilesTest, AFlowOpensAndExportsTheBytesOfTheCliSampler) {
     const QString path = trainedFlowFile(QStringLiteral("moons.safetensors"), true);
     ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
     EXPECT_TRUE(window->lastError().isEmpty());
-    EXPECT_TRUE(window->trainingView()->isVisible()); // the Flows tab is shown
-    const flows::TrainerConfig shown = window->trainingPanel()->config();
+    EXPECT_TRUE(window->flows().view()->isVisible()); // the Flows tab is shown
+    const flows::TrainerConfig shown = window->flows().panel()->config();
     EXPECT_EQ(shown.dataset, "moons"); // from the record
     EXPECT_EQ(shown.batch, 64);
     EXPECT_EQ(shown.flow.layers, 2);
     EXPECT_TRUE(shown.initialParams); // Start trains the loaded parameters on
     const flows::FlowModel<float> loaded = flows::loadFlow(path.toStdString());
-    const auto s = window->trainingRunner().snapshot();
+    const auto s = window->flows().runner().snapshot();
     ASSERT_TRUE(s && !s->trainers.empty() && s->trainers[0].model);
-    EXPECT_FALSE(window->trainingRunner().playing());
+    EXPECT_FALSE(window->flows().runner().playing());
     EXPECT_EQ(s->iteration(), 0);
     EXPECT_TRUE(sameFlowParams(s->trainers[0].model->params(), loaded.params()));
 
     // Samples: n = 500, seed 7, against the shared sampler of flowscope-cli sample --n 500 --seed 7.
     const QString app = dir.filePath(QStringLiteral("app.npy")),
                   cli = dir.filePath(QStringLiteral("cli.npy"));
-    ASSERT_TRUE(window->exportSamples(app, 500, 7)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->flows().exportSamples(app, 500, 7)) << window->lastError().toStdString();
     flows::writeSamplesNpy(cli.toStdString(), flows::sampleFlow(loaded, flows::baseSamples(2, 500, 7)));
     EXPECT_EQ(bytesOf(app), bytesOf(cli));
     EXPECT_EQ(bytesOf(app).size(), 128 + 500 * 2 * 4); // header + (500, 2) float32
     // Another seed gives other samples (the comparison can fail).
-    ASSERT_TRUE(window->exportSamples(cli, 500, 8));
+    ASSERT_TRUE(window->flows().exportSamples(cli, 500, 8));
     EXPECT_NE(bytesOf(app), bytesOf(cli));
 
     // Density: a 24² grid on [-3, 3]², against flowscope-cli density --grid 24 --half-width 3 --reference
     // 300 (fewer keys than the default 2000: seconds less with the RWPO layer).
-    ASSERT_TRUE(window->exportDensity(app, 24, 3.0, 300)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->flows().exportDensity(app, 24, 3.0, 300)) << window->lastError().toStdString();
     flows::writeDensityNpy(cli.toStdString(), flows::densityGrid(loaded, 24, 3.0, 300));
     EXPECT_EQ(bytesOf(app), bytesOf(cli));
 
     // The model exported from the app loads back with the same bits, with a record beside it.
     const QString again = dir.filePath(QStringLiteral("again.safetensors"));
-    ASSERT_TRUE(window->exportModel(again)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->flows().exportModel(again)) << window->lastError().toStdString();
     EXPECT_TRUE(sameFlowParams(flows::loadFlow(again.toStdString()).params(), loaded.params()));
     EXPECT_TRUE(QFile::exists(dir.filePath(QStringLiteral("again.json"))));
 }
@@ -130,7 +133,7 @@ TEST_F(ModelFilesTest, ALongSamplesExportShowsProgressAndCancels) {
     ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
     const QString out = dir.filePath(QStringLiteral("many.npy"));
     long calls = 0, last = -1;
-    EXPECT_FALSE(window->exportSamples(out, 1 << 20, 0, [&](long done, long total) {
+    EXPECT_FALSE(window->flows().exportSamples(out, 1 << 20, 0, [&](long done, long total) {
         EXPECT_EQ(total, 1000);
         EXPECT_GE(done, last);
         last = done;
@@ -156,7 +159,7 @@ TEST_F(ModelFilesTest, AFlowWithoutADatasetInItsRecordCanStillBeSampled) {
                 status.contains(QStringLiteral("no toy dataset")))
         << status.toStdString();
     const QString out = dir.filePath(QStringLiteral("s.npy"));
-    ASSERT_TRUE(window->exportSamples(out, 100, 0)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->flows().exportSamples(out, 100, 0)) << window->lastError().toStdString();
     EXPECT_EQ(bytesOf(out).size(), 128 + 100 * 2 * 4);
 }
 
@@ -170,35 +173,35 @@ TEST_F(ModelFilesTest, ATransformerOpensInTheTransformersTab) {
     const QString path = dir.filePath(QStringLiteral("ot.safetensors"));
     ot::saveTransformer(path.toStdString(), t, 0.0);
     ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
-    EXPECT_TRUE(window->transformerView()->isVisible());
-    EXPECT_FALSE(window->trainingRunner().snapshot()); // the Flows tab was not touched
-    const auto s = window->transformerRunner().snapshot();
+    EXPECT_TRUE(window->transformers().view()->isVisible());
+    EXPECT_FALSE(window->flows().runner().snapshot()); // the Flows tab was not touched
+    const auto s = window->transformers().runner().snapshot();
     ASSERT_TRUE(s && !s->trainers.empty() && s->trainers[0].model);
     EXPECT_EQ(s->task, ot::Task::A);
     EXPECT_EQ(s->trainers[0].model->params().blocks[0].Q, t.evaluatedModel().params().blocks[0].Q);
-    EXPECT_TRUE(window->transformerPanel()->config().initialParams);
+    EXPECT_TRUE(window->transformers().panel()->config().initialParams);
     // Exported from the Transformers tab: a Transformer, bit for bit (the trainer's evaluated, i.e. averaged,
     // parameters: what saveTransformer wrote).
     const QString again = dir.filePath(QStringLiteral("again.safetensors"));
-    ASSERT_TRUE(window->exportModel(again)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->transformers().exportModel(again)) << window->lastError().toStdString();
     const ot::TransformerModel back = ot::loadTransformer(again.toStdString());
     EXPECT_EQ(back.params().blocks[0].Q, t.evaluatedModel().params().blocks[0].Q);
     EXPECT_EQ(back.params().blocks[0].W, t.evaluatedModel().params().blocks[0].W);
     // Samples are a flow's: none to export yet.
-    EXPECT_FALSE(window->exportSamples(dir.filePath(QStringLiteral("s.npy")), 10, 0));
+    EXPECT_FALSE(window->flows().exportSamples(dir.filePath(QStringLiteral("s.npy")), 10, 0));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("No flow"))) << window->lastError().toStdString();
     EXPECT_FALSE(QFile::exists(dir.filePath(QStringLiteral("s.npy"))));
 }
 
 TEST_F(ModelFilesTest, ATruncatedFileKeepsTheRunAndNamesTheFile) {
-    ASSERT_TRUE(window->startTraining(tinyFlow(false), false, false));
-    const std::uint64_t generation = window->trainingRunner().snapshot()->generation;
+    ASSERT_TRUE(window->flows().start(tinyFlow(false), false, false));
+    const std::uint64_t generation = window->flows().runner().snapshot()->generation;
     const QString path = trainedFlowFile(QStringLiteral("cut.safetensors"), false);
     std::filesystem::resize_file(path.toStdString(), std::filesystem::file_size(path.toStdString()) - 40);
     EXPECT_FALSE(window->openModelFile(path));
     EXPECT_TRUE(window->lastError().contains(path)) << window->lastError().toStdString();
-    EXPECT_EQ(window->trainingRunner().snapshot()->generation, generation);
-    EXPECT_FALSE(window->trainingPanel()->config().initialParams);
+    EXPECT_EQ(window->flows().runner().snapshot()->generation, generation);
+    EXPECT_FALSE(window->flows().panel()->config().initialParams);
 }
 
 } // namespace

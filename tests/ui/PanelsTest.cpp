@@ -4,10 +4,10 @@
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
 
-#include "ui/MatrixEditor.h"
-#include "ui/PresetBrowser.h"
-#include "ui/ScenePanel.h"
-#include "ui/Tooltips.h"
+#include "ui/panels/MatrixEditor.h"
+#include "ui/panels/PresetBrowser.h"
+#include "ui/panels/ScenePanel.h"
+#include "ui/widgets/Tooltips.h"
 
 #include <QAbstractButton>
 #include <QCheckBox>

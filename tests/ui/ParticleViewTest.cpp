@@ -2,10 +2,13 @@
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
 
-#include "ui/Colormap.h"
-#include "ui/MainWindow.h"
-#include "ui/ParticleView.h"
-#include "ui/ScenePanel.h"
+#include "ui/panels/ScenePanel.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/views/ParticleView.h"
+#include "ui/widgets/Colormap.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QImage>
 #include <QPushButton>
@@ -38,24 +41,26 @@ struct Shown {
 
 // Advances `w`'s run to `steps` steps, then grabs exactly what the view draws for that snapshot.
 Shown advanceAndGrab(MainWindow& w, int steps) {
-    for (int i = 0; i < steps; ++i) w.runner().stepOnce();
-    EXPECT_TRUE(waitForSnapshot(w.runner(), [steps](const Snapshot& s) { return s.step >= steps; }));
-    w.particleView()->refresh();
+    for (int i = 0; i < steps; ++i) w.particles().runner().stepOnce();
+    EXPECT_TRUE(
+        waitForSnapshot(w.particles().runner(), [steps](const Snapshot& s) { return s.step >= steps; }));
+    w.particles().particleView()->refresh();
     Shown out;
-    out.image = w.particleView()->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
-    out.snapshot = w.particleView()->displayedSnapshot();
+    out.image = w.particles().particleView()->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    out.snapshot = w.particles().particleView()->displayedSnapshot();
     return out;
 }
 
 TEST(ParticleView, DrawsTheTokensWhereItsTransformPutsThem) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.particleView()->setHudVisible(false); // these tests look at the particles and the banner only
+    w.particles().particleView()->setHudVisible(
+        false); // these tests look at the particles and the banner only
     w.resize(900, 700);
-    ASSERT_TRUE(w.setScene(tinyScene(256)));
+    ASSERT_TRUE(w.particles().setScene(tinyScene(256)));
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    ParticleView* view = w.particleView();
+    ParticleView* view = w.particles().particleView();
     ASSERT_TRUE(view->glError().isEmpty()) << view->glError().toStdString();
 
     const Shown shown = advanceAndGrab(w, 5);
@@ -98,15 +103,16 @@ TEST(ParticleView, DrawsTheTokensWhereItsTransformPutsThem) {
 TEST(ParticleView, FramesAllTokensOfANewScene) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.particleView()->setHudVisible(false); // these tests look at the particles and the banner only
+    w.particles().particleView()->setHudVisible(
+        false); // these tests look at the particles and the banner only
     w.resize(700, 500);
     Scene far = tinyScene(128);
     far.initial.mean = Vec::Constant(2, 1000.0); // far from the origin, spread 1: only framing finds it
-    ASSERT_TRUE(w.setScene(far));
+    ASSERT_TRUE(w.particles().setScene(far));
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
     const Shown shown = advanceAndGrab(w, 0); // the framed state itself: this cloud moves fast afterwards
-    const QRectF visible = w.particleView()->transform().visibleWorld();
+    const QRectF visible = w.particles().particleView()->transform().visibleWorld();
     const Tokens& X = shown.snapshot->tokens;
     for (Eigen::Index i = 0; i < X.rows(); ++i) ASSERT_TRUE(visible.contains(QPointF(X(i, 0), X(i, 1))));
     long count = 0;
@@ -118,17 +124,19 @@ TEST(ParticleView, FramesAllTokensOfANewScene) {
 TEST(ParticleView, ShowsARedBannerWhenTheRunDiverges) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.particleView()->setHudVisible(false); // these tests look at the particles and the banner only
+    w.particles().particleView()->setHudVisible(
+        false); // these tests look at the particles and the banner only
     w.resize(800, 600);
-    ASSERT_TRUE(w.setScene(divergingScene()));
+    ASSERT_TRUE(w.particles().setScene(divergingScene()));
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    w.setMaxSpeed(true);
-    w.play();
-    ASSERT_TRUE(waitForSnapshot(w.runner(), [](const Snapshot& s) { return s.finished && !s.playing; }));
-    w.particleView()->refresh();
-    const QImage img = w.particleView()->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
-    ASSERT_TRUE(w.particleView()->displayedSnapshot()->event.has_value());
+    w.particles().setMaxSpeed(true);
+    w.particles().play();
+    ASSERT_TRUE(
+        waitForSnapshot(w.particles().runner(), [](const Snapshot& s) { return s.finished && !s.playing; }));
+    w.particles().particleView()->refresh();
+    const QImage img = w.particles().particleView()->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    ASSERT_TRUE(w.particles().particleView()->displayedSnapshot()->event.has_value());
 
     long red = 0;
     for (int y = 0; y < img.height() / 3; ++y) // the banner sits at the top
@@ -140,20 +148,20 @@ TEST(ParticleView, ShowsARedBannerWhenTheRunDiverges) {
 TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.particleView()->setHudVisible(false);
+    w.particles().particleView()->setHudVisible(false);
     w.resize(1200, 760);
-    ASSERT_TRUE(w.setScene(tinyScene(256)));
+    ASSERT_TRUE(w.particles().setScene(tinyScene(256)));
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    ParticleView* view = w.particleView();
+    ParticleView* view = w.particles().particleView();
     view->refresh();
     view->grabFramebuffer(); // a painted frame fixes the camera that maps pixels to the plane
 
-    auto* draw = w.scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"));
+    auto* draw = w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"));
     ASSERT_NE(draw, nullptr);
     draw->click();
     ASSERT_TRUE(view->drawing());
-    EXPECT_FALSE(w.runner().playing());
+    EXPECT_FALSE(w.particles().runner().playing());
 
     // One stroke: press, a 100-pixel horizontal drag, release.
     const QPoint a(view->width() / 2 - 50, view->height() / 3), b = a + QPoint(100, 0);
@@ -177,17 +185,19 @@ TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
     }
 
     // The panel staged them (kind points, N = m); Apply restarts from them and ends drawing.
-    const Scene& edited = w.scenePanel()->editedScene();
+    const Scene& edited = w.particles().scenePanel()->editedScene();
     EXPECT_EQ(edited.initial.kind, InitKind::Points);
     EXPECT_EQ(edited.n, P.rows());
-    EXPECT_TRUE(w.scenePanel()->stagedError().isEmpty()) << w.scenePanel()->stagedError().toStdString();
-    w.scenePanel()->findChild<QPushButton*>(QStringLiteral("apply"))->click();
+    EXPECT_TRUE(w.particles().scenePanel()->stagedError().isEmpty())
+        << w.particles().scenePanel()->stagedError().toStdString();
+    w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("apply"))->click();
     EXPECT_FALSE(view->drawing());
     EXPECT_FALSE(draw->isChecked());
-    ASSERT_TRUE(w.scene().has_value());
-    EXPECT_EQ(w.scene()->initial.kind, InitKind::Points);
-    ASSERT_TRUE(waitForSnapshot(w.runner(), [&](const Snapshot& s) { return s.tokens.rows() == P.rows(); }));
-    EXPECT_EQ(w.runner().snapshot()->tokens, P);
+    ASSERT_TRUE(w.particles().scene().has_value());
+    EXPECT_EQ(w.particles().scene()->initial.kind, InitKind::Points);
+    ASSERT_TRUE(waitForSnapshot(w.particles().runner(),
+                                [&](const Snapshot& s) { return s.tokens.rows() == P.rows(); }));
+    EXPECT_EQ(w.particles().runner().snapshot()->tokens, P);
 }
 
 // Clear drops the points, and the panel says why it cannot apply; Escape ends drawing.
@@ -195,21 +205,24 @@ TEST(ParticleView, ClearAndEscapeWhileDrawing) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
     w.resize(900, 700);
-    ASSERT_TRUE(w.setScene(tinyScene(64)));
+    ASSERT_TRUE(w.particles().setScene(tinyScene(64)));
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    ParticleView* view = w.particleView();
+    ParticleView* view = w.particles().particleView();
     view->grabFramebuffer();
-    w.scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"))->click();
+    w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"))->click();
     QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(400, 400));
     ASSERT_EQ(view->drawnPoints().rows(), 1);
-    w.scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.clear"))->click();
+    w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.clear"))->click();
     EXPECT_EQ(view->drawnPoints().rows(), 0);
-    EXPECT_TRUE(w.scenePanel()->stagedError().startsWith(QStringLiteral("initial.points:")))
-        << w.scenePanel()->stagedError().toStdString();
+    EXPECT_TRUE(w.particles().scenePanel()->stagedError().startsWith(QStringLiteral("initial.points:")))
+        << w.particles().scenePanel()->stagedError().toStdString();
     QTest::keyClick(view, Qt::Key_Escape);
     EXPECT_FALSE(view->drawing());
-    EXPECT_FALSE(w.scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"))->isChecked());
+    EXPECT_FALSE(w.particles()
+                     .scenePanel()
+                     ->findChild<QPushButton*>(QStringLiteral("initial.points.draw"))
+                     ->isChecked());
 }
 
 #if FLOWSCOPE_HAVE_GPU
@@ -221,21 +234,22 @@ TEST(ParticleView, ClearAndEscapeWhileDrawing) {
 TEST(ParticleView, DrawsGpuResidentTokensStraightFromGpuMemory) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.particleView()->setHudVisible(false);
+    w.particles().particleView()->setHudVisible(false);
     w.resize(900, 700);
     Scene scene = tinyScene(256, 12);
     scene.precision = Precision::Float32;
-    ASSERT_TRUE(w.setScene(scene));
+    ASSERT_TRUE(w.particles().setScene(scene));
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    w.setBackend(QStringLiteral("gl"));
-    ASSERT_TRUE(waitForSnapshot(w.runner(), [](const Snapshot& s) {
+    w.particles().setBackend(QStringLiteral("gl"));
+    ASSERT_TRUE(waitForSnapshot(w.particles().runner(), [](const Snapshot& s) {
         return s.backend.rfind("OpenGL", 0) == 0 || !s.backendNote.empty();
     }));
-    if (const auto s = w.runner().snapshot(); !s->backendNote.empty()) GTEST_SKIP() << s->backendNote;
+    if (const auto s = w.particles().runner().snapshot(); !s->backendNote.empty())
+        GTEST_SKIP() << s->backendNote;
 
     const Shown device = advanceAndGrab(w, 12);
-    ParticleView* view = w.particleView();
+    ParticleView* view = w.particles().particleView();
     ASSERT_EQ(device.snapshot->step, 12);
     ASSERT_TRUE(device.snapshot->device) << device.snapshot->backend;
     EXPECT_EQ(device.snapshot->backend, "OpenGL float32, tokens on the GPU");

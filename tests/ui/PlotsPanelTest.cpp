@@ -5,7 +5,7 @@
 
 #include "engine/runner/RunHistory.h"
 #include "engine/runner/SimulationRunner.h"
-#include "ui/PlotsPanel.h"
+#include "ui/panels/PlotsPanel.h"
 
 #include <QDir>
 #include <QImage>

@@ -1,14 +1,17 @@
-// Drawing your own data for a flow (ui/PointCanvas.h) and the Training panel's "your points": strokes spray
-// points inside the brush around the cursor (the same strokes, the same points), the right button erases
-// exactly the points under the brush, undo and clear; the panel trains on drawn or loaded points and refuses
-// a file that is not (n, 2) naming it.
+// Drawing your own data for a flow (ui/views/PointCanvas.h) and the Training panel's "your points": strokes
+// spray points inside the brush around the cursor (the same strokes, the same points), the right button
+// erases exactly the points under the brush, undo and clear; the panel trains on drawn or loaded points and
+// refuses a file that is not (n, 2) naming it.
 #include "GuiEnvironment.h"
 #include "UiTestUtil.h"
 
 #include "engine/io/Npy.h"
-#include "ui/MainWindow.h"
-#include "ui/PointCanvas.h"
-#include "ui/TrainingPanel.h"
+#include "ui/panels/TrainingPanel.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/views/PointCanvas.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QApplication>
 #include <QComboBox>
@@ -114,7 +117,7 @@ TEST(PointCanvasTest, TheDialogNeedsTwoPointsAndThePanelTrainsOnThem) {
     window.showFlowsView();
     window.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
-    TrainingPanel* panel = window.trainingPanel();
+    TrainingPanel* panel = window.flows().panel();
     auto* draw = panel->findChild<QPushButton*>(QStringLiteral("drawPoints"));
     ASSERT_NE(draw, nullptr);
     EXPECT_FALSE(draw->isVisibleTo(panel)); // only for "your points"
@@ -153,11 +156,11 @@ TEST(PointCanvasTest, TheDialogNeedsTwoPointsAndThePanelTrainsOnThem) {
     config.flow.rwpo = false;
     EXPECT_TRUE(config.dataset.empty());
     EXPECT_EQ(config.points, panel->points());
-    ASSERT_TRUE(window.startTraining(config, false, false)) << window.lastError().toStdString();
+    ASSERT_TRUE(window.flows().start(config, false, false)) << window.lastError().toStdString();
     std::shared_ptr<const TrainingSnapshot> s;
     for (int i = 0; i < 400 && !(s && !s->trainers.empty() && s->trainers[0].config); ++i) {
         QTest::qWait(10);
-        s = window.trainingRunner().snapshot();
+        s = window.flows().runner().snapshot();
     }
     ASSERT_TRUE(s && !s->trainers.empty() && s->trainers[0].config);
     EXPECT_EQ(s->trainers[0].config->points, panel->points());

@@ -10,9 +10,12 @@
 #include "engine/flows/Trainer.h"
 #include "engine/runner/TrainerSteps.h"
 #include "engine/runner/TrainingRunner.h"
-#include "ui/AnimationExportDialog.h"
-#include "ui/MainWindow.h"
-#include "ui/TrainingAnimator.h"
+#include "ui/export/AnimationExportDialog.h"
+#include "ui/export/TrainingAnimator.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QAction>
 #include <QApplication>
@@ -63,8 +66,8 @@ class TrainingAnimationTest : public ::testing::Test {
         ASSERT_TRUE(dir.isValid());
         window = std::make_unique<MainWindow>();
         window->resize(1000, 700);
-        ASSERT_TRUE(window->setScene(tinyScene(16, 10)));
-        ASSERT_TRUE(window->startTraining(smallFlow(false), false, false))
+        ASSERT_TRUE(window->particles().setScene(tinyScene(16, 10)));
+        ASSERT_TRUE(window->flows().start(smallFlow(false), false, false))
             << window->lastError().toStdString();
         window->showFlowsView();
         window->show();
@@ -79,7 +82,7 @@ class TrainingAnimationTest : public ::testing::Test {
 TEST_F(TrainingAnimationTest, ExportIsTheAnimatorsFramesAndLeavesTheRunAlone) {
     const AnimationOptions o = trainingOptions();
     std::vector<long> frames;
-    ASSERT_TRUE(window->exportAnimation(o, path("frames/"), [&](long done, long total) {
+    ASSERT_TRUE(window->flows().exportAnimation(o, path("frames/"), [&](long done, long total) {
         EXPECT_EQ(total, o.frames);
         if (frames.empty() || frames.back() != done) frames.push_back(done);
         return true;
@@ -101,7 +104,7 @@ TEST_F(TrainingAnimationTest, ExportIsTheAnimatorsFramesAndLeavesTheRunAlone) {
     }
     EXPECT_NE(expected[0], expected[2]); // the model moved
     // The Flows tab's own run is still paused at iteration 0.
-    const auto s = window->trainingRunner().snapshot();
+    const auto s = window->flows().runner().snapshot();
     ASSERT_TRUE(s);
     EXPECT_EQ(s->iteration(), 0);
     EXPECT_FALSE(s->playing);
@@ -142,27 +145,27 @@ TEST_F(TrainingAnimationTest, FrameKShowsTheModelAfterKTimesKIterations) {
 
 TEST_F(TrainingAnimationTest, CancelAndBadFieldsLeaveNothing) {
     for (const char* name : {"cancel.gif", "cancel/"}) {
-        EXPECT_FALSE(window->exportAnimation(trainingOptions(), path(name),
-                                             [&](long done, long) { return done < 2; }));
+        EXPECT_FALSE(window->flows().exportAnimation(trainingOptions(), path(name),
+                                                     [&](long done, long) { return done < 2; }));
         EXPECT_TRUE(window->lastError().contains(QStringLiteral("cancelled")))
             << window->lastError().toStdString();
         EXPECT_TRUE(entries(dir.path()).isEmpty()) << entries(dir.path()).join(' ').toStdString();
     }
     AnimationOptions o = trainingOptions();
     o.itersPerFrame = 0;
-    EXPECT_FALSE(window->exportAnimation(o, path("bad.gif")));
+    EXPECT_FALSE(window->flows().exportAnimation(o, path("bad.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("Iterations per frame")))
         << window->lastError().toStdString();
     o = trainingOptions();
     o.hud = true;
-    EXPECT_FALSE(window->exportAnimation(o, path("bad.gif")));
+    EXPECT_FALSE(window->flows().exportAnimation(o, path("bad.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("Heads-up display")))
         << window->lastError().toStdString();
     o = trainingOptions();
     o.height = 20; // the caption strip leaves no room
-    EXPECT_FALSE(window->exportAnimation(o, path("bad.gif")));
+    EXPECT_FALSE(window->flows().exportAnimation(o, path("bad.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("no room"))) << window->lastError().toStdString();
-    EXPECT_FALSE(window->exportAnimation(trainingOptions(), path("no-such-dir/a.gif")));
+    EXPECT_FALSE(window->flows().exportAnimation(trainingOptions(), path("no-such-dir/a.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("no-such-dir")))
         << window->lastError().toStdString();
     EXPECT_TRUE(entries(dir.path()).isEmpty()) << entries(dir.path()).join(' ').toStdString();

@@ -2,9 +2,12 @@
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
 
-#include "ui/MainWindow.h"
-#include "ui/TrainingPanel.h"
-#include "ui/TrainingView.h"
+#include "ui/panels/TrainingPanel.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/views/TrainingView.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QAbstractButton>
 #include <QAbstractSpinBox>
@@ -59,8 +62,8 @@ class TrainingViewTest : public ::testing::Test {
         window->show();
         ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
         window->showFlowsView();
-        panel = window->trainingPanel();
-        view = window->trainingView();
+        panel = window->flows().panel();
+        view = window->flows().view();
         // A tiny flow: each iteration takes well under a millisecond.
         panel->findChild<QComboBox*>(QStringLiteral("training.dataset"))
             ->setCurrentText(QStringLiteral("8gaussians"));
@@ -102,10 +105,10 @@ TEST_F(TrainingViewTest, FlowsTabSitsNextToTheOtherViews) {
 }
 
 TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
-    EXPECT_EQ(window->trainingRunner().snapshot(), nullptr);
+    EXPECT_EQ(window->flows().runner().snapshot(), nullptr);
     for (int i = 0; i < 3; ++i) button("step")->click();
     ASSERT_TRUE(waitForIteration(3));
-    EXPECT_FALSE(window->trainingRunner().playing());
+    EXPECT_FALSE(window->flows().runner().playing());
     const auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 1u);
     EXPECT_EQ(s->trainers[0].history.size(), 3u);
@@ -137,7 +140,7 @@ TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
 
 TEST_F(TrainingViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
     button("start")->click();
-    EXPECT_TRUE(window->trainingRunner().playing());
+    EXPECT_TRUE(window->flows().runner().playing());
     EXPECT_EQ(button("start")->text(), QStringLiteral("Pause"));
     ASSERT_TRUE(waitFor([&] {
         view->refresh();
@@ -145,7 +148,7 @@ TEST_F(TrainingViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
         return s && s->playing && s->iteration() >= 5;
     }));
     button("start")->click();
-    EXPECT_FALSE(window->trainingRunner().playing());
+    EXPECT_FALSE(window->flows().runner().playing());
     ASSERT_TRUE(waitFor([&] {
         view->refresh();
         return view->displayedSnapshot() && !view->displayedSnapshot()->playing;
@@ -157,9 +160,9 @@ TEST_F(TrainingViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
     EXPECT_TRUE(panel->edited());
     EXPECT_EQ(button("start")->text(), QStringLiteral("Start"));
     button("start")->click(); // a new run with seed 11
-    EXPECT_EQ(window->trainingRunner().snapshot()->generation, generation + 1);
+    EXPECT_EQ(window->flows().runner().snapshot()->generation, generation + 1);
     EXPECT_FALSE(panel->edited());
-    window->trainingRunner().pause();
+    window->flows().runner().pause();
 }
 
 TEST_F(TrainingViewTest, SideBySideDrawsBothFlows) {
@@ -197,11 +200,11 @@ TEST_F(TrainingViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
     ASSERT_TRUE(waitForIteration(1));
     flows::TrainerConfig bad = panel->config();
     bad.batch = 1;
-    EXPECT_FALSE(window->startTraining(bad, false, true));
+    EXPECT_FALSE(window->flows().start(bad, false, true));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("batch"))) << window->lastError().toStdString();
     EXPECT_TRUE(panel->warningText().contains(QStringLiteral("batch")));
-    EXPECT_EQ(window->trainingRunner().snapshot()->generation, 1u);
-    EXPECT_FALSE(window->trainingRunner().playing());
+    EXPECT_EQ(window->flows().runner().snapshot()->generation, 1u);
+    EXPECT_FALSE(window->flows().runner().playing());
     EXPECT_EQ(panel->config().batch, 64); // the controls still show the run
 }
 
@@ -237,19 +240,19 @@ TEST(TrainingResponsiveness, RateAndUiLatencyWhileTraining) {
         window.show();
         ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
         window.showFlowsView();
-        flows::TrainerConfig c = window.trainingPanel()->config();
+        flows::TrainerConfig c = window.flows().panel()->config();
         c.dataset = "moons";
         c.flow.rwpo = rwpo;
-        ASSERT_TRUE(window.startTraining(c, false, true)) << window.lastError().toStdString();
+        ASSERT_TRUE(window.flows().start(c, false, true)) << window.lastError().toStdString();
         // Past the first pictures (with the RWPO layer its exact-inverse sampler takes seconds): until 5
         // iterations are done.
         QElapsedTimer warmup;
         warmup.start();
-        while (warmup.elapsed() < 120000 && window.trainingRunner().snapshot()->iteration() < 5)
+        while (warmup.elapsed() < 120000 && window.flows().runner().snapshot()->iteration() < 5)
             QTest::qWait(50);
         std::printf("%s: iteration 5 after %.1f s\n", rwpo ? "with RWPO" : "plain OT-Flow",
                     double(warmup.elapsed()) * 1e-3);
-        const long first = window.trainingRunner().snapshot()->iteration();
+        const long first = window.flows().runner().snapshot()->iteration();
         QElapsedTimer clock;
         clock.start();
         std::vector<double> late; // ms past the 10 ms interval
@@ -266,7 +269,7 @@ TEST(TrainingResponsiveness, RateAndUiLatencyWhileTraining) {
         QTest::qWait(5000);
         tick.stop();
         const double seconds = double(clock.nsecsElapsed()) * 1e-9;
-        const long iterations = window.trainingRunner().snapshot()->iteration() - first;
+        const long iterations = window.flows().runner().snapshot()->iteration() - first;
         ASSERT_GT(late.size(), 50u);
         std::sort(late.begin(), late.end());
         std::printf(

@@ -2,9 +2,12 @@
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
 
-#include "ui/MainWindow.h"
-#include "ui/TransformerPanel.h"
-#include "ui/TransformerView.h"
+#include "ui/panels/TransformerPanel.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/views/TransformerView.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QAbstractButton>
 #include <QAbstractSpinBox>
@@ -33,8 +36,8 @@ class TransformerViewTest : public ::testing::Test {
         window->show();
         ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
         window->showTransformersView();
-        panel = window->transformerPanel();
-        view = window->transformerView();
+        panel = window->transformers().panel();
+        view = window->transformers().view();
     }
 
     QPushButton* button(const char* name) {
@@ -95,10 +98,10 @@ TEST_F(TransformerViewTest, TransformersTabRaisesItsPanel) {
 // Three steps of task A beside λ_OT = 0: both pictures draw the six tokens' paths where the snapshot says
 // they are, the regularized one also the closed-form end points; the status names the threshold T·L² = 1/6.
 TEST_F(TransformerViewTest, StepsDrawTheTokenPathsOfBothModels) {
-    EXPECT_EQ(window->transformerRunner().snapshot(), nullptr);
+    EXPECT_EQ(window->transformers().runner().snapshot(), nullptr);
     for (int i = 0; i < 3; ++i) button("step")->click();
     ASSERT_TRUE(waitForIteration(3));
-    EXPECT_FALSE(window->transformerRunner().playing());
+    EXPECT_FALSE(window->transformers().runner().playing());
     const auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 2u);
     EXPECT_GT(s->trainers[0].lambdaOt, 0.0);
@@ -165,14 +168,14 @@ TEST_F(TransformerViewTest, EvaluateAddsTheHeldOutDiagnostics) {
 
 TEST_F(TransformerViewTest, ChoosingATaskLoadsItsDefaultsAndAnEditAsksForANewStart) {
     button("start")->click();
-    EXPECT_TRUE(window->transformerRunner().playing());
+    EXPECT_TRUE(window->transformers().runner().playing());
     ASSERT_TRUE(waitFor([&] {
         view->refresh();
         const auto s = view->displayedSnapshot();
         return s && s->playing && s->iteration() >= 3;
     }));
     button("start")->click();
-    EXPECT_FALSE(window->transformerRunner().playing());
+    EXPECT_FALSE(window->transformers().runner().playing());
     EXPECT_EQ(button("start")->text(), QStringLiteral("Resume"));
 
     auto* task = control<QComboBox>("transformer.task");
@@ -208,11 +211,11 @@ TEST_F(TransformerViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
     ASSERT_TRUE(waitForIteration(1));
     ot::OtTrainerConfig bad = panel->config();
     bad.model.steps = 0;
-    EXPECT_FALSE(window->startTransformer(bad, true, true));
+    EXPECT_FALSE(window->transformers().start(bad, true, true));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("steps"))) << window->lastError().toStdString();
     EXPECT_TRUE(panel->warningText().contains(QStringLiteral("steps")));
-    EXPECT_EQ(window->transformerRunner().snapshot()->generation, 1u);
-    EXPECT_FALSE(window->transformerRunner().playing());
+    EXPECT_EQ(window->transformers().runner().snapshot()->generation, 1u);
+    EXPECT_FALSE(window->transformers().runner().playing());
     EXPECT_EQ(panel->config().model.steps, 10); // the controls still show the run
 }
 

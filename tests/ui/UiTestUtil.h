@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QByteArray>
 #include <QDir>
+#include <QMenu>
 #include <QProgressDialog>
 #include <QString>
 #include <QStringList>
@@ -26,7 +27,12 @@ inline void saveShot(QWidget& w, const QString& name) {
 }
 
 // The action of `window` (its menus included) whose text is `text`, or null.
+// The action of that text a user reaches through the window's menus as they are now (the File ▸ Export menu
+// lists the shown workspace's entries only), else any action of that text.
 inline QAction* findAction(QWidget& window, const QString& text) {
+    for (QMenu* m : window.findChildren<QMenu*>())
+        for (QAction* a : m->actions())
+            if (a->text() == text) return a;
     for (QAction* a : window.findChildren<QAction*>())
         if (a->text() == text) return a;
     return nullptr;

@@ -1,7 +1,7 @@
 // ViewTransform and the plot helpers: pure math, no display needed.
-#include "ui/ViewTransform.h"
-#include "ui/Colormap.h"
-#include "ui/PlotDecorations.h"
+#include "ui/views/ViewTransform.h"
+#include "ui/views/PlotDecorations.h"
+#include "ui/widgets/Colormap.h"
 
 #include <gtest/gtest.h>
 

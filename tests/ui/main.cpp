@@ -5,7 +5,7 @@
 // engine-side tests in this binary (SimulationRunner) run either way.
 #include "GuiEnvironment.h"
 
-#include "ui/OpenGLSetup.h"
+#include "ui/shell/OpenGLSetup.h"
 
 #include <QApplication>
 #include <QByteArray>

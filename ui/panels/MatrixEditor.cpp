@@ -1,0 +1,421 @@
+#include "ui/panels/MatrixEditor.h"
+
+#include "engine/gaussian/Regime.h"
+#include "ui/widgets/Tooltips.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFontMetrics>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QScrollArea>
+#include <QSignalBlocker>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <numbers>
+#include <utility>
+
+namespace flowscope {
+
+namespace {
+
+constexpr double kEntryLimit = 1e4; // spin box range; larger entries are kept but shown clamped
+
+bool hasMatrices(AttentionType t) {
+    return t != AttentionType::Rwpo && t != AttentionType::Drifting;
+}
+
+// "-0.8, 1.2" (entries within 1e-12 of the largest magnitude print as 0).
+QString formatEigenvalues(const Vec& values) {
+    if (values.size() == 0) return QStringLiteral("—");
+    const double zero = 1e-12 * std::max(1.0, values.cwiseAbs().maxCoeff());
+    QStringList parts;
+    for (double v : values) parts << QString::number(std::fabs(v) <= zero ? 0.0 : v, 'g', 4);
+    return parts.join(QStringLiteral(", "));
+}
+
+} // namespace
+
+// ---- MatrixGrid
+// ---------------------------------------------------------------------------------------------
+
+MatrixGrid::MatrixGrid(QWidget* parent) : QWidget(parent) {
+    layout_ = new QGridLayout(this);
+    layout_->setContentsMargins(0, 0, 0, 0);
+    layout_->setSpacing(2);
+    setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
+}
+
+QDoubleSpinBox* MatrixGrid::entry(int row, int col) const {
+    if (row < 0 || col < 0 || row >= matrix_.rows() || col >= matrix_.cols()) return nullptr;
+    return boxes_[std::size_t(row * matrix_.cols() + col)];
+}
+
+void MatrixGrid::setMatrix(const Mat& m) {
+    if (m.rows() != matrix_.rows() || m.cols() != matrix_.cols()) {
+        for (QDoubleSpinBox* box : boxes_) delete box;
+        boxes_.clear();
+        for (int r = 0; r < m.rows(); ++r) {
+            for (int c = 0; c < m.cols(); ++c) {
+                auto* box = new QDoubleSpinBox(this);
+                box->setObjectName(QStringLiteral("entry_%1_%2").arg(r).arg(c));
+                box->setRange(-kEntryLimit, kEntryLimit);
+                box->setDecimals(3);
+                box->setSingleStep(0.1);
+                box->setButtonSymbols(QAbstractSpinBox::NoButtons);
+                box->setKeyboardTracking(false); // a half-typed number is not an edit
+                box->setAlignment(Qt::AlignRight);
+                box->setFixedWidth(QFontMetrics(box->font()).horizontalAdvance(QStringLiteral("-00.000")) +
+                                   12);
+                connect(box, &QDoubleSpinBox::valueChanged, this,
+                        [this, r, c](double value) { onEntryChanged(r, c, value); });
+                layout_->addWidget(box, r, c);
+                boxes_.push_back(box);
+            }
+        }
+    }
+    matrix_ = m;
+    for (int r = 0; r < m.rows(); ++r)
+        for (int c = 0; c < m.cols(); ++c) showEntry(r, c);
+}
+
+void MatrixGrid::showEntry(int row, int col) {
+    QDoubleSpinBox* box = entry(row, col);
+    const QSignalBlocker blocker(box);
+    box->setValue(matrix_(row, col));
+    box->setToolTip(QStringLiteral("%1[%2][%3] = %4")
+                        .arg(name_.isEmpty() ? QStringLiteral("M") : name_)
+                        .arg(row)
+                        .arg(col)
+                        .arg(QString::number(matrix_(row, col), 'g', 17)));
+}
+
+void MatrixGrid::onEntryChanged(int row, int col, double value) {
+    matrix_(row, col) = value;
+    showEntry(row, col);
+    if (symmetric_ && row != col && matrix_.rows() == matrix_.cols()) {
+        matrix_(col, row) = value;
+        showEntry(col, row);
+    }
+    emit edited();
+}
+
+// ---- MatrixEditor
+// -------------------------------------------------------------------------------------------
+
+MatrixEditor::MatrixEditor(QWidget* parent) : QWidget(parent) {
+    setObjectName(QStringLiteral("matrixEditor"));
+    auto* content = new QWidget;
+    auto* layout = new QVBoxLayout(content);
+
+    auto* selectors = new QHBoxLayout;
+    auto* headLabel = new QLabel(tr("Head"), content);
+    head_ = new QComboBox(content);
+    head_->setObjectName(QStringLiteral("head"));
+    head_->setToolTip(parameterTooltip("attention.heads"));
+    headLabel->setBuddy(head_);
+    selectors->addWidget(headLabel);
+    selectors->addWidget(head_);
+    layerRow_ = new QWidget(content);
+    auto* layerLayout = new QHBoxLayout(layerRow_);
+    layerLayout->setContentsMargins(0, 0, 0, 0);
+    auto* layerLabel = new QLabel(tr("Keyframe"), layerRow_);
+    layer_ = new QComboBox(layerRow_);
+    layer_->setObjectName(QStringLiteral("layer"));
+    layer_->setToolTip(parameterTooltip("attention.keyframes"));
+    layerLabel->setBuddy(layer_);
+    layerLayout->addWidget(layerLabel);
+    layerLayout->addWidget(layer_);
+    selectors->addWidget(layerRow_);
+    selectors->addStretch();
+    layout->addLayout(selectors);
+    connect(head_, &QComboBox::currentIndexChanged, this, [this] {
+        showMatrices();
+        updateAnalysis();
+    });
+    connect(layer_, &QComboBox::currentIndexChanged, this, [this] {
+        showMatrices();
+        updateAnalysis();
+    });
+
+    message_ = new QLabel(content);
+    message_->setWordWrap(true);
+    message_->setVisible(false);
+    layout->addWidget(message_);
+
+    for (char name : {'Q', 'K', 'V'}) {
+        sections_.push_back(makeSection(name, content));
+        layout->addWidget(sections_.back().box);
+    }
+
+    auto* analysis = new QGroupBox(tr("Analysis"), content);
+    auto* form = new QFormLayout(analysis);
+    eigenvaluesSymA_ = new QLabel(analysis);
+    eigenvaluesSymA_->setObjectName(QStringLiteral("eigenvaluesSymA"));
+    eigenvaluesB_ = new QLabel(analysis);
+    eigenvaluesB_->setObjectName(QStringLiteral("eigenvaluesB"));
+    for (QLabel* l : {eigenvaluesSymA_, eigenvaluesB_}) {
+        l->setWordWrap(true);
+        l->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    }
+    auto* symALabel = new QLabel(tr("eig(A + Aᵀ)"), analysis);
+    auto* bLabel = new QLabel(tr("eig(B)"), analysis);
+    symALabel->setToolTip(parameterTooltip("analysis.sym_a"));
+    eigenvaluesSymA_->setToolTip(parameterTooltip("analysis.sym_a"));
+    bLabel->setToolTip(parameterTooltip("analysis.B"));
+    eigenvaluesB_->setToolTip(parameterTooltip("analysis.B"));
+    form->addRow(symALabel, eigenvaluesSymA_);
+    form->addRow(bLabel, eigenvaluesB_);
+    regime_ = new QLabel(analysis);
+    regime_->setObjectName(QStringLiteral("regime"));
+    regime_->setWordWrap(true);
+    regime_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    regime_->setToolTip(parameterTooltip("analysis.regime"));
+    form->addRow(regime_);
+    layout->addWidget(analysis);
+    layout->addStretch();
+
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(scroll);
+
+    setScene(Scene{});
+}
+
+MatrixEditor::MatrixSection MatrixEditor::makeSection(char name, QWidget* parent) {
+    const QString n(QChar::fromLatin1(name));
+    const std::string key = std::string("attention.") + name;
+    MatrixSection s;
+    s.name = name;
+    s.box = new QWidget(parent);
+    auto* v = new QVBoxLayout(s.box);
+    v->setContentsMargins(0, 4, 0, 0);
+    v->setSpacing(2);
+
+    auto* top = new QHBoxLayout;
+    top->setSpacing(2);
+    const QString role = name == 'Q' ? tr("query") : name == 'K' ? tr("key") : tr("value");
+    auto* title = new QLabel(QStringLiteral("<b>%1</b> %2").arg(n, role), s.box);
+    title->setToolTip(parameterTooltip(key));
+    top->addWidget(title);
+    top->addStretch();
+    auto button = [&](const QString& text, const QString& object, const QString& tip, Op op) {
+        auto* b = new QToolButton(s.box);
+        b->setText(text);
+        b->setObjectName(QStringLiteral("%1_%2").arg(object, n));
+        b->setToolTip(tip);
+        connect(b, &QToolButton::clicked, this, [this, name, op] { apply(name, op); });
+        top->addWidget(b);
+        return b;
+    };
+    button(tr("I"), QStringLiteral("identity"), tr("Identity: %1 = I (ones on the diagonal)").arg(n),
+           Op::Identity);
+    button(tr("Rand"), QStringLiteral("random"),
+           tr("Random: entries of %1 drawn from N(0, 1)/√d (seeded: the same sequence every session)").arg(n),
+           Op::Random);
+    s.symmetrize = button(tr("Sym"), QStringLiteral("symmetrize"),
+                          tr("Symmetrize: %1 ← (%1 + %1ᵀ)/2 (square matrices)").arg(n), Op::Symmetrize);
+    button(tr("Neg"), QStringLiteral("negate"), tr("Negate: %1 ← −%1").arg(n), Op::Negate);
+    button(tr("×"), QStringLiteral("scale"), tr("Scale: %1 ← factor · %1 (factor on the right)").arg(n),
+           Op::Scale);
+    s.factor = new QDoubleSpinBox(s.box);
+    s.factor->setObjectName(QStringLiteral("factor_%1").arg(n));
+    s.factor->setRange(-100.0, 100.0);
+    s.factor->setDecimals(2);
+    s.factor->setSingleStep(0.1);
+    s.factor->setValue(0.5);
+    s.factor->setButtonSymbols(QAbstractSpinBox::NoButtons);
+    s.factor->setToolTip(tr("The factor of the × button: %1 ← factor · %1").arg(n));
+    top->addWidget(s.factor);
+    v->addLayout(top);
+
+    s.grid = new MatrixGrid(s.box);
+    s.grid->setObjectName(QStringLiteral("grid_%1").arg(n));
+    s.grid->setName(n);
+    s.grid->setToolTip(parameterTooltip(key));
+    connect(s.grid, &MatrixGrid::edited, this, [this, name, grid = s.grid] {
+        if (Mat* m = selectedMatrix(name)) *m = grid->matrix();
+        matrixEdited(name);
+    });
+    v->addWidget(s.grid, 0, Qt::AlignLeft);
+    return s;
+}
+
+void MatrixEditor::setScene(const Scene& scene) {
+    scene_ = scene;
+    AttentionSpec& a = scene_.attention;
+    // A Scene built in C++ may leave the heads empty: they mean one head Q = K = V = I (docs/scene.md).
+    if (a.heads.empty() && a.keyframes.empty() && hasMatrices(a.type))
+        a.heads.push_back({Mat::Identity(scene.d, scene.d), Mat::Identity(scene.d, scene.d),
+                           Mat::Identity(scene.d, scene.d)});
+    rebuildSelectors();
+    showMatrices();
+    updateAnalysis();
+}
+
+void MatrixEditor::setAttention(const AttentionSpec& attention) {
+    Scene s = scene_;
+    s.attention = attention;
+    setScene(s);
+}
+
+int MatrixEditor::currentHead() const {
+    return std::max(0, head_->currentIndex());
+}
+
+int MatrixEditor::currentKeyframe() const {
+    return scene_.attention.keyframes.empty() ? 0 : std::max(0, layer_->currentIndex());
+}
+
+void MatrixEditor::rebuildSelectors() {
+    const AttentionSpec& a = scene_.attention;
+    {
+        const QSignalBlocker blocker(head_);
+        const int keep = head_->currentIndex();
+        head_->clear();
+        for (int h = 0; h < a.headCount(); ++h) head_->addItem(tr("%1").arg(h + 1));
+        head_->setCurrentIndex(std::clamp(keep, 0, a.headCount() - 1));
+        head_->setEnabled(a.headCount() > 1);
+    }
+    {
+        const QSignalBlocker blocker(layer_);
+        const int keep = layer_->currentIndex();
+        layer_->clear();
+        for (std::size_t k = 0; k < a.keyframes.size(); ++k)
+            layer_->addItem(tr("%1: t = %2").arg(k + 1).arg(a.keyframes[k].t, 0, 'g', 6));
+        layer_->setCurrentIndex(std::clamp(keep, 0, int(a.keyframes.size()) - 1));
+        layerRow_->setVisible(!a.keyframes.empty());
+    }
+}
+
+HeadParams* MatrixEditor::selectedHead() {
+    return const_cast<HeadParams*>(std::as_const(*this).selectedHead());
+}
+
+const HeadParams* MatrixEditor::selectedHead() const {
+    const AttentionSpec& a = scene_.attention;
+    const int h = currentHead();
+    if (!hasMatrices(a.type) || h >= a.headCount()) return nullptr;
+    return a.keyframes.empty() ? &a.heads[std::size_t(h)]
+                               : &a.keyframes[std::size_t(currentKeyframe())].heads[std::size_t(h)];
+}
+
+Mat* MatrixEditor::selectedMatrix(char name) {
+    HeadParams* head = selectedHead();
+    if (!head) return nullptr;
+    return name == 'Q' ? &head->Q : name == 'K' ? &head->K : &head->V;
+}
+
+QDoubleSpinBox* MatrixEditor::entry(char matrix, int row, int col) const {
+    for (const MatrixSection& s : sections_)
+        if (s.name == matrix && s.box->isVisibleTo(this)) return s.grid->entry(row, col);
+    return nullptr;
+}
+
+void MatrixEditor::showMatrices() {
+    const AttentionSpec& a = scene_.attention;
+    QString why;
+    if (!hasMatrices(a.type))
+        why = tr("%1 attention has no Q, K, V: its parameters are in the scene panel.")
+                  .arg(QString::fromUtf8(toString(a.type)));
+    else if (a.headCount() == 0)
+        why = tr("No heads.");
+    else if (scene_.d > kMaxGridDimension)
+        why = tr("d = %1: matrices larger than %2 × %2 are edited in the scene file.")
+                  .arg(scene_.d)
+                  .arg(kMaxGridDimension);
+    message_->setText(why);
+    message_->setVisible(!why.isEmpty());
+    for (MatrixSection& s : sections_) {
+        const Mat* m = why.isEmpty() ? selectedMatrix(s.name) : nullptr;
+        s.box->setVisible(m != nullptr);
+        if (!m) continue;
+        s.grid->setMatrix(*m);
+        s.symmetrize->setEnabled(m->rows() == m->cols());
+    }
+}
+
+void MatrixEditor::apply(char name, Op op) {
+    Mat* m = selectedMatrix(name);
+    if (!m) return;
+    const Eigen::Index rows = m->rows(), cols = m->cols();
+    switch (op) {
+    case Op::Identity:
+        *m = Mat::Identity(rows, cols);
+        break;
+    case Op::Random: {
+        // Box-Muller on the editor's own generator: N(0, 1) entries, scaled by 1/sqrt(d).
+        const double scale = 1.0 / std::sqrt(double(std::max(1, scene_.d)));
+        for (Eigen::Index r = 0; r < rows; ++r)
+            for (Eigen::Index c = 0; c < cols; ++c) {
+                const double u1 = 1.0 - random_.generateDouble(), u2 = random_.generateDouble();
+                (*m)(r, c) = scale * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+            }
+        break;
+    }
+    case Op::Symmetrize:
+        if (rows != cols) return;
+        *m = (0.5 * (*m + m->transpose())).eval();
+        break;
+    case Op::Negate:
+        *m = -*m;
+        break;
+    case Op::Scale:
+        for (const MatrixSection& s : sections_)
+            if (s.name == name) *m *= s.factor->value();
+        break;
+    }
+    for (MatrixSection& s : sections_)
+        if (s.name == name) s.grid->setMatrix(*m);
+    matrixEdited(name);
+}
+
+void MatrixEditor::matrixEdited(char) {
+    updateAnalysis();
+    emit attentionEdited(scene_.attention);
+}
+
+void MatrixEditor::updateAnalysis() {
+    const int d = scene_.d;
+    const InitialSpec& init = scene_.initial;
+    const bool gaussian = init.kind == InitKind::Gaussian && init.cov.rows() == d && init.cov.cols() == d;
+    const Mat sigma0 = gaussian ? init.cov : Mat::Identity(d, d);
+    const AttentionSpec& a = scene_.attention;
+    const double t = a.keyframes.empty() ? 0.0 : a.keyframes[std::size_t(currentKeyframe())].t;
+    if (d > kMaxAnalysisDimension) {
+        eigenvaluesSymA_->setText(QStringLiteral("—"));
+        eigenvaluesB_->setText(QStringLiteral("—"));
+        regime_->setText(tr("d = %1: no analysis beyond d = %2.").arg(d).arg(kMaxAnalysisDimension));
+        return;
+    }
+    try {
+        const RegimePrediction p = predictRegime(scene_, sigma0, t);
+        const bool matrices = hasMatrices(a.type) && a.headCount() > 0;
+        eigenvaluesSymA_->setText(matrices ? formatEigenvalues(p.eigenvaluesSymA) : QStringLiteral("—"));
+        eigenvaluesB_->setText(matrices ? formatEigenvalues(p.eigenvaluesB) : QStringLiteral("—"));
+        QString text = QString::fromStdString(p.summary);
+        if (!gaussian && matrices) text += tr(" (Σ0 = I: the initial tokens are not Gaussian.)");
+        regime_->setText(text);
+    } catch (const std::exception& e) {
+        eigenvaluesSymA_->setText(QStringLiteral("—"));
+        eigenvaluesB_->setText(QStringLiteral("—"));
+        regime_->setText(tr("No prediction: %1").arg(QString::fromStdString(e.what())));
+    }
+}
+
+QString MatrixEditor::regimeText() const {
+    return regime_->text();
+}
+
+} // namespace flowscope

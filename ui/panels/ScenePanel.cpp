@@ -1,0 +1,757 @@
+#include "ui/panels/ScenePanel.h"
+
+#include "ui/widgets/FormWidgets.h"
+#include "ui/panels/MatrixEditor.h"
+#include "ui/widgets/Tooltips.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+
+namespace flowscope {
+
+namespace {
+
+constexpr int kAttentionTypes = 9; // AttentionType::Softmax .. Drifting
+constexpr int kMethods = 4;        // Method::Euler .. DormandPrince
+constexpr int kMaxHeads = 1024;
+constexpr int kMaxTokens = 1 << 24;
+
+bool hasMatrices(AttentionType t) {
+    return t != AttentionType::Rwpo && t != AttentionType::Drifting;
+}
+
+bool supportsMasking(AttentionType t) {
+    return t == AttentionType::Softmax || t == AttentionType::L2 || t == AttentionType::Exp ||
+           t == AttentionType::Relu || t == AttentionType::Sigmoid;
+}
+
+// `m` resized to rows x cols: the leading block is kept, new entries are 0 except new diagonal ones.
+Mat resized(const Mat& m, int rows, int cols, double diagonal) {
+    Mat r = Mat::Zero(rows, cols);
+    const Eigen::Index keepRows = std::min<Eigen::Index>(rows, m.rows());
+    const Eigen::Index keepCols = std::min<Eigen::Index>(cols, m.cols());
+    r.topLeftCorner(keepRows, keepCols) = m.topLeftCorner(keepRows, keepCols);
+    for (int i = 0; i < std::min(rows, cols); ++i)
+        if (i >= m.rows() || i >= m.cols()) r(i, i) = diagonal;
+    return r;
+}
+
+Vec resized(const Vec& v, int n, double fill) {
+    Vec r = Vec::Constant(n, fill);
+    const Eigen::Index keep = std::min<Eigen::Index>(n, v.size());
+    r.head(keep) = v.head(keep);
+    return r;
+}
+
+// The attention for a new dimension d: Q, K become I_d, V keeps its leading block, the drifting target its
+// leading entries.
+void resizeAttention(AttentionSpec& a, int d) {
+    auto resizeHeads = [d](std::vector<HeadParams>& heads) {
+        for (HeadParams& h : heads) {
+            if (h.Q.cols() != d || h.K.cols() != d) h.Q = h.K = Mat::Identity(d, d);
+            if (h.V.rows() != d || h.V.cols() != d) h.V = resized(h.V, d, d, 0.0);
+        }
+    };
+    resizeHeads(a.heads);
+    for (Keyframe& k : a.keyframes) resizeHeads(k.heads);
+    if (a.targetMean.size() != 0) a.targetMean = resized(a.targetMean, d, 0.0);
+    if (a.targetCov.size() != 0) a.targetCov = resized(a.targetCov, d, d, 1.0);
+    if (d < 2) a.sphere = false;
+}
+
+// Heads beyond the current count start with Q = K = I, V = 0 (no contribution to the velocity).
+void setHeadCount(std::vector<HeadParams>& heads, int count, int d) {
+    heads.resize(std::size_t(std::max(count, 0)),
+                 HeadParams{Mat::Identity(d, d), Mat::Identity(d, d), Mat::Zero(d, d)});
+}
+
+// The defaults that an empty field of a C++-built Scene stands for (docs/scene.md), made explicit.
+Scene withDefaults(Scene s) {
+    const int d = s.d;
+    InitialSpec& in = s.initial;
+    if (in.mean.size() != d) in.mean = resized(in.mean, d, 0.0);
+    if (in.cov.rows() != d || in.cov.cols() != d) in.cov = resized(in.cov, d, d, 1.0);
+    if (in.low.size() != d) in.low = resized(in.low, d, -1.0);
+    if (in.high.size() != d) in.high = resized(in.high, d, 1.0);
+    if (in.radii.empty()) in.radii = {1.0};
+    AttentionSpec& a = s.attention;
+    if (a.heads.empty() && a.keyframes.empty() && hasMatrices(a.type))
+        a.heads.push_back({Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d)});
+    return s;
+}
+
+// An error red that reads on the current window colour (light or dark theme).
+QString errorColor(const QPalette& palette) {
+    return palette.color(QPalette::Window).lightness() < 128 ? QStringLiteral("#ff6b6b")
+                                                             : QStringLiteral("#c62828");
+}
+
+QString formatNumber(double v) {
+    return QString::number(v, 'g', 10);
+}
+
+QString radiiText(const std::vector<double>& radii) {
+    QStringList parts;
+    for (double r : radii) parts << formatNumber(r);
+    return parts.join(QStringLiteral(", "));
+}
+
+// ---- widget helpers (ui/widgets/FormWidgets.h): every control is named after its parameter key and carries its
+// tooltip ----------------
+
+using form::addRow;
+using form::doubleBox;
+using form::intBox;
+using form::named;
+
+QComboBox* comboBox(QWidget* parent, const char* key, const QStringList& items) {
+    auto* box = named(new QComboBox(parent), key);
+    box->addItems(items);
+    return box;
+}
+
+QCheckBox* checkBox(QWidget* parent, const char* key, const QString& text) {
+    return named(new QCheckBox(text, parent), key);
+}
+
+void setQuietly(QDoubleSpinBox* w, double v) {
+    const QSignalBlocker blocker(w);
+    w->setValue(v);
+}
+void setQuietly(QSpinBox* w, int v) {
+    const QSignalBlocker blocker(w);
+    w->setValue(v);
+}
+void setQuietly(QCheckBox* w, bool on) {
+    const QSignalBlocker blocker(w);
+    w->setChecked(on);
+}
+void setQuietly(QComboBox* w, int index) {
+    const QSignalBlocker blocker(w);
+    w->setCurrentIndex(index);
+}
+void setQuietly(QLineEdit* w, const QString& text) {
+    const QSignalBlocker blocker(w);
+    w->setText(text);
+}
+
+QFormLayout* makeForm(QWidget* parent) {
+    auto* form = new QFormLayout(parent);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->setContentsMargins(6, 6, 6, 6);
+    return form;
+}
+
+} // namespace
+
+ScenePanel::ScenePanel(QWidget* parent) : QWidget(parent) {
+    setObjectName(QStringLiteral("scenePanel"));
+    auto* content = new QWidget;
+    auto* layout = new QVBoxLayout(content);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->addWidget(buildAttentionGroup());
+    layout->addWidget(buildIntegratorGroup());
+    layout->addWidget(buildSceneGroup());
+    layout->addStretch();
+    // One label column width for the three forms, so that their fields line up.
+    int labelWidth = 0;
+    const QList<QLabel*> labels = content->findChildren<QLabel*>();
+    for (QLabel* l : labels)
+        if (l->buddy()) labelWidth = std::max(labelWidth, l->sizeHint().width());
+    for (QLabel* l : labels)
+        if (l->buddy()) l->setMinimumWidth(labelWidth);
+
+    auto* scroll = new QScrollArea(this);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(scroll);
+
+    Scene initial;
+    initial.attention.heads.push_back({Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)});
+    setScene(initial);
+}
+
+QWidget* ScenePanel::buildAttentionGroup() {
+    auto* group = new QGroupBox(tr("Attention — live"));
+    attentionForm_ = makeForm(group);
+    QStringList types;
+    for (int t = 0; t < kAttentionTypes; ++t) types << QString::fromUtf8(toString(AttentionType(t)));
+    type_ = comboBox(group, "attention.type", types);
+    heads_ = intBox(group, "attention.heads", 1, kMaxHeads);
+    beta_ = doubleBox(group, "attention.beta", 1e-4, 1e6, 4, 0.1);
+    scaleByRootK_ = checkBox(group, "attention.scale_by_sqrt_k", tr("Scale scores by 1/√k"));
+    masked_ = checkBox(group, "attention.masked", tr("Masked (causal)"));
+    sphere_ = checkBox(group, "attention.sphere", tr("On the unit sphere"));
+    interpolation_ = comboBox(group, "attention.interpolation", {tr("piecewise"), tr("linear")});
+
+    linearEpsRow_ = new QWidget(group);
+    auto* linearLayout = new QHBoxLayout(linearEpsRow_);
+    linearLayout->setContentsMargins(0, 0, 0, 0);
+    linearEpsOn_ = checkBox(linearEpsRow_, "attention.linear_eps", tr("ε ="));
+    linearEpsOn_->setObjectName(QStringLiteral("attention.linear_eps.enabled"));
+    linearEps_ = doubleBox(linearEpsRow_, "attention.linear_eps", 1e-4, 1e6, 4, 0.1);
+    linearLayout->addWidget(linearEpsOn_);
+    linearLayout->addWidget(linearEps_, 1);
+
+    sinkhornEps_ = doubleBox(group, "attention.sinkhorn_eps", 1e-4, 1e6, 4, 0.1);
+    sinkhornIterations_ = intBox(group, "attention.sinkhorn_iterations", 1, 1000000);
+    rwpoLambda_ = doubleBox(group, "attention.rwpo_lambda", 0.0, 1e6, 4, 0.1);
+    rwpoH_ = doubleBox(group, "attention.rwpo_h", 1e-6, 1e3, 6, 0.001);
+    rwpoKernel_ =
+        comboBox(group, "attention.rwpo_kernel", {tr("corrected"), tr("as printed"), tr("per coordinate")});
+
+    addRow(attentionForm_, tr("Type"), type_, "attention.type");
+    addRow(attentionForm_, tr("Heads"), heads_, "attention.heads");
+    addRow(attentionForm_, tr("β"), beta_, "attention.beta");
+    attentionForm_->addRow(scaleByRootK_);
+    attentionForm_->addRow(masked_);
+    attentionForm_->addRow(sphere_);
+    addRow(attentionForm_, tr("Keyframes"), interpolation_, "attention.interpolation");
+    addRow(attentionForm_, tr("lin,ε"), linearEpsRow_, "attention.linear_eps");
+    addRow(attentionForm_, tr("Sinkhorn ε"), sinkhornEps_, "attention.sinkhorn_eps");
+    addRow(attentionForm_, tr("Iterations"), sinkhornIterations_, "attention.sinkhorn_iterations");
+    addRow(attentionForm_, tr("RWPO λ"), rwpoLambda_, "attention.rwpo_lambda");
+    addRow(attentionForm_, tr("RWPO h"), rwpoH_, "attention.rwpo_h");
+    addRow(attentionForm_, tr("Kernel"), rwpoKernel_, "attention.rwpo_kernel");
+
+    AttentionSpec& a = live_.attention;
+    connect(type_, &QComboBox::currentIndexChanged, this, [this, &a](int index) {
+        a.type = AttentionType(index);
+        if (!supportsMasking(a.type)) a.masked = false;
+        // Switching from RWPO/drifting: one head Q = K = V = I, the default of a scene file.
+        if (hasMatrices(a.type) && a.headCount() == 0)
+            a.heads.push_back({Mat::Identity(live_.d, live_.d), Mat::Identity(live_.d, live_.d),
+                               Mat::Identity(live_.d, live_.d)});
+        showAttention();
+        attentionChanged();
+    });
+    connect(heads_, &QSpinBox::valueChanged, this, [this, &a](int count) {
+        if (a.keyframes.empty()) setHeadCount(a.heads, count, live_.d);
+        for (Keyframe& k : a.keyframes) setHeadCount(k.heads, count, live_.d);
+        attentionChanged();
+    });
+    connect(beta_, &QDoubleSpinBox::valueChanged, this, [this, &a](double v) {
+        a.beta = v;
+        attentionChanged();
+    });
+    connect(scaleByRootK_, &QCheckBox::toggled, this, [this, &a](bool on) {
+        a.scaleByRootK = on;
+        attentionChanged();
+    });
+    connect(masked_, &QCheckBox::toggled, this, [this, &a](bool on) {
+        a.masked = on;
+        attentionChanged();
+    });
+    connect(sphere_, &QCheckBox::toggled, this, [this, &a](bool on) {
+        a.sphere = on;
+        attentionChanged();
+    });
+    connect(interpolation_, &QComboBox::currentIndexChanged, this, [this, &a](int index) {
+        a.interpolation = Interpolation(index);
+        attentionChanged();
+    });
+    connect(linearEpsOn_, &QCheckBox::toggled, this, [this, &a](bool on) {
+        a.linearEps = on ? std::optional<double>(linearEps_->value()) : std::nullopt;
+        linearEps_->setEnabled(on);
+        attentionChanged();
+    });
+    connect(linearEps_, &QDoubleSpinBox::valueChanged, this, [this, &a](double v) {
+        if (!a.linearEps) return;
+        a.linearEps = v;
+        attentionChanged();
+    });
+    connect(sinkhornEps_, &QDoubleSpinBox::valueChanged, this, [this, &a](double v) {
+        a.sinkhornEps = v;
+        attentionChanged();
+    });
+    connect(sinkhornIterations_, &QSpinBox::valueChanged, this, [this, &a](int v) {
+        a.sinkhornIterations = v;
+        attentionChanged();
+    });
+    connect(rwpoLambda_, &QDoubleSpinBox::valueChanged, this, [this, &a](double v) {
+        a.lambda = v;
+        attentionChanged();
+    });
+    connect(rwpoH_, &QDoubleSpinBox::valueChanged, this, [this, &a](double v) {
+        a.h = v;
+        attentionChanged();
+    });
+    connect(rwpoKernel_, &QComboBox::currentIndexChanged, this, [this, &a](int index) {
+        a.rwpoKernel = RwpoKernel(index);
+        attentionChanged();
+    });
+    return group;
+}
+
+QWidget* ScenePanel::buildIntegratorGroup() {
+    auto* group = new QGroupBox(tr("Integrator — live"));
+    auto* form = makeForm(group);
+    QStringList methods;
+    for (int m = 0; m < kMethods; ++m) methods << QString::fromUtf8(toString(Method(m)));
+    method_ = comboBox(group, "integrator.method", methods);
+    T_ = doubleBox(group, "integrator.T", 1e-6, 1e9, 4, 0.5);
+    steps_ = intBox(group, "integrator.steps", 1, INT_MAX);
+    addRow(form, tr("Method"), method_, "integrator.method");
+    addRow(form, tr("T"), T_, "integrator.T");
+    addRow(form, tr("Steps"), steps_, "integrator.steps");
+
+    IntegratorSpec& in = live_.integrator;
+    connect(method_, &QComboBox::currentIndexChanged, this, [this, &in](int index) {
+        in.method = Method(index);
+        integratorChanged();
+    });
+    connect(T_, &QDoubleSpinBox::valueChanged, this, [this, &in](double v) {
+        in.T = v;
+        integratorChanged();
+    });
+    connect(steps_, &QSpinBox::valueChanged, this, [this, &in](int v) {
+        in.steps = v;
+        integratorChanged();
+    });
+    return group;
+}
+
+QWidget* ScenePanel::buildSceneGroup() {
+    auto* group = new QGroupBox(tr("Scene — Apply restarts"));
+    auto* box = new QVBoxLayout(group);
+    box->setContentsMargins(0, 0, 0, 6);
+    auto* formWidget = new QWidget(group);
+    sceneForm_ = makeForm(formWidget);
+    box->addWidget(formWidget);
+
+    d_ = intBox(formWidget, "d", 1, 1024);
+    n_ = intBox(formWidget, "n", 1, kMaxTokens);
+    precision_ = comboBox(formWidget, "precision", {QStringLiteral("float32"), QStringLiteral("float64")});
+    kind_ =
+        comboBox(formWidget, "initial.kind",
+                 {tr("gaussian"), tr("uniform"), tr("rings"), tr("file (.npy, .csv)"), tr("points (draw)")});
+    seed_ = intBox(formWidget, "initial.seed", 0, INT_MAX);
+    auto grid = [&](const char* key, const QString& name) {
+        auto* g = named(new MatrixGrid(formWidget), key);
+        g->setName(name);
+        return g;
+    };
+    mean_ = grid("initial.mean", QStringLiteral("mean"));
+    cov_ = grid("initial.cov", QStringLiteral("cov"));
+    cov_->setSymmetricEditing(true);
+    low_ = grid("initial.low", QStringLiteral("low"));
+    high_ = grid("initial.high", QStringLiteral("high"));
+    gridNote_ = new QLabel(formWidget);
+    gridNote_->setWordWrap(true);
+    radii_ = named(new QLineEdit(formWidget), "initial.radii");
+    radii_->setPlaceholderText(tr("e.g. 0.5, 1"));
+    noise_ = doubleBox(formWidget, "initial.noise", 0.0, 1e6, 4, 0.01);
+    pathRow_ = new QWidget(formWidget);
+    auto* pathLayout = new QHBoxLayout(pathRow_);
+    pathLayout->setContentsMargins(0, 0, 0, 0);
+    path_ = named(new QLineEdit(pathRow_), "initial.path");
+    path_->setPlaceholderText(tr("tokens.npy"));
+    browse_ = named(new QToolButton(pathRow_), "initial.path");
+    browse_->setObjectName(QStringLiteral("initial.path.browse"));
+    browse_->setText(tr("…"));
+    pathLayout->addWidget(path_, 1);
+    pathLayout->addWidget(browse_);
+    pointsRow_ = new QWidget(formWidget);
+    auto* pointsLayout = new QHBoxLayout(pointsRow_);
+    pointsLayout->setContentsMargins(0, 0, 0, 0);
+    pointsCount_ = named(new QLabel(pointsRow_), "initial.points");
+    draw_ = named(new QPushButton(tr("Draw"), pointsRow_), "initial.points");
+    draw_->setObjectName(QStringLiteral("initial.points.draw"));
+    draw_->setCheckable(true);
+    clearPoints_ = named(new QPushButton(tr("Clear"), pointsRow_), "initial.points");
+    clearPoints_->setObjectName(QStringLiteral("initial.points.clear"));
+    pointsLayout->addWidget(pointsCount_, 1);
+    pointsLayout->addWidget(draw_);
+    pointsLayout->addWidget(clearPoints_);
+
+    addRow(sceneForm_, tr("d"), d_, "d");
+    addRow(sceneForm_, tr("N"), n_, "n");
+    addRow(sceneForm_, tr("Precision"), precision_, "precision");
+    addRow(sceneForm_, tr("Initial"), kind_, "initial.kind");
+    addRow(sceneForm_, tr("Seed"), seed_, "initial.seed");
+    addRow(sceneForm_, tr("Mean α"), mean_, "initial.mean");
+    addRow(sceneForm_, tr("Cov Σ₀"), cov_, "initial.cov");
+    addRow(sceneForm_, tr("Low"), low_, "initial.low");
+    addRow(sceneForm_, tr("High"), high_, "initial.high");
+    sceneForm_->addRow(gridNote_);
+    addRow(sceneForm_, tr("Radii"), radii_, "initial.radii");
+    addRow(sceneForm_, tr("Noise"), noise_, "initial.noise");
+    addRow(sceneForm_, tr("File"), pathRow_, "initial.path");
+    addRow(sceneForm_, tr("Points"), pointsRow_, "initial.points");
+
+    errorLabel_ = new QLabel(group);
+    errorLabel_->setObjectName(QStringLiteral("error"));
+    errorLabel_->setWordWrap(true);
+    errorLabel_->setContentsMargins(6, 0, 6, 0);
+    box->addWidget(errorLabel_);
+
+    auto* buttons = new QHBoxLayout;
+    buttons->setContentsMargins(6, 0, 6, 0);
+    revert_ = new QPushButton(tr("Revert"), group);
+    revert_->setObjectName(QStringLiteral("revert"));
+    revert_->setToolTip(tr("Drop the staged edits of this group"));
+    apply_ = new QPushButton(tr("Apply (restarts)"), group);
+    apply_->setObjectName(QStringLiteral("apply"));
+    apply_->setToolTip(tr("Restart the run with the edited scene"));
+    buttons->addStretch();
+    buttons->addWidget(revert_);
+    buttons->addWidget(apply_);
+    box->addLayout(buttons);
+
+    InitialSpec& in = staged_.initial;
+    connect(d_, &QSpinBox::valueChanged, this, [this](int d) {
+        setStagedDimension(d);
+        showStaged();
+        stagedChanged();
+    });
+    connect(n_, &QSpinBox::valueChanged, this, [this](int n) {
+        staged_.n = n;
+        stagedChanged();
+    });
+    connect(precision_, &QComboBox::currentIndexChanged, this, [this](int index) {
+        staged_.precision = Precision(index);
+        stagedChanged();
+    });
+    connect(kind_, &QComboBox::currentIndexChanged, this, [this, &in](int index) {
+        in.kind = InitKind(index);
+        updateRows();
+        stagedChanged();
+    });
+    connect(seed_, &QSpinBox::valueChanged, this, [this, &in](int seed) {
+        in.seed = std::uint64_t(seed);
+        stagedChanged();
+    });
+    connect(mean_, &MatrixGrid::edited, this, [this, &in] {
+        in.mean = mean_->matrix().row(0).transpose();
+        stagedChanged();
+    });
+    connect(cov_, &MatrixGrid::edited, this, [this, &in] {
+        in.cov = cov_->matrix();
+        stagedChanged();
+    });
+    connect(low_, &MatrixGrid::edited, this, [this, &in] {
+        in.low = low_->matrix().row(0).transpose();
+        stagedChanged();
+    });
+    connect(high_, &MatrixGrid::edited, this, [this, &in] {
+        in.high = high_->matrix().row(0).transpose();
+        stagedChanged();
+    });
+    connect(radii_, &QLineEdit::textEdited, this, [this, &in](const QString& text) {
+        std::vector<double> radii;
+        radiiError_.clear();
+        for (const QString& untrimmed : text.split(QLatin1Char(','))) {
+            const QString part = untrimmed.trimmed();
+            if (part.isEmpty()) continue;
+            bool ok = false;
+            const double r = part.toDouble(&ok);
+            if (!ok || !std::isfinite(r) || r < 0.0) {
+                radiiError_ =
+                    tr("initial.radii: expected numbers ≥ 0 separated by commas, got “%1”").arg(part);
+                break;
+            }
+            radii.push_back(r);
+        }
+        if (radiiError_.isEmpty() && radii.empty())
+            radiiError_ = tr("initial.radii: expected at least one radius");
+        if (radiiError_.isEmpty()) in.radii = radii;
+        stagedChanged();
+    });
+    connect(noise_, &QDoubleSpinBox::valueChanged, this, [this, &in](double v) {
+        in.noise = v;
+        stagedChanged();
+    });
+    connect(path_, &QLineEdit::editingFinished, this, [this, &in] {
+        if (QString::fromStdString(in.path) == path_->text()) return;
+        in.path = path_->text().toStdString();
+        stagedChanged();
+    });
+    connect(browse_, &QToolButton::clicked, this, &ScenePanel::browseTokenFile);
+    connect(draw_, &QPushButton::toggled, this, &ScenePanel::drawRequested);
+    connect(clearPoints_, &QPushButton::clicked, this, [this, &in] {
+        in.points.resize(0, staged_.d);
+        showStaged();
+        stagedChanged();
+        emit drawClearRequested();
+    });
+    connect(apply_, &QPushButton::clicked, this, &ScenePanel::apply);
+    connect(revert_, &QPushButton::clicked, this, &ScenePanel::revert);
+    return group;
+}
+
+// ---- display
+// ------------------------------------------------------------------------------------------------
+
+void ScenePanel::setScene(const Scene& scene) {
+    live_ = withDefaults(scene);
+    staged_ = live_;
+    dirty_ = false;
+    radiiError_.clear();
+    showAttention();
+    showIntegrator();
+    showStaged();
+    rebuildEdited();
+    stagedChanged();
+    dirty_ = false;
+    apply_->setEnabled(false);
+    revert_->setEnabled(false);
+}
+
+void ScenePanel::setAttention(const AttentionSpec& attention) {
+    live_.attention = attention;
+    showAttention();
+    rebuildEdited();
+}
+
+void ScenePanel::showAttention() {
+    const AttentionSpec& a = live_.attention;
+    setQuietly(type_, int(a.type));
+    setQuietly(heads_, std::max(1, a.headCount()));
+    setQuietly(beta_, a.beta);
+    setQuietly(scaleByRootK_, a.scaleByRootK);
+    setQuietly(masked_, a.masked);
+    setQuietly(sphere_, a.sphere);
+    sphere_->setEnabled(live_.d >= 2 || a.sphere);
+    setQuietly(interpolation_, int(a.interpolation));
+    setQuietly(linearEpsOn_, a.linearEps.has_value());
+    if (a.linearEps) setQuietly(linearEps_, *a.linearEps);
+    linearEps_->setEnabled(a.linearEps.has_value());
+    setQuietly(sinkhornEps_, a.sinkhornEps);
+    setQuietly(sinkhornIterations_, a.sinkhornIterations);
+    setQuietly(rwpoLambda_, a.lambda);
+    setQuietly(rwpoH_, a.h);
+    setQuietly(rwpoKernel_, int(a.rwpoKernel));
+    updateRows();
+}
+
+void ScenePanel::showIntegrator() {
+    const IntegratorSpec& in = live_.integrator;
+    setQuietly(method_, int(in.method));
+    setQuietly(T_, in.T);
+    setQuietly(steps_, in.steps);
+}
+
+void ScenePanel::showStaged() {
+    const InitialSpec& in = staged_.initial;
+    setQuietly(d_, staged_.d);
+    setQuietly(n_, staged_.n);
+    setQuietly(precision_, int(staged_.precision));
+    setQuietly(kind_, int(in.kind));
+    setQuietly(seed_, int(std::min<std::uint64_t>(in.seed, INT_MAX)));
+    if (staged_.d <= kMaxGridDimension) {
+        mean_->setMatrix(in.mean.transpose());
+        cov_->setMatrix(in.cov);
+        low_->setMatrix(in.low.transpose());
+        high_->setMatrix(in.high.transpose());
+    }
+    gridNote_->setText(tr("d = %1: the mean, covariance and box are edited in the scene file (a new d keeps "
+                          "their leading entries).")
+                           .arg(staged_.d));
+    if (radiiError_.isEmpty()) setQuietly(radii_, radiiText(in.radii));
+    setQuietly(noise_, in.noise);
+    setQuietly(path_, QString::fromStdString(in.path));
+    pointsCount_->setText(QString::number(in.points.rows()));
+    updateRows();
+}
+
+void ScenePanel::setDrawnPoints(const Tokens& points) {
+    if (points.cols() != staged_.d) return; // drawn for another dimension: ignore
+    InitialSpec& in = staged_.initial;
+    in.kind = InitKind::Points;
+    in.points = points;
+    if (points.rows() > 0) staged_.n = int(points.rows());
+    showStaged();
+    stagedChanged();
+}
+
+void ScenePanel::setDrawing(bool on) {
+    const QSignalBlocker quiet(draw_);
+    draw_->setChecked(on);
+}
+
+// Shows the rows that apply to the attention type and to the kind of initial tokens.
+void ScenePanel::updateRows() {
+    const AttentionType t = live_.attention.type;
+    QFormLayout* a = attentionForm_;
+    a->setRowVisible(heads_, hasMatrices(t));
+    a->setRowVisible(beta_, t != AttentionType::Drifting);
+    a->setRowVisible(scaleByRootK_, hasMatrices(t));
+    a->setRowVisible(masked_, supportsMasking(t));
+    a->setRowVisible(interpolation_, !live_.attention.keyframes.empty());
+    a->setRowVisible(linearEpsRow_, t == AttentionType::Linear);
+    a->setRowVisible(sinkhornEps_, t == AttentionType::Sinkhorn);
+    a->setRowVisible(sinkhornIterations_, t == AttentionType::Sinkhorn);
+    a->setRowVisible(rwpoLambda_, t == AttentionType::Rwpo);
+    a->setRowVisible(rwpoH_, t == AttentionType::Rwpo);
+    a->setRowVisible(rwpoKernel_, t == AttentionType::Rwpo);
+
+    const InitKind kind = staged_.initial.kind;
+    const bool grids = staged_.d <= kMaxGridDimension;
+    QFormLayout* s = sceneForm_;
+    s->setRowVisible(seed_, kind != InitKind::File);
+    s->setRowVisible(mean_, grids && kind == InitKind::Gaussian);
+    s->setRowVisible(cov_, grids && kind == InitKind::Gaussian);
+    s->setRowVisible(low_, grids && kind == InitKind::Uniform);
+    s->setRowVisible(high_, grids && kind == InitKind::Uniform);
+    s->setRowVisible(gridNote_, !grids && (kind == InitKind::Gaussian || kind == InitKind::Uniform));
+    s->setRowVisible(radii_, kind == InitKind::Rings);
+    s->setRowVisible(noise_, kind == InitKind::Rings || kind == InitKind::Points);
+    s->setRowVisible(pathRow_, kind == InitKind::File);
+    s->setRowVisible(pointsRow_, kind == InitKind::Points);
+}
+
+// ---- edits
+// --------------------------------------------------------------------------------------------------
+
+void ScenePanel::attentionChanged() {
+    rebuildEdited();
+    emit attentionEdited(live_.attention);
+}
+
+void ScenePanel::integratorChanged() {
+    rebuildEdited();
+    emit integratorEdited(live_.integrator);
+}
+
+void ScenePanel::setStagedDimension(int d) {
+    InitialSpec& in = staged_.initial;
+    staged_.d = d;
+    in.mean = resized(in.mean, d, 0.0);
+    in.cov = resized(in.cov, d, d, 1.0);
+    in.low = resized(in.low, d, -1.0);
+    in.high = resized(in.high, d, 1.0);
+    if (in.points.cols() != d) { // drawn points keep their leading coordinates, 0 beyond
+        const Tokens old = in.points;
+        in.points = Tokens::Zero(old.rows(), d);
+        const int keep = int(std::min<Eigen::Index>(old.cols(), d));
+        in.points.leftCols(keep) = old.leftCols(keep);
+    }
+}
+
+void ScenePanel::stagedChanged() {
+    dirty_ = true;
+    rebuildEdited();
+    error_ = validate();
+    errorLabel_->setStyleSheet(QStringLiteral("color: %1;").arg(errorColor(palette())));
+    errorLabel_->setText(error_);
+    errorLabel_->setVisible(!error_.isEmpty());
+    apply_->setEnabled(error_.isEmpty());
+    revert_->setEnabled(true);
+}
+
+void ScenePanel::rebuildEdited() {
+    edited_ = live_;
+    edited_.d = staged_.d;
+    edited_.n = staged_.n;
+    edited_.precision = staged_.precision;
+    edited_.initial = staged_.initial;
+    if (staged_.d != live_.d) {
+        resizeAttention(edited_.attention, staged_.d);
+        if (staged_.d != 2) edited_.moments.grid = ConeGridSpec{}; // the cone grid is 2-D only
+    }
+}
+
+// The first reason the staged scene cannot run, naming the field; empty when it can.
+QString ScenePanel::validate() const {
+    const InitialSpec& in = staged_.initial;
+    const int d = staged_.d;
+    switch (in.kind) {
+    case InitKind::Gaussian: {
+        const double scale = std::max(1.0, in.cov.cwiseAbs().maxCoeff());
+        for (int r = 0; r < d; ++r)
+            for (int c = r + 1; c < d; ++c)
+                if (std::fabs(in.cov(r, c) - in.cov(c, r)) > 1e-12 * scale)
+                    return tr("initial.cov: Σ₀ must be symmetric, but cov[%1][%2] = %3 ≠ cov[%2][%1] = %4")
+                        .arg(r)
+                        .arg(c)
+                        .arg(formatNumber(in.cov(r, c)), formatNumber(in.cov(c, r)));
+        // Beyond the grids the covariance is not edited here: it is the loaded one, or a principal block of
+        // it padded with I, both PSD; skip the O(d^3) check that large d would make slow.
+        if (d > kMaxGridDimension) break;
+        const double smallest =
+            Eigen::SelfAdjointEigenSolver<Mat>(in.cov, Eigen::EigenvaluesOnly).eigenvalues().minCoeff();
+        if (smallest < -1e-10 * scale)
+            return tr("initial.cov: Σ₀ must be positive semi-definite, but its smallest eigenvalue is %1")
+                .arg(QString::number(smallest, 'g', 6));
+        break;
+    }
+    case InitKind::Uniform:
+        for (int c = 0; c < d; ++c)
+            if (!(in.low(c) < in.high(c)))
+                return tr("initial.low, initial.high: expected low < high in every coordinate, but "
+                          "coordinate "
+                          "%1 has low = %2, high = %3")
+                    .arg(c)
+                    .arg(formatNumber(in.low(c)), formatNumber(in.high(c)));
+        break;
+    case InitKind::Rings:
+        if (d < 2) return tr("initial.kind: rings need d ≥ 2 (the circles lie in the first two coordinates)");
+        if (!radiiError_.isEmpty()) return radiiError_;
+        break;
+    case InitKind::File: {
+        const QString path = QString::fromStdString(in.path);
+        if (path.isEmpty()) return tr("initial.path: choose a .npy or .csv token file");
+        const QString suffix = QFileInfo(path).suffix().toLower();
+        if (suffix != QLatin1String("npy") && suffix != QLatin1String("csv"))
+            return tr("initial.path: expected a .npy or .csv file, got “%1”").arg(QFileInfo(path).fileName());
+        if (!QFileInfo(path).isFile()) return tr("initial.path: no such file: %1").arg(path);
+        break;
+    }
+    case InitKind::Points:
+        if (in.points.rows() == 0)
+            return tr("initial.points: no points yet — press Draw and drag in the particle view");
+        break;
+    }
+    return {};
+}
+
+void ScenePanel::apply() {
+    if (!validate().isEmpty()) return;
+    const Scene scene = edited_;
+    setScene(scene);
+    emit sceneEdited(scene);
+}
+
+void ScenePanel::revert() {
+    staged_ = live_;
+    radiiError_.clear();
+    showStaged();
+    rebuildEdited();
+    stagedChanged();
+    dirty_ = false;
+    apply_->setEnabled(false);
+    revert_->setEnabled(false);
+}
+
+void ScenePanel::browseTokenFile() {
+    const QString current = QString::fromStdString(staged_.initial.path);
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Token file"), QFileInfo(current).absolutePath(), tr("Tokens (*.npy *.csv);;All files (*)"));
+    if (path.isEmpty()) return;
+    staged_.initial.path = path.toStdString();
+    setQuietly(path_, path);
+    stagedChanged();
+}
+
+} // namespace flowscope

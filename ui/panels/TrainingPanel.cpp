@@ -1,0 +1,358 @@
+#include "ui/panels/TrainingPanel.h"
+
+#include "engine/flows/Datasets.h"
+#include "ui/widgets/FormWidgets.h"
+#include "ui/views/PointCanvas.h"
+#include "ui/panels/RunControls.h"
+#include "ui/widgets/Tooltips.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <limits>
+
+namespace flowscope {
+
+namespace {
+
+// Above this mass on the evaluation grid the status line warns (a normalized density's is 1 minus its tails,
+// plus the 64² quadrature's error).
+constexpr double kMassWarning = 1.05;
+
+// ui/widgets/FormWidgets.h; the spin boxes track keystrokes (edits apply on Start, not at once).
+using form::addRow;
+using form::named;
+
+QString number(double v) {
+    return QString::number(v, 'g', 4);
+}
+
+} // namespace
+
+TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
+    setObjectName(QStringLiteral("trainingPanel"));
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+
+    auto* flowGroup = new QGroupBox(tr("Flow (applies on Start)"), this);
+    auto* form = new QFormLayout(flowGroup);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->setContentsMargins(6, 6, 6, 6);
+    dataset_ = named(new QComboBox(flowGroup), "training.dataset");
+    for (const std::string& name : flows::datasetNames()) dataset_->addItem(QString::fromStdString(name));
+    dataset_->addItem(tr("your points")); // the last item: points_
+    pointsRow_ = new QWidget(flowGroup);
+    auto* pointsLayout = new QHBoxLayout(pointsRow_);
+    pointsLayout->setContentsMargins(0, 0, 0, 0);
+    pointsLabel_ = new QLabel(pointsRow_);
+    pointsLabel_->setObjectName(QStringLiteral("pointsCount"));
+    auto* draw = new QPushButton(tr("Draw..."), pointsRow_);
+    draw->setObjectName(QStringLiteral("drawPoints"));
+    draw->setToolTip(tr("Draw the points on a canvas over [-4, 4]²: drag to spray, right-drag to erase"));
+    auto* load = new QPushButton(tr("Load..."), pointsRow_);
+    load->setObjectName(QStringLiteral("loadPoints"));
+    load->setToolTip(tr("Points from an (n, 2) .npy array or a .csv file with two columns (as "
+                        "flowscope-cli train --data)"));
+    pointsLayout->addWidget(pointsLabel_, 1);
+    pointsLayout->addWidget(draw);
+    pointsLayout->addWidget(load);
+    connect(draw, &QPushButton::clicked, this, &TrainingPanel::drawPoints);
+    connect(load, &QPushButton::clicked, this, &TrainingPanel::loadPointsDialog);
+    rwpo_ = named(new QCheckBox(tr("RWPO layer"), flowGroup), "training.rwpo");
+    sideBySide_ =
+        named(new QCheckBox(tr("Side by side (with / without RWPO)"), flowGroup), "training.side_by_side");
+    layers_ = form::startIntBox(flowGroup, "training.layers", 1, 64);
+    width_ = form::startIntBox(flowGroup, "training.width", 2, 256);
+    batch_ = form::startIntBox(flowGroup, "training.batch", 2, 8192);
+    lr_ = form::startDoubleBox(flowGroup, "training.lr", 1e-5, 1.0, 5, 1e-3);
+    lambda0_ = form::startDoubleBox(flowGroup, "training.lambda0", 0.001, 100.0, 3, 0.1);
+    beta0_ = form::startDoubleBox(flowGroup, "training.beta0", 0.001, 100.0, 3, 0.1);
+    transport_ = form::startDoubleBox(flowGroup, "training.transportWeight", 0.0, 10.0, 4, 0.01);
+    seed_ = form::startIntBox(flowGroup, "training.seed", 0, std::numeric_limits<int>::max());
+    loaded_ = new QLabel(flowGroup);
+    loaded_->setObjectName(QStringLiteral("loaded"));
+    loaded_->setWordWrap(true);
+    loaded_->setToolTip(tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
+                           "model); editing the architecture starts from a fresh initialization instead"));
+    loaded_->hide();
+    form->addRow(loaded_);
+    addRow(form, tr("Dataset"), dataset_, "training.dataset");
+    form->addRow(pointsRow_);
+    form->addRow(rwpo_);
+    form->addRow(sideBySide_);
+    addRow(form, tr("Layers M"), layers_, "training.layers");
+    addRow(form, tr("Width m"), width_, "training.width");
+    addRow(form, tr("Batch"), batch_, "training.batch");
+    addRow(form, tr("Learning rate"), lr_, "training.lr");
+    addRow(form, tr("λ₀"), lambda0_, "training.lambda0");
+    addRow(form, tr("β₀"), beta0_, "training.beta0");
+    addRow(form, tr("Transport weight"), transport_, "training.transportWeight");
+    addRow(form, tr("Seed"), seed_, "training.seed");
+    layout->addWidget(flowGroup);
+
+    controls_ =
+        new RunControls({tr("One iteration: loss (16) on the batch, its gradient, one Adam step"),
+                         tr("Back to iteration 0 of this run: the initial parameters, the same batches"),
+                         parameterTooltip("training.evaluate"), parameterTooltip("training.status")},
+                        this);
+    layout->addWidget(controls_);
+    layout->addStretch();
+
+    setConfig(flows::TrainerConfig{}, false);
+
+    connect(dataset_, &QComboBox::currentIndexChanged, this, &TrainingPanel::markEdited);
+    connect(dataset_, &QComboBox::currentIndexChanged, this, &TrainingPanel::updatePointsRow);
+    connect(rwpo_, &QCheckBox::toggled, this, &TrainingPanel::markEdited);
+    connect(sideBySide_, &QCheckBox::toggled, this, [this](bool on) {
+        rwpo_->setEnabled(!on); // side by side trains both
+        markEdited();
+    });
+    for (QSpinBox* box : {layers_, width_, batch_, seed_})
+        connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::markEdited);
+    for (QDoubleSpinBox* box : {lr_, lambda0_, beta0_, transport_})
+        connect(box, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::markEdited);
+    for (QCheckBox* box : {rwpo_, sideBySide_})
+        connect(box, &QCheckBox::toggled, this, &TrainingPanel::forgetLoadedModel);
+    for (QSpinBox* box : {layers_, width_})
+        connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::forgetLoadedModel);
+    for (QDoubleSpinBox* box : {lambda0_, beta0_, transport_})
+        connect(box, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::forgetLoadedModel);
+    connect(controls_, &RunControls::startRequested, this,
+            [this](bool play) { emit startRequested(config(), comparison(), play); });
+    connect(controls_, &RunControls::playRequested, this, &TrainingPanel::playRequested);
+    connect(controls_, &RunControls::stepRequested, this, &TrainingPanel::stepRequested);
+    connect(controls_, &RunControls::resetRequested, this, &TrainingPanel::resetRequested);
+    connect(controls_, &RunControls::evaluateRequested, this, &TrainingPanel::evaluateRequested);
+    setSnapshot(nullptr, false);
+}
+
+flows::TrainerConfig TrainingPanel::config() const {
+    flows::TrainerConfig c;
+    if (usesPoints()) {
+        c.dataset.clear();
+        c.points = points_;
+    } else {
+        c.dataset = dataset_->currentText().toStdString();
+    }
+    c.flow.rwpo = rwpo_->isChecked();
+    c.flow.layers = layers_->value();
+    c.flow.width = width_->value();
+    c.flow.lambda0 = lambda0_->value();
+    c.flow.beta0 = beta0_->value();
+    c.flow.transportWeight = transport_->value();
+    c.flow.seed = std::uint64_t(seed_->value());
+    c.dataSeed = std::uint64_t(seed_->value());
+    c.batch = batch_->value();
+    c.adam.lr = lr_->value();
+    const flows::AdamOptions schedule = flows::TrainerConfig{}.adam; // the trainer's default decay
+    c.adam.lrFinal = lr_->value() * schedule.lrFinal / schedule.lr;
+    // Held-out metrics cost O(n²) per layer with the RWPO layer (~20 s for 2000 points on two busy cores,
+    // during which the run does not answer): 1000 keep them to a few seconds.
+    c.evalSamples = 1000;
+    if (loadedParams_) {
+        c.flow = loadedFlow_;
+        c.initialParams = loadedParams_;
+    }
+    return c;
+}
+
+bool TrainingPanel::usesPoints() const {
+    return dataset_->currentIndex() == dataset_->count() - 1;
+}
+
+void TrainingPanel::setPoints(const Mat& points) {
+    points_ = points;
+    if (usesPoints()) {
+        markEdited();
+        updatePointsRow();
+    } else {
+        dataset_->setCurrentIndex(dataset_->count() - 1); // marks edited, updates the row
+    }
+}
+
+bool TrainingPanel::loadPointsFile(const QString& path, QString* why) {
+    try {
+        const Mat p = flows::loadPoints(path.toStdString());
+        if (p.cols() != 2)
+            throw std::invalid_argument("has " + std::to_string(p.cols()) +
+                                        " columns; the Flows tab trains 2-D points");
+        if (p.rows() < 2) throw std::invalid_argument("holds fewer than 2 points");
+        if (!p.allFinite()) throw std::invalid_argument("holds a NaN or an infinity");
+        setPoints(p);
+        return true;
+    } catch (const std::exception& e) {
+        if (why) *why = tr("%1: %2").arg(QFileInfo(path).fileName(), QString::fromStdString(e.what()));
+        return false;
+    }
+}
+
+void TrainingPanel::drawPoints() {
+    PointCanvasDialog dialog(points_, this);
+    if (dialog.exec() == QDialog::Accepted) setPoints(dialog.points());
+}
+
+void TrainingPanel::loadPointsDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Load points"), QString(),
+                                                      tr("Points (*.npy *.csv);;All files (*)"));
+    if (path.isEmpty()) return;
+    QString why;
+    if (!loadPointsFile(path, &why)) QMessageBox::warning(this, tr("Load points"), why);
+}
+
+void TrainingPanel::updatePointsRow() {
+    pointsRow_->setVisible(usesPoints());
+    const int n = int(points_.rows());
+    pointsLabel_->setText(n == 0 ? tr("none yet: Draw or Load") : pointCountText(n));
+}
+
+void TrainingPanel::forgetLoadedModel() {
+    loadedParams_.reset();
+    loaded_->hide();
+}
+
+bool TrainingPanel::comparison() const {
+    return sideBySide_->isChecked();
+}
+
+void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool sideBySide) {
+    const QSignalBlocker blocks[] = {
+        QSignalBlocker(dataset_),   QSignalBlocker(rwpo_),    QSignalBlocker(sideBySide_),
+        QSignalBlocker(layers_),    QSignalBlocker(width_),   QSignalBlocker(batch_),
+        QSignalBlocker(lr_),        QSignalBlocker(lambda0_), QSignalBlocker(beta0_),
+        QSignalBlocker(transport_), QSignalBlocker(seed_)};
+    if (c.dataset.empty() && c.points.cols() == 2) {
+        points_ = c.points;
+        dataset_->setCurrentIndex(dataset_->count() - 1);
+    } else {
+        dataset_->setCurrentIndex(std::max(0, dataset_->findText(QString::fromStdString(c.dataset))));
+    }
+    updatePointsRow();
+    rwpo_->setChecked(c.flow.rwpo);
+    sideBySide_->setChecked(sideBySide);
+    rwpo_->setEnabled(!sideBySide);
+    layers_->setValue(c.flow.layers);
+    width_->setValue(c.flow.width);
+    batch_->setValue(c.batch);
+    lr_->setValue(c.adam.lr);
+    lambda0_->setValue(c.flow.lambda0);
+    beta0_->setValue(c.flow.beta0);
+    transport_->setValue(c.flow.transportWeight);
+    seed_->setValue(
+        int(std::min<std::uint64_t>(c.flow.seed, std::uint64_t(std::numeric_limits<int>::max()))));
+    loadedFlow_ = c.flow;
+    loadedParams_ = c.initialParams;
+    loaded_->setText(
+        tr("<b>Loaded model</b>: d = %1, M = %2, width %3, %4. Start trains these parameters on.")
+            .arg(c.flow.d)
+            .arg(c.flow.layers)
+            .arg(c.flow.width)
+            .arg(c.flow.rwpo ? tr("with RWPO") : tr("without RWPO")));
+    loaded_->setVisible(bool(loadedParams_));
+}
+
+void TrainingPanel::setStarted() {
+    controls_->setStarted();
+}
+
+void TrainingPanel::setStartError(const QString& message) {
+    controls_->setStartError(message);
+    setSnapshot(snapshot_, controls_->playing());
+}
+
+void TrainingPanel::markEdited() {
+    controls_->markEdited();
+}
+
+bool TrainingPanel::edited() const {
+    return controls_->edited();
+}
+
+void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing) {
+    snapshot_ = snapshot;
+    controls_->setPlaying(playing);
+
+    QStringList lines;
+    QString warning;
+    bool error = false;
+    if (!snapshot) {
+        lines << tr("Not started.");
+    } else {
+        lines << tr("iteration %1 · %2 it/s%3")
+                     .arg(snapshot->iteration())
+                     .arg(snapshot->iterationsPerSecond, 0, 'f', 1)
+                     .arg(playing ? QString() : tr(" · paused"));
+        for (const TrainerState& t : snapshot->trainers) {
+            QStringList parts;
+            // Before the first step: the model's own λ and β (a loaded model's are not λ₀ and β₀).
+            const double lambda = !t.history.empty() ? t.history.back().lambda
+                                  : t.model          ? t.model->params().lambda()
+                                                     : 0.0;
+            const double beta = !t.history.empty() ? t.history.back().beta
+                                : t.model          ? t.model->params().beta()
+                                                   : 0.0;
+            if (t.rwpo) parts << tr("λ %1").arg(number(lambda)) << tr("β %1").arg(number(beta));
+            parts << tr("lr %1").arg(number(t.learningRate));
+            const QString prefix =
+                snapshot->comparison ? QString::fromStdString(t.label) + QStringLiteral(": ") : QString();
+            lines << prefix + parts.join(QStringLiteral(" · "));
+            if (!t.evaluations.empty()) {
+                const flows::Evaluation& e = t.evaluations.back();
+                QString line = tr("held-out NLL %1 · MMD² %2").arg(number(e.nll), number(e.mmd2));
+                if (std::isfinite(e.gridMass)) line += tr(" · mass %1").arg(number(e.gridMass));
+                lines << prefix + line + tr(" (at %1)").arg(e.iteration);
+            }
+        }
+        if (!snapshot->error.empty()) {
+            warning = QString::fromStdString(snapshot->error);
+            error = true;
+        }
+        // A density whose mass on the grid is well above 1 is not a density: its NLL is no likelihood.
+        if (warning.isEmpty()) {
+            for (const TrainerState& t : snapshot->trainers)
+                if (!t.evaluations.empty() && t.evaluations.back().gridMass > kMassWarning) {
+                    const QString prefix = snapshot->comparison
+                                               ? QString::fromStdString(t.label) + QStringLiteral(": ")
+                                               : QString();
+                    warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) + prefix +
+                               tr("the model density's mass on the grid is %1, not 1: its NLL is not a "
+                                  "likelihood (the map folds, or the first-order log-det overstates it)")
+                                   .arg(number(t.evaluations.back().gridMass));
+                }
+        }
+        // The latest rejection of any trainer stays visible: the learning rate it halved is still in force.
+        if (warning.isEmpty()) {
+            for (const TrainerState& t : snapshot->trainers)
+                if (!t.events.empty()) {
+                    const flows::TrainEvent& e = t.events.back();
+                    const QString prefix = snapshot->comparison
+                                               ? QString::fromStdString(t.label) + QStringLiteral(", ")
+                                               : QString();
+                    warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) + eventText(prefix, e);
+                }
+        }
+    }
+    controls_->setStatus(lines, warning, error);
+}
+
+QString TrainingPanel::statusText() const {
+    return controls_->statusText();
+}
+
+QString TrainingPanel::warningText() const {
+    return controls_->warningText();
+}
+
+} // namespace flowscope

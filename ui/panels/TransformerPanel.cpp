@@ -1,0 +1,349 @@
+#include "ui/panels/TransformerPanel.h"
+
+#include "ui/widgets/FormWidgets.h"
+#include "ui/panels/RunControls.h"
+#include "ui/widgets/Tooltips.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QLabel>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QVBoxLayout>
+
+#include <cmath>
+#include <limits>
+
+namespace flowscope {
+
+namespace {
+
+using form::addRow;
+using form::named;
+
+// A combo box whose items carry an enum value.
+template <class E>
+QComboBox* enumBox(QWidget* parent, const char* key, std::initializer_list<std::pair<QString, E>> items) {
+    auto* box = named(new QComboBox(parent), key);
+    for (const auto& [text, value] : items) box->addItem(text, int(value));
+    return box;
+}
+
+template <class E> E valueOf(const QComboBox* box) {
+    return E(box->currentData().toInt());
+}
+
+template <class E> void select(QComboBox* box, E value) {
+    box->setCurrentIndex(std::max(0, box->findData(int(value))));
+}
+
+QString number(double v) {
+    return QString::number(v, 'g', 4);
+}
+
+} // namespace
+
+ot::OtTrainerConfig TransformerPanel::defaults(ot::Task task) {
+    ot::OtTrainerConfig c = ot::defaultTrainerConfig(task);
+    if (task == ot::Task::A) {
+        // The setting that reaches the closed form (README, train-transformer): [x; x; 0] in R⁶ routed to
+        // the MLP, the increment velocity, the learning rate decaying to 1e-3 over 4000 iterations.
+        c.model.convention = ot::KineticConvention::Paper;
+        c.model.lambdaOt = 1.0;
+        c.model.incrementVelocity = true;
+        c.model.width = c.model.headDim = 6;
+        c.model.padEmbed = c.model.padCopy = c.model.routingInit = true;
+        c.adam.lrFinal = 1e-3;
+        c.adam.decaySteps = 4000;
+    } else {
+        c.model.lambdaOt = 0.01;
+    }
+    c.dataSeed = c.model.seed + 1; // as flowscope-cli train-transformer --seed
+    c.evalSets = 200;
+    return c;
+}
+
+TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
+    setObjectName(QStringLiteral("transformerPanel"));
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+
+    auto* group = new QGroupBox(tr("Transformer (applies on Start)"), this);
+    auto* form = new QFormLayout(group);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->setContentsMargins(6, 6, 6, 6);
+    task_ =
+        enumBox<ot::Task>(group, "transformer.task",
+                          {{tr("A: straight-line toy"), ot::Task::A}, {tr("B: point clouds"), ot::Task::B}});
+    architecture_ =
+        enumBox<ot::Architecture>(group, "transformer.architecture",
+                                  {{tr("OT-Transformer"), ot::Architecture::OtTransformer},
+                                   {tr("N-ODE (one ODE per block)"), ot::Architecture::NodeTransformer},
+                                   {tr("Discrete (baseline)"), ot::Architecture::Discrete}});
+    lambda_ = form::startDoubleBox(group, "transformer.lambda_ot", 0.0, 1000.0, 4, 0.05);
+    convention_ =
+        enumBox<ot::KineticConvention>(group, "transformer.convention",
+                                       {{tr("element mean (code)"), ot::KineticConvention::ElementMean},
+                                        {tr("paper"), ot::KineticConvention::Paper}});
+    steps_ = form::startIntBox(group, "transformer.steps", 1, 200);
+    horizon_ = form::startDoubleBox(group, "transformer.horizon", 0.05, 20.0, 2, 0.25);
+    width_ = form::startIntBox(group, "transformer.width", 2, 128);
+    mlp_ = form::startIntBox(group, "transformer.mlp", 0, 512);
+    blocks_ = form::startIntBox(group, "transformer.blocks", 1, 8);
+    increment_ =
+        named(new QCheckBox(tr("Increment velocity f = stack(X) − X"), group), "transformer.increment");
+    integrator_ =
+        enumBox<ot::Integrator>(group, "transformer.integrator",
+                                {{tr("Euler"), ot::Integrator::Euler}, {tr("RK4"), ot::Integrator::Rk4}});
+    compare_ = named(new QCheckBox(tr("Compare with λ_OT = 0"), group), "transformer.compare");
+    batch_ = form::startIntBox(group, "transformer.batch", 1, 4096);
+    lr_ = form::startDoubleBox(group, "transformer.lr", 1e-5, 1.0, 5, 1e-3);
+    seed_ = form::startIntBox(group, "transformer.seed", 0, std::numeric_limits<int>::max());
+    loaded_ = new QLabel(group);
+    loaded_->setObjectName(QStringLiteral("loaded"));
+    loaded_->setWordWrap(true);
+    loaded_->setToolTip(
+        tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
+           "model); editing the task or the architecture starts from a fresh initialization"));
+    loaded_->hide();
+    form->addRow(loaded_);
+    addRow(form, tr("Task"), task_, "transformer.task");
+    addRow(form, tr("Architecture"), architecture_, "transformer.architecture");
+    addRow(form, tr("λ_OT"), lambda_, "transformer.lambda_ot");
+    addRow(form, tr("Convention"), convention_, "transformer.convention");
+    form->addRow(compare_);
+    addRow(form, tr("Steps M"), steps_, "transformer.steps");
+    addRow(form, tr("Horizon T"), horizon_, "transformer.horizon");
+    addRow(form, tr("Width d"), width_, "transformer.width");
+    addRow(form, tr("MLP hidden"), mlp_, "transformer.mlp");
+    addRow(form, tr("Blocks D"), blocks_, "transformer.blocks");
+    addRow(form, tr("Integrator"), integrator_, "transformer.integrator");
+    form->addRow(increment_);
+    addRow(form, tr("Batch"), batch_, "transformer.batch");
+    addRow(form, tr("Learning rate"), lr_, "transformer.lr");
+    addRow(form, tr("Seed"), seed_, "transformer.seed");
+    layout->addWidget(group);
+
+    controls_ =
+        new RunControls({tr("One iteration: objective (8) on a fresh batch, its gradient, one Adam step"),
+                         tr("Back to iteration 0 of this run: the initial parameters, the same batches"),
+                         parameterTooltip("transformer.evaluate"), parameterTooltip("transformer.status")},
+                        this);
+    layout->addWidget(controls_);
+    layout->addStretch();
+
+    setConfig(defaults(ot::Task::A), true);
+
+    // A task brings its own model and settings; the comparison choice stays.
+    connect(task_, &QComboBox::currentIndexChanged, this, [this] {
+        setConfig(defaults(valueOf<ot::Task>(task_)), compare_->isChecked());
+        markEdited();
+    });
+    connect(architecture_, &QComboBox::currentIndexChanged, this, [this] {
+        // Task B's discrete baseline has two blocks (docs/math/transformers.md#task-b).
+        if (valueOf<ot::Architecture>(architecture_) == ot::Architecture::Discrete &&
+            valueOf<ot::Task>(task_) == ot::Task::B && blocks_->value() == 1)
+            blocks_->setValue(ot::taskBBaseline().blocks);
+        markEdited();
+    });
+    for (QComboBox* box : {convention_, integrator_})
+        connect(box, &QComboBox::currentIndexChanged, this, &TransformerPanel::markEdited);
+    for (QCheckBox* box : {compare_, increment_})
+        connect(box, &QCheckBox::toggled, this, &TransformerPanel::markEdited);
+    for (QSpinBox* box : {steps_, width_, mlp_, blocks_, batch_, seed_})
+        connect(box, &QSpinBox::valueChanged, this, &TransformerPanel::markEdited);
+    for (QDoubleSpinBox* box : {lambda_, horizon_, lr_})
+        connect(box, &QDoubleSpinBox::valueChanged, this, &TransformerPanel::markEdited);
+    for (QComboBox* box : {task_, architecture_, convention_, integrator_})
+        connect(box, &QComboBox::currentIndexChanged, this, &TransformerPanel::forgetLoadedModel);
+    connect(increment_, &QCheckBox::toggled, this, &TransformerPanel::forgetLoadedModel);
+    for (QSpinBox* box : {steps_, width_, mlp_, blocks_})
+        connect(box, &QSpinBox::valueChanged, this, &TransformerPanel::forgetLoadedModel);
+    for (QDoubleSpinBox* box : {lambda_, horizon_})
+        connect(box, &QDoubleSpinBox::valueChanged, this, &TransformerPanel::forgetLoadedModel);
+    connect(controls_, &RunControls::startRequested, this,
+            [this](bool play) { emit startRequested(config(), comparison(), play); });
+    connect(controls_, &RunControls::playRequested, this, &TransformerPanel::playRequested);
+    connect(controls_, &RunControls::stepRequested, this, &TransformerPanel::stepRequested);
+    connect(controls_, &RunControls::resetRequested, this, &TransformerPanel::resetRequested);
+    connect(controls_, &RunControls::evaluateRequested, this, &TransformerPanel::evaluateRequested);
+    setSnapshot(nullptr, false);
+}
+
+ot::OtTrainerConfig TransformerPanel::config() const {
+    const ot::Task task = valueOf<ot::Task>(task_);
+    ot::OtTrainerConfig c = defaults(task);
+    c.model.architecture = valueOf<ot::Architecture>(architecture_);
+    c.model.lambdaOt = c.model.continuous() ? lambda_->value() : 0.0; // no ODE, no transport
+    c.model.convention = valueOf<ot::KineticConvention>(convention_);
+    c.model.steps = steps_->value();
+    c.model.horizon = horizon_->value();
+    c.model.width = c.model.headDim = width_->value();
+    if (task == ot::Task::A) {
+        // The tokens live in R² (the closed form is there); a wider state pads them: [x; 0], [x; x; 0] from
+        // d = 4 (a copy of the initial set), routed to the MLP from d = 6.
+        const int in = c.model.inputDim;
+        c.model.padEmbed = c.model.width > in;
+        c.model.padCopy = c.model.width >= 2 * in;
+        c.model.routingInit = c.model.width >= 3 * in && mlp_->value() > 0 &&
+                              c.model.architecture == ot::Architecture::OtTransformer;
+    }
+    c.model.incrementVelocity = increment_->isChecked();
+    c.model.mlpHidden = mlp_->value();
+    c.model.blocks = blocks_->value();
+    c.model.integrator = valueOf<ot::Integrator>(integrator_);
+    c.batch = batch_->value();
+    c.adam.lr = lr_->value();
+    c.model.seed = std::uint64_t(seed_->value());
+    c.dataSeed = c.model.seed + 1;
+    if (loadedParams_) {
+        c.model = loadedModel_;
+        c.initialParams = loadedParams_;
+    }
+    return c;
+}
+
+void TransformerPanel::forgetLoadedModel() {
+    loadedParams_.reset();
+    loaded_->hide();
+}
+
+bool TransformerPanel::comparison() const {
+    return compare_->isChecked() && architecture_->currentData().toInt() != int(ot::Architecture::Discrete);
+}
+
+void TransformerPanel::setConfig(const ot::OtTrainerConfig& c, bool comparison) {
+    const QSignalBlocker blocks[] = {
+        QSignalBlocker(task_),       QSignalBlocker(architecture_), QSignalBlocker(lambda_),
+        QSignalBlocker(convention_), QSignalBlocker(steps_),        QSignalBlocker(horizon_),
+        QSignalBlocker(width_),      QSignalBlocker(mlp_),          QSignalBlocker(blocks_),
+        QSignalBlocker(integrator_), QSignalBlocker(compare_),      QSignalBlocker(increment_),
+        QSignalBlocker(batch_),      QSignalBlocker(lr_),           QSignalBlocker(seed_)};
+    select(task_, c.task);
+    select(architecture_, c.model.architecture);
+    lambda_->setValue(c.model.lambdaOt);
+    select(convention_, c.model.convention);
+    steps_->setValue(c.model.steps);
+    horizon_->setValue(c.model.horizon);
+    width_->setValue(c.model.width);
+    mlp_->setValue(c.model.mlpHidden);
+    blocks_->setValue(c.model.blocks);
+    select(integrator_, c.model.integrator);
+    compare_->setChecked(comparison);
+    increment_->setChecked(c.model.incrementVelocity);
+    batch_->setValue(c.batch);
+    lr_->setValue(c.adam.lr);
+    seed_->setValue(
+        int(std::min<std::uint64_t>(c.model.seed, std::uint64_t(std::numeric_limits<int>::max()))));
+    updateEnabled();
+    loadedModel_ = c.model;
+    loadedParams_ = c.initialParams;
+    loaded_->setText(tr("<b>Loaded model</b>: task %1, d = %2, %3 blocks, M = %4, λ_OT = %5. Start trains "
+                        "these parameters on.")
+                         .arg(QString::fromUtf8(ot::toString(c.task)))
+                         .arg(c.model.width)
+                         .arg(c.model.blocks)
+                         .arg(c.model.steps)
+                         .arg(c.model.lambdaOt));
+    loaded_->setVisible(bool(loadedParams_));
+}
+
+// The discrete baseline has no ODE, so no transport, steps or horizon.
+void TransformerPanel::updateEnabled() {
+    const bool continuous = valueOf<ot::Architecture>(architecture_) != ot::Architecture::Discrete;
+    for (QWidget* w : std::initializer_list<QWidget*>{lambda_, convention_, steps_, horizon_, integrator_,
+                                                      compare_, increment_})
+        w->setEnabled(continuous);
+}
+
+void TransformerPanel::markEdited() {
+    updateEnabled();
+    controls_->markEdited();
+}
+
+bool TransformerPanel::edited() const {
+    return controls_->edited();
+}
+
+void TransformerPanel::setStarted() {
+    controls_->setStarted();
+}
+
+void TransformerPanel::setStartError(const QString& message) {
+    controls_->setStartError(message);
+    setSnapshot(snapshot_, controls_->playing());
+}
+
+void TransformerPanel::setSnapshot(const std::shared_ptr<const TransformerSnapshot>& snapshot, bool playing) {
+    snapshot_ = snapshot;
+    controls_->setPlaying(playing);
+
+    QStringList lines;
+    QString warning;
+    bool error = false;
+    if (!snapshot) {
+        lines << tr("Not started.");
+    } else {
+        lines << tr("iteration %1 · %2 it/s%3")
+                     .arg(snapshot->iteration())
+                     .arg(snapshot->iterationsPerSecond, 0, 'f', 1)
+                     .arg(playing ? QString() : tr(" · paused"));
+        if (!snapshot->trainers.empty() &&
+            (snapshot->comparison || snapshot->trainers.front().lambdaOt > 0)) {
+            const double lambda = snapshot->trainers.front().lambdaOt;
+            const double threshold = snapshot->threshold;
+            lines << (lambda > threshold ? tr("λ_OT %1 > threshold T·L² = %2: Theorem 2's bound holds")
+                                               .arg(number(lambda), number(threshold))
+                                         : tr("λ_OT %1 ≤ threshold T·L² = %2: no Lipschitz bound")
+                                               .arg(number(lambda), number(threshold)));
+        }
+        for (const TransformerTrainerState& t : snapshot->trainers) {
+            const QString prefix =
+                snapshot->comparison ? QString::fromStdString(t.label) + QStringLiteral(": ") : QString();
+            if (!t.history.empty()) {
+                const ot::LossTerms& terms = t.history.back().terms;
+                lines << prefix +
+                             tr("objective %1 · transport %2 · lr %3")
+                                 .arg(number(terms.loss), number(terms.transport), number(t.learningRate));
+            }
+            if (!t.evaluations.empty()) {
+                const ot::OtEvaluation& e = t.evaluations.back();
+                QString target = snapshot->task == ot::Task::A
+                                     ? tr("to closed form %1").arg(number(e.closedFormError))
+                                     : tr("accuracy %1").arg(number(e.terms.accuracy));
+                QString lipschitz = tr("Lipschitz %1").arg(number(e.lipschitzRatio));
+                if (std::isfinite(e.lipschitzBound)) lipschitz += tr(" ≤ %1").arg(number(e.lipschitzBound));
+                lines << prefix + tr("held-out: straightness %1 · %2 · %3 (at %4)")
+                                      .arg(number(e.straightness), target, lipschitz)
+                                      .arg(e.iteration);
+            }
+        }
+        if (!snapshot->error.empty()) {
+            warning = QString::fromStdString(snapshot->error);
+            error = true;
+        }
+        if (warning.isEmpty())
+            for (const TransformerTrainerState& t : snapshot->trainers)
+                if (!t.events.empty()) {
+                    const QString prefix = snapshot->comparison
+                                               ? QString::fromStdString(t.label) + QStringLiteral(", ")
+                                               : QString();
+                    warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) +
+                               eventText(prefix, t.events.back());
+                }
+    }
+    controls_->setStatus(lines, warning, error);
+}
+
+QString TransformerPanel::statusText() const {
+    return controls_->statusText();
+}
+
+QString TransformerPanel::warningText() const {
+    return controls_->warningText();
+}
+
+} // namespace flowscope

@@ -1,0 +1,294 @@
+#include "ui/shell/MainWindow.h"
+
+#include "engine/flows/ModelFile.h"
+#include "ui/export/ExportDialogs.h"
+#include "ui/views/ConeView.h"
+#include "ui/views/ParticleView.h"
+#include "ui/widgets/Icons.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QOpenGLWidget>
+#include <QPainter>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QToolBar>
+
+namespace flowscope {
+
+MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
+    setWindowTitle(QStringLiteral("Flowscope"));
+    setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks |
+                   QMainWindow::AllowNestedDocks);
+    tabs_ = new QTabWidget(this);
+    tabs_->setDocumentMode(true);
+    setCentralWidget(tabs_);
+
+    particles_ = new ParticlesWorkspace(this);
+    flows_ = new FlowsWorkspace(this);
+    transformers_ = new TransformersWorkspace(this);
+    for (Workspace* w : std::initializer_list<Workspace*>{particles_, flows_, transformers_}) addWorkspace(w);
+    connect(particles_, &ParticlesWorkspace::titleChanged, this,
+            [this](const QString& name) { setWindowTitle(tr("%1 — Flowscope").arg(name)); });
+    placeDocks();
+    buildMenus();
+    connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::onPageChanged);
+    onPageChanged();
+    particles_->particleView()->setFocus();
+}
+
+// The workspaces go first, while the views they feed are still there (each cuts its view's link to its run).
+MainWindow::~MainWindow() {
+    for (Workspace* w : workspaces_) delete w;
+}
+
+void MainWindow::addWorkspace(Workspace* w) {
+    workspaces_.push_back(w);
+    for (const WorkspacePage& page : w->pages()) {
+        const int index = tabs_->addTab(page.widget, page.title);
+        tabs_->setTabToolTip(index, page.toolTip);
+        owner_.insert(page.widget, w);
+    }
+    connect(w, &Workspace::statusMessage, this,
+            [this](const QString& text, int ms) { statusBar()->showMessage(text, ms); });
+    connect(w, &Workspace::errorReported, this, [this](const QString& message) { lastError_ = message; });
+    connect(w, &Workspace::showPageRequested, this, &MainWindow::showPage);
+    w->setTheme(theme_);
+}
+
+// Each area holds its docks as tabs, the first of each workspace in front; only the shown workspace's are
+// visible at a time.
+void MainWindow::placeDocks() {
+    QHash<int, QDockWidget*> first;
+    for (Workspace* w : workspaces_)
+        for (const WorkspaceDock& d : w->docks()) {
+            addDockWidget(Qt::DockWidgetArea(d.area), d.dock);
+            if (QDockWidget* front = first.value(d.area))
+                tabifyDockWidget(front, d.dock);
+            else
+                first.insert(d.area, d.dock);
+        }
+    for (QDockWidget* d : first) d->raise();
+    const QList<QDockWidget*> left{first.value(Qt::LeftDockWidgetArea), first.value(Qt::RightDockWidgetArea)};
+    if (!left.contains(nullptr)) resizeDocks(left, {330, 380}, Qt::Horizontal);
+}
+
+void MainWindow::buildMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->setToolTipsVisible(true);
+    const QList<QAction*> sceneFiles = particles_->fileActions(); // open, save, save as
+    file->addAction(sceneFiles.value(0));
+    file->addMenu(particles_->recentMenu());
+    QAction* openModel = file->addAction(tr("Open trained &model..."), this, &MainWindow::openModelDialog);
+    openModel->setToolTip(
+        tr("A flow or continuous-time Transformer saved as .safetensors (flowscope-cli train, "
+           "train-transformer or Export ▸ Trained model), shown in its tab, paused"));
+    openModel->setStatusTip(openModel->toolTip());
+    file->addActions(sceneFiles.mid(1));
+    file->addSeparator();
+    exportMenu_ = file->addMenu(tr("&Export"));
+    exportMenu_->setToolTipsVisible(true);
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence::Quit);
+
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    edit->setToolTipsVisible(true);
+    edit->addActions(particles_->editActions());
+
+    for (Workspace* w : workspaces_)
+        for (QMenu* m : w->menus()) menuBar()->addMenu(m);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (Workspace* w : workspaces_)
+        for (const WorkspacePage& page : w->pages())
+            view->addAction(page.title, page.shortcut, this,
+                            [this, widget = page.widget] { showPage(widget); });
+    view->addSeparator();
+    themeGroup_ = new QActionGroup(this);
+    for (auto [name, kind] :
+         {std::pair{tr("Dark theme"), ThemeKind::Dark}, {tr("Light theme"), ThemeKind::Light}}) {
+        QAction* a = themeGroup_->addAction(name);
+        a->setCheckable(true);
+        a->setData(int(kind));
+        a->setChecked(kind == theme_);
+    }
+    connect(themeGroup_, &QActionGroup::triggered, this,
+            [this](QAction* a) { setTheme(ThemeKind(a->data().toInt())); });
+    view->addActions(themeGroup_->actions());
+    panelsMenu_ = menuBar()->addMenu(tr("&Panels"));
+}
+
+Workspace* MainWindow::activeWorkspace() const {
+    return owner_.value(tabs_->currentWidget());
+}
+
+// The shown page's workspace shows its controls, every other hides them; the Export and Panels menus list
+// the shown workspace's entries.
+void MainWindow::onPageChanged() {
+    Workspace* active = activeWorkspace();
+    for (Workspace* w : workspaces_)
+        if (w != active) showWorkspace(w, false);
+    if (active) showWorkspace(active, true);
+
+    exportMenu_->clear();
+    QAction* png = exportMenu_->addAction(tr("&View as PNG..."), this, [this] { exportShownDialog(false); });
+    png->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    png->setToolTip(tr("The shown tab as a PNG, at the screen's resolution"));
+    QAction* plots =
+        exportMenu_->addAction(tr("&Plots as SVG or PNG..."), this, [this] { exportShownDialog(true); });
+    plots->setToolTip(tr("The plots of the shown tab as vector graphics (.svg) or an image (.png): the Plots "
+                         "panel beside the particles and the cone, the whole Flows or Transformers view"));
+    if (active) {
+        exportMenu_->addSeparator();
+        exportMenu_->addActions(active->exportActions());
+    }
+    panelsMenu_->clear();
+    if (active)
+        for (const WorkspaceDock& d : active->docks()) panelsMenu_->addAction(d.dock->toggleViewAction());
+}
+
+void MainWindow::showWorkspace(Workspace* w, bool shown) {
+    for (const WorkspaceDock& d : w->docks()) {
+        if (!shown && !d.dock->isHidden()) {
+            hiddenByShell_.insert(d.dock);
+            d.dock->hide();
+        } else if (shown && hiddenByShell_.remove(d.dock)) {
+            d.dock->show();
+        }
+    }
+    for (QToolBar* bar : w->toolBars()) bar->setVisible(shown);
+    for (QMenu* m : w->menus()) m->menuAction()->setVisible(shown);
+    w->setActive(shown);
+}
+
+void MainWindow::showPage(QWidget* page) {
+    if (page) tabs_->setCurrentWidget(page);
+}
+void MainWindow::showParticleView() {
+    showPage(particles_->particleView());
+}
+void MainWindow::showConeView() {
+    showPage(particles_->coneView());
+}
+void MainWindow::showFlowsView() {
+    showPage(flows_->view());
+}
+void MainWindow::showTransformersView() {
+    showPage(transformers_->view());
+}
+
+bool MainWindow::openModelFile(const QString& path) {
+    try {
+        if (trainedModelKind(path.toStdString()) == TrainedModelKind::Flow) return flows_->openModel(path);
+    } catch (const std::exception& e) {
+        lastError_ = tr("Cannot open the trained model:\n%1").arg(QString::fromStdString(e.what()));
+        return false;
+    }
+    return transformers_->openModel(path);
+}
+
+void MainWindow::openModelDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open trained model"),
+                                                      modelDir_.isEmpty() ? QDir::homePath() : modelDir_,
+                                                      tr("Trained models (*.safetensors)"));
+    if (path.isEmpty()) return;
+    modelDir_ = QFileInfo(path).absolutePath();
+    if (!openModelFile(path)) QMessageBox::warning(this, tr("Open trained model"), lastError_);
+}
+
+QWidget* MainWindow::shownPlots() const {
+    Workspace* w = activeWorkspace();
+    return w ? w->plotsOf(tabs_->currentWidget()) : nullptr;
+}
+
+bool MainWindow::exportViewPng(const QString& path) {
+    const ExportResult r = exportWidgetPng(tabs_->currentWidget(), path);
+    lastError_ = r.message;
+    return r.ok();
+}
+
+bool MainWindow::exportPlots(const QString& path) {
+    const ExportResult r = flowscope::exportPlots(shownPlots(), path, windowTitle());
+    lastError_ = r.message;
+    return r.ok();
+}
+
+void MainWindow::exportShownDialog(bool plots) {
+    const QString title = plots ? tr("Export plots") : tr("Export view");
+    const QString path =
+        askSavePath(this, title, QString(), plots ? tr("SVG (*.svg);;PNG (*.png)") : tr("PNG (*.png)"),
+                    plots ? QStringList{".svg", ".png"} : QStringList{".png"});
+    if (path.isEmpty()) return;
+    if (!(plots ? exportPlots(path) : exportViewPng(path)))
+        QMessageBox::warning(this, tr("Export"), lastError_);
+    else
+        statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 5000);
+}
+
+void MainWindow::setTheme(ThemeKind kind) {
+    theme_ = kind;
+    if (auto* app = qobject_cast<QApplication*>(QCoreApplication::instance())) applyTheme(*app, kind);
+    for (Workspace* w : workspaces_) w->setTheme(kind);
+    for (QAction* a : themeGroup_->actions()) a->setChecked(ThemeKind(a->data().toInt()) == kind);
+}
+
+void MainWindow::saveSettings() {
+    QSettings s;
+    s.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    s.setValue(QStringLiteral("window/state"), saveState());
+    QStringList hidden; // the docks shown again when their workspace is (saveState has them hidden)
+    for (QDockWidget* d : hiddenByShell_) hidden << d->objectName();
+    s.setValue(QStringLiteral("window/hiddenByShell"), hidden);
+    s.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
+    s.setValue(QStringLiteral("view/theme"), theme_ == ThemeKind::Light ? "light" : "dark");
+    for (Workspace* w : workspaces_) w->saveSettings(s);
+}
+
+std::optional<std::pair<Scene, QString>> MainWindow::restoreSettings() {
+    QSettings s;
+    restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
+    if (restoreState(s.value(QStringLiteral("window/state")).toByteArray())) {
+        const QStringList hidden = s.value(QStringLiteral("window/hiddenByShell")).toStringList();
+        hiddenByShell_.clear();
+        for (Workspace* w : workspaces_)
+            for (const WorkspaceDock& d : w->docks())
+                if (hidden.contains(d.dock->objectName())) hiddenByShell_.insert(d.dock);
+    }
+    tabs_->setCurrentIndex(s.value(QStringLiteral("window/tab"), 0).toInt());
+    onPageChanged(); // restoreState may have shown another workspace's docks
+    setTheme(s.value(QStringLiteral("view/theme")).toString() == QStringLiteral("light") ? ThemeKind::Light
+                                                                                         : ThemeKind::Dark);
+    for (Workspace* w : workspaces_) w->restoreSettings(s);
+    return particles_->savedScene();
+}
+
+void MainWindow::closeEvent(QCloseEvent* e) {
+    saveSettings();
+    QMainWindow::closeEvent(e);
+}
+
+QImage MainWindow::grabWindowImage() {
+    QPixmap window = grab();
+    // Paint the views' framebuffers over their places: grabbing a QOpenGLWidget through its parent is not
+    // guaranteed to include the GL content on every platform.
+    QPainter p(&window);
+    for (QOpenGLWidget* gl : {static_cast<QOpenGLWidget*>(particles_->particleView()),
+                              static_cast<QOpenGLWidget*>(particles_->coneView())})
+        if (gl->isVisible())
+            p.drawImage(QRectF(gl->mapTo(this, QPoint(0, 0)), gl->size()), gl->grabFramebuffer());
+    p.end();
+    return window.toImage();
+}
+
+} // namespace flowscope

@@ -1,0 +1,103 @@
+// Flowscope UI: the application shell. It holds the workspaces (ui/shell/Workspace.h): Particles (particles
+// and the covariance cone), Flows and Transformers, and does only what is common to them:
+//  * the tab bar of their pages, and on every tab change shows the controls (docks, tool bars, menus, export
+//    entries) of the workspace that owns the shown page and hides the others';
+//  * the menu bar (File, Edit, View, Panels, and each workspace's own menus), the dock areas and the status
+//    bar;
+//  * File ▸ Open trained model (a flow or a Transformer, to its workspace) and the exports every page has
+//    (the page as a PNG, its plots as SVG or PNG);
+//  * settings (window geometry and dock layout, theme, shown tab, and each workspace's own) and the theme.
+#pragma once
+
+#include "engine/scene/Scene.h"
+#include "ui/widgets/Theme.h"
+
+#include <QHash>
+#include <QImage>
+#include <QMainWindow>
+#include <QSet>
+#include <QString>
+
+#include <optional>
+#include <utility>
+
+class QActionGroup;
+class QDockWidget;
+class QMenu;
+class QTabWidget;
+
+namespace flowscope {
+
+class FlowsWorkspace;
+class ParticlesWorkspace;
+class TransformersWorkspace;
+class Workspace;
+
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+  public:
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    ParticlesWorkspace& particles() const { return *particles_; }
+    FlowsWorkspace& flows() const { return *flows_; }
+    TransformersWorkspace& transformers() const { return *transformers_; }
+    // The workspace whose page is shown.
+    Workspace* activeWorkspace() const;
+
+    void showPage(QWidget* page);
+    void showParticleView();
+    void showConeView();
+    void showFlowsView();
+    void showTransformersView();
+
+    // File ▸ Open trained model: a .safetensors of flowscope-cli train or train-transformer (or Export ▸
+    // Trained model), its kind from its metadata, opened paused in its workspace.
+    bool openModelFile(const QString& path);
+    // File ▸ Export ▸ View as PNG (the shown page; GL views at their framebuffer's resolution) and Plots (the
+    // shown workspace's plots, .svg or .png). Atomic.
+    bool exportViewPng(const QString& path);
+    bool exportPlots(const QString& path);
+    QWidget* shownPlots() const;
+    // The message of the last operation that failed, whichever workspace ran it; empty after a success.
+    QString lastError() const { return lastError_; }
+
+    // Settings (QSettings "Flowscope"): window geometry and dock layout, theme, the shown tab, and each
+    // workspace's own (view options, run speed, backend, recent files, the last scene as JSON so that unsaved
+    // edits survive). restoreSettings() returns the last scene when there is one that still parses.
+    void saveSettings();
+    std::optional<std::pair<Scene, QString>> restoreSettings();
+    void setTheme(ThemeKind kind);
+    ThemeKind theme() const { return theme_; }
+
+    // The whole window as shown, including the GL views (which a plain QWidget::grab may leave blank).
+    QImage grabWindowImage();
+
+  protected:
+    void closeEvent(QCloseEvent* e) override;
+
+  private:
+    void addWorkspace(Workspace* w);
+    void placeDocks();
+    void buildMenus();
+    void onPageChanged();
+    void showWorkspace(Workspace* w, bool shown);
+    void exportShownDialog(bool plots);
+    void openModelDialog();
+
+    QTabWidget* tabs_ = nullptr;
+    ParticlesWorkspace* particles_ = nullptr;
+    FlowsWorkspace* flows_ = nullptr;
+    TransformersWorkspace* transformers_ = nullptr;
+    QList<Workspace*> workspaces_;
+    QHash<QWidget*, Workspace*> owner_; // page -> its workspace
+    QSet<QDockWidget*> hiddenByShell_;  // docks of inactive workspaces the user had shown
+    QMenu* exportMenu_ = nullptr;
+    QMenu* panelsMenu_ = nullptr;
+    QActionGroup* themeGroup_ = nullptr;
+    QString lastError_;
+    QString modelDir_; // where File ▸ Open trained model starts
+    ThemeKind theme_ = ThemeKind::Dark;
+};
+
+} // namespace flowscope

@@ -1,0 +1,62 @@
+// Flowscope UI: small QPainter line plots of training curves against the iteration, and the layout that
+// puts one or two pictures next to a group of such plots. The Flows and the Transformers views both draw
+// with them, so their curves read the same way.
+#pragma once
+
+#include "ui/views/PlotDecorations.h"
+
+#include <QColor>
+#include <QPointF>
+#include <QRectF>
+#include <QString>
+
+#include <vector>
+
+class QFont;
+class QPainter;
+class QPalette;
+
+namespace flowscope {
+
+// One curve: (iteration, value) points drawn as a line, as dots joined by a dotted line (held-out
+// evaluations), or dashed (a reference level such as a theoretical bound).
+struct CurveSeries {
+    enum class Style { Line, Dots, Dashed };
+    QColor color;
+    std::vector<QPointF> points;
+    Style style = Style::Line;
+};
+
+struct CurvePlot {
+    QString title;
+    std::vector<CurveSeries> series;
+    double xMax = 1;   // the iteration at the right edge
+    QString emptyText; // shown when no series has a point
+};
+
+// The plot in `area`: the title on top, value ticks on the left, iteration ticks below. A long line's first
+// 5 % are left out of the value range (the initial loss is often far above the rest); the points are still
+// drawn, clipped.
+void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, const PlotStyle& style,
+                    const QPalette& palette, const QFont& font);
+
+// "label" entries with a short line in their colour, left to right from `at` (a text baseline).
+struct LegendEntry {
+    QColor color;
+    QString label;
+};
+void paintCurveLegend(QPainter& p, QPointF at, const std::vector<LegendEntry>& entries,
+                      const QPalette& palette, const QFont& font);
+
+// Pictures (square plots with a title band above and a legend band below, `bands` high in all) and `plots`
+// curve plots in `all`. Two arrangements, whichever gives the pictures the larger side (the grid on ties):
+//  * column: the pictures side by side on the left, the curve plots stacked in a column on the right;
+//  * grid: the pictures on top, the curve plots in a grid below.
+// `legend` is the height kept above the curve plots for their legend (0: none).
+struct PicturePlotLayout {
+    std::vector<QRectF> pictures;
+    std::vector<QRectF> plots;
+};
+PicturePlotLayout picturePlotLayout(const QRectF& all, int pictures, int plots, double bands, double legend);
+
+} // namespace flowscope

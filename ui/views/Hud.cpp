@@ -1,0 +1,147 @@
+#include "ui/views/Hud.h"
+
+#include <imgui.h>
+#include <imgui_internal.h> // NextWindowData: whether the caller placed the next window
+
+#include <algorithm>
+#include <cmath>
+
+namespace flowscope {
+
+namespace {
+
+constexpr float kMargin = 10.0f; // from the view's edges, logical pixels
+
+// The symbol when the font has its glyph (DejaVu Sans), else the plain-text spelling (ImGui's built-in font
+// is ASCII only).
+const char* symbol(const char* glyph, ImWchar codepoint, const char* plain) {
+    return ImGui::GetFont()->FindGlyphNoFallback(codepoint) ? glyph : plain;
+}
+
+void row(const char* label, const char* fmt, auto... values) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextDisabled("%s", label);
+    ImGui::TableNextColumn();
+    ImGui::Text(fmt, values...);
+}
+
+// Shown while the last item is hovered (disabled items included).
+void tooltip(const char* text) {
+    if (!ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) return;
+    ImGui::BeginTooltip();
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 24.0f);
+    ImGui::TextUnformatted(text);
+    ImGui::PopTextWrapPos();
+    ImGui::EndTooltip();
+}
+
+} // namespace
+
+void drawHud(const HudStats& s) {
+    if (!ImGui::GetCurrentContext()) return;
+    const ImGuiIO& io = ImGui::GetIO();
+    ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x - kMargin, kMargin), ImGuiCond_Always,
+                            ImVec2(1.0f, 0.0f));
+    ImGui::SetNextWindowBgAlpha(0.6f);
+    const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize |
+                                   ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
+                                   ImGuiWindowFlags_NoInputs | ImGuiWindowFlags_NoNav;
+    if (ImGui::Begin("##hud", nullptr, flags)) {
+        if (s.playing)
+            ImGui::TextColored(ImVec4(0.45f, 0.85f, 0.50f, 1.0f), "%s running", symbol("▶", 0x25B6, ">"));
+        else
+            ImGui::TextColored(ImVec4(0.95f, 0.75f, 0.35f, 1.0f), "%s paused", symbol("‖", 0x2016, "||"));
+        if (ImGui::BeginTable("##hudrows", 2, ImGuiTableFlags_SizingFixedFit)) {
+            row("t", "%.4g", s.t);
+            if (s.totalSteps > 0)
+                row("step", "%ld / %ld", s.step, s.totalSteps);
+            else
+                row("step", "%ld", s.step);
+            row(symbol("N × d", 0x00D7, "N x d"), "%ld × %d", s.n, s.d);
+            row("backend", "%s", s.backend.empty() ? "-" : s.backend.c_str());
+            row("steps/s", s.stepsPerSecond < 10 ? "%.2g" : "%.0f", s.stepsPerSecond); // 0.31 or 120
+            row("frame", "%.1f ms", s.frameMs);
+            ImGui::EndTable();
+        }
+    }
+    ImGui::End();
+}
+
+bool drawQuickSliders(QuickParams& p, QuickSlidersLayout* layout) {
+    // The last item's rectangle, when the caller wants it; for a slider its frame (the item also covers the
+    // label on its right), which is as wide as the item width.
+    const auto record = [layout](HudRect QuickSlidersLayout::*which, bool slider) {
+        if (!layout) return;
+        const ImVec2 min = ImGui::GetItemRectMin(), max = ImGui::GetItemRectMax();
+        layout->*which = HudRect{min.x, min.y, slider ? min.x + ImGui::CalcItemWidth() : max.x, max.y};
+    };
+    if (!ImGui::GetCurrentContext()) return false;
+    const ImGuiIO& io = ImGui::GetIO();
+    // The caller may have placed the window (tests do); otherwise it sits in the bottom-left corner.
+    if (!(GImGui->NextWindowData.Flags & ImGuiNextWindowDataFlags_HasPos))
+        ImGui::SetNextWindowPos(ImVec2(kMargin, io.DisplaySize.y - kMargin), ImGuiCond_Always,
+                                ImVec2(0.0f, 1.0f));
+    ImGui::SetNextWindowBgAlpha(0.85f);
+    const ImGuiWindowFlags flags = ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings |
+                                   ImGuiWindowFlags_NoFocusOnAppearing;
+    bool changed = false;
+    if (ImGui::Begin("Quick controls", nullptr, flags)) {
+        ImGui::PushItemWidth(ImGui::GetFontSize() * 13.0f);
+        changed |= ImGui::SliderFloat(symbol("β", 0x03B2, "beta"), &p.beta, kBetaMin, kBetaMax, "%.3g",
+                                      ImGuiSliderFlags_Logarithmic | ImGuiSliderFlags_AlwaysClamp);
+        record(&QuickSlidersLayout::beta, true);
+        tooltip("Inverse temperature of the softmax attention: token i attends to j with weight "
+                "P_ij ∝ exp(β <Q x_i, K x_j>). Large β: each token follows its nearest neighbours and "
+                "clusters form fast; small β: near-uniform averaging. Ctrl+click to type a value.");
+        changed |= ImGui::SliderFloat("V scale", &p.vScale, kVScaleMin, kVScaleMax, "%.2f",
+                                      ImGuiSliderFlags_AlwaysClamp);
+        record(&QuickSlidersLayout::vScale, true);
+        tooltip("Multiplies the value matrix: dx_i/dt = s · V Σ_j P_ij x_j. s > 0 pulls tokens together "
+                "(clustering); s < 0 pushes them apart; s = 0 freezes the dynamics.");
+        ImGui::BeginDisabled(p.maxSpeed);
+        changed |= ImGui::SliderFloat("steps/s", &p.stepsPerSecond, kStepsPerSecondMin, kStepsPerSecondMax,
+                                      "%.0f", ImGuiSliderFlags_Logarithmic | ImGuiSliderFlags_AlwaysClamp);
+        ImGui::EndDisabled();
+        record(&QuickSlidersLayout::stepsPerSecond, true);
+        tooltip("Integrator steps per second of wall-clock time while playing. The display refreshes at "
+                "about 60 frames per second whatever the rate.");
+        changed |= ImGui::Checkbox("Max speed", &p.maxSpeed);
+        record(&QuickSlidersLayout::maxSpeed, false);
+        tooltip("Step as fast as the backend can, ignoring steps/s.");
+        ImGui::PopItemWidth();
+    }
+    ImGui::End();
+    return changed;
+}
+
+void drawPickTooltip(int token, const std::vector<std::pair<int, double>>& topWeights,
+                     const std::string& note) {
+    if (!ImGui::GetCurrentContext()) return;
+    ImGui::BeginTooltip();
+    ImGui::Text("token %d", token);
+    if (!topWeights.empty()) {
+        ImGui::Separator();
+        ImGui::TextDisabled("attends to");
+        if (ImGui::BeginTable("##weights", 3, ImGuiTableFlags_SizingFixedFit)) {
+            for (const auto& [key, weight] : topWeights) {
+                ImGui::TableNextRow();
+                ImGui::TableNextColumn();
+                ImGui::Text("%s %d", symbol("→", 0x2192, "->"), key);
+                ImGui::TableNextColumn();
+                ImGui::Text("%.3f", weight);
+                ImGui::TableNextColumn();
+                const float w = std::isfinite(weight) ? float(std::clamp(weight, 0.0, 1.0)) : 0.0f;
+                ImGui::ProgressBar(w, ImVec2(ImGui::GetFontSize() * 5.0f, ImGui::GetFontSize() * 0.6f), "");
+            }
+            ImGui::EndTable();
+        }
+    }
+    if (!note.empty()) {
+        ImGui::Separator();
+        ImGui::TextDisabled("%s", note.c_str());
+    }
+    ImGui::EndTooltip();
+}
+
+} // namespace flowscope

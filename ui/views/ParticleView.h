@@ -1,0 +1,245 @@
+// Flowscope UI: the particle view, an OpenGL plot of the token cloud of the latest Snapshot.
+//
+// Pulls snapshots from a source on a timer (the worker publishes; the view never waits on it) and draws the
+// tokens as round points:
+//  * d <= 2: the plane (d = 1 on the x axis) with a grid; drag pans, the wheel zooms about the cursor.
+//  * d >= 3: a 3-D orbit camera over three coordinates (chosen axes, or the top three principal directions
+//    of the cloud for d > 3); drag orbits, the wheel zooms. A 2-D projection (two axes or PCA) is available
+//    for every d.
+// Colours: token index, speed |dx/dt| (finite difference between the two latest snapshots), cluster
+// (greedy leader clustering at the scene's cluster tolerance) or attention entropy H_i / log N (of the latest
+// recorded frame; 0: attends to one token, 1: uniform). Optional fading trails over the recorded
+// history. The Gaussian of the mean/covariance ODE (GaussianOverlay) is drawn as 1-sigma and 2-sigma
+// ellipses (three principal ellipses each in 3-D): the mean-field picture over the particles.
+// Hovering a token (within 10 pixels) picks it: lines to every other token with opacity proportional to its
+// attention weight P_ij (normalized variants), and the largest weights in a tooltip.
+// A double click (or frameAll()) frames everything; a new scene is framed automatically.
+#pragma once
+
+#include "engine/attention/VelocityField.h"
+#include "engine/runner/SimulationRunner.h"
+#include "render/GlApi.h"
+#include "render/OffscreenTarget.h"
+#include "render/PointRenderer.h"
+#include "render/GaussianOverlay.h"
+#include "ui/views/Hud.h"
+#include "ui/views/OrbitCamera.h"
+#include "ui/views/PlotDecorations.h"
+#include "ui/views/ViewTransform.h"
+
+#include <QElapsedTimer>
+#include <QImage>
+#include <QOpenGLWidget>
+#include <QPoint>
+#include <QTimer>
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace flowscope {
+
+class ImGuiLayer;
+
+enum class ColorBy { Index, Speed, Cluster, Entropy };
+
+struct ProjectionSpec {
+    int dims = 2;                     // 2: plane, 3: orbit camera (needs d >= 3)
+    bool pca = false;                 // principal directions of the cloud instead of coordinate axes
+    std::array<int, 3> axes{0, 1, 2}; // coordinate axes shown (ignored with pca)
+};
+
+class ParticleView : public QOpenGLWidget {
+    Q_OBJECT
+  public:
+    using SnapshotSource = std::function<std::shared_ptr<const Snapshot>()>;
+
+    explicit ParticleView(QWidget* parent = nullptr);
+    ~ParticleView() override;
+
+    void setSource(SnapshotSource source);
+    // The scene the snapshots come from: projection defaults, the Gaussian overlay, token picking.
+    void setScene(const Scene& scene);
+    // Live edits: the overlay continues from the current time with the new parameters; picking uses them.
+    void setAttention(const AttentionSpec& spec);
+    void setIntegrator(const IntegratorSpec& spec);
+
+    // Pulls the latest snapshot now (the timer does this every few ms) and schedules a repaint if it changed.
+    void refresh();
+    // Shows a fixed snapshot (the time scrubber's preview) instead of the source's until cleared (null).
+    void setPreview(std::shared_ptr<const Snapshot> preview);
+    std::shared_ptr<const Snapshot> displayedSnapshot() const { return shown_; }
+
+    void setPlotStyle(const PlotStyle& style) {
+        style_ = style;
+        update();
+    }
+    // The ImGui heads-up display and quick sliders (on by default).
+    void setHudVisible(bool on);
+    bool hudVisible() const { return hudVisible_; }
+    // Whether the last frame drew the tokens straight from GPU memory (Snapshot::device).
+    bool drewFromDevice() const { return drewFromDevice_; }
+    void setColorBy(ColorBy c);
+    ColorBy colorBy() const { return colorBy_; }
+    void setShowOverlay(bool on);
+    bool showOverlay() const { return showOverlay_; }
+    bool overlayAvailable() const { return overlay_.available(); }
+    const GaussianOverlay& overlay() const { return overlay_; }
+    QString overlayReason() const { return QString::fromStdString(overlay_.reason()); }
+    void setShowTrails(bool on);
+    bool showTrails() const { return showTrails_; }
+    void setProjection(const ProjectionSpec& p);
+    const ProjectionSpec& projection() const { return projection_; }
+    bool is3D() const { return projection_.dims == 3; }
+    // The d x k matrix whose columns span the shown coordinates.
+    const Mat& projectionBasis() const { return basis_; }
+    // Where a d-dimensional point is drawn, in logical pixels (camera of the last painted frame).
+    std::optional<QPointF> worldToPixel(const Vec& x) const;
+
+    // The 2-D camera (d <= 2 or a 2-D projection) and the 3-D one.
+    const ViewTransform& transform() const { return view_; }
+    const OrbitCamera& camera() const { return camera_; }
+    // Point diameter in logical pixels for the displayed token count.
+    double pointSize() const;
+    // Frames the displayed tokens (applied at the next paint, when the widget's final size is known).
+    void frameAll();
+    // Empty when OpenGL was available; otherwise why nothing can be drawn.
+    QString glError() const { return glError_; }
+    // What the heads-up display shows for the displayed snapshot (and the frame time of the last paints).
+    HudStats hudStats() const;
+
+    // Headless drawing (flowscope-cli render): the frame paintGL draws, for a widget that is never shown.
+    // initializeOffscreen() takes the caller's current OpenGL context (gl: its entry points, alive until
+    // releaseOffscreen(), which must run while that context is still current). renderOffscreen() draws
+    // into `image` (the widget's size): the grid and labels with QPainter, the points through `glLayer`,
+    // which runs them in a transparent framebuffer and composites it over the image in between. With `hud`
+    // the caller draws the heads-up display (hudStats()) on top, so the status box is left out, as in the
+    // app.
+    bool initializeOffscreen(const GlApi& gl, QString* whyNot);
+    void releaseOffscreen();
+    void renderOffscreen(QImage& image, bool hud, const OffscreenLayer& glLayer);
+    // The picked (hovered) token, -1 when none; pick(i) does it programmatically (tests, keyboard).
+    int pickedToken() const { return picked_; }
+    void pick(int token);
+    // The picked token's attention row (empty when none or the variant has no distribution).
+    const Vec& pickedWeights() const { return pickedWeights_; }
+    // Mean of the last paintGL() durations (ms) over about a second.
+    double frameMilliseconds() const { return frameMs_; }
+    ImGuiLayer* imgui() const { return imgui_.get(); }
+    // Where the quick sliders were drawn in the last frame (logical pixels), for tests and tours.
+    const QuickSlidersLayout& quickLayout() const { return quickLayout_; }
+    // What the quick sliders show for the run rate (the window's speed controls set it too).
+    void setRate(double stepsPerSecond, bool maxSpeed);
+    // The V-scale slider back to 1 (V was set from elsewhere).
+    void resetValueScale() { quickVScale_ = 1.0; }
+
+    // Drawing initial tokens: while on, a left drag adds points along the stroke (one every kDrawSpacing
+    // logical pixels) instead of panning; each finished stroke emits pointsDrawn() with every point drawn
+    // since drawing started. The points lie in the plane of the 2-D projection, x = basis * (u, v) (other
+    // coordinates 0 for an axis projection); a 3-D view switches to its 2-D projection.
+    static constexpr double kDrawSpacing = 4.0;
+    void setDrawing(bool on);
+    bool drawing() const { return drawing_; }
+    const Tokens& drawnPoints() const { return drawn_; }
+    void clearDrawnPoints();
+
+  signals:
+    void snapshotChanged();
+    // A quick slider of the heads-up display moved (beta, V scale, steps/s).
+    void quickBetaChanged(double beta);
+    void quickValueScaleChanged(double scale); // V = scale * (V when the scene or the matrix editor set it)
+    void quickRateChanged(double stepsPerSecond, bool maxSpeed);
+    void pointsDrawn(const Tokens& points); // N x d, every point since drawing started
+    void drawingChanged(bool on);
+
+  protected:
+    void initializeGL() override;
+    void resizeGL(int w, int h) override;
+    void paintGL() override;
+    void mousePressEvent(QMouseEvent* e) override;
+    void mouseMoveEvent(QMouseEvent* e) override;
+    void mouseReleaseEvent(QMouseEvent* e) override;
+    void mouseDoubleClickEvent(QMouseEvent* e) override;
+    void wheelEvent(QWheelEvent* e) override;
+    void leaveEvent(QEvent* e) override;
+    void keyPressEvent(QKeyEvent* e) override;
+
+  private:
+    void releaseGL();
+    void updateBasis(const Tokens* from);
+    Tokens projected(const Tokens& X) const; // N x k
+    double axisLength() const;               // 3-D orientation axes: a quarter of the cloud's extent
+    std::optional<QPointF> shownToPixel(const Vec& p) const; // p in the shown (projected) coordinates
+    void addDrawnPoint(QPointF pixel);
+    void drawDrawnPoints(QPainter& painter);
+    void uploadPoints();
+    void uploadLines();
+    void applyPendingFrame();
+    QMatrix4x4 viewProjection() const;
+    // One frame, in the order it is composed (paintGL, renderOffscreen): the cameras and vertex buffers
+    // brought up to date; the grid under the points (returns the status box's place, empty with the HUD);
+    // the points and lines (OpenGL, `dpr` device pixels per logical pixel); the text over them.
+    void prepareFrame();
+    QRectF paintUnder(QPainter& painter, bool hud);
+    void drawScene(double dpr);
+    void paintOver(QPainter& painter, bool hud, const QRectF& statusBox);
+    // Draws the points from the snapshot's device copy (GPU-resident runs); false when there is none or it
+    // cannot be drawn (then the uploaded CPU vertices are drawn).
+    bool drawDevicePoints(const Eigen::Matrix4f& viewProjection, float pointSize);
+    void updatePickWeights();
+    void drawHud();
+    void drawAxisLabels3D(QPainter& painter);
+
+    SnapshotSource source_;
+    std::shared_ptr<const Snapshot> preview_;
+    std::shared_ptr<const Snapshot> shown_;
+    std::shared_ptr<const Snapshot> previous_; // for the finite-difference speed
+    std::optional<Scene> scene_;
+    std::unique_ptr<VelocityField> pickField_;
+    GaussianOverlay overlay_;
+    ViewTransform view_;
+    OrbitCamera camera_;
+    PlotStyle style_;
+    GlApi widgetGl_;            // the widget's own context's entry points
+    const GlApi* gl_ = nullptr; // those of the context the renderer was initialized in
+    PointRenderer renderer_;
+    std::unique_ptr<ImGuiLayer> imgui_;
+    QTimer timer_;
+    QString glError_;
+    ProjectionSpec projection_;
+    Mat basis_;
+    Eigen::Vector3d origin_ = Eigen::Vector3d::Zero(); // upload origin (projected coordinates)
+    // The displayed tokens in the shown coordinates and their finite bounding box, as of the last upload.
+    Tokens shownProjected_;
+    std::shared_ptr<const Snapshot> projectedOf_; // the snapshot shownProjected_ was computed from
+    Eigen::Vector3d boxLo_ = Eigen::Vector3d::Zero(), boxHi_ = Eigen::Vector3d::Zero();
+    bool boxValid_ = false;
+    ColorBy colorBy_ = ColorBy::Index;
+    bool showOverlay_ = true;
+    bool showTrails_ = false;
+    bool hudVisible_ = true;
+    bool glReady_ = false;
+    bool offscreen_ = false;        // initializeOffscreen(): drawing in the caller's context
+    bool drewFromDevice_ = false;   // the last frame's points came from GPU memory
+    bool softwareRenderer_ = false; // Mesa llvmpipe/softpipe: refresh at 30 Hz
+    bool pointsDirty_ = false;
+    bool linesDirty_ = false;
+    bool framePending_ = false;
+    bool dragging_ = false;
+    bool drawing_ = false;
+    Tokens drawn_;      // drawn points (m x d)
+    QPointF lastDrawn_; // pixel of the stroke's last point
+    bool stroking_ = false;
+    bool userCamera_ = false; // the user panned, zoomed or orbited since the scene started
+    QPoint lastMouse_;
+    int picked_ = -1;
+    Vec pickedWeights_;
+    QElapsedTimer frameClock_;
+    double frameMs_ = 0.0;
+    double quickBeta_ = 1.0, quickVScale_ = 1.0, quickRate_ = WorkerLoop::kDefaultStepsPerSecond;
+    bool quickMaxSpeed_ = false;
+    QuickSlidersLayout quickLayout_;
+};
+
+} // namespace flowscope

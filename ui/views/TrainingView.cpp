@@ -1,0 +1,324 @@
+#include "ui/views/TrainingView.h"
+
+#include "ui/views/CurvePlot.h"
+#include "ui/widgets/Tooltips.h"
+#include "ui/views/ViewTransform.h"
+
+#include <QImage>
+#include <QPainter>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace flowscope {
+
+namespace {
+
+const QColor kDataColor(0xa8, 0xad, 0xb8, 140);
+const QColor kSampleColor(0xff, 0x8c, 0x1a, 190);
+// Curves: one colour per trainer kind, so side by side reads the same in every plot.
+const QColor kRwpoCurve(0xff, 0x8c, 0x1a);
+const QColor kPlainCurve(0x4f, 0xa3, 0xff);
+
+QColor curveColor(const TrainerState& t) {
+    return t.rwpo ? kRwpoCurve : kPlainCurve;
+}
+
+bool darkStyle(const PlotStyle& style) {
+    return style.background.lightness() < 128;
+}
+
+QColor mix(const QColor& a, const QColor& b, double t) {
+    t = std::clamp(t, 0.0, 1.0);
+    return QColor::fromRgbF(float(a.redF() + t * (b.redF() - a.redF())),
+                            float(a.greenF() + t * (b.greenF() - a.greenF())),
+                            float(a.blueF() + t * (b.blueF() - a.blueF())));
+}
+
+// The heat map's colour for t in [0, 1]: from the plot background through a blue, so that the grey data and
+// the orange samples stay readable on top of it.
+QColor heatColor(double t, const PlotStyle& style) {
+    const bool dark = darkStyle(style);
+    const QColor mid = dark ? QColor(0x1d, 0x4f, 0x8a) : QColor(0xa9, 0xc9, 0xee);
+    const QColor top = dark ? QColor(0x7c, 0xb8, 0xf2) : QColor(0x2c, 0x62, 0xa8);
+    return t < 0.5 ? mix(style.background, mid, 2.0 * t) : mix(mid, top, 2.0 * t - 1.0);
+}
+
+// The density as an image, one pixel per cell (row 0 at the top: the largest y). The square root spreads
+// the low densities, where the tails a flow gets wrong live.
+QImage densityImage(const TrainingPicture& picture, const PlotStyle& style) {
+    const int n = picture.gridSize();
+    double top = 0.0;
+    for (Eigen::Index k = 0; k < picture.density.size(); ++k)
+        if (std::isfinite(picture.density(k))) top = std::max(top, picture.density(k));
+    QImage image(n, n, QImage::Format_RGB32);
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+            const double v = picture.density(i, j);
+            const double t = top > 0.0 && std::isfinite(v) ? std::sqrt(std::max(v, 0.0) / top) : 0.0;
+            image.setPixel(i, n - 1 - j, heatColor(t, style).rgb());
+        }
+    return image;
+}
+
+std::vector<CurveSeries> seriesOf(TrainingView::Plot plot, const TrainingSnapshot& s) {
+    using Plot = TrainingView::Plot;
+    std::vector<CurveSeries> out;
+    for (const TrainerState& t : s.trainers) {
+        if ((plot == Plot::Lambda || plot == Plot::Beta) && !t.rwpo) continue; // no prior, no kernel
+        CurveSeries line{curveColor(t), {}, CurveSeries::Style::Line};
+        CurveSeries dots{curveColor(t), {}, CurveSeries::Style::Dots};
+        for (const flows::TrainRecord& r : t.history) {
+            const double x = double(r.iteration);
+            switch (plot) {
+            case Plot::Loss:
+                line.points.emplace_back(x, r.terms.loss);
+                break;
+            case Plot::Nll:
+                line.points.emplace_back(x, r.terms.nll);
+                break;
+            case Plot::Lambda:
+                line.points.emplace_back(x, r.lambda);
+                break;
+            case Plot::Beta:
+                line.points.emplace_back(x, r.beta);
+                break;
+            case Plot::Mmd2:
+                break;
+            }
+        }
+        for (const flows::Evaluation& e : t.evaluations) {
+            if (plot == Plot::Nll) dots.points.emplace_back(double(e.iteration), e.nll);
+            if (plot == Plot::Mmd2) dots.points.emplace_back(double(e.iteration), e.mmd2);
+        }
+        if (!line.points.empty()) out.push_back(std::move(line));
+        if (!dots.points.empty()) out.push_back(std::move(dots));
+    }
+    return out;
+}
+
+const char* plotKey(TrainingView::Plot plot) {
+    switch (plot) {
+    case TrainingView::Plot::Loss:
+        return "training.loss";
+    case TrainingView::Plot::Nll:
+        return "training.nll";
+    case TrainingView::Plot::Lambda:
+        return "training.lambda";
+    case TrainingView::Plot::Beta:
+        return "training.beta";
+    case TrainingView::Plot::Mmd2:
+        return "training.mmd2";
+    }
+    return "";
+}
+
+} // namespace
+
+TrainingView::TrainingView(QWidget* parent) : LiveView(parent) {
+    setObjectName(QStringLiteral("trainingView"));
+}
+
+void TrainingView::setSource(SnapshotSource source) {
+    source_ = std::move(source);
+    refresh();
+}
+
+void TrainingView::refresh() {
+    auto s = source_ ? source_() : nullptr;
+    if (s == shown_) return;
+    shown_ = std::move(s);
+    update();
+    emit snapshotChanged();
+}
+
+QString TrainingView::plotTitle(Plot plot) {
+    switch (plot) {
+    case Plot::Loss:
+        return tr("loss (16)");
+    case Plot::Nll:
+        return tr("NLL (batch; held-out •)");
+    case Plot::Lambda:
+        return tr("λ (L1 prior weight)");
+    case Plot::Beta:
+        return tr("β (inverse temperature)");
+    case Plot::Mmd2:
+        return tr("held-out MMD²");
+    }
+    return {};
+}
+
+PicturePlotLayout TrainingView::layout() const {
+    const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
+    return layoutFor(n, kPlotCount, shown_ && shown_->comparison);
+}
+
+QRectF TrainingView::scatterRect(int trainer) const {
+    const PicturePlotLayout l = layout();
+    return trainer >= 0 && trainer < int(l.pictures.size()) ? l.pictures[std::size_t(trainer)] : QRectF();
+}
+
+QRectF TrainingView::plotRect(Plot plot) const {
+    return layout().plots[std::size_t(plot)];
+}
+
+void TrainingView::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.fillRect(rect(), palette().color(QPalette::Window));
+    p.setRenderHint(QPainter::Antialiasing, true);
+    const PicturePlotLayout l = layout();
+    if (!shown_ || shown_->trainers.empty()) {
+        p.setPen(palette().color(QPalette::PlaceholderText));
+        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
+                   tr("Choose a dataset and the flow's settings in the Training panel, then press Start."));
+        return;
+    }
+    for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
+        paintScatter(p, l.pictures[k], shown_->trainers[k]);
+    if (shown_->comparison) { // the curves' legend, above the plots
+        std::vector<LegendEntry> entries;
+        for (const TrainerState& t : shown_->trainers)
+            entries.push_back({curveColor(t), QString::fromStdString(t.label)});
+        paintLegendAbove(p, l.plots[0], entries);
+    }
+    for (int k = 0; k < kPlotCount; ++k) paintPlot(p, l.plots[std::size_t(k)], Plot(k));
+}
+
+void TrainingView::paintScatter(QPainter& p, const QRectF& area, const TrainerState& trainer) const {
+    const QFontMetricsF fm(font());
+    const double line = fm.height();
+    // Title above, legend below, the square plot between them.
+    const QRectF titleBox(area.left(), area.top(), area.width(), line + 4);
+    const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
+    const QRectF square(area.left() + (area.width() - side) / 2, titleBox.bottom() + 2, side, side);
+    const TrainingPicture* picture = trainer.picture.get();
+
+    p.setPen(palette().color(QPalette::WindowText));
+    QString title = QString::fromStdString(trainer.label);
+    if (!trainer.rwpo) title += tr(" (OT-Flow)");
+    title += tr(" · iteration %1").arg(trainer.iteration);
+    if (picture && picture->iteration != trainer.iteration)
+        title += tr(" (picture: %1)").arg(picture->iteration);
+    p.drawText(QRectF(square.left(), titleBox.top(), square.width(), titleBox.height()),
+               Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(title, Qt::ElideRight, square.width()));
+
+    p.save();
+    p.translate(square.topLeft());
+    p.setClipRect(QRectF(QPointF(0, 0), square.size()));
+    p.fillRect(QRectF(QPointF(0, 0), square.size()), style_.background);
+    const double extent = picture ? picture->gridExtent : 4.0;
+    ViewTransform view;
+    view.setViewportSize(square.size());
+    view.frame(QRectF(-extent, -extent, 2 * extent, 2 * extent), 0.0);
+    auto toPixel = [&view](double x, double y) { return view.worldToPixel({x, y}); };
+    if (picture && picture->gridSize() > 0) {
+        p.setRenderHint(QPainter::SmoothPixmapTransform, true);
+        p.drawImage(QRectF(toPixel(-extent, extent), toPixel(extent, -extent)),
+                    densityImage(*picture, style_));
+    }
+    drawGrid(p, view, style_);
+    if (picture && picture->samples.cols() >= 2) {
+        auto scatter = [&](const Mat& rows, const QColor& color) {
+            QPolygonF points;
+            points.reserve(int(rows.rows()));
+            for (Eigen::Index r = 0; r < rows.rows(); ++r)
+                if (std::isfinite(rows(r, 0)) && std::isfinite(rows(r, 1)))
+                    points << toPixel(rows(r, 0), rows(r, 1));
+            p.setPen(QPen(color, 3.0, Qt::SolidLine, Qt::RoundCap));
+            p.drawPoints(points);
+        };
+        scatter(picture->data, kDataColor);
+        // A few trajectories x^0 .. x^M, from the base draw to the sample, under the samples.
+        const QColor ink = darkStyle(style_) ? QColor(255, 255, 255, 110) : QColor(0, 0, 0, 110);
+        p.setPen(QPen(ink, 1.0));
+        const Eigen::Index shownPaths =
+            picture->trajectories.empty()
+                ? 0
+                : std::min<Eigen::Index>(kShownTrajectories, picture->trajectories[0].rows());
+        for (Eigen::Index i = 0; i < shownPaths; ++i) {
+            QPolygonF path;
+            for (const Mat& layer : picture->trajectories)
+                if (std::isfinite(layer(i, 0)) && std::isfinite(layer(i, 1)))
+                    path << toPixel(layer(i, 0), layer(i, 1));
+            p.drawPolyline(path);
+        }
+        scatter(picture->samples, kSampleColor);
+        // Early in training (and with the RWPO layer especially) samples can land far outside the data's
+        // square: say how many rather than leave the reader looking for them.
+        long outside = 0;
+        for (Eigen::Index r = 0; r < picture->samples.rows(); ++r)
+            outside +=
+                !(std::abs(picture->samples(r, 0)) <= extent && std::abs(picture->samples(r, 1)) <= extent);
+        if (outside > 0) {
+            const QString note =
+                tr("%1 of %2 samples outside the view").arg(outside).arg(picture->samples.rows());
+            const QRectF box(6, 6, fm.horizontalAdvance(note) + 10, line + 4);
+            p.fillRect(box, QColor(style_.background.red(), style_.background.green(),
+                                   style_.background.blue(), 200));
+            p.setPen(kSampleColor);
+            p.drawText(box, Qt::AlignCenter, note);
+        }
+    } else {
+        p.setPen(style_.label);
+        p.drawText(QRectF(QPointF(0, 0), square.size()), Qt::AlignCenter, tr("generating samples..."));
+    }
+    p.restore();
+    p.setPen(QPen(style_.axis, 1.0));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(square);
+
+    // Legend: what each mark is.
+    double x = square.left();
+    const double y = square.bottom() + 4 + fm.ascent();
+    auto entry = [&](const QColor& color, const QString& text, bool dot) {
+        p.setPen(Qt::NoPen);
+        p.setBrush(QColor(color.red(), color.green(), color.blue()));
+        const QRectF mark(x, y - fm.ascent() / 2 - 4, 8, 8);
+        if (dot)
+            p.drawEllipse(mark);
+        else
+            p.drawRect(mark);
+        p.setBrush(Qt::NoBrush);
+        p.setPen(palette().color(QPalette::WindowText));
+        p.drawText(QPointF(x + 12, y), text);
+        x += 12 + fm.horizontalAdvance(text) + 14;
+    };
+    entry(kDataColor, tr("data"), true);
+    entry(kSampleColor, tr("generated"), true);
+    const bool histogram = picture && picture->densityFromSamples;
+    entry(heatColor(0.8, style_), histogram ? tr("histogram of samples") : tr("model density"), false);
+}
+
+void TrainingView::paintPlot(QPainter& p, const QRectF& area, Plot plot) const {
+    CurvePlot curves;
+    curves.title = plotTitle(plot);
+    curves.series = seriesOf(plot, *shown_);
+    curves.xMax = double(shown_->iteration());
+    // Empty for one of three reasons: no held-out evaluation yet, λ and β of trainers that have no RWPO
+    // layer, or no iteration yet.
+    bool anyRwpo = false;
+    for (const TrainerState& t : shown_->trainers) anyRwpo = anyRwpo || t.rwpo;
+    if (plot == Plot::Mmd2)
+        curves.emptyText = tr("held-out metrics: every 200 iterations, or Evaluate");
+    else if ((plot == Plot::Lambda || plot == Plot::Beta) && !anyRwpo)
+        curves.emptyText = tr("not used without the RWPO layer");
+    else
+        curves.emptyText = tr("no iteration yet: Start or Step");
+    paintCurvePlot(p, area, curves, style_, palette(), font());
+}
+
+QString TrainingView::tooltipAt(QPointF pos) const {
+    const PicturePlotLayout l = layout();
+    for (int k = 0; k < kPlotCount; ++k)
+        if (l.plots[std::size_t(k)].contains(pos)) return parameterTooltip(plotKey(Plot(k)));
+    for (std::size_t k = 0; k < l.pictures.size(); ++k) {
+        if (!l.pictures[k].contains(pos)) continue;
+        const bool histogram = shown_ && k < shown_->trainers.size() && shown_->trainers[k].picture &&
+                               shown_->trainers[k].picture->densityFromSamples;
+        return parameterTooltip(histogram ? "training.picture_histogram" : "training.picture_density");
+    }
+    return {};
+}
+
+} // namespace flowscope

@@ -1,0 +1,335 @@
+#include "ui/views/TransformerView.h"
+
+#include "ui/views/CurvePlot.h"
+#include "ui/widgets/Tooltips.h"
+#include "ui/views/ViewTransform.h"
+
+#include <QPainter>
+#include <QPainterPath>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace flowscope {
+
+namespace {
+
+// Curves: the configured λ_OT in orange, λ_OT = 0 (comparison) in blue, in every plot.
+const QColor kRegularizedCurve(0xff, 0x8c, 0x1a);
+const QColor kFreeCurve(0x4f, 0xa3, 0xff);
+const QColor kBoundColor(0xe0, 0x5a, 0x5a);
+
+QColor curveColor(const TransformerTrainerState& t) {
+    return t.lambdaOt > 0 ? kRegularizedCurve : kFreeCurve;
+}
+
+bool darkStyle(const PlotStyle& style) {
+    return style.background.lightness() < 128;
+}
+
+// Task A's six tokens each get their own hue; task B's 64 points share one (the paths are the picture).
+QColor tokenColor(int token, int tokens, const PlotStyle& style) {
+    if (tokens > 12) return darkStyle(style) ? QColor(0x7c, 0xb8, 0xf2) : QColor(0x2c, 0x62, 0xa8);
+    return QColor::fromHsvF(float(std::fmod(0.58 + 0.61803 * token, 1.0)), 0.62f,
+                            darkStyle(style) ? 0.98f : 0.78f);
+}
+
+bool finiteRow(const Mat& m, Eigen::Index r) {
+    return std::isfinite(m(r, 0)) && std::isfinite(m(r, 1));
+}
+
+const char* plotKey(TransformerView::Plot plot) {
+    switch (plot) {
+    case TransformerView::Plot::Objective:
+        return "transformer.objective";
+    case TransformerView::Plot::Transport:
+        return "transformer.transport";
+    case TransformerView::Plot::Straightness:
+        return "transformer.straightness";
+    case TransformerView::Plot::Target:
+        return "transformer.target";
+    case TransformerView::Plot::Lipschitz:
+        return "transformer.lipschitz";
+    }
+    return "";
+}
+
+std::vector<CurveSeries> seriesOf(TransformerView::Plot plot, const TransformerSnapshot& s) {
+    using Plot = TransformerView::Plot;
+    using Style = CurveSeries::Style;
+    std::vector<CurveSeries> out;
+    for (const TransformerTrainerState& t : s.trainers) {
+        CurveSeries line{curveColor(t), {}, Style::Line};
+        CurveSeries dots{curveColor(t), {}, Style::Dots};
+        for (const ot::OtRecord& r : t.history) {
+            const double x = double(r.iteration);
+            if (plot == Plot::Objective) line.points.emplace_back(x, r.terms.loss);
+            if (plot == Plot::Transport) line.points.emplace_back(x, r.terms.transport);
+            if (plot == Plot::Target && s.task == ot::Task::B) line.points.emplace_back(x, r.terms.accuracy);
+        }
+        for (const ot::OtEvaluation& e : t.evaluations) {
+            const double x = double(e.iteration);
+            if (plot == Plot::Straightness) dots.points.emplace_back(x, e.straightness);
+            if (plot == Plot::Target)
+                dots.points.emplace_back(x, s.task == ot::Task::A ? e.closedFormError : e.terms.accuracy);
+            if (plot == Plot::Lipschitz) dots.points.emplace_back(x, e.lipschitzRatio);
+        }
+        if (!line.points.empty()) out.push_back(std::move(line));
+        if (!dots.points.empty()) out.push_back(std::move(dots));
+        // Theorem 2's bound, where λ_OT is above the threshold (else it is +∞ and not drawn).
+        if (plot == Plot::Lipschitz && !t.evaluations.empty() &&
+            std::isfinite(t.evaluations.back().lipschitzBound)) {
+            const double bound = t.evaluations.back().lipschitzBound;
+            out.push_back(
+                {kBoundColor, {{0.0, bound}, {double(std::max(1L, s.iteration())), bound}}, Style::Dashed});
+        }
+    }
+    return out;
+}
+
+} // namespace
+
+TransformerView::TransformerView(QWidget* parent) : LiveView(parent) {
+    setObjectName(QStringLiteral("transformerView"));
+}
+
+void TransformerView::setSource(SnapshotSource source) {
+    source_ = std::move(source);
+    refresh();
+}
+
+void TransformerView::refresh() {
+    auto s = source_ ? source_() : nullptr;
+    if (s == shown_) return;
+    shown_ = std::move(s);
+    frame_ = frame();
+    update();
+    emit snapshotChanged();
+}
+
+QString TransformerView::plotTitle(Plot plot, ot::Task task) {
+    switch (plot) {
+    case Plot::Objective:
+        return tr("objective (8)");
+    case Plot::Transport:
+        return tr("transport cost");
+    case Plot::Straightness:
+        return tr("straightness (held-out •)");
+    case Plot::Target:
+        return task == ot::Task::A ? tr("to the closed form (held-out •)")
+                                   : tr("accuracy (batch; held-out •)");
+    case Plot::Lipschitz:
+        return tr("Lipschitz ratio •, bound - -");
+    }
+    return {};
+}
+
+PicturePlotLayout TransformerView::layout() const {
+    const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
+    return layoutFor(n, kPlotCount, shown_ && shown_->comparison);
+}
+
+QRectF TransformerView::pictureRect(int trainer) const {
+    const PicturePlotLayout l = layout();
+    return trainer >= 0 && trainer < int(l.pictures.size()) ? l.pictures[std::size_t(trainer)] : QRectF();
+}
+
+QRectF TransformerView::plotRect(Plot plot) const {
+    return layout().plots[std::size_t(plot)];
+}
+
+// Title above, legend below, the square between them.
+QRectF TransformerView::squareIn(const QRectF& area) const {
+    const double line = QFontMetricsF(font()).height();
+    const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
+    return QRectF(area.left() + (area.width() - side) / 2, area.top() + line + 6, side, side);
+}
+
+QRectF TransformerView::pictureSquare(int trainer) const {
+    const QRectF area = pictureRect(trainer);
+    return area.isNull() ? QRectF() : squareIn(area);
+}
+
+// The bounding box of every picture's states and closed-form points, so that both pictures of a comparison
+// use the same scale.
+QRectF TransformerView::frame() const {
+    double x0 = std::numeric_limits<double>::infinity(), y0 = x0, x1 = -x0, y1 = -x0;
+    auto add = [&](const Mat& m) {
+        for (Eigen::Index r = 0; r < m.rows(); ++r)
+            if (m.cols() >= 2 && finiteRow(m, r)) {
+                x0 = std::min(x0, m(r, 0));
+                x1 = std::max(x1, m(r, 0));
+                y0 = std::min(y0, m(r, 1));
+                y1 = std::max(y1, m(r, 1));
+            }
+    };
+    if (shown_)
+        for (const TransformerTrainerState& t : shown_->trainers)
+            if (t.picture) {
+                for (const Mat& s : t.picture->states) add(s);
+                add(t.picture->closedForm);
+            }
+    if (!(x0 <= x1)) return QRectF(-2, -2, 4, 4);
+    return QRectF(x0, y0, x1 - x0, y1 - y0);
+}
+
+QPointF TransformerView::pictureToPixel(int trainer, double x, double y) const {
+    const QRectF square = pictureSquare(trainer);
+    ViewTransform view;
+    view.setViewportSize(square.size());
+    view.frame(frame_, 0.08);
+    return square.topLeft() + view.worldToPixel({x, y});
+}
+
+void TransformerView::paintEvent(QPaintEvent*) {
+    QPainter p(this);
+    p.fillRect(rect(), palette().color(QPalette::Window));
+    p.setRenderHint(QPainter::Antialiasing, true);
+    if (!shown_ || shown_->trainers.empty()) {
+        p.setPen(palette().color(QPalette::PlaceholderText));
+        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
+                   tr("Choose a task, λ_OT and the model in the Transformer panel, then press Start."));
+        return;
+    }
+    const PicturePlotLayout l = layout();
+    for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
+        paintPicture(p, l.pictures[k], shown_->trainers[k]);
+    if (shown_->comparison) {
+        std::vector<LegendEntry> entries;
+        for (const TransformerTrainerState& t : shown_->trainers)
+            entries.push_back({curveColor(t), QString::fromStdString(t.label)});
+        paintLegendAbove(p, l.plots[0], entries);
+    }
+    for (int k = 0; k < kPlotCount; ++k) paintPlot(p, l.plots[std::size_t(k)], Plot(k));
+}
+
+void TransformerView::paintPicture(QPainter& p, const QRectF& area,
+                                   const TransformerTrainerState& trainer) const {
+    const QFontMetricsF fm(font());
+    const QRectF square = squareIn(area);
+    const TransformerPicture* picture = trainer.picture.get();
+
+    QString title = QString::fromStdString(trainer.label) + tr(" · iteration %1").arg(trainer.iteration);
+    if (picture && picture->iteration != trainer.iteration)
+        title += tr(" (picture: %1)").arg(picture->iteration);
+    if (picture && picture->label >= 0)
+        title += tr(" · a %1").arg(QString::fromLatin1(ot::taskBClassName(picture->label)));
+    if (trainer.stopped) title += tr(" · stopped");
+    p.setPen(palette().color(QPalette::WindowText));
+    p.drawText(QRectF(square.left(), area.top(), square.width(), fm.height() + 4),
+               Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(title, Qt::ElideRight, square.width()));
+
+    p.save();
+    p.translate(square.topLeft());
+    p.setClipRect(QRectF(QPointF(0, 0), square.size()));
+    p.fillRect(QRectF(QPointF(0, 0), square.size()), style_.background);
+    ViewTransform view;
+    view.setViewportSize(square.size());
+    view.frame(frame_, 0.08);
+    drawGrid(p, view, style_);
+    auto toPixel = [&view](const Mat& m, Eigen::Index r) { return view.worldToPixel({m(r, 0), m(r, 1)}); };
+    const bool hasPaths = picture && !picture->states.empty() && picture->states.front().cols() >= 2;
+    if (hasPaths) {
+        const std::vector<Mat>& states = picture->states;
+        const Eigen::Index tokens = states.front().rows();
+        const bool many = tokens > 12;
+        const Mat& start = states.front();
+        const Mat& end = states.back();
+        // The optimal straight paths X_0 -> X*(T), dashed, under the learned ones.
+        const Mat& star = picture->closedForm;
+        if (star.rows() == tokens && star.cols() >= 2) {
+            const QColor ink = darkStyle(style_) ? QColor(255, 255, 255, 150) : QColor(0, 0, 0, 150);
+            p.setPen(QPen(ink, 1.0, Qt::DashLine));
+            for (Eigen::Index i = 0; i < tokens; ++i)
+                if (finiteRow(start, i) && finiteRow(star, i))
+                    p.drawLine(toPixel(start, i), toPixel(star, i));
+        }
+        for (Eigen::Index i = 0; i < tokens; ++i) {
+            QColor color = tokenColor(int(i), int(tokens), style_);
+            if (many) color.setAlpha(150);
+            QPolygonF path;
+            for (const Mat& x : states)
+                if (finiteRow(x, i)) path << toPixel(x, i);
+            p.setPen(QPen(color, many ? 1.0 : 1.8));
+            p.drawPolyline(path);
+            if (!many) { // a dot per step: the spacing shows the speed along the path
+                p.setPen(QPen(color, 4.0, Qt::SolidLine, Qt::RoundCap));
+                p.drawPoints(path);
+            }
+            p.setBrush(Qt::NoBrush);
+            p.setPen(QPen(color, 1.5));
+            const double r = many ? 2.5 : 4.5;
+            if (finiteRow(start, i)) p.drawEllipse(toPixel(start, i), r, r);
+            p.setBrush(color);
+            if (finiteRow(end, i)) p.drawEllipse(toPixel(end, i), r, r);
+            p.setBrush(Qt::NoBrush);
+        }
+        if (star.rows() == tokens && star.cols() >= 2) {
+            const QColor ink = darkStyle(style_) ? QColor(255, 255, 255) : QColor(0, 0, 0);
+            p.setPen(QPen(ink, 1.6));
+            for (Eigen::Index i = 0; i < tokens; ++i) {
+                if (!finiteRow(star, i)) continue;
+                const QPointF c = toPixel(star, i);
+                p.drawLine(c + QPointF(-5, -5), c + QPointF(5, 5));
+                p.drawLine(c + QPointF(-5, 5), c + QPointF(5, -5));
+            }
+        }
+    } else {
+        p.setPen(style_.label);
+        p.drawText(QRectF(QPointF(0, 0), square.size()), Qt::AlignCenter, tr("drawing the paths..."));
+    }
+    p.restore();
+    p.setPen(QPen(style_.axis, 1.0));
+    p.setBrush(Qt::NoBrush);
+    p.drawRect(square);
+
+    // Legend: what each mark is.
+    double x = square.left();
+    const double y = square.bottom() + 4 + fm.ascent();
+    const QColor ink = palette().color(QPalette::WindowText);
+    auto entry = [&](const QString& text, auto&& mark) {
+        if (x + 14 + fm.horizontalAdvance(text) > square.right()) return; // the picture's width, no more
+        const QPointF c(x + 5, y - fm.ascent() / 2 + 1);
+        mark(c);
+        p.setBrush(Qt::NoBrush);
+        p.setPen(ink);
+        p.drawText(QPointF(x + 14, y), text);
+        x += 14 + fm.horizontalAdvance(text) + 14;
+    };
+    entry(tr("X₀"), [&](QPointF c) {
+        p.setPen(QPen(ink, 1.5));
+        p.drawEllipse(c, 4, 4);
+    });
+    entry(tr("X(T), M = %1").arg(hasPaths ? int(picture->states.size()) - 1 : 0), [&](QPointF c) {
+        p.setPen(Qt::NoPen);
+        p.setBrush(ink);
+        p.drawEllipse(c, 4, 4);
+    });
+    if (picture && picture->closedForm.rows() > 0)
+        entry(tr("X*(T) closed form"), [&](QPointF c) {
+            p.setPen(QPen(ink, 1.5));
+            p.drawLine(c + QPointF(-4, -4), c + QPointF(4, 4));
+            p.drawLine(c + QPointF(-4, 4), c + QPointF(4, -4));
+        });
+}
+
+void TransformerView::paintPlot(QPainter& p, const QRectF& area, Plot plot) const {
+    CurvePlot curves;
+    curves.title = plotTitle(plot, shown_->task);
+    curves.series = seriesOf(plot, *shown_);
+    curves.xMax = double(shown_->iteration());
+    curves.emptyText = tr("held-out metrics: every 250 iterations, or Evaluate");
+    paintCurvePlot(p, area, curves, style_, palette(), font());
+}
+
+QString TransformerView::tooltipAt(QPointF pos) const {
+    const PicturePlotLayout l = layout();
+    for (int k = 0; k < kPlotCount; ++k)
+        if (l.plots[std::size_t(k)].contains(pos)) return parameterTooltip(plotKey(Plot(k)));
+    for (const QRectF& r : l.pictures)
+        if (r.contains(pos)) return parameterTooltip("transformer.picture");
+    return {};
+}
+
+} // namespace flowscope

@@ -1,0 +1,65 @@
+// Flowscope UI: the form controls of the side panels (Scene, Training). Every control is named after its
+// parameter key, so tests find it by that name, and carries that key's tooltip (ui/Tooltips.cpp); a row's
+// label shares it.
+#pragma once
+
+#include "ui/widgets/Tooltips.h"
+
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QLabel>
+#include <QSpinBox>
+#include <QString>
+
+namespace flowscope::form {
+
+// When a spin box emits valueChanged: only on Enter, focus loss and the arrows (a panel that applies every
+// change at once must not see half-typed numbers), or on every keystroke.
+enum class Tracking { Commit, Keystrokes };
+
+template <class W> W* named(W* w, const char* key) {
+    w->setObjectName(QString::fromLatin1(key));
+    w->setToolTip(parameterTooltip(key));
+    return w;
+}
+
+inline QSpinBox* intBox(QWidget* parent, const char* key, int min, int max,
+                        Tracking tracking = Tracking::Commit) {
+    auto* box = named(new QSpinBox(parent), key);
+    box->setRange(min, max);
+    box->setKeyboardTracking(tracking == Tracking::Keystrokes);
+    box->setAccelerated(true);
+    return box;
+}
+
+inline QDoubleSpinBox* doubleBox(QWidget* parent, const char* key, double min, double max, int decimals,
+                                 double step, Tracking tracking = Tracking::Commit) {
+    auto* box = named(new QDoubleSpinBox(parent), key);
+    box->setRange(min, max);
+    box->setDecimals(decimals);
+    box->setSingleStep(step);
+    box->setKeyboardTracking(tracking == Tracking::Keystrokes);
+    box->setAccelerated(true);
+    return box;
+}
+
+// The settings of a run that apply on Start (Training, Transformer panels): every keystroke counts, since
+// it only marks the panel edited.
+inline QSpinBox* startIntBox(QWidget* parent, const char* key, int min, int max) {
+    return intBox(parent, key, min, max, Tracking::Keystrokes);
+}
+
+inline QDoubleSpinBox* startDoubleBox(QWidget* parent, const char* key, double min, double max, int decimals,
+                                      double step) {
+    return doubleBox(parent, key, min, max, decimals, step, Tracking::Keystrokes);
+}
+
+// A form row whose label carries the key's tooltip and is the field's buddy.
+inline void addRow(QFormLayout* form, const QString& label, QWidget* field, const char* key) {
+    auto* l = new QLabel(label, field->parentWidget());
+    l->setToolTip(parameterTooltip(key));
+    l->setBuddy(field);
+    form->addRow(l, field);
+}
+
+} // namespace flowscope::form

@@ -1,0 +1,385 @@
+#include "ui/widgets/Tooltips.h"
+
+#include <array>
+
+namespace flowscope {
+
+namespace {
+
+struct Entry {
+    std::string_view key;
+    const char* html; // UTF-8; wrapped in <p> so that Qt shows it as (word-wrapped) rich text
+};
+
+// Notation of docs/scene.md: s(x, y) = c (Qx)·(Ky) = c yᵀAx, A = KᵀQ, c = β (÷ √k with scale_by_sqrt_k).
+constexpr std::array kTable{
+    // ---- attention -----------------------------------------------------------------------------------
+    Entry{
+        "attention.type",
+        "<b>Attention type</b> — the velocity field Γ of the particle ODE x<sub>i</sub>′ = Σ<sub>heads</sub> "
+        "Γ(x<sub>i</sub>):<br>"
+        "<b>softmax</b> V Σ<sub>j</sub> P<sub>ij</sub> x<sub>j</sub>, P<sub>ij</sub> ∝ "
+        "exp(s(x<sub>i</sub>, x<sub>j</sub>));<br>"
+        "<b>linear</b> c V M A x<sub>i</sub>, M = (1/N) Σ<sub>j</sub> x<sub>j</sub>x<sub>j</sub>ᵀ;<br>"
+        "<b>l2</b> V Σ<sub>j</sub> P<sub>ij</sub> x<sub>j</sub>, P<sub>ij</sub> ∝ exp(−c |Qx<sub>i</sub> − "
+        "Kx<sub>j</sub>|²);<br>"
+        "<b>sinkhorn</b> (1/ε) V Σ<sub>j</sub> P<sub>ij</sub> x<sub>j</sub>, P doubly stochastic;<br>"
+        "<b>exp / relu / sigmoid</b> V (1/N) Σ<sub>j</sub> x<sub>j</sub> f(s(x<sub>i</sub>, x<sub>j</sub>)), "
+        "f = exp, max(·, 0), 1/(1 + e<sup>−z</sup>) (unnormalized);<br>"
+        "<b>rwpo</b> one RWPO layer per step: x ← x + ½[S<sub>λh</sub>(x) − Σ<sub>j</sub> w<sub>j</sub>(x) "
+        "x<sub>j</sub>] (no Q, K, V);<br>"
+        "<b>drifting</b> Γ<sup>G</sup><sub>ν</sub>(x<sub>i</sub>) − Σ<sub>j</sub> k<sub>ij</sub> "
+        "x<sub>j</sub> / "
+        "Σ<sub>j</sub> k<sub>ij</sub>, k<sub>ij</sub> = exp(−|x<sub>i</sub> − x<sub>j</sub>|²/2) (no Q, K, "
+        "V)."},
+    Entry{
+        "attention.heads",
+        "<b>Heads H</b> — the velocity is the sum of the heads' velocities, Γ = Σ<sub>h</sub> Γ<sub>h</sub>, "
+        "each head with its own Q<sub>h</sub>, K<sub>h</sub>, V<sub>h</sub>. A new head starts with "
+        "Q = K = I, V = 0, so adding it does not change the dynamics; removing heads drops the last ones."},
+    Entry{"attention.beta",
+          "<b>β</b> — inverse temperature multiplying every score: s(x, y) = β (Qx)·(Ky) (÷ √k with "
+          "scale_by_sqrt_k), e.g. softmax P<sub>ij</sub> = exp(β⟨Qx<sub>i</sub>, Kx<sub>j</sub>⟩) / "
+          "Σ<sub>l</sub> exp(β⟨Qx<sub>i</sub>, Kx<sub>l</sub>⟩). RWPO: the layer's β (kernel bandwidth "
+          "√(2h/β)). Unused by drifting. β &gt; 0."},
+    Entry{"attention.scale_by_sqrt_k",
+          "<b>Scale by 1/√k</b> — also divide every score by √k, k = rows of Q: s(x, y) = β (Qx)·(Ky) / √k "
+          "(the authors' code convention; multi-head: 1/√(d/H))."},
+    Entry{"attention.masked",
+          "<b>Masked (causal)</b> — token i attends to tokens j ≤ i only: the sums over j run over j ≤ i, "
+          "P<sub>ij</sub> = 0 for j &gt; i. Softmax, l2, exp, relu and sigmoid only."},
+    Entry{"attention.sphere",
+          "<b>Sphere</b> — tokens live on the unit sphere: they are projected onto it and the velocity onto "
+          "its tangent space, x<sub>i</sub>′ = (I − x<sub>i</sub>x<sub>i</sub>ᵀ/|x<sub>i</sub>|²) "
+          "Γ(x<sub>i</sub>). Needs d ≥ 2."},
+    Entry{
+        "attention.keyframes",
+        "<b>Keyframes</b> — time-dependent parameters: a list of times t<sub>k</sub> (strictly increasing), "
+        "each with its own heads (same count and shapes); which apply at time t is set by the "
+        "interpolation. The analysis is for the parameters at the keyframe's time."},
+    Entry{"attention.interpolation",
+          "<b>Keyframe interpolation</b> — <b>piecewise</b>: the parameters of the last keyframe with "
+          "t<sub>k</sub> ≤ t; <b>linear</b>: (1 − w) P<sub>k</sub> + w P<sub>k+1</sub>, w = (t − "
+          "t<sub>k</sub>) / "
+          "(t<sub>k+1</sub> − t<sub>k</sub>), entry-wise in Q, K, V. Clamped before the first and after the "
+          "last keyframe."},
+    Entry{
+        "attention.linear_eps",
+        "<b>lin,ε</b> (linear only) — the second-order expansion of softmax: Γ(x<sub>i</sub>) = (1/ε) V m + "
+        "c V (M − m mᵀ) A x<sub>i</sub>, m = (1/N) Σ<sub>j</sub> x<sub>j</sub>, M = (1/N) Σ<sub>j</sub> "
+        "x<sub>j</sub>x<sub>j</sub>ᵀ. Off: pure linear attention c V M A x<sub>i</sub>. ε &gt; 0."},
+    Entry{"attention.sinkhorn_eps",
+          "<b>Sinkhorn ε</b> — temperature ε &gt; 0: the kernel exp(−c |Qx<sub>i</sub> − Kx<sub>j</sub>|² / "
+          "(2ε)) "
+          "is made doubly stochastic (P) by Sinkhorn–Knopp, and Γ(x<sub>i</sub>) = (1/ε) V Σ<sub>j</sub> "
+          "P<sub>ij</sub> x<sub>j</sub>. The mean follows exp(tV/ε) α<sub>0</sub>."},
+    Entry{
+        "attention.sinkhorn_iterations",
+        "<b>Sinkhorn iterations</b> — at most this many row/column normalization passes; stops earlier when "
+        "max<sub>j</sub> |column marginal<sub>j</sub> − 1| ≤ tol (scene field sinkhorn.tol, default "
+        "10<sup>−9</sup>)."},
+    Entry{
+        "attention.rwpo_lambda",
+        "<b>RWPO λ</b> — weight of the L1 prior ψ(x) = λ‖x‖<sub>1</sub>; soft threshold "
+        "S<sub>λh</sub>(x)<sub>i</sub> = sign(x<sub>i</sub>) max(|x<sub>i</sub>| − λh, 0). Layer: x ← x + "
+        "½[S<sub>λh</sub>(x) − Σ<sub>j</sub> w<sub>j</sub>(x) x<sub>j</sub>]. λ = 0: pure diffusion. λ ≥ 0."},
+    Entry{
+        "attention.rwpo_h",
+        "<b>RWPO h</b> — layer step: threshold λh and kernel bandwidth √(2h/β). Choose T/steps = h with the "
+        "Euler integrator for one layer per step. h &gt; 0."},
+    Entry{
+        "attention.rwpo_kernel",
+        "<b>RWPO kernel</b> U, with w = softmax<sub>j</sub> U(x, x<sub>j</sub>): <b>corrected</b> U(x, y) = "
+        "−(β/4h) |x − y|² + (β/2) M<sub>λh</sub>(y), M the Huber–Moreau envelope of λ‖·‖<sub>1</sub>; "
+        "<b>as printed</b>: the paper's formula with S<sub>λh</sub>(x) (a typo); <b>per coordinate</b>: one "
+        "softmax per coordinate (the authors' MATLAB code)."},
+    Entry{"attention.Q",
+          "<b>Query matrix Q</b> (k × d, 1 ≤ k ≤ d) — the score of query x against key y is s(x, y) = "
+          "c (Qx)·(Ky) = c yᵀAx with A = KᵀQ."},
+    Entry{
+        "attention.K",
+        "<b>Key matrix K</b> (k × d, the same k as Q) — s(x, y) = c (Qx)·(Ky); A = KᵀQ. l2 and Sinkhorn use "
+        "|Qx − Ky|², which also depends on KᵀK."},
+    Entry{"attention.V",
+          "<b>Value matrix V</b> (d × d) — maps the attention average to the velocity, e.g. softmax "
+          "Γ(x<sub>i</sub>) = V Σ<sub>j</sub> P<sub>ij</sub> x<sub>j</sub>. Gaussian covariance: Σ′ = VΣAΣ + "
+          "ΣAᵀΣVᵀ."},
+    // ---- integrator ----------------------------------------------------------------------------------
+    Entry{
+        "integrator.method",
+        "<b>Integrator</b> — <b>euler</b>: x ← x + hΓ(x) (one Transformer layer per step); <b>heun</b>: RK2; "
+        "<b>rk4</b>: classical Runge–Kutta; <b>dopri5</b>: adaptive Dormand–Prince 5(4) (rtol, atol), "
+        "landing on every nominal time."},
+    Entry{"integrator.T",
+          "<b>Horizon T</b> — the run covers t ∈ [0, T]; time is depth (x ← x + hΓ(x) is one residual "
+          "layer). T &gt; 0."},
+    Entry{"integrator.steps", "<b>Steps M</b> — nominal step h = T/M; fixed-step methods take exactly M "
+                              "steps, dopri5 lands on each "
+                              "nominal time."},
+    // ---- scene (restart) -----------------------------------------------------------------------------
+    Entry{"d",
+          "<b>Dimension d</b> — tokens x<sub>i</sub> ∈ ℝ<sup>d</sup>. A new d resizes the matrices: Q, K "
+          "become "
+          "I<sub>d</sub>, V and the initial mean/covariance keep their leading block. Restarts the run."},
+    Entry{"n",
+          "<b>Tokens N</b> — the cloud is μ = (1/N) Σ<sub>j</sub> δ<sub>x<sub>j</sub></sub>; cost O(N²d) per "
+          "velocity evaluation. 1 ≤ N ≤ 2<sup>24</sup>."},
+    Entry{"precision",
+          "<b>Precision</b> — arithmetic of the particle simulation: float64 (the reference path) or float32 "
+          "(faster)."},
+    Entry{
+        "initial.kind",
+        "<b>Initial tokens</b> — <b>gaussian</b> N(α, Σ<sub>0</sub>); <b>uniform</b> in a box; <b>rings</b>: "
+        "concentric circles in the first two coordinates; <b>file</b>: tokens from a .npy or .csv file; "
+        "<b>points</b>: points you draw with the mouse in the particle view."},
+    Entry{
+        "initial.seed",
+        "<b>Seed</b> — of the random stream std::mt19937_64(seed); the same seed gives the same tokens, and "
+        "the first tokens of a larger N are the same tokens."},
+    Entry{"initial.mean",
+          "<b>Mean α</b> — x<sub>i</sub> = α + L z<sub>i</sub>, z<sub>i</sub> ~ N(0, I<sub>d</sub>), "
+          "L Lᵀ = Σ<sub>0</sub>."},
+    Entry{"initial.cov",
+          "<b>Covariance Σ<sub>0</sub></b> — symmetric positive semi-definite; x<sub>i</sub> = α + L "
+          "z<sub>i</sub> with L = U diag(√λ) from Σ<sub>0</sub> = U diag(λ) Uᵀ, so a singular Σ<sub>0</sub> "
+          "puts "
+          "the tokens on an affine subspace. Editing entry (i, j) also sets (j, i)."},
+    Entry{"initial.low",
+          "<b>Low corner</b> — uniform box: x<sub>ic</sub> = low<sub>c</sub> + (high<sub>c</sub> − "
+          "low<sub>c</sub>) u, u ~ U[0, 1); low &lt; high in every coordinate."},
+    Entry{"initial.high",
+          "<b>High corner</b> — uniform box: x<sub>ic</sub> = low<sub>c</sub> + (high<sub>c</sub> − "
+          "low<sub>c</sub>) u, u ~ U[0, 1); high &gt; low in every coordinate."},
+    Entry{
+        "initial.radii",
+        "<b>Ring radii</b> (comma separated, each ≥ 0) — token i lies on ring r = radii[⌊iR/N⌋] at a uniform "
+        "angle θ: x<sub>i</sub> = (r cos θ, r sin θ, 0, …, 0). Needs d ≥ 2."},
+    Entry{"initial.noise",
+          "<b>Noise</b> (rings, points) — standard deviation of the Gaussian jitter added to every "
+          "coordinate: x<sub>i</sub> + noise · N(0, I<sub>d</sub>). noise ≥ 0."},
+    Entry{"initial.points",
+          "<b>Drawn points</b> — press <b>Draw</b>, then drag in the particle view: a point every 4 pixels "
+          "along each stroke, in the plane of the 2-D projection (other coordinates 0). Token i = point "
+          "(i mod m) + noise, so N = m (set when you draw) gives exactly the drawn points. Apply restarts."},
+    Entry{"initial.path", "<b>Token file</b> — a NumPy .npy (N × d; float32/float64/int32/int64, C order) or "
+                          "a .csv with N rows "
+                          "of d numbers; row i is token x<sub>i</sub>."},
+    // ---- training (the Flows tab) ---------------------------------------------------------------------
+    Entry{"training.dataset",
+          "<b>Dataset</b> — the 2-D toy law the flow learns (FFJORD / OT-Flow toy_data.py): swissroll, "
+          "circles, rings, moons, 8gaussians, pinwheel, 2spirals, checkerboard. A batch is redrawn every 25 "
+          "iterations from the seeded stream."},
+    Entry{
+        "training.rwpo",
+        "<b>RWPO layer</b> — each of the M layers is a drift step along the OT-Flow potential φ followed by "
+        "the RWPO sub-step x ← x + ½[S<sub>λh</sub>(x) − Σ<sub>j</sub> w<sub>j</sub>(x) x<sub>j</sub>] "
+        "(attention over the batch; λ, β learned). Off: the plain OT-Flow baseline (drift steps only)."},
+    Entry{"training.side_by_side",
+          "<b>Side by side</b> — trains two flows on the same batches from the same seed, one with the RWPO "
+          "layer and one without, one iteration of each in turn, and shows both."},
+    Entry{"training.layers",
+          "<b>Layers M</b> — the flow's time steps on [0, T], T = 1: step h = T/M. Each layer costs one "
+          "evaluation of φ (and one RWPO sub-step)."},
+    Entry{"training.width",
+          "<b>Width m</b> — the ResNet width of the OT-Flow potential φ(s) = wᵀu + ½ sᵀAᵀAs + cᵀs + b, "
+          "s = (x, t), u a two-layer ResNet of width m with activation log(2 cosh ·)."},
+    Entry{"training.batch",
+          "<b>Batch</b> — data points per iteration, drawn afresh every iteration with the RWPO layer (every "
+          "25 without). With the layer every point attends to every other: the cost grows as batch²."},
+    Entry{
+        "training.lr",
+        "<b>Learning rate</b> of Adam, decaying exponentially to lr/10 over 3000 iterations; the pictures "
+        "and "
+        "metrics show the parameters averaged over the last ~200 steps. The gradient's norm is capped at 5× "
+        "its median over the last 64 steps (a batch on which the map folds gives a spike). A non-finite "
+        "loss or gradient rejects the step and halves the rate; accepted steps bring it back over 50 "
+        "iterations."},
+    Entry{"training.lambda0",
+          "<b>λ₀</b> — weight of the L1 prior ψ(x) = λ‖x‖<sub>1</sub>; the RWPO layer soft-thresholds at "
+          "λh. Kept fixed (the CLI's --train-lambda learns it: its gradient misses the jumps of the active "
+          "set 1{|x<sub>i</sub>| &gt; λh}, and λ then climbs and spoils the samples). λ₀ &gt; 0."},
+    Entry{"training.beta0",
+          "<b>β₀</b> — initial inverse temperature (then learned, β = softplus(θ)); the RWPO kernel has "
+          "variance 2h/β. β₀ &gt; 0."},
+    Entry{"training.transportWeight",
+          "<b>Transport weight</b> w — of the transport cost Σ<sub>k</sub> (h/2) mean |∇φ̃|² in the loss "
+          "(16), against the NLL. Default 1/30 (OT-Flow's toy setting): any w &gt; 0 trades fit for short "
+          "paths, and at w = 1 the samples stay visibly biased. w ≥ 0."},
+    Entry{
+        "training.seed",
+        "<b>Seed</b> — of the initial parameters and of the data stream: the same seed and settings give the "
+        "same run, bit for bit."},
+    Entry{"training.evaluate",
+          "<b>Evaluate</b> — held-out metrics now (also every 200 iterations): NLL on 1000 held-out points, "
+          "MMD² between 1000 generated samples and them, KL = NLL − H(p) where the entropy is known. Takes "
+          "seconds with the RWPO layer; the training waits meanwhile."},
+    Entry{"training.status",
+          "<b>Status</b> — the iteration, iterations per second, the current λ, β and learning rate, and the "
+          "last held-out NLL and MMD² (with the iteration they were computed at)."},
+    Entry{"training.loss",
+          "<b>Loss (16)</b> on the batch: NLL + w Σ<sub>k</sub> (h/2) mean |∇φ̃|² (transport, w the "
+          "transport weight) + c Σ<sub>k</sub> h mean R<sub>k</sub>² (HJB; c = 0.1 without the RWPO layer, 0 "
+          "with "
+          "it: there Δψ = #{|x<sub>i</sub>| ≤ λh}/h makes the few tokens inside the threshold dominate R), "
+          "with ∇φ̃ = ∇φ − ∇ψ and "
+          "the HJB residual R = ∂<sub>t</sub>φ + "
+          "½|∇φ̃|² + (Δφ − Δψ)/β at x<sup>k−½</sup> (without RWPO: ∇φ̃ = ∇φ, R = ∂<sub>t</sub>φ + ½|∇φ|²). "
+          "The first 5 % of a long run may be clipped at the top."},
+    Entry{"training.nll",
+          "<b>NLL</b> = −mean log ρ<sub>T</sub>(x), by (24): log ρ<sub>T</sub>(x<sup>M</sup>) = log "
+          "N(x<sup>0</sup>; "
+          "0, I) + Σ<sub>k</sub> [½∇·G<sub>k</sub> + log det(I − h∇²φ)] (the drift's exact log-det; without "
+          "the RWPO layer the density integrates to 1). Line: the training batch; dots: the held-out set."},
+    Entry{
+        "training.lambda",
+        "<b>λ</b> — the L1 prior weight of ψ(x) = λ‖x‖<sub>1</sub>, learned; the RWPO layer's soft threshold "
+        "is λh, S<sub>λh</sub>(x)<sub>i</sub> = sign(x<sub>i</sub>) max(|x<sub>i</sub>| − λh, 0)."},
+    Entry{
+        "training.beta",
+        "<b>β</b> — the inverse temperature, learned; the RWPO kernel's variance is 2h/β: w<sub>j</sub>(x) ∝ "
+        "exp(−(β/4h)|x − x<sub>j</sub>|² + …)."},
+    Entry{
+        "training.mmd2",
+        "<b>Held-out MMD²</b> — unbiased squared maximum mean discrepancy between 1000 generated samples and "
+        "1000 held-out points, kernel exp(−|x − y|²): 0 when the laws agree. Every 200 iterations, or "
+        "Evaluate."},
+    Entry{
+        "training.picture_density",
+        "<b>Data</b> (grey) and <b>generated samples</b> (orange, the same base draws z every time), a few "
+        "trajectories x<sup>0</sup> → x<sup>M</sup> through the layers (thin lines), over the model density "
+        "exp(log ρ<sub>T</sub>) by (24) on a 64 × 64 grid (square-root colour scale). With the RWPO layer "
+        "the "
+        "density is the mean of the densities beside 8 reference draws of the data (each the frozen-key "
+        "map's; "
+        "one draw's is rough where few keys lie within the kernel's width), and sample j inverts draw j mod "
+        "8's "
+        "map. Refreshed every ~0.7 s while training, less often when a picture takes longer (at most a fifth "
+        "of the time)."},
+    Entry{"training.picture_histogram",
+          "<b>Data</b> (grey) and <b>generated samples</b> (orange, the same base draws z every time), a few "
+          "trajectories x<sup>0</sup> → x<sup>M</sup> through the layers (thin lines). The heat map is a 2-D "
+          "histogram of the 1000 generated samples (32 × 32 cells): with the RWPO layer the queries are also "
+          "the keys, so the density of an isolated grid point is not the model's. Refreshed every ~0.7 s "
+          "while training, less often when generating takes longer (at most a fifth of the time)."},
+    // ---- continuous-time Transformers (the Transformers tab) ---------------------------------------------
+    Entry{"transformer.task",
+          "<b>Task</b> — <b>A</b>: 6 tokens x<sub>i</sub> ~ N(0, I<sub>2</sub>), output the "
+          "mean of the final tokens, target y = (‖x̄‖² − 1, sin 3x̄<sub>1</sub>); its optimum has a closed "
+          "form: every token moves on the same straight line at constant speed. <b>B</b>: classify 64-point "
+          "clouds (circle, square, moons, cross; random rotation, scale 0.7–1.3, jitter 0.03)."},
+    Entry{"transformer.architecture",
+          "<b>Architecture</b> — <b>OT-Transformer</b>: one ODE dX/dt = f(X), f the stack of D blocks with "
+          "their skips, M Euler steps on [0, T]. <b>N-ODE</b>: one ODE per block, velocity block(X) − X. "
+          "<b>Discrete</b>: the D blocks applied once each (no transport cost)."},
+    Entry{"transformer.lambda_ot",
+          "<b>λ<sub>OT</sub></b> — weight of the transport cost in objective (8): loss + λ<sub>OT</sub> "
+          "Σ<sub>k</sub> "
+          "Δt ‖f(X<sub>k</sub>)‖². Theorem 2: above the threshold T·L² (L = ‖ψ<sub>o</sub>‖ the head's "
+          "Lipschitz constant) the trained map is Lipschitz with constant at most L / (1 − T "
+          "L²/λ<sub>OT</sub>). "
+          "λ<sub>OT</sub> = 0: the paths zig-zag; large enough: they go straight."},
+    Entry{"transformer.convention",
+          "<b>Transport convention</b> — <b>element mean</b> (the authors' code): Σ Δt ‖f‖² / (B n d); "
+          "<b>paper</b>: ½ Σ Δt ‖f‖²<sub>F</sub> / B. They agree at λ<sub>paper</sub> = 2 λ<sub>code</sub> / "
+          "(n d)."},
+    Entry{"transformer.steps", "<b>Steps M</b> — forward-Euler (or RK4) steps over [0, T], Δt = T / M; the "
+                               "picture shows X<sub>0</sub> "
+                               ".. X<sub>M</sub>."},
+    Entry{"transformer.horizon", "<b>Horizon T</b> — the depth of the ODE: the tokens move for t ∈ [0, T]."},
+    Entry{
+        "transformer.width",
+        "<b>Width d</b> — the token dimension inside the Transformer (task B: a linear embedding R² → "
+        "R<sup>d</sup>; "
+        "the picture projects the paths on their two principal axes). Task A: the tokens live in R²; d &gt; "
+        "2 "
+        "pads them with fixed coordinates, [x; 0], from d = 4 [x; x; 0] (a copy of the initial set: the "
+        "optimal velocity is a function of the initial mean token), from d = 6 with attention initialized to "
+        "route the copy's mean to the MLP. The plain model (d = 2) stays 7–46 % from the closed form; d = 6 "
+        "gets within about 1 %."},
+    Entry{"transformer.increment",
+          "<b>Increment velocity</b> — f(X) = stack(X) − X, the blocks' increments (one Euler step of size 1 "
+          "is "
+          "then the discrete stack), instead of the stack with its skips (the paper's and the code's)."},
+    Entry{"transformer.mlp",
+          "<b>MLP hidden units</b> of each block's MLP g(u) = W<sub>2</sub> tanh(W<sub>1</sub>u + "
+          "b<sub>1</sub>) + b<sub>2</sub>; 0: attention only."},
+    Entry{"transformer.blocks",
+          "<b>Blocks D</b> — Transformer blocks in the velocity (or in the discrete stack)."},
+    Entry{"transformer.integrator", "<b>Integrator</b> — forward Euler (the paper's) or classical RK4, whose "
+                                    "four stages' ‖k‖² are weighted "
+                                    "like the stages in the transport cost."},
+    Entry{
+        "transformer.compare",
+        "<b>Compare with λ<sub>OT</sub> = 0</b> — trains a second model without the transport cost from the "
+        "same seed and the same batches, and draws both."},
+    Entry{"transformer.batch", "<b>Batch</b> — input sets per iteration, drawn fresh every iteration."},
+    Entry{"transformer.lr", "<b>Learning rate</b> of Adam. A non-finite step is rejected and halves it."},
+    Entry{"transformer.seed", "<b>Seed</b> — of the initial parameters and of the data stream: the same "
+                              "settings give the same run."},
+    Entry{"transformer.evaluate",
+          "<b>Evaluate</b> — held-out diagnostics now (also every 250 iterations) on 200 fresh sets: loss, "
+          "transport, straightness ‖X<sub>M</sub> − X<sub>0</sub>‖ / Σ‖ΔX‖, the distance to the closed form "
+          "(task A) or the accuracy (task B), and the empirical Lipschitz ratio."},
+    Entry{
+        "transformer.status",
+        "<b>Status</b> — the iteration and iterations per second, the threshold T·L² next to λ<sub>OT</sub>, "
+        "and per model the batch loss and the last held-out diagnostics."},
+    Entry{"transformer.objective",
+          "<b>Objective (8)</b> on the batch: task loss + λ<sub>OT</sub> · transport (MSE for task A, "
+          "cross-entropy for B)."},
+    Entry{"transformer.transport",
+          "<b>Transport cost</b> Σ<sub>k</sub> Δt ‖f(X<sub>k</sub>)‖² in the chosen convention: the kinetic "
+          "energy of the tokens' paths. Small when they move straight at constant speed."},
+    Entry{"transformer.straightness", "<b>Straightness</b> ‖X<sub>M</sub> − X<sub>0</sub>‖ / Σ<sub>k</sub> "
+                                      "‖X<sub>k+1</sub> − X<sub>k</sub>‖, "
+                                      "averaged over the held-out sets: 1 for straight paths."},
+    Entry{"transformer.target",
+          "<b>Task A</b>: ‖ỹ − ỹ*‖ / ‖ỹ*‖, the distance of the output to the closed-form optimum's "
+          "(ỹ* = y for λ<sub>OT</sub> = 0). <b>Task B</b>: the fraction of sets classified right (line: the "
+          "batch; dots: held-out)."},
+    Entry{"transformer.lipschitz",
+          "<b>Empirical Lipschitz ratio</b> max ‖ỹ<sub>1</sub> − ỹ<sub>2</sub>‖ / ‖X<sub>1</sub>(0) − "
+          "X<sub>2</sub>(0)‖<sub>F</sub> over held-out pairs X<sub>2</sub>(0) = X<sub>1</sub>(0) + 0.1 N(0, "
+          "I), "
+          "and (dashed) Theorem 2's bound L / (1 − T L²/λ<sub>OT</sub>) where λ<sub>OT</sub> is above the "
+          "threshold."},
+    Entry{"transformer.picture",
+          "<b>Tokens moving through depth</b> — one fixed held-out input set: each token's path "
+          "X<sub>0</sub> → "
+          "X<sub>M</sub> (hollow: start, filled: end, a dot per step: equal spacing means constant speed). "
+          "Task "
+          "A with λ<sub>OT</sub> &gt; 0: the closed-form end points X*(T) (crosses) and the optimal straight "
+          "paths (dashed). Task B: the 64 points in R<sup>d</sup>, projected on the two principal axes of "
+          "their "
+          "motion."},
+    // ---- read-outs -----------------------------------------------------------------------------------
+    Entry{"analysis.sym_a",
+          "<b>Eigenvalues of A + Aᵀ</b>, A = Σ<sub>h</sub> c K<sub>h</sub>ᵀQ<sub>h</sub> (score scaling "
+          "included) — the symmetric part of the score matrix."},
+    Entry{
+        "analysis.B",
+        "<b>Eigenvalues of B</b> = Σ<sub>h</sub> V<sub>h</sub>A<sub>h</sub> + A<sub>h</sub>ᵀV<sub>h</sub>ᵀ. "
+        "Prop 2 (one head, V commuting with Σ<sub>0</sub> and B): Σ(t) = (Σ<sub>0</sub><sup>−1</sup> − "
+        "tB)<sup>−1</sup>; a positive eigenvalue means blow-up at t<sub>max</sub> = 1 / "
+        "λ<sub>max</sub>(Σ<sub>0</sub><sup>½</sup> B Σ<sub>0</sub><sup>½</sup>), B ⪯ 0 convergence to a "
+        "covariance of rank = multiplicity of the eigenvalue 0."},
+    Entry{"analysis.regime",
+          "<b>Predicted regime</b> — what the theory (Castin et al., Prop 2) says for these matrices and the "
+          "initial covariance Σ<sub>0</sub> (identity when the initial tokens are not Gaussian)."},
+};
+
+} // namespace
+
+QString parameterTooltip(std::string_view key) {
+    for (const Entry& e : kTable)
+        if (e.key == key) return QStringLiteral("<p>%1</p>").arg(QString::fromUtf8(e.html));
+    return {};
+}
+
+std::vector<std::string_view> parameterTooltipKeys() {
+    std::vector<std::string_view> keys;
+    for (const Entry& e : kTable) keys.push_back(e.key);
+    return keys;
+}
+
+} // namespace flowscope

@@ -1,0 +1,193 @@
+// Flowscope UI: the Particles workspace: tokens as particles under attention, and their Gaussian moments.
+//
+// Pages: the particle view and the covariance cone (the same run, two pictures). Docks: Scene, Presets,
+// Matrices, Plots. Tool bars: Run (open, play / step / reset, frame, speed, preset, backend) and Time (the
+// recorded history's scrubber). Menus: Simulation, Display. Exports: the trajectory, the moment trajectories,
+// the animation. Scene files, presets, recent files and share strings are this workspace's: a scene is what
+// it runs.
+//
+// Scene changes go through openSceneFile()/setScene(), which return false and keep the current scene on
+// failure (the message is in lastError()). Live edits (attention, integrator, quick sliders) go to the
+// running simulation at once and continue from its current state; structural edits (d, N, initial tokens)
+// restart only when the scene panel's Apply asks for it.
+#pragma once
+
+#include "engine/runner/SimulationRunner.h"
+#include "engine/scene/Scene.h"
+#include "ui/export/ExportService.h"
+#include "ui/shell/Workspace.h"
+#include "ui/views/ParticleView.h"
+
+#include <QStringList>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+class QActionGroup;
+class QComboBox;
+class QLabel;
+class QMainWindow;
+class QOffscreenSurface;
+class QSlider;
+
+namespace flowscope {
+
+class ConeView;
+class ElidedLabel;
+class MatrixEditor;
+class PlotsPanel;
+class PresetBrowser;
+class ScenePanel;
+
+// "0, 2" or "1, 3, 4": the coordinate axes a projection shows, checked against d. nullopt (and why) when the
+// text is not two or three indices in [0, d).
+std::optional<ProjectionSpec> parseAxes(const QString& text, int d, QString* why = nullptr);
+
+class ParticlesWorkspace : public Workspace {
+    Q_OBJECT
+  public:
+    explicit ParticlesWorkspace(QMainWindow* host);
+    ~ParticlesWorkspace() override;
+
+    QString id() const override { return QStringLiteral("particles"); }
+    QList<WorkspacePage> pages() const override;
+    QList<WorkspaceDock> docks() const override;
+    QList<QToolBar*> toolBars() const override;
+    QList<QMenu*> menus() const override;
+    QList<QAction*> exportActions() const override;
+    QWidget* plotsOf(QWidget* page) const override;
+    void setActive(bool active) override;
+    void setTheme(ThemeKind kind) override;
+    void saveSettings(QSettings& s) const override;
+    void restoreSettings(QSettings& s) override;
+
+    // Scenes. openSceneFile() adds the file to the recent files; setScene() keeps `sourcePath` for Save.
+    bool openSceneFile(const QString& path);
+    bool setScene(const Scene& scene, const QString& sourcePath = {});
+    // Writes the current scene (with its live edits and view settings) atomically.
+    bool saveSceneFile(const QString& path);
+    const std::optional<Scene>& scene() const { return scene_; }
+    QString scenePath() const { return scenePath_; }
+    // The scene saved in the settings, when there is one that still parses (restoreSettings() reads it).
+    std::optional<std::pair<Scene, QString>> savedScene() const { return savedScene_; }
+    // Lists the *.json files of `dir` in the preset combo and the presets browser.
+    void setPresetDirectory(const QString& dir);
+    QStringList recentFiles() const { return recent_; }
+    // Edit ▸ Copy / Paste scene as share string (engine/io/ShareString.h): the current scene with its live
+    // edits, as Save writes it; empty (and *why) when there is none. openShareString() decodes (surrounding
+    // whitespace ignored) and opens it.
+    QString shareString(QString* why = nullptr) const;
+    bool openShareString(const QString& text);
+
+    // Where velocities are computed: a backend id ("cpu", "gl", "vulkan"), opened on the simulation's worker;
+    // one that cannot run falls back to the CPU with a note in the status bar.
+    void setBackend(const QString& id);
+    QString backend() const;
+
+    // Run controls.
+    void togglePlay();
+    void play();
+    void stepOnce();
+    void reset();
+    void frameAll();
+    void setMaxSpeed(bool on); // no steps/s cap
+    void setStepsPerSecond(double rate);
+    // Time scrubber: preview the recorded frame `index` (play or step continues from it).
+    void scrubTo(int index);
+
+    // Exports (ExportService.h); false with lastError().
+    bool exportTrajectory(const QString& path, bool asFloat32 = false);
+    bool exportMoments(const QString& path, const ExportProgress& progress = {});
+    // The scene as it runs now (live edits included) from t = 0, drawn offscreen; options.view picks the
+    // particles, the cone or the disc.
+    bool exportAnimation(const AnimationOptions& options, const QString& path,
+                         const ExportProgress& progress = {});
+
+    SimulationRunner& runner() { return runner_; }
+    ParticleView* particleView() const { return view_; }
+    ConeView* coneView() const { return cone_; }
+    ScenePanel* scenePanel() const { return scenePanel_; }
+    MatrixEditor* matrixEditor() const { return matrixEditor_; }
+    PresetBrowser* presetBrowser() const { return presets_; }
+    PlotsPanel* plotsPanel() const { return plots_; }
+    QSlider* scrubber() const { return scrubber_; }
+    // File menu entries the shell places (the scene is this workspace's document).
+    QList<QAction*> fileActions() const; // open, save, save as
+    QMenu* recentMenu() const { return recentMenu_; }
+    QList<QAction*> editActions() const; // copy / paste share string
+
+  signals:
+    void titleChanged(const QString& sceneName); // the window title names the scene
+
+  private:
+    void buildActions();
+    void buildDocks();
+    void buildToolBars();
+    void buildMenus();
+    void connectViews();
+    void selectPresetFor(const QString& path);
+    void applyAttention(const AttentionSpec& spec, QObject* from);
+    void applyIntegrator(const IntegratorSpec& spec);
+    void continueFromScrub();
+    void addRecent(const QString& path);
+    void rebuildRecentMenu();
+    void syncRateControls();
+    void updateControls();
+    void onSnapshot();
+    void updatePlots();
+    void openSceneDialog();
+    void saveSceneDialog();
+    void openPreset(int index);
+    enum class ExportKind { Trajectory, Moments };
+    void exportDialog(ExportKind kind);
+    void exportAnimationDialog();
+    void copyShareString();
+    void pasteShareString();
+    QWidget* hostWidget() const { return host(); }
+
+    QMainWindow* window_;
+    // Declared before the runner: its worker's OpenGL context is current on this surface until it joins.
+    std::unique_ptr<QOffscreenSurface> computeSurface_;
+    SimulationRunner runner_;
+    ParticleView* view_ = nullptr;
+    ConeView* cone_ = nullptr;
+    ScenePanel* scenePanel_ = nullptr;
+    MatrixEditor* matrixEditor_ = nullptr;
+    PresetBrowser* presets_ = nullptr;
+    PlotsPanel* plots_ = nullptr;
+    QList<WorkspaceDock> docks_;
+    std::optional<Scene> scene_;
+    std::optional<std::pair<Scene, QString>> savedScene_;
+    std::vector<HeadParams> baseHeads_; // V before the quick V-scale slider
+    QString scenePath_;
+    QString presetDir_;
+    QStringList recent_;
+    std::optional<int> scrubIndex_; // the recorded frame previewed, when not following the run
+    double rate_ = WorkerLoop::kDefaultStepsPerSecond;
+    std::optional<std::pair<bool, bool>> controlsState_; // (playing, have a scene) the actions show
+
+    QAction *openAction_ = nullptr, *saveAction_ = nullptr, *saveAsAction_ = nullptr;
+    QAction *playAction_ = nullptr, *stepAction_ = nullptr, *resetAction_ = nullptr, *frameAction_ = nullptr;
+    QAction *maxSpeedAction_ = nullptr, *overlayAction_ = nullptr, *hudAction_ = nullptr;
+    QAction *trailsAction_ = nullptr, *discAction_ = nullptr, *axesAction_ = nullptr;
+    QAction *copyShareAction_ = nullptr, *pasteShareAction_ = nullptr;
+    QAction *trajectoryExport_ = nullptr, *momentsExport_ = nullptr, *animationExport_ = nullptr;
+    QActionGroup* colorGroup_ = nullptr;
+    QActionGroup* projectionGroup_ = nullptr;
+    QMenu* recentMenu_ = nullptr;
+    QMenu* simulationMenu_ = nullptr;
+    QMenu* displayMenu_ = nullptr;
+    QToolBar* runBar_ = nullptr;
+    QToolBar* timeBar_ = nullptr;
+    QComboBox* presetCombo_ = nullptr;
+    QComboBox* backendCombo_ = nullptr; // data: the backend ids
+    QLabel* backendNote_ = nullptr;     // status bar: why the chosen backend is not running
+    QSlider* speed_ = nullptr;
+    QLabel* speedLabel_ = nullptr;
+    QSlider* scrubber_ = nullptr;
+    QLabel* scrubLabel_ = nullptr;
+    ElidedLabel* sceneLabel_ = nullptr;
+};
+
+} // namespace flowscope
