@@ -1,11 +1,13 @@
 // Flowscope engine: the Scene, one value that describes a whole experiment.
 //
 // Presets, save/load, the CLI, the GUI and the tests all speak Scene. Its JSON schema is documented in
-// docs/scene.md; SceneJson.cpp parses and validates it (every error names the offending field by JSON
-// pointer) and writes it back. Loading a scene and running it reproduces the run bit-for-bit on one build.
+// docs/scene.md; SceneRead.cpp parses and validates it (every error names the offending field by JSON
+// pointer, in the style of engine/io/JsonReader.h) and SceneWrite.cpp writes it back. Loading a scene and
+// running it reproduces the run bit-for-bit on one build.
 #pragma once
 
 #include "engine/core/Types.h"
+#include "engine/io/JsonReader.h"
 
 #include <cstdint>
 #include <optional>
@@ -129,11 +131,10 @@ struct Scene {
     std::string viewJson = "{}"; // view settings, opaque to the engine (GUI-owned), kept as JSON text
 };
 
-// A validation or parse error, naming the field by JSON pointer (e.g. "/attention/heads/1/V").
-struct SceneError : std::runtime_error {
-    SceneError(std::string pointer, const std::string& message)
-        : std::runtime_error(pointer + ": " + message), pointer(std::move(pointer)) {}
-    std::string pointer;
+// A validation or parse error of a scene, naming the field by JSON pointer (e.g. "/attention/heads/1/V");
+// its own type so that a front end can tell a bad scene (exit code 2) from other JSON.
+struct SceneError : JsonError {
+    using JsonError::JsonError;
 };
 
 // Parse and validate a scene from JSON text. `baseDir` resolves relative file paths. Throws SceneError.
