@@ -2,17 +2,21 @@
 
 #include "engine/flows/Trainer.h"
 #include "engine/io/AtomicFile.h"
-#include "engine/io/JsonField.h"
+#include "engine/io/JsonReader.h"
+#include "engine/io/JsonWrite.h"
 #include "engine/io/OutputSet.h"
 #include "engine/io/Safetensors.h"
 
 #include <algorithm>
-#include <cmath>
+#include <array>
 #include <stdexcept>
 
 namespace flowscope::flows {
 
 namespace {
+
+// The records' tables of numbers write NaN and inf as null (engine/io/JsonWrite.h).
+constexpr auto number = &numberJson;
 
 constexpr const char* kFormat = "flowscope-flow";
 constexpr int kVersion = 1;
@@ -21,17 +25,8 @@ constexpr const char* kReferenceTensor =
     "reference"; // d x R·n: the RWPO model's keys, R draws of n (FlowModel::reference)
 constexpr const char* kReferenceDrawsKey = "flowscope_reference_draws"; // R; absent in older files: 1
 
-const char* kernelName(RwpoKernel k) {
-    switch (k) {
-    case RwpoKernel::Corrected:
-        return "corrected";
-    case RwpoKernel::AsPrinted:
-        return "as-printed";
-    case RwpoKernel::Separable:
-        return "separable";
-    }
-    return "?";
-}
+// The names of RwpoKernel in a record, in enum order.
+constexpr std::array<std::string_view, 3> kKernelNames{"corrected", "as-printed", "separable"};
 
 // The named tensors of a model's parameters, in a fixed order.
 template <class F> void forEachTensor(FlowParams<float>& p, F&& f) {
@@ -40,8 +35,35 @@ template <class F> void forEachTensor(FlowParams<float>& p, F&& f) {
     f(p.betaRaw, std::string("beta_raw"));
 }
 
-nlohmann::json number(double v) {
-    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+// The architecture (a record's "/architecture"). Lenient about unknown keys: a file written by a later
+// version may carry fields this one does not know.
+FlowConfig readFlowConfig(const JsonReader& j) {
+    j.expectObject();
+    FlowConfig c;
+    c.d = int(j.require("d").integer(1, 64));
+    c.width = int(j.require("width").integer(1, 1024));
+    c.depth = int(j.require("depth").integer(2, 16));
+    c.layers = int(j.require("layers").integer(1, 256));
+    c.T = j.require("T").numberIn(1e-9, 1e9);
+    c.rwpo = j.require("rwpo").boolean();
+    c.rwpoOptions.leaveOneOut = j.require("leave_one_out").boolean();
+    c.rwpoOptions.exactLogDet = j.require("exact_log_det").boolean();
+    // Absent in the files of earlier versions: they were trained to first order.
+    c.exactDriftLogDet = false;
+    if (auto v = j.find("exact_drift_log_det")) c.exactDriftLogDet = v->boolean();
+    c.lambda0 = j.require("lambda0").numberIn(1e-300, 1e300);
+    c.beta0 = j.require("beta0").numberIn(1e-300, 1e300);
+    c.trainLambda = j.require("train_lambda").boolean();
+    c.trainBeta = j.require("train_beta").boolean();
+    c.transportWeight = j.require("transport_weight").numberIn(0.0, 1e300);
+    c.hjbWeight = j.require("hjb_weight").numberIn(0.0, 1e300);
+    if (auto v = j.find("seed")) c.seed = v->unsignedInteger();
+    c.rwpoOptions.kernel = RwpoKernel::Corrected;
+    if (auto v = j.find("kernel")) c.rwpoOptions.kernel = RwpoKernel(v->choice("kernel", kKernelNames));
+    if (c.rwpoOptions.exactLogDet && c.rwpoOptions.kernel != RwpoKernel::Separable && c.d != 2)
+        j.failAt("exact_log_det", "needs d = 2 for a vector kernel");
+    if (c.exactDriftLogDet && c.d > 2) j.failAt("exact_drift_log_det", "needs d <= 2");
+    return c;
 }
 
 } // namespace
@@ -61,7 +83,7 @@ nlohmann::json toJson(const FlowConfig& c) {
             {"layers", c.layers},
             {"T", c.T},
             {"rwpo", c.rwpo},
-            {"kernel", kernelName(c.rwpoOptions.kernel)},
+            {"kernel", kKernelNames[std::size_t(c.rwpoOptions.kernel)]},
             {"leave_one_out", c.rwpoOptions.leaveOneOut},
             {"exact_log_det", c.rwpoOptions.exactLogDet},
             {"exact_drift_log_det", c.exactDriftLogDet},
@@ -75,47 +97,8 @@ nlohmann::json toJson(const FlowConfig& c) {
 }
 
 FlowConfig flowConfigFromJson(const nlohmann::json& j) {
-    if (!j.is_object()) throw std::runtime_error("architecture: expected an object");
-    FlowConfig c;
-    auto field = [&](const char* name, auto& out, auto lo, auto hi) {
-        readJsonField(j, "architecture", name, out, double(lo), double(hi));
-    };
-    field("d", c.d, 1, 64);
-    field("width", c.width, 1, 1024);
-    field("depth", c.depth, 2, 16);
-    field("layers", c.layers, 1, 256);
-    field("T", c.T, 1e-9, 1e9);
-    field("rwpo", c.rwpo, 0, 1);
-    field("leave_one_out", c.rwpoOptions.leaveOneOut, 0, 1);
-    field("exact_log_det", c.rwpoOptions.exactLogDet, 0, 1);
-    c.exactDriftLogDet = false; // absent in the files of earlier versions: they were trained to first order
-    if (j.contains("exact_drift_log_det")) field("exact_drift_log_det", c.exactDriftLogDet, 0, 1);
-    field("lambda0", c.lambda0, 1e-300, 1e300);
-    field("beta0", c.beta0, 1e-300, 1e300);
-    field("train_lambda", c.trainLambda, 0, 1);
-    field("train_beta", c.trainBeta, 0, 1);
-    field("transport_weight", c.transportWeight, 0.0, 1e300);
-    field("hjb_weight", c.hjbWeight, 0.0, 1e300);
-    if (j.contains("seed")) {
-        if (!j["seed"].is_number_unsigned())
-            throw std::runtime_error("architecture/seed: expected an unsigned integer");
-        c.seed = j["seed"].get<std::uint64_t>();
-    }
-    const std::string kernel = j.value("kernel", std::string("corrected"));
-    if (kernel == "corrected")
-        c.rwpoOptions.kernel = RwpoKernel::Corrected;
-    else if (kernel == "as-printed")
-        c.rwpoOptions.kernel = RwpoKernel::AsPrinted;
-    else if (kernel == "separable")
-        c.rwpoOptions.kernel = RwpoKernel::Separable;
-    else
-        throw std::runtime_error("architecture/kernel: '" + kernel +
-                                 "' is not corrected, as-printed or separable");
-    if (c.rwpoOptions.exactLogDet && c.rwpoOptions.kernel != RwpoKernel::Separable && c.d != 2)
-        throw std::runtime_error("architecture/exact_log_det: needs d = 2 for a vector kernel");
-    if (c.exactDriftLogDet && c.d > 2)
-        throw std::runtime_error("architecture/exact_drift_log_det: needs d <= 2");
-    return c;
+    const JsonReader::Json architecture(j);
+    return readFlowConfig(JsonReader(architecture, "/architecture"));
 }
 
 void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::json record) {
@@ -215,7 +198,8 @@ FlowModel<float> loadFlow(const std::string& path) {
         throw std::runtime_error(path + ": not a Flowscope flow (no '" + kMetadataKey + "' metadata)");
     FlowConfig config;
     try {
-        config = flowConfigFromJson(nlohmann::json::parse(meta->second));
+        const JsonReader::Json architecture = parseJson(meta->second, 64, "/architecture");
+        config = readFlowConfig(JsonReader(architecture, "/architecture"));
     } catch (const std::exception& e) {
         throw std::runtime_error(path + ": " + e.what());
     }

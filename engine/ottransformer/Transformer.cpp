@@ -39,6 +39,12 @@ E parse(const Names<E> (&table)[N], const std::string& s, const char* what) {
     throw std::invalid_argument(std::string(what) + ": unknown value \"" + s + "\" (valid: " + valid + ")");
 }
 
+template <class E, std::size_t N> std::vector<std::string_view> namesIn(const Names<E> (&table)[N]) {
+    std::vector<std::string_view> names;
+    for (const auto& e : table) names.push_back(e.name);
+    return names;
+}
+
 void require(bool ok, const char* field, const std::string& what) {
     if (!ok) throw std::invalid_argument(std::string("transformer: ") + field + " " + what);
 }
@@ -108,6 +114,21 @@ Head headFromString(const std::string& s) {
 }
 Activation activationFromString(const std::string& s) {
     return parse(kActivations, s, "activation");
+}
+template <> std::vector<std::string_view> namesOf<Architecture>() {
+    return namesIn(kArchitectures);
+}
+template <> std::vector<std::string_view> namesOf<Integrator>() {
+    return namesIn(kIntegrators);
+}
+template <> std::vector<std::string_view> namesOf<KineticConvention>() {
+    return namesIn(kConventions);
+}
+template <> std::vector<std::string_view> namesOf<Head>() {
+    return namesIn(kHeads);
+}
+template <> std::vector<std::string_view> namesOf<Activation>() {
+    return namesIn(kActivations);
 }
 
 void validate(const TransformerConfig& c) {

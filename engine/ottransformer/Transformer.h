@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace flowscope::ot {
@@ -55,6 +56,14 @@ Integrator integratorFromString(const std::string& s);
 KineticConvention conventionFromString(const std::string& s);
 Head headFromString(const std::string& s);
 Activation activationFromString(const std::string& s);
+// The names toString gives the values of E (Architecture, Integrator, KineticConvention, Head, Activation):
+// what a record or an option may say.
+template <class E> std::vector<std::string_view> namesOf();
+template <> std::vector<std::string_view> namesOf<Architecture>();
+template <> std::vector<std::string_view> namesOf<Integrator>();
+template <> std::vector<std::string_view> namesOf<KineticConvention>();
+template <> std::vector<std::string_view> namesOf<Head>();
+template <> std::vector<std::string_view> namesOf<Activation>();
 
 struct TransformerConfig {
     int inputDim = 2;   // token features at the input

@@ -2,11 +2,11 @@
 
 #include "engine/flows/FlowIo.h"
 #include "engine/io/AtomicFile.h"
-#include "engine/io/JsonField.h"
+#include "engine/io/JsonReader.h"
+#include "engine/io/JsonWrite.h"
 #include "engine/io/OutputSet.h"
 #include "engine/io/Safetensors.h"
 
-#include <cmath>
 #include <set>
 #include <stdexcept>
 #include <utility>
@@ -15,22 +15,52 @@ namespace flowscope::ot {
 
 namespace {
 
+// The records' tables of numbers write NaN and inf as null (engine/io/JsonWrite.h).
+constexpr auto number = &numberJson;
+
 constexpr const char* kMetadataKey = "flowscope_transformer";
 constexpr const char* kFormat = "flowscope-transformer";
 constexpr int kVersion = 1;
 
-nlohmann::json number(double v) {
-    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+// Member `name` of `j`: one of the names toString gives an E.
+template <class E> E readEnum(const JsonReader& j, const char* name, E (*fromString)(const std::string&)) {
+    const std::vector<std::string_view> names = namesOf<E>();
+    return fromString(std::string(names[std::size_t(j.require(name).choice(name, names))]));
 }
 
-template <class E, class F> void readEnum(const nlohmann::json& j, const char* name, E& out, F parse) {
-    const std::string where = std::string("architecture/") + name;
-    if (!j.contains(name) || !j[name].is_string()) throw std::runtime_error(where + ": expected a string");
+// The architecture (a record's "/architecture"). Lenient about unknown keys, like the flows' records.
+TransformerConfig readTransformerConfig(const JsonReader& j) {
+    j.expectObject();
+    TransformerConfig c;
+    c.inputDim = int(j.require("input_dim").integer(1, 1024));
+    c.embed = j.require("embed").boolean();
+    c.width = int(j.require("width").integer(1, 1024));
+    c.heads = int(j.require("heads").integer(1, 64));
+    c.headDim = int(j.require("head_dim").integer(1, 1024));
+    c.mlpHidden = int(j.require("mlp_hidden").integer(0, 4096));
+    c.layerNorm = j.require("layer_norm").boolean();
+    c.blocks = int(j.require("blocks").integer(1, 64));
+    c.incrementVelocity = j.require("increment_velocity").boolean();
+    c.steps = int(j.require("steps").integer(1, 1000));
+    c.horizon = j.require("horizon").numberIn(1e-300, 1e300);
+    c.classes = int(j.require("classes").integer(2, 1000));
+    c.lambdaOt = j.require("lambda_ot").numberIn(0, 1e300);
+    // Absent in older files: off.
+    for (auto [name, flag] : {std::pair{"pad_embed", &c.padEmbed}, std::pair{"pad_copy", &c.padCopy},
+                              std::pair{"routing_init", &c.routingInit}})
+        if (auto v = j.find(name)) *flag = v->boolean();
+    c.activation = readEnum(j, "activation", activationFromString);
+    c.architecture = readEnum(j, "architecture", architectureFromString);
+    c.integrator = readEnum(j, "integrator", integratorFromString);
+    c.head = readEnum(j, "head", headFromString);
+    c.convention = readEnum(j, "convention", conventionFromString);
+    c.seed = j.require("seed").unsignedInteger();
     try {
-        out = parse(j[name].get<std::string>());
+        validate(c);
     } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(where + ": " + e.what());
+        j.fail(e.what());
     }
+    return c;
 }
 
 } // namespace
@@ -61,42 +91,8 @@ nlohmann::json toJson(const TransformerConfig& c) {
 }
 
 TransformerConfig transformerConfigFromJson(const nlohmann::json& j) {
-    if (!j.is_object()) throw std::runtime_error("architecture: expected an object");
-    TransformerConfig c;
-    auto field = [&](const char* name, auto& out, double lo, double hi) {
-        readJsonField(j, "architecture", name, out, lo, hi);
-    };
-    field("input_dim", c.inputDim, 1, 1024);
-    field("embed", c.embed, 0, 1);
-    field("width", c.width, 1, 1024);
-    field("heads", c.heads, 1, 64);
-    field("head_dim", c.headDim, 1, 1024);
-    field("mlp_hidden", c.mlpHidden, 0, 4096);
-    field("layer_norm", c.layerNorm, 0, 1);
-    field("blocks", c.blocks, 1, 64);
-    field("increment_velocity", c.incrementVelocity, 0, 1);
-    field("steps", c.steps, 1, 1000);
-    field("horizon", c.horizon, 1e-300, 1e300);
-    field("classes", c.classes, 2, 1000);
-    field("lambda_ot", c.lambdaOt, 0, 1e300);
-    // Absent in older files: off.
-    for (auto [name, flag] : {std::pair{"pad_embed", &c.padEmbed}, std::pair{"pad_copy", &c.padCopy},
-                              std::pair{"routing_init", &c.routingInit}})
-        if (j.contains(name)) field(name, *flag, 0, 1);
-    readEnum(j, "activation", c.activation, activationFromString);
-    readEnum(j, "architecture", c.architecture, architectureFromString);
-    readEnum(j, "integrator", c.integrator, integratorFromString);
-    readEnum(j, "head", c.head, headFromString);
-    readEnum(j, "convention", c.convention, conventionFromString);
-    if (!j.contains("seed") || !j["seed"].is_number_unsigned())
-        throw std::runtime_error("architecture/seed: expected an unsigned integer");
-    c.seed = j["seed"].get<std::uint64_t>();
-    try {
-        validate(c);
-    } catch (const std::invalid_argument& e) {
-        throw std::runtime_error(std::string("architecture: ") + e.what());
-    }
-    return c;
+    const JsonReader::Json architecture(j);
+    return readTransformerConfig(JsonReader(architecture, "/architecture"));
 }
 
 nlohmann::json toJson(const OtEvaluation& e) {
@@ -195,7 +191,8 @@ TransformerModel loadTransformer(const std::string& path) {
                                  "' metadata)");
     TransformerConfig config;
     try {
-        config = transformerConfigFromJson(nlohmann::json::parse(meta->second));
+        const JsonReader::Json architecture = parseJson(meta->second, 64, "/architecture");
+        config = readTransformerConfig(JsonReader(architecture, "/architecture"));
     } catch (const std::exception& e) {
         throw std::runtime_error(path + ": " + e.what());
     }

@@ -1,7 +1,9 @@
 // Tests of the JSON reader (engine/io/JsonReader): every error names its field by JSON pointer, in one style,
-// and suggests the nearest name for a typo.
+// and suggests the nearest name for a typo; and of the records that read through it (flows, Transformers).
+#include "engine/flows/FlowIo.h"
 #include "engine/io/JsonReader.h"
 #include "engine/io/JsonWrite.h"
+#include "engine/ottransformer/TransformerIo.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -171,6 +173,34 @@ TEST(JsonWrite, NonFiniteNumbersAreNull) {
         parseJson(R"({"a": [[1, 0], [0, 1]], "b": {"eps": 1.0, "tol": 1e-09}, "c": [{"x": 1}]})");
     EXPECT_EQ(parseJson(prettyJson(doc)), doc);
     EXPECT_THAT(prettyJson(doc), HasSubstr("\"a\": [[1, 0], [0, 1]]"));
+}
+
+// The model records read through the same reader: the same style, with the record's pointer.
+TEST(JsonReader, ModelRecordsNameTheirFieldsInTheSameStyle) {
+    nlohmann::json flow = flows::toJson(flows::FlowConfig{});
+    flow["kernel"] = "separabel";
+    try {
+        flows::flowConfigFromJson(flow);
+        ADD_FAILURE() << "no error";
+    } catch (const JsonError& e) {
+        EXPECT_EQ(e.pointer, "/architecture/kernel");
+        EXPECT_THAT(e.detail, HasSubstr("did you mean \"separable\"?"));
+    }
+    flow = flows::toJson(flows::FlowConfig{});
+    flow["future_field"] = 1; // records are lenient about keys a later version may add
+    EXPECT_NO_THROW(flows::flowConfigFromJson(flow));
+    flow.erase("width");
+    EXPECT_EQ(errorOf([&] { flows::flowConfigFromJson(flow); }).pointer, "/architecture/width");
+
+    nlohmann::json transformer = ot::toJson(ot::TransformerConfig{});
+    transformer["integrator"] = "rk5";
+    const JsonError e = errorOf([&] { ot::transformerConfigFromJson(transformer); });
+    EXPECT_EQ(e.pointer, "/architecture/integrator");
+    EXPECT_EQ(e.detail, "unknown integrator \"rk5\" (expected one of euler, rk4); did you mean \"rk4\"?");
+    transformer = ot::toJson(ot::TransformerConfig{});
+    transformer["steps"] = 0;
+    EXPECT_EQ(std::string(errorOf([&] { ot::transformerConfigFromJson(transformer); }).what()),
+              "/architecture/steps: expected integer >= 1, got 0");
 }
 
 } // namespace
