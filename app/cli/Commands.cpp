@@ -105,22 +105,6 @@ double parsePositive(const std::string& text, const std::string& option, bool al
                      quoteForMessage(text));
 }
 
-nlohmann::json numberJson(double v) {
-    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
-}
-
-nlohmann::json vectorJson(const Vec& v) {
-    nlohmann::json out = nlohmann::json::array();
-    for (Eigen::Index i = 0; i < v.size(); ++i) out.push_back(numberJson(v[i]));
-    return out;
-}
-
-nlohmann::json matrixJson(const Mat& m) {
-    nlohmann::json rows = nlohmann::json::array();
-    for (Eigen::Index r = 0; r < m.rows(); ++r) rows.push_back(vectorJson(m.row(r).transpose()));
-    return rows;
-}
-
 namespace {
 
 const char* eventKind(RunEvent::Kind k) {

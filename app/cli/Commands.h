@@ -4,6 +4,7 @@
 
 #include "engine/attention/Backend.h"
 #include "engine/core/Types.h"
+#include "engine/io/JsonWrite.h" // numberJson, vectorJson, matrixJson for the commands' JSON output
 #include "engine/scene/Scene.h"
 
 #include <iostream>
@@ -45,12 +46,6 @@ ComputeBackend openCliBackend(const std::string& name);
 // The files a scene's run reads (the scene file when `arg` names one, a token file), for OutputSet's check
 // that no output replaces an input.
 std::vector<std::string> sceneInputs(const std::string& arg, const Scene& scene);
-
-// JSON output helpers: numbers, vectors and matrices (rows of numbers); NaN and inf are not JSON and are
-// written as null.
-nlohmann::json numberJson(double v);
-nlohmann::json vectorJson(const Vec& v);
-nlohmann::json matrixJson(const Mat& m);
 
 // Small argument helpers: "--name value" options and positional arguments.
 struct ArgParser {
