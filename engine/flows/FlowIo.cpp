@@ -121,10 +121,7 @@ void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::
     record["lambda"] = p.lambda();
     record["beta"] = p.beta();
     record["h"] = c.h();
-    writeOutputSet({path, configPathFor(path)}, [&] { // the record last: it names what the model file is
-        writeSafetensors(path, file);
-        writeFileAtomically(configPathFor(path), [&](std::ostream& out) { out << record.dump(2) << "\n"; });
-    });
+    writeModelFiles(path, file, record);
 }
 
 void saveFlow(const std::string& path, const FlowTrainer& trainer, double trainSeconds) {
@@ -166,8 +163,6 @@ nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stop
                                    {"min_det", number(e.minDet)},
                                    {"folded_fraction", number(e.foldedFraction)},
                                    {"grid_mass", number(e.gridMass)}});
-    record["metrics"] = evaluationsJson.empty() ? nlohmann::json(nullptr) : evaluationsJson.back();
-    record["evaluations"] = evaluationsJson;
     nlohmann::json curve = {{"loss", nlohmann::json::array()},      {"nll", nlohmann::json::array()},
                             {"transport", nlohmann::json::array()}, {"hjb", nlohmann::json::array()},
                             {"lambda", nlohmann::json::array()},    {"beta", nlohmann::json::array()},
@@ -183,11 +178,25 @@ nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stop
         if (r.clipped) curve["clipped"].push_back(r.iteration);
     }
     record["curve"] = curve;
+    addEvaluations(record, evaluationsJson, events);
+    return record;
+}
+
+void addEvaluations(nlohmann::json& record, const nlohmann::json& evaluations,
+                    const std::vector<TrainEvent>& events) {
+    record["metrics"] = evaluations.empty() ? nlohmann::json(nullptr) : evaluations.back();
+    record["evaluations"] = evaluations;
     nlohmann::json eventsJson = nlohmann::json::array();
     for (const TrainEvent& e : events)
         eventsJson.push_back({{"iteration", e.iteration}, {"message", e.message}});
     record["events"] = eventsJson;
-    return record;
+}
+
+void writeModelFiles(const std::string& path, const SafeTensors& file, const nlohmann::json& record) {
+    writeOutputSet({path, configPathFor(path)}, [&] {
+        writeSafetensors(path, file);
+        writeFileAtomically(configPathFor(path), [&](std::ostream& out) { out << record.dump(2) << "\n"; });
+    });
 }
 
 FlowModel<float> loadFlow(const std::string& path) {

@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+namespace flowscope {
+struct SafeTensors;
+} // namespace flowscope
+
 namespace flowscope::flows {
 
 class FlowTrainer;
@@ -36,6 +40,14 @@ nlohmann::json trainingRecord(const TrainerConfig& c, long iterations, bool stop
                               const std::vector<TrainRecord>& history,
                               const std::vector<Evaluation>& evaluations,
                               const std::vector<TrainEvent>& events, double trainSeconds);
+
+// What every trained model's record holds (the flows' and the Transformers'): "evaluations", "metrics" (the
+// last evaluation, or null before the first) and "events".
+void addEvaluations(nlohmann::json& record, const nlohmann::json& evaluations,
+                    const std::vector<TrainEvent>& events);
+// Writes a model file and its record beside it (configPathFor) as one output set, the record last: it names
+// what the model file is.
+void writeModelFiles(const std::string& path, const SafeTensors& file, const nlohmann::json& record);
 
 // Loads what saveFlow wrote (the .safetensors alone suffices). Throws std::runtime_error naming the file and
 // the field for malformed or mismatched files.

@@ -1,7 +1,6 @@
 #include "engine/ottransformer/TransformerIo.h"
 
 #include "engine/flows/FlowIo.h"
-#include "engine/io/AtomicFile.h"
 #include "engine/io/JsonReader.h"
 #include "engine/io/JsonWrite.h"
 #include "engine/io/OutputSet.h"
@@ -126,11 +125,7 @@ void saveTransformer(const std::string& path, const TransformerModel& model, nlo
     record["version"] = kVersion;
     record["architecture"] = architecture;
     record["parameters"] = model.params().count();
-    writeOutputSet({path, flows::configPathFor(path)}, [&] { // the record last
-        writeSafetensors(path, file);
-        writeFileAtomically(flows::configPathFor(path),
-                            [&](std::ostream& out) { out << record.dump(2) << "\n"; });
-    });
+    flows::writeModelFiles(path, file, record);
 }
 
 void saveTransformer(const std::string& path, const OtTrainer& trainer, double trainSeconds,
@@ -160,8 +155,6 @@ nlohmann::json trainingRecord(const OtTrainerConfig& c, long iterations, bool st
                           {"stopped", stopped}};
     nlohmann::json evaluationsJson = nlohmann::json::array();
     for (const OtEvaluation& e : evaluations) evaluationsJson.push_back(toJson(e));
-    record["metrics"] = evaluationsJson.empty() ? nlohmann::json(nullptr) : evaluationsJson.back();
-    record["evaluations"] = evaluationsJson;
     nlohmann::json curve = {{"loss", nlohmann::json::array()},
                             {"task_loss", nlohmann::json::array()},
                             {"transport", nlohmann::json::array()},
@@ -175,10 +168,7 @@ nlohmann::json trainingRecord(const OtTrainerConfig& c, long iterations, bool st
         if (r.rejected) curve["rejected"].push_back(r.iteration);
     }
     record["curve"] = curve;
-    nlohmann::json eventsJson = nlohmann::json::array();
-    for (const flows::TrainEvent& e : events)
-        eventsJson.push_back({{"iteration", e.iteration}, {"message", e.message}});
-    record["events"] = eventsJson;
+    flows::addEvaluations(record, evaluationsJson, events);
     return record;
 }
 
