@@ -8,10 +8,10 @@
 #include "engine/io/AtomicFile.h"
 #include "engine/io/Npy.h"
 #include "engine/io/OutputSet.h"
-#include "engine/io/ShareString.h"
 #include "engine/io/Trajectory.h"
 #include "engine/scene/RunBudget.h"
 #include "engine/scene/Scene.h"
+#include "engine/scene/SceneShareString.h"
 
 #include <algorithm>
 #include <cmath>

@@ -35,7 +35,7 @@ int trainTransformer(const Args& args);
 int evalTransformer(const Args& args);
 int share(const Args& args);
 
-// A SCENE.json positional: a scene file, or a share string in its place (engine/io/ShareString.h; an
+// A SCENE.json positional: a scene file, or a share string in its place (engine/scene/SceneShareString.h; an
 // existing file of that name wins). Throws SceneError or ShareStringError (both exit code 2).
 Scene loadSceneArg(const std::string& arg);
 

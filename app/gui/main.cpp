@@ -17,7 +17,7 @@
 #include "engine/flows/ModelFile.h"
 #include "engine/io/AtomicFile.h"
 #include "engine/io/OutputSet.h"
-#include "engine/io/ShareString.h"
+#include "engine/scene/SceneShareString.h"
 #include "engine/scene/DefaultScene.h"
 #include "ui/panels/TrainingPanel.h"
 #include "ui/panels/TransformerPanel.h"

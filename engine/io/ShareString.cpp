@@ -1,7 +1,6 @@
-// Flowscope engine: the scene share string (see ShareString.h for the format).
+// Flowscope engine: the share string's text format (see ShareString.h).
 #include "engine/io/ShareString.h"
 
-#include <nlohmann/json.hpp>
 #include <zlib.h>
 
 #include <array>
@@ -14,17 +13,14 @@ namespace flowscope {
 namespace {
 
 constexpr std::string_view kVersion = "fs1";
-constexpr int kMaxJsonDepth = 64; // as sceneFromJson
-// sceneFromJson's limit on inline points (more tokens belong in a .npy file, which a string cannot carry).
-constexpr Eigen::Index kMaxInlinePoints = 65536;
 // Base64url of 4 MiB of deflate output (deflate never expands by more than a few bytes per 16 KiB block),
 // with room to spare: a longer text cannot be a string this build wrote.
 constexpr std::size_t kMaxTextBytes = std::size_t(6) << 20;
 
 constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-[[noreturn]] void fail(const std::string& what) {
-    throw ShareStringError("share string: " + what);
+void fail(const std::string& what) {
+    shareStringFail(what);
 }
 
 bool isSpace(char c) {
@@ -141,38 +137,18 @@ std::string inflateCapped(const std::vector<unsigned char>& data) {
 
 } // namespace
 
-std::string encodeShareString(const Scene& scene) {
-    Scene s = scene;
-    if (s.initial.kind == InitKind::File) {
-        // Inline the tokens: kind "points" with N = m points and no jitter gives token i = row i exactly.
-        if (s.n > kMaxInlinePoints)
-            fail("/initial/path: " + std::to_string(s.n) + " tokens from a file are more than the " +
-                 std::to_string(kMaxInlinePoints) + " a scene can hold inline; share the scene file and \"" +
-                 s.initial.path + "\" instead");
-        Tokens tokens;
-        try {
-            tokens = initialTokens(s);
-        } catch (const std::exception& e) {
-            fail(std::string("cannot inline the tokens: ") + e.what());
-        }
-        s.initial.kind = InitKind::Points;
-        s.initial.points = std::move(tokens);
-        s.initial.noise = 0.0;
-    }
-    s.initial.path.clear(); // unused by every other kind
-    std::string json;
-    try {
-        json = nlohmann::ordered_json::parse(sceneToJson(s)).dump();
-    } catch (const std::exception& e) {
-        fail(e.what());
-    }
+void shareStringFail(const std::string& what) {
+    throw ShareStringError("share string: " + what);
+}
+
+std::string encodeShareText(const std::string& json) {
     if (json.size() > kShareStringMaxJsonBytes)
-        fail("the scene's JSON is " + std::to_string(json.size()) + " bytes, more than the 4 MiB a share " +
+        fail("the JSON is " + std::to_string(json.size()) + " bytes, more than the 4 MiB a share " +
              "string holds");
     return std::string(kVersion) + "." + base64url(deflate9(json));
 }
 
-Scene decodeShareString(std::string_view text) {
+std::string decodeShareText(std::string_view text) {
     std::size_t begin = 0, end = text.size();
     while (begin < end && isSpace(text[begin])) ++begin;
     while (end > begin && isSpace(text[end - 1])) --end;
@@ -188,31 +164,7 @@ Scene decodeShareString(std::string_view text) {
              std::string(kVersion) + ")");
     const std::string_view payload = t.substr(dot + 1);
     if (payload.empty()) fail("truncated (nothing after \"" + std::string(kVersion) + ".\")");
-    const std::string json = inflateCapped(fromBase64url(payload, begin + dot + 1));
-
-    // A string never refers to local files: refuse kind "file" before sceneFromJson goes looking for one.
-    // Parsed with sceneFromJson's depth limit: a few KB of "[[[[..." would otherwise cost hundreds of MB.
-    const auto root = nlohmann::json::parse(
-        json,
-        [](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-            using E = nlohmann::json::parse_event_t;
-            if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth)
-                fail("expected at most 64 levels of JSON nesting");
-            return true;
-        },
-        false);
-    if (root.is_object() && root.contains("initial") && root["initial"].is_object() &&
-        root["initial"].value("kind", nlohmann::json()) == "file")
-        fail("/initial/kind: \"file\" is not allowed in a share string (it would read a local file); the "
-             "tokens belong inline, as kind \"points\"");
-    try {
-        return sceneFromJson(json, ".");
-    } catch (const SceneError& e) {
-        // Whole-document errors (syntax) have no pointer: drop the empty one and its ": ".
-        fail(e.pointer.empty() ? std::string(e.what()).substr(2) : e.what());
-    } catch (const std::exception& e) {
-        fail(e.what());
-    }
+    return inflateCapped(fromBase64url(payload, begin + dot + 1));
 }
 
 bool looksLikeShareString(std::string_view text) {

@@ -1,12 +1,10 @@
-// Flowscope engine: the scene share string, a whole scene as one compact URL-safe line.
+// Flowscope engine: the share string's text format, one compact URL-safe line that carries a JSON document.
 //
 // Format: "fs1." then base64url (RFC 4648 section 5: A-Z a-z 0-9 - _, no padding) of the zlib stream
-// (deflate level 9) of the scene's compact JSON (sceneToJson, re-dumped without whitespace). The version
-// prefix names the payload format; this build writes and reads fs1. Decoding a string and running the scene
-// reproduces the run of the scene it was made from bit-for-bit on one build.
+// (deflate level 9) of compact JSON text. The version prefix names the payload format; this build writes and
+// reads fs1. This layer knows bytes and text only: what the JSON means (a scene) is engine/scene/
+// SceneShareString.h's business, so io/ never depends on scene/.
 #pragma once
-
-#include "engine/scene/Scene.h"
 
 #include <cstddef>
 #include <stdexcept>
@@ -23,17 +21,18 @@ struct ShareStringError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// Deterministic: the same scene gives the same string. Tokens read from a file (initial kind "file") are
-// inlined as kind "points" (the same tokens, so the same run); a path the scene's kind does not use is
-// dropped (a shared string should not carry local paths). Throws ShareStringError when the file cannot be
-// read, holds more than the 65536 points a scene may inline, or the JSON exceeds 4 MiB.
-std::string encodeShareString(const Scene& s);
+// Deterministic: the same text gives the same string. `json` should be compact (no whitespace) to keep the
+// string short; it is not parsed here. Throws ShareStringError when it exceeds 4 MiB.
+std::string encodeShareText(const std::string& json);
 
-// Parses and validates. Surrounding whitespace (a pasted newline) is ignored. Throws ShareStringError for
-// empty, truncated or corrupt input, bad characters (position counted from 1), an unknown version, more
-// than 4 MiB of JSON, and for scene errors (the message of sceneFromJson, prefixed); a string never refers
-// to local files, so initial kind "file" is refused.
-Scene decodeShareString(std::string_view text);
+// The JSON text a share string carries, not yet parsed. Surrounding whitespace (a pasted newline) is
+// ignored. Throws ShareStringError for empty, truncated or corrupt input, bad characters (position counted
+// from 1), an unknown version and more than 4 MiB of JSON.
+std::string decodeShareText(std::string_view text);
+
+// Throws ShareStringError with `what` after the "share string: " prefix; for the layers that parse the
+// payload, so that their messages read like this layer's.
+[[noreturn]] void shareStringFail(const std::string& what);
 
 // True when `text` starts like a share string ("fs", a version number, "."), valid or not: callers that take
 // a scene file or a share string use it to decide which one they were given.

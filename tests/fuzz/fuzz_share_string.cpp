@@ -2,7 +2,7 @@
 // that decodes to the same scene.
 #include "FuzzInput.h"
 
-#include "engine/io/ShareString.h"
+#include "engine/scene/SceneShareString.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     using namespace flowscope;

@@ -4,9 +4,9 @@
 #include "engine/flows/FlowIo.h"
 #include "engine/io/Npy.h"
 #include "engine/io/Safetensors.h"
-#include "engine/io/ShareString.h"
 #include "engine/ottransformer/TransformerIo.h"
 #include "engine/scene/Scene.h"
+#include "engine/scene/SceneShareString.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,8 +1,8 @@
 // Tests of the scene share string (engine/io/ShareString.cpp): exact round trips, the format itself (checked
 // against an independent base64url and zlib here), and one clear message for each kind of bad input.
 #include "engine/io/Npy.h"
-#include "engine/io/ShareString.h"
 #include "engine/scene/Scene.h"
+#include "engine/scene/SceneShareString.h"
 
 #include "../TempDir.h"
 

@@ -4,7 +4,7 @@
 #include "engine/gpu/Backend.h"
 #endif
 
-#include "engine/io/ShareString.h"
+#include "engine/scene/SceneShareString.h"
 #include "ui/export/AnimationExporter.h"
 #include "ui/export/ExportDialogs.h"
 #include "ui/panels/MatrixEditor.h"
