@@ -1,5 +1,5 @@
 // Flowscope: one head's share of the velocity, from the streaming kernel's outputs, on the GPU
-// (engine/gpu/GlStepper.h). Per token i:
+// (engine/gpu/gl/GlStepper.h). Per token i:
 //     avg_i = num_i / den_i (softmax), e^{m_i} num_i / n (exp), num_i / n (relu, sigmoid)
 //     vel_i (+)= W avg_i,   W = outScale * V  (d x d, formed on the host in double, rounded once)
 // which is KernelAttention's normalizeHeadAverage and head sum, in float32. The last head may also project

@@ -1,4 +1,5 @@
-// Flowscope: one Runge-Kutta combination on the GPU (engine/gpu/GlStepper.h). Per token i and coordinate c:
+// Flowscope: one Runge-Kutta combination on the GPU (engine/gpu/gl/GlStepper.h).
+// Per token i and coordinate c:
 //     target = x + a * (w0 k0 + w1 k1 + w2 k2 + w3 k3)   (the first `count` stage velocities)
 // summed in that order, as engine/dynamics/Integrator.cpp writes each stage (e.g. RK4's final update is
 // a = h / 6, w = 1, 2, 2, 1). The target is the stage buffer y (next stage input) or x itself (the step's

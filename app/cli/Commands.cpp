@@ -3,7 +3,7 @@
 #include "engine/core/Text.h"
 #include "engine/dynamics/Simulation.h"
 #if FLOWSCOPE_HAVE_GPU
-#include "engine/gpu/Backend.h"
+#include "engine/gpu/common/Backend.h"
 #endif
 #include "engine/io/AtomicFile.h"
 #include "engine/io/Npy.h"

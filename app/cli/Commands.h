@@ -39,7 +39,7 @@ int share(const Args& args);
 // existing file of that name wins). Throws SceneError or ShareStringError (both exit code 2).
 Scene loadSceneArg(const std::string& arg);
 
-// The --backend option: "cpu", "gl" or "vulkan" (engine/gpu/Backend.h where this build has it); throws
+// The --backend option: "cpu", "gl" or "vulkan" (engine/gpu/common/Backend.h where this build has it); throws
 // UsageError naming why the backend is unavailable.
 ComputeBackend openCliBackend(const std::string& name);
 

@@ -22,7 +22,7 @@
 #include "engine/core/Text.h"
 #include "engine/dynamics/Observables.h"
 #include "engine/dynamics/Simulation.h"
-#include "engine/gpu/GlContext.h"
+#include "engine/gpu/gl/GlContext.h"
 #include "engine/media/FrameSink.h"
 #include "render/GlApi.h"
 #include "ui/export/AnimationExporter.h"

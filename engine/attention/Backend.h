@@ -2,7 +2,7 @@
 //
 // A backend is a FieldFactory plus the device it keeps alive, so Simulation and the benchmarks take it
 // without knowing which one they got. The CPU one is here; the GPU ones (OpenGL, Vulkan) are opened by name
-// in engine/gpu/Backend.h, which builds only where EGL is found.
+// in engine/gpu/common/Backend.h, which builds only where EGL is found.
 #pragma once
 
 #include "engine/attention/VelocityField.h"

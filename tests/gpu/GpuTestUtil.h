@@ -5,12 +5,12 @@
 
 #include "engine/attention/KernelAttention.h"
 #include "engine/dynamics/Integrator.h"
-#include "engine/gpu/GlContext.h"
-#include "engine/gpu/GlKernelField.h"
+#include "engine/gpu/gl/GlContext.h"
+#include "engine/gpu/gl/GlKernelField.h"
 #include "engine/scene/Scene.h"
 #if FLOWSCOPE_HAVE_VULKAN
-#include "engine/gpu/VkContext.h"
-#include "engine/gpu/VkKernelField.h"
+#include "engine/gpu/vulkan/VkContext.h"
+#include "engine/gpu/vulkan/VkKernelField.h"
 #endif
 
 #include <gtest/gtest.h>
@@ -26,7 +26,7 @@
 #include <vector>
 
 namespace flowscope {
-class VkContext; // engine/gpu/VkContext.h, only in builds with FLOWSCOPE_HAVE_VULKAN
+class VkContext; // engine/gpu/vulkan/VkContext.h, only in builds with FLOWSCOPE_HAVE_VULKAN
 }
 
 namespace flowscope::test {

@@ -3,7 +3,7 @@
 #include "GpuTestUtil.h"
 
 #if FLOWSCOPE_HAVE_VULKAN
-#include "engine/gpu/VkContext.h"
+#include "engine/gpu/vulkan/VkContext.h"
 #endif
 
 namespace flowscope::test {

@@ -1,9 +1,9 @@
 // The OpenGL compute host: context, embedded shaders, compile errors, buffers, unsupported variants.
 #include "GpuTestUtil.h"
 
-#include "engine/gpu/EmbeddedShaders.h"
-#include "engine/gpu/GlCompute.h"
-#include "engine/gpu/GlKernelField.h"
+#include "engine/gpu/gl/EmbeddedShaders.h"
+#include "engine/gpu/gl/GlCompute.h"
+#include "engine/gpu/gl/GlKernelField.h"
 
 using namespace flowscope;
 using namespace flowscope::test;

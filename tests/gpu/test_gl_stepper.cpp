@@ -4,7 +4,7 @@
 
 #include "engine/attention/StreamKernel.h"
 #include "engine/dynamics/Integrator.h"
-#include "engine/gpu/GlStepper.h"
+#include "engine/gpu/gl/GlStepper.h"
 
 #include <chrono>
 #include <cstdio>

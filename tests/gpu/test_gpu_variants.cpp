@@ -1,8 +1,9 @@
 // The variants built from several streaming passes or none (Sinkhorn, RWPO, drifting, linear) on both GPU
 // backends against the CPU float64 reference. The GPU field is the variant's own CPU class with its passes on
-// the GPU (engine/gpu/GpuField.h), so this checks the passes under each variant's use of them: Sinkhorn's
-// log-sum-exp passes (VALUES = 0) and biases, RWPO's explicit queries and one-dimensional passes, drifting's
-// Gaussian kernel. Default shader path only (test_gpu_kernel_field.cpp covers every path), fewer sizes.
+// the GPU (engine/gpu/common/GpuField.h), so this checks the passes under each variant's use of them:
+// Sinkhorn's log-sum-exp passes (VALUES = 0) and biases, RWPO's explicit queries and one-dimensional passes,
+// drifting's Gaussian kernel. Default shader path only (test_gpu_kernel_field.cpp covers every path), fewer
+// sizes.
 //
 // Criterion as test_gpu_kernel_field.cpp: the GPU float32 error is at most twice the CPU float32 error, both
 // against CPU float64, plus 4 float32 ulps of the largest velocity where CPU float32 is exact, plus for RWPO

@@ -4,9 +4,9 @@
 
 #if FLOWSCOPE_HAVE_VULKAN
 
-#include "engine/gpu/VkCompute.h"
-#include "engine/gpu/VkKernelField.h"
-#include "engine/gpu/VkSpirv.h"
+#include "engine/gpu/vulkan/VkCompute.h"
+#include "engine/gpu/vulkan/VkKernelField.h"
+#include "engine/gpu/vulkan/VkSpirv.h"
 
 using namespace flowscope;
 using namespace flowscope::test;

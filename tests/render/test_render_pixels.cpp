@@ -1,7 +1,7 @@
 // The shared renderers (render/) drawn headless: an EGL surfaceless context (Mesa's llvmpipe without a GPU),
 // an offscreen framebuffer, pixels read back. Every expectation is geometry: where a matrix puts a point,
 // how large a sprite of a given size is, what "source over" blending gives. Skips where no context exists.
-#include "engine/gpu/GlContext.h"
+#include "engine/gpu/gl/GlContext.h"
 #include "render/ConeRenderer.h"
 #include "render/GlApi.h"
 #include "render/OffscreenTarget.h"

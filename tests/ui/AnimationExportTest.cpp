@@ -24,7 +24,7 @@
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #if FLOWSCOPE_UI_TESTS_EGL
-#include "engine/gpu/GlContext.h"
+#include "engine/gpu/gl/GlContext.h"
 #include <EGL/egl.h>
 #endif
 

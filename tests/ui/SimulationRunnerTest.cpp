@@ -4,7 +4,7 @@
 
 #include "engine/runner/SimulationRunner.h"
 #if FLOWSCOPE_HAVE_GPU
-#include "engine/gpu/Backend.h"
+#include "engine/gpu/common/Backend.h"
 #endif
 
 #include <gtest/gtest.h>

@@ -6,9 +6,9 @@
 #include <QOpenGLContext>
 
 #if FLOWSCOPE_HAVE_GPU
-#include "engine/gpu/GlFunctions.h"
-#include "engine/gpu/GlKernelField.h"
-#include "engine/gpu/GlStepper.h"
+#include "engine/gpu/gl/GlFunctions.h"
+#include "engine/gpu/gl/GlKernelField.h"
+#include "engine/gpu/gl/GlStepper.h"
 #endif
 
 namespace flowscope {

@@ -1,10 +1,10 @@
 // Flowscope UI: the OpenGL compute backend in the views' share group.
 //
-// The headless backend (engine/gpu/Backend.h) computes in an EGL context of its own, whose buffers no window
-// can see. The GUI's opens a Qt context that shares objects with every view (Qt's global share context;
-// requestOpenGLCore sets AA_ShareOpenGLContexts), current on the simulation thread on an offscreen surface.
-// Runs that the OpenGL stepper can take keep their tokens on the GPU, and the particle view draws the device
-// copies they publish (Snapshot::device) straight from GPU memory.
+// The headless backend (engine/gpu/common/Backend.h) computes in an EGL context of its own, whose buffers no
+// window can see. The GUI's opens a Qt context that shares objects with every view (Qt's global share
+// context; requestOpenGLCore sets AA_ShareOpenGLContexts), current on the simulation thread on an offscreen
+// surface. Runs that the OpenGL stepper can take keep their tokens on the GPU, and the particle view draws
+// the device copies they publish (Snapshot::device) straight from GPU memory.
 #pragma once
 
 #include "engine/runner/SimulationRunner.h"

@@ -1,7 +1,7 @@
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 
 #if FLOWSCOPE_HAVE_GPU
-#include "engine/gpu/Backend.h"
+#include "engine/gpu/common/Backend.h"
 #endif
 
 #include "engine/scene/SceneShareString.h"

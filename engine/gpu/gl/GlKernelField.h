@@ -1,12 +1,12 @@
 // Flowscope GPU: every attention variant on OpenGL 4.3 compute.
 //
-// A GpuField (engine/gpu/GpuField.h: the variant's own CPU class, its streaming passes on the GPU) with a
-// GlStreamRunner. The passes (shaders/stream_kernel.comp) run in float32 and meet the StreamArgs contract, so
-// the field is tested against the CPU float64 reference.
+// A GpuField (engine/gpu/common/GpuField.h: the variant's own CPU class, its streaming passes on the GPU)
+// with a GlStreamRunner. The passes (shaders/stream_kernel.comp) run in float32 and meet the StreamArgs
+// contract, so the field is tested against the CPU float64 reference.
 #pragma once
 
-#include "engine/gpu/GlStreamRunner.h"
-#include "engine/gpu/GpuField.h"
+#include "engine/gpu/common/GpuField.h"
+#include "engine/gpu/gl/GlStreamRunner.h"
 
 namespace flowscope {
 

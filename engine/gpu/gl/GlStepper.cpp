@@ -1,8 +1,8 @@
-#include "engine/gpu/GlStepper.h"
+#include "engine/gpu/gl/GlStepper.h"
 
 #include "engine/attention/SphereProjection.h"
-#include "engine/gpu/EmbeddedShaders.h"
-#include "engine/gpu/GlStreamRunner.h"
+#include "engine/gpu/gl/EmbeddedShaders.h"
+#include "engine/gpu/gl/GlStreamRunner.h"
 
 #include <algorithm>
 #include <bit>

@@ -6,7 +6,7 @@
 // function table by pointer; create, use and destroy them while their context is current on the thread.
 #pragma once
 
-#include "engine/gpu/GlFunctions.h"
+#include "engine/gpu/gl/GlFunctions.h"
 
 #include <cstddef>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "engine/gpu/GpuField.h"
+#include "engine/gpu/common/GpuField.h"
 
 namespace flowscope {
 

@@ -10,12 +10,12 @@
 // docs/ARCHITECTURE.md, threads).
 //
 // What runs where: the head setup (B, V, outScale, weighting) is the variant's own CPU setupHead, through
-// kernelAverageReference (engine/gpu/KernelPass.h), so no variant math is repeated; the GPU does float32
-// arithmetic only. Supported: softmax, exp, relu, sigmoid, masked (causal), multi-head, beta, scaleByRootK,
-// keyframes (heads re-set up at every stage time), sphere (tangent projection of each stage velocity and
-// re-normalization after each step, as SphereProjection and Simulation do). Not supported (SceneError): heads
-// whose key biases or queries depend on the tokens (l2: -beta |K x_j|^2), non-kernel variants, and adaptive
-// Dormand-Prince (fixed steps only).
+// kernelAverageReference (engine/gpu/common/KernelPass.h), so no variant math is repeated; the GPU does
+// float32 arithmetic only. Supported: softmax, exp, relu, sigmoid, masked (causal), multi-head, beta,
+// scaleByRootK, keyframes (heads re-set up at every stage time), sphere (tangent projection of each stage
+// velocity and re-normalization after each step, as SphereProjection and Simulation do). Not supported
+// (SceneError): heads whose key biases or queries depend on the tokens (l2: -beta |K x_j|^2), non-kernel
+// variants, and adaptive Dormand-Prince (fixed steps only).
 //
 // Divergence is not checked on the GPU yet: the caller checks the tokens it downloads (finite, max norm).
 // The context of `gl` must be current on the calling thread for every call, the destructor included.
@@ -23,9 +23,9 @@
 
 #include "engine/attention/KernelAttention.h"
 #include "engine/dynamics/DeviceStepper.h"
-#include "engine/gpu/GlCompute.h"
-#include "engine/gpu/GlStreamRunner.h"
-#include "engine/gpu/KernelPass.h"
+#include "engine/gpu/common/KernelPass.h"
+#include "engine/gpu/gl/GlCompute.h"
+#include "engine/gpu/gl/GlStreamRunner.h"
 
 #include <memory>
 #include <optional>

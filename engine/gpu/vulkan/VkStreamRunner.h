@@ -3,12 +3,12 @@
 // The Vulkan host of shaders/stream_kernel.comp: the GLSL compiled once to SPIR-V at build time, one
 // pipeline per kernel variant (the knobs are specialization constants), built on first use and cached, and
 // the five storage buffers the kernel reads and writes. Everything else is KernelPassRunner's
-// (engine/gpu/KernelPass.h, shared with OpenGL). Headless: the CLI, tests and benchmarks use it where there
-// is no OpenGL context to borrow.
+// (engine/gpu/common/KernelPass.h, shared with OpenGL). Headless: the CLI, tests and benchmarks use it where
+// there is no OpenGL context to borrow.
 #pragma once
 
-#include "engine/gpu/KernelPass.h"
-#include "engine/gpu/VkCompute.h"
+#include "engine/gpu/common/KernelPass.h"
+#include "engine/gpu/vulkan/VkCompute.h"
 
 namespace flowscope {
 

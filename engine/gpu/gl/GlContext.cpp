@@ -1,4 +1,4 @@
-#include "engine/gpu/GlContext.h"
+#include "engine/gpu/gl/GlContext.h"
 
 #include <EGL/egl.h>
 #include <EGL/eglext.h>

@@ -1,6 +1,6 @@
-#include "engine/gpu/GlStreamRunner.h"
+#include "engine/gpu/gl/GlStreamRunner.h"
 
-#include "engine/gpu/EmbeddedShaders.h"
+#include "engine/gpu/gl/EmbeddedShaders.h"
 
 #include <cstdint>
 

@@ -6,7 +6,7 @@
 // GlFunctions table from the QOpenGLWidget's context instead.
 #pragma once
 
-#include "engine/gpu/GlFunctions.h"
+#include "engine/gpu/gl/GlFunctions.h"
 
 #include <memory>
 #include <string>

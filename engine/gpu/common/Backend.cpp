@@ -1,11 +1,11 @@
-#include "engine/gpu/Backend.h"
+#include "engine/gpu/common/Backend.h"
 
-#include "engine/gpu/GlContext.h"
-#include "engine/gpu/GlKernelField.h"
-#include "engine/gpu/GlStepper.h"
+#include "engine/gpu/gl/GlContext.h"
+#include "engine/gpu/gl/GlKernelField.h"
+#include "engine/gpu/gl/GlStepper.h"
 #if FLOWSCOPE_HAVE_VULKAN
-#include "engine/gpu/VkContext.h"
-#include "engine/gpu/VkKernelField.h"
+#include "engine/gpu/vulkan/VkContext.h"
+#include "engine/gpu/vulkan/VkKernelField.h"
 #endif
 
 namespace flowscope {

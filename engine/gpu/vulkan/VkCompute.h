@@ -8,7 +8,7 @@
 // naming the VkResult. Objects hold the context by pointer; it must outlive them.
 #pragma once
 
-#include "engine/gpu/VkContext.h"
+#include "engine/gpu/vulkan/VkContext.h"
 
 #include <cstddef>
 #include <cstdint>

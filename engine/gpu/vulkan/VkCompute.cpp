@@ -1,4 +1,4 @@
-#include "engine/gpu/VkCompute.h"
+#include "engine/gpu/vulkan/VkCompute.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,12 +1,12 @@
 // Flowscope GPU: every attention variant on Vulkan compute.
 //
-// A GpuField (engine/gpu/GpuField.h: the variant's own CPU class, its streaming passes on the GPU) with a
-// VkStreamRunner: the same GLSL as OpenGL, compiled to SPIR-V at build time and specialized per kernel
+// A GpuField (engine/gpu/common/GpuField.h: the variant's own CPU class, its streaming passes on the GPU)
+// with a VkStreamRunner: the same GLSL as OpenGL, compiled to SPIR-V at build time and specialized per kernel
 // variant. Headless: the CLI, tests and benchmarks use it where there is no OpenGL context to borrow.
 #pragma once
 
-#include "engine/gpu/GpuField.h"
-#include "engine/gpu/VkStreamRunner.h"
+#include "engine/gpu/common/GpuField.h"
+#include "engine/gpu/vulkan/VkStreamRunner.h"
 
 namespace flowscope {
 

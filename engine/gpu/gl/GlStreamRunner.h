@@ -2,11 +2,11 @@
 //
 // The OpenGL host of shaders/stream_kernel.comp: one program per kernel variant (the knobs are #defines),
 // compiled on first use and cached, and the five storage buffers the kernel reads and writes. Everything
-// else is KernelPassRunner's (engine/gpu/KernelPass.h, shared with Vulkan).
+// else is KernelPassRunner's (engine/gpu/common/KernelPass.h, shared with Vulkan).
 #pragma once
 
-#include "engine/gpu/GlCompute.h"
-#include "engine/gpu/KernelPass.h"
+#include "engine/gpu/common/KernelPass.h"
+#include "engine/gpu/gl/GlCompute.h"
 
 #include <map>
 #include <string>

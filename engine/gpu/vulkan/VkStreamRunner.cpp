@@ -1,6 +1,6 @@
-#include "engine/gpu/VkStreamRunner.h"
+#include "engine/gpu/vulkan/VkStreamRunner.h"
 
-#include "engine/gpu/VkSpirv.h"
+#include "engine/gpu/vulkan/VkSpirv.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "engine/gpu/GlKernelField.h"
+#include "engine/gpu/gl/GlKernelField.h"
 
 #include "engine/attention/SphereProjection.h"
 

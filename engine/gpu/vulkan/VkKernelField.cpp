@@ -1,4 +1,4 @@
-#include "engine/gpu/VkKernelField.h"
+#include "engine/gpu/vulkan/VkKernelField.h"
 
 #include "engine/attention/SphereProjection.h"
 

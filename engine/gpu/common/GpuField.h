@@ -8,7 +8,7 @@
 // projection is added by makeGlField / makeVkField, as makeCpuField adds it on the CPU.
 #pragma once
 
-#include "engine/gpu/KernelPass.h"
+#include "engine/gpu/common/KernelPass.h"
 
 #include <memory>
 #include <string>

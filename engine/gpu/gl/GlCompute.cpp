@@ -1,4 +1,4 @@
-#include "engine/gpu/GlCompute.h"
+#include "engine/gpu/gl/GlCompute.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "engine/gpu/VkContext.h"
+#include "engine/gpu/vulkan/VkContext.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "engine/gpu/GlFunctions.h"
+#include "engine/gpu/gl/GlFunctions.h"
 
 namespace flowscope {
 

@@ -1,4 +1,4 @@
-#include "engine/gpu/KernelPass.h"
+#include "engine/gpu/common/KernelPass.h"
 
 #include <cstring>
 #include <stdexcept>
