@@ -24,7 +24,7 @@ TEST(GlContext, HeadlessContextOffersCompute) {
 TEST(GlContext, LoadingFromAContextWithoutFunctionsSaysWhich) {
     GlFunctions gl;
     std::string why;
-    EXPECT_FALSE(gl.load([](const char*) { return GlProc(nullptr); }, &why));
+    EXPECT_FALSE(gl.load([](const char*) { return GlProc(nullptr); }, GlFunctions::Use::Compute, &why));
     EXPECT_NE(why.find("glGetString"), std::string::npos) << why;
 }
 

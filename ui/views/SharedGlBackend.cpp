@@ -37,7 +37,8 @@ SimulationRunner::BackendOpener sharedGlBackendOpener(QOffscreenSurface* surface
             throw BackendError("backend gl is unavailable: no OpenGL context could be made current");
         std::string why;
         QOpenGLContext* ctx = &device->context;
-        if (!device->gl.load([ctx](const char* name) { return GlProc(ctx->getProcAddress(name)); }, &why))
+        if (!device->gl.load([ctx](const char* name) { return GlProc(ctx->getProcAddress(name)); },
+                             GlFunctions::Use::Compute, &why))
             throw BackendError("backend gl is unavailable: " + why);
 
         ComputeBackend b;

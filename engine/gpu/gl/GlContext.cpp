@@ -83,7 +83,7 @@ std::unique_ptr<GlContext> GlContext::createHeadless(std::string* whyNot) {
     if (!c->makeCurrent()) return fail(eglErrorText("eglMakeCurrent without a surface"));
     std::string why;
     const GlProcLoader load = [](const char* name) { return GlProc(eglGetProcAddress(name)); };
-    if (!c->gl_.load(load, &why)) return fail(why);
+    if (!c->gl_.load(load, GlFunctions::Use::Compute, &why)) return fail(why);
     return c;
 }
 
