@@ -23,6 +23,7 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -195,13 +196,13 @@ std::vector<long> parseList(const std::string& text) {
 int benchRun(const Args& args) {
     ArgParser p(args);
     if (p.flag("--help")) {
-        std::cout
-            << "usage: flowscope-cli bench run [--json] [--backend cpu|gl|vulkan] [--d 3] [--n 16384,...] "
-               "[--every 4] [--steps 20]\n";
+        std::cout << withBackendChoices(
+            "usage: flowscope-cli bench run [--json] [--backend {backends}] [--d 3] "
+            "[--n 16384,...] [--every 4] [--steps 20]\n");
         return 0;
     }
     const bool json = p.flag("--json");
-    const std::string backendName = p.option("--backend", "cpu");
+    const std::string backendName = p.option("--backend", defaultBackendId());
     const int d = int(parseLong(p.option("--d", "3"), "--d", 1, 64));
     const auto ns = parseList(p.option("--n", "16384"));
     const int every = int(parseLong(p.option("--every", "4"), "--every", 1, 1 << 20));
@@ -211,7 +212,7 @@ int benchRun(const Args& args) {
     const ComputeBackend backend = openCliBackend(backendName);
     if (!json)
         std::cout << "whole runs: softmax d = " << d << ", Euler, float32, " << steps
-                  << " steps recording every " << every << " (backend " << backend.kind
+                  << " steps recording every " << every << " (backend " << backend.id
                   << (backend.device.empty() ? "" : ": " + backend.device) << ")\n";
     for (const long n : ns) {
         Scene s;
@@ -246,7 +247,7 @@ int benchRun(const Args& args) {
         // the device's work too.
         const double aloneRecords = alone.download + alone.pass + alone.moments + alone.clusters;
         const double stepMs = 1e3 * std::max(0.0, aloneWall - aloneRecords) / std::max(1L, alone.steps);
-        const nlohmann::json row = {{"backend", backend.kind},
+        const nlohmann::json row = {{"backend", backend.id},
                                     {"device", backend.device},
                                     {"n", n},
                                     {"d", d},
@@ -293,7 +294,7 @@ int bench(const Args& raw) {
     const std::string precisionText = p.option("--precision", "float32");
     const std::string variantsText = p.option("--variants", "");
     const bool noBaseline = p.flag("--no-baseline");
-    const std::string backendName = p.option("--backend", "cpu");
+    const std::string backendName = p.option("--backend", defaultBackendId());
     const std::string peakText = p.option("--peak-flops", "");
     const bool deviceSteps = p.flag("--device-steps");
     if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
@@ -317,8 +318,8 @@ int bench(const Args& raw) {
 
     const ComputeBackend backend = openCliBackend(backendName);
     if (deviceSteps && !backend.makeStepper)
-        throw UsageError("--device-steps: backend " + backend.kind +
-                         " has no device stepper (try --backend gl)");
+        throw UsageError("--device-steps: backend " + backend.id + " has no device stepper (try --backend " +
+                         deviceStepBackends() + ")");
     double peak = 0.0;
     if (!peakText.empty()) {
         try {
@@ -340,8 +341,8 @@ int bench(const Args& raw) {
             << (deviceSteps ? "Euler steps on the device (" + std::to_string(kDeviceBatch) +
                                   " per read-back), one evaluation each"
                             : std::string("one velocity evaluation"))
-            << ", d = " << d << ", " << precisionText << ", backend " << backend.kind << " ("
-            << backend.device << ")\n"
+            << ", d = " << d << ", " << precisionText << ", backend " << backend.id << " (" << backend.device
+            << ")\n"
             << "baseline: dense N x N scores with Eigen (1 thread, float32); pairs = N^2 per evaluation; "
                "peak% counts (4d + 2) flops per pair and head\n\n"
             << std::left << std::setw(11) << "variant" << std::right << std::setw(8) << "N" << std::setw(14)
@@ -357,15 +358,24 @@ int bench(const Args& raw) {
             for (long i = 0; i < X.size(); ++i) X.data()[i] = normal(rng);
             std::unique_ptr<VelocityField> field;
             std::unique_ptr<DeviceStepper> stepper;
-            try {
-                if (deviceSteps)
-                    stepper = backend.makeStepper(spec, {Method::Euler, 1.0, 1 << 30}, d);
-                else
-                    field = backend.makeField(spec, d, prec);
-            } catch (const SceneError& e) { // a variant this backend does not implement yet
+            // A variant the device cannot step is known before anything is made (StepperFactory::supports).
+            const IntegratorSpec euler{Method::Euler, 1.0, 1 << 30};
+            std::optional<std::string> skipped =
+                deviceSteps ? backend.makeStepper.refusal(spec, euler, d) : std::nullopt;
+            if (!skipped) {
+                try {
+                    if (deviceSteps)
+                        stepper = backend.makeStepper.make(spec, euler, d);
+                    else
+                        field = backend.makeField(spec, d, prec);
+                } catch (const SceneError& e) { // settings the fields refuse on every backend
+                    skipped = e.what();
+                }
+            }
+            if (skipped) {
                 if (!json)
                     std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n
-                              << "  skipped: " << e.what() << std::endl;
+                              << "  skipped: " << *skipped << std::endl;
                 break;
             }
             Tokens dX;
@@ -391,7 +401,7 @@ int bench(const Args& raw) {
             if (json) {
                 nlohmann::json r = {{"variant", v},
                                     {"device_steps", deviceSteps},
-                                    {"backend", backend.kind},
+                                    {"backend", backend.id},
                                     {"device", backend.device},
                                     {"flops_per_pair", flopsPerPair},
                                     {"fraction_of_peak", fraction},

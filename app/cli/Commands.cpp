@@ -1,10 +1,8 @@
 #include "Commands.h"
 
+#include "engine/backend/Registry.h"
 #include "engine/core/Text.h"
 #include "engine/dynamics/Simulation.h"
-#if FLOWSCOPE_HAVE_GPU
-#include "engine/gpu/common/Backend.h"
-#endif
 #include "engine/io/AtomicFile.h"
 #include "engine/io/Npy.h"
 #include "engine/io/OutputSet.h"
@@ -137,25 +135,37 @@ std::vector<std::string> sceneInputs(const std::string& arg, const Scene& scene)
 
 ComputeBackend openCliBackend(const std::string& name) {
     try {
-        if (name != "cpu" && name != "gl" && name != "vulkan")
-            throw BackendError("unknown backend " + quoteForMessage(name) +
-                               " (expected one of cpu, gl, vulkan)");
-#if FLOWSCOPE_HAVE_GPU
         return openBackend(name);
-#else
-        if (name == "cpu") return cpuBackend();
-        throw BackendError("backend " + name + " is unavailable: this build has no GPU backends (EGL was " +
-                           "missing when it was configured); use --backend cpu");
-#endif
     } catch (const BackendError& e) {
         throw UsageError(std::string("--backend: ") + e.what());
     }
 }
 
+std::string defaultBackendId() {
+    return listBackends().front().id;
+}
+
+std::string deviceStepBackends() {
+    std::string ids;
+    for (const BackendInfo& b : listBackends())
+        if (b.deviceSteps) ids += (ids.empty() ? "" : " or ") + b.id;
+    return ids;
+}
+
+std::string withBackendChoices(std::string usage) {
+    std::string choices;
+    for (const BackendInfo& b : listBackends()) choices += (choices.empty() ? "" : "|") + b.id;
+    const std::string placeholder = "{backends}";
+    for (std::size_t at = usage.find(placeholder); at != std::string::npos;
+         at = usage.find(placeholder, at + choices.size()))
+        usage.replace(at, placeholder.size(), choices);
+    return usage;
+}
+
 int simulate(const Args& raw) {
     ArgParser p(raw);
     const std::string out = p.option("--out");
-    const std::string backendName = p.option("--backend", "cpu");
+    const std::string backendName = p.option("--backend", defaultBackendId());
     const bool f32 = p.flag("--float32");
     const std::string every = p.option("--every");
     const std::uint64_t maxMemory = maxMemoryOption(p);
@@ -209,7 +219,7 @@ int simulate(const Args& raw) {
     j["scene"] = scene.name;
     j["shape"] = {T, N, d};
     j["dtype"] = f32 ? "float32" : "float64";
-    j["backend"] = {{"kind", backend.kind}, {"device", backend.device}};
+    j["backend"] = {{"kind", backend.id}, {"device", backend.device}};
     nlohmann::json times = nlohmann::json::array(), mean = nlohmann::json::array(),
                    cov = nlohmann::json::array(), kinetic = nlohmann::json::array(),
                    entropy = nlohmann::json::array(), clusters = nlohmann::json::array(),

@@ -2,7 +2,7 @@
 // (usage, malformed scene or file); errors are printed to stderr as one line naming the field or file.
 #pragma once
 
-#include "engine/attention/Backend.h"
+#include "engine/backend/ComputeBackend.h"
 #include "engine/core/Types.h"
 #include "engine/io/JsonWrite.h" // numberJson, vectorJson, matrixJson for the commands' JSON output
 #include "engine/scene/Scene.h"
@@ -39,9 +39,15 @@ int share(const Args& args);
 // existing file of that name wins). Throws SceneError or ShareStringError (both exit code 2).
 Scene loadSceneArg(const std::string& arg);
 
-// The --backend option: "cpu", "gl" or "vulkan" (engine/gpu/common/Backend.h where this build has it); throws
-// UsageError naming why the backend is unavailable.
+// The --backend option: an id of the backend registry (engine/backend/Registry.h); throws UsageError naming
+// why the backend is unavailable (an unknown id lists the registry's ids).
 ComputeBackend openCliBackend(const std::string& name);
+// The --backend option's value when it is not given: the registry's first backend, the CPU.
+std::string defaultBackendId();
+// The ids of the backends that keep the tokens on the device between steps, as "gl" (or "gl or x").
+std::string deviceStepBackends();
+// `usage` with every "{backends}" replaced by the registry's ids, as "cpu|gl|vulkan".
+std::string withBackendChoices(std::string usage);
 
 // The files a scene's run reads (the scene file when `arg` names one, a token file), for OutputSet's check
 // that no output replaces an input.

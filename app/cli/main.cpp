@@ -15,7 +15,7 @@ namespace {
 constexpr const char* kUsage = R"(usage: flowscope-cli <command> [options]
 
 commands:
-  simulate SCENE.json --out traj.npy [--float32] [--every K] [--backend cpu|gl|vulkan]
+  simulate SCENE.json --out traj.npy [--float32] [--every K] [--backend {backends}]
       integrate the particle system of a scene; writes a (T, N, d) .npy and traj.json beside it
       (times, observables, events); gl and vulkan compute velocities on the GPU in float32
   presets
@@ -34,7 +34,7 @@ commands:
       trajectories per second for the Fig 3(a) grid (1184 trajectories) to its stopping rule, adaptive
       against the authors' projected Euler
   bench particles [--json] [--d D] [--n 1024,4096,...] [--variants softmax,l2,...] [--precision float32|float64]
-        [--backend cpu|gl|vulkan] [--peak-flops F] [--no-baseline] [--device-steps]
+        [--backend {backends}] [--peak-flops F] [--no-baseline] [--device-steps]
       pair-interactions per second of one velocity evaluation, against a dense Eigen baseline, and the
       fraction of the FP32 peak (measured on the CPU, or F flop/s for a GPU) at (4d + 2) flops per pair;
       --device-steps times whole Euler steps with the tokens kept on the GPU (the GUI's path) instead
@@ -74,7 +74,7 @@ commands:
       the model density on a grid x grid lattice over [-w, w]^2 (row = y, column = x); with the RWPO layer
       the grid points are queries against the frozen keys of the model's reference draws, their densities
       averaged (of a model without a reference: --reference samples of the model's own)
-  bench run [--json] [--backend cpu|gl|vulkan] [--d 3] [--n 16384,...] [--every 4] [--steps 20]
+  bench run [--json] [--backend {backends}] [--d 3] [--n 16384,...] [--every 4] [--steps 20]
       whole runs of a softmax scene (Euler, float32) recording every K steps with every observable: steps/s,
       records/s, the time against the same run recording only at its ends, and per record the milliseconds of
       the download, the one velocity/entropy/energy pass, the moments and the cluster count
@@ -131,7 +131,7 @@ int renderTrainingCommand(const Args& args); // RenderTraining.cpp: render --vie
 int main(int argc, char** argv) {
     using namespace flowscope;
     if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-        std::cout << kUsage;
+        std::cout << cli::withBackendChoices(kUsage);
         return argc < 2 ? 2 : 0;
     }
     const std::string cmd = argv[1];

@@ -13,6 +13,7 @@
 // Transformers tab: a continuous-time Transformer on task A or B with the Transformer panel's defaults
 // (λ_OT above the threshold, compared with λ_OT = 0). --model opens a trained flow or Transformer in its tab
 // (File ▸ Open trained model), paused; with --screenshot the picture is taken once the view shows it.
+#include "engine/backend/Registry.h"
 #include "engine/core/Text.h"
 #include "engine/flows/ModelFile.h"
 #include "engine/io/AtomicFile.h"
@@ -100,9 +101,14 @@ Options parseOptions(QApplication& app) {
                                   QStringLiteral("particles|cone"), QStringLiteral("particles"));
     const QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size in logical pixels."),
                                   QStringLiteral("WxH"), QStringLiteral("1280x800"));
-    const QCommandLineOption backend(QStringLiteral("backend"),
-                                     QStringLiteral("Where velocities are computed: cpu, gl or vulkan."),
-                                     QStringLiteral("cpu|gl|vulkan"));
+    // The backend ids come from the registry (engine/backend/Registry.h).
+    QStringList backendIds;
+    for (const flowscope::BackendInfo& b : flowscope::listBackends())
+        backendIds << QString::fromStdString(b.id);
+    const QCommandLineOption backend(
+        QStringLiteral("backend"),
+        QStringLiteral("Where velocities are computed: %1.").arg(backendIds.join(QStringLiteral(", "))),
+        backendIds.join(QLatin1Char('|')));
     const QCommandLineOption train(
         QStringLiteral("train"),
         QStringLiteral("Open the Flows tab and train a flow on this toy dataset "
@@ -150,8 +156,9 @@ Options parseOptions(QApplication& app) {
     o.maxSpeed = parser.isSet(maxSpeed);
     o.frameStats = parser.isSet(frameStats);
     o.backend = parser.value(backend);
-    if (!o.backend.isEmpty() && !QStringList{"cpu", "gl", "vulkan"}.contains(o.backend))
-        fail(QStringLiteral("backend"), "expected cpu, gl or vulkan" + got(o.backend));
+    if (!o.backend.isEmpty() && !backendIds.contains(o.backend))
+        fail(QStringLiteral("backend"),
+             "expected one of " + backendIds.join(QStringLiteral(", ")) + got(o.backend));
     o.cone = parser.value(view) == QStringLiteral("cone");
     if (!o.cone && parser.value(view) != QStringLiteral("particles"))
         fail(QStringLiteral("view"), "expected particles or cone" + got(parser.value(view)));

@@ -66,7 +66,7 @@ class VelocityField {
 // with sphere normalization applied when spec.sphere is set. Throws SceneError for unsupported settings.
 std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Precision precision);
 
-// Makes the field of a spec on some backend (makeCpuField, or a GPU backend's; engine/gpu/common/Backend.h).
+// Makes the field of a spec on some backend (makeCpuField, or a GPU backend's; engine/backend/Registry.h).
 // The simulation takes one and never needs to know where its velocities are computed.
 using FieldFactory = std::function<std::unique_ptr<VelocityField>(const AttentionSpec&, int d, Precision)>;
 

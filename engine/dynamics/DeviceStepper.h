@@ -14,6 +14,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <type_traits>
 
 namespace flowscope {
 
@@ -59,9 +62,33 @@ class DeviceStepper {
     virtual std::string name() const = 0; // e.g. "OpenGL stepper"
 };
 
-// Makes a stepper for a scene's attention, integrator and dimension; throws SceneError naming the field the
-// device cannot run (the caller then integrates with fields instead).
-using StepperFactory =
-    std::function<std::unique_ptr<DeviceStepper>(const AttentionSpec&, const IntegratorSpec&, int d)>;
+// Makes steppers for a device. `supports` says, before anything is made, why the device cannot take whole
+// steps of a scene's attention, integrator and dimension (one line naming the scene field, e.g.
+// "/integrator/method: ..."), or nullopt when it can; Simulation asks it before it makes a stepper and before
+// every live edit, and integrates with fields instead when refused. A null `supports` accepts everything.
+// `make` builds the stepper (it may still throw for a device failure: no memory, a shader that fails).
+struct StepperFactory {
+    using Check =
+        std::function<std::optional<std::string>(const AttentionSpec&, const IntegratorSpec&, int d)>;
+    using Make =
+        std::function<std::unique_ptr<DeviceStepper>(const AttentionSpec&, const IntegratorSpec&, int d)>;
+
+    StepperFactory() = default;
+    // From any callable that makes steppers (a lambda), with or without a check.
+    template <class F>
+    requires std::is_invocable_r_v < std::unique_ptr<DeviceStepper>, F,
+    const AttentionSpec&, const IntegratorSpec&,
+        int > StepperFactory(F make, Check supports = {})
+        : supports(std::move(supports)),
+    make(std::move(make)) {}
+
+    explicit operator bool() const { return bool(make); }
+    std::optional<std::string> refusal(const AttentionSpec& a, const IntegratorSpec& i, int d) const {
+        return supports ? supports(a, i, d) : std::nullopt;
+    }
+
+    Check supports;
+    Make make;
+};
 
 } // namespace flowscope

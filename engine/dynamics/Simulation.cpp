@@ -64,12 +64,10 @@ void Simulation::setAttention(const AttentionSpec& spec) {
         attachStepper();
         return;
     }
-    try {
-        stepper_->setAttention(spec);
-    } catch (const std::exception& e) { // e.g. l2 attention: the fields take over from X_
-        stepper_.reset();
-        stepperNote_ = e.what();
-    }
+    // e.g. l2 attention: the device says no, and the fields take over from X_.
+    if (std::optional<std::string> why = makeStepper_.refusal(spec, scene_.integrator, scene_.d))
+        return dropStepper(*why);
+    editStepper([&spec](DeviceStepper& s) { s.setAttention(spec); });
 }
 
 void Simulation::setStepper(StepperFactory makeStepper) {
@@ -82,8 +80,12 @@ void Simulation::setStepper(StepperFactory makeStepper) {
 
 void Simulation::attachStepper() {
     if (!makeStepper_) return;
+    if (std::optional<std::string> why = makeStepper_.refusal(scene_.attention, scene_.integrator, scene_.d))
+        return dropStepper(*why);
+    // The device accepts the scene; what can still fail is the device itself (memory, a shader), and then the
+    // fields run the scene as they would have anyway.
     try {
-        std::unique_ptr<DeviceStepper> s = makeStepper_(scene_.attention, scene_.integrator, scene_.d);
+        std::unique_ptr<DeviceStepper> s = makeStepper_.make(scene_.attention, scene_.integrator, scene_.d);
         s->upload(X_, t_);
         stepper_ = std::move(s);
         stepperNote_.clear();
@@ -91,7 +93,22 @@ void Simulation::attachStepper() {
         syncedT_ = t_;
         syncedStep_ = step_;
     } catch (const std::exception& e) {
-        stepperNote_ = e.what();
+        dropStepper(e.what());
+    }
+}
+
+void Simulation::dropStepper(const std::string& why) {
+    stepper_.reset();
+    stepperNote_ = why;
+}
+
+void Simulation::editStepper(const std::function<void(DeviceStepper&)>& edit) {
+    // Asked first (StepperFactory::supports), so a throw here is a device failure, not a refusal: the fields
+    // continue from X_, which every caller synced before changing anything.
+    try {
+        edit(*stepper_);
+    } catch (const std::exception& e) {
+        dropStepper(e.what());
     }
 }
 
@@ -158,14 +175,14 @@ void Simulation::setIntegrator(const IntegratorSpec& spec) {
         attachStepper();
         return;
     }
-    try {
-        stepper_->setIntegrator(spec);
-        stepper_->upload(X_, t_);
-        syncedStep_ = step_;
-    } catch (const std::exception& e) { // e.g. Dormand-Prince: the fields take over from X_
-        stepper_.reset();
-        stepperNote_ = e.what();
-    }
+    // e.g. Dormand-Prince on a device that takes fixed steps only: the fields take over from X_.
+    if (std::optional<std::string> why = makeStepper_.refusal(scene_.attention, spec, scene_.d))
+        return dropStepper(*why);
+    editStepper([this, &spec](DeviceStepper& s) {
+        s.setIntegrator(spec);
+        s.upload(X_, t_);
+    });
+    if (stepper_) syncedStep_ = step_;
 }
 
 void Simulation::checkDivergence() {

@@ -99,6 +99,8 @@ class Simulation {
     void checkDivergence();
     bool stepOnDevice();
     void attachStepper(); // makes a stepper for the current scene from makeStepper_, or notes why not
+    void dropStepper(const std::string& why); // the fields integrate from X_ on; stepperNote() says why
+    void editStepper(const std::function<void(DeviceStepper&)>& edit); // a live edit the device accepted
 
     Scene scene_;
     FieldFactory makeField_;

@@ -39,18 +39,21 @@ class SimulationRunner::Job : public LiveJob<Snapshot> {
             sim_->setStepper({});
             sim_->setFieldFactory(makeCpuField);
         }
-        backend_ = cpuBackend();
+        backend_ = ComputeBackend{}; // the CPU's fields
         onGpu_ = false;
         try {
-            ComputeBackend b = open ? open() : cpuBackend();
-            if (sim_) sim_->setFieldFactory(b.makeField); // throws when the backend rejects the scene
-            backend_ = std::move(b);
-            onGpu_ = backend_.kind != "cpu";
-            useDevice();
-        } catch (const std::exception& e) {
+            backend_ = open ? open() : ComputeBackend{};
+        } catch (const std::exception& e) { // no device, or not in this build
             note_ = std::string(e.what()) + " — running on the CPU";
-            if (sim_) sim_->setFieldFactory(makeCpuField);
-            backend_ = cpuBackend();
+            backend_ = ComputeBackend{};
+        }
+        if (!sim_) return;
+        try {
+            sim_->setFieldFactory(fieldFactory(sim_->scene()));
+            useDevice();
+        } catch (const std::exception& e) { // the device failed making the fields: the CPU takes the run
+            note_ = std::string(e.what()) + " — running on the CPU";
+            sim_->setFieldFactory(makeCpuField);
             onGpu_ = false;
         }
     }
@@ -76,19 +79,18 @@ class SimulationRunner::Job : public LiveJob<Snapshot> {
         backend_ = ComputeBackend{};
     }
 
-    // The chosen backend's factory when it accepts the scene's attention, else the CPU's (with a note).
+    // The chosen backend's factory when it supports the scene, else the CPU's (with the backend's reason as
+    // the note). Asked, not tried: nothing is made on the device here.
     FieldFactory fieldFactory(const Scene& scene) {
         onGpu_ = false;
-        if (backend_.kind.empty() || backend_.kind == "cpu") return makeCpuField;
-        try {
-            backend_.makeField(scene.attention, scene.d, scene.precision);
-            note_.clear();
-            onGpu_ = true;
-            return backend_.makeField;
-        } catch (const std::exception& e) {
-            note_ = std::string(e.what()) + " — running on the CPU";
+        if (!backend_.gpu) return backend_.makeField ? backend_.makeField : FieldFactory(makeCpuField);
+        if (std::optional<std::string> why = backend_.supports(scene)) {
+            note_ = *why + " — running on the CPU";
             return makeCpuField;
         }
+        note_.clear();
+        onGpu_ = true;
+        return backend_.makeField;
     }
 
     // Worker thread. Back to the initial state: the history starts over.
@@ -187,8 +189,7 @@ class SimulationRunner::Job : public LiveJob<Snapshot> {
     std::string backendName() const {
         if (!sim_) return "CPU";
         if (!onGpu_) return sim_->scene().precision == Precision::Float32 ? "CPU float32" : "CPU float64";
-        const std::string name = backend_.kind == "gl" ? "OpenGL float32" : "Vulkan float32";
-        return sim_->onDevice() ? name + ", tokens on the GPU" : name;
+        return sim_->onDevice() ? backend_.runName + ", tokens on the GPU" : backend_.runName;
     }
 
     // Why a GPU run reads velocities back every stage instead of keeping the tokens on the device.

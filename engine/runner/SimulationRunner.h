@@ -4,7 +4,7 @@
 // UI thread sends play/pause/step and the live edits below, and never waits on a step.
 #pragma once
 
-#include "engine/attention/Backend.h"
+#include "engine/backend/ComputeBackend.h"
 #include "engine/dynamics/Simulation.h"
 #include "engine/runner/LiveRun.h"
 #include "engine/runner/RunHistory.h"
@@ -68,8 +68,8 @@ class SimulationRunner : public LiveRun<Snapshot> {
     void seek(double t);
     // Where velocities are computed from now on. `open` runs on the worker thread (a GPU context must be
     // current on the thread that uses it); the run continues from its current state and keeps its history.
-    // A backend that cannot be opened, or that rejects the scene, leaves the CPU running, and
-    // Snapshot::backendNote says why. Null: the CPU.
+    // A backend that cannot be opened, or that does not support the scene (ComputeBackend::supports), leaves
+    // the CPU running, and Snapshot::backendNote says why. Null: the CPU.
     using BackendOpener = std::function<ComputeBackend()>;
     void setBackend(BackendOpener open);
 

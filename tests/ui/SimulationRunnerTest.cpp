@@ -2,10 +2,8 @@
 // Qt-free; lives in the UI test binary because the runner exists for the UI.
 #include "TestScenes.h"
 
+#include "engine/backend/Registry.h"
 #include "engine/runner/SimulationRunner.h"
-#if FLOWSCOPE_HAVE_GPU
-#include "engine/gpu/common/Backend.h"
-#endif
 
 #include <gtest/gtest.h>
 

@@ -9,6 +9,10 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <stdexcept>
+#include <string>
+
 using namespace flowscope;
 using namespace flowscope::test;
 
@@ -77,10 +81,21 @@ Scene deviceScene(int every = 1) {
     return s;
 }
 
-StepperFactory emulated(int* downloads) {
-    return [downloads](const AttentionSpec& spec, const IntegratorSpec& integrator, int d) {
-        return std::unique_ptr<DeviceStepper>(new EmulatedDevice(spec, integrator, d, downloads));
-    };
+// What EmulatedDevice refuses, asked before it is made or edited (StepperFactory::supports).
+std::optional<std::string> emulatedRefusal(const AttentionSpec& spec, const IntegratorSpec& integrator, int) {
+    if (spec.type == AttentionType::L2) return "/attention/type: emulated device: no l2";
+    if (integrator.method == Method::DormandPrince) return "/integrator/method: emulated device: fixed steps";
+    return std::nullopt;
+}
+
+// `made` counts the steppers made, when given.
+StepperFactory emulated(int* downloads, int* made = nullptr) {
+    return StepperFactory(
+        [downloads, made](const AttentionSpec& spec, const IntegratorSpec& integrator, int d) {
+            if (made) ++*made;
+            return std::unique_ptr<DeviceStepper>(new EmulatedDevice(spec, integrator, d, downloads));
+        },
+        emulatedRefusal);
 }
 
 } // namespace
@@ -145,6 +160,60 @@ TEST(DeviceRun, RefusedEditsFallBackToTheFieldsAndComeBack) {
     device.setIntegrator(dopri);
     EXPECT_FALSE(device.onDevice());
     EXPECT_NE(device.stepperNote().find("fixed steps"), std::string::npos);
+}
+
+TEST(DeviceRun, ARefusedSceneIsAskedNotTried) {
+    // The device is asked before anything is made: a scene it refuses never reaches its factory, and the
+    // note is the device's answer.
+    Scene scene = deviceScene(1);
+    scene.integrator.method = Method::DormandPrince;
+    int downloads = 0, made = 0;
+    Simulation sim(scene);
+    sim.setStepper(emulated(&downloads, &made));
+    EXPECT_FALSE(sim.onDevice());
+    EXPECT_EQ(made, 0);
+    EXPECT_EQ(sim.stepperNote(), *emulatedRefusal(scene.attention, scene.integrator, scene.d));
+
+    IntegratorSpec rk4 = scene.integrator;
+    rk4.method = Method::Rk4;
+    sim.setIntegrator(rk4); // accepted: made now, once
+    EXPECT_TRUE(sim.onDevice());
+    EXPECT_EQ(made, 1);
+    EXPECT_TRUE(sim.stepperNote().empty());
+}
+
+TEST(DeviceRun, ADeviceFailureInALiveEditFallsBackToTheFields) {
+    // A device that accepts an edit by its answer but fails doing it (as a driver might): the run goes on
+    // with the fields from the synced tokens, and the note carries the failure.
+    class Failing : public EmulatedDevice {
+      public:
+        using EmulatedDevice::EmulatedDevice;
+        void setIntegrator(const IntegratorSpec& spec) override {
+            if (armed) throw std::runtime_error("device lost");
+            EmulatedDevice::setIntegrator(spec);
+        }
+        bool armed = false;
+    };
+    int downloads = 0;
+    Failing* device = nullptr;
+    const Scene scene = deviceScene(1);
+    Simulation sim(scene), reference(scene);
+    sim.setStepper([&](const AttentionSpec& a, const IntegratorSpec& i, int d) {
+        auto s = std::make_unique<Failing>(a, i, d, &downloads);
+        device = s.get();
+        return std::unique_ptr<DeviceStepper>(std::move(s));
+    });
+    ASSERT_TRUE(sim.onDevice());
+    for (int i = 0; i < 3; ++i) sim.step(), reference.step();
+    device->armed = true;
+    IntegratorSpec heun = scene.integrator;
+    heun.method = Method::Heun;
+    sim.setIntegrator(heun);
+    reference.setIntegrator(heun);
+    EXPECT_FALSE(sim.onDevice());
+    EXPECT_EQ(sim.stepperNote(), "device lost");
+    for (int i = 0; i < 3; ++i) sim.step(), reference.step();
+    EXPECT_EQ(sim.tokens(), reference.tokens());
 }
 
 TEST(DeviceRun, ANonFiniteDownloadKeepsTheLastGoodFrame) {

@@ -38,19 +38,23 @@ StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& h, bool 
     return streamKernelInputs(headPass(X, h, causal), queriesOnGpu, tile, stageInShared);
 }
 
-std::unique_ptr<KernelAttention> kernelAverageReference(AttentionSpec spec, int d, const char* backend) {
-    switch (spec.type) {
+std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* backend) {
+    switch (type) {
     case AttentionType::Softmax:
     case AttentionType::L2:
     case AttentionType::Exp:
     case AttentionType::Relu:
     case AttentionType::Sigmoid:
-        break;
+        return std::nullopt;
     default:
-        throw SceneError("/attention/type", std::string("the ") + backend + " backend does not implement " +
-                                                toString(spec.type) +
-                                                " attention yet (softmax, l2, exp, relu, sigmoid only)");
+        return SceneError("/attention/type", std::string("the ") + backend + " backend does not implement " +
+                                                 toString(type) +
+                                                 " attention yet (softmax, l2, exp, relu, sigmoid only)");
     }
+}
+
+std::unique_ptr<KernelAttention> kernelAverageReference(AttentionSpec spec, int d, const char* backend) {
+    if (std::optional<SceneError> refused = kernelAverageRefusal(spec.type, backend)) throw *refused;
     spec.sphere = false;
     std::unique_ptr<VelocityField> f = makeCpuField(spec, d, Precision::Float64);
     auto* k = dynamic_cast<KernelAttention*>(f.get());

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace flowscope {
@@ -58,6 +59,9 @@ StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& head, bo
 // <backend> backend does not implement ...") for the other variants. GPU fields take every variant
 // (GpuField).
 std::unique_ptr<KernelAttention> kernelAverageReference(AttentionSpec spec, int d, const char* backend);
+// The error kernelAverageReference would throw for an attention type, without building anything: hosts ask it
+// before they run (ComputeBackend::supports).
+std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* backend);
 
 // The largest power-of-two tile <= 64 whose staged keys and biases (tile * (d + 1) floats) fit `sharedBytes`
 // and whose workgroup fits `maxInvocations`.

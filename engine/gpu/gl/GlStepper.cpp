@@ -110,42 +110,68 @@ std::shared_ptr<const DeviceTokens> GlStepper::share(long step) {
     return copy;
 }
 
-std::vector<GlStepper::Stage> GlStepper::stagesOf(const IntegratorSpec& is) {
+std::optional<SceneError> GlStepper::integratorRefusal(const IntegratorSpec& is) {
     if (!(is.steps > 0) || !(is.T > 0.0))
-        throw SceneError("/integrator", "the OpenGL stepper needs T > 0 and steps > 0");
+        return SceneError("/integrator", "the OpenGL stepper needs T > 0 and steps > 0");
+    switch (is.method) {
+    case Method::Euler:
+    case Method::Heun:
+    case Method::Rk4:
+        return std::nullopt;
+    default:
+        return SceneError("/integrator/method",
+                          std::string("the OpenGL stepper takes fixed steps only (euler, heun, rk4), not ") +
+                              toString(is.method));
+    }
+}
+
+std::vector<GlStepper::Stage> GlStepper::stagesOf(const IntegratorSpec& is) {
+    if (std::optional<SceneError> refused = integratorRefusal(is)) throw *refused;
     const double h = is.T / is.steps;
     switch (is.method) {
     case Method::Euler:
         return {{0.0, false, h, {{0, 1.0}}, true}};
     case Method::Heun:
         return {{0.0, false, h, {{0, 1.0}}, false}, {1.0, true, 0.5 * h, {{0, 1.0}, {1, 1.0}}, true}};
-    case Method::Rk4:
+    default: // Rk4: integratorRefusal let no other method through
         return {{0.0, false, 0.5 * h, {{0, 1.0}}, false},
                 {0.5, true, 0.5 * h, {{1, 1.0}}, false},
                 {0.5, true, h, {{2, 1.0}}, false},
                 {1.0, true, h / 6.0, {{0, 1.0}, {1, 2.0}, {2, 2.0}, {3, 1.0}}, true}};
-    default:
-        throw SceneError("/integrator/method",
-                         std::string("the OpenGL stepper takes fixed steps only (euler, "
-                                     "heun, rk4), not ") +
-                             toString(is.method));
     }
 }
 
-void GlStepper::checkSupported(const KernelAttention& ref, const AttentionSpec& spec) const {
-    const Tokens one = Tokens::Zero(1, d_);
-    auto check = [&](const std::vector<HeadParams>& heads) {
+std::optional<SceneError> GlStepper::headsRefusal(const KernelAttention& ref, const AttentionSpec& spec,
+                                                  int d) {
+    const Tokens one = Tokens::Zero(1, d);
+    auto dependent = [&](const std::vector<HeadParams>& heads) {
         for (const HeadParams& head : heads) {
             const HeadSetup h = ref.setupHead(head, one);
-            if (h.bias.size() || h.queries.size())
-                throw SceneError("/attention/type", std::string("the OpenGL stepper does not implement ") +
-                                                        toString(spec.type) +
-                                                        " attention (its key biases or queries depend on the "
-                                                        "tokens); use the OpenGL field");
+            if (h.bias.size() || h.queries.size()) return true;
         }
+        return false;
     };
-    check(spec.heads);
-    for (const Keyframe& kf : spec.keyframes) check(kf.heads);
+    bool refused = dependent(spec.heads);
+    for (const Keyframe& kf : spec.keyframes) refused = refused || dependent(kf.heads);
+    if (!refused) return std::nullopt;
+    return SceneError("/attention/type",
+                      std::string("the OpenGL stepper does not implement ") + toString(spec.type) +
+                          " attention (its key biases or queries depend on the tokens); use "
+                          "the OpenGL field");
+}
+
+void GlStepper::checkSupported(const KernelAttention& ref, const AttentionSpec& spec) const {
+    if (std::optional<SceneError> refused = headsRefusal(ref, spec, d_)) throw *refused;
+}
+
+std::optional<std::string> GlStepper::refusal(const AttentionSpec& spec, const IntegratorSpec& integrator,
+                                              int d) {
+    if (std::optional<SceneError> e = kernelAverageRefusal(spec.type, "OpenGL stepper")) return e->what();
+    if (std::optional<SceneError> e = integratorRefusal(integrator)) return e->what();
+    if (std::optional<SceneError> e =
+            headsRefusal(*kernelAverageReference(spec, d, "OpenGL stepper"), spec, d))
+        return e->what();
+    return std::nullopt;
 }
 
 void GlStepper::buildCombines() {

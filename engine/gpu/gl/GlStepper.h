@@ -43,6 +43,12 @@ class GlStepper : public DeviceStepper {
     GlStepper(const GlStepper&) = delete;
     GlStepper& operator=(const GlStepper&) = delete;
 
+    // Why the stepper cannot take whole steps of these parameters (the message of the SceneError the
+    // constructor would throw, naming the field); nullopt when it can. Needs no OpenGL context: callers ask
+    // before they make a stepper or edit one (ComputeBackend's StepperFactory::supports).
+    static std::optional<std::string> refusal(const AttentionSpec& spec, const IntegratorSpec& integrator,
+                                              int d);
+
     // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time.
     void upload(const Tokens& X, double t) override;
     // Records `steps` steps of h = T / M; nothing is read back and nothing waits for the GPU.
@@ -87,7 +93,12 @@ class GlStepper : public DeviceStepper {
     struct Head; // per-head parameter buffers and kernel variant
 
     static std::vector<Stage> stagesOf(const IntegratorSpec& integrator);
-    // Throws SceneError when a head of `spec` has token-dependent key biases or queries (set up by `ref`).
+    // The SceneError stagesOf throws for an integrator the stepper cannot run.
+    static std::optional<SceneError> integratorRefusal(const IntegratorSpec& integrator);
+    // The SceneError for a head of `spec` whose key biases or queries depend on the tokens (set up by `ref`).
+    static std::optional<SceneError> headsRefusal(const KernelAttention& ref, const AttentionSpec& spec,
+                                                  int d);
+    // Throws headsRefusal's error.
     void checkSupported(const KernelAttention& ref, const AttentionSpec& spec) const;
     void buildCombines();
     void prepareHeads(double t);

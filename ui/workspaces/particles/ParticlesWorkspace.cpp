@@ -1,9 +1,6 @@
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 
-#if FLOWSCOPE_HAVE_GPU
-#include "engine/gpu/common/Backend.h"
-#endif
-
+#include "engine/backend/Registry.h"
 #include "engine/scene/SceneShareString.h"
 #include "ui/export/AnimationExporter.h"
 #include "ui/export/ExportDialogs.h"
@@ -408,20 +405,7 @@ void ParticlesWorkspace::onSnapshot() {
 void ParticlesWorkspace::setBackend(const QString& kind) {
     const int index = backendCombo_->findData(kind);
     backendCombo_->setCurrentIndex(std::max(index, 0));
-    const std::string name = backendCombo_->currentData().toString().toStdString();
-    if (name == "cpu") {
-        runner_.setBackend(nullptr);
-        return;
-    }
-#if FLOWSCOPE_HAVE_GPU
-    if (name == "gl") {
-        // In the views' share group, so that the particle view draws the tokens from GPU memory.
-        if (!computeSurface_) computeSurface_ = makeComputeSurface();
-        runner_.setBackend(sharedGlBackendOpener(computeSurface_.get()));
-        return;
-    }
-    runner_.setBackend([name] { return openBackend(name); });
-#endif
+    runner_.setBackend(backendOpener(backendCombo_->currentData().toString().toStdString(), computeSurface_));
 }
 
 QString ParticlesWorkspace::backend() const {
@@ -624,13 +608,9 @@ void ParticlesWorkspace::buildToolBars() {
     backendCombo_ = new QComboBox(bar);
     backendCombo_->setObjectName(QStringLiteral("backend"));
     backendCombo_->setFocusPolicy(Qt::NoFocus);
-    backendCombo_->addItem(tr("CPU"), QStringLiteral("cpu"));
-#if FLOWSCOPE_HAVE_GPU
-    for (const std::string& kind : backendNames()) {
-        if (kind == "gl") backendCombo_->addItem(tr("OpenGL compute"), QStringLiteral("gl"));
-        if (kind == "vulkan") backendCombo_->addItem(tr("Vulkan compute"), QStringLiteral("vulkan"));
-    }
-#endif
+    for (const BackendInfo& b : listBackends()) // the registry's, in its order: the CPU first
+        if (b.available)
+            backendCombo_->addItem(QString::fromStdString(b.label), QString::fromStdString(b.id));
     backendCombo_->setToolTip(tr(
         "<b>Backend</b> — where dx<sub>i</sub>/dt = Σ<sub>j</sub> P<sub>ij</sub> V x<sub>j</sub> is "
         "computed: "
@@ -782,7 +762,7 @@ void ParticlesWorkspace::restoreSettings(QSettings& s) {
         s.value(QStringLiteral("run/stepsPerSecond"), WorkerLoop::kDefaultStepsPerSecond).toDouble());
     recent_ = s.value(QStringLiteral("files/recent")).toStringList();
     rebuildRecentMenu();
-    setBackend(s.value(QStringLiteral("run/backend"), QStringLiteral("cpu")).toString());
+    setBackend(s.value(QStringLiteral("run/backend")).toString()); // none saved: the first, the CPU
     savedScene_.reset();
     const QString json = s.value(QStringLiteral("scene/json")).toString();
     if (json.isEmpty()) return;

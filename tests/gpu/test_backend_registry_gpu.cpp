@@ -1,0 +1,104 @@
+// The registry's GPU side: what the OpenGL stepper says it cannot run is what it refuses when made (asked
+// first, so Simulation and the runner never try), and the gl backend the registry opens answers the same.
+#include "GpuTestUtil.h"
+
+#include "engine/backend/Registry.h"
+#include "engine/gpu/gl/GlStepper.h"
+
+using namespace flowscope;
+using namespace flowscope::test;
+
+namespace {
+
+struct StepCase {
+    const char* name;
+    AttentionType type;
+    Method method;
+    const char* field; // the scene field a refusal names; null when the stepper takes the case
+};
+
+const StepCase kStepCases[] = {
+    {"softmax_rk4", AttentionType::Softmax, Method::Rk4, nullptr},
+    {"exp_euler", AttentionType::Exp, Method::Euler, nullptr},
+    {"softmax_dopri", AttentionType::Softmax, Method::DormandPrince, "/integrator/method"},
+    {"l2_heun", AttentionType::L2, Method::Heun, "/attention/type"},           // token-dependent key biases
+    {"sinkhorn_rk4", AttentionType::Sinkhorn, Method::Rk4, "/attention/type"}, // not a kernel average
+};
+
+AttentionSpec specOf(AttentionType type, int d) {
+    AttentionSpec s;
+    s.type = type;
+    s.heads = {HeadParams{Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d)}};
+    return s;
+}
+
+IntegratorSpec integratorOf(Method method) {
+    IntegratorSpec is;
+    is.method = method;
+    is.T = 1.0;
+    is.steps = 10;
+    return is;
+}
+
+} // namespace
+
+TEST(GlStepperSupports, TheAnswerNeedsNoContextAndNamesTheField) {
+    for (const StepCase& c : kStepCases) {
+        const std::optional<std::string> why =
+            GlStepper::refusal(specOf(c.type, 2), integratorOf(c.method), 2);
+        if (!c.field) {
+            EXPECT_EQ(why, std::nullopt) << c.name << ": " << why.value_or("");
+            continue;
+        }
+        ASSERT_TRUE(why) << c.name;
+        EXPECT_EQ(why->rfind(std::string(c.field) + ": ", 0), 0u) << c.name << ": " << *why;
+    }
+}
+
+TEST(GlStepperSupports, TheAnswerIsWhatTheConstructorDoes) {
+    FLOWSCOPE_REQUIRE_GPU();
+    for (const StepCase& c : kStepCases) {
+        const AttentionSpec spec = specOf(c.type, 2);
+        const IntegratorSpec is = integratorOf(c.method);
+        const std::optional<std::string> why = GlStepper::refusal(spec, is, 2);
+        try {
+            GlStepper stepper(spec, is, 2, gpuContext()->gl());
+            EXPECT_EQ(why, std::nullopt) << c.name << ": made, but refused with " << why.value_or("");
+        } catch (const SceneError& e) {
+            EXPECT_EQ(why, std::optional<std::string>(e.what())) << c.name;
+        }
+    }
+}
+
+TEST(GlBackend, TheRegistrysGlBackendAsksItsStepper) {
+    FLOWSCOPE_REQUIRE_GPU();
+    const std::vector<BackendInfo> list = listBackends();
+    const auto gl =
+        std::find_if(list.begin(), list.end(), [](const BackendInfo& b) { return b.takesGlHost; });
+    ASSERT_NE(gl, list.end());
+    ASSERT_TRUE(gl->available) << gl->why;
+    {
+        ComputeBackend backend;
+        try {
+            backend = openBackend(gl->id); // a headless context of its own, current on this thread
+        } catch (const BackendError& e) {
+            gpuContext()->makeCurrent();
+            GTEST_SKIP() << e.what();
+        }
+        EXPECT_TRUE(backend.gpu);
+        EXPECT_EQ(backend.label, gl->label);
+        ASSERT_TRUE(backend.makeStepper);
+        for (const StepCase& c : kStepCases) {
+            Scene scene;
+            scene.d = 2;
+            scene.attention = specOf(c.type, 2);
+            scene.integrator = integratorOf(c.method);
+            // The fields run every scene the CPU does; only whole steps on the device are refused.
+            EXPECT_EQ(backend.supports(scene), std::nullopt) << c.name;
+            EXPECT_EQ(backend.supportsDeviceSteps(scene),
+                      GlStepper::refusal(scene.attention, scene.integrator, 2))
+                << c.name;
+        }
+    }
+    EXPECT_TRUE(gpuContext()->makeCurrent()); // the other tests use the run's context
+}
