@@ -2,6 +2,7 @@
 # Flowscope developer entry point for a fresh Debian 12 machine.
 #   scripts/dev.sh run    install what is missing, build, launch the GUI on the default scene
 #   scripts/dev.sh test   install what is missing, build, run the whole test suite (ctest; GUI tests under Xvfb)
+#   scripts/dev.sh nogpu  compile (no tests) the GUI as a build without the GPU backends ships it
 #   scripts/dev.sh asan   build (clang) and run the engine (media included) and CLI tests with -fsanitize=address,undefined
 #   scripts/dev.sh fuzz [SECONDS]   build the loaders' libFuzzer targets (in the asan build) and run each SECONDS (20)
 set -euo pipefail
@@ -56,6 +57,22 @@ build() { # build DIR [cmake args...]
   cmake --build "$dir" -j "$(jobs)"
 }
 
+# The configurations CI compiles besides the release build: the engine alone is the asan build below
+# (FLOWSCOPE_BUILD_GUI=OFF, FLOWSCOPE_BUILD_GPU=OFF: engine, media, CLI, their tests, run under the
+# sanitizers); the GUI without the GPU backends (a machine without EGL) is `nogpu`: compile only, the sources
+# whose code differs without FLOWSCOPE_HAVE_GPU (the UI library, the registry, the app's main), at -O0 and
+# without the engine's other targets, so it adds a few minutes, not a second release build. Static
+# libraries do not wait for the libraries they link (CMAKE_OPTIMIZE_DEPENDENCIES), and the app's main is
+# compiled, not linked, so the engine itself is not built here.
+compile_nogpu() {
+  grep -qs "CMAKE_CXX_COMPILER:FILEPATH=.*clang" build-nogpu/CMakeCache.txt || rm -rf build-nogpu
+  CC=clang CXX=clang++ cmake -S . -B build-nogpu -G Ninja -DFLOWSCOPE_BUILD_GPU=OFF -DFLOWSCOPE_BUILD_GUI=ON \
+    -DFLOWSCOPE_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
+    -DCMAKE_OPTIMIZE_DEPENDENCIES=ON >/dev/null
+  cmake --build build-nogpu -j "$(jobs)" --target flowscope_ui flowscope_backend \
+    app/CMakeFiles/flowscope.dir/gui/main.cpp.o
+}
+
 case "${1:-}" in
 run)
   install_deps
@@ -67,6 +84,10 @@ test)
   install_deps
   build build -DFLOWSCOPE_BUILD_GUI=ON
   ctest --test-dir build --output-on-failure -j "$(jobs)"
+  ;;
+nogpu)
+  install_deps
+  compile_nogpu
   ;;
 asan)
   install_deps
@@ -112,7 +133,7 @@ fuzz)
   exit $failed
   ;;
 *)
-  echo "usage: scripts/dev.sh run|test|asan|fuzz [SECONDS]" >&2
+  echo "usage: scripts/dev.sh run|test|nogpu|asan|fuzz [SECONDS]" >&2
   exit 2
   ;;
 esac
