@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 namespace flowscope::test {
@@ -245,6 +246,42 @@ TEST(SimulationRunner, AnUnavailableBackendFallsBackToTheCpuWithANote) {
     runner.stepOnce();
     ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 2; }));
     EXPECT_TRUE(runner.snapshot()->backendNote.empty());
+}
+
+// A backend is asked whether it supports the scene before anything is made on it: a refusal runs the CPU with
+// the backend's reason as the note and never calls its factory; an accepted scene runs on it.
+TEST(SimulationRunner, ABackendIsAskedBeforeItsFieldsAreMade) {
+    auto made = std::make_shared<std::atomic<int>>(0);
+    auto fake = [made](bool refuse) {
+        ComputeBackend b;
+        b.id = "fake";
+        b.runName = "Fake float32";
+        b.gpu = true;
+        b.makeField = [made](const AttentionSpec& spec, int d, Precision p) {
+            ++*made;
+            return makeCpuField(spec, d, p);
+        };
+        if (refuse)
+            b.fieldsRefuse = [](const Scene&) { return std::string("/attention/type: fake says no"); };
+        return b;
+    };
+    SimulationRunner runner;
+    runner.start(tinyScene());
+    runner.setBackend([&] { return fake(true); });
+    runner.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 1; }));
+    auto s = runner.snapshot();
+    EXPECT_EQ(s->backendNote, "/attention/type: fake says no — running on the CPU");
+    EXPECT_EQ(s->backend, "CPU float64");
+    EXPECT_EQ(made->load(), 0);
+
+    runner.setBackend([&] { return fake(false); });
+    runner.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step == 2; }));
+    s = runner.snapshot();
+    EXPECT_TRUE(s->backendNote.empty()) << s->backendNote;
+    EXPECT_EQ(s->backend, "Fake float32");
+    EXPECT_GE(made->load(), 1);
 }
 
 #if FLOWSCOPE_HAVE_GPU
