@@ -29,11 +29,11 @@ QString askSavePath(QWidget* parent, const QString& title, const QString& dir, c
 bool runExport(QWidget* parent, const QString& title, long total,
                const std::function<QString(long done, long total)>& label,
                const std::function<ExportResult(const ExportProgress&)>& run, const StatusSink& status,
-               const std::function<QString(double seconds)>& done) {
+               const std::function<QString(double seconds)>& done, int showAfterMs) {
     QProgressDialog progress(label(0, total), QObject::tr("Cancel"), 0, int(total), parent);
     progress.setWindowTitle(title);
     progress.setWindowModality(Qt::WindowModal);
-    progress.setMinimumDuration(300);
+    progress.setMinimumDuration(showAfterMs);
     progress.setAutoClose(false);
     progress.setAutoReset(false);
     progress.setValue(0);
@@ -118,7 +118,8 @@ void animationExportDialog(
                 .arg(sizeOnDisk(path))
                 .arg(seconds, 0, 'f', 1)
                 .arg(double(options.frames) / std::max(seconds, 1e-9), 0, 'f', 1);
-        });
+        },
+        0); // at once: the first frames (or the moment equations) can take a while
 }
 
 } // namespace flowscope

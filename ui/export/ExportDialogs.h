@@ -26,11 +26,12 @@ QString askSavePath(QWidget* parent, const QString& title, const QString& dir, c
                     const QStringList& accepted);
 
 // Runs `run` under a modal progress dialog of `total` steps whose label `label(done, total)` gives, then
-// reports as said above; the success message is `done(seconds)`. Returns whether it was written.
+// reports as said above; the success message is `done(seconds)`. The dialog appears once the export has taken
+// showAfterMs. Returns whether it was written.
 bool runExport(QWidget* parent, const QString& title, long total,
                const std::function<QString(long done, long total)>& label,
                const std::function<ExportResult(const ExportProgress&)>& run, const StatusSink& status,
-               const std::function<QString(double seconds)>& done);
+               const std::function<QString(double seconds)>& done, int showAfterMs = 300);
 
 // File ▸ Export ▸ Animation: the options dialog (sized like `pixels`, the shown view; `view` preselected),
 // the last path remembered in the settings, then runExport() with frame-by-frame progress.
