@@ -101,7 +101,7 @@ QApplication& application() {
 }
 
 // The square of trainer k's scatter in a TrainingView of `size` showing `trainers` trainers: the view's own
-// scatterRect, less the title band above and the legend band below (TrainingView::paintScatter's layout).
+// pictureRect, less the title band above and the legend band below (TrainingView::paintPicture's layout).
 QRectF scatterSquare(QSize size, int trainers, int k) {
     application();
     auto snapshot = std::make_shared<TrainingSnapshot>();
@@ -110,7 +110,7 @@ QRectF scatterSquare(QSize size, int trainers, int k) {
     TrainingView view;
     view.resize(size);
     view.setSource([snapshot] { return snapshot; });
-    const QRectF area = view.scatterRect(k);
+    const QRectF area = view.pictureRect(k);
     const double line = QFontMetricsF(view.font()).height();
     const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
     return {area.left() + (area.width() - side) / 2, area.top() + line + 4 + 2, side, side};

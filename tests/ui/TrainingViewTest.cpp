@@ -124,7 +124,7 @@ TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
         return QRect(QPoint(int(r.left() * dpr), int(r.top() * dpr)),
                      QPoint(int(r.right() * dpr), int(r.bottom() * dpr)));
     };
-    const QRect scatter = devicePixels(view->scatterRect(0));
+    const QRect scatter = devicePixels(view->pictureRect(0));
     ASSERT_TRUE(scatter.isValid());
     EXPECT_GT(orangePixels(image, scatter), 300); // 1000 generated samples
     // The loss plot: a curve of some colour other than the background and grid.
@@ -183,7 +183,7 @@ TEST_F(TrainingViewTest, SideBySideDrawsBothFlows) {
     const QImage image = view->grab().toImage().convertToFormat(QImage::Format_RGB32);
     const double dpr = view->devicePixelRatioF();
     for (int k = 0; k < 2; ++k) {
-        const QRectF r = view->scatterRect(k);
+        const QRectF r = view->pictureRect(k);
         ASSERT_FALSE(r.isEmpty());
         const QRect pixels(int(r.left() * dpr), int(r.top() * dpr), int(r.width() * dpr),
                            int(r.height() * dpr));
@@ -192,7 +192,7 @@ TEST_F(TrainingViewTest, SideBySideDrawsBothFlows) {
             EXPECT_GT(orangePixels(image, pixels), 300);
         }
     }
-    EXPECT_LE(view->scatterRect(0).right(), view->scatterRect(1).left());
+    EXPECT_LE(view->pictureRect(0).right(), view->pictureRect(1).left());
 }
 
 TEST_F(TrainingViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {

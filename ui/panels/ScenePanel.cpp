@@ -1,7 +1,7 @@
 #include "ui/panels/ScenePanel.h"
 
-#include "ui/widgets/FormWidgets.h"
 #include "ui/panels/MatrixEditor.h"
+#include "ui/widgets/FormWidgets.h"
 #include "ui/widgets/Tooltips.h"
 
 #include <QCheckBox>
@@ -114,8 +114,8 @@ QString radiiText(const std::vector<double>& radii) {
     return parts.join(QStringLiteral(", "));
 }
 
-// ---- widget helpers (ui/widgets/FormWidgets.h): every control is named after its parameter key and carries its
-// tooltip ----------------
+// ---- widget helpers (ui/widgets/FormWidgets.h): every control is named after its parameter key and carries
+// its tooltip ----------------
 
 using form::addRow;
 using form::doubleBox;

@@ -1,9 +1,8 @@
 #include "ui/panels/TrainingPanel.h"
 
 #include "engine/flows/Datasets.h"
-#include "ui/widgets/FormWidgets.h"
 #include "ui/views/PointCanvas.h"
-#include "ui/panels/RunControls.h"
+#include "ui/widgets/FormWidgets.h"
 #include "ui/widgets/Tooltips.h"
 
 #include <QCheckBox>
@@ -42,7 +41,7 @@ QString number(double v) {
 
 } // namespace
 
-TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
+TrainingPanel::TrainingPanel(QWidget* parent) : TrainingPanelBase(parent) {
     setObjectName(QStringLiteral("trainingPanel"));
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -103,13 +102,9 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
     addRow(form, tr("Seed"), seed_, "training.seed");
     layout->addWidget(flowGroup);
 
-    controls_ =
-        new RunControls({tr("One iteration: loss (16) on the batch, its gradient, one Adam step"),
-                         tr("Back to iteration 0 of this run: the initial parameters, the same batches"),
-                         parameterTooltip("training.evaluate"), parameterTooltip("training.status")},
-                        this);
-    layout->addWidget(controls_);
-    layout->addStretch();
+    addRunControls(layout, {tr("One iteration: loss (16) on the batch, its gradient, one Adam step"),
+                            tr("Back to iteration 0 of this run: the initial parameters, the same batches"),
+                            parameterTooltip("training.evaluate"), parameterTooltip("training.status")});
 
     setConfig(flows::TrainerConfig{}, false);
 
@@ -130,12 +125,6 @@ TrainingPanel::TrainingPanel(QWidget* parent) : QWidget(parent) {
         connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::forgetLoadedModel);
     for (QDoubleSpinBox* box : {lambda0_, beta0_, transport_})
         connect(box, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::forgetLoadedModel);
-    connect(controls_, &RunControls::startRequested, this,
-            [this](bool play) { emit startRequested(config(), comparison(), play); });
-    connect(controls_, &RunControls::playRequested, this, &TrainingPanel::playRequested);
-    connect(controls_, &RunControls::stepRequested, this, &TrainingPanel::stepRequested);
-    connect(controls_, &RunControls::resetRequested, this, &TrainingPanel::resetRequested);
-    connect(controls_, &RunControls::evaluateRequested, this, &TrainingPanel::evaluateRequested);
     setSnapshot(nullptr, false);
 }
 
@@ -227,7 +216,7 @@ bool TrainingPanel::comparison() const {
     return sideBySide_->isChecked();
 }
 
-void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool sideBySide) {
+void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool comparison) {
     const QSignalBlocker blocks[] = {
         QSignalBlocker(dataset_),   QSignalBlocker(rwpo_),    QSignalBlocker(sideBySide_),
         QSignalBlocker(layers_),    QSignalBlocker(width_),   QSignalBlocker(batch_),
@@ -241,8 +230,8 @@ void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool sideBySide) {
     }
     updatePointsRow();
     rwpo_->setChecked(c.flow.rwpo);
-    sideBySide_->setChecked(sideBySide);
-    rwpo_->setEnabled(!sideBySide);
+    sideBySide_->setChecked(comparison);
+    rwpo_->setEnabled(!comparison);
     layers_->setValue(c.flow.layers);
     width_->setValue(c.flow.width);
     batch_->setValue(c.batch);
@@ -263,21 +252,12 @@ void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool sideBySide) {
     loaded_->setVisible(bool(loadedParams_));
 }
 
-void TrainingPanel::setStarted() {
-    controls_->setStarted();
+void TrainingPanel::requestStart(bool play) {
+    emit startRequested(config(), comparison(), play);
 }
 
-void TrainingPanel::setStartError(const QString& message) {
-    controls_->setStartError(message);
+void TrainingPanel::restate() {
     setSnapshot(snapshot_, controls_->playing());
-}
-
-void TrainingPanel::markEdited() {
-    controls_->markEdited();
-}
-
-bool TrainingPanel::edited() const {
-    return controls_->edited();
 }
 
 void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing) {
@@ -345,14 +325,6 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
         }
     }
     controls_->setStatus(lines, warning, error);
-}
-
-QString TrainingPanel::statusText() const {
-    return controls_->statusText();
-}
-
-QString TrainingPanel::warningText() const {
-    return controls_->warningText();
 }
 
 } // namespace flowscope

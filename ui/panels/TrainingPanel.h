@@ -1,18 +1,19 @@
 // Flowscope UI: the training panel, a dock panel that sets up and drives the live training of a flow.
 //
 // Settings: dataset, the RWPO layer, side by side (with / without RWPO), layers M, width, batch, learning
-// rate, λ0, β0 and seed. They apply when a run starts (ui/panels/RunControls.h: Start, Step, Reset, Evaluate).
-// Reset goes back to iteration 0 of the current run, Evaluate computes the held-out metrics now. The panel
-// only emits requests; the main window drives the runner and feeds snapshots back to the status lines
-// (iteration, it/s, λ, β, the last held-out NLL and MMD²), with rejected steps and a stopped run shown in a
-// warning colour.
+// rate, λ0, β0 and seed. They apply when a run starts (ui/panels/RunControls.h: Start, Step, Reset,
+// Evaluate). Reset goes back to iteration 0 of the current run, Evaluate computes the held-out metrics now.
+// The panel only emits requests; the main window drives the runner and feeds snapshots back to the status
+// lines (iteration, it/s, λ, β, the last held-out NLL and MMD²), with rejected steps and a stopped run shown
+// in a warning colour.
 //
 // A config with initialParams (a loaded model, MainWindow::openModelFile) is kept by the panel: Start then
 // trains those parameters on, with the panel's data and optimizer settings, until an architecture control
 // (RWPO, side by side, layers, width, λ₀, β₀, transport weight) is edited; the label "loaded" says so.
 //
-// The dataset list ends with "your points": points drawn on a canvas (ui/views/PointCanvas.h, button "drawPoints")
-// or loaded from .npy / .csv ("loadPoints"), trained on as flowscope-cli train --data trains on a file.
+// The dataset list ends with "your points": points drawn on a canvas (ui/views/PointCanvas.h, button
+// "drawPoints") or loaded from .npy / .csv ("loadPoints"), trained on as flowscope-cli train --data trains on
+// a file.
 //
 // Every control's objectName is its parameter key (Tooltips.h, "training.*"); the buttons are "start",
 // "step", "reset" and "evaluate", the labels "status" and "warning".
@@ -21,8 +22,9 @@
 #include "engine/flows/Trainer.h"
 #include "engine/runner/TrainingRunner.h"
 
+#include "ui/panels/TrainingPanelBase.h"
+
 #include <QString>
-#include <QWidget>
 
 #include <memory>
 
@@ -34,9 +36,7 @@ class QSpinBox;
 
 namespace flowscope {
 
-class RunControls;
-
-class TrainingPanel : public QWidget {
+class TrainingPanel : public TrainingPanelBase {
     Q_OBJECT
   public:
     explicit TrainingPanel(QWidget* parent = nullptr);
@@ -45,13 +45,10 @@ class TrainingPanel : public QWidget {
     flows::TrainerConfig config() const;
     bool comparison() const;
     // Shows `config` in the controls; emits nothing.
-    void setConfig(const flows::TrainerConfig& config, bool sideBySide);
+    void setConfig(const flows::TrainerConfig& config, bool comparison);
 
-    // The main window tells the panel what runs: a run started from the current controls (clears the
-    // "edited" state), a start that failed (shown in the warning line), and every new snapshot with the
-    // runner's play state (the runner's own, which a snapshot shows only after the worker's next step).
-    void setStarted();
-    void setStartError(const QString& message);
+    // Every new snapshot with the runner's play state (which a snapshot shows only after the worker's next
+    // step).
     void setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing);
 
     // The user's points (n x 2) and whether the dataset is "your points". setPoints() selects it; a load
@@ -61,19 +58,12 @@ class TrainingPanel : public QWidget {
     void setPoints(const Mat& points);
     bool loadPointsFile(const QString& path, QString* why);
 
-    QString statusText() const;
-    QString warningText() const;
-    bool edited() const; // controls changed since the last start
-
   signals:
-    void startRequested(const flows::TrainerConfig& config, bool sideBySide, bool play);
-    void playRequested(bool play); // resume (true) or pause (false) the current run
-    void stepRequested();
-    void resetRequested();
-    void evaluateRequested();
+    void startRequested(const flows::TrainerConfig& config, bool comparison, bool play);
 
   private:
-    void markEdited();
+    void requestStart(bool play) override;
+    void restate() override;
     void drawPoints();
     void loadPointsDialog();
     void updatePointsRow();
@@ -93,7 +83,6 @@ class TrainingPanel : public QWidget {
     QDoubleSpinBox* beta0_ = nullptr;
     QDoubleSpinBox* transport_ = nullptr;
     QSpinBox* seed_ = nullptr;
-    RunControls* controls_ = nullptr;
     std::shared_ptr<const TrainingSnapshot> snapshot_;
     QLabel* loaded_ = nullptr;                                     // "loaded": what Start trains on
     flows::FlowConfig loadedFlow_;                                 // the loaded model's architecture

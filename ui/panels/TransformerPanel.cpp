@@ -1,7 +1,6 @@
 #include "ui/panels/TransformerPanel.h"
 
 #include "ui/widgets/FormWidgets.h"
-#include "ui/panels/RunControls.h"
 #include "ui/widgets/Tooltips.h"
 
 #include <QCheckBox>
@@ -66,7 +65,7 @@ ot::OtTrainerConfig TransformerPanel::defaults(ot::Task task) {
     return c;
 }
 
-TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
+TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) {
     setObjectName(QStringLiteral("transformerPanel"));
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -127,36 +126,33 @@ TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
     addRow(form, tr("Seed"), seed_, "transformer.seed");
     layout->addWidget(group);
 
-    controls_ =
-        new RunControls({tr("One iteration: objective (8) on a fresh batch, its gradient, one Adam step"),
-                         tr("Back to iteration 0 of this run: the initial parameters, the same batches"),
-                         parameterTooltip("transformer.evaluate"), parameterTooltip("transformer.status")},
-                        this);
-    layout->addWidget(controls_);
-    layout->addStretch();
+    addRunControls(layout,
+                   {tr("One iteration: objective (8) on a fresh batch, its gradient, one Adam step"),
+                    tr("Back to iteration 0 of this run: the initial parameters, the same batches"),
+                    parameterTooltip("transformer.evaluate"), parameterTooltip("transformer.status")});
 
     setConfig(defaults(ot::Task::A), true);
 
     // A task brings its own model and settings; the comparison choice stays.
     connect(task_, &QComboBox::currentIndexChanged, this, [this] {
         setConfig(defaults(valueOf<ot::Task>(task_)), compare_->isChecked());
-        markEdited();
+        onEdited();
     });
     connect(architecture_, &QComboBox::currentIndexChanged, this, [this] {
         // Task B's discrete baseline has two blocks (docs/math/transformers.md#task-b).
         if (valueOf<ot::Architecture>(architecture_) == ot::Architecture::Discrete &&
             valueOf<ot::Task>(task_) == ot::Task::B && blocks_->value() == 1)
             blocks_->setValue(ot::taskBBaseline().blocks);
-        markEdited();
+        onEdited();
     });
     for (QComboBox* box : {convention_, integrator_})
-        connect(box, &QComboBox::currentIndexChanged, this, &TransformerPanel::markEdited);
+        connect(box, &QComboBox::currentIndexChanged, this, &TransformerPanel::onEdited);
     for (QCheckBox* box : {compare_, increment_})
-        connect(box, &QCheckBox::toggled, this, &TransformerPanel::markEdited);
+        connect(box, &QCheckBox::toggled, this, &TransformerPanel::onEdited);
     for (QSpinBox* box : {steps_, width_, mlp_, blocks_, batch_, seed_})
-        connect(box, &QSpinBox::valueChanged, this, &TransformerPanel::markEdited);
+        connect(box, &QSpinBox::valueChanged, this, &TransformerPanel::onEdited);
     for (QDoubleSpinBox* box : {lambda_, horizon_, lr_})
-        connect(box, &QDoubleSpinBox::valueChanged, this, &TransformerPanel::markEdited);
+        connect(box, &QDoubleSpinBox::valueChanged, this, &TransformerPanel::onEdited);
     for (QComboBox* box : {task_, architecture_, convention_, integrator_})
         connect(box, &QComboBox::currentIndexChanged, this, &TransformerPanel::forgetLoadedModel);
     connect(increment_, &QCheckBox::toggled, this, &TransformerPanel::forgetLoadedModel);
@@ -164,12 +160,6 @@ TransformerPanel::TransformerPanel(QWidget* parent) : QWidget(parent) {
         connect(box, &QSpinBox::valueChanged, this, &TransformerPanel::forgetLoadedModel);
     for (QDoubleSpinBox* box : {lambda_, horizon_})
         connect(box, &QDoubleSpinBox::valueChanged, this, &TransformerPanel::forgetLoadedModel);
-    connect(controls_, &RunControls::startRequested, this,
-            [this](bool play) { emit startRequested(config(), comparison(), play); });
-    connect(controls_, &RunControls::playRequested, this, &TransformerPanel::playRequested);
-    connect(controls_, &RunControls::stepRequested, this, &TransformerPanel::stepRequested);
-    connect(controls_, &RunControls::resetRequested, this, &TransformerPanel::resetRequested);
-    connect(controls_, &RunControls::evaluateRequested, this, &TransformerPanel::evaluateRequested);
     setSnapshot(nullptr, false);
 }
 
@@ -259,21 +249,16 @@ void TransformerPanel::updateEnabled() {
         w->setEnabled(continuous);
 }
 
-void TransformerPanel::markEdited() {
+void TransformerPanel::onEdited() {
     updateEnabled();
     controls_->markEdited();
 }
 
-bool TransformerPanel::edited() const {
-    return controls_->edited();
+void TransformerPanel::requestStart(bool play) {
+    emit startRequested(config(), comparison(), play);
 }
 
-void TransformerPanel::setStarted() {
-    controls_->setStarted();
-}
-
-void TransformerPanel::setStartError(const QString& message) {
-    controls_->setStartError(message);
+void TransformerPanel::restate() {
     setSnapshot(snapshot_, controls_->playing());
 }
 
@@ -336,14 +321,6 @@ void TransformerPanel::setSnapshot(const std::shared_ptr<const TransformerSnapsh
                 }
     }
     controls_->setStatus(lines, warning, error);
-}
-
-QString TransformerPanel::statusText() const {
-    return controls_->statusText();
-}
-
-QString TransformerPanel::warningText() const {
-    return controls_->warningText();
 }
 
 } // namespace flowscope

@@ -4,10 +4,10 @@
 // Settings: task (A: the straight-line toy with its closed form; B: point-cloud classification),
 // architecture (OT-Transformer, N-ODE, discrete), λ_OT and its convention, steps M, horizon T, width d, MLP
 // hidden units, blocks D, integrator, comparison with λ_OT = 0, batch, learning rate and seed. They apply
-// when a run starts (ui/panels/RunControls.h: Start, Step, Reset, Evaluate); choosing a task loads its defaults.
-// The panel only emits requests; the main window drives the runner and feeds snapshots back to the status
-// lines: the iteration, it/s, λ_OT against Theorem 2's threshold T·L², and per model the batch loss and the
-// last held-out diagnostics, with rejected steps and a stopped run in a warning colour.
+// when a run starts (ui/panels/RunControls.h: Start, Step, Reset, Evaluate); choosing a task loads its
+// defaults. The panel only emits requests; the main window drives the runner and feeds snapshots back to the
+// status lines: the iteration, it/s, λ_OT against Theorem 2's threshold T·L², and per model the batch loss
+// and the last held-out diagnostics, with rejected steps and a stopped run in a warning colour.
 //
 // Every control's objectName is its parameter key (Tooltips.h, "transformer.*"); the buttons are "start",
 // "step", "reset" and "evaluate", the labels "status" and "warning".
@@ -16,8 +16,9 @@
 #include "engine/ottransformer/Trainer.h"
 #include "engine/runner/TransformerRunner.h"
 
+#include "ui/panels/TrainingPanelBase.h"
+
 #include <QString>
-#include <QWidget>
 
 #include <memory>
 
@@ -29,9 +30,7 @@ class QSpinBox;
 
 namespace flowscope {
 
-class RunControls;
-
-class TransformerPanel : public QWidget {
+class TransformerPanel : public TrainingPanelBase {
     Q_OBJECT
   public:
     explicit TransformerPanel(QWidget* parent = nullptr);
@@ -47,25 +46,17 @@ class TransformerPanel : public QWidget {
     // Shows `config` in the controls; emits nothing.
     void setConfig(const ot::OtTrainerConfig& config, bool comparison);
 
-    // What runs (see TrainingPanel): a run started from the current controls, a start that failed, and
-    // every new snapshot with the runner's play state.
-    void setStarted();
-    void setStartError(const QString& message);
+    // Every new snapshot with the runner's play state (which a snapshot shows only after the worker's next
+    // step).
     void setSnapshot(const std::shared_ptr<const TransformerSnapshot>& snapshot, bool playing);
-
-    QString statusText() const;
-    QString warningText() const;
-    bool edited() const; // controls changed since the last start
 
   signals:
     void startRequested(const ot::OtTrainerConfig& config, bool comparison, bool play);
-    void playRequested(bool play);
-    void stepRequested();
-    void resetRequested();
-    void evaluateRequested();
 
   private:
-    void markEdited();
+    void requestStart(bool play) override;
+    void onEdited(); // marks the controls edited and updates which of them apply
+    void restate() override;
     void updateEnabled();
     void forgetLoadedModel(); // an architecture edit: Start builds a fresh model again
 
@@ -84,7 +75,6 @@ class TransformerPanel : public QWidget {
     QSpinBox* batch_ = nullptr;
     QDoubleSpinBox* lr_ = nullptr;
     QSpinBox* seed_ = nullptr;
-    RunControls* controls_ = nullptr;
     std::shared_ptr<const TransformerSnapshot> snapshot_;
     // A loaded model (MainWindow::openModelFile), kept as the flows' panel keeps one: Start trains these
     // parameters on until the task or an architecture control is edited.

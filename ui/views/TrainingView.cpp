@@ -1,8 +1,8 @@
 #include "ui/views/TrainingView.h"
 
 #include "ui/views/CurvePlot.h"
-#include "ui/widgets/Tooltips.h"
 #include "ui/views/ViewTransform.h"
+#include "ui/widgets/Tooltips.h"
 
 #include <QImage>
 #include <QPainter>
@@ -116,21 +116,8 @@ const char* plotKey(TrainingView::Plot plot) {
 
 } // namespace
 
-TrainingView::TrainingView(QWidget* parent) : LiveView(parent) {
+TrainingView::TrainingView(QWidget* parent) : TrainingRunView(parent, kPlotCount) {
     setObjectName(QStringLiteral("trainingView"));
-}
-
-void TrainingView::setSource(SnapshotSource source) {
-    source_ = std::move(source);
-    refresh();
-}
-
-void TrainingView::refresh() {
-    auto s = source_ ? source_() : nullptr;
-    if (s == shown_) return;
-    shown_ = std::move(s);
-    update();
-    emit snapshotChanged();
 }
 
 QString TrainingView::plotTitle(Plot plot) {
@@ -149,43 +136,20 @@ QString TrainingView::plotTitle(Plot plot) {
     return {};
 }
 
-PicturePlotLayout TrainingView::layout() const {
-    const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
-    return layoutFor(n, kPlotCount, shown_ && shown_->comparison);
-}
-
-QRectF TrainingView::scatterRect(int trainer) const {
-    const PicturePlotLayout l = layout();
-    return trainer >= 0 && trainer < int(l.pictures.size()) ? l.pictures[std::size_t(trainer)] : QRectF();
-}
-
 QRectF TrainingView::plotRect(Plot plot) const {
     return layout().plots[std::size_t(plot)];
 }
 
-void TrainingView::paintEvent(QPaintEvent*) {
-    QPainter p(this);
-    p.fillRect(rect(), palette().color(QPalette::Window));
-    p.setRenderHint(QPainter::Antialiasing, true);
-    const PicturePlotLayout l = layout();
-    if (!shown_ || shown_->trainers.empty()) {
-        p.setPen(palette().color(QPalette::PlaceholderText));
-        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
-                   tr("Choose a dataset and the flow's settings in the Training panel, then press Start."));
-        return;
-    }
-    for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
-        paintScatter(p, l.pictures[k], shown_->trainers[k]);
-    if (shown_->comparison) { // the curves' legend, above the plots
-        std::vector<LegendEntry> entries;
-        for (const TrainerState& t : shown_->trainers)
-            entries.push_back({curveColor(t), QString::fromStdString(t.label)});
-        paintLegendAbove(p, l.plots[0], entries);
-    }
-    for (int k = 0; k < kPlotCount; ++k) paintPlot(p, l.plots[std::size_t(k)], Plot(k));
+QString TrainingView::placeholder() const {
+    return tr("Choose a dataset and the flow's settings in the Training panel, then press Start.");
 }
 
-void TrainingView::paintScatter(QPainter& p, const QRectF& area, const TrainerState& trainer) const {
+QColor TrainingView::trainerColor(std::size_t trainer) const {
+    return curveColor(shown_->trainers[trainer]);
+}
+
+void TrainingView::paintPicture(QPainter& p, const QRectF& area, std::size_t k) const {
+    const TrainerState& trainer = shown_->trainers[k];
     const QFontMetricsF fm(font());
     const double line = fm.height();
     // Title above, legend below, the square plot between them.
@@ -290,7 +254,8 @@ void TrainingView::paintScatter(QPainter& p, const QRectF& area, const TrainerSt
     entry(heatColor(0.8, style_), histogram ? tr("histogram of samples") : tr("model density"), false);
 }
 
-void TrainingView::paintPlot(QPainter& p, const QRectF& area, Plot plot) const {
+void TrainingView::paintPlotAt(QPainter& p, const QRectF& area, int index) const {
+    const Plot plot = Plot(index);
     CurvePlot curves;
     curves.title = plotTitle(plot);
     curves.series = seriesOf(plot, *shown_);

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "engine/runner/TrainingRunner.h"
-#include "ui/views/LiveView.h"
+#include "ui/views/TrainingRunView.h"
 
 #include <array>
 #include <functional>
@@ -18,36 +18,26 @@
 
 namespace flowscope {
 
-class TrainingView : public LiveView {
+class TrainingView : public TrainingRunView<TrainingSnapshot> {
     Q_OBJECT
   public:
-    using SnapshotSource = std::function<std::shared_ptr<const TrainingSnapshot>()>;
     enum class Plot { Loss, Nll, Lambda, Beta, Mmd2 };
     static constexpr int kPlotCount = 5;
     static constexpr int kShownTrajectories = 24;
 
     explicit TrainingView(QWidget* parent = nullptr);
 
-    void setSource(SnapshotSource source);
-    void refresh() override;
-    std::shared_ptr<const TrainingSnapshot> displayedSnapshot() const { return shown_; }
-
-    // Where things are drawn for the current size (logical pixels); tests and tooltips use them.
-    QRectF scatterRect(int trainer) const;
+    // Where a plot is drawn for the current size (logical pixels); tests and tooltips use it.
     QRectF plotRect(Plot plot) const;
     static QString plotTitle(Plot plot);
 
   protected:
-    void paintEvent(QPaintEvent* e) override;
     QString tooltipAt(QPointF pos) const override;
-
-  private:
-    PicturePlotLayout layout() const;
-    void paintScatter(QPainter& p, const QRectF& area, const TrainerState& trainer) const;
-    void paintPlot(QPainter& p, const QRectF& area, Plot plot) const;
-
-    SnapshotSource source_;
-    std::shared_ptr<const TrainingSnapshot> shown_;
+    QString placeholder() const override;
+    // The data and the samples over the density, with a few samples' paths through the layers.
+    void paintPicture(QPainter& p, const QRectF& area, std::size_t trainer) const override;
+    void paintPlotAt(QPainter& p, const QRectF& area, int plot) const override;
+    QColor trainerColor(std::size_t trainer) const override;
 };
 
 } // namespace flowscope

@@ -1,8 +1,8 @@
 #include "ui/views/TransformerView.h"
 
 #include "ui/views/CurvePlot.h"
-#include "ui/widgets/Tooltips.h"
 #include "ui/views/ViewTransform.h"
+#include "ui/widgets/Tooltips.h"
 
 #include <QPainter>
 #include <QPainterPath>
@@ -90,22 +90,8 @@ std::vector<CurveSeries> seriesOf(TransformerView::Plot plot, const TransformerS
 
 } // namespace
 
-TransformerView::TransformerView(QWidget* parent) : LiveView(parent) {
+TransformerView::TransformerView(QWidget* parent) : TrainingRunView(parent, kPlotCount) {
     setObjectName(QStringLiteral("transformerView"));
-}
-
-void TransformerView::setSource(SnapshotSource source) {
-    source_ = std::move(source);
-    refresh();
-}
-
-void TransformerView::refresh() {
-    auto s = source_ ? source_() : nullptr;
-    if (s == shown_) return;
-    shown_ = std::move(s);
-    frame_ = frame();
-    update();
-    emit snapshotChanged();
 }
 
 QString TransformerView::plotTitle(Plot plot, ot::Task task) {
@@ -123,16 +109,6 @@ QString TransformerView::plotTitle(Plot plot, ot::Task task) {
         return tr("Lipschitz ratio •, bound - -");
     }
     return {};
-}
-
-PicturePlotLayout TransformerView::layout() const {
-    const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
-    return layoutFor(n, kPlotCount, shown_ && shown_->comparison);
-}
-
-QRectF TransformerView::pictureRect(int trainer) const {
-    const PicturePlotLayout l = layout();
-    return trainer >= 0 && trainer < int(l.pictures.size()) ? l.pictures[std::size_t(trainer)] : QRectF();
 }
 
 QRectF TransformerView::plotRect(Plot plot) const {
@@ -182,30 +158,16 @@ QPointF TransformerView::pictureToPixel(int trainer, double x, double y) const {
     return square.topLeft() + view.worldToPixel({x, y});
 }
 
-void TransformerView::paintEvent(QPaintEvent*) {
-    QPainter p(this);
-    p.fillRect(rect(), palette().color(QPalette::Window));
-    p.setRenderHint(QPainter::Antialiasing, true);
-    if (!shown_ || shown_->trainers.empty()) {
-        p.setPen(palette().color(QPalette::PlaceholderText));
-        p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
-                   tr("Choose a task, λ_OT and the model in the Transformer panel, then press Start."));
-        return;
-    }
-    const PicturePlotLayout l = layout();
-    for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
-        paintPicture(p, l.pictures[k], shown_->trainers[k]);
-    if (shown_->comparison) {
-        std::vector<LegendEntry> entries;
-        for (const TransformerTrainerState& t : shown_->trainers)
-            entries.push_back({curveColor(t), QString::fromStdString(t.label)});
-        paintLegendAbove(p, l.plots[0], entries);
-    }
-    for (int k = 0; k < kPlotCount; ++k) paintPlot(p, l.plots[std::size_t(k)], Plot(k));
+QString TransformerView::placeholder() const {
+    return tr("Choose a task, λ_OT and the model in the Transformer panel, then press Start.");
 }
 
-void TransformerView::paintPicture(QPainter& p, const QRectF& area,
-                                   const TransformerTrainerState& trainer) const {
+QColor TransformerView::trainerColor(std::size_t trainer) const {
+    return curveColor(shown_->trainers[trainer]);
+}
+
+void TransformerView::paintPicture(QPainter& p, const QRectF& area, std::size_t k) const {
+    const TransformerTrainerState& trainer = shown_->trainers[k];
     const QFontMetricsF fm(font());
     const QRectF square = squareIn(area);
     const TransformerPicture* picture = trainer.picture.get();
@@ -314,7 +276,8 @@ void TransformerView::paintPicture(QPainter& p, const QRectF& area,
         });
 }
 
-void TransformerView::paintPlot(QPainter& p, const QRectF& area, Plot plot) const {
+void TransformerView::paintPlotAt(QPainter& p, const QRectF& area, int index) const {
+    const Plot plot = Plot(index);
     CurvePlot curves;
     curves.title = plotTitle(plot, shown_->task);
     curves.series = seriesOf(plot, *shown_);

@@ -13,7 +13,7 @@
 #pragma once
 
 #include "engine/runner/TransformerRunner.h"
-#include "ui/views/LiveView.h"
+#include "ui/views/TrainingRunView.h"
 
 #include <array>
 #include <functional>
@@ -21,21 +21,14 @@
 
 namespace flowscope {
 
-class TransformerView : public LiveView {
+class TransformerView : public TrainingRunView<TransformerSnapshot> {
     Q_OBJECT
   public:
-    using SnapshotSource = std::function<std::shared_ptr<const TransformerSnapshot>()>;
     enum class Plot { Objective, Transport, Straightness, Target, Lipschitz };
     static constexpr int kPlotCount = 5;
 
     explicit TransformerView(QWidget* parent = nullptr);
 
-    void setSource(SnapshotSource source);
-    void refresh() override;
-    std::shared_ptr<const TransformerSnapshot> displayedSnapshot() const { return shown_; }
-
-    // Where things are drawn for the current size (logical pixels); tests and tooltips use them.
-    QRectF pictureRect(int trainer) const;
     // The square the paths are drawn in, inside pictureRect, and the pixel of a point of the plane in it.
     QRectF pictureSquare(int trainer) const;
     QPointF pictureToPixel(int trainer, double x, double y) const;
@@ -44,18 +37,18 @@ class TransformerView : public LiveView {
     static QString plotTitle(Plot plot, ot::Task task);
 
   protected:
-    void paintEvent(QPaintEvent* e) override;
     QString tooltipAt(QPointF pos) const override;
+    QString placeholder() const override;
+    // The fixed input set's tokens moving through depth, and the closed-form end points (task A).
+    void paintPicture(QPainter& p, const QRectF& area, std::size_t trainer) const override;
+    void paintPlotAt(QPainter& p, const QRectF& area, int plot) const override;
+    QColor trainerColor(std::size_t trainer) const override;
+    void shownChanged() override { frame_ = frame(); }
 
   private:
-    PicturePlotLayout layout() const;
     QRectF squareIn(const QRectF& picture) const;
     QRectF frame() const; // the plane's region every picture shows
-    void paintPicture(QPainter& p, const QRectF& area, const TransformerTrainerState& trainer) const;
-    void paintPlot(QPainter& p, const QRectF& area, Plot plot) const;
 
-    SnapshotSource source_;
-    std::shared_ptr<const TransformerSnapshot> shown_;
     QRectF frame_; // frame() of shown_, computed when it arrives
 };
 

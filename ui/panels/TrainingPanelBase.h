@@ -1,0 +1,47 @@
+// Flowscope UI: what the live-training panels (Training for flows, Transformer) share: the run controls
+// (ui/panels/RunControls.h: Start, Play, Step, Reset, Evaluate and the status lines) under the panel's own
+// settings, the requests they emit, and the state a workspace tells them (started, a failed start). Each
+// panel adds its settings form, its typed startRequested(config, comparison, play) and its status lines.
+#pragma once
+
+#include "ui/panels/RunControls.h"
+
+#include <QString>
+#include <QWidget>
+
+class QVBoxLayout;
+
+namespace flowscope {
+
+class TrainingPanelBase : public QWidget {
+    Q_OBJECT
+  public:
+    // The workspace tells the panel what runs: a run started from the current controls (clears the "edited"
+    // state), or a start that failed (shown in the warning line until the next start).
+    void setStarted();
+    void setStartError(const QString& message);
+
+    QString statusText() const;
+    QString warningText() const;
+    bool edited() const; // controls changed since the last start
+
+  signals:
+    void playRequested(bool play); // resume (true) or pause (false) the current run
+    void stepRequested();
+    void resetRequested();
+    void evaluateRequested();
+
+  protected:
+    explicit TrainingPanelBase(QWidget* parent) : QWidget(parent) {}
+    // Adds the run controls at the end of `layout`, then a stretch.
+    void addRunControls(QVBoxLayout* layout, const RunControls::Tips& tips);
+    // Start was pressed: the panel emits its startRequested with the controls' config.
+    virtual void requestStart(bool play) = 0;
+    // Shows the last snapshot again with the controls' play state (after a failed start).
+    virtual void restate() = 0;
+    void markEdited();
+
+    RunControls* controls_ = nullptr;
+};
+
+} // namespace flowscope
