@@ -22,6 +22,7 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTimer>
 #include <QToolBar>
 
 namespace flowscope {
@@ -79,8 +80,7 @@ void MainWindow::placeDocks() {
                 first.insert(d.area, d.dock);
         }
     for (QDockWidget* d : first) d->raise();
-    const QList<QDockWidget*> left{first.value(Qt::LeftDockWidgetArea), first.value(Qt::RightDockWidgetArea)};
-    if (!left.contains(nullptr)) resizeDocks(left, {330, 380}, Qt::Horizontal);
+    sideDocks_ = {first.value(Qt::LeftDockWidgetArea), first.value(Qt::RightDockWidgetArea)};
 }
 
 void MainWindow::buildMenus() {
@@ -259,6 +259,7 @@ std::optional<std::pair<Scene, QString>> MainWindow::restoreSettings() {
     QSettings s;
     restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
     if (restoreState(s.value(QStringLiteral("window/state")).toByteArray())) {
+        docksSized_ = true;
         const QStringList hidden = s.value(QStringLiteral("window/hiddenByShell")).toStringList();
         hiddenByShell_.clear();
         for (Workspace* w : workspaces_)
@@ -271,6 +272,16 @@ std::optional<std::pair<Scene, QString>> MainWindow::restoreSettings() {
                                                                                          : ThemeKind::Dark);
     for (Workspace* w : workspaces_) w->restoreSettings(s);
     return particles_->savedScene();
+}
+
+// The side panels' widths, once the window has its size (before, the areas take the narrow size hints of
+// the panels' scroll areas), unless the settings restored a layout.
+void MainWindow::showEvent(QShowEvent* e) {
+    QMainWindow::showEvent(e);
+    if (docksSized_ || sideDocks_.contains(nullptr)) return;
+    docksSized_ = true;
+    // After the layout the show starts has run: a resize before it is lost.
+    QTimer::singleShot(0, this, [this] { resizeDocks(sideDocks_, {330, 380}, Qt::Horizontal); });
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {

@@ -74,6 +74,7 @@ class MainWindow : public QMainWindow {
     QImage grabWindowImage();
 
   protected:
+    void showEvent(QShowEvent* e) override;
     void closeEvent(QCloseEvent* e) override;
 
   private:
@@ -92,6 +93,8 @@ class MainWindow : public QMainWindow {
     QList<Workspace*> workspaces_;
     QHash<QWidget*, Workspace*> owner_; // page -> its workspace
     QSet<QDockWidget*> hiddenByShell_;  // docks of inactive workspaces the user had shown
+    QList<QDockWidget*> sideDocks_;     // the first dock of the left and the right area
+    bool docksSized_ = false;           // their widths were set (first show) or restored
     QMenu* exportMenu_ = nullptr;
     QMenu* panelsMenu_ = nullptr;
     QActionGroup* themeGroup_ = nullptr;
