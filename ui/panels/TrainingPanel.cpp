@@ -264,16 +264,11 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
     snapshot_ = snapshot;
     controls_->setPlaying(playing);
 
-    QStringList lines;
+    QStringList lines = runLines(bool(snapshot), snapshot ? snapshot->iteration() : 0,
+                                 snapshot ? snapshot->iterationsPerSecond : 0.0, playing);
     QString warning;
     bool error = false;
-    if (!snapshot) {
-        lines << tr("Not started.");
-    } else {
-        lines << tr("iteration %1 · %2 it/s%3")
-                     .arg(snapshot->iteration())
-                     .arg(snapshot->iterationsPerSecond, 0, 'f', 1)
-                     .arg(playing ? QString() : tr(" · paused"));
+    if (snapshot) {
         for (const TrainerState& t : snapshot->trainers) {
             QStringList parts;
             // Before the first step: the model's own λ and β (a loaded model's are not λ₀ and β₀).

@@ -36,6 +36,15 @@ QString TrainingPanelBase::statusText() const {
     return controls_->statusText();
 }
 
+QStringList TrainingPanelBase::runLines(bool started, long iteration, double iterationsPerSecond,
+                                        bool playing) {
+    if (!started) return {tr("Not started.")};
+    return {tr("iteration %1 · %2 it/s%3")
+                .arg(iteration)
+                .arg(iterationsPerSecond, 0, 'f', 1)
+                .arg(playing ? QString() : tr(" · paused"))};
+}
+
 QString TrainingPanelBase::warningText() const {
     return controls_->warningText();
 }

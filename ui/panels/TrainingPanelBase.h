@@ -7,6 +7,7 @@
 #include "ui/panels/RunControls.h"
 
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 
 class QVBoxLayout;
@@ -40,6 +41,8 @@ class TrainingPanelBase : public QWidget {
     // Shows the last snapshot again with the controls' play state (after a failed start).
     virtual void restate() = 0;
     void markEdited();
+    // The status lines every run starts with: "Not started.", or the iteration, the rate and the play state.
+    static QStringList runLines(bool started, long iteration, double iterationsPerSecond, bool playing);
 
     RunControls* controls_ = nullptr;
 };

@@ -266,16 +266,11 @@ void TransformerPanel::setSnapshot(const std::shared_ptr<const TransformerSnapsh
     snapshot_ = snapshot;
     controls_->setPlaying(playing);
 
-    QStringList lines;
+    QStringList lines = runLines(bool(snapshot), snapshot ? snapshot->iteration() : 0,
+                                 snapshot ? snapshot->iterationsPerSecond : 0.0, playing);
     QString warning;
     bool error = false;
-    if (!snapshot) {
-        lines << tr("Not started.");
-    } else {
-        lines << tr("iteration %1 · %2 it/s%3")
-                     .arg(snapshot->iteration())
-                     .arg(snapshot->iterationsPerSecond, 0, 'f', 1)
-                     .arg(playing ? QString() : tr(" · paused"));
+    if (snapshot) {
         if (!snapshot->trainers.empty() &&
             (snapshot->comparison || snapshot->trainers.front().lambdaOt > 0)) {
             const double lambda = snapshot->trainers.front().lambdaOt;

@@ -98,20 +98,12 @@ std::vector<CurveSeries> seriesOf(TrainingView::Plot plot, const TrainingSnapsho
     return out;
 }
 
+// The tooltip key of each plot, in Plot order.
+constexpr const char* kPlotKeys[TrainingView::kPlotCount] = {
+    "training.loss", "training.nll", "training.lambda", "training.beta", "training.mmd2"};
+
 const char* plotKey(TrainingView::Plot plot) {
-    switch (plot) {
-    case TrainingView::Plot::Loss:
-        return "training.loss";
-    case TrainingView::Plot::Nll:
-        return "training.nll";
-    case TrainingView::Plot::Lambda:
-        return "training.lambda";
-    case TrainingView::Plot::Beta:
-        return "training.beta";
-    case TrainingView::Plot::Mmd2:
-        return "training.mmd2";
-    }
-    return "";
+    return kPlotKeys[int(plot)];
 }
 
 } // namespace

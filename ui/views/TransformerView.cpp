@@ -39,20 +39,13 @@ bool finiteRow(const Mat& m, Eigen::Index r) {
     return std::isfinite(m(r, 0)) && std::isfinite(m(r, 1));
 }
 
+// The tooltip key of each plot, in Plot order.
+constexpr const char* kPlotKeys[TransformerView::kPlotCount] = {
+    "transformer.objective", "transformer.transport", "transformer.straightness", "transformer.target",
+    "transformer.lipschitz"};
+
 const char* plotKey(TransformerView::Plot plot) {
-    switch (plot) {
-    case TransformerView::Plot::Objective:
-        return "transformer.objective";
-    case TransformerView::Plot::Transport:
-        return "transformer.transport";
-    case TransformerView::Plot::Straightness:
-        return "transformer.straightness";
-    case TransformerView::Plot::Target:
-        return "transformer.target";
-    case TransformerView::Plot::Lipschitz:
-        return "transformer.lipschitz";
-    }
-    return "";
+    return kPlotKeys[int(plot)];
 }
 
 std::vector<CurveSeries> seriesOf(TransformerView::Plot plot, const TransformerSnapshot& s) {
