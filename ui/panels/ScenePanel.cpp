@@ -236,6 +236,7 @@ QWidget* ScenePanel::buildAttentionGroup() {
     addRow(attentionForm_, tr("Kernel"), rwpoKernel_, "attention.rwpo_kernel");
 
     AttentionSpec& a = live_.attention;
+    const auto attentionEdit = [this] { attentionChanged(); };
     connect(type_, &QComboBox::currentIndexChanged, this, [this, &a](int index) {
         a.type = AttentionType(index);
         if (!supportsMasking(a.type)) a.masked = false;
@@ -251,26 +252,11 @@ QWidget* ScenePanel::buildAttentionGroup() {
         for (Keyframe& k : a.keyframes) setHeadCount(k.heads, count, live_.d);
         attentionChanged();
     });
-    connect(beta_, &QDoubleSpinBox::valueChanged, this, [this, &a](double v) {
-        a.beta = v;
-        attentionChanged();
-    });
-    connect(scaleByRootK_, &QCheckBox::toggled, this, [this, &a](bool on) {
-        a.scaleByRootK = on;
-        attentionChanged();
-    });
-    connect(masked_, &QCheckBox::toggled, this, [this, &a](bool on) {
-        a.masked = on;
-        attentionChanged();
-    });
-    connect(sphere_, &QCheckBox::toggled, this, [this, &a](bool on) {
-        a.sphere = on;
-        attentionChanged();
-    });
-    connect(interpolation_, &QComboBox::currentIndexChanged, this, [this, &a](int index) {
-        a.interpolation = Interpolation(index);
-        attentionChanged();
-    });
+    form::bind(this, beta_, a.beta, attentionEdit);
+    form::bind(this, scaleByRootK_, a.scaleByRootK, attentionEdit);
+    form::bind(this, masked_, a.masked, attentionEdit);
+    form::bind(this, sphere_, a.sphere, attentionEdit);
+    form::bind(this, interpolation_, a.interpolation, attentionEdit);
     connect(linearEpsOn_, &QCheckBox::toggled, this, [this, &a](bool on) {
         a.linearEps = on ? std::optional<double>(linearEps_->value()) : std::nullopt;
         linearEps_->setEnabled(on);
@@ -281,26 +267,11 @@ QWidget* ScenePanel::buildAttentionGroup() {
         a.linearEps = v;
         attentionChanged();
     });
-    connect(sinkhornEps_, &QDoubleSpinBox::valueChanged, this, [this, &a](double v) {
-        a.sinkhornEps = v;
-        attentionChanged();
-    });
-    connect(sinkhornIterations_, &QSpinBox::valueChanged, this, [this, &a](int v) {
-        a.sinkhornIterations = v;
-        attentionChanged();
-    });
-    connect(rwpoLambda_, &QDoubleSpinBox::valueChanged, this, [this, &a](double v) {
-        a.lambda = v;
-        attentionChanged();
-    });
-    connect(rwpoH_, &QDoubleSpinBox::valueChanged, this, [this, &a](double v) {
-        a.h = v;
-        attentionChanged();
-    });
-    connect(rwpoKernel_, &QComboBox::currentIndexChanged, this, [this, &a](int index) {
-        a.rwpoKernel = RwpoKernel(index);
-        attentionChanged();
-    });
+    form::bind(this, sinkhornEps_, a.sinkhornEps, attentionEdit);
+    form::bind(this, sinkhornIterations_, a.sinkhornIterations, attentionEdit);
+    form::bind(this, rwpoLambda_, a.lambda, attentionEdit);
+    form::bind(this, rwpoH_, a.h, attentionEdit);
+    form::bind(this, rwpoKernel_, a.rwpoKernel, attentionEdit);
     return group;
 }
 
@@ -317,18 +288,10 @@ QWidget* ScenePanel::buildIntegratorGroup() {
     addRow(form, tr("Steps"), steps_, "integrator.steps");
 
     IntegratorSpec& in = live_.integrator;
-    connect(method_, &QComboBox::currentIndexChanged, this, [this, &in](int index) {
-        in.method = Method(index);
-        integratorChanged();
-    });
-    connect(T_, &QDoubleSpinBox::valueChanged, this, [this, &in](double v) {
-        in.T = v;
-        integratorChanged();
-    });
-    connect(steps_, &QSpinBox::valueChanged, this, [this, &in](int v) {
-        in.steps = v;
-        integratorChanged();
-    });
+    const auto integratorEdit = [this] { integratorChanged(); };
+    form::bind(this, method_, in.method, integratorEdit);
+    form::bind(this, T_, in.T, integratorEdit);
+    form::bind(this, steps_, in.steps, integratorEdit);
     return group;
 }
 
@@ -420,6 +383,7 @@ QWidget* ScenePanel::buildSceneGroup() {
     box->addLayout(buttons);
 
     InitialSpec& in = staged_.initial;
+    const auto stagedEdit = [this] { stagedChanged(); };
     connect(d_, &QSpinBox::valueChanged, this, [this](int d) {
         setStagedDimension(d);
         showStaged();
@@ -438,10 +402,7 @@ QWidget* ScenePanel::buildSceneGroup() {
         updateRows();
         stagedChanged();
     });
-    connect(seed_, &QSpinBox::valueChanged, this, [this, &in](int seed) {
-        in.seed = std::uint64_t(seed);
-        stagedChanged();
-    });
+    form::bind(this, seed_, in.seed, stagedEdit);
     connect(mean_, &MatrixGrid::edited, this, [this, &in] {
         in.mean = mean_->matrix().row(0).transpose();
         stagedChanged();
@@ -478,10 +439,7 @@ QWidget* ScenePanel::buildSceneGroup() {
         if (radiiError_.isEmpty()) in.radii = radii;
         stagedChanged();
     });
-    connect(noise_, &QDoubleSpinBox::valueChanged, this, [this, &in](double v) {
-        in.noise = v;
-        stagedChanged();
-    });
+    form::bind(this, noise_, in.noise, stagedEdit);
     connect(path_, &QLineEdit::editingFinished, this, [this, &in] {
         if (QString::fromStdString(in.path) == path_->text()) return;
         in.path = path_->text().toStdString();

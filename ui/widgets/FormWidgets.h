@@ -5,6 +5,8 @@
 
 #include "ui/widgets/Tooltips.h"
 
+#include <QCheckBox>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QLabel>
@@ -60,6 +62,29 @@ inline void addRow(QFormLayout* form, const QString& label, QWidget* field, cons
     l->setToolTip(parameterTooltip(key));
     l->setBuddy(field);
     form->addRow(l, field);
+}
+
+// The signal a control emits when the user edits it, with the value it now holds (a combo box: the index).
+inline auto editedSignal(QDoubleSpinBox*) {
+    return &QDoubleSpinBox::valueChanged;
+}
+inline auto editedSignal(QSpinBox*) {
+    return &QSpinBox::valueChanged;
+}
+inline auto editedSignal(QCheckBox*) {
+    return &QCheckBox::toggled;
+}
+inline auto editedSignal(QComboBox*) {
+    return &QComboBox::currentIndexChanged;
+}
+
+// Edits of `box` write `field` (converted: an index to its enum, an int to a seed) and then call `then`.
+// `field` must outlive `context`, e.g. a member of it.
+template <class Box, class T, class Then> void bind(QObject* context, Box* box, T& field, Then then) {
+    QObject::connect(box, editedSignal(box), context, [&field, then](auto v) {
+        field = T(v);
+        then();
+    });
 }
 
 } // namespace flowscope::form
