@@ -12,23 +12,13 @@
 
 namespace flowscope {
 
-class DriftingAttention : public VelocityField {
+class DriftingAttention : public StreamedField {
   public:
-    // The CPU field in `precision`, or the field whose streaming passes run on `runner`.
-    DriftingAttention(const AttentionSpec& spec, int d, Precision precision)
-        : DriftingAttention(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
-    DriftingAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner)
-        : spec_(spec), d_(d), runner_(std::move(runner)) {}
+    using StreamedField::StreamedField;
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
-    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
     std::string name() const override { return "drifting"; }
-
-  private:
-    AttentionSpec spec_;
-    int d_;
-    std::shared_ptr<StreamRunner> runner_;
 };
 
 } // namespace flowscope

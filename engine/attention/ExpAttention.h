@@ -10,14 +10,6 @@
 
 namespace flowscope {
 
-class ExpAttention : public KernelAttention {
-  public:
-    using KernelAttention::KernelAttention;
-    std::string name() const override { return spec_.masked ? "masked exp" : "exp"; }
-
-  protected:
-    HeadSetup setupHead(const HeadParams& head, const Tokens& X) const override;
-    bool normalized() const override { return false; }
-};
+using ExpAttention = DotProductAttention<Weighting::Exp>;
 
 } // namespace flowscope

@@ -19,6 +19,11 @@ HeadSetup dotProductHead(const AttentionSpec& spec, const HeadParams& head, Weig
     return h;
 }
 
+const char* weightingName(Weighting w) {
+    static constexpr const char* kNames[] = {"softmax", "exp", "relu", "sigmoid"}; // Weighting's order
+    return kNames[std::size_t(w)];
+}
+
 Tokens normalizeHeadAverage(const Mat& num, const Vec& den, const Vec& max, Weighting w, Eigen::Index n) {
     const double invN = 1.0 / double(n);
     switch (w) {
@@ -96,12 +101,6 @@ Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool cau
     p.head(end) = (s.array() - s.maxCoeff()).exp();
     return p / p.sum();
 }
-
-KernelAttention::KernelAttention(const AttentionSpec& spec, int d, Precision precision)
-    : KernelAttention(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
-
-KernelAttention::KernelAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner)
-    : spec_(spec), d_(d), runner_(std::move(runner)) {}
 
 void KernelAttention::velocity(double t, const Tokens& X, Tokens& dX) {
     dX.setZero(X.rows(), X.cols());

@@ -63,11 +63,9 @@ double energyFromRowLogSumExps(const Vec& logZ);
 // The queries of a head: explicit ones, or B x_i.
 Tokens headQueries(const Tokens& X, const HeadSetup& head);
 
-class KernelAttention : public VelocityField {
+class KernelAttention : public StreamedField {
   public:
-    // The CPU field in `precision`, or the field whose passes run on `runner`.
-    KernelAttention(const AttentionSpec& spec, int d, Precision precision);
-    KernelAttention(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner);
+    using StreamedField::StreamedField;
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     // One pass per head: the first head's pass also gives the entropies (e_i) and the energy (each row's
     // log-sum-exp m_i + log den_i), in the runner's precision. Where the runner cannot accumulate e_i, the
@@ -76,7 +74,6 @@ class KernelAttention : public VelocityField {
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
     double interactionEnergy(double t, const Tokens& X) override;
-    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
 
     // How one head scores and outputs (X gives N for the bias). Public for baselines and tests.
     virtual HeadSetup setupHead(const HeadParams& head, const Tokens& X) const = 0;
@@ -86,10 +83,28 @@ class KernelAttention : public VelocityField {
     virtual bool normalized() const { return true; }
     // Whether the interaction energy exists: softmax, one head, unmasked, some tokens.
     bool energyDefined(std::size_t heads, Eigen::Index n) const;
+    // The variant's name, "masked " first when the spec is masked.
+    std::string maskedName(const std::string& variant) const {
+        return spec_.masked ? "masked " + variant : variant;
+    }
+};
 
-    AttentionSpec spec_;
-    int d_;
-    std::shared_ptr<StreamRunner> runner_;
+// The name of a weighting as a variant's name: "softmax", "exp", "relu", "sigmoid".
+const char* weightingName(Weighting w);
+
+// The variants whose every head is the plain dot-product head with weighting W (dotProductHead): softmax,
+// exp, relu and sigmoid attention, each named and written out in its own header. Only softmax weights are
+// normalized (a distribution over keys, with an entropy).
+template <Weighting W> class DotProductAttention : public KernelAttention {
+  public:
+    using KernelAttention::KernelAttention;
+    std::string name() const override { return maskedName(weightingName(W)); }
+
+  protected:
+    HeadSetup setupHead(const HeadParams& head, const Tokens&) const override {
+        return dotProductHead(spec_, head, W);
+    }
+    bool normalized() const override { return W == Weighting::Softmax; }
 };
 
 } // namespace flowscope

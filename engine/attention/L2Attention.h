@@ -13,7 +13,7 @@ namespace flowscope {
 class L2Attention : public KernelAttention {
   public:
     using KernelAttention::KernelAttention;
-    std::string name() const override { return spec_.masked ? "masked l2" : "l2"; }
+    std::string name() const override { return maskedName("l2"); }
 
   protected:
     HeadSetup setupHead(const HeadParams& head, const Tokens& X) const override;

@@ -8,14 +8,6 @@
 
 namespace flowscope {
 
-class ReluAttention : public KernelAttention {
-  public:
-    using KernelAttention::KernelAttention;
-    std::string name() const override { return spec_.masked ? "masked relu" : "relu"; }
-
-  protected:
-    HeadSetup setupHead(const HeadParams& head, const Tokens& X) const override;
-    bool normalized() const override { return false; }
-};
+using ReluAttention = DotProductAttention<Weighting::Relu>;
 
 } // namespace flowscope

@@ -18,27 +18,18 @@
 
 namespace flowscope {
 
-class RwpoAttention : public VelocityField {
+class RwpoAttention : public StreamedField {
   public:
-    // The CPU field in `precision`, or the field whose streaming passes run on `runner`.
-    RwpoAttention(const AttentionSpec& spec, int d, Precision precision)
-        : RwpoAttention(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
-    RwpoAttention(const AttentionSpec& spec, int /*d*/, std::shared_ptr<StreamRunner> runner)
-        : spec_(spec), runner_(std::move(runner)) {}
+    using StreamedField::StreamedField;
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
-    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
     std::string name() const override { return "rwpo"; }
 
     // Soft thresholding S_{lambda h}, coordinate-wise.
     static Tokens softThreshold(const Tokens& X, double threshold);
     // The vector kernel (corrected or as printed) as an attention head on keys X.
     HeadSetup vectorKernel(const Tokens& X) const;
-
-  private:
-    AttentionSpec spec_;
-    std::shared_ptr<StreamRunner> runner_;
 };
 
 } // namespace flowscope

@@ -8,14 +8,6 @@
 
 namespace flowscope {
 
-class SigmoidAttention : public KernelAttention {
-  public:
-    using KernelAttention::KernelAttention;
-    std::string name() const override { return spec_.masked ? "masked sigmoid" : "sigmoid"; }
-
-  protected:
-    HeadSetup setupHead(const HeadParams& head, const Tokens& X) const override;
-    bool normalized() const override { return false; }
-};
+using SigmoidAttention = DotProductAttention<Weighting::Sigmoid>;
 
 } // namespace flowscope

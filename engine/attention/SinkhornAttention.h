@@ -18,17 +18,12 @@
 
 namespace flowscope {
 
-class SinkhornAttention : public VelocityField {
+class SinkhornAttention : public StreamedField {
   public:
-    // The CPU field in `precision`, or the field whose streaming passes run on `runner`.
-    SinkhornAttention(const AttentionSpec& spec, int d, Precision precision)
-        : SinkhornAttention(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
-    SinkhornAttention(const AttentionSpec& spec, int /*d*/, std::shared_ptr<StreamRunner> runner)
-        : spec_(spec), runner_(std::move(runner)) {}
+    using StreamedField::StreamedField;
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     Vec attentionEntropies(double t, const Tokens& X) override;
     Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
-    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
     std::string name() const override { return "sinkhorn"; }
     FieldDiagnostics diagnostics() const override { return diag_; }
 
@@ -42,8 +37,6 @@ class SinkhornAttention : public VelocityField {
     // Solves for the potentials of one head; returns the final column-marginal error.
     double solve(const Mat& B, const Tokens& X, Vec& f, Vec& g, int& iterations) const;
 
-    AttentionSpec spec_;
-    std::shared_ptr<StreamRunner> runner_;
     std::vector<Vec> f_, g_;
     FieldDiagnostics diag_;
 };

@@ -11,13 +11,6 @@
 
 namespace flowscope {
 
-class SoftmaxAttention : public KernelAttention {
-  public:
-    using KernelAttention::KernelAttention;
-    std::string name() const override { return spec_.masked ? "masked softmax" : "softmax"; }
-
-  protected:
-    HeadSetup setupHead(const HeadParams& head, const Tokens& X) const override;
-};
+using SoftmaxAttention = DotProductAttention<Weighting::Softmax>;
 
 } // namespace flowscope

@@ -65,6 +65,24 @@ class CpuStreamRunner final : public StreamRunner {
     Precision precision_;
 };
 
+// The base of the variants whose O(N^2) passes run on a StreamRunner (KernelAttention, SinkhornAttention,
+// RwpoAttention, DriftingAttention): the spec, the dimension and the runner, given, or the CPU runner in a
+// precision.
+class StreamedField : public VelocityField {
+  public:
+    // The CPU field in `precision`, or the field whose streaming passes run on `runner`.
+    StreamedField(const AttentionSpec& spec, int d, Precision precision)
+        : StreamedField(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
+    StreamedField(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner)
+        : spec_(spec), d_(d), runner_(std::move(runner)) {}
+    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
+
+  protected:
+    AttentionSpec spec_;
+    int d_;
+    std::shared_ptr<StreamRunner> runner_;
+};
+
 // The field of a spec with its O(N^2) passes on `runner` (linear attention has none and ignores it), without
 // sphere projection. makeCpuField is this with a CpuStreamRunner, plus the projection. Throws SceneError for
 // unsupported settings (masked Sinkhorn or linear attention).
