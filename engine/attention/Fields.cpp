@@ -11,49 +11,57 @@
 #include "engine/attention/SphereProjection.h"
 #include "engine/attention/StreamRunner.h"
 
+#include <algorithm>
+#include <type_traits>
+
 namespace flowscope {
+
+namespace {
+
+using FieldMaker = std::unique_ptr<VelocityField> (*)(const AttentionSpec&, int d,
+                                                      std::shared_ptr<StreamRunner>);
+
+template <class Field>
+std::unique_ptr<VelocityField> make(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner) {
+    if constexpr (std::is_constructible_v<Field, const AttentionSpec&, int, std::shared_ptr<StreamRunner>>)
+        return std::make_unique<Field>(spec, d, std::move(runner));
+    else
+        return std::make_unique<Field>(spec, d); // linear: O(N d^2) moments in double, no streaming pass
+}
+
+// The class of each attention type, and why a masked spec of the type is refused (null: masking is
+// supported).
+struct FieldKind {
+    AttentionType type;
+    FieldMaker make;
+    const char* maskedRefusal;
+};
+
+constexpr FieldKind kFieldKinds[] = {
+    {AttentionType::Softmax, make<SoftmaxAttention>, nullptr},
+    {AttentionType::L2, make<L2Attention>, nullptr},
+    {AttentionType::Exp, make<ExpAttention>, nullptr},
+    {AttentionType::Relu, make<ReluAttention>, nullptr},
+    {AttentionType::Sigmoid, make<SigmoidAttention>, nullptr},
+    {AttentionType::Sinkhorn, make<SinkhornAttention>, "masked Sinkhorn attention is not supported"},
+    {AttentionType::Linear, make<LinearAttention>, "masked linear attention is not supported"},
+    {AttentionType::Rwpo, make<RwpoAttention>, nullptr},
+    {AttentionType::Drifting, make<DriftingAttention>, nullptr},
+};
+
+} // namespace
 
 std::unique_ptr<VelocityField> makeField(const AttentionSpec& spec, int d,
                                          std::shared_ptr<StreamRunner> runner) {
-    std::unique_ptr<VelocityField> f;
-    switch (spec.type) {
-    case AttentionType::Softmax:
-        f = std::make_unique<SoftmaxAttention>(spec, d, runner);
-        break;
-    case AttentionType::L2:
-        f = std::make_unique<L2Attention>(spec, d, runner);
-        break;
-    case AttentionType::Exp:
-        f = std::make_unique<ExpAttention>(spec, d, runner);
-        break;
-    case AttentionType::Relu:
-        f = std::make_unique<ReluAttention>(spec, d, runner);
-        break;
-    case AttentionType::Sigmoid:
-        f = std::make_unique<SigmoidAttention>(spec, d, runner);
-        break;
-    case AttentionType::Sinkhorn:
-        if (spec.masked) throw SceneError("/attention/masked", "masked Sinkhorn attention is not supported");
-        f = std::make_unique<SinkhornAttention>(spec, d, runner);
-        break;
-    case AttentionType::Linear:
-        if (spec.masked) throw SceneError("/attention/masked", "masked linear attention is not supported");
-        f = std::make_unique<LinearAttention>(spec, d); // O(N d^2) moments in double: no streaming pass
-        break;
-    case AttentionType::Rwpo:
-        f = std::make_unique<RwpoAttention>(spec, d, runner);
-        break;
-    case AttentionType::Drifting:
-        f = std::make_unique<DriftingAttention>(spec, d, runner);
-        break;
-    }
-    return f;
+    const auto* kind = std::find_if(std::begin(kFieldKinds), std::end(kFieldKinds),
+                                    [&](const FieldKind& k) { return k.type == spec.type; });
+    if (kind == std::end(kFieldKinds)) return nullptr;
+    if (spec.masked && kind->maskedRefusal) throw SceneError("/attention/masked", kind->maskedRefusal);
+    return kind->make(spec, d, std::move(runner));
 }
 
 std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Precision p) {
-    std::unique_ptr<VelocityField> f = makeField(spec, d, std::make_shared<CpuStreamRunner>(p));
-    if (spec.sphere) f = std::make_unique<SphereProjection>(std::move(f));
-    return f;
+    return withSphereProjection(spec, makeField(spec, d, std::make_shared<CpuStreamRunner>(p)));
 }
 
 } // namespace flowscope

@@ -32,4 +32,10 @@ void SphereProjection::normalize(Tokens& X) {
     }
 }
 
+std::unique_ptr<VelocityField> withSphereProjection(const AttentionSpec& spec,
+                                                    std::unique_ptr<VelocityField> field) {
+    if (spec.sphere) field = std::make_unique<SphereProjection>(std::move(field));
+    return field;
+}
+
 } // namespace flowscope

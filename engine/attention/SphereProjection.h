@@ -31,4 +31,9 @@ class SphereProjection : public VelocityField {
     std::unique_ptr<VelocityField> inner_;
 };
 
+// `field`, wrapped in a SphereProjection when spec.sphere is set: how every backend's factory (makeCpuField,
+// makeGlField, makeVkField) finishes its field.
+std::unique_ptr<VelocityField> withSphereProjection(const AttentionSpec& spec,
+                                                    std::unique_ptr<VelocityField> field);
+
 } // namespace flowscope

@@ -5,9 +5,7 @@
 namespace flowscope {
 
 std::unique_ptr<VelocityField> makeGlField(const AttentionSpec& spec, int d, const GlFunctions& gl) {
-    std::unique_ptr<VelocityField> f = std::make_unique<GlKernelField>(spec, d, gl);
-    if (spec.sphere) f = std::make_unique<SphereProjection>(std::move(f));
-    return f;
+    return withSphereProjection(spec, std::make_unique<GlKernelField>(spec, d, gl));
 }
 
 } // namespace flowscope
