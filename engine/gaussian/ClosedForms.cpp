@@ -55,6 +55,20 @@ template <class F> double expandBracket(F f, double x0, double step, double limi
 // Largest |x| = ln s before exp overflows / underflows.
 constexpr double kLogLimit = 700.0;
 
+// s = e^u for the root u of an increasing f(u) = 0 (as solveIncreasing) that lies above u0 (`up`) or below
+// it: the bracket is expanded from u0 that way, and s is inf (up) or 0 (down) when u passes kLogLimit.
+template <class F> double solveForExpOfRoot(F f, double u0, bool up) {
+    double lo = u0, hi = u0;
+    if (up) {
+        hi = expandBracket(f, u0, 1.0, kLogLimit);
+        if (std::isinf(hi)) return kInf;
+    } else {
+        lo = expandBracket(f, u0, -1.0, kLogLimit);
+        if (std::isinf(lo)) return 0.0;
+    }
+    return std::exp(solveIncreasing(f, lo, hi, up ? lo : hi));
+}
+
 } // namespace
 
 // ---- Softmax, commuting case ------------------------------------------------------------------------------
@@ -172,15 +186,7 @@ double l2Variance1d(double q, double k, double v, double s0, double t) {
         df = e + 2.0 * kk;
         return -e + 2.0 * kk * u - target;
     };
-    double lo = u0, hi = u0;
-    if (rate > 0.0) {
-        hi = expandBracket(f, u0, 1.0, kLogLimit);
-        if (std::isinf(hi)) return kInf;
-    } else {
-        lo = expandBracket(f, u0, -1.0, kLogLimit);
-        if (std::isinf(lo)) return 0.0;
-    }
-    return std::exp(solveIncreasing(f, lo, hi, rate > 0.0 ? lo : hi));
+    return solveForExpOfRoot(f, u0, rate > 0.0);
 }
 
 double sinkhornPhi(double w) {
@@ -199,15 +205,7 @@ double sinkhornVariance1d(double a, double v, double eps, double s0, double t) {
         df = (w * w + 1.0 + r) / (r * w);
         return sinkhornPhi(w) - target;
     };
-    double lo = u0, hi = u0;
-    if (shift > 0.0) {
-        hi = expandBracket(f, u0, 1.0, kLogLimit);
-        if (std::isinf(hi)) return kInf;
-    } else {
-        lo = expandBracket(f, u0, -1.0, kLogLimit);
-        if (std::isinf(lo)) return 0.0;
-    }
-    return std::exp(solveIncreasing(f, lo, hi, shift > 0.0 ? lo : hi)) / scale;
+    return solveForExpOfRoot(f, u0, shift > 0.0) / scale; // inf and 0 stay so (scale > 0)
 }
 
 Vec sinkhornMean(const Mat& V, double eps, const Vec& alpha0, double t) {
@@ -225,9 +223,7 @@ double driftingVariance1d(double sNu, double s0, double t) {
             df = 1.0 + e;
             return u - e - target;
         };
-        const double lo = expandBracket(f, u0, -1.0, kLogLimit);
-        if (std::isinf(lo)) return 0.0;
-        return std::exp(solveIncreasing(f, lo, u0, u0));
+        return solveForExpOfRoot(f, u0, false);
     }
     // h(s) = ln s - (1 + s_nu) ln|s_nu - s| = h(s0) + 2 s_nu t / (s_nu + 1); s stays on s0's side of s_nu.
     const double c = 1.0 + sNu;

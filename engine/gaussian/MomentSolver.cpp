@@ -7,26 +7,17 @@
 
 #include <atomic>
 #include <cmath>
+#include <iterator>
 #include <mutex>
 
 namespace flowscope {
 
 const char* toString(MomentEvent e) {
-    switch (e) {
-    case MomentEvent::None:
-        return "none";
-    case MomentEvent::Converged:
-        return "converged";
-    case MomentEvent::BlowUp:
-        return "blow-up";
-    case MomentEvent::MaxIter:
-        return "max-iter";
-    case MomentEvent::NonFinite:
-        return "non-finite";
-    case MomentEvent::StepCollapse:
-        return "step-collapse";
-    }
-    return "?";
+    static constexpr const char* kNames[] = {"none",       "converged",    "blow-up", "max-iter",
+                                             "non-finite", "step-collapse"}; // MomentEvent's order
+    static_assert(std::size(kNames) == std::size_t(MomentEvent::StepCollapse) + 1);
+    const auto i = std::size_t(e);
+    return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 namespace {
