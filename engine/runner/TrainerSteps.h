@@ -1,11 +1,14 @@
 // Flowscope engine: what the training runners (flows, continuous-time Transformers) do alike with each of
-// their trainers: one step with the periodic held-out evaluation, and the trainer's state copied into a
-// snapshot. A trainer has step(), stopped(), iteration(), evaluate(), learningRate(), history(),
-// evaluations() and events(); a state has the matching fields.
+// their trainers: one step with the periodic held-out evaluation, the trainer's state copied into a
+// snapshot, and a snapshot's trainer saved. A trainer has step(), stopped(), iteration(), evaluate(),
+// learningRate(), history(), evaluations() and events(); a state has the matching fields.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 namespace flowscope {
 
@@ -28,6 +31,17 @@ void fillTrainerState(State& s, const Trainer& t, std::size_t maxEvents) {
     const auto& events = t.events();
     s.events.assign(events.end() - long(std::min(maxEvents, events.size())), events.end());
     s.stopped = t.stopped();
+}
+
+// Writes a snapshot's trainer as its CLI command does: save(path, model, record) with the record of
+// trainingRecord (flows:: or ot::, found by the config's type) over the seconds its history took. Throws
+// std::runtime_error when the state has no model yet.
+template <class State, class Save> void saveTrainerState(const std::string& path, const State& s, Save save) {
+    if (!s.model || !s.config) throw std::runtime_error("no trained model to save yet");
+    double seconds = 0;
+    for (const auto& r : s.history) seconds += r.seconds;
+    save(path, *s.model,
+         trainingRecord(*s.config, s.iteration, s.stopped, s.history, s.evaluations, s.events, seconds));
 }
 
 } // namespace flowscope

@@ -129,12 +129,7 @@ FlowTraining::Pictures::Pictures(const Options& options, const Trainer& first)
     : maker_(options, first.config().flow.d), data_(maker_.data(first)) {}
 
 void saveTrainedFlow(const std::string& path, const TrainerState& state) {
-    if (!state.model || !state.config) throw std::runtime_error("no trained model to save yet");
-    double seconds = 0;
-    for (const flows::TrainRecord& r : state.history) seconds += r.seconds;
-    flows::saveFlow(path, *state.model,
-                    flows::trainingRecord(*state.config, state.iteration, state.stopped, state.history,
-                                          state.evaluations, state.events, seconds));
+    saveTrainerState(path, state, [](auto&&... a) { flows::saveFlow(std::forward<decltype(a)>(a)...); });
 }
 
 } // namespace flowscope

@@ -100,12 +100,7 @@ std::shared_ptr<const TransformerPicture> TransformerTraining::Pictures::make(co
 }
 
 void saveTrainedTransformer(const std::string& path, const TransformerTrainerState& state) {
-    if (!state.model || !state.config) throw std::runtime_error("no trained model to save yet");
-    double seconds = 0;
-    for (const ot::OtRecord& r : state.history) seconds += r.seconds;
-    ot::saveTransformer(path, *state.model,
-                        ot::trainingRecord(*state.config, state.iteration, state.stopped, state.history,
-                                           state.evaluations, state.events, seconds));
+    saveTrainerState(path, state, [](auto&&... a) { ot::saveTransformer(std::forward<decltype(a)>(a)...); });
 }
 
 } // namespace flowscope
