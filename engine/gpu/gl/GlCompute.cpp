@@ -24,20 +24,22 @@ std::string glslSource(int version, const GlDefines& defines, std::string_view b
 
 namespace {
 
-std::string shaderLog(const GlFunctions& gl, gl::Uint shader) {
+// The info log of a shader or program object, read with its query (GetShaderiv, GetProgramiv) and getter
+// (GetShaderInfoLog, GetProgramInfoLog).
+template <class Query, class Getter> std::string infoLog(gl::Uint object, Query query, Getter getter) {
     gl::Int length = 0;
-    gl.GetShaderiv(shader, gl::INFO_LOG_LENGTH, &length);
+    query(object, gl::INFO_LOG_LENGTH, &length);
     std::string log(std::size_t(std::max(length, 1)), '\0');
-    gl.GetShaderInfoLog(shader, gl::Sizei(log.size()), nullptr, log.data());
+    getter(object, gl::Sizei(log.size()), nullptr, log.data());
     return log.c_str();
 }
 
+std::string shaderLog(const GlFunctions& gl, gl::Uint shader) {
+    return infoLog(shader, gl.GetShaderiv, gl.GetShaderInfoLog);
+}
+
 std::string programLog(const GlFunctions& gl, gl::Uint program) {
-    gl::Int length = 0;
-    gl.GetProgramiv(program, gl::INFO_LOG_LENGTH, &length);
-    std::string log(std::size_t(std::max(length, 1)), '\0');
-    gl.GetProgramInfoLog(program, gl::Sizei(log.size()), nullptr, log.data());
-    return log.c_str();
+    return infoLog(program, gl.GetProgramiv, gl.GetProgramInfoLog);
 }
 
 } // namespace
