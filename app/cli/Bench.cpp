@@ -22,6 +22,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -42,26 +43,21 @@ const std::vector<std::string> kVariants = {"softmax", "l2",      "sinkhorn", "l
                                             "relu",    "sigmoid", "masked",   "multihead", "rwpo"};
 
 AttentionSpec specFor(const std::string& v, int d) {
+    // The variants that are an attention type as it is, with the one head below.
+    static const std::map<std::string, AttentionType> kPlain = {
+        {"softmax", AttentionType::Softmax}, {"l2", AttentionType::L2},
+        {"linear", AttentionType::Linear},   {"exp", AttentionType::Exp},
+        {"relu", AttentionType::Relu},       {"sigmoid", AttentionType::Sigmoid}};
     AttentionSpec s;
     const Mat I = Mat::Identity(d, d);
     s.heads = {HeadParams{I, I, -0.5 * I}};
-    if (v == "softmax")
-        s.type = AttentionType::Softmax;
-    else if (v == "l2")
-        s.type = AttentionType::L2;
-    else if (v == "sinkhorn") {
+    if (const auto plain = kPlain.find(v); plain != kPlain.end()) {
+        s.type = plain->second;
+    } else if (v == "sinkhorn") {
         s.type = AttentionType::Sinkhorn;
         s.sinkhornIterations = kSinkhornIterations;
         s.sinkhornTol = 0.0; // always run the full iteration count: comparable timings
-    } else if (v == "linear")
-        s.type = AttentionType::Linear;
-    else if (v == "exp")
-        s.type = AttentionType::Exp;
-    else if (v == "relu")
-        s.type = AttentionType::Relu;
-    else if (v == "sigmoid")
-        s.type = AttentionType::Sigmoid;
-    else if (v == "masked") {
+    } else if (v == "masked") {
         s.type = AttentionType::Softmax;
         s.masked = true;
     } else if (v == "multihead") {
@@ -70,8 +66,9 @@ AttentionSpec specFor(const std::string& v, int d) {
     } else if (v == "rwpo") {
         s.type = AttentionType::Rwpo;
         s.beta = 1.0;
-    } else
+    } else {
         throw UsageError("unknown variant " + quoteForMessage(v));
+    }
     return s;
 }
 
