@@ -204,7 +204,7 @@ int benchRun(const Args& args) {
     const auto ns = parseList(p.option("--n", "16384"));
     const int every = int(parseLong(p.option("--every", "4"), "--every", 1, 1 << 20));
     const int steps = int(parseLong(p.option("--steps", "20"), "--steps", 1, 1 << 20));
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (!p.positional.empty()) throw UsageError("unexpected argument " + quoteForMessage(p.positional[0]));
     const ComputeBackend backend = openCliBackend(backendName);
     if (!json)
@@ -294,7 +294,7 @@ int bench(const Args& raw) {
     const std::string backendName = p.option("--backend", defaultBackendId());
     const std::string peakText = p.option("--peak-flops", "");
     const bool deviceSteps = p.flag("--device-steps");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (p.positional.size() == 1 && p.positional[0] == "moments") return benchMoments(json);
     if (p.positional.size() != 1 || p.positional[0] != "particles")
         throw UsageError("expected 'bench particles', 'bench moments' or 'bench train'");

@@ -58,6 +58,10 @@ std::string ArgParser::unknown() const {
     return "";
 }
 
+void ArgParser::rejectUnknown() const {
+    if (const std::string u = unknown(); !u.empty()) throw UsageError("unknown option " + quoteForMessage(u));
+}
+
 std::uint64_t maxMemoryOption(ArgParser& p) {
     const std::string text = p.option("--max-memory");
     if (text.empty()) return defaultMemoryLimit();
@@ -169,7 +173,7 @@ int simulate(const Args& raw) {
     const bool f32 = p.flag("--float32");
     const std::string every = p.option("--every");
     const std::uint64_t maxMemory = maxMemoryOption(p);
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (p.positional.size() != 1)
         throw UsageError(
             "expected one SCENE.json or share string (usage: simulate SCENE.json --out traj.npy)");
@@ -259,7 +263,7 @@ int simulate(const Args& raw) {
 int presets(const Args& raw) {
     ArgParser p(raw);
     const std::string dir = p.option("--dir", FLOWSCOPE_PRESET_DIR);
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     std::vector<std::filesystem::path> files;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))
@@ -287,7 +291,7 @@ int share(const Args& raw) {
     ArgParser p(raw);
     const std::string decode = p.option("--decode");
     const std::string out = p.option("--out");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (!decode.empty()) {
         if (!p.positional.empty())
             throw UsageError("--decode takes the string itself, no SCENE.json with it");

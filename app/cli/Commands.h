@@ -60,6 +60,7 @@ struct ArgParser {
     std::string option(const std::string& name, const std::string& fallback = ""); // consumes --name value
     std::vector<std::string> positional; // what is left after options are consumed
     std::string unknown() const;         // first unconsumed --option, if any
+    void rejectUnknown() const;          // throws UsageError "unknown option ..." when unknown() is not empty
   private:
     Args args_;
     std::vector<bool> used_;

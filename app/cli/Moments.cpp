@@ -68,7 +68,7 @@ int moments(const Args& raw) {
     const std::string every = p.option("--every");
     const bool finalOnly = p.flag("--final-only");
     const std::uint64_t maxMemory = maxMemoryOption(p);
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (p.positional.size() != 1)
         throw UsageError(
             "expected one SCENE.json or share string (usage: moments SCENE.json --out moments.json)");

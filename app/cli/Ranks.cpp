@@ -119,7 +119,7 @@ int ranks(const Args& raw) {
     const std::string threadsText = p.option("--threads");
     const std::string out = p.option("--out");
     const bool includeExceptions = p.flag("--include-exceptions");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (!p.positional.empty()) throw UsageError("unexpected argument " + quoteForMessage(p.positional[0]));
     std::optional<OutputSet> outputs;
     if (!out.empty()) outputs.emplace(std::vector<std::string>{out});

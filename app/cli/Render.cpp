@@ -85,7 +85,7 @@ Options parseOptions(const Args& raw) {
     const std::string caption = p.option("--caption");
     const std::string dt = p.option("--dt-per-frame");
     o.particles = !p.flag("--no-particles");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (p.positional.size() != 1)
         throw UsageError("expected one SCENE.json (usage: render SCENE.json --view particles|cone|disc --out "
                          "anim.mp4|anim.gif|frames/)");

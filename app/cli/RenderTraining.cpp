@@ -80,7 +80,7 @@ Options parseOptions(const Args& raw) {
     if (data != raw.end() && data + 1 != raw.end())
         o.dataName = std::filesystem::path(*(data + 1)).filename().string();
     o.config = parseTrainerConfig(p); // what `train` takes, with its defaults
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (!p.positional.empty())
         throw UsageError(
             "the training view takes no SCENE.json (it trains on --dataset NAME or --data FILE), "

@@ -128,7 +128,7 @@ int train(const Args& args) {
     const long evalEvery = parseLong(p.option("--eval-every", "500"), "--eval-every", 0, 100000000);
     const std::string out = p.option("--out");
     const bool quiet = p.flag("--quiet");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (out.empty()) throw UsageError("--out model.safetensors is required");
     c.adam.decaySteps = iters;
     OutputSet outputs({out, flows::configPathFor(out)}, {optionValue(args, "--data")}); // the record last
@@ -192,7 +192,7 @@ int sample(const Args& args) {
     const std::string basePath = p.option("--base");
     const std::string out = p.option("--out");
     const bool explicitSampler = p.flag("--explicit");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (out.empty()) throw UsageError("--out samples.npy is required");
     if (!basePath.empty() && (!nText.empty() || !seedText.empty()))
         throw UsageError("--base replaces the seeded draws: give --base or --n/--seed, not both");
@@ -245,7 +245,7 @@ int density(const Args& args) {
     const int refs = int(parseLong(p.option("--reference", "2000"), "--reference", 2, 65536));
     const std::uint64_t seed = std::uint64_t(parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62));
     const std::string out = p.option("--out");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (out.empty()) throw UsageError("--out density.npy is required");
     OutputSet outputs({out}, {p.positional.empty() ? "" : p.positional[0]});
     const flows::FlowModel<float> model = loadModelArgument(p);
@@ -266,7 +266,7 @@ int benchTrain(const Args& args) {
     const int iters = int(parseLong(p.option("--iters", "20"), "--iters", 1, 100000));
     const bool json = p.flag("--json");
     flows::TrainerConfig c = parseTrainerConfig(p);
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     nlohmann::json rows = nlohmann::json::array();
     if (!json)
         std::printf(

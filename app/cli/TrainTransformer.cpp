@@ -118,7 +118,7 @@ int trainTransformer(const Args& args) {
         p.option("--drop-rates", task == ot::Task::B ? "0,0.01,0.05,0.1,0.2,0.5" : "");
     const std::string out = p.option("--out");
     const bool quiet = p.flag("--quiet");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (!p.positional.empty()) throw UsageError("unexpected argument " + quoteForMessage(p.positional[0]));
     if (out.empty()) throw UsageError("--out model.safetensors is required");
     OutputSet outputs({out, flows::configPathFor(out)}); // the record last
@@ -175,7 +175,7 @@ int evalTransformer(const Args& args) {
     const int sets = int(parseLong(p.option("--sets", "1000"), "--sets", 1, 1000000));
     const long seed = parseLong(p.option("--seed", "1"), "--seed", 0, 1L << 62);
     const std::string out = p.option("--out");
-    if (!p.unknown().empty()) throw UsageError("unknown option " + quoteForMessage(p.unknown()));
+    p.rejectUnknown();
     if (p.positional.size() != 1) throw UsageError("expected exactly one MODEL.safetensors argument");
     std::optional<OutputSet> outputs;
     if (!out.empty())
