@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -31,6 +32,14 @@ void fillTrainerState(State& s, const Trainer& t, std::size_t maxEvents) {
     const auto& events = t.events();
     s.events.assign(events.end() - long(std::min(maxEvents, events.size())), events.end());
     s.stopped = t.stopped();
+}
+
+// A state's copies of the model and config: the trainer's evaluated model, and `config` (the slot's, shared
+// by snapshots) or, when null, a copy of the trainer's.
+template <class State, class Trainer, class Config>
+void copyTrainerModel(State& s, const Trainer& t, std::shared_ptr<const Config> config) {
+    s.model = std::make_shared<typename decltype(s.model)::element_type>(t.evaluatedModel());
+    s.config = config ? std::move(config) : std::make_shared<const Config>(t.config());
 }
 
 // Writes a snapshot's trainer as its CLI command does: save(path, model, record) with the record of

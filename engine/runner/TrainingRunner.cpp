@@ -112,8 +112,7 @@ TrainerState FlowTraining::state(const Trainer& t, std::size_t maxEvents,
     s.label = label(t.config());
     s.rwpo = t.config().flow.rwpo;
     fillTrainerState(s, t, maxEvents);
-    s.model = std::make_shared<const Model>(t.evaluatedModel());
-    s.config = config ? std::move(config) : std::make_shared<const Config>(t.config());
+    copyTrainerModel(s, t, std::move(config));
     return s;
 }
 

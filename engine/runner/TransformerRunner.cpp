@@ -57,8 +57,7 @@ TransformerTrainerState TransformerTraining::state(const Trainer& t, std::size_t
     s.lambdaOt = t.config().model.lambdaOt;
     s.label = label(t.config());
     fillTrainerState(s, t, maxEvents);
-    s.model = std::make_shared<const Model>(t.evaluatedModel());
-    s.config = config ? std::move(config) : std::make_shared<const Config>(t.config());
+    copyTrainerModel(s, t, std::move(config));
     return s;
 }
 
