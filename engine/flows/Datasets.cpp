@@ -1,5 +1,6 @@
 #include "engine/flows/Datasets.h"
 
+#include "engine/core/PolarNormal.h"
 #include "engine/io/Npy.h"
 
 #include <algorithm>
@@ -17,16 +18,10 @@ double Rng::normal() {
         hasSpare_ = false;
         return spare_;
     }
-    double u, v, s;
-    do {
-        u = 2.0 * uniform() - 1.0;
-        v = 2.0 * uniform() - 1.0;
-        s = u * u + v * v;
-    } while (s >= 1.0 || s == 0.0);
-    const double f = std::sqrt(-2.0 * std::log(s) / s);
-    spare_ = u * f;
+    const auto [first, second] = polarNormalPair([this] { return uniform(); });
+    spare_ = first;
     hasSpare_ = true;
-    return v * f;
+    return second;
 }
 
 // Rejects the 2^64 mod n lowest outputs, so that the accepted range is a whole number of copies of [0, n).

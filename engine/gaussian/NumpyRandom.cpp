@@ -1,5 +1,7 @@
 #include "engine/gaussian/NumpyRandom.h"
 
+#include "engine/core/PolarNormal.h"
+
 #include <cmath>
 
 namespace flowscope {
@@ -56,16 +58,10 @@ double NumpyRandom::gauss() {
         gauss_ = 0.0;
         return cached;
     }
-    double x1, x2, r2;
-    do {
-        x1 = 2.0 * randomSample() - 1.0;
-        x2 = 2.0 * randomSample() - 1.0;
-        r2 = x1 * x1 + x2 * x2;
-    } while (r2 >= 1.0 || r2 == 0.0);
-    const double f = std::sqrt(-2.0 * std::log(r2) / r2);
-    gauss_ = f * x1;
+    const auto [first, second] = polarNormalPair([this] { return randomSample(); });
+    gauss_ = first;
     hasGauss_ = true;
-    return f * x2;
+    return second;
 }
 
 Mat NumpyRandom::rand(int rows, int cols) {
