@@ -62,6 +62,14 @@ void ArgParser::rejectUnknown() const {
     if (const std::string u = unknown(); !u.empty()) throw UsageError("unknown option " + quoteForMessage(u));
 }
 
+void requireSceneAndOut(const ArgParser& p, const std::string& out, const std::string& command,
+                        const std::string& example) {
+    if (p.positional.size() != 1)
+        throw UsageError("expected one SCENE.json or share string (usage: " + command + " SCENE.json --out " +
+                         example + ")");
+    if (out.empty()) throw UsageError("--out " + example + " is required");
+}
+
 std::uint64_t maxMemoryOption(ArgParser& p) {
     const std::string text = p.option("--max-memory");
     if (text.empty()) return defaultMemoryLimit();
@@ -174,10 +182,7 @@ int simulate(const Args& raw) {
     const std::string every = p.option("--every");
     const std::uint64_t maxMemory = maxMemoryOption(p);
     p.rejectUnknown();
-    if (p.positional.size() != 1)
-        throw UsageError(
-            "expected one SCENE.json or share string (usage: simulate SCENE.json --out traj.npy)");
-    if (out.empty()) throw UsageError("--out traj.npy is required");
+    requireSceneAndOut(p, out, "simulate", "traj.npy");
 
     const ComputeBackend backend = openCliBackend(backendName);
     Scene scene = loadSceneArg(p.positional[0]); // validates everything before any output

@@ -70,6 +70,11 @@ struct ArgParser {
 // --max-memory SIZE (512M, 8G, ...; default: half this machine's memory), consumed from p. Throws UsageError.
 std::uint64_t maxMemoryOption(ArgParser& p);
 
+// A command that runs one scene into --out (simulate, moments) was given one SCENE.json or share string and
+// `out`; else throws UsageError showing its usage, "<command> SCENE.json --out <example>".
+void requireSceneAndOut(const ArgParser& p, const std::string& out, const std::string& command,
+                        const std::string& example);
+
 // The value of option `name` in raw arguments ("" when absent), without consuming it.
 std::string optionValue(const Args& args, const std::string& name);
 

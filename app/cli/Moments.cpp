@@ -69,10 +69,7 @@ int moments(const Args& raw) {
     const bool finalOnly = p.flag("--final-only");
     const std::uint64_t maxMemory = maxMemoryOption(p);
     p.rejectUnknown();
-    if (p.positional.size() != 1)
-        throw UsageError(
-            "expected one SCENE.json or share string (usage: moments SCENE.json --out moments.json)");
-    if (out.empty()) throw UsageError("--out moments.json is required");
+    requireSceneAndOut(p, out, "moments", "moments.json");
     const bool npy = out.size() >= 4 && out.compare(out.size() - 4, 4, ".npy") == 0;
     if (npy && finalOnly) throw UsageError("--final-only: only for the JSON output");
 
