@@ -33,18 +33,15 @@
 #include <QApplication>
 #include <QImage>
 
-#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <regex>
 #include <sstream>
-#include <unistd.h>
 
 namespace flowscope::cli {
 
@@ -187,34 +184,16 @@ int render(const Args& raw) {
         std::cerr << "note: dt is not a multiple of the scene's step h = " << number(h)
                   << "; the particles show the step nearest each frame's time\n";
 
-    const bool tty = ::isatty(2);
-    const auto start = std::chrono::steady_clock::now();
-    auto elapsed = [&] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
+    FrameProgress progress(o.frames);
     QImage frame;
-    long lastReported = -1;
-
     for (long k = 0; k < o.frames; ++k) {
         if (!exporter.renderFrame(k, frame, [] { return gCancel != 0; })) throw Cancelled();
         sink->addFrame(frame.constBits(), int(frame.bytesPerLine()));
-
-        const long done = k + 1;
-        if (tty) {
-            std::cerr << "\rframe " << done << "/" << o.frames << ", " << std::fixed << std::setprecision(1)
-                      << double(done) / std::max(elapsed(), 1e-9) << " frames/s" << std::defaultfloat
-                      << std::flush;
-        } else if (done * 10 / o.frames != lastReported) { // a line every tenth
-            lastReported = done * 10 / o.frames;
-            std::cerr << "frame " << done << "/" << o.frames << ", " << std::fixed << std::setprecision(1)
-                      << double(done) / std::max(elapsed(), 1e-9) << " frames/s\n"
-                      << std::defaultfloat;
-        }
+        progress.report(k + 1);
     }
-    if (tty) std::cerr << "\n";
+    progress.endLine();
     sink->finish();
-    const double seconds = elapsed();
-    printWrote(o.out, o.frames, seconds);
+    printWrote(o.out, o.frames, progress.seconds());
     if (const Simulation* sim = exporter.simulation(); sim && sim->event())
         std::cerr << "; the particles stopped at t = " << number(sim->event()->t) << ": "
                   << sim->event()->message;

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <regex>
 #include <sstream>
+#include <unistd.h>
 
 namespace flowscope::cli {
 
@@ -106,6 +107,30 @@ void printWrote(const std::string& out, long frames, double seconds) {
     std::cerr << "wrote " << out << " (" << frames << " frames, " << fileSize(out) << ") in " << std::fixed
               << std::setprecision(1) << seconds << " s, " << double(frames) / std::max(seconds, 1e-9)
               << " frames/s" << std::defaultfloat;
+}
+
+FrameProgress::FrameProgress(long frames)
+    : frames_(frames), tty_(::isatty(2)), start_(std::chrono::steady_clock::now()) {}
+
+double FrameProgress::seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void FrameProgress::report(long done) {
+    if (tty_) {
+        std::cerr << "\rframe " << done << "/" << frames_ << ", " << std::fixed << std::setprecision(1)
+                  << double(done) / std::max(seconds(), 1e-9) << " frames/s" << std::defaultfloat
+                  << std::flush;
+    } else if (done * 10 / frames_ != lastReported_) { // a line every tenth
+        lastReported_ = done * 10 / frames_;
+        std::cerr << "frame " << done << "/" << frames_ << ", " << std::fixed << std::setprecision(1)
+                  << double(done) / std::max(seconds(), 1e-9) << " frames/s\n"
+                  << std::defaultfloat;
+    }
+}
+
+void FrameProgress::endLine() const {
+    if (tty_) std::cerr << "\n";
 }
 
 std::unique_ptr<FrameSink> openOutput(const std::string& out, int width, int height, double fps) {

@@ -17,6 +17,7 @@
 #include <QRectF>
 #include <QString>
 
+#include <chrono>
 #include <csignal>
 #include <memory>
 #include <signal.h>
@@ -64,6 +65,25 @@ std::string fileSize(const std::string& path);
 
 // "wrote OUT (F frames, SIZE) in S s, R frames/s" on stderr, without the newline: a command adds its notes.
 void printWrote(const std::string& out, long frames, double seconds);
+
+// An export's progress on stderr, "frame K/F, R frames/s": on a terminal one line rewritten every frame,
+// else a line every tenth of the frames. The clock starts when it is made.
+class FrameProgress {
+  public:
+    explicit FrameProgress(long frames);
+    // `done` frames are written.
+    void report(long done);
+    // Ends the terminal's line after the last report.
+    void endLine() const;
+    // Since the start.
+    double seconds() const;
+
+  private:
+    long frames_;
+    bool tty_;
+    std::chrono::steady_clock::time_point start_;
+    long lastReported_ = -1;
+};
 
 // The sink of --out for frames of width x height at fps (engine/media: .mp4, .gif or a PNG directory);
 // a path the sinks cannot take is a UsageError naming --out.

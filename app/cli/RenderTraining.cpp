@@ -19,9 +19,7 @@
 #include "ui/export/TrainingAnimator.h"
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
-#include <iomanip>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -137,33 +135,20 @@ int renderTraining(const Args& raw) {
               << " fps, " << a.itersPerFrame << " iterations per frame (iterations 0 to "
               << animator->lastIteration() << "), to " << o.out << "\n";
 
-    const auto start = std::chrono::steady_clock::now();
-    auto elapsed = [&] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    };
-    long lastReported = -1, shown = 0;
-    // Called between iterations too (to poll for Ctrl+C): a line only when a frame is new.
+    FrameProgress progress(a.frames);
+    long shown = 0;
+    // Called between iterations too (to poll for Ctrl+C): a report only when a frame is new.
     const bool done = animator->run(*sink, [&](long done) {
         if (gCancel) return false;
         if (done == shown) return true;
         shown = done;
-        if (tty) {
-            std::cerr << "\rframe " << done << "/" << a.frames << ", " << std::fixed << std::setprecision(1)
-                      << double(done) / std::max(elapsed(), 1e-9) << " frames/s" << std::defaultfloat
-                      << std::flush;
-        } else if (done * 10 / a.frames != lastReported) { // a line every tenth
-            lastReported = done * 10 / a.frames;
-            std::cerr << "frame " << done << "/" << a.frames << ", " << std::fixed << std::setprecision(1)
-                      << double(done) / std::max(elapsed(), 1e-9) << " frames/s\n"
-                      << std::defaultfloat;
-        }
+        progress.report(done);
         return true;
     });
     if (!done) throw Cancelled();
-    if (tty) std::cerr << "\n";
+    progress.endLine();
     sink->finish();
-    const double seconds = elapsed();
-    printWrote(o.out, a.frames, seconds);
+    printWrote(o.out, a.frames, progress.seconds());
     const auto trainers = animator->trainers();
     std::cerr << "; iteration " << trainers.front()->iteration();
     for (const flows::FlowTrainer* t : trainers) {
