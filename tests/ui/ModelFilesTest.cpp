@@ -5,6 +5,8 @@
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
 
+#include "../TinyTraining.h"
+
 #include "engine/flows/FlowIo.h"
 #include "engine/flows/Sampling.h"
 #include "engine/ottransformer/TransformerIo.h"
@@ -30,16 +32,7 @@ namespace flowscope::test {
 namespace {
 
 flows::TrainerConfig tinyFlow(bool rwpo) {
-    flows::TrainerConfig c;
-    c.dataset = "moons";
-    c.batch = 64;
-    c.evalSamples = 64;
-    c.flow.layers = 2;
-    c.flow.width = 8;
-    c.flow.rwpo = rwpo;
-    c.flow.seed = 11;
-    c.dataSeed = 5;
-    return c;
+    return tinyFlowConfig("moons", rwpo, 11);
 }
 
 QByteArray bytesOf(const QString& path) {

@@ -9,6 +9,7 @@
 #include "engine/runner/TransformerRunner.h"
 
 #include "../TempDir.h"
+#include "../TinyTraining.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -19,26 +20,10 @@ using namespace flowscope;
 
 namespace {
 
-flows::TrainerConfig tinyFlow(bool rwpo, std::uint64_t seed) {
-    flows::TrainerConfig c;
-    c.dataset = "moons";
-    c.batch = 64;
-    c.evalSamples = 64;
-    c.flow.layers = 2;
-    c.flow.width = 8;
-    c.flow.rwpo = rwpo;
-    c.flow.seed = seed;
-    c.dataSeed = 5;
-    return c;
-}
+using test::smallPictures;
 
-TrainingOptions smallPictures() {
-    TrainingOptions o;
-    o.samples = 200;
-    o.trajectorySamples = 16;
-    o.gridSize = 16;
-    o.evaluateEvery = 0;
-    return o;
+flows::TrainerConfig tinyFlow(bool rwpo, std::uint64_t seed) {
+    return test::tinyFlowConfig("moons", rwpo, seed);
 }
 
 // A model unlike any seeded initialization: a few training steps from seed 11.

@@ -1,6 +1,7 @@
 // TrainingRunner: commands reach the worker's trainers, snapshots mirror them, reset and start behave.
 #include "engine/runner/TrainingRunner.h"
 
+#include "../TinyTraining.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -17,27 +18,10 @@ namespace {
 
 // Tiny enough that a step takes well under a millisecond.
 flows::TrainerConfig tinyConfig(bool rwpo = false) {
-    flows::TrainerConfig c;
-    c.dataset = "8gaussians";
-    c.batch = 64;
-    c.evalSamples = 64;
-    c.flow.layers = 2;
-    c.flow.width = 8;
-    c.flow.rwpo = rwpo;
-    c.flow.seed = 3;
-    c.dataSeed = 5;
-    return c;
+    return test::tinyFlowConfig("8gaussians", rwpo, 3);
 }
 
-TrainingOptions smallPictures() {
-    TrainingOptions o;
-    o.samples = 200;
-    o.trajectorySamples = 16;
-    o.gridSize = 16;
-    o.evaluateEvery = 0;
-    return o;
-}
-
+using test::smallPictures;
 using test::waitForSnapshot;
 
 // Waits until every trainer reached `iteration` and carries a picture of it (a paused runner makes one
