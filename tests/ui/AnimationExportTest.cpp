@@ -3,7 +3,7 @@
 // runs in an EGL context), the particles where the view's projection puts the tokens; a cancel or a bad path
 // leaves nothing. The share string copies the scene as it runs and pastes another one; a corrupt string keeps
 // the scene and says what is wrong.
-#include "GuiEnvironment.h"
+#include "MainWindowFixture.h"
 #include "TestScenes.h"
 #include "UiTestUtil.h"
 
@@ -80,21 +80,10 @@ AnimationOptions smallOptions() {
     return o;
 }
 
-class AnimationExportTest : public ::testing::Test {
+class AnimationExportTest : public MainWindowFilesFixture {
   protected:
-    void SetUp() override {
-        FLOWSCOPE_REQUIRE_GUI();
-        ASSERT_TRUE(dir.isValid());
-        window = std::make_unique<MainWindow>();
-        window->resize(900, 650);
-        ASSERT_TRUE(window->particles().setScene(smallScene()));
-        window->show();
-        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
-    }
-    QString path(const char* name) const { return dir.filePath(QString::fromLatin1(name)); }
-
-    QTemporaryDir dir;
-    std::unique_ptr<MainWindow> window;
+    AnimationExportTest() : MainWindowFilesFixture({900, 650}) {}
+    void prepare() override { ASSERT_TRUE(window->particles().setScene(smallScene())); }
 };
 
 TEST_F(AnimationExportTest, PngSequenceAndGifHaveTheFramesAndSizeAsked) {

@@ -1,6 +1,6 @@
 // The application as a whole: every preset loads and draws, live edits reach the engine, the scrubber
 // rewinds, settings come back, the quick sliders drive the scene.
-#include "GuiEnvironment.h"
+#include "MainWindowFixture.h"
 #include "TestScenes.h"
 
 #include "engine/dynamics/Simulation.h"
@@ -41,23 +41,16 @@ long drawnPixels(const QImage& image) {
     return count;
 }
 
-class AppTest : public ::testing::Test {
+class AppTest : public MainWindowFixture {
   protected:
-    void SetUp() override {
-        FLOWSCOPE_REQUIRE_GUI();
-        window = std::make_unique<MainWindow>();
-        window->resize(1100, 700);
-        window->particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
-        window->show();
-        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
-    }
+    AppTest() : MainWindowFixture({1100, 700}) {}
+    void prepare() override { window->particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR)); }
     void stepTo(long step) {
         ASSERT_TRUE(waitForSnapshot(
             window->particles().runner(), [step](const Snapshot& s) { return s.step >= step; },
             std::chrono::seconds(90)));
         window->particles().particleView()->refresh();
     }
-    std::unique_ptr<MainWindow> window;
 };
 
 TEST_F(AppTest, EveryPresetLoadsAdvancesAndDraws) {

@@ -1,5 +1,5 @@
 // MainWindow: opening scenes; a bad file leaves the running scene untouched and explains why.
-#include "GuiEnvironment.h"
+#include "MainWindowFixture.h"
 #include "TestScenes.h"
 
 #include "engine/io/Npy.h"
@@ -34,17 +34,10 @@ QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArra
     return path;
 }
 
-class MainWindowTest : public ::testing::Test {
+class MainWindowTest : public MainWindowFilesFixture {
   protected:
-    void SetUp() override {
-        FLOWSCOPE_REQUIRE_GUI();
-        ASSERT_TRUE(dir.isValid());
-        window = std::make_unique<MainWindow>();
-        window->resize(800, 600);
-        ASSERT_TRUE(window->particles().setScene(tinyScene()));
-        window->show();
-        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
-    }
+    MainWindowTest() : MainWindowFilesFixture({800, 600}) {}
+    void prepare() override { ASSERT_TRUE(window->particles().setScene(tinyScene())); }
 
     void expectTinySceneStillRunning() {
         ASSERT_TRUE(window->particles().scene().has_value());
@@ -53,9 +46,6 @@ class MainWindowTest : public ::testing::Test {
         EXPECT_EQ(window->particles().runner().snapshot()->generation, 1u);
         EXPECT_EQ(window->particles().runner().snapshot()->tokens.rows(), 256);
     }
-
-    QTemporaryDir dir;
-    std::unique_ptr<MainWindow> window;
 };
 
 TEST_F(MainWindowTest, MalformedJsonKeepsTheSceneAndExplains) {

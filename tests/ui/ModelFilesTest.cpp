@@ -2,7 +2,7 @@
 // and density export as the same bytes as the shared sampler flowscope-cli sample / density uses; a
 // Transformer opens in the Transformers tab; a model exported from the app loads back with the same bits;
 // a truncated file keeps the current run and names the file.
-#include "GuiEnvironment.h"
+#include "MainWindowFixture.h"
 #include "TestScenes.h"
 
 #include "../TinyTraining.h"
@@ -50,17 +50,10 @@ bool sameFlowParams(const flows::FlowParams<float>& a, const flows::FlowParams<f
     return same;
 }
 
-class ModelFilesTest : public ::testing::Test {
+class ModelFilesTest : public MainWindowFilesFixture {
   protected:
-    void SetUp() override {
-        FLOWSCOPE_REQUIRE_GUI();
-        ASSERT_TRUE(dir.isValid());
-        window = std::make_unique<MainWindow>();
-        window->resize(1000, 700);
-        ASSERT_TRUE(window->particles().setScene(tinyScene()));
-        window->show();
-        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
-    }
+    ModelFilesTest() : MainWindowFilesFixture({1000, 700}) {}
+    void prepare() override { ASSERT_TRUE(window->particles().setScene(tinyScene())); }
 
     // A flow trained a few steps by the engine (as flowscope-cli train does), saved with its record.
     QString trainedFlowFile(const QString& name, bool rwpo) {
@@ -70,9 +63,6 @@ class ModelFilesTest : public ::testing::Test {
         flows::saveFlow(path.toStdString(), t, 1.0);
         return path;
     }
-
-    QTemporaryDir dir;
-    std::unique_ptr<MainWindow> window;
 };
 
 TEST_F(ModelFilesTest, AFlowOpensAndExportsTheBytesOfTheCliSampler) {

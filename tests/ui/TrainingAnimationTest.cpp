@@ -3,7 +3,7 @@
 // trained afresh from the Flows tab's config while the tab's own run is left as it is; frame k is the model
 // after k · K iterations, the same parameters as a trainer stepped k · K times; a cancel leaves nothing; the
 // dialog offers the view on the Flows tab and names a bad field.
-#include "GuiEnvironment.h"
+#include "MainWindowFixture.h"
 #include "TestScenes.h"
 #include "UiTestUtil.h"
 
@@ -59,24 +59,15 @@ AnimationOptions trainingOptions() {
     return o;
 }
 
-class TrainingAnimationTest : public ::testing::Test {
+class TrainingAnimationTest : public MainWindowFilesFixture {
   protected:
-    void SetUp() override {
-        FLOWSCOPE_REQUIRE_GUI();
-        ASSERT_TRUE(dir.isValid());
-        window = std::make_unique<MainWindow>();
-        window->resize(1000, 700);
+    TrainingAnimationTest() : MainWindowFilesFixture({1000, 700}) {}
+    void prepare() override {
         ASSERT_TRUE(window->particles().setScene(tinyScene(16, 10)));
         ASSERT_TRUE(window->flows().start(smallFlow(false), false, false))
             << window->lastError().toStdString();
         window->showFlowsView();
-        window->show();
-        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
     }
-    QString path(const char* name) const { return dir.filePath(QString::fromLatin1(name)); }
-
-    QTemporaryDir dir;
-    std::unique_ptr<MainWindow> window;
 };
 
 TEST_F(TrainingAnimationTest, ExportIsTheAnimatorsFramesAndLeavesTheRunAlone) {

@@ -1,5 +1,5 @@
 // The Flows tab: the training panel drives the TrainingRunner, the view draws what it publishes.
-#include "GuiEnvironment.h"
+#include "MainWindowFixture.h"
 #include "TestScenes.h"
 
 #include "ui/panels/TrainingPanel.h"
@@ -53,14 +53,10 @@ long greyPixels(const QImage& image, const QRect& area) {
     return count;
 }
 
-class TrainingViewTest : public ::testing::Test {
+class TrainingViewTest : public MainWindowFixture {
   protected:
-    void SetUp() override {
-        FLOWSCOPE_REQUIRE_GUI();
-        window = std::make_unique<MainWindow>();
-        window->resize(1200, 800);
-        window->show();
-        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
+    TrainingViewTest() : MainWindowFixture({1200, 800}) {}
+    void ready() override {
         window->showFlowsView();
         panel = window->flows().panel();
         view = window->flows().view();
@@ -77,19 +73,8 @@ class TrainingViewTest : public ::testing::Test {
         return panel->findChild<QPushButton*>(QString::fromLatin1(name));
     }
 
-    // Waits until every trainer shows `iteration` with a picture of it, and the view displays that snapshot.
-    bool waitForIteration(long iteration) {
-        return waitFor([&] {
-            view->refresh();
-            const auto s = view->displayedSnapshot();
-            if (!s || s->trainers.empty()) return false;
-            for (const TrainerState& t : s->trainers)
-                if (t.iteration != iteration || !t.picture || t.picture->iteration != iteration) return false;
-            return true;
-        });
-    }
+    bool waitForIteration(long iteration) { return waitForTrainersAt(*view, iteration); }
 
-    std::unique_ptr<MainWindow> window;
     TrainingPanel* panel = nullptr;
     TrainingView* view = nullptr;
 };

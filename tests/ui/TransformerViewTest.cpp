@@ -1,5 +1,5 @@
 // The Transformers tab: the Transformer panel drives the TransformerRunner, the view draws what it publishes.
-#include "GuiEnvironment.h"
+#include "MainWindowFixture.h"
 #include "TestScenes.h"
 
 #include "ui/panels/TransformerPanel.h"
@@ -27,14 +27,10 @@
 namespace flowscope::test {
 namespace {
 
-class TransformerViewTest : public ::testing::Test {
+class TransformerViewTest : public MainWindowFixture {
   protected:
-    void SetUp() override {
-        FLOWSCOPE_REQUIRE_GUI();
-        window = std::make_unique<MainWindow>();
-        window->resize(1200, 800);
-        window->show();
-        ASSERT_TRUE(QTest::qWaitForWindowExposed(window.get()));
+    TransformerViewTest() : MainWindowFixture({1200, 800}) {}
+    void ready() override {
         window->showTransformersView();
         panel = window->transformers().panel();
         view = window->transformers().view();
@@ -45,17 +41,7 @@ class TransformerViewTest : public ::testing::Test {
     }
     template <class W> W* control(const char* key) { return panel->findChild<W*>(QString::fromLatin1(key)); }
 
-    // Waits until every trainer shows `iteration` with a picture of it, and the view displays that snapshot.
-    bool waitForIteration(long iteration) {
-        return waitFor([&] {
-            view->refresh();
-            const auto s = view->displayedSnapshot();
-            if (!s || s->trainers.empty()) return false;
-            for (const TransformerTrainerState& t : s->trainers)
-                if (t.iteration != iteration || !t.picture || t.picture->iteration != iteration) return false;
-            return true;
-        });
-    }
+    bool waitForIteration(long iteration) { return waitForTrainersAt(*view, iteration); }
 
     QImage grabView() { return view->grab().toImage().convertToFormat(QImage::Format_RGB32); }
 
@@ -75,7 +61,6 @@ class TransformerViewTest : public ::testing::Test {
         return best;
     }
 
-    std::unique_ptr<MainWindow> window;
     TransformerPanel* panel = nullptr;
     TransformerView* view = nullptr;
 };
