@@ -2,6 +2,7 @@
 // decoded with libavcodec, and the decoded frames are compared with the sources. Skipped in builds without
 // libav.
 #include "MediaTestUtil.h"
+#include "Mp4Decode.h"
 
 #include "engine/media/Mp4Writer.h"
 
@@ -9,14 +10,6 @@
 
 #include <cmath>
 #include <functional>
-
-#ifdef FLOWSCOPE_HAVE_LIBAV
-extern "C" {
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libswscale/swscale.h>
-}
-#endif
 
 namespace flowscope {
 namespace {
@@ -41,50 +34,28 @@ struct VideoInfo {
 // compared with source(frame index) over the source's size.
 VideoInfo decodeMp4(const std::string& path, const std::function<Image(int)>& source) {
     VideoInfo info;
-    AVFormatContext* format = nullptr;
-    if (avformat_open_input(&format, path.c_str(), nullptr, nullptr) < 0)
-        throw std::runtime_error("cannot open " + path);
-    if (avformat_find_stream_info(format, nullptr) < 0) throw std::runtime_error("no stream info in " + path);
-    info.streams = format->nb_streams;
-    AVStream* stream = format->streams[0];
-    info.codec = stream->codecpar->codec_id;
-    info.width = stream->codecpar->width;
-    info.height = stream->codecpar->height;
-    info.frameRate = stream->avg_frame_rate;
-    info.colorSpace = stream->codecpar->color_space;
-    const AVCodec* decoder = avcodec_find_decoder(info.codec);
-    AVCodecContext* codec = avcodec_alloc_context3(decoder);
-    avcodec_parameters_to_context(codec, stream->codecpar);
-    if (avcodec_open2(codec, decoder, nullptr) < 0) throw std::runtime_error("cannot open the decoder");
-    AVPacket* packet = av_packet_alloc();
-    AVFrame* frame = av_frame_alloc();
-    SwsContext* sws = nullptr;
-    std::vector<std::uint8_t> rgba;
-    auto drain = [&]() {
-        while (avcodec_receive_frame(codec, frame) == 0) {
-            if (!sws) {
-                sws = sws_getContext(frame->width, frame->height, AVPixelFormat(frame->format), frame->width,
-                                     frame->height, AV_PIX_FMT_RGBA,
-                                     SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr,
-                                     nullptr);
-                const int* matrix = sws_getCoefficients(
-                    frame->colorspace == AVCOL_SPC_BT709 ? SWS_CS_ITU709 : SWS_CS_DEFAULT);
-                sws_setColorspaceDetails(sws, matrix, frame->color_range == AVCOL_RANGE_JPEG, matrix, 1, 0,
-                                         1 << 16, 1 << 16);
-                rgba.resize(std::size_t(frame->width) * std::size_t(frame->height) * 4);
-            }
-            std::uint8_t* dst[1] = {rgba.data()};
-            const int dstStride[1] = {frame->width * 4};
-            sws_scale(sws, frame->data, frame->linesize, 0, frame->height, dst, dstStride);
+    const AVStream* stream = nullptr;
+    test::decodeMp4Frames(
+        path,
+        [&](const AVFormatContext& format, const AVStream& s) {
+            stream = &s;
+            info.streams = format.nb_streams;
+            info.codec = s.codecpar->codec_id;
+            info.width = s.codecpar->width;
+            info.height = s.codecpar->height;
+            info.frameRate = s.avg_frame_rate;
+            info.colorSpace = s.codecpar->color_space;
+        },
+        [&](const AVFrame& frame, const std::vector<std::uint8_t>& rgba) {
             // Presentation order: the frame's index from its timestamp.
-            const double t = double(frame->best_effort_timestamp) * av_q2d(stream->time_base);
+            const double t = double(frame.best_effort_timestamp) * av_q2d(stream->time_base);
             const Image src = source(int(std::lround(t * av_q2d(info.frameRate))));
             double se = 0;
             for (int y = 0; y < src.h; ++y)
                 for (int x = 0; x < src.w; ++x)
                     for (int a = 0; a < 3; ++a) {
                         const double d =
-                            double(rgba[(std::size_t(y) * std::size_t(frame->width) + std::size_t(x)) * 4 +
+                            double(rgba[(std::size_t(y) * std::size_t(frame.width) + std::size_t(x)) * 4 +
                                         std::size_t(a)]) -
                             src.at(x, y)[a];
                         se += d * d;
@@ -92,19 +63,7 @@ VideoInfo decodeMp4(const std::string& path, const std::function<Image(int)>& so
             const double mse = se / (3.0 * src.w * src.h);
             info.psnr.push_back(mse > 0 ? 10 * std::log10(255.0 * 255.0 / mse) : 99);
             ++info.frames;
-        }
-    };
-    while (av_read_frame(format, packet) >= 0) {
-        if (packet->stream_index == 0 && avcodec_send_packet(codec, packet) == 0) drain();
-        av_packet_unref(packet);
-    }
-    avcodec_send_packet(codec, nullptr);
-    drain();
-    sws_freeContext(sws);
-    av_frame_free(&frame);
-    av_packet_free(&packet);
-    avcodec_free_context(&codec);
-    avformat_close_input(&format);
+        });
     return info;
 }
 

@@ -6,26 +6,19 @@
 #include "../CliRun.h"
 #include "../TempDir.h"
 #include "../media/MediaTestUtil.h"
+#include "../media/Mp4Decode.h"
 #include "../media/PngRead.h"
 
 #include "engine/flows/Trainer.h"
 #include "engine/media/Mp4Writer.h"
 #include "engine/runner/TrainingRunner.h"
-#include "ui/widgets/Theme.h"
 #include "ui/views/TrainingView.h"
 #include "ui/views/ViewTransform.h"
+#include "ui/widgets/Theme.h"
 
 #include <QApplication>
 #include <QFontMetricsF>
 #include <gtest/gtest.h>
-
-#ifdef FLOWSCOPE_HAVE_LIBAV
-extern "C" {
-#include <libavcodec/avcodec.h>
-#include <libavformat/avformat.h>
-#include <libswscale/swscale.h>
-}
-#endif
 
 #include <algorithm>
 #include <chrono>
@@ -203,51 +196,16 @@ TEST(RenderTrainingCli, DataPointsAreDrawnWhereTheViewProjectsThem) {
 #ifdef FLOWSCOPE_HAVE_LIBAV
 // Decodes every frame of an MP4 into RGBA, in presentation order.
 std::vector<std::vector<std::uint8_t>> decodeMp4(const std::string& path, int* width, int* height) {
-    AVFormatContext* format = nullptr;
-    if (avformat_open_input(&format, path.c_str(), nullptr, nullptr) < 0)
-        throw std::runtime_error("cannot open " + path);
-    if (avformat_find_stream_info(format, nullptr) < 0) throw std::runtime_error("no stream info in " + path);
-    AVStream* stream = format->streams[0];
-    *width = stream->codecpar->width;
-    *height = stream->codecpar->height;
-    const AVCodec* decoder = avcodec_find_decoder(stream->codecpar->codec_id);
-    AVCodecContext* codec = avcodec_alloc_context3(decoder);
-    avcodec_parameters_to_context(codec, stream->codecpar);
-    if (avcodec_open2(codec, decoder, nullptr) < 0) throw std::runtime_error("cannot open the decoder");
-    AVPacket* packet = av_packet_alloc();
-    AVFrame* frame = av_frame_alloc();
-    SwsContext* sws = nullptr;
     std::vector<std::pair<std::int64_t, std::vector<std::uint8_t>>> frames;
-    auto drain = [&] {
-        while (avcodec_receive_frame(codec, frame) == 0) {
-            if (!sws) {
-                sws = sws_getContext(frame->width, frame->height, AVPixelFormat(frame->format), frame->width,
-                                     frame->height, AV_PIX_FMT_RGBA,
-                                     SWS_BILINEAR | SWS_ACCURATE_RND | SWS_FULL_CHR_H_INT, nullptr, nullptr,
-                                     nullptr);
-                const int* matrix = sws_getCoefficients(
-                    frame->colorspace == AVCOL_SPC_BT709 ? SWS_CS_ITU709 : SWS_CS_DEFAULT);
-                sws_setColorspaceDetails(sws, matrix, frame->color_range == AVCOL_RANGE_JPEG, matrix, 1, 0,
-                                         1 << 16, 1 << 16);
-            }
-            std::vector<std::uint8_t> rgba(std::size_t(frame->width) * std::size_t(frame->height) * 4);
-            std::uint8_t* dst[1] = {rgba.data()};
-            const int dstStride[1] = {frame->width * 4};
-            sws_scale(sws, frame->data, frame->linesize, 0, frame->height, dst, dstStride);
-            frames.emplace_back(frame->best_effort_timestamp, std::move(rgba));
-        }
-    };
-    while (av_read_frame(format, packet) >= 0) {
-        if (packet->stream_index == 0 && avcodec_send_packet(codec, packet) == 0) drain();
-        av_packet_unref(packet);
-    }
-    avcodec_send_packet(codec, nullptr);
-    drain();
-    sws_freeContext(sws);
-    av_frame_free(&frame);
-    av_packet_free(&packet);
-    avcodec_free_context(&codec);
-    avformat_close_input(&format);
+    decodeMp4Frames(
+        path,
+        [&](const AVFormatContext&, const AVStream& stream) {
+            *width = stream.codecpar->width;
+            *height = stream.codecpar->height;
+        },
+        [&](const AVFrame& frame, const std::vector<std::uint8_t>& rgba) {
+            frames.emplace_back(frame.best_effort_timestamp, rgba);
+        });
     std::sort(frames.begin(), frames.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     std::vector<std::vector<std::uint8_t>> out;
     for (auto& f : frames) out.push_back(std::move(f.second));
