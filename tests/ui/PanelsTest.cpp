@@ -3,6 +3,7 @@
 // the tooltip table. FLOWSCOPE_SAVE_SHOTS=DIR saves a screenshot of each panel there.
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
+#include "UiTestUtil.h"
 
 #include "ui/panels/MatrixEditor.h"
 #include "ui/panels/PresetBrowser.h"
@@ -550,17 +551,7 @@ TEST(PanelsTest, EveryControlHasATooltip) {
     MatrixEditor matrixEditor;
     PresetBrowser presetBrowser;
     for (QWidget* panel : std::initializer_list<QWidget*>{&scenePanel, &matrixEditor, &presetBrowser}) {
-        for (QWidget* w : panel->findChildren<QWidget*>()) {
-            // Not the parts Qt builds inside a control (a spin box's line edit, a line edit's clear button).
-            const bool part =
-                qobject_cast<QAbstractSpinBox*>(w->parent()) || qobject_cast<QLineEdit*>(w->parent());
-            const bool control = qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w) ||
-                                 qobject_cast<QAbstractButton*>(w) || qobject_cast<QLineEdit*>(w);
-            if (!control || part) continue;
-            EXPECT_FALSE(w->toolTip().isEmpty())
-                << panel->objectName().toStdString() << ": " << w->metaObject()->className() << " "
-                << w->objectName().toStdString();
-        }
+        expectEveryControlHasATooltip(*panel, true);
     }
 }
 

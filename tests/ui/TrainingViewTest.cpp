@@ -1,6 +1,7 @@
 // The Flows tab: the training panel drives the TrainingRunner, the view draws what it publishes.
 #include "MainWindowFixture.h"
 #include "TestScenes.h"
+#include "UiTestUtil.h"
 
 #include "ui/panels/TrainingPanel.h"
 #include "ui/shell/MainWindow.h"
@@ -194,15 +195,7 @@ TEST_F(TrainingViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
 }
 
 TEST_F(TrainingViewTest, EveryTrainingControlHasATooltip) {
-    for (QWidget* w : panel->findChildren<QWidget*>()) {
-        const bool part =
-            qobject_cast<QAbstractSpinBox*>(w->parent()) || qobject_cast<QLineEdit*>(w->parent());
-        const bool control = qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w) ||
-                             qobject_cast<QAbstractButton*>(w);
-        if (!control || part) continue;
-        EXPECT_FALSE(w->toolTip().isEmpty())
-            << w->metaObject()->className() << " " << w->objectName().toStdString();
-    }
+    expectEveryControlHasATooltip(*panel, false);
     EXPECT_TRUE(TrainingView::plotTitle(TrainingView::Plot::Mmd2).contains(QStringLiteral("MMD")));
 }
 

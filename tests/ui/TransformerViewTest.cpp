@@ -1,6 +1,7 @@
 // The Transformers tab: the Transformer panel drives the TransformerRunner, the view draws what it publishes.
 #include "MainWindowFixture.h"
 #include "TestScenes.h"
+#include "UiTestUtil.h"
 
 #include "ui/panels/TransformerPanel.h"
 #include "ui/shell/MainWindow.h"
@@ -205,15 +206,7 @@ TEST_F(TransformerViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
 }
 
 TEST_F(TransformerViewTest, EveryTransformerControlHasATooltip) {
-    for (QWidget* w : panel->findChildren<QWidget*>()) {
-        const bool part =
-            qobject_cast<QAbstractSpinBox*>(w->parent()) || qobject_cast<QLineEdit*>(w->parent());
-        const bool control = qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w) ||
-                             qobject_cast<QAbstractButton*>(w);
-        if (!control || part) continue;
-        EXPECT_FALSE(w->toolTip().isEmpty())
-            << w->metaObject()->className() << " " << w->objectName().toStdString();
-    }
+    expectEveryControlHasATooltip(*panel, false);
     for (int k = 0; k < TransformerView::kPlotCount; ++k) {
         const QRectF r = view->plotRect(TransformerView::Plot(k));
         EXPECT_FALSE(r.isEmpty());

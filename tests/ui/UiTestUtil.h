@@ -1,10 +1,14 @@
 // Flowscope UI tests: small helpers several widget tests share.
 #pragma once
 
+#include <QAbstractButton>
+#include <QAbstractSpinBox>
 #include <QAction>
 #include <QApplication>
 #include <QByteArray>
+#include <QComboBox>
 #include <QDir>
+#include <QLineEdit>
 #include <QMenu>
 #include <QProgressDialog>
 #include <QString>
@@ -41,6 +45,21 @@ inline QAction* findAction(QWidget& window, const QString& text) {
 // Everything in `dir` (names, hidden ones too), sorted.
 inline QStringList entries(const QString& dir) {
     return QDir(dir).entryList(QDir::AllEntries | QDir::NoDotAndDotDot | QDir::Hidden, QDir::Name);
+}
+
+// Every control of `panel` (spin box, combo box, button, and line edit where `lineEdits` is true) has a
+// tooltip; not the parts Qt builds inside a control (a spin box's line edit, a line edit's clear button).
+inline void expectEveryControlHasATooltip(const QWidget& panel, bool lineEdits) {
+    for (QWidget* w : panel.findChildren<QWidget*>()) {
+        const bool part =
+            qobject_cast<QAbstractSpinBox*>(w->parent()) || qobject_cast<QLineEdit*>(w->parent());
+        const bool control = qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QComboBox*>(w) ||
+                             qobject_cast<QAbstractButton*>(w) || (lineEdits && qobject_cast<QLineEdit*>(w));
+        if (!control || part) continue;
+        EXPECT_FALSE(w->toolTip().isEmpty())
+            << panel.objectName().toStdString() << ": " << w->metaObject()->className() << " "
+            << w->objectName().toStdString();
+    }
 }
 
 // What a menu action that opens a modal dialog D and then a progress dialog did.
