@@ -21,6 +21,21 @@
 namespace flowscope::test {
 namespace {
 
+// Sizes w, sets `scene` on its Particles workspace, shows w and waits until it is exposed (an assertion that
+// fails ends the caller's ASSERT_NO_FATAL_FAILURE).
+void showScene(MainWindow& w, int width, int height, const Scene& scene) {
+    w.resize(width, height);
+    ASSERT_TRUE(w.particles().setScene(scene));
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+}
+
+// The same with the view's HUD hidden: these tests look at the particles and the banner only.
+void showSceneWithoutHud(MainWindow& w, int width, int height, const Scene& scene) {
+    w.particles().particleView()->setHudVisible(false);
+    showScene(w, width, height, scene);
+}
+
 // Viridis colours are saturated; the background, grid, labels and the status box are grey. So "chromatic"
 // pixels are particle pixels (an event banner is red, and these tests look for it separately).
 int chroma(QRgb c) {
@@ -54,12 +69,7 @@ Shown advanceAndGrab(MainWindow& w, int steps) {
 TEST(ParticleView, DrawsTheTokensWhereItsTransformPutsThem) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.particles().particleView()->setHudVisible(
-        false); // these tests look at the particles and the banner only
-    w.resize(900, 700);
-    ASSERT_TRUE(w.particles().setScene(tinyScene(256)));
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_NO_FATAL_FAILURE(showSceneWithoutHud(w, 900, 700, tinyScene(256)));
     ParticleView* view = w.particles().particleView();
     ASSERT_TRUE(view->glError().isEmpty()) << view->glError().toStdString();
 
@@ -103,14 +113,9 @@ TEST(ParticleView, DrawsTheTokensWhereItsTransformPutsThem) {
 TEST(ParticleView, FramesAllTokensOfANewScene) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.particles().particleView()->setHudVisible(
-        false); // these tests look at the particles and the banner only
-    w.resize(700, 500);
     Scene far = tinyScene(128);
     far.initial.mean = Vec::Constant(2, 1000.0); // far from the origin, spread 1: only framing finds it
-    ASSERT_TRUE(w.particles().setScene(far));
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_NO_FATAL_FAILURE(showSceneWithoutHud(w, 700, 500, far));
     const Shown shown = advanceAndGrab(w, 0); // the framed state itself: this cloud moves fast afterwards
     const QRectF visible = w.particles().particleView()->transform().visibleWorld();
     const Tokens& X = shown.snapshot->tokens;
@@ -124,12 +129,7 @@ TEST(ParticleView, FramesAllTokensOfANewScene) {
 TEST(ParticleView, ShowsARedBannerWhenTheRunDiverges) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.particles().particleView()->setHudVisible(
-        false); // these tests look at the particles and the banner only
-    w.resize(800, 600);
-    ASSERT_TRUE(w.particles().setScene(divergingScene()));
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_NO_FATAL_FAILURE(showSceneWithoutHud(w, 800, 600, divergingScene()));
     w.particles().setMaxSpeed(true);
     w.particles().play();
     ASSERT_TRUE(
@@ -148,11 +148,7 @@ TEST(ParticleView, ShowsARedBannerWhenTheRunDiverges) {
 TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.particles().particleView()->setHudVisible(false);
-    w.resize(1200, 760);
-    ASSERT_TRUE(w.particles().setScene(tinyScene(256)));
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_NO_FATAL_FAILURE(showSceneWithoutHud(w, 1200, 760, tinyScene(256)));
     ParticleView* view = w.particles().particleView();
     view->refresh();
     view->grabFramebuffer(); // a painted frame fixes the camera that maps pixels to the plane
@@ -204,10 +200,7 @@ TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
 TEST(ParticleView, ClearAndEscapeWhileDrawing) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.resize(900, 700);
-    ASSERT_TRUE(w.particles().setScene(tinyScene(64)));
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_NO_FATAL_FAILURE(showScene(w, 900, 700, tinyScene(64)));
     ParticleView* view = w.particles().particleView();
     view->grabFramebuffer();
     w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"))->click();
@@ -234,13 +227,9 @@ TEST(ParticleView, ClearAndEscapeWhileDrawing) {
 TEST(ParticleView, DrawsGpuResidentTokensStraightFromGpuMemory) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    w.particles().particleView()->setHudVisible(false);
-    w.resize(900, 700);
     Scene scene = tinyScene(256, 12);
     scene.precision = Precision::Float32;
-    ASSERT_TRUE(w.particles().setScene(scene));
-    w.show();
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    ASSERT_NO_FATAL_FAILURE(showSceneWithoutHud(w, 900, 700, scene));
     w.particles().setBackend(QStringLiteral("gl"));
     ASSERT_TRUE(waitForSnapshot(w.particles().runner(), [](const Snapshot& s) {
         return s.backend.rfind("OpenGL", 0) == 0 || !s.backendNote.empty();
