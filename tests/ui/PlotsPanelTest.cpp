@@ -46,6 +46,13 @@ void fill(RunHistory& h, long from, long to) {
     for (long i = from; i < to; ++i) h.append(frame(i));
 }
 
+// A history of frames [0, n).
+std::shared_ptr<RunHistory> historyOf(long n) {
+    auto h = std::make_shared<RunHistory>();
+    fill(*h, 0, n);
+    return h;
+}
+
 std::shared_ptr<const Snapshot> snapshotOf(const std::shared_ptr<RunHistory>& history,
                                            std::uint64_t generation = 1) {
     auto s = std::make_shared<Snapshot>();
@@ -57,8 +64,7 @@ std::shared_ptr<const Snapshot> snapshotOf(const std::shared_ptr<RunHistory>& hi
 TEST(PlotsPanel, PlotsExactlyTheRecordedObservables) {
     FLOWSCOPE_REQUIRE_GUI();
     PlotsPanel panel;
-    auto history = std::make_shared<RunHistory>();
-    fill(*history, 0, 50);
+    const auto history = historyOf(50);
     panel.setSnapshot(snapshotOf(history));
 
     for (const char* name : {"kinetic", "energy", "entropy", "clusters", "rank", "lambda1", "lambda2"})
@@ -98,8 +104,7 @@ TEST(PlotsPanel, PlotsExactlyTheRecordedObservables) {
 TEST(PlotsPanel, AppendsOnlyNewFramesAndRereadsAfterARewind) {
     FLOWSCOPE_REQUIRE_GUI();
     PlotsPanel panel;
-    auto history = std::make_shared<RunHistory>();
-    fill(*history, 0, 30);
+    const auto history = historyOf(30);
     panel.setSnapshot(snapshotOf(history));
     EXPECT_EQ(panel.framesRead(), 30u);
     panel.setSnapshot(snapshotOf(history)); // nothing new: nothing read
@@ -192,8 +197,7 @@ TEST(PlotsPanel, DecimatesLongRunsTheSameWayIncrementallyOrAtOnce) {
 TEST(PlotsPanel, DrawsTheScrubCursorOnEveryChart) {
     FLOWSCOPE_REQUIRE_GUI();
     PlotsPanel panel;
-    auto history = std::make_shared<RunHistory>();
-    fill(*history, 0, 60);
+    const auto history = historyOf(60);
     panel.setSnapshot(snapshotOf(history));
     panel.setCursorTime(0.5);
     const auto cursorOn = [](QChart* chart, double t) {

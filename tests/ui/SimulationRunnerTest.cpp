@@ -13,6 +13,21 @@
 namespace flowscope::test {
 namespace {
 
+// Starts `scene` on the runner and plays it as fast as it goes.
+void playFlatOut(SimulationRunner& runner, const Scene& scene) {
+    runner.start(scene);
+    runner.setMaxStepsPerSecond(0.0);
+    runner.play();
+}
+
+// Plays 40 steps of 64 tokens, recorded every `every` steps, to the end (in ASSERT_NO_FATAL_FAILURE).
+void playRecordedToEnd(SimulationRunner& runner, int every) {
+    Scene scene = tinyScene(64, 40);
+    scene.output.every = every;
+    playFlatOut(runner, scene);
+    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.finished && s.history; }));
+}
+
 using namespace std::chrono_literals;
 
 TEST(SimulationRunner, StartShowsTheInitialStateAtOnce) {
@@ -99,9 +114,7 @@ TEST(SimulationRunner, SetAttentionContinuesFromTheCurrentState) {
 
 TEST(SimulationRunner, SetSceneRestartsAndNeverShowsTheOldRunAgain) {
     SimulationRunner runner;
-    runner.start(tinyScene(256, 100000));
-    runner.setMaxStepsPerSecond(0.0);
-    runner.play();
+    playFlatOut(runner, tinyScene(256, 100000));
     ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.step >= 3; }));
 
     runner.setScene(tinyScene(100, 100000));
@@ -134,9 +147,7 @@ TEST(SimulationRunner, ABadSceneThrowsAndKeepsTheCurrentRun) {
 
 TEST(SimulationRunner, PausesAtTheEndOfTheRun) {
     SimulationRunner runner;
-    runner.start(tinyScene(64, 10));
-    runner.setMaxStepsPerSecond(0.0);
-    runner.play();
+    playFlatOut(runner, tinyScene(64, 10));
     ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.finished && !s.playing; }));
     EXPECT_EQ(runner.snapshot()->step, 10);
     EXPECT_FALSE(runner.playing());
@@ -145,9 +156,7 @@ TEST(SimulationRunner, PausesAtTheEndOfTheRun) {
 
 TEST(SimulationRunner, StopsOnDivergenceWithTheEvent) {
     SimulationRunner runner;
-    runner.start(divergingScene());
-    runner.setMaxStepsPerSecond(0.0);
-    runner.play();
+    playFlatOut(runner, divergingScene());
     ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.finished && !s.playing; }));
     const auto s = runner.snapshot();
     ASSERT_TRUE(s->event.has_value());
@@ -158,9 +167,7 @@ TEST(SimulationRunner, StopsOnDivergenceWithTheEvent) {
 
 TEST(SimulationRunner, DestroysCleanlyWhilePlaying) {
     auto runner = std::make_unique<SimulationRunner>();
-    runner->start(tinyScene(256, 100000));
-    runner->setMaxStepsPerSecond(0.0);
-    runner->play();
+    playFlatOut(*runner, tinyScene(256, 100000));
     runner->reset();
     runner.reset(); // joins the worker mid-run, with a command possibly pending
     SUCCEED();
@@ -168,12 +175,7 @@ TEST(SimulationRunner, DestroysCleanlyWhilePlaying) {
 
 TEST(SimulationRunner, HistoryRecordsEveryFrameAndResetClearsIt) {
     SimulationRunner runner;
-    Scene scene = tinyScene(64, 40);
-    scene.output.every = 4;
-    runner.start(scene);
-    runner.setMaxStepsPerSecond(0.0);
-    runner.play();
-    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.finished && s.history; }));
+    ASSERT_NO_FATAL_FAILURE(playRecordedToEnd(runner, 4));
     const auto history = runner.snapshot()->history;
     ASSERT_EQ(history->size(), 11u); // t = 0 and every 4th of 40 steps
     for (std::size_t k = 0; k < history->size(); ++k) {
@@ -192,12 +194,7 @@ TEST(SimulationRunner, HistoryRecordsEveryFrameAndResetClearsIt) {
 
 TEST(SimulationRunner, SeekContinuesFromARecordedFrame) {
     SimulationRunner runner;
-    Scene scene = tinyScene(64, 40);
-    scene.output.every = 5;
-    runner.start(scene);
-    runner.setMaxStepsPerSecond(0.0);
-    runner.play();
-    ASSERT_TRUE(waitForSnapshot(runner, [](const Snapshot& s) { return s.finished && s.history; }));
+    ASSERT_NO_FATAL_FAILURE(playRecordedToEnd(runner, 5));
     const auto history = runner.snapshot()->history;
     const RecordedFrame target = history->at(3); // step 15
     const Tokens finalTokens = runner.snapshot()->tokens;
