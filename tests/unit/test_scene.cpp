@@ -10,8 +10,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 
 // The test target defines the absolute path; this fallback serves a run from the repository root.
@@ -39,20 +41,29 @@ json minimal() {
     return json{{"d", 2}, {"n", 10}, {"attention", {{"type", "softmax"}}}};
 }
 
-// Expects sceneFromJson(text) to throw a SceneError at `pointer` whose message contains `fragment`.
-void expectTextError(const std::string& text, const std::string& pointer, const std::string& fragment) {
+// Expects load() to throw a SceneError at `pointer` whose message contains each of `fragments`; the message,
+// or nothing where load() threw none.
+std::optional<std::string> expectSceneError(const std::function<void()>& load, const std::string& pointer,
+                                            std::initializer_list<std::string> fragments) {
     try {
-        sceneFromJson(text);
-        ADD_FAILURE() << "no error for " << text << "\n(expected " << pointer << ": ..." << fragment
-                      << "...)";
+        load();
     } catch (const SceneError& e) {
         EXPECT_EQ(e.pointer, pointer) << e.what();
-        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
-            << "message \"" << e.what() << "\" lacks \"" << fragment << "\"";
-        if (!pointer.empty()) {
-            EXPECT_EQ(std::string(e.what()).rfind(pointer + ": ", 0), 0u) << e.what();
-        }
+        for (const std::string& fragment : fragments)
+            EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos)
+                << "message \"" << e.what() << "\" lacks \"" << fragment << "\"";
+        return std::string(e.what());
     }
+    ADD_FAILURE() << "no error (expected " << pointer << ": ...)";
+    return std::nullopt;
+}
+
+// Expects sceneFromJson(text) to throw a SceneError at `pointer` whose message contains `fragment` and, at a
+// pointer, starts with it.
+void expectTextError(const std::string& text, const std::string& pointer, const std::string& fragment) {
+    SCOPED_TRACE("scene text: " + text);
+    const auto message = expectSceneError([&] { sceneFromJson(text); }, pointer, {fragment});
+    if (message && !pointer.empty()) EXPECT_EQ(message->rfind(pointer + ": ", 0), 0u) << *message;
 }
 void expectError(const json& j, const std::string& pointer, const std::string& fragment) {
     expectTextError(j.dump(), pointer, fragment);
@@ -493,14 +504,8 @@ TEST(SceneErrors, InlinePoints) {
 }
 
 TEST(SceneErrors, Syntax) {
-    try {
-        sceneFromJson("{\n  \"d\": 2,\n  \"n\": 10,,\n}");
-        FAIL();
-    } catch (const SceneError& e) {
-        EXPECT_EQ(e.pointer, "");
-        EXPECT_NE(std::string(e.what()).find("line 3, column"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("invalid JSON"), std::string::npos) << e.what();
-    }
+    expectSceneError([&] { sceneFromJson("{\n  \"d\": 2,\n  \"n\": 10,,\n}"); }, "",
+                     {"line 3, column", "invalid JSON"});
     expectTextError("", "", "invalid JSON");
     expectTextError("[1, 2]", "", "expected a JSON object");
     expectTextError("{\"d\": NaN}", "", "invalid JSON");
@@ -793,42 +798,18 @@ TEST(SceneErrors, Initial) {
 }
 
 TEST(SceneErrors, LoadSceneMissingFile) {
-    try {
-        loadScene("/nonexistent/flowscope/scene.json");
-        FAIL();
-    } catch (const SceneError& e) {
-        EXPECT_EQ(e.pointer, "");
-        EXPECT_NE(std::string(e.what()).find("/nonexistent/flowscope/scene.json"), std::string::npos)
-            << e.what();
-    }
+    expectSceneError([&] { loadScene("/nonexistent/flowscope/scene.json"); }, "",
+                     {"/nonexistent/flowscope/scene.json"});
     TempDir dir;
-    try {
-        loadScene(dir.str());
-        FAIL();
-    } catch (const SceneError& e) {
-        EXPECT_EQ(e.pointer, "");
-        EXPECT_NE(std::string(e.what()).find("directory"), std::string::npos) << e.what();
-    }
+    expectSceneError([&] { loadScene(dir.str()); }, "", {"directory"});
 }
 
 TEST(SceneErrors, LoadSceneSyntaxErrorNamesFileAndPosition) {
     TempDir dir;
     writeText(dir.file("bad.json"), "{\n  \"d\": 2\n  \"n\": 3\n}\n");
-    try {
-        loadScene(dir.file("bad.json"));
-        FAIL();
-    } catch (const SceneError& e) {
-        EXPECT_EQ(e.pointer, "");
-        EXPECT_NE(std::string(e.what()).find("bad.json"), std::string::npos) << e.what();
-        EXPECT_NE(std::string(e.what()).find("line 3"), std::string::npos) << e.what();
-    }
+    expectSceneError([&] { loadScene(dir.file("bad.json")); }, "", {"bad.json", "line 3"});
     writeText(dir.file("field.json"), R"({"d": 2, "n": -5, "attention": {"type": "softmax"}})");
-    try {
-        loadScene(dir.file("field.json"));
-        FAIL();
-    } catch (const SceneError& e) {
-        EXPECT_EQ(e.pointer, "/n");
-    }
+    expectSceneError([&] { loadScene(dir.file("field.json")); }, "/n", {});
 }
 
 // ---------------------------------------------------------------------------------------------------------
