@@ -17,10 +17,6 @@
 #include <string>
 
 // The test target defines the absolute path; this fallback serves a run from the repository root.
-#ifndef FLOWSCOPE_PRESET_DIR
-#define FLOWSCOPE_PRESET_DIR "assets/presets"
-#endif
-
 namespace flowscope {
 namespace {
 

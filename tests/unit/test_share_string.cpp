@@ -17,10 +17,6 @@
 #include <string>
 #include <vector>
 
-#ifndef FLOWSCOPE_PRESET_DIR
-#define FLOWSCOPE_PRESET_DIR "assets/presets"
-#endif
-
 namespace flowscope {
 namespace {
 
