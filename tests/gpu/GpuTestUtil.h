@@ -169,6 +169,34 @@ inline Tokens integrate(VelocityField& field, Tokens X, const IntegratorSpec& sp
     return X;
 }
 
+// `steps` fixed steps of `method` over [0, T].
+inline IntegratorSpec fixedSteps(Method method, double T, int steps) {
+    IntegratorSpec is;
+    is.method = method;
+    is.T = T;
+    is.steps = steps;
+    return is;
+}
+
+// X0 integrated by `is` on the CPU in float64 (the reference) and float32, and on `gpuField`, with the
+// largest row errors of the latter two against the reference. The trajectory tests' criterion: gpuError
+// within 3x of cpu32Error plus 1e-6 of the cloud's extent (maxRowNorm(X64)).
+struct TrajectoryErrors {
+    Tokens X64, Xgpu;
+    double gpuError = 0, cpu32Error = 0;
+};
+inline TrajectoryErrors trajectoryErrors(const AttentionSpec& spec, VelocityField& gpuField, const Tokens& X0,
+                                         const IntegratorSpec& is) {
+    const int d = int(X0.cols());
+    TrajectoryErrors e;
+    e.X64 = integrate(*makeCpuField(spec, d, Precision::Float64), X0, is);
+    const Tokens X32 = integrate(*makeCpuField(spec, d, Precision::Float32), X0, is);
+    e.Xgpu = integrate(gpuField, X0, is);
+    e.gpuError = maxRowError(e.Xgpu, e.X64);
+    e.cpu32Error = maxRowError(X32, e.X64);
+    return e;
+}
+
 // The agreement sweep every GPU backend runs against the CPU float64 reference (criterion: the backend's
 // float32 error is at most twice the CPU float32 error, plus sweepFloor; see test_gpu_kernel_field.cpp).
 struct SweepVariant {

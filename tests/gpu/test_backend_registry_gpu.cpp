@@ -33,11 +33,7 @@ AttentionSpec specOf(AttentionType type, int d) {
 }
 
 IntegratorSpec integratorOf(Method method) {
-    IntegratorSpec is;
-    is.method = method;
-    is.T = 1.0;
-    is.steps = 10;
-    return is;
+    return fixedSteps(method, 1.0, 10);
 }
 
 } // namespace

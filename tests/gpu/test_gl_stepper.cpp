@@ -103,10 +103,7 @@ struct Deviation {
 //    in the last bit, so each is a random walk of kSteps roundings uniform in +-ulp/2 (variance ulp^2 / 12);
 //    walkFloor = sqrt(kSteps / 6) eps max|x| is one standard deviation of their difference.
 Deviation deviation(const AttentionSpec& spec, const Tokens& X0, Method method) {
-    IntegratorSpec is;
-    is.method = method;
-    is.T = 1.0;
-    is.steps = kSteps;
+    const IntegratorSpec is = fixedSteps(method, 1.0, kSteps);
     const Tokens X64 = integrate(spec, Precision::Float64, X0, is);
     const Tokens X32 = integrate(spec, Precision::Float32, X0, is);
     const Tokens X32s = integrate(spec, Precision::Float32, X0, is, true);
@@ -176,10 +173,7 @@ TEST(GlStepper, AdvanceReadsNothingBackAndComposes) {
     std::mt19937_64 rng(5);
     const Tokens X0 = randomMatrix(65, 2, rng, 1.0);
     const AttentionSpec spec = stepperSpec(kVariants[1], X0, rng);
-    IntegratorSpec is;
-    is.method = Method::Rk4;
-    is.T = 1.0;
-    is.steps = 20;
+    const IntegratorSpec is = fixedSteps(Method::Rk4, 1.0, 20);
     GlStepper a(spec, is, 2, gpuContext()->gl()), b(spec, is, 2, gpuContext()->gl());
     a.upload(X0, 0.25);
     b.upload(X0, 0.25);
@@ -235,10 +229,7 @@ TEST(GlTiming, StepperRk4StepN4096PrintedOnly) {
     const int n = 4096, d = 2;
     const Tokens X0 = randomMatrix(n, d, rng, 1.0);
     const AttentionSpec spec = stepperSpec(kVariants[0], X0.topRows(256), rng);
-    IntegratorSpec is;
-    is.method = Method::Rk4;
-    is.T = 1.0;
-    is.steps = 100;
+    const IntegratorSpec is = fixedSteps(Method::Rk4, 1.0, 100);
     const GlFunctions& gl = gpuContext()->gl();
     using Clock = std::chrono::steady_clock;
     const int reps = 3;

@@ -37,21 +37,15 @@ TEST_P(GpuTrajectory, Rk4HundredStepsTracksFloat64AsCloselyAsCpuFloat32) {
     const int n = 300, d = 2;
     const Tokens X0 = randomMatrix(n, d, rng, 1.0);
     const AttentionSpec spec = trajectorySpec(rng);
-    IntegratorSpec is;
-    is.method = Method::Rk4;
-    is.T = 2.0;
-    is.steps = 100;
-
-    const Tokens X64 = integrate(*makeCpuField(spec, d, Precision::Float64), X0, is);
-    const Tokens X32 = integrate(*makeCpuField(spec, d, Precision::Float32), X0, is);
-    const Tokens Xg = integrate(*makeBackendField(backend, spec, d), X0, is);
-    ASSERT_TRUE(Xg.allFinite());
-    const double errG = maxRowError(Xg, X64), err32 = maxRowError(X32, X64);
+    const TrajectoryErrors e =
+        trajectoryErrors(spec, *makeBackendField(backend, spec, d), X0, fixedSteps(Method::Rk4, 2.0, 100));
+    ASSERT_TRUE(e.Xgpu.allFinite());
     std::printf(
         "[ ratio    ] %-6s rk4 x100 softmax N=%d d=%d  gpu %.2e  cpu-f32 %.2e  ratio %.2f  (|X| %.2f, "
         "moved %.2f)\n",
-        backendName(backend), n, d, errG, err32, errG / err32, maxRowNorm(X64), maxRowError(X64, X0));
-    EXPECT_LE(errG, 3.0 * err32 + 1e-6 * maxRowNorm(X64));
+        backendName(backend), n, d, e.gpuError, e.cpu32Error, e.gpuError / e.cpu32Error, maxRowNorm(e.X64),
+        maxRowError(e.X64, X0));
+    EXPECT_LE(e.gpuError, 3.0 * e.cpu32Error + 1e-6 * maxRowNorm(e.X64));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GpuTrajectory, ::testing::ValuesIn(kGpuBackends), backendParamName);
@@ -77,19 +71,13 @@ TEST_P(GpuSphereTrajectory, EulerTracksFloat64AsCloselyAsCpuFloat32) {
     spec.beta = 4.0;
     spec.sphere = true;
     spec.masked = masked;
-    IntegratorSpec is;
-    is.method = Method::Euler;
-    is.T = 3.0;
-    is.steps = 100;
-
-    const Tokens X64 = integrate(*makeCpuField(spec, d, Precision::Float64), X0, is);
-    const Tokens X32 = integrate(*makeCpuField(spec, d, Precision::Float32), X0, is);
-    const Tokens Xg = integrate(*makeBackendField(backend, spec, d), X0, is);
-    const double errG = maxRowError(Xg, X64), err32 = maxRowError(X32, X64);
+    const TrajectoryErrors e =
+        trajectoryErrors(spec, *makeBackendField(backend, spec, d), X0, fixedSteps(Method::Euler, 3.0, 100));
     std::printf(
         "[ ratio    ] %-6s euler x100 %ssphere softmax N=%d d=%d  gpu %.2e  cpu-f32 %.2e  ratio %.2f\n",
-        backendName(backend), masked ? "masked " : "", n, d, errG, err32, errG / err32);
-    EXPECT_LE(errG, 3.0 * err32 + 1e-6 * maxRowNorm(X64));
+        backendName(backend), masked ? "masked " : "", n, d, e.gpuError, e.cpu32Error,
+        e.gpuError / e.cpu32Error);
+    EXPECT_LE(e.gpuError, 3.0 * e.cpu32Error + 1e-6 * maxRowNorm(e.X64));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GpuSphereTrajectory,

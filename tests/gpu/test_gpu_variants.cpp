@@ -199,20 +199,13 @@ TEST(GpuVariantTrajectory, SinkhornRk4HundredStepsTracksFloat64AsCloselyAsCpuFlo
                              Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.2)}};
     spec.beta = 2.0;
     spec.sinkhornIterations = 10;
-    IntegratorSpec is;
-    is.method = Method::Rk4;
-    is.T = 1.0;
-    is.steps = 100;
-
-    const Tokens X64 = integrate(*makeCpuField(spec, d, Precision::Float64), X0, is);
-    const Tokens X32 = integrate(*makeCpuField(spec, d, Precision::Float32), X0, is);
-    const Tokens Xgl = integrate(*makeGlField(spec, d, gpuContext()->gl()), X0, is);
-    ASSERT_TRUE(Xgl.allFinite());
-    const double errGl = maxRowError(Xgl, X64), err32 = maxRowError(X32, X64);
+    const TrajectoryErrors e = trajectoryErrors(spec, *makeGlField(spec, d, gpuContext()->gl()), X0,
+                                                fixedSteps(Method::Rk4, 1.0, 100));
+    ASSERT_TRUE(e.Xgpu.allFinite());
     std::printf(
         "[ ratio    ] rk4 x100 sinkhorn N=%d d=%d  gpu %.2e  cpu-f32 %.2e  ratio %.2f  (moved %.2f)\n", n, d,
-        errGl, err32, errGl / err32, maxRowError(X64, X0));
-    EXPECT_LE(errGl, 3.0 * err32 + 1e-6 * maxRowNorm(X64));
+        e.gpuError, e.cpu32Error, e.gpuError / e.cpu32Error, maxRowError(e.X64, X0));
+    EXPECT_LE(e.gpuError, 3.0 * e.cpu32Error + 1e-6 * maxRowNorm(e.X64));
 }
 
 } // namespace
