@@ -44,6 +44,19 @@ Scene sinkhornScene(const Mat& A, const Mat& V, double eps) {
     return s;
 }
 
+// The moment ODE of `s` solved from `initial` to T at rtol 1e-10, atol 1e-13 (the blow-up stop at tr Σ >
+// 1e9), recorded every `every`.
+MomentTrajectory preciseMoments(Scene s, const GaussianState& initial, double T, double every) {
+    s.integrator.rtol = 1e-10;
+    s.integrator.atol = 1e-13;
+    s.moments.tolHigh = 1e9;
+    const auto f = makeMomentField(s);
+    MomentSolveOptions o;
+    o.T = T;
+    o.recordEvery = every;
+    return solveMoments(*f, initial, s, o);
+}
+
 Vec gammaAt(const MomentField& f, const Vec& alpha, const Mat& Sigma, const Vec& x) {
     const AffineField a = f.affine(0.0, alpha, Sigma);
     return a.b + a.L * x;
@@ -187,15 +200,8 @@ TEST(GaussianField, E3SinkhornIsTheBuresWassersteinFlowOfFeps) {
 TEST(GaussianField, SinkhornEnergyDecreasesAlongTheGaussianFlow) {
     const Mat A = sym2(0.8, 0.3, -0.5), V = -A;
     const double eps = 0.7;
-    Scene s = sinkhornScene(A, V, eps);
-    s.integrator.rtol = 1e-10;
-    s.integrator.atol = 1e-13;
-    s.moments.tolHigh = 1e9;
-    const auto f = makeMomentField(s);
-    MomentSolveOptions o;
-    o.T = 2.0;
-    o.recordEvery = 0.5;
-    const MomentTrajectory tr = solveMoments(*f, {v2(0.3, -0.2), sym2(1.5, 0.4, 0.8)}, s, o);
+    const MomentTrajectory tr =
+        preciseMoments(sinkhornScene(A, V, eps), {v2(0.3, -0.2), sym2(1.5, 0.4, 0.8)}, 2.0, 0.5);
     ASSERT_EQ(tr.event, MomentEvent::None);
     // An earlier, coarser integration gave F = 0.61927, 0.12693, -0.06669, -0.27437, -0.67227 at t = 0, 0.5,
     // ..., 2: monotone as here, but its trajectory was not accurate (off by 2e-4 at t = 0.5, 9e-4 at t = 2).
@@ -221,15 +227,8 @@ TEST(GaussianField, SinkhornEnergyDecreasesAlongTheGaussianFlow) {
 TEST(GaussianField, SoftmaxEnergyDecreasesAlongTheGaussianFlow) {
     const Mat A = sym2(-0.6, 0.2, -0.4), V = -A;
     ASSERT_TRUE(softmaxEnergyHypothesis(A, V));
-    Scene s = headScene(AttentionType::Softmax, A, Mat::Identity(2, 2), V);
-    s.integrator.rtol = 1e-10;
-    s.integrator.atol = 1e-13;
-    s.moments.tolHigh = 1e9;
-    const auto f = makeMomentField(s);
-    MomentSolveOptions o;
-    o.T = 3.0;
-    o.recordEvery = 0.6;
-    const MomentTrajectory tr = solveMoments(*f, {v2(0.4, 0.3), sym2(0.8, 0.2, 0.5)}, s, o);
+    const MomentTrajectory tr = preciseMoments(headScene(AttentionType::Softmax, A, Mat::Identity(2, 2), V),
+                                               {v2(0.4, 0.3), sym2(0.8, 0.2, 0.5)}, 3.0, 0.6);
     ASSERT_EQ(tr.event, MomentEvent::None);
     // An earlier, coarser integration gave F = 0.52864, 0.48968, 0.45848, 0.41931, 0.36031, 0.27028 at
     // t = 0, 0.6, ..., 3: monotone as here, but drifting from the accurate trajectory (1.1e-4 at t = 3). This
