@@ -263,16 +263,24 @@ TEST(GifWriter, RepeatedFramesMergeAndHighFrameRatesKeepTwoCentiseconds) {
 TEST(GifWriter, DitheredGradientKeepsLocalMeans) {
     TempDir dir;
     const Image img = gradient(256, 256);
-    GifOptions options;
-    options.dither = false;
-    const auto plain =
-        meanErrors(writeAndDecode(dir.file("plain.gif"), {img}, options).frames.at(0).canvas, img);
-    options.dither = true;
-    const auto dithered =
-        meanErrors(writeAndDecode(dir.file("dith.gif"), {img}, options).frames.at(0).canvas, img);
-    std::printf("gradient 256x256, 256 colours: pixel MAE %.2f (plain) %.2f (dithered); 8x8 block MAE %.2f "
-                "(plain) %.2f (dithered)\n",
-                plain.first, dithered.first, plain.second, dithered.second);
+    // The mean absolute errors (per pixel, per 8x8 block) of the gradient written with `colors` colours,
+    // undithered and dithered (printed).
+    const auto errors = [&](int colors) {
+        GifOptions options;
+        options.colors = colors;
+        std::pair<double, double> e[2]; // [dither]
+        for (const bool dither : {false, true}) {
+            options.dither = dither;
+            const std::string name = std::to_string(colors) + (dither ? "-dithered.gif" : "-plain.gif");
+            e[dither] = meanErrors(writeAndDecode(dir.file(name), {img}, options).frames.at(0).canvas, img);
+        }
+        std::printf(
+            "gradient 256x256, %d colours: pixel MAE %.2f (plain) %.2f (dithered); 8x8 block MAE %.2f "
+            "(plain) %.2f (dithered)\n",
+            colors, e[0].first, e[1].first, e[0].second, e[1].second);
+        return std::make_pair(e[0], e[1]);
+    };
+    const auto [plain, dithered] = errors(256);
     EXPECT_LT(plain.first, 4.0);
     EXPECT_LT(dithered.first, 6.0);
     EXPECT_LT(dithered.second, 1.0);
@@ -280,15 +288,7 @@ TEST(GifWriter, DitheredGradientKeepsLocalMeans) {
 
     // 16 colours: cells of about 64 levels. Block means near the gradient's corners lie outside the convex
     // hull of the palette (box means), where no dithering reaches, so only the comparison is asserted.
-    options.colors = 16;
-    const auto coarse =
-        meanErrors(writeAndDecode(dir.file("c16.gif"), {img}, options).frames.at(0).canvas, img);
-    options.dither = false;
-    const auto coarsePlain =
-        meanErrors(writeAndDecode(dir.file("p16.gif"), {img}, options).frames.at(0).canvas, img);
-    std::printf("gradient 256x256, 16 colours: pixel MAE %.2f (plain) %.2f (dithered); 8x8 block MAE %.2f "
-                "(plain) %.2f (dithered)\n",
-                coarsePlain.first, coarse.first, coarsePlain.second, coarse.second);
+    const auto [coarsePlain, coarse] = errors(16);
     EXPECT_LT(coarse.second, 0.5 * coarsePlain.second);
 }
 
