@@ -6,6 +6,7 @@
 
 #include "ui/shell/MainWindow.h"
 
+#include <QPushButton>
 #include <QSize>
 #include <QString>
 #include <QTemporaryDir>
@@ -59,17 +60,30 @@ class MainWindowFilesFixture : public MainWindowFixture {
     QTemporaryDir dir;
 };
 
-// Waits until every trainer of the snapshot `view` displays shows `iteration` with a picture of it (the
-// Flows and Transformers views: their snapshots' trainers carry an iteration and a picture).
-template <class View> bool waitForTrainersAt(View& view, long iteration) {
-    return waitFor([&] {
-        view.refresh();
-        const auto s = view.displayedSnapshot();
-        if (!s || s->trainers.empty()) return false;
-        for (const auto& t : s->trainers)
-            if (t.iteration != iteration || !t.picture || t.picture->iteration != iteration) return false;
-        return true;
-    });
-}
+// The Flows or Transformers tab of a 1200x800 window: its panel and view (set by the test's ready()), the
+// panel's buttons by name, and waiting for the trainers.
+template <class Panel, class View> class TrainingTabFixture : public MainWindowFixture {
+  protected:
+    TrainingTabFixture() : MainWindowFixture({1200, 800}) {}
+
+    QPushButton* button(const char* name) {
+        return panel->template findChild<QPushButton*>(QString::fromLatin1(name));
+    }
+
+    // Waits until every trainer shows `iteration` with a picture of it, and the view displays that snapshot.
+    bool waitForIteration(long iteration) {
+        return waitFor([&] {
+            view->refresh();
+            const auto s = view->displayedSnapshot();
+            if (!s || s->trainers.empty()) return false;
+            for (const auto& t : s->trainers)
+                if (t.iteration != iteration || !t.picture || t.picture->iteration != iteration) return false;
+            return true;
+        });
+    }
+
+    Panel* panel = nullptr;
+    View* view = nullptr;
+};
 
 } // namespace flowscope::test

@@ -54,9 +54,8 @@ long greyPixels(const QImage& image, const QRect& area) {
     return count;
 }
 
-class TrainingViewTest : public MainWindowFixture {
+class TrainingViewTest : public TrainingTabFixture<TrainingPanel, TrainingView> {
   protected:
-    TrainingViewTest() : MainWindowFixture({1200, 800}) {}
     void ready() override {
         window->showFlowsView();
         panel = window->flows().panel();
@@ -69,15 +68,6 @@ class TrainingViewTest : public MainWindowFixture {
         panel->findChild<QSpinBox*>(QStringLiteral("training.width"))->setValue(8);
         panel->findChild<QSpinBox*>(QStringLiteral("training.batch"))->setValue(64);
     }
-
-    QPushButton* button(const char* name) {
-        return panel->findChild<QPushButton*>(QString::fromLatin1(name));
-    }
-
-    bool waitForIteration(long iteration) { return waitForTrainersAt(*view, iteration); }
-
-    TrainingPanel* panel = nullptr;
-    TrainingView* view = nullptr;
 };
 
 TEST_F(TrainingViewTest, FlowsTabSitsNextToTheOtherViews) {

@@ -28,21 +28,15 @@
 namespace flowscope::test {
 namespace {
 
-class TransformerViewTest : public MainWindowFixture {
+class TransformerViewTest : public TrainingTabFixture<TransformerPanel, TransformerView> {
   protected:
-    TransformerViewTest() : MainWindowFixture({1200, 800}) {}
     void ready() override {
         window->showTransformersView();
         panel = window->transformers().panel();
         view = window->transformers().view();
     }
 
-    QPushButton* button(const char* name) {
-        return panel->findChild<QPushButton*>(QString::fromLatin1(name));
-    }
     template <class W> W* control(const char* key) { return panel->findChild<W*>(QString::fromLatin1(key)); }
-
-    bool waitForIteration(long iteration) { return waitForTrainersAt(*view, iteration); }
 
     QImage grabView() { return view->grab().toImage().convertToFormat(QImage::Format_RGB32); }
 
@@ -61,9 +55,6 @@ class TransformerViewTest : public MainWindowFixture {
             }
         return best;
     }
-
-    TransformerPanel* panel = nullptr;
-    TransformerView* view = nullptr;
 };
 
 TEST_F(TransformerViewTest, TransformersTabRaisesItsPanel) {
