@@ -8,9 +8,11 @@
 #include "ui/views/LiveView.h"
 
 #include <QColor>
+#include <QFontMetricsF>
 #include <QPainter>
 #include <QPalette>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -67,6 +69,36 @@ template <class Snapshot> class TrainingRunView : public LiveView {
             paintLegendAbove(p, l.plots[0], entries);
         }
         for (int k = 0; k < plotCount_; ++k) paintPlotAt(p, l.plots[std::size_t(k)], k);
+    }
+
+    // A picture's square: the title above it and the legend below, centred in `area`.
+    QRectF squareIn(const QRectF& area) const {
+        const double line = QFontMetricsF(font()).height();
+        const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
+        return QRectF(area.left() + (area.width() - side) / 2, area.top() + line + 6, side, side);
+    }
+    // The title above `square` (elided to its width), then the square's background; the painter draws in the
+    // square's coordinates, clipped to it, until endPicture().
+    void beginPicture(QPainter& p, const QRectF& area, const QRectF& square, const QString& title) const {
+        const QFontMetricsF fm(font());
+        p.setPen(palette().color(QPalette::WindowText));
+        p.drawText(QRectF(square.left(), area.top(), square.width(), fm.height() + 4),
+                   Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(title, Qt::ElideRight, square.width()));
+        p.save();
+        p.translate(square.topLeft());
+        p.setClipRect(QRectF(QPointF(0, 0), square.size()));
+        p.fillRect(QRectF(QPointF(0, 0), square.size()), style_.background);
+    }
+    // `pending` (what is being made, before the first picture) when not empty, then the square's frame.
+    void endPicture(QPainter& p, const QRectF& square, const QString& pending) const {
+        if (!pending.isEmpty()) {
+            p.setPen(style_.label);
+            p.drawText(QRectF(QPointF(0, 0), square.size()), Qt::AlignCenter, pending);
+        }
+        p.restore();
+        p.setPen(QPen(style_.axis, 1.0));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(square);
     }
 
     // What the view says before the first start (which panel to use).

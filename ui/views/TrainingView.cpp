@@ -144,25 +144,14 @@ void TrainingView::paintPicture(QPainter& p, const QRectF& area, std::size_t k) 
     const TrainerState& trainer = shown_->trainers[k];
     const QFontMetricsF fm(font());
     const double line = fm.height();
-    // Title above, legend below, the square plot between them.
-    const QRectF titleBox(area.left(), area.top(), area.width(), line + 4);
-    const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
-    const QRectF square(area.left() + (area.width() - side) / 2, titleBox.bottom() + 2, side, side);
+    const QRectF square = squareIn(area);
     const TrainingPicture* picture = trainer.picture.get();
-
-    p.setPen(palette().color(QPalette::WindowText));
     QString title = QString::fromStdString(trainer.label);
     if (!trainer.rwpo) title += tr(" (OT-Flow)");
     title += tr(" · iteration %1").arg(trainer.iteration);
     if (picture && picture->iteration != trainer.iteration)
         title += tr(" (picture: %1)").arg(picture->iteration);
-    p.drawText(QRectF(square.left(), titleBox.top(), square.width(), titleBox.height()),
-               Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(title, Qt::ElideRight, square.width()));
-
-    p.save();
-    p.translate(square.topLeft());
-    p.setClipRect(QRectF(QPointF(0, 0), square.size()));
-    p.fillRect(QRectF(QPointF(0, 0), square.size()), style_.background);
+    beginPicture(p, area, square, title);
     const double extent = picture ? picture->gridExtent : 4.0;
     ViewTransform view;
     view.setViewportSize(square.size());
@@ -174,7 +163,8 @@ void TrainingView::paintPicture(QPainter& p, const QRectF& area, std::size_t k) 
                     densityImage(*picture, style_));
     }
     drawGrid(p, view, style_);
-    if (picture && picture->samples.cols() >= 2) {
+    const bool hasSamples = picture && picture->samples.cols() >= 2;
+    if (hasSamples) {
         auto scatter = [&](const Mat& rows, const QColor& color) {
             QPolygonF points;
             points.reserve(int(rows.rows()));
@@ -215,14 +205,8 @@ void TrainingView::paintPicture(QPainter& p, const QRectF& area, std::size_t k) 
             p.setPen(kSampleColor);
             p.drawText(box, Qt::AlignCenter, note);
         }
-    } else {
-        p.setPen(style_.label);
-        p.drawText(QRectF(QPointF(0, 0), square.size()), Qt::AlignCenter, tr("generating samples..."));
     }
-    p.restore();
-    p.setPen(QPen(style_.axis, 1.0));
-    p.setBrush(Qt::NoBrush);
-    p.drawRect(square);
+    endPicture(p, square, hasSamples ? QString() : tr("generating samples..."));
 
     // Legend: what each mark is.
     double x = square.left();

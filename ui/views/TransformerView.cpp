@@ -108,13 +108,6 @@ QRectF TransformerView::plotRect(Plot plot) const {
     return layout().plots[std::size_t(plot)];
 }
 
-// Title above, legend below, the square between them.
-QRectF TransformerView::squareIn(const QRectF& area) const {
-    const double line = QFontMetricsF(font()).height();
-    const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
-    return QRectF(area.left() + (area.width() - side) / 2, area.top() + line + 6, side, side);
-}
-
 QRectF TransformerView::pictureSquare(int trainer) const {
     const QRectF area = pictureRect(trainer);
     return area.isNull() ? QRectF() : squareIn(area);
@@ -164,21 +157,13 @@ void TransformerView::paintPicture(QPainter& p, const QRectF& area, std::size_t 
     const QFontMetricsF fm(font());
     const QRectF square = squareIn(area);
     const TransformerPicture* picture = trainer.picture.get();
-
     QString title = QString::fromStdString(trainer.label) + tr(" · iteration %1").arg(trainer.iteration);
     if (picture && picture->iteration != trainer.iteration)
         title += tr(" (picture: %1)").arg(picture->iteration);
     if (picture && picture->label >= 0)
         title += tr(" · a %1").arg(QString::fromLatin1(ot::taskBClassName(picture->label)));
     if (trainer.stopped) title += tr(" · stopped");
-    p.setPen(palette().color(QPalette::WindowText));
-    p.drawText(QRectF(square.left(), area.top(), square.width(), fm.height() + 4),
-               Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(title, Qt::ElideRight, square.width()));
-
-    p.save();
-    p.translate(square.topLeft());
-    p.setClipRect(QRectF(QPointF(0, 0), square.size()));
-    p.fillRect(QRectF(QPointF(0, 0), square.size()), style_.background);
+    beginPicture(p, area, square, title);
     ViewTransform view;
     view.setViewportSize(square.size());
     view.frame(frame_, 0.08);
@@ -230,14 +215,8 @@ void TransformerView::paintPicture(QPainter& p, const QRectF& area, std::size_t 
                 p.drawLine(c + QPointF(-5, 5), c + QPointF(5, -5));
             }
         }
-    } else {
-        p.setPen(style_.label);
-        p.drawText(QRectF(QPointF(0, 0), square.size()), Qt::AlignCenter, tr("drawing the paths..."));
     }
-    p.restore();
-    p.setPen(QPen(style_.axis, 1.0));
-    p.setBrush(Qt::NoBrush);
-    p.drawRect(square);
+    endPicture(p, square, hasPaths ? QString() : tr("drawing the paths..."));
 
     // Legend: what each mark is.
     double x = square.left();

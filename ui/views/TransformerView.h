@@ -46,7 +46,6 @@ class TransformerView : public TrainingRunView<TransformerSnapshot> {
     void shownChanged() override { frame_ = frame(); }
 
   private:
-    QRectF squareIn(const QRectF& picture) const;
     QRectF frame() const; // the plane's region every picture shows
 
     QRectF frame_; // frame() of shown_, computed when it arrives
