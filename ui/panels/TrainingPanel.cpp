@@ -252,20 +252,9 @@ void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool comparison) {
     loaded_->setVisible(bool(loadedParams_));
 }
 
-void TrainingPanel::requestStart(bool play) {
-    emit startRequested(config(), comparison(), play);
-}
-
-void TrainingPanel::restate() {
-    setSnapshot(snapshot_, controls_->playing());
-}
-
 void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing) {
     snapshot_ = snapshot;
-    controls_->setPlaying(playing);
-
-    QStringList lines = runLines(bool(snapshot), snapshot ? snapshot->iteration() : 0,
-                                 snapshot ? snapshot->iterationsPerSecond : 0.0, playing);
+    QStringList lines = beginStatus(snapshot.get(), playing);
     QString warning;
     bool error = false;
     if (snapshot) {

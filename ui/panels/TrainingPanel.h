@@ -62,8 +62,8 @@ class TrainingPanel : public TrainingPanelBase {
     void startRequested(const flows::TrainerConfig& config, bool comparison, bool play);
 
   private:
-    void requestStart(bool play) override;
-    void restate() override;
+    void requestStart(bool play) override { emit startRequested(config(), comparison(), play); }
+    void restate() override { setSnapshot(snapshot_, controls_->playing()); }
     void drawPoints();
     void loadPointsDialog();
     void updatePointsRow();

@@ -41,7 +41,13 @@ class TrainingPanelBase : public QWidget {
     // Shows the last snapshot again with the controls' play state (after a failed start).
     virtual void restate() = 0;
     void markEdited();
-    // The status lines every run starts with: "Not started.", or the iteration, the rate and the play state.
+    // The status lines every run starts with: "Not started.", or the iteration, the rate and the play state;
+    // the controls show the play state. S is a snapshot (null before the first start).
+    template <class S> QStringList beginStatus(const S* snapshot, bool playing) {
+        controls_->setPlaying(playing);
+        return runLines(snapshot != nullptr, snapshot ? snapshot->iteration() : 0,
+                        snapshot ? snapshot->iterationsPerSecond : 0.0, playing);
+    }
     static QStringList runLines(bool started, long iteration, double iterationsPerSecond, bool playing);
 
     RunControls* controls_ = nullptr;

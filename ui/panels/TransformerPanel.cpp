@@ -254,20 +254,9 @@ void TransformerPanel::onEdited() {
     controls_->markEdited();
 }
 
-void TransformerPanel::requestStart(bool play) {
-    emit startRequested(config(), comparison(), play);
-}
-
-void TransformerPanel::restate() {
-    setSnapshot(snapshot_, controls_->playing());
-}
-
 void TransformerPanel::setSnapshot(const std::shared_ptr<const TransformerSnapshot>& snapshot, bool playing) {
     snapshot_ = snapshot;
-    controls_->setPlaying(playing);
-
-    QStringList lines = runLines(bool(snapshot), snapshot ? snapshot->iteration() : 0,
-                                 snapshot ? snapshot->iterationsPerSecond : 0.0, playing);
+    QStringList lines = beginStatus(snapshot.get(), playing);
     QString warning;
     bool error = false;
     if (snapshot) {

@@ -54,9 +54,9 @@ class TransformerPanel : public TrainingPanelBase {
     void startRequested(const ot::OtTrainerConfig& config, bool comparison, bool play);
 
   private:
-    void requestStart(bool play) override;
+    void requestStart(bool play) override { emit startRequested(config(), comparison(), play); }
     void onEdited(); // marks the controls edited and updates which of them apply
-    void restate() override;
+    void restate() override { setSnapshot(snapshot_, controls_->playing()); }
     void updateEnabled();
     void forgetLoadedModel(); // an architecture edit: Start builds a fresh model again
 
