@@ -24,9 +24,9 @@
 #include "engine/dynamics/Simulation.h"
 #include "engine/gpu/gl/GlContext.h"
 #include "engine/media/FrameSink.h"
+#include "render/ConeData.h"
 #include "render/GlApi.h"
 #include "ui/export/AnimationExporter.h"
-#include "render/ConeData.h"
 #include "ui/widgets/Theme.h"
 
 #include <EGL/egl.h>

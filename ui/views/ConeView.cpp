@@ -1,8 +1,8 @@
 #include "ui/views/ConeView.h"
 
 #include "engine/gaussian/Cone.h"
-#include "ui/widgets/Colormap.h"
 #include "ui/shell/OpenGLSetup.h"
+#include "ui/widgets/Colormap.h"
 
 #include <QFontMetricsF>
 #include <QLinearGradient>

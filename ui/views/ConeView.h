@@ -29,10 +29,10 @@
 
 #include "engine/core/Types.h"
 #include "engine/scene/Scene.h"
+#include "render/ConeData.h"
 #include "render/ConeRenderer.h"
 #include "render/GlApi.h"
 #include "render/OffscreenTarget.h"
-#include "render/ConeData.h"
 #include "ui/views/PlotDecorations.h"
 
 #include <QColor>

@@ -1,11 +1,11 @@
 #include "ui/views/ParticleView.h"
 
 #include "engine/gaussian/MatrixRoots.h"
-#include "ui/widgets/Colormap.h"
+#include "ui/shell/OpenGLSetup.h"
 #include "ui/views/Hud.h"
 #include "ui/views/ImGuiLayer.h"
-#include "ui/shell/OpenGLSetup.h"
 #include "ui/views/StatusOverlay.h"
+#include "ui/widgets/Colormap.h"
 
 #include <Eigen/Eigenvalues>
 #include <QFontMetricsF>

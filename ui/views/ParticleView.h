@@ -18,10 +18,10 @@
 
 #include "engine/attention/VelocityField.h"
 #include "engine/runner/SimulationRunner.h"
+#include "render/GaussianOverlay.h"
 #include "render/GlApi.h"
 #include "render/OffscreenTarget.h"
 #include "render/PointRenderer.h"
-#include "render/GaussianOverlay.h"
 #include "ui/views/Hud.h"
 #include "ui/views/OrbitCamera.h"
 #include "ui/views/PlotDecorations.h"
