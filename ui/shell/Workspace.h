@@ -16,13 +16,13 @@
 #include <QList>
 #include <QObject>
 #include <QString>
+#include <QWidget>
 
 class QAction;
 class QDockWidget;
 class QMenu;
 class QSettings;
 class QToolBar;
-class QWidget;
 
 namespace flowscope {
 
