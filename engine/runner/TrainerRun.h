@@ -105,9 +105,6 @@ std::vector<TrainerSlot<Kind>> trainerSlots(std::vector<std::unique_ptr<typename
 template <class Kind> class TrainerJob : public LiveJob<typename Kind::Snapshot> {
   public:
     using Trainer = typename Kind::Trainer;
-    using Config = typename Kind::Config;
-    using Snapshot = typename Kind::Snapshot;
-    using Picture = typename Kind::Picture;
     using Pictures = typename Kind::Pictures;
     using Options = typename Kind::Options;
 

@@ -34,12 +34,12 @@ void fillTrainerState(State& s, const Trainer& t, std::size_t maxEvents) {
     s.stopped = t.stopped();
 }
 
-// A state's copies of the model and config: the trainer's evaluated model, and `config` (the slot's, shared
-// by snapshots) or, when null, a copy of the trainer's.
+// A state's model and config: a copy of the trainer's evaluated model, and `config`, the run's one copy of
+// the trainer's config (TrainerSlot::config, shared by every snapshot: it may hold the user's points).
 template <class State, class Trainer, class Config>
 void copyTrainerModel(State& s, const Trainer& t, std::shared_ptr<const Config> config) {
     s.model = std::make_shared<typename decltype(s.model)::element_type>(t.evaluatedModel());
-    s.config = config ? std::move(config) : std::make_shared<const Config>(t.config());
+    s.config = std::move(config);
 }
 
 // Writes a snapshot's trainer as its CLI command does: save(path, model, record) with the record of

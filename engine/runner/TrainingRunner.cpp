@@ -23,10 +23,6 @@ std::vector<flows::TrainerConfig> trainingConfigs(const flows::TrainerConfig& co
     return {with, without};
 }
 
-TrainerState trainerState(const FlowTrainer& t, std::size_t maxEvents) {
-    return FlowTraining::state(t, maxEvents, nullptr);
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // TrainingPictureMaker
 
@@ -104,8 +100,6 @@ std::string FlowTraining::label(const Config& config) {
     return config.flow.rwpo ? "with RWPO" : "without RWPO";
 }
 
-// `config`: the trainer's config as the run shares it (a copy is made when null). The config never changes
-// during a run but may hold the user's points, so publications share one copy rather than make one each.
 TrainerState FlowTraining::state(const Trainer& t, std::size_t maxEvents,
                                  std::shared_ptr<const Config> config) {
     TrainerState s;

@@ -88,8 +88,6 @@ class TrainingPictureMaker {
 
 // The configs a start() trains: `config`, or in comparison with the RWPO layer on and off (with it first).
 std::vector<flows::TrainerConfig> trainingConfigs(const flows::TrainerConfig& config, bool comparison);
-// One trainer's state as a snapshot holds it (label, curves, its last maxEvents events), without a picture.
-TrainerState trainerState(const flows::FlowTrainer& t, std::size_t maxEvents);
 
 // Writes a snapshot's trainer as flowscope-cli train does (flows::saveFlow: .safetensors + .json beside,
 // atomic). Throws std::runtime_error when the state has no model yet or the write fails.

@@ -199,11 +199,13 @@ bool MainWindow::openModelFile(const QString& path) {
 }
 
 void MainWindow::openModelDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open trained model"),
-                                                      modelDir_.isEmpty() ? QDir::homePath() : modelDir_,
-                                                      tr("Trained models (*.safetensors)"));
+    // Where the last model was opened or exported, by either training workspace.
+    QString dir = flows_->modelDir();
+    if (dir.isEmpty()) dir = transformers_->modelDir();
+    const QString path =
+        QFileDialog::getOpenFileName(this, tr("Open trained model"), dir.isEmpty() ? QDir::homePath() : dir,
+                                     tr("Trained models (*.safetensors)"));
     if (path.isEmpty()) return;
-    modelDir_ = QFileInfo(path).absolutePath();
     if (!openModelFile(path)) QMessageBox::warning(this, tr("Open trained model"), lastError_);
 }
 

@@ -99,7 +99,6 @@ class MainWindow : public QMainWindow {
     QMenu* panelsMenu_ = nullptr;
     QActionGroup* themeGroup_ = nullptr;
     QString lastError_;
-    QString modelDir_; // where File ▸ Open trained model starts
     ThemeKind theme_ = ThemeKind::Dark;
 };
 

@@ -85,6 +85,11 @@ class Workspace : public QObject {
     }
     // An export's result (ExportService.h) as the operation's success, or its failure with the message.
     template <class Result> bool report(const Result& r) { return r.ok() ? succeed() : fail(r.message); }
+    // The same, passing the result on (to an export dialog, which tells a cancel from a failure).
+    template <class Result> Result reported(Result r) {
+        report(r);
+        return r;
+    }
     QWidget* host() const { return host_; }
 
   private:

@@ -155,7 +155,6 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     QDockWidget* dock() const { return dock_; }
     // Where the model dialogs start: the folder of the last model opened or exported.
     QString modelDir() const { return modelDir_; }
-    void setModelDir(const QString& dir) { modelDir_ = dir; }
 
   protected:
     // A trained model at `path` now runs (paused at iteration 0): its tab comes to the front, the status line

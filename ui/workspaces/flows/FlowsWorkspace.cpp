@@ -134,9 +134,7 @@ void FlowsWorkspace::exportAnimationDialog() {
     animationExportDialog(
         host(), Scene(), view_->size() * view_->devicePixelRatioF(), AnimationView::Training,
         [this](const AnimationOptions& o, const QString& path, const ExportProgress& progress) {
-            const ExportResult r = exportTrainingAnimation(configsNow(), o, path, progress);
-            report(r);
-            return r;
+            return reported(exportTrainingAnimation(configsNow(), o, path, progress));
         },
         [this](const QString& text, int ms) { emit statusMessage(text, ms); });
 }
@@ -191,11 +189,8 @@ void FlowsWorkspace::exportDataDialog(bool density) {
     const bool ok = runExport(
         host(), title, 1000, [&label](long, long) { return label; },
         [&](const ExportProgress& progress) {
-            const ExportResult r =
-                density ? exportFlowDensity(*model, path, count, value, 2000, progress)
-                        : exportFlowSamples(*model, path, count, std::uint64_t(value), progress);
-            report(r);
-            return r;
+            return reported(density ? exportFlowDensity(*model, path, count, value, 2000, progress)
+                                    : exportFlowSamples(*model, path, count, std::uint64_t(value), progress));
         },
         [this](const QString& text, int ms) { emit statusMessage(text, ms); },
         [&path](double) { return tr("Exported %1").arg(QDir::toNativeSeparators(path)); });

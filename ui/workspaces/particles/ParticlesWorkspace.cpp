@@ -399,9 +399,7 @@ void ParticlesWorkspace::exportAnimationDialog() {
     animationExportDialog(
         host(), *scene_, shown->size() * shown->devicePixelRatioF(), view,
         [this](const AnimationOptions& o, const QString& path, const ExportProgress& progress) {
-            const ExportResult r = exportSceneAnimation(*scene_, o, path, progress);
-            report(r);
-            return r;
+            return reported(animationResult(o, path, progress));
         },
         [this](const QString& text, int ms) { emit statusMessage(text, ms); });
 }
@@ -544,12 +542,7 @@ void ParticlesWorkspace::exportDialog(ExportKind kind) {
     }
     runExport(
         host(), title, 1000, [](long, long) { return tr("Solving the moment equations..."); },
-        [this, &path](const ExportProgress& progress) {
-            const ExportResult r = scene_ ? flowscope::exportMoments(*scene_, path, progress)
-                                          : ExportResult::failed(tr("There is no scene to export."));
-            report(r);
-            return r;
-        },
+        [this, &path](const ExportProgress& progress) { return reported(momentsResult(path, progress)); },
         status, done);
 }
 
@@ -559,15 +552,25 @@ bool ParticlesWorkspace::exportTrajectory(const QString& path, bool asFloat32) {
 }
 
 bool ParticlesWorkspace::exportMoments(const QString& path, const ExportProgress& progress) {
-    if (!scene_) return fail(tr("There is no scene to export."));
-    return report(flowscope::exportMoments(*scene_, path, progress)); // the scene as it runs now
+    return report(momentsResult(path, progress));
 }
 
 bool ParticlesWorkspace::exportAnimation(const AnimationOptions& options, const QString& path,
                                          const ExportProgress& progress) {
-    if (!scene_) return fail(tr("There is no scene to export."));
-    // The scene as it runs now; the export runs a simulation of its own from t = 0.
-    return report(exportSceneAnimation(*scene_, options, path, progress));
+    return report(animationResult(options, path, progress));
+}
+
+// The scene as it runs now (live edits included).
+ExportResult ParticlesWorkspace::momentsResult(const QString& path, const ExportProgress& progress) const {
+    if (!scene_) return ExportResult::failed(tr("There is no scene to export."));
+    return flowscope::exportMoments(*scene_, path, progress);
+}
+
+// The scene as it runs now; the export runs a simulation of its own from t = 0.
+ExportResult ParticlesWorkspace::animationResult(const AnimationOptions& options, const QString& path,
+                                                 const ExportProgress& progress) const {
+    if (!scene_) return ExportResult::failed(tr("There is no scene to export."));
+    return exportSceneAnimation(*scene_, options, path, progress);
 }
 
 } // namespace flowscope

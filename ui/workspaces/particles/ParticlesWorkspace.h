@@ -142,9 +142,11 @@ class ParticlesWorkspace : public Workspace {
     enum class ExportKind { Trajectory, Moments };
     void exportDialog(ExportKind kind);
     void exportAnimationDialog();
+    ExportResult momentsResult(const QString& path, const ExportProgress& progress) const;
+    ExportResult animationResult(const AnimationOptions& options, const QString& path,
+                                 const ExportProgress& progress) const;
     void copyShareString();
     void pasteShareString();
-    QWidget* hostWidget() const { return host(); }
 
     QMainWindow* window_;
     // Declared before the runner: its worker's OpenGL context is current on this surface until it joins.
