@@ -8,7 +8,7 @@
 
 #include "Commands.h"
 #include "ui/export/AnimationExporter.h"
-#include "ui/views/PlotDecorations.h"
+#include "render/picture/PlotDecorations.h"
 
 #include <QApplication>
 #include <QFont>

@@ -12,8 +12,8 @@
 #include "engine/flows/Trainer.h"
 #include "engine/media/Mp4Writer.h"
 #include "engine/runner/TrainingRunner.h"
+#include "render/picture/ViewTransform.h"
 #include "ui/views/TrainingView.h"
-#include "ui/views/ViewTransform.h"
 #include "ui/widgets/Theme.h"
 
 #include <QApplication>

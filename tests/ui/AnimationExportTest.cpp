@@ -14,11 +14,11 @@
 #include "engine/media/FrameSink.h"
 #include "engine/scene/SceneShareString.h"
 #include "render/ConeData.h"
+#include "render/picture/PlotDecorations.h"
 #include "ui/export/AnimationExportDialog.h"
 #include "ui/export/AnimationExporter.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ParticleView.h"
-#include "ui/views/PlotDecorations.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
@@ -160,7 +160,7 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
         const Tokens tokens = Simulation(*window->particles().scene()).tokens();
         int inside = 0, drawn = 0;
         for (Eigen::Index i = 0; i < tokens.rows(); ++i) {
-            const auto p = exporter.particleView()->worldToPixel(tokens.row(i).transpose());
+            const auto p = exporter.particlePicture()->worldToPixel(tokens.row(i).transpose());
             ASSERT_TRUE(p.has_value());
             const QPoint px(int(std::floor(p->x())), int(std::floor(p->y())) + exporter.captionHeight());
             // The status box (t, step, N) covers the top of the view: the tokens below 40 % of its height.

@@ -4,12 +4,12 @@
 #include "TestScenes.h"
 
 #include "engine/dynamics/Simulation.h"
+#include "render/picture/Colormap.h"
 #include "ui/panels/MatrixEditor.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ConeView.h"
 #include "ui/views/ImGuiLayer.h"
 #include "ui/views/ParticleView.h"
-#include "ui/widgets/Colormap.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"

@@ -6,7 +6,7 @@
 // Set FLOWSCOPE_SAVE_SHOTS=<dir> to write the frames as PNGs.
 #include "GuiEnvironment.h"
 
-#include "ui/views/Hud.h"
+#include "render/picture/Hud.h"
 #include "ui/views/ImGuiLayer.h"
 
 #include <QApplication>

@@ -2,10 +2,10 @@
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
 
+#include "render/picture/Colormap.h"
 #include "ui/panels/ScenePanel.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ParticleView.h"
-#include "ui/widgets/Colormap.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"

@@ -5,11 +5,11 @@
 #include "engine/media/FrameSink.h"
 #include "engine/runner/SimulationRunner.h"
 #include "render/ConeData.h"
+#include "render/picture/Hud.h"
+#include "render/picture/ParticlePicture.h"
+#include "render/picture/PlotDecorations.h"
 #include "ui/views/ConeView.h"
-#include "ui/views/Hud.h"
 #include "ui/views/ImGuiLayer.h"
-#include "ui/views/ParticleView.h"
-#include "ui/views/PlotDecorations.h"
 
 #include <QApplication>
 #include <QEventLoop>
@@ -287,12 +287,13 @@ bool AnimationExporter::initialize(const GlApi& gl) {
     // The views, never shown: their own drawing code, at the frame's size.
     QString viewError;
     if (o.view == AnimationView::Particles) {
-        particleView_ = std::make_unique<ParticleView>();
-        particleView_->resize(o.width, viewHeight_);
-        particleView_->setScene(scene_);
-        if (!particleView_->initializeOffscreen(gl, &viewError))
-            return fail(Failure::Drawing, "the particle view cannot draw here: " + viewError.toStdString());
-        particleView_->setSource([this] { return snapshot_; });
+        particlePicture_ = std::make_unique<ParticlePicture>();
+        particlePicture_->setSize(QSizeF(o.width, viewHeight_));
+        particlePicture_->setScene(scene_);
+        particlePicture_->setStyle(PlotStyle());
+        std::string why;
+        if (!particlePicture_->initialize(gl, &why))
+            return fail(Failure::Drawing, "the particle view cannot draw here: " + why);
     } else {
         coneView_ = std::make_unique<ConeView>();
         coneView_->resize(o.width, viewHeight_);
@@ -351,7 +352,7 @@ bool AnimationExporter::renderFrame(long k, QImage& rgba, const Cancelled& cance
     if (cancelled && cancelled()) return fail(Failure::Cancelled, "cancelled");
 
     const OffscreenLayer glLayer = [this](const std::function<void()>& draw) { drawLayer(draw); };
-    if (particleView_) {
+    if (particlePicture_) {
         auto s = std::make_shared<Snapshot>();
         s->generation = 1;
         s->t = sim_->time();
@@ -366,12 +367,10 @@ bool AnimationExporter::renderFrame(long k, QImage& rgba, const Cancelled& cance
         s->backend = scene_.precision == Precision::Float32 ? "CPU float32" : "CPU float64";
         // Whole integrator steps per frame (the nearest), for the HUD's rate: steps per second of video.
         s->stepsPerSecond = s->playing ? dt_ / h_ * o.fps : 0.0;
-        snapshot_ = std::move(s);
-        particleView_->refresh();
-        particleView_->renderOffscreen(viewImage_, o.hud, glLayer);
+        particlePicture_->show(std::move(s));
+        particlePicture_->render(viewImage_, o.hud, glLayer);
         if (imgui_) {
-            HudStats stats = particleView_->hudStats();
-            stats.frameMs = 1000.0 / o.fps; // the video's frame time, not this machine's
+            const HudStats stats = particlePicture_->hudStats(1000.0 / o.fps); // the video's frame time
             glLayer(
                 [&] { imgui_->frame(QSize(o.width, viewHeight_), 1.0 / o.fps, [&] { drawHud(stats); }); });
         }
@@ -384,7 +383,7 @@ bool AnimationExporter::renderFrame(long k, QImage& rgba, const Cancelled& cance
     const QImage* out = &viewImage_;
     if (caption_) {
         QPainter p(&frame_);
-        caption_->paint(p, QRectF(0, 0, o.width, captionHeight_), particleView_ ? sim_->time() : t,
+        caption_->paint(p, QRectF(0, 0, o.width, captionHeight_), particlePicture_ ? sim_->time() : t,
                         PlotStyle());
         p.drawImage(0, captionHeight_, viewImage_);
         p.end();
@@ -406,7 +405,7 @@ bool AnimationExporter::run(FrameSink& sink, const Progress& progress) {
 
 void AnimationExporter::release() {
     if (viewInitialized_) {
-        if (particleView_) particleView_->releaseOffscreen();
+        if (particlePicture_) particlePicture_->release();
         if (coneView_) coneView_->releaseOffscreen();
         viewInitialized_ = false;
     }

@@ -42,7 +42,7 @@ namespace flowscope {
 class ConeView;
 struct PlotStyle;
 class FrameSink;
-class ParticleView;
+class ParticlePicture;
 class Simulation;
 struct Snapshot;
 
@@ -141,9 +141,9 @@ class AnimationExporter {
     int captionHeight() const { return captionHeight_; }
     // The particle simulation (null with particles = false); its state is that of the last frame drawn.
     const Simulation* simulation() const { return sim_.get(); }
-    // The view drawing the frames (one of them is null), e.g. for where a token lands (worldToPixel; add
+    // The picture drawing the frames (one of them is null), e.g. for where a token lands (worldToPixel; add
     // captionHeight() to y).
-    ParticleView* particleView() const { return particleView_.get(); }
+    const ParticlePicture* particlePicture() const { return particlePicture_.get(); }
     ConeView* coneView() const { return coneView_.get(); }
 
   private:
@@ -164,11 +164,10 @@ class AnimationExporter {
     int captionHeight_ = 0, viewHeight_ = 0;
     OffscreenTarget target_;
     std::unique_ptr<OffscreenImGui> imgui_;
-    std::unique_ptr<ParticleView> particleView_;
+    std::unique_ptr<ParticlePicture> particlePicture_;
     std::unique_ptr<ConeView> coneView_;
     bool viewInitialized_ = false;
     std::unique_ptr<Simulation> sim_;
-    std::shared_ptr<const Snapshot> snapshot_;
     QImage viewImage_, frame_;
     std::vector<std::uint8_t> pixels_;
 };

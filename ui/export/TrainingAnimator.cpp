@@ -2,7 +2,7 @@
 
 #include "engine/media/FrameSink.h"
 #include "engine/runner/TrainerSteps.h"
-#include "ui/views/PlotDecorations.h"
+#include "render/picture/PlotDecorations.h"
 #include "ui/views/TrainingView.h"
 
 #include <QPainter>

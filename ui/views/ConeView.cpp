@@ -1,8 +1,8 @@
 #include "ui/views/ConeView.h"
 
 #include "engine/gaussian/Cone.h"
+#include "render/picture/Colormap.h"
 #include "ui/shell/OpenGLSetup.h"
-#include "ui/widgets/Colormap.h"
 
 #include <QFontMetricsF>
 #include <QLinearGradient>

@@ -33,7 +33,7 @@
 #include "render/ConeRenderer.h"
 #include "render/GlApi.h"
 #include "render/OffscreenTarget.h"
-#include "ui/views/PlotDecorations.h"
+#include "render/picture/PlotDecorations.h"
 
 #include <QColor>
 #include <QImage>

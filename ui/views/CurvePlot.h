@@ -3,7 +3,7 @@
 // with them, so their curves read the same way.
 #pragma once
 
-#include "ui/views/PlotDecorations.h"
+#include "render/picture/PlotDecorations.h"
 
 #include <QColor>
 #include <QPointF>

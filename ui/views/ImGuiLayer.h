@@ -37,12 +37,6 @@ struct ImGuiContext;
 
 namespace flowscope {
 
-// The look of every Flowscope ImGui context (the views' layers, and headless exports): the application's dark
-// style, and DejaVu Sans (ImGui's built-in font where it is missing) rasterized for `dpr` device pixels per
-// logical pixel. Call with the ImGui context current, before the renderer backend builds the font texture.
-void applyImGuiStyle();
-void buildImGuiFonts(double dpr);
-
 class ImGuiLayer : public QObject {
     Q_OBJECT
   public:

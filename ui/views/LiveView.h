@@ -5,8 +5,8 @@
 // part under the mouse (tooltipAt). The pictures and curve plots share one layout (ui/views/CurvePlot.h).
 #pragma once
 
+#include "render/picture/PlotDecorations.h"
 #include "ui/views/CurvePlot.h"
-#include "ui/views/PlotDecorations.h"
 
 #include <QTimer>
 #include <QWidget>

@@ -18,14 +18,7 @@
 
 #include "engine/attention/VelocityField.h"
 #include "engine/runner/SimulationRunner.h"
-#include "render/GaussianOverlay.h"
-#include "render/GlApi.h"
-#include "render/OffscreenTarget.h"
-#include "render/PointRenderer.h"
-#include "ui/views/Hud.h"
-#include "ui/views/OrbitCamera.h"
-#include "ui/views/PlotDecorations.h"
-#include "ui/views/ViewTransform.h"
+#include "render/picture/ParticlePicture.h"
 
 #include <QElapsedTimer>
 #include <QImage>
@@ -41,14 +34,6 @@
 namespace flowscope {
 
 class ImGuiLayer;
-
-enum class ColorBy { Index, Speed, Cluster, Entropy };
-
-struct ProjectionSpec {
-    int dims = 2;                     // 2: plane, 3: orbit camera (needs d >= 3)
-    bool pca = false;                 // principal directions of the cloud instead of coordinate axes
-    std::array<int, 3> axes{0, 1, 2}; // coordinate axes shown (ignored with pca)
-};
 
 class ParticleView : public QOpenGLWidget {
     Q_OBJECT
@@ -69,10 +54,10 @@ class ParticleView : public QOpenGLWidget {
     void refresh();
     // Shows a fixed snapshot (the time scrubber's preview) instead of the source's until cleared (null).
     void setPreview(std::shared_ptr<const Snapshot> preview);
-    std::shared_ptr<const Snapshot> displayedSnapshot() const { return shown_; }
+    std::shared_ptr<const Snapshot> displayedSnapshot() const { return picture_.shown(); }
 
     void setPlotStyle(const PlotStyle& style) {
-        style_ = style;
+        picture_.setStyle(style);
         update();
     }
     // The ImGui heads-up display and quick sliders (on by default).
@@ -81,27 +66,29 @@ class ParticleView : public QOpenGLWidget {
     // Whether the last frame drew the tokens straight from GPU memory (Snapshot::device).
     bool drewFromDevice() const { return drewFromDevice_; }
     void setColorBy(ColorBy c);
-    ColorBy colorBy() const { return colorBy_; }
+    ColorBy colorBy() const { return picture_.colorBy(); }
     void setShowOverlay(bool on);
-    bool showOverlay() const { return showOverlay_; }
-    bool overlayAvailable() const { return overlay_.available(); }
-    const GaussianOverlay& overlay() const { return overlay_; }
-    QString overlayReason() const { return QString::fromStdString(overlay_.reason()); }
+    bool showOverlay() const { return picture_.gaussian(); }
+    bool overlayAvailable() const { return picture_.overlay().available(); }
+    const GaussianOverlay& overlay() const { return picture_.overlay(); }
+    QString overlayReason() const { return QString::fromStdString(picture_.overlay().reason()); }
     void setShowTrails(bool on);
-    bool showTrails() const { return showTrails_; }
+    bool showTrails() const { return picture_.trails(); }
     void setProjection(const ProjectionSpec& p);
-    const ProjectionSpec& projection() const { return projection_; }
-    bool is3D() const { return projection_.dims == 3; }
+    const ProjectionSpec& projection() const { return picture_.projection(); }
+    bool is3D() const { return picture_.is3D(); }
     // The d x k matrix whose columns span the shown coordinates.
-    const Mat& projectionBasis() const { return basis_; }
+    const Mat& projectionBasis() const { return picture_.basis(); }
+    // What the view draws (and what an export of it draws the same way).
+    const ParticlePicture& picture() const { return picture_; }
     // Where a d-dimensional point is drawn, in logical pixels (camera of the last painted frame).
     std::optional<QPointF> worldToPixel(const Vec& x) const;
 
     // The 2-D camera (d <= 2 or a 2-D projection) and the 3-D one.
-    const ViewTransform& transform() const { return view_; }
-    const OrbitCamera& camera() const { return camera_; }
+    const ViewTransform& transform() const { return picture_.view(); }
+    const OrbitCamera& camera() const { return picture_.camera(); }
     // Point diameter in logical pixels for the displayed token count.
-    double pointSize() const;
+    double pointSize() const { return picture_.pointSize(); }
     // Frames the displayed tokens (applied at the next paint, when the widget's final size is known).
     void frameAll();
     // Empty when OpenGL was available; otherwise why nothing can be drawn.
@@ -109,18 +96,8 @@ class ParticleView : public QOpenGLWidget {
     // What the heads-up display shows for the displayed snapshot (and the frame time of the last paints).
     HudStats hudStats() const;
 
-    // Headless drawing (flowscope-cli render): the frame paintGL draws, for a widget that is never shown.
-    // initializeOffscreen() takes the caller's current OpenGL context (gl: its entry points, alive until
-    // releaseOffscreen(), which must run while that context is still current). renderOffscreen() draws
-    // into `image` (the widget's size): the grid and labels with QPainter, the points through `glLayer`,
-    // which runs them in a transparent framebuffer and composites it over the image in between. With `hud`
-    // the caller draws the heads-up display (hudStats()) on top, so the status box is left out, as in the
-    // app.
-    bool initializeOffscreen(const GlApi& gl, QString* whyNot);
-    void releaseOffscreen();
-    void renderOffscreen(QImage& image, bool hud, const OffscreenLayer& glLayer);
     // The picked (hovered) token, -1 when none; pick(i) does it programmatically (tests, keyboard).
-    int pickedToken() const { return picked_; }
+    int pickedToken() const { return picture_.picked(); }
     void pick(int token);
     // The picked token's attention row (empty when none or the variant has no distribution).
     const Vec& pickedWeights() const { return pickedWeights_; }
@@ -167,65 +144,23 @@ class ParticleView : public QOpenGLWidget {
 
   private:
     void releaseGL();
-    void updateBasis(const Tokens* from);
-    Tokens projected(const Tokens& X) const; // N x k
-    double axisLength() const;               // 3-D orientation axes: a quarter of the cloud's extent
-    std::optional<QPointF> shownToPixel(const Vec& p) const; // p in the shown (projected) coordinates
     void addDrawnPoint(QPointF pixel);
     void drawDrawnPoints(QPainter& painter);
-    void uploadPoints();
-    void uploadLines();
-    void applyPendingFrame();
-    QMatrix4x4 viewProjection() const;
-    // One frame, in the order it is composed (paintGL, renderOffscreen): the cameras and vertex buffers
-    // brought up to date; the grid under the points (returns the status box's place, empty with the HUD);
-    // the points and lines (OpenGL, `dpr` device pixels per logical pixel); the text over them.
-    void prepareFrame();
-    QRectF paintUnder(QPainter& painter, bool hud);
-    void drawScene(double dpr);
-    void paintOver(QPainter& painter, bool hud, const QRectF& statusBox);
-    // Draws the points from the snapshot's device copy (GPU-resident runs); false when there is none or it
-    // cannot be drawn (then the uploaded CPU vertices are drawn).
-    bool drawDevicePoints(const Eigen::Matrix4f& viewProjection, float pointSize);
     void updatePickWeights();
     void drawHud();
-    void drawAxisLabels3D(QPainter& painter);
 
     SnapshotSource source_;
     std::shared_ptr<const Snapshot> preview_;
-    std::shared_ptr<const Snapshot> shown_;
-    std::shared_ptr<const Snapshot> previous_; // for the finite-difference speed
-    std::optional<Scene> scene_;
-    std::unique_ptr<VelocityField> pickField_;
-    GaussianOverlay overlay_;
-    ViewTransform view_;
-    OrbitCamera camera_;
-    PlotStyle style_;
-    GlApi widgetGl_;            // the widget's own context's entry points
-    const GlApi* gl_ = nullptr; // those of the context the renderer was initialized in
-    PointRenderer renderer_;
+    std::unique_ptr<VelocityField> pickField_; // the picked token's attention row
+    ParticlePicture picture_;
+    GlApi widgetGl_; // the widget's own context's entry points
     std::unique_ptr<ImGuiLayer> imgui_;
     QTimer timer_;
     QString glError_;
-    ProjectionSpec projection_;
-    Mat basis_;
-    Eigen::Vector3d origin_ = Eigen::Vector3d::Zero(); // upload origin (projected coordinates)
-    // The displayed tokens in the shown coordinates and their finite bounding box, as of the last upload.
-    Tokens shownProjected_;
-    std::shared_ptr<const Snapshot> projectedOf_; // the snapshot shownProjected_ was computed from
-    Eigen::Vector3d boxLo_ = Eigen::Vector3d::Zero(), boxHi_ = Eigen::Vector3d::Zero();
-    bool boxValid_ = false;
-    ColorBy colorBy_ = ColorBy::Index;
-    bool showOverlay_ = true;
-    bool showTrails_ = false;
     bool hudVisible_ = true;
     bool glReady_ = false;
-    bool offscreen_ = false;        // initializeOffscreen(): drawing in the caller's context
     bool drewFromDevice_ = false;   // the last frame's points came from GPU memory
     bool softwareRenderer_ = false; // Mesa llvmpipe/softpipe: refresh at 30 Hz
-    bool pointsDirty_ = false;
-    bool linesDirty_ = false;
-    bool framePending_ = false;
     bool dragging_ = false;
     bool drawing_ = false;
     Tokens drawn_;      // drawn points (m x d)
@@ -233,7 +168,6 @@ class ParticleView : public QOpenGLWidget {
     bool stroking_ = false;
     bool userCamera_ = false; // the user panned, zoomed or orbited since the scene started
     QPoint lastMouse_;
-    int picked_ = -1;
     Vec pickedWeights_;
     QElapsedTimer frameClock_;
     double frameMs_ = 0.0;

@@ -1,6 +1,6 @@
 #include "ui/views/PointCanvas.h"
 
-#include "ui/views/PlotDecorations.h"
+#include "render/picture/PlotDecorations.h"
 
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>

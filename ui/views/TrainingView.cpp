@@ -1,7 +1,7 @@
 #include "ui/views/TrainingView.h"
 
+#include "render/picture/ViewTransform.h"
 #include "ui/views/CurvePlot.h"
-#include "ui/views/ViewTransform.h"
 #include "ui/widgets/Tooltips.h"
 
 #include <QImage>

@@ -1,7 +1,7 @@
 // Flowscope UI: the application's look: dark and light Fusion palettes, and the plot colours that match them.
 #pragma once
 
-#include "ui/views/PlotDecorations.h"
+#include "render/picture/PlotDecorations.h"
 
 class QApplication;
 

@@ -1,4 +1,4 @@
-#include "ui/widgets/Colormap.h"
+#include "render/picture/Colormap.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "ui/views/OrbitCamera.h"
+#include "render/picture/OrbitCamera.h"
 
 #include <Eigen/Geometry>
 

@@ -1,4 +1,4 @@
-#include "ui/views/StatusOverlay.h"
+#include "render/picture/StatusOverlay.h"
 
 #include "engine/runner/SimulationRunner.h"
 

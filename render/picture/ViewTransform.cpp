@@ -1,4 +1,4 @@
-#include "ui/views/ViewTransform.h"
+#include "render/picture/ViewTransform.h"
 
 #include <algorithm>
 #include <cmath>

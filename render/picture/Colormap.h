@@ -1,4 +1,4 @@
-// Flowscope UI: colour maps for per-token colours.
+// Flowscope picture: colour maps for per-token colours.
 #pragma once
 
 #include <QColor>

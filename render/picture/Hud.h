@@ -1,4 +1,4 @@
-// Flowscope UI: the Dear ImGui overlays the views draw over their scene: a heads-up display of the run,
+// Flowscope picture: the Dear ImGui overlays the views draw over their scene: a heads-up display of the run,
 // quick sliders for the parameters one tweaks most, and the tooltip of a picked token.
 //
 // Each helper builds ImGui windows in the current ImGui context, so call them between ImGuiLayer::newFrame()
@@ -11,6 +11,12 @@
 #include <vector>
 
 namespace flowscope {
+
+// The look of every Flowscope ImGui context (the views' layers, and headless exports): the application's dark
+// style, and DejaVu Sans (ImGui's built-in font where it is missing) rasterized for `dpr` device pixels per
+// logical pixel. Call with the ImGui context current, before the renderer backend builds the font texture.
+void applyImGuiStyle();
+void buildImGuiFonts(double dpr);
 
 struct HudStats {
     double t = 0.0;

@@ -1,4 +1,4 @@
-// Flowscope UI: the text drawn over a particle view: run status (t, step, N, steps/s) in a corner, and a
+// Flowscope picture: the text drawn over a particle view: run status (t, step, N, steps/s) in a corner, and a
 // red banner when the run stopped with an event (divergence, ...) or an edit failed.
 #pragma once
 

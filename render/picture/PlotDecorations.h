@@ -1,7 +1,7 @@
-// Flowscope UI: what a plot draws around its data: background grid, the two axes and tick labels.
+// Flowscope picture: what a plot draws around its data: background grid, the two axes and tick labels.
 #pragma once
 
-#include "ui/views/ViewTransform.h"
+#include "render/picture/ViewTransform.h"
 
 #include <QColor>
 #include <QString>

@@ -1,4 +1,4 @@
-// Flowscope UI: the 3-D camera of the particle view (d >= 3): an orbit around a target point.
+// Flowscope picture: the 3-D camera of the particle view (d >= 3): an orbit around a target point.
 //
 // The eye sits at target + distance * (cos el cos az, cos el sin az, sin el) looking at the target, z up,
 // with a perspective projection of vertical field of view fovY. Pixels are logical widget pixels (y down),

@@ -1,4 +1,4 @@
-#include "ui/views/PlotDecorations.h"
+#include "render/picture/PlotDecorations.h"
 
 #include <QFontMetricsF>
 #include <QPainter>

@@ -1,4 +1,4 @@
-// Flowscope UI: the 2-D camera of a plot view, mapping world coordinates to widget pixels and back.
+// Flowscope picture: the 2-D camera of a plot view, mapping world coordinates to widget pixels and back.
 //
 // World coordinates are the two plotted token coordinates (y up); pixels are logical widget pixels (y down),
 // which Qt scales to device pixels by devicePixelRatio. Kept free of GL and widgets so tests can compute

@@ -1,5 +1,7 @@
-#include "ui/views/Hud.h"
+#include "render/picture/Hud.h"
 
+#include <QFileInfo>
+#include <QString>
 #include <imgui.h>
 #include <imgui_internal.h> // NextWindowData: whether the caller placed the next window
 
@@ -7,6 +9,59 @@
 #include <cmath>
 
 namespace flowscope {
+
+namespace {
+
+constexpr const char* kFontPath = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+constexpr float kFontPixels = 14.0f;        // DejaVu Sans, logical pixels
+constexpr float kDefaultFontPixels = 13.0f; // ImGui's built-in ProggyClean
+
+// Latin-1, Greek (β, λ, Σ), general punctuation (– … •), super/subscripts, arrows, math operators and
+// geometric shapes (▶ ■): what our labels use. DejaVu Sans has them all.
+const ImWchar kGlyphRanges[] = {0x0020, 0x00FF, 0x0370, 0x03FF, 0x2000, 0x206F, 0x2070, 0x209F,
+                                0x2190, 0x21FF, 0x2200, 0x22FF, 0x25A0, 0x25FF, 0};
+
+} // namespace
+
+void applyImGuiStyle() {
+    ImGui::StyleColorsDark();
+    ImGuiStyle& s = ImGui::GetStyle();
+    s.WindowRounding = 6.0f;
+    s.FrameRounding = 3.0f;
+    s.GrabRounding = 3.0f;
+    s.PopupRounding = 4.0f;
+    s.WindowBorderSize = 1.0f;
+    s.WindowPadding = ImVec2(10.0f, 8.0f);
+    s.ItemSpacing = ImVec2(8.0f, 5.0f);
+    // The application's dark palette (ui/Theme.cpp): windows a little lighter than the plot background.
+    s.Colors[ImGuiCol_WindowBg] = ImVec4(0.137f, 0.145f, 0.169f, 0.94f);
+    s.Colors[ImGuiCol_PopupBg] = ImVec4(0.102f, 0.110f, 0.129f, 0.96f);
+    s.Colors[ImGuiCol_Border] = ImVec4(0.30f, 0.33f, 0.38f, 0.60f);
+    s.Colors[ImGuiCol_TitleBg] = ImVec4(0.16f, 0.17f, 0.20f, 1.0f);
+    s.Colors[ImGuiCol_TitleBgActive] = ImVec4(0.19f, 0.21f, 0.25f, 1.0f);
+    s.Colors[ImGuiCol_TitleBgCollapsed] = ImVec4(0.16f, 0.17f, 0.20f, 0.85f);
+    s.Colors[ImGuiCol_Text] = ImVec4(0.90f, 0.91f, 0.93f, 1.0f);
+    s.Colors[ImGuiCol_TextDisabled] = ImVec4(0.55f, 0.58f, 0.64f, 1.0f);
+}
+
+void buildImGuiFonts(double dpr) {
+    // Rasterized at the framebuffer's resolution and drawn scaled back by 1/dpr: sharp text on HiDPI screens
+    // with sizes in logical pixels.
+    ImGuiIO& io = ImGui::GetIO();
+    io.Fonts->Clear();
+    ImFont* font = nullptr;
+    if (QFileInfo::exists(QString::fromLatin1(kFontPath))) {
+        ImFontConfig config;
+        config.OversampleH = 2;
+        font = io.Fonts->AddFontFromFileTTF(kFontPath, kFontPixels * float(dpr), &config, kGlyphRanges);
+    }
+    if (!font) {
+        ImFontConfig config;
+        config.SizePixels = kDefaultFontPixels * float(dpr);
+        io.Fonts->AddFontDefault(&config);
+    }
+    io.FontGlobalScale = float(1.0 / dpr);
+}
 
 namespace {
 

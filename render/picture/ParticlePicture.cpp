@@ -1,0 +1,349 @@
+#include "render/picture/ParticlePicture.h"
+
+#include "engine/dynamics/DeviceStepper.h"
+#include "engine/dynamics/Observables.h"
+#include "engine/gaussian/MatrixRoots.h"
+#include "render/picture/StatusOverlay.h"
+
+#include <Eigen/Eigenvalues>
+#include <QCoreApplication>
+#include <QPainter>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace flowscope {
+
+namespace {
+
+constexpr double kFrameMargin = 0.08;
+
+bool sameValues(const Tokens& a, const Tokens& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           std::memcmp(a.data(), b.data(), std::size_t(a.size()) * sizeof(double)) == 0;
+}
+
+Eigen::Matrix4f toEigen(const QMatrix4x4& m) {
+    return Eigen::Map<const Eigen::Matrix4f>(m.constData()); // both column-major
+}
+
+} // namespace
+
+void ParticlePicture::setScene(const Scene& scene) {
+    scene_ = scene;
+    overlay_.setScene(scene);
+    gaussian_.overlay = &overlay_;
+    tokens_.clusterTol = scene.output.clusterTol;
+    ProjectionSpec p;
+    p.dims = scene.d >= 3 ? 3 : 2;
+    p.pca = scene.d > 3;
+    projection_ = p;
+    attention_ = {};
+    previous_.reset();
+    updateBasis(nullptr);
+    framePending_ = pointsDirty_ = linesDirty_ = true;
+}
+
+void ParticlePicture::setAttention(const AttentionSpec& spec) {
+    if (!scene_) return;
+    scene_->attention = spec;
+    overlay_.setAttention(spec, shown_ ? shown_->t : 0.0);
+    linesDirty_ = true;
+}
+
+void ParticlePicture::setIntegrator(const IntegratorSpec& spec) {
+    if (!scene_) return;
+    scene_->integrator = spec;
+    overlay_.setIntegrator(spec, shown_ ? shown_->t : 0.0);
+    linesDirty_ = true;
+}
+
+bool ParticlePicture::show(std::shared_ptr<const Snapshot> s) {
+    if (s == shown_) return false;
+    const bool newRun = s && (!shown_ || s->generation != shown_->generation);
+    if (newRun) framePending_ = true;
+    const bool sameTokens = !newRun && s && shown_ && s->device && sameValues(s->tokens, shown_->tokens);
+    if (!sameTokens) previous_ = newRun ? nullptr : shown_;
+    shown_ = std::move(s);
+    if (shown_ && frame_.basis.rows() != shown_->tokens.cols()) updateBasis(&shown_->tokens);
+    if (shown_ && attention_.token >= shown_->tokens.rows()) attention_ = {};
+    if (!sameTokens) pointsDirty_ = true;
+    linesDirty_ = true;
+    return true;
+}
+
+void ParticlePicture::setStyle(const PlotStyle& style) {
+    style_ = style;
+    // The Gaussian in the colour of text: white on dark, ink on light.
+    gaussian_.color = style.background.lightness() > 128 ? QColor(40, 44, 52) : QColor(235, 235, 240);
+    linesDirty_ = true;
+}
+
+void ParticlePicture::setProjection(const ProjectionSpec& p) {
+    projection_ = p;
+    const int d = shown_ ? int(shown_->tokens.cols()) : scene_ ? scene_->d : 2;
+    if (d < 3) projection_.dims = 2;
+    updateBasis(shown_ ? &shown_->tokens : nullptr);
+    framePending_ = pointsDirty_ = linesDirty_ = true;
+}
+
+void ParticlePicture::setColorBy(ColorBy c) {
+    tokens_.colorBy = c;
+    pointsDirty_ = true;
+}
+
+void ParticlePicture::setTrails(bool on) {
+    trails_.enabled = on;
+    linesDirty_ = true;
+}
+
+void ParticlePicture::setGaussian(bool on) {
+    gaussian_.enabled = on;
+    linesDirty_ = true;
+}
+
+void ParticlePicture::setPicked(int token, Vec weights) {
+    attention_.token = token;
+    attention_.weights = std::move(weights);
+    linesDirty_ = true;
+}
+
+void ParticlePicture::updateBasis(const Tokens* from) {
+    const int d = from ? int(from->cols()) : scene_ ? scene_->d : 2;
+    if (d <= 0) return;
+    const int k = std::min(projection_.dims, d);
+    Mat& basis = frame_.basis;
+    basis = Mat::Zero(d, std::max(k, 2)); // d = 1: the second plotted coordinate stays 0
+    if (projection_.pca && d > k) {
+        // Principal directions of the current cloud (or of the initial covariance before any tokens).
+        Mat cov = Mat::Identity(d, d);
+        if (from && from->rows() > 1 && from->allFinite())
+            cov = tokenCovariance(*from);
+        else if (scene_ && scene_->initial.kind == InitKind::Gaussian && scene_->initial.cov.rows() == d)
+            cov = scene_->initial.cov;
+        Eigen::SelfAdjointEigenSolver<Mat> eig(symmetricPart(cov));
+        for (int c = 0; c < k; ++c) basis.col(c) = eig.eigenvectors().col(d - 1 - c);
+    } else {
+        for (int c = 0; c < k; ++c) basis(std::clamp(projection_.axes[std::size_t(c)], 0, d - 1), c) = 1.0;
+    }
+}
+
+void ParticlePicture::rebuildFrame() {
+    framed_ = shown_;
+    frame_.snapshot = shown_.get();
+    frame_.previous = previous_.get();
+    frame_.is3D = is3D();
+    const Tokens& X = shown_->tokens;
+    frame_.projected = X.cols() == frame_.basis.rows() ? Tokens(X * frame_.basis)
+                                                       : Tokens(Tokens::Zero(X.rows(), frame_.basis.cols()));
+    frame_.boxValid = finiteBox(frame_.projected, frame_.boxLo, frame_.boxHi);
+    frame_.origin =
+        frame_.boxValid ? Eigen::Vector3d(0.5 * (frame_.boxLo + frame_.boxHi)) : Eigen::Vector3d::Zero();
+    if (!frame_.is3D) frame_.origin.z() = 0.0;
+}
+
+Tokens ParticlePicture::shownCoordinates() const {
+    if (!shown_) return {};
+    if (framed_ == shown_) return frame_.projected;
+    const Tokens& X = shown_->tokens;
+    return X.cols() == frame_.basis.rows() ? Tokens(X * frame_.basis)
+                                           : Tokens(Tokens::Zero(X.rows(), frame_.basis.cols()));
+}
+
+void ParticlePicture::setSize(QSizeF size) {
+    size_ = QSizeF(std::max(size.width(), 1.0), std::max(size.height(), 1.0));
+    view_.setViewportSize(size_);
+    camera_.setViewportSize(size_);
+}
+
+std::optional<QPointF> ParticlePicture::shownToPixel(const Vec& p) const {
+    if (is3D()) {
+        QPointF pixel;
+        if (p.size() < 3 || !camera_.worldToPixel(Eigen::Vector3d(p(0), p(1), p(2)), &pixel))
+            return std::nullopt;
+        return pixel;
+    }
+    if (p.size() < 2) return std::nullopt;
+    return view_.worldToPixel(QPointF(p(0), p(1)));
+}
+
+std::optional<QPointF> ParticlePicture::worldToPixel(const Vec& x) const {
+    if (x.size() != frame_.basis.rows()) return std::nullopt;
+    return shownToPixel(frame_.basis.transpose() * x);
+}
+
+double ParticlePicture::pointSize() const {
+    const double n = shown_ ? double(std::max<Eigen::Index>(shown_->tokens.rows(), 1)) : 1.0;
+    return std::clamp(2.5 + 64.0 / std::sqrt(n), 3.0, 10.0);
+}
+
+HudStats ParticlePicture::hudStats(double frameMs) const {
+    HudStats stats;
+    if (!shown_) return stats;
+    stats.t = shown_->t;
+    stats.step = shown_->step;
+    stats.totalSteps = shown_->totalSteps;
+    stats.n = long(shown_->tokens.rows());
+    stats.d = int(shown_->tokens.cols());
+    stats.backend = shown_->backend;
+    stats.stepsPerSecond = shown_->stepsPerSecond;
+    stats.frameMs = frameMs;
+    stats.playing = shown_->playing;
+    return stats;
+}
+
+bool ParticlePicture::initialize(const GlApi& gl, std::string* whyNot) {
+    release();
+    if (!renderer_.initialize(gl)) {
+        if (whyNot) *whyNot = renderer_.log();
+        renderer_.destroy();
+        return false;
+    }
+    gl_ = &gl;
+    pointsDirty_ = linesDirty_ = true;
+    return true;
+}
+
+void ParticlePicture::release() {
+    if (!gl_) return;
+    renderer_.destroy();
+    gl_ = nullptr;
+}
+
+void ParticlePicture::applyPendingFrame() {
+    if (!framePending_ || !shown_) return;
+    framePending_ = false;
+    Eigen::Vector3d lo, hi;
+    if (!finiteBox(shownCoordinates(), lo, hi)) return;
+    if (is3D())
+        camera_.frame(lo, hi);
+    else
+        view_.frame(QRectF(QPointF(lo.x(), lo.y()), QPointF(hi.x(), hi.y())), kFrameMargin);
+}
+
+void ParticlePicture::prepare() {
+    view_.setViewportSize(size_);
+    camera_.setViewportSize(size_);
+    applyPendingFrame();
+    if (!shown_ || shown_->tokens.cols() == 0) {
+        framed_.reset();
+        frame_.snapshot = nullptr;
+        if (gl_) {
+            renderer_.upload(PointRenderer::Points, {});
+            renderer_.upload(PointRenderer::Lines, {});
+            renderer_.upload(PointRenderer::LinesOver, {});
+        }
+        pointsDirty_ = linesDirty_ = false;
+        return;
+    }
+    if (pointsDirty_ || !framed_) {
+        rebuildFrame();
+        VertexBuffer points;
+        tokens_.append(frame_, points);
+        if (gl_) renderer_.upload(PointRenderer::Points, points);
+        pointsDirty_ = false;
+        linesDirty_ = true;
+    }
+    if (linesDirty_) {
+        framed_ = shown_; // a republished device snapshot: the same tokens at a later time
+        frame_.snapshot = shown_.get();
+        VertexBuffer under, over;
+        trails_.append(frame_, under);
+        gaussian_.append(frame_, over);
+        attention_.append(frame_, over);
+        axes_.enabled = is3D();
+        axes_.append(frame_, over);
+        if (gl_) {
+            renderer_.upload(PointRenderer::Lines, under);
+            renderer_.upload(PointRenderer::LinesOver, over);
+        }
+        linesDirty_ = false;
+    }
+}
+
+QMatrix4x4 ParticlePicture::viewProjection() const {
+    if (is3D()) return camera_.viewProjection(frame_.origin);
+    // The plane: x_ndc = (x + origin - centre) * 2 s / width, likewise y; the shift is formed in double.
+    const double s = view_.pixelsPerUnit();
+    const double sx = 2.0 * s / size_.width(), sy = 2.0 * s / size_.height();
+    QMatrix4x4 m;
+    m.setToIdentity();
+    m(0, 0) = float(sx);
+    m(1, 1) = float(sy);
+    m(0, 3) = float((frame_.origin.x() - view_.center().x()) * sx);
+    m(1, 3) = float((frame_.origin.y() - view_.center().y()) * sy);
+    return m;
+}
+
+QRectF ParticlePicture::paintUnder(QPainter& painter, bool hud) const {
+    const QRectF area(QPointF(0, 0), size_);
+    const QRectF statusBox = shown_ && !hud ? statusRect(painter, area, *shown_) : QRectF();
+    if (!is3D()) drawGrid(painter, view_, style_, statusBox);
+    return statusBox;
+}
+
+bool ParticlePicture::drawGl(double dpr, const void* shareGroup) {
+    if (!gl_) return false;
+    gl_->Viewport(0, 0, int(std::lround(size_.width() * dpr)), int(std::lround(size_.height() * dpr)));
+    const Eigen::Matrix4f vp = toEigen(viewProjection());
+    const float pointPixels = float(pointSize() * dpr);
+    renderer_.drawLines(PointRenderer::Lines, vp, float(dpr));
+    bool fromDevice = false;
+    if (shareGroup && shown_ && shown_->device) {
+        const DeviceTokens& dev = *shown_->device;
+        const Mat& basis = frame_.basis;
+        if (dev.shareGroup == shareGroup && dev.d == basis.rows() && dev.d <= kDeviceDrawMaxDim) {
+            // The shown axes as rows of a 4 x 4 over the token's coordinates (the basis the CPU path uses).
+            Eigen::Matrix4f project = Eigen::Matrix4f::Zero();
+            for (int k = 0; k < std::min<int>(int(basis.cols()), 3); ++k) // the plane: 2 columns, z = 0
+                for (int c = 0; c < dev.d; ++c) project(k, c) = float(basis(c, k));
+            fromDevice =
+                renderer_.drawDevicePoints(dev, project, frame_.origin.cast<float>(), vp, pointPixels);
+        }
+    }
+    if (!fromDevice) renderer_.drawPoints(vp, pointPixels);
+    renderer_.drawLines(PointRenderer::LinesOver, vp, float(dpr));
+    return fromDevice;
+}
+
+void ParticlePicture::paintAxisNames(QPainter& painter) const {
+    if (!shown_ || !frame_.boxValid) return;
+    const double len = AxesLayer::length(frame_);
+    painter.setPen(style_.label);
+    for (int k = 0; k < 3; ++k) {
+        QPointF p;
+        if (!camera_.worldToPixel(frame_.boxLo + 1.15 * len * Eigen::Vector3d::Unit(k), &p)) continue;
+        const QString name = projection_.pca ? QStringLiteral("PC%1").arg(k + 1)
+                                             : QStringLiteral("x%1").arg(projection_.axes[std::size_t(k)]);
+        painter.drawText(QRectF(p.x() - 30, p.y() - 10, 60, 20), Qt::AlignCenter, name);
+    }
+}
+
+void ParticlePicture::paintOver(QPainter& painter, bool hud, const QRectF& statusBox) const {
+    const QRectF area(QPointF(0, 0), size_);
+    if (is3D()) paintAxisNames(painter);
+    if (shown_) {
+        if (!hud) drawStatus(painter, area, *shown_);
+        drawBanner(painter, area, statusBox, *shown_);
+    } else {
+        painter.setPen(style_.label);
+        painter.drawText(area, Qt::AlignCenter, QCoreApplication::translate("ParticleView", "No scene"));
+    }
+}
+
+void ParticlePicture::render(QImage& image, bool hud, const OffscreenLayer& glLayer) {
+    setSize(QSizeF(image.width(), image.height()) / image.devicePixelRatio());
+    prepare();
+    image.fill(style_.background);
+    QRectF statusBox;
+    {
+        QPainter painter(&image);
+        statusBox = paintUnder(painter, hud);
+    }
+    glLayer([&] { drawGl(image.devicePixelRatio()); });
+    QPainter painter(&image);
+    paintOver(painter, hud, statusBox);
+}
+
+} // namespace flowscope

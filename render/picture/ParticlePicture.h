@@ -1,0 +1,152 @@
+// Flowscope picture: the particle picture, what the Particles tab shows of a Snapshot, without a widget.
+//
+// The tokens as round points in the shown coordinates:
+//  * the plane (d <= 2, or a 2-D projection: two axes or the top two principal directions) with a grid, under
+//  a
+//    2-D camera (ViewTransform: pan, zoom about a point);
+//  * three coordinates (chosen axes, or the top three principal directions for d > 3) under an orbit camera.
+// The layers (ParticleLayers.h) give the vertices; text (grid labels, 3-D axis names, the status box, the
+// event banner) is painted with QPainter. A frame is composed in three passes, the same for the app's view
+// (its QOpenGLWidget's context) and for a headless frame (a framebuffer of the caller's context):
+//   prepare()                   the cameras and vertex buffers brought up to date
+//   paintUnder(painter, ...)    the grid (and where the status box goes)
+//   drawGl(dpr, ...)            points and lines, OpenGL, into the current framebuffer
+//   paintOver(painter, ...)     the text over them
+// render() does the three for a headless frame. Views add input (camera moves, picking, drawing tokens) and
+// the heads-up display; the exporter adds a caption.
+#pragma once
+
+#include "engine/runner/SimulationRunner.h"
+#include "engine/scene/Scene.h"
+#include "render/GaussianOverlay.h"
+#include "render/GlApi.h"
+#include "render/OffscreenTarget.h"
+#include "render/PointRenderer.h"
+#include "render/picture/Hud.h"
+#include "render/picture/OrbitCamera.h"
+#include "render/picture/ParticleLayers.h"
+#include "render/picture/PlotDecorations.h"
+#include "render/picture/ViewTransform.h"
+
+#include <QImage>
+#include <QMatrix4x4>
+#include <QRectF>
+#include <QSizeF>
+
+#include <array>
+#include <memory>
+#include <optional>
+#include <string>
+
+class QPainter;
+
+namespace flowscope {
+
+struct ProjectionSpec {
+    int dims = 2;                     // 2: plane, 3: orbit camera (needs d >= 3)
+    bool pca = false;                 // principal directions of the cloud instead of coordinate axes
+    std::array<int, 3> axes{0, 1, 2}; // coordinate axes shown (ignored with pca)
+};
+
+class ParticlePicture {
+  public:
+    // ---- what is shown
+    // The scene the snapshots come from: the default projection, the Gaussian layer, the cluster tolerance.
+    // Frames the next snapshot.
+    void setScene(const Scene& scene);
+    const std::optional<Scene>& scene() const { return scene_; }
+    // Live edits: the Gaussian continues from the shown time with the new parameters.
+    void setAttention(const AttentionSpec& spec);
+    void setIntegrator(const IntegratorSpec& spec);
+    // Shows `s`; false when it is the one already shown. A snapshot of a new run (another generation) frames
+    // the view; GPU-resident runs republish the same downloaded tokens with new device positions, which keep
+    // the vertices (and the speed's previous snapshot).
+    bool show(std::shared_ptr<const Snapshot> s);
+    const std::shared_ptr<const Snapshot>& shown() const { return shown_; }
+
+    void setStyle(const PlotStyle& style);
+    const PlotStyle& style() const { return style_; }
+    void setProjection(const ProjectionSpec& p);
+    const ProjectionSpec& projection() const { return projection_; }
+    bool is3D() const { return projection_.dims == 3; }
+    const Mat& basis() const { return frame_.basis; } // d x k: the shown coordinates are x^T basis
+
+    // The layers (ParticleLayers.h); setting one through these marks the vertices for a rebuild.
+    void setColorBy(ColorBy c);
+    ColorBy colorBy() const { return tokens_.colorBy; }
+    void setTrails(bool on);
+    bool trails() const { return trails_.enabled; }
+    void setGaussian(bool on);
+    bool gaussian() const { return gaussian_.enabled; }
+    const GaussianOverlay& overlay() const { return overlay_; }
+    void setPicked(int token, Vec weights); // the attention layer; -1: none
+    int picked() const { return attention_.token; }
+
+    // ---- cameras: the 2-D one (plane) and the 3-D one; the picture's size in logical pixels
+    void setSize(QSizeF size);
+    QSizeF size() const { return size_; }
+    ViewTransform& view() { return view_; }
+    const ViewTransform& view() const { return view_; }
+    OrbitCamera& camera() { return camera_; }
+    const OrbitCamera& camera() const { return camera_; }
+    // Frames the shown tokens at the next prepare() (when the final size is known).
+    void frameAll() { framePending_ = true; }
+    // Where a point in the shown coordinates, or a d-dimensional token, is drawn (logical pixels; the camera
+    // as of the last prepare()).
+    std::optional<QPointF> shownToPixel(const Vec& shown) const;
+    std::optional<QPointF> worldToPixel(const Vec& x) const;
+    // The shown tokens in the shown coordinates (N x k), as of the last prepare() when it drew the shown
+    // snapshot, else computed now.
+    Tokens shownCoordinates() const;
+    // Point diameter in logical pixels for the shown token count: big for small clouds, small for large ones.
+    double pointSize() const;
+    // What the heads-up display shows for the shown snapshot, with the caller's frame time.
+    HudStats hudStats(double frameMs) const;
+
+    // ---- drawing (the OpenGL context of initialize() current for all but paintUnder/paintOver)
+    // The point and line programs in the current context (gl: its entry points, alive until release()).
+    bool initialize(const GlApi& gl, std::string* whyNot);
+    void release();
+    bool ready() const { return gl_ != nullptr; }
+    void prepare();
+    // The grid (plane); returns the status box's rectangle (empty with `hud`: the heads-up display shows it).
+    QRectF paintUnder(QPainter& painter, bool hud) const;
+    // Points and lines into the bound framebuffer, `dpr` device pixels per logical pixel. The tokens come
+    // from the snapshot's device copy when its buffers belong to `shareGroup` (the drawing context's share
+    // group; null: never), else from the uploaded vertices. Returns whether they came from the device.
+    bool drawGl(double dpr, const void* shareGroup = nullptr);
+    // 3-D axis names, the status box (without `hud`), the event banner, or "No scene".
+    void paintOver(QPainter& painter, bool hud, const QRectF& statusBox) const;
+    // A whole headless frame into `image` (the picture's size): filled with the background, paintUnder,
+    // drawGl through `glLayer` (which draws it in a transparent framebuffer and lays it over the image),
+    // paintOver.
+    void render(QImage& image, bool hud, const OffscreenLayer& glLayer);
+
+  private:
+    void updateBasis(const Tokens* from);
+    void applyPendingFrame();
+    void rebuildFrame(); // frame_ for shown_
+    QMatrix4x4 viewProjection() const;
+    void paintAxisNames(QPainter& painter) const;
+
+    std::optional<Scene> scene_;
+    std::shared_ptr<const Snapshot> shown_, previous_;
+    GaussianOverlay overlay_;
+    PlotStyle style_;
+    ProjectionSpec projection_;
+    std::shared_ptr<const Snapshot> framed_; // the snapshot frame_ holds (shown_ once prepared)
+    ParticleFrame frame_;                    // framed_ in the shown coordinates
+    TokensLayer tokens_;
+    TrailsLayer trails_;
+    GaussianLayer gaussian_;
+    AttentionLayer attention_;
+    AxesLayer axes_;
+    ViewTransform view_;
+    OrbitCamera camera_;
+    QSizeF size_{1, 1};
+    const GlApi* gl_ = nullptr;
+    PointRenderer renderer_;
+    bool framePending_ = false, pointsDirty_ = true, linesDirty_ = true;
+};
+
+} // namespace flowscope
