@@ -5,24 +5,24 @@
 #include "engine/media/FrameSink.h"
 #include "engine/runner/SimulationRunner.h"
 #include "render/ConeData.h"
+#include "render/picture/ConePicture.h"
 #include "render/picture/Hud.h"
 #include "render/picture/ParticlePicture.h"
 #include "render/picture/PlotDecorations.h"
-#include "ui/views/ConeView.h"
-#include "ui/views/ImGuiLayer.h"
 
-#include <QApplication>
-#include <QEventLoop>
 #include <QFontMetricsF>
+#include <QGuiApplication>
 #include <QPainter>
-#include <QTimer>
 #include <backends/imgui_impl_opengl3.h>
 #include <imgui.h>
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <iomanip>
+#include <mutex>
 #include <sstream>
 
 namespace flowscope {
@@ -189,7 +189,7 @@ constexpr double kCaptionPad = 6.0;
 }
 
 QFont captionFont() {
-    QFont font = QApplication::font();
+    QFont font = QGuiApplication::font();
     font.setPointSizeF(10.5);
     return font;
 }
@@ -285,7 +285,6 @@ bool AnimationExporter::initialize(const GlApi& gl) {
     }
 
     // The views, never shown: their own drawing code, at the frame's size.
-    QString viewError;
     if (o.view == AnimationView::Particles) {
         particlePicture_ = std::make_unique<ParticlePicture>();
         particlePicture_->setSize(QSizeF(o.width, viewHeight_));
@@ -295,10 +294,11 @@ bool AnimationExporter::initialize(const GlApi& gl) {
         if (!particlePicture_->initialize(gl, &why))
             return fail(Failure::Drawing, "the particle view cannot draw here: " + why);
     } else {
-        coneView_ = std::make_unique<ConeView>();
-        coneView_->resize(o.width, viewHeight_);
-        if (!coneView_->initializeOffscreen(gl, &viewError))
-            return fail(Failure::Drawing, "the cone view cannot draw here: " + viewError.toStdString());
+        conePicture_ = std::make_unique<ConePicture>();
+        conePicture_->setSize(QSizeF(o.width, viewHeight_));
+        std::string why;
+        if (!conePicture_->initialize(gl, &why))
+            return fail(Failure::Drawing, "the cone view cannot draw here: " + why);
     }
     viewInitialized_ = true;
 
@@ -309,20 +309,30 @@ bool AnimationExporter::initialize(const GlApi& gl) {
 }
 
 bool AnimationExporter::solve(const Cancelled& cancelled) {
-    if (!coneView_) return true;
-    // The moment trajectories are integrated off the calling thread; wait for them here.
-    QEventLoop loop;
-    QObject::connect(coneView_.get(), &ConeView::solved, &loop, &QEventLoop::quit);
-    QTimer poll; // a cancel ends the wait (the solve itself finishes in the background)
-    QObject::connect(&poll, &QTimer::timeout, &loop, [&loop, &cancelled] {
-        if (cancelled && cancelled()) loop.quit();
+    if (!conePicture_) return true;
+    if (const auto why = conePicture_->setScene(scene_)) return fail(Failure::View, *why);
+    // The moment trajectories are integrated off this thread, so that a cancel ends the wait at once (the
+    // solve itself finishes in the background and its result is dropped).
+    struct Result {
+        std::mutex mutex;
+        std::condition_variable done;
+        std::shared_ptr<const ConeData> data;
+    };
+    auto result = std::make_shared<Result>();
+    runDetached([result, scene = scene_] {
+        auto data = std::make_shared<const ConeData>(computeConeData(scene));
+        const std::lock_guard lock(result->mutex);
+        result->data = std::move(data);
+        result->done.notify_all();
     });
-    poll.start(50);
-    coneView_->setScene(scene_);
-    if (coneView_->solving()) loop.exec();
-    if (cancelled && cancelled()) return fail(Failure::Cancelled, "cancelled");
-    coneView_->setMode(options_.view == AnimationView::Disc ? ConeMode::Disc : ConeMode::Cone);
-    if (!coneView_->message().isEmpty()) return fail(Failure::View, coneView_->message().toStdString());
+    std::unique_lock lock(result->mutex);
+    while (!result->data) {
+        if (cancelled && cancelled()) return fail(Failure::Cancelled, "cancelled");
+        result->done.wait_for(lock, std::chrono::milliseconds(50));
+    }
+    conePicture_->setData(result->data);
+    conePicture_->setMode(options_.view == AnimationView::Disc ? ConeMode::Disc : ConeMode::Cone);
+    if (!conePicture_->message().isEmpty()) return fail(Failure::View, conePicture_->message().toStdString());
     return true;
 }
 
@@ -375,9 +385,9 @@ bool AnimationExporter::renderFrame(long k, QImage& rgba, const Cancelled& cance
                 [&] { imgui_->frame(QSize(o.width, viewHeight_), 1.0 / o.fps, [&] { drawHud(stats); }); });
         }
     } else {
-        coneView_->setTime(t);
-        if (sim_ && scene_.d == 2) coneView_->setCurrentCovariance(tokenCovariance(sim_->tokens()));
-        coneView_->renderOffscreen(viewImage_, glLayer);
+        conePicture_->setTime(t);
+        if (sim_ && scene_.d == 2) conePicture_->setCurrentCovariance(tokenCovariance(sim_->tokens()));
+        conePicture_->render(viewImage_, glLayer);
     }
 
     const QImage* out = &viewImage_;
@@ -406,7 +416,7 @@ bool AnimationExporter::run(FrameSink& sink, const Progress& progress) {
 void AnimationExporter::release() {
     if (viewInitialized_) {
         if (particlePicture_) particlePicture_->release();
-        if (coneView_) coneView_->releaseOffscreen();
+        if (conePicture_) conePicture_->release();
         viewInitialized_ = false;
     }
     imgui_.reset();

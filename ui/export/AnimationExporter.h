@@ -39,7 +39,7 @@
 
 namespace flowscope {
 
-class ConeView;
+class ConePicture;
 struct PlotStyle;
 class FrameSink;
 class ParticlePicture;
@@ -144,7 +144,7 @@ class AnimationExporter {
     // The picture drawing the frames (one of them is null), e.g. for where a token lands (worldToPixel; add
     // captionHeight() to y).
     const ParticlePicture* particlePicture() const { return particlePicture_.get(); }
-    ConeView* coneView() const { return coneView_.get(); }
+    const ConePicture* conePicture() const { return conePicture_.get(); }
 
   private:
     class OffscreenImGui;
@@ -165,7 +165,7 @@ class AnimationExporter {
     OffscreenTarget target_;
     std::unique_ptr<OffscreenImGui> imgui_;
     std::unique_ptr<ParticlePicture> particlePicture_;
-    std::unique_ptr<ConeView> coneView_;
+    std::unique_ptr<ConePicture> conePicture_;
     bool viewInitialized_ = false;
     std::unique_ptr<Simulation> sim_;
     QImage viewImage_, frame_;

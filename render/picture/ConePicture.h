@@ -1,0 +1,132 @@
+// Flowscope picture: the covariance cone, what the Particles tab's Cone view shows of a scene's moment
+// trajectories (render/ConeData), without a widget.
+//
+// A 2 x 2 covariance Sigma = [[a, c], [c, b]] is the point (a - b, 2c, a + b) of the solid cone
+// z >= sqrt(x^2 + y^2) (docs/math/cone.md). Two modes:
+//  * Cone: the cone surface, its rank-one boundary lines, the trajectories Sigma(t) as curves coloured by the
+//    scene's hint (initial 2c or final trace), an orthographic camera at (elevation, azimuth) with a trace
+//    scale, axis names and an orientation gizmo;
+//  * Disc: the trace-1 slice Sigma / tr Sigma, the unit disc whose circle is the rank-one matrices.
+// Dots mark each trajectory at a time t, and the particles' own covariance (d = 2) when given. A legend and a
+// colour bar say what is drawn. Frames are composed as the particle picture's: prepare(), drawGl() (OpenGL,
+// into the current framebuffer) and paintOver() (QPainter text), or render() for a headless frame.
+#pragma once
+
+#include "engine/core/Types.h"
+#include "engine/scene/Scene.h"
+#include "render/ConeData.h"
+#include "render/ConeRenderer.h"
+#include "render/GlApi.h"
+#include "render/OffscreenTarget.h"
+#include "render/picture/PlotDecorations.h"
+
+#include <QColor>
+#include <QFont>
+#include <QImage>
+#include <QLineF>
+#include <QMatrix4x4>
+#include <QPointF>
+#include <QRectF>
+#include <QSizeF>
+#include <QString>
+#include <QVector3D>
+
+#include <Eigen/Dense>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+class QPainter;
+
+namespace flowscope {
+
+class ConePicture {
+  public:
+    ConePicture();
+
+    // ---- what is shown
+    // A new scene: its view hints (mode, camera, reference rays), no trajectories yet. Returns why the cone
+    // cannot show the scene (then that is the picture's message), or nullopt: the caller solves it
+    // (computeConeData) and hands the result to setData().
+    std::optional<std::string> setScene(const Scene& scene);
+    // The solved trajectories (their message, if any, replaces the picture); colours from the hints.
+    void setData(std::shared_ptr<const ConeData> data);
+    std::shared_ptr<const ConeData> data() const { return data_; }
+    // While a solve runs, the legend says so.
+    void setSolving(bool on) { solving_ = on; }
+    bool solving() const { return solving_; }
+    const QString& message() const { return message_; }
+    const ConeHints& hints() const { return hints_; }
+    void setMode(ConeMode mode);
+    ConeMode mode() const { return mode_; }
+    void setTime(std::optional<double> t);
+    // The particles' covariance (2 x 2), drawn as a white dot; nullopt (or another size): none.
+    void setCurrentCovariance(std::optional<Mat> cov);
+    void setStyle(const PlotStyle& style);
+    void setFont(const QFont& font) { font_ = font; }
+
+    // ---- camera: elevation and azimuth in degrees (matplotlib's convention), zoom; the size in logical
+    // pixels
+    void setSize(QSizeF size);
+    QSizeF size() const { return size_; }
+    void resetCamera(); // the scene's hints
+    void orbit(double dAzimuth, double dElevation);
+    void zoomBy(double factor); // clamped to 1/4 .. 16
+    // Where a cone point (x, y, z) lands in logical pixels (Disc: its x and y; the camera of the last
+    // prepare(), or of the current state before any).
+    QPointF project(const Eigen::Vector3d& conePoint) const;
+    // The trace scale's foot and top in logical pixels (Cone mode).
+    QLineF traceScale() const;
+    // Where the last paintOver() put the legend.
+    QRectF legendRect() const { return legendRect_; }
+
+    // ---- drawing (the OpenGL context of initialize() current for all but paintOver)
+    bool initialize(const GlApi& gl, std::string* whyNot);
+    void release();
+    bool ready() const { return gl_ != nullptr; }
+    void prepare();
+    void drawGl(double dpr);
+    void paintOver(QPainter& painter) const;
+    void render(QImage& image, const OffscreenLayer& glLayer);
+
+  private:
+    struct Camera {
+        QMatrix4x4 mvp;
+        QVector3D towardsEye;
+    };
+
+    double coneHeight() const;         // height of the drawn cone surface
+    Eigen::Vector3d scaleBase() const; // foot of the trace scale, left of the cone
+    Camera camera() const;
+    std::optional<Eigen::Vector3d> placed(const Eigen::Vector3d& conePoint) const;
+    void uploadGeometry();
+    void uploadDots();
+    void drawConeLabels(QPainter& p) const;
+    void drawDiscLabels(QPainter& p) const;
+    void drawLegend(QPainter& p) const;
+    void drawColorBar(QPainter& p) const;
+
+    ConeHints hints_;
+    ConeMode mode_ = ConeMode::Cone;
+    std::shared_ptr<const ConeData> data_;
+    std::vector<QColor> colors_; // per trajectory
+    double colorMin_ = 0.0, colorMax_ = 1.0;
+    bool solving_ = false;
+    QString message_;
+    std::optional<double> time_;
+    std::optional<Mat> current_;
+    double elev_ = 20.0, azim_ = -60.0, zoom_ = 1.0;
+    QSizeF size_{1, 1};
+    PlotStyle style_;
+    QFont font_;
+    const GlApi* gl_ = nullptr;
+    ConeRenderer renderer_;
+    bool geometryDirty_ = true, dotsDirty_ = true;
+    Camera painted_; // the camera of the last prepare()
+    bool prepared_ = false;
+    mutable QRectF legendRect_;
+};
+
+} // namespace flowscope
