@@ -5,6 +5,7 @@
 #   engine/            never includes ui/, render/ or app/
 #   engine/attention/  never includes engine/dynamics/ or engine/backend/ (fields know nothing of steps or devices)
 #   engine/io/         never includes engine/scene/ (files and formats know nothing of scenes)
+#   render/            never includes ui/ or app/ (pictures and animations know nothing of widgets)
 #
 # Usage: scripts/check-layers.sh [ROOT]   (ROOT: the source tree, default this script's repository)
 # Prints each offending include as file:line: text, and exits 1 if there is any; 0 when the arrows hold.
@@ -32,6 +33,7 @@ rule() {
 rule engine 'ui/|render/|app/' "engine/ must not include ui/, render/ or app/"
 rule engine/attention 'engine/dynamics/|engine/backend/' "engine/attention must not include engine/dynamics/ or engine/backend/"
 rule engine/io 'engine/scene/' "engine/io must not include engine/scene/"
+rule render 'ui/|app/' "render/ must not include ui/ or app/"
 
 if [[ $status -ne 0 ]]; then
   echo "check-layers: include arrows run back up (see above)" >&2

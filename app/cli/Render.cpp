@@ -1,14 +1,15 @@
 // flowscope-cli render: an animation of one of a scene's views, drawn without a display and encoded by
 // engine/media's FrameSink (MP4, GIF or numbered PNGs).
 //
-// Composition only. The pictures are the app's own views (ui/ParticleView, ui/ConeView), made as widgets that
-// are never shown: a QApplication on Qt's "offscreen" platform (no X, no Wayland) gives them fonts and
-// QPainter, and a headless EGL context (engine/gpu/GlContext: surfaceless, Mesa's llvmpipe where there is no
-// GPU) gives the shared renderers (render/) a framebuffer. Each frame is composed as the app composes it:
-// what the view paints under its OpenGL part, the OpenGL part (drawn into a transparent framebuffer and laid
-// over it), what the view paints on top, then the Dear ImGui heads-up display (--hud) and a caption strip
-// (--caption) above the view. The frames are composed by ui/AnimationExporter, the composer of the GUI's
-// File ▸ Export ▸ Animation too; this file is the options, the EGL context and the loop.
+// Composition only. The pictures are the app's own (render/picture: ParticlePicture, ConePicture; the views
+// wrap the same ones), with no widgets: a QGuiApplication on Qt's "offscreen" platform (no X, no Wayland)
+// gives them fonts and QPainter, and a headless EGL context (engine/gpu/GlContext: surfaceless, Mesa's
+// llvmpipe where there is no GPU) gives the shared renderers (render/) a framebuffer. Each frame is composed
+// as the app composes it: what the view paints under its OpenGL part, the OpenGL part (drawn into a
+// transparent framebuffer and laid over it), what the view paints on top, then the Dear ImGui heads-up
+// display (--hud) and a caption strip
+// (--caption) above the view. The frames are composed by render/animation/AnimationExporter, the composer of
+// the GUI's File ▸ Export ▸ Animation too; this file is the options, the EGL context and the loop.
 //
 // Time is the frame index, never the wall clock: frame k shows simulation time t_k = k * dt. The particle
 // simulation advances by whole steps of the scene's integrator to the step nearest t_k (the cone and disc
@@ -26,11 +27,10 @@
 #include "engine/media/FrameSink.h"
 #include "render/ConeData.h"
 #include "render/GlApi.h"
-#include "ui/export/AnimationExporter.h"
-#include "ui/widgets/Theme.h"
+#include "render/animation/AnimationExporter.h"
 
 #include <EGL/egl.h>
-#include <QApplication>
+#include <QGuiApplication>
 #include <QImage>
 
 #include <cmath>
@@ -144,8 +144,8 @@ int render(const Args& raw) {
     }
 
     const auto app = makeOffscreenApplication();
-    // The frames are composed by the GUI's exporter (ui/AnimationExporter); declared after the EGL context
-    // and the application, it releases its GL objects and widgets while both still exist.
+    // The frames are composed by the GUI's exporter (render/animation/AnimationExporter); declared after the
+    // EGL context and the application, it releases its GL objects and widgets while both still exist.
     AnimationOptions options;
     options.view = o.view == View::Particles ? AnimationView::Particles
                    : o.view == View::Cone    ? AnimationView::Cone
@@ -206,20 +206,6 @@ int render(const Args& raw) {
 // Cancelled runs end with the sink and every GL object gone: nothing is left under --out.
 int renderCommand(const Args& args) {
     return runCancellable(render, args);
-}
-
-} // namespace flowscope::cli
-
-#else // a build without the GUI (Qt) or without EGL
-
-namespace flowscope::cli {
-
-int renderCommand(const Args&) {
-    std::cerr
-        << "flowscope-cli render: not available in this build (it draws the GUI's views with the OpenGL "
-           "backend's EGL: configure with -DFLOWSCOPE_BUILD_GUI=ON -DFLOWSCOPE_BUILD_GPU=ON, libegl-dev "
-           "installed)\n";
-    return 1;
 }
 
 } // namespace flowscope::cli

@@ -6,7 +6,7 @@
 #include "Commands.h"
 #include "engine/core/Text.h"
 #include "engine/media/FrameSink.h"
-#include "ui/widgets/Theme.h"
+#include "render/picture/Theme.h"
 
 #include <QFontMetricsF>
 
@@ -54,15 +54,15 @@ CancelOnSignal::~CancelOnSignal() {
     sigaction(SIGTERM, &oldTerm_, nullptr);
 }
 
-std::unique_ptr<QApplication> makeOffscreenApplication() {
+std::unique_ptr<QGuiApplication> makeOffscreenApplication() {
     qInstallMessageHandler(quietQtMessages);
     qputenv("QT_QPA_PLATFORM", "offscreen");
     qputenv("QT_QPA_OFFSCREEN_NO_GLX", "1");
     static int argc = 1;
     static char name[] = "flowscope-cli";
     static char* argv[] = {name, nullptr};
-    auto app = std::make_unique<QApplication>(argc, argv);
-    applyDarkTheme(*app);
+    auto app = std::make_unique<QGuiApplication>(argc, argv);
+    QGuiApplication::setPalette(themePalette(ThemeKind::Dark));
     return app;
 }
 
@@ -152,6 +152,34 @@ int runCancellable(int (*command)(const Args&), const Args& args) {
         std::cerr << "\nflowscope-cli render: cancelled; nothing was written\n";
         return 130;
     }
+}
+
+} // namespace flowscope::cli
+
+#else // a build without the pictures (Qt Gui) or without EGL: both forms of render say so
+
+#include "Commands.h"
+
+#include <iostream>
+
+namespace flowscope::cli {
+
+namespace {
+int notInThisBuild() {
+    std::cerr
+        << "flowscope-cli render: not available in this build (it draws the app's pictures with the OpenGL "
+           "backend's EGL: configure with -DFLOWSCOPE_BUILD_GUI=ON -DFLOWSCOPE_BUILD_GPU=ON, libegl-dev "
+           "installed)\n";
+    return 1;
+}
+} // namespace
+
+int renderCommand(const Args&) {
+    return notInThisBuild();
+}
+
+int renderTrainingCommand(const Args&) {
+    return notInThisBuild();
 }
 
 } // namespace flowscope::cli

@@ -1,17 +1,17 @@
 // flowscope-cli render: what its headless exports share (the scene views in Render.cpp, the training view
-// in RenderTraining.cpp): a QApplication on Qt's "offscreen" platform, Ctrl+C that cancels an export, the
+// in RenderTraining.cpp): a QGuiApplication on Qt's "offscreen" platform, Ctrl+C that cancels an export, the
 // --size option and the summary's numbers (frame images and the caption strip come from
-// ui/export/AnimationExporter.h).
+// render/animation/AnimationExporter.h).
 #pragma once
 
 #if FLOWSCOPE_HAVE_RENDER
 
 #include "Commands.h"
-#include "ui/export/AnimationExporter.h"
+#include "render/animation/AnimationExporter.h"
 #include "render/picture/PlotDecorations.h"
 
-#include <QApplication>
 #include <QFont>
+#include <QGuiApplication>
 #include <QImage>
 #include <QPainter>
 #include <QRectF>
@@ -49,10 +49,10 @@ struct Cancelled : std::runtime_error {
     Cancelled() : std::runtime_error("cancelled") {}
 };
 
-// A QApplication on the "offscreen" platform with the app's dark theme: fonts, QPainter and widgets that are
-// never shown, with no window system at all (Qt's GLX is kept out too: OpenGL comes from EGL). Qt's expected
-// warnings on such a platform are silenced.
-std::unique_ptr<QApplication> makeOffscreenApplication();
+// A QGuiApplication on the "offscreen" platform with the app's dark palette: fonts and QPainter for the
+// pictures (render/picture; no widgets), with no window system at all (Qt's GLX is kept out too: OpenGL comes
+// from EGL). Qt's expected warnings on such a platform are silenced.
+std::unique_ptr<QGuiApplication> makeOffscreenApplication();
 
 // --size WIDTHxHEIGHT, each from 16 to kMaxSide; throws UsageError naming --size.
 void parseSize(const std::string& text, int& width, int& height);

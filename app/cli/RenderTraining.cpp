@@ -1,8 +1,9 @@
 // flowscope-cli render --view training: an animation of a generative flow being trained, drawn without a
 // display and encoded by engine/media's FrameSink (MP4, GIF or numbered PNGs).
 //
-// Option parsing and the loop only. The frames are ui/TrainingAnimator's, the composer of the GUI's export
-// too: the app's own "Flows" view (QPainter only, no OpenGL) on a QApplication of Qt's "offscreen" platform,
+// Option parsing and the loop only. The frames are render/animation/TrainingAnimator's, the composer of the
+// GUI's export too: the Flows tab's own picture (QPainter only, no OpenGL) on a QGuiApplication of Qt's
+// "offscreen" platform,
 // the trainers (flows::FlowTrainer with the options of `flowscope-cli train`) stepped on this thread.
 //
 // Time is the iteration index, never the wall clock: frame k shows the model(s) after k * K iterations (K =
@@ -16,7 +17,7 @@
 #include "engine/core/Text.h"
 #include "engine/media/FrameSink.h"
 #include "engine/runner/TrainingRunner.h"
-#include "ui/export/TrainingAnimator.h"
+#include "render/animation/TrainingAnimator.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -166,19 +167,6 @@ int renderTraining(const Args& raw) {
 
 int renderTrainingCommand(const Args& args) {
     return runCancellable(renderTraining, args);
-}
-
-} // namespace flowscope::cli
-
-#else // a build without the GUI (Qt) or without EGL
-
-namespace flowscope::cli {
-
-int renderTrainingCommand(const Args&) {
-    std::cerr
-        << "flowscope-cli render: not available in this build (it draws the GUI's views: configure with "
-           "-DFLOWSCOPE_BUILD_GUI=ON -DFLOWSCOPE_BUILD_GPU=ON, libegl-dev installed)\n";
-    return 1;
 }
 
 } // namespace flowscope::cli

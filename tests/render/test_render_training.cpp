@@ -12,12 +12,12 @@
 #include "engine/flows/Trainer.h"
 #include "engine/media/Mp4Writer.h"
 #include "engine/runner/TrainingRunner.h"
+#include "render/picture/FlowsPicture.h"
+#include "render/picture/Theme.h"
 #include "render/picture/ViewTransform.h"
-#include "ui/views/TrainingView.h"
-#include "ui/widgets/Theme.h"
 
-#include <QApplication>
 #include <QFontMetricsF>
+#include <QGuiApplication>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,33 +78,34 @@ double meanAbsDiff(const std::uint8_t* a, int strideA, const std::uint8_t* b, in
     return sum / (3.0 * pixels);
 }
 
-// The offscreen QApplication of the in-process checks (the view's geometry), on the platform and theme the
-// CLI draws with, so that fonts and therefore layouts match.
-QApplication& application() {
-    static std::unique_ptr<QApplication> app = [] {
+// The offscreen QGuiApplication of the in-process checks (the picture's geometry), on the platform and
+// palette the CLI draws with, so that fonts and therefore layouts match.
+QGuiApplication& application() {
+    static std::unique_ptr<QGuiApplication> app = [] {
         qputenv("QT_QPA_PLATFORM", "offscreen");
         static int argc = 1;
         static char name[] = "flowscope_render_training_tests";
         static char* argv[] = {name, nullptr};
-        auto a = std::make_unique<QApplication>(argc, argv);
-        applyDarkTheme(*a);
+        auto a = std::make_unique<QGuiApplication>(argc, argv);
+        QGuiApplication::setPalette(themePalette(ThemeKind::Dark));
         return a;
     }();
     return *app;
 }
 
-// The square of trainer k's scatter in a TrainingView of `size` showing `trainers` trainers: the view's own
-// pictureRect, less the title band above and the legend band below (TrainingView::paintPicture's layout).
+// The square of trainer k's scatter in a FlowsPicture of `size` showing `trainers` trainers: the picture's
+// own pictureRect, less the title band above and the legend band below (FlowsPicture::paintPicture's layout).
 QRectF scatterSquare(QSize size, int trainers, int k) {
     application();
     auto snapshot = std::make_shared<TrainingSnapshot>();
     snapshot->comparison = trainers == 2;
     snapshot->trainers.resize(std::size_t(trainers));
-    TrainingView view;
-    view.resize(size);
-    view.setSource([snapshot] { return snapshot; });
-    const QRectF area = view.pictureRect(k);
-    const double line = QFontMetricsF(view.font()).height();
+    FlowsPicture picture;
+    picture.setFont(QGuiApplication::font());
+    picture.setSize(size);
+    picture.show(snapshot);
+    const QRectF area = picture.pictureRect(k);
+    const double line = QFontMetricsF(QGuiApplication::font()).height();
     const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
     return {area.left() + (area.width() - side) / 2, area.top() + line + 4 + 2, side, side};
 }

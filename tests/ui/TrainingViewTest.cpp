@@ -186,7 +186,7 @@ TEST_F(TrainingViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
 
 TEST_F(TrainingViewTest, EveryTrainingControlHasATooltip) {
     expectEveryControlHasATooltip(*panel, false);
-    EXPECT_TRUE(TrainingView::plotTitle(TrainingView::Plot::Mmd2).contains(QStringLiteral("MMD")));
+    EXPECT_TRUE(FlowsPicture::plotTitle(TrainingView::Plot::Mmd2).contains(QStringLiteral("MMD")));
 }
 
 } // namespace

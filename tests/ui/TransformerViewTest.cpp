@@ -98,17 +98,17 @@ TEST_F(TransformerViewTest, StepsDrawTheTokenPathsOfBothModels) {
         ASSERT_EQ(picture.states.size(), std::size_t(panel->config().model.steps) + 1);
         ASSERT_EQ(picture.states.front().rows(), 6);
         EXPECT_EQ(picture.closedForm.rows(), k == 0 ? 6 : 0); // only with λ_OT > 0
-        const QRectF square = view->pictureSquare(k);
+        const QRectF square = view->picture().pictureSquare(k);
         for (int i = 0; i < 6; ++i)
             for (const Mat* x : {&picture.states.front(), &picture.states.back()}) {
-                const QPointF at = view->pictureToPixel(k, (*x)(i, 0), (*x)(i, 1));
+                const QPointF at = view->picture().pictureToPixel(k, (*x)(i, 0), (*x)(i, 1));
                 EXPECT_TRUE(square.contains(at)) << "trainer " << k << " token " << i;
                 EXPECT_GT(inkNear(image, at, dpr, background), 120) << "trainer " << k << " token " << i;
             }
     }
     EXPECT_LE(view->pictureRect(0).right(), view->pictureRect(1).left());
     // A corner of the picture, far from every token, is background.
-    const QRectF square = view->pictureSquare(0);
+    const QRectF square = view->picture().pictureSquare(0);
     EXPECT_LT(inkNear(image, square.topLeft() + QPointF(3, 3), dpr, background, 1), 60);
 }
 
@@ -203,7 +203,7 @@ TEST_F(TransformerViewTest, EveryTransformerControlHasATooltip) {
         EXPECT_FALSE(r.isEmpty());
         for (int j = 0; j < k; ++j) EXPECT_FALSE(r.intersects(view->plotRect(TransformerView::Plot(j))));
     }
-    EXPECT_TRUE(TransformerView::plotTitle(TransformerView::Plot::Target, ot::Task::B)
+    EXPECT_TRUE(TransformersPicture::plotTitle(TransformerView::Plot::Target, ot::Task::B)
                     .contains(QStringLiteral("accuracy")));
 }
 

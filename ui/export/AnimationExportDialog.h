@@ -8,7 +8,7 @@
 #pragma once
 
 #include "engine/scene/Scene.h"
-#include "ui/export/AnimationExporter.h"
+#include "render/animation/AnimationExporter.h"
 
 #include <QDialog>
 #include <QSize>

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "engine/scene/Scene.h"
-#include "ui/export/AnimationExporter.h"
+#include "render/animation/AnimationExporter.h"
 #include "ui/export/ExportService.h"
 
 #include <QSize>

@@ -10,8 +10,8 @@
 #include "engine/runner/RunHistory.h"
 #include "engine/scene/RunBudget.h"
 #include "render/GlApi.h"
-#include "ui/export/AnimationExporter.h"
-#include "ui/export/TrainingAnimator.h"
+#include "render/animation/AnimationExporter.h"
+#include "render/animation/TrainingAnimator.h"
 #include "ui/widgets/OffThread.h"
 
 #include <QDir>

@@ -1,14 +1,8 @@
 #include "ui/views/ConeView.h"
 
-#include "ui/shell/OpenGLSetup.h"
-
 #include <QMetaObject>
-#include <QMouseEvent>
-#include <QOpenGLContext>
 #include <QOpenGLFunctions>
 #include <QPainter>
-#include <QSurfaceFormat>
-#include <QWheelEvent>
 
 #include <algorithm>
 #include <cmath>
@@ -24,14 +18,8 @@ struct ConeView::Mailbox {
     ConeView* view = nullptr;
 };
 
-ConeView::ConeView(QWidget* parent) : QOpenGLWidget(parent), mailbox_(std::make_shared<Mailbox>()) {
+ConeView::ConeView(QWidget* parent) : PictureGlView(parent), mailbox_(std::make_shared<Mailbox>()) {
     mailbox_->view = this;
-    QSurfaceFormat format = QSurfaceFormat::defaultFormat();
-    format.setVersion(kGLMajor, kGLMinor);
-    format.setProfile(QSurfaceFormat::CoreProfile);
-    setFormat(format);
-    setFocusPolicy(Qt::StrongFocus);
-    setCursor(Qt::OpenHandCursor);
     setMinimumSize(240, 200);
 }
 
@@ -103,30 +91,12 @@ void ConeView::resetCamera() {
     update();
 }
 
-void ConeView::initializeGL() {
-    connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &ConeView::releaseGL, Qt::UniqueConnection);
-    const QSurfaceFormat f = context()->format();
-    std::string why;
-    QOpenGLContext* ctx = context();
-    const bool loaded =
-        f.version() >= qMakePair(3, 3) &&
-        widgetGl_.load([ctx](const char* name) { return GlApi::Proc(ctx->getProcAddress(name)); }, &why);
-    if (!loaded || !picture_.initialize(widgetGl_, &why)) {
-        glError_ = QStringLiteral("OpenGL 3.3 core is not available (got %1.%2). %3")
-                       .arg(f.majorVersion())
-                       .arg(f.minorVersion())
-                       .arg(QString::fromStdString(why));
-        return;
-    }
-    glReady_ = true;
+bool ConeView::initializePicture(const GlApi& gl, std::string* whyNot) {
+    return picture_.initialize(gl, whyNot);
 }
 
-void ConeView::releaseGL() {
-    if (!glReady_) return;
-    makeCurrent();
+void ConeView::releasePicture() {
     picture_.release();
-    doneCurrent();
-    glReady_ = false;
 }
 
 void ConeView::resizeGL(int w, int h) {
@@ -143,48 +113,20 @@ void ConeView::paintGL() {
     gl->glClear(GL_COLOR_BUFFER_BIT);
     picture_.drawGl(devicePixelRatioF());
     QPainter painter(this);
-    if (!glError_.isEmpty()) {
-        painter.setPen(QColor(255, 120, 120));
-        painter.drawText(rect().adjusted(20, 20, -20, -20), Qt::AlignCenter | Qt::TextWordWrap, glError_);
-        return;
-    }
-    picture_.paintOver(painter);
+    if (!paintGlError(painter)) picture_.paintOver(painter);
 }
 
-void ConeView::mousePressEvent(QMouseEvent* e) {
-    if (e->button() != Qt::LeftButton || picture_.mode() != ConeMode::Cone)
-        return QOpenGLWidget::mousePressEvent(e);
-    dragging_ = true;
-    lastMouse_ = e->position().toPoint();
-    setCursor(Qt::ClosedHandCursor);
+bool ConeView::canDrag() const {
+    return picture_.mode() == ConeMode::Cone; // the disc is seen from above only
 }
 
-void ConeView::mouseMoveEvent(QMouseEvent* e) {
-    if (!dragging_) return QOpenGLWidget::mouseMoveEvent(e);
-    const QPoint pos = e->position().toPoint(), delta = pos - lastMouse_;
-    lastMouse_ = pos;
+void ConeView::dragged(QPointF delta) {
     // Half a degree per pixel: dragging right turns the cone to the right, dragging down looks from above.
     picture_.orbit(-0.5 * delta.x(), 0.5 * delta.y());
-    update();
 }
 
-void ConeView::mouseReleaseEvent(QMouseEvent* e) {
-    if (e->button() != Qt::LeftButton) return QOpenGLWidget::mouseReleaseEvent(e);
-    dragging_ = false;
-    setCursor(Qt::OpenHandCursor);
-}
-
-void ConeView::mouseDoubleClickEvent(QMouseEvent* e) {
-    if (e->button() == Qt::LeftButton) resetCamera();
-}
-
-void ConeView::wheelEvent(QWheelEvent* e) {
-    // One notch (120 units) zooms by 2^(1/4): four notches double the scale.
-    const double notches = e->angleDelta().y() / 120.0;
-    if (notches == 0.0) return;
-    picture_.zoomBy(std::pow(2.0, notches / 4.0));
-    update();
-    e->accept();
+void ConeView::zoomed(double factor, QPointF) {
+    picture_.zoomBy(factor);
 }
 
 } // namespace flowscope

@@ -28,9 +28,7 @@
 #pragma once
 
 #include "render/picture/ConePicture.h"
-
-#include <QOpenGLWidget>
-#include <QPoint>
+#include "ui/views/PictureGlView.h"
 
 #include <cstdint>
 #include <memory>
@@ -40,7 +38,7 @@ namespace flowscope {
 
 // The widget around a ConePicture (render/picture): the background solve, the camera under the mouse, and
 // the widget's own OpenGL context. What it draws is the picture's; see ConePicture.h.
-class ConeView : public QOpenGLWidget {
+class ConeView : public PictureGlView {
     Q_OBJECT
   public:
     explicit ConeView(QWidget* parent = nullptr);
@@ -57,7 +55,6 @@ class ConeView : public QOpenGLWidget {
     QString message() const { return picture_.message(); }
     std::shared_ptr<const ConeData> data() const { return picture_.data(); }
     const ConeHints& hints() const { return picture_.hints(); }
-    QString glError() const { return glError_; }
     const ConePicture& picture() const { return picture_; }
 
     // Where a cone point lands in the widget (logical pixels), the trace scale and the legend (the camera of
@@ -71,32 +68,26 @@ class ConeView : public QOpenGLWidget {
     void solved(); // a solve's result is shown
 
   protected:
-    void initializeGL() override;
+    bool initializePicture(const GlApi& gl, std::string* whyNot) override;
+    void releasePicture() override;
+    bool canDrag() const override;
+    void dragged(QPointF delta) override;
+    void zoomed(double factor, QPointF at) override;
+    void resetView() override { resetCamera(); }
     void resizeGL(int w, int h) override;
     void paintGL() override;
-    void mousePressEvent(QMouseEvent* e) override;
-    void mouseMoveEvent(QMouseEvent* e) override;
-    void mouseReleaseEvent(QMouseEvent* e) override;
-    void mouseDoubleClickEvent(QMouseEvent* e) override;
-    void wheelEvent(QWheelEvent* e) override;
 
   private:
     struct Mailbox;
 
     void startSolve(const Scene& scene); // for the current generation
     void deliver(std::uint64_t generation, std::shared_ptr<const ConeData> data);
-    void releaseGL();
 
     std::shared_ptr<Mailbox> mailbox_;
     std::uint64_t generation_ = 0;
     bool workerBusy_ = false;     // a solve of this view is running
     std::optional<Scene> queued_; // the scene to solve when it finishes
     ConePicture picture_;
-    GlApi widgetGl_; // the widget's own context's entry points
-    QString glError_;
-    bool glReady_ = false;
-    bool dragging_ = false;
-    QPoint lastMouse_;
 };
 
 } // namespace flowscope

@@ -6,10 +6,6 @@
 
 namespace flowscope {
 
-namespace {
-constexpr double kMargin = 8.0;
-}
-
 LiveView::LiveView(QWidget* parent) : QWidget(parent) {
     setAttribute(Qt::WA_OpaquePaintEvent);
     timer_.setInterval(kRefreshMs);
@@ -19,20 +15,8 @@ LiveView::LiveView(QWidget* parent) : QWidget(parent) {
 
 void LiveView::setPlotStyle(const PlotStyle& style) {
     style_ = style;
+    plotStyleChanged();
     update();
-}
-
-PicturePlotLayout LiveView::layoutFor(int pictures, int plots, bool curveLegend) const {
-    const QRectF all = QRectF(rect()).adjusted(kMargin, kMargin, -kMargin, -kMargin);
-    const double bands = 2.0 * (fontMetrics().height() + 6.0); // title above and legend below a picture
-    const double legend = curveLegend ? fontMetrics().height() + 4.0 : 0.0;
-    return picturePlotLayout(all, pictures, plots, bands, legend);
-}
-
-void LiveView::paintLegendAbove(QPainter& p, const QRectF& firstPlot,
-                                const std::vector<LegendEntry>& entries) const {
-    paintCurveLegend(p, QPointF(firstPlot.left(), firstPlot.top() - 4.0 - QFontMetricsF(font()).descent()),
-                     entries, palette(), font());
 }
 
 bool LiveView::event(QEvent* e) {

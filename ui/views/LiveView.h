@@ -2,11 +2,11 @@
 //
 // A timer calls refresh() every kRefreshMs (~30 Hz): the view pulls the latest snapshot from its source (the
 // worker publishes, the view never waits) and repaints when it changed. Hovering shows the tooltip of the
-// part under the mouse (tooltipAt). The pictures and curve plots share one layout (ui/views/CurvePlot.h).
+// part under the mouse (tooltipAt).
 #pragma once
 
+#include "render/picture/CurvePlot.h"
 #include "render/picture/PlotDecorations.h"
-#include "ui/views/CurvePlot.h"
 
 #include <QTimer>
 #include <QWidget>
@@ -34,12 +34,8 @@ class LiveView : public QWidget {
     bool event(QEvent* e) override; // tooltips
     virtual QString tooltipAt(QPointF pos) const = 0;
 
-    // picturePlotLayout over the widget less its margin, with a title band above and a legend band below
-    // each picture in this font, and a band for the curves' legend above the plots when `curveLegend`.
-    PicturePlotLayout layoutFor(int pictures, int plots, bool curveLegend) const;
-    // The curves' legend in the band above the first plot.
-    void paintLegendAbove(QPainter& p, const QRectF& firstPlot,
-                          const std::vector<LegendEntry>& entries) const;
+    // setPlotStyle() stored a new style_.
+    virtual void plotStyleChanged() {}
 
     PlotStyle style_;
 

@@ -31,14 +31,8 @@ constexpr double kPickRadius = 10.0; // logical pixels
 
 } // namespace
 
-ParticleView::ParticleView(QWidget* parent) : QOpenGLWidget(parent) {
-    QSurfaceFormat format = QSurfaceFormat::defaultFormat();
-    format.setVersion(kGLMajor, kGLMinor);
-    format.setProfile(QSurfaceFormat::CoreProfile);
-    setFormat(format);
-    setFocusPolicy(Qt::StrongFocus);
+ParticleView::ParticleView(QWidget* parent) : PictureGlView(parent) {
     setMouseTracking(true); // hover picking
-    setCursor(Qt::OpenHandCursor);
     setMinimumSize(200, 150);
     imgui_ = std::make_unique<ImGuiLayer>(this);
 
@@ -136,38 +130,21 @@ void ParticleView::frameAll() {
     update();
 }
 
-void ParticleView::initializeGL() {
-    // The context can be replaced (the widget moves to another window): release with the old one.
-    connect(context(), &QOpenGLContext::aboutToBeDestroyed, this, &ParticleView::releaseGL,
-            Qt::UniqueConnection);
-    const QSurfaceFormat f = context()->format();
-    std::string why;
-    QOpenGLContext* ctx = context();
-    const bool loaded =
-        f.version() >= qMakePair(3, 3) &&
-        widgetGl_.load([ctx](const char* name) { return GlApi::Proc(ctx->getProcAddress(name)); }, &why);
-    if (!loaded || !picture_.initialize(widgetGl_, &why)) {
-        glError_ = QStringLiteral("OpenGL 3.3 core is not available (got %1.%2). %3")
-                       .arg(f.majorVersion())
-                       .arg(f.minorVersion())
-                       .arg(QString::fromStdString(why));
-        return;
-    }
+bool ParticleView::initializePicture(const GlApi& gl, std::string* whyNot) {
+    return picture_.initialize(gl, whyNot);
+}
+
+void ParticleView::glInitialized() {
     imgui_->initialize(); // without it the view still draws, only the heads-up display is missing
     const auto* name = reinterpret_cast<const char*>(context()->functions()->glGetString(GL_RENDERER));
     const QByteArray renderer = name ? QByteArray(name) : QByteArray();
     softwareRenderer_ = renderer.contains("llvmpipe") || renderer.contains("softpipe");
     timer_.setInterval(softwareRenderer_ ? kSoftwareRefreshMs : kRefreshMs);
-    glReady_ = true;
 }
 
-void ParticleView::releaseGL() {
-    if (!glReady_) return;
-    makeCurrent();
+void ParticleView::releasePicture() {
     picture_.release();
     imgui_->destroy();
-    doneCurrent();
-    glReady_ = false;
 }
 
 void ParticleView::resizeGL(int w, int h) {
@@ -214,9 +191,9 @@ void ParticleView::paintGL() {
 
     QPainter painter(this);
     // The heads-up display shows the run's status; the plain status box stands in when ImGui is missing.
-    const bool hud = hudVisible_ && glReady_ && imgui_->initialized();
+    const bool hud = hudVisible_ && glReady() && imgui_->initialized();
     const QRectF statusBox = picture_.paintUnder(painter, hud);
-    if (glReady_) {
+    if (glReady()) {
         painter.beginNativePainting();
         // GPU-resident runs: the points straight from the device buffers when they are this context's.
         drewFromDevice_ = picture_.drawGl(dpr, preview_ ? nullptr : context()->shareGroup());
@@ -224,14 +201,11 @@ void ParticleView::paintGL() {
     }
     picture_.paintOver(painter, hud, statusBox);
     if (drawing_) drawDrawnPoints(painter);
-    if (!glError_.isEmpty()) {
-        painter.setPen(QColor(255, 120, 120));
-        painter.drawText(rect().adjusted(20, 20, -20, -20), Qt::AlignCenter | Qt::TextWordWrap, glError_);
-    }
+    paintGlError(painter);
     painter.end();
 
     // An empty ImGui frame when the HUD is hidden, so that no stale window keeps taking the mouse.
-    if (glReady_ && imgui_->initialized()) drawHud();
+    if (glReady() && imgui_->initialized()) drawHud();
 
     // Frame time: this paint's CPU cost, smoothed (exponential, about a second at 60 Hz).
     const double ms = double(paintClock.nsecsElapsed()) * 1e-6;
@@ -303,7 +277,7 @@ void ParticleView::setDrawing(bool on) {
 
 void ParticleView::keyPressEvent(QKeyEvent* e) {
     if (drawing_ && e->key() == Qt::Key_Escape) return setDrawing(false);
-    QOpenGLWidget::keyPressEvent(e);
+    PictureGlView::keyPressEvent(e);
 }
 
 void ParticleView::clearDrawnPoints() {
@@ -343,19 +317,15 @@ void ParticleView::drawDrawnPoints(QPainter& painter) {
 }
 
 void ParticleView::mousePressEvent(QMouseEvent* e) {
-    if (e->button() != Qt::LeftButton) return QOpenGLWidget::mousePressEvent(e);
-    if (drawing_ && !(imgui_ && imgui_->isOverWindow(e->position()))) {
+    if (e->button() == Qt::LeftButton && drawing_ && !(imgui_ && imgui_->isOverWindow(e->position()))) {
         stroking_ = true;
         addDrawnPoint(e->position());
         return;
     }
-    dragging_ = true;
-    lastMouse_ = e->position().toPoint();
-    setCursor(Qt::ClosedHandCursor);
+    PictureGlView::mousePressEvent(e);
 }
 
 void ParticleView::mouseMoveEvent(QMouseEvent* e) {
-    const QPoint pos = e->position().toPoint();
     if (drawing_) {
         // Points spaced evenly along the stroke: fast drags are filled in, slow ones thinned.
         if (!stroking_) return;
@@ -367,16 +337,7 @@ void ParticleView::mouseMoveEvent(QMouseEvent* e) {
         for (int k = 1; k <= count; ++k) addDrawnPoint(from + delta * (k * kDrawSpacing / length));
         return;
     }
-    if (dragging_) {
-        userCamera_ = true;
-        if (is3D())
-            picture_.camera().orbit(QPointF(pos - lastMouse_));
-        else
-            picture_.view().pan(QPointF(pos - lastMouse_));
-        lastMouse_ = pos;
-        update();
-        return;
-    }
+    if (dragging_) return PictureGlView::mouseMoveEvent(e);
     // Hover: pick the nearest token within kPickRadius logical pixels.
     int best = -1;
     if (picture_.shown() && !(imgui_ && imgui_->isOverWindow(e->position()))) {
@@ -394,36 +355,37 @@ void ParticleView::mouseMoveEvent(QMouseEvent* e) {
 }
 
 void ParticleView::mouseReleaseEvent(QMouseEvent* e) {
-    if (e->button() != Qt::LeftButton) return QOpenGLWidget::mouseReleaseEvent(e);
-    if (stroking_) {
+    if (e->button() == Qt::LeftButton && stroking_) {
         stroking_ = false;
         emit pointsDrawn(drawn_);
         return;
     }
-    dragging_ = false;
-    setCursor(Qt::OpenHandCursor);
-}
-
-void ParticleView::mouseDoubleClickEvent(QMouseEvent* e) {
-    if (e->button() == Qt::LeftButton && !drawing_) frameAll();
+    PictureGlView::mouseReleaseEvent(e);
 }
 
 void ParticleView::leaveEvent(QEvent* e) {
     pick(-1);
-    QOpenGLWidget::leaveEvent(e);
+    PictureGlView::leaveEvent(e);
 }
 
-void ParticleView::wheelEvent(QWheelEvent* e) {
-    // One notch (120 units) zooms by 2^(1/4): four notches double the scale.
-    const double notches = e->angleDelta().y() / 120.0;
-    if (notches == 0.0) return;
+void ParticleView::dragged(QPointF delta) {
     userCamera_ = true;
     if (is3D())
-        picture_.camera().zoom(std::pow(2.0, notches / 4.0));
+        picture_.camera().orbit(delta);
     else
-        picture_.view().zoomAt(e->position(), std::pow(2.0, notches / 4.0));
-    update();
-    e->accept();
+        picture_.view().pan(delta);
+}
+
+void ParticleView::zoomed(double factor, QPointF at) {
+    userCamera_ = true;
+    if (is3D())
+        picture_.camera().zoom(factor);
+    else
+        picture_.view().zoomAt(at, factor);
+}
+
+void ParticleView::resetView() {
+    if (!drawing_) frameAll();
 }
 
 } // namespace flowscope

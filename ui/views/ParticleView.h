@@ -19,10 +19,10 @@
 #include "engine/attention/VelocityField.h"
 #include "engine/runner/SimulationRunner.h"
 #include "render/picture/ParticlePicture.h"
+#include "ui/views/PictureGlView.h"
 
 #include <QElapsedTimer>
 #include <QImage>
-#include <QOpenGLWidget>
 #include <QPoint>
 #include <QTimer>
 
@@ -35,7 +35,7 @@ namespace flowscope {
 
 class ImGuiLayer;
 
-class ParticleView : public QOpenGLWidget {
+class ParticleView : public PictureGlView {
     Q_OBJECT
   public:
     using SnapshotSource = std::function<std::shared_ptr<const Snapshot>()>;
@@ -91,8 +91,6 @@ class ParticleView : public QOpenGLWidget {
     double pointSize() const { return picture_.pointSize(); }
     // Frames the displayed tokens (applied at the next paint, when the widget's final size is known).
     void frameAll();
-    // Empty when OpenGL was available; otherwise why nothing can be drawn.
-    QString glError() const { return glError_; }
     // What the heads-up display shows for the displayed snapshot (and the frame time of the last paints).
     HudStats hudStats() const;
 
@@ -131,19 +129,21 @@ class ParticleView : public QOpenGLWidget {
     void drawingChanged(bool on);
 
   protected:
-    void initializeGL() override;
+    bool initializePicture(const GlApi& gl, std::string* whyNot) override;
+    void releasePicture() override;
+    void glInitialized() override;
+    void dragged(QPointF delta) override;
+    void zoomed(double factor, QPointF at) override;
+    void resetView() override;
     void resizeGL(int w, int h) override;
     void paintGL() override;
     void mousePressEvent(QMouseEvent* e) override;
     void mouseMoveEvent(QMouseEvent* e) override;
     void mouseReleaseEvent(QMouseEvent* e) override;
-    void mouseDoubleClickEvent(QMouseEvent* e) override;
-    void wheelEvent(QWheelEvent* e) override;
     void leaveEvent(QEvent* e) override;
     void keyPressEvent(QKeyEvent* e) override;
 
   private:
-    void releaseGL();
     void addDrawnPoint(QPointF pixel);
     void drawDrawnPoints(QPainter& painter);
     void updatePickWeights();
@@ -153,21 +153,16 @@ class ParticleView : public QOpenGLWidget {
     std::shared_ptr<const Snapshot> preview_;
     std::unique_ptr<VelocityField> pickField_; // the picked token's attention row
     ParticlePicture picture_;
-    GlApi widgetGl_; // the widget's own context's entry points
     std::unique_ptr<ImGuiLayer> imgui_;
     QTimer timer_;
-    QString glError_;
     bool hudVisible_ = true;
-    bool glReady_ = false;
     bool drewFromDevice_ = false;   // the last frame's points came from GPU memory
     bool softwareRenderer_ = false; // Mesa llvmpipe/softpipe: refresh at 30 Hz
-    bool dragging_ = false;
     bool drawing_ = false;
     Tokens drawn_;      // drawn points (m x d)
     QPointF lastDrawn_; // pixel of the stroke's last point
     bool stroking_ = false;
     bool userCamera_ = false; // the user panned, zoomed or orbited since the scene started
-    QPoint lastMouse_;
     Vec pickedWeights_;
     QElapsedTimer frameClock_;
     double frameMs_ = 0.0;

@@ -1,26 +1,25 @@
-// Flowscope UI: what the live-training views (Flows, Transformers) share: pulling the run's snapshots from a
-// source (LiveView's timer; the worker publishes, the view never waits), and the layout they are drawn in:
-// one picture per trainer (two side by side in comparison mode) on the left and a column of small plots
-// against the iteration on the right, with the trainers' legend above the plots when there are two. A view
-// draws its pictures and its plots; everything around them is here.
+// Flowscope UI: the widget around a live-training picture (render/picture: FlowsPicture,
+// TransformersPicture). It pulls the run's snapshots from a source (LiveView's timer; the worker publishes,
+// the view never waits), keeps the picture at its size, palette, font and plot style, paints it, and shows
+// the tooltip of the part under the mouse. What is drawn, and where, is the picture's (TrainingRunPicture.h).
 #pragma once
 
 #include "ui/views/LiveView.h"
+#include "ui/widgets/Tooltips.h"
 
-#include <QColor>
-#include <QFontMetricsF>
+#include <QEvent>
 #include <QPainter>
-#include <QPalette>
 
-#include <algorithm>
 #include <functional>
 #include <memory>
-#include <vector>
 
 namespace flowscope {
 
-template <class Snapshot> class TrainingRunView : public LiveView {
+template <class Picture> class TrainingRunView : public LiveView {
   public:
+    using Snapshot = typename Picture::Snapshot;
+    using Plot = typename Picture::Plot;
+    static constexpr int kPlotCount = Picture::kPlotCount;
     using SnapshotSource = std::function<std::shared_ptr<const Snapshot>()>;
 
     void setSource(SnapshotSource source) {
@@ -28,93 +27,51 @@ template <class Snapshot> class TrainingRunView : public LiveView {
         refresh();
     }
     void refresh() override {
-        auto s = source_ ? source_() : nullptr;
-        if (s == shown_) return;
-        shown_ = std::move(s);
-        shownChanged();
+        if (!picture_.show(source_ ? source_() : nullptr)) return;
         update();
         emit snapshotChanged();
     }
-    std::shared_ptr<const Snapshot> displayedSnapshot() const { return shown_; }
+    std::shared_ptr<const Snapshot> displayedSnapshot() const { return picture_.shown(); }
+    const Picture& picture() const { return picture_; }
 
-    // Where trainer k's picture is drawn for the current size (logical pixels); tests and tooltips use it.
-    QRectF pictureRect(int trainer) const {
-        const PicturePlotLayout l = layout();
-        return trainer >= 0 && trainer < int(l.pictures.size()) ? l.pictures[std::size_t(trainer)] : QRectF();
-    }
+    // Where trainer k's picture and a plot are drawn for the current size (logical pixels).
+    QRectF pictureRect(int trainer) const { return picture_.pictureRect(trainer); }
+    QRectF plotRect(Plot plot) const { return picture_.plotRect(plot); }
 
   protected:
-    TrainingRunView(QWidget* parent, int plotCount) : LiveView(parent), plotCount_(plotCount) {}
-
-    PicturePlotLayout layout() const {
-        const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
-        return layoutFor(n, plotCount_, shown_ && shown_->comparison);
+    TrainingRunView(QWidget* parent, const char* name) : LiveView(parent) {
+        setObjectName(QString::fromLatin1(name));
+        picture_.setPalette(palette());
+        picture_.setFont(font());
     }
 
+    // What the part under the mouse is, and its formula: a plot or a trainer's picture.
+    QString tooltipAt(QPointF pos) const override {
+        const PicturePlotLayout l = picture_.layout();
+        for (std::size_t k = 0; k < l.plots.size(); ++k)
+            if (l.plots[k].contains(pos)) return parameterTooltip(Picture::plotKey(int(k)));
+        for (std::size_t k = 0; k < l.pictures.size(); ++k)
+            if (l.pictures[k].contains(pos)) return parameterTooltip(picture_.pictureKey(k));
+        return {};
+    }
+
+    void plotStyleChanged() override { picture_.setStyle(style_); }
+    void resizeEvent(QResizeEvent* e) override {
+        picture_.setSize(size());
+        LiveView::resizeEvent(e);
+    }
+    void changeEvent(QEvent* e) override {
+        if (e->type() == QEvent::PaletteChange) picture_.setPalette(palette());
+        if (e->type() == QEvent::FontChange) picture_.setFont(font());
+        LiveView::changeEvent(e);
+    }
     void paintEvent(QPaintEvent*) override {
         QPainter p(this);
-        p.fillRect(rect(), palette().color(QPalette::Window));
-        p.setRenderHint(QPainter::Antialiasing, true);
-        if (!shown_ || shown_->trainers.empty()) {
-            p.setPen(palette().color(QPalette::PlaceholderText));
-            p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, placeholder());
-            return;
-        }
-        const PicturePlotLayout l = layout();
-        for (std::size_t k = 0; k < shown_->trainers.size(); ++k) paintPicture(p, l.pictures[k], k);
-        if (shown_->comparison) { // the curves' legend, above the plots
-            std::vector<LegendEntry> entries;
-            for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
-                entries.push_back({trainerColor(k), QString::fromStdString(shown_->trainers[k].label)});
-            paintLegendAbove(p, l.plots[0], entries);
-        }
-        for (int k = 0; k < plotCount_; ++k) paintPlotAt(p, l.plots[std::size_t(k)], k);
+        picture_.paint(p);
     }
-
-    // A picture's square: the title above it and the legend below, centred in `area`.
-    QRectF squareIn(const QRectF& area) const {
-        const double line = QFontMetricsF(font()).height();
-        const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
-        return QRectF(area.left() + (area.width() - side) / 2, area.top() + line + 6, side, side);
-    }
-    // The title above `square` (elided to its width), then the square's background; the painter draws in the
-    // square's coordinates, clipped to it, until endPicture().
-    void beginPicture(QPainter& p, const QRectF& area, const QRectF& square, const QString& title) const {
-        const QFontMetricsF fm(font());
-        p.setPen(palette().color(QPalette::WindowText));
-        p.drawText(QRectF(square.left(), area.top(), square.width(), fm.height() + 4),
-                   Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(title, Qt::ElideRight, square.width()));
-        p.save();
-        p.translate(square.topLeft());
-        p.setClipRect(QRectF(QPointF(0, 0), square.size()));
-        p.fillRect(QRectF(QPointF(0, 0), square.size()), style_.background);
-    }
-    // `pending` (what is being made, before the first picture) when not empty, then the square's frame.
-    void endPicture(QPainter& p, const QRectF& square, const QString& pending) const {
-        if (!pending.isEmpty()) {
-            p.setPen(style_.label);
-            p.drawText(QRectF(QPointF(0, 0), square.size()), Qt::AlignCenter, pending);
-        }
-        p.restore();
-        p.setPen(QPen(style_.axis, 1.0));
-        p.setBrush(Qt::NoBrush);
-        p.drawRect(square);
-    }
-
-    // What the view says before the first start (which panel to use).
-    virtual QString placeholder() const = 0;
-    virtual void paintPicture(QPainter& p, const QRectF& area, std::size_t trainer) const = 0;
-    virtual void paintPlotAt(QPainter& p, const QRectF& area, int plot) const = 0;
-    // The colour of trainer k's curves (one per trainer kind, the same in every plot).
-    virtual QColor trainerColor(std::size_t trainer) const = 0;
-    // A new snapshot is shown (before it is painted).
-    virtual void shownChanged() {}
 
     SnapshotSource source_;
-    std::shared_ptr<const Snapshot> shown_;
-
-  private:
-    const int plotCount_;
+    Picture picture_;
 };
 
 } // namespace flowscope

@@ -9,35 +9,14 @@
 // formula.
 #pragma once
 
-#include "engine/runner/TrainingRunner.h"
+#include "render/picture/FlowsPicture.h"
 #include "ui/views/TrainingRunView.h"
-
-#include <array>
-#include <functional>
-#include <memory>
 
 namespace flowscope {
 
-class TrainingView : public TrainingRunView<TrainingSnapshot> {
-    Q_OBJECT
+class TrainingView : public TrainingRunView<FlowsPicture> {
   public:
-    enum class Plot { Loss, Nll, Lambda, Beta, Mmd2 };
-    static constexpr int kPlotCount = 5;
-    static constexpr int kShownTrajectories = 24;
-
-    explicit TrainingView(QWidget* parent = nullptr);
-
-    // Where a plot is drawn for the current size (logical pixels); tests and tooltips use it.
-    QRectF plotRect(Plot plot) const;
-    static QString plotTitle(Plot plot);
-
-  protected:
-    QString tooltipAt(QPointF pos) const override;
-    QString placeholder() const override;
-    // The data and the samples over the density, with a few samples' paths through the layers.
-    void paintPicture(QPainter& p, const QRectF& area, std::size_t trainer) const override;
-    void paintPlotAt(QPainter& p, const QRectF& area, int plot) const override;
-    QColor trainerColor(std::size_t trainer) const override;
+    explicit TrainingView(QWidget* parent = nullptr) : TrainingRunView(parent, "trainingView") {}
 };
 
 } // namespace flowscope

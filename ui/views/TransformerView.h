@@ -12,43 +12,14 @@
 // Theorem 2's bound (dashed). Hovering any part shows what it is and its formula.
 #pragma once
 
-#include "engine/runner/TransformerRunner.h"
+#include "render/picture/TransformersPicture.h"
 #include "ui/views/TrainingRunView.h"
-
-#include <array>
-#include <functional>
-#include <memory>
 
 namespace flowscope {
 
-class TransformerView : public TrainingRunView<TransformerSnapshot> {
-    Q_OBJECT
+class TransformerView : public TrainingRunView<TransformersPicture> {
   public:
-    enum class Plot { Objective, Transport, Straightness, Target, Lipschitz };
-    static constexpr int kPlotCount = 5;
-
-    explicit TransformerView(QWidget* parent = nullptr);
-
-    // The square the paths are drawn in, inside pictureRect, and the pixel of a point of the plane in it.
-    QRectF pictureSquare(int trainer) const;
-    QPointF pictureToPixel(int trainer, double x, double y) const;
-    QRectF plotRect(Plot plot) const;
-    // The titles depend on the task (Target: closed-form distance for A, accuracy for B).
-    static QString plotTitle(Plot plot, ot::Task task);
-
-  protected:
-    QString tooltipAt(QPointF pos) const override;
-    QString placeholder() const override;
-    // The fixed input set's tokens moving through depth, and the closed-form end points (task A).
-    void paintPicture(QPainter& p, const QRectF& area, std::size_t trainer) const override;
-    void paintPlotAt(QPainter& p, const QRectF& area, int plot) const override;
-    QColor trainerColor(std::size_t trainer) const override;
-    void shownChanged() override { frame_ = frame(); }
-
-  private:
-    QRectF frame() const; // the plane's region every picture shows
-
-    QRectF frame_; // frame() of shown_, computed when it arrives
+    explicit TransformerView(QWidget* parent = nullptr) : TrainingRunView(parent, "transformerView") {}
 };
 
 } // namespace flowscope

@@ -4,7 +4,7 @@
 
 #include "engine/backend/Registry.h"
 #include "engine/scene/SceneShareString.h"
-#include "ui/export/AnimationExporter.h"
+#include "render/animation/AnimationExporter.h"
 #include "ui/export/ExportDialogs.h"
 #include "ui/panels/MatrixEditor.h"
 #include "ui/panels/PlotsPanel.h"

@@ -1,4 +1,4 @@
-#include "ui/views/CurvePlot.h"
+#include "render/picture/CurvePlot.h"
 
 #include <QCoreApplication>
 #include <QFont>

@@ -1,4 +1,4 @@
-#include "ui/export/AnimationExporter.h"
+#include "render/animation/AnimationExporter.h"
 
 #include "engine/dynamics/Observables.h"
 #include "engine/dynamics/Simulation.h"

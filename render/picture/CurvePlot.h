@@ -1,4 +1,4 @@
-// Flowscope UI: small QPainter line plots of training curves against the iteration, and the layout that
+// Flowscope picture: small QPainter line plots of training curves against the iteration, and the layout that
 // puts one or two pictures next to a group of such plots. The Flows and the Transformers views both draw
 // with them, so their curves read the same way.
 #pragma once

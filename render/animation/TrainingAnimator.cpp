@@ -1,10 +1,11 @@
-#include "ui/export/TrainingAnimator.h"
+#include "render/animation/TrainingAnimator.h"
 
 #include "engine/media/FrameSink.h"
 #include "engine/runner/TrainerSteps.h"
+#include "render/picture/FlowsPicture.h"
 #include "render/picture/PlotDecorations.h"
-#include "ui/views/TrainingView.h"
 
+#include <QGuiApplication>
 #include <QPainter>
 
 #include <algorithm>
@@ -55,10 +56,11 @@ TrainingAnimator::TrainingAnimator(std::vector<flows::TrainerConfig> configs, co
     if (viewHeight < kAnimationMinSide)
         throw std::invalid_argument("size: " + std::to_string(options_.height) +
                                     " pixels leave no room for the view under the caption");
-    view_ = std::make_unique<TrainingView>();
-    view_->setPlotStyle(PlotStyle());
-    view_->resize(options_.width, viewHeight);
-    view_->setSource([this] { return shown_; });
+    picture_ = std::make_unique<FlowsPicture>();
+    picture_->setStyle(PlotStyle());
+    picture_->setPalette(QGuiApplication::palette());
+    picture_->setFont(QGuiApplication::font());
+    picture_->setSize(QSizeF(options_.width, viewHeight));
     viewImage_ = newFrameImage(options_.width, viewHeight);
     if (options_.caption) frame_ = newFrameImage(options_.width, options_.height);
 }
@@ -116,10 +118,12 @@ bool TrainingAnimator::nextFrame(QImage& rgba, const Cancelled& cancelled) {
             }
     if (cancelled && cancelled()) return false;
 
-    shown_ = snapshot(framesDone_ + 1 < options_.frames);
-    view_->refresh();
+    picture_->show(snapshot(framesDone_ + 1 < options_.frames));
     viewImage_.fill(Qt::transparent);
-    view_->render(&viewImage_);
+    {
+        QPainter p(&viewImage_);
+        picture_->paint(p);
+    }
     const QImage* out = &viewImage_;
     if (options_.caption) {
         QPainter p(&frame_);

@@ -1,9 +1,9 @@
-// Flowscope UI: an animation of generative flows being trained, composed frame by frame. The one frame
+// Flowscope animation: an animation of generative flows being trained, composed frame by frame. The one frame
 // composer of `flowscope-cli render --view training` and of the GUI's File ▸ Export ▸ Animation on the Flows
 // tab.
 //
-// The picture is the app's own Flows view (TrainingView, QPainter only: no OpenGL), made as a widget that is
-// never shown. The trainers are fresh ones of the given configs (one, or two side by side), stepped on the
+// The picture is the Flows tab's own (render/picture/FlowsPicture, QPainter only: no OpenGL), painted into an
+// image. The trainers are fresh ones of the given configs (one, or two side by side), stepped on the
 // calling thread by the runner's own step (stepTrainer: held-out metrics every evaluateEvery iterations, as
 // in the app); each frame's snapshot carries pictures made by the runner's own TrainingPictureMaker.
 //
@@ -11,14 +11,14 @@
 // iterations (frame 0: the initial model), so the same settings give the same frames bit for bit. The
 // learning rate decays over the whole animation, as `flowscope-cli train` decays it over its --iters.
 //
-// Use, with a QApplication:
+// Use, with a QGuiApplication:
 //   TrainingAnimator a(configs, options, "moons");   // throws std::invalid_argument naming the field
 //   while (a.framesDone() < options.frames) a.nextFrame(image, cancelled);   or   a.run(sink, progress)
 #pragma once
 
 #include "engine/flows/Trainer.h"
 #include "engine/runner/TrainingRunner.h"
-#include "ui/export/AnimationExporter.h"
+#include "render/animation/AnimationExporter.h"
 
 #include <QFont>
 #include <QImage>
@@ -31,7 +31,7 @@
 namespace flowscope {
 
 class FrameSink;
-class TrainingView;
+class FlowsPicture;
 
 // "λ = 0.0123, β = 1.04, loss = 2.31" of a trainer (λ and β only with the RWPO layer).
 std::string trainerParameters(const flows::FlowTrainer& t);
@@ -68,7 +68,7 @@ class TrainingAnimator {
     // The trainers (with the RWPO layer first when side by side), at the last frame drawn.
     std::vector<const flows::FlowTrainer*> trainers() const;
     // The view drawing the frames, e.g. for where a point lands (add captionHeight() to y).
-    TrainingView& view() const { return *view_; }
+    const FlowsPicture& picture() const { return *picture_; }
     int captionHeight() const { return captionHeight_; }
 
   private:
@@ -85,8 +85,7 @@ class TrainingAnimator {
     long framesDone_ = 0;
     QFont captionFont_;
     int captionHeight_ = 0;
-    std::shared_ptr<const TrainingSnapshot> shown_;
-    std::unique_ptr<TrainingView> view_;
+    std::unique_ptr<FlowsPicture> picture_;
     QImage viewImage_, frame_;
 };
 

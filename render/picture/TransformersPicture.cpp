@@ -1,9 +1,8 @@
-#include "ui/views/TransformerView.h"
+#include "render/picture/TransformersPicture.h"
 
 #include "render/picture/ViewTransform.h"
-#include "ui/views/CurvePlot.h"
-#include "ui/widgets/Tooltips.h"
 
+#include <QCoreApplication>
 #include <QPainter>
 #include <QPainterPath>
 
@@ -39,17 +38,8 @@ bool finiteRow(const Mat& m, Eigen::Index r) {
     return std::isfinite(m(r, 0)) && std::isfinite(m(r, 1));
 }
 
-// The tooltip key of each plot, in Plot order.
-constexpr const char* kPlotKeys[TransformerView::kPlotCount] = {
-    "transformer.objective", "transformer.transport", "transformer.straightness", "transformer.target",
-    "transformer.lipschitz"};
-
-const char* plotKey(TransformerView::Plot plot) {
-    return kPlotKeys[int(plot)];
-}
-
-std::vector<CurveSeries> seriesOf(TransformerView::Plot plot, const TransformerSnapshot& s) {
-    using Plot = TransformerView::Plot;
+std::vector<CurveSeries> seriesOf(TransformersPicture::Plot plot, const TransformerSnapshot& s) {
+    using Plot = TransformersPicture::Plot;
     using Style = CurveSeries::Style;
     std::vector<CurveSeries> out;
     for (const TransformerTrainerState& t : s.trainers) {
@@ -81,13 +71,13 @@ std::vector<CurveSeries> seriesOf(TransformerView::Plot plot, const TransformerS
     return out;
 }
 
-} // namespace
-
-TransformerView::TransformerView(QWidget* parent) : TrainingRunView(parent, kPlotCount) {
-    setObjectName(QStringLiteral("transformerView"));
+QString tr(const char* text) {
+    return QCoreApplication::translate("TransformerView", text);
 }
 
-QString TransformerView::plotTitle(Plot plot, ot::Task task) {
+} // namespace
+
+QString TransformersPicture::plotTitle(Plot plot, ot::Task task) {
     switch (plot) {
     case Plot::Objective:
         return tr("objective (8)");
@@ -104,18 +94,14 @@ QString TransformerView::plotTitle(Plot plot, ot::Task task) {
     return {};
 }
 
-QRectF TransformerView::plotRect(Plot plot) const {
-    return layout().plots[std::size_t(plot)];
-}
-
-QRectF TransformerView::pictureSquare(int trainer) const {
+QRectF TransformersPicture::pictureSquare(int trainer) const {
     const QRectF area = pictureRect(trainer);
     return area.isNull() ? QRectF() : squareIn(area);
 }
 
 // The bounding box of every picture's states and closed-form points, so that both pictures of a comparison
 // use the same scale.
-QRectF TransformerView::frame() const {
+QRectF TransformersPicture::frame() const {
     double x0 = std::numeric_limits<double>::infinity(), y0 = x0, x1 = -x0, y1 = -x0;
     auto add = [&](const Mat& m) {
         for (Eigen::Index r = 0; r < m.rows(); ++r)
@@ -136,7 +122,7 @@ QRectF TransformerView::frame() const {
     return QRectF(x0, y0, x1 - x0, y1 - y0);
 }
 
-QPointF TransformerView::pictureToPixel(int trainer, double x, double y) const {
+QPointF TransformersPicture::pictureToPixel(int trainer, double x, double y) const {
     const QRectF square = pictureSquare(trainer);
     ViewTransform view;
     view.setViewportSize(square.size());
@@ -144,17 +130,24 @@ QPointF TransformerView::pictureToPixel(int trainer, double x, double y) const {
     return square.topLeft() + view.worldToPixel({x, y});
 }
 
-QString TransformerView::placeholder() const {
+const char* TransformersPicture::plotKey(int plot) {
+    static const char* const keys[kPlotCount] = {"transformer.objective", "transformer.transport",
+                                                 "transformer.straightness", "transformer.target",
+                                                 "transformer.lipschitz"};
+    return plot >= 0 && plot < kPlotCount ? keys[plot] : "";
+}
+
+QString TransformersPicture::placeholder() const {
     return tr("Choose a task, λ_OT and the model in the Transformer panel, then press Start.");
 }
 
-QColor TransformerView::trainerColor(std::size_t trainer) const {
+QColor TransformersPicture::trainerColor(std::size_t trainer) const {
     return curveColor(shown_->trainers[trainer]);
 }
 
-void TransformerView::paintPicture(QPainter& p, const QRectF& area, std::size_t k) const {
+void TransformersPicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k) const {
     const TransformerTrainerState& trainer = shown_->trainers[k];
-    const QFontMetricsF fm(font());
+    const QFontMetricsF fm(font_);
     const QRectF square = squareIn(area);
     const TransformerPicture* picture = trainer.picture.get();
     QString title = QString::fromStdString(trainer.label) + tr(" · iteration %1").arg(trainer.iteration);
@@ -221,7 +214,7 @@ void TransformerView::paintPicture(QPainter& p, const QRectF& area, std::size_t 
     // Legend: what each mark is.
     double x = square.left();
     const double y = square.bottom() + 4 + fm.ascent();
-    const QColor ink = palette().color(QPalette::WindowText);
+    const QColor ink = palette_.color(QPalette::WindowText);
     auto entry = [&](const QString& text, auto&& mark) {
         if (x + 14 + fm.horizontalAdvance(text) > square.right()) return; // the picture's width, no more
         const QPointF c(x + 5, y - fm.ascent() / 2 + 1);
@@ -248,23 +241,14 @@ void TransformerView::paintPicture(QPainter& p, const QRectF& area, std::size_t 
         });
 }
 
-void TransformerView::paintPlotAt(QPainter& p, const QRectF& area, int index) const {
+void TransformersPicture::paintPlotAt(QPainter& p, const QRectF& area, int index) const {
     const Plot plot = Plot(index);
     CurvePlot curves;
     curves.title = plotTitle(plot, shown_->task);
     curves.series = seriesOf(plot, *shown_);
     curves.xMax = double(shown_->iteration());
     curves.emptyText = tr("held-out metrics: every 250 iterations, or Evaluate");
-    paintCurvePlot(p, area, curves, style_, palette(), font());
-}
-
-QString TransformerView::tooltipAt(QPointF pos) const {
-    const PicturePlotLayout l = layout();
-    for (int k = 0; k < kPlotCount; ++k)
-        if (l.plots[std::size_t(k)].contains(pos)) return parameterTooltip(plotKey(Plot(k)));
-    for (const QRectF& r : l.pictures)
-        if (r.contains(pos)) return parameterTooltip("transformer.picture");
-    return {};
+    paintCurvePlot(p, area, curves, style_, palette_, font_);
 }
 
 } // namespace flowscope

@@ -1,9 +1,8 @@
-#include "ui/views/TrainingView.h"
+#include "render/picture/FlowsPicture.h"
 
 #include "render/picture/ViewTransform.h"
-#include "ui/views/CurvePlot.h"
-#include "ui/widgets/Tooltips.h"
 
+#include <QCoreApplication>
 #include <QImage>
 #include <QPainter>
 
@@ -62,8 +61,8 @@ QImage densityImage(const TrainingPicture& picture, const PlotStyle& style) {
     return image;
 }
 
-std::vector<CurveSeries> seriesOf(TrainingView::Plot plot, const TrainingSnapshot& s) {
-    using Plot = TrainingView::Plot;
+std::vector<CurveSeries> seriesOf(FlowsPicture::Plot plot, const TrainingSnapshot& s) {
+    using Plot = FlowsPicture::Plot;
     std::vector<CurveSeries> out;
     for (const TrainerState& t : s.trainers) {
         if ((plot == Plot::Lambda || plot == Plot::Beta) && !t.rwpo) continue; // no prior, no kernel
@@ -98,21 +97,13 @@ std::vector<CurveSeries> seriesOf(TrainingView::Plot plot, const TrainingSnapsho
     return out;
 }
 
-// The tooltip key of each plot, in Plot order.
-constexpr const char* kPlotKeys[TrainingView::kPlotCount] = {
-    "training.loss", "training.nll", "training.lambda", "training.beta", "training.mmd2"};
-
-const char* plotKey(TrainingView::Plot plot) {
-    return kPlotKeys[int(plot)];
+QString tr(const char* text) {
+    return QCoreApplication::translate("TrainingView", text);
 }
 
 } // namespace
 
-TrainingView::TrainingView(QWidget* parent) : TrainingRunView(parent, kPlotCount) {
-    setObjectName(QStringLiteral("trainingView"));
-}
-
-QString TrainingView::plotTitle(Plot plot) {
+QString FlowsPicture::plotTitle(Plot plot) {
     switch (plot) {
     case Plot::Loss:
         return tr("loss (16)");
@@ -128,21 +119,29 @@ QString TrainingView::plotTitle(Plot plot) {
     return {};
 }
 
-QRectF TrainingView::plotRect(Plot plot) const {
-    return layout().plots[std::size_t(plot)];
+const char* FlowsPicture::plotKey(int plot) {
+    static const char* const keys[kPlotCount] = {"training.loss", "training.nll", "training.lambda",
+                                                 "training.beta", "training.mmd2"};
+    return plot >= 0 && plot < kPlotCount ? keys[plot] : "";
 }
 
-QString TrainingView::placeholder() const {
+const char* FlowsPicture::pictureKey(std::size_t k) const {
+    const bool histogram = shown_ && k < shown_->trainers.size() && shown_->trainers[k].picture &&
+                           shown_->trainers[k].picture->densityFromSamples;
+    return histogram ? "training.picture_histogram" : "training.picture_density";
+}
+
+QString FlowsPicture::placeholder() const {
     return tr("Choose a dataset and the flow's settings in the Training panel, then press Start.");
 }
 
-QColor TrainingView::trainerColor(std::size_t trainer) const {
+QColor FlowsPicture::trainerColor(std::size_t trainer) const {
     return curveColor(shown_->trainers[trainer]);
 }
 
-void TrainingView::paintPicture(QPainter& p, const QRectF& area, std::size_t k) const {
+void FlowsPicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k) const {
     const TrainerState& trainer = shown_->trainers[k];
-    const QFontMetricsF fm(font());
+    const QFontMetricsF fm(font_);
     const double line = fm.height();
     const QRectF square = squareIn(area);
     const TrainingPicture* picture = trainer.picture.get();
@@ -220,7 +219,7 @@ void TrainingView::paintPicture(QPainter& p, const QRectF& area, std::size_t k) 
         else
             p.drawRect(mark);
         p.setBrush(Qt::NoBrush);
-        p.setPen(palette().color(QPalette::WindowText));
+        p.setPen(palette_.color(QPalette::WindowText));
         p.drawText(QPointF(x + 12, y), text);
         x += 12 + fm.horizontalAdvance(text) + 14;
     };
@@ -230,7 +229,7 @@ void TrainingView::paintPicture(QPainter& p, const QRectF& area, std::size_t k) 
     entry(heatColor(0.8, style_), histogram ? tr("histogram of samples") : tr("model density"), false);
 }
 
-void TrainingView::paintPlotAt(QPainter& p, const QRectF& area, int index) const {
+void FlowsPicture::paintPlotAt(QPainter& p, const QRectF& area, int index) const {
     const Plot plot = Plot(index);
     CurvePlot curves;
     curves.title = plotTitle(plot);
@@ -246,20 +245,7 @@ void TrainingView::paintPlotAt(QPainter& p, const QRectF& area, int index) const
         curves.emptyText = tr("not used without the RWPO layer");
     else
         curves.emptyText = tr("no iteration yet: Start or Step");
-    paintCurvePlot(p, area, curves, style_, palette(), font());
-}
-
-QString TrainingView::tooltipAt(QPointF pos) const {
-    const PicturePlotLayout l = layout();
-    for (int k = 0; k < kPlotCount; ++k)
-        if (l.plots[std::size_t(k)].contains(pos)) return parameterTooltip(plotKey(Plot(k)));
-    for (std::size_t k = 0; k < l.pictures.size(); ++k) {
-        if (!l.pictures[k].contains(pos)) continue;
-        const bool histogram = shown_ && k < shown_->trainers.size() && shown_->trainers[k].picture &&
-                               shown_->trainers[k].picture->densityFromSamples;
-        return parameterTooltip(histogram ? "training.picture_histogram" : "training.picture_density");
-    }
-    return {};
+    paintCurvePlot(p, area, curves, style_, palette_, font_);
 }
 
 } // namespace flowscope

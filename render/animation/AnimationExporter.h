@@ -1,11 +1,11 @@
-// Flowscope UI: an animation of one of a scene's views, composed frame by frame offscreen. The one frame
-// composer of `flowscope-cli render` (EGL context) and of the GUI's File ▸ Export ▸ Animation (a Qt offscreen
-// context).
+// Flowscope animation: an animation of one of a scene's views, composed frame by frame offscreen. The one
+// frame composer of `flowscope-cli render` (EGL context) and of the GUI's File ▸ Export ▸ Animation (a Qt
+// offscreen context).
 //
-// The pictures are the app's own views (ParticleView, ConeView), made as widgets that are never shown, drawn
-// through their initializeOffscreen()/renderOffscreen() into an OffscreenTarget of the caller's current
-// OpenGL context. Each frame is composed as the app composes it: what the view paints under its OpenGL part,
-// the OpenGL part (drawn into a transparent framebuffer and laid over it), what the view paints on top, then
+// The pictures are the ones the app's views draw (render/picture: ParticlePicture, ConePicture; no widgets),
+// drawn through their render() into an OffscreenTarget of the caller's current OpenGL context. Each frame is
+// composed as the app composes it: what the picture paints under its OpenGL part, the OpenGL part (drawn into
+// a transparent framebuffer and laid over it), what the picture paints on top, then
 // the Dear ImGui heads-up display (hud, in an ImGui context of its own) and a caption strip above the view.
 //
 // Time is the frame index, never the wall clock: frame k shows simulation time t_k = k * dt. The particle
@@ -13,7 +13,7 @@
 // step nearest t_k (the cone and disc views run it too, for the particles' covariance dot; particles = false
 // leaves it out); the cone's moment trajectories are read at t_k.
 //
-// Use, with a QApplication, a current OpenGL 3.3 context and a GlApi loaded from it:
+// Use, with a QGuiApplication, a current OpenGL 3.3 context and a GlApi loaded from it:
 //   AnimationExporter e(scene, options);
 //   if (!e.initialize(gl) || !e.solve(cancelled)) ... e.failure(), e.error()
 //   e.run(sink, progress) or e.renderFrame(k, image) for k = 0, 1, ...

@@ -1,0 +1,37 @@
+// Flowscope picture: the Flows tab's picture of a flow training run (TrainingSnapshot), without a widget.
+// Per trainer, a square of the plane: the model's density (or a histogram of its samples) as a heat map, the
+// data in grey, generated samples in orange and a few samples' paths through the layers; beside them the
+// loss, NLL, λ, β and held-out MMD² against the iteration.
+#pragma once
+
+#include "engine/runner/TrainingRunner.h"
+#include "render/picture/TrainingRunPicture.h"
+
+#include <QString>
+
+namespace flowscope {
+
+class FlowsPicture : public TrainingRunPicture<TrainingSnapshot> {
+  public:
+    enum class Plot { Loss, Nll, Lambda, Beta, Mmd2 };
+    static constexpr int kPlotCount = 5;
+    static constexpr int kShownTrajectories = 24;
+
+    FlowsPicture() : TrainingRunPicture(kPlotCount) {}
+
+    QRectF plotRect(Plot plot) const { return layout().plots[std::size_t(plot)]; }
+    static QString plotTitle(Plot plot);
+    // The keys of the tooltips (docs/tooltips: the views show them on hover) of a plot and of a trainer's
+    // picture (its density, or the histogram of its samples).
+    static const char* plotKey(int plot);
+    const char* pictureKey(std::size_t trainer) const;
+
+  protected:
+    QString placeholder() const override;
+    // The data and the samples over the density, with a few samples' paths through the layers.
+    void paintPicture(QPainter& p, const QRectF& area, std::size_t trainer) const override;
+    void paintPlotAt(QPainter& p, const QRectF& area, int plot) const override;
+    QColor trainerColor(std::size_t trainer) const override;
+};
+
+} // namespace flowscope

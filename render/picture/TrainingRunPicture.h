@@ -1,0 +1,143 @@
+// Flowscope picture: what the live-training pictures (Flows, Transformers) share, without a widget: the
+// layout they are drawn in (one picture per trainer, two side by side in comparison mode, on the left; a
+// column of small plots against the iteration on the right, with the trainers' legend above the plots when
+// there are two) and the frame of each picture (title above, background, border). A picture draws its
+// trainers and its plots; everything around them is here. QPainter only: the app's views paint it in their
+// paintEvent, the training animation into an image.
+#pragma once
+
+#include "render/picture/CurvePlot.h"
+#include "render/picture/PlotDecorations.h"
+
+#include <QColor>
+#include <QFont>
+#include <QFontMetricsF>
+#include <QPainter>
+#include <QPalette>
+#include <QRectF>
+#include <QSizeF>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+namespace flowscope {
+
+template <class SnapshotT> class TrainingRunPicture {
+  public:
+    using Snapshot = SnapshotT;
+    static constexpr double kMargin = 8.0;
+
+    virtual ~TrainingRunPicture() = default;
+
+    // Shows `s`; false when it is the one already shown.
+    bool show(std::shared_ptr<const Snapshot> s) {
+        if (s == shown_) return false;
+        shown_ = std::move(s);
+        shownChanged();
+        return true;
+    }
+    const std::shared_ptr<const Snapshot>& shown() const { return shown_; }
+
+    // The plots' colours, and the text's colours and font (the app's palette and font in a view, the theme's
+    // headless); the size in logical pixels.
+    void setStyle(const PlotStyle& style) { style_ = style; }
+    const PlotStyle& style() const { return style_; }
+    void setPalette(const QPalette& palette) { palette_ = palette; }
+    void setFont(const QFont& font) { font_ = font; }
+    void setSize(QSizeF size) { size_ = size; }
+    QSizeF size() const { return size_; }
+
+    // Where the pictures and the plots go: picturePlotLayout over the area less the margin, with a title band
+    // above and a legend band below each picture, and a band for the curves' legend above the plots when two
+    // trainers are compared.
+    PicturePlotLayout layout() const {
+        const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
+        const QRectF all = QRectF(QPointF(0, 0), size_).adjusted(kMargin, kMargin, -kMargin, -kMargin);
+        const double line = QFontMetricsF(font_).height();
+        const double legend = shown_ && shown_->comparison ? line + 4.0 : 0.0;
+        return picturePlotLayout(all, n, plotCount_, 2.0 * (line + 6.0), legend);
+    }
+    // Where trainer k's picture is drawn (logical pixels); empty for no such trainer.
+    QRectF pictureRect(int trainer) const {
+        const PicturePlotLayout l = layout();
+        return trainer >= 0 && trainer < int(l.pictures.size()) ? l.pictures[std::size_t(trainer)] : QRectF();
+    }
+
+    // The whole picture into `p`, over its size from (0, 0).
+    void paint(QPainter& p) const {
+        const QRectF area(QPointF(0, 0), size_);
+        p.fillRect(area, palette_.color(QPalette::Window));
+        p.setRenderHint(QPainter::Antialiasing, true);
+        p.setFont(font_);
+        if (!shown_ || shown_->trainers.empty()) {
+            p.setPen(palette_.color(QPalette::PlaceholderText));
+            p.drawText(area, Qt::AlignCenter | Qt::TextWordWrap, placeholder());
+            return;
+        }
+        const PicturePlotLayout l = layout();
+        for (std::size_t k = 0; k < shown_->trainers.size(); ++k) paintPicture(p, l.pictures[k], k);
+        if (shown_->comparison) { // the curves' legend, above the plots
+            std::vector<LegendEntry> entries;
+            for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
+                entries.push_back({trainerColor(k), QString::fromStdString(shown_->trainers[k].label)});
+            const QRectF& first = l.plots[0];
+            paintCurveLegend(p, QPointF(first.left(), first.top() - 4.0 - QFontMetricsF(font_).descent()),
+                             entries, palette_, font_);
+        }
+        for (int k = 0; k < plotCount_; ++k) paintPlotAt(p, l.plots[std::size_t(k)], k);
+    }
+
+  protected:
+    explicit TrainingRunPicture(int plotCount) : plotCount_(plotCount) {}
+
+    // A picture's square: the title above it and the legend below, centred in `area`.
+    QRectF squareIn(const QRectF& area) const {
+        const double line = QFontMetricsF(font_).height();
+        const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
+        return QRectF(area.left() + (area.width() - side) / 2, area.top() + line + 6, side, side);
+    }
+    // The title above `square` (elided to its width), then the square's background; the painter draws in the
+    // square's coordinates, clipped to it, until endPicture().
+    void beginPicture(QPainter& p, const QRectF& area, const QRectF& square, const QString& title) const {
+        const QFontMetricsF fm(font_);
+        p.setPen(palette_.color(QPalette::WindowText));
+        p.drawText(QRectF(square.left(), area.top(), square.width(), fm.height() + 4),
+                   Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(title, Qt::ElideRight, square.width()));
+        p.save();
+        p.translate(square.topLeft());
+        p.setClipRect(QRectF(QPointF(0, 0), square.size()));
+        p.fillRect(QRectF(QPointF(0, 0), square.size()), style_.background);
+    }
+    // `pending` (what is being made, before the first picture) when not empty, then the square's frame.
+    void endPicture(QPainter& p, const QRectF& square, const QString& pending) const {
+        if (!pending.isEmpty()) {
+            p.setPen(style_.label);
+            p.drawText(QRectF(QPointF(0, 0), square.size()), Qt::AlignCenter, pending);
+        }
+        p.restore();
+        p.setPen(QPen(style_.axis, 1.0));
+        p.setBrush(Qt::NoBrush);
+        p.drawRect(square);
+    }
+
+    // What the picture says before the first start (which panel to use).
+    virtual QString placeholder() const = 0;
+    virtual void paintPicture(QPainter& p, const QRectF& area, std::size_t trainer) const = 0;
+    virtual void paintPlotAt(QPainter& p, const QRectF& area, int plot) const = 0;
+    // The colour of trainer k's curves (one per trainer kind, the same in every plot).
+    virtual QColor trainerColor(std::size_t trainer) const = 0;
+    // A new snapshot is shown (before it is painted).
+    virtual void shownChanged() {}
+
+    std::shared_ptr<const Snapshot> shown_;
+    PlotStyle style_;
+    QPalette palette_;
+    QFont font_;
+    QSizeF size_{1, 1};
+
+  private:
+    const int plotCount_;
+};
+
+} // namespace flowscope

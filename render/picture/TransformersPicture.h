@@ -1,0 +1,46 @@
+// Flowscope picture: the Transformers tab's picture of a continuous-time Transformer's training
+// (TransformerSnapshot), without a widget. Per trainer, a square of the plane with the fixed input set's
+// tokens moving through depth (X_0 open circles, X(T) filled) and, for task A, the closed-form optimal end
+// points and straight paths; beside them the objective, transport cost, straightness, distance to the target
+// (task A) or accuracy (task B), and the Lipschitz ratio with Theorem 2's bound, against the iteration.
+#pragma once
+
+#include "engine/runner/TransformerRunner.h"
+#include "render/picture/TrainingRunPicture.h"
+
+#include <QString>
+
+namespace flowscope {
+
+class TransformersPicture : public TrainingRunPicture<TransformerSnapshot> {
+  public:
+    enum class Plot { Objective, Transport, Straightness, Target, Lipschitz };
+    static constexpr int kPlotCount = 5;
+
+    TransformersPicture() : TrainingRunPicture(kPlotCount) {}
+
+    QRectF plotRect(Plot plot) const { return layout().plots[std::size_t(plot)]; }
+    // The square the paths are drawn in, inside pictureRect, and the pixel of a point of the plane in it.
+    QRectF pictureSquare(int trainer) const;
+    QPointF pictureToPixel(int trainer, double x, double y) const;
+    // The titles depend on the task (Target: closed-form distance for A, accuracy for B).
+    static QString plotTitle(Plot plot, ot::Task task);
+    // The keys of the tooltips (the views show them on hover) of a plot and of a trainer's picture.
+    static const char* plotKey(int plot);
+    const char* pictureKey(std::size_t) const { return "transformer.picture"; }
+
+  protected:
+    QString placeholder() const override;
+    // The fixed input set's tokens moving through depth, and the closed-form end points (task A).
+    void paintPicture(QPainter& p, const QRectF& area, std::size_t trainer) const override;
+    void paintPlotAt(QPainter& p, const QRectF& area, int plot) const override;
+    QColor trainerColor(std::size_t trainer) const override;
+    void shownChanged() override { frame_ = frame(); }
+
+  private:
+    QRectF frame() const; // the plane's region every picture shows
+
+    QRectF frame_; // frame() of shown_, computed when it arrives
+};
+
+} // namespace flowscope
