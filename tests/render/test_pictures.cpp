@@ -1,0 +1,196 @@
+// The pictures of render/picture without a widget or an OpenGL context (Qt Gui's offscreen platform only):
+// each particle layer's vertices against the geometry it stands for, the particle picture's camera against
+// the cloud it frames, and a training picture painted into an image. This executable links flowscope_picture
+// and no Qt Widgets: the exporter and `flowscope-cli render` draw exactly this.
+#include "engine/gaussian/MatrixRoots.h"
+#include "engine/runner/RunHistory.h"
+#include "engine/runner/SimulationRunner.h"
+#include "engine/scene/DefaultScene.h"
+#include "render/GaussianOverlay.h"
+#include "render/picture/FlowsPicture.h"
+#include "render/picture/ParticleLayers.h"
+#include "render/picture/ParticlePicture.h"
+#include "render/picture/Theme.h"
+
+#include <QGuiApplication>
+#include <QImage>
+#include <QPainter>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+namespace flowscope {
+namespace {
+
+void application() {
+    static std::unique_ptr<QGuiApplication> app = [] {
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+        static int argc = 1;
+        static char name[] = "flowscope_picture_tests";
+        static char* argv[] = {name, nullptr};
+        return std::make_unique<QGuiApplication>(argc, argv);
+    }();
+}
+
+// A frame of `X` (N x 2) in the plane, origin at its box's centre, as the picture builds it.
+ParticleFrame planeFrame(const Snapshot& s) {
+    ParticleFrame f;
+    f.snapshot = &s;
+    f.basis = Mat::Identity(2, 2);
+    f.projected = s.tokens;
+    f.boxValid = finiteBox(f.projected, f.boxLo, f.boxHi);
+    f.origin = 0.5 * (f.boxLo + f.boxHi);
+    return f;
+}
+
+std::shared_ptr<Snapshot> snapshotOf(Tokens X, double t = 0.0) {
+    auto s = std::make_shared<Snapshot>();
+    s->generation = 1;
+    s->t = t;
+    s->tokens = std::move(X);
+    return s;
+}
+
+TEST(ParticleLayers, TokensAreOneVertexEachAndDivergedOnesTransparent) {
+    Tokens X(4, 2);
+    X << 0, 0, 1, 2, NAN, 1, -1, 3;
+    const auto s = snapshotOf(X);
+    const ParticleFrame f = planeFrame(*s);
+    VertexBuffer points;
+    TokensLayer{}.append(f, points);
+    ASSERT_EQ(points.size(), 4u); // vertex i is token i, diverged or not
+    EXPECT_EQ(points[2].a, 0.0f);
+    for (int i : {0, 1, 3}) {
+        EXPECT_EQ(points[std::size_t(i)].a, 1.0f);
+        // Positions are the token less the origin (the centre of the finite tokens' box: (0, 1.5)).
+        EXPECT_FLOAT_EQ(points[std::size_t(i)].x, float(X(i, 0) - 0.0));
+        EXPECT_FLOAT_EQ(points[std::size_t(i)].y, float(X(i, 1) - 1.5));
+    }
+}
+
+TEST(ParticleLayers, GaussianEllipsesAreTheOneAndTwoSigmaLevelSets) {
+    application();
+    Scene scene = builtinDefaultScene();
+    scene.initial.cov << 2.0, 0.6, 0.6, 0.5;
+    scene.initial.mean << 0.3, -0.2;
+    GaussianOverlay overlay;
+    overlay.setScene(scene);
+    ASSERT_TRUE(overlay.available()) << overlay.reason();
+    const double t = 1.7;
+    const GaussianState g = *overlay.at(t);
+    const Mat Sinv = g.cov.inverse();
+
+    Tokens X = Tokens::Random(50, 2);
+    const auto s = snapshotOf(X, t);
+    const ParticleFrame f = planeFrame(*s);
+    GaussianLayer layer;
+    layer.overlay = &overlay;
+    VertexBuffer lines;
+    layer.append(f, lines);
+    ASSERT_EQ(lines.size(), 2u * 2u * 96u); // two ellipses of 96 segments
+    // Every vertex p satisfies (p - m)^T S^-1 (p - m) = k^2, k = 1 for the first ellipse and 2 for the
+    // second.
+    for (std::size_t v = 0; v < lines.size(); ++v) {
+        const Vec p = Eigen::Vector2d(lines[v].x + f.origin.x(), lines[v].y + f.origin.y());
+        const double k = v < lines.size() / 2 ? 1.0 : 2.0;
+        const Vec r = p - g.mean;
+        EXPECT_NEAR(r.dot(Sinv * r), k * k, 1e-4 * k * k) << "vertex " << v;
+    }
+    layer.enabled = false;
+    VertexBuffer none;
+    layer.append(f, none);
+    EXPECT_TRUE(none.empty());
+}
+
+TEST(ParticleLayers, AttentionLinesHaveTheWeightsOpacityAndSkipTheSmallOnes) {
+    Tokens X(4, 2);
+    X << 0, 0, 1, 0, 0, 1, 1, 1;
+    const auto s = snapshotOf(X);
+    const ParticleFrame f = planeFrame(*s);
+    AttentionLayer layer;
+    layer.token = 0;
+    layer.weights = Vec(4);
+    layer.weights << 0.5, 0.3, 0.19, 0.005; // 0.005 / 0.5 = 1 %: left out, as is the token itself
+    VertexBuffer lines;
+    layer.append(f, lines);
+    ASSERT_EQ(lines.size(), 4u); // tokens 1 and 2
+    EXPECT_FLOAT_EQ(lines[0].a, float(0.9 * 0.3 / 0.5));
+    EXPECT_FLOAT_EQ(lines[2].a, float(0.9 * 0.19 / 0.5));
+    EXPECT_FLOAT_EQ(lines[1].x + float(f.origin.x()), 1.0f); // from token 0 to token 1
+    EXPECT_FLOAT_EQ(lines[3].y + float(f.origin.y()), 1.0f); // ... and to token 2
+}
+
+TEST(ParticleLayers, TrailsJoinConsecutiveFramesWithGrowingOpacity) {
+    const int n = 3, frames = 5;
+    auto history = std::make_shared<RunHistory>();
+    for (int k = 0; k < frames; ++k) {
+        Tokens X(n, 2);
+        for (int i = 0; i < n; ++i) X.row(i) << double(i), 0.1 * k;
+        history->append({0.1 * k, k, {}, std::make_shared<const Tokens>(X)});
+    }
+    auto s = snapshotOf(*history->at(frames - 1).tokens, 0.1 * (frames - 1));
+    s->history = history;
+    const ParticleFrame f = planeFrame(*s);
+    TrailsLayer layer;
+    VertexBuffer lines;
+    layer.append(f, lines);
+    EXPECT_TRUE(lines.empty()); // off by default
+    layer.enabled = true;
+    layer.append(f, lines);
+    ASSERT_EQ(lines.size(), std::size_t(2 * n * (frames - 1)));
+    for (std::size_t v = 2 * n; v < lines.size(); v += 2 * n) EXPECT_GT(lines[v].a, lines[v - 2 * n].a);
+    // A segment joins a token's places in two consecutive frames: same x, y up by 0.1.
+    EXPECT_FLOAT_EQ(lines[0].x, lines[1].x);
+    EXPECT_NEAR(lines[1].y - lines[0].y, 0.1f, 1e-6f);
+}
+
+TEST(ParticlePicture, FramingPutsEveryTokenInsideTheImage) {
+    application();
+    ParticlePicture picture;
+    picture.setScene(builtinDefaultScene());
+    Tokens X = 3.0 * Tokens::Random(200, 2);
+    X.col(0).array() += 10.0;
+    picture.show(snapshotOf(X));
+    picture.setSize(QSizeF(400, 300));
+    picture.prepare(); // no OpenGL: cameras and layers only
+    for (Eigen::Index i = 0; i < X.rows(); ++i) {
+        const auto p = picture.worldToPixel(X.row(i).transpose());
+        ASSERT_TRUE(p);
+        EXPECT_GE(p->x(), 0.0);
+        EXPECT_LE(p->x(), 400.0);
+        EXPECT_GE(p->y(), 0.0);
+        EXPECT_LE(p->y(), 300.0);
+    }
+    // And the view's own map agrees: the pixel of a token maps back to it.
+    const QPointF back = picture.view().pixelToWorld(*picture.worldToPixel(X.row(7).transpose()));
+    EXPECT_NEAR(back.x(), X(7, 0), 1e-9);
+    EXPECT_NEAR(back.y(), X(7, 1), 1e-9);
+}
+
+TEST(FlowsPicture, PaintsThePlaceholderWithoutARunAndTheLayoutWithOne) {
+    application();
+    FlowsPicture picture;
+    picture.setPalette(themePalette(ThemeKind::Dark));
+    picture.setFont(QGuiApplication::font());
+    picture.setSize(QSizeF(640, 400));
+    QImage image(640, 400, QImage::Format_ARGB32_Premultiplied);
+    {
+        QPainter p(&image);
+        picture.paint(p);
+    }
+    // The window colour everywhere but the placeholder's text.
+    EXPECT_EQ(image.pixelColor(3, 3), themePalette(ThemeKind::Dark).color(QPalette::Window));
+
+    auto s = std::make_shared<TrainingSnapshot>();
+    s->trainers.resize(1);
+    picture.show(s);
+    const QRectF square = picture.pictureRect(0), loss = picture.plotRect(FlowsPicture::Plot::Loss);
+    EXPECT_FALSE(square.isEmpty());
+    EXPECT_FALSE(loss.isEmpty());
+    EXPECT_LE(square.right(), loss.left()); // the picture left of the plots
+    EXPECT_TRUE(QRectF(0, 0, 640, 400).contains(square.united(loss)));
+}
+
+} // namespace
+} // namespace flowscope
