@@ -190,24 +190,6 @@ void ConePicture::zoomBy(double factor) {
     zoom_ = std::clamp(zoom_ * factor, 0.25, 16.0);
 }
 
-bool ConePicture::initialize(const GlApi& gl, std::string* whyNot) {
-    release();
-    if (!renderer_.initialize(gl)) {
-        if (whyNot) *whyNot = renderer_.log();
-        renderer_.destroy();
-        return false;
-    }
-    gl_ = &gl;
-    geometryDirty_ = dotsDirty_ = true;
-    return true;
-}
-
-void ConePicture::release() {
-    if (!gl_) return;
-    renderer_.destroy();
-    gl_ = nullptr;
-}
-
 void ConePicture::prepare() {
     painted_ = camera();
     prepared_ = true;

@@ -18,6 +18,7 @@
 #include "render/ConeRenderer.h"
 #include "render/GlApi.h"
 #include "render/OffscreenTarget.h"
+#include "render/picture/GlPicture.h"
 #include "render/picture/PlotDecorations.h"
 
 #include <QColor>
@@ -42,7 +43,7 @@ class QPainter;
 
 namespace flowscope {
 
-class ConePicture {
+class ConePicture final : public GlPicture<ConeRenderer> {
   public:
     ConePicture();
 
@@ -82,16 +83,14 @@ class ConePicture {
     // Where the last paintOver() put the legend.
     QRectF legendRect() const { return legendRect_; }
 
-    // ---- drawing (the OpenGL context of initialize() current for all but paintOver)
-    bool initialize(const GlApi& gl, std::string* whyNot);
-    void release();
-    bool ready() const { return gl_ != nullptr; }
+    // ---- drawing, after initialize() (GlPicture.h), with its OpenGL context current for all but paintOver
     void prepare();
     void drawGl(double dpr);
     void paintOver(QPainter& painter) const;
     void render(QImage& image, const OffscreenLayer& glLayer);
 
   private:
+    void invalidate() override { geometryDirty_ = dotsDirty_ = true; }
     struct Camera {
         QMatrix4x4 mvp;
         QVector3D towardsEye;
@@ -121,8 +120,6 @@ class ConePicture {
     QSizeF size_{1, 1};
     PlotStyle style_;
     QFont font_;
-    const GlApi* gl_ = nullptr;
-    ConeRenderer renderer_;
     bool geometryDirty_ = true, dotsDirty_ = true;
     Camera painted_; // the camera of the last prepare()
     bool prepared_ = false;

@@ -119,12 +119,6 @@ QString FlowsPicture::plotTitle(Plot plot) {
     return {};
 }
 
-const char* FlowsPicture::plotKey(int plot) {
-    static const char* const keys[kPlotCount] = {"training.loss", "training.nll", "training.lambda",
-                                                 "training.beta", "training.mmd2"};
-    return plot >= 0 && plot < kPlotCount ? keys[plot] : "";
-}
-
 const char* FlowsPicture::pictureKey(std::size_t k) const {
     const bool histogram = shown_ && k < shown_->trainers.size() && shown_->trainers[k].picture &&
                            shown_->trainers[k].picture->densityFromSamples;

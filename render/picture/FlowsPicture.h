@@ -21,9 +21,10 @@ class FlowsPicture : public TrainingRunPicture<TrainingSnapshot> {
 
     QRectF plotRect(Plot plot) const { return layout().plots[std::size_t(plot)]; }
     static QString plotTitle(Plot plot);
-    // The keys of the tooltips (docs/tooltips: the views show them on hover) of a plot and of a trainer's
-    // picture (its density, or the histogram of its samples).
-    static const char* plotKey(int plot);
+    // The keys of the tooltips the views show on hover: each plot's, in Plot order, and a trainer's picture's
+    // (its density, or the histogram of its samples).
+    static constexpr const char* kPlotKeys[kPlotCount] = {"training.loss", "training.nll", "training.lambda",
+                                                          "training.beta", "training.mmd2"};
     const char* pictureKey(std::size_t trainer) const;
 
   protected:

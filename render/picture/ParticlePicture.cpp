@@ -193,24 +193,6 @@ HudStats ParticlePicture::hudStats(double frameMs) const {
     return stats;
 }
 
-bool ParticlePicture::initialize(const GlApi& gl, std::string* whyNot) {
-    release();
-    if (!renderer_.initialize(gl)) {
-        if (whyNot) *whyNot = renderer_.log();
-        renderer_.destroy();
-        return false;
-    }
-    gl_ = &gl;
-    pointsDirty_ = linesDirty_ = true;
-    return true;
-}
-
-void ParticlePicture::release() {
-    if (!gl_) return;
-    renderer_.destroy();
-    gl_ = nullptr;
-}
-
 void ParticlePicture::applyPendingFrame() {
     if (!framePending_ || !shown_) return;
     framePending_ = false;

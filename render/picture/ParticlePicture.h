@@ -22,6 +22,7 @@
 #include "render/GlApi.h"
 #include "render/OffscreenTarget.h"
 #include "render/PointRenderer.h"
+#include "render/picture/GlPicture.h"
 #include "render/picture/Hud.h"
 #include "render/picture/OrbitCamera.h"
 #include "render/picture/ParticleLayers.h"
@@ -48,7 +49,7 @@ struct ProjectionSpec {
     std::array<int, 3> axes{0, 1, 2}; // coordinate axes shown (ignored with pca)
 };
 
-class ParticlePicture {
+class ParticlePicture final : public GlPicture<PointRenderer> {
   public:
     // ---- what is shown
     // The scene the snapshots come from: the default projection, the Gaussian layer, the cluster tolerance.
@@ -103,11 +104,8 @@ class ParticlePicture {
     // What the heads-up display shows for the shown snapshot, with the caller's frame time.
     HudStats hudStats(double frameMs) const;
 
-    // ---- drawing (the OpenGL context of initialize() current for all but paintUnder/paintOver)
-    // The point and line programs in the current context (gl: its entry points, alive until release()).
-    bool initialize(const GlApi& gl, std::string* whyNot);
-    void release();
-    bool ready() const { return gl_ != nullptr; }
+    // ---- drawing, after initialize() (GlPicture.h: the point and line programs), with its OpenGL context
+    // current for all but paintUnder and paintOver
     void prepare();
     // The grid (plane); returns the status box's rectangle (empty with `hud`: the heads-up display shows it).
     QRectF paintUnder(QPainter& painter, bool hud) const;
@@ -123,6 +121,7 @@ class ParticlePicture {
     void render(QImage& image, bool hud, const OffscreenLayer& glLayer);
 
   private:
+    void invalidate() override { pointsDirty_ = linesDirty_ = true; }
     void updateBasis(const Tokens* from);
     void applyPendingFrame();
     void rebuildFrame(); // frame_ for shown_
@@ -144,8 +143,6 @@ class ParticlePicture {
     ViewTransform view_;
     OrbitCamera camera_;
     QSizeF size_{1, 1};
-    const GlApi* gl_ = nullptr;
-    PointRenderer renderer_;
     bool framePending_ = false, pointsDirty_ = true, linesDirty_ = true;
 };
 

@@ -130,13 +130,6 @@ QPointF TransformersPicture::pictureToPixel(int trainer, double x, double y) con
     return square.topLeft() + view.worldToPixel({x, y});
 }
 
-const char* TransformersPicture::plotKey(int plot) {
-    static const char* const keys[kPlotCount] = {"transformer.objective", "transformer.transport",
-                                                 "transformer.straightness", "transformer.target",
-                                                 "transformer.lipschitz"};
-    return plot >= 0 && plot < kPlotCount ? keys[plot] : "";
-}
-
 QString TransformersPicture::placeholder() const {
     return tr("Choose a task, λ_OT and the model in the Transformer panel, then press Start.");
 }

@@ -25,8 +25,11 @@ class TransformersPicture : public TrainingRunPicture<TransformerSnapshot> {
     QPointF pictureToPixel(int trainer, double x, double y) const;
     // The titles depend on the task (Target: closed-form distance for A, accuracy for B).
     static QString plotTitle(Plot plot, ot::Task task);
-    // The keys of the tooltips (the views show them on hover) of a plot and of a trainer's picture.
-    static const char* plotKey(int plot);
+    // The keys of the tooltips the views show on hover: each plot's, in Plot order, and a trainer's
+    // picture's.
+    static constexpr const char* kPlotKeys[kPlotCount] = {"transformer.objective", "transformer.transport",
+                                                          "transformer.straightness", "transformer.target",
+                                                          "transformer.lipschitz"};
     const char* pictureKey(std::size_t) const { return "transformer.picture"; }
 
   protected:

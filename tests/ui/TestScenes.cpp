@@ -1,5 +1,7 @@
 #include "TestScenes.h"
 
+#include "engine/scene/DefaultScene.h"
+
 #include <QCoreApplication>
 
 #include <thread>
@@ -7,18 +9,12 @@
 namespace flowscope::test {
 
 Scene tinyScene(int n, int steps) {
-    Scene s;
+    // The built-in default (softmax, Q = K = I, V = -0.4 I, Gaussian tokens in the plane), small and exact.
+    Scene s = builtinDefaultScene();
     s.name = "tiny";
-    s.d = 2;
     s.n = n;
     s.precision = Precision::Float64;
-    s.initial.kind = InitKind::Gaussian;
     s.initial.seed = 7;
-    s.initial.mean = Vec::Zero(2);
-    s.initial.cov = Mat::Identity(2, 2);
-    s.attention.type = AttentionType::Softmax;
-    s.attention.heads = {HeadParams{Mat::Identity(2, 2), Mat::Identity(2, 2), -0.4 * Mat::Identity(2, 2)}};
-    s.integrator.method = Method::Rk4;
     s.integrator.T = 4.0;
     s.integrator.steps = steps;
     s.output.entropy = false;

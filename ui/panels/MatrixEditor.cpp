@@ -1,6 +1,7 @@
 #include "ui/panels/MatrixEditor.h"
 
 #include "engine/gaussian/Regime.h"
+#include "ui/widgets/FormWidgets.h"
 #include "ui/widgets/Tooltips.h"
 
 #include <QComboBox>
@@ -182,13 +183,7 @@ MatrixEditor::MatrixEditor(QWidget* parent) : QWidget(parent) {
     layout->addWidget(analysis);
     layout->addStretch();
 
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidget(content);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(scroll);
+    form::scrollInto(this, content);
 
     setScene(Scene{});
 }

@@ -179,13 +179,7 @@ ScenePanel::ScenePanel(QWidget* parent) : QWidget(parent) {
     for (QLabel* l : labels)
         if (l->buddy()) l->setMinimumWidth(labelWidth);
 
-    auto* scroll = new QScrollArea(this);
-    scroll->setWidget(content);
-    scroll->setWidgetResizable(true);
-    scroll->setFrameShape(QFrame::NoFrame);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(scroll);
+    form::scrollInto(this, content);
 
     Scene initial;
     initial.attention.heads.push_back({Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)});

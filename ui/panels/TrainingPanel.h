@@ -28,12 +28,6 @@
 
 #include <memory>
 
-class QCheckBox;
-class QComboBox;
-class QLabel;
-class QDoubleSpinBox;
-class QSpinBox;
-
 namespace flowscope {
 
 class TrainingPanel : public TrainingPanelBase {

@@ -10,6 +10,12 @@
 #include <QStringList>
 #include <QWidget>
 
+// The controls the training panels are made of.
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSpinBox;
 class QVBoxLayout;
 
 namespace flowscope {

@@ -22,12 +22,6 @@
 
 #include <memory>
 
-class QCheckBox;
-class QComboBox;
-class QLabel;
-class QDoubleSpinBox;
-class QSpinBox;
-
 namespace flowscope {
 
 class TransformerPanel : public TrainingPanelBase {

@@ -48,8 +48,8 @@ template <class Picture> class TrainingRunView : public LiveView {
     // What the part under the mouse is, and its formula: a plot or a trainer's picture.
     QString tooltipAt(QPointF pos) const override {
         const PicturePlotLayout l = picture_.layout();
-        for (std::size_t k = 0; k < l.plots.size(); ++k)
-            if (l.plots[k].contains(pos)) return parameterTooltip(Picture::plotKey(int(k)));
+        for (std::size_t k = 0; k < l.plots.size() && k < std::size_t(kPlotCount); ++k)
+            if (l.plots[k].contains(pos)) return parameterTooltip(Picture::kPlotKeys[k]);
         for (std::size_t k = 0; k < l.pictures.size(); ++k)
             if (l.pictures[k].contains(pos)) return parameterTooltip(picture_.pictureKey(k));
         return {};

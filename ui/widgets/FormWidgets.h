@@ -9,9 +9,12 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
+#include <QFrame>
 #include <QLabel>
+#include <QScrollArea>
 #include <QSpinBox>
 #include <QString>
+#include <QVBoxLayout>
 
 namespace flowscope::form {
 
@@ -85,6 +88,18 @@ template <class Box, class T, class Then> void bind(QObject* context, Box* box, 
         field = T(v);
         then();
     });
+}
+
+// A panel's content in a frameless, vertically scrolling area that fills `panel` (a dock shorter than the
+// form scrolls instead of squeezing it).
+inline void scrollInto(QWidget* panel, QWidget* content) {
+    auto* scroll = new QScrollArea(panel);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    auto* outer = new QVBoxLayout(panel);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(scroll);
 }
 
 } // namespace flowscope::form
