@@ -81,13 +81,9 @@ TrainingPanel::TrainingPanel(QWidget* parent) : TrainingPanelBase(parent) {
     beta0_ = form::startDoubleBox(flowGroup, "training.beta0", 0.001, 100.0, 3, 0.1);
     transport_ = form::startDoubleBox(flowGroup, "training.transportWeight", 0.0, 10.0, 4, 0.01);
     seed_ = form::startIntBox(flowGroup, "training.seed", 0, std::numeric_limits<int>::max());
-    loaded_ = new QLabel(flowGroup);
-    loaded_->setObjectName(QStringLiteral("loaded"));
-    loaded_->setWordWrap(true);
-    loaded_->setToolTip(tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
-                           "model); editing the architecture starts from a fresh initialization instead"));
-    loaded_->hide();
-    form->addRow(loaded_);
+    addLoadedNote(flowGroup, form,
+                  tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
+                     "model); editing the architecture starts from a fresh initialization instead"));
     addRow(form, tr("Dataset"), dataset_, "training.dataset");
     form->addRow(pointsRow_);
     form->addRow(rwpo_);
@@ -243,13 +239,12 @@ void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool comparison) {
         int(std::min<std::uint64_t>(c.flow.seed, std::uint64_t(std::numeric_limits<int>::max()))));
     loadedFlow_ = c.flow;
     loadedParams_ = c.initialParams;
-    loaded_->setText(
-        tr("<b>Loaded model</b>: d = %1, M = %2, width %3, %4. Start trains these parameters on.")
-            .arg(c.flow.d)
-            .arg(c.flow.layers)
-            .arg(c.flow.width)
-            .arg(c.flow.rwpo ? tr("with RWPO") : tr("without RWPO")));
-    loaded_->setVisible(bool(loadedParams_));
+    showLoaded(tr("<b>Loaded model</b>: d = %1, M = %2, width %3, %4. Start trains these parameters on.")
+                   .arg(c.flow.d)
+                   .arg(c.flow.layers)
+                   .arg(c.flow.width)
+                   .arg(c.flow.rwpo ? tr("with RWPO") : tr("without RWPO")),
+               bool(loadedParams_));
 }
 
 void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing) {

@@ -78,7 +78,6 @@ class TrainingPanel : public TrainingPanelBase {
     QDoubleSpinBox* transport_ = nullptr;
     QSpinBox* seed_ = nullptr;
     std::shared_ptr<const TrainingSnapshot> snapshot_;
-    QLabel* loaded_ = nullptr;                                     // "loaded": what Start trains on
     flows::FlowConfig loadedFlow_;                                 // the loaded model's architecture
     std::shared_ptr<const flows::FlowParams<float>> loadedParams_; // null: Start initializes afresh
 };

@@ -1,5 +1,8 @@
 #include "ui/panels/TrainingPanelBase.h"
 
+#include <QFormLayout>
+#include <QLabel>
+
 #include <QVBoxLayout>
 
 namespace flowscope {
@@ -47,6 +50,20 @@ QStringList TrainingPanelBase::runLines(bool started, long iteration, double ite
 
 QString TrainingPanelBase::warningText() const {
     return controls_->warningText();
+}
+
+void TrainingPanelBase::addLoadedNote(QWidget* parent, QFormLayout* form, const QString& tooltip) {
+    loaded_ = new QLabel(parent);
+    loaded_->setObjectName(QStringLiteral("loaded"));
+    loaded_->setWordWrap(true);
+    loaded_->setToolTip(tooltip);
+    loaded_->hide();
+    form->addRow(loaded_);
+}
+
+void TrainingPanelBase::showLoaded(const QString& text, bool loaded) {
+    loaded_->setText(text);
+    loaded_->setVisible(loaded);
 }
 
 } // namespace flowscope

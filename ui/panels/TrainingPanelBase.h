@@ -16,6 +16,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QSpinBox;
+class QFormLayout;
 class QVBoxLayout;
 
 namespace flowscope {
@@ -55,8 +56,14 @@ class TrainingPanelBase : public QWidget {
                         snapshot ? snapshot->iterationsPerSecond : 0.0, playing);
     }
     static QStringList runLines(bool started, long iteration, double iterationsPerSecond, bool playing);
+    // The "loaded" note, a form row that says what Start trains on after File ▸ Open trained model (hidden
+    // until a model is loaded); `tooltip` says when the panel starts afresh instead.
+    void addLoadedNote(QWidget* parent, QFormLayout* form, const QString& tooltip);
+    // The note shows `text`, or is hidden when no parameters are loaded.
+    void showLoaded(const QString& text, bool loaded);
 
     RunControls* controls_ = nullptr;
+    QLabel* loaded_ = nullptr;
 };
 
 } // namespace flowscope

@@ -101,14 +101,9 @@ TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) 
     batch_ = form::startIntBox(group, "transformer.batch", 1, 4096);
     lr_ = form::startDoubleBox(group, "transformer.lr", 1e-5, 1.0, 5, 1e-3);
     seed_ = form::startIntBox(group, "transformer.seed", 0, std::numeric_limits<int>::max());
-    loaded_ = new QLabel(group);
-    loaded_->setObjectName(QStringLiteral("loaded"));
-    loaded_->setWordWrap(true);
-    loaded_->setToolTip(
-        tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
-           "model); editing the task or the architecture starts from a fresh initialization"));
-    loaded_->hide();
-    form->addRow(loaded_);
+    addLoadedNote(group, form,
+                  tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
+                     "model); editing the task or the architecture starts from a fresh initialization"));
     addRow(form, tr("Task"), task_, "transformer.task");
     addRow(form, tr("Architecture"), architecture_, "transformer.architecture");
     addRow(form, tr("λ_OT"), lambda_, "transformer.lambda_ot");
@@ -231,14 +226,14 @@ void TransformerPanel::setConfig(const ot::OtTrainerConfig& c, bool comparison) 
     updateEnabled();
     loadedModel_ = c.model;
     loadedParams_ = c.initialParams;
-    loaded_->setText(tr("<b>Loaded model</b>: task %1, d = %2, %3 blocks, M = %4, λ_OT = %5. Start trains "
-                        "these parameters on.")
-                         .arg(QString::fromUtf8(ot::toString(c.task)))
-                         .arg(c.model.width)
-                         .arg(c.model.blocks)
-                         .arg(c.model.steps)
-                         .arg(c.model.lambdaOt));
-    loaded_->setVisible(bool(loadedParams_));
+    showLoaded(tr("<b>Loaded model</b>: task %1, d = %2, %3 blocks, M = %4, λ_OT = %5. Start trains these "
+                  "parameters on.")
+                   .arg(QString::fromUtf8(ot::toString(c.task)))
+                   .arg(c.model.width)
+                   .arg(c.model.blocks)
+                   .arg(c.model.steps)
+                   .arg(c.model.lambdaOt),
+               bool(loadedParams_));
 }
 
 // The discrete baseline has no ODE, so no transport, steps or horizon.

@@ -72,7 +72,6 @@ class TransformerPanel : public TrainingPanelBase {
     std::shared_ptr<const TransformerSnapshot> snapshot_;
     // A loaded model (MainWindow::openModelFile), kept as the flows' panel keeps one: Start trains these
     // parameters on until the task or an architecture control is edited.
-    QLabel* loaded_ = nullptr;
     ot::TransformerConfig loadedModel_;
     std::shared_ptr<const ot::TransformerParams> loadedParams_;
 };
