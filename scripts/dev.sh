@@ -61,8 +61,9 @@ build() { # build DIR [cmake args...]
 # (FLOWSCOPE_BUILD_GUI=OFF, FLOWSCOPE_BUILD_GPU=OFF: engine, media, CLI and their tests, run under the
 # sanitizers); the GUI without the GPU backends (a machine without EGL) is `nogpu`, compile only. Building its
 # targets would build the whole engine again (the UI's moc step waits for every library it links), so this
-# compiles, with -fsyntax-only and no precompiled headers, just the sources that see FLOWSCOPE_HAVE_GPU or the
-# registry: ui/, app/gui/ and engine/backend/, with the flags CMake gives them (compile_commands.json).
+# compiles, with -fsyntax-only and no precompiled headers, just the sources that see FLOWSCOPE_HAVE_GPU, the
+# registry or the pictures: ui/, render/, app/gui/, the CLI's render (its build without EGL) and engine/backend/,
+# with the flags CMake gives them (compile_commands.json).
 compile_nogpu() {
   local dir=build-nogpu
   grep -qs "CMAKE_CXX_COMPILER:FILEPATH=.*clang" "$dir/CMakeCache.txt" || rm -rf "$dir"
@@ -74,7 +75,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 build, jobs = sys.argv[1], int(sys.argv[2])
 root = os.getcwd()
-wanted = ("/ui/", "/app/gui/", "/engine/backend/")
+wanted = ("/ui/", "/app/gui/", "/app/cli/Render", "/engine/backend/", "/render/")
 entries = [e for e in json.load(open(os.path.join(build, "compile_commands.json")))
            if e["file"].startswith(root + "/") and e["file"][len(root):].startswith(wanted)]
 
