@@ -138,6 +138,14 @@ std::string shellQuote(const std::string& s) {
     return q + "'";
 }
 
+// A SWEEP.json, or the name of a shipped sweep (assets/sweeps/NAME.json) when no such file exists.
+std::string sweepSpecPath(const std::string& arg) {
+    std::error_code ec;
+    if (fs::exists(arg, ec) || arg.find('/') != std::string::npos || arg.ends_with(".json")) return arg;
+    const fs::path shipped = fs::path(FLOWSCOPE_SWEEP_DIR) / (arg + ".json");
+    return fs::exists(shipped, ec) ? shipped.string() : arg;
+}
+
 int slurmScript(const std::string& specArg, const SweepSpec& spec, const std::string& out, int shards,
                 int jobs) {
     const std::string cli = selfPath(), specPath = fs::absolute(specArg).string(),
@@ -216,7 +224,7 @@ int sweep(const Args& raw) {
                                           : int(parseLong(jobsText, "--jobs", 1, 4096));
         const Shard shard = shardOption(shardText);
 
-        const SweepSpec spec = loadSweep(p.positional[0], FLOWSCOPE_PRESET_DIR);
+        const SweepSpec spec = loadSweep(sweepSpecPath(p.positional[0]), FLOWSCOPE_PRESET_DIR);
         if (!printScene.empty()) {
             std::cout << sceneToJson(
                 sweepScene(spec, parseLong(printScene, "--print-scene", 0, spec.runs() - 1)));

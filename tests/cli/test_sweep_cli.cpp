@@ -205,3 +205,51 @@ TEST(SweepCli, SlurmScriptRunsOneShardPerArrayTask) {
     d.run("serial", "--jobs 1");
     EXPECT_EQ(tableBytes(d.dir("serial")), tableBytes(d.dir("slurm")));
 }
+
+namespace {
+
+// Width and height from a PNG's IHDR chunk.
+std::pair<int, int> pngSize(const fs::path& p) {
+    const std::string b = readText(p);
+    EXPECT_GE(b.size(), 24u);
+    EXPECT_EQ(b.substr(1, 3), "PNG");
+    const auto be32 = [&](std::size_t at) {
+        return int((unsigned char)b[at]) << 24 | int((unsigned char)b[at + 1]) << 16 |
+               int((unsigned char)b[at + 2]) << 8 | int((unsigned char)b[at + 3]);
+    };
+    return {be32(16), be32(20)};
+}
+
+} // namespace
+
+TEST(SweepCli, PlotsAHeatmapAndTheFig4Histograms) {
+    SweepDirs d;
+    d.run("heat", "--jobs 2");
+    const CliResult svg = cli("sweep plot " + d.dir("heat").string() +
+                              " --x beta --y v --measure clusters --out " + d.tmp.file("heat.svg"));
+    ASSERT_EQ(svg.code, 0) << svg.out;
+    const std::string text = readText(d.tmp.file("heat.svg"));
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n') > 100, true);
+    for (const char* label :
+         {">beta</text>", ">v</text>", ">clusters</text>", ">-0.5</text>", ">0.25</text>"})
+        EXPECT_NE(text.find(label), std::string::npos) << label;
+    const CliResult bad = cli("sweep plot " + d.dir("heat").string() +
+                              " --x beta --y v --measure clusterz --out " + d.tmp.file("h.png"));
+    EXPECT_EQ(bad.code, 2);
+    EXPECT_NE(bad.out.find("no column \"clusterz\""), std::string::npos) << bad.out;
+
+    // The Fig 4 preset, 4 runs per dimension: one histogram panel per d.
+    nlohmann::ordered_json fig4 =
+        nlohmann::ordered_json::parse(readText(fs::path(FLOWSCOPE_SWEEP_DIR) / "fig4-ranks-softmax.json"));
+    fig4["replicates"] = 4;
+    std::ofstream(d.tmp.file("fig4.json")) << fig4.dump();
+    ASSERT_EQ(cli("sweep " + d.tmp.file("fig4.json") + " --out " + d.dir("fig4").string()).code, 0);
+    const CliResult png =
+        cli("sweep plot " + d.dir("fig4").string() + " --x d --measure rank --out " + d.tmp.file("fig4.png"));
+    ASSERT_EQ(png.code, 0) << png.out;
+    EXPECT_EQ(pngSize(d.tmp.file("fig4.png")), std::make_pair(940, 310));
+    // Prop 2 with V = I: the limit's rank is ceil(d/2) exactly; the 0.1 threshold can only count fewer.
+    const auto rank = flowscope::readNpy((d.dir("fig4") / "rank.npy").string()).data;
+    const auto dim = flowscope::readNpy((d.dir("fig4") / "d.npy").string()).data;
+    for (std::size_t r = 0; r < rank.size(); ++r) EXPECT_LE(rank[r], std::ceil(dim[r] / 2)) << r;
+}

@@ -256,3 +256,14 @@ TEST(Sweep, JournalLinesRoundTripExactlyAndATornLineIsCutOff) {
     EXPECT_THROW(readSweepJournals(dir.str(), spec(withKey("seed", "9"))), OutputError);
     EXPECT_THROW(prepareSweepDir(dir.str(), spec(withKey("seed", "9"))), OutputError);
 }
+
+TEST(Sweep, TheShippedSweepsAreValid) {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(FLOWSCOPE_SWEEP_DIR)) {
+        const SweepSpec s = loadSweep(e.path().string(), FLOWSCOPE_PRESET_DIR);
+        EXPECT_EQ(s.name, e.path().stem().string());
+        EXPECT_NO_THROW(checkSweep(s)) << e.path();
+        ++n;
+    }
+    EXPECT_GE(n, 4);
+}
