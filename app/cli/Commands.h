@@ -31,6 +31,7 @@ int train(const Args& args);
 int sample(const Args& args);
 int density(const Args& args);
 int benchTrain(const Args& args); // bench train
+int benchSweep(const Args& args); // bench sweep (BenchSweep.cpp)
 int trainTransformer(const Args& args);
 int evalTransformer(const Args& args);
 int share(const Args& args);

@@ -98,25 +98,28 @@ FieldFactory openFields(const std::string& id) {
     return [backend](const AttentionSpec& a, int d, Precision p) { return backend->makeField(a, d, p); };
 }
 
-nlohmann::json buildAndMachine(const std::string& backend, int workers, const std::string& schedule) {
+nlohmann::json buildAndMachine(const std::string& backend, int workers, const std::string& schedule,
+                               double seconds) {
     utsname u{};
     ::uname(&u);
     char host[256] = {};
     ::gethostname(host, sizeof host - 1);
-    return {{"build",
-             {{"compiler", __VERSION__},
+    return {
+        {"build",
+         {{"compiler", __VERSION__},
 #ifdef NDEBUG
-              {"assertions", false},
+          {"assertions", false},
 #else
-              {"assertions", true},
+          {"assertions", true},
 #endif
-              {"mpi", sweepMpiBuilt()}}},
-            {"machine",
-             {{"hostname", host},
-              {"os", std::string(u.sysname) + " " + u.release},
-              {"arch", u.machine},
-              {"hardware_threads", std::thread::hardware_concurrency()}}},
-            {"execution", {{"backend", backend}, {"workers", workers}, {"schedule", schedule}}}};
+          {"mpi", sweepMpiBuilt()}}},
+        {"machine",
+         {{"hostname", host},
+          {"os", std::string(u.sysname) + " " + u.release},
+          {"arch", u.machine},
+          {"hardware_threads", std::thread::hardware_concurrency()}}},
+        {"execution",
+         {{"backend", backend}, {"workers", workers}, {"schedule", schedule}, {"wall_seconds", seconds}}}};
 }
 
 // The test hook of the kill-and-resume test: FLOWSCOPE_SWEEP_KILL_AFTER=K sends this process SIGKILL once K
@@ -188,7 +191,7 @@ int merge(const Args& raw) {
                   << "); run the missing shards (or the sweep without --shard) again\n";
         return 1;
     }
-    writeSweepTable(dir, spec, entries, buildAndMachine("merged", 0, "merge"));
+    writeSweepTable(dir, spec, entries, buildAndMachine("merged", 0, "merge", 0));
     std::cerr << "wrote " << dir << "/results.csv (" << spec.runs() << " runs)\n";
     return 0;
 }
@@ -288,7 +291,7 @@ int sweep(const Args& raw) {
                       << out << "\n";
             return 0;
         }
-        writeSweepTable(out, spec, finished, buildAndMachine(backendName, workers, schedule));
+        writeSweepTable(out, spec, finished, buildAndMachine(backendName, workers, schedule, seconds));
         std::cerr << "wrote " << out << "/results.csv, results.json and a .npy per column (" << spec.runs()
                   << " runs)\n";
         return 0;

@@ -170,11 +170,14 @@ std::vector<double> rangeValues(const JsonReader& r) {
     const double from = a[0].number(), to = a[1].number();
     const int count = int(a[2].integer(1, kMaxValues));
     if (log && (from <= 0 || to <= 0)) a.fail("expected from > 0 and to > 0 for a log range");
-    std::vector<double> v;
     if (lin) return linspace(from, to, count);
-    for (double e : linspace(std::log(from), std::log(to), count)) v.push_back(std::exp(e));
-    v.front() = from;
-    v.back() = to;
+    // from * (to/from)^(i/(count-1)), to 15 significant digits: 4, not 3.9999999999999991.
+    std::vector<double> v;
+    for (double e : linspace(0, 1, count)) {
+        char text[32];
+        std::snprintf(text, sizeof text, "%.15g", from * std::pow(to / from, e));
+        v.push_back(std::strtod(text, nullptr));
+    }
     return v;
 }
 
