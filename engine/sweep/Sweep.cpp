@@ -637,6 +637,13 @@ void particleMeasures(const SweepSpec& spec, const Scene& scene, const FieldFact
 
 void momentMeasures(const SweepSpec& spec, const Scene& scene, std::vector<double>& out) {
     const std::vector<MomentTrajectory> all = solveAllMoments(scene, momentOptions(scene));
+    // The smallest time of(tr) over the trajectories that have one; NaN when none has.
+    const auto smallest = [&](const auto& of) {
+        double t = kNaN;
+        for (const MomentTrajectory& tr : all)
+            if (const std::optional<double> v = of(tr); v && !(*v >= t)) t = *v;
+        return t;
+    };
     for (const SweepMeasureSpec& m : spec.measures) {
         switch (m.kind) {
         case SweepMeasure::Outcomes: {
@@ -649,20 +656,14 @@ void momentMeasures(const SweepSpec& spec, const Scene& scene, std::vector<doubl
             out.insert(out.end(), n.begin(), n.end());
             break;
         }
-        case SweepMeasure::TMax: {
-            double t = kNaN;
-            for (const MomentTrajectory& tr : all)
-                if (tr.tMax && !(*tr.tMax >= t)) t = *tr.tMax;
-            out.push_back(t);
+        case SweepMeasure::TMax:
+            out.push_back(smallest([](const MomentTrajectory& tr) { return tr.tMax; }));
             break;
-        }
-        case SweepMeasure::DivergenceTime: {
-            double t = kNaN;
-            for (const MomentTrajectory& tr : all)
-                if (tr.event == MomentEvent::BlowUp && !(tr.eventTime >= t)) t = tr.eventTime;
-            out.push_back(t);
+        case SweepMeasure::DivergenceTime:
+            out.push_back(smallest([](const MomentTrajectory& tr) {
+                return tr.event == MomentEvent::BlowUp ? std::optional<double>(tr.eventTime) : std::nullopt;
+            }));
             break;
-        }
         case SweepMeasure::Rank: {
             const MomentTrajectory& tr = all.front();
             const bool settled = tr.event == MomentEvent::Converged || tr.event == MomentEvent::None;

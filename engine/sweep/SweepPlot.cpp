@@ -1,6 +1,7 @@
 // Flowscope engine: sweep tables as figures (SweepPlot.h).
 #include "engine/sweep/SweepPlot.h"
 
+#include "engine/core/Colormap.h"
 #include "engine/io/JsonReader.h"
 
 #include <algorithm>
@@ -16,25 +17,10 @@ namespace {
 
 constexpr Rgb kInk{30, 30, 30}, kGrey{200, 200, 200}, kWhite{255, 255, 255};
 
-// Viridis at 9 evenly spaced points, interpolated linearly.
 Rgb viridis(double t) {
-    static constexpr std::array<std::array<double, 3>, 9> kStops = {{{68, 1, 84},
-                                                                     {71, 44, 122},
-                                                                     {59, 81, 139},
-                                                                     {44, 113, 142},
-                                                                     {33, 144, 141},
-                                                                     {39, 173, 129},
-                                                                     {92, 200, 99},
-                                                                     {170, 220, 50},
-                                                                     {253, 231, 37}}};
-    t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0) * 8;
-    const int i = std::min(7, int(t));
-    const double f = t - i;
-    Rgb c;
-    c.r = std::uint8_t(std::lround(kStops[i][0] * (1 - f) + kStops[i + 1][0] * f));
-    c.g = std::uint8_t(std::lround(kStops[i][1] * (1 - f) + kStops[i + 1][1] * f));
-    c.b = std::uint8_t(std::lround(kStops[i][2] * (1 - f) + kStops[i + 1][2] * f));
-    return c;
+    const std::array<double, 3> c = viridisRgb(t);
+    return {std::uint8_t(std::lround(255 * c[0])), std::uint8_t(std::lround(255 * c[1])),
+            std::uint8_t(std::lround(255 * c[2]))};
 }
 
 std::string label(double v) {
