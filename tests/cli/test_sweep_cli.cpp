@@ -253,3 +253,14 @@ TEST(SweepCli, PlotsAHeatmapAndTheFig4Histograms) {
     const auto dim = flowscope::readNpy((d.dir("fig4") / "d.npy").string()).data;
     for (std::size_t r = 0; r < rank.size(); ++r) EXPECT_LE(rank[r], std::ceil(dim[r] / 2)) << r;
 }
+
+TEST(SweepCli, GlBackendGivesOneTableOnOneOrTwoWorkers) {
+    SweepDirs d;
+    const CliResult probe =
+        cli("sweep " + d.spec.string() + " --out " + d.dir("gl1").string() + " --backend gl --jobs 1");
+    if (probe.code == 2 && probe.out.find("--backend:") != std::string::npos)
+        GTEST_SKIP() << "no OpenGL backend here: " << probe.out;
+    ASSERT_EQ(probe.code, 0) << probe.out;
+    d.run("gl2", "--backend gl --jobs 2"); // a context of its own on each worker thread
+    EXPECT_EQ(tableBytes(d.dir("gl1")), tableBytes(d.dir("gl2")));
+}
