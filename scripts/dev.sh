@@ -17,6 +17,8 @@ PACKAGES=(
   python3-numpy # tests/python: the NumPy flow reader against the C++ sampler
   zlib1g-dev libpng-dev libavcodec-dev libavformat-dev libswscale-dev libavutil-dev # engine/media: PNG, MP4 (libpng: tests)
   clang libclang-rt-14-dev # the compiler of every build (clang 14); libFuzzer's runtime for tests/fuzz
+  openmpi-bin libopenmpi-dev # flowscope-cli sweep under mpirun (optional: without them the sweep runs on one process)
+  libfreetype-dev # the text of flowscope-cli sweep plot PNGs (optional: without it plots are SVG only)
 )
 
 install_deps() {

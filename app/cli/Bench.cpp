@@ -284,6 +284,7 @@ int benchRun(const Args& args) {
 int bench(const Args& raw) {
     if (!raw.empty() && raw[0] == "train") return benchTrain(Args(raw.begin() + 1, raw.end()));
     if (!raw.empty() && raw[0] == "run") return benchRun(Args(raw.begin() + 1, raw.end()));
+    if (!raw.empty() && raw[0] == "sweep") return benchSweep(Args(raw.begin() + 1, raw.end()));
     ArgParser p(raw);
     const bool json = p.flag("--json");
     const int d = std::stoi(p.option("--d", "2"));

@@ -21,7 +21,9 @@
 
 namespace flowscope::cli {
 
-ArgParser::ArgParser(const Args& args) : args_(args), used_(args.size(), false) {}
+ArgParser::ArgParser(const Args& args) : args_(args), used_(args.size(), false) {
+    collect();
+}
 
 bool ArgParser::flag(const std::string& name) {
     for (std::size_t i = 0; i < args_.size(); ++i)

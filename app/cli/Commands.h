@@ -31,9 +31,15 @@ int train(const Args& args);
 int sample(const Args& args);
 int density(const Args& args);
 int benchTrain(const Args& args); // bench train
+int benchSweep(const Args& args); // bench sweep (BenchSweep.cpp)
 int trainTransformer(const Args& args);
 int evalTransformer(const Args& args);
 int share(const Args& args);
+int sweep(const Args& args); // sweep SWEEP.json, sweep merge, sweep plot (Sweep.cpp, SweepPlot.cpp)
+
+// Inside a catch block: prints the current exception as main does and returns its exit code (2: bad input,
+// 1: runtime failure).
+int reportFailure(const std::string& cmd);
 
 // A SCENE.json positional: a scene file, or a share string in its place (engine/scene/SceneShareString.h; an
 // existing file of that name wins). Throws SceneError or ShareStringError (both exit code 2).

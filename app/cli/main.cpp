@@ -5,6 +5,7 @@
 #include "engine/io/OutputSet.h"
 #include "engine/io/ShareString.h"
 #include "engine/scene/Scene.h"
+#include "engine/sweep/Sweep.h"
 
 #include <algorithm>
 #include <cstring>
@@ -124,6 +125,31 @@ exit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the
 } // namespace
 
 namespace flowscope::cli {
+
+int reportFailure(const std::string& cmd) {
+    try {
+        throw;
+    } catch (const SceneError& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 2;
+    } catch (const SweepError& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 2;
+    } catch (const ShareStringError& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 2;
+    } catch (const OutputError& e) {
+        std::cerr << "flowscope-cli " << cmd << ": " << e.what() << "\n";
+        return 2;
+    } catch (const cli::UsageError& e) {
+        std::cerr << "flowscope-cli " << cmd << ": " << e.what() << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "error: " << e.what() << "\n";
+        return 1;
+    }
+}
+
 int renderCommand(const Args& args);         // Render.cpp
 int renderTrainingCommand(const Args& args); // RenderTraining.cpp: render --view training
 } // namespace flowscope::cli
@@ -148,6 +174,7 @@ int main(int argc, char** argv) {
         if (cmd == "train-transformer") return cli::trainTransformer(args);
         if (cmd == "eval-transformer") return cli::evalTransformer(args);
         if (cmd == "share") return cli::share(args);
+        if (cmd == "sweep") return cli::sweep(args);
         if (cmd == "render") {
             const auto view = std::find(args.begin(), args.end(), "--view");
             const bool training = view != args.end() && view + 1 != args.end() && view[1] == "training";
@@ -156,20 +183,7 @@ int main(int argc, char** argv) {
         std::cerr << "flowscope-cli: unknown command " << quoteForMessage(cmd)
                   << " (see flowscope-cli --help)\n";
         return 2;
-    } catch (const SceneError& e) {
-        std::cerr << "error: " << e.what() << "\n";
-        return 2;
-    } catch (const ShareStringError& e) {
-        std::cerr << "error: " << e.what() << "\n";
-        return 2;
-    } catch (const OutputError& e) {
-        std::cerr << "flowscope-cli " << cmd << ": " << e.what() << "\n";
-        return 2;
-    } catch (const cli::UsageError& e) {
-        std::cerr << "flowscope-cli " << cmd << ": " << e.what() << "\n";
-        return 2;
-    } catch (const std::exception& e) {
-        std::cerr << "error: " << e.what() << "\n";
-        return 1;
+    } catch (...) {
+        return cli::reportFailure(cmd);
     }
 }

@@ -152,4 +152,12 @@ bool insideParallelFor() {
     return tInsideWorker;
 }
 
+InlineParallelFor::InlineParallelFor() : wasInside_(tInsideWorker) {
+    tInsideWorker = true;
+}
+
+InlineParallelFor::~InlineParallelFor() {
+    tInsideWorker = wasInside_;
+}
+
 } // namespace flowscope

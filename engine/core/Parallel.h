@@ -26,4 +26,17 @@ void parallelFor(std::size_t n, std::size_t grain, const std::function<void(std:
 // a parallelFor called from it runs inline, on this thread alone.
 bool insideParallelFor();
 
+// While one lives, every parallelFor called on this thread runs inline, as from a pool worker: a thread that
+// runs whole jobs side by side with others (flowscope-cli sweep's workers) keeps each job on itself.
+class InlineParallelFor {
+  public:
+    InlineParallelFor();
+    ~InlineParallelFor();
+    InlineParallelFor(const InlineParallelFor&) = delete;
+    InlineParallelFor& operator=(const InlineParallelFor&) = delete;
+
+  private:
+    bool wasInside_;
+};
+
 } // namespace flowscope

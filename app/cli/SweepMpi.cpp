@@ -1,0 +1,194 @@
+// flowscope-cli sweep on MPI ranks (SweepMpi.h).
+#include "SweepMpi.h"
+
+#include "Commands.h"
+
+#include "engine/core/Parallel.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#ifdef FLOWSCOPE_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace flowscope::cli {
+
+namespace {
+
+// The world size an MPI launcher gave this process (OpenMPI, MPICH/PMI, PMIx), 1 when none did.
+int launcherSize() {
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+        if (const char* v = std::getenv(name)) return std::max(1, std::atoi(v));
+    return 1;
+}
+
+#ifdef FLOWSCOPE_HAVE_MPI
+constexpr int kTagResult = 1; // worker -> 0: "" (first request) or the journal line of its last run
+constexpr int kTagError = 2;  // worker -> 0: why it failed
+constexpr int kTagAssign = 3; // 0 -> worker: the run to do (long long), -1: stop
+
+void sendText(const std::string& text, int tag) {
+    MPI_Send(text.data(), int(text.size()), MPI_CHAR, 0, tag, MPI_COMM_WORLD);
+}
+
+long long receiveAssignment() {
+    long long run = -1;
+    MPI_Recv(&run, 1, MPI_LONG_LONG, 0, kTagAssign, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return run;
+}
+#endif
+
+} // namespace
+
+bool sweepMpiBuilt() {
+#ifdef FLOWSCOPE_HAVE_MPI
+    return true;
+#else
+    return false;
+#endif
+}
+
+SweepMpi::SweepMpi() {
+    if (launcherSize() <= 1) return;
+#ifdef FLOWSCOPE_HAVE_MPI
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    initialised_ = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+#else
+    throw UsageError("started as one of " + std::to_string(launcherSize()) +
+                     " MPI ranks, but this flowscope-cli was built without MPI (install libopenmpi-dev and "
+                     "rebuild; or run the sweep without mpirun, or as a Slurm array with --shard)");
+#endif
+}
+
+SweepMpi::~SweepMpi() {
+#ifdef FLOWSCOPE_HAVE_MPI
+    if (initialised_) MPI_Finalize();
+#endif
+}
+
+int SweepMpi::guard(const std::function<int()>& body) {
+    if (size_ <= 1) return body();
+    try {
+        return body();
+    } catch (...) {
+#ifdef FLOWSCOPE_HAVE_MPI
+        if (rank_ == 0) {
+            const int code = reportFailure("sweep");
+            std::cerr << std::flush;
+            MPI_Abort(MPI_COMM_WORLD, code);
+            return code;
+        }
+        // Rank 0 fails the same way on a bad spec and aborts everyone; else it reports this and stops.
+        std::string why = "rank " + std::to_string(rank_) + ": ";
+        try {
+            throw;
+        } catch (const std::exception& e) {
+            why += e.what();
+        } catch (...) {
+            why += "unknown error";
+        }
+        if (!serving_) {
+            sendText(why, kTagError);
+            (void)receiveAssignment();
+        }
+        return 1;
+#else
+        throw;
+#endif
+    }
+}
+
+void SweepMpi::serve(const SweepSpec& spec, SweepQueue& queue, int threads,
+                     const std::function<FieldFactory()>& fields,
+                     const std::function<void(const SweepJournalEntry&)>& done) {
+#ifdef FLOWSCOPE_HAVE_MPI
+    std::mutex doneMutex;
+    std::exception_ptr failure;
+    const auto record = [&](const SweepJournalEntry& e) {
+        std::lock_guard lock(doneMutex);
+        done(e);
+    };
+    std::thread local([&] {
+        try {
+            runSweepThreads(spec, queue, threads, 0, fields, record);
+        } catch (...) {
+            queue.stop();
+            std::lock_guard lock(doneMutex);
+            if (!failure) failure = std::current_exception();
+        }
+    });
+    const std::size_t measures = spec.measureColumns().size();
+    int active = size_ - 1;
+    std::string buffer;
+    while (active > 0) {
+        int flag = 0;
+        MPI_Status status;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+        if (!flag) {
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+            continue;
+        }
+        int count = 0;
+        MPI_Get_count(&status, MPI_CHAR, &count);
+        buffer.assign(std::size_t(count), '\0');
+        MPI_Recv(buffer.data(), count, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        std::optional<long> next;
+        if (status.MPI_TAG == kTagError) {
+            queue.stop();
+            std::lock_guard lock(doneMutex);
+            if (!failure) failure = std::make_exception_ptr(std::runtime_error(buffer));
+        } else {
+            try {
+                if (!buffer.empty()) record(parseSweepJournalLine(buffer, measures));
+                next = queue.next(threads + status.MPI_SOURCE - 1);
+            } catch (...) {
+                queue.stop();
+                std::lock_guard lock(doneMutex);
+                if (!failure) failure = std::current_exception();
+            }
+        }
+        const long long run = next ? *next : -1;
+        MPI_Send(&run, 1, MPI_LONG_LONG, status.MPI_SOURCE, kTagAssign, MPI_COMM_WORLD);
+        if (!next) --active;
+    }
+    local.join();
+    if (failure) std::rethrow_exception(failure);
+#else
+    runSweepThreads(spec, queue, threads, 0, fields, done);
+#endif
+}
+
+void SweepMpi::work(const SweepSpec& spec, int threads, const std::function<FieldFactory()>& fields) {
+#ifdef FLOWSCOPE_HAVE_MPI
+    serving_ = true; // from here on this rank's failures go to rank 0 as messages
+    setThreadCount(threads);
+    std::string line;
+    try {
+        const FieldFactory makeField = fields();
+        for (;;) {
+            sendText(line, kTagResult);
+            const long long run = receiveAssignment();
+            if (run < 0) return;
+            line = sweepJournalLine(timedSweepRun(spec, long(run), makeField));
+        }
+    } catch (const std::exception& e) {
+        sendText("rank " + std::to_string(rank_) + ": " + e.what(), kTagError);
+        (void)receiveAssignment();
+    }
+#else
+    (void)spec;
+    (void)threads;
+    (void)fields;
+#endif
+}
+
+} // namespace flowscope::cli

@@ -1,0 +1,217 @@
+// Flowscope engine: sweep tables as figures (SweepPlot.h).
+#include "engine/sweep/SweepPlot.h"
+
+#include "engine/core/Colormap.h"
+#include "engine/io/JsonReader.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+namespace flowscope {
+
+namespace {
+
+constexpr Rgb kInk{30, 30, 30}, kGrey{200, 200, 200}, kWhite{255, 255, 255};
+
+Rgb viridis(double t) {
+    const std::array<double, 3> c = viridisRgb(t);
+    return {std::uint8_t(std::lround(255 * c[0])), std::uint8_t(std::lround(255 * c[1])),
+            std::uint8_t(std::lround(255 * c[2]))};
+}
+
+std::string label(double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+    return buf;
+}
+
+// The distinct values of a column, ascending.
+std::vector<double> levels(const std::vector<double>& column) {
+    std::vector<double> v;
+    for (double x : column)
+        if (!std::isnan(x)) v.push_back(x);
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+}
+
+std::size_t indexOf(const std::vector<double>& levels, double v) {
+    return std::size_t(std::lower_bound(levels.begin(), levels.end(), v) - levels.begin());
+}
+
+std::string titleOf(const SweepTable& t) {
+    const std::string name = t.record.contains("sweep") ? t.record["sweep"].value("name", "") : "";
+    return name.empty() ? "sweep" : name;
+}
+
+void text(Figure& f, double x, double y, const std::string& s, double size,
+          Figure::Anchor a = Figure::Anchor::Start) {
+    f.texts.push_back({x, y, s, size, a, kInk});
+}
+
+} // namespace
+
+Figure sweepHeatmap(const SweepTable& table, const std::string& x, const std::string& y,
+                    const std::string& measure) {
+    const std::vector<double>&xs = table.column(x), &ys = table.column(y), &ms = table.column(measure);
+    const std::vector<double> xl = levels(xs), yl = levels(ys);
+    const std::size_t nx = xl.size(), ny = yl.size();
+    std::vector<double> sum(nx * ny, 0.0), count(nx * ny, 0.0), prop2(nx * ny, 0.0), prop2n(nx * ny, 0.0);
+    const std::vector<double>* blowUp = nullptr;
+    for (std::size_t c = 0; c < table.columns.size(); ++c)
+        if (table.columns[c] == "prop2_blow_up") blowUp = &table.values[c];
+    for (std::size_t r = 0; r < ms.size(); ++r) {
+        if (std::isnan(xs[r]) || std::isnan(ys[r])) continue;
+        const std::size_t k = indexOf(yl, ys[r]) * nx + indexOf(xl, xs[r]);
+        if (!std::isnan(ms[r])) {
+            sum[k] += ms[r];
+            count[k] += 1;
+        }
+        if (blowUp && !std::isnan((*blowUp)[r])) {
+            prop2[k] += (*blowUp)[r];
+            prop2n[k] += 1;
+        }
+    }
+    double lo = INFINITY, hi = -INFINITY;
+    for (std::size_t k = 0; k < sum.size(); ++k)
+        if (count[k] > 0) {
+            lo = std::min(lo, sum[k] / count[k]);
+            hi = std::max(hi, sum[k] / count[k]);
+        }
+    if (!(lo <= hi)) lo = hi = 0;
+    const double span = hi > lo ? hi - lo : 1;
+
+    Figure f;
+    f.width = 760;
+    f.height = 600;
+    const double left = 90, right = 130, top = 56, bottom = 70;
+    const double pw = f.width - left - right, ph = f.height - top - bottom;
+    const double cw = pw / double(nx), ch = ph / double(ny);
+    for (std::size_t j = 0; j < ny; ++j)
+        for (std::size_t i = 0; i < nx; ++i) {
+            const std::size_t k = j * nx + i;
+            const Rgb c = count[k] > 0 ? viridis((sum[k] / count[k] - lo) / span) : kGrey;
+            f.rects.push_back({left + double(i) * cw, top + ph - double(j + 1) * ch, cw + 0.5, ch + 0.5, c});
+        }
+    // Prop 2's predicted boundary: edges between cells of different predicted regimes.
+    bool boundary = false;
+    if (blowUp) {
+        const auto regime = [&](std::size_t i, std::size_t j) {
+            const std::size_t k = j * nx + i;
+            return prop2n[k] > 0 ? (prop2[k] / prop2n[k] >= 0.5 ? 1 : 0) : -1;
+        };
+        for (std::size_t j = 0; j < ny; ++j)
+            for (std::size_t i = 0; i < nx; ++i) {
+                const int a = regime(i, j);
+                if (a < 0) continue;
+                const double x0 = left + double(i) * cw, y0 = top + ph - double(j + 1) * ch;
+                if (i + 1 < nx && regime(i + 1, j) >= 0 && regime(i + 1, j) != a) {
+                    f.lines.push_back({x0 + cw, y0, x0 + cw, y0 + ch, kWhite, 3});
+                    boundary = true;
+                }
+                if (j + 1 < ny && regime(i, j + 1) >= 0 && regime(i, j + 1) != a) {
+                    f.lines.push_back({x0, y0, x0 + cw, y0, kWhite, 3});
+                    boundary = true;
+                }
+            }
+    }
+    // Frame, ticks (at most ~10 labels an axis) and labels.
+    f.lines.push_back({left, top, left, top + ph, kInk, 1});
+    f.lines.push_back({left, top + ph, left + pw, top + ph, kInk, 1});
+    const std::size_t xStep = (nx + 9) / 10, yStep = (ny + 9) / 10;
+    for (std::size_t i = 0; i < nx; i += xStep) {
+        const double cx = left + (double(i) + 0.5) * cw;
+        f.lines.push_back({cx, top + ph, cx, top + ph + 5, kInk, 1});
+        text(f, cx, top + ph + 20, label(xl[i]), 12, Figure::Anchor::Middle);
+    }
+    for (std::size_t j = 0; j < ny; j += yStep) {
+        const double cy = top + ph - (double(j) + 0.5) * ch;
+        f.lines.push_back({left - 5, cy, left, cy, kInk, 1});
+        text(f, left - 8, cy + 4, label(yl[j]), 12, Figure::Anchor::End);
+    }
+    text(f, left + pw / 2, f.height - 22, x, 15, Figure::Anchor::Middle);
+    text(f, left - 8, top - 10, y, 15, Figure::Anchor::End);
+    text(f, left + pw / 2, 30, titleOf(table) + ": " + measure + " (mean per cell)", 17,
+         Figure::Anchor::Middle);
+    // Colour bar.
+    const double bx = left + pw + 30, bw = 22;
+    const int steps = 100;
+    for (int s = 0; s < steps; ++s)
+        f.rects.push_back(
+            {bx, top + ph * (1 - double(s + 1) / steps), bw, ph / steps + 0.5, viridis((s + 0.5) / steps)});
+    f.lines.push_back({bx, top, bx + bw, top, kInk, 1});
+    f.lines.push_back({bx, top + ph, bx + bw, top + ph, kInk, 1});
+    for (int s = 0; s <= 4; ++s) {
+        const double v = lo + (hi - lo) * s / 4, yy = top + ph * (1 - s / 4.0);
+        f.lines.push_back({bx + bw, yy, bx + bw + 5, yy, kInk, 1});
+        text(f, bx + bw + 8, yy + 4, label(v), 12);
+    }
+    text(f, bx + bw / 2, top - 10, measure, 13, Figure::Anchor::Middle);
+    if (blowUp)
+        text(f, left + pw, top + ph + 40,
+             boundary ? "white: Prop 2's blow-up boundary" : "Prop 2: one regime in every cell", 11,
+             Figure::Anchor::End);
+    return f;
+}
+
+Figure sweepHistograms(const SweepTable& table, const std::string& x, const std::string& measure) {
+    const std::vector<double>& ms = table.column(measure);
+    const std::vector<double>* xs = x.empty() ? nullptr : &table.column(x);
+    const std::vector<double> panels = xs ? levels(*xs) : std::vector<double>{0};
+    if (panels.size() > 12)
+        throw std::invalid_argument("--x " + x + ": " + std::to_string(panels.size()) +
+                                    " values, more panels than 12");
+    const std::vector<double> all = levels(ms);
+    const bool integral =
+        !all.empty() && all.size() <= 64 &&
+        std::all_of(all.begin(), all.end(), [](double v) { return std::isfinite(v) && v == std::round(v); });
+    const double lo = all.empty() ? 0 : (integral ? std::min(0.0, all.front()) : all.front());
+    const double hi = all.empty() ? 1 : all.back();
+    const int bins = integral ? int(hi - lo) + 1 : 20;
+    const double width = integral ? 1 : (hi > lo ? (hi - lo) / bins : 1);
+
+    Figure f;
+    const int cols = int(std::min<std::size_t>(panels.size(), 3)), rows = int((panels.size() + 2) / 3);
+    f.width = 300 * cols + 40;
+    f.height = 250 * rows + 60;
+    text(f, f.width / 2.0, 28, titleOf(table) + ": " + measure, 17, Figure::Anchor::Middle);
+    for (std::size_t p = 0; p < panels.size(); ++p) {
+        std::vector<long> count(std::size_t(bins), 0);
+        long excluded = 0;
+        for (std::size_t r = 0; r < ms.size(); ++r) {
+            if (xs && (*xs)[r] != panels[p]) continue;
+            if (!std::isfinite(ms[r])) {
+                ++excluded;
+                continue;
+            }
+            const double at = (ms[r] - lo) / width;
+            count[std::size_t(std::clamp(int(integral ? std::round(at) : std::floor(at)), 0, bins - 1))] += 1;
+        }
+        const long most = std::max<long>(1, *std::max_element(count.begin(), count.end()));
+        const double ox = 50 + 300.0 * double(p % 3), oy = 60 + 250.0 * double(p / 3);
+        const double pw = 240, ph = 160, bw = pw / bins;
+        for (int b = 0; b < bins; ++b) {
+            const double h = ph * double(count[std::size_t(b)]) / double(most);
+            f.rects.push_back({ox + b * bw + 1, oy + ph - h, bw - 2, h, viridis(0.35)});
+            if (count[std::size_t(b)] > 0)
+                text(f, ox + (b + 0.5) * bw, oy + ph - h - 4, std::to_string(count[std::size_t(b)]), 10,
+                     Figure::Anchor::Middle);
+            if (integral || b % 4 == 0)
+                text(f, ox + (integral ? (b + 0.5) * bw : b * bw), oy + ph + 16, label(lo + b * width), 11,
+                     Figure::Anchor::Middle);
+        }
+        f.lines.push_back({ox, oy + ph, ox + pw, oy + ph, kInk, 1});
+        f.lines.push_back({ox, oy, ox, oy + ph, kInk, 1});
+        std::string title = xs ? x + " = " + label(panels[p]) : measure;
+        if (excluded) title += " (" + std::to_string(excluded) + " without a value)";
+        text(f, ox + pw / 2, oy - 8, title, 13, Figure::Anchor::Middle);
+        text(f, ox + pw / 2, oy + ph + 34, measure, 12, Figure::Anchor::Middle);
+    }
+    return f;
+}
+
+} // namespace flowscope

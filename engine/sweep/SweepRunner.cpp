@@ -1,0 +1,82 @@
+// Flowscope engine: a sweep's runs on this process's threads (SweepRunner.h).
+#include "engine/sweep/SweepRunner.h"
+
+#include "engine/core/Parallel.h"
+
+#include <chrono>
+#include <exception>
+#include <thread>
+
+namespace flowscope {
+
+SweepQueue::SweepQueue(std::vector<long> pending, int workers, bool dynamic)
+    : pending_(std::move(pending)), workers_(std::max(1, workers)), dynamic_(dynamic) {
+    for (int w = 0; w < workers_; ++w) nextOf_.push_back(std::size_t(w));
+}
+
+std::optional<long> SweepQueue::next(int worker) {
+    std::lock_guard lock(mutex_);
+    if (stopped_) return std::nullopt;
+    std::size_t& k = dynamic_ ? next_ : nextOf_[std::size_t(worker % workers_)];
+    if (k >= pending_.size()) return std::nullopt;
+    const long run = pending_[k];
+    k += dynamic_ ? 1 : std::size_t(workers_);
+    return run;
+}
+
+void SweepQueue::stop() {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+}
+
+std::vector<long> pendingRuns(const SweepSpec& spec, const std::map<long, SweepJournalEntry>& finished,
+                              int shard, int shards) {
+    std::vector<long> pending;
+    for (long r = shard - 1; r < spec.runs(); r += shards)
+        if (!finished.count(r)) pending.push_back(r);
+    return pending;
+}
+
+SweepJournalEntry timedSweepRun(const SweepSpec& spec, long run, const FieldFactory& makeField) {
+    const auto start = std::chrono::steady_clock::now();
+    SweepJournalEntry e;
+    e.run = run;
+    e.result = runSweepRun(spec, run, makeField);
+    e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return e;
+}
+
+void runSweepThreads(const SweepSpec& spec, SweepQueue& queue, int threads, int firstWorker,
+                     const std::function<FieldFactory()>& openField,
+                     const std::function<void(const SweepJournalEntry&)>& done) {
+    std::mutex doneMutex;
+    std::exception_ptr failure;
+    const auto work = [&](int worker) {
+        try {
+            const FieldFactory makeField = openField ? openField() : FieldFactory{};
+            while (const std::optional<long> run = queue.next(worker)) {
+                const SweepJournalEntry e = timedSweepRun(spec, *run, makeField);
+                std::lock_guard lock(doneMutex);
+                done(e);
+            }
+        } catch (...) {
+            queue.stop();
+            std::lock_guard lock(doneMutex);
+            if (!failure) failure = std::current_exception();
+        }
+    };
+    if (threads <= 1) {
+        work(firstWorker);
+    } else {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] {
+                const InlineParallelFor inlineLoops;
+                work(firstWorker + t);
+            });
+        for (std::thread& t : pool) t.join();
+    }
+    if (failure) std::rethrow_exception(failure);
+}
+
+} // namespace flowscope

@@ -1,0 +1,82 @@
+// Flowscope engine: a sweep's directory, its journals and its table (docs/sweeps.md, "Files").
+//
+//   DIR/sweep.json             the canonical spec (its base scene resolved), written once; a run in a DIR of
+//                              another spec is refused
+//   DIR/journal/<name>.jsonl   one line a finished run, appended with one write(2) and fdatasync'ed: a header
+//                              line {"sweep": hash, ...}, then {"run": r, "valid": 1, "measures": [...],
+//                              "seconds": s}. A process killed mid-line leaves a torn last line, which the
+//                              next opener cuts off; so a kill loses only the runs in flight. Each process
+//                              appends to its own journal ("all", or "shard-I-of-N"), locked with flock(2).
+//   DIR/results.csv            the table: one row a run, in run order, numbers as %.17g ("nan")
+//   DIR/<column>.npy           each column as float64 (runs,)
+//   DIR/results.json           the record: the spec, the columns, the build and the machine
+// The table's files are one OutputSet (engine/io/OutputSet.h): all of them or none.
+#pragma once
+
+#include "engine/sweep/Sweep.h"
+
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace flowscope {
+
+// Creates DIR (its parent must exist) and DIR/journal, and writes DIR/sweep.json, or checks that the one
+// there is this spec's. Throws OutputError("--out", ...).
+void prepareSweepDir(const std::string& dir, const SweepSpec& spec);
+
+// The spec a sweep directory holds (DIR/sweep.json). Throws SweepError / OutputError("DIR", ...).
+SweepSpec loadSweepDir(const std::string& dir);
+
+struct SweepJournalEntry {
+    long run = 0;
+    SweepRunResult result;
+    double seconds = 0; // the run's wall time (not in the table)
+};
+
+// One process's journal, open for appending. Thread-safe.
+class SweepJournal {
+  public:
+    // Opens (creating) DIR/journal/<name>.jsonl, locks it, cuts a torn last line, writes the header when new.
+    // Throws OutputError("--out", ...) when another process holds it or it is of another spec.
+    SweepJournal(const std::string& dir, const std::string& name, const SweepSpec& spec);
+    ~SweepJournal();
+    SweepJournal(const SweepJournal&) = delete;
+    SweepJournal& operator=(const SweepJournal&) = delete;
+
+    // Appends one line and waits until it is on disk. Throws std::runtime_error when it cannot.
+    void append(const SweepJournalEntry& entry);
+    const std::string& path() const { return path_; }
+
+  private:
+    std::string path_;
+    int fd_ = -1;
+    std::mutex mutex_;
+};
+
+// A journal line and back (numbers exactly; NaN and infinities as strings).
+std::string sweepJournalLine(const SweepJournalEntry& entry);
+SweepJournalEntry parseSweepJournalLine(const std::string& line, std::size_t measures); // std::runtime_error
+
+// Every finished run in DIR/journal/*.jsonl (the first line of a run wins; torn last lines are skipped).
+// Throws OutputError("--out", ...) for a journal of another spec.
+std::map<long, SweepJournalEntry> readSweepJournals(const std::string& dir, const SweepSpec& spec);
+
+// Writes the table of `entries` (every run of the spec) as one set; `record` is merged into results.json.
+// Throws std::logic_error when a run is missing.
+void writeSweepTable(const std::string& dir, const SweepSpec& spec,
+                     const std::map<long, SweepJournalEntry>& entries, const nlohmann::json& record);
+
+// The table of a finished sweep, by column (results.json's columns, DIR/<column>.npy).
+struct SweepTable {
+    std::vector<std::string> columns;
+    std::vector<std::vector<double>> values; // values[c][row]
+    nlohmann::json record;
+    // The column named `name`, or throws std::invalid_argument listing the columns.
+    const std::vector<double>& column(const std::string& name) const;
+};
+SweepTable readSweepTable(const std::string& dir);
+
+} // namespace flowscope
