@@ -1,5 +1,7 @@
 #include "render/picture/Theme.h"
 
+#include <utility>
+
 namespace flowscope {
 
 PlotStyle plotStyle(ThemeKind kind) {
@@ -18,26 +20,31 @@ QPalette themePalette(ThemeKind kind) {
     const QColor base = dark ? QColor(0x1a, 0x1c, 0x21) : QColor(0xff, 0xff, 0xff);
     const QColor text = dark ? QColor(0xe6, 0xe8, 0xee) : QColor(0x1d, 0x20, 0x26);
     const QColor accent(0x3d, 0x8b, 0xd9), muted(0x80, 0x86, 0x93);
+    const QColor white(Qt::white);
+    // Each role's colour; the disabled text roles are muted below.
+    const std::pair<QPalette::ColorRole, QColor> roles[] = {
+        {QPalette::Window, window},
+        {QPalette::WindowText, text},
+        {QPalette::Base, base},
+        {QPalette::AlternateBase, window},
+        {QPalette::ToolTipBase, base},
+        {QPalette::ToolTipText, text},
+        {QPalette::PlaceholderText, muted},
+        {QPalette::Text, text},
+        {QPalette::Button, dark ? window.lighter(115) : window.lighter(104)},
+        {QPalette::ButtonText, text},
+        {QPalette::BrightText, white},
+        {QPalette::Highlight, accent},
+        {QPalette::HighlightedText, white},
+        {QPalette::Link, accent.lighter(130)},
+        {QPalette::Light, dark ? window.lighter(150) : white},
+        {QPalette::Midlight, dark ? window.lighter(125) : window.lighter(103)},
+        {QPalette::Mid, window.darker(120)},
+        {QPalette::Dark, window.darker(150)},
+        {QPalette::Shadow, dark ? QColor(Qt::black) : window.darker(200)},
+    };
     QPalette p;
-    p.setColor(QPalette::Window, window);
-    p.setColor(QPalette::WindowText, text);
-    p.setColor(QPalette::Base, base);
-    p.setColor(QPalette::AlternateBase, window);
-    p.setColor(QPalette::ToolTipBase, base);
-    p.setColor(QPalette::ToolTipText, text);
-    p.setColor(QPalette::PlaceholderText, muted);
-    p.setColor(QPalette::Text, text);
-    p.setColor(QPalette::Button, dark ? window.lighter(115) : window.lighter(104));
-    p.setColor(QPalette::ButtonText, text);
-    p.setColor(QPalette::BrightText, Qt::white);
-    p.setColor(QPalette::Highlight, accent);
-    p.setColor(QPalette::HighlightedText, Qt::white);
-    p.setColor(QPalette::Link, accent.lighter(130));
-    p.setColor(QPalette::Light, dark ? window.lighter(150) : QColor(Qt::white));
-    p.setColor(QPalette::Midlight, dark ? window.lighter(125) : window.lighter(103));
-    p.setColor(QPalette::Mid, window.darker(120));
-    p.setColor(QPalette::Dark, window.darker(150));
-    p.setColor(QPalette::Shadow, dark ? QColor(Qt::black) : window.darker(200));
+    for (const auto& [role, color] : roles) p.setColor(role, color);
     for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
         p.setColor(QPalette::Disabled, role, muted);
     return p;
