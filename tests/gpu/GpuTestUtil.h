@@ -18,11 +18,14 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace flowscope {
@@ -35,21 +38,23 @@ namespace flowscope::test {
 GlContext* gpuContext();
 const std::string& gpuUnavailable();
 
-#define FLOWSCOPE_REQUIRE_GPU()                                                                              \
+// Skips the test when `available` is null, saying `what` is missing and why.
+#define FLOWSCOPE_SKIP_UNLESS_AVAILABLE_(available, what, why)                                               \
     do {                                                                                                     \
-        if (!::flowscope::test::gpuContext())                                                                \
-            GTEST_SKIP() << "no OpenGL 4.3 compute context: " << ::flowscope::test::gpuUnavailable();        \
+        if (!(available)) GTEST_SKIP() << what << ": " << why;                                               \
     } while (0)
+
+#define FLOWSCOPE_REQUIRE_GPU()                                                                              \
+    FLOWSCOPE_SKIP_UNLESS_AVAILABLE_(::flowscope::test::gpuContext(), "no OpenGL 4.3 compute context",       \
+                                     ::flowscope::test::gpuUnavailable())
 
 // The run's Vulkan device, or null (then vkUnavailable() says why: no loader, no device, or not built).
 VkContext* vkContext();
 const std::string& vkUnavailable();
 
 #define FLOWSCOPE_REQUIRE_VULKAN()                                                                           \
-    do {                                                                                                     \
-        if (!::flowscope::test::vkContext())                                                                 \
-            GTEST_SKIP() << "no Vulkan compute device: " << ::flowscope::test::vkUnavailable();              \
-    } while (0)
+    FLOWSCOPE_SKIP_UNLESS_AVAILABLE_(::flowscope::test::vkContext(), "no Vulkan compute device",             \
+                                     ::flowscope::test::vkUnavailable())
 
 // The GPU backends a test can be parameterized by.
 enum class GpuBackendKind { Gl, Vulkan };
@@ -71,6 +76,14 @@ inline std::string backendParamName(const ::testing::TestParamInfo<GpuBackendKin
         else                                                                                                 \
             FLOWSCOPE_REQUIRE_VULKAN();                                                                      \
     } while (0)
+
+// A test parameterized by the backend: skipped (in SetUp) where `backend` has no context or device here.
+class GpuBackendTest : public ::testing::TestWithParam<GpuBackendKind> {
+  protected:
+    void SetUp() override { FLOWSCOPE_REQUIRE_BACKEND(backend); }
+
+    const GpuBackendKind backend = GetParam();
+};
 
 // The backend's kernel field (GlKernelField or VkKernelField, no sphere projection), on the run's context or
 // device: call FLOWSCOPE_REQUIRE_BACKEND(b) first.
@@ -197,6 +210,28 @@ inline TrajectoryErrors trajectoryErrors(const AttentionSpec& spec, VelocityFiel
     return e;
 }
 
+// Softmax attention, random Q, K and V = I + small random part (clustering, not blowing up), d = 2.
+inline AttentionSpec trajectorySpec(std::mt19937_64& rng) {
+    AttentionSpec spec;
+    spec.heads = {HeadParams{Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.3),
+                             Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.3),
+                             Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.2)}};
+    spec.beta = 2.0;
+    return spec;
+}
+
+// n random tokens in d = 2 (unit normal entries), then a trajectorySpec for them, drawn in that order from
+// one generator seeded by `seed`.
+struct TrajectoryProblem {
+    Tokens X;
+    AttentionSpec spec;
+};
+inline TrajectoryProblem trajectoryProblem(int n, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    Tokens X = randomMatrix(n, 2, rng, 1.0);
+    return {std::move(X), trajectorySpec(rng)};
+}
+
 // The agreement sweep every GPU backend runs against the CPU float64 reference (criterion: the backend's
 // float32 error is at most twice the CPU float32 error, plus sweepFloor; see test_gpu_kernel_field.cpp).
 struct SweepVariant {
@@ -260,6 +295,29 @@ inline AttentionSpec sweepSpec(const SweepVariant& v, int d, const Tokens& X, st
             scaleQueries(spec, f);
     }
     return spec;
+}
+
+// The agreement sweeps' parameter: backend, variant index, N, d.
+using SweepParam = std::tuple<GpuBackendKind, int, int, int>;
+
+// The fixture of an agreement sweep over a table of variants: the case's parameter (skipped where the backend
+// is missing), its tokens X (N x d, unit normal entries) and the generator that drew them, seeded from
+// `kSeedBase` and the case, for the variant's spec to draw from next.
+template <unsigned kSeedBase> class GpuSweepTest : public ::testing::TestWithParam<SweepParam> {
+  protected:
+    void SetUp() override { FLOWSCOPE_REQUIRE_BACKEND(backend); }
+
+    const GpuBackendKind backend = std::get<0>(GetParam());
+    const int vi = std::get<1>(GetParam()), n = std::get<2>(GetParam()), d = std::get<3>(GetParam());
+    std::mt19937_64 rng{kSeedBase + 1000u * unsigned(vi) + 10u * unsigned(n) + unsigned(d)};
+    const Tokens X = randomMatrix(n, d, rng, 1.0);
+};
+
+// A sweep case's test name, backend_variant_N<n>_d<d>, the variant named by `variants`.
+template <const auto& variants> std::string sweepCaseName(const ::testing::TestParamInfo<SweepParam>& info) {
+    const auto [backend, vi, n, d] = info.param;
+    return std::string(backendName(backend)) + "_" + variants[vi].name + "_N" + std::to_string(n) + "_d" +
+           std::to_string(d);
 }
 
 // The criterion's absolute floor: 4 float32 ulps of the largest velocity (for a CPU float32 that happens to

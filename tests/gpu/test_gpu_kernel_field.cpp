@@ -32,16 +32,10 @@ Tokens gpuVelocity(GpuBackendKind backend, const AttentionSpec& spec, int d, con
     return V;
 }
 
-using Param = std::tuple<GpuBackendKind, int, int, int>; // backend, variant index, N, d
-
-class GpuKernelAgreement : public ::testing::TestWithParam<Param> {};
+using GpuKernelAgreement = GpuSweepTest<0x5eed0000u>;
 
 TEST_P(GpuKernelAgreement, WithinTwiceTheCpuFloat32Error) {
-    const auto [backend, vi, n, d] = GetParam();
-    FLOWSCOPE_REQUIRE_BACKEND(backend);
     const SweepVariant& v = kSweepVariants[vi];
-    std::mt19937_64 rng(0x5eed0000u + 1000u * unsigned(vi) + 10u * unsigned(n) + unsigned(d));
-    const Tokens X = randomMatrix(n, d, rng, 1.0);
     const AttentionSpec spec = sweepSpec(v, d, X, rng);
 
     Tokens v64, v32;
@@ -82,27 +76,19 @@ TEST_P(GpuKernelAgreement, WithinTwiceTheCpuFloat32Error) {
     RecordProperty("cpu_f32_error", std::to_string(err32));
 }
 
-std::string caseName(const ::testing::TestParamInfo<Param>& info) {
-    const auto [backend, vi, n, d] = info.param;
-    return std::string(backendName(backend)) + "_" + kSweepVariants[vi].name + "_N" + std::to_string(n) +
-           "_d" + std::to_string(d);
-}
-
 INSTANTIATE_TEST_SUITE_P(Variants, GpuKernelAgreement,
                          ::testing::Combine(::testing::ValuesIn(kGpuBackends),
                                             ::testing::Range(0, int(std::size(kSweepVariants))),
                                             ::testing::Values(1, 2, 63, 64, 65, 257, 1000),
                                             ::testing::Values(1, 2, 3, 8)),
-                         caseName);
+                         sweepCaseName<kSweepVariants>);
 
-class GpuKernelField : public ::testing::TestWithParam<GpuBackendKind> {};
+class GpuKernelField : public GpuBackendTest {};
 
 // A record's one pass on the device (the kernel's ENTROPY knob): the entropies H_i = log den_i - e_i / den_i
 // and the energy from the rows' log-sum-exps, against the CPU float64 passes, within twice the CPU float32
 // error plus the float32 floor of docs/observables.md, on both shader paths and across tile boundaries.
 TEST_P(GpuKernelField, RecordPassEntropiesAndEnergyMatchTheFloat64Passes) {
-    const GpuBackendKind backend = GetParam();
-    FLOWSCOPE_REQUIRE_BACKEND(backend);
     std::mt19937_64 rng(77);
     for (const bool masked : {false, true})
         for (const int n : {1, 63, 65, 1000, 3000})
@@ -144,8 +130,6 @@ TEST_P(GpuKernelField, RecordPassEntropiesAndEnergyMatchTheFloat64Passes) {
 // Every variant the CPU has runs on the GPU (the variant's own class, its passes on the device); settings the
 // CPU rejects are rejected the same way.
 TEST_P(GpuKernelField, EveryVariantIsBuiltAndMaskedSinkhornOrLinearThrowSceneError) {
-    const GpuBackendKind backend = GetParam();
-    FLOWSCOPE_REQUIRE_BACKEND(backend);
     for (AttentionType t :
          {AttentionType::Sinkhorn, AttentionType::Linear, AttentionType::Rwpo, AttentionType::Drifting}) {
         AttentionSpec spec;

@@ -13,17 +13,7 @@ using namespace flowscope::test;
 
 namespace {
 
-// Softmax attention, random Q, K and V = I + small random part (clustering, not blowing up), d = 2.
-AttentionSpec trajectorySpec(std::mt19937_64& rng) {
-    AttentionSpec spec;
-    spec.heads = {HeadParams{Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.3),
-                             Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.3),
-                             Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.2)}};
-    spec.beta = 2.0;
-    return spec;
-}
-
-class GpuTrajectory : public ::testing::TestWithParam<GpuBackendKind> {};
+class GpuTrajectory : public GpuBackendTest {};
 
 // 100 RK4 steps (400 evaluations). Rounding errors made at each step are carried to t = T by the same
 // linearized flow whichever path made them (the error is linear in the per-step errors to first order), so
@@ -31,12 +21,8 @@ class GpuTrajectory : public ::testing::TestWithParam<GpuBackendKind> {};
 // deviation from float64; 3x leaves room for the steps where the two paths' errors happen not to cancel
 // alike. The floor (1e-6 of the cloud's extent, ~10 float32 ulps) covers a CPU float32 that stays exact.
 TEST_P(GpuTrajectory, Rk4HundredStepsTracksFloat64AsCloselyAsCpuFloat32) {
-    const GpuBackendKind backend = GetParam();
-    FLOWSCOPE_REQUIRE_BACKEND(backend);
-    std::mt19937_64 rng(20240611);
     const int n = 300, d = 2;
-    const Tokens X0 = randomMatrix(n, d, rng, 1.0);
-    const AttentionSpec spec = trajectorySpec(rng);
+    const auto [X0, spec] = trajectoryProblem(n, 20240611);
     const TrajectoryErrors e =
         trajectoryErrors(spec, *makeBackendField(backend, spec, d), X0, fixedSteps(Method::Rk4, 2.0, 100));
     ASSERT_TRUE(e.Xgpu.allFinite());
@@ -88,17 +74,15 @@ INSTANTIATE_TEST_SUITE_P(Backends, GpuSphereTrajectory,
                                     backendName(info.param.backend);
                          });
 
-class GpuTiming : public ::testing::TestWithParam<GpuBackendKind> {};
+class GpuTiming : public GpuBackendTest {};
 
 // One softmax evaluation, d = 2, N = 4096: the backend (llvmpipe or lavapipe without a GPU) against the CPU
 // float32 path, both staging paths of the shader. Printed, never asserted (timings belong to benchmarks).
 TEST_P(GpuTiming, SoftmaxEvaluationN4096PrintedOnly) {
-    const GpuBackendKind backend = GetParam();
-    FLOWSCOPE_REQUIRE_BACKEND(backend);
-    std::mt19937_64 rng(4096);
     const int n = 4096, d = 2;
-    const Tokens X = randomMatrix(n, d, rng, 1.0);
-    const AttentionSpec spec = trajectorySpec(rng);
+    const TrajectoryProblem problem = trajectoryProblem(n, 4096);
+    const Tokens& X = problem.X;
+    const AttentionSpec& spec = problem.spec;
     auto gpu = makeBackendKernelField(backend, spec, d);
     auto cpu = makeCpuField(spec, d, Precision::Float32);
     auto seconds = [&](VelocityField& f) {

@@ -137,16 +137,10 @@ double narrowKernelExpFloor(const AttentionSpec& spec, const Tokens& X) {
     return floor / (2.0 * spec.h);
 }
 
-using Param = std::tuple<GpuBackendKind, int, int, int>; // backend, variant, N, d
-
-class GpuVariantAgreement : public ::testing::TestWithParam<Param> {};
+using GpuVariantAgreement = GpuSweepTest<0x7a510000u>;
 
 TEST_P(GpuVariantAgreement, WithinTwiceTheCpuFloat32Error) {
-    const auto [backend, vi, n, d] = GetParam();
-    FLOWSCOPE_REQUIRE_BACKEND(backend);
     const Variant& v = kVariants[vi];
-    std::mt19937_64 rng(0x7a510000u + 1000u * unsigned(vi) + 10u * unsigned(n) + unsigned(d));
-    const Tokens X = randomMatrix(n, d, rng, 1.0);
     const AttentionSpec spec = variantSpec(v, d, X, rng);
 
     auto f64 = makeCpuField(spec, d, Precision::Float64), f32 = makeCpuField(spec, d, Precision::Float32);
@@ -172,32 +166,20 @@ TEST_P(GpuVariantAgreement, WithinTwiceTheCpuFloat32Error) {
     EXPECT_LE(errG, 2.0 * err32 + floor) << "|v| = " << maxRowNorm(v64);
 }
 
-std::string caseName(const ::testing::TestParamInfo<Param>& info) {
-    const auto [backend, vi, n, d] = info.param;
-    return std::string(backendName(backend)) + "_" + kVariants[vi].name + "_N" + std::to_string(n) + "_d" +
-           std::to_string(d);
-}
-
 INSTANTIATE_TEST_SUITE_P(Variants, GpuVariantAgreement,
                          ::testing::Combine(::testing::ValuesIn(kGpuBackends),
                                             ::testing::Range(0, int(std::size(kVariants))),
                                             ::testing::Values(1, 2, 65, 257), ::testing::Values(1, 2, 3, 8)),
-                         caseName);
+                         sweepCaseName<kVariants>);
 
 // 100 RK4 steps of Sinkformer dynamics on OpenGL, potentials warm-started from call to call as on the CPU.
 // Criterion of test_gpu_trajectory.cpp: within 3x of CPU float32's deviation from float64 plus 1e-6 of the
 // cloud's extent.
 TEST(GpuVariantTrajectory, SinkhornRk4HundredStepsTracksFloat64AsCloselyAsCpuFloat32) {
     FLOWSCOPE_REQUIRE_GPU();
-    std::mt19937_64 rng(1905);
     const int n = 64, d = 2;
-    const Tokens X0 = randomMatrix(n, d, rng, 1.0);
-    AttentionSpec spec;
+    auto [X0, spec] = trajectoryProblem(n, 1905); // softmax, beta = 2, made Sinkhorn here
     spec.type = AttentionType::Sinkhorn;
-    spec.heads = {HeadParams{Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.3),
-                             Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.3),
-                             Mat::Identity(2, 2) + randomMatrix(2, 2, rng, 0.2)}};
-    spec.beta = 2.0;
     spec.sinkhornIterations = 10;
     const TrajectoryErrors e = trajectoryErrors(spec, *makeGlField(spec, d, gpuContext()->gl()), X0,
                                                 fixedSteps(Method::Rk4, 1.0, 100));

@@ -241,6 +241,11 @@ std::function<void(const fs::path&)> file(const std::string& name, const std::st
     return [=](const fs::path& d) { writeText(d / name, text); };
 }
 
+// Copies the trained model `name` (flow or ot) into the case's directory as m.safetensors and m.json.
+std::function<void(const fs::path&)> copied(const std::string& name) {
+    return [=](const fs::path& d) { copyModel(d, name, "m"); };
+}
+
 std::function<void(const fs::path&)> files(std::vector<std::function<void(const fs::path&)>> steps) {
     return [=](const fs::path& d) {
         for (const auto& s : steps)
@@ -438,22 +443,16 @@ std::vector<Case> cases() {
               fs::resize_file(d / "m.safetensors", fs::file_size(d / "m.safetensors") - 100);
           },
           "sample " + M + " --out {d}/x.npy", 2, {"m.safetensors"});
-    model("flow-given-to-eval-transformer", [](const fs::path& d) { copyModel(d, "flow", "m"); },
-          "eval-transformer " + M, 2, {"not a Flowscope Transformer"});
-    model("transformer-given-to-sample", [](const fs::path& d) { copyModel(d, "ot", "m"); },
-          "sample " + M + " --out {d}/x.npy", 2, {"not a Flowscope flow"});
-    model("sample-n-zero", [](const fs::path& d) { copyModel(d, "flow", "m"); },
-          "sample " + M + " --n 0 --out {d}/x.npy", 2, {"--n"});
-    model("sample-base-missing", [](const fs::path& d) { copyModel(d, "flow", "m"); },
-          "sample " + M + " --base {d}/z.npy --out {d}/x.npy", 2, {"--base"});
-    model("sample-base-wrong-shape",
-          [](const fs::path& d) {
-              copyModel(d, "flow", "m");
-              writeText(d / "z.csv", "1,2,3\n4,5,6\n");
-          },
+    model("flow-given-to-eval-transformer", copied("flow"), "eval-transformer " + M, 2,
+          {"not a Flowscope Transformer"});
+    model("transformer-given-to-sample", copied("ot"), "sample " + M + " --out {d}/x.npy", 2,
+          {"not a Flowscope flow"});
+    model("sample-n-zero", copied("flow"), "sample " + M + " --n 0 --out {d}/x.npy", 2, {"--n"});
+    model("sample-base-missing", copied("flow"), "sample " + M + " --base {d}/z.npy --out {d}/x.npy", 2,
+          {"--base"});
+    model("sample-base-wrong-shape", files({copied("flow"), file("z.csv", "1,2,3\n4,5,6\n")}),
           "sample " + M + " --base {d}/z.csv --out {d}/x.npy", 2, {"--base"});
-    model("density-grid-one", [](const fs::path& d) { copyModel(d, "flow", "m"); },
-          "density " + M + " --grid 1 --out {d}/x.npy", 2, {"--grid"});
+    model("density-grid-one", copied("flow"), "density " + M + " --grid 1 --out {d}/x.npy", 2, {"--grid"});
     model("eval-huge-weights",
           [](const fs::path& d) {
               copyModel(d, "ot", "m");
@@ -545,12 +544,9 @@ std::vector<Case> cases() {
         "train --data {d}/p.csv --iters 1 --out {d}/p.csv", {"--out"});
     out("train-out-into-missing-dir", {}, "train --dataset moons --iters 1 --out {d}/none/m.safetensors",
         {"--out", "does not exist"});
-    out("sample-out-is-the-model", [](const fs::path& d) { copyModel(d, "flow", "m"); },
-        "sample " + M + " --out " + M, {"--out", "input"});
-    out("density-out-is-the-model", [](const fs::path& d) { copyModel(d, "flow", "m"); },
-        "density " + M + " --out " + M, {"--out", "input"});
-    out("eval-out-is-the-model", [](const fs::path& d) { copyModel(d, "ot", "m"); },
-        "eval-transformer " + M + " --out " + M, {"--out", "input"});
+    out("sample-out-is-the-model", copied("flow"), "sample " + M + " --out " + M, {"--out", "input"});
+    out("density-out-is-the-model", copied("flow"), "density " + M + " --out " + M, {"--out", "input"});
+    out("eval-out-is-the-model", copied("ot"), "eval-transformer " + M + " --out " + M, {"--out", "input"});
     out("ranks-out-into-missing-dir", {}, "ranks --dims 3 --runs 1 --out {d}/none/r.json",
         {"--out", "does not exist"});
     out("train-transformer-out-into-missing-dir", {},
@@ -707,7 +703,7 @@ std::vector<Case> cases() {
     // time-out). Drawn for real: under Xvfb.
     add({"GUI startup flags",
          "model-screenshot-ends",
-         [](const fs::path& d) { copyModel(d, "flow", "m"); },
+         copied("flow"),
          "-a " + std::string(FLOWSCOPE_GUI) +
              " --model {d}/m.safetensors --screenshot {d}/shot.png --after-steps 50 --size 800x600 --timeout "
              "60",

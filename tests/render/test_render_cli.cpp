@@ -39,13 +39,25 @@ std::string preset(const std::string& name) {
     return std::string(FLOWSCOPE_PRESET_DIR) + "/" + name + ".json";
 }
 
+// Skips the test when the output `r` says `reason` (this build or machine cannot render).
+#define SKIP_IF_SAYS(r, reason)                                                                              \
+    do {                                                                                                     \
+        if ((r).out.find(reason) != std::string::npos) GTEST_SKIP() << (r).out;                              \
+    } while (0)
+// Skips the test when this build has no rendering.
+#define SKIP_UNLESS_BUILT(r) SKIP_IF_SAYS(r, "not available in this build")
 // Skips the test when this build or machine cannot render (the reason is in the output).
 #define SKIP_UNLESS_RENDERED(r)                                                                              \
     do {                                                                                                     \
-        if ((r).out.find("not available in this build") != std::string::npos ||                              \
-            (r).out.find("no OpenGL for headless drawing") != std::string::npos)                             \
-            GTEST_SKIP() << (r).out;                                                                         \
+        SKIP_UNLESS_BUILT(r);                                                                                \
+        SKIP_IF_SAYS(r, "no OpenGL for headless drawing");                                                   \
     } while (0)
+
+// The run `r` was refused with exit code `code`, its output naming `mention`.
+void expectRefused(const Result& r, int code, const std::string& mention) {
+    EXPECT_EQ(r.code, code) << r.out;
+    EXPECT_NE(r.out.find(mention), std::string::npos) << r.out;
+}
 
 TEST(RenderCli, GifHasTheFramesAndSizeAsked) {
     TempDir dir("render");
@@ -120,20 +132,18 @@ TEST(RenderCli, BadOptionsExitTwoNamingTheOption) {
           Case{"--view pie", "--view"}, Case{"--frames 0", "--frames"}, Case{"--fps -3", "--fps"},
           Case{"--dt-per-frame 0", "--dt-per-frame"}, Case{"--view cone --hud", "--hud"},
           Case{"--no-particles", "--no-particles"}}) {
+        SCOPED_TRACE(c.args);
         const Result r = cli("render " + scene + " " + c.args + " --out " + dir.file("x.gif"));
-        if (r.out.find("not available in this build") != std::string::npos) GTEST_SKIP() << r.out;
-        EXPECT_EQ(r.code, 2) << c.args << ": " << r.out;
-        EXPECT_NE(r.out.find(c.mention), std::string::npos) << c.args << ": " << r.out;
+        SKIP_UNLESS_BUILT(r);
+        expectRefused(r, 2, c.mention);
     }
     // An output the sinks cannot write: an input error too, found before any work.
     const Result ext = cli("render " + scene + " --out " + dir.file("x.webm"));
-    EXPECT_EQ(ext.code, 2) << ext.out;
-    EXPECT_NE(ext.out.find("--out"), std::string::npos) << ext.out;
+    expectRefused(ext, 2, "--out");
     // A view the scene has no picture for (relu.json starts from a non-Gaussian cloud: no moment equations).
     const Result r = cli("render " + preset("relu") + " --view cone --out " + dir.file("x.gif"));
-    if (r.out.find("not available in this build") != std::string::npos) GTEST_SKIP() << r.out;
-    EXPECT_EQ(r.code, 2) << r.out;
-    EXPECT_NE(r.out.find("--view cone"), std::string::npos) << r.out;
+    SKIP_UNLESS_BUILT(r);
+    expectRefused(r, 2, "--view cone");
     EXPECT_TRUE(dir.entries().empty());
 }
 
@@ -142,9 +152,8 @@ TEST(RenderCli, WithoutEglItSaysSoAndWritesNothing) {
     // glvnd finds no EGL vendor library: no display can be opened.
     const Result r = cli("render " + preset("default") + " --frames 2 --out " + dir.file("x.gif"),
                          "__EGL_VENDOR_LIBRARY_FILENAMES=/nonexistent/egl_vendor.json");
-    if (r.out.find("not available in this build") != std::string::npos) GTEST_SKIP() << r.out;
-    EXPECT_EQ(r.code, 1) << r.out;
-    EXPECT_NE(r.out.find("no OpenGL for headless drawing"), std::string::npos) << r.out;
+    SKIP_UNLESS_BUILT(r);
+    expectRefused(r, 1, "no OpenGL for headless drawing");
     EXPECT_TRUE(dir.entries().empty());
 }
 

@@ -3,6 +3,7 @@
 // runs in an EGL context), the particles where the view's projection puts the tokens; a cancel or a bad path
 // leaves nothing. The share string copies the scene as it runs and pastes another one; a corrupt string keeps
 // the scene and says what is wrong.
+#include "AnimationExportMenu.h"
 #include "MainWindowFixture.h"
 #include "TestScenes.h"
 #include "UiTestUtil.h"
@@ -72,12 +73,7 @@ Scene smallScene() {
 }
 
 AnimationOptions smallOptions() {
-    AnimationOptions o;
-    o.frames = 4;
-    o.width = 160;
-    o.height = 120;
-    o.fps = 10;
-    return o;
+    return {.frames = 4, .fps = 10, .width = 160, .height = 120};
 }
 
 class AnimationExportTest : public MainWindowFilesFixture {
@@ -247,26 +243,21 @@ TEST_F(AnimationExportTest, MissingDirectoryFailsNamingItAndWritesNothing) {
 
 // The menu path: the dialog (filled in by a timer while it is modal), the progress dialog, the status bar.
 TEST_F(AnimationExportTest, MenuExportShowsProgressAndReportsInTheStatusBar) {
-    QAction* action = findAction(*window, QStringLiteral("&Animation..."));
-    ASSERT_NE(action, nullptr);
     const QString target = path("menu.gif");
-    const ModalRun run = runModal<AnimationExportDialog>(
-        *window, action,
+    ModalRun run;
+    ASSERT_NO_FATAL_FAILURE(exportAnimationFromMenu(
+        *window, target,
         [&](AnimationExportDialog& d) {
             d.findChild<QLineEdit*>(QStringLiteral("path"))->setText(target);
-            d.findChild<QSpinBox*>(QStringLiteral("frames"))->setValue(40);
-            d.findChild<QSpinBox*>(QStringLiteral("width"))->setValue(320);
-            d.findChild<QSpinBox*>(QStringLiteral("height"))->setValue(240);
+            setSpin(d, "frames", 40);
+            setSpin(d, "width", 320);
+            setSpin(d, "height", 240);
             d.findChild<QComboBox*>(QStringLiteral("caption"))->setCurrentIndex(1);
-            saveShot(d, QStringLiteral("animation-export-dialog.png"));
-            d.accept();
         },
-        QStringLiteral("animation-export"));
+        QStringLiteral("animation-export"), run));
     const QString& progressLabel = run.progressLabel;
-    EXPECT_TRUE(run.filled);
     EXPECT_TRUE(progressLabel.startsWith(QStringLiteral("Rendering frame "))) << progressLabel.toStdString();
     EXPECT_TRUE(progressLabel.endsWith(QStringLiteral(" of 40"))) << progressLabel.toStdString();
-    EXPECT_TRUE(QFileInfo(target).isFile());
     const QString status = window->statusBar()->currentMessage();
     EXPECT_TRUE(status.contains(QStringLiteral("menu.gif")) && status.contains(QStringLiteral("frames/s")) &&
                 status.contains(QStringLiteral("KiB")))

@@ -90,6 +90,12 @@ bool waitFrames(ImGuiTestView& view, int n = 3) {
         5000);
 }
 
+// A left click at `p` (with `modifiers`), then waitFrames(view).
+bool clickAndWait(ImGuiTestView& view, QPoint p, Qt::KeyboardModifiers modifiers = {}) {
+    QTest::mouseClick(&view, Qt::LeftButton, modifiers, p);
+    return waitFrames(view);
+}
+
 // A plain mouse move with no button held. (QTest::mouseMove without a button warps the X pointer instead,
 // and the resulting event arrives whenever the server sends it.)
 void hover(QWidget& w, QPoint pos) {
@@ -196,8 +202,7 @@ TEST(ImGuiLayer, LetsTheViewHaveEventsOutsideItsWindows) {
 
     // A fast click on the checkbox (press and release before any frame) still toggles it.
     const bool maxSpeed = view.params.maxSpeed;
-    QTest::mouseClick(&view, Qt::LeftButton, {}, at(view.layout.maxSpeed, 0.1));
-    ASSERT_TRUE(waitFrames(view));
+    ASSERT_TRUE(clickAndWait(view, at(view.layout.maxSpeed, 0.1)));
     EXPECT_NE(view.params.maxSpeed, maxSpeed);
     EXPECT_EQ(view.presses, 3);
 }
@@ -210,8 +215,7 @@ TEST(ImGuiLayer, TypesIntoASliderWithTheKeyboard) {
     EXPECT_FALSE(view.layer.wantsKeyboard());
 
     // Ctrl+click turns an ImGui slider into a text field with its text selected; typing replaces it.
-    QTest::mouseClick(&view, Qt::LeftButton, Qt::ControlModifier, at(view.layout.vScale, 0.5));
-    ASSERT_TRUE(waitFrames(view));
+    ASSERT_TRUE(clickAndWait(view, at(view.layout.vScale, 0.5), Qt::ControlModifier));
     EXPECT_TRUE(view.layer.wantsKeyboard());
     QTest::keyClicks(&view, "-2.5");
     ASSERT_TRUE(waitFrames(view));
@@ -221,8 +225,7 @@ TEST(ImGuiLayer, TypesIntoASliderWithTheKeyboard) {
     EXPECT_FALSE(view.layer.wantsKeyboard());
 
     // Backspace and Escape: edit, then cancel; the value stays.
-    QTest::mouseClick(&view, Qt::LeftButton, Qt::ControlModifier, at(view.layout.vScale, 0.5));
-    ASSERT_TRUE(waitFrames(view));
+    ASSERT_TRUE(clickAndWait(view, at(view.layout.vScale, 0.5), Qt::ControlModifier));
     QTest::keyClick(&view, Qt::Key_Backspace);
     QTest::keyClicks(&view, "1");
     ASSERT_TRUE(waitFrames(view));
@@ -274,8 +277,7 @@ TEST(ImGuiLayer, StartsAgainAfterDestroyAndDrawsNothingWithoutAContext) {
     view.doneCurrent();
     ASSERT_TRUE(waitFrames(view, 4));
     const float before = view.params.vScale;
-    QTest::mouseClick(&view, Qt::LeftButton, {}, at(view.layout.vScale, 0.95));
-    ASSERT_TRUE(waitFrames(view));
+    ASSERT_TRUE(clickAndWait(view, at(view.layout.vScale, 0.95)));
     EXPECT_GT(view.params.vScale, before);
     EXPECT_EQ(view.presses, 1);
 }

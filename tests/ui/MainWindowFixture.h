@@ -82,6 +82,54 @@ template <class Panel, class View> class TrainingTabFixture : public MainWindowF
         });
     }
 
+    // Takes the panel and the view of `workspace` (window->flows() or ->transformers()), its tab shown.
+    template <class Workspace> void useTab(const Workspace& workspace) {
+        panel = workspace.panel();
+        view = workspace.view();
+    }
+
+    // Clicks Step `steps` times and waits for that iteration (false on a timeout).
+    bool step(int steps) {
+        for (int i = 0; i < steps; ++i) button("step")->click();
+        return waitForIteration(steps);
+    }
+
+    // From no run yet on `workspace` (window->flows() or ->transformers()): `steps` steps, after which the
+    // runner is paused.
+    template <class Workspace> void expectStepsFromNoRun(Workspace& workspace, int steps) {
+        EXPECT_EQ(workspace.runner().snapshot(), nullptr);
+        ASSERT_TRUE(step(steps));
+        EXPECT_FALSE(workspace.runner().playing());
+    }
+
+    // Start on `workspace`: the runner plays (the button says Pause) until the view displays a playing
+    // snapshot of iteration `iterations` or later; then Pause: the runner is paused.
+    template <class Workspace> void expectStartThenPause(Workspace& workspace, long iterations) {
+        button("start")->click();
+        EXPECT_TRUE(workspace.runner().playing());
+        EXPECT_EQ(button("start")->text(), QStringLiteral("Pause"));
+        ASSERT_TRUE(waitFor([&] {
+            view->refresh();
+            const auto s = view->displayedSnapshot();
+            return s && s->playing && s->iteration() >= iterations;
+        }));
+        button("start")->click();
+        EXPECT_FALSE(workspace.runner().playing());
+    }
+
+    // After one step on `workspace`: `startInvalid` (a start of an invalid configuration) is refused and
+    // names `field` in the window's error and the panel's warning; the run (generation 1) stays, paused.
+    template <class Workspace, class Start>
+    void expectInvalidStartKeepsTheRun(Workspace& workspace, Start startInvalid, const char* field) {
+        ASSERT_TRUE(step(1));
+        EXPECT_FALSE(startInvalid());
+        const QString name = QString::fromLatin1(field);
+        EXPECT_TRUE(window->lastError().contains(name)) << window->lastError().toStdString();
+        EXPECT_TRUE(panel->warningText().contains(name));
+        EXPECT_EQ(workspace.runner().snapshot()->generation, 1u);
+        EXPECT_FALSE(workspace.runner().playing());
+    }
+
     Panel* panel = nullptr;
     View* view = nullptr;
 };

@@ -79,13 +79,18 @@ void saveShot(QWidget& w, const QString& name) {
 // ---- MatrixEditor
 // ---------------------------------------------------------------------------------------------
 
+// Appends every value that `signal` of `sender` emits to `log`.
+template <class Sender, class Owner, class Value>
+void logEmissions(Sender* sender, void (Owner::*signal)(const Value&), std::vector<Value>& log) {
+    QObject::connect(sender, signal, [&log](const Value& v) { log.push_back(v); });
+}
+
 class MatrixEditorTest : public ::testing::Test {
   protected:
     void SetUp() override {
         FLOWSCOPE_REQUIRE_GUI();
         editor = std::make_unique<MatrixEditor>();
-        QObject::connect(editor.get(), &MatrixEditor::attentionEdited,
-                         [this](const AttentionSpec& a) { emitted.push_back(a); });
+        logEmissions(editor.get(), &MatrixEditor::attentionEdited, emitted);
     }
     template <class T> T* child(const char* name) { return editor->findChild<T*>(QString::fromLatin1(name)); }
     void click(const char* name) {
@@ -252,12 +257,9 @@ class ScenePanelTest : public ::testing::Test {
     void SetUp() override {
         FLOWSCOPE_REQUIRE_GUI();
         panel = std::make_unique<ScenePanel>();
-        QObject::connect(panel.get(), &ScenePanel::attentionEdited,
-                         [this](const AttentionSpec& a) { attention.push_back(a); });
-        QObject::connect(panel.get(), &ScenePanel::integratorEdited,
-                         [this](const IntegratorSpec& i) { integrator.push_back(i); });
-        QObject::connect(panel.get(), &ScenePanel::sceneEdited,
-                         [this](const Scene& s) { scenes.push_back(s); });
+        logEmissions(panel.get(), &ScenePanel::attentionEdited, attention);
+        logEmissions(panel.get(), &ScenePanel::integratorEdited, integrator);
+        logEmissions(panel.get(), &ScenePanel::sceneEdited, scenes);
         panel->setScene(tinyScene());
     }
     template <class T> T* child(const char* name) {

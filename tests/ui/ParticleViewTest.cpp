@@ -36,6 +36,28 @@ void showSceneWithoutHud(MainWindow& w, int width, int height, const Scene& scen
     showScene(w, width, height, scene);
 }
 
+// The Draw button of w's scene panel.
+QPushButton* drawButton(MainWindow& w) {
+    return w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"));
+}
+
+// Shows `scene` (with or without the HUD), paints a frame (which fixes the camera that maps pixels to the
+// plane) and presses Draw: the view then draws points.
+void showAndStartDrawing(MainWindow& w, int width, int height, const Scene& scene, bool hud) {
+    if (hud)
+        showScene(w, width, height, scene);
+    else
+        showSceneWithoutHud(w, width, height, scene);
+    if (::testing::Test::HasFatalFailure()) return;
+    ParticleView* view = w.particles().particleView();
+    view->refresh();
+    view->grabFramebuffer();
+    QPushButton* draw = drawButton(w);
+    ASSERT_NE(draw, nullptr);
+    draw->click();
+    ASSERT_TRUE(view->drawing());
+}
+
 // Viridis colours are saturated; the background, grid, labels and the status box are grey. So "chromatic"
 // pixels are particle pixels (an event banner is red, and these tests look for it separately).
 int chroma(QRgb c) {
@@ -148,15 +170,8 @@ TEST(ParticleView, ShowsARedBannerWhenTheRunDiverges) {
 TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    ASSERT_NO_FATAL_FAILURE(showSceneWithoutHud(w, 1200, 760, tinyScene(256)));
+    ASSERT_NO_FATAL_FAILURE(showAndStartDrawing(w, 1200, 760, tinyScene(256), false));
     ParticleView* view = w.particles().particleView();
-    view->refresh();
-    view->grabFramebuffer(); // a painted frame fixes the camera that maps pixels to the plane
-
-    auto* draw = w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"));
-    ASSERT_NE(draw, nullptr);
-    draw->click();
-    ASSERT_TRUE(view->drawing());
     EXPECT_FALSE(w.particles().runner().playing());
 
     // One stroke: press, a 100-pixel horizontal drag, release.
@@ -188,7 +203,7 @@ TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
         << w.particles().scenePanel()->stagedError().toStdString();
     w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("apply"))->click();
     EXPECT_FALSE(view->drawing());
-    EXPECT_FALSE(draw->isChecked());
+    EXPECT_FALSE(drawButton(w)->isChecked());
     ASSERT_TRUE(w.particles().scene().has_value());
     EXPECT_EQ(w.particles().scene()->initial.kind, InitKind::Points);
     ASSERT_TRUE(waitForSnapshot(w.particles().runner(),
@@ -200,10 +215,8 @@ TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
 TEST(ParticleView, ClearAndEscapeWhileDrawing) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
-    ASSERT_NO_FATAL_FAILURE(showScene(w, 900, 700, tinyScene(64)));
+    ASSERT_NO_FATAL_FAILURE(showAndStartDrawing(w, 900, 700, tinyScene(64), true));
     ParticleView* view = w.particles().particleView();
-    view->grabFramebuffer();
-    w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"))->click();
     QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(400, 400));
     ASSERT_EQ(view->drawnPoints().rows(), 1);
     w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.clear"))->click();
@@ -212,10 +225,7 @@ TEST(ParticleView, ClearAndEscapeWhileDrawing) {
         << w.particles().scenePanel()->stagedError().toStdString();
     QTest::keyClick(view, Qt::Key_Escape);
     EXPECT_FALSE(view->drawing());
-    EXPECT_FALSE(w.particles()
-                     .scenePanel()
-                     ->findChild<QPushButton*>(QStringLiteral("initial.points.draw"))
-                     ->isChecked());
+    EXPECT_FALSE(drawButton(w)->isChecked());
 }
 
 #if FLOWSCOPE_HAVE_GPU

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace flowscope::test {
@@ -46,10 +47,14 @@ void fill(RunHistory& h, long from, long to) {
     for (long i = from; i < to; ++i) h.append(frame(i));
 }
 
-// A history of frames [0, n).
-std::shared_ptr<RunHistory> historyOf(long n) {
+// A history of frames [0, n), each changed by edit() first where one is given.
+std::shared_ptr<RunHistory> historyOf(long n, const std::function<void(RecordedFrame&)>& edit = {}) {
     auto h = std::make_shared<RunHistory>();
-    fill(*h, 0, n);
+    for (long i = 0; i < n; ++i) {
+        RecordedFrame f = frame(i);
+        if (edit) edit(f);
+        h->append(f);
+    }
     return h;
 }
 
@@ -144,15 +149,13 @@ TEST(PlotsPanel, AppendsOnlyNewFramesAndRereadsAfterARewind) {
 TEST(PlotsPanel, UndefinedValuesDrawNothingAndBlowUpsLeaveGaps) {
     FLOWSCOPE_REQUIRE_GUI();
     PlotsPanel panel;
-    auto history = std::make_shared<RunHistory>();
-    for (long i = 0; i < 20; ++i) {
-        RecordedFrame f = frame(i);
+    const auto history = historyOf(20, [](RecordedFrame& f) {
+        const long i = f.step;
         f.obs.energy = kNaN; // this variant has no interaction energy
         if (i >= 8 && i < 11) f.obs.kinetic = std::numeric_limits<double>::infinity();
         if (i == 15) f.obs.entropy = kNaN;
         if (i == 19) f.obs.cov(0, 0) = kNaN; // a blown-up covariance has no spectrum
-        history->append(f);
-    }
+    });
     panel.setSnapshot(snapshotOf(history));
 
     EXPECT_EQ(panel.pointCount("energy"), 0);
@@ -229,16 +232,13 @@ QPalette paletteOf(QColor window, QColor base, QColor text, QColor highlight) {
 TEST(PlotsPanel, FollowsTheDarkAndTheLightPalette) {
     FLOWSCOPE_REQUIRE_GUI();
     PlotsPanel panel;
-    auto history = std::make_shared<RunHistory>();
-    for (long i = 0; i < 400; ++i) {
-        RecordedFrame f = frame(i);
+    const auto history = historyOf(400, [](RecordedFrame& f) {
         f.obs.clusters = int(1 + 40 * std::exp(-f.t));
         f.obs.entropy = std::log(400.0) * std::exp(-0.5 * f.t);
         f.obs.energy = 0.5 * std::exp(2.0 - 2.0 * std::exp(-f.t));
         f.obs.cov.diagonal() << 2.0, 0.5 * std::exp(-2.0 * f.t), 1e-3 * std::exp(-4.0 * f.t);
         f.obs.rank = 1 + (f.obs.cov(1, 1) > 2e-6) + (f.obs.cov(2, 2) > 2e-6);
-        history->append(f);
-    }
+    });
     panel.resize(400, 600);
     panel.setSnapshot(snapshotOf(history));
     panel.setCursorTime(3.0);

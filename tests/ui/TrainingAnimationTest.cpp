@@ -3,6 +3,7 @@
 // trained afresh from the Flows tab's config while the tab's own run is left as it is; frame k is the model
 // after k · K iterations, the same parameters as a trainer stepped k · K times; a cancel leaves nothing; the
 // dialog offers the view on the Flows tab and names a bad field.
+#include "AnimationExportMenu.h"
 #include "MainWindowFixture.h"
 #include "TestScenes.h"
 #include "UiTestUtil.h"
@@ -47,16 +48,14 @@ flows::TrainerConfig smallFlow(bool rwpo) {
 }
 
 AnimationOptions trainingOptions() {
-    AnimationOptions o;
-    o.view = AnimationView::Training;
-    o.frames = 3;
-    o.itersPerFrame = 2;
-    o.width = 360;
-    o.height = 220;
-    o.fps = 10;
-    o.pictureSamples = 200;
-    o.caption = "auto";
-    return o;
+    return {.view = AnimationView::Training,
+            .frames = 3,
+            .fps = 10,
+            .width = 360,
+            .height = 220,
+            .caption = "auto",
+            .itersPerFrame = 2,
+            .pictureSamples = 200};
 }
 
 class TrainingAnimationTest : public MainWindowFilesFixture {
@@ -165,30 +164,25 @@ TEST_F(TrainingAnimationTest, CancelAndBadFieldsLeaveNothing) {
 // The menu on the Flows tab: the dialog preselects the training view (iterations per frame on, time per
 // frame off); the progress dialog names the iteration; the file is written.
 TEST_F(TrainingAnimationTest, MenuOnTheFlowsTabExportsTheTraining) {
-    QAction* action = findAction(*window, QStringLiteral("&Animation..."));
-    ASSERT_NE(action, nullptr);
     const QString target = path("menu.gif");
-    const ModalRun run = runModal<AnimationExportDialog>(
-        *window, action,
+    ModalRun run;
+    ASSERT_NO_FATAL_FAILURE(exportAnimationFromMenu(
+        *window, target,
         [&](AnimationExportDialog& d) {
             EXPECT_EQ(d.options().view, AnimationView::Training);
             EXPECT_TRUE(d.findChild<QSpinBox*>(QStringLiteral("itersPerFrame"))->isEnabled());
             EXPECT_FALSE(d.findChild<QDoubleSpinBox*>(QStringLiteral("dtPerFrame"))->isEnabled());
             d.findChild<QLineEdit*>(QStringLiteral("path"))->setText(target);
-            d.findChild<QSpinBox*>(QStringLiteral("frames"))->setValue(6);
-            d.findChild<QSpinBox*>(QStringLiteral("itersPerFrame"))->setValue(2);
-            d.findChild<QSpinBox*>(QStringLiteral("width"))->setValue(400);
-            d.findChild<QSpinBox*>(QStringLiteral("height"))->setValue(240);
-            saveShot(d, QStringLiteral("training-export-dialog.png"));
-            d.accept();
+            setSpin(d, "frames", 6);
+            setSpin(d, "itersPerFrame", 2);
+            setSpin(d, "width", 400);
+            setSpin(d, "height", 240);
         },
-        QStringLiteral("training-export"));
+        QStringLiteral("training-export"), run));
     const QString& progressLabel = run.progressLabel;
-    EXPECT_TRUE(run.filled);
     EXPECT_TRUE(progressLabel.startsWith(QStringLiteral("Training and rendering frame ")))
         << progressLabel.toStdString();
     EXPECT_TRUE(progressLabel.contains(QStringLiteral(" of 6 (iteration "))) << progressLabel.toStdString();
-    EXPECT_TRUE(QFileInfo(target).isFile()) << window->lastError().toStdString();
 }
 
 } // namespace

@@ -58,8 +58,7 @@ class TrainingViewTest : public TrainingTabFixture<TrainingPanel, TrainingView> 
   protected:
     void ready() override {
         window->showFlowsView();
-        panel = window->flows().panel();
-        view = window->flows().view();
+        useTab(window->flows());
         // A tiny flow: each iteration takes well under a millisecond.
         panel->findChild<QComboBox*>(QStringLiteral("training.dataset"))
             ->setCurrentText(QStringLiteral("8gaussians"));
@@ -81,10 +80,7 @@ TEST_F(TrainingViewTest, FlowsTabSitsNextToTheOtherViews) {
 }
 
 TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
-    EXPECT_EQ(window->flows().runner().snapshot(), nullptr);
-    for (int i = 0; i < 3; ++i) button("step")->click();
-    ASSERT_TRUE(waitForIteration(3));
-    EXPECT_FALSE(window->flows().runner().playing());
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->flows(), 3));
     const auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 1u);
     EXPECT_EQ(s->trainers[0].history.size(), 3u);
@@ -115,16 +111,7 @@ TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
 }
 
 TEST_F(TrainingViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
-    button("start")->click();
-    EXPECT_TRUE(window->flows().runner().playing());
-    EXPECT_EQ(button("start")->text(), QStringLiteral("Pause"));
-    ASSERT_TRUE(waitFor([&] {
-        view->refresh();
-        const auto s = view->displayedSnapshot();
-        return s && s->playing && s->iteration() >= 5;
-    }));
-    button("start")->click();
-    EXPECT_FALSE(window->flows().runner().playing());
+    ASSERT_NO_FATAL_FAILURE(expectStartThenPause(window->flows(), 5));
     ASSERT_TRUE(waitFor([&] {
         view->refresh();
         return view->displayedSnapshot() && !view->displayedSnapshot()->playing;
@@ -144,9 +131,7 @@ TEST_F(TrainingViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
 TEST_F(TrainingViewTest, SideBySideDrawsBothFlows) {
     panel->findChild<QCheckBox*>(QStringLiteral("training.side_by_side"))->setChecked(true);
     EXPECT_FALSE(panel->findChild<QCheckBox*>(QStringLiteral("training.rwpo"))->isEnabled());
-    button("step")->click();
-    button("step")->click();
-    ASSERT_TRUE(waitForIteration(2));
+    ASSERT_TRUE(step(2));
     const auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 2u);
     EXPECT_TRUE(s->trainers[0].rwpo);
@@ -172,15 +157,14 @@ TEST_F(TrainingViewTest, SideBySideDrawsBothFlows) {
 }
 
 TEST_F(TrainingViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
-    button("step")->click();
-    ASSERT_TRUE(waitForIteration(1));
-    flows::TrainerConfig bad = panel->config();
-    bad.batch = 1;
-    EXPECT_FALSE(window->flows().start(bad, false, true));
-    EXPECT_TRUE(window->lastError().contains(QStringLiteral("batch"))) << window->lastError().toStdString();
-    EXPECT_TRUE(panel->warningText().contains(QStringLiteral("batch")));
-    EXPECT_EQ(window->flows().runner().snapshot()->generation, 1u);
-    EXPECT_FALSE(window->flows().runner().playing());
+    ASSERT_NO_FATAL_FAILURE(expectInvalidStartKeepsTheRun(
+        window->flows(),
+        [&] {
+            flows::TrainerConfig bad = panel->config();
+            bad.batch = 1;
+            return window->flows().start(bad, false, true);
+        },
+        "batch"));
     EXPECT_EQ(panel->config().batch, 64); // the controls still show the run
 }
 

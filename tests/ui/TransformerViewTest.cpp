@@ -32,8 +32,7 @@ class TransformerViewTest : public TrainingTabFixture<TransformerPanel, Transfor
   protected:
     void ready() override {
         window->showTransformersView();
-        panel = window->transformers().panel();
-        view = window->transformers().view();
+        useTab(window->transformers());
     }
 
     template <class W> W* control(const char* key) { return panel->findChild<W*>(QString::fromLatin1(key)); }
@@ -75,10 +74,7 @@ TEST_F(TransformerViewTest, TransformersTabRaisesItsPanel) {
 // Three steps of task A beside λ_OT = 0: both pictures draw the six tokens' paths where the snapshot says
 // they are, the regularized one also the closed-form end points; the status names the threshold T·L² = 1/6.
 TEST_F(TransformerViewTest, StepsDrawTheTokenPathsOfBothModels) {
-    EXPECT_EQ(window->transformers().runner().snapshot(), nullptr);
-    for (int i = 0; i < 3; ++i) button("step")->click();
-    ASSERT_TRUE(waitForIteration(3));
-    EXPECT_FALSE(window->transformers().runner().playing());
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->transformers(), 3));
     const auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 2u);
     EXPECT_GT(s->trainers[0].lambdaOt, 0.0);
@@ -113,8 +109,7 @@ TEST_F(TransformerViewTest, StepsDrawTheTokenPathsOfBothModels) {
 }
 
 TEST_F(TransformerViewTest, EvaluateAddsTheHeldOutDiagnostics) {
-    button("step")->click();
-    ASSERT_TRUE(waitForIteration(1));
+    ASSERT_TRUE(step(1));
     button("evaluate")->click();
     ASSERT_TRUE(waitFor([&] {
         view->refresh();
@@ -144,15 +139,7 @@ TEST_F(TransformerViewTest, EvaluateAddsTheHeldOutDiagnostics) {
 }
 
 TEST_F(TransformerViewTest, ChoosingATaskLoadsItsDefaultsAndAnEditAsksForANewStart) {
-    button("start")->click();
-    EXPECT_TRUE(window->transformers().runner().playing());
-    ASSERT_TRUE(waitFor([&] {
-        view->refresh();
-        const auto s = view->displayedSnapshot();
-        return s && s->playing && s->iteration() >= 3;
-    }));
-    button("start")->click();
-    EXPECT_FALSE(window->transformers().runner().playing());
+    ASSERT_NO_FATAL_FAILURE(expectStartThenPause(window->transformers(), 3));
     EXPECT_EQ(button("start")->text(), QStringLiteral("Resume"));
 
     auto* task = control<QComboBox>("transformer.task");
@@ -184,15 +171,14 @@ TEST_F(TransformerViewTest, ChoosingATaskLoadsItsDefaultsAndAnEditAsksForANewSta
 }
 
 TEST_F(TransformerViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
-    button("step")->click();
-    ASSERT_TRUE(waitForIteration(1));
-    ot::OtTrainerConfig bad = panel->config();
-    bad.model.steps = 0;
-    EXPECT_FALSE(window->transformers().start(bad, true, true));
-    EXPECT_TRUE(window->lastError().contains(QStringLiteral("steps"))) << window->lastError().toStdString();
-    EXPECT_TRUE(panel->warningText().contains(QStringLiteral("steps")));
-    EXPECT_EQ(window->transformers().runner().snapshot()->generation, 1u);
-    EXPECT_FALSE(window->transformers().runner().playing());
+    ASSERT_NO_FATAL_FAILURE(expectInvalidStartKeepsTheRun(
+        window->transformers(),
+        [&] {
+            ot::OtTrainerConfig bad = panel->config();
+            bad.model.steps = 0;
+            return window->transformers().start(bad, true, true);
+        },
+        "steps"));
     EXPECT_EQ(panel->config().model.steps, 10); // the controls still show the run
 }
 

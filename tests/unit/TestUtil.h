@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <random>
 #include <thread>
@@ -34,6 +35,11 @@ inline Tokens randomTokens(int n, int d, std::uint64_t seed, double scale = 1.0)
     Tokens X(n, d);
     for (Eigen::Index i = 0; i < X.size(); ++i) X.data()[i] = normal(rng);
     return X;
+}
+
+// The same normal draws as an r x c matrix in the autodiff tests' index type (ad::Matrix<double> is Mat).
+inline Mat randn(Eigen::Index r, Eigen::Index c, std::uint64_t seed, double sigma = 1.0) {
+    return randomTokens(int(r), int(c), seed, sigma);
 }
 
 // Standard normal quantile by bisection on erfc (deterministic "Gaussian" particles,

@@ -27,9 +27,7 @@ using Args = std::vector<Vd>;
 
 namespace {
 
-Md randn(Index r, Index c, std::uint64_t seed, double sigma = 1.0) {
-    return flowscope::test::randomTokens(int(r), int(c), seed, sigma); // the same normal draws
-}
+using flowscope::test::randn;
 
 Md uniform(Index r, Index c, std::uint64_t seed, double lo, double hi) {
     std::mt19937_64 rng(seed);

@@ -673,14 +673,26 @@ TEST(Adam, ClippingToTheMedianCapsASpikeAtAMultipleOfTheRecentNorms) {
     EXPECT_NEAR(adam.clipCap(), 3.0, 1e-12);
 }
 
-TEST(Adam, ScheduleReachesFinalRate) {
-    AdamOptions o;
-    o.lr = 0.1;
-    o.lrFinal = 0.001;
-    o.decaySteps = 100;
+// One weight w = 0 under the constant gradient g = 1, its rate decaying from 0.1 to 0.001 over 100 steps
+// after `warmupSteps` steps of linear warm-up.
+struct ScheduledAdam {
+    explicit ScheduledAdam(long long warmupSteps = 0) : adam(options(warmupSteps)) { adam.add(w, g); }
+    static AdamOptions options(long long warmupSteps) {
+        AdamOptions o;
+        o.lr = 0.1;
+        o.lrFinal = 0.001;
+        o.decaySteps = 100;
+        o.warmupSteps = warmupSteps;
+        return o;
+    }
+
     Eigen::MatrixXd w = Eigen::MatrixXd::Zero(1, 1), g = Eigen::MatrixXd::Ones(1, 1);
-    Adam<double> adam(o);
-    adam.add(w, g);
+    Adam<double> adam;
+};
+
+TEST(Adam, ScheduleReachesFinalRate) {
+    ScheduledAdam s;
+    Adam<double>& adam = s.adam;
     EXPECT_DOUBLE_EQ(adam.learningRate(), 0.1);
     for (int k = 0; k < 50; ++k) adam.step();
     EXPECT_NEAR(adam.learningRate(), 0.01, 1e-15); // the geometric midpoint
@@ -696,14 +708,9 @@ TEST(Adam, ScheduleReachesFinalRate) {
 }
 
 TEST(Adam, WarmupRisesLinearlyThenFollowsTheDecay) {
-    AdamOptions o;
-    o.lr = 0.1;
-    o.lrFinal = 0.001;
-    o.decaySteps = 100;
-    o.warmupSteps = 4;
-    Eigen::MatrixXd w = Eigen::MatrixXd::Zero(1, 1), g = Eigen::MatrixXd::Ones(1, 1);
-    Adam<double> adam(o);
-    adam.add(w, g);
+    ScheduledAdam s(4);
+    const Eigen::MatrixXd& w = s.w;
+    Adam<double>& adam = s.adam;
     for (int k = 0; k < 6; ++k) {
         const double decayed = 0.1 * std::pow(0.01, k / 100.0);
         EXPECT_NEAR(adam.learningRate(), decayed * std::min(1.0, (k + 1) / 4.0), 1e-15) << k;

@@ -24,9 +24,7 @@ using Params = flows::PotentialParams<double>;
 
 namespace {
 
-Md randn(Index r, Index c, std::uint64_t seed, double sigma = 1.0) {
-    return flowscope::test::randomTokens(int(r), int(c), seed, sigma); // the same normal draws
-}
+using flowscope::test::randn;
 
 // OT-Flow's initialization with w, c and b randomized too, so that no term of Φ is trivially 1 or 0.
 Params randomParams(int d, int m, int nTh, std::uint64_t seed) {

@@ -15,6 +15,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 
 // The test target defines the absolute path; this fallback serves a run from the repository root.
 namespace flowscope {
@@ -35,6 +36,13 @@ void writeText(const std::string& path, const std::string& text) {
 
 json minimal() {
     return json{{"d", 2}, {"n", 10}, {"attention", {{"type", "softmax"}}}};
+}
+
+// minimal() with `value` assigned at the JSON pointer `at` (objects on the way are created).
+json minimalWith(const std::string& at, const json& value) {
+    json j = minimal();
+    j[json::json_pointer(at)] = value;
+    return j;
 }
 
 // Expects load() to throw a SceneError at `pointer` whose message contains each of `fragments`; the message,
@@ -64,6 +72,10 @@ void expectTextError(const std::string& text, const std::string& pointer, const 
 void expectError(const json& j, const std::string& pointer, const std::string& fragment) {
     expectTextError(j.dump(), pointer, fragment);
 }
+// Expects minimalWith(at, value) to fail at `at` itself.
+void expectValueError(const std::string& at, const json& value, const std::string& fragment) {
+    expectError(minimalWith(at, value), at, fragment);
+}
 
 bool sameMatrix(const Mat& a, const Mat& b) {
     return a.rows() == b.rows() && a.cols() == b.cols() && (a.size() == 0 || a == b);
@@ -78,65 +90,67 @@ void expectSameHeads(const std::vector<HeadParams>& a, const std::vector<HeadPar
     }
 }
 
-// Field-by-field exact equality of two scenes.
+// Field-by-field exact equality of two scenes; a failure names the field.
 void expectSameScene(const Scene& a, const Scene& b) {
-    EXPECT_EQ(a.version, b.version);
-    EXPECT_EQ(a.name, b.name);
-    EXPECT_EQ(a.description, b.description);
-    EXPECT_EQ(a.figure, b.figure);
-    EXPECT_EQ(a.d, b.d);
-    EXPECT_EQ(a.n, b.n);
-    EXPECT_EQ(a.precision, b.precision);
-    EXPECT_EQ(a.initial.kind, b.initial.kind);
-    EXPECT_EQ(a.initial.seed, b.initial.seed);
-    EXPECT_TRUE(sameMatrix(a.initial.mean, b.initial.mean));
-    EXPECT_TRUE(sameMatrix(a.initial.cov, b.initial.cov));
-    EXPECT_TRUE(sameMatrix(a.initial.low, b.initial.low));
-    EXPECT_TRUE(sameMatrix(a.initial.high, b.initial.high));
-    EXPECT_EQ(a.initial.radii, b.initial.radii);
-    EXPECT_EQ(a.initial.noise, b.initial.noise);
-    EXPECT_EQ(a.initial.path, b.initial.path);
-    EXPECT_TRUE(sameMatrix(a.initial.points, b.initial.points));
+#define EXPECT_SAME_FIELD(f) EXPECT_EQ(a.f, b.f) << #f
+#define EXPECT_SAME_MATRIX(f) EXPECT_TRUE(sameMatrix(a.f, b.f)) << #f
+    EXPECT_SAME_FIELD(version);
+    EXPECT_SAME_FIELD(name);
+    EXPECT_SAME_FIELD(description);
+    EXPECT_SAME_FIELD(figure);
+    EXPECT_SAME_FIELD(d);
+    EXPECT_SAME_FIELD(n);
+    EXPECT_SAME_FIELD(precision);
+    EXPECT_SAME_FIELD(initial.kind);
+    EXPECT_SAME_FIELD(initial.seed);
+    EXPECT_SAME_MATRIX(initial.mean);
+    EXPECT_SAME_MATRIX(initial.cov);
+    EXPECT_SAME_MATRIX(initial.low);
+    EXPECT_SAME_MATRIX(initial.high);
+    EXPECT_SAME_FIELD(initial.radii);
+    EXPECT_SAME_FIELD(initial.noise);
+    EXPECT_SAME_FIELD(initial.path);
+    EXPECT_SAME_MATRIX(initial.points);
     const AttentionSpec &x = a.attention, &y = b.attention;
-    EXPECT_EQ(x.type, y.type);
+    EXPECT_SAME_FIELD(attention.type);
     expectSameHeads(x.heads, y.heads);
     ASSERT_EQ(x.keyframes.size(), y.keyframes.size());
     for (std::size_t k = 0; k < x.keyframes.size(); ++k) {
         EXPECT_EQ(x.keyframes[k].t, y.keyframes[k].t);
         expectSameHeads(x.keyframes[k].heads, y.keyframes[k].heads);
     }
-    EXPECT_EQ(x.interpolation, y.interpolation);
-    EXPECT_EQ(x.beta, y.beta);
-    EXPECT_EQ(x.scaleByRootK, y.scaleByRootK);
-    EXPECT_EQ(x.masked, y.masked);
-    EXPECT_EQ(x.sphere, y.sphere);
-    EXPECT_EQ(x.linearEps, y.linearEps);
-    EXPECT_EQ(x.sinkhornEps, y.sinkhornEps);
-    EXPECT_EQ(x.sinkhornIterations, y.sinkhornIterations);
-    EXPECT_EQ(x.sinkhornTol, y.sinkhornTol);
-    EXPECT_EQ(x.lambda, y.lambda);
-    EXPECT_EQ(x.h, y.h);
-    EXPECT_EQ(x.rwpoKernel, y.rwpoKernel);
-    EXPECT_EQ(a.integrator.method, b.integrator.method);
-    EXPECT_EQ(a.integrator.T, b.integrator.T);
-    EXPECT_EQ(a.integrator.steps, b.integrator.steps);
-    EXPECT_EQ(a.integrator.rtol, b.integrator.rtol);
-    EXPECT_EQ(a.integrator.atol, b.integrator.atol);
-    EXPECT_EQ(a.integrator.divergenceNorm, b.integrator.divergenceNorm);
-    EXPECT_EQ(a.integrator.minStep, b.integrator.minStep);
-    EXPECT_EQ(a.output.every, b.output.every);
-    EXPECT_EQ(a.output.entropy, b.output.entropy);
-    EXPECT_EQ(a.output.clusterTol, b.output.clusterTol);
-    EXPECT_EQ(a.output.rankTol, b.output.rankTol);
-    EXPECT_EQ(a.moments.method, b.moments.method);
-    EXPECT_EQ(a.moments.step, b.moments.step);
-    EXPECT_EQ(a.moments.tolLow, b.moments.tolLow);
-    EXPECT_EQ(a.moments.tolHigh, b.moments.tolHigh);
-    EXPECT_EQ(a.moments.maxIter, b.moments.maxIter);
-    EXPECT_EQ(a.moments.grid.nu, b.moments.grid.nu);
-    EXPECT_EQ(a.moments.grid.nc, b.moments.grid.nc);
-    EXPECT_EQ(a.moments.grid.x0, b.moments.grid.x0);
-    EXPECT_EQ(a.moments.grid.y1, b.moments.grid.y1);
+    EXPECT_SAME_FIELD(attention.interpolation);
+    EXPECT_SAME_FIELD(attention.beta);
+    EXPECT_SAME_FIELD(attention.scaleByRootK);
+    EXPECT_SAME_FIELD(attention.masked);
+    EXPECT_SAME_FIELD(attention.sphere);
+    EXPECT_SAME_FIELD(attention.linearEps);
+    EXPECT_SAME_FIELD(attention.sinkhornEps);
+    EXPECT_SAME_FIELD(attention.sinkhornIterations);
+    EXPECT_SAME_FIELD(attention.sinkhornTol);
+    EXPECT_SAME_FIELD(attention.lambda);
+    EXPECT_SAME_FIELD(attention.h);
+    EXPECT_SAME_FIELD(attention.rwpoKernel);
+    EXPECT_SAME_FIELD(integrator.method);
+    EXPECT_SAME_FIELD(integrator.T);
+    EXPECT_SAME_FIELD(integrator.steps);
+    EXPECT_SAME_FIELD(integrator.rtol);
+    EXPECT_SAME_FIELD(integrator.atol);
+    EXPECT_SAME_FIELD(integrator.divergenceNorm);
+    EXPECT_SAME_FIELD(integrator.minStep);
+    EXPECT_SAME_FIELD(output.every);
+    EXPECT_SAME_FIELD(output.entropy);
+    EXPECT_SAME_FIELD(output.clusterTol);
+    EXPECT_SAME_FIELD(output.rankTol);
+    EXPECT_SAME_FIELD(moments.method);
+    EXPECT_SAME_FIELD(moments.step);
+    EXPECT_SAME_FIELD(moments.tolLow);
+    EXPECT_SAME_FIELD(moments.tolHigh);
+    EXPECT_SAME_FIELD(moments.maxIter);
+    EXPECT_SAME_FIELD(moments.grid.nu);
+    EXPECT_SAME_FIELD(moments.grid.nc);
+    EXPECT_SAME_FIELD(moments.grid.x0);
+    EXPECT_SAME_FIELD(moments.grid.y1);
     const auto meanOf = [](const Scene& s) -> Mat {
         return s.attention.targetMean.size() ? Mat(s.attention.targetMean) : Mat(Mat::Zero(s.d, 1));
     };
@@ -145,7 +159,9 @@ void expectSameScene(const Scene& a, const Scene& b) {
     };
     EXPECT_TRUE(sameMatrix(meanOf(a), meanOf(b)));
     EXPECT_TRUE(sameMatrix(covOf(a), covOf(b)));
-    EXPECT_EQ(a.viewJson, b.viewJson);
+    EXPECT_SAME_FIELD(viewJson);
+#undef EXPECT_SAME_FIELD
+#undef EXPECT_SAME_MATRIX
 }
 
 Mat mat2(double a, double b, double c, double d) {
@@ -329,18 +345,17 @@ TEST(SceneJson, SaveAndLoadFile) {
 }
 
 TEST(SceneJson, ToString) {
-    EXPECT_STREQ(toString(AttentionType::Softmax), "softmax");
-    EXPECT_STREQ(toString(AttentionType::Linear), "linear");
-    EXPECT_STREQ(toString(AttentionType::L2), "l2");
-    EXPECT_STREQ(toString(AttentionType::Sinkhorn), "sinkhorn");
-    EXPECT_STREQ(toString(AttentionType::Exp), "exp");
-    EXPECT_STREQ(toString(AttentionType::Relu), "relu");
-    EXPECT_STREQ(toString(AttentionType::Sigmoid), "sigmoid");
-    EXPECT_STREQ(toString(AttentionType::Rwpo), "rwpo");
-    EXPECT_STREQ(toString(Method::Euler), "euler");
-    EXPECT_STREQ(toString(Method::Heun), "heun");
-    EXPECT_STREQ(toString(Method::Rk4), "rk4");
-    EXPECT_STREQ(toString(Method::DormandPrince), "dopri5");
+    const std::pair<AttentionType, const char*> types[] = {
+        {AttentionType::Softmax, "softmax"}, {AttentionType::Linear, "linear"},
+        {AttentionType::L2, "l2"},           {AttentionType::Sinkhorn, "sinkhorn"},
+        {AttentionType::Exp, "exp"},         {AttentionType::Relu, "relu"},
+        {AttentionType::Sigmoid, "sigmoid"}, {AttentionType::Rwpo, "rwpo"}};
+    for (const auto& [type, name] : types) EXPECT_STREQ(toString(type), name);
+    const std::pair<Method, const char*> methods[] = {{Method::Euler, "euler"},
+                                                      {Method::Heun, "heun"},
+                                                      {Method::Rk4, "rk4"},
+                                                      {Method::DormandPrince, "dopri5"}};
+    for (const auto& [method, name] : methods) EXPECT_STREQ(toString(method), name);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -530,68 +545,36 @@ TEST(SceneErrors, RequiredFields) {
 }
 
 TEST(SceneErrors, UnknownKeys) {
-    json j = minimal();
-    j["stpes"] = 3;
-    expectError(j, "/stpes", "unknown field \"stpes\"");
-    j = minimal();
-    j["integrator"] = {{"stpes", 3}};
-    expectError(j, "/integrator/stpes", "did you mean \"steps\"?");
-    j = minimal();
-    j["attention"]["bta"] = 2;
-    expectError(j, "/attention/bta", "did you mean \"beta\"?");
-    j = minimal();
-    j["initial"] = {{"covariance", 1}};
-    expectError(j, "/initial/covariance", "unknown field");
-    j = minimal();
-    j["output"] = {{"evry", 1}};
-    expectError(j, "/output/evry", "unknown field");
-    j = minimal();
-    j["attention"]["sinkhorn"] = {{"epsilon", 1}};
-    expectError(j, "/attention/sinkhorn/epsilon", "unknown field");
-    j = minimal();
-    j["attention"]["heads"] = {{{"Q", 1}, {"W", 1}}};
-    expectError(j, "/attention/heads/0/W", "unknown field");
-    j = minimal();
-    j["a/b"] = 1;
-    expectError(j, "/a~1b", "unknown field");
+    expectError(minimalWith("/stpes", 3), "/stpes", "unknown field \"stpes\"");
+    expectError(minimalWith("/integrator", {{"stpes", 3}}), "/integrator/stpes", "did you mean \"steps\"?");
+    expectError(minimalWith("/attention/bta", 2), "/attention/bta", "did you mean \"beta\"?");
+    expectError(minimalWith("/initial", {{"covariance", 1}}), "/initial/covariance", "unknown field");
+    expectError(minimalWith("/output", {{"evry", 1}}), "/output/evry", "unknown field");
+    expectError(minimalWith("/attention/sinkhorn", {{"epsilon", 1}}), "/attention/sinkhorn/epsilon",
+                "unknown field");
+    expectError(minimalWith("/attention/heads", {{{"Q", 1}, {"W", 1}}}), "/attention/heads/0/W",
+                "unknown field");
+    expectError(minimalWith("/a~1b", 1), "/a~1b", "unknown field");
 }
 
 TEST(SceneErrors, SizeAndDimension) {
-    json j = minimal();
-    j["n"] = -5;
-    expectError(j, "/n", "expected integer >= 1, got -5");
-    j["n"] = 0;
-    expectError(j, "/n", "expected integer >= 1, got 0");
-    j["n"] = 16777217;
-    expectError(j, "/n", "expected integer <= 16777216, got 16777217");
-    j["n"] = 2.5;
-    expectError(j, "/n", "expected integer, got 2.5");
-    j["n"] = "10";
-    expectError(j, "/n", "expected integer, got string \"10\"");
-    j = minimal();
-    j["d"] = 1025;
-    expectError(j, "/d", "expected integer <= 1024, got 1025");
-    j["d"] = 0;
-    expectError(j, "/d", "expected integer >= 1, got 0");
-    j["d"] = 1e30;
-    expectError(j, "/d", "expected integer <= 1024");
-    j["d"] = true;
-    expectError(j, "/d", "expected integer, got true");
+    expectValueError("/n", -5, "expected integer >= 1, got -5");
+    expectValueError("/n", 0, "expected integer >= 1, got 0");
+    expectValueError("/n", 16777217, "expected integer <= 16777216, got 16777217");
+    expectValueError("/n", 2.5, "expected integer, got 2.5");
+    expectValueError("/n", "10", "expected integer, got string \"10\"");
+    expectValueError("/d", 1025, "expected integer <= 1024, got 1025");
+    expectValueError("/d", 0, "expected integer >= 1, got 0");
+    expectValueError("/d", 1e30, "expected integer <= 1024");
+    expectValueError("/d", true, "expected integer, got true");
 }
 
 TEST(SceneErrors, VersionPrecisionAndStrings) {
-    json j = minimal();
-    j["version"] = 2;
-    expectError(j, "/version", "unsupported scene version 2");
-    j = minimal();
-    j["precision"] = "float16";
-    expectError(j, "/precision", "unknown precision \"float16\" (expected one of float32, float64)");
-    j = minimal();
-    j["name"] = 5;
-    expectError(j, "/name", "expected string, got 5");
-    j = minimal();
-    j["view"] = {1, 2};
-    expectError(j, "/view", "expected object, got array");
+    expectError(minimalWith("/version", 2), "/version", "unsupported scene version 2");
+    expectError(minimalWith("/precision", "float16"), "/precision",
+                "unknown precision \"float16\" (expected one of float32, float64)");
+    expectError(minimalWith("/name", 5), "/name", "expected string, got 5");
+    expectError(minimalWith("/view", {1, 2}), "/view", "expected object, got array");
 }
 
 TEST(SceneErrors, NonFiniteNumbers) {
@@ -603,12 +586,9 @@ TEST(SceneErrors, NonFiniteNumbers) {
     expectTextError(
         R"({"d": 2, "n": 3, "attention": {"type": "softmax", "heads": [{"V": [[1, 0], [0, 1e400]]}]}})",
         "/attention/heads/0/V/1/1", "expected finite number");
-    json j = minimal();
-    j["integrator"] = {{"T", "nan"}};
-    expectError(j, "/integrator/T", "expected number, got string \"nan\"");
-    j = minimal();
-    j["integrator"] = {{"T", nullptr}};
-    expectError(j, "/integrator/T", "expected number, got null");
+    expectError(minimalWith("/integrator", {{"T", "nan"}}), "/integrator/T",
+                "expected number, got string \"nan\"");
+    expectError(minimalWith("/integrator", {{"T", nullptr}}), "/integrator/T", "expected number, got null");
 }
 
 TEST(SceneErrors, AttentionType) {
@@ -683,11 +663,8 @@ TEST(SceneErrors, Keyframes) {
 }
 
 TEST(SceneErrors, AttentionParameters) {
-    json j = minimal();
-    j["attention"]["beta"] = 0;
-    expectError(j, "/attention/beta", "expected number > 0, got 0");
-    j = minimal();
-    j["attention"]["type"] = "sinkhorn";
+    expectError(minimalWith("/attention/beta", 0), "/attention/beta", "expected number > 0, got 0");
+    json j = minimalWith("/attention/type", "sinkhorn");
     j["attention"]["sinkhorn"] = {{"eps", 0}};
     expectError(j, "/attention/sinkhorn/eps", "expected number > 0, got 0");
     j["attention"]["sinkhorn"] = {{"iterations", 0}};
@@ -701,12 +678,10 @@ TEST(SceneErrors, AttentionParameters) {
     expectError(j, "/attention/rwpo/lambda", "expected number >= 0, got -1");
     j["attention"]["rwpo"] = {{"kernel", "printed"}};
     expectError(j, "/attention/rwpo/kernel", "unknown RWPO kernel \"printed\"");
-    j = minimal();
-    j["attention"] = {{"type", "linear"}, {"linear_eps", -0.5}};
-    expectError(j, "/attention/linear_eps", "expected number > 0, got -0.5");
-    j = minimal();
-    j["attention"]["masked"] = "yes";
-    expectError(j, "/attention/masked", "expected true or false, got string \"yes\"");
+    expectError(minimalWith("/attention", {{"type", "linear"}, {"linear_eps", -0.5}}),
+                "/attention/linear_eps", "expected number > 0, got -0.5");
+    expectError(minimalWith("/attention/masked", "yes"), "/attention/masked",
+                "expected true or false, got string \"yes\"");
 }
 
 TEST(SceneErrors, UnsupportedCombinations) {
