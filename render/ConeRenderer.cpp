@@ -8,18 +8,21 @@ namespace flowscope {
 
 namespace {
 
-// Shared by the line and mesh programs: position, facing (normal . towards-eye; 0 for inside geometry).
+// Shared by the line, mesh and point programs: position, facing (normal . towards-eye; 0 for inside
+// geometry), and the sprite size, which only points use.
 const char* kVertexShader = R"(#version 330 core
 layout(location = 0) in vec3 aPosition;
 layout(location = 1) in vec3 aNormal;
 layout(location = 2) in vec4 aColor;
 uniform mat4 uMvp;
 uniform vec3 uTowardsEye;
+uniform float uPointSize;
 out vec4 vColor;
 out float vFacing;
 out float vNormalLength;
 void main() {
     gl_Position = uMvp * vec4(aPosition, 1.0);
+    gl_PointSize = uPointSize;
     vColor = aColor;
     vNormalLength = length(aNormal);
     vFacing = vNormalLength > 0.0 ? dot(aNormal, uTowardsEye) / vNormalLength : 0.0;
@@ -101,19 +104,6 @@ void main() {
 }
 )";
 
-const char* kPointVertexShader = R"(#version 330 core
-layout(location = 0) in vec3 aPosition;
-layout(location = 2) in vec4 aColor;
-uniform mat4 uMvp;
-uniform float uPointSize;
-out vec4 vColor;
-void main() {
-    gl_Position = uMvp * vec4(aPosition, 1.0);
-    gl_PointSize = uPointSize;
-    vColor = aColor;
-}
-)";
-
 // A disc of the vertex colour inside an outline ring (or only the ring), with a one-pixel soft rim.
 const char* kPointFragmentShader = R"(#version 330 core
 in vec4 vColor;
@@ -147,7 +137,7 @@ bool ConeRenderer::initialize(const GlApi& gl) {
     gl_ = &gl;
     if (!lineProgram_.build(gl, kVertexShader, kLineGeometryShader, kLineFragmentShader, &log_) ||
         !meshProgram_.build(gl, kVertexShader, nullptr, kMeshFragmentShader, &log_) ||
-        !pointProgram_.build(gl, kPointVertexShader, nullptr, kPointFragmentShader, &log_))
+        !pointProgram_.build(gl, kVertexShader, nullptr, kPointFragmentShader, &log_))
         return false;
     for (Buffer& b : buffers_) {
         gl.GenVertexArrays(1, &b.vao);

@@ -18,6 +18,7 @@
 //   Kind::label(config)               how a trainer is named in messages ("with RWPO", "λ_OT = 0.5")
 //   Kind::state(trainer, maxEvents, config)  a trainer's State, without its picture
 //   Kind::fromModel(model, config)    `config` training on from a trained model's architecture and parameters
+//   Kind::save(path, state)           a snapshot's trainer written as the CLI's training command writes it
 //   Kind::Pictures                    made once per start() on the caller's thread from the options and the
 //                                     first trainer: make(trainer) draws a picture (seconds, with the RWPO
 //                                     layer), describe(snapshot, firstTrainer) fills the kind's own fields

@@ -92,9 +92,6 @@ std::vector<flows::TrainerConfig> trainingConfigs(const flows::TrainerConfig& co
 // Writes a snapshot's trainer as flowscope-cli train does (flows::saveFlow: .safetensors + .json beside,
 // atomic). Throws std::runtime_error when the state has no model yet or the write fails.
 void saveTrainedFlow(const std::string& path, const TrainerState& state);
-inline void saveTrainedModel(const std::string& path, const TrainerState& state) {
-    saveTrainedFlow(path, state);
-}
 
 // What TrainerRun needs to know of flows (TrainerRun.h says what each member is for).
 struct FlowTraining {
@@ -112,6 +109,7 @@ struct FlowTraining {
     static std::string label(const Config& config);
     static State state(const Trainer& t, std::size_t maxEvents, std::shared_ptr<const Config> config);
     static Config fromModel(const Model& model, Config config);
+    static void save(const std::string& path, const State& state) { saveTrainedFlow(path, state); }
 
     // The fixed base draws z and the shown data points of a run.
     class Pictures {

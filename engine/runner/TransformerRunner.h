@@ -60,9 +60,6 @@ struct TransformerSnapshot : TrainerRunSnapshot<TransformerTrainerState> {
 // Writes a snapshot's trainer as flowscope-cli train-transformer does (ot::saveTransformer: .safetensors +
 // .json beside, atomic). Throws std::runtime_error when the state has no model yet or the write fails.
 void saveTrainedTransformer(const std::string& path, const TransformerTrainerState& state);
-inline void saveTrainedModel(const std::string& path, const TransformerTrainerState& state) {
-    saveTrainedTransformer(path, state);
-}
 
 // What TrainerRun needs to know of continuous-time Transformers (TrainerRun.h says what each member is for).
 // The baseline of comparison mode is λ_OT = 0.
@@ -79,6 +76,7 @@ struct TransformerTraining {
     static std::string label(const Config& config);
     static State state(const Trainer& t, std::size_t maxEvents, std::shared_ptr<const Config> config);
     static Config fromModel(const Model& model, Config config);
+    static void save(const std::string& path, const State& state) { saveTrainedTransformer(path, state); }
 
     // One fixed input set, shown for the whole run.
     class Pictures {

@@ -142,7 +142,7 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
         const auto s = run_.snapshot();
         if (!s || s->trainers.empty()) return fail(text_.nothing);
         try {
-            saveTrainedModel(path.toStdString(), s->trainers.front());
+            Kind::save(path.toStdString(), s->trainers.front());
         } catch (const std::exception& e) {
             return fail(QObject::tr("Cannot export the model:\n%1").arg(QString::fromStdString(e.what())));
         }
