@@ -36,5 +36,6 @@ setup(
     packages=[],
     ext_modules=[Extension("flowscope._flowscope", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
+    options={"build": {"build_base": "build-pip"}},  # not build/, the build tree of scripts/dev.sh
     zip_safe=False,
 )

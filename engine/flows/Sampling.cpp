@@ -123,8 +123,7 @@ DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidt
 
 FlowModel<float>::FrozenKeys densityKeys(const FlowModel<float>& model, int references, std::uint64_t seed,
                                          const SamplingProgress& progress) {
-    if (!model.config().rwpo) return {};
-    if (model.reference().size() > 0) return model.frozenKeys();
+    if (model.config().rwpo && model.reference().size() > 0) return model.frozenKeys();
     if (references < 2) throw std::invalid_argument("density: references must be >= 2");
     const ad::Matrix<float> reference = generateInBatches(
         model, baseSamples(model.config().d, references, seed), references, nullptr, nullptr, progress);

@@ -98,7 +98,8 @@ FlowModel train(const pb::handle& data, flows::TrainerConfig c, const TrainOptio
             const bool running = trainer->step();
             if (o.evalEvery > 0 && trainer->iteration() % o.evalEvery == 0 && trainer->iteration() < o.iters)
                 trainer->evaluate();
-            if (!guard.poll() || !running) break;
+            if (!guard.poll()) return; // Ctrl+C or the callback raised: no final evaluation
+            if (!running) break;
         }
         trainer->evaluate();
     });
