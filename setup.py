@@ -15,7 +15,9 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext):
-        build = os.path.abspath(os.path.join(self.build_temp, "cmake"))
+        # One CMake build tree beside the source, reused by later installs (build-pip/; the Python build's files
+        # go in its setuptools/ folder).
+        build = os.path.join(ROOT, "build-pip")
         args = [f"-DPython3_EXECUTABLE={sys.executable}", "-DCMAKE_BUILD_TYPE=Release", "-DFLOWSCOPE_BUILD_GUI=OFF",
                 "-DFLOWSCOPE_BUILD_TESTS=OFF", "-DFLOWSCOPE_BUILD_PYTHON=ON"]
         if shutil.which("ninja"):
@@ -36,6 +38,6 @@ setup(
     packages=[],
     ext_modules=[Extension("flowscope._flowscope", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
-    options={"build": {"build_base": "build-pip"}},  # not build/, the build tree of scripts/dev.sh
+    options={"build": {"build_base": "build-pip/setuptools"}},  # not build/, the build tree of scripts/dev.sh
     zip_safe=False,
 )
