@@ -15,6 +15,9 @@ PACKAGES=(
   libgl1-mesa-dri libglx-mesa0 libegl-mesa0 xvfb xauth fonts-dejavu-core
   glslc mesa-vulkan-drivers libvulkan-dev
   python3-numpy # tests/python: the NumPy flow reader against the C++ sampler
+  python3-dev pybind11-dev # python/: the flowscope module (FLOWSCOPE_BUILD_PYTHON)
+  python3-pytest python3-torch # tests/python: the module's pytest suite; softmax against PyTorch
+  python3-matplotlib python3-nbclient python3-ipykernel # examples/: the notebooks, executed by ctest
   zlib1g-dev libpng-dev libavcodec-dev libavformat-dev libswscale-dev libavutil-dev # engine/media: PNG, MP4 (libpng: tests)
   clang libclang-rt-14-dev # the compiler of every build (clang 14); libFuzzer's runtime for tests/fuzz
   openmpi-bin libopenmpi-dev # flowscope-cli sweep under mpirun (optional: without them the sweep runs on one process)
@@ -44,7 +47,8 @@ jobs() { nproc 2>/dev/null || echo 2; }
 configure_asan() {
   grep -qs "CMAKE_CXX_COMPILER:FILEPATH=.*clang" build-asan/CMakeCache.txt || rm -rf build-asan
   CC=clang CXX=clang++ cmake -S . -B build-asan -G Ninja -DFLOWSCOPE_SANITIZE=ON -DFLOWSCOPE_FUZZ=ON \
-    -DFLOWSCOPE_BUILD_GUI=OFF -DFLOWSCOPE_BUILD_GPU=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DFLOWSCOPE_BUILD_GUI=OFF -DFLOWSCOPE_BUILD_GPU=OFF -DFLOWSCOPE_BUILD_PYTHON=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" >/dev/null
 }
 
@@ -70,7 +74,7 @@ compile_nogpu() {
   local dir=build-nogpu
   grep -qs "CMAKE_CXX_COMPILER:FILEPATH=.*clang" "$dir/CMakeCache.txt" || rm -rf "$dir"
   CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DFLOWSCOPE_BUILD_GPU=OFF -DFLOWSCOPE_BUILD_GUI=ON \
-    -DFLOWSCOPE_BUILD_TESTS=OFF -DFLOWSCOPE_PCH=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 >/dev/null
+    -DFLOWSCOPE_BUILD_TESTS=OFF -DFLOWSCOPE_BUILD_PYTHON=OFF -DFLOWSCOPE_PCH=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 >/dev/null
   python3 - "$dir" "$(jobs)" <<'PY'
 import json, os, shlex, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor

@@ -117,28 +117,6 @@ double parsePositive(const std::string& text, const std::string& option, bool al
                      quoteForMessage(text));
 }
 
-namespace {
-
-const char* eventKind(RunEvent::Kind k) {
-    switch (k) {
-    case RunEvent::Kind::Diverged:
-        return "diverged";
-    case RunEvent::Kind::NonFinite:
-        return "non_finite";
-    case RunEvent::Kind::StepCollapse:
-        return "step_collapse";
-    }
-    return "?";
-}
-
-} // namespace
-
-Scene loadSceneArg(const std::string& arg) {
-    std::error_code ec;
-    if (looksLikeShareString(arg) && !std::filesystem::exists(arg, ec)) return decodeShareString(arg);
-    return loadScene(arg);
-}
-
 std::vector<std::string> sceneInputs(const std::string& arg, const Scene& scene) {
     std::vector<std::string> inputs;
     std::error_code ec;
@@ -187,7 +165,7 @@ int simulate(const Args& raw) {
     requireSceneAndOut(p, out, "simulate", "traj.npy");
 
     const ComputeBackend backend = openCliBackend(backendName);
-    Scene scene = loadSceneArg(p.positional[0]); // validates everything before any output
+    Scene scene = loadSceneOrShareString(p.positional[0]); // validates everything before any output
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
     checkRunBudget(particleRunBudget(scene, true), maxMemory, kMaxMemoryHint);
     // The outputs, checked before the run: the trajectory, then its record (renamed last).
@@ -251,7 +229,7 @@ int simulate(const Args& raw) {
         {"clusters", clusters}, {"rank", rank}, {"max_norm", maxNorm}};
     if (sim.event())
         j["event"] = {
-            {"kind", eventKind(sim.event()->kind)}, {"t", sim.event()->t}, {"message", sim.event()->message}};
+            {"kind", toString(sim.event()->kind)}, {"t", sim.event()->t}, {"message", sim.event()->message}};
     else
         j["event"] = nullptr;
     const FieldDiagnostics diag = sim.field().diagnostics();
@@ -315,7 +293,7 @@ int share(const Args& raw) {
     if (p.positional.size() != 1)
         throw UsageError("expected one SCENE.json (usage: share SCENE.json, or share --decode STRING --out "
                          "scene.json)");
-    std::cout << encodeShareString(loadSceneArg(p.positional[0])) << "\n";
+    std::cout << encodeShareString(loadSceneOrShareString(p.positional[0])) << "\n";
     return 0;
 }
 

@@ -41,10 +41,6 @@ int sweep(const Args& args); // sweep SWEEP.json, sweep merge, sweep plot (Sweep
 // 1: runtime failure).
 int reportFailure(const std::string& cmd);
 
-// A SCENE.json positional: a scene file, or a share string in its place (engine/scene/SceneShareString.h; an
-// existing file of that name wins). Throws SceneError or ShareStringError (both exit code 2).
-Scene loadSceneArg(const std::string& arg);
-
 // The --backend option: an id of the backend registry (engine/backend/Registry.h); throws UsageError naming
 // why the backend is unavailable (an unknown id lists the registry's ids).
 ComputeBackend openCliBackend(const std::string& name);

@@ -8,6 +8,7 @@
 #include "engine/io/AtomicFile.h"
 #include "engine/io/OutputSet.h"
 #include "engine/scene/RunBudget.h"
+#include "engine/scene/SceneShareString.h"
 
 #include <chrono>
 #include <cmath>
@@ -73,7 +74,7 @@ int moments(const Args& raw) {
     const bool npy = out.size() >= 4 && out.compare(out.size() - 4, 4, ".npy") == 0;
     if (npy && finalOnly) throw UsageError("--final-only: only for the JSON output");
 
-    Scene scene = loadSceneArg(p.positional[0]);
+    Scene scene = loadSceneOrShareString(p.positional[0]);
     if (!method.empty()) scene.moments.method = parseMethod(method);
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
     makeMomentField(scene); // refuse non-Gaussian variants before any work

@@ -25,6 +25,7 @@
 #include "engine/dynamics/Simulation.h"
 #include "engine/gpu/gl/GlContext.h"
 #include "engine/media/FrameSink.h"
+#include "engine/scene/SceneShareString.h"
 #include "render/ConeData.h"
 #include "render/GlApi.h"
 #include "render/animation/AnimationExporter.h"
@@ -116,7 +117,7 @@ const char* viewName(View v) {
 
 int render(const Args& raw) {
     const Options o = parseOptions(raw);
-    const Scene scene = loadSceneArg(o.scenePath); // validates before any output
+    const Scene scene = loadSceneOrShareString(o.scenePath); // validates before any output
     if (o.view != View::Particles)
         if (const auto why = coneUnsupported(scene))
             throw UsageError(std::string("--view ") + viewName(o.view) + ": " + *why);

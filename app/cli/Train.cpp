@@ -92,8 +92,10 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
         throw UsageError("--freeze-lambda and --train-lambda contradict each other");
     c.flow.trainLambda = trainLambda; // frozen by default (FlowConfig); --freeze-lambda says so explicitly
     c.flow.trainBeta = !p.flag("--freeze-beta");
-    c.flow.transportWeight = parsePositive(
-        p.option("--transport-weight", std::to_string(c.flow.transportWeight)), "--transport-weight", true);
+    // Only when given: std::to_string would round the default 1/30 to 0.033333 (the app and the Python
+    // module train with 1/30).
+    if (const std::string w = p.option("--transport-weight", ""); !w.empty())
+        c.flow.transportWeight = parsePositive(w, "--transport-weight", true);
     if (const std::string w = p.option("--hjb-weight", ""); !w.empty())
         c.flow.hjbWeight = parsePositive(w, "--hjb-weight", true);
     c.batch = int(parseLong(p.option("--batch", std::to_string(c.batch)), "--batch", 2, 65536));

@@ -287,4 +287,16 @@ void Simulation::run(const std::function<bool(double)>& progress) {
     }
 }
 
+const char* toString(RunEvent::Kind kind) {
+    switch (kind) {
+    case RunEvent::Kind::Diverged:
+        return "diverged";
+    case RunEvent::Kind::NonFinite:
+        return "non_finite";
+    case RunEvent::Kind::StepCollapse:
+        return "step_collapse";
+    }
+    return "?";
+}
+
 } // namespace flowscope

@@ -22,6 +22,8 @@ struct RunEvent {
     double t = 0.0;
     std::string message;
 };
+// "diverged", "non_finite", "step_collapse": the names simulate's record and the Python module give.
+const char* toString(RunEvent::Kind kind);
 
 // Where a run's time went (seconds since construction or reset()): flowscope-cli bench run reports it.
 struct RunTimings {

@@ -114,11 +114,20 @@ DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidt
     // backward states are the sampler's own batches).
     if (model.config().rwpo && model.reference().size() > 0)
         return densityBeside(model, grid, halfWidth, model.frozenKeys(), progress, 0, double(grid) * grid);
+    const FlowModel<float>::FrozenKeys keys =
+        densityKeys(model, references, seed,
+                    progress ? SamplingProgress([&](double f) { return progress(f * references / work); })
+                             : SamplingProgress());
+    return densityBeside(model, grid, halfWidth, keys, progress, references, work);
+}
+
+FlowModel<float>::FrozenKeys densityKeys(const FlowModel<float>& model, int references, std::uint64_t seed,
+                                         const SamplingProgress& progress) {
+    if (model.config().rwpo && model.reference().size() > 0) return model.frozenKeys();
+    if (references < 2) throw std::invalid_argument("density: references must be >= 2");
     const ad::Matrix<float> reference = generateInBatches(
-        model, baseSamples(2, references, seed), references, nullptr, nullptr,
-        progress ? SamplingProgress([&](double f) { return progress(f * references / work); })
-                 : SamplingProgress());
-    return densityBeside(model, grid, halfWidth, model.frozenKeys(&reference), progress, references, work);
+        model, baseSamples(model.config().d, references, seed), references, nullptr, nullptr, progress);
+    return model.frozenKeys(&reference);
 }
 
 DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth,

@@ -61,6 +61,11 @@ struct DensityGrid {
 // reference as the keys, or (a model without one) `references` samples from baseSamples(2, references, seed).
 DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth, int references = 2000,
                         std::uint64_t seed = 0, const SamplingProgress& progress = {});
+// The keys densityGrid evaluates beside: an RWPO model's reference draws pushed backward, or else
+// `references` of the model's own samples from baseSamples(d, references, seed) (a model without the layer
+// has no keys: its frozenKeys are empty). `progress` gets the fraction of those samples generated.
+FlowModel<float>::FrozenKeys densityKeys(const FlowModel<float>& model, int references = 2000,
+                                         std::uint64_t seed = 0, const SamplingProgress& progress = {});
 // The same grid beside a given reference batch (2 x N samples of the model, e.g. an evaluation's), or beside
 // keys already pushed backward (FlowModel::frozenKeys).
 DensityGrid densityGrid(const FlowModel<float>& model, int grid, double halfWidth,

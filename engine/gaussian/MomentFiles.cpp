@@ -15,7 +15,7 @@ std::string momentsCompanionPath(const std::string& path, const std::string& nam
     return (npy ? path.substr(0, path.size() - 4) : path) + "_" + name + ".npy";
 }
 
-void writeMomentsNpy(const std::string& path, const std::vector<MomentTrajectory>& trajectories) {
+MomentArrays momentArrays(const std::vector<MomentTrajectory>& trajectories) {
     if (trajectories.empty() || trajectories.front().states.empty())
         throw std::invalid_argument("moments: no trajectories to write");
     const Eigen::Index d = trajectories.front().states.front().mean.size();
@@ -41,13 +41,18 @@ void writeMomentsNpy(const std::string& path, const std::vector<MomentTrajectory
                     covs[((i * k + j) * dd + a) * dd + b] = s.cov(Eigen::Index(a), Eigen::Index(b));
             }
         }
-    const auto R = std::int64_t(r), K = std::int64_t(k), D = std::int64_t(d);
+    return {std::int64_t(r), std::int64_t(k),  std::int64_t(d),
+            std::move(covs), std::move(means), std::move(times)};
+}
+
+void writeMomentsNpy(const std::string& path, const std::vector<MomentTrajectory>& trajectories) {
+    const MomentArrays a = momentArrays(trajectories);
     const std::string timesPath = momentsCompanionPath(path, "times"),
                       meansPath = momentsCompanionPath(path, "means");
     writeOutputSet({timesPath, meansPath, path}, [&] {
-        writeNpy(timesPath, {R, K}, times.data(), false);
-        writeNpy(meansPath, {R, K, D}, means.data(), false);
-        writeNpy(path, {R, K, D, D}, covs.data(), false);
+        writeNpy(timesPath, {a.trajectories, a.records}, a.times.data(), false);
+        writeNpy(meansPath, {a.trajectories, a.records, a.d}, a.means.data(), false);
+        writeNpy(path, {a.trajectories, a.records, a.d, a.d}, a.covs.data(), false);
     });
 }
 

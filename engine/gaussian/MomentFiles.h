@@ -11,6 +11,7 @@
 
 #include "engine/gaussian/MomentSolver.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,8 +20,16 @@ namespace flowscope {
 // "<stem>_<name>.npy" beside PATH (stem: PATH without its .npy).
 std::string momentsCompanionPath(const std::string& path, const std::string& name);
 
-// Throws std::invalid_argument for no trajectories or ones of different dimensions, and what writeNpy
-// throws.
+// The three arrays above, in C order (R x K x d x d, R x K x d, R x K), NaN after each trajectory's end; what
+// the files hold and the Python module returns. Throws std::invalid_argument for no trajectories or ones
+// of different dimensions.
+struct MomentArrays {
+    std::int64_t trajectories = 0, records = 0, d = 0; // R, K, d
+    std::vector<double> covs, means, times;
+};
+MomentArrays momentArrays(const std::vector<MomentTrajectory>& trajectories);
+
+// Throws what momentArrays and writeNpy throw.
 void writeMomentsNpy(const std::string& path, const std::vector<MomentTrajectory>& trajectories);
 
 } // namespace flowscope

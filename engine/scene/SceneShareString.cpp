@@ -1,5 +1,6 @@
 #include "engine/scene/SceneShareString.h"
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 namespace flowscope {
@@ -66,6 +67,12 @@ Scene decodeShareString(std::string_view text) {
     } catch (const std::exception& e) {
         shareStringFail(e.what());
     }
+}
+
+Scene loadSceneOrShareString(const std::string& arg) {
+    std::error_code ec;
+    if (looksLikeShareString(arg) && !std::filesystem::exists(arg, ec)) return decodeShareString(arg);
+    return loadScene(arg);
 }
 
 } // namespace flowscope

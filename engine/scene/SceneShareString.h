@@ -23,4 +23,8 @@ std::string encodeShareString(const Scene& s);
 // refused.
 Scene decodeShareString(std::string_view text);
 
+// A scene named by a front end's argument: a scene file, or a share string in its place (an existing file
+// of that name wins). Throws SceneError or ShareStringError.
+Scene loadSceneOrShareString(const std::string& arg);
+
 } // namespace flowscope

@@ -1,0 +1,44 @@
+"""Flowscope's engine from Python: the dynamics of Transformers, tokens as particles.
+
+    import flowscope, numpy as np
+    scene = flowscope.Scene("default")                 # a preset, a scene dict, a .json file or a share string
+    run = flowscope.simulate(scene)                    # run.tokens: (T, N, d), run.times, observables, run.event
+    V = flowscope.velocity({"type": "softmax", "beta": 1}, np.random.randn(1000, 3))
+    m = flowscope.moments("cone-fig2d-two-lines")      # Σ(t), α(t) of the Gaussian mode
+    flow = flowscope.train("moons", iters=300)         # a generative flow; flow.sample(1000), flow.save(...)
+
+Everything runs in the C++ engine (the CLI's and the app's code): NumPy arrays in and out, float32 and
+float64, the GIL released while it computes, Ctrl+C stops long calls cleanly. Bad input raises ValueError
+naming the field (a scene's fields by JSON pointer, as flowscope-cli prints them). See docs/python.md.
+"""
+
+import os as _os
+
+from ._flowscope import (  # noqa: F401
+    FlowModel,
+    MomentsResult,
+    Scene,
+    SimulationResult,
+    attention_weights,
+    dataset,
+    datasets,
+    entropies,
+    moments,
+    presets,
+    simulate,
+    train,
+    velocity,
+)
+from . import _flowscope
+
+__version__ = "0.1.0"
+__all__ = [
+    "FlowModel", "MomentsResult", "Scene", "SimulationResult", "attention_weights", "dataset", "datasets", "entropies",
+    "moments", "presets", "simulate", "train", "velocity",
+]
+
+# The presets installed with the package (the build tree and `pip install .` copy them here); without them,
+# the source tree's assets/presets that the module was built from.
+_presets = _os.path.join(_os.path.dirname(__file__), "presets")
+if _os.path.isdir(_presets):
+    _flowscope._set_preset_dir(_presets)

@@ -1,0 +1,67 @@
+// The flowscope Python module: what every binding file shares. NumPy arrays in and out, bad input as
+// ValueError naming the field, and a long computation that releases the GIL and stops on Ctrl+C.
+#pragma once
+
+#include "engine/core/Types.h"
+#include "engine/scene/Scene.h"
+
+#include <pybind11/eigen.h>
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <exception>
+#include <functional>
+#include <string>
+
+namespace flowscope::py {
+
+namespace pb = pybind11;
+
+// Bad input: raised as ValueError with `field: detail` (a scene's fields are JSON pointers, as the CLI's).
+struct InputError : std::invalid_argument {
+    InputError(const std::string& field, const std::string& detail)
+        : std::invalid_argument(field + ": " + detail) {}
+};
+
+// A scene from what the API accepts: a Scene, a dict (the scene schema), a JSON file, a share string or a
+// preset name (scene.cpp).
+Scene toScene(const pb::handle& scene);
+
+// The points of an (n, d) array of numbers (any layout and float dtype; one copy into the engine's
+// column-major layout), finite. `field` names the argument in errors; d > 0 requires that many columns.
+Mat toPoints(const pb::handle& array, const std::string& field, int d = 0);
+// An (n, d) array, float32 when `asFloat32` (a new array), else float64 sharing the matrix (no copy).
+pb::array fromPoints(Mat&& points, bool asFloat32);
+// True for a NumPy float32 array (the API answers in the caller's precision).
+bool isFloat32(const pb::handle& array);
+
+// Runs `work` without the GIL. `poll()` may be called by `work` between its steps (from the calling
+// thread): it takes the GIL, checks for signals (Ctrl+C raises KeyboardInterrupt) and calls `onPoll`
+// (a progress callback that may raise); it returns false when a Python exception is pending, which the
+// work should answer by stopping. The pending exception is raised once the work returns.
+class Interruptible {
+  public:
+    explicit Interruptible(std::function<void()> onPoll = {}) : onPoll_(std::move(onPoll)) {}
+    bool poll();
+    void run(const std::function<void()>& work);
+
+  private:
+    std::function<void()> onPoll_;
+    std::exception_ptr error_;
+};
+
+// The scene JSON of a Python dict (numbers, strings, bools, None, lists, dicts); non-finite numbers and other
+// types are refused naming their JSON pointer.
+std::string dictToJson(const pb::handle& dict);
+// JSON text as Python objects (json.loads).
+pb::object jsonToPython(const std::string& text);
+
+void bindScene(pb::module_& m);
+void bindSimulate(pb::module_& m);
+void bindFields(pb::module_& m);
+void bindMoments(pb::module_& m);
+void bindFlows(pb::module_& m);
+
+} // namespace flowscope::py

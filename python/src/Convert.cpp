@@ -1,0 +1,139 @@
+// NumPy arrays and Python dicts to the engine's values and back; the GIL released around long work.
+#include "Common.h"
+
+#include "engine/core/Text.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace flowscope::py {
+
+namespace {
+
+std::string shapeText(const pb::array& a) {
+    std::string s = "(";
+    for (pb::ssize_t k = 0; k < a.ndim(); ++k) s += (k ? ", " : "") + std::to_string(a.shape(k));
+    return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+template <class S> Mat copyPoints(const pb::array_t<S>& a) {
+    using Strided = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>, 0,
+                               Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>>;
+    const auto item = pb::ssize_t(sizeof(S));
+    return Strided(a.data(), a.shape(0), a.shape(1), {a.strides(1) / item, a.strides(0) / item})
+        .template cast<double>();
+}
+
+nlohmann::ordered_json toJson(const pb::handle& o, const std::string& pointer) {
+    if (o.is_none()) return nullptr;
+    if (pb::isinstance<pb::bool_>(o)) return o.cast<bool>();
+    if (pb::isinstance<pb::int_>(o)) return o.cast<long long>();
+    if (pb::isinstance<pb::float_>(o)) {
+        const double v = o.cast<double>();
+        if (!std::isfinite(v))
+            throw InputError(pointer, "expected a finite number, got " + pb::str(o).cast<std::string>());
+        return v;
+    }
+    if (pb::isinstance<pb::str>(o)) return o.cast<std::string>();
+    if (pb::isinstance<pb::dict>(o)) {
+        nlohmann::ordered_json j = nlohmann::ordered_json::object();
+        for (auto [key, value] : o.cast<pb::dict>()) {
+            if (!pb::isinstance<pb::str>(key))
+                throw InputError(pointer, "keys must be strings, got " + pb::repr(key).cast<std::string>());
+            const std::string name = key.cast<std::string>();
+            j[name] = toJson(value, pointer + "/" + name);
+        }
+        return j;
+    }
+    if (pb::hasattr(o, "tolist") && !pb::isinstance<pb::list>(o)) return toJson(o.attr("tolist")(), pointer);
+    if (pb::isinstance<pb::list>(o) || pb::isinstance<pb::tuple>(o)) {
+        nlohmann::ordered_json j = nlohmann::ordered_json::array();
+        std::size_t k = 0;
+        for (pb::handle item : o) j.push_back(toJson(item, pointer + "/" + std::to_string(k++)));
+        return j;
+    }
+    throw InputError(pointer, "expected a number, string, bool, list or dict, got " +
+                                  pb::str(o.get_type().attr("__name__")).cast<std::string>());
+}
+
+} // namespace
+
+bool isFloat32(const pb::handle& array) {
+    return pb::isinstance<pb::array>(array) &&
+           pb::reinterpret_borrow<pb::array>(array).dtype().is(pb::dtype::of<float>());
+}
+
+Mat toPoints(const pb::handle& obj, const std::string& field, int d) {
+    pb::array a;
+    try {
+        a = isFloat32(obj) ? pb::array(pb::array_t<float>::ensure(obj))
+                           : pb::array(pb::array_t<double, pb::array::forcecast>::ensure(obj));
+    } catch (const pb::error_already_set&) {
+    }
+    if (!a) {
+        PyErr_Clear();
+        throw InputError(field, "expected an (n, d) array of numbers, got " +
+                                    pb::str(obj.get_type().attr("__name__")).cast<std::string>());
+    }
+    if (a.ndim() != 2) throw InputError(field, "expected an (n, d) array, got shape " + shapeText(a));
+    if (a.shape(0) < 1 || a.shape(1) < 1)
+        throw InputError(field, "expected at least one point, got shape " + shapeText(a));
+    if (d > 0 && a.shape(1) != d)
+        throw InputError(field,
+                         "expected points of dimension " + std::to_string(d) + ", got shape " + shapeText(a));
+    Mat X = isFloat32(a) ? copyPoints(pb::array_t<float>(a)) : copyPoints(pb::array_t<double>(a));
+    for (Eigen::Index c = 0; c < X.cols(); ++c)
+        for (Eigen::Index i = 0; i < X.rows(); ++i)
+            if (!std::isfinite(X(i, c)))
+                throw InputError(field, "row " + std::to_string(i) + ", column " + std::to_string(c) +
+                                            " is " + (std::isnan(X(i, c)) ? "nan" : "infinite") +
+                                            ": the points must be finite");
+    return X;
+}
+
+pb::array fromPoints(Mat&& points, bool asFloat32) {
+    const pb::ssize_t n = points.rows(), d = points.cols();
+    if (asFloat32) {
+        pb::array_t<float, pb::array::f_style> out({n, d});
+        Eigen::Map<Eigen::MatrixXf>(out.mutable_data(), n, d) = points.cast<float>();
+        return out;
+    }
+    auto* owned = new Mat(std::move(points));
+    pb::capsule owner(owned, [](void* p) { delete static_cast<Mat*>(p); });
+    return pb::array_t<double>({n, d}, {pb::ssize_t(sizeof(double)), pb::ssize_t(sizeof(double)) * n},
+                               owned->data(), owner);
+}
+
+std::string dictToJson(const pb::handle& dict) {
+    return toJson(dict, "").dump();
+}
+
+pb::object jsonToPython(const std::string& text) {
+    return pb::module_::import("json").attr("loads")(text);
+}
+
+bool Interruptible::poll() {
+    if (error_) return false;
+    pb::gil_scoped_acquire gil;
+    try {
+        if (PyErr_CheckSignals() != 0) throw pb::error_already_set();
+        if (onPoll_) onPoll_();
+    } catch (...) {
+        error_ = std::current_exception();
+        return false;
+    }
+    return true;
+}
+
+void Interruptible::run(const std::function<void()>& work) {
+    try {
+        pb::gil_scoped_release release;
+        work();
+    } catch (...) {
+        if (!error_) throw; // the work's own failure; after a pending Python exception, the work's stop
+    }
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+} // namespace flowscope::py

@@ -1,0 +1,27 @@
+// The flowscope Python module (_flowscope, re-exported by flowscope/__init__.py): the engine's scenes,
+// particle runs, attention fields, moment equations and flows for NumPy users (docs/python.md).
+#include "Common.h"
+
+#include "engine/backend/ComputeBackend.h"
+#include "engine/io/ShareString.h"
+
+PYBIND11_MODULE(_flowscope, m) {
+    using namespace flowscope;
+    using namespace flowscope::py;
+    m.doc() = "Flowscope's engine from Python: scenes, particle runs, attention fields, moments and flows.";
+    // Bad input is a ValueError whose message names the field, as the CLI prints it.
+    pybind11::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const JsonError& e) { // scenes (SceneError) and the other JSON readers
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const ShareStringError& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        }
+    });
+    bindScene(m);
+    bindSimulate(m);
+    bindFields(m);
+    bindMoments(m);
+    bindFlows(m);
+}

@@ -1,0 +1,94 @@
+// flowscope.Scene and flowscope.presets(): the scene schema of docs/scene.md, read and validated by the
+// engine (engine/scene), from a dict, a file, a share string or a preset name.
+#include "Common.h"
+
+#include "engine/core/Text.h"
+#include "engine/scene/SceneShareString.h"
+
+#include <algorithm>
+#include <filesystem>
+
+namespace flowscope::py {
+
+namespace {
+
+std::string presetDir = FLOWSCOPE_PRESET_DIR; // the package's copy where it has one (__init__.py sets it)
+
+std::vector<std::string> presetNames() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(presetDir, ec))
+        if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+Scene sceneFromText(const std::string& text) {
+    std::error_code ec;
+    if (std::filesystem::exists(text, ec) || looksLikeShareString(text)) return loadSceneOrShareString(text);
+    const std::filesystem::path preset = std::filesystem::path(presetDir) / (text + ".json");
+    if (text.find('/') == std::string::npos && std::filesystem::is_regular_file(preset, ec))
+        return loadScene(preset.string());
+    throw InputError("scene",
+                     quoteForMessage(text) +
+                         " is not a scene file, a share string or a preset (flowscope.presets() lists them)");
+}
+
+} // namespace
+
+Scene toScene(const pb::handle& scene) {
+    if (pb::isinstance<Scene>(scene)) return scene.cast<Scene>();
+    if (pb::isinstance<pb::dict>(scene)) return sceneFromJson(dictToJson(scene));
+    if (pb::isinstance<pb::str>(scene) || pb::hasattr(scene, "__fspath__"))
+        return sceneFromText(pb::str(pb::module_::import("os").attr("fspath")(scene)).cast<std::string>());
+    throw InputError("scene", "expected a Scene, a dict, a file name, a share string or a preset name, got " +
+                                  pb::str(scene.get_type().attr("__name__")).cast<std::string>());
+}
+
+void bindScene(pb::module_& m) {
+    m.def("_set_preset_dir", [](const std::string& dir) { presetDir = dir; });
+    m.def("presets", &presetNames, R"(presets() -> list[str]
+
+The names of the shipped scenes (assets/presets), each one a valid ``Scene(name)``; ``Scene(name).description``
+says what it shows and ``.figure`` which paper figure it reproduces.)");
+
+    pb::class_<Scene>(
+        m, "Scene", R"(One experiment: dimension d, N tokens, the initial distribution, the attention variant
+and its parameters, the integrator and what is recorded (the schema: docs/scene.md).
+
+    Scene(source)
+
+``source`` is a dict in the scene schema, the name of a scene file (.json), a share string (``fs1.…``, as
+``flowscope-cli share`` prints and the app copies) or a preset name (``flowscope.presets()``). The engine
+reads and validates it; a bad field raises ValueError with the message the CLI prints, naming the field by
+JSON pointer, e.g. ``/attention/heads/1/V: expected 2x2 matrix, got 2x3``. Running a scene reproduces the
+CLI's run of it bit for bit.)")
+        .def(pb::init([](const pb::handle& source) { return toScene(source); }), pb::arg("source"))
+        .def(
+            "to_dict", [](const Scene& s) { return jsonToPython(sceneToJson(s)); },
+            "The scene as a dict in the schema, every field explicit (Scene(s.to_dict()) is s).")
+        .def("to_json", &sceneToJson, "The scene as JSON text, as a scene file holds it.")
+        .def("share", &encodeShareString,
+             "The scene as one share string (``fs1.`` + base64url of its deflated JSON; tokens read from a "
+             "file "
+             "inlined), which Scene(), flowscope-cli and the app all take.")
+        .def(
+            "save",
+            [](const Scene& s, const pb::object& path) {
+                saveScene(s, pb::str(pb::module_::import("os").attr("fspath")(path)).cast<std::string>());
+            },
+            pb::arg("path"), "Writes the scene as a JSON file (atomically).")
+        .def_readonly("name", &Scene::name)
+        .def_readonly("description", &Scene::description)
+        .def_readonly("figure", &Scene::figure)
+        .def_readonly("d", &Scene::d, "The token dimension d.")
+        .def_readonly("n", &Scene::n, "The number of tokens N.")
+        .def_property_readonly("attention_type",
+                               [](const Scene& s) { return std::string(toString(s.attention.type)); })
+        .def("__repr__", [](const Scene& s) {
+            return "<flowscope.Scene " + quoteForMessage(s.name) + ": " + toString(s.attention.type) +
+                   ", d=" + std::to_string(s.d) + ", n=" + std::to_string(s.n) + ">";
+        });
+}
+
+} // namespace flowscope::py

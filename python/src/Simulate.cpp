@@ -1,0 +1,141 @@
+// flowscope.simulate: one scene's particle run (engine/dynamics/Simulation), as flowscope-cli simulate runs
+// it, with the trajectory and the observables as arrays.
+#include "Common.h"
+#include "Progress.h"
+
+#include "engine/backend/Registry.h"
+#include "engine/dynamics/Simulation.h"
+#include "engine/scene/RunBudget.h"
+
+namespace flowscope::py {
+
+namespace {
+
+struct SimulationResult {
+    Scene scene;
+    std::string backend;
+    pb::array tokens, times, mean, cov, kineticEnergy, attentionEntropy, energy, clusters, rank, maxNorm;
+    pb::object event = pb::none();
+};
+
+template <class T> pb::array_t<T> array(std::vector<pb::ssize_t> shape) {
+    return pb::array_t<T>(shape);
+}
+
+SimulationResult simulate(const pb::handle& sceneArg, const std::string& backendId, std::optional<long> every,
+                          const pb::object& progressArg) {
+    Scene scene = toScene(sceneArg);
+    if (every) {
+        if (*every < 1 || *every > (1L << 30)) throw InputError("every", "expected an integer in [1, 2^30]");
+        scene.output.every = int(*every);
+    }
+    ComputeBackend backend;
+    try {
+        backend = openBackend(backendId);
+    } catch (const BackendError& e) {
+        throw InputError("backend", e.what());
+    }
+    checkRunBudget(particleRunBudget(scene, true), defaultMemoryLimit(),
+                   "the limit is half this machine's memory: record fewer frames (every=)");
+
+    Progress progress(progressArg, "simulate " + scene.name);
+    double fraction = 0;
+    Interruptible guard([&] {
+        if (progress) progress(fraction);
+    });
+    std::vector<Frame> history;
+    std::optional<RunEvent> event;
+    guard.run([&] {
+        Simulation sim(scene, backend.makeField);
+        sim.run([&](double f) { return fraction = f, guard.poll(); });
+        history = sim.takeHistory();
+        event = sim.event();
+    });
+    const pb::ssize_t T = pb::ssize_t(history.size()), N = scene.n, d = scene.d;
+    SimulationResult r;
+    r.scene = scene, r.backend = backend.id;
+    auto tokens = array<double>({T, N, d});
+    auto times = array<double>({T}), mean = array<double>({T, d}), cov = array<double>({T, d, d}),
+         kinetic = array<double>({T}), entropy = array<double>({T}), energy = array<double>({T}),
+         maxNorm = array<double>({T});
+    auto clusters = array<int>({T}), rank = array<int>({T});
+    for (pb::ssize_t k = 0; k < T; ++k) {
+        Frame& f = history[std::size_t(k)];
+        using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        Eigen::Map<RowMajor>(tokens.mutable_data(k), N, d) = f.tokens;
+        f.tokens = Tokens(); // the frame's copy goes as the array fills
+        times.mutable_at(k) = f.t;
+        Eigen::Map<Vec>(mean.mutable_data(k), d) = f.obs.mean;
+        Eigen::Map<RowMajor>(cov.mutable_data(k), d, d) = f.obs.cov;
+        kinetic.mutable_at(k) = f.obs.kinetic;
+        entropy.mutable_at(k) = f.obs.entropy;
+        energy.mutable_at(k) = f.obs.energy;
+        maxNorm.mutable_at(k) = f.obs.maxNorm;
+        clusters.mutable_at(k) = f.obs.clusters;
+        rank.mutable_at(k) = f.obs.rank;
+    }
+    r.tokens = tokens, r.times = times, r.mean = mean, r.cov = cov, r.kineticEnergy = kinetic;
+    r.attentionEntropy = entropy, r.energy = energy, r.clusters = clusters, r.rank = rank,
+    r.maxNorm = maxNorm;
+    if (event) {
+        pb::dict e;
+        e["kind"] = toString(event->kind), e["t"] = event->t, e["message"] = event->message;
+        r.event = e;
+    }
+    return r;
+}
+
+} // namespace
+
+void bindSimulate(pb::module_& m) {
+    pb::class_<SimulationResult>(m, "SimulationResult",
+                                 R"(What simulate() returns: the recorded frames (t = 0, every
+``output.every`` steps, the last step, and the state where an event stopped the run) and their
+observables, the arrays of ``flowscope-cli simulate``'s .npy and .json (docs/observables.md).)")
+        .def_readonly("scene", &SimulationResult::scene, "The scene that ran (with `every` applied).")
+        .def_readonly("backend", &SimulationResult::backend, "The backend's id: cpu, gl or vulkan.")
+        .def_readonly("tokens", &SimulationResult::tokens, "(T, N, d) float64: the tokens of each frame.")
+        .def_readonly("times", &SimulationResult::times, "(T,) the frames' times t.")
+        .def_readonly("mean", &SimulationResult::mean, "(T, d) the mean (1/N) Σ_i x_i.")
+        .def_readonly("cov", &SimulationResult::cov,
+                      "(T, d, d) the covariance (1/N) Σ_i (x_i - m)(x_i - m)ᵀ.")
+        .def_readonly("kinetic_energy", &SimulationResult::kineticEnergy, "(T,) (1/N) Σ_i |dx_i/dt|² / 2.")
+        .def_readonly(
+            "attention_entropy", &SimulationResult::attentionEntropy,
+            "(T,) the mean over queries of H_i = -Σ_j P_ij log P_ij (nats; NaN for unnormalised variants).")
+        .def_readonly("energy", &SimulationResult::energy,
+                      "(T,) softmax, one head: E = (1/(2N²)) Σ_ij exp(s_ij); NaN otherwise.")
+        .def_readonly("clusters", &SimulationResult::clusters, "(T,) int: groups within output.cluster_tol.")
+        .def_readonly("rank", &SimulationResult::rank, "(T,) int: the numerical rank of the covariance.")
+        .def_readonly("max_norm", &SimulationResult::maxNorm, "(T,) max_i |x_i|.")
+        .def_readonly("event", &SimulationResult::event,
+                      "None when the run reached its horizon, else {'kind': 'diverged' | 'non_finite' | "
+                      "'step_collapse', 't': time, 'message': text}.")
+        .def("__repr__", [](const SimulationResult& r) {
+            return "<flowscope.SimulationResult " + std::to_string(r.tokens.shape(0)) + " frames of " +
+                   std::to_string(r.scene.n) + " x " + std::to_string(r.scene.d) +
+                   (r.event.is_none() ? "" : ", stopped early") + ">";
+        });
+
+    m.def("simulate", &simulate, pb::arg("scene"), pb::arg("backend") = "cpu", pb::arg("every") = pb::none(),
+          pb::arg("progress") = pb::none(),
+          R"(simulate(scene, backend="cpu", every=None, progress=None) -> SimulationResult
+
+Integrates the particle system of a scene,
+
+    dx_i/dt = Σ_h V_h Σ_j P^h_ij x_j      (softmax: P_ij = exp(s_ij) / Σ_l exp(s_il), s_ij = x_jᵀ A x_i)
+
+from its initial tokens to its horizon T (or an event: divergence, a non-finite state), exactly as
+``flowscope-cli simulate`` does: the same scene gives the same arrays bit for bit.
+
+scene     a Scene, or what Scene() takes (dict, file, share string, preset name)
+backend   "cpu" (the scene's precision: float64 reference or float32 SIMD), "gl" or "vulkan" (float32
+          compute shaders, where this build has them)
+every     record every K-th step (overrides output.every)
+progress  a callable taking the fraction done, or True for a tqdm bar (where tqdm is installed)
+
+The GIL is released while it runs; Ctrl+C (or an exception raised by `progress`) stops it between two
+steps and raises, leaving the module usable.)");
+}
+
+} // namespace flowscope::py
