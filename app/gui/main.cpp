@@ -45,6 +45,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -72,7 +73,7 @@ struct Options {
     QString model;       // a trained model to open (the Flows or Transformers tab)
 };
 
-Options parseOptions(QApplication& app) {
+Options parseOptions(QCoreApplication& app) {
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("Flowscope: the particle dynamics of Transformers."));
     parser.addHelpOption();
@@ -314,13 +315,31 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
     timer->start(20);
 }
 
+void nameTheApplication() {
+    QCoreApplication::setApplicationName(QStringLiteral("Flowscope"));
+    QCoreApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+}
+
+// --help and --version print and exit: they need no window system, so they work without a display.
+bool asksOnlyForText(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i)
+        for (const char* flag : {"-h", "--help", "--help-all", "-v", "--version"})
+            if (std::strcmp(argv[i], flag) == 0) return true;
+    return false;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+    if (asksOnlyForText(argc, argv)) {
+        QCoreApplication core(argc, argv);
+        nameTheApplication();
+        parseOptions(core); // prints and exits
+        return 0;
+    }
     flowscope::requestOpenGLCore(); // before QApplication: the default format is read at context creation
     QApplication app(argc, argv);
-    QApplication::setApplicationName(QStringLiteral("Flowscope"));
-    QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+    nameTheApplication();
     flowscope::applyDarkTheme(app);
     const Options options = parseOptions(app);
 

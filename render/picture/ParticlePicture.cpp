@@ -7,7 +7,9 @@
 
 #include <Eigen/Eigenvalues>
 #include <QCoreApplication>
+#include <QFontMetricsF>
 #include <QPainter>
+#include <QPolygonF>
 
 #include <algorithm>
 #include <cmath>
@@ -173,6 +175,31 @@ std::optional<QPointF> ParticlePicture::worldToPixel(const Vec& x) const {
     return shownToPixel(frame_.basis.transpose() * x);
 }
 
+ParticlePicture::OffView ParticlePicture::offView() const {
+    OffView off;
+    if (!shown_) return off;
+    const QRectF area(QPointF(0, 0), size_);
+    Tokens fresh;
+    const Tokens& P = framed_ == shown_ ? frame_.projected : (fresh = shownCoordinates());
+    QPointF sum(0, 0);
+    long placed = 0; // off-view tokens with a pixel (in 3-D, those behind the camera have none)
+    for (Eigen::Index i = 0; i < P.rows(); ++i) {
+        if (!finiteRow(P, i)) continue; // diverged: the banner's business, not a place
+        const auto p = shownToPixel(P.row(i).transpose());
+        if (p && area.contains(*p)) continue;
+        ++off.count;
+        if (p) sum += *p, ++placed;
+    }
+    if (off.count == 0) return off;
+    // From the centre towards the centroid, to where that ray leaves the picture.
+    const QPointF centre = area.center(), d = placed ? sum / double(placed) - centre : QPointF(0, 0);
+    const double sx = std::abs(d.x()) > 1e-9 ? 0.5 * area.width() / std::abs(d.x()) : HUGE_VAL;
+    const double sy = std::abs(d.y()) > 1e-9 ? 0.5 * area.height() / std::abs(d.y()) : HUGE_VAL;
+    const double s = std::min(sx, sy);
+    off.toward = std::isfinite(s) ? centre + s * d : QPointF(centre.x(), area.bottom());
+    return off;
+}
+
 double ParticlePicture::pointSize() const {
     const double n = shown_ ? double(std::max<Eigen::Index>(shown_->tokens.rows(), 1)) : 1.0;
     return std::clamp(2.5 + 64.0 / std::sqrt(n), 3.0, 10.0);
@@ -302,9 +329,44 @@ void ParticlePicture::paintAxisNames(QPainter& painter) const {
     }
 }
 
+// How many tokens the camera leaves out, and an arrow on the border towards them (double click frames all).
+void ParticlePicture::paintOffView(QPainter& painter) const {
+    const OffView off = offView();
+    if (off.count == 0) return;
+    const QRectF area(QPointF(0, 0), size_);
+    const QColor ink(255, 170, 60);
+    painter.save();
+    painter.setRenderHint(QPainter::Antialiasing);
+    // The arrow: a triangle 8 px inside the border, pointing out towards the tokens.
+    const QPointF centre = area.center(), d = off.toward - centre;
+    const double length = std::max(std::hypot(d.x(), d.y()), 1e-9);
+    const QPointF u = d / length, n(-u.y(), u.x());
+    const QPointF tip = off.toward - 6.0 * u, base = tip - 14.0 * u;
+    painter.setPen(Qt::NoPen);
+    painter.setBrush(ink);
+    painter.drawPolygon(QPolygonF({tip, base + 7.0 * n, base - 7.0 * n}));
+    // Two short lines, so that the note fits beside the quick controls in a narrow view.
+    const QString note =
+        QCoreApplication::translate("ParticleView", "%1 of %2 tokens off view\ndouble-click frames all")
+            .arg(off.count)
+            .arg(shown_->tokens.rows());
+    const QFontMetricsF fm(painter.font());
+    QRectF box = fm.boundingRect(QRectF(0, 0, 1e4, 1e4), Qt::AlignRight, note).adjusted(-6, -3, 6, 3);
+    // Bottom right, above the tick labels: the app's quick controls take the bottom left, its HUD the top
+    // right.
+    box.moveBottomRight(QPointF(area.right() - 12, area.bottom() - 36));
+    painter.setBrush(
+        QColor(style_.background.red(), style_.background.green(), style_.background.blue(), 210));
+    painter.drawRoundedRect(box, 4, 4);
+    painter.setPen(ink);
+    painter.drawText(box, Qt::AlignCenter, note);
+    painter.restore();
+}
+
 void ParticlePicture::paintOver(QPainter& painter, bool hud, const QRectF& statusBox) const {
     const QRectF area(QPointF(0, 0), size_);
     if (is3D()) paintAxisNames(painter);
+    paintOffView(painter);
     if (shown_) {
         if (!hud) drawStatus(painter, area, *shown_);
         drawBanner(painter, area, statusBox, *shown_);

@@ -99,6 +99,14 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     // The shown tokens in the shown coordinates (N x k), as of the last prepare() when it drew the shown
     // snapshot, else computed now.
     Tokens shownCoordinates() const;
+    // The shown tokens the camera leaves outside the picture (finite ones only; in 3-D also those behind the
+    // camera), and where they are: the point of the picture's border towards their centroid, seen from the
+    // centre. paintOver() marks it with an arrow and says how many.
+    struct OffView {
+        long count = 0;
+        QPointF toward; // on the border, logical pixels (meaningful when count > 0)
+    };
+    OffView offView() const;
     // Point diameter in logical pixels for the shown token count: big for small clouds, small for large ones.
     double pointSize() const;
     // What the heads-up display shows for the shown snapshot, with the caller's frame time.
@@ -127,6 +135,7 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     void rebuildFrame(); // frame_ for shown_
     QMatrix4x4 viewProjection() const;
     void paintAxisNames(QPainter& painter) const;
+    void paintOffView(QPainter& painter) const;
 
     std::optional<Scene> scene_;
     std::shared_ptr<const Snapshot> shown_, previous_;

@@ -168,6 +168,42 @@ TEST(ParticlePicture, FramingPutsEveryTokenInsideTheImage) {
     EXPECT_NEAR(back.y(), X(7, 1), 1e-9);
 }
 
+TEST(ParticlePicture, TokensTheCameraLeavesOutAreCountedAndPointedAt) {
+    application();
+    ParticlePicture picture;
+    picture.setScene(builtinDefaultScene());
+    const Tokens X = Tokens::Random(300, 2);
+    picture.show(snapshotOf(X));
+    picture.setSize(QSizeF(400, 300));
+    picture.prepare();
+    EXPECT_EQ(picture.offView().count, 0); // framed: every token in view
+
+    picture.view().pan(QPointF(250, 0)); // the content moves right: its right part leaves the picture
+    picture.prepare();
+    long outside = 0;
+    for (Eigen::Index i = 0; i < X.rows(); ++i) {
+        const auto p = picture.worldToPixel(X.row(i).transpose());
+        ASSERT_TRUE(p);
+        outside += !QRectF(0, 0, 400, 300).contains(*p);
+    }
+    ASSERT_GT(outside, 0);
+    const ParticlePicture::OffView off = picture.offView();
+    EXPECT_EQ(off.count, outside);
+    EXPECT_NEAR(off.toward.x(), 400.0, 1e-9); // on the right border, where they went
+    EXPECT_GT(off.toward.y(), 0.0);
+    EXPECT_LT(off.toward.y(), 300.0);
+
+    // The note is drawn in the arrow's colour: the image has it where the arrow points, and not without it.
+    QImage image(400, 300, QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::black);
+    {
+        QPainter p(&image);
+        picture.paintOver(p, true, QRectF());
+    }
+    const QColor arrow = image.pixelColor(int(off.toward.x()) - 12, int(off.toward.y()));
+    EXPECT_EQ(arrow, QColor(255, 170, 60));
+}
+
 TEST(FlowsPicture, PaintsThePlaceholderWithoutARunAndTheLayoutWithOne) {
     application();
     FlowsPicture picture;
