@@ -14,6 +14,10 @@
 // Hovering a token (within 10 pixels) picks it: lines to every other token with opacity proportional to its
 // attention weight P_ij (normalized variants), and the largest weights in a tooltip.
 // A double click (or frameAll()) frames everything; a new scene is framed automatically.
+//
+// What is drawn is the view's ParticlePicture (render/picture, the same picture exports draw without a
+// widget); the view adds the mouse (camera moves, picking, drawing tokens), the heads-up display and its own
+// OpenGL context (PictureGlView).
 #pragma once
 
 #include "engine/attention/VelocityField.h"
