@@ -179,6 +179,20 @@ ParticlePicture::OffView ParticlePicture::offView() const {
     OffView off;
     if (!shown_) return off;
     const QRectF area(QPointF(0, 0), size_);
+    if (framed_ == shown_) {
+        // Every finite token lies in the box of the frame, so when the box's corners are all drawn inside the
+        // (convex) picture, so are the tokens: the usual case costs eight projections, not N.
+        if (!frame_.boxValid) return off; // all diverged
+        bool inside = true;
+        for (int c = 0; c < 8 && inside; ++c) {
+            const Eigen::Vector3d corner((c & 1 ? frame_.boxHi : frame_.boxLo).x(),
+                                         (c & 2 ? frame_.boxHi : frame_.boxLo).y(),
+                                         (c & 4 ? frame_.boxHi : frame_.boxLo).z());
+            const auto p = shownToPixel(corner);
+            inside = p && area.contains(*p);
+        }
+        if (inside) return off;
+    }
     Tokens fresh;
     const Tokens& P = framed_ == shown_ ? frame_.projected : (fresh = shownCoordinates());
     QPointF sum(0, 0);
@@ -220,30 +234,20 @@ HudStats ParticlePicture::hudStats(double frameMs) const {
     return stats;
 }
 
-void ParticlePicture::applyPendingFrame() {
-    if (!framePending_ || !shown_) return;
-    framePending_ = false;
-    Eigen::Vector3d lo, hi;
-    if (!finiteBox(shownCoordinates(), lo, hi)) return;
-    if (is3D())
-        camera_.frame(lo, hi);
-    else
-        view_.frame(QRectF(QPointF(lo.x(), lo.y()), QPointF(hi.x(), hi.y())), kFrameMargin);
-}
-
 void ParticlePicture::prepare() {
     view_.setViewportSize(size_);
     camera_.setViewportSize(size_);
-    applyPendingFrame();
     if (!shown_ || shown_->tokens.cols() == 0) {
-        framed_.reset();
-        frame_.snapshot = nullptr;
-        if (gl_) {
-            renderer_.upload(PointRenderer::Points, {});
-            renderer_.upload(PointRenderer::Lines, {});
-            renderer_.upload(PointRenderer::LinesOver, {});
+        if (framed_ || pointsDirty_ || linesDirty_) { // the last shown tokens go; nothing to redo after that
+            framed_.reset();
+            frame_.snapshot = nullptr;
+            if (gl_) {
+                renderer_.upload(PointRenderer::Points, {});
+                renderer_.upload(PointRenderer::Lines, {});
+                renderer_.upload(PointRenderer::LinesOver, {});
+            }
+            pointsDirty_ = linesDirty_ = false;
         }
-        pointsDirty_ = linesDirty_ = false;
         return;
     }
     if (pointsDirty_ || !framed_) {
@@ -269,6 +273,16 @@ void ParticlePicture::prepare() {
         }
         linesDirty_ = false;
     }
+    // A pending frame fits the camera to the finite tokens' box (the vertices do not depend on the camera).
+    if (framePending_ && frame_.boxValid) {
+        if (is3D())
+            camera_.frame(frame_.boxLo, frame_.boxHi);
+        else
+            view_.frame(QRectF(QPointF(frame_.boxLo.x(), frame_.boxLo.y()),
+                               QPointF(frame_.boxHi.x(), frame_.boxHi.y())),
+                        kFrameMargin);
+    }
+    framePending_ = false;
 }
 
 QMatrix4x4 ParticlePicture::viewProjection() const {

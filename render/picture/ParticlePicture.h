@@ -131,7 +131,6 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
   private:
     void invalidate() override { pointsDirty_ = linesDirty_ = true; }
     void updateBasis(const Tokens* from);
-    void applyPendingFrame();
     void rebuildFrame(); // frame_ for shown_
     QMatrix4x4 viewProjection() const;
     void paintAxisNames(QPainter& painter) const;
