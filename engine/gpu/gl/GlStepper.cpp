@@ -49,7 +49,8 @@ GlStepper::GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator
     gl::Int shared = 32768, invocations = 1024;
     gl.GetIntegerv(gl::MAX_COMPUTE_SHARED_MEMORY_SIZE, &shared);
     gl.GetIntegerv(gl::MAX_COMPUTE_WORK_GROUP_INVOCATIONS, &invocations);
-    tile_ = streamKernelTile(d, shared, invocations);
+    sharedBytes_ = shared;
+    invocations_ = invocations;
     // The OpenGL field's staging choice for this context (off on Mesa's CPU rasterizers): both paths agree.
     sharedStaging_ = GlStreamRunner(gl).sharedStaging();
     assembly_.emplace(buildProgram(gl, "head_assembly.comp", {}));
@@ -197,7 +198,7 @@ void GlStepper::upload(const Tokens& X, double t) {
                                     " coordinates, the stepper " + std::to_string(d_));
     gl::Int maxGroups = 65535;
     gl_->GetIntegeri_v(gl::MAX_COMPUTE_WORK_GROUP_COUNT, 0, &maxGroups);
-    if ((X.rows() + tile_ - 1) / tile_ > maxGroups)
+    if (streamKernelGroups({.tile = layout(int(X.rows())).tile}, X.rows()) > maxGroups)
         throw GlError("too many tokens for one dispatch (" + std::to_string(X.rows()) + ")");
 
     Tokens Y = X;
@@ -246,8 +247,12 @@ void GlStepper::setIntegrator(const IntegratorSpec& integrator) {
     buildCombines();
 }
 
-void GlStepper::dispatch(const GlProgram& program, int groupSize) {
-    program.dispatch(gl::Uint((n_ + groupSize - 1) / groupSize));
+StreamKernelLayout GlStepper::layout(int n) const {
+    return streamKernelLayout(d_, n, sharedBytes_, invocations_, sharedStaging_);
+}
+
+void GlStepper::dispatch(const GlProgram& program, long groups) {
+    program.dispatch(gl::Uint(groups));
     // The next dispatch reads what this one wrote, or overwrites what it read.
     gl_->MemoryBarrier(gl::SHADER_STORAGE_BARRIER_BIT);
 }
@@ -262,7 +267,7 @@ void GlStepper::normalizeTokens() {
     x_.bind(1);
     y_.bind(2);
     for (int s = 0; s < 4; ++s) x_.bind(gl::Uint(3 + s));
-    dispatch(*combine_, kGroup);
+    dispatch(*combine_, groups(kGroup));
     glCheck(*gl_, "normalizing tokens");
 }
 
@@ -274,8 +279,7 @@ void GlStepper::prepareHeads(double t) {
     for (std::size_t k = 0; k < heads.size(); ++k) {
         const HeadSetup h = reference_->setupHead(heads[k], probe_);
         // Queries formed in the shader: the kernel's Params block is n, n, pads, B.
-        const StreamKernelInputs in =
-            streamKernelInputs(probe_, h, spec_.masked, true, tile_, sharedStaging_);
+        const StreamKernelInputs in = streamKernelInputs(probe_, h, spec_.masked, true, layout(n_));
         if (in.variant.hasBias || in.variant.explicitQueries)
             throw SceneError("/attention/type", "the OpenGL stepper needs token-independent heads");
         heads_[k]->variant = in.variant;
@@ -302,20 +306,20 @@ void GlStepper::evaluate(double t, const GlBuffer& at, const GlBuffer& velocity)
         velocity.bind(2);
         at.bind(1); // bound, not read
         at.bind(3);
-        dispatch(*assembly_, kGroup);
+        dispatch(*assembly_, groups(kGroup));
         return;
     }
     for (const auto& head : heads_) {
         head->kernelParams.bind(0);
         at.bind(1);
         kernelOut_.bind(4);
-        dispatch(streamPrograms_.get(head->variant), tile_);
+        dispatch(streamPrograms_.get(head->variant), streamKernelGroups(head->variant, n_));
 
         head->assemblyParams.bind(0);
         kernelOut_.bind(1);
         velocity.bind(2);
         at.bind(3);
-        dispatch(*assembly_, kGroup);
+        dispatch(*assembly_, groups(kGroup));
     }
 }
 
@@ -337,7 +341,7 @@ void GlStepper::advance(int steps) {
                 const int k = slot < int(stage.terms.size()) ? stage.terms[slot].first : 0;
                 k_[k]->bind(gl::Uint(3 + slot));
             }
-            dispatch(*combine_, kGroup);
+            dispatch(*combine_, groups(kGroup));
         }
         ++steps_;
     }

@@ -104,7 +104,11 @@ class GlStepper : public DeviceStepper {
     void prepareHeads(double t);
     void evaluate(double t, const GlBuffer& at, const GlBuffer& velocity);
     void normalizeTokens();
-    void dispatch(const GlProgram& program, int groupSize);
+    // The streaming kernel's layout for n tokens on this context.
+    StreamKernelLayout layout(int n) const;
+    // Workgroups of `groupSize` invocations covering the tokens.
+    long groups(int groupSize) const { return (long(n_) + groupSize - 1) / groupSize; }
+    void dispatch(const GlProgram& program, long groups);
 
     const GlFunctions* gl_;
     int d_;
@@ -119,7 +123,7 @@ class GlStepper : public DeviceStepper {
     long downloads_ = 0;
     Tokens probe_; // n x d zeros: what setupHead sees (the supported heads do not read the tokens)
 
-    int tile_ = 64;
+    long sharedBytes_ = 32768, invocations_ = 1024;
     bool sharedStaging_ = true;
     GlStreamPrograms streamPrograms_;
     std::optional<GlProgram> assembly_, combine_;

@@ -38,7 +38,8 @@ const GlProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
                                {"TILE", std::to_string(v.tile)},
                                {"STAGE_IN_SHARED", v.stageInShared ? "1" : "0"},
                                {"VALUES", v.values ? "1" : "0"},
-                               {"ENTROPY", v.entropy ? "1" : "0"}};
+                               {"ENTROPY", v.entropy ? "1" : "0"},
+                               {"QPT", std::to_string(v.qpt)}};
     std::string key;
     for (const auto& [name, value] : defines) key += value + ",";
     auto it = programs_.find(key);
@@ -51,13 +52,12 @@ const GlProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
 }
 
 void GlStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
-    const int tile = in.variant.tile;
     gl::Int maxGroups = 65535;
     gl_->GetIntegeri_v(gl::MAX_COMPUTE_WORK_GROUP_COUNT, 0, &maxGroups);
-    const long groups = (long(in.nq) + tile - 1) / tile;
+    const long groups = streamKernelGroups(in.variant, in.nq);
     if (groups > long(maxGroups))
         throw GlError("too many tokens for one dispatch (" + std::to_string(in.nq) + " queries, at most " +
-                      std::to_string(long(maxGroups) * tile) + ")");
+                      std::to_string(long(maxGroups) * in.variant.tile * in.variant.qpt) + ")");
 
     params_.upload(in.params.data(), in.params.size() * sizeof(std::uint32_t));
     keys_.upload(in.keys.data(), std::size_t(in.keys.size()) * sizeof(float));
