@@ -23,6 +23,7 @@
 //                       second term (H_i = log den_i - e_i / den_i), in column DIM+2 of out. Optional: 0.
 //     QPT               (9) queries per invocation (1, 2, 4): a workgroup serves QPT * TILE queries, and each
 //                       key read from the tile serves QPT of them. Optional: 1.
+//     UNROLL           (10) keys swept per step of the inner loop (1, 2, 4, 8). Optional: 4.
 //
 // Buffers (std430, binding only, so set 0 in Vulkan). Arrays of points are structure-of-arrays like
 // StreamArgs and Eigen's column-major tokens: coordinate c of point j at [c * count + j].
@@ -45,9 +46,10 @@
 // - w = exp2((s - m) L), L = log2(e): s - m is exact for the scores near the max, which carry the weight
 //   (folding L into m L or into the queries rounds that difference and costs the energy |m| eps; measured),
 //   and exp2 is the one special-function instruction GPUs have for it.
-// - The running max is raised lazily: a key whose score exceeds it rescales the sums by exp2(m_old - s)
-//   first. The max of a random order of N keys rises about ln N times, so a pair costs one score and one
-//   exp2 (no second sweep of the tile for its max).
+// - The running max is raised lazily: UNROLL keys are scored at once, and when the largest exceeds the
+//   running max the sums are rescaled by e^(m_old - max) first. The max of a random order of N keys rises
+//   about ln N times, so a pair costs one score and one exp2 (no second sweep of the tile for its max), and
+//   the UNROLL scores and weights, being independent, overlap in the pipeline.
 // - Blocked, compensated sums: each tile is summed on its own, and the tile sums are added to the running
 //   sums with Kahan's compensation (den and e_i always; num when DIM <= 4, where it costs no occupancy). The
 //   rounding of a sum of N weights is then about (TILE + 2) eps relative, independent of N
@@ -67,6 +69,7 @@ layout(constant_id = 6) const int STAGE_IN_SHARED = 0;
 layout(constant_id = 7) const int VALUES = 1;
 layout(constant_id = 8) const int ENTROPY = 0;
 layout(constant_id = 9) const int QPT = 1;
+layout(constant_id = 10) const int UNROLL = 4;
 layout(local_size_x_id = 5) in;
 #else
 #ifndef VALUES
@@ -77,6 +80,9 @@ layout(local_size_x_id = 5) in;
 #endif
 #ifndef QPT
 #define QPT 1
+#endif
+#ifndef UNROLL
+#define UNROLL 4
 #endif
 layout(local_size_x = TILE) in;
 #endif
@@ -199,46 +205,57 @@ void main() {
             for (int c = 0; c < DIM; ++c) tnum[r * DIM + c] = 0.0;
         }
         const uint count = min(uint(TILE), groupEnd - base);
-        for (uint k = 0u; k < count; ++k) {
-            vec4 key[CH];
-            for (int p = 0; p < CH; ++p) key[p] = keyChunk(base, k, p);
+        for (uint k0 = 0u; k0 < count; k0 += uint(UNROLL)) {
+            // UNROLL keys at a time: their scores and weights are independent, so they overlap in the
+            // pipeline, and the max is checked once for them.
+            vec4 key[UNROLL * CH];
+            for (int u = 0; u < UNROLL; ++u) {
+                const uint k = min(k0 + uint(u), count - 1u); // past the tile's end: a valid key, weighed 0
+                for (int p = 0; p < CH; ++p) key[u * CH + p] = keyChunk(base, k, p);
+            }
             for (int r = 0; r < QPT; ++r) {
-                float s = 0.0;
-                for (int p = 0; p < CH; ++p) s += dot(q[r * CH + p], key[p]);
-                const bool seen = CAUSAL == 0 || base + k < end[r];
-                float w;
-                if (exps) {
-                    if (seen && s > m[r]) {
-                        // w (s - s_new) = f w_old ((s - m) - (s_new - m)) with f = e^(m - s_new): every sum so
-                        // far is rescaled once (rare: the max of N keys in random order rises ~ln N times).
-                        if (den[r] + tden[r] > 0.0) {
-                            const float f = exp2((m[r] - s) * L), dm = s - m[r];
-                            if (ENTROPY != 0) {
-                                ent[r] = f * ((ent[r] - cent[r]) - dm * (den[r] - cden[r]));
-                                tent[r] = f * (tent[r] - dm * tden[r]);
-                                cent[r] = 0.0;
-                            }
-                            den[r] = f * (den[r] - cden[r]);
-                            tden[r] *= f;
-                            cden[r] = 0.0;
-                            if (VALUES != 0)
-                                for (int c = 0; c < DIM; ++c) {
-                                    const int a = r * DIM + c;
-                                    num[a] = f * (num[a] - cnum[a]);
-                                    tnum[a] *= f;
-                                    cnum[a] = 0.0;
-                                }
-                        }
-                        m[r] = s;
-                    }
-                    w = seen ? exp2((s - m[r]) * L) : 0.0;
-                    if (ENTROPY != 0) tent[r] += w * (s - m[r]);
-                } else {
-                    w = seen ? weight(s) : 0.0;
+                float s[UNROLL];
+                bool valid[UNROLL];
+                float top = m[r];
+                for (int u = 0; u < UNROLL; ++u) {
+                    const uint k = k0 + uint(u);
+                    valid[u] = k < count && (CAUSAL == 0 || base + k < end[r]);
+                    float score = 0.0;
+                    for (int p = 0; p < CH; ++p) score += dot(q[r * CH + p], key[u * CH + p]);
+                    s[u] = score;
+                    if (valid[u]) top = max(top, score);
                 }
-                tden[r] += w;
-                if (VALUES != 0)
-                    for (int c = 0; c < DIM; ++c) tnum[r * DIM + c] += w * key[c / 4][c % 4];
+                if (exps && top > m[r]) {
+                    // w (s - top) = f w_old ((s - m) - (top - m)) with f = e^(m - top): every sum so far is
+                    // rescaled once (rare: the max of N keys in random order rises ~ln N times).
+                    if (den[r] + tden[r] > 0.0) {
+                        const float f = exp2((m[r] - top) * L), dm = top - m[r];
+                        if (ENTROPY != 0) {
+                            ent[r] = f * ((ent[r] - cent[r]) - dm * (den[r] - cden[r]));
+                            tent[r] = f * (tent[r] - dm * tden[r]);
+                            cent[r] = 0.0;
+                        }
+                        den[r] = f * (den[r] - cden[r]);
+                        tden[r] *= f;
+                        cden[r] = 0.0;
+                        if (VALUES != 0)
+                            for (int c = 0; c < DIM; ++c) {
+                                const int a = r * DIM + c;
+                                num[a] = f * (num[a] - cnum[a]);
+                                tnum[a] *= f;
+                                cnum[a] = 0.0;
+                            }
+                    }
+                    m[r] = top;
+                }
+                for (int u = 0; u < UNROLL; ++u) {
+                    const float e = exps ? exp2((s[u] - m[r]) * L) : weight(s[u]);
+                    const float w = valid[u] ? e : 0.0;
+                    tden[r] += w;
+                    if (ENTROPY != 0) tent[r] += w * (s[u] - m[r]);
+                    if (VALUES != 0)
+                        for (int c = 0; c < DIM; ++c) tnum[r * DIM + c] += w * key[u * CH + c / 4][c % 4];
+                }
             }
         }
 

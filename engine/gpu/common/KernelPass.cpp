@@ -96,10 +96,23 @@ StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long max
         l.qpt = qpt;
     else
         l.qpt = !stageInShared ? 1 : nq >= (1L << 20) ? 4 : nq >= (1L << 18) ? 2 : 1;
+    const int unroll = environmentKnob("FLOWSCOPE_STREAM_UNROLL");
+    if (unroll == 1 || unroll == 2 || unroll == 4 || unroll == 8) l.unroll = unroll;
     return l;
 }
 
+std::optional<SceneError> cpuDeviceRefusal(long n, const std::string& device) {
+    if (n <= kCpuDeviceMaxKeys) return std::nullopt;
+    return SceneError("/n",
+                      std::to_string(n) + " tokens: " + device +
+                          " (a CPU driver) stops every shader loop after 65535 iterations, so its passes "
+                          "take at most " +
+                          std::to_string(kCpuDeviceMaxKeys) + " tokens; use the CPU backend");
+}
+
 void KernelPassRunner::run(const StreamPass& p, StreamSums& out) {
+    if (cpuDevice_)
+        if (auto refused = cpuDeviceRefusal(long(p.keys.rows()), "this device")) throw *refused;
     const int d = int(p.keys.cols());
     const StreamKernelInputs in = streamKernelInputs(p, queriesOnGpu_, layout(d, p.from.rows()));
     Eigen::MatrixXf raw(in.nq, d + (in.variant.entropy ? 3 : 2));

@@ -19,7 +19,7 @@
 
 namespace flowscope {
 
-// The knobs of shaders/stream_kernel.comp (#defines in OpenGL, specialization constants 0..9 in Vulkan).
+// The knobs of shaders/stream_kernel.comp (#defines in OpenGL, specialization constants 0..10 in Vulkan).
 struct StreamKernelVariant {
     int dim = 1;
     Weighting weighting = Weighting::Softmax;
@@ -31,6 +31,7 @@ struct StreamKernelVariant {
     bool values = true;
     bool entropy = false; // e_i in column d + 2 (softmax and exp only)
     int qpt = 1;          // queries per invocation: a workgroup serves qpt * tile queries
+    int unroll = 4;       // keys per step of the inner loop
 };
 
 // How a dispatch is laid out on a device: keys staged per step (= invocations per workgroup), whether they
@@ -39,6 +40,7 @@ struct StreamKernelLayout {
     int tile = 64;
     bool stageInShared = true;
     int qpt = 1;
+    int unroll = 4;
 };
 
 // Everything one dispatch reads, in its std430 / structure-of-arrays layout.
@@ -80,14 +82,23 @@ std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* b
 //   `sharedBytes` and whose workgroup fits `maxInvocations`;
 // - qpt (queries per invocation): `qpt` when it is 1, 2 or 4; else (0, automatic) 1, or on GPUs
 //   (stageInShared) 2 from nq >= 2^18 and 4 from nq >= 2^20, where the workgroups still fill the device;
-// - the environment variables FLOWSCOPE_STREAM_TILE and FLOWSCOPE_STREAM_QPT override both (tuning runs on a
-//   new device: `bench particles`; docs/gpu.md#tuning).
+// - unroll: 4 keys per step of the inner loop;
+// - the environment variables FLOWSCOPE_STREAM_TILE, FLOWSCOPE_STREAM_QPT and FLOWSCOPE_STREAM_UNROLL (1, 2,
+//   4, 8) override them (tuning runs on a new device: `bench particles`; docs/gpu.md#tuning).
 StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long maxInvocations,
                                       bool stageInShared, int qpt = 0);
+
+// Mesa's CPU drivers (llvmpipe, lavapipe) end a shader invocation's loops after 65 535 iterations in all
+// (gallivm's loop limiter), silently. The kernel loops once per key, so there a pass would see only the first
+// ~63 500 keys. Passes on a CPU device are refused above this many keys (docs/gpu.md#cpu-devices).
+constexpr long kCpuDeviceMaxKeys = 60000;
+// The SceneError (field /n) for n tokens on a CPU device named `device`, or nullopt when n is within reach.
+std::optional<SceneError> cpuDeviceRefusal(long n, const std::string& device);
 
 // A StreamRunner on a GPU backend: float32 passes of shaders/stream_kernel.comp, one dispatch each.
 class KernelPassRunner : public StreamRunner {
   public:
+    // Throws cpuDeviceRefusal's SceneError for too many keys on a CPU device.
     void run(const StreamPass& pass, StreamSums& out) override;
     Precision precision() const override { return Precision::Float32; }
 
@@ -95,6 +106,8 @@ class KernelPassRunner : public StreamRunner {
     // CPU devices (llvmpipe, lavapipe), whose barriers are coroutine switches (measured 2.2x slower there).
     void setSharedStaging(bool on) { sharedStaging_ = on; }
     bool sharedStaging() const { return sharedStaging_; }
+    // llvmpipe or lavapipe: at most kCpuDeviceMaxKeys keys per pass.
+    bool cpuDevice() const { return cpuDevice_; }
     // Whether queries q_i = B x_i are formed in the shader (float32; what a GPU-resident token buffer needs)
     // or on the host in double, rounded once like the CPU float32 path (the default: more accurate).
     void setQueriesOnGpu(bool on) { queriesOnGpu_ = on; }
@@ -108,8 +121,10 @@ class KernelPassRunner : public StreamRunner {
 
   protected:
     // The device's shared memory per workgroup and workgroup size bound the tile (streamKernelLayout).
-    KernelPassRunner(long sharedBytes, long maxInvocations, bool sharedStaging)
-        : sharedBytes_(sharedBytes), maxInvocations_(maxInvocations), sharedStaging_(sharedStaging) {}
+    // cpuDevice: llvmpipe or lavapipe (no staging by default; at most kCpuDeviceMaxKeys keys per pass).
+    KernelPassRunner(long sharedBytes, long maxInvocations, bool cpuDevice)
+        : sharedBytes_(sharedBytes), maxInvocations_(maxInvocations), sharedStaging_(!cpuDevice),
+          cpuDevice_(cpuDevice) {}
     // Uploads `in`, runs streamKernelGroups workgroups and downloads the nq x (d + 2) outputs into `out`
     // (resized by the caller; columns 0..d-1 num when values, d den, d+1 max; with variant.entropy one
     // more column, d+2, of e_i). Called only when nq > 0.
@@ -118,6 +133,7 @@ class KernelPassRunner : public StreamRunner {
   private:
     long sharedBytes_, maxInvocations_;
     bool sharedStaging_;
+    bool cpuDevice_;
     bool queriesOnGpu_ = false;
     int qpt_ = 0;
 };

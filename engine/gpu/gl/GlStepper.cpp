@@ -52,7 +52,8 @@ GlStepper::GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator
     sharedBytes_ = shared;
     invocations_ = invocations;
     // The OpenGL field's staging choice for this context (off on Mesa's CPU rasterizers): both paths agree.
-    sharedStaging_ = GlStreamRunner(gl).sharedStaging();
+    cpuDevice_ = glSoftwareRenderer(gl);
+    sharedStaging_ = !cpuDevice_;
     assembly_.emplace(buildProgram(gl, "head_assembly.comp", {}));
     combine_.emplace(buildProgram(gl, "stage_combine.comp", {}));
     for (int s = 0; s < 4; ++s) k_.push_back(std::make_unique<GlBuffer>(gl));
@@ -198,6 +199,8 @@ void GlStepper::upload(const Tokens& X, double t) {
                                     " coordinates, the stepper " + std::to_string(d_));
     gl::Int maxGroups = 65535;
     gl_->GetIntegeri_v(gl::MAX_COMPUTE_WORK_GROUP_COUNT, 0, &maxGroups);
+    if (cpuDevice_)
+        if (auto refused = cpuDeviceRefusal(long(X.rows()), gl_->describe())) throw *refused;
     if (streamKernelGroups({.tile = layout(int(X.rows())).tile}, X.rows()) > maxGroups)
         throw GlError("too many tokens for one dispatch (" + std::to_string(X.rows()) + ")");
 

@@ -49,7 +49,8 @@ class GlStepper : public DeviceStepper {
     static std::optional<std::string> refusal(const AttentionSpec& spec, const IntegratorSpec& integrator,
                                               int d);
 
-    // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time.
+    // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time. Throws
+    // cpuDeviceRefusal's SceneError for too many tokens on llvmpipe.
     void upload(const Tokens& X, double t) override;
     // Records `steps` steps of h = T / M; nothing is read back and nothing waits for the GPU.
     void advance(int steps) override;
@@ -125,6 +126,7 @@ class GlStepper : public DeviceStepper {
 
     long sharedBytes_ = 32768, invocations_ = 1024;
     bool sharedStaging_ = true;
+    bool cpuDevice_ = false; // llvmpipe: at most kCpuDeviceMaxKeys tokens
     GlStreamPrograms streamPrograms_;
     std::optional<GlProgram> assembly_, combine_;
     GlBuffer x_, y_, kernelOut_, clearParams_;

@@ -16,16 +16,10 @@ std::span<const std::uint32_t> streamKernelSpirv() {
 
 // The specialization constants of shaders/stream_kernel.comp, in constant_id order.
 std::vector<std::uint32_t> specialization(const StreamKernelVariant& v) {
-    return {std::uint32_t(v.dim),
-            std::uint32_t(v.weighting),
-            std::uint32_t(v.causal),
-            std::uint32_t(v.hasBias),
-            std::uint32_t(v.explicitQueries),
-            std::uint32_t(v.tile),
-            std::uint32_t(v.stageInShared),
-            std::uint32_t(v.values),
-            std::uint32_t(v.entropy),
-            std::uint32_t(v.qpt)};
+    return {std::uint32_t(v.dim),           std::uint32_t(v.weighting),       std::uint32_t(v.causal),
+            std::uint32_t(v.hasBias),       std::uint32_t(v.explicitQueries), std::uint32_t(v.tile),
+            std::uint32_t(v.stageInShared), std::uint32_t(v.values),          std::uint32_t(v.entropy),
+            std::uint32_t(v.qpt),           std::uint32_t(v.unroll)};
 }
 
 } // namespace
@@ -34,7 +28,7 @@ VkStreamRunner::VkStreamRunner(const VkContext& ctx)
     : KernelPassRunner(long(ctx.limits().maxComputeSharedMemorySize),
                        long(std::min(ctx.limits().maxComputeWorkGroupInvocations,
                                      ctx.limits().maxComputeWorkGroupSize[0])),
-                       !ctx.cpuDevice()),
+                       ctx.cpuDevice()),
       ctx_(&ctx), kernel_(ctx, streamKernelSpirv(), 5), params_(ctx), keys_(ctx), bias_(ctx), queries_(ctx),
       out_(ctx) {}
 
