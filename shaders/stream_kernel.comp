@@ -43,9 +43,10 @@
 //   query is held as chunks of the same shape with a 1 where the bias sits, so the score with the bias is CH
 //   dot products: for d = 3 one 16-byte shared load and four multiply-adds per pair, the load shared by QPT
 //   queries.
-// - w = exp2((s - m) L), L = log2(e): s - m is exact for the scores near the max, which carry the weight
-//   (folding L into m L or into the queries rounds that difference and costs the energy |m| eps; measured),
-//   and exp2 is the one special-function instruction GPUs have for it.
+// - exp2: w = exp2(s L - mL) with L = log2(e) and mL = m L rounded once when m changes: one multiply-add and
+//   one special-function instruction. mL is off from m L by delta = fma(m, L, -mL), a factor 2^-delta common
+//   to every weight of the row, which the sums get back once at the end (m stays the exact largest score, so
+//   log-sum-exps m + log den keep their accuracy: Sinkhorn and the energy need them).
 // - The running max is raised lazily: UNROLL keys are scored at once, and when the largest exceeds the
 //   running max the sums are rescaled by e^(m_old - max) first. The max of a random order of N keys rises
 //   about ln N times, so a pair costs one score and one exp2 (no second sweep of the tile for its max), and
@@ -111,6 +112,8 @@ layout(std430, binding = 4) writeonly buffer Out {
 
 shared vec4 tileKey[CH * TILE]; // STAGE_IN_SHARED: chunk p of staged key k at [p * TILE + k]
 
+const float LOG2E = 1.4426950408889634;
+
 // Chunk p of key j from the buffers: coordinates 4p..4p+3, the bias in component DIM - 4p.
 vec4 loadChunk(uint j, int p) {
     vec4 v = vec4(0.0);
@@ -130,6 +133,17 @@ vec4 keyChunk(uint base, uint k, int p) {
     return loadChunk(base + k, p);
 }
 
+// The part of a score that chunk p contributes: only its live components (coordinates, and the bias when
+// there is one), so d = 3 without bias costs three multiply-adds, not four.
+float chunkDot(vec4 a, vec4 b, int p) {
+    const int live = DIM + HAS_BIAS - 4 * p;
+    if (live >= 4) return dot(a, b);
+    if (live == 3) return dot(a.xyz, b.xyz);
+    if (live == 2) return dot(a.xy, b.xy);
+    if (live == 1) return a.x * b.x;
+    return 0.0;
+}
+
 float weight(float s) { // relu and sigmoid (softmax and exp use exp2 against the running max)
     if (WEIGHTING == 2) return max(s, 0.0);
     return 1.0 / (1.0 + exp(-s));
@@ -145,15 +159,76 @@ void addCompensated(inout float s, inout float c, float t) {
     s = u;
 }
 
+// Each invocation's state (module-scope variables are private to the invocation). Per query r: the queries
+// as chunks, the keys each sees (0 past the last query: it stages keys and meets barriers only), the running
+// max m and mL = m L rounded, the running sums and their compensations, and this tile's sums.
+uint query[QPT];
+uint end[QPT];
+vec4 q[QPT * CH];
+float m[QPT], mL[QPT], den[QPT], cden[QPT], tden[QPT], ent[QPT], cent[QPT], tent[QPT];
+float num[QPT * DIM], cnum[QPT * DIM], tnum[QPT * DIM];
+
+// Keys k0 .. k0 + UNROLL - 1 of the tile at `base` (count keys), for every query. `checked` masks keys past
+// the tile's end and causally hidden ones; the full tiles of unmasked attention, almost all of them, are
+// swept with checked = false (a constant at each call, so that copy has no masking at all).
+void sweepKeys(uint base, uint k0, uint count, bool checked) {
+    vec4 key[UNROLL * CH];
+    for (int u = 0; u < UNROLL; ++u) {
+        const uint k = checked ? min(k0 + uint(u), count - 1u) : k0 + uint(u); // past the end: weighed 0
+        for (int p = 0; p < CH; ++p) key[u * CH + p] = keyChunk(base, k, p);
+    }
+    for (int r = 0; r < QPT; ++r) {
+        float s[UNROLL];
+        bool valid[UNROLL];
+        float top = m[r];
+        for (int u = 0; u < UNROLL; ++u) {
+            const uint k = k0 + uint(u);
+            valid[u] = !checked || (k < count && (CAUSAL == 0 || base + k < end[r]));
+            float score = 0.0;
+            for (int p = 0; p < CH; ++p) score += chunkDot(q[r * CH + p], key[u * CH + p], p);
+            s[u] = score;
+            if (valid[u]) top = max(top, score);
+        }
+        if (WEIGHTING <= 1 && top > m[r]) {
+            // w (s - top) = f w_old ((s - m) - (top - m)) with f = 2^(mL - top L): every sum so far is rescaled
+            // once (rare: the max of N keys in random order rises ~ln N times).
+            const float topL = top * LOG2E;
+            if (den[r] + tden[r] > 0.0) {
+                const float f = exp2(mL[r] - topL), dm = top - m[r];
+                if (ENTROPY != 0) {
+                    ent[r] = f * ((ent[r] - cent[r]) - dm * (den[r] - cden[r]));
+                    tent[r] = f * (tent[r] - dm * tden[r]);
+                    cent[r] = 0.0;
+                }
+                den[r] = f * (den[r] - cden[r]);
+                tden[r] *= f;
+                cden[r] = 0.0;
+                if (VALUES != 0)
+                    for (int c = 0; c < DIM; ++c) {
+                        const int a = r * DIM + c;
+                        num[a] = f * (num[a] - cnum[a]);
+                        tnum[a] *= f;
+                        cnum[a] = 0.0;
+                    }
+            }
+            m[r] = top;
+            mL[r] = topL;
+        }
+        for (int u = 0; u < UNROLL; ++u) {
+            const float e = WEIGHTING <= 1 ? exp2(fma(s[u], LOG2E, -mL[r])) : weight(s[u]);
+            const float w = valid[u] ? e : 0.0;
+            tden[r] += w;
+            if (ENTROPY != 0) tent[r] += w * (s[u] - m[r]); // natural units: e_i = sum w (s - m)
+            if (VALUES != 0)
+                for (int c = 0; c < DIM; ++c) tnum[r * DIM + c] += w * key[u * CH + c / 4][c % 4];
+        }
+    }
+}
+
 void main() {
     const uint n = params.n, nq = params.nq, lane = gl_LocalInvocationID.x;
-    const bool exps = WEIGHTING <= 1;
-    const float L = 1.4426950408889634; // log2(e)
     const bool compensateNum = DIM <= 4;
 
-    uint query[QPT]; // this invocation's queries
-    uint end[QPT];   // keys each one sees (0 past the last query: it stages keys and meets barriers only)
-    vec4 q[QPT * CH];
     for (int r = 0; r < QPT; ++r) {
         const uint i = (gl_WorkGroupID.x * uint(QPT) + uint(r)) * uint(TILE) + lane;
         query[r] = i;
@@ -174,22 +249,16 @@ void main() {
             for (int e = 0; e < 4; ++e) {
                 const int c = 4 * p + e;
                 if (c < DIM) v[e] = x[c];
-                if (c == DIM) v[e] = 1.0; // times the key's (scaled) bias
+                if (c == DIM) v[e] = 1.0; // times the key's bias
             }
             q[r * CH + p] = v;
         }
-    }
-    // Keys any query of the workgroup sees.
-    const uint groupEnd = CAUSAL != 0 ? min(n, (gl_WorkGroupID.x + 1u) * uint(QPT * TILE)) : n;
-
-    // Per query: running max, running sums and their compensations, and this tile's sums.
-    float m[QPT], den[QPT], cden[QPT], tden[QPT], ent[QPT], cent[QPT], tent[QPT];
-    float num[QPT * DIM], cnum[QPT * DIM], tnum[QPT * DIM];
-    for (int r = 0; r < QPT; ++r) {
-        m[r] = -3.402823466e38; // any finite start: nothing is summed before the first key raises it
+        m[r] = mL[r] = -3.402823466e38; // any finite start: nothing is summed before the first key raises it
         den[r] = cden[r] = ent[r] = cent[r] = 0.0;
         for (int c = 0; c < DIM; ++c) num[r * DIM + c] = cnum[r * DIM + c] = 0.0;
     }
+    // Keys any query of the workgroup sees.
+    const uint groupEnd = CAUSAL != 0 ? min(n, (gl_WorkGroupID.x + 1u) * uint(QPT * TILE)) : n;
 
     for (uint base = 0u; base < groupEnd; base += uint(TILE)) {
         if (STAGE_IN_SHARED != 0) {
@@ -205,59 +274,11 @@ void main() {
             for (int c = 0; c < DIM; ++c) tnum[r * DIM + c] = 0.0;
         }
         const uint count = min(uint(TILE), groupEnd - base);
-        for (uint k0 = 0u; k0 < count; k0 += uint(UNROLL)) {
-            // UNROLL keys at a time: their scores and weights are independent, so they overlap in the
-            // pipeline, and the max is checked once for them.
-            vec4 key[UNROLL * CH];
-            for (int u = 0; u < UNROLL; ++u) {
-                const uint k = min(k0 + uint(u), count - 1u); // past the tile's end: a valid key, weighed 0
-                for (int p = 0; p < CH; ++p) key[u * CH + p] = keyChunk(base, k, p);
-            }
-            for (int r = 0; r < QPT; ++r) {
-                float s[UNROLL];
-                bool valid[UNROLL];
-                float top = m[r];
-                for (int u = 0; u < UNROLL; ++u) {
-                    const uint k = k0 + uint(u);
-                    valid[u] = k < count && (CAUSAL == 0 || base + k < end[r]);
-                    float score = 0.0;
-                    for (int p = 0; p < CH; ++p) score += dot(q[r * CH + p], key[u * CH + p]);
-                    s[u] = score;
-                    if (valid[u]) top = max(top, score);
-                }
-                if (exps && top > m[r]) {
-                    // w (s - top) = f w_old ((s - m) - (top - m)) with f = e^(m - top): every sum so far is
-                    // rescaled once (rare: the max of N keys in random order rises ~ln N times).
-                    if (den[r] + tden[r] > 0.0) {
-                        const float f = exp2((m[r] - top) * L), dm = top - m[r];
-                        if (ENTROPY != 0) {
-                            ent[r] = f * ((ent[r] - cent[r]) - dm * (den[r] - cden[r]));
-                            tent[r] = f * (tent[r] - dm * tden[r]);
-                            cent[r] = 0.0;
-                        }
-                        den[r] = f * (den[r] - cden[r]);
-                        tden[r] *= f;
-                        cden[r] = 0.0;
-                        if (VALUES != 0)
-                            for (int c = 0; c < DIM; ++c) {
-                                const int a = r * DIM + c;
-                                num[a] = f * (num[a] - cnum[a]);
-                                tnum[a] *= f;
-                                cnum[a] = 0.0;
-                            }
-                    }
-                    m[r] = top;
-                }
-                for (int u = 0; u < UNROLL; ++u) {
-                    const float e = exps ? exp2((s[u] - m[r]) * L) : weight(s[u]);
-                    const float w = valid[u] ? e : 0.0;
-                    tden[r] += w;
-                    if (ENTROPY != 0) tent[r] += w * (s[u] - m[r]);
-                    if (VALUES != 0)
-                        for (int c = 0; c < DIM; ++c) tnum[r * DIM + c] += w * key[u * CH + c / 4][c % 4];
-                }
-            }
-        }
+        // UNROLL keys at a time: their scores, exp2s and sums are independent, so they overlap in the pipeline.
+        if (CAUSAL == 0 && count == uint(TILE) && TILE % UNROLL == 0)
+            for (uint k0 = 0u; k0 < uint(TILE); k0 += uint(UNROLL)) sweepKeys(base, k0, count, false);
+        else
+            for (uint k0 = 0u; k0 < count; k0 += uint(UNROLL)) sweepKeys(base, k0, count, true);
 
         for (int r = 0; r < QPT; ++r) {
             addCompensated(den[r], cden[r], tden[r]);
@@ -275,13 +296,15 @@ void main() {
         if (STAGE_IN_SHARED != 0) barrier(); // the tile is overwritten next
     }
 
+    // The weights were 2^-delta times e^(s - m), delta = m L - mL (softmax and exp): the sums get 2^delta back.
     for (int r = 0; r < QPT; ++r) {
         const uint i = query[r];
         if (i >= nq) continue;
+        const float g = WEIGHTING <= 1 && den[r] > 0.0 ? exp2(fma(m[r], LOG2E, -mL[r])) : 1.0;
         if (VALUES != 0)
-            for (int c = 0; c < DIM; ++c) outv[uint(c) * nq + i] = num[r * DIM + c] - cnum[r * DIM + c];
-        outv[uint(DIM) * nq + i] = den[r] - cden[r];
-        outv[uint(DIM + 1) * nq + i] = exps ? m[r] : 0.0;
-        if (ENTROPY != 0) outv[uint(DIM + 2) * nq + i] = ent[r] - cent[r];
+            for (int c = 0; c < DIM; ++c) outv[uint(c) * nq + i] = g * (num[r * DIM + c] - cnum[r * DIM + c]);
+        outv[uint(DIM) * nq + i] = g * (den[r] - cden[r]);
+        outv[uint(DIM + 1) * nq + i] = WEIGHTING <= 1 ? m[r] : 0.0;
+        if (ENTROPY != 0) outv[uint(DIM + 2) * nq + i] = g * (ent[r] - cent[r]);
     }
 }
