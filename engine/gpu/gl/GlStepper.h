@@ -2,28 +2,18 @@
 //
 // GlKernelField evaluates one velocity per call and reads it back, so a trajectory pays a round trip per
 // stage. Here the tokens, the stage inputs and the stage velocities live in device buffers and advance(k)
-// only records dispatches: per stage, per head, the streaming kernel (shaders/stream_kernel.comp, queries
-// q_i = B x_i formed in the shader) and the head assembly (shaders/head_assembly.comp: normalized average
-// times outScale * V, summed over heads); then the Runge-Kutta combination (shaders/stage_combine.comp).
-// Every dispatch is followed by a shader-storage barrier (each reads what the previous wrote, or overwrites
-// what it read). The GUI can draw straight from tokenBuffer() (the particles stay on the GPU;
-// docs/ARCHITECTURE.md, threads).
-//
-// What runs where: the head setup (B, V, outScale, weighting) is the variant's own CPU setupHead, through
-// kernelAverageReference (engine/gpu/common/KernelPass.h), so no variant math is repeated; the GPU does
-// float32 arithmetic only. Supported: softmax, exp, relu, sigmoid, masked (causal), multi-head, beta,
-// scaleByRootK, keyframes (heads re-set up at every stage time), sphere (tangent projection of each stage
-// velocity and re-normalization after each step, as SphereProjection and Simulation do). Not supported
-// (SceneError): heads whose key biases or queries depend on the tokens (l2: -beta |K x_j|^2), non-kernel
-// variants, and adaptive Dormand-Prince (fixed steps only).
+// only issues the dispatches StepperPlan (engine/gpu/common/StepperPlan.h) walks: per stage, per head, the
+// streaming kernel and the head assembly, then the Runge-Kutta combination; what is supported, the stage
+// table and every parameter word are the plan's, shared with the Vulkan stepper. Every dispatch is followed
+// by a shader-storage barrier (each reads what the previous wrote, or overwrites what it read). The GUI can
+// draw straight from tokenBuffer() (the particles stay on the GPU; docs/ARCHITECTURE.md, threads).
 //
 // Divergence is not checked on the GPU yet: the caller checks the tokens it downloads (finite, max norm).
 // The context of `gl` must be current on the calling thread for every call, the destructor included.
 #pragma once
 
-#include "engine/attention/KernelAttention.h"
 #include "engine/dynamics/DeviceStepper.h"
-#include "engine/gpu/common/KernelPass.h"
+#include "engine/gpu/common/StepperPlan.h"
 #include "engine/gpu/gl/GlCompute.h"
 #include "engine/gpu/gl/GlStreamRunner.h"
 
@@ -47,7 +37,9 @@ class GlStepper : public DeviceStepper {
     // constructor would throw, naming the field); nullopt when it can. Needs no OpenGL context: callers ask
     // before they make a stepper or edit one (ComputeBackend's StepperFactory::supports).
     static std::optional<std::string> refusal(const AttentionSpec& spec, const IntegratorSpec& integrator,
-                                              int d);
+                                              int d) {
+        return StepperPlan::refusal(spec, integrator, d, "OpenGL");
+    }
 
     // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time.
     void upload(const Tokens& X, double t) override;
@@ -56,8 +48,8 @@ class GlStepper : public DeviceStepper {
     // Reads the tokens back (waits for the GPU). Check divergence here: the GPU does not.
     void download(Tokens& X) override;
     // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).
-    double time() const { return t0_ + double(steps_) * h_; }
-    int tokenCount() const { return n_; }
+    double time() const { return plan_.time(); }
+    int tokenCount() const { return plan_.n(); }
     // Downloads so far (tests check that advance reads nothing back).
     long downloads() const { return downloads_; }
 
@@ -81,52 +73,24 @@ class GlStepper : public DeviceStepper {
     void setShareGroup(const void* group) { shareGroup_ = group; }
 
   private:
-    // One Runge-Kutta stage: evaluate at t + offset * h (at x or at the stage input y) into k[stage], then
-    // target = x + a * sum w k[index] (target y: the next stage's input; x: the step's update).
-    struct Stage {
-        double offset;
-        bool atY;
-        double a;
-        std::vector<std::pair<int, double>> terms;
-        bool toX;
-    };
     struct Head; // per-head parameter buffers and kernel variant
 
-    static std::vector<Stage> stagesOf(const IntegratorSpec& integrator);
-    // The SceneError stagesOf throws for an integrator the stepper cannot run.
-    static std::optional<SceneError> integratorRefusal(const IntegratorSpec& integrator);
-    // The SceneError for a head of `spec` whose key biases or queries depend on the tokens (set up by `ref`).
-    static std::optional<SceneError> headsRefusal(const KernelAttention& ref, const AttentionSpec& spec,
-                                                  int d);
-    // Throws headsRefusal's error.
-    void checkSupported(const KernelAttention& ref, const AttentionSpec& spec) const;
-    void buildCombines();
-    void prepareHeads(double t);
+    void uploadCombines();
+    void uploadHeads(double t);
     void evaluate(double t, const GlBuffer& at, const GlBuffer& velocity);
     void normalizeTokens();
     void dispatch(const GlProgram& program, int groupSize);
 
     const GlFunctions* gl_;
-    int d_;
-    AttentionSpec spec_;
-    std::unique_ptr<KernelAttention> reference_; // float64 CPU field: head setup only
-    std::vector<Stage> stages_;
-    double h_ = 0.0;
-
-    int n_ = 0;
-    double t0_ = 0.0;
-    long steps_ = 0;
+    StepperPlan plan_;
     long downloads_ = 0;
-    Tokens probe_; // n x d zeros: what setupHead sees (the supported heads do not read the tokens)
 
-    int tile_ = 64;
-    bool sharedStaging_ = true;
     GlStreamPrograms streamPrograms_;
     std::optional<GlProgram> assembly_, combine_;
     GlBuffer x_, y_, kernelOut_, clearParams_;
     std::vector<std::unique_ptr<GlBuffer>> k_, combineParams_;
     std::vector<std::unique_ptr<Head>> heads_;
-    bool headsReady_ = false; // constant heads: parameter buffers already hold this spec and N
+    long combinesUploaded_ = -1, headsUploaded_ = -1;   // the plan's versions the buffers hold
     std::vector<std::shared_ptr<DeviceTokens>> shared_; // published copies; reused when only we hold one
     const void* shareGroup_ = nullptr;
 };
