@@ -67,6 +67,14 @@ std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* b
 // and whose workgroup fits `maxInvocations`.
 int streamKernelTile(int d, long sharedBytes, long maxInvocations);
 
+// The kernel's knobs that depend on the device, not on the pass: the tile (streamKernelTile) and
+// shared-memory staging (KernelPassRunner::sharedStaging). A device stepper (StepperPlan) asks its host for
+// them.
+struct StreamKernelShape {
+    int tile = 64;
+    bool stageInShared = true;
+};
+
 // A StreamRunner on a GPU backend: float32 passes of shaders/stream_kernel.comp, one dispatch each.
 class KernelPassRunner : public StreamRunner {
   public:

@@ -54,12 +54,6 @@ struct StepperHead {
     std::vector<std::uint32_t> kernelParams, assemblyParams;
 };
 
-// The streaming kernel's device-dependent knobs (KernelPassRunner: streamKernelTile, sharedStaging).
-struct StreamKernelShape {
-    int tile = 64;
-    bool stageInShared = true;
-};
-
 class StepperPlan {
   public:
     // `device` names the stepper in messages ("OpenGL": "the OpenGL stepper takes fixed steps only ...").

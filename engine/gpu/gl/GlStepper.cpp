@@ -39,8 +39,8 @@ struct GlStepper::Head {
 
 GlStepper::GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d,
                      const GlFunctions& gl)
-    : gl_(&gl), plan_(spec, integrator, d, "OpenGL", kernelShape(gl, d)), streamPrograms_(gl), x_(gl), y_(gl),
-      kernelOut_(gl), clearParams_(gl) {
+    : PlannedStepper(spec, integrator, d, "OpenGL", kernelShape(gl, d)), gl_(&gl), streamPrograms_(gl),
+      x_(gl), y_(gl), kernelOut_(gl), clearParams_(gl) {
     assembly_.emplace(buildProgram(gl, "head_assembly.comp", {}));
     combine_.emplace(buildProgram(gl, "stage_combine.comp", {}));
     for (int s = 0; s < 4; ++s) k_.push_back(std::make_unique<GlBuffer>(gl));
@@ -57,7 +57,7 @@ GlStepper::~GlStepper() {
 }
 
 std::shared_ptr<const DeviceTokens> GlStepper::share(long step) {
-    const int n = plan_.n(), d = plan_.d();
+    const int n = plan().n(), d = plan().d();
     if (n == 0) return nullptr;
     // A copy nobody else holds (use_count 1: only this list) is free; else make another. Readers drop theirs
     // with the snapshot that carried them, so the list stays a handful long.
@@ -98,63 +98,44 @@ std::shared_ptr<const DeviceTokens> GlStepper::share(long step) {
     return copy;
 }
 
-void GlStepper::uploadCombines() {
-    if (combinesUploaded_ == plan_.combinesVersion()) return;
-    combineParams_.resize(plan_.stages().size());
+void GlStepper::planChanged() {
+    if (combinesUploaded_ == plan().combinesVersion()) return;
+    combineParams_.resize(plan().stages().size());
     for (std::size_t s = 0; s < combineParams_.size(); ++s) {
         if (!combineParams_[s]) combineParams_[s] = std::make_unique<GlBuffer>(*gl_);
-        uploadWords(*combineParams_[s], plan_.combineWords(s));
+        uploadWords(*combineParams_[s], plan().combineWords(s));
     }
-    uploadWords(clearParams_, plan_.clearWords());
-    combinesUploaded_ = plan_.combinesVersion();
+    uploadWords(clearParams_, plan().clearWords());
+    combinesUploaded_ = plan().combinesVersion();
 }
 
-void GlStepper::upload(const Tokens& X, double t) {
-    const Eigen::MatrixXf Xf = plan_.deviceTokens(X);
+void GlStepper::writeTokens(const Eigen::MatrixXf& X) {
     gl::Int maxGroups = 65535;
     gl_->GetIntegeri_v(gl::MAX_COMPUTE_WORK_GROUP_COUNT, 0, &maxGroups);
-    const int tile = plan_.shape().tile;
+    const int tile = plan().shape().tile;
     if ((X.rows() + tile - 1) / tile > maxGroups)
         throw GlError("too many tokens for one dispatch (" + std::to_string(X.rows()) + ")");
-
-    const std::size_t bytes = std::size_t(Xf.size()) * sizeof(float);
-    x_.upload(Xf.data(), bytes);
+    const std::size_t bytes = std::size_t(X.size()) * sizeof(float);
+    x_.upload(X.data(), bytes);
     y_.reserve(bytes);
     for (auto& k : k_) k->reserve(bytes);
-    kernelOut_.reserve(std::size_t(X.rows()) * (plan_.d() + 2) * sizeof(float));
-    plan_.restart(int(X.rows()), t);
-    uploadCombines();
+    kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 2) * sizeof(float));
     glCheck(*gl_, "uploading tokens");
 }
 
-void GlStepper::download(Tokens& X) {
-    ++downloads_;
-    Eigen::MatrixXf Xf(plan_.n(), plan_.d());
-    x_.download(Xf.data(), std::size_t(Xf.size()) * sizeof(float));
-    X = Xf.cast<double>();
-}
-
-void GlStepper::setAttention(const AttentionSpec& spec) {
-    const bool toSphere = plan_.setAttention(spec);
-    uploadCombines();
-    if (toSphere) normalizeTokens(); // as Simulation::setAttention does
-}
-
-void GlStepper::setIntegrator(const IntegratorSpec& integrator) {
-    plan_.setIntegrator(integrator);
-    uploadCombines();
+void GlStepper::readTokens(Eigen::MatrixXf& X) {
+    x_.download(X.data(), std::size_t(X.size()) * sizeof(float));
 }
 
 void GlStepper::dispatch(const GlProgram& program, int groupSize) {
-    program.dispatch(gl::Uint((plan_.n() + groupSize - 1) / groupSize));
+    program.dispatch(gl::Uint((plan().n() + groupSize - 1) / groupSize));
     // The next dispatch reads what this one wrote, or overwrites what it read.
     gl_->MemoryBarrier(gl::SHADER_STORAGE_BARRIER_BIT);
 }
 
-void GlStepper::normalizeTokens() {
-    if (plan_.n() == 0) return;
+void GlStepper::projectTokens() {
     GlBuffer params(*gl_);
-    uploadWords(params, plan_.normalizeWords());
+    uploadWords(params, plan().normalizeWords());
     params.bind(0);
     x_.bind(1);
     y_.bind(2);
@@ -164,8 +145,8 @@ void GlStepper::normalizeTokens() {
 }
 
 void GlStepper::uploadHeads(double t) {
-    const std::vector<StepperHead>& heads = plan_.heads(t);
-    if (headsUploaded_ == plan_.headsVersion()) return;
+    const std::vector<StepperHead>& heads = plan().heads(t);
+    if (headsUploaded_ == plan().headsVersion()) return;
     while (heads_.size() < heads.size()) heads_.push_back(std::make_unique<Head>(*gl_));
     heads_.resize(heads.size());
     for (std::size_t k = 0; k < heads.size(); ++k) {
@@ -173,7 +154,7 @@ void GlStepper::uploadHeads(double t) {
         uploadWords(heads_[k]->kernelParams, heads[k].kernelParams);
         uploadWords(heads_[k]->assemblyParams, heads[k].assemblyParams);
     }
-    headsUploaded_ = plan_.headsVersion();
+    headsUploaded_ = plan().headsVersion();
 }
 
 void GlStepper::evaluate(double t, const GlBuffer& at, const GlBuffer& velocity) {
@@ -200,12 +181,8 @@ void GlStepper::evaluate(double t, const GlBuffer& at, const GlBuffer& velocity)
     }
 }
 
-void GlStepper::advance(int steps) {
-    if (plan_.n() == 0) {
-        plan_.skip(steps);
-        return;
-    }
-    plan_.walk(
+void GlStepper::takeSteps(int steps) {
+    plan().walk(
         steps,
         [&](double t, const StepperStage& stage, std::size_t s) { evaluate(t, stage.atY ? y_ : x_, *k_[s]); },
         [&](const StepperStage& stage, std::size_t s) {

@@ -4,7 +4,8 @@
 // stage. Here the tokens, the stage inputs and the stage velocities live in device buffers and advance(k)
 // only issues the dispatches StepperPlan (engine/gpu/common/StepperPlan.h) walks: per stage, per head, the
 // streaming kernel and the head assembly, then the Runge-Kutta combination; what is supported, the stage
-// table and every parameter word are the plan's, shared with the Vulkan stepper. Every dispatch is followed
+// table, every parameter word and the DeviceStepper calls are the plan's and PlannedStepper's, shared with
+// the Vulkan stepper. Every dispatch is followed
 // by a shader-storage barrier (each reads what the previous wrote, or overwrites what it read). The GUI can
 // draw straight from tokenBuffer() (the particles stay on the GPU; docs/ARCHITECTURE.md, threads).
 //
@@ -12,8 +13,7 @@
 // The context of `gl` must be current on the calling thread for every call, the destructor included.
 #pragma once
 
-#include "engine/dynamics/DeviceStepper.h"
-#include "engine/gpu/common/StepperPlan.h"
+#include "engine/gpu/common/PlannedStepper.h"
 #include "engine/gpu/gl/GlCompute.h"
 #include "engine/gpu/gl/GlStreamRunner.h"
 
@@ -25,13 +25,11 @@
 
 namespace flowscope {
 
-class GlStepper : public DeviceStepper {
+class GlStepper : public PlannedStepper {
   public:
-    // Throws SceneError for unsupported attention or integrators (see above).
+    // Throws SceneError for unsupported attention or integrators (StepperPlan), GlError when a shader fails.
     GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, const GlFunctions& gl);
     ~GlStepper() override;
-    GlStepper(const GlStepper&) = delete;
-    GlStepper& operator=(const GlStepper&) = delete;
 
     // Why the stepper cannot take whole steps of these parameters (the message of the SceneError the
     // constructor would throw, naming the field); nullopt when it can. Needs no OpenGL context: callers ask
@@ -41,28 +39,11 @@ class GlStepper : public DeviceStepper {
         return StepperPlan::refusal(spec, integrator, d, "OpenGL");
     }
 
-    // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time.
-    void upload(const Tokens& X, double t) override;
-    // Records `steps` steps of h = T / M; nothing is read back and nothing waits for the GPU.
-    void advance(int steps) override;
-    // Reads the tokens back (waits for the GPU). Check divergence here: the GPU does not.
-    void download(Tokens& X) override;
-    // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).
-    double time() const { return plan_.time(); }
-    int tokenCount() const { return plan_.n(); }
-    // Downloads so far (tests check that advance reads nothing back).
-    long downloads() const { return downloads_; }
-
     // The GL name of the token buffer, fixed for the stepper's life (0 before the first upload): n x d
     // float32, structure-of-arrays, coordinate c of token i at float index c * n + i (byte offset
     // 4 (c n + i)); as vertex input, coordinate c is an attribute with offset 4 c n and stride 4. Read it
     // after a glMemoryBarrier(GL_VERTEX_ATTRIB_ARRAY_BARRIER_BIT) or the barrier the reading use needs.
     gl::Uint tokenBuffer() const { return x_.id(); }
-
-    // Live edits: continue from the current tokens and time with new parameters (throws SceneError as the
-    // constructor, leaving the stepper unchanged).
-    void setAttention(const AttentionSpec& spec) override;
-    void setIntegrator(const IntegratorSpec& integrator) override;
 
     // A copy of the tokens made on the GPU (glCopyBufferSubData after a buffer-update barrier) into a buffer
     // no published copy uses any more, fenced and flushed so that another context of the share group can
@@ -75,15 +56,17 @@ class GlStepper : public DeviceStepper {
   private:
     struct Head; // per-head parameter buffers and kernel variant
 
-    void uploadCombines();
+    void writeTokens(const Eigen::MatrixXf& X) override;
+    void readTokens(Eigen::MatrixXf& X) override;
+    void takeSteps(int steps) override;
+    void projectTokens() override;
+    void planChanged() override; // uploads the combine words
+
     void uploadHeads(double t);
     void evaluate(double t, const GlBuffer& at, const GlBuffer& velocity);
-    void normalizeTokens();
     void dispatch(const GlProgram& program, int groupSize);
 
     const GlFunctions* gl_;
-    StepperPlan plan_;
-    long downloads_ = 0;
 
     GlStreamPrograms streamPrograms_;
     std::optional<GlProgram> assembly_, combine_;
