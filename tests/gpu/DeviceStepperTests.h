@@ -6,18 +6,9 @@
 
 #include "GpuTestUtil.h"
 
-#include <type_traits>
-
 template <class Stepper> class DeviceStepperTest : public ::testing::Test {
   protected:
-    void SetUp() override {
-        if constexpr (std::is_constructible_v<Stepper, const flowscope::AttentionSpec&,
-                                              const flowscope::IntegratorSpec&, int,
-                                              const flowscope::GlFunctions&>)
-            FLOWSCOPE_REQUIRE_GPU();
-        else
-            FLOWSCOPE_REQUIRE_VULKAN();
-    }
+    void SetUp() override { FLOWSCOPE_REQUIRE_STEPPER_DEVICE(Stepper); }
 };
 
 TYPED_TEST_SUITE_P(DeviceStepperTest);

@@ -345,12 +345,24 @@ inline double sweepFloor(const SweepVariant& v, const AttentionSpec& spec, const
 
 inline constexpr int kStepperSteps = 50;
 
-// A Stepper (GlStepper or VkStepper) on the run's context or device, as the tests' `make`: call
-// FLOWSCOPE_REQUIRE_GPU() or FLOWSCOPE_REQUIRE_VULKAN() first.
+// Whether a Stepper (GlStepper or VkStepper) runs in an OpenGL context (else on a Vulkan device).
+template <class Stepper>
+inline constexpr bool kStepperOnGl =
+    std::is_constructible_v<Stepper, const AttentionSpec&, const IntegratorSpec&, int, const GlFunctions&>;
+
+// Skips the test when the run has no context or device for Stepper, with the reason.
+#define FLOWSCOPE_REQUIRE_STEPPER_DEVICE(Stepper)                                                            \
+    do {                                                                                                     \
+        if constexpr (::flowscope::test::kStepperOnGl<Stepper>)                                              \
+            FLOWSCOPE_REQUIRE_GPU();                                                                         \
+        else                                                                                                 \
+            FLOWSCOPE_REQUIRE_VULKAN();                                                                      \
+    } while (0)
+
+// A Stepper on the run's context or device, as the checks' `make`: FLOWSCOPE_REQUIRE_STEPPER_DEVICE first.
 template <class Stepper>
 std::unique_ptr<Stepper> makeTestStepper(const AttentionSpec& spec, const IntegratorSpec& is, int d) {
-    if constexpr (std::is_constructible_v<Stepper, const AttentionSpec&, const IntegratorSpec&, int,
-                                          const GlFunctions&>)
+    if constexpr (kStepperOnGl<Stepper>)
         return std::make_unique<Stepper>(spec, is, d, gpuContext()->gl());
     else
         return std::make_unique<Stepper>(spec, is, d, *vkContext());
