@@ -21,6 +21,9 @@
 //                       columns of out are left unwritten. Optional: 1 when the host does not set it.
 //     ENTROPY           (8) 1 (softmax, exp): also e_i = sum_j w_ij (s_ij - m_i), the attention entropy's
 //                       second term (H_i = log den_i - e_i / den_i), in column DIM+2 of out. Optional: 0.
+//     QPT               (9) queries per invocation (1, 2, 4): a workgroup serves QPT * TILE queries, and each
+//                       key read from the tile serves QPT of them. Optional: 1.
+//     UNROLL           (10) keys swept per step of the inner loop (1, 2, 4, 8). Optional: 4.
 //
 // Buffers (std430, binding only, so set 0 in Vulkan). Arrays of points are structure-of-arrays like
 // StreamArgs and Eigen's column-major tokens: coordinate c of point j at [c * count + j].
@@ -32,12 +35,25 @@
 //                 DIM den, column DIM+1 max (m_i; 0 for relu and sigmoid), column DIM+2 e_i (ENTROPY), i.e.
 //                 out[c * nq + i]
 //
-// Scheme (n-body / KeOps / FlashAttention): one invocation per query; each workgroup stages TILE keys at a
-// time in shared memory and every invocation sweeps them from there. All invocations of a workgroup loop
-// over the same keys (a uniform trip count; causal masking is a zero weight), so the keys are uniform loads. Softmax is streamed: per tile, the
-// running max m is raised to the tile's max first and the running sums are rescaled by exp(m_old - m_new)
-// once, so each key costs one exp. Each tile is summed on its own before it is added to the running sums
-// (blocked summation: rounding grows with TILE + n / TILE rather than n, like the CPU kernel's blocks).
+// Scheme (n-body / KeOps / FlashAttention; docs/gpu.md#the-streaming-kernel):
+// - Workgroup g serves queries (g QPT + r) TILE + lane, r < QPT. Its invocations stage TILE keys at a time in
+//   shared memory and all sweep them in the same order (a uniform trip count; causal masking is a zero
+//   weight), so every key read is a broadcast.
+// - A key is staged as CH = ceil((DIM + 1) / 4) vec4 chunks: its coordinates, then its bias, then zeros. A
+//   query is held as chunks of the same shape with a 1 where the bias sits, so the score with the bias is CH
+//   dot products: for d = 3 one 16-byte shared load and four multiply-adds per pair, the load shared by QPT
+//   queries.
+// - w = exp2((s - m) L), L = log2(e): s - m is exact for the scores near the max, which carry the weight
+//   (folding L into m L or into the queries rounds that difference and costs the energy |m| eps; measured),
+//   and exp2 is the one special-function instruction GPUs have for it.
+// - The running max is raised lazily: UNROLL keys are scored at once, and when the largest exceeds the
+//   running max the sums are rescaled by e^(m_old - max) first. The max of a random order of N keys rises
+//   about ln N times, so a pair costs one score and one exp2 (no second sweep of the tile for its max), and
+//   the UNROLL scores and weights, being independent, overlap in the pipeline.
+// - Blocked, compensated sums: each tile is summed on its own, and the tile sums are added to the running
+//   sums with Kahan's compensation (den and e_i always; num when DIM <= 4, where it costs no occupancy). The
+//   rounding of a sum of N weights is then about (TILE + 2) eps relative, independent of N
+//   (docs/gpu.md#accuracy).
 //
 // Every buffer and the shared tile are declared whatever the knobs (a specialization constant cannot remove a
 // declaration); a Vulkan host binds a small placeholder where a buffer is not read.
@@ -52,6 +68,8 @@ layout(constant_id = 5) const int TILE = 64;
 layout(constant_id = 6) const int STAGE_IN_SHARED = 0;
 layout(constant_id = 7) const int VALUES = 1;
 layout(constant_id = 8) const int ENTROPY = 0;
+layout(constant_id = 9) const int QPT = 1;
+layout(constant_id = 10) const int UNROLL = 4;
 layout(local_size_x_id = 5) in;
 #else
 #ifndef VALUES
@@ -60,8 +78,16 @@ layout(local_size_x_id = 5) in;
 #ifndef ENTROPY
 #define ENTROPY 0
 #endif
+#ifndef QPT
+#define QPT 1
+#endif
+#ifndef UNROLL
+#define UNROLL 4
+#endif
 layout(local_size_x = TILE) in;
 #endif
+
+const int CH = (DIM + 4) / 4; // vec4 chunks per key: DIM coordinates and the bias
 
 layout(std430, binding = 0) readonly buffer Params {
     uint n;
@@ -83,116 +109,179 @@ layout(std430, binding = 4) writeonly buffer Out {
     float outv[];
 };
 
-shared float tileKey[DIM * TILE]; // STAGE_IN_SHARED: coordinate c of staged key k at [c * TILE + k]
-shared float tileBias[TILE];
+shared vec4 tileKey[CH * TILE]; // STAGE_IN_SHARED: chunk p of staged key k at [p * TILE + k]
 
-// Coordinate c and bias of key base + k, k < TILE: from the staged tile, or straight from the buffers.
-float key(uint c, uint base, uint k) {
-    if (STAGE_IN_SHARED != 0) return tileKey[c * uint(TILE) + k];
-    return keys[c * params.n + base + k];
-}
-float keyBias(uint base, uint k) {
-    if (STAGE_IN_SHARED != 0) return tileBias[k];
-    return HAS_BIAS != 0 ? bias[base + k] : 0.0;
-}
-
-float score(float q[DIM], uint base, uint k) {
-    float s = keyBias(base, k);
-    for (uint c = 0u; c < uint(DIM); ++c) s += q[c] * key(c, base, k);
-    return s;
+// Chunk p of key j from the buffers: coordinates 4p..4p+3, the bias in component DIM - 4p.
+vec4 loadChunk(uint j, int p) {
+    vec4 v = vec4(0.0);
+    for (int e = 0; e < 4; ++e) {
+        const int c = 4 * p + e;
+        if (c < DIM)
+            v[e] = keys[uint(c) * params.n + j];
+        else if (c == DIM && HAS_BIAS != 0)
+            v[e] = bias[j];
+    }
+    return v;
 }
 
-float weight(float s, float m) {
-    if (WEIGHTING <= 1) return exp(s - m);
+// Chunk p of key base + k, k < TILE: from the staged tile, or straight from the buffers.
+vec4 keyChunk(uint base, uint k, int p) {
+    if (STAGE_IN_SHARED != 0) return tileKey[uint(p * TILE) + k];
+    return loadChunk(base + k, p);
+}
+
+float weight(float s) { // relu and sigmoid (softmax and exp use exp2 against the running max)
     if (WEIGHTING == 2) return max(s, 0.0);
     return 1.0 / (1.0 + exp(-s));
 }
 
-void main() {
-    const uint n = params.n, nq = params.nq;
-    const uint i = gl_GlobalInvocationID.x, lane = gl_LocalInvocationID.x;
-    // Invocations past the last query still stage keys and meet every barrier; they just see no key.
-    const bool live = i < nq;
-    const uint qi = live ? i : 0u;
+// s += t with Kahan's compensation c (the sum is s - c). `precise` keeps the compiler from simplifying the
+// correction (u - s) - y to zero.
+void addCompensated(inout float s, inout float c, float t) {
+    precise float y = t - c;
+    precise float u = s + y;
+    precise float lost = (u - s) - y;
+    c = lost;
+    s = u;
+}
 
-    float q[DIM];
-    if (EXPLICIT_QUERIES != 0) {
-        for (uint c = 0u; c < uint(DIM); ++c) q[c] = queries[c * nq + qi];
-    } else {
+void main() {
+    const uint n = params.n, nq = params.nq, lane = gl_LocalInvocationID.x;
+    const bool exps = WEIGHTING <= 1;
+    const float L = 1.4426950408889634; // log2(e)
+    const bool compensateNum = DIM <= 4;
+
+    uint query[QPT]; // this invocation's queries
+    uint end[QPT];   // keys each one sees (0 past the last query: it stages keys and meets barriers only)
+    vec4 q[QPT * CH];
+    for (int r = 0; r < QPT; ++r) {
+        const uint i = (gl_WorkGroupID.x * uint(QPT) + uint(r)) * uint(TILE) + lane;
+        query[r] = i;
+        end[r] = i >= nq ? 0u : (CAUSAL != 0 ? i + 1u : n);
+        const uint qi = i < nq ? i : 0u;
         float x[DIM];
-        for (uint c = 0u; c < uint(DIM); ++c) x[c] = keys[c * n + qi];
-        for (uint c = 0u; c < uint(DIM); ++c) {
-            float s = 0.0;
-            for (uint k = 0u; k < uint(DIM); ++k) s += params.B[c * uint(DIM) + k] * x[k];
-            q[c] = s;
+        for (int c = 0; c < DIM; ++c) {
+            if (EXPLICIT_QUERIES != 0) {
+                x[c] = queries[uint(c) * nq + qi];
+            } else {
+                float s = 0.0;
+                for (int k = 0; k < DIM; ++k) s += params.B[c * DIM + k] * keys[uint(k) * n + qi];
+                x[c] = s;
+            }
+        }
+        for (int p = 0; p < CH; ++p) {
+            vec4 v = vec4(0.0);
+            for (int e = 0; e < 4; ++e) {
+                const int c = 4 * p + e;
+                if (c < DIM) v[e] = x[c];
+                if (c == DIM) v[e] = 1.0; // times the key's (scaled) bias
+            }
+            q[r * CH + p] = v;
         }
     }
+    // Keys any query of the workgroup sees.
+    const uint groupEnd = CAUSAL != 0 ? min(n, (gl_WorkGroupID.x + 1u) * uint(QPT * TILE)) : n;
 
-    // end: keys this query sees; groupEnd: keys any query of the workgroup sees.
-    const uint end = !live ? 0u : (CAUSAL != 0 ? i + 1u : n);
-    const uint groupEnd = CAUSAL != 0 ? min(n, (gl_WorkGroupID.x + 1u) * uint(TILE)) : n;
-
-    float m = -3.402823466e38; // running max; any finite start works, den == 0 marks "nothing seen yet"
-    float den = 0.0;
-    float ent = 0.0; // ENTROPY: sum_j w_ij (s_ij - m), rescaled with den when m rises
-    float num[DIM];
-    for (uint c = 0u; c < uint(DIM); ++c) num[c] = 0.0;
+    // Per query: running max, running sums and their compensations, and this tile's sums.
+    float m[QPT], den[QPT], cden[QPT], tden[QPT], ent[QPT], cent[QPT], tent[QPT];
+    float num[QPT * DIM], cnum[QPT * DIM], tnum[QPT * DIM];
+    for (int r = 0; r < QPT; ++r) {
+        m[r] = -3.402823466e38; // any finite start: nothing is summed before the first key raises it
+        den[r] = cden[r] = ent[r] = cent[r] = 0.0;
+        for (int c = 0; c < DIM; ++c) num[r * DIM + c] = cnum[r * DIM + c] = 0.0;
+    }
 
     for (uint base = 0u; base < groupEnd; base += uint(TILE)) {
         if (STAGE_IN_SHARED != 0) {
             const uint j = base + lane;
-            if (j < n) {
-                for (uint c = 0u; c < uint(DIM); ++c) tileKey[c * uint(TILE) + lane] = keys[c * n + j];
-                tileBias[lane] = HAS_BIAS != 0 ? bias[j] : 0.0;
-            }
+            if (j < n)
+                for (int p = 0; p < CH; ++p) tileKey[uint(p * TILE) + lane] = loadChunk(j, p);
             memoryBarrierShared();
             barrier();
         }
 
-        // Every invocation loops over the same (uniform) count, so key reads are broadcasts and control
-        // flow stays uniform; keys past `end` (causal) weigh nothing.
+        for (int r = 0; r < QPT; ++r) {
+            tden[r] = tent[r] = 0.0;
+            for (int c = 0; c < DIM; ++c) tnum[r * DIM + c] = 0.0;
+        }
         const uint count = min(uint(TILE), groupEnd - base);
-        if (WEIGHTING <= 1) {
-            float tm = m;
-            for (uint k = 0u; k < count; ++k) {
-                const float s = score(q, base, k);
-                if (CAUSAL == 0 || base + k < end) tm = max(tm, s);
+        for (uint k0 = 0u; k0 < count; k0 += uint(UNROLL)) {
+            // UNROLL keys at a time: their scores and weights are independent, so they overlap in the
+            // pipeline, and the max is checked once for them.
+            vec4 key[UNROLL * CH];
+            for (int u = 0; u < UNROLL; ++u) {
+                const uint k = min(k0 + uint(u), count - 1u); // past the tile's end: a valid key, weighed 0
+                for (int p = 0; p < CH; ++p) key[u * CH + p] = keyChunk(base, k, p);
             }
-            if (tm > m) {
-                if (den > 0.0) {
-                    const float r = exp(m - tm);
-                    // w (s - tm) = r w_old ((s - m) - (tm - m)), summed: r (e - (tm - m) den_old).
-                    if (ENTROPY != 0) ent = r * (ent - (tm - m) * den);
-                    den *= r;
-                    if (VALUES != 0)
-                        for (uint c = 0u; c < uint(DIM); ++c) num[c] *= r;
+            for (int r = 0; r < QPT; ++r) {
+                float s[UNROLL];
+                bool valid[UNROLL];
+                float top = m[r];
+                for (int u = 0; u < UNROLL; ++u) {
+                    const uint k = k0 + uint(u);
+                    valid[u] = k < count && (CAUSAL == 0 || base + k < end[r]);
+                    float score = 0.0;
+                    for (int p = 0; p < CH; ++p) score += dot(q[r * CH + p], key[u * CH + p]);
+                    s[u] = score;
+                    if (valid[u]) top = max(top, score);
                 }
-                m = tm;
+                if (exps && top > m[r]) {
+                    // w (s - top) = f w_old ((s - m) - (top - m)) with f = e^(m - top): every sum so far is
+                    // rescaled once (rare: the max of N keys in random order rises ~ln N times).
+                    if (den[r] + tden[r] > 0.0) {
+                        const float f = exp2((m[r] - top) * L), dm = top - m[r];
+                        if (ENTROPY != 0) {
+                            ent[r] = f * ((ent[r] - cent[r]) - dm * (den[r] - cden[r]));
+                            tent[r] = f * (tent[r] - dm * tden[r]);
+                            cent[r] = 0.0;
+                        }
+                        den[r] = f * (den[r] - cden[r]);
+                        tden[r] *= f;
+                        cden[r] = 0.0;
+                        if (VALUES != 0)
+                            for (int c = 0; c < DIM; ++c) {
+                                const int a = r * DIM + c;
+                                num[a] = f * (num[a] - cnum[a]);
+                                tnum[a] *= f;
+                                cnum[a] = 0.0;
+                            }
+                    }
+                    m[r] = top;
+                }
+                for (int u = 0; u < UNROLL; ++u) {
+                    const float e = exps ? exp2((s[u] - m[r]) * L) : weight(s[u]);
+                    const float w = valid[u] ? e : 0.0;
+                    tden[r] += w;
+                    if (ENTROPY != 0) tent[r] += w * (s[u] - m[r]);
+                    if (VALUES != 0)
+                        for (int c = 0; c < DIM; ++c) tnum[r * DIM + c] += w * key[u * CH + c / 4][c % 4];
+                }
             }
         }
-        float tden = 0.0, tent = 0.0;
-        float tnum[DIM];
-        for (uint c = 0u; c < uint(DIM); ++c) tnum[c] = 0.0;
-        for (uint k = 0u; k < count; ++k) {
-            const float s = score(q, base, k);
-            const float w = CAUSAL == 0 || base + k < end ? weight(s, m) : 0.0;
-            tden += w;
-            if (ENTROPY != 0) tent += w * (s - m);
+
+        for (int r = 0; r < QPT; ++r) {
+            addCompensated(den[r], cden[r], tden[r]);
+            if (ENTROPY != 0) addCompensated(ent[r], cent[r], tent[r]);
             if (VALUES != 0)
-                for (uint c = 0u; c < uint(DIM); ++c) tnum[c] += w * key(c, base, k);
+                for (int c = 0; c < DIM; ++c) {
+                    const int a = r * DIM + c;
+                    if (compensateNum)
+                        addCompensated(num[a], cnum[a], tnum[a]);
+                    else
+                        num[a] += tnum[a];
+                }
         }
-        den += tden;
-        ent += tent;
-        if (VALUES != 0)
-            for (uint c = 0u; c < uint(DIM); ++c) num[c] += tnum[c];
 
         if (STAGE_IN_SHARED != 0) barrier(); // the tile is overwritten next
     }
 
-    if (!live) return;
-    if (VALUES != 0)
-        for (uint c = 0u; c < uint(DIM); ++c) outv[c * nq + i] = num[c];
-    outv[uint(DIM) * nq + i] = den;
-    outv[uint(DIM + 1) * nq + i] = WEIGHTING <= 1 ? m : 0.0;
-    if (ENTROPY != 0) outv[uint(DIM + 2) * nq + i] = ent;
+    for (int r = 0; r < QPT; ++r) {
+        const uint i = query[r];
+        if (i >= nq) continue;
+        if (VALUES != 0)
+            for (int c = 0; c < DIM; ++c) outv[uint(c) * nq + i] = num[r * DIM + c] - cnum[r * DIM + c];
+        outv[uint(DIM) * nq + i] = den[r] - cden[r];
+        outv[uint(DIM + 1) * nq + i] = exps ? m[r] : 0.0;
+        if (ENTROPY != 0) outv[uint(DIM + 2) * nq + i] = ent[r] - cent[r];
+    }
 }

@@ -155,6 +155,36 @@ MatF denseVelocity(const std::string& v, const AttentionSpec& spec, const MatF& 
     return out;
 }
 
+// The relative error of `V` (the evaluated velocity, n x d) against float64 on 256 evenly spaced rows, as the
+// PyTorch peers measure theirs: |V_S - R_S|_F / |R_S|_F, R the float64 streaming pass of those rows' queries
+// against all keys (the CPU reference kernel: 256 N pairs in double). NaN for variants that are not a plain
+// kernel average (Sinkhorn, linear, RWPO) and for masked attention.
+double sampledRelativeError(const AttentionSpec& spec, const Tokens& X, const Tokens& V) {
+    if (spec.masked || spec.type == AttentionType::Sinkhorn || spec.type == AttentionType::Linear ||
+        spec.type == AttentionType::Rwpo)
+        return NAN;
+    const auto field = makeCpuField(spec, int(X.cols()), Precision::Float64);
+    auto* kernel = dynamic_cast<KernelAttention*>(field.get());
+    if (!kernel) return NAN;
+    const Eigen::Index n = X.rows(), count = std::min<Eigen::Index>(n, 256);
+    std::vector<Eigen::Index> rows;
+    for (Eigen::Index k = 0; k < count; ++k) rows.push_back(k * (n / count));
+    const Tokens from = X(rows, Eigen::all);
+    Tokens reference = Tokens::Zero(count, X.cols());
+    CpuStreamRunner runner(Precision::Float64);
+    for (const HeadParams& head : spec.headsAt(0.0)) {
+        const HeadSetup h = kernel->setupHead(head, X);
+        const Tokens queries =
+            h.queries.size() ? Tokens(h.queries(rows, Eigen::all)) : Tokens(from * h.B.transpose());
+        const Mat none;
+        StreamSums sums;
+        runner.run(StreamPass{queries, none, X, h.bias, false, h.weighting}, sums);
+        reference +=
+            h.outScale * normalizeHeadAverage(sums.num, sums.den, sums.max, h.weighting, n) * h.V.transpose();
+    }
+    return (V(rows, Eigen::all) - reference).norm() / reference.norm();
+}
+
 // Seconds per call: a warm-up call (small N only), then repeats until ~0.4 s have passed (at least one).
 constexpr int kDeviceBatch = 8; // --device-steps: Euler steps recorded per read-back
 
@@ -295,6 +325,7 @@ int bench(const Args& raw) {
     const std::string backendName = p.option("--backend", defaultBackendId());
     const std::string peakText = p.option("--peak-flops", "");
     const bool deviceSteps = p.flag("--device-steps");
+    const bool measureError = p.flag("--error");
     p.rejectUnknown();
     if (p.positional.size() == 1 && p.positional[0] == "moments") return benchMoments(json);
     if (p.positional.size() != 1 || p.positional[0] != "particles")
@@ -396,6 +427,14 @@ int bench(const Args& raw) {
                 base = double(n) * double(n) / tb;
             }
             const double ratio = pairs / base;
+            // --error: the timed evaluation's own output; device steps return tokens, so there one evaluation
+            // of the backend's field (the same kernel, queries formed on the host) is measured instead.
+            double error = NAN;
+            if (measureError) {
+                if (stepper) backend.makeField(spec, d, prec)->velocity(0.0, X, dX);
+                error = sampledRelativeError(spec, X, dX);
+            }
+            const int sinkhornIterations = field ? field->diagnostics().sinkhornIterations : 0;
             if (json) {
                 nlohmann::json r = {{"variant", v},
                                     {"device_steps", deviceSteps},
@@ -412,6 +451,8 @@ int bench(const Args& raw) {
                                     {"fp32_peak_flops", peak}};
                 r["baseline_pairs_per_s"] = numberJson(base);
                 r["ratio"] = numberJson(ratio);
+                if (measureError) r["rel_err"] = numberJson(error);
+                if (sinkhornIterations > 0) r["sinkhorn_iterations"] = sinkhornIterations;
                 std::cout << r.dump() << std::endl;
             } else {
                 std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n
@@ -422,6 +463,10 @@ int bench(const Args& raw) {
                     std::cout << base << std::setw(8) << std::fixed << std::setprecision(1) << ratio << "x";
                 else
                     std::cout << "-" << std::setw(9) << (n > kDenseMaxN ? "(N^2 too big)" : "-");
+                if (measureError)
+                    std::cout << "  rel. error " << std::scientific << std::setprecision(2) << error;
+                if (sinkhornIterations > 0)
+                    std::cout << "  (" << sinkhornIterations << " Sinkhorn iterations)";
                 std::cout << std::defaultfloat << std::endl;
             }
         }

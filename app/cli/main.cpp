@@ -35,10 +35,11 @@ commands:
       trajectories per second for the Fig 3(a) grid (1184 trajectories) to its stopping rule, adaptive
       against the authors' projected Euler
   bench particles [--json] [--d D] [--n 1024,4096,...] [--variants softmax,l2,...] [--precision float32|float64]
-        [--backend {backends}] [--peak-flops F] [--no-baseline] [--device-steps]
+        [--backend {backends}] [--peak-flops F] [--no-baseline] [--device-steps] [--error]
       pair-interactions per second of one velocity evaluation, against a dense Eigen baseline, and the
       fraction of the FP32 peak (measured on the CPU, or F flop/s for a GPU) at (4d + 2) flops per pair;
-      --device-steps times whole Euler steps with the tokens kept on the GPU (the GUI's path) instead
+      --device-steps times whole Euler steps with the tokens kept on the GPU (the GUI's path) instead;
+      --error adds the relative error against float64 on 256 evenly spaced rows (kernel averages)
   ranks [--attention softmax|l2] [--v identity|random] [--method paper|adaptive] [--dims 3,4,5] [--runs 100]
         [--seed 40] [--threshold 0.1] [--include-exceptions] [--steps a,b,c] [--tol-low X] [--max-iter N]
         [--n-max N] [--threads N] [--out ranks.json]

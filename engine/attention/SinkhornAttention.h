@@ -9,7 +9,8 @@
 // Each potential update is one streamed log-sum-exp pass over all pairs (memory O(N d)). Iterations stop when
 // the column marginals are within `tol` of 1 (rows are exact after the final f-update), or after
 // `iterations` passes; the reached error is reported in diagnostics(). The potentials of the previous call
-// are the warm start of the next (tokens move little between calls). Float32 floors the tolerance at 2e-6.
+// are the warm start of the next (tokens move little between calls). Float32 floors the tolerance at 2e-6;
+// tol = 0 runs every iteration in both precisions.
 #pragma once
 
 #include "engine/attention/StreamRunner.h"

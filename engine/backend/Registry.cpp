@@ -8,6 +8,7 @@
 #include "engine/gpu/gl/GlContext.h"
 #include "engine/gpu/gl/GlKernelField.h"
 #include "engine/gpu/gl/GlStepper.h"
+#include "engine/gpu/gl/GlStreamRunner.h"
 #if FLOWSCOPE_HAVE_VULKAN
 #include "engine/gpu/vulkan/VkContext.h"
 #include "engine/gpu/vulkan/VkKernelField.h"
@@ -61,6 +62,12 @@ ComputeBackend named(const Entry& e) {
 }
 
 #if FLOWSCOPE_HAVE_GPU
+// A CPU device's refusal of a scene with more tokens than its shader loops reach (KernelPass.h).
+std::optional<std::string> cpuDeviceLimit(const Scene& scene, const std::string& device) {
+    if (auto refused = cpuDeviceRefusal(scene.n, device)) return std::string(refused->what());
+    return std::nullopt;
+}
+
 // The GL backend on a table loaded from some context: fields, and a stepper unless `fieldsOnly`. `device`
 // owns the table (and the context); it is released after everything made from it.
 template <class Device>
@@ -69,6 +76,8 @@ ComputeBackend glBackend(std::shared_ptr<Device> device, const GlFunctions& gl, 
     ComputeBackend b = named(kEntries[kGl]);
     b.device = gl.describe();
     const GlFunctions* table = &gl;
+    if (glSoftwareRenderer(gl))
+        b.fieldsRefuse = [device = b.device](const Scene& scene) { return cpuDeviceLimit(scene, device); };
     b.makeField = [table](const AttentionSpec& spec, int d, Precision) {
         return makeGlField(spec, d, *table);
     };
@@ -121,6 +130,8 @@ ComputeBackend openVulkan() {
             return std::unique_ptr<DeviceStepper>(std::make_unique<VkStepper>(spec, integrator, d, *c));
         },
         &VkStepper::refusal);
+    if (ctx->cpuDevice())
+        b.fieldsRefuse = [device = b.device](const Scene& scene) { return cpuDeviceLimit(scene, device); };
     b.context = std::move(ctx);
     return b;
 }

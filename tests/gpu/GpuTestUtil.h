@@ -10,10 +10,12 @@
 #include "engine/dynamics/Integrator.h"
 #include "engine/gpu/gl/GlContext.h"
 #include "engine/gpu/gl/GlKernelField.h"
+#include "engine/gpu/gl/GlStreamRunner.h"
 #include "engine/scene/Scene.h"
 #if FLOWSCOPE_HAVE_VULKAN
 #include "engine/gpu/vulkan/VkContext.h"
 #include "engine/gpu/vulkan/VkKernelField.h"
+#include "engine/gpu/vulkan/VkStreamRunner.h"
 #endif
 
 #include <gtest/gtest.h>
@@ -98,6 +100,17 @@ inline std::unique_ptr<GpuField> makeBackendKernelField(GpuBackendKind b, const 
     if (b == GpuBackendKind::Gl) return std::make_unique<GlKernelField>(spec, d, gpuContext()->gl());
 #if FLOWSCOPE_HAVE_VULKAN
     return std::make_unique<VkKernelField>(spec, d, *vkContext());
+#else
+    throw std::logic_error("this build has no Vulkan host");
+#endif
+}
+
+// The backend's streaming-pass runner, on the run's context or device: call FLOWSCOPE_REQUIRE_BACKEND(b)
+// first.
+inline std::unique_ptr<KernelPassRunner> makeBackendRunner(GpuBackendKind b) {
+    if (b == GpuBackendKind::Gl) return std::make_unique<GlStreamRunner>(gpuContext()->gl());
+#if FLOWSCOPE_HAVE_VULKAN
+    return std::make_unique<VkStreamRunner>(*vkContext());
 #else
     throw std::logic_error("this build has no Vulkan host");
 #endif

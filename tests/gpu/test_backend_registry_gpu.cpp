@@ -145,3 +145,61 @@ TEST(VkBackend, TheRegistrysVulkanBackendAsksItsStepper) {
     EXPECT_NE(dynamic_cast<VkStepper*>(stepper.get()), nullptr) << stepper->name();
 }
 #endif
+
+// Mesa's CPU drivers stop a shader invocation's loops after 65 535 iterations, silently (docs/gpu.md#cpu-
+// devices): there the backends refuse scenes past kCpuDeviceMaxKeys before they run, and the runners and the
+// stepper throw a SceneError at /n instead of returning sums over the first ~63 500 keys. On a GPU all three
+// take the tokens.
+class CpuDeviceLimit : public GpuBackendTest {};
+
+TEST_P(CpuDeviceLimit, CpuDevicesRefuseMoreTokensThanTheirShaderLoopsReach) {
+    const bool cpu = makeBackendRunner(backend)->cpuDevice();
+    const long n = kCpuDeviceMaxKeys + 1;
+    Scene scene;
+    scene.d = 2;
+    scene.n = int(n);
+    scene.attention = specOf(AttentionType::Softmax, 2);
+    ComputeBackend opened;
+    try {
+        opened = openBackend(backendName(backend));
+    } catch (const BackendError& e) {
+        gpuContext()->makeCurrent();
+        GTEST_SKIP() << e.what();
+    }
+    const std::optional<std::string> refused = opened.supports(scene);
+    if (cpu) {
+        ASSERT_TRUE(refused.has_value());
+        EXPECT_EQ(refused->rfind("/n: ", 0), 0u) << *refused;
+        scene.n = int(kCpuDeviceMaxKeys);
+        EXPECT_EQ(opened.supports(scene), std::nullopt);
+    } else {
+        EXPECT_EQ(refused, std::nullopt);
+    }
+    opened = {};
+    gpuContext()->makeCurrent();
+
+    if (!cpu) return;
+    Tokens keys = Tokens::Zero(n, 2);
+    const Tokens query = Tokens::Zero(1, 2);
+    const Mat none;
+    const Vec noBias;
+    StreamSums sums;
+    try {
+        makeBackendRunner(backend)->run(StreamPass{query, none, keys, noBias}, sums);
+        ADD_FAILURE() << "the runner took " << n << " keys";
+    } catch (const SceneError& e) {
+        EXPECT_EQ(e.pointer, "/n");
+    }
+    // The steppers refuse them too, when they are uploaded.
+    const AttentionSpec spec = specOf(AttentionType::Softmax, 2);
+    if (backend == GpuBackendKind::Gl)
+        EXPECT_THROW(makeTestStepper<GlStepper>(spec, integratorOf(Method::Euler), 2)->upload(keys, 0.0),
+                     SceneError);
+#if FLOWSCOPE_HAVE_VULKAN
+    else
+        EXPECT_THROW(makeTestStepper<VkStepper>(spec, integratorOf(Method::Euler), 2)->upload(keys, 0.0),
+                     SceneError);
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CpuDeviceLimit, ::testing::ValuesIn(kGpuBackends), backendParamName);

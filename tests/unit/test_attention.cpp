@@ -191,6 +191,26 @@ TEST(Attention, SinkhornFloat32ReachesItsFlooredTolerance) {
     EXPECT_LE(maxAbs(a - b), 1e-4);
 }
 
+// tol = 0 runs every iteration, in float32 too (it is not floored to 2e-6): a warm-started second call on the
+// same tokens, which a floored tolerance stops after one iteration, runs them all.
+TEST(Attention, SinkhornZeroToleranceRunsEveryIteration) {
+    const Tokens X = randomTokens(300, 2, 13);
+    AttentionSpec spec =
+        singleHead(AttentionType::Sinkhorn, Mat::Identity(2, 2), Mat::Identity(2, 2), -Mat::Identity(2, 2));
+    spec.sinkhornIterations = 12;
+    Tokens V;
+    for (const double tol : {0.0, 1e-9}) {
+        spec.sinkhornTol = tol;
+        SinkhornAttention f32(spec, 2, Precision::Float32);
+        f32.velocity(0.0, X, V);
+        f32.velocity(0.0, X, V);
+        if (tol == 0.0)
+            EXPECT_EQ(f32.diagnostics().sinkhornIterations, 12);
+        else
+            EXPECT_LT(f32.diagnostics().sinkhornIterations, 12);
+    }
+}
+
 TEST(Attention, OneTokenFollowsItsValueMatrix) {
     // T14: a lone token (or all tokens equal) has P = 1, so Gamma(x) = V x (Sinkhorn: V x / eps).
     const Tokens X = (Tokens(1, 2) << 0.3, -1.1).finished();

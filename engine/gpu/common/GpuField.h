@@ -40,6 +40,7 @@ class GpuField : public VelocityField {
     bool sharedStaging() const { return runner_->sharedStaging(); }
     void setQueriesOnGpu(bool on) { runner_->setQueriesOnGpu(on); }
     bool queriesOnGpu() const { return runner_->queriesOnGpu(); }
+    void setQueriesPerInvocation(int qpt) { runner_->setQueriesPerInvocation(qpt); }
 
   private:
     int d_;

@@ -1,11 +1,15 @@
 #include "engine/gpu/common/KernelPass.h"
 
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
 namespace flowscope {
 
-StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu, int tile, bool stageInShared) {
+StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu,
+                                      const StreamKernelLayout& layout) {
     StreamKernelInputs in;
     const int n = int(p.keys.rows()), d = int(p.keys.cols());
     const bool explicitQueries = !(queriesOnGpu && p.queriesFromKeys());
@@ -14,8 +18,8 @@ StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu, in
     if (p.causal && in.nq != n)
         throw std::invalid_argument("streamPass: causal needs as many queries as keys");
     const bool exps = p.weighting == Weighting::Softmax || p.weighting == Weighting::Exp;
-    in.variant = {d,    p.weighting,   p.causal, p.bias.size() > 0, explicitQueries,
-                  tile, stageInShared, p.values, p.entropy && exps};
+    in.variant = {d,           p.weighting,          p.causal, p.bias.size() > 0, explicitQueries,
+                  layout.tile, layout.stageInShared, p.values, p.entropy && exps, layout.qpt};
 
     in.params.assign(4 + std::size_t(d) * d, 0);
     in.params[0] = std::uint32_t(n);
@@ -34,8 +38,13 @@ StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu, in
 }
 
 StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& h, bool causal, bool queriesOnGpu,
-                                      int tile, bool stageInShared) {
-    return streamKernelInputs(headPass(X, h, causal), queriesOnGpu, tile, stageInShared);
+                                      const StreamKernelLayout& layout) {
+    return streamKernelInputs(headPass(X, h, causal), queriesOnGpu, layout);
+}
+
+long streamKernelGroups(const StreamKernelVariant& v, long nq) {
+    const long perGroup = long(v.tile) * v.qpt;
+    return (nq + perGroup - 1) / perGroup;
 }
 
 std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* backend) {
@@ -63,17 +72,49 @@ std::unique_ptr<KernelAttention> kernelAverageReference(AttentionSpec spec, int 
     return std::unique_ptr<KernelAttention>(k);
 }
 
-int streamKernelTile(int d, long sharedBytes, long maxInvocations) {
-    int tile = 64;
-    while (tile > 1 && (long(tile) * (d + 1) * long(sizeof(float)) > sharedBytes || tile > maxInvocations))
-        tile /= 2;
-    return tile;
+namespace {
+
+// A positive integer from the environment, or 0.
+int environmentKnob(const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::max(0, std::atoi(v)) : 0;
+}
+
+} // namespace
+
+StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long maxInvocations,
+                                      bool stageInShared, int qpt) {
+    StreamKernelLayout l;
+    l.stageInShared = stageInShared;
+    const long chunkBytes = 16L * ((d + 4) / 4);
+    const int tileOverride = environmentKnob("FLOWSCOPE_STREAM_TILE");
+    l.tile = tileOverride > 0 && std::has_single_bit(unsigned(tileOverride)) ? tileOverride : 64;
+    while (l.tile > 1 && (l.tile * chunkBytes > sharedBytes || l.tile > maxInvocations)) l.tile /= 2;
+    const int qptOverride = environmentKnob("FLOWSCOPE_STREAM_QPT");
+    if (qptOverride) qpt = qptOverride;
+    if (qpt == 1 || qpt == 2 || qpt == 4)
+        l.qpt = qpt;
+    else
+        l.qpt = !stageInShared ? 1 : nq >= (1L << 20) ? 4 : nq >= (1L << 18) ? 2 : 1;
+    const int unroll = environmentKnob("FLOWSCOPE_STREAM_UNROLL");
+    if (unroll == 1 || unroll == 2 || unroll == 4 || unroll == 8) l.unroll = unroll;
+    return l;
+}
+
+std::optional<SceneError> cpuDeviceRefusal(long n, const std::string& device) {
+    if (n <= kCpuDeviceMaxKeys) return std::nullopt;
+    return SceneError("/n",
+                      std::to_string(n) + " tokens: " + device +
+                          " (a CPU driver) stops every shader loop after 65535 iterations, so its passes "
+                          "take at most " +
+                          std::to_string(kCpuDeviceMaxKeys) + " tokens; use the CPU backend");
 }
 
 void KernelPassRunner::run(const StreamPass& p, StreamSums& out) {
+    if (cpuDevice_)
+        if (auto refused = cpuDeviceRefusal(long(p.keys.rows()), "this device")) throw *refused;
     const int d = int(p.keys.cols());
-    const int tile = streamKernelTile(d, sharedBytes_, maxInvocations_);
-    const StreamKernelInputs in = streamKernelInputs(p, queriesOnGpu_, tile, sharedStaging_);
+    const StreamKernelInputs in = streamKernelInputs(p, queriesOnGpu_, layout(d, p.from.rows()));
     Eigen::MatrixXf raw(in.nq, d + (in.variant.entropy ? 3 : 2));
     if (in.nq > 0) dispatch(in, raw);
     out.num = p.values ? Mat(raw.leftCols(d).cast<double>()) : Mat(0, d);

@@ -19,7 +19,7 @@
 
 namespace flowscope {
 
-// The knobs of shaders/stream_kernel.comp (#defines in OpenGL, specialization constants 0..7 in Vulkan).
+// The knobs of shaders/stream_kernel.comp (#defines in OpenGL, specialization constants 0..10 in Vulkan).
 struct StreamKernelVariant {
     int dim = 1;
     Weighting weighting = Weighting::Softmax;
@@ -30,6 +30,17 @@ struct StreamKernelVariant {
     bool stageInShared = true;
     bool values = true;
     bool entropy = false; // e_i in column d + 2 (softmax and exp only)
+    int qpt = 1;          // queries per invocation: a workgroup serves qpt * tile queries
+    int unroll = 4;       // keys per step of the inner loop
+};
+
+// How a dispatch is laid out on a device: keys staged per step (= invocations per workgroup), whether they
+// are staged in shared memory, and queries per invocation.
+struct StreamKernelLayout {
+    int tile = 64;
+    bool stageInShared = true;
+    int qpt = 1;
+    int unroll = 4;
 };
 
 // Everything one dispatch reads, in its std430 / structure-of-arrays layout.
@@ -48,11 +59,13 @@ struct StreamKernelInputs {
 // shader: float B times float x, two roundings, measured up to ~6x the CPU float32 error for exp attention,
 // whose weight e^{m_i} amplifies score errors). Throws std::invalid_argument for a causal pass whose query
 // count is not the key count.
-StreamKernelInputs streamKernelInputs(const StreamPass& pass, bool queriesOnGpu, int tile,
-                                      bool stageInShared);
+StreamKernelInputs streamKernelInputs(const StreamPass& pass, bool queriesOnGpu,
+                                      const StreamKernelLayout& layout);
 // The inputs of one head's pass over keys X (headPass; explicit queries of the head always go to the kernel).
 StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& head, bool causal, bool queriesOnGpu,
-                                      int tile, bool stageInShared);
+                                      const StreamKernelLayout& layout);
+// Workgroups of one dispatch: ceil(nq / (tile * qpt)).
+long streamKernelGroups(const StreamKernelVariant& variant, long nq);
 
 // The float64 CPU field of a kernel-average spec (softmax, l2, exp, relu, sigmoid) without sphere
 // projection, for hosts that need its head setup (GlStepper). Throws SceneError("/attention/type", "the
@@ -63,21 +76,39 @@ std::unique_ptr<KernelAttention> kernelAverageReference(AttentionSpec spec, int 
 // before they run (ComputeBackend::supports).
 std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* backend);
 
-// The largest power-of-two tile <= 64 whose staged keys and biases (tile * (d + 1) floats) fit `sharedBytes`
-// and whose workgroup fits `maxInvocations`.
-int streamKernelTile(int d, long sharedBytes, long maxInvocations);
+// The layout of a pass of nq queries in dimension d on a device with `sharedBytes` of shared memory and at
+// most `maxInvocations` per workgroup:
+// - tile: the largest power of two <= 64 whose staged keys (tile vec4 chunks of ceil((d + 1) / 4) each) fit
+//   `sharedBytes` and whose workgroup fits `maxInvocations`;
+// - qpt (queries per invocation): `qpt` when it is 1, 2 or 4; else (0, automatic) 1, or on GPUs
+//   (stageInShared) 2 from nq >= 2^18 and 4 from nq >= 2^20, where the workgroups still fill the device;
+// - unroll: 4 keys per step of the inner loop;
+// - the environment variables FLOWSCOPE_STREAM_TILE, FLOWSCOPE_STREAM_QPT and FLOWSCOPE_STREAM_UNROLL (1, 2,
+//   4, 8) override them (tuning runs on a new device: `bench particles`; docs/gpu.md#tuning).
+StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long maxInvocations,
+                                      bool stageInShared, int qpt = 0);
 
-// The kernel's knobs that depend on the device, not on the pass: the tile (streamKernelTile) and
-// shared-memory staging (KernelPassRunner::sharedStaging). A device stepper (StepperPlan) asks its host for
-// them.
-struct StreamKernelShape {
-    int tile = 64;
-    bool stageInShared = true;
+// Mesa's CPU drivers (llvmpipe, lavapipe) end a shader invocation's loops after 65 535 iterations in all
+// (gallivm's loop limiter), silently. The kernel loops once per key, so there a pass would see only the first
+// ~63 500 keys. Passes on a CPU device are refused above this many keys (docs/gpu.md#cpu-devices).
+constexpr long kCpuDeviceMaxKeys = 60000;
+// The SceneError (field /n) for n tokens on a CPU device named `device`, or nullopt when n is within reach.
+std::optional<SceneError> cpuDeviceRefusal(long n, const std::string& device);
+
+// What a device allows a dispatch's layout (streamKernelLayout's bounds) and whether it is a CPU device (keys
+// read from the buffer, not staged; at most kCpuDeviceMaxKeys keys): what a host that lays out its own passes
+// (a device stepper, StepperPlan) asks its device for, as KernelPassRunner's constructor takes it.
+struct StreamKernelDevice {
+    long sharedBytes = 32768;
+    long maxInvocations = 1024;
+    bool cpuDevice = false;
+    std::string name; // the device, in cpuDeviceRefusal's message
 };
 
 // A StreamRunner on a GPU backend: float32 passes of shaders/stream_kernel.comp, one dispatch each.
 class KernelPassRunner : public StreamRunner {
   public:
+    // Throws cpuDeviceRefusal's SceneError for too many keys on a CPU device.
     void run(const StreamPass& pass, StreamSums& out) override;
     Precision precision() const override { return Precision::Float32; }
 
@@ -85,16 +116,26 @@ class KernelPassRunner : public StreamRunner {
     // CPU devices (llvmpipe, lavapipe), whose barriers are coroutine switches (measured 2.2x slower there).
     void setSharedStaging(bool on) { sharedStaging_ = on; }
     bool sharedStaging() const { return sharedStaging_; }
+    // llvmpipe or lavapipe: at most kCpuDeviceMaxKeys keys per pass.
+    bool cpuDevice() const { return cpuDevice_; }
     // Whether queries q_i = B x_i are formed in the shader (float32; what a GPU-resident token buffer needs)
     // or on the host in double, rounded once like the CPU float32 path (the default: more accurate).
     void setQueriesOnGpu(bool on) { queriesOnGpu_ = on; }
     bool queriesOnGpu() const { return queriesOnGpu_; }
+    // Queries per invocation (1, 2 or 4; 0: streamKernelLayout's choice, the default).
+    void setQueriesPerInvocation(int qpt) { qpt_ = qpt; }
+    // The layout of a pass of nq queries in dimension d on this device (streamKernelLayout).
+    StreamKernelLayout layout(int d, long nq) const {
+        return streamKernelLayout(d, nq, sharedBytes_, maxInvocations_, sharedStaging_, qpt_);
+    }
 
   protected:
-    // The device's shared memory per workgroup and workgroup size bound the tile (streamKernelTile).
-    KernelPassRunner(long sharedBytes, long maxInvocations, bool sharedStaging)
-        : sharedBytes_(sharedBytes), maxInvocations_(maxInvocations), sharedStaging_(sharedStaging) {}
-    // Uploads `in`, runs ceil(nq / tile) workgroups and downloads the nq x (d + 2) outputs into `out`
+    // The device's shared memory per workgroup and workgroup size bound the tile (streamKernelLayout).
+    // cpuDevice: llvmpipe or lavapipe (no staging by default; at most kCpuDeviceMaxKeys keys per pass).
+    KernelPassRunner(long sharedBytes, long maxInvocations, bool cpuDevice)
+        : sharedBytes_(sharedBytes), maxInvocations_(maxInvocations), sharedStaging_(!cpuDevice),
+          cpuDevice_(cpuDevice) {}
+    // Uploads `in`, runs streamKernelGroups workgroups and downloads the nq x (d + 2) outputs into `out`
     // (resized by the caller; columns 0..d-1 num when values, d den, d+1 max; with variant.entropy one
     // more column, d+2, of e_i). Called only when nq > 0.
     virtual void dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) = 0;
@@ -102,7 +143,9 @@ class KernelPassRunner : public StreamRunner {
   private:
     long sharedBytes_, maxInvocations_;
     bool sharedStaging_;
+    bool cpuDevice_;
     bool queriesOnGpu_ = false;
+    int qpt_ = 0;
 };
 
 } // namespace flowscope

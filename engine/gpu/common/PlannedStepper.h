@@ -18,7 +18,8 @@ class PlannedStepper : public DeviceStepper {
     PlannedStepper(const PlannedStepper&) = delete;
     PlannedStepper& operator=(const PlannedStepper&) = delete;
 
-    // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time.
+    // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time. Throws
+    // cpuDeviceRefusal's SceneError for too many tokens on a CPU device (llvmpipe, lavapipe).
     void upload(const Tokens& X, double t) final;
     // Records `steps` steps of h = T / M; nothing is read back and nothing waits for the device.
     void advance(int steps) final;
@@ -36,10 +37,10 @@ class PlannedStepper : public DeviceStepper {
     long downloads() const { return downloads_; }
 
   protected:
-    // Throws SceneError for what StepperPlan::refusal(spec, integrator, d, device) names.
-    PlannedStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, std::string device,
-                   StreamKernelShape shape)
-        : plan_(spec, integrator, d, std::move(device), shape) {}
+    // Throws SceneError for what StepperPlan::refusal(spec, integrator, d, api) names.
+    PlannedStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, std::string api,
+                   StreamKernelDevice device)
+        : plan_(spec, integrator, d, std::move(api), std::move(device)) {}
 
     StepperPlan& plan() { return plan_; }
     const StepperPlan& plan() const { return plan_; }

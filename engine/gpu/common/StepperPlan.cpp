@@ -19,17 +19,21 @@ std::uint32_t bits(double v) {
 
 } // namespace
 
-StepperPlan::StepperPlan(const AttentionSpec& spec, const IntegratorSpec& integrator, int d,
-                         std::string device, StreamKernelShape shape)
-    : d_(d), device_(std::move(device)), shape_(shape), spec_(spec), reference_(reference(spec, d, device_)),
-      stages_(stagesOf(integrator, device_)), h_(integrator.T / integrator.steps) {
-    if (std::optional<SceneError> refused = headsRefusal(*reference_, spec, d_, device_)) throw *refused;
+StepperPlan::StepperPlan(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, std::string api,
+                         StreamKernelDevice device)
+    : d_(d), api_(std::move(api)), device_(std::move(device)), spec_(spec),
+      reference_(reference(spec, d, api_)), stages_(stagesOf(integrator, api_)),
+      h_(integrator.T / integrator.steps) {
+    if (std::optional<SceneError> refused = headsRefusal(*reference_, spec, d_, api_)) throw *refused;
 }
 
-std::optional<SceneError> StepperPlan::integratorRefusal(const IntegratorSpec& is,
-                                                         const std::string& device) {
+StreamKernelLayout StepperPlan::layout(int n) const {
+    return streamKernelLayout(d_, n, device_.sharedBytes, device_.maxInvocations, !device_.cpuDevice);
+}
+
+std::optional<SceneError> StepperPlan::integratorRefusal(const IntegratorSpec& is, const std::string& api) {
     if (!(is.steps > 0) || !(is.T > 0.0))
-        return SceneError("/integrator", "the " + device + " stepper needs T > 0 and steps > 0");
+        return SceneError("/integrator", "the " + api + " stepper needs T > 0 and steps > 0");
     switch (is.method) {
     case Method::Euler:
     case Method::Heun:
@@ -37,13 +41,13 @@ std::optional<SceneError> StepperPlan::integratorRefusal(const IntegratorSpec& i
         return std::nullopt;
     default:
         return SceneError("/integrator/method",
-                          "the " + device + " stepper takes fixed steps only (euler, heun, rk4), not " +
+                          "the " + api + " stepper takes fixed steps only (euler, heun, rk4), not " +
                               toString(is.method));
     }
 }
 
-std::vector<StepperStage> StepperPlan::stagesOf(const IntegratorSpec& is, const std::string& device) {
-    if (std::optional<SceneError> refused = integratorRefusal(is, device)) throw *refused;
+std::vector<StepperStage> StepperPlan::stagesOf(const IntegratorSpec& is, const std::string& api) {
+    if (std::optional<SceneError> refused = integratorRefusal(is, api)) throw *refused;
     const double h = is.T / is.steps;
     switch (is.method) {
     case Method::Euler:
@@ -59,7 +63,7 @@ std::vector<StepperStage> StepperPlan::stagesOf(const IntegratorSpec& is, const 
 }
 
 std::optional<SceneError> StepperPlan::headsRefusal(const KernelAttention& ref, const AttentionSpec& spec,
-                                                    int d, const std::string& device) {
+                                                    int d, const std::string& api) {
     const Tokens one = Tokens::Zero(1, d);
     auto dependent = [&](const std::vector<HeadParams>& heads) {
         for (const HeadParams& head : heads) {
@@ -72,32 +76,33 @@ std::optional<SceneError> StepperPlan::headsRefusal(const KernelAttention& ref, 
     for (const Keyframe& kf : spec.keyframes) refused = refused || dependent(kf.heads);
     if (!refused) return std::nullopt;
     return SceneError("/attention/type",
-                      "the " + device + " stepper does not implement " + toString(spec.type) +
-                          " attention (its key biases or queries depend on the tokens); use "
-                          "the " +
-                          device + " field");
+                      "the " + api + " stepper does not implement " + toString(spec.type) +
+                          " attention (its key biases or queries depend on the tokens); use the " + api +
+                          " field");
 }
 
 std::unique_ptr<KernelAttention> StepperPlan::reference(const AttentionSpec& spec, int d,
-                                                        const std::string& device) {
-    return kernelAverageReference(spec, d, (device + " stepper").c_str());
+                                                        const std::string& api) {
+    return kernelAverageReference(spec, d, (api + " stepper").c_str());
 }
 
 std::optional<std::string> StepperPlan::refusal(const AttentionSpec& spec, const IntegratorSpec& integrator,
-                                                int d, const std::string& device) {
-    const std::string stepper = device + " stepper";
+                                                int d, const std::string& api) {
+    const std::string stepper = api + " stepper";
     if (std::optional<SceneError> e = kernelAverageRefusal(spec.type, stepper.c_str())) return e->what();
-    if (std::optional<SceneError> e = integratorRefusal(integrator, device)) return e->what();
-    if (std::optional<SceneError> e = headsRefusal(*reference(spec, d, device), spec, d, device))
-        return e->what();
+    if (std::optional<SceneError> e = integratorRefusal(integrator, api)) return e->what();
+    if (std::optional<SceneError> e = headsRefusal(*reference(spec, d, api), spec, d, api)) return e->what();
     return std::nullopt;
 }
 
 Eigen::MatrixXf StepperPlan::deviceTokens(const Tokens& X) const {
     if (X.cols() != d_)
-        throw std::invalid_argument("the " + device_ + " stepper's upload: tokens have " +
+        throw std::invalid_argument("the " + api_ + " stepper's upload: tokens have " +
                                     std::to_string(X.cols()) + " coordinates, the stepper " +
                                     std::to_string(d_));
+    if (device_.cpuDevice)
+        if (std::optional<SceneError> refused = cpuDeviceRefusal(long(X.rows()), device_.name))
+            throw *refused;
     Tokens Y = X;
     if (spec_.sphere) SphereProjection::normalize(Y);
     return Y.cast<float>(); // column-major = the shaders' structure-of-arrays layout
@@ -115,8 +120,8 @@ void StepperPlan::restart(int n, double t) {
 }
 
 bool StepperPlan::setAttention(const AttentionSpec& spec) {
-    std::unique_ptr<KernelAttention> ref = reference(spec, d_, device_);
-    if (std::optional<SceneError> refused = headsRefusal(*ref, spec, d_, device_)) throw *refused;
+    std::unique_ptr<KernelAttention> ref = reference(spec, d_, api_);
+    if (std::optional<SceneError> refused = headsRefusal(*ref, spec, d_, api_)) throw *refused;
     const bool toSphere = spec.sphere && !spec_.sphere;
     reference_ = std::move(ref);
     spec_ = spec;
@@ -126,7 +131,7 @@ bool StepperPlan::setAttention(const AttentionSpec& spec) {
 }
 
 void StepperPlan::setIntegrator(const IntegratorSpec& integrator) {
-    std::vector<StepperStage> stages = stagesOf(integrator, device_);
+    std::vector<StepperStage> stages = stagesOf(integrator, api_);
     t0_ = time();
     steps_ = 0;
     stages_ = std::move(stages);
@@ -141,10 +146,9 @@ const std::vector<StepperHead>& StepperPlan::heads(double t) {
     for (std::size_t k = 0; k < heads.size(); ++k) {
         const HeadSetup h = reference_->setupHead(heads[k], probe_);
         // Queries formed in the shader: the kernel's Params block is n, n, pads, B.
-        const StreamKernelInputs in =
-            streamKernelInputs(probe_, h, spec_.masked, true, shape_.tile, shape_.stageInShared);
+        const StreamKernelInputs in = streamKernelInputs(probe_, h, spec_.masked, true, layout(n_));
         if (in.variant.hasBias || in.variant.explicitQueries)
-            throw SceneError("/attention/type", "the " + device_ + " stepper needs token-independent heads");
+            throw SceneError("/attention/type", "the " + api_ + " stepper needs token-independent heads");
         heads_[k].variant = in.variant;
         heads_[k].kernelParams = in.params;
 

@@ -56,22 +56,26 @@ struct StepperHead {
 
 class StepperPlan {
   public:
-    // `device` names the stepper in messages ("OpenGL": "the OpenGL stepper takes fixed steps only ...").
-    // Throws SceneError for what refusal() names, in the same order.
-    StepperPlan(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, std::string device,
-                StreamKernelShape shape);
+    // `api` names the stepper in messages ("OpenGL": "the OpenGL stepper takes fixed steps only ..."),
+    // `device` lays out the streaming kernel (streamKernelLayout). Throws SceneError for what refusal()
+    // names, in the same order.
+    StepperPlan(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, std::string api,
+                StreamKernelDevice device);
 
-    // Why a stepper on `device` cannot take whole steps of these parameters (the message of the SceneError
-    // the constructor would throw, naming the field); nullopt when it can. Needs no device.
+    // Why a stepper on `api` cannot take whole steps of these parameters (the message of the SceneError the
+    // constructor would throw, naming the field); nullopt when it can. Needs no device.
     static std::optional<std::string> refusal(const AttentionSpec& spec, const IntegratorSpec& integrator,
-                                              int d, const std::string& device);
+                                              int d, const std::string& api);
 
     int d() const { return d_; }
     int n() const { return n_; }
     const AttentionSpec& spec() const { return spec_; }
     const std::vector<StepperStage>& stages() const { return stages_; }
     double h() const { return h_; }
-    const StreamKernelShape& shape() const { return shape_; }
+    // The streaming kernel's layout for n tokens on the device, and a bound on its workgroups (what a device
+    // checks against its dispatch limit before it takes n tokens).
+    StreamKernelLayout layout(int n) const;
+    long kernelGroupsBound(long n) const { return streamKernelGroups({.tile = layout(int(n)).tile}, n); }
     // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).
     double time() const { return t0_ + double(steps_) * h_; }
     // Bumped whenever the combine words change (a new N, attention or integrator): re-upload them then.
@@ -79,7 +83,8 @@ class StepperPlan {
 
     // The tokens as the device stores them: float32, column-major (the shaders' structure-of-arrays layout,
     // coordinate c of token i at c n + i), scaled to unit norm first for sphere dynamics. Throws
-    // std::invalid_argument when X does not have d columns.
+    // std::invalid_argument when X does not have d columns, and cpuDeviceRefusal's SceneError for more tokens
+    // than a CPU device's shader loops reach.
     Eigen::MatrixXf deviceTokens(const Tokens& X) const;
     // The device now holds n tokens at time t (after deviceTokens' upload).
     void restart(int n, double t);
@@ -120,20 +125,20 @@ class StepperPlan {
     void setIntegrator(const IntegratorSpec& integrator);
 
   private:
-    static std::vector<StepperStage> stagesOf(const IntegratorSpec& integrator, const std::string& device);
+    static std::vector<StepperStage> stagesOf(const IntegratorSpec& integrator, const std::string& api);
     // The SceneError stagesOf throws for an integrator the stepper cannot run.
     static std::optional<SceneError> integratorRefusal(const IntegratorSpec& integrator,
-                                                       const std::string& device);
+                                                       const std::string& api);
     // The SceneError for a head of `spec` whose key biases or queries depend on the tokens (set up by `ref`).
     static std::optional<SceneError> headsRefusal(const KernelAttention& ref, const AttentionSpec& spec,
-                                                  int d, const std::string& device);
+                                                  int d, const std::string& api);
     // The float64 CPU field whose head setup the stepper uses; throws what refusal() names.
     static std::unique_ptr<KernelAttention> reference(const AttentionSpec& spec, int d,
-                                                      const std::string& device);
+                                                      const std::string& api);
 
     int d_;
-    std::string device_;
-    StreamKernelShape shape_;
+    std::string api_;
+    StreamKernelDevice device_;
     AttentionSpec spec_;
     std::unique_ptr<KernelAttention> reference_; // float64 CPU field: head setup only
     std::vector<StepperStage> stages_;

@@ -20,13 +20,13 @@ void uploadWords(GlBuffer& buffer, const std::vector<std::uint32_t>& words) {
     buffer.upload(words.data(), words.size() * sizeof(std::uint32_t));
 }
 
-// The kernel's knobs on this context: the tile its shared memory and workgroup size allow, and the OpenGL
-// field's staging choice (off on Mesa's CPU rasterizers), so that both paths agree.
-StreamKernelShape kernelShape(const GlFunctions& gl, int d) {
+// What this context allows the kernel's layout, as the OpenGL field sees it (GlStreamRunner: staging off on
+// Mesa's CPU rasterizers, whose loops also bound the token count), so that both paths agree.
+StreamKernelDevice kernelDevice(const GlFunctions& gl) {
     gl::Int shared = 32768, invocations = 1024;
     gl.GetIntegerv(gl::MAX_COMPUTE_SHARED_MEMORY_SIZE, &shared);
     gl.GetIntegerv(gl::MAX_COMPUTE_WORK_GROUP_INVOCATIONS, &invocations);
-    return {streamKernelTile(d, shared, invocations), GlStreamRunner(gl).sharedStaging()};
+    return {shared, invocations, glSoftwareRenderer(gl), gl.describe()};
 }
 
 } // namespace
@@ -39,8 +39,8 @@ struct GlStepper::Head {
 
 GlStepper::GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d,
                      const GlFunctions& gl)
-    : PlannedStepper(spec, integrator, d, "OpenGL", kernelShape(gl, d)), gl_(&gl), streamPrograms_(gl),
-      x_(gl), y_(gl), kernelOut_(gl), clearParams_(gl) {
+    : PlannedStepper(spec, integrator, d, "OpenGL", kernelDevice(gl)), gl_(&gl), streamPrograms_(gl), x_(gl),
+      y_(gl), kernelOut_(gl), clearParams_(gl) {
     assembly_.emplace(buildProgram(gl, "head_assembly.comp", {}));
     combine_.emplace(buildProgram(gl, "stage_combine.comp", {}));
     for (int s = 0; s < 4; ++s) k_.push_back(std::make_unique<GlBuffer>(gl));
@@ -112,8 +112,7 @@ void GlStepper::planChanged() {
 void GlStepper::writeTokens(const Eigen::MatrixXf& X) {
     gl::Int maxGroups = 65535;
     gl_->GetIntegeri_v(gl::MAX_COMPUTE_WORK_GROUP_COUNT, 0, &maxGroups);
-    const int tile = plan().shape().tile;
-    if ((X.rows() + tile - 1) / tile > maxGroups)
+    if (plan().kernelGroupsBound(X.rows()) > maxGroups)
         throw GlError("too many tokens for one dispatch (" + std::to_string(X.rows()) + ")");
     const std::size_t bytes = std::size_t(X.size()) * sizeof(float);
     x_.upload(X.data(), bytes);
@@ -127,8 +126,8 @@ void GlStepper::readTokens(Eigen::MatrixXf& X) {
     x_.download(X.data(), std::size_t(X.size()) * sizeof(float));
 }
 
-void GlStepper::dispatch(const GlProgram& program, int groupSize) {
-    program.dispatch(gl::Uint((plan().n() + groupSize - 1) / groupSize));
+void GlStepper::dispatch(const GlProgram& program, long groups) {
+    program.dispatch(gl::Uint(groups));
     // The next dispatch reads what this one wrote, or overwrites what it read.
     gl_->MemoryBarrier(gl::SHADER_STORAGE_BARRIER_BIT);
 }
@@ -140,7 +139,7 @@ void GlStepper::projectTokens() {
     x_.bind(1);
     y_.bind(2);
     for (int s = 0; s < 4; ++s) x_.bind(gl::Uint(3 + s));
-    dispatch(*combine_, kStepperGroup);
+    dispatch(*combine_, groups(kStepperGroup));
     glCheck(*gl_, "normalizing tokens");
 }
 
@@ -164,20 +163,20 @@ void GlStepper::evaluate(double t, const GlBuffer& at, const GlBuffer& velocity)
         velocity.bind(2);
         at.bind(1); // bound, not read
         at.bind(3);
-        dispatch(*assembly_, kStepperGroup);
+        dispatch(*assembly_, groups(kStepperGroup));
         return;
     }
     for (const auto& head : heads_) {
         head->kernelParams.bind(0);
         at.bind(1);
         kernelOut_.bind(4);
-        dispatch(streamPrograms_.get(head->variant), head->variant.tile);
+        dispatch(streamPrograms_.get(head->variant), streamKernelGroups(head->variant, plan().n()));
 
         head->assemblyParams.bind(0);
         kernelOut_.bind(1);
         velocity.bind(2);
         at.bind(3);
-        dispatch(*assembly_, kStepperGroup);
+        dispatch(*assembly_, groups(kStepperGroup));
     }
 }
 
@@ -191,7 +190,7 @@ void GlStepper::takeSteps(int steps) {
             y_.bind(2);
             for (int slot = 0; slot < 4; ++slot)
                 k_[std::size_t(stage.velocityAt(slot))]->bind(gl::Uint(3 + slot));
-            dispatch(*combine_, kStepperGroup);
+            dispatch(*combine_, groups(kStepperGroup));
         });
     glCheck(*gl_, "advancing the tokens");
 }

@@ -64,7 +64,9 @@ class GlStepper : public PlannedStepper {
 
     void uploadHeads(double t);
     void evaluate(double t, const GlBuffer& at, const GlBuffer& velocity);
-    void dispatch(const GlProgram& program, int groupSize);
+    // Workgroups of `groupSize` invocations covering the tokens.
+    long groups(int groupSize) const { return (long(plan().n()) + groupSize - 1) / groupSize; }
+    void dispatch(const GlProgram& program, long groups);
 
     const GlFunctions* gl_;
 

@@ -14,19 +14,17 @@ gl::Int integer(const GlFunctions& gl, gl::Enum what, gl::Int fallback) {
     return v;
 }
 
-// Mesa's CPU rasterizers run compute barriers as coroutine switches; reading keys straight from the buffer
-// is faster there than staging them.
-bool softwareRenderer(const GlFunctions& gl) {
+} // namespace
+
+bool glSoftwareRenderer(const GlFunctions& gl) {
     const unsigned char* r = gl.GetString(gl::RENDERER);
     const std::string renderer = r ? reinterpret_cast<const char*>(r) : "";
     return renderer.find("llvmpipe") != std::string::npos || renderer.find("softpipe") != std::string::npos;
 }
 
-} // namespace
-
 GlStreamRunner::GlStreamRunner(const GlFunctions& gl)
     : KernelPassRunner(integer(gl, gl::MAX_COMPUTE_SHARED_MEMORY_SIZE, 32768),
-                       integer(gl, gl::MAX_COMPUTE_WORK_GROUP_INVOCATIONS, 1024), !softwareRenderer(gl)),
+                       integer(gl, gl::MAX_COMPUTE_WORK_GROUP_INVOCATIONS, 1024), glSoftwareRenderer(gl)),
       gl_(&gl), programs_(gl), params_(gl), keys_(gl), bias_(gl), queries_(gl), out_(gl) {}
 
 const GlProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
@@ -38,7 +36,9 @@ const GlProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
                                {"TILE", std::to_string(v.tile)},
                                {"STAGE_IN_SHARED", v.stageInShared ? "1" : "0"},
                                {"VALUES", v.values ? "1" : "0"},
-                               {"ENTROPY", v.entropy ? "1" : "0"}};
+                               {"ENTROPY", v.entropy ? "1" : "0"},
+                               {"QPT", std::to_string(v.qpt)},
+                               {"UNROLL", std::to_string(v.unroll)}};
     std::string key;
     for (const auto& [name, value] : defines) key += value + ",";
     auto it = programs_.find(key);
@@ -51,13 +51,12 @@ const GlProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
 }
 
 void GlStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
-    const int tile = in.variant.tile;
     gl::Int maxGroups = 65535;
     gl_->GetIntegeri_v(gl::MAX_COMPUTE_WORK_GROUP_COUNT, 0, &maxGroups);
-    const long groups = (long(in.nq) + tile - 1) / tile;
+    const long groups = streamKernelGroups(in.variant, in.nq);
     if (groups > long(maxGroups))
         throw GlError("too many tokens for one dispatch (" + std::to_string(in.nq) + " queries, at most " +
-                      std::to_string(long(maxGroups) * tile) + ")");
+                      std::to_string(long(maxGroups) * in.variant.tile * in.variant.qpt) + ")");
 
     params_.upload(in.params.data(), in.params.size() * sizeof(std::uint32_t));
     keys_.upload(in.keys.data(), std::size_t(in.keys.size()) * sizeof(float));

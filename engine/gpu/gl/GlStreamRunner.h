@@ -13,6 +13,11 @@
 
 namespace flowscope {
 
+// Whether the context is one of Mesa's CPU rasterizers (llvmpipe, softpipe): compute barriers are coroutine
+// switches there, so keys are read straight from the buffer rather than staged, and shader loops are
+// limited (kCpuDeviceMaxKeys).
+bool glSoftwareRenderer(const GlFunctions& gl);
+
 // The programs of shaders/stream_kernel.comp, one per kernel variant (the knobs are #defines), compiled on
 // first use and cached. Used by GlStreamRunner and GlStepper.
 class GlStreamPrograms {

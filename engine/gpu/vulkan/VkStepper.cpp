@@ -20,7 +20,7 @@ std::size_t maxHeads(const AttentionSpec& spec) {
 } // namespace
 
 VkStepper::VkStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, const VkContext& ctx)
-    : PlannedStepper(spec, integrator, d, "Vulkan", vkStreamKernelShape(ctx, d)), ctx_(&ctx),
+    : PlannedStepper(spec, integrator, d, "Vulkan", vkStreamKernelDevice(ctx)), ctx_(&ctx),
       stream_(ctx, requiredSpirv("stream_kernel.comp"), 5),
       assembly_(ctx, requiredSpirv("head_assembly.comp"), 4),
       combine_(ctx, requiredSpirv("stage_combine.comp"), kCombineBindings), x_(ctx, VkPlacement::Device),
@@ -54,10 +54,9 @@ std::uint32_t VkStepper::groups(int groupSize) const {
 }
 
 void VkStepper::writeTokens(const Eigen::MatrixXf& X) {
-    const long tile = plan().shape().tile, maxGroups = long(ctx_->limits().maxComputeWorkGroupCount[0]);
-    if ((long(X.rows()) + tile - 1) / tile > maxGroups)
-        throw VkError("too many tokens for one dispatch (" + std::to_string(X.rows()) + ", at most " +
-                      std::to_string(maxGroups * tile) + ")");
+    const long maxGroups = long(ctx_->limits().maxComputeWorkGroupCount[0]);
+    if (plan().kernelGroupsBound(X.rows()) > maxGroups)
+        throw VkError("too many tokens for one dispatch (" + std::to_string(X.rows()) + ")");
     finish(); // the buffers may grow, and the staging buffer is the host's again
     const std::size_t bytes = std::size_t(X.size()) * sizeof(float);
     staging_.upload(X.data(), bytes);
@@ -123,12 +122,13 @@ void VkStepper::recordEvaluation(VkCommandBatch& batch, double t, const VkStorag
         headRanges_.clear();
         for (const StepperHead& h : heads)
             headRanges_.push_back({batch.parameters(h.kernelParams), batch.parameters(h.assemblyParams),
-                                   streamKernelConstants(h.variant), h.variant.tile});
+                                   streamKernelConstants(h.variant),
+                                   streamKernelGroups(h.variant, plan().n())});
         headsRecorded_ = plan().headsVersion();
     }
     for (const HeadRanges& h : headRanges_) {
         const VkBufferRange kernel[] = {h.kernel, x, x, x, out}; // bias and queries bound, not read
-        stream_.record(batch, h.constants, kernel, groups(h.tile));
+        stream_.record(batch, h.constants, kernel, std::uint32_t(h.groups));
         batch.computeBarrier();
         const VkBufferRange assembly[] = {h.assembly, out, v, x};
         assembly_.record(batch, {}, assembly, groups(kStepperGroup));

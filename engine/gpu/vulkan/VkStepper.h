@@ -87,7 +87,7 @@ class VkStepper : public PlannedStepper {
     struct HeadRanges {
         VkBufferRange kernel, assembly;
         std::vector<std::uint32_t> constants; // the stream kernel's specialization (streamKernelConstants)
-        int tile;
+        long groups;                          // its workgroups (streamKernelGroups)
     };
     std::vector<HeadRanges> headRanges_;
     long headsRecorded_ = -1;

@@ -16,7 +16,8 @@ long maxInvocations(const VkContext& ctx) {
 std::vector<std::uint32_t> specialization(const StreamKernelVariant& v) {
     return {std::uint32_t(v.dim),           std::uint32_t(v.weighting),       std::uint32_t(v.causal),
             std::uint32_t(v.hasBias),       std::uint32_t(v.explicitQueries), std::uint32_t(v.tile),
-            std::uint32_t(v.stageInShared), std::uint32_t(v.values),          std::uint32_t(v.entropy)};
+            std::uint32_t(v.stageInShared), std::uint32_t(v.values),          std::uint32_t(v.entropy),
+            std::uint32_t(v.qpt),           std::uint32_t(v.unroll)};
 }
 
 } // namespace
@@ -25,22 +26,22 @@ std::vector<std::uint32_t> streamKernelConstants(const StreamKernelVariant& vari
     return specialization(variant);
 }
 
-StreamKernelShape vkStreamKernelShape(const VkContext& ctx, int d) {
-    return {streamKernelTile(d, long(ctx.limits().maxComputeSharedMemorySize), maxInvocations(ctx)),
-            !ctx.cpuDevice()};
+StreamKernelDevice vkStreamKernelDevice(const VkContext& ctx) {
+    return {long(ctx.limits().maxComputeSharedMemorySize), maxInvocations(ctx), ctx.cpuDevice(),
+            ctx.describe()};
 }
 
 VkStreamRunner::VkStreamRunner(const VkContext& ctx)
-    : KernelPassRunner(long(ctx.limits().maxComputeSharedMemorySize), maxInvocations(ctx), !ctx.cpuDevice()),
+    : KernelPassRunner(long(ctx.limits().maxComputeSharedMemorySize), maxInvocations(ctx), ctx.cpuDevice()),
       ctx_(&ctx), kernel_(ctx, requiredSpirv("stream_kernel.comp"), 5), params_(ctx), keys_(ctx), bias_(ctx),
       queries_(ctx), out_(ctx) {}
 
 void VkStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
-    const long groups = (long(in.nq) + in.variant.tile - 1) / in.variant.tile;
+    const long groups = streamKernelGroups(in.variant, in.nq);
     const long maxGroups = long(ctx_->limits().maxComputeWorkGroupCount[0]);
     if (groups > maxGroups)
         throw VkError("too many tokens for one dispatch (" + std::to_string(in.nq) + " queries, at most " +
-                      std::to_string(maxGroups * in.variant.tile) + ")");
+                      std::to_string(maxGroups * in.variant.tile * in.variant.qpt) + ")");
 
     params_.upload(in.params.data(), in.params.size() * sizeof(std::uint32_t));
     keys_.upload(in.keys.data(), std::size_t(in.keys.size()) * sizeof(float));

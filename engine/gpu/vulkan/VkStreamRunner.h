@@ -18,8 +18,8 @@ namespace flowscope {
 // The specialization constants of shaders/stream_kernel.comp for a variant, in constant_id order: what
 // VkStreamRunner dispatches with, for every Vulkan host of the kernel (VkStepper).
 std::vector<std::uint32_t> streamKernelConstants(const StreamKernelVariant& variant);
-// The tile (for dimension d) and staging the Vulkan hosts use on `ctx`: what VkStreamRunner runs with.
-StreamKernelShape vkStreamKernelShape(const VkContext& ctx, int d);
+// What `ctx` allows the kernel's layout (and whether it is a CPU device): what VkStreamRunner runs with.
+StreamKernelDevice vkStreamKernelDevice(const VkContext& ctx);
 
 class VkStreamRunner final : public KernelPassRunner {
   public:
