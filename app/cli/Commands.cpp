@@ -185,6 +185,9 @@ int simulate(const Args& raw) {
     }();
 
     Simulation sim(scene, backend.makeField);
+    // On a GPU backend the tokens stay on the device between the recorded frames, when it can run the scene
+    // (else the fields run every stage, and the record says why).
+    if (backend.makeStepper) sim.setStepper(backend.makeStepper);
     const bool tty = ::isatty(2);
     int lastPct = -1;
     sim.run([&](double f) {
@@ -208,7 +211,8 @@ int simulate(const Args& raw) {
     j["scene"] = scene.name;
     j["shape"] = {T, N, d};
     j["dtype"] = f32 ? "float32" : "float64";
-    j["backend"] = {{"kind", backend.id}, {"device", backend.device}};
+    j["backend"] = {{"kind", backend.id}, {"device", backend.device}, {"device_steps", sim.onDevice()}};
+    if (!sim.stepperNote().empty()) j["backend"]["device_steps_note"] = sim.stepperNote();
     nlohmann::json times = nlohmann::json::array(), mean = nlohmann::json::array(),
                    cov = nlohmann::json::array(), kinetic = nlohmann::json::array(),
                    entropy = nlohmann::json::array(), clusters = nlohmann::json::array(),

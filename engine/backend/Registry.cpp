@@ -12,6 +12,7 @@
 #if FLOWSCOPE_HAVE_VULKAN
 #include "engine/gpu/vulkan/VkContext.h"
 #include "engine/gpu/vulkan/VkKernelField.h"
+#include "engine/gpu/vulkan/VkStepper.h"
 #endif
 #endif
 
@@ -30,7 +31,7 @@ struct Entry {
 constexpr Entry kEntries[] = {
     {"cpu", "CPU", "CPU", false, false},
     {"gl", "OpenGL compute", "OpenGL float32", true, true},
-    {"vulkan", "Vulkan compute", "Vulkan float32", false, false},
+    {"vulkan", "Vulkan compute", "Vulkan float32", true, false},
 };
 enum Row { kCpu, kGl, kVulkan }; // kEntries' rows
 
@@ -124,6 +125,11 @@ ComputeBackend openVulkan() {
     b.device = ctx->describe();
     const VkContext* c = ctx.get();
     b.makeField = [c](const AttentionSpec& spec, int d, Precision) { return makeVkField(spec, d, *c); };
+    b.makeStepper = StepperFactory(
+        [c](const AttentionSpec& spec, const IntegratorSpec& integrator, int d) {
+            return std::unique_ptr<DeviceStepper>(std::make_unique<VkStepper>(spec, integrator, d, *c));
+        },
+        &VkStepper::refusal);
     if (ctx->cpuDevice())
         b.fieldsRefuse = [device = b.device](const Scene& scene) { return cpuDeviceLimit(scene, device); };
     b.context = std::move(ctx);

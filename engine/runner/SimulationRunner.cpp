@@ -60,7 +60,8 @@ class SimulationRunner::Job : public LiveJob<Snapshot> {
 
     // Worker thread. On a GPU backend that can take whole steps, the tokens stay on the device: frames are
     // downloaded at most ~15 times a second (the history, the plots and picking use them), and every
-    // publication carries a device copy the particle view draws.
+    // publication carries a device copy the particle view draws (OpenGL), or the tokens downloaded for it
+    // (Vulkan, whose stepper has no copy in the views' OpenGL share group).
     void useDevice() {
         if (!sim_ || !onGpu_ || !backend_.makeStepper) return;
         sim_->setRecordGate([this] {
@@ -146,6 +147,8 @@ class SimulationRunner::Job : public LiveJob<Snapshot> {
                 if (sim_->scene().d > kDeviceDrawMaxDim) sim_->syncTokens();
                 try {
                     s->device = sim_->shareTokens();
+                    // A stepper with no drawable copy (Vulkan): the view draws the tokens, downloaded now.
+                    if (!s->device) sim_->syncTokens();
                 } catch (const std::exception& e) {
                     error_ = e.what();
                 }

@@ -1,9 +1,12 @@
 // Helpers shared by the GPU-kernel tests: one headless OpenGL context and one Vulkan device for the whole run
 // (main.cpp creates them), the backend parameter (GpuBackendKind) and its fields, random attention problems,
-// the agreement sweep's problems and error floor, trajectories, and error norms against the CPU reference.
+// the agreement sweep's problems and error floor, trajectories, and error norms against the CPU reference;
+// and the device steppers' tests (GlStepper, VkStepper), written once for any stepper.
 #pragma once
 
 #include "engine/attention/KernelAttention.h"
+#include "engine/attention/StreamKernel.h"
+#include "engine/dynamics/DeviceStepper.h"
 #include "engine/dynamics/Integrator.h"
 #include "engine/gpu/gl/GlContext.h"
 #include "engine/gpu/gl/GlKernelField.h"
@@ -19,14 +22,18 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -342,6 +349,329 @@ inline double sweepFloor(const SweepVariant& v, const AttentionSpec& spec, const
     if (v.type == AttentionType::Exp)
         floor += 2.0 * FLT_EPSILON * sweepScores(spec, X).cwiseAbs().maxCoeff() * maxRowNorm(v64);
     return floor;
+}
+
+// ---- Device steppers (DeviceStepperTests.h, test_gl_stepper.cpp, test_vk_stepper.cpp) ----
+//
+// Each check below takes a `make(spec, integrator, d)` that returns a std::unique_ptr to the concrete stepper
+// on the run's context or device (makeTestStepper<GlStepper> or <VkStepper>).
+
+inline constexpr int kStepperSteps = 50;
+
+// Whether a Stepper (GlStepper or VkStepper) runs in an OpenGL context (else on a Vulkan device).
+template <class Stepper>
+inline constexpr bool kStepperOnGl =
+    std::is_constructible_v<Stepper, const AttentionSpec&, const IntegratorSpec&, int, const GlFunctions&>;
+
+// Skips the test when the run has no context or device for Stepper, with the reason.
+#define FLOWSCOPE_REQUIRE_STEPPER_DEVICE(Stepper)                                                            \
+    do {                                                                                                     \
+        if constexpr (::flowscope::test::kStepperOnGl<Stepper>)                                              \
+            FLOWSCOPE_REQUIRE_GPU();                                                                         \
+        else                                                                                                 \
+            FLOWSCOPE_REQUIRE_VULKAN();                                                                      \
+    } while (0)
+
+// A Stepper on the run's context or device, as the checks' `make`: FLOWSCOPE_REQUIRE_STEPPER_DEVICE first.
+template <class Stepper>
+std::unique_ptr<Stepper> makeTestStepper(const AttentionSpec& spec, const IntegratorSpec& is, int d) {
+    if constexpr (kStepperOnGl<Stepper>)
+        return std::make_unique<Stepper>(spec, is, d, gpuContext()->gl());
+    else
+        return std::make_unique<Stepper>(spec, is, d, *vkContext());
+}
+
+// The CPU integrator on the CPU field; `floatState`: the tokens are also rounded to float32 at the start and
+// after every step, as the GPU stores them.
+inline Tokens integrateOnCpu(const AttentionSpec& spec, Precision precision, Tokens X,
+                             const IntegratorSpec& is, bool floatState = false) {
+    auto round = [&] {
+        if (floatState) X = X.cast<float>().cast<double>();
+    };
+    round();
+    auto field = makeCpuField(spec, int(X.cols()), precision);
+    auto integrator = makeIntegrator(is);
+    const Field f = [&](double t, const Tokens& Y, Tokens& dY) { field->velocity(t, Y, dY); };
+    const double h = is.T / is.steps;
+    for (int k = 0; k < is.steps; ++k) {
+        integrator->advance(f, k * h, h, X);
+        if (spec.sphere) X.rowwise().normalize(); // as Simulation::step
+        round();
+    }
+    return X;
+}
+
+// X0 uploaded at t = 0, `steps` steps on the device, downloaded.
+template <class Make>
+Tokens stepOnDevice(Make& make, const AttentionSpec& spec, const Tokens& X0, const IntegratorSpec& is,
+                    int steps) {
+    auto stepper = make(spec, is, int(X0.cols()));
+    stepper->upload(X0, 0.0);
+    stepper->advance(steps);
+    Tokens X;
+    stepper->download(X);
+    return X;
+}
+
+struct StepperVariant {
+    const char* name;
+    AttentionType type = AttentionType::Softmax;
+    bool masked = false;
+    int heads = 1;
+    double scoreStd = 2.0; // score spread at t = 0 (exp: e^{max score} scales the velocity)
+    double vScale = 1.0;   // |V| (exp: |dx/dt| ~ e^{max score} |V|, and blows up in finite time)
+    bool keyframes = false;
+    bool sphere = false;
+};
+
+// Random Q, K (calibrated so the scores spread v.scoreStd over X) and V (norm ~1: tokens move O(1) by T = 1).
+inline AttentionSpec stepperSpec(const StepperVariant& v, const Tokens& X, std::mt19937_64& rng) {
+    const int d = int(X.cols());
+    AttentionSpec spec;
+    spec.type = v.type;
+    spec.masked = v.masked;
+    spec.sphere = v.sphere;
+    setHeads(spec, v.keyframes,
+             [&] { return randomHeads(v.heads, d, d, v.vScale / std::sqrt(double(d)), rng); });
+    if (X.rows() > 1) {
+        // First head at kSweepTime (0.3): close enough for a scale.
+        const double spread = scoreSpread(sweepScores(spec, X));
+        scaleQueries(spec, spread > 0 ? v.scoreStd / spread : 1.0);
+    }
+    return spec;
+}
+
+inline const StepperVariant kStepperVariants[] = {
+    {"softmax"},
+    {"two_head_softmax", AttentionType::Softmax, false, 2},
+    {"masked_softmax", AttentionType::Softmax, true},
+    {"exp", AttentionType::Exp, false, 1, 0.5, 0.5},
+    {"sigmoid", AttentionType::Sigmoid},
+};
+
+struct Deviation {
+    double gpu;          // the device stepper
+    double cpu32;        // CPU float32 field, state in double (what Simulation does in float32)
+    double cpu32state;   // CPU float32 field, state rounded to float32 after every step (as the GPU keeps it)
+    double storageBound; // worst case of the GPU's extra state roundings (floor against cpu32)
+    double walkFloor;    // their typical size (floor against cpu32state)
+};
+
+// The deviations from CPU float64 of `Xgpu`, X0 after kStepperSteps steps of `is` (T = 1) on the device,
+// and the two floors.
+//
+// The GPU keeps the tokens in float32 between steps, while the CPU float32 field rounds only its kernel's
+// inputs and keeps the state in double. So every GPU step rounds each coordinate once more, by at most
+// eps/2 |x| (RK4's stage inputs round too, but enter the update only through h k). That dominates: at N = 1
+// the CPU float32 deviation is 1e-10..1e-8 and the GPU's 1e-7, all storage. Two criteria:
+//  - against the CPU float32 field: gpu <= 3 cpu32 + storageBound, storageBound = kStepperSteps eps/2 max|x|
+//    times 2 for the flow's growth of early errors over T = 1 with |V| ~ 1 (the worst case: every rounding
+//    alike);
+//  - against the same CPU run with the state rounded to float32 after each step (the GPU's storage, so the
+//    remaining difference is the field: in-shader queries rounding twice, float head assembly and combine):
+//    gpu <= 3 cpu32state + walkFloor. The two runs' roundings are independent once their velocities differ
+//    in the last bit, so each is a random walk of kStepperSteps roundings uniform in +-ulp/2 (variance
+//    ulp^2 / 12); walkFloor = sqrt(kStepperSteps / 6) eps max|x| is one standard deviation of their
+//    difference.
+inline Deviation stepperDeviation(const AttentionSpec& spec, const Tokens& X0, const IntegratorSpec& is,
+                                  const Tokens& Xgpu) {
+    const Tokens X64 = integrateOnCpu(spec, Precision::Float64, X0, is);
+    const Tokens X32 = integrateOnCpu(spec, Precision::Float32, X0, is);
+    const Tokens X32s = integrateOnCpu(spec, Precision::Float32, X0, is, true);
+    EXPECT_TRUE(X64.allFinite());
+    EXPECT_TRUE(Xgpu.allFinite());
+    const double scale = std::max(maxRowNorm(X64), maxRowNorm(X0));
+    return {maxRowError(Xgpu, X64), maxRowError(X32, X64), maxRowError(X32s, X64),
+            2.0 * kStepperSteps * 0.5 * FLT_EPSILON * scale,
+            std::sqrt(kStepperSteps / 6.0) * FLT_EPSILON * scale};
+}
+
+// Prints the deviations and checks both criteria.
+inline void expectStepperTracks(const char* name, Method method, int n, int d, const Deviation& e) {
+    std::printf(
+        "[ stepper  ] %-16s %-5s N=%3d d=%d  gpu %.2e  cpu-f32 %.2e (gpu/cpu %7.1f)  cpu-f32-state %.2e "
+        "(gpu/cpu %.2f)\n",
+        name, toString(method), n, d, e.gpu, e.cpu32, e.gpu / e.cpu32, e.cpu32state, e.gpu / e.cpu32state);
+    EXPECT_LE(e.gpu, 3.0 * e.cpu32 + e.storageBound);
+    EXPECT_LE(e.gpu, 3.0 * e.cpu32state + e.walkFloor);
+}
+
+// kStepperSteps steps of `method` (T = 1) on the device track float64 as closely as CPU float32 does.
+template <class Make>
+void expectStepperTracksFloat64(Make& make, const char* name, const AttentionSpec& spec, const Tokens& X0,
+                                Method method) {
+    const IntegratorSpec is = fixedSteps(method, 1.0, kStepperSteps);
+    const Tokens Xgpu = stepOnDevice(make, spec, X0, is, kStepperSteps);
+    expectStepperTracks(name, method, int(X0.rows()), int(X0.cols()), stepperDeviation(spec, X0, is, Xgpu));
+}
+
+// The agreement test of kStepperVariants[variant]: N = 1, 65, 300 and d = 1, 2, 3.
+template <class Make> void expectVariantTracksFloat64(Make make, int variant, Method method) {
+    const StepperVariant& v = kStepperVariants[variant];
+    for (int n : {1, 65, 300})
+        for (int d : {1, 2, 3}) {
+            SCOPED_TRACE(std::string(v.name) + " N=" + std::to_string(n) + " d=" + std::to_string(d));
+            std::mt19937_64 rng(1000 * n + 10 * d + variant);
+            const Tokens X0 = randomMatrix(n, d, rng, 1.0);
+            expectStepperTracksFloat64(make, v.name, stepperSpec(v, X0, rng), X0, method);
+        }
+}
+
+// Heun, keyframed heads (re-set up at every stage time) and sphere dynamics, one size each.
+template <class Make> void expectHeunKeyframesAndSphereTrackFloat64(Make make) {
+    const StepperVariant keyframed{.name = "keyframed", .keyframes = true};
+    const StepperVariant sphere{.name = "sphere", .heads = 2, .sphere = true};
+    for (const auto& [v, method] : {std::pair{keyframed, Method::Heun}, std::pair{keyframed, Method::Rk4},
+                                    std::pair{sphere, Method::Euler}, std::pair{sphere, Method::Rk4}}) {
+        SCOPED_TRACE(std::string(v.name) + " " + toString(method));
+        std::mt19937_64 rng(31);
+        Tokens X0 = randomMatrix(100, 3, rng, 1.0);
+        if (v.sphere) X0.rowwise().normalize();
+        expectStepperTracksFloat64(make, v.name, stepperSpec(v, X0, rng), X0, method);
+    }
+}
+
+// advance() only records work: advance(0) leaves the uploaded tokens (rounded to float) untouched, advance(k)
+// reads nothing back and equals k calls of advance(1) bit for bit (and `steps` calls of advance(1) after it:
+// longer runs too), and the time is t0 + k h. Returns the first stepper, after those steps, and its tokens.
+template <class Make> auto expectAdvanceReadsNothingBackAndComposes(Make make, int steps = 7) {
+    std::mt19937_64 rng(5);
+    const Tokens X0 = randomMatrix(65, 2, rng, 1.0);
+    const AttentionSpec spec = stepperSpec(kStepperVariants[1], X0, rng);
+    const IntegratorSpec is = fixedSteps(Method::Rk4, 1.0, 20);
+    auto a = make(spec, is, 2), b = make(spec, is, 2);
+    a->upload(X0, 0.25);
+    b->upload(X0, 0.25);
+
+    Tokens X;
+    a->advance(0);
+    a->download(X);
+    EXPECT_EQ(X, X0.cast<float>().cast<double>());
+    EXPECT_EQ(a->downloads(), 1);
+
+    a->advance(steps);
+    for (int k = 0; k < steps; ++k) b->advance(1);
+    EXPECT_EQ(a->downloads(), 1);
+    EXPECT_EQ(b->downloads(), 0);
+    EXPECT_DOUBLE_EQ(a->time(), 0.25 + steps * 0.05);
+    Tokens Xa, Xb;
+    a->download(Xa);
+    b->download(Xb);
+    EXPECT_EQ(Xa, Xb);
+    EXPECT_GT(maxRowError(Xa, X0), 1e-3); // it moved
+    return std::pair{std::move(a), Xa};
+}
+
+// Token-dependent heads (l2) and adaptive steps are refused with a SceneError, when made and when edited in.
+template <class Make> void expectRejectsTokenDependentHeadsAndAdaptiveSteps(Make make) {
+    std::mt19937_64 rng(9);
+    AttentionSpec spec;
+    spec.heads = {{randomMatrix(2, 2, rng, 1.0), randomMatrix(2, 2, rng, 1.0), Mat::Identity(2, 2)}};
+    IntegratorSpec is;
+    is.method = Method::DormandPrince;
+    EXPECT_THROW(make(spec, is, 2), SceneError);
+    is.method = Method::Rk4;
+    AttentionSpec l2 = spec;
+    l2.type = AttentionType::L2;
+    EXPECT_THROW(make(l2, is, 2), SceneError);
+    auto stepper = make(spec, is, 2);
+    EXPECT_THROW(stepper->setAttention(l2), SceneError);
+    EXPECT_THROW(stepper->setIntegrator(fixedSteps(Method::DormandPrince, 1.0, 10)), SceneError);
+}
+
+// Live edits continue from the current tokens and time, as Simulation's do on the CPU: 10 Euler steps of
+// one softmax spec, then 10 RK4 steps of h = 0.05 (setIntegrator), then 10 of a two-head spec on the sphere
+// (setAttention; the tokens are projected onto it at once), against the same edits on the CPU field in
+// float64 and float32 (the agreement tests' first criterion). A refused edit changes nothing.
+template <class Make> void expectLiveEditsContinueFromTheCurrentState(Make make) {
+    std::mt19937_64 rng(77);
+    const Tokens X0 = randomMatrix(80, 3, rng, 1.0);
+    const AttentionSpec first = stepperSpec(kStepperVariants[0], X0, rng);
+    AttentionSpec second = stepperSpec(kStepperVariants[1], X0, rng);
+    second.sphere = true;
+    const IntegratorSpec euler = fixedSteps(Method::Euler, 0.5, 50), rk4 = fixedSteps(Method::Rk4, 1.0, 20);
+
+    auto cpu = [&](Precision precision) {
+        Tokens X = X0;
+        double t = 0.0;
+        auto run = [&](const AttentionSpec& spec, const IntegratorSpec& is) {
+            auto field = makeCpuField(spec, 3, precision);
+            auto integrator = makeIntegrator(is);
+            const Field f = [&](double s, const Tokens& Y, Tokens& dY) { field->velocity(s, Y, dY); };
+            const double h = is.T / is.steps;
+            for (int k = 0; k < 10; ++k, t += h) {
+                integrator->advance(f, t, h, X);
+                if (spec.sphere) X.rowwise().normalize();
+            }
+        };
+        run(first, euler);
+        run(first, rk4);
+        X.rowwise().normalize(); // setAttention onto the sphere
+        run(second, rk4);
+        return std::pair{X, t};
+    };
+
+    auto stepper = make(first, euler, 3);
+    stepper->upload(X0, 0.0);
+    stepper->advance(10);
+    stepper->setIntegrator(rk4);
+    EXPECT_DOUBLE_EQ(stepper->time(), 0.1); // the time continues
+    stepper->advance(10);
+    AttentionSpec l2 = second;
+    l2.type = AttentionType::L2;
+    EXPECT_THROW(stepper->setAttention(l2), SceneError); // refused: nothing changes
+    stepper->setAttention(second);
+    Tokens projected;
+    stepper->download(projected);
+    EXPECT_LT((projected.rowwise().norm().array() - 1.0).abs().maxCoeff(), 1e-6);
+    stepper->advance(10);
+    Tokens Xgpu;
+    stepper->download(Xgpu);
+
+    const auto [X64, t64] = cpu(Precision::Float64);
+    const Tokens X32 = cpu(Precision::Float32).first;
+    EXPECT_DOUBLE_EQ(stepper->time(), t64);
+    const double gpu = maxRowError(Xgpu, X64), cpu32 = maxRowError(X32, X64);
+    const double storageBound = 2.0 * 30 * 0.5 * FLT_EPSILON * std::max(maxRowNorm(X64), maxRowNorm(X0));
+    std::printf("[ stepper  ] live edits  gpu %.2e  cpu-f32 %.2e\n", gpu, cpu32);
+    EXPECT_LE(gpu, 3.0 * cpu32 + storageBound);
+}
+
+// One RK4 step, softmax d = 2, N = 4096: the device stepper against the CPU float32 field through the same
+// Integrator Simulation::step uses; `finish(stepper)` waits for the device. Printed, never asserted
+// (performance is measured by benchmarks, never asserted in tests).
+template <class Make, class Finish>
+void printStepperRk4Timing(Make make, Finish finish, const char* stepperName, const std::string& device) {
+    std::mt19937_64 rng(4096);
+    const int n = 4096, d = 2;
+    const Tokens X0 = randomMatrix(n, d, rng, 1.0);
+    const AttentionSpec spec = stepperSpec(kStepperVariants[0], X0.topRows(256), rng);
+    const IntegratorSpec is = fixedSteps(Method::Rk4, 1.0, 100);
+    using Clock = std::chrono::steady_clock;
+    const int reps = 3;
+
+    auto stepper = make(spec, is, d);
+    stepper->upload(X0, 0.0);
+    stepper->advance(1); // warm-up: shader compile, allocation
+    finish(*stepper);
+    auto t0 = Clock::now();
+    stepper->advance(reps);
+    finish(*stepper);
+    const double tGpu = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+
+    auto field = makeCpuField(spec, d, Precision::Float32);
+    auto integrator = makeIntegrator(is);
+    const Field f = [&](double t, const Tokens& Y, Tokens& dY) { field->velocity(t, Y, dY); };
+    Tokens X = X0;
+    integrator->advance(f, 0.0, 0.01, X); // warm-up: thread pool
+    t0 = Clock::now();
+    for (int k = 0; k < reps; ++k) integrator->advance(f, 0.01 * (k + 1), 0.01, X);
+    const double tCpu = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+    std::printf("[ timing   ] softmax d=2 N=4096, one RK4 step: %s %.1f ms, CPU float32 (%s) %.1f ms, "
+                "GPU/CPU %.2f  [%s]\n",
+                stepperName, 1e3 * tGpu, streamKernelIsa(), 1e3 * tCpu, tGpu / tCpu, device.c_str());
+    ::testing::Test::RecordProperty("stepper_rk4_ms", std::to_string(1e3 * tGpu));
+    ::testing::Test::RecordProperty("cpu_f32_rk4_ms", std::to_string(1e3 * tCpu));
 }
 
 } // namespace flowscope::test

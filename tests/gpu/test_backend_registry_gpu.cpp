@@ -1,9 +1,13 @@
-// The registry's GPU side: what the OpenGL stepper says it cannot run is what it refuses when made (asked
-// first, so Simulation and the runner never try), and the gl backend the registry opens answers the same.
+// The registry's GPU side: what a device stepper (OpenGL, Vulkan) says it cannot run is what it refuses when
+// made (asked first, so Simulation and the runner never try), and the backend the registry opens answers the
+// same.
 #include "GpuTestUtil.h"
 
 #include "engine/backend/Registry.h"
 #include "engine/gpu/gl/GlStepper.h"
+#if FLOWSCOPE_HAVE_VULKAN
+#include "engine/gpu/vulkan/VkStepper.h"
+#endif
 
 using namespace flowscope;
 using namespace flowscope::test;
@@ -36,12 +40,54 @@ IntegratorSpec integratorOf(Method method) {
     return fixedSteps(method, 1.0, 10);
 }
 
+// Every stepper, by the name of its class.
+#if FLOWSCOPE_HAVE_VULKAN
+using Steppers = ::testing::Types<GlStepper, VkStepper>;
+#else
+using Steppers = ::testing::Types<GlStepper>;
+#endif
+struct StepperName {
+    template <class Stepper> static std::string GetName(int) {
+        return kStepperOnGl<Stepper> ? "GlStepper" : "VkStepper";
+    }
+};
+
+template <class Stepper> class StepperSupports : public ::testing::Test {};
+TYPED_TEST_SUITE(StepperSupports, Steppers, StepperName);
+
+// The backend's answers: the fields run every scene the CPU does; only whole steps on the device are refused,
+// as the backend's stepper says.
+void expectTheBackendAsksItsStepper(const ComputeBackend& backend, const BackendInfo& info,
+                                    const StepperFactory::Check& refusal) {
+    EXPECT_TRUE(backend.gpu);
+    EXPECT_EQ(backend.label, info.label);
+    EXPECT_TRUE(info.deviceSteps);
+    ASSERT_TRUE(backend.makeStepper);
+    for (const StepCase& c : kStepCases) {
+        Scene scene;
+        scene.d = 2;
+        scene.attention = specOf(c.type, 2);
+        scene.integrator = integratorOf(c.method);
+        EXPECT_EQ(backend.supports(scene), std::nullopt) << c.name;
+        EXPECT_EQ(backend.supportsDeviceSteps(scene), refusal(scene.attention, scene.integrator, 2))
+            << c.name;
+    }
+}
+
+// The listed backend `which` picks; fails the test when there is none or it is not built.
+const BackendInfo* listed(bool (*which)(const BackendInfo&)) {
+    static const std::vector<BackendInfo> list = listBackends();
+    const auto it = std::find_if(list.begin(), list.end(), which);
+    if (it == list.end()) return nullptr;
+    return &*it;
+}
+
 } // namespace
 
-TEST(GlStepperSupports, TheAnswerNeedsNoContextAndNamesTheField) {
+TYPED_TEST(StepperSupports, TheAnswerNeedsNoDeviceAndNamesTheField) {
     for (const StepCase& c : kStepCases) {
         const std::optional<std::string> why =
-            GlStepper::refusal(specOf(c.type, 2), integratorOf(c.method), 2);
+            TypeParam::refusal(specOf(c.type, 2), integratorOf(c.method), 2);
         if (!c.field) {
             EXPECT_EQ(why, std::nullopt) << c.name << ": " << why.value_or("");
             continue;
@@ -51,14 +97,14 @@ TEST(GlStepperSupports, TheAnswerNeedsNoContextAndNamesTheField) {
     }
 }
 
-TEST(GlStepperSupports, TheAnswerIsWhatTheConstructorDoes) {
-    FLOWSCOPE_REQUIRE_GPU();
+TYPED_TEST(StepperSupports, TheAnswerIsWhatTheConstructorDoes) {
+    FLOWSCOPE_REQUIRE_STEPPER_DEVICE(TypeParam);
     for (const StepCase& c : kStepCases) {
         const AttentionSpec spec = specOf(c.type, 2);
         const IntegratorSpec is = integratorOf(c.method);
-        const std::optional<std::string> why = GlStepper::refusal(spec, is, 2);
+        const std::optional<std::string> why = TypeParam::refusal(spec, is, 2);
         try {
-            GlStepper stepper(spec, is, 2, gpuContext()->gl());
+            makeTestStepper<TypeParam>(spec, is, 2);
             EXPECT_EQ(why, std::nullopt) << c.name << ": made, but refused with " << why.value_or("");
         } catch (const SceneError& e) {
             EXPECT_EQ(why, std::optional<std::string>(e.what())) << c.name;
@@ -68,10 +114,8 @@ TEST(GlStepperSupports, TheAnswerIsWhatTheConstructorDoes) {
 
 TEST(GlBackend, TheRegistrysGlBackendAsksItsStepper) {
     FLOWSCOPE_REQUIRE_GPU();
-    const std::vector<BackendInfo> list = listBackends();
-    const auto gl =
-        std::find_if(list.begin(), list.end(), [](const BackendInfo& b) { return b.takesGlHost; });
-    ASSERT_NE(gl, list.end());
+    const BackendInfo* gl = listed([](const BackendInfo& b) { return b.takesGlHost; });
+    ASSERT_TRUE(gl);
     ASSERT_TRUE(gl->available) << gl->why;
     {
         ComputeBackend backend;
@@ -81,23 +125,26 @@ TEST(GlBackend, TheRegistrysGlBackendAsksItsStepper) {
             gpuContext()->makeCurrent();
             GTEST_SKIP() << e.what();
         }
-        EXPECT_TRUE(backend.gpu);
-        EXPECT_EQ(backend.label, gl->label);
-        ASSERT_TRUE(backend.makeStepper);
-        for (const StepCase& c : kStepCases) {
-            Scene scene;
-            scene.d = 2;
-            scene.attention = specOf(c.type, 2);
-            scene.integrator = integratorOf(c.method);
-            // The fields run every scene the CPU does; only whole steps on the device are refused.
-            EXPECT_EQ(backend.supports(scene), std::nullopt) << c.name;
-            EXPECT_EQ(backend.supportsDeviceSteps(scene),
-                      GlStepper::refusal(scene.attention, scene.integrator, 2))
-                << c.name;
-        }
+        expectTheBackendAsksItsStepper(backend, *gl, &GlStepper::refusal);
     }
     EXPECT_TRUE(gpuContext()->makeCurrent()); // the other tests use the run's context
 }
+
+#if FLOWSCOPE_HAVE_VULKAN
+TEST(VkBackend, TheRegistrysVulkanBackendAsksItsStepper) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    // The backend with whole steps on a device of its own (no OpenGL host).
+    const BackendInfo* vk = listed([](const BackendInfo& b) { return b.deviceSteps && !b.takesGlHost; });
+    ASSERT_TRUE(vk);
+    ASSERT_TRUE(vk->available) << vk->why;
+    const ComputeBackend backend = openBackend(vk->id);
+    expectTheBackendAsksItsStepper(backend, *vk, &VkStepper::refusal);
+    // Its stepper is what it makes: a VkStepper.
+    const std::unique_ptr<DeviceStepper> stepper =
+        backend.makeStepper.make(specOf(AttentionType::Softmax, 2), integratorOf(Method::Rk4), 2);
+    EXPECT_NE(dynamic_cast<VkStepper*>(stepper.get()), nullptr) << stepper->name();
+}
+#endif
 
 // Mesa's CPU drivers stop a shader invocation's loops after 65 535 iterations, silently (docs/gpu.md#cpu-
 // devices): there the backends refuse scenes past kCpuDeviceMaxKeys before they run, and the runners and the
@@ -143,11 +190,16 @@ TEST_P(CpuDeviceLimit, CpuDevicesRefuseMoreTokensThanTheirShaderLoopsReach) {
     } catch (const SceneError& e) {
         EXPECT_EQ(e.pointer, "/n");
     }
-    if (backend == GpuBackendKind::Gl) {
-        GlStepper stepper(specOf(AttentionType::Softmax, 2), integratorOf(Method::Euler), 2,
-                          gpuContext()->gl());
-        EXPECT_THROW(stepper.upload(keys, 0.0), SceneError);
-    }
+    // The steppers refuse them too, when they are uploaded.
+    const AttentionSpec spec = specOf(AttentionType::Softmax, 2);
+    if (backend == GpuBackendKind::Gl)
+        EXPECT_THROW(makeTestStepper<GlStepper>(spec, integratorOf(Method::Euler), 2)->upload(keys, 0.0),
+                     SceneError);
+#if FLOWSCOPE_HAVE_VULKAN
+    else
+        EXPECT_THROW(makeTestStepper<VkStepper>(spec, integratorOf(Method::Euler), 2)->upload(keys, 0.0),
+                     SceneError);
+#endif
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CpuDeviceLimit, ::testing::ValuesIn(kGpuBackends), backendParamName);

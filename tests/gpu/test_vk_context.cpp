@@ -8,6 +8,9 @@
 #include "engine/gpu/vulkan/VkKernelField.h"
 #include "engine/gpu/vulkan/VkSpirv.h"
 
+#include <algorithm>
+#include <numeric>
+
 using namespace flowscope;
 using namespace flowscope::test;
 
@@ -58,6 +61,62 @@ TEST(VkBuffer, ImpossibleAllocationThrowsNamingTheResult) {
     }
     EXPECT_EQ(b.capacity(), 0u);
     EXPECT_NO_THROW(b.reserve(64)); // the buffer stays usable
+}
+
+// A device-local buffer is reached through copies from and to a host buffer, recorded in a command batch.
+TEST(VkBuffer, DeviceBuffersRoundTripThroughStagingCopies) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    const VkContext& ctx = *vkContext();
+    VkStorageBuffer device(ctx, VkPlacement::Device), staging(ctx);
+    std::vector<float> in(1000), out(1000, 0.0f);
+    std::iota(in.begin(), in.end(), 0.25f);
+    EXPECT_THROW(device.upload(in.data(), 16), std::logic_error);
+    EXPECT_THROW(device.download(out.data(), 16), std::logic_error);
+    const std::size_t bytes = in.size() * sizeof(float);
+    staging.upload(in.data(), bytes);
+    device.reserve(bytes);
+    VkCommandBatch batch(ctx);
+    batch.begin(0, 0, 0);
+    batch.copy(staging, device, bytes);
+    batch.submit();
+    batch.begin(0, 0, 0); // waits for the first submission; its opening barrier orders the copies
+    std::fill(in.begin(), in.end(), -1.0f);
+    staging.upload(in.data(), bytes); // the host's again
+    batch.copy(device, staging, bytes);
+    batch.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                  VK_ACCESS_HOST_READ_BIT);
+    batch.submit();
+    EXPECT_TRUE(batch.pending());
+    batch.wait();
+    EXPECT_FALSE(batch.pending());
+    staging.download(out.data(), bytes);
+    EXPECT_EQ(out[0], 0.25f);
+    EXPECT_EQ(out[999], 999.25f);
+    EXPECT_THROW(batch.copy(staging, device, bytes + 4), std::out_of_range);
+}
+
+// A batch holds what begin() made room for: one descriptor set per dispatch, its parameter words.
+TEST(VkBatch, RecordsNoMoreDispatchesThanItMadeRoomFor) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    const VkContext& ctx = *vkContext();
+    VkComputeKernel k(ctx, requiredSpirv("stream_kernel.comp"), 5);
+    VkStorageBuffer a(ctx);
+    a.reserve(64);
+    const std::uint32_t params[4 + 4] = {};
+    VkCommandBatch batch(ctx);
+    batch.begin(2, 5, std::size(params));
+    const VkBufferRange p = batch.parameters(params);
+    EXPECT_EQ(p.offset % ctx.limits().minStorageBufferOffsetAlignment, 0u);
+    const VkBufferRange buffers[] = {p, wholeOf(a), wholeOf(a), wholeOf(a), wholeOf(a)};
+    const std::vector<std::uint32_t> constants = {2, 0, 0, 0, 0, 64, 0};
+    k.record(batch, constants, buffers, 0);
+    batch.computeBarrier();
+    k.record(batch, constants, buffers, 0);
+    EXPECT_THROW(k.record(batch, constants, buffers, 0), std::logic_error);
+    EXPECT_THROW(k.record(batch, constants, std::span(buffers).first(4), 0), std::invalid_argument);
+    batch.submit();
+    batch.wait();
+    EXPECT_THROW(requiredSpirv("no_such_shader.comp"), VkError);
 }
 
 TEST(VkKernel, RejectsWhatIsNotSpirv) {

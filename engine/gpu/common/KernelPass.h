@@ -95,6 +95,16 @@ constexpr long kCpuDeviceMaxKeys = 60000;
 // The SceneError (field /n) for n tokens on a CPU device named `device`, or nullopt when n is within reach.
 std::optional<SceneError> cpuDeviceRefusal(long n, const std::string& device);
 
+// What a device allows a dispatch's layout (streamKernelLayout's bounds) and whether it is a CPU device (keys
+// read from the buffer, not staged; at most kCpuDeviceMaxKeys keys): what a host that lays out its own passes
+// (a device stepper, StepperPlan) asks its device for, as KernelPassRunner's constructor takes it.
+struct StreamKernelDevice {
+    long sharedBytes = 32768;
+    long maxInvocations = 1024;
+    bool cpuDevice = false;
+    std::string name; // the device, in cpuDeviceRefusal's message
+};
+
 // A StreamRunner on a GPU backend: float32 passes of shaders/stream_kernel.comp, one dispatch each.
 class KernelPassRunner : public StreamRunner {
   public:

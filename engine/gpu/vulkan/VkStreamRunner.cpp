@@ -1,17 +1,15 @@
 #include "engine/gpu/vulkan/VkStreamRunner.h"
 
-#include "engine/gpu/vulkan/VkSpirv.h"
-
 #include <algorithm>
 
 namespace flowscope {
 
 namespace {
 
-std::span<const std::uint32_t> streamKernelSpirv() {
-    const std::span<const std::uint32_t> words = embeddedSpirv("stream_kernel.comp");
-    if (words.empty()) throw VkError("stream_kernel.comp was not compiled to SPIR-V in this build");
-    return words;
+// The workgroup size bound of the kernel (its local size is the tile).
+long maxInvocations(const VkContext& ctx) {
+    return long(
+        std::min(ctx.limits().maxComputeWorkGroupInvocations, ctx.limits().maxComputeWorkGroupSize[0]));
 }
 
 // The specialization constants of shaders/stream_kernel.comp, in constant_id order.
@@ -24,13 +22,19 @@ std::vector<std::uint32_t> specialization(const StreamKernelVariant& v) {
 
 } // namespace
 
+std::vector<std::uint32_t> streamKernelConstants(const StreamKernelVariant& variant) {
+    return specialization(variant);
+}
+
+StreamKernelDevice vkStreamKernelDevice(const VkContext& ctx) {
+    return {long(ctx.limits().maxComputeSharedMemorySize), maxInvocations(ctx), ctx.cpuDevice(),
+            ctx.describe()};
+}
+
 VkStreamRunner::VkStreamRunner(const VkContext& ctx)
-    : KernelPassRunner(long(ctx.limits().maxComputeSharedMemorySize),
-                       long(std::min(ctx.limits().maxComputeWorkGroupInvocations,
-                                     ctx.limits().maxComputeWorkGroupSize[0])),
-                       ctx.cpuDevice()),
-      ctx_(&ctx), kernel_(ctx, streamKernelSpirv(), 5), params_(ctx), keys_(ctx), bias_(ctx), queries_(ctx),
-      out_(ctx) {}
+    : KernelPassRunner(long(ctx.limits().maxComputeSharedMemorySize), maxInvocations(ctx), ctx.cpuDevice()),
+      ctx_(&ctx), kernel_(ctx, requiredSpirv("stream_kernel.comp"), 5), params_(ctx), keys_(ctx), bias_(ctx),
+      queries_(ctx), out_(ctx) {}
 
 void VkStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
     const long groups = streamKernelGroups(in.variant, in.nq);

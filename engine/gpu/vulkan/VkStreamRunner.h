@@ -10,7 +10,16 @@
 #include "engine/gpu/common/KernelPass.h"
 #include "engine/gpu/vulkan/VkCompute.h"
 
+#include <cstdint>
+#include <vector>
+
 namespace flowscope {
+
+// The specialization constants of shaders/stream_kernel.comp for a variant, in constant_id order: what
+// VkStreamRunner dispatches with, for every Vulkan host of the kernel (VkStepper).
+std::vector<std::uint32_t> streamKernelConstants(const StreamKernelVariant& variant);
+// What `ctx` allows the kernel's layout (and whether it is a CPU device): what VkStreamRunner runs with.
+StreamKernelDevice vkStreamKernelDevice(const VkContext& ctx);
 
 class VkStreamRunner final : public KernelPassRunner {
   public:

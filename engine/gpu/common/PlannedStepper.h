@@ -1,0 +1,65 @@
+// Flowscope GPU: a DeviceStepper that follows a StepperPlan, the part every device stepper shares.
+//
+// The plan (StepperPlan.h) says what to compute; this base turns the DeviceStepper calls into it, so that
+// GlStepper and VkStepper implement only how bytes and dispatches reach their device: writeTokens and
+// readTokens (the float32 structure-of-arrays tokens), takeSteps (the dispatches plan().walk gives),
+// projectTokens (sphere dynamics turned on by a live edit), and planChanged (the combine words changed).
+#pragma once
+
+#include "engine/dynamics/DeviceStepper.h"
+#include "engine/gpu/common/StepperPlan.h"
+
+#include <string>
+
+namespace flowscope {
+
+class PlannedStepper : public DeviceStepper {
+  public:
+    PlannedStepper(const PlannedStepper&) = delete;
+    PlannedStepper& operator=(const PlannedStepper&) = delete;
+
+    // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time. Throws
+    // cpuDeviceRefusal's SceneError for too many tokens on a CPU device (llvmpipe, lavapipe).
+    void upload(const Tokens& X, double t) final;
+    // Records `steps` steps of h = T / M; nothing is read back and nothing waits for the device.
+    void advance(int steps) final;
+    // Reads the tokens back (waits for the device). Check divergence here: the device does not.
+    void download(Tokens& X) final;
+    // Live edits: continue from the current tokens and time with new parameters (throw SceneError as the
+    // constructor, leaving the stepper unchanged).
+    void setAttention(const AttentionSpec& spec) final;
+    void setIntegrator(const IntegratorSpec& integrator) final;
+
+    // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).
+    double time() const { return plan_.time(); }
+    int tokenCount() const { return plan_.n(); }
+    // Downloads so far (tests check that advance reads nothing back).
+    long downloads() const { return downloads_; }
+
+  protected:
+    // Throws SceneError for what StepperPlan::refusal(spec, integrator, d, api) names.
+    PlannedStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, std::string api,
+                   StreamKernelDevice device)
+        : plan_(spec, integrator, d, std::move(api), std::move(device)) {}
+
+    StepperPlan& plan() { return plan_; }
+    const StepperPlan& plan() const { return plan_; }
+
+    // Puts X (n x d float32, column-major: the shaders' layout) in the token buffer, growing the device's
+    // buffers for n tokens; throws the device's error, leaving the plan as it was, when it cannot take n.
+    virtual void writeTokens(const Eigen::MatrixXf& X) = 0;
+    // Reads the token buffer into X (sized n x d by the caller; n > 0).
+    virtual void readTokens(Eigen::MatrixXf& X) = 0;
+    // Records `steps` steps through plan().walk (n > 0).
+    virtual void takeSteps(int steps) = 0;
+    // Projects the tokens onto the unit sphere with plan().normalizeWords() (n > 0).
+    virtual void projectTokens() = 0;
+    // The plan's combine words changed (a new N, attention or integrator: plan().combinesVersion()).
+    virtual void planChanged() {}
+
+  private:
+    StepperPlan plan_;
+    long downloads_ = 0;
+};
+
+} // namespace flowscope

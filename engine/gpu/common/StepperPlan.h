@@ -1,0 +1,157 @@
+// Flowscope GPU: what a device stepper computes, whatever the device (GlStepper, VkStepper).
+//
+// A device stepper keeps the tokens x, a stage input y and the stage velocities k0..k3 in device buffers and
+// takes whole fixed Runge-Kutta steps there with three shaders: per stage, per head, the streaming kernel
+// (shaders/stream_kernel.comp, queries q_i = B x_i formed in the shader) and the head assembly
+// (shaders/head_assembly.comp: normalized average times outScale * V, summed over heads); then the stage
+// combination (shaders/stage_combine.comp). Everything about those dispatches that is not the device's API
+// lives here once: which integrators, heads and variants a stepper takes (and the SceneError naming the field
+// when not), the stage table, the shaders' parameter words, and the time bookkeeping. A device only moves
+// bytes and records dispatches in the order walk() gives.
+//
+// What runs where: the head setup (B, V, outScale, weighting) is the variant's own CPU setupHead, through
+// kernelAverageReference (KernelPass.h), so no variant math is repeated; the device does float32 arithmetic
+// only. Supported: softmax, exp, relu, sigmoid, masked (causal), multi-head, beta, scaleByRootK, keyframes
+// (heads re-set up at every stage time), sphere (tangent projection of each stage velocity and
+// re-normalization after each step, as SphereProjection and Simulation do). Refused (SceneError): heads whose
+// key biases or queries depend on the tokens (l2: -beta |K x_j|^2), non-kernel variants, and adaptive
+// Dormand-Prince (fixed steps only).
+#pragma once
+
+#include "engine/attention/KernelAttention.h"
+#include "engine/gpu/common/KernelPass.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace flowscope {
+
+// The local size of head_assembly.comp and stage_combine.comp (one invocation per token).
+inline constexpr int kStepperGroup = 64;
+
+// One Runge-Kutta stage: evaluate at t + offset * h (at x or at the stage input y) into k[stage], then
+// target = x + a * sum w k[index] (target y: the next stage's input; x: the step's update).
+struct StepperStage {
+    double offset;
+    bool atY;
+    double a;
+    std::vector<std::pair<int, double>> terms; // (index of k, weight w)
+    bool toX;
+
+    // The velocity stage_combine reads at binding 3 + slot (slot 0..3); unread slots get k0.
+    int velocityAt(int slot) const { return slot < int(terms.size()) ? terms[std::size_t(slot)].first : 0; }
+};
+
+// One head at one time: the streaming kernel's variant and Params words (n, n, pads, B) and head_assembly's
+// Params words (n, d, weighting, flags, 1/n, pads, W = outScale V).
+struct StepperHead {
+    StreamKernelVariant variant;
+    std::vector<std::uint32_t> kernelParams, assemblyParams;
+};
+
+class StepperPlan {
+  public:
+    // `api` names the stepper in messages ("OpenGL": "the OpenGL stepper takes fixed steps only ..."),
+    // `device` lays out the streaming kernel (streamKernelLayout). Throws SceneError for what refusal()
+    // names, in the same order.
+    StepperPlan(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, std::string api,
+                StreamKernelDevice device);
+
+    // Why a stepper on `api` cannot take whole steps of these parameters (the message of the SceneError the
+    // constructor would throw, naming the field); nullopt when it can. Needs no device.
+    static std::optional<std::string> refusal(const AttentionSpec& spec, const IntegratorSpec& integrator,
+                                              int d, const std::string& api);
+
+    int d() const { return d_; }
+    int n() const { return n_; }
+    const AttentionSpec& spec() const { return spec_; }
+    const std::vector<StepperStage>& stages() const { return stages_; }
+    double h() const { return h_; }
+    // The streaming kernel's layout for n tokens on the device, and a bound on its workgroups (what a device
+    // checks against its dispatch limit before it takes n tokens).
+    StreamKernelLayout layout(int n) const;
+    long kernelGroupsBound(long n) const { return streamKernelGroups({.tile = layout(int(n)).tile}, n); }
+    // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).
+    double time() const { return t0_ + double(steps_) * h_; }
+    // Bumped whenever the combine words change (a new N, attention or integrator): re-upload them then.
+    long combinesVersion() const { return combinesVersion_; }
+
+    // The tokens as the device stores them: float32, column-major (the shaders' structure-of-arrays layout,
+    // coordinate c of token i at c n + i), scaled to unit norm first for sphere dynamics. Throws
+    // std::invalid_argument when X does not have d columns, and cpuDeviceRefusal's SceneError for more tokens
+    // than a CPU device's shader loops reach.
+    Eigen::MatrixXf deviceTokens(const Tokens& X) const;
+    // The device now holds n tokens at time t (after deviceTokens' upload).
+    void restart(int n, double t);
+
+    // Calls evaluate(t, stage, index) and then combine(stage, index) for every stage of `steps` steps from
+    // the current time, counting the steps as they are taken. evaluate computes k[index] at time t from x or
+    // y (stage.atY); combine writes the stage's target with combineWords(index).
+    template <class Evaluate, class Combine> void walk(int steps, Evaluate&& evaluate, Combine&& combine) {
+        for (int step = 0; step < steps; ++step) {
+            const double t = time();
+            for (std::size_t s = 0; s < stages_.size(); ++s) {
+                evaluate(t + stages_[s].offset * h_, stages_[s], s);
+                combine(stages_[s], s);
+            }
+            ++steps_;
+        }
+    }
+    // Counts steps without any work (no tokens uploaded yet).
+    void skip(int steps) { steps_ += std::max(steps, 0); }
+
+    // The heads at time t (set up again only for keyframes, or after a new N or attention) and a version
+    // bumped whenever they were set up again: a device re-uploads their words when it changed.
+    const std::vector<StepperHead>& heads(double t);
+    long headsVersion() const { return headsVersion_; }
+
+    // stage_combine's Params words for stage s: n, d, count, flags (write x; normalize for sphere dynamics
+    // at the step's update), a, w0..w3.
+    std::vector<std::uint32_t> combineWords(std::size_t s) const;
+    // stage_combine's words that only project x onto the sphere (count 0, write x, normalize).
+    std::vector<std::uint32_t> normalizeWords() const;
+    // head_assembly's words that clear the velocity (a spec with no heads).
+    std::vector<std::uint32_t> clearWords() const;
+
+    // Live edits, continuing from the current tokens and time; throw SceneError and change nothing when
+    // refused. setAttention returns whether the tokens must now be projected onto the sphere (sphere
+    // dynamics turned on: dispatch normalizeWords), as Simulation::setAttention does.
+    bool setAttention(const AttentionSpec& spec);
+    void setIntegrator(const IntegratorSpec& integrator);
+
+  private:
+    static std::vector<StepperStage> stagesOf(const IntegratorSpec& integrator, const std::string& api);
+    // The SceneError stagesOf throws for an integrator the stepper cannot run.
+    static std::optional<SceneError> integratorRefusal(const IntegratorSpec& integrator,
+                                                       const std::string& api);
+    // The SceneError for a head of `spec` whose key biases or queries depend on the tokens (set up by `ref`).
+    static std::optional<SceneError> headsRefusal(const KernelAttention& ref, const AttentionSpec& spec,
+                                                  int d, const std::string& api);
+    // The float64 CPU field whose head setup the stepper uses; throws what refusal() names.
+    static std::unique_ptr<KernelAttention> reference(const AttentionSpec& spec, int d,
+                                                      const std::string& api);
+
+    int d_;
+    std::string api_;
+    StreamKernelDevice device_;
+    AttentionSpec spec_;
+    std::unique_ptr<KernelAttention> reference_; // float64 CPU field: head setup only
+    std::vector<StepperStage> stages_;
+    double h_ = 0.0;
+
+    int n_ = 0;
+    double t0_ = 0.0;
+    long steps_ = 0;
+    long combinesVersion_ = 0;
+    Tokens probe_; // n x d zeros: what setupHead sees (the supported heads do not read the tokens)
+    std::vector<StepperHead> heads_;
+    bool headsReady_ = false; // constant heads: heads_ hold this spec and N
+    long headsVersion_ = 0;
+};
+
+} // namespace flowscope

@@ -1,0 +1,172 @@
+#include "engine/gpu/vulkan/VkStepper.h"
+
+#include "engine/gpu/vulkan/VkStreamRunner.h"
+
+#include <algorithm>
+
+namespace flowscope {
+
+namespace {
+
+constexpr std::uint32_t kCombineBindings = 7; // the most bindings of the three shaders (stage_combine.comp)
+
+// The most heads any time of the spec has (constant heads or a keyframe's).
+std::size_t maxHeads(const AttentionSpec& spec) {
+    std::size_t heads = spec.heads.size();
+    for (const Keyframe& kf : spec.keyframes) heads = std::max(heads, kf.heads.size());
+    return heads;
+}
+
+} // namespace
+
+VkStepper::VkStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, const VkContext& ctx)
+    : PlannedStepper(spec, integrator, d, "Vulkan", vkStreamKernelDevice(ctx)), ctx_(&ctx),
+      stream_(ctx, requiredSpirv("stream_kernel.comp"), 5),
+      assembly_(ctx, requiredSpirv("head_assembly.comp"), 4),
+      combine_(ctx, requiredSpirv("stage_combine.comp"), kCombineBindings), x_(ctx, VkPlacement::Device),
+      y_(ctx, VkPlacement::Device), kernelOut_(ctx, VkPlacement::Device), staging_(ctx, VkPlacement::Host) {
+    for (auto& k : k_) k = std::make_unique<VkStorageBuffer>(ctx, VkPlacement::Device);
+    for (auto& b : batches_) b = std::make_unique<VkCommandBatch>(ctx);
+}
+
+VkStepper::~VkStepper() = default; // the batches wait for their submissions before the buffers go
+
+VkCommandBatch& VkStepper::beginBatch(int dispatches, std::size_t parameterWords) {
+    VkCommandBatch& batch = *batches_[nextBatch_];
+    nextBatch_ = (nextBatch_ + 1) % batches_.size();
+    batch.begin(std::uint32_t(dispatches), kCombineBindings, parameterWords);
+    headsRecorded_ = -1; // the parameter ranges of the last batch are not this one's
+    clearRange_ = {};
+    return batch;
+}
+
+void VkStepper::submit(VkCommandBatch& batch) {
+    batch.submit();
+    ++submissions_;
+}
+
+void VkStepper::finish() {
+    for (auto& b : batches_) b->wait();
+}
+
+std::uint32_t VkStepper::groups(int groupSize) const {
+    return std::uint32_t((plan().n() + groupSize - 1) / groupSize);
+}
+
+void VkStepper::writeTokens(const Eigen::MatrixXf& X) {
+    const long maxGroups = long(ctx_->limits().maxComputeWorkGroupCount[0]);
+    if (plan().kernelGroupsBound(X.rows()) > maxGroups)
+        throw VkError("too many tokens for one dispatch (" + std::to_string(X.rows()) + ")");
+    finish(); // the buffers may grow, and the staging buffer is the host's again
+    const std::size_t bytes = std::size_t(X.size()) * sizeof(float);
+    staging_.upload(X.data(), bytes);
+    x_.reserve(bytes);
+    y_.reserve(bytes);
+    for (auto& k : k_) k->reserve(bytes);
+    kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 2) * sizeof(float));
+
+    VkCommandBatch& batch = beginBatch(0, 0);
+    batch.copy(staging_, x_, bytes); // the next batch's opening barrier orders the kernels after it
+    submit(batch);
+}
+
+void VkStepper::readTokens(Eigen::MatrixXf& X) {
+    const std::size_t bytes = std::size_t(X.size()) * sizeof(float);
+    finish(); // staging_ is free again (an upload's copy may still read it)
+    VkCommandBatch& batch = beginBatch(0, 0);
+    batch.copy(x_, staging_, bytes);
+    batch.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                  VK_ACCESS_HOST_READ_BIT);
+    submit(batch);
+    batch.wait();
+    staging_.download(X.data(), bytes);
+}
+
+void VkStepper::projectTokens() {
+    const std::vector<std::uint32_t> words = plan().normalizeWords();
+    VkCommandBatch& batch = beginBatch(1, words.size());
+    const VkBufferRange x = wholeOf(x_);
+    const VkBufferRange buffers[] = {batch.parameters(words), x, wholeOf(y_), x, x, x, x}; // k0..k3 unread
+    combine_.record(batch, {}, buffers, groups(kStepperGroup));
+    submit(batch);
+}
+
+int VkStepper::dispatchesPerStep() const {
+    const std::size_t heads = maxHeads(plan().spec());
+    // Per stage: a kernel and an assembly per head (one clearing assembly without heads), then the combine.
+    const int perStage = heads ? 2 * int(heads) + 1 : 2;
+    return perStage * int(plan().stages().size());
+}
+
+std::size_t VkStepper::parameterWords(int steps) const {
+    const std::size_t heads = maxHeads(plan().spec());
+    const std::size_t d2 = std::size_t(plan().d()) * std::size_t(plan().d());
+    const std::size_t stages = plan().stages().size();
+    // Constant heads are written once per batch; keyframed heads once per evaluation.
+    const std::size_t headSets = plan().spec().keyframes.empty() ? 1 : std::size_t(steps) * stages;
+    return stages * 9 + 8 + headSets * heads * ((4 + d2) + (8 + d2));
+}
+
+void VkStepper::recordEvaluation(VkCommandBatch& batch, double t, const VkStorageBuffer& at,
+                                 const VkStorageBuffer& velocity) {
+    const std::vector<StepperHead>& heads = plan().heads(t);
+    const VkBufferRange x = wholeOf(at), v = wholeOf(velocity), out = wholeOf(kernelOut_);
+    if (heads.empty()) {
+        if (!clearRange_.buffer) clearRange_ = batch.parameters(plan().clearWords());
+        const VkBufferRange buffers[] = {clearRange_, x, v, x}; // binding 1 bound, not read
+        assembly_.record(batch, {}, buffers, groups(kStepperGroup));
+        batch.computeBarrier();
+        return;
+    }
+    if (headsRecorded_ != plan().headsVersion()) { // set up (again): their words into this batch
+        headRanges_.clear();
+        for (const StepperHead& h : heads)
+            headRanges_.push_back({batch.parameters(h.kernelParams), batch.parameters(h.assemblyParams),
+                                   streamKernelConstants(h.variant),
+                                   streamKernelGroups(h.variant, plan().n())});
+        headsRecorded_ = plan().headsVersion();
+    }
+    for (const HeadRanges& h : headRanges_) {
+        const VkBufferRange kernel[] = {h.kernel, x, x, x, out}; // bias and queries bound, not read
+        stream_.record(batch, h.constants, kernel, std::uint32_t(h.groups));
+        batch.computeBarrier();
+        const VkBufferRange assembly[] = {h.assembly, out, v, x};
+        assembly_.record(batch, {}, assembly, groups(kStepperGroup));
+        batch.computeBarrier();
+    }
+}
+
+void VkStepper::recordCombine(VkCommandBatch& batch, const VkBufferRange& params, const StepperStage& stage) {
+    const VkBufferRange buffers[] = {params,
+                                     wholeOf(x_),
+                                     wholeOf(y_),
+                                     wholeOf(*k_[std::size_t(stage.velocityAt(0))]),
+                                     wholeOf(*k_[std::size_t(stage.velocityAt(1))]),
+                                     wholeOf(*k_[std::size_t(stage.velocityAt(2))]),
+                                     wholeOf(*k_[std::size_t(stage.velocityAt(3))])};
+    combine_.record(batch, {}, buffers, groups(kStepperGroup));
+    batch.computeBarrier();
+}
+
+void VkStepper::takeSteps(int steps) {
+    // Whole steps per submission, as many as kMaxDispatches allows (at least one).
+    const int perStep = dispatchesPerStep();
+    const int chunk = std::max(1, kMaxDispatches / perStep);
+    for (int done = 0; done < steps;) {
+        const int count = std::min(chunk, steps - done);
+        VkCommandBatch& batch = beginBatch(count * perStep, parameterWords(count));
+        std::vector<VkBufferRange> combines;
+        for (std::size_t s = 0; s < plan().stages().size(); ++s)
+            combines.push_back(batch.parameters(plan().combineWords(s)));
+        plan().walk(
+            count,
+            [&](double t, const StepperStage& stage, std::size_t s) {
+                recordEvaluation(batch, t, stage.atY ? y_ : x_, *k_[s]);
+            },
+            [&](const StepperStage& stage, std::size_t s) { recordCombine(batch, combines[s], stage); });
+        submit(batch);
+        done += count;
+    }
+}
+
+} // namespace flowscope
