@@ -43,10 +43,10 @@
 //   query is held as chunks of the same shape with a 1 where the bias sits, so the score with the bias is CH
 //   dot products: for d = 3 one 16-byte shared load and four multiply-adds per pair, the load shared by QPT
 //   queries.
-// - exp2: w = exp2(s L - mL) with L = log2(e) and mL = m L rounded once when m changes: one multiply-add and
-//   one special-function instruction. mL is off from m L by delta = fma(m, L, -mL), a factor 2^-delta common
-//   to every weight of the row, which the sums get back once at the end (m stays the exact largest score, so
-//   log-sum-exps m + log den keep their accuracy: Sinkhorn and the energy need them).
+// - w = exp2((s - m) L), L = log2(e): s - m is exact for the scores near the max, which carry the weight, and
+//   exp2 is the one special-function instruction GPUs have for it. The forms one instruction cheaper round
+//   that difference: exp2(fma(s, L, -m L)) missed the float32 criterion on an H200 (N <= 2, Sinkhorn at
+//   d = 8), and folding L into the queries rounds m, which log-sum-exps (Sinkhorn, the energy) need exact.
 // - The running max is raised lazily: UNROLL keys are scored at once, and when the largest exceeds the
 //   running max the sums are rescaled by e^(m_old - max) first. The max of a random order of N keys rises
 //   about ln N times, so a pair costs one score and one exp2 (no second sweep of the tile for its max), and
@@ -161,11 +161,11 @@ void addCompensated(inout float s, inout float c, float t) {
 
 // Each invocation's state (module-scope variables are private to the invocation). Per query r: the queries
 // as chunks, the keys each sees (0 past the last query: it stages keys and meets barriers only), the running
-// max m and mL = m L rounded, the running sums and their compensations, and this tile's sums.
+// max, the running sums and their compensations, and this tile's sums.
 uint query[QPT];
 uint end[QPT];
 vec4 q[QPT * CH];
-float m[QPT], mL[QPT], den[QPT], cden[QPT], tden[QPT], ent[QPT], cent[QPT], tent[QPT];
+float m[QPT], den[QPT], cden[QPT], tden[QPT], ent[QPT], cent[QPT], tent[QPT];
 float num[QPT * DIM], cnum[QPT * DIM], tnum[QPT * DIM];
 
 // Keys k0 .. k0 + UNROLL - 1 of the tile at `base` (count keys), for every query. `checked` masks keys past
@@ -190,11 +190,10 @@ void sweepKeys(uint base, uint k0, uint count, bool checked) {
             if (valid[u]) top = max(top, score);
         }
         if (WEIGHTING <= 1 && top > m[r]) {
-            // w (s - top) = f w_old ((s - m) - (top - m)) with f = 2^(mL - top L): every sum so far is rescaled
+            // w (s - top) = f w_old ((s - m) - (top - m)) with f = e^(m - top): every sum so far is rescaled
             // once (rare: the max of N keys in random order rises ~ln N times).
-            const float topL = top * LOG2E;
             if (den[r] + tden[r] > 0.0) {
-                const float f = exp2(mL[r] - topL), dm = top - m[r];
+                const float f = exp2((m[r] - top) * LOG2E), dm = top - m[r];
                 if (ENTROPY != 0) {
                     ent[r] = f * ((ent[r] - cent[r]) - dm * (den[r] - cden[r]));
                     tent[r] = f * (tent[r] - dm * tden[r]);
@@ -212,13 +211,12 @@ void sweepKeys(uint base, uint k0, uint count, bool checked) {
                     }
             }
             m[r] = top;
-            mL[r] = topL;
         }
         for (int u = 0; u < UNROLL; ++u) {
-            const float e = WEIGHTING <= 1 ? exp2(fma(s[u], LOG2E, -mL[r])) : weight(s[u]);
+            const float e = WEIGHTING <= 1 ? exp2((s[u] - m[r]) * LOG2E) : weight(s[u]);
             const float w = valid[u] ? e : 0.0;
             tden[r] += w;
-            if (ENTROPY != 0) tent[r] += w * (s[u] - m[r]); // natural units: e_i = sum w (s - m)
+            if (ENTROPY != 0) tent[r] += w * (s[u] - m[r]);
             if (VALUES != 0)
                 for (int c = 0; c < DIM; ++c) tnum[r * DIM + c] += w * key[u * CH + c / 4][c % 4];
         }
@@ -253,7 +251,7 @@ void main() {
             }
             q[r * CH + p] = v;
         }
-        m[r] = mL[r] = -3.402823466e38; // any finite start: nothing is summed before the first key raises it
+        m[r] = -3.402823466e38; // any finite start: nothing is summed before the first key raises it
         den[r] = cden[r] = ent[r] = cent[r] = 0.0;
         for (int c = 0; c < DIM; ++c) num[r * DIM + c] = cnum[r * DIM + c] = 0.0;
     }
@@ -296,15 +294,13 @@ void main() {
         if (STAGE_IN_SHARED != 0) barrier(); // the tile is overwritten next
     }
 
-    // The weights were 2^-delta times e^(s - m), delta = m L - mL (softmax and exp): the sums get 2^delta back.
     for (int r = 0; r < QPT; ++r) {
         const uint i = query[r];
         if (i >= nq) continue;
-        const float g = WEIGHTING <= 1 && den[r] > 0.0 ? exp2(fma(m[r], LOG2E, -mL[r])) : 1.0;
         if (VALUES != 0)
-            for (int c = 0; c < DIM; ++c) outv[uint(c) * nq + i] = g * (num[r * DIM + c] - cnum[r * DIM + c]);
-        outv[uint(DIM) * nq + i] = g * (den[r] - cden[r]);
+            for (int c = 0; c < DIM; ++c) outv[uint(c) * nq + i] = num[r * DIM + c] - cnum[r * DIM + c];
+        outv[uint(DIM) * nq + i] = den[r] - cden[r];
         outv[uint(DIM + 1) * nq + i] = WEIGHTING <= 1 ? m[r] : 0.0;
-        if (ENTROPY != 0) outv[uint(DIM + 2) * nq + i] = g * (ent[r] - cent[r]);
+        if (ENTROPY != 0) outv[uint(DIM + 2) * nq + i] = ent[r] - cent[r];
     }
 }

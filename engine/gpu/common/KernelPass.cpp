@@ -95,7 +95,7 @@ StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long max
     if (qpt == 1 || qpt == 2 || qpt == 4)
         l.qpt = qpt;
     else
-        l.qpt = !stageInShared ? 1 : nq >= (1L << 20) ? 4 : nq >= (1L << 18) ? 2 : 1;
+        l.qpt = stageInShared && nq >= (1L << 18) ? 2 : 1;
     const int unroll = environmentKnob("FLOWSCOPE_STREAM_UNROLL");
     if (unroll == 1 || unroll == 2 || unroll == 4 || unroll == 8) l.unroll = unroll;
     return l;

@@ -81,7 +81,8 @@ std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* b
 // - tile: the largest power of two <= 64 whose staged keys (tile vec4 chunks of ceil((d + 1) / 4) each) fit
 //   `sharedBytes` and whose workgroup fits `maxInvocations`;
 // - qpt (queries per invocation): `qpt` when it is 1, 2 or 4; else (0, automatic) 1, or on GPUs
-//   (stageInShared) 2 from nq >= 2^18 and 4 from nq >= 2^20, where the workgroups still fill the device;
+//   (stageInShared) 2 from nq >= 2^18, where the workgroups still fill the device (on an H200 at N = 2^20:
+//   2 beat 1 by 3-6% and 4 lost 5-10%; docs/gpu.md#tuning);
 // - unroll: 4 keys per step of the inner loop;
 // - the environment variables FLOWSCOPE_STREAM_TILE, FLOWSCOPE_STREAM_QPT and FLOWSCOPE_STREAM_UNROLL (1, 2,
 //   4, 8) override them (tuning runs on a new device: `bench particles`; docs/gpu.md#tuning).
