@@ -36,11 +36,16 @@
 #include <QApplication>
 #include <QBuffer>
 #include <QCommandLineParser>
+#include <QDir>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QFileInfo>
 #include <QMessageBox>
 #include <QRegularExpression>
 #include <QTimer>
+#include <cerrno>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -328,9 +333,24 @@ bool asksOnlyForText(int argc, char** argv) {
     return false;
 }
 
+// Without XDG_RUNTIME_DIR (containers, Xvfb, ssh sessions) Qt warns on every start and then uses
+// <temp>/runtime-<uid> anyway. That directory, made private (0700) as Qt requires, is set here first, so
+// nothing is printed; where it cannot be made or is not ours, the variable stays unset and Qt says so.
+void provideRuntimeDir() {
+    if (!qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) return;
+    const QByteArray dir = QFile::encodeName(QDir::tempPath()) + "/runtime-" + QByteArray::number(getuid());
+    if (::mkdir(dir.constData(), 0700) != 0 && errno != EEXIST) return;
+    struct stat st = {};
+    if (::lstat(dir.constData(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != getuid() ||
+        (st.st_mode & 0777) != 0700)
+        return;
+    qputenv("XDG_RUNTIME_DIR", dir);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
+    provideRuntimeDir();
     if (asksOnlyForText(argc, argv)) {
         QCoreApplication core(argc, argv);
         nameTheApplication();
