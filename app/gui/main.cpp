@@ -42,6 +42,7 @@
 #include <QFileInfo>
 #include <QMessageBox>
 #include <QRegularExpression>
+#include <QScreen>
 #include <QTimer>
 #include <cerrno>
 #include <sys/stat.h>
@@ -72,7 +73,8 @@ struct Options {
     bool frameStats = false;
     QString backend; // empty: the saved choice (or the CPU)
     QSize size{1280, 800};
-    QString train; // a toy dataset to train a flow on (the Flows tab); empty: none
+    bool sizeGiven = false; // --size: exactly that; else 1280x800 bounded by the screen
+    QString train;          // a toy dataset to train a flow on (the Flows tab); empty: none
     bool sideBySide = false;
     QString transformer; // "A" or "B": a continuous-time Transformer to train (the Transformers tab)
     QString model;       // a trained model to open (the Flows or Transformers tab)
@@ -173,6 +175,7 @@ Options parseOptions(QCoreApplication& app) {
         m.captured(1).toInt() > 16384 || m.captured(2).toInt() > 16384)
         fail(QStringLiteral("size"), "expected WxH from 320x200 to 16384x16384" + got(parser.value(size)));
     o.size = QSize(m.captured(1).toInt(), m.captured(2).toInt());
+    o.sizeGiven = parser.isSet(size);
     o.train = parser.value(train);
     o.sideBySide = parser.isSet(sideBySide);
     if (o.sideBySide && o.train.isEmpty())
@@ -366,7 +369,13 @@ int main(int argc, char** argv) {
     QApplication::setOrganizationName(QStringLiteral("Flowscope"));
     flowscope::MainWindow window;
     window.particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
-    window.resize(options.size);
+    // A first window no larger than the screen's free area (a 1024x640 screen gets 1024x640, not 1280x800
+    // running off it); --size is taken as asked.
+    QSize size = options.size;
+    if (!options.sizeGiven)
+        if (const QScreen* screen = QGuiApplication::primaryScreen())
+            size = size.boundedTo(screen->availableGeometry().size());
+    window.resize(size);
     std::optional<std::pair<flowscope::Scene, QString>> last;
     if (options.screenshot.isEmpty()) last = window.restoreSettings();
     if (!openInitialScene(window, options, last)) return 2;

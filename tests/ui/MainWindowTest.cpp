@@ -172,8 +172,10 @@ TEST_F(MainWindowTest, ExportsThePlotsAsSvgAndPng) {
     const auto viewBox = [](const QWidget* w) {
         return QStringLiteral("viewBox=\"0 0 %1 %2\"").arg(w->width()).arg(w->height());
     };
+    // The charts at their full height (the panel scrolls them in a short dock; the export has them all).
     QWidget* plots = window->shownPlots();
-    ASSERT_EQ(plots, static_cast<QWidget*>(window->particles().plotsPanel()));
+    ASSERT_EQ(plots, window->particles().plotsPanel()->content());
+    EXPECT_GE(plots->height(), plots->minimumSizeHint().height());
     const QString svg = dir.filePath(QStringLiteral("plots.svg"));
     ASSERT_TRUE(window->exportPlots(svg)) << window->lastError().toStdString();
     const QString text = svgText(svg);
@@ -263,6 +265,17 @@ TEST_F(MainWindowTest, EachTabShowsOnlyItsWorkspacesControls) {
     EXPECT_TRUE(play->isEnabled()); // here Space plays
     window->showFlowsView();
     EXPECT_FALSE(play->isEnabled());
+}
+
+// A 1024 x 640 screen holds the whole window: no dock's content sets a minimum size beyond it (the plots'
+// six charts scroll in their dock instead of stacking their minimum heights into the window's).
+TEST_F(MainWindowTest, FitsA1024By640Screen) {
+    window->resize(1024, 640);
+    QCoreApplication::processEvents();
+    const QSize least = window->minimumSizeHint().expandedTo(window->minimumSize());
+    EXPECT_LE(least.width(), 1024);
+    EXPECT_LE(least.height(), 640);
+    EXPECT_LE(window->height(), 640);
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 
 #include "engine/runner/RunHistory.h"
 #include "engine/runner/SimulationRunner.h"
+#include "ui/widgets/FormWidgets.h"
 
 #include <QEvent>
 #include <QFontMetricsF>
@@ -70,7 +71,8 @@ void setLinearRange(QValueAxis* axis, double lo, double hi, int ticks, bool inte
 } // namespace
 
 PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
-    auto* layout = new QVBoxLayout(this);
+    content_ = new QWidget;
+    auto* layout = new QVBoxLayout(content_);
     layout->setContentsMargins(2, 2, 2, 2);
     layout->setSpacing(2);
     const struct {
@@ -126,6 +128,7 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
     addCurve(QStringLiteral("rank threshold"), kSpectrum, QColor(), Qt::DashLine);
     addCurve(QStringLiteral("clusters"), kClusters, kPurple);
     addCurve(QStringLiteral("rank"), kClusters, kTeal);
+    form::scrollInto(this, content_);
     applyTheme();
     rebuild();
 }

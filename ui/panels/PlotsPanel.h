@@ -60,6 +60,9 @@ class PlotsPanel : public QWidget {
     void setCursorTime(double t);
     double cursorTime() const { return cursorT_; }
     void clear();
+    // The charts, stacked at their full height: the panel shows them in a scroll area (a short dock scrolls
+    // instead of setting the window's minimum height), and exports render this widget whole.
+    QWidget* content() const { return content_; }
 
     // Curve names: "energy", "kinetic", "entropy", "clusters", "rank", "rank threshold", and
     // eigenvalueCurve(k) = "lambda<k+1>" for the (k+1)-th largest eigenvalue shown.
@@ -141,6 +144,7 @@ class PlotsPanel : public QWidget {
 
     double rankTol_ = 1e-6;
     double cursorT_;
+    QWidget* content_ = nullptr;
 };
 
 } // namespace flowscope

@@ -469,7 +469,7 @@ QList<QAction*> ParticlesWorkspace::editActions() const {
 }
 
 QWidget* ParticlesWorkspace::plotsOf(QWidget*) const {
-    return plots_;
+    return plots_->content();
 }
 
 void ParticlesWorkspace::setActive(bool active) {
