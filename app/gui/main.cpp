@@ -52,6 +52,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -242,9 +243,15 @@ struct LatencyProbe {
 // Polls the runner (no extra thread, no waiting in the UI thread) and saves the window once the run is far
 // enough. Exit codes: 0 saved, 1 could not save, 3 timed out (the image is saved anyway).
 void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Options& o) {
-    auto* probe = new LatencyProbe;
+    // The probe belongs to both timers' slots (they go with the timers, children of app), never to one of
+    // them: app.exit() ends the event loop only after the current dispatch, and Qt fires every timer already
+    // due in one pass, so the 5 ms tick can still run after the screenshot slot has finished. Deleting the
+    // probe there was a use-after-free (now and then glibc's "double free or corruption"). The screenshot
+    // slot stops the tick before it reads the statistics.
+    const auto probe = std::make_shared<LatencyProbe>();
+    QTimer* tick = nullptr;
     if (o.frameStats) {
-        auto* tick = new QTimer(&app);
+        tick = new QTimer(&app);
         tick->setTimerType(Qt::PreciseTimer);
         probe->clock.start();
         QObject::connect(tick, &QTimer::timeout, &app, [probe] { probe->tick(); });
@@ -253,7 +260,7 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
     auto* timer = new QTimer(&app);
     auto* clock = new QElapsedTimer;
     clock->start();
-    QObject::connect(timer, &QTimer::timeout, &app, [&app, &w, o, timer, clock, probe] {
+    QObject::connect(timer, &QTimer::timeout, &app, [&app, &w, o, timer, clock, probe, tick] {
         const auto s = w.particles().runner().snapshot();
         const bool late = clock->elapsed() > qint64(o.timeoutSeconds * 1000.0);
         if (!o.train.isEmpty()) {
@@ -282,6 +289,7 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
             if (!ready && !late) return;
         }
         timer->stop();
+        if (tick) tick->stop();
         delete clock;
         w.particles().runner().pause();
         w.flows().runner().pause();
@@ -317,7 +325,6 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
                         w.particles().particleView()->frameMilliseconds(), mean, q(0.5), q(0.99),
                         v.empty() ? 0.0 : v.back(), v.size());
         }
-        delete probe;
         app.exit(late ? 3 : 0);
     });
     timer->start(20);
