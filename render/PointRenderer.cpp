@@ -198,8 +198,10 @@ bool PointRenderer::drawDevicePoints(const DeviceTokens& tokens, const Eigen::Ma
     gl_->BindVertexArray(0);
     deviceProgram_.release();
 
-    // The producer waits on this before it writes the next copy into the buffer.
+    // The producer waits on this before it writes the next copy into the buffer. A producer that has gone
+    // (valid cleared, its fences deleted) waits for nothing: no fence is left for it.
     std::lock_guard lock(*tokens.mutex);
+    if (!*tokens.valid) return true;
     if (tokens.readFence) gl_->DeleteSync(static_cast<GlApi::Sync>(tokens.readFence));
     tokens.readFence = gl_->FenceSync(GL_SYNC_GPU_COMMANDS_COMPLETE, 0);
     gl_->Flush();

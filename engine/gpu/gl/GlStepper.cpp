@@ -50,8 +50,11 @@ GlStepper::~GlStepper() {
     for (const auto& copy : shared_) {
         std::lock_guard lock(*copy->mutex);
         *copy->valid = false;
+        // Under the lock and cleared, so that a reader still holding the copy never deletes them again.
         if (copy->fence) gl_->DeleteSync(copy->fence);
         if (copy->readFence) gl_->DeleteSync(copy->readFence);
+        copy->fence = nullptr;
+        copy->readFence = nullptr;
         gl_->DeleteBuffers(1, &copy->buffer);
     }
 }
