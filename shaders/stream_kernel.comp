@@ -24,10 +24,14 @@
 //     QPT               (9) queries per invocation (1, 2, 4): a workgroup serves QPT * TILE queries, and each
 //                       key read from the tile serves QPT of them. Optional: 1.
 //     UNROLL           (10) keys swept per step of the inner loop (1, 2, 4, 8). Optional: 4.
+//     QUAD_BIAS        (11) 1: key biases b_j = -x_j^T M x_j formed here from the keys, M (DIM x DIM,
+//                       row-major) after B in Params (l2 attention on tokens the device holds; not with
+//                       HAS_BIAS). Optional: 0.
 //
 // Buffers (std430, binding only, so set 0 in Vulkan). Arrays of points are structure-of-arrays like
 // StreamArgs and Eigen's column-major tokens: coordinate c of point j at [c * count + j].
-//     0  Params   n, nq, two pads, then B row-major (q_c = sum_k B[c * DIM + k] x_k; DIM * DIM floats)
+//     0  Params   n, nq, two pads, then B row-major (q_c = sum_k B[c * DIM + k] x_k; DIM * DIM floats), then
+//                 M row-major with QUAD_BIAS
 //     1  keys     n x DIM (the keys are also the values)
 //     2  bias     n                              (read only when HAS_BIAS)
 //     3  queries  nq x DIM                       (read only when EXPLICIT_QUERIES)
@@ -71,6 +75,7 @@ layout(constant_id = 7) const int VALUES = 1;
 layout(constant_id = 8) const int ENTROPY = 0;
 layout(constant_id = 9) const int QPT = 1;
 layout(constant_id = 10) const int UNROLL = 4;
+layout(constant_id = 11) const int QUAD_BIAS = 0;
 layout(local_size_x_id = 5) in;
 #else
 #ifndef VALUES
@@ -84,6 +89,9 @@ layout(local_size_x_id = 5) in;
 #endif
 #ifndef UNROLL
 #define UNROLL 4
+#endif
+#ifndef QUAD_BIAS
+#define QUAD_BIAS 0
 #endif
 layout(local_size_x = TILE) in;
 #endif
@@ -114,6 +122,19 @@ shared vec4 tileKey[CH * TILE]; // STAGE_IN_SHARED: chunk p of staged key k at [
 
 const float LOG2E = 1.4426950408889634;
 
+// QUAD_BIAS: key j's bias -x_j^T M x_j.
+float quadraticBias(uint j) {
+    float x[DIM];
+    for (int c = 0; c < DIM; ++c) x[c] = keys[uint(c) * params.n + j];
+    float b = 0.0;
+    for (int a = 0; a < DIM; ++a) {
+        float row = 0.0;
+        for (int c = 0; c < DIM; ++c) row += params.B[DIM * DIM + a * DIM + c] * x[c];
+        b += x[a] * row;
+    }
+    return -b;
+}
+
 // Chunk p of key j from the buffers: coordinates 4p..4p+3, the bias in component DIM - 4p.
 vec4 loadChunk(uint j, int p) {
     vec4 v = vec4(0.0);
@@ -123,6 +144,8 @@ vec4 loadChunk(uint j, int p) {
             v[e] = keys[uint(c) * params.n + j];
         else if (c == DIM && HAS_BIAS != 0)
             v[e] = bias[j];
+        else if (c == DIM && QUAD_BIAS != 0)
+            v[e] = quadraticBias(j);
     }
     return v;
 }
@@ -136,7 +159,7 @@ vec4 keyChunk(uint base, uint k, int p) {
 // The part of a score that chunk p contributes: only its live components (coordinates, and the bias when
 // there is one), so d = 3 without bias costs three multiply-adds, not four.
 float chunkDot(vec4 a, vec4 b, int p) {
-    const int live = DIM + HAS_BIAS - 4 * p;
+    const int live = DIM + HAS_BIAS + QUAD_BIAS - 4 * p;
     if (live >= 4) return dot(a, b);
     if (live == 3) return dot(a.xyz, b.xyz);
     if (live == 2) return dot(a.xy, b.xy);

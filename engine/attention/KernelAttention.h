@@ -10,7 +10,9 @@
 #pragma once
 
 #include "engine/attention/StreamRunner.h"
+
 #include "engine/attention/VelocityField.h"
+#include <optional>
 
 #include <vector>
 
@@ -77,6 +79,13 @@ class KernelAttention : public StreamedField {
 
     // How one head scores and outputs (X gives N for the bias). Public for baselines and tests.
     virtual HeadSetup setupHead(const HeadParams& head, const Tokens& X) const = 0;
+    // When the head's key biases are a quadratic form of the keys, bias_j = -x_j^T M x_j with M constant: M
+    // (a device computes such biases from the tokens it holds). nullopt when the head has no token-dependent
+    // bias, or one of another form.
+    virtual std::optional<Mat> quadraticKeyBias(const HeadParams& head) const {
+        (void)head;
+        return std::nullopt;
+    }
 
   protected:
     // True when the weights form a probability distribution over keys (entropy is defined).

@@ -11,4 +11,8 @@ HeadSetup L2Attention::setupHead(const HeadParams& head, const Tokens& X) const 
     return h;
 }
 
+std::optional<Mat> L2Attention::quadraticKeyBias(const HeadParams& head) const {
+    return Mat(scoreScale(spec_, head) * head.K.transpose() * head.K);
+}
+
 } // namespace flowscope

@@ -15,6 +15,9 @@ class L2Attention : public KernelAttention {
     using KernelAttention::KernelAttention;
     std::string name() const override { return maskedName("l2"); }
 
+    // -gamma |K x_j|^2 = -x_j^T (gamma K^T K) x_j.
+    std::optional<Mat> quadraticKeyBias(const HeadParams& head) const override;
+
   protected:
     HeadSetup setupHead(const HeadParams& head, const Tokens& X) const override;
 };

@@ -31,9 +31,8 @@ TYPED_TEST_P(DeviceStepperTest, AdvanceReadsNothingBackAndComposes) {
     flowscope::test::expectAdvanceReadsNothingBackAndComposes(flowscope::test::makeTestStepper<TypeParam>);
 }
 
-TYPED_TEST_P(DeviceStepperTest, RejectsTokenDependentHeadsAndAdaptiveSteps) {
-    flowscope::test::expectRejectsTokenDependentHeadsAndAdaptiveSteps(
-        flowscope::test::makeTestStepper<TypeParam>);
+TYPED_TEST_P(DeviceStepperTest, TakesL2AndRejectsAdaptiveSteps) {
+    flowscope::test::expectTakesL2AndRejectsAdaptiveSteps(flowscope::test::makeTestStepper<TypeParam>);
 }
 
 TYPED_TEST_P(DeviceStepperTest, LiveEditsContinueFromTheCurrentState) {
@@ -42,4 +41,4 @@ TYPED_TEST_P(DeviceStepperTest, LiveEditsContinueFromTheCurrentState) {
 
 REGISTER_TYPED_TEST_SUITE_P(DeviceStepperTest, FiftyStepsTrackFloat64AsCloselyAsCpuFloat32,
                             HeunKeyframesAndSphereTrackFloat64, AdvanceReadsNothingBackAndComposes,
-                            RejectsTokenDependentHeadsAndAdaptiveSteps, LiveEditsContinueFromTheCurrentState);
+                            TakesL2AndRejectsAdaptiveSteps, LiveEditsContinueFromTheCurrentState);

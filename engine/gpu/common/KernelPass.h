@@ -19,7 +19,7 @@
 
 namespace flowscope {
 
-// The knobs of shaders/stream_kernel.comp (#defines in OpenGL, specialization constants 0..10 in Vulkan).
+// The knobs of shaders/stream_kernel.comp (#defines in OpenGL, specialization constants 0..11 in Vulkan).
 struct StreamKernelVariant {
     int dim = 1;
     Weighting weighting = Weighting::Softmax;
@@ -32,6 +32,9 @@ struct StreamKernelVariant {
     bool entropy = false; // e_i in column d + 2 (softmax and exp only)
     int qpt = 1;          // queries per invocation: a workgroup serves qpt * tile queries
     int unroll = 4;       // keys per step of the inner loop
+    // Key biases -x_j^T M x_j formed in the kernel, M (d x d, row-major) after B in the Params block: l2
+    // attention on a device that holds the tokens (StepperPlan).
+    bool quadraticBias = false;
 };
 
 // How a dispatch is laid out on a device: keys staged per step (= invocations per workgroup), whether they

@@ -68,7 +68,9 @@ std::optional<SceneError> StepperPlan::headsRefusal(const KernelAttention& ref, 
     auto dependent = [&](const std::vector<HeadParams>& heads) {
         for (const HeadParams& head : heads) {
             const HeadSetup h = ref.setupHead(head, one);
-            if (h.bias.size() || h.queries.size()) return true;
+            // A quadratic form of the keys (l2) the kernel computes itself (QUAD_BIAS); any other
+            // token-dependent bias or query would have to be computed on the host at every stage.
+            if ((h.bias.size() && !ref.quadraticKeyBias(head)) || h.queries.size()) return true;
         }
         return false;
     };
@@ -144,11 +146,19 @@ const std::vector<StepperHead>& StepperPlan::heads(double t) {
     const std::vector<HeadParams> heads = spec_.headsAt(t);
     heads_.resize(heads.size());
     for (std::size_t k = 0; k < heads.size(); ++k) {
-        const HeadSetup h = reference_->setupHead(heads[k], probe_);
-        // Queries formed in the shader: the kernel's Params block is n, n, pads, B.
-        const StreamKernelInputs in = streamKernelInputs(probe_, h, spec_.masked, true, layout(n_));
+        HeadSetup h = reference_->setupHead(heads[k], probe_);
+        // l2: the key biases -x_j^T M x_j are formed in the kernel from the tokens it reads (QUAD_BIAS).
+        const std::optional<Mat> quadratic = reference_->quadraticKeyBias(heads[k]);
+        if (quadratic) h.bias = Vec();
+        // Queries formed in the shader: the kernel's Params block is n, n, pads, B (then M with QUAD_BIAS).
+        StreamKernelInputs in = streamKernelInputs(probe_, h, spec_.masked, true, layout(n_));
         if (in.variant.hasBias || in.variant.explicitQueries)
             throw SceneError("/attention/type", "the " + api_ + " stepper needs token-independent heads");
+        if (quadratic) {
+            in.variant.quadraticBias = true;
+            for (int r = 0; r < d_; ++r)
+                for (int c = 0; c < d_; ++c) in.params.push_back(bits((*quadratic)(r, c)));
+        }
         heads_[k].variant = in.variant;
         heads_[k].kernelParams = in.params;
 

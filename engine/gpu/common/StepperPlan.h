@@ -13,9 +13,10 @@
 // kernelAverageReference (KernelPass.h), so no variant math is repeated; the device does float32 arithmetic
 // only. Supported: softmax, exp, relu, sigmoid, masked (causal), multi-head, beta, scaleByRootK, keyframes
 // (heads re-set up at every stage time), sphere (tangent projection of each stage velocity and
-// re-normalization after each step, as SphereProjection and Simulation do). Refused (SceneError): heads whose
-// key biases or queries depend on the tokens (l2: -beta |K x_j|^2), non-kernel variants, and adaptive
-// Dormand-Prince (fixed steps only).
+// re-normalization after each step, as SphereProjection and Simulation do), l2 (its key biases
+// -gamma |K x_j|^2 are a quadratic form of the keys, which the kernel forms from the tokens it reads:
+// QUAD_BIAS, KernelAttention::quadraticKeyBias). Refused (SceneError): heads whose key biases or queries
+// depend on the tokens in any other way, non-kernel variants, and adaptive Dormand-Prince (fixed steps only).
 #pragma once
 
 #include "engine/attention/KernelAttention.h"

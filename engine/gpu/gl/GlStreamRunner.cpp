@@ -38,7 +38,8 @@ const GlProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
                                {"VALUES", v.values ? "1" : "0"},
                                {"ENTROPY", v.entropy ? "1" : "0"},
                                {"QPT", std::to_string(v.qpt)},
-                               {"UNROLL", std::to_string(v.unroll)}};
+                               {"UNROLL", std::to_string(v.unroll)},
+                               {"QUAD_BIAS", v.quadraticBias ? "1" : "0"}};
     std::string key;
     for (const auto& [name, value] : defines) key += value + ",";
     auto it = programs_.find(key);

@@ -17,7 +17,7 @@ std::vector<std::uint32_t> specialization(const StreamKernelVariant& v) {
     return {std::uint32_t(v.dim),           std::uint32_t(v.weighting),       std::uint32_t(v.causal),
             std::uint32_t(v.hasBias),       std::uint32_t(v.explicitQueries), std::uint32_t(v.tile),
             std::uint32_t(v.stageInShared), std::uint32_t(v.values),          std::uint32_t(v.entropy),
-            std::uint32_t(v.qpt),           std::uint32_t(v.unroll)};
+            std::uint32_t(v.qpt),           std::uint32_t(v.unroll),          std::uint32_t(v.quadraticBias)};
 }
 
 } // namespace
