@@ -20,6 +20,8 @@
 
 namespace flowscope {
 
+class VelocityField;
+
 // A device-side copy of the tokens at one instant, immutable while anyone holds it: float32, n x d,
 // structure of arrays (coordinate c of token i at float index c n + i), in an OpenGL buffer object of the
 // producer's share group. The producer reuses the buffer only once every holder has let go.
@@ -60,6 +62,11 @@ class DeviceStepper {
         return nullptr;
     }
     virtual std::string name() const = 0; // e.g. "OpenGL stepper"
+    // A field whose O(N^2) passes run on the device at the tokens it holds: nothing is uploaded, and only the
+    // kernel's per-token sums come back. Valid for the tokens last downloaded (Simulation records with it
+    // right after a download) and until the next setAttention or upload; owned by the stepper. Null where the
+    // device has none for the current attention (the caller uses its own field).
+    virtual VelocityField* residentField() { return nullptr; }
 };
 
 // Makes steppers for a device. `supports` says, before anything is made, why the device cannot take whole

@@ -208,9 +208,12 @@ void Simulation::record() {
     Vec entropies;
     double energy = std::numeric_limits<double>::quiet_NaN();
     const bool stats = scene_.output.entropy && X_.allFinite();
-    // One pass where the field can: the velocity, the entropies and the energy together (VelocityField.h).
+    // One pass where the field can: the velocity, the entropies and the energy together (VelocityField.h). On
+    // a device that holds the tokens just downloaded, the pass runs there, at them: nothing is uploaded.
+    VelocityField* resident = stepper_ && synced_ ? stepper_->residentField() : nullptr;
+    VelocityField& pass = resident ? *resident : *field_;
     if (X_.allFinite())
-        field_->velocityAndStats(t_, X_, V, stats ? &entropies : nullptr, stats ? &energy : nullptr);
+        pass.velocityAndStats(t_, X_, V, stats ? &entropies : nullptr, stats ? &energy : nullptr);
     timings_.pass += secondsSince(clock);
     clock = std::chrono::steady_clock::now();
     f.obs = observeMoments(X_, V, scene_.output.rankTol);

@@ -1,6 +1,40 @@
 #include "engine/gpu/common/PlannedStepper.h"
 
+#include "engine/attention/SphereProjection.h"
+
+#include <stdexcept>
+
 namespace flowscope {
+
+// The passes of residentField(): KernelPassRunner's (the inputs in the kernel's layout, the sums back in
+// double), with the dispatch on the stepper's token buffer. The field asks for passes over the tokens it was
+// given, which are the device's own (Simulation records right after a download); a pass of another shape
+// is a caller's error.
+class PlannedStepper::ResidentRunner final : public KernelPassRunner {
+  public:
+    ResidentRunner(const StreamKernelDevice& device, PlannedStepper& stepper)
+        : KernelPassRunner(device.sharedBytes, device.maxInvocations, device.cpuDevice), stepper_(&stepper) {
+        setQueriesOnGpu(true); // q = B x from the token buffer, as the stepper's own passes
+    }
+
+  private:
+    void dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) override {
+        if (in.variant.explicitQueries || in.variant.hasBias || in.n != stepper_->plan().n() || in.nq != in.n)
+            throw std::logic_error("a resident pass runs over the device's own tokens, without key biases");
+        stepper_->residentPass(in, out);
+    }
+
+    PlannedStepper* stepper_;
+};
+
+VelocityField* PlannedStepper::residentField() {
+    if (!hasResidentPass() || plan_.n() == 0 || plan_.spec().type == AttentionType::L2) return nullptr;
+    if (!resident_)
+        resident_ =
+            withSphereProjection(plan_.spec(), makeField(plan_.spec(), plan_.d(),
+                                                         std::make_shared<ResidentRunner>(device_, *this)));
+    return resident_.get();
+}
 
 void PlannedStepper::upload(const Tokens& X, double t) {
     writeTokens(plan_.deviceTokens(X));
@@ -24,6 +58,7 @@ void PlannedStepper::download(Tokens& X) {
 
 void PlannedStepper::setAttention(const AttentionSpec& spec) {
     const bool toSphere = plan_.setAttention(spec);
+    resident_.reset(); // made again for the new spec
     planChanged();
     if (toSphere && plan_.n() > 0) projectTokens(); // as Simulation::setAttention does
 }

@@ -6,9 +6,11 @@
 // projectTokens (sphere dynamics turned on by a live edit), and planChanged (the combine words changed).
 #pragma once
 
+#include "engine/attention/VelocityField.h"
 #include "engine/dynamics/DeviceStepper.h"
 #include "engine/gpu/common/StepperPlan.h"
 
+#include <memory>
 #include <string>
 
 namespace flowscope {
@@ -29,6 +31,9 @@ class PlannedStepper : public DeviceStepper {
     // constructor, leaving the stepper unchanged).
     void setAttention(const AttentionSpec& spec) final;
     void setIntegrator(const IntegratorSpec& integrator) final;
+    // The attention's field on a StreamRunner that runs each pass on the token buffer (residentPass), where
+    // the device has one and the heads' keys carry no bias (l2's would have to be uploaded); else null.
+    VelocityField* residentField() final;
 
     // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).
     double time() const { return plan_.time(); }
@@ -40,7 +45,7 @@ class PlannedStepper : public DeviceStepper {
     // Throws SceneError for what StepperPlan::refusal(spec, integrator, d, api) names.
     PlannedStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, std::string api,
                    StreamKernelDevice device)
-        : plan_(spec, integrator, d, std::move(api), std::move(device)) {}
+        : plan_(spec, integrator, d, std::move(api), device), device_(std::move(device)) {}
 
     StepperPlan& plan() { return plan_; }
     const StepperPlan& plan() const { return plan_; }
@@ -56,10 +61,23 @@ class PlannedStepper : public DeviceStepper {
     virtual void projectTokens() = 0;
     // The plan's combine words changed (a new N, attention or integrator: plan().combinesVersion()).
     virtual void planChanged() {}
+    // Whether residentPass is implemented.
+    virtual bool hasResidentPass() const { return false; }
+    // Runs shaders/stream_kernel.comp, variant in.variant with the parameter words in.params (queries B x_i
+    // formed in the shader), over the token buffer as keys and queries, and reads its n x out.cols() sums
+    // into `out` (waits for the device). in.keys is not read: the keys are the device's tokens.
+    virtual void residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
+        (void)in;
+        (void)out;
+    }
 
   private:
+    class ResidentRunner;
+
     StepperPlan plan_;
+    StreamKernelDevice device_;
     long downloads_ = 0;
+    std::unique_ptr<VelocityField> resident_; // residentField(), made on first use
 };
 
 } // namespace flowscope

@@ -121,12 +121,24 @@ void GlStepper::writeTokens(const Eigen::MatrixXf& X) {
     x_.upload(X.data(), bytes);
     y_.reserve(bytes);
     for (auto& k : k_) k->reserve(bytes);
-    kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 2) * sizeof(float));
+    // d + 3 columns: a resident pass may add the entropy's e_i (stream_kernel.comp's ENTROPY).
+    kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 3) * sizeof(float));
     glCheck(*gl_, "uploading tokens");
 }
 
 void GlStepper::readTokens(Eigen::MatrixXf& X) {
     x_.download(X.data(), std::size_t(X.size()) * sizeof(float));
+}
+
+void GlStepper::residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
+    GlBuffer params(*gl_);
+    uploadWords(params, in.params);
+    params.bind(0);
+    x_.bind(1);
+    kernelOut_.bind(4);
+    dispatch(streamPrograms_.get(in.variant), streamKernelGroups(in.variant, in.nq));
+    kernelOut_.download(out.data(), std::size_t(out.size()) * sizeof(float));
+    glCheck(*gl_, "a pass at the device's tokens");
 }
 
 void GlStepper::dispatch(const GlProgram& program, long groups) {

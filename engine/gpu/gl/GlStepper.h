@@ -61,6 +61,8 @@ class GlStepper : public PlannedStepper {
     void takeSteps(int steps) override;
     void projectTokens() override;
     void planChanged() override; // uploads the combine words
+    bool hasResidentPass() const override { return true; }
+    void residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) override;
 
     void uploadHeads(double t);
     void evaluate(double t, const GlBuffer& at, const GlBuffer& velocity);

@@ -63,7 +63,8 @@ void VkStepper::writeTokens(const Eigen::MatrixXf& X) {
     x_.reserve(bytes);
     y_.reserve(bytes);
     for (auto& k : k_) k->reserve(bytes);
-    kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 2) * sizeof(float));
+    // d + 3 columns: a resident pass may add the entropy's e_i (stream_kernel.comp's ENTROPY).
+    kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 3) * sizeof(float));
 
     VkCommandBatch& batch = beginBatch(0, 0);
     batch.copy(staging_, x_, bytes); // the next batch's opening barrier orders the kernels after it
@@ -80,6 +81,25 @@ void VkStepper::readTokens(Eigen::MatrixXf& X) {
     submit(batch);
     batch.wait();
     staging_.download(X.data(), bytes);
+}
+
+void VkStepper::residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
+    const std::size_t bytes = std::size_t(out.size()) * sizeof(float);
+    finish(); // staging_ is the host's again
+    staging_.reserve(bytes);
+    VkCommandBatch& batch = beginBatch(1, in.params.size());
+    const VkBufferRange x = wholeOf(x_);
+    const VkBufferRange kernel[] = {batch.parameters(in.params), x, x, x, wholeOf(kernelOut_)};
+    stream_.record(batch, streamKernelConstants(in.variant), kernel,
+                   std::uint32_t(streamKernelGroups(in.variant, in.nq)));
+    batch.barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                  VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    batch.copy(kernelOut_, staging_, bytes);
+    batch.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                  VK_ACCESS_HOST_READ_BIT);
+    submit(batch);
+    batch.wait();
+    staging_.download(out.data(), bytes);
 }
 
 void VkStepper::projectTokens() {

@@ -59,6 +59,8 @@ class VkStepper : public PlannedStepper {
     void writeTokens(const Eigen::MatrixXf& X) override;
     void readTokens(Eigen::MatrixXf& X) override;
     void takeSteps(int steps) override;
+    bool hasResidentPass() const override { return true; }
+    void residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) override;
     void projectTokens() override;
 
     // The next batch of the ring, begun with room for `dispatches` dispatches and `parameterWords` words.
