@@ -12,11 +12,15 @@
 #include <QPalette>
 #include <QtCharts/QChart>
 #include <QtCharts/QLineSeries>
+#include <QtCharts/QValueAxis>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
 
+#include <QtCharts/QChart>
+#include <QtCharts/QValueAxis>
 #include <cmath>
+
 #include <functional>
 #include <limits>
 
@@ -104,6 +108,32 @@ TEST(PlotsPanel, PlotsExactlyTheRecordedObservables) {
     panel.setRankTolerance(1e-3);
     EXPECT_DOUBLE_EQ(panel.points("rank threshold")[7].y(), 1e-3 * 2.0);
     EXPECT_EQ(panel.framesRead(), 50u); // the tolerance needs no re-read
+}
+
+// A count of 2000 clusters and a rank of 2 on one axis made the rank read as 0: the rank has the clusters
+// chart's right-hand axis, scaled to it, and the count keeps the left one, scaled to the count.
+TEST(PlotsPanel, TheRankHasItsOwnAxisBesideTheClusterCount) {
+    FLOWSCOPE_REQUIRE_GUI();
+    PlotsPanel panel;
+    panel.setSnapshot(snapshotOf(historyOf(20, [](RecordedFrame& f) { f.obs.clusters = 2000; })));
+    QChart* chart = panel.chart(PlotsPanel::Plot::Clusters);
+    const auto axisOf = [chart](const char* name, Qt::Alignment side) -> QValueAxis* {
+        for (QAbstractSeries* s : chart->series())
+            if (s->name() == QLatin1String(name))
+                for (QAbstractAxis* a : s->attachedAxes())
+                    if (a->orientation() == Qt::Vertical && a->alignment() == side)
+                        return qobject_cast<QValueAxis*>(a);
+        return nullptr;
+    };
+    QValueAxis* right = axisOf("rank", Qt::AlignRight);
+    QValueAxis* left = axisOf("clusters", Qt::AlignLeft);
+    ASSERT_NE(right, nullptr);
+    ASSERT_NE(left, nullptr);
+    EXPECT_EQ(axisOf("rank", Qt::AlignLeft), nullptr);
+    EXPECT_EQ(right->min(), 0.0);
+    EXPECT_GE(right->max(), 2.0);
+    EXPECT_LE(right->max(), 4.0); // the rank fills at least half its axis
+    EXPECT_GE(left->max(), 2000.0);
 }
 
 TEST(PlotsPanel, AppendsOnlyNewFramesAndRereadsAfterARewind) {

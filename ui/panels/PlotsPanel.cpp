@@ -127,7 +127,13 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
     addCurve(QStringLiteral("entropy"), kEntropy, kGreen);
     addCurve(QStringLiteral("rank threshold"), kSpectrum, QColor(), Qt::DashLine);
     addCurve(QStringLiteral("clusters"), kClusters, kPurple);
-    addCurve(QStringLiteral("rank"), kClusters, kTeal);
+    // The rank (at most d) beside a cluster count of up to thousands: on a right-hand axis of its own, in its
+    // colour, so it does not read as 0.
+    ChartBox& clusters = charts_[std::size_t(kClusters)];
+    clusters.y2 = new QValueAxis;
+    clusters.chart->addAxis(clusters.y2, Qt::AlignRight);
+    clusters.y2->setGridLineVisible(false);
+    addCurve(QStringLiteral("rank"), kClusters, kTeal).rightAxis = true;
     form::scrollInto(this, content_);
     applyTheme();
     rebuild();
@@ -308,7 +314,7 @@ void PlotsPanel::setCurve(Curve& curve, const std::vector<QPointF>& pts) {
         s->setPen(QPen(curve.color, curve.style == Qt::SolidLine ? 1.5 : 1.2, curve.style));
         box.chart->addSeries(s);
         s->attachAxis(box.x);
-        s->attachAxis(box.y);
+        s->attachAxis(curve.rightAxis && box.y2 ? static_cast<QAbstractAxis*>(box.y2) : box.y);
         curve.segments.push_back(s);
     }
     // Drop the surplus series (an empty curve keeps one, so it always has a series).
@@ -365,10 +371,17 @@ void PlotsPanel::updateAxes() {
     for (std::size_t i = 0; i < charts_.size(); ++i) {
         ChartBox& box = charts_[i];
         setLinearRange(box.x, t0, t1, 4, false);
-        double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+        double lo = std::numeric_limits<double>::infinity(), hi = -lo, hi2 = -lo;
         for (const auto& c : curves_)
             if (c->chart == int(i))
-                for (const QPointF& p : c->points) lo = std::min(lo, p.y()), hi = std::max(hi, p.y());
+                for (const QPointF& p : c->points) {
+                    if (c->rightAxis && box.y2) {
+                        hi2 = std::max(hi2, p.y());
+                        continue;
+                    }
+                    lo = std::min(lo, p.y()), hi = std::max(hi, p.y());
+                }
+        if (box.y2) setLinearRange(box.y2, 0.0, std::ceil(std::max(hi2, 1.0) * 1.1), 4, true);
         const bool any = lo <= hi;
         if (box.logY) {
             // Whole decades; for wide ranges the tick base grows (10, 100, ...) so labels stay few.
@@ -424,7 +437,8 @@ void PlotsPanel::layoutChart(ChartBox& box) {
     if (size.isEmpty()) return;
     const QFontMetricsF title(box.chart->titleFont()), labels(box.x->labelsFont());
     const double left = labels.horizontalAdvance(QStringLiteral("-0.0005")) + 10.0; // room for y labels
-    const double top = title.height() + 6.0, bottom = labels.height() + 8.0, right = 12.0;
+    const double top = title.height() + 6.0, bottom = labels.height() + 8.0;
+    const double right = box.y2 ? labels.horizontalAdvance(QStringLiteral("000")) + 10.0 : 12.0;
     const QRectF plot(left, top, std::max(size.width() - left - right, 10.0),
                       std::max(size.height() - top - bottom, 10.0));
     box.chart->setPlotArea(plot);
@@ -461,6 +475,11 @@ void PlotsPanel::applyTheme() {
             a->setLinePen(QPen(axis, 1.0));
         }
         box.cursor->setPen(QPen(mix(bg, text, 0.8), 1.0));
+        if (box.y2) {
+            box.y2->setLabelsBrush(kTeal);
+            box.y2->setLabelsFont(small);
+            box.y2->setLinePen(QPen(axis, 1.0));
+        }
     }
     for (auto& c : curves_)
         if (c->name == QLatin1String("rank threshold")) {

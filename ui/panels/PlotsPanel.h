@@ -98,6 +98,7 @@ class PlotsPanel : public QWidget {
         int chart = 0;
         QColor color;
         Qt::PenStyle style = Qt::SolidLine;
+        bool rightAxis = false; // on its chart's right-hand axis (the rank beside the cluster count)
         std::vector<QLineSeries*> segments;
         QList<QPointF> points;
     };
@@ -106,6 +107,8 @@ class PlotsPanel : public QWidget {
         QChartView* view = nullptr;
         QValueAxis* x = nullptr;
         QAbstractAxis* y = nullptr;
+        QValueAxis* y2 =
+            nullptr; // a right-hand integer axis, where a curve of another scale shares the chart
         bool logY = false;
         bool integerY = false;
         QLineSeries* cursor = nullptr;
