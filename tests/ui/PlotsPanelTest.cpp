@@ -9,6 +9,7 @@
 
 #include <QDir>
 #include <QImage>
+#include <QLabel>
 #include <QPalette>
 #include <QtCharts/QChart>
 #include <QtCharts/QLineSeries>
@@ -134,6 +135,30 @@ TEST(PlotsPanel, TheRankHasItsOwnAxisBesideTheClusterCount) {
     EXPECT_GE(right->max(), 2.0);
     EXPECT_LE(right->max(), 4.0); // the rank fills at least half its axis
     EXPECT_GE(left->max(), 2000.0);
+}
+
+// The charts' titles are whole: labels above the charts, which wrap in a narrow dock (QChart elided its own
+// titles to "Interaction e..." even at 390 px), each showing all of its text.
+TEST(PlotsPanel, TitlesAreShownWhole) {
+    FLOWSCOPE_REQUIRE_GUI();
+    for (const int width : {390, 220}) {
+        PlotsPanel panel;
+        panel.resize(width, 800);
+        panel.show();
+        QCoreApplication::processEvents();
+        const QList<QLabel*> titles = panel.findChildren<QLabel*>();
+        ASSERT_EQ(titles.size(), 5);
+        QStringList texts;
+        for (const QLabel* t : titles) {
+            texts << t->text();
+            EXPECT_LE(t->heightForWidth(t->contentsRect().width()) - t->contentsMargins().top() -
+                          t->contentsMargins().bottom(),
+                      t->contentsRect().height())
+                << width << " px: " << t->text().toStdString();
+        }
+        EXPECT_TRUE(texts.contains(QStringLiteral("Interaction energy")));
+        EXPECT_TRUE(panel.chart(PlotsPanel::Plot::Energy)->title().isEmpty()); // no elided chart title
+    }
 }
 
 TEST(PlotsPanel, AppendsOnlyNewFramesAndRereadsAfterARewind) {

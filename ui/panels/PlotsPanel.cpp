@@ -7,6 +7,7 @@
 #include <QEvent>
 #include <QFontMetricsF>
 #include <QGraphicsLayout>
+#include <QLabel>
 #include <QVBoxLayout>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
@@ -90,7 +91,13 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
     for (const auto& spec : specs) {
         ChartBox box;
         box.chart = new QChart;
-        box.chart->setTitle(spec.title);
+        // The title is a label above the chart: QChart elides its own title to a width of its earlier layout
+        // ("Interaction e..." in a 390 px dock), and a label wraps instead when the dock is narrow.
+        box.title = new QLabel(spec.title);
+        box.title->setTextFormat(Qt::RichText);
+        box.title->setWordWrap(true);
+        box.title->setContentsMargins(6, 2, 6, 0);
+        box.title->setAutoFillBackground(true);
         box.chart->legend()->hide();
         box.chart->setMargins(QMargins(2, 0, 6, 0));
         box.chart->layout()->setContentsMargins(0, 0, 0, 0);
@@ -118,8 +125,14 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
         box.view = new QChartView(box.chart);
         box.view->setRenderHint(QPainter::Antialiasing);
         box.view->setFrameShape(QFrame::NoFrame);
-        box.view->setMinimumHeight(110);
-        layout->addWidget(box.view, 1);
+        box.view->setMinimumHeight(96);
+        auto* titled = new QWidget;
+        auto* column = new QVBoxLayout(titled);
+        column->setContentsMargins(0, 0, 0, 0);
+        column->setSpacing(0);
+        column->addWidget(box.title);
+        column->addWidget(box.view, 1);
+        layout->addWidget(titled, 1);
         charts_.push_back(box);
     }
     addCurve(QStringLiteral("energy"), kEnergy, kBlue);
@@ -435,9 +448,9 @@ void PlotsPanel::updateCursor(ChartBox& box) {
 void PlotsPanel::layoutChart(ChartBox& box) {
     const QSizeF size = box.chart->size();
     if (size.isEmpty()) return;
-    const QFontMetricsF title(box.chart->titleFont()), labels(box.x->labelsFont());
+    const QFontMetricsF labels(box.x->labelsFont());
     const double left = labels.horizontalAdvance(QStringLiteral("-0.0005")) + 10.0; // room for y labels
-    const double top = title.height() + 6.0, bottom = labels.height() + 8.0;
+    const double top = labels.height() / 2.0 + 4.0, bottom = labels.height() + 8.0; // the top y label's half
     const double right = box.y2 ? labels.horizontalAdvance(QStringLiteral("000")) + 10.0 : 12.0;
     const QRectF plot(left, top, std::max(size.width() - left - right, 10.0),
                       std::max(size.height() - top - bottom, 10.0));
@@ -464,8 +477,11 @@ void PlotsPanel::applyTheme() {
     for (ChartBox& box : charts_) {
         box.chart->setBackgroundBrush(bg);
         box.chart->setBackgroundPen(Qt::NoPen);
-        box.chart->setTitleBrush(text);
-        box.chart->setTitleFont(titleFont);
+        box.title->setFont(titleFont);
+        QPalette titlePalette = box.title->palette();
+        titlePalette.setColor(QPalette::Window, bg);
+        titlePalette.setColor(QPalette::WindowText, text);
+        box.title->setPalette(titlePalette);
         box.view->setBackgroundBrush(bg);
         for (QAbstractAxis* a : {static_cast<QAbstractAxis*>(box.x), box.y}) {
             a->setLabelsBrush(dim);

@@ -33,6 +33,8 @@ class QAbstractAxis;
 class QValueAxis;
 QT_END_NAMESPACE
 
+class QLabel;
+
 namespace flowscope {
 
 struct Snapshot;
@@ -105,6 +107,7 @@ class PlotsPanel : public QWidget {
     struct ChartBox {
         QChart* chart = nullptr;
         QChartView* view = nullptr;
+        QLabel* title = nullptr; // above the chart: QChart elided its own titles to ~100 px
         QValueAxis* x = nullptr;
         QAbstractAxis* y = nullptr;
         QValueAxis* y2 =
