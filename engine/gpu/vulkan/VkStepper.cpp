@@ -71,16 +71,18 @@ void VkStepper::writeTokens(const Eigen::MatrixXf& X) {
     submit(batch);
 }
 
-void VkStepper::readTokens(Eigen::MatrixXf& X) {
-    const std::size_t bytes = std::size_t(X.size()) * sizeof(float);
-    finish(); // staging_ is free again (an upload's copy may still read it)
-    VkCommandBatch& batch = beginBatch(0, 0);
-    batch.copy(x_, staging_, bytes);
+void VkStepper::readBack(VkCommandBatch& batch, const VkStorageBuffer& from, void* to, std::size_t bytes) {
+    batch.copy(from, staging_, bytes);
     batch.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
                   VK_ACCESS_HOST_READ_BIT);
     submit(batch);
     batch.wait();
-    staging_.download(X.data(), bytes);
+    staging_.download(to, bytes);
+}
+
+void VkStepper::readTokens(Eigen::MatrixXf& X) {
+    finish(); // staging_ is free again (an upload's copy may still read it)
+    readBack(beginBatch(0, 0), x_, X.data(), std::size_t(X.size()) * sizeof(float));
 }
 
 void VkStepper::residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
@@ -94,12 +96,7 @@ void VkStepper::residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out)
                    std::uint32_t(streamKernelGroups(in.variant, in.nq)));
     batch.barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                   VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-    batch.copy(kernelOut_, staging_, bytes);
-    batch.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                  VK_ACCESS_HOST_READ_BIT);
-    submit(batch);
-    batch.wait();
-    staging_.download(out.data(), bytes);
+    readBack(batch, kernelOut_, out.data(), bytes);
 }
 
 void VkStepper::projectTokens() {

@@ -59,6 +59,9 @@ class VkStepper : public PlannedStepper {
     void writeTokens(const Eigen::MatrixXf& X) override;
     void readTokens(Eigen::MatrixXf& X) override;
     void takeSteps(int steps) override;
+    // Copies the first `bytes` of `from` to host memory `to` through the staging buffer, at the end of
+    // `batch` (submitted, and waited for).
+    void readBack(VkCommandBatch& batch, const VkStorageBuffer& from, void* to, std::size_t bytes);
     bool hasResidentPass() const override { return true; }
     void residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) override;
     void projectTokens() override;
