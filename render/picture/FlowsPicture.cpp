@@ -106,7 +106,7 @@ QString tr(const char* text) {
 QString FlowsPicture::plotTitle(Plot plot) {
     switch (plot) {
     case Plot::Loss:
-        return tr("loss (16)");
+        return tr("loss: NLL + transport + HJB");
     case Plot::Nll:
         return tr("NLL (batch; held-out •)");
     case Plot::Lambda:

@@ -80,7 +80,7 @@ QString tr(const char* text) {
 QString TransformersPicture::plotTitle(Plot plot, ot::Task task) {
     switch (plot) {
     case Plot::Objective:
-        return tr("objective (8)");
+        return tr("objective: loss + λ_OT · transport");
     case Plot::Transport:
         return tr("transport cost");
     case Plot::Straightness:
@@ -89,7 +89,7 @@ QString TransformersPicture::plotTitle(Plot plot, ot::Task task) {
         return task == ot::Task::A ? tr("to the closed form (held-out •)")
                                    : tr("accuracy (batch; held-out •)");
     case Plot::Lipschitz:
-        return tr("Lipschitz ratio •, bound - -");
+        return tr("Lipschitz ratio (• measured, - - Thm 2 bound)");
     }
     return {};
 }
