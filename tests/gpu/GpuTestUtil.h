@@ -621,7 +621,7 @@ template <class Make> void expectLiveEditsContinueFromTheCurrentState(Make make)
     EXPECT_DOUBLE_EQ(stepper->time(), 0.1); // the time continues
     stepper->advance(10);
     AttentionSpec sinkhorn = second;
-    sinkhorn.type = AttentionType::Sinkhorn; // not a kernel average: no stepper takes it
+    sinkhorn.type = AttentionType::Sinkhorn;                   // not a kernel average: no stepper takes it
     EXPECT_THROW(stepper->setAttention(sinkhorn), SceneError); // refused: nothing changes
     stepper->setAttention(second);
     Tokens projected;
