@@ -28,11 +28,11 @@ class PlannedStepper::ResidentRunner final : public KernelPassRunner {
 };
 
 VelocityField* PlannedStepper::residentField() {
-    if (!hasResidentPass() || plan_.n() == 0 || plan_.spec().type == AttentionType::L2) return nullptr;
+    if (!hasResidentPass() || plan_.n() == 0 || plan_.keyBiasesFromTokens()) return nullptr;
     if (!resident_)
-        resident_ =
-            withSphereProjection(plan_.spec(), makeField(plan_.spec(), plan_.d(),
-                                                         std::make_shared<ResidentRunner>(device_, *this)));
+        resident_ = withSphereProjection(
+            plan_.spec(),
+            makeField(plan_.spec(), plan_.d(), std::make_shared<ResidentRunner>(plan_.device(), *this)));
     return resident_.get();
 }
 

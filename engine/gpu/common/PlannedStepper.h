@@ -32,7 +32,8 @@ class PlannedStepper : public DeviceStepper {
     void setAttention(const AttentionSpec& spec) final;
     void setIntegrator(const IntegratorSpec& integrator) final;
     // The attention's field on a StreamRunner that runs each pass on the token buffer (residentPass), where
-    // the device has one and the heads' keys carry no bias (l2's would have to be uploaded); else null.
+    // the device has one and no head's key biases come from the tokens (l2's would have to be uploaded);
+    // else null.
     VelocityField* residentField() final;
 
     // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).
@@ -45,7 +46,7 @@ class PlannedStepper : public DeviceStepper {
     // Throws SceneError for what StepperPlan::refusal(spec, integrator, d, api) names.
     PlannedStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, std::string api,
                    StreamKernelDevice device)
-        : plan_(spec, integrator, d, std::move(api), device), device_(std::move(device)) {}
+        : plan_(spec, integrator, d, std::move(api), std::move(device)) {}
 
     StepperPlan& plan() { return plan_; }
     const StepperPlan& plan() const { return plan_; }
@@ -75,7 +76,6 @@ class PlannedStepper : public DeviceStepper {
     class ResidentRunner;
 
     StepperPlan plan_;
-    StreamKernelDevice device_;
     long downloads_ = 0;
     std::unique_ptr<VelocityField> resident_; // residentField(), made on first use
 };

@@ -83,6 +83,18 @@ std::optional<SceneError> StepperPlan::headsRefusal(const KernelAttention& ref, 
                           " field");
 }
 
+bool StepperPlan::keyBiasesFromTokens() const {
+    const auto any = [this](const std::vector<HeadParams>& heads) {
+        for (const HeadParams& head : heads)
+            if (reference_->quadraticKeyBias(head)) return true;
+        return false;
+    };
+    if (any(spec_.heads)) return true;
+    for (const Keyframe& kf : spec_.keyframes)
+        if (any(kf.heads)) return true;
+    return false;
+}
+
 std::unique_ptr<KernelAttention> StepperPlan::reference(const AttentionSpec& spec, int d,
                                                         const std::string& api) {
     return kernelAverageReference(spec, d, (api + " stepper").c_str());
