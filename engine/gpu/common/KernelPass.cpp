@@ -80,6 +80,18 @@ int environmentKnob(const char* name) {
     return v ? std::max(0, std::atoi(v)) : 0;
 }
 
+// The tuning overrides (docs/gpu.md#tuning), read once per process: every pass asks for a layout.
+struct LayoutOverrides {
+    int tile = environmentKnob("FLOWSCOPE_STREAM_TILE");
+    int qpt = environmentKnob("FLOWSCOPE_STREAM_QPT");
+    int unroll = environmentKnob("FLOWSCOPE_STREAM_UNROLL");
+};
+
+const LayoutOverrides& layoutOverrides() {
+    static const LayoutOverrides overrides;
+    return overrides;
+}
+
 } // namespace
 
 StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long maxInvocations,
@@ -87,16 +99,17 @@ StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long max
     StreamKernelLayout l;
     l.stageInShared = stageInShared;
     const long chunkBytes = 16L * ((d + 4) / 4);
-    const int tileOverride = environmentKnob("FLOWSCOPE_STREAM_TILE");
+    const LayoutOverrides& overrides = layoutOverrides();
+    const int tileOverride = overrides.tile;
     l.tile = tileOverride > 0 && std::has_single_bit(unsigned(tileOverride)) ? tileOverride : 64;
     while (l.tile > 1 && (l.tile * chunkBytes > sharedBytes || l.tile > maxInvocations)) l.tile /= 2;
-    const int qptOverride = environmentKnob("FLOWSCOPE_STREAM_QPT");
+    const int qptOverride = overrides.qpt;
     if (qptOverride) qpt = qptOverride;
     if (qpt == 1 || qpt == 2 || qpt == 4)
         l.qpt = qpt;
     else
         l.qpt = stageInShared && nq >= (1L << 18) ? 2 : 1;
-    const int unroll = environmentKnob("FLOWSCOPE_STREAM_UNROLL");
+    const int unroll = overrides.unroll;
     if (unroll == 1 || unroll == 2 || unroll == 4 || unroll == 8) l.unroll = unroll;
     return l;
 }
