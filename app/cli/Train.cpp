@@ -77,12 +77,12 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
     if (c.flow.rwpoOptions.exactLogDet && vectorKernel && c.flow.d != 2)
         throw UsageError("--rwpo-logdet: exact needs points of dimension 2 (or --kernel separable)");
     const std::string driftLogDet =
-        p.option("--drift-logdet", c.flow.exactDriftLogDet && c.flow.d <= 2 ? "exact" : "first-order");
+        p.option("--drift-logdet", c.flow.exactDriftLogDet && c.flow.d <= 3 ? "exact" : "first-order");
     if (driftLogDet != "exact" && driftLogDet != "first-order")
         throw UsageError("--drift-logdet: " + quoteForMessage(driftLogDet) + " is not exact or first-order");
     c.flow.exactDriftLogDet = driftLogDet == "exact";
-    if (c.flow.exactDriftLogDet && c.flow.d > 2)
-        throw UsageError("--drift-logdet: exact needs points of dimension <= 2");
+    if (c.flow.exactDriftLogDet && c.flow.d > 3)
+        throw UsageError("--drift-logdet: exact needs points of dimension <= 3");
     c.flow.layers = int(parseLong(p.option("--layers", std::to_string(c.flow.layers)), "--layers", 1, 256));
     c.flow.width = int(parseLong(p.option("--width", std::to_string(c.flow.width)), "--width", 1, 1024));
     c.flow.lambda0 = parsePositive(p.option("--lambda0", std::to_string(c.flow.lambda0)), "--lambda0");

@@ -24,9 +24,9 @@ const char* opName(Op op) {
         "tanh", "logCosh", "exp", "log", "square", "sqrt", "abs", "softplus", "sigmoid", "relu",
         "softThreshold", "huberL1", "sum", "mean", "colSum", "rowSum", "sumSquares", "colSumSquares",
         "softmaxRows", "logSumExpRows", "groupAttention", "groupMean", "attention", "rows", "cols", "vstack",
-        "hstack"};
+        "hstack", "columnFunction"};
     // clang-format on
-    static_assert(sizeof(names) / sizeof(names[0]) == std::size_t(Op::HStack) + 1);
+    static_assert(sizeof(names) / sizeof(names[0]) == std::size_t(Op::ColumnFunction) + 1);
     return names[std::size_t(op)];
 }
 
@@ -612,6 +612,9 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
     case Op::ColSumSquares:
         acc(*A, ((A->val().array().rowwise() * G.row(0).array()) * S(2)).matrix());
         break;
+    case Op::ColumnFunction:
+        acc(*A, (n.aux.array().rowwise() * G.row(0).array()).matrix());
+        break;
 
     case Op::SoftmaxRows:
         softmaxBackward(n.value, G, A->grad, A->reached);
@@ -903,6 +906,22 @@ template <class S> Var<S> colSumSquares(Var<S> a) {
     return y;
 }
 
+template <class S>
+Var<S> columnFunction(Var<S> a, const Matrix<Scalar<S>>& values, const Matrix<Scalar<S>>& gradients) {
+    tapeOf(Op::ColumnFunction, a);
+    if (values.rows() != 1 || values.cols() != a.cols() || gradients.rows() != a.rows() ||
+        gradients.cols() != a.cols())
+        fail(Op::ColumnFunction, "values " + shapeOf(values.rows(), values.cols()) + " and gradients " +
+                                     shapeOf(gradients.rows(), gradients.cols()) + " for an operand of " +
+                                     shapeOf(a.rows(), a.cols()) +
+                                     " (need 1 x cols and the operand's shape)");
+    Var<S> y = reduce(Op::ColumnFunction, a, 1, a.cols());
+    Node<S>& n = a.tape->node(y);
+    n.value = values;
+    n.aux = gradients;
+    return y;
+}
+
 template <class S> Var<S> softmaxRows(Var<S> a) {
     Tape<S>& t = tapeOf(Op::SoftmaxRows, a);
     if (a.cols() == 0)
@@ -1100,6 +1119,7 @@ template <class S> Var<S> hstack(const std::vector<Var<S>>& parts) {
     template Var<S> rowSum(Var<S>);                                                                          \
     template Var<S> sumSquares(Var<S>);                                                                      \
     template Var<S> colSumSquares(Var<S>);                                                                   \
+    template Var<S> columnFunction(Var<S>, const Matrix<S>&, const Matrix<S>&);                              \
     template Var<S> softmaxRows(Var<S>);                                                                     \
     template Var<S> logSumExpRows(Var<S>);                                                                   \
     template Var<S> groupAttention(Var<S>, Var<S>, Var<S>, Index, S);                                        \

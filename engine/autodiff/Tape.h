@@ -59,6 +59,7 @@ enum class Op : std::uint8_t {
     Sum, Mean, ColSum, RowSum, SumSquares, ColSumSquares,
     SoftmaxRows, LogSumExpRows, GroupAttention, GroupMean, Attention,
     Rows, Cols, VStack, HStack,
+    ColumnFunction,
 };
 // clang-format on
 const char* opName(Op op);
@@ -73,8 +74,9 @@ template <class S> struct Node {
     bool reached = false;   // in backward(): grad holds the gradient that reached this node
     Matrix<S> value;        // the op's result (a Parameter reads *param instead)
     Matrix<S> grad;         // d loss / d value, written by backward()
-    Matrix<S> aux;          // GroupAttention: the attention matrices P, group after group; Attention
-                            // (float kernel): each query's m_j and 1 / den_j (2 x N)
+    Matrix<S>
+        aux; // ColumnFunction: the gradient of each column's value; GroupAttention: the attention matrices P,
+             // group after group; Attention (float kernel): each query's m_j and 1 / den_j (2 x N)
     const Matrix<S>* param = nullptr; // Parameter: the bound value...
     Matrix<S>* paramGrad = nullptr;   // ...and the storage backward() adds its gradient into
     std::vector<int> parts;           // VStack, HStack: the operands, in order; (Group)Attention: v
@@ -193,6 +195,12 @@ template <class S> Var<S> colSum(Var<S> a);        // 1 x cols: the sum of each 
 template <class S> Var<S> rowSum(Var<S> a);        // rows x 1: the sum of each row
 template <class S> Var<S> sumSquares(Var<S> a);    // 1x1
 template <class S> Var<S> colSumSquares(Var<S> a); // 1 x cols: the squared norm of each column
+
+// A function of each column that the tape cannot see (a simulation, a PDE solve): the caller gives its
+// values f(a_j) (1 x cols) and their gradients ∇f(a_j) (a's shape), computed outside the tape; backward()
+// adds g_j ∇f(a_j) into a's gradient. (The posterior flow's data misfit: inverse/PosteriorFlow.)
+template <class S>
+Var<S> columnFunction(Var<S> a, const Matrix<Scalar<S>>& values, const Matrix<Scalar<S>>& gradients);
 
 // Attention pieces, row by row (max-subtracted, so any finite logits are safe; a row needs one finite
 // entry). Row blocks are processed in parallel (flowscope::parallelFor).

@@ -35,17 +35,12 @@ template <class S> FlowParams<S> FlowParams<S>::zerosLike() const {
 }
 
 namespace {
-
 template <class S> using Mat = ad::Matrix<S>;
-
-// The parameters on one tape: φ, and λ, β as 1x1 Vars (parameters through softplus, or constants).
-template <class S> struct Bound {
-    BoundPotential<S> phi;
-    ad::Var<S> lambda, beta;
-};
+} // namespace
 
 template <class S>
-Bound<S> bindFlow(ad::Tape<S>& tape, const FlowConfig& c, const FlowParams<S>& p, FlowParams<S>* grads) {
+Bound<S> bindFlow(ad::Tape<S>& tape, const FlowConfig& c, const FlowParams<S>& p,
+                  FlowParams<ad::Scalar<S>>* grads) {
     Bound<S> b;
     b.phi = grads ? bind(tape, p.phi, grads->phi) : bindConstant(tape, p.phi);
     auto positive = [&](const Mat<S>& raw, Mat<S>* grad, bool train) {
@@ -60,29 +55,44 @@ Bound<S> bindFlow(ad::Tape<S>& tape, const FlowConfig& c, const FlowParams<S>& p
     return b;
 }
 
-// [x; t 1^T]: the potential's input.
 template <class S> ad::Var<S> withTime(ad::Tape<S>& tape, ad::Var<S> X, double t) {
     return ad::vstack({X, tape.constant(Mat<S>::Constant(1, X.cols(), S(t)))});
 }
 
-// The RWPO sub-step's options at the flow's step. A query beside separate keys (a reference batch) has no
-// own key to leave out: it sees every key.
-RwpoOptions layerOptions(const FlowConfig& c, bool besideKeys = false) {
+RwpoOptions layerOptions(const FlowConfig& c, bool besideKeys) {
     RwpoOptions o = c.rwpoOptions;
     o.h = c.h();
     o.leaveOneOut = o.leaveOneOut && !besideKeys;
     return o;
 }
 
-// log det(I - h H) of the drift sub-step from φ's Hessian H: 1 - h tr H + h² det H in two dimensions, through
-// foldGuardedLog where the sub-step folds.
 template <class S> ad::Var<S> driftLogDet(const PotentialOutputs<S>& phi, int d, double h) {
     const std::vector<ad::Var<S>>& H = phi.hessian;
     if (d == 1) return foldGuardedLog(ad::addScalar(ad::scale(H[0], S(-h)), S(1)));
-    if (d != 2) throw std::invalid_argument("flow: the exact drift log-det needs d <= 2");
-    const ad::Var<S> det = ad::sub(ad::mul(H[0], H[2]), ad::square(H[1]));
-    return foldGuardedLog(ad::addScalar(ad::add(ad::scale(phi.lap, S(-h)), ad::scale(det, S(h * h))), S(1)));
+    if (d == 2) {
+        const ad::Var<S> det = ad::sub(ad::mul(H[0], H[2]), ad::square(H[1]));
+        return foldGuardedLog(
+            ad::addScalar(ad::add(ad::scale(phi.lap, S(-h)), ad::scale(det, S(h * h))), S(1)));
+    }
+    if (d != 3) throw std::invalid_argument("flow: the exact drift log-det needs d <= 3");
+    // det(I - hH) = 1 - h tr H + h² (sum of the principal 2x2 minors) - h³ det H.
+    const auto at = [&](int a, int b) {
+        return H[std::size_t(hessianIndex(std::min(a, b), std::max(a, b), 3))];
+    };
+    const auto minor = [&](int a, int b) {
+        return ad::sub(ad::mul(at(a, a), at(b, b)), ad::square(at(a, b)));
+    };
+    const ad::Var<S> minors = ad::add(ad::add(minor(0, 1), minor(0, 2)), minor(1, 2));
+    const ad::Var<S> det3 =
+        ad::add(ad::sub(ad::mul(at(0, 0), minor(1, 2)),
+                        ad::mul(at(0, 1), ad::sub(ad::mul(at(0, 1), at(2, 2)), ad::mul(at(1, 2), at(0, 2))))),
+                ad::mul(at(0, 2), ad::sub(ad::mul(at(0, 1), at(1, 2)), ad::mul(at(1, 1), at(0, 2)))));
+    const ad::Var<S> poly = ad::add(ad::add(ad::scale(phi.lap, S(-h)), ad::scale(minors, S(h * h))),
+                                    ad::scale(det3, S(-h * h * h)));
+    return foldGuardedLog(ad::addScalar(poly, S(1)));
 }
+
+namespace {
 
 // Layer k of the training map (23), x^k -> x^{k-1}, with its log-density increment (24) added to logDet:
 // the RWPO sub-step with its generation sign, then the drift backwards along ∇φ(·, t_{k-1}). Returns the
@@ -504,6 +514,14 @@ template <class S> double FlowModel<S>::roundTripError(const Matrix& Z) const {
     return double((back - Z).colwise().norm().mean());
 }
 
+template Bound<float> bindFlow(ad::Tape<float>&, const FlowConfig&, const FlowParams<float>&,
+                               FlowParams<float>*);
+template Bound<double> bindFlow(ad::Tape<double>&, const FlowConfig&, const FlowParams<double>&,
+                                FlowParams<double>*);
+template ad::Var<float> withTime(ad::Tape<float>&, ad::Var<float>, double);
+template ad::Var<double> withTime(ad::Tape<double>&, ad::Var<double>, double);
+template ad::Var<float> driftLogDet(const PotentialOutputs<float>&, int, double);
+template ad::Var<double> driftLogDet(const PotentialOutputs<double>&, int, double);
 template struct FlowParams<float>;
 template struct FlowParams<double>;
 template class FlowModel<float>;

@@ -103,6 +103,26 @@ template <class S> struct FlowParams {
     }
 };
 
+// ---- The pieces of a layer, shared with the posterior flow (inverse/PosteriorFlow) ----
+
+// The parameters on one tape: φ, and λ, β as 1x1 Vars (parameters through softplus, or constants).
+template <class S> struct Bound {
+    BoundPotential<S> phi;
+    ad::Var<S> lambda, beta;
+};
+// Binds p on `tape`: as parameters whose gradients backward() adds into *grads, or as constants (grads null).
+template <class S>
+Bound<S> bindFlow(ad::Tape<S>& tape, const FlowConfig& c, const FlowParams<S>& p,
+                  FlowParams<ad::Scalar<S>>* grads);
+// [x; t 1^T]: the potential's input.
+template <class S> ad::Var<S> withTime(ad::Tape<S>& tape, ad::Var<S> X, double t);
+// The RWPO sub-step's options at the flow's step. A query beside separate keys (a reference batch) has no
+// own key to leave out: it sees every key.
+RwpoOptions layerOptions(const FlowConfig& c, bool besideKeys = false);
+// log det(I - h H) of the drift sub-step x -> x - h ∇φ from φ's Hessian H (recorded with hessian = true), for
+// d <= 3, through foldGuardedLog where the sub-step folds. A forward-time sub-step x -> x + h ∇φ passes -h.
+template <class S> ad::Var<S> driftLogDet(const PotentialOutputs<S>& phi, int d, double h);
+
 // How the sampler went: the worst fixed-point change at exit and the most iterations any sub-step took
 // (residual above kSamplerTolerance: the training map is not invertible there, typically where it folds), and
 // the folding of each RWPO sub-step at the training map's input (docs/math/flows.md#folding; empty without

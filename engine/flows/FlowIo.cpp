@@ -62,7 +62,7 @@ FlowConfig readFlowConfig(const JsonReader& j) {
     if (auto v = j.find("kernel")) c.rwpoOptions.kernel = RwpoKernel(v->choice("kernel", kKernelNames));
     if (c.rwpoOptions.exactLogDet && c.rwpoOptions.kernel != RwpoKernel::Separable && c.d != 2)
         j.failAt("exact_log_det", "needs d = 2 for a vector kernel");
-    if (c.exactDriftLogDet && c.d > 2) j.failAt("exact_drift_log_det", "needs d <= 2");
+    if (c.exactDriftLogDet && c.d > 3) j.failAt("exact_drift_log_det", "needs d <= 3");
     return c;
 }
 

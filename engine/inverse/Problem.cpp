@@ -1,0 +1,140 @@
+#include "engine/inverse/Problem.h"
+
+#include "engine/flows/Datasets.h"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace flowscope::inverse {
+
+namespace {
+
+constexpr std::array<std::string_view, 1> kModelTypes{"linear"};
+
+std::shared_ptr<ForwardModel> readModel(const JsonReader& j, std::string& type) {
+    j.expectObject();
+    type = kModelTypes[std::size_t(j.require("type").choice("forward-model type", kModelTypes))];
+    if (type == "linear") {
+        j.expectObject({"type", "G", "b"});
+        const Mat G = j.require("G").matrix();
+        const Vec b = j.has("b") ? j.require("b").vector(int(G.rows())) : Vec::Zero(G.rows());
+        return std::make_shared<LinearModel>(G, b);
+    }
+    j.fail("unreachable");
+}
+
+Prior readPrior(const JsonReader& j, int d) {
+    j.expectObject();
+    constexpr std::array<std::string_view, 2> kinds{"gaussian", "laplace"};
+    Prior p;
+    p.kind =
+        j.require("type").choice("prior type", kinds) == 0 ? Prior::Kind::Gaussian : Prior::Kind::Laplace;
+    p.mean = j.has("mean") ? j.require("mean").vector(d) : Vec::Zero(d);
+    if (p.kind == Prior::Kind::Gaussian) {
+        j.expectObject({"type", "mean", "sd"});
+        p.sd = j.require("sd").vector(d);
+        for (int i = 0; i < d; ++i)
+            if (!(p.sd(i) > 0)) j.require("sd").fail("expected numbers > 0, got " + numberText(p.sd(i)));
+    } else {
+        j.expectObject({"type", "mean", "lambda"});
+        p.lambda = j.require("lambda").numberAbove(0);
+    }
+    return p;
+}
+
+void readFlow(const JsonReader& j, PosteriorFlowConfig& c) {
+    j.expectObject({"rwpo", "width", "depth", "layers", "T", "frame", "batch", "iterations", "lr", "lr_final",
+                    "transport_weight", "hjb_weight", "lambda0", "beta0", "train_beta", "seed", "base_seed"});
+    flows::FlowConfig& f = c.flow;
+    if (auto v = j.find("rwpo")) f.rwpo = v->boolean();
+    if (auto v = j.find("width")) f.width = int(v->integer(1, 1024));
+    if (auto v = j.find("depth")) f.depth = int(v->integer(2, 16));
+    if (auto v = j.find("layers")) f.layers = int(v->integer(1, 256));
+    if (auto v = j.find("T")) f.T = v->numberIn(1e-6, 1e6);
+    if (auto v = j.find("frame")) {
+        constexpr std::array<std::string_view, 2> frames{"prior", "laplace"};
+        c.frame = v->choice("frame", frames) == 0 ? FrameKind::Prior : FrameKind::Laplace;
+    }
+    if (auto v = j.find("batch")) c.batch = int(v->integer(2, 65536));
+    if (auto v = j.find("iterations")) c.iterations = long(v->integer(1, 100000000));
+    c.adam.decaySteps = c.iterations;
+    if (auto v = j.find("lr")) c.adam.lr = v->numberIn(1e-12, 10);
+    if (auto v = j.find("lr_final")) c.adam.lrFinal = v->numberIn(1e-12, 10);
+    if (auto v = j.find("transport_weight")) f.transportWeight = v->numberIn(0, 1e6);
+    if (auto v = j.find("hjb_weight")) f.hjbWeight = v->numberIn(0, 1e6);
+    if (auto v = j.find("lambda0")) f.lambda0 = v->numberIn(1e-12, 1e6);
+    if (auto v = j.find("beta0")) f.beta0 = v->numberIn(1e-12, 1e6);
+    if (auto v = j.find("train_beta")) f.trainBeta = v->boolean();
+    if (auto v = j.find("seed")) f.seed = v->unsignedInteger();
+    if (auto v = j.find("base_seed")) c.seed = v->unsignedInteger();
+}
+
+} // namespace
+
+std::vector<std::string_view> modelTypes() {
+    return {kModelTypes.begin(), kModelTypes.end()};
+}
+
+Problem readProblem(const JsonReader& j) {
+    j.expectObject({"name", "description", "model", "noise", "prior", "truth", "data", "data_seed", "flow"});
+    Problem pr;
+    pr.name = j.has("name") ? j.require("name").string() : "inverse problem";
+    if (auto v = j.find("description")) pr.description = v->string();
+    auto post = std::make_shared<Posterior>();
+    post->model = readModel(j.require("model"), pr.modelType);
+    const int d = post->model->parameters(), m = post->model->observations();
+    post->noise = j.require("noise").numberAbove(0);
+    post->prior = readPrior(j.require("prior"), d);
+    if (auto v = j.find("truth")) post->truth = v->vector(d);
+    if (auto v = j.find("data")) {
+        if (j.has("data_seed"))
+            j.failAt("data_seed", "is for data made from the truth; this file gives data");
+        post->y = v->vector(m);
+    } else {
+        if (!post->truth)
+            j.failAt("data", "required field is missing (the observations, or a truth to make them from)");
+        const Vec clean = post->model->apply(*post->truth);
+        if (!clean.allFinite()) j.failAt("truth", "the forward model is not finite there");
+        flows::Rng rng(j.has("data_seed") ? j.require("data_seed").unsignedInteger() : 0);
+        post->y = clean;
+        for (int i = 0; i < m; ++i) post->y(i) += post->noise * rng.normal();
+    }
+    if (auto v = j.find("flow")) readFlow(*v, pr.flow);
+    pr.flow.flow.d = d;
+    post->validate();
+    pr.posterior = std::move(post);
+    return pr;
+}
+
+Problem problemFromJson(const std::string& text) {
+    const JsonReader::Json doc = parseJson(text);
+    return readProblem(JsonReader(doc));
+}
+
+Problem loadProblem(const std::string& pathOrName, const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    fs::path path = pathOrName;
+    if (!fs::exists(path, ec) && pathOrName.find('/') == std::string::npos && !pathOrName.ends_with(".json"))
+        path = fs::path(dir) / (pathOrName + ".json");
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read the problem " + path.string());
+    std::ostringstream text;
+    text << in.rdbuf();
+    return problemFromJson(text.str());
+}
+
+std::vector<std::string> problemNames(const std::string& dir) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.path().extension() == ".json") names.push_back(e.path().stem().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+} // namespace flowscope::inverse
