@@ -1,0 +1,185 @@
+// The forward models of the Bayesian inverse problems (engine/inverse/, docs/math/inverse.md): Lorenz-63
+// window means. Oracles are mathematics only: Euler steps and fixed points written out by hand, and central
+// differences of v·F (pullbackByDifferences).
+#include "engine/inverse/Lorenz63.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numbers>
+#include <random>
+#include <stdexcept>
+
+using namespace flowscope::inverse;
+
+namespace {
+
+Vector normals(int size, std::mt19937_64& rng, double sigma = 1) {
+    std::normal_distribution<double> normal(0.0, sigma);
+    Vector x(size);
+    for (auto& xi : x) xi = normal(rng);
+    return x;
+}
+
+double relativeError(const Vector& a, const Vector& b) {
+    return (a - b).norm() / b.norm();
+}
+
+// Seconds per call of f, over `repeats` calls.
+template <class F> double secondsPerCall(int repeats, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int r = 0; r < repeats; ++r) f();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeats;
+}
+
+Vector truth() {
+    Vector theta(3);
+    theta << 10, 28, 8.0 / 3;
+    return theta;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------------- Lorenz
+
+TEST(InverseLorenz63, StepsAreCountedInIntegers) {
+    const Lorenz63 reference(Lorenz63Setup::reference9());
+    EXPECT_EQ(reference.spinUpSteps(), 3000);
+    EXPECT_EQ(reference.windowSteps(), 2000);
+    EXPECT_EQ(reference.steps(), 23000);
+    EXPECT_EQ(reference.observations(), 30);
+    const Lorenz63 preset(Lorenz63Setup::shortHorizon());
+    EXPECT_EQ(preset.spinUpSteps(), 0);
+    EXPECT_EQ(preset.windowSteps(), 20);
+    EXPECT_EQ(preset.observations(), 30);
+    Lorenz63Setup bad;
+    bad.window = 0.004; // rounds to 0 steps
+    EXPECT_THROW(Lorenz63{bad}, std::invalid_argument);
+}
+
+// Two windows of two Euler steps each after one spin-up step, written out by hand.
+TEST(InverseLorenz63, EulerStepsAndWindowMeansByHand) {
+    Lorenz63Setup setup;
+    setup.dt = 0.01;
+    setup.spinUp = 0.01;
+    setup.window = 0.02;
+    setup.windows = 2;
+    const Lorenz63 model(setup);
+    const double s = 9.5, r = 27, b = 2.5, dt = 0.01;
+    Vector theta(3);
+    theta << s, r, b;
+
+    double x1 = setup.x0(0), x2 = setup.x0(1), x3 = setup.x0(2);
+    auto step = [&] {
+        const double d1 = s * (x2 - x1), d2 = x1 * (r - x3) - x2, d3 = x1 * x2 - b * x3;
+        x1 += dt * d1;
+        x2 += dt * d2;
+        x3 += dt * d3;
+    };
+    step(); // spin-up
+    double expected[6] = {};
+    for (int j = 0; j < 2; ++j)
+        for (int k = 0; k < 2; ++k) {
+            step();
+            expected[3 * j] += x1 / 2;
+            expected[3 * j + 1] += x2 / 2;
+            expected[3 * j + 2] += x3 / 2;
+        }
+    const Vector y = model.apply(theta);
+    ASSERT_EQ(y.size(), 6);
+    for (int i = 0; i < 6; ++i) EXPECT_NEAR(y(i), expected[i], 1e-12 * std::abs(expected[i])) << i;
+    EXPECT_EQ((model.linearize(theta)->value() - y).norm(), 0.0);
+}
+
+// One Euler step observed: y = x0 + Δt f(x0; θ), so Jᵀ v = Δt (v1 (x2 − x1), v2 x1, −v3 x3) at x0.
+TEST(InverseLorenz63, OneStepPullbackByHand) {
+    Lorenz63Setup setup;
+    setup.spinUp = 0;
+    setup.window = setup.dt;
+    setup.windows = 1;
+    const Lorenz63 model(setup);
+    Vector v(3);
+    v << 0.3, -1.2, 0.7;
+    const Eigen::Vector3d x = setup.x0;
+    const Vector g = model.linearize(truth())->pullback(v);
+    EXPECT_NEAR(g(0), setup.dt * v(0) * (x(1) - x(0)), 1e-15);
+    EXPECT_NEAR(g(1), setup.dt * v(1) * x(0), 1e-15);
+    EXPECT_NEAR(g(2), -setup.dt * v(2) * x(2), 1e-15);
+}
+
+// The equilibria 0 and C± = (±√(β(r−1)), ±√(β(r−1)), r − 1) of the vector field are fixed points of every
+// Euler step: all window means equal the equilibrium.
+TEST(InverseLorenz63, EquilibriaStayPut) {
+    const Vector theta = truth();
+    const double q = std::sqrt(theta(2) * (theta(1) - 1));
+    for (const Eigen::Vector3d& x0 : {Eigen::Vector3d(0, 0, 0), Eigen::Vector3d(q, q, theta(1) - 1),
+                                      Eigen::Vector3d(-q, -q, theta(1) - 1)}) {
+        Lorenz63Setup setup = Lorenz63Setup::shortHorizon();
+        setup.x0 = x0;
+        const Vector y = Lorenz63(setup).apply(theta);
+        for (int j = 0; j < setup.windows; ++j)
+            EXPECT_LT((y.segment<3>(3 * j) - x0).norm(), 1e-12 * (1 + x0.norm())) << "window " << j;
+    }
+}
+
+// On the preset's horizon (T = 2) the adjoint is the exact derivative of the discrete map, and central
+// differences at relative step 1e-6 carry a truncation error ~ (1e-6)² times the third derivative plus a
+// rounding error ~ 1e-16 |F| / 1e-6 ≈ 1e-9 relative; measured ≤ 1e-9, the bound 1e-6 leaves room for the
+// random points.
+TEST(InverseLorenz63, PullbackMatchesDifferencesOnTheShortHorizon) {
+    const Lorenz63 model(Lorenz63Setup::shortHorizon());
+    std::mt19937_64 rng(63);
+    for (int trial = 0; trial < 4; ++trial) {
+        const Vector theta = truth() + normals(3, rng, 0.5);
+        const Vector v = normals(model.observations(), rng);
+        const Vector g = model.linearize(theta)->pullback(v);
+        const Vector fd = pullbackByDifferences(model, theta, v, 1e-6);
+        const double err = relativeError(g, fd);
+        std::printf("[ lorenz63 ] T = 2, theta = (%.2f, %.2f, %.2f): |J^T v| = %.3e, rel error vs FD %.1e\n",
+                    theta(0), theta(1), theta(2), g.norm(), err);
+        EXPECT_LT(err, 1e-6);
+    }
+}
+
+// The reason for the preset: with a fixed x0 the derivative of the window means grows like e^{0.9 t}. The
+// measured norms |Jᵀ 1| at the truth are ~1.6e1 (T = 2), ~5e2 (T = 10), ~2e12 (T = 30), ~2e99 (T = 230).
+TEST(InverseLorenz63, LongHorizonDerivativeExplodes) {
+    const Vector theta = truth();
+    auto norm = [&](const Lorenz63Setup& setup) {
+        const Lorenz63 model(setup);
+        return model.linearize(theta)->pullback(Vector::Ones(model.observations())).norm();
+    };
+    const double shortNorm = norm(Lorenz63Setup::shortHorizon());
+    const double longNorm = norm(Lorenz63Setup::reference9());
+    std::printf("[ lorenz63 ] |J^T 1| at the truth: T = 2 %.2e, T = 230 %.2e\n", shortNorm, longNorm);
+    EXPECT_LT(shortNorm, 1e3);
+    EXPECT_GT(longNorm, 1e60); // e^{0.9·230} ≈ 1e90, give or take the constant
+    EXPECT_TRUE(std::isfinite(longNorm));
+}
+
+TEST(InverseLorenz63, BlowUpGivesNaNNotAnException) {
+    const Lorenz63 model(Lorenz63Setup::shortHorizon());
+    Vector theta(3);
+    theta << 1e6, 1e6, 1;
+    std::unique_ptr<Linearization> lin;
+    ASSERT_NO_THROW(lin = model.linearize(theta));
+    EXPECT_TRUE(lin->value().array().isNaN().all());
+    EXPECT_TRUE(model.apply(theta).array().isNaN().all());
+    EXPECT_TRUE(lin->pullback(Vector::Ones(30)).array().isNaN().all());
+    EXPECT_THROW(model.apply(Vector::Ones(2)), std::invalid_argument);
+}
+
+TEST(InverseLorenz63, Cost) {
+    const Vector theta = truth();
+    for (const auto& [label, setup] : {std::pair{"T = 2", Lorenz63Setup::shortHorizon()},
+                                       std::pair{"T = 230", Lorenz63Setup::reference9()}}) {
+        const Lorenz63 model(setup);
+        const Vector v = Vector::Ones(model.observations());
+        const double seconds = secondsPerCall(50, [&] { model.linearize(theta)->pullback(v); });
+        std::printf("[ lorenz63 ] %s (%d steps): linearize + pullback %.1f us\n", label, model.steps(),
+                    seconds * 1e6);
+    }
+}
