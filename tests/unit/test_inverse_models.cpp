@@ -1,6 +1,8 @@
 // The forward models of the Bayesian inverse problems (engine/inverse/, docs/math/inverse.md): Lorenz-63
-// window means. Oracles are mathematics only: Euler steps and fixed points written out by hand, and central
-// differences of v·F (pullbackByDifferences).
+// window means and the 1-D elliptic problem. Oracles are mathematics only: Euler steps and fixed points
+// written out by hand, central differences of v·F (pullbackByDifferences) and the Neumann eigenfunctions of
+// the elliptic operator.
+#include "engine/inverse/Elliptic.h"
 #include "engine/inverse/Lorenz63.h"
 
 #include <gtest/gtest.h>
@@ -182,4 +184,109 @@ TEST(InverseLorenz63, Cost) {
         std::printf("[ lorenz63 ] %s (%d steps): linearize + pullback %.1f us\n", label, model.steps(),
                     seconds * 1e6);
     }
+}
+
+// -------------------------------------------------------------------------------------------------- Elliptic
+
+// cos(πks) is a Neumann eigenfunction: −α w'' + w = cos(πks) has w = cos(πks)/(1 + απ²k²). The maximum nodal
+// error of the second-order scheme (boundary rows included) falls by 4 when h halves.
+TEST(InverseElliptic, SecondOrderAgainstTheNeumannEigenfunctions) {
+    for (int k : {1, 2, 5}) {
+        double previous = 0;
+        for (int nodes : {33, 65, 129, 257}) {
+            EllipticSetup setup;
+            setup.nodes = nodes;
+            const Elliptic model(setup);
+            const double scale = 1 + setup.alpha * std::numbers::pi * std::numbers::pi * k * k;
+            Vector u(nodes), exact(nodes);
+            for (int i = 0; i < nodes; ++i) {
+                u(i) = std::cos(std::numbers::pi * k * model.node(i));
+                exact(i) = u(i) / scale;
+            }
+            const double err = (model.solve(u) - exact).cwiseAbs().maxCoeff();
+            if (previous > 0) {
+                std::printf("[ elliptic ] k = %d, nodes %3d: max error %.3e, ratio %.4f\n", k, nodes, err,
+                            previous / err);
+                EXPECT_NEAR(previous / err, 4.0, 0.1) << "k = " << k << ", nodes " << nodes;
+            }
+            previous = err;
+        }
+    }
+}
+
+// A constant source gives the constant solution w = u (the discrete operator keeps constants).
+TEST(InverseElliptic, ConstantSourceIsReproducedExactly) {
+    const Elliptic model;
+    const int n = model.setup().nodes;
+    EXPECT_LT((model.solve(Vector::Constant(n, 2.5)) - Vector::Constant(n, 2.5)).cwiseAbs().maxCoeff(),
+              1e-12);
+}
+
+// F(c) is the solution for the bump source u(s) = Σ c_j exp(−(s − s_j)²/(2·0.1²)), s_j = (j − ½)/d, read at
+// γ_k = (k + ½)/m by linear interpolation between the two nodes around it (written out here; 100 nodes, so
+// no γ_k is a node).
+TEST(InverseElliptic, ForwardMapIsTheBumpSourceSolvedAndInterpolated) {
+    EllipticSetup setup;
+    setup.nodes = 100;
+    const Elliptic model(setup);
+    std::mt19937_64 rng(7);
+    const Vector c = normals(128, rng);
+    Vector u = Vector::Zero(100);
+    for (int i = 0; i < 100; ++i)
+        for (int j = 1; j <= 128; ++j) {
+            const double ds = i / 99.0 - (j - 0.5) / 128;
+            u(i) += c(j - 1) * std::exp(-ds * ds / (2 * 0.1 * 0.1));
+        }
+    const Vector w = model.solve(u);
+    const Vector y = model.apply(c);
+    for (int k = 0; k < 32; ++k) {
+        const double gamma = (k + 0.5) / 32, x = gamma * 99;
+        const int left = int(x);
+        const double t = x - left, expected = (1 - t) * w(left) + t * w(left + 1);
+        EXPECT_NEAR(y(k), expected, 1e-12 * w.cwiseAbs().maxCoeff()) << "gamma " << gamma;
+    }
+}
+
+// G = O A⁻¹ B matches one forward solve, and Gᵀ matches one adjoint solve, on a grid whose nodes miss the
+// observation points (so the interpolation weights are not 0 and 1).
+TEST(InverseElliptic, MatrixAgreesWithTheSolves) {
+    for (int nodes : {257, 100}) {
+        EllipticSetup setup;
+        setup.nodes = nodes;
+        const Elliptic model(setup);
+        ASSERT_EQ(model.G().rows(), 32);
+        ASSERT_EQ(model.G().cols(), 128);
+        std::mt19937_64 rng(nodes);
+        const Vector c = normals(128, rng), v = normals(32, rng);
+        EXPECT_LT(relativeError(model.apply(c), model.applyBySolve(c)), 1e-12);
+        EXPECT_LT(relativeError(model.linearize(c)->pullback(v), model.pullbackBySolve(v)), 1e-12);
+    }
+}
+
+// F is linear, so central differences are exact up to rounding: ~1e-16 |F|/eps relative with eps = 1e-6,
+// amplified by the cancellation in v·F; 1e-7 is far above that and far below any wrong transpose.
+TEST(InverseElliptic, PullbackMatchesDifferences) {
+    const Elliptic model;
+    std::mt19937_64 rng(128);
+    for (int trial = 0; trial < 3; ++trial) {
+        const Vector c = normals(128, rng), v = normals(32, rng);
+        const Vector g = model.linearize(c)->pullback(v);
+        const double err = relativeError(g, pullbackByDifferences(model, c, v, 1e-6));
+        std::printf("[ elliptic ] pullback vs FD: rel error %.1e\n", err);
+        EXPECT_LT(err, 1e-7);
+    }
+}
+
+TEST(InverseElliptic, Cost) {
+    const Elliptic model;
+    std::mt19937_64 rng(1);
+    const Vector c = normals(128, rng), v = normals(32, rng);
+    const double viaG = secondsPerCall(200, [&] { model.linearize(c)->pullback(v); });
+    const double viaSolves = secondsPerCall(200, [&] {
+        (void)model.applyBySolve(c);
+        (void)model.pullbackBySolve(v);
+    });
+    std::printf(
+        "[ elliptic ] linearize + pullback: %.2f us with G, %.1f us with a forward and an adjoint solve\n",
+        viaG * 1e6, viaSolves * 1e6);
 }
