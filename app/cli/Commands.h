@@ -35,6 +35,7 @@ int benchSweep(const Args& args); // bench sweep (BenchSweep.cpp)
 int trainTransformer(const Args& args);
 int evalTransformer(const Args& args);
 int share(const Args& args);
+int infer(const Args& args); // infer PROBLEM.json (Infer.cpp)
 int sweep(const Args& args); // sweep SWEEP.json, sweep merge, sweep plot (Sweep.cpp, SweepPlot.cpp)
 
 // Inside a catch block: prints the current exception as main does and returns its exit code (2: bad input,

@@ -71,7 +71,8 @@ commands:
       layer, every 25 without)
   sample MODEL.safetensors --out samples.npy [--n 10000] [--seed S | --base Z.npy] [--batch 2000] [--explicit]
       samples (n x d, float32) from base normals drawn by the seed or read from --base (n x d), in batches
-      (the RWPO layer's keys when the model has no reference batch)
+      (the RWPO layer's keys when the model has no reference batch); of a posterior flow (infer): n x d
+      float64 posterior samples, pushed forward in batches of the training batch's size
   density MODEL.safetensors --out density.npy [--grid 200] [--half-width 4] [--reference 2000] [--seed S]
       the model density on a grid x grid lattice over [-w, w]^2 (row = y, column = x); with the RWPO layer
       the grid points are queries against the frozen keys of the model's reference draws, their densities
@@ -82,6 +83,14 @@ commands:
       the download, the one velocity/entropy/energy pass, the moments and the cluster count
   bench train [--json] [--iters 20] [training options]
       milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
+
+  infer PROBLEM.json|NAME --out posterior.safetensors [--samples s.npy] [--no-rwpo] [--iters N] [--batch B]
+        [--frame prior|laplace] [--seed S] [--every K] [--summary-samples n] [--threads T]
+      fit a posterior flow to a Bayesian inverse problem (docs/inverse.md): the flow of train run forward
+      from N(0, I) and trained by reverse KL against p(x|y) ∝ exp(-|y - F(x)|²/2σ²) p(x); shipped problems:
+      linear-gaussian, lorenz63, elliptic, eit (assets/problems); prints the loss, the data misfit, the
+      posterior mean and spread and, where the problem has a truth, the relative L1 error of the mean;
+      writes the model (sample reads it) and its record (curve, summary) beside it
 
   train-transformer --task A|B --out model.safetensors [--lambda-ot X] [--steps M] [--arch ot|node|discrete]
         [--blocks D] [--horizon T] [--integrator euler|rk4] [--convention element-mean|paper] [--increment]
@@ -176,6 +185,7 @@ int main(int argc, char** argv) {
         if (cmd == "eval-transformer") return cli::evalTransformer(args);
         if (cmd == "share") return cli::share(args);
         if (cmd == "sweep") return cli::sweep(args);
+        if (cmd == "infer") return cli::infer(args);
         if (cmd == "render") {
             const auto view = std::find(args.begin(), args.end(), "--view");
             const bool training = view != args.end() && view + 1 != args.end() && view[1] == "training";

@@ -40,7 +40,7 @@ template <class F> void forEachTensor(FlowParams<float>& p, F&& f) {
 FlowConfig readFlowConfig(const JsonReader& j) {
     j.expectObject();
     FlowConfig c;
-    c.d = int(j.require("d").integer(1, 64));
+    c.d = int(j.require("d").integer(1, 1024));
     c.width = int(j.require("width").integer(1, 1024));
     c.depth = int(j.require("depth").integer(2, 16));
     c.layers = int(j.require("layers").integer(1, 256));
@@ -60,8 +60,8 @@ FlowConfig readFlowConfig(const JsonReader& j) {
     if (auto v = j.find("seed")) c.seed = v->unsignedInteger();
     c.rwpoOptions.kernel = RwpoKernel::Corrected;
     if (auto v = j.find("kernel")) c.rwpoOptions.kernel = RwpoKernel(v->choice("kernel", kKernelNames));
-    if (c.rwpoOptions.exactLogDet && c.rwpoOptions.kernel != RwpoKernel::Separable && c.d != 2)
-        j.failAt("exact_log_det", "needs d = 2 for a vector kernel");
+    if (c.rwpoOptions.exactLogDet && c.rwpoOptions.kernel != RwpoKernel::Separable && c.d != 2 && c.d != 3)
+        j.failAt("exact_log_det", "needs d = 2 or 3 for a vector kernel");
     if (c.exactDriftLogDet && c.d > 3) j.failAt("exact_drift_log_det", "needs d <= 3");
     return c;
 }

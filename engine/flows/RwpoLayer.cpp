@@ -26,8 +26,8 @@ void checkArguments(Index d, Index N, double lambda, double beta, const RwpoOpti
     check(beta > 0 && std::isfinite(beta), "beta must be finite and > 0");
     check(o.h > 0 && std::isfinite(o.h), "h must be finite and > 0");
     check(!o.leaveOneOut || N >= 2, "leave-one-out needs at least 2 tokens");
-    check(!o.exactLogDet || o.kernel == RwpoKernel::Separable || d == 2,
-          "the exact log-det of a vector kernel is implemented for d = 2 only");
+    check(!o.exactLogDet || o.kernel == RwpoKernel::Separable || d == 2 || d == 3,
+          "the exact log-det of a vector kernel is implemented for d = 2 and 3 only");
 }
 
 // The Huber function of the Moreau envelope M of λ|.| (as ad::huberL1), for the diagnostics.
@@ -93,7 +93,14 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
             ad::scale(ad::add(ad::scale(Yc2, -c4h), ad::scale(ad::huberL1(Y, lambda, h), S(0.5))), beta);
     }
 
-    Var<S> mean, var, cov12; // centred weighted means m - μ and variances (d x N); d = 2: covariance (1 x N)
+    // Centred weighted means m - μ and variances (d x N); exactLogDet: the covariances of each pair a < b
+    // (1 x N each), in the order of `pairs`.
+    Var<S> mean, var;
+    std::vector<std::pair<Index, Index>> pairs;
+    std::vector<Var<S>> cov;
+    if (o.exactLogDet && !separable)
+        for (Index a = 0; a < d; ++a)
+            for (Index b = a + 1; b < d; ++b) pairs.emplace_back(a, b);
     if (!separable) {
         Var<S> Q, K;
         if (asPrinted) { // (β/(2h)) (x - S(x)) . ỹ + (βλ/2) |S(y)|₁ (x-only terms dropped)
@@ -105,14 +112,17 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
             Q = ad::vstack({Qx, ad::colSum(queryBias), ones});
             K = ad::vstack({Yc, keyOnes, ad::colSum(keyBias)});
         }
-        // Every weighted moment in one attention: the values are [ỹ; ỹ²; ỹ₁ỹ₂].
+        // Every weighted moment in one attention: the values are [ỹ; ỹ²; ỹ_a ỹ_b for the pairs a < b].
         std::vector<Var<S>> features = {Yc, Yc2};
-        if (o.exactLogDet) features.push_back(ad::mul(ad::rows(Yc, 0, 1), ad::rows(Yc, 1, 1)));
+        for (const auto& [a, b] : pairs) features.push_back(ad::mul(ad::rows(Yc, a, 1), ad::rows(Yc, b, 1)));
         const Var<S> moments = ad::attention(Q, K, ad::vstack(features), o.leaveOneOut, self);
         mean = ad::rows(moments, 0, d);
         var = ad::sub(ad::rows(moments, d, d), ad::square(mean));
-        if (o.exactLogDet)
-            cov12 = ad::sub(ad::rows(moments, 2 * d, 1), ad::mul(ad::rows(mean, 0, 1), ad::rows(mean, 1, 1)));
+        for (std::size_t k = 0; k < pairs.size(); ++k) {
+            const auto [a, b] = pairs[k];
+            cov.push_back(ad::sub(ad::rows(moments, 2 * d + Index(k), 1),
+                                  ad::mul(ad::rows(mean, a, 1), ad::rows(mean, b, 1))));
+        }
     } else { // per coordinate i: (β/(2h)) x̃_i ỹ_i - β/(4h) x̃_i² - β/(4h) ỹ_i² + β/2 huber(y_i)
         std::vector<Var<S>> means, vars;
         for (Index i = 0; i < d; ++i) {
@@ -141,12 +151,24 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
         const Var<S> diagonal = ad::sub(tape.constant((Mat<S>::Ones(d, N) + S(0.5) * active).eval()), kVar);
         if (separable) { // J_F is diagonal
             out.logDetTerm = ad::colSum(foldGuardedLog(diagonal));
-        } else { // d = 2: det = J11 J22 - J12 J21
-            Var<S> offDiagonal = ad::square(ad::scale(ad::scale(cov12, beta), c4h));
-            if (asPrinted)
-                offDiagonal = ad::maskMul(offDiagonal, Mat<S>(inactive.row(0).cwiseProduct(inactive.row(1))));
-            const Var<S> det =
-                ad::sub(ad::mul(ad::rows(diagonal, 0, 1), ad::rows(diagonal, 1, 1)), offDiagonal);
+        } else { // J_aa = diagonal_a, J_ab = -κ C_ab (as printed: times 1 - D_b); det by cofactors, d = 2 or
+                 // 3
+            std::vector<Var<S>> J(std::size_t(d * d));
+            auto entry = [&](Index a, Index b) -> Var<S>& { return J[std::size_t(a * d + b)]; };
+            for (Index a = 0; a < d; ++a) entry(a, a) = ad::rows(diagonal, a, 1);
+            for (std::size_t k = 0; k < pairs.size(); ++k) {
+                const auto [a, b] = pairs[k];
+                const Var<S> off = ad::scale(ad::scale(cov[k], beta), -c4h);
+                entry(a, b) = asPrinted ? ad::maskMul(off, Mat<S>(inactive.row(b))) : off;
+                entry(b, a) = asPrinted ? ad::maskMul(off, Mat<S>(inactive.row(a))) : off;
+            }
+            auto minor = [&](Index a, Index b, Index c, Index e) { // J_ac J_be - J_ae J_bc
+                return ad::sub(ad::mul(entry(a, c), entry(b, e)), ad::mul(entry(a, e), entry(b, c)));
+            };
+            const Var<S> det = d == 2 ? minor(0, 1, 0, 1)
+                                      : ad::add(ad::sub(ad::mul(entry(0, 0), minor(1, 2, 1, 2)),
+                                                        ad::mul(entry(0, 1), minor(1, 2, 0, 2))),
+                                                ad::mul(entry(0, 2), minor(1, 2, 0, 1)));
             out.logDetTerm = foldGuardedLog(det);
         }
     }

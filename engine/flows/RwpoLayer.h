@@ -26,8 +26,8 @@
 //     AsPrinted   1/2 n_act - κ sum_{i inactive} (C_w)_ii
 //     Separable   1/2 n_act - κ sum_i Var_{w_i}(y_i)
 //   exactLogDet: log det J_F (foldGuardedLog: a folded token, det <= 0, is penalized, not counted as |det|)
-//     Corrected   J_F = I + D/2 - κ C_w              (d = 2)
-//     AsPrinted   J_F = I + D/2 - κ C_w (I - D)      (d = 2)
+//     Corrected   J_F = I + D/2 - κ C_w              (d = 2, 3)
+//     AsPrinted   J_F = I + D/2 - κ C_w (I - D)      (d = 2, 3)
 //     Separable   J_F = diag(1 + D_ii/2 - κ Var_i)   (diagonal: exact for any d)
 // n_act is piecewise constant: it carries no gradient. The VALUE is the frozen-key quantity; its gradient
 // flows through queries and keys alike (both depend on the parameters through earlier layers).
@@ -47,7 +47,7 @@ enum class RwpoKernel { Corrected, AsPrinted, Separable };
 struct RwpoOptions {
     RwpoKernel kernel = RwpoKernel::Corrected;
     bool leaveOneOut = false; // exclude the query's own key (not in the paper; for small-N demos)
-    bool exactLogDet = false; // log det J_F instead of 1/2 div G (vector kernels: d = 2 only)
+    bool exactLogDet = false; // log det J_F instead of 1/2 div G (vector kernels: d = 2 or 3)
     double h = 1.0 / 48.0;    // the layer's step: threshold λh, kernel variance s² = 2h/β
 };
 
@@ -61,8 +61,8 @@ template <class S> struct RwpoOutputs {
 // batch's tokens instead of its own (the density grid, docs/math/flows.md#density). queriesAt >= 0 says that
 // the queries are keys queriesAt .. queriesAt + N - 1 (one part of a batch split across tapes, BatchSplit.h):
 // leave-one-out then leaves query j's own key, key queriesAt + j, out. Throws std::invalid_argument on bad
-// shapes or values, for exactLogDet with a vector kernel and d != 2, and for leaveOneOut with N < 2 or with
-// separate keys among which the queries are not. Instantiated for float and double.
+// shapes or values, for exactLogDet with a vector kernel and d > 3 or d = 1, and for leaveOneOut with N < 2
+// or with separate keys among which the queries are not. Instantiated for float and double.
 template <class S>
 RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, ad::Var<S> X, ad::Var<S> lambda, ad::Var<S> beta,
                           const RwpoOptions& options, ad::Var<S> keys = {}, ad::Index queriesAt = -1);

@@ -45,8 +45,9 @@ void validate(const TrainerConfig& c) {
     require(f.transportWeight >= 0 && std::isfinite(f.transportWeight), "flow.transportWeight",
             "must be finite and >= 0");
     require(std::isfinite(f.hjbWeight), "flow.hjbWeight", "must be finite (< 0: the model's default)");
-    require(!f.rwpoOptions.exactLogDet || f.rwpoOptions.kernel == RwpoKernel::Separable || f.d == 2,
-            "flow.rwpoOptions.exactLogDet", "needs d = 2 for a vector kernel");
+    require(!f.rwpoOptions.exactLogDet || f.rwpoOptions.kernel == RwpoKernel::Separable || f.d == 2 ||
+                f.d == 3,
+            "flow.rwpoOptions.exactLogDet", "needs d = 2 or 3 for a vector kernel");
     require(!f.exactDriftLogDet || f.d <= 3, "flow.exactDriftLogDet", "needs d <= 3");
     require(c.batch >= 2 && c.batch <= 65536, "batch",
             "must be in [2, 65536], got " + std::to_string(c.batch));

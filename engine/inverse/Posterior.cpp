@@ -58,6 +58,9 @@ void Posterior::validate() const {
     else
         require(prior.lambda > 0 && std::isfinite(prior.lambda), "the prior's lambda must be finite and > 0");
     require(!truth || truth->size() == d, "the truth needs " + std::to_string(d) + " entries");
+    require(mapSearch.starts == 0 || (mapSearch.low.size() == d && mapSearch.high.size() == d &&
+                                      (mapSearch.low.array() <= mapSearch.high.array()).all()),
+            "the MAP search's box needs low <= high with " + std::to_string(d) + " entries each");
 }
 
 double Posterior::misfit(const Vector& x, Vector* grad) const {
@@ -108,15 +111,13 @@ Matrix jacobian(const ForwardModel& model, const Vector& x, Vector* value) {
     return J;
 }
 
-} // namespace
-
-Frame laplaceFrame(const Posterior& p, int iterations) {
-    p.validate();
+// Levenberg–Marquardt on mapObjective from x (in place); returns the objective at the end point.
+double descend(const Posterior& p, Vector& x, int iterations) {
     const Vector P = p.prior.precision();
     const double s2 = p.noise * p.noise;
-    Vector x = p.prior.mean, g;
+    Vector g;
     double value = mapObjective(p, x, &g);
-    if (!std::isfinite(value)) return priorFrame(p.prior);
+    if (!std::isfinite(value)) return value;
     double mu = 1e-3;
     for (int it = 0; it < iterations; ++it) {
         Matrix H = jacobian(*p.model, x, nullptr);
@@ -126,8 +127,7 @@ Frame laplaceFrame(const Posterior& p, int iterations) {
         for (int tries = 0; tries < 30 && !accepted; ++tries) {
             Matrix damped = H;
             damped.diagonal() += mu * H.diagonal();
-            const Vector step = damped.ldlt().solve(-g);
-            const Vector next = x + step;
+            const Vector next = x + damped.ldlt().solve(-g);
             Vector gNext;
             const double vNext = mapObjective(p, next, &gNext);
             if (std::isfinite(vNext) && vNext <= value) {
@@ -137,13 +137,37 @@ Frame laplaceFrame(const Posterior& p, int iterations) {
                 value = vNext;
                 mu = std::max(mu / 3, 1e-12);
                 accepted = true;
-                if (decrease <= 1e-14 * (1 + std::abs(value))) it = iterations; // converged
+                if (decrease <= 1e-14 * (1 + std::abs(value))) return value; // converged
             } else {
                 mu *= 4;
             }
         }
         if (!accepted) break;
     }
+    return value;
+}
+
+} // namespace
+
+Frame laplaceFrame(const Posterior& p, int iterations) {
+    p.validate();
+    const Vector P = p.prior.precision();
+    const double s2 = p.noise * p.noise;
+    Vector x = p.prior.mean;
+    double best = descend(p, x, iterations);
+    const MapSearch& search = p.mapSearch;
+    flows::Rng rng(search.seed);
+    for (int k = 0; k < search.starts; ++k) {
+        Vector start(x.size());
+        for (Eigen::Index i = 0; i < start.size(); ++i)
+            start(i) = search.low(i) + (search.high(i) - search.low(i)) * rng.uniform();
+        const double v = descend(p, start, iterations);
+        if (std::isfinite(v) && !(v >= best)) {
+            best = v;
+            x = start;
+        }
+    }
+    if (!std::isfinite(best)) return priorFrame(p.prior);
     Matrix H = jacobian(*p.model, x, nullptr);
     H = (H.transpose() * H / s2).eval();
     H.diagonal() += P;

@@ -39,12 +39,22 @@ struct Prior {
     Vector deviation() const;                     // s, or √2/λ
 };
 
+// Where the MAP search of the Laplace frame starts besides the prior's mean: `starts` points drawn uniformly
+// in the box [low, high] (seeded). A forward model whose misfit has local minima (Lorenz-63) needs it when
+// the prior's mean lies outside the posterior's basin.
+struct MapSearch {
+    Vector low, high;
+    int starts = 0;
+    std::uint64_t seed = 0;
+};
+
 struct Posterior {
     std::shared_ptr<const ForwardModel> model;
     Vector y;           // the data, m entries
     double noise = 0.1; // σ, the noise's standard deviation
     Prior prior;
     std::optional<Vector> truth; // the unknowns the data was made from, where known
+    MapSearch mapSearch;         // the Laplace frame's extra starting points (none by default)
 
     int dim() const { return model->parameters(); }
     // ½‖y − F(x)‖²/σ², and its gradient into *grad when given (one forward run and one pullback). NaN where
@@ -64,8 +74,9 @@ struct Frame {
 
 enum class FrameKind { Prior, Laplace };
 Frame priorFrame(const Prior& prior);
-// The Laplace approximation at the MAP point (iterations of Levenberg–Marquardt from the prior's mean); each
-// iteration forms J with m pullbacks. A MAP search that finds no finite point falls back to the prior frame.
+// The Laplace approximation at the MAP point: Levenberg–Marquardt (`iterations` at most) from the prior's
+// mean and from the posterior's mapSearch starts, the lowest end point kept; each iteration forms J with m
+// pullbacks. A MAP search that finds no finite point falls back to the prior frame.
 Frame laplaceFrame(const Posterior& posterior, int iterations = 100);
 Frame makeFrame(const Posterior& posterior, FrameKind kind);
 

@@ -27,23 +27,18 @@ struct ForwardPass {
     Var transport, hjb;
 };
 
-ForwardPass recordForward(ad::Tape<double>& tape, const flows::FlowConfig& c, const Frame& frame,
-                          const flows::FlowParams<double>& params, flows::FlowParams<double>* grads,
-                          const Mat& Z) {
+// The drift sub-step of one layer on the tape: u + h ∇φ(u, t_k) with its log-det (subtracted from logRho
+// when given), and the transport and HJB terms at (u, t_k) added when given.
+Var driftStep(ad::Tape<double>& tape, const flows::FlowConfig& c, const flows::Bound<double>& p, Var U, int k,
+              Var* logRho, Var* transport, Var* hjb, double n) {
     const int d = c.d;
-    const double h = c.h(), n = double(Z.cols());
-    const flows::Bound<double> p = flows::bindFlow(tape, c, params, grads);
-    const Var lambdaH = ad::scale(p.lambda, h);
-    const Var invBeta = ad::div(tape.constant(Mat::Ones(1, 1)), p.beta);
-    Var U = tape.constant(Z);
-    Var logRho =
-        tape.constant(((-0.5 * Z.colwise().squaredNorm()).array() - 0.5 * d * kLog2Pi).matrix().eval());
-    Var transport = tape.constant(Mat::Zero(1, 1)), hjb = tape.constant(Mat::Zero(1, 1));
-    for (int k = 0; k < c.layers; ++k) {
-        const flows::PotentialOutputs<double> phi =
-            flows::recordPotential(tape, p.phi, flows::withTime(tape, U, k * h), c.exactDriftLogDet);
-        const Var grad = ad::rows(phi.grad, 0, d), dphidt = ad::rows(phi.grad, d, 1);
+    const double h = c.h();
+    const flows::PotentialOutputs<double> phi =
+        flows::recordPotential(tape, p.phi, flows::withTime(tape, U, k * h), c.exactDriftLogDet && logRho);
+    const Var grad = ad::rows(phi.grad, 0, d), dphidt = ad::rows(phi.grad, d, 1);
+    if (transport) {
         // ∇φ̃ = ∇φ − ∇ψ and the viscous HJB residual at (u^k, t_k), as the generative flow's loss (16).
+        const Var lambdaH = ad::scale(p.lambda, h);
         Var drift = grad, residual;
         if (c.rwpo) {
             drift = ad::sub(grad, ad::scale(ad::sub(U, ad::softThreshold(U, lambdaH)), 1.0 / h));
@@ -51,22 +46,43 @@ ForwardPass recordForward(ad::Tape<double>& tape, const flows::FlowConfig& c, co
             Mat lapPsi(1, U.cols());
             for (Eigen::Index j = 0; j < U.cols(); ++j)
                 lapPsi(0, j) = double((U.value().col(j).array().abs() <= thr).count()) / h;
+            const Var invBeta = ad::div(tape.constant(Mat::Ones(1, 1)), p.beta);
             const Var viscous = ad::scale(ad::sub(phi.lap, tape.constant(lapPsi)), invBeta);
             residual = ad::add(ad::add(dphidt, ad::scale(ad::colSumSquares(drift), 0.5)), viscous);
         } else {
             residual = ad::add(dphidt, ad::scale(ad::colSumSquares(drift), 0.5));
         }
-        transport = ad::add(transport, ad::scale(ad::sum(ad::colSumSquares(drift)), h / (2.0 * n)));
-        hjb = ad::add(hjb, ad::scale(ad::sum(ad::square(residual)), h / n));
+        *transport = ad::add(*transport, ad::scale(ad::sum(ad::colSumSquares(drift)), h / (2.0 * n)));
+        *hjb = ad::add(*hjb, ad::scale(ad::sum(ad::square(residual)), h / n));
+    }
+    if (logRho)
+        *logRho =
+            ad::sub(*logRho, c.exactDriftLogDet ? flows::driftLogDet(phi, d, -h) : ad::scale(phi.lap, h));
+    return ad::add(U, ad::scale(grad, h));
+}
 
-        U = ad::add(U, ad::scale(grad, h));
-        logRho = ad::sub(logRho, c.exactDriftLogDet ? flows::driftLogDet(phi, d, -h) : ad::scale(phi.lap, h));
-        if (c.rwpo) {
-            const flows::RwpoOutputs<double> r =
-                flows::recordRwpo(tape, U, p.lambda, p.beta, flows::layerOptions(c));
-            U = r.y;
-            logRho = ad::sub(logRho, r.logDetTerm);
-        }
+// The flow's forward pass from base draws Z (d x N), recorded on `tape`. With the RWPO layer the queries'
+// sub-steps attend to keys: the key draws K (d x N_k) pushed forward beside them, each key attending to the
+// keys (PosteriorFlow.h). Given the keys, every query's map is its own, so log ρ is its exact density.
+ForwardPass recordForward(ad::Tape<double>& tape, const flows::FlowConfig& c, const Frame& frame,
+                          const flows::FlowParams<double>& params, flows::FlowParams<double>* grads,
+                          const Mat& Z, const Mat& K) {
+    const int d = c.d;
+    const double n = double(Z.cols());
+    const flows::Bound<double> p = flows::bindFlow(tape, c, params, grads);
+    Var U = tape.constant(Z), keys = c.rwpo ? tape.constant(K) : Var{};
+    Var logRho =
+        tape.constant(((-0.5 * Z.colwise().squaredNorm()).array() - 0.5 * d * kLog2Pi).matrix().eval());
+    Var transport = tape.constant(Mat::Zero(1, 1)), hjb = tape.constant(Mat::Zero(1, 1));
+    for (int k = 0; k < c.layers; ++k) {
+        U = driftStep(tape, c, p, U, k, &logRho, grads ? &transport : nullptr, grads ? &hjb : nullptr, n);
+        if (!c.rwpo) continue;
+        keys = driftStep(tape, c, p, keys, k, nullptr, nullptr, nullptr, n);
+        const flows::RwpoOutputs<double> r =
+            flows::recordRwpo(tape, U, p.lambda, p.beta, flows::layerOptions(c, true), keys);
+        keys = flows::recordRwpo(tape, keys, p.lambda, p.beta, flows::layerOptions(c)).y;
+        U = r.y;
+        logRho = ad::sub(logRho, r.logDetTerm);
     }
     ForwardPass out;
     out.X = ad::addCol(ad::matmul(tape.constant(frame.L), U), tape.constant(frame.center));
@@ -133,13 +149,15 @@ PosteriorSummary summarize(const Posterior& post, const Matrix& samples) {
     return s;
 }
 
-PosteriorFlow::PosteriorFlow(std::shared_ptr<const Posterior> posterior, const PosteriorFlowConfig& config)
+PosteriorFlow::PosteriorFlow(std::shared_ptr<const Posterior> posterior, const PosteriorFlowConfig& config,
+                             const Frame* frame)
     : posterior_(std::move(posterior)), config_(config), adam_(config.adam), rng_(config.seed) {
     require(posterior_ != nullptr, "posterior", "is missing");
     posterior_->validate();
     flows::FlowConfig& f = config_.flow;
     f.d = posterior_->dim();
     require(config_.batch >= 2, "batch", "must be >= 2");
+    require(config_.keys == 0 || config_.keys >= 2, "keys", "must be >= 2 (or 0: the batch size)");
     require(config_.iterations >= 1, "iterations", "must be >= 1");
     require(f.layers >= 1 && f.width >= 1 && f.depth >= 2, "flow",
             "needs layers >= 1, width >= 1, depth >= 2");
@@ -147,7 +165,8 @@ PosteriorFlow::PosteriorFlow(std::shared_ptr<const Posterior> posterior, const P
     // The exact log-dets where they exist (PosteriorFlow.h).
     f.exactDriftLogDet = f.exactDriftLogDet && f.d <= 3;
     f.rwpoOptions.exactLogDet =
-        f.rwpoOptions.exactLogDet && (f.d == 2 || f.rwpoOptions.kernel == flows::RwpoKernel::Separable);
+        f.rwpoOptions.exactLogDet &&
+        (f.d == 2 || f.d == 3 || f.rwpoOptions.kernel == flows::RwpoKernel::Separable);
     f.hjbWeight = f.hjb();
     params_ = flows::FlowParams<double>::init(f);
     // Start near the identity map: the frame has already placed the base on the posterior's scale, which
@@ -158,7 +177,17 @@ PosteriorFlow::PosteriorFlow(std::shared_ptr<const Posterior> posterior, const P
     grads_ = params_.zerosLike();
     params_.forEach(grads_, f, [&](Mat& value, Mat& grad, const std::string&) { adam_.add(value, grad); });
     averaged_ = checkpoint_ = params_;
-    frame_ = makeFrame(*posterior_, config_.frame);
+    if (f.rwpo) { // the sampler's keys: fixed draws of the training's key count
+        flows::Rng keyRng(config_.seed ^ 0x6b657973ULL);
+        referenceKeys_ = baseDraws(keyRng, f.d, keyCount());
+    }
+    if (frame) {
+        require(frame->center.size() == f.d && frame->L.rows() == f.d && frame->L.cols() == f.d, "frame",
+                "must be of the problem's dimension");
+        frame_ = *frame;
+    } else {
+        frame_ = makeFrame(*posterior_, config_.frame);
+    }
 }
 
 void PosteriorFlow::setParams(const flows::FlowParams<double>& p) {
@@ -181,7 +210,8 @@ bool PosteriorFlow::step() {
     adam_.zeroGrad();
     tape_.clear();
     const Mat Z = baseDraws(rng_, config_.flow.d, config_.batch);
-    const ForwardPass fw = recordForward(tape_, config_.flow, frame_, params_, &grads_, Z);
+    const Mat K = config_.flow.rwpo ? baseDraws(rng_, config_.flow.d, keyCount()) : Mat();
+    const ForwardPass fw = recordForward(tape_, config_.flow, frame_, params_, &grads_, Z, K);
     Mat g;
     const Mat values = misfits(*posterior_, fw.X.value(), &g);
     const Var misfit = ad::columnFunction(fw.X, values, g);
@@ -223,18 +253,19 @@ bool PosteriorFlow::step() {
 Matrix PosteriorFlow::sample(int n, std::uint64_t seed, Eigen::RowVectorXd* logDensity) const {
     if (n < 0) throw std::invalid_argument("posterior flow: the sample count must be >= 0");
     flows::Rng rng(seed);
-    const int d = config_.flow.d, B = config_.batch;
+    const int d = config_.flow.d;
     Matrix X(d, n);
     if (logDensity) logDensity->resize(n);
     ad::Tape<double> tape;
-    for (int begin = 0; begin < n; begin += B) {
-        const int count = std::min(B, n - begin);
-        // A short last chunk is pushed as a full batch (the same key density as in training), and cut.
-        const Mat Z = baseDraws(rng, d, std::max(count, std::min(B, n)));
+    constexpr int kChunk = 1024; // queries per pass: each one's map depends on the keys only
+    for (int begin = 0; begin < n; begin += kChunk) {
+        const int count = std::min(kChunk, n - begin);
+        const Mat Z = baseDraws(rng, d, count);
         tape.clear();
-        const ForwardPass fw = recordForward(tape, config_.flow, frame_, averagedParams(), nullptr, Z);
-        X.middleCols(begin, count) = fw.X.value().leftCols(count);
-        if (logDensity) logDensity->segment(begin, count) = fw.logRho.value().leftCols(count).transpose();
+        const ForwardPass fw =
+            recordForward(tape, config_.flow, frame_, averagedParams(), nullptr, Z, referenceKeys_);
+        X.middleCols(begin, count) = fw.X.value();
+        if (logDensity) logDensity->segment(begin, count) = fw.logRho.value().transpose();
     }
     return X;
 }

@@ -5,7 +5,7 @@
 // Layer k = 0..M−1 (h = T/M, t_k = k h), in the frame's coordinates u (x = c + L u, Posterior.h):
 //     u^{k+1/2} = u^k + h ∇φ(u^k, t_k)                        log ρ −= log det(I + h ∇²φ)   (exact, d ≤ 3)
 //                                                                        or h Δφ           (first order)
-//     u^{k+1}   = u^{k+1/2} + ½ (S_{λh}(u^{k+1/2}) − m(u^{k+1/2}))   (RWPO, the batch its own keys)
+//     u^{k+1}   = u^{k+1/2} + ½ (S_{λh}(u^{k+1/2}) − m(u^{k+1/2}))   (RWPO, keys: see below)
 //                                                             log ρ −= log det J_F          (exact, d = 2)
 //                                                                        or ½ ∇·G          (first order)
 // from u^0 = z ~ N(0, I), log ρ_0 = log N(z; 0, I). The loss on a batch of N base draws is
@@ -15,9 +15,19 @@
 // misfit is a tape node whose gradient comes from the forward model's pullback (ad::columnFunction): one
 // forward run and one reverse sweep or adjoint solve per sample, on the thread pool.
 //
-// Which log-dets: the drift's exact one up to d = 3 (Flow.h driftLogDet), the RWPO sub-step's exact one at
-// d = 2 only; beyond, the first-order traces the paper prints (eq. (24)), whose error per layer is O(h²)
-// for the drift but O(1) for the RWPO sub-step (docs/math/inverse.md#log-det measures both at d = 2).
+// The RWPO sub-step's keys. If the samples were one another's keys, each sample's map would depend on all the
+// others, and log ρ of the frozen-key formula would not be any sample's density: on Lorenz-63 such a flow
+// came out 15–27 % narrow with first-order log-dets, and 4.8 nats worse in the loss than the plain flow with
+// exact ones. So a second set of base draws, the keys (d x keys), is pushed forward beside the samples, each
+// key attending to the keys; a sample attends to the keys of its layer and never to other samples. Given the
+// keys, every sample's map is its own and log ρ its exact density (with the exact log-dets). Training draws
+// fresh keys each step, so it minimizes the mean over key draws of KL(ρ_keys ‖ p(·|y)), an upper bound of
+// the KL of the mixture over keys (convexity); the sampler uses one fixed draw of keys (the model's
+// reference keys, from `seed`), so its samples follow exactly the density it reports.
+//
+// Which log-dets: the drift's and the RWPO sub-step's exact ones up to d = 3 (Flow.h driftLogDet,
+// RwpoOptions::exactLogDet); beyond, the first-order traces the paper prints (eq. (24)), whose error per
+// layer is O(h²) for the drift but O(1) for the RWPO sub-step (docs/math/inverse.md#log-det).
 //
 // The paper's flow is conditional (φ_y, amortised over y, with a supervised term on training pairs); this
 // one is trained for the one y of a problem, where there are no training pairs, so it has no supervised term.
@@ -41,6 +51,7 @@ struct PosteriorFlowConfig {
     flows::FlowConfig flow;
     FrameKind frame = FrameKind::Laplace;
     int batch = 256;
+    int keys = 0; // the RWPO sub-step's key draws per step; 0: the batch size
     long iterations = 1500;
     flows::AdamOptions adam = {.lr = 0.02,
                                .clipNorm = 0.0,
@@ -79,8 +90,10 @@ PosteriorSummary summarize(const Posterior& posterior, const Matrix& samples); /
 
 class PosteriorFlow {
   public:
-    // Validates the posterior and the config (std::invalid_argument naming the field) and builds the frame.
-    PosteriorFlow(std::shared_ptr<const Posterior> posterior, const PosteriorFlowConfig& config);
+    // Validates the posterior and the config (std::invalid_argument naming the field) and builds the frame,
+    // or takes `frame` (a saved model's) when given.
+    PosteriorFlow(std::shared_ptr<const Posterior> posterior, const PosteriorFlowConfig& config,
+                  const Frame* frame = nullptr);
     PosteriorFlow(const PosteriorFlow&) = delete;
     PosteriorFlow& operator=(const PosteriorFlow&) = delete;
 
@@ -89,9 +102,8 @@ class PosteriorFlow {
     bool stopped() const { return stopped_; }
     long iteration() const { return iteration_; }
 
-    // n samples of the trained posterior (d x n, in x), pushed forward in batches of the training batch's
-    // size (the RWPO sub-step attends within a batch, as in training), from the averaged parameters; the base
-    // draws come from `seed`. logDensity, when given, gets log ρ_T at each sample.
+    // n samples of the trained posterior (d x n, in x) from the averaged parameters, beside the reference
+    // keys; the base draws come from `seed`. logDensity, when given, gets log ρ_T at each sample.
     Matrix sample(int n, std::uint64_t seed, Eigen::RowVectorXd* logDensity = nullptr) const;
     // The loss terms of the averaged parameters on n base draws from `seed` (no gradient).
     PosteriorTerms evaluate(int n, std::uint64_t seed) const;
@@ -104,6 +116,7 @@ class PosteriorFlow {
         return averagedSteps_ > 0 ? averaged_ : params_;
     }
     void setParams(const flows::FlowParams<double>& p); // a loaded model; also the averaged ones
+    int keyCount() const { return config_.keys > 0 ? config_.keys : config_.batch; }
     const std::vector<PosteriorRecord>& history() const { return history_; }
     const std::vector<flows::TrainEvent>& events() const { return events_; }
 
@@ -111,6 +124,7 @@ class PosteriorFlow {
     std::shared_ptr<const Posterior> posterior_;
     PosteriorFlowConfig config_;
     Frame frame_;
+    ad::Matrix<double> referenceKeys_; // the sampler's key draws (d x keyCount(); RWPO only)
     flows::FlowParams<double> params_, grads_, averaged_, checkpoint_;
     long averagedSteps_ = 0;
     flows::Adam<double> adam_;

@@ -1,6 +1,9 @@
 #include "engine/inverse/Problem.h"
 
 #include "engine/flows/Datasets.h"
+#include "engine/inverse/Eit.h"
+#include "engine/inverse/Elliptic.h"
+#include "engine/inverse/Lorenz63.h"
 
 #include <algorithm>
 #include <array>
@@ -12,7 +15,7 @@ namespace flowscope::inverse {
 
 namespace {
 
-constexpr std::array<std::string_view, 1> kModelTypes{"linear"};
+constexpr std::array<std::string_view, 4> kModelTypes{"linear", "lorenz63", "elliptic", "eit"};
 
 std::shared_ptr<ForwardModel> readModel(const JsonReader& j, std::string& type) {
     j.expectObject();
@@ -23,7 +26,39 @@ std::shared_ptr<ForwardModel> readModel(const JsonReader& j, std::string& type) 
         const Vec b = j.has("b") ? j.require("b").vector(int(G.rows())) : Vec::Zero(G.rows());
         return std::make_shared<LinearModel>(G, b);
     }
-    j.fail("unreachable");
+    if (type == "lorenz63") { // defaults: Lorenz63Setup::shortHorizon()
+        j.expectObject({"type", "x0", "dt", "spin_up", "window", "windows"});
+        Lorenz63Setup s = Lorenz63Setup::shortHorizon();
+        if (auto v = j.find("x0")) s.x0 = v->vector(3);
+        if (auto v = j.find("dt")) s.dt = v->numberIn(1e-6, 1);
+        if (auto v = j.find("spin_up")) s.spinUp = v->numberIn(0, 1e4);
+        if (auto v = j.find("window")) s.window = v->numberIn(1e-6, 1e4);
+        if (auto v = j.find("windows")) s.windows = int(v->integer(1, 1000));
+        if (s.window < s.dt) j.failAt("window", "is shorter than one step dt = " + numberText(s.dt));
+        if ((s.spinUp + s.window * s.windows) / s.dt > 1e7)
+            j.fail("the run would take more than 10^7 Euler steps per evaluation");
+        return std::make_shared<Lorenz63>(s);
+    }
+    if (type == "elliptic") {
+        j.expectObject({"type", "alpha", "centres", "bump_width", "observed", "nodes"});
+        EllipticSetup s;
+        if (auto v = j.find("alpha")) s.alpha = v->numberIn(1e-9, 1e6);
+        if (auto v = j.find("centres")) s.centres = int(v->integer(1, 1024));
+        if (auto v = j.find("bump_width")) s.bumpWidth = v->numberIn(1e-6, 1e3);
+        if (auto v = j.find("observed")) s.observed = int(v->integer(1, 4096));
+        if (auto v = j.find("nodes")) s.nodes = int(v->integer(3, 1 << 16));
+        return std::make_shared<Elliptic>(s);
+    }
+    j.expectObject({"type", "cells", "kappa0", "bump_width", "centres_x", "centres_y", "frequencies"});
+    EitSetup s;
+    if (auto v = j.find("cells")) s.cells = int(v->integer(2, 256));
+    if (auto v = j.find("kappa0")) s.kappa0 = v->numberIn(1e-9, 1e9);
+    if (auto v = j.find("bump_width")) s.bumpWidth = v->numberIn(1e-6, 1e3);
+    if (auto v = j.find("centres_x")) s.centresX = int(v->integer(1, 64));
+    if (auto v = j.find("centres_y")) s.centresY = int(v->integer(1, 64));
+    s.patterns = EitSetup::trigonometricPatterns(
+        j.has("frequencies") ? int(j.require("frequencies").integer(1, 32)) : 3);
+    return std::make_shared<Eit>(s);
 }
 
 Prior readPrior(const JsonReader& j, int d) {
@@ -46,8 +81,9 @@ Prior readPrior(const JsonReader& j, int d) {
 }
 
 void readFlow(const JsonReader& j, PosteriorFlowConfig& c) {
-    j.expectObject({"rwpo", "width", "depth", "layers", "T", "frame", "batch", "iterations", "lr", "lr_final",
-                    "transport_weight", "hjb_weight", "lambda0", "beta0", "train_beta", "seed", "base_seed"});
+    j.expectObject({"rwpo", "width", "depth", "layers", "T", "frame", "batch", "keys", "iterations", "lr",
+                    "lr_final", "transport_weight", "hjb_weight", "lambda0", "beta0", "train_beta", "seed",
+                    "base_seed"});
     flows::FlowConfig& f = c.flow;
     if (auto v = j.find("rwpo")) f.rwpo = v->boolean();
     if (auto v = j.find("width")) f.width = int(v->integer(1, 1024));
@@ -59,6 +95,7 @@ void readFlow(const JsonReader& j, PosteriorFlowConfig& c) {
         c.frame = v->choice("frame", frames) == 0 ? FrameKind::Prior : FrameKind::Laplace;
     }
     if (auto v = j.find("batch")) c.batch = int(v->integer(2, 65536));
+    if (auto v = j.find("keys")) c.keys = int(v->integer(2, 65536));
     if (auto v = j.find("iterations")) c.iterations = long(v->integer(1, 100000000));
     c.adam.decaySteps = c.iterations;
     if (auto v = j.find("lr")) c.adam.lr = v->numberIn(1e-12, 10);
@@ -79,7 +116,8 @@ std::vector<std::string_view> modelTypes() {
 }
 
 Problem readProblem(const JsonReader& j) {
-    j.expectObject({"name", "description", "model", "noise", "prior", "truth", "data", "data_seed", "flow"});
+    j.expectObject({"name", "description", "model", "noise", "prior", "truth", "data", "data_seed",
+                    "map_search", "flow"});
     Problem pr;
     pr.name = j.has("name") ? j.require("name").string() : "inverse problem";
     if (auto v = j.find("description")) pr.description = v->string();
@@ -102,10 +140,21 @@ Problem readProblem(const JsonReader& j) {
         post->y = clean;
         for (int i = 0; i < m; ++i) post->y(i) += post->noise * rng.normal();
     }
+    if (auto v = j.find("map_search")) {
+        v->expectObject({"low", "high", "starts", "seed"});
+        MapSearch& m = post->mapSearch;
+        m.low = v->require("low").vector(d);
+        m.high = v->require("high").vector(d);
+        for (int i = 0; i < d; ++i)
+            if (m.low(i) > m.high(i)) v->failAt("high", "each entry must be >= low's");
+        m.starts = int(v->has("starts") ? v->require("starts").integer(1, 100000) : 32);
+        if (auto s = v->find("seed")) m.seed = s->unsignedInteger();
+    }
     if (auto v = j.find("flow")) readFlow(*v, pr.flow);
     pr.flow.flow.d = d;
     post->validate();
     pr.posterior = std::move(post);
+    pr.source = j.json().dump();
     return pr;
 }
 

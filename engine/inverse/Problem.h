@@ -26,6 +26,7 @@ struct Problem {
     std::shared_ptr<Posterior> posterior;
     PosteriorFlowConfig flow;
     std::string modelType; // the "type" of /model
+    std::string source;    // the problem's JSON (compact): a saved posterior carries it
 };
 
 Problem readProblem(const JsonReader& j);

@@ -256,7 +256,7 @@ TEST(FlowRwpo, DivergenceIsTheTraceOfTheFrozenKeyJacobian) {
                     int(d), kernelName(kernel), loo ? "leave-one-out" : "", errTrace, errDiag);
                 EXPECT_LT(errTrace, 1e-6) << kernelName(kernel) << " d = " << d << " loo = " << loo;
                 EXPECT_LT(errDiag, 1e-6) << kernelName(kernel) << " d = " << d << " loo = " << loo;
-                if (d == 2 || kernel == RwpoKernel::Separable) {
+                { // exact for every kernel at d = 2 and 3
                     o.exactLogDet = true;
                     const double errExact = maxRelative(record(X, lambda, beta, o).logDet, logDet);
                     std::printf("; guarded log det J_F vs FD: %.1e", errExact);
@@ -270,28 +270,32 @@ TEST(FlowRwpo, DivergenceIsTheTraceOfTheFrozenKeyJacobian) {
 
 TEST(FlowRwpo, GradientsInTokensLambdaAndBeta) {
     const double lambda = 5, beta = 1.3, t = lambda * kH;
-    const Md X = tokens(2, 16, 31, 0.3, t, 1e-2);
-    const Md Wy = tokens(2, 16, 32, 1.0), Wl = tokens(1, 16, 33, 1.0);
-    for (RwpoKernel kernel : kKernels) {
-        for (int variant = 0; variant < 4; ++variant) { // {first order, exact log-det} x {all keys, LOO}
-            const RwpoOptions o{
-                .kernel = kernel, .leaveOneOut = variant >= 2, .exactLogDet = variant % 2 == 1, .h = kH};
-            const auto loss = [&](ad::Tape<double>& tape, const std::vector<Vd>& in) {
-                const auto out = recordRwpo(tape, in[0], in[1], in[2], o);
-                return ad::add(ad::sum(ad::mul(out.y, tape.constant(Wy))),
-                               ad::sum(ad::mul(out.logDetTerm, tape.constant(Wl))));
-            };
-            // A smaller step than the default 1e-3: some as-printed tokens sit near a fold (det J_F ≈ -0.1),
-            // where log|det| has large higher derivatives and the O(step⁴) truncation reaches 1e-5.
-            ad::GradCheckOptions step;
-            step.step = 1e-4;
-            const ad::GradCheckResult r = ad::gradCheck(loss, {X, scalar(lambda), scalar(beta)}, step);
-            std::printf("[ rwpo ] gradcheck %-10s %-13s %-13s max rel error %.1e (%.1e raw), %d entries\n",
-                        kernelName(kernel), variant % 2 ? "exact log-det" : "first order",
-                        variant >= 2 ? "leave-one-out" : "", r.maxRelError, r.maxRawRelError, r.checked);
-            EXPECT_LT(r.maxRelError, 1e-6)
-                << kernelName(kernel) << " variant " << variant << ": input " << r.input << " (" << r.row
-                << ", " << r.col << ") analytic " << r.analytic << " numeric " << r.numeric;
+    for (Index d : {2, 3}) {
+        const Md X = tokens(d, 16, 31, 0.3, t, 1e-2);
+        const Md Wy = tokens(d, 16, 32, 1.0), Wl = tokens(1, 16, 33, 1.0);
+        for (RwpoKernel kernel : kKernels) {
+            for (int variant = 0; variant < 4; ++variant) { // {first order, exact log-det} x {all keys, LOO}
+                const RwpoOptions o{
+                    .kernel = kernel, .leaveOneOut = variant >= 2, .exactLogDet = variant % 2 == 1, .h = kH};
+                const auto loss = [&](ad::Tape<double>& tape, const std::vector<Vd>& in) {
+                    const auto out = recordRwpo(tape, in[0], in[1], in[2], o);
+                    return ad::add(ad::sum(ad::mul(out.y, tape.constant(Wy))),
+                                   ad::sum(ad::mul(out.logDetTerm, tape.constant(Wl))));
+                };
+                // A smaller step than the default 1e-3: some as-printed tokens sit near a fold (det J_F ≈
+                // -0.1), where log|det| has large higher derivatives and the O(step⁴) truncation reaches
+                // 1e-5.
+                ad::GradCheckOptions step;
+                step.step = 1e-4;
+                const ad::GradCheckResult r = ad::gradCheck(loss, {X, scalar(lambda), scalar(beta)}, step);
+                std::printf(
+                    "[ rwpo ] gradcheck d = %d %-10s %-13s %-13s max rel error %.1e (%.1e raw), %d entries\n",
+                    int(d), kernelName(kernel), variant % 2 ? "exact log-det" : "first order",
+                    variant >= 2 ? "leave-one-out" : "", r.maxRelError, r.maxRawRelError, r.checked);
+                EXPECT_LT(r.maxRelError, 1e-6)
+                    << kernelName(kernel) << " variant " << variant << ": input " << r.input << " (" << r.row
+                    << ", " << r.col << ") analytic " << r.analytic << " numeric " << r.numeric;
+            }
         }
     }
 }

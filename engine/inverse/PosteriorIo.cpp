@@ -1,0 +1,96 @@
+#include "engine/inverse/PosteriorIo.h"
+
+#include "engine/flows/FlowIo.h"
+#include "engine/io/Safetensors.h"
+
+#include <stdexcept>
+
+namespace flowscope::inverse {
+
+namespace {
+
+constexpr const char* kFormat = "flowscope-posterior";
+constexpr const char* kMetadataKey = "flowscope_posterior";
+
+template <class F> void forEachTensor(flows::FlowParams<double>& p, F&& f) {
+    p.phi.forEach([&](ad::Matrix<double>& m, const std::string& name) { f(m, "phi." + name); });
+    f(p.lambdaRaw, std::string("lambda_raw"));
+    f(p.betaRaw, std::string("beta_raw"));
+}
+
+nlohmann::json header(const PosteriorFlow& flow, const Problem& problem) {
+    return {{"architecture", flows::toJson(flow.config().flow)},
+            {"batch", flow.config().batch},
+            {"keys", flow.keyCount()},
+            {"base_seed", std::to_string(flow.config().seed)},
+            {"problem", nlohmann::json::parse(problem.source)}};
+}
+
+} // namespace
+
+void savePosterior(const std::string& path, const PosteriorFlow& flow, const Problem& problem,
+                   nlohmann::json record) {
+    SafeTensors file;
+    const nlohmann::json h = header(flow, problem);
+    file.metadata[kMetadataKey] = h.dump();
+    file.metadata["format"] = "pt";
+    flows::FlowParams<double> p = flow.averagedParams();
+    forEachTensor(p, [&](const ad::Matrix<double>& m, const std::string& name) {
+        file.tensors.push_back(matrixTensor(name, m, false));
+    });
+    file.tensors.push_back(matrixTensor("frame.center", flow.frame().center, false));
+    file.tensors.push_back(matrixTensor("frame.L", flow.frame().L, false));
+    record["format"] = kFormat;
+    record["architecture"] = h["architecture"];
+    record["batch"] = h["batch"];
+    record["keys"] = h["keys"];
+    record["problem"] = h["problem"];
+    record["lambda"] = p.lambda();
+    record["beta"] = p.beta();
+    flows::writeModelFiles(path, file, record);
+}
+
+bool isPosteriorFile(const std::string& path) {
+    try {
+        return readSafetensors(path).metadata.count(kMetadataKey) > 0;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+LoadedPosterior loadPosterior(const std::string& path) {
+    const SafeTensors file = readSafetensors(path);
+    const auto it = file.metadata.find(kMetadataKey);
+    if (it == file.metadata.end())
+        throw std::runtime_error(path + ": not a posterior flow (no \"" + kMetadataKey + "\" metadata)");
+    LoadedPosterior out;
+    try {
+        const nlohmann::json h = nlohmann::json::parse(it->second);
+        out.problem = problemFromJson(h.at("problem").dump());
+        PosteriorFlowConfig c = out.problem.flow;
+        c.flow = flows::flowConfigFromJson(h.at("architecture"));
+        c.batch = h.at("batch").get<int>();
+        c.keys = h.at("keys").get<int>();
+        c.seed = std::stoull(h.at("base_seed").get<std::string>());
+        const int d = out.problem.posterior->dim();
+        if (c.flow.d != d)
+            throw std::runtime_error("architecture/d: " + std::to_string(c.flow.d) +
+                                     " is not the problem's dimension " + std::to_string(d));
+        Frame frame;
+        frame.center.resize(d);
+        frame.L.resize(d, d);
+        readMatrix(file, "frame.center", frame.center, false);
+        readMatrix(file, "frame.L", frame.L, false);
+        frame.logDetL = frame.L.diagonal().cwiseAbs().array().log().sum(); // L is triangular
+        flows::FlowParams<double> p = flows::FlowParams<double>::init(c.flow);
+        forEachTensor(
+            p, [&](ad::Matrix<double>& m, const std::string& name) { readMatrix(file, name, m, false); });
+        out.flow = std::make_unique<PosteriorFlow>(out.problem.posterior, c, &frame);
+        out.flow->setParams(p);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(path + ": " + e.what());
+    }
+    return out;
+}
+
+} // namespace flowscope::inverse
