@@ -228,5 +228,39 @@ TEST(FlowsPicture, PaintsThePlaceholderWithoutARunAndTheLayoutWithOne) {
     EXPECT_TRUE(QRectF(0, 0, 640, 400).contains(square.united(loss)));
 }
 
+// A frozen λ (the default) gets no plot of its own, only a line above the plots; a trained λ gets its plot.
+TEST(FlowsPicture, LeavesOutTheLambdaPlotWhenLambdaIsNotTrained) {
+    application();
+    FlowsPicture picture;
+    picture.setFont(QGuiApplication::font());
+    picture.setSize(QSizeF(1000, 600));
+    const auto snapshot = [](bool trainLambda) {
+        auto s = std::make_shared<TrainingSnapshot>();
+        s->trainers.resize(1);
+        s->trainers[0].rwpo = true;
+        auto config = std::make_shared<flows::TrainerConfig>();
+        config->flow.rwpo = true;
+        config->flow.trainLambda = trainLambda;
+        config->flow.lambda0 = 0.05;
+        s->trainers[0].config = config;
+        return s;
+    };
+    using Plot = FlowsPicture::Plot;
+    picture.show(snapshot(false));
+    EXPECT_TRUE(picture.plotRect(Plot::Lambda).isEmpty());
+    for (Plot plot : {Plot::Loss, Plot::Nll, Plot::Beta, Plot::Mmd2})
+        EXPECT_FALSE(picture.plotRect(plot).isEmpty()) << int(plot);
+    EXPECT_EQ(picture.shownPlots().size(), 4u);
+    EXPECT_TRUE(picture.plotNote().contains(QStringLiteral("0.05"))) << picture.plotNote().toStdString();
+    // The note's line is above the first plot, inside the picture.
+    EXPECT_GT(picture.plotRect(Plot::Loss).top(),
+              FlowsPicture::kMargin + QFontMetricsF(QGuiApplication::font()).height());
+
+    picture.show(snapshot(true));
+    EXPECT_FALSE(picture.plotRect(Plot::Lambda).isEmpty());
+    EXPECT_EQ(picture.shownPlots().size(), 5u);
+    EXPECT_TRUE(picture.plotNote().isEmpty());
+}
+
 } // namespace
 } // namespace flowscope
