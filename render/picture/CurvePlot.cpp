@@ -173,7 +173,8 @@ PicturePlotLayout picturePlotLayout(const QRectF& all, int pictures, int plots, 
         pictureArea = QRectF(all.left(), all.top(), all.width(), gridSide + bands);
         plotArea = QRectF(all.left(), pictureArea.bottom() + kGap, all.width(),
                           all.bottom() - pictureArea.bottom() - kGap);
-        columns = all.width() >= plots * 200.0 ? plots : std::min(plots, 3);
+        // One row when wide enough, else rows of at most 3 (2 + 2 rather than 3 + 1).
+        columns = all.width() >= plots * 200.0 ? plots : std::min((plots + 1) / 2, 3);
     } else {
         plotArea = QRectF(all.right() - columnWidth, all.top(), columnWidth, all.height());
         pictureArea = QRectF(all.left(), all.top(), plotArea.left() - kGap - all.left(), all.height());

@@ -106,9 +106,12 @@ template <class SnapshotT> class TrainingRunPicture {
             paintCurveLegend(p, QPointF(first.left(), baseline), entries, palette_, font_);
             baseline -= fm.height() + 4.0;
         }
-        if (const QString note = plotNote(); !note.isEmpty()) {
-            p.setPen(palette_.color(QPalette::WindowText));
-            p.drawText(QPointF(first.left(), baseline), fm.elidedText(note, Qt::ElideRight, first.width()));
+        if (const QString note = plotNote(); !note.isEmpty()) { // dimmer than the plots' titles
+            double right = first.right();
+            for (const QRectF& r : l.plots) right = std::max(right, r.right());
+            p.setPen(palette_.color(QPalette::PlaceholderText));
+            p.drawText(QPointF(first.left(), baseline),
+                       fm.elidedText(note, Qt::ElideRight, right - first.left()));
         }
         for (std::size_t k = 0; k < plots.size(); ++k) paintPlotAt(p, l.plots[k], plots[k]);
     }
