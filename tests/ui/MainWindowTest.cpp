@@ -116,6 +116,34 @@ TEST_F(MainWindowTest, PlayPauseAndResetDriveTheRunner) {
                                 [](const Snapshot& s) { return s.step == 0 && !s.playing; }));
 }
 
+// The Run tool bar's Play/Pause and the particle view's HUD ("running"/"paused") show one state, at once:
+// the HUD does not wait for the worker's next snapshot (the screenshot mode pauses and draws right away).
+TEST_F(MainWindowTest, PlayButtonAndHudShowTheSameRunState) {
+    const auto* run = window->findChild<QToolBar*>(QStringLiteral("runToolBar"));
+    ASSERT_NE(run, nullptr);
+    QAction* play = nullptr;
+    for (QAction* a : run->actions())
+        if (a->shortcut() == QKeySequence(Qt::Key_Space)) play = a;
+    ASSERT_NE(play, nullptr);
+    ParticleView* view = window->particles().particleView();
+    const auto check = [&](bool playing) {
+        EXPECT_EQ(play->text(), playing ? QStringLiteral("Pause") : QStringLiteral("Play"));
+        EXPECT_EQ(view->hudStats().playing, playing);
+    };
+    window->particles().play();
+    check(true);
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step >= 2; }));
+    view->refresh();
+    check(true);
+    window->particles().pause();
+    view->refresh();
+    check(false);
+    window->particles().togglePlay();
+    check(true);
+    window->particles().togglePlay();
+    check(false);
+}
+
 // File ▸ Export ▸ Trajectory: every recorded frame, read back; the last one is the run's current state.
 TEST_F(MainWindowTest, ExportsTheTrajectoryAndItsTimes) {
     EXPECT_FALSE(window->particles().exportTrajectory(dir.filePath(QStringLiteral("missing/dir/run.npy"))));

@@ -213,7 +213,15 @@ void ParticleView::paintGL() {
 }
 
 HudStats ParticleView::hudStats() const {
-    return picture_.hudStats(frameMs_);
+    HudStats stats = picture_.hudStats(frameMs_);
+    if (runState_) stats.playing = *runState_;
+    return stats;
+}
+
+void ParticleView::setRunState(std::optional<bool> playing) {
+    if (playing == runState_) return;
+    runState_ = playing;
+    update();
 }
 
 void ParticleView::drawHud() {

@@ -57,6 +57,8 @@ void ParticlesWorkspace::updateControls() {
     const bool have = scene_.has_value();
     if (controlsState_ == std::pair(playing, have)) return;
     controlsState_ = std::pair(playing, have);
+    // One state for both: the Play/Pause action and the particle view's HUD ("running"/"paused").
+    view_->setRunState(playing);
     playAction_->setText(playing ? tr("Pause") : tr("Play"));
     playAction_->setIcon(
         makeIcon(playing ? IconKind::Pause : IconKind::Play, host()->palette().color(QPalette::ButtonText)));

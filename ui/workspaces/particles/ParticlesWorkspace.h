@@ -88,6 +88,7 @@ class ParticlesWorkspace : public Workspace {
     // Run controls.
     void togglePlay();
     void play();
+    void pause();
     void stepOnce();
     void reset();
     void frameAll();
