@@ -695,12 +695,16 @@ void ConePicture::drawColorBar(QPainter& p) const {
     const QFontMetricsF fm(p.font());
     const QString title =
         hints_.colorBy == ConeColorBy::FinalTrace ? tr("colour: final tr \u03a3") : tr("colour: initial 2c");
-    const double barW = 150.0, barH = 10.0, pad = 8.0;
-    QRectF box(size_.width() - 10.0 - barW - 2 * pad,
-               size_.height() - 10.0 - 2 * pad - 2 * fm.height() - barH - 4, barW + 2 * pad,
-               2 * fm.height() + barH + 4 + 2 * pad);
-    // Bottom right, unless the legend reaches there: then above the legend.
-    if (box.intersects(legendRect_)) box.moveBottom(legendRect_.top() - 6.0);
+    const double barH = 10.0, pad = 8.0;
+    // Bottom right, 150 px wide, narrower where the legend leaves less room beside it (down to its title's
+    // width); with less room than that, above the legend.
+    const double boxH = 2 * fm.height() + barH + 4 + 2 * pad, right = size_.width() - 10.0;
+    const double beside = right - (legendRect_.right() + 6.0) - 2 * pad;
+    const double least = std::max(90.0, fm.horizontalAdvance(title));
+    const bool stacked = beside < least;
+    const double barW = stacked ? 150.0 : std::min(150.0, beside);
+    QRectF box(right - barW - 2 * pad, size_.height() - 10.0 - boxH, barW + 2 * pad, boxH);
+    if (stacked && box.intersects(legendRect_)) box.moveBottom(legendRect_.top() - 6.0);
     colorBarRect_ = box;
     p.setPen(Qt::NoPen);
     p.setBrush(QColor(style_.background.red(), style_.background.green(), style_.background.blue(), 200));
