@@ -299,6 +299,10 @@ QMatrix4x4 ParticlePicture::viewProjection() const {
     return m;
 }
 
+QSizeF ParticlePicture::tickLabelBands(const QFont& font) const {
+    return is3D() ? QSizeF(0, 0) : gridLabelBands(view_, QFontMetricsF(font));
+}
+
 QRectF ParticlePicture::paintUnder(QPainter& painter, bool hud) const {
     const QRectF area(QPointF(0, 0), size_);
     const QRectF statusBox = shown_ && !hud ? statusRect(painter, area, *shown_) : QRectF();

@@ -111,6 +111,9 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     double pointSize() const;
     // What the heads-up display shows for the shown snapshot, with the caller's frame time.
     HudStats hudStats(double frameMs) const;
+    // How far the grid's tick labels reach in from the left and up from the bottom edge with `font` (the
+    // plane only; 0 in 3-D): an overlay kept out of these bands covers no label.
+    QSizeF tickLabelBands(const QFont& font) const;
 
     // ---- drawing, after initialize() (GlPicture.h: the point and line programs), with its OpenGL context
     // current for all but paintUnder and paintOver

@@ -4,7 +4,12 @@
 #include "render/picture/ViewTransform.h"
 
 #include <QColor>
+#include <QFontMetricsF>
+#include <QRectF>
+#include <QSizeF>
 #include <QString>
+
+#include <vector>
 
 class QPainter;
 
@@ -22,6 +27,18 @@ struct PlotStyle {
 // inside `keepClear` (an overlay drawn later) are left out rather than shown half-covered.
 void drawGrid(QPainter& painter, const ViewTransform& view, const PlotStyle& style,
               const QRectF& keepClear = {});
+
+// The tick labels drawGrid draws with font metrics `fm` (logical pixels): each one's text and box.
+struct TickLabel {
+    QString text;
+    QRectF box;
+    bool yAxis = false; // on the left edge (else on the bottom edge)
+};
+std::vector<TickLabel> gridTickLabels(const ViewTransform& view, const QFontMetricsF& fm,
+                                      const QRectF& keepClear = {});
+// How far the tick labels reach in from the left edge and up from the bottom edge (0 without labels): an
+// overlay placed inside that corner covers none of them.
+QSizeF gridLabelBands(const ViewTransform& view, const QFontMetricsF& fm);
 
 // A tick value as text: as many decimals as the spacing needs, no "-0", scientific when very large/small.
 QString formatTick(double value, double step);

@@ -234,7 +234,10 @@ void ParticleView::drawHud() {
         q.vScale = float(quickVScale_);
         q.stepsPerSecond = float(quickRate_);
         q.maxSpeed = quickMaxSpeed_;
-        if (drawQuickSliders(q, &quickLayout_)) {
+        // Inside the tick labels' bands, so that it covers none of them.
+        const QSizeF bands = picture_.tickLabelBands(font());
+        if (drawQuickSliders(q, &quickLayout_,
+                             HudRect{float(bands.width()), 0.0f, 0.0f, float(bands.height())})) {
             if (double(q.beta) != quickBeta_) {
                 quickBeta_ = q.beta;
                 emit quickBetaChanged(quickBeta_);
