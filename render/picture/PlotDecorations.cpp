@@ -29,7 +29,11 @@ QString formatTick(double value, double step) {
 }
 
 std::vector<TickLabel> gridTickLabels(const ViewTransform& view, const QFontMetricsF& fm,
-                                      const QRectF& keepClear) {
+                                      const std::vector<QRectF>& keepClear) {
+    const auto clear = [&keepClear](const QRectF& box) {
+        return std::none_of(keepClear.begin(), keepClear.end(),
+                            [&box](const QRectF& r) { return r.intersects(box); });
+    };
     std::vector<TickLabel> labels;
     const QRectF world = view.visibleWorld();
     const QSizeF size = view.viewportSize();
@@ -48,16 +52,26 @@ std::vector<TickLabel> gridTickLabels(const ViewTransform& view, const QFontMetr
         const double baseline = size.height() - kLabelPad - fm.descent();
         if (x + w > size.width() - kLabelPad) continue;
         const QRectF box(x, baseline - fm.ascent(), w, textH);
-        if (!keepClear.intersects(box)) labels.push_back({text, box, false});
+        if (clear(box)) labels.push_back({text, box, false});
     }
     for (long k = y0; k <= y1; ++k) {
         const double y = view.worldToPixel({0.0, double(k) * step}).y() - kLabelPad;
         if (y > size.height() - textH - 2.0 * kLabelPad || y - textH < 0.0) continue;
         const QString text = formatTick(double(k) * step, step);
         const QRectF box(kLabelPad, y - textH, fm.horizontalAdvance(text), textH);
-        if (!keepClear.intersects(box)) labels.push_back({text, box, true});
+        if (clear(box)) labels.push_back({text, box, true});
     }
     return labels;
+}
+
+QRectF xAxisNameBox(const ViewTransform& view, const QFontMetricsF& fm, const QString& name) {
+    const QSizeF size = view.viewportSize();
+    const double w = fm.horizontalAdvance(name), baseline = size.height() - kLabelPad - fm.descent();
+    return QRectF(size.width() - kLabelPad - w, baseline - fm.ascent(), w, fm.height());
+}
+
+QRectF yAxisNameBox(const QFontMetricsF& fm, const QString& name, double top) {
+    return QRectF(kLabelPad, top + kLabelPad, fm.horizontalAdvance(name), fm.height());
 }
 
 QSizeF gridLabelBands(const ViewTransform& view, const QFontMetricsF& fm) {
@@ -72,7 +86,8 @@ QSizeF gridLabelBands(const ViewTransform& view, const QFontMetricsF& fm) {
     return {left, bottom};
 }
 
-void drawGrid(QPainter& p, const ViewTransform& view, const PlotStyle& style, const QRectF& keepClear) {
+void drawGrid(QPainter& p, const ViewTransform& view, const PlotStyle& style,
+              const std::vector<QRectF>& keepClear) {
     const QRectF world = view.visibleWorld();
     const QSizeF size = view.viewportSize();
     const double step = niceGridStep(view.pixelsPerUnit(), kMinLineSpacing);
