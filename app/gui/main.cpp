@@ -291,7 +291,7 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
         timer->stop();
         if (tick) tick->stop();
         delete clock;
-        w.particles().runner().pause();
+        w.particles().pause(); // the Play action and the HUD both say so in the picture
         w.flows().runner().pause();
         w.transformers().runner().pause();
         w.particles().particleView()->refresh(); // draw exactly the state that satisfied the condition

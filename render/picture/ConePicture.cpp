@@ -86,12 +86,10 @@ QString number(double v) {
     return QString::number(v, plain ? 'f' : 'g', plain ? 0 : 3).replace(QLatin1Char('-'), QChar(0x2212));
 }
 
-// Draws `text` centred on `anchor` moved `gap` pixels along `direction` (and half its size further, so
-// that it sits beside the anchor rather than on it). A `halo` of the background colour keeps it readable
-// over lines.
-void drawLabel(QPainter& p, QPointF anchor, QPointF direction, double gap, const QString& text,
-               const QColor& halo = QColor()) {
-    const QFontMetricsF fm(p.font());
+// Where drawLabel puts `text`: centred on `anchor` moved `gap` pixels along `direction` (and half its size
+// further, so that it sits beside the anchor rather than on it), kept inside `area`.
+QRectF labelBox(const QFontMetricsF& fm, const QRectF& area, QPointF anchor, QPointF direction, double gap,
+                const QString& text) {
     const QSizeF size(fm.horizontalAdvance(text), fm.height());
     const double len = std::hypot(direction.x(), direction.y());
     const QPointF d = len > 1e-9 ? direction / len : QPointF(0.0, -1.0);
@@ -99,11 +97,36 @@ void drawLabel(QPainter& p, QPointF anchor, QPointF direction, double gap, const
         anchor + d * gap + QPointF(d.x() * size.width() * 0.5, d.y() * size.height() * 0.5);
     QRectF box(centre - QPointF(size.width() / 2, size.height() / 2), size);
     // Keep the label inside the widget (a narrow view must not clip "(a - b)/tr").
-    const QRectF area = QRectF(p.window()).adjusted(2, 2, -2, -2);
-    box.moveLeft(std::clamp(box.left(), area.left(), std::max(area.left(), area.right() - box.width())));
-    box.moveTop(std::clamp(box.top(), area.top(), std::max(area.top(), area.bottom() - box.height())));
+    const QRectF inside = area.adjusted(2, 2, -2, -2);
+    box.moveLeft(
+        std::clamp(box.left(), inside.left(), std::max(inside.left(), inside.right() - box.width())));
+    box.moveTop(std::clamp(box.top(), inside.top(), std::max(inside.top(), inside.bottom() - box.height())));
+    return box;
+}
+
+// `text` in `box`; a `halo` of the background colour keeps it readable over lines.
+void drawLabelIn(QPainter& p, const QRectF& box, const QString& text, const QColor& halo = QColor()) {
     if (halo.isValid()) p.fillRect(box.adjusted(-2, 0, 2, 0), halo);
     p.drawText(box, Qt::AlignCenter, text);
+}
+
+// Draws `text` at labelBox(...) in the painter's window.
+void drawLabel(QPainter& p, QPointF anchor, QPointF direction, double gap, const QString& text,
+               const QColor& halo = QColor()) {
+    drawLabelIn(p, labelBox(QFontMetricsF(p.font()), QRectF(p.window()), anchor, direction, gap, text), text,
+                halo);
+}
+
+// Whether the segment `l` passes through `r`.
+bool crosses(const QRectF& r, const QLineF& l) {
+    if (r.contains(l.p1()) || r.contains(l.p2())) return true;
+    const QLineF edges[] = {{r.topLeft(), r.topRight()},
+                            {r.topRight(), r.bottomRight()},
+                            {r.bottomRight(), r.bottomLeft()},
+                            {r.bottomLeft(), r.topLeft()}};
+    for (const QLineF& e : edges)
+        if (l.intersects(e, nullptr) == QLineF::BoundedIntersection) return true;
+    return false;
 }
 
 QString tr(const char* text) {
@@ -508,19 +531,45 @@ void ConePicture::drawConeLabels(QPainter& p) const {
     const Vector3 towards(e.x(), e.y(), e.z());
     std::sort(axes.begin(), axes.end(),
               [&](const Axis& a, const Axis& b) { return a.u.dot(towards) < b.u.dot(towards); });
-    for (int pass = 0; pass < 2; ++pass) // the lines, then the labels over them
-        for (const Axis& a : axes) {
-            const QPointF d = (project(a.u * H) - o) / (unit * H); // screen image of the unit vector
-            const QPointF tip = origin + d * length;
-            const QColor c = a.u.dot(towards) >= 0 ? style_.label.lighter(130) : style_.label.darker(115);
-            if (pass == 0) {
-                p.setPen(QPen(c, 1.6, Qt::SolidLine, Qt::RoundCap));
-                p.drawLine(origin, tip);
-            } else {
-                p.setPen(c);
-                drawLabel(p, tip, d.manhattanLength() > 0.05 ? d : QPointF(1, -1), 3.0, a.name, halo);
+    // The lines, back to front, then the labels over them. A label goes beyond its axis's tip; where that
+    // would put it on another axis or label (an axis seen end-on has its tip at the origin, and "2c" sat on
+    // the tr axis), it turns around the tip, by up to half a turn either way, to the first free place.
+    gizmo_.clear();
+    for (const Axis& a : axes) {
+        const QPointF d = (project(a.u * H) - o) / (unit * H); // screen image of the unit vector
+        gizmo_.push_back({a.name, QLineF(origin, origin + d * length), QRectF()});
+        const QColor c = a.u.dot(towards) >= 0 ? style_.label.lighter(130) : style_.label.darker(115);
+        p.setPen(QPen(c, 1.6, Qt::SolidLine, Qt::RoundCap));
+        p.drawLine(gizmo_.back().axis);
+    }
+    const QRectF area(QPointF(0, 0), size_);
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+        GizmoPart& part = gizmo_[i];
+        const QPointF tip = part.axis.p2(), d = tip - origin;
+        const double heading = d.manhattanLength() > 2.0 ? std::atan2(d.y(), d.x()) : -kPi / 4;
+        const auto free = [&](const QRectF& box) { // a few pixels to spare around it, beyond the halo
+            const QRectF clear = box.adjusted(-4, -2, 4, 2);
+            for (std::size_t j = 0; j < gizmo_.size(); ++j) {
+                if (crosses(j == i ? box : clear, gizmo_[j].axis))
+                    return false; // its own axis ends beside it
+                if (j != i && clear.intersects(gizmo_[j].label)) return false;
             }
-        }
+            return true;
+        };
+        // k = 0, 1, 2, ...: turned by 0, +22.5°, -22.5°, +45°, ...; `gap` pixels beyond the tip.
+        const auto candidate = [&](int k, double gap) {
+            const double turn = (k % 2 ? 1 : -1) * ((k + 1) / 2) * kPi / 8;
+            return labelBox(fm, area, tip, QPointF(std::cos(heading + turn), std::sin(heading + turn)), gap,
+                            part.name);
+        };
+        part.label = QRectF();
+        for (double gap : {3.0, 8.0})
+            for (int k = 0; k <= 16 && part.label.isEmpty(); ++k)
+                if (const QRectF box = candidate(k, gap); free(box)) part.label = box;
+        if (part.label.isEmpty()) part.label = candidate(0, 3.0); // nowhere free: beyond the tip
+        p.setPen(axes[i].u.dot(towards) >= 0 ? style_.label.lighter(130) : style_.label.darker(115));
+        drawLabelIn(p, part.label, part.name, halo);
+    }
     p.setPen(Qt::NoPen);
     p.setBrush(style_.label);
     p.drawEllipse(origin, 2.0, 2.0);
@@ -562,10 +611,9 @@ void ConePicture::drawLegend(QPainter& p) const {
         entries.push_back({Swatch::None, {}, tr("Solving the moment equations\u2026")});
     } else if (data_) {
         const ConeData& d = *data_;
-        QString counts = tr("%1 trajectories: %2 converged, %3 blew up")
-                             .arg(d.trajectories.size())
-                             .arg(d.converged)
-                             .arg(d.blowUp);
+        const std::size_t n = d.trajectories.size();
+        QString counts = (n == 1 ? tr("1 trajectory") : tr("%1 trajectories").arg(n)) +
+                         tr(": %1 converged, %2 blew up").arg(d.converged).arg(d.blowUp);
         if (d.other > 0)
             counts += tr(", %1 other (%2)").arg(d.other).arg(QString::fromStdString(d.otherKinds));
         entries.push_back({Swatch::None, {}, counts});
@@ -583,12 +631,17 @@ void ConePicture::drawLegend(QPainter& p) const {
     if (hints_.referencePlaneNormal)
         entries.push_back({Swatch::Line, kReferenceColor, tr("reference plane")});
     if (current_) entries.push_back({Swatch::Dot, Qt::white, tr("particles' covariance")});
-    entries.push_back({Swatch::None,
-                       {},
-                       mode_ == ConeMode::Cone
-                           ? tr("\u03a3 = [[a, c], [c, b]] \u2192 (a \u2212 b, 2c, a + b); boundary: rank 1")
-                           : tr("\u03a3 / tr \u03a3; circle: rank 1, centre: \u03a3 \u221d I")});
+    // What the axes are, in two short lines rather than one long one (which ran under the colour bar).
+    if (mode_ == ConeMode::Cone) {
+        entries.push_back({Swatch::None, {}, tr("\u03a3 = [[a, c], [c, b]] \u2192 (a \u2212 b, 2c, a + b)")});
+        entries.push_back({Swatch::None, {}, tr("boundary: rank 1")});
+    } else {
+        entries.push_back({Swatch::None, {}, tr("\u03a3 / tr \u03a3")});
+        entries.push_back({Swatch::None, {}, tr("circle: rank 1, centre: \u03a3 \u221d I")});
+    }
 
+    legendLines_.clear();
+    for (const Entry& e : entries) legendLines_ << e.text;
     const QFontMetricsF fm(p.font());
     const double pad = 8.0, swatchW = 18.0, lineH = fm.height() + 2.0;
     double textW = 0.0;
@@ -636,14 +689,23 @@ void ConePicture::drawLegend(QPainter& p) const {
 }
 
 void ConePicture::drawColorBar(QPainter& p) const {
-    if (!data_ || data_->trajectories.empty()) return;
+    colorBarRect_ = QRectF();
+    // One colour (a single trajectory, or all of one value): a bar from v to v says nothing.
+    if (!data_ || data_->trajectories.size() < 2 || !(colorMax_ > colorMin_)) return;
     const QFontMetricsF fm(p.font());
     const QString title =
         hints_.colorBy == ConeColorBy::FinalTrace ? tr("colour: final tr \u03a3") : tr("colour: initial 2c");
-    const double barW = 150.0, barH = 10.0, pad = 8.0;
-    const QRectF box(size_.width() - 10.0 - barW - 2 * pad,
-                     size_.height() - 10.0 - 2 * pad - 2 * fm.height() - barH - 4, barW + 2 * pad,
-                     2 * fm.height() + barH + 4 + 2 * pad);
+    const double barH = 10.0, pad = 8.0;
+    // Bottom right, 150 px wide, narrower where the legend leaves less room beside it (down to its title's
+    // width); with less room than that, above the legend.
+    const double boxH = 2 * fm.height() + barH + 4 + 2 * pad, right = size_.width() - 10.0;
+    const double beside = right - (legendRect_.right() + 6.0) - 2 * pad;
+    const double least = std::max(90.0, fm.horizontalAdvance(title));
+    const bool stacked = beside < least;
+    const double barW = stacked ? 150.0 : std::min(150.0, beside);
+    QRectF box(right - barW - 2 * pad, size_.height() - 10.0 - boxH, barW + 2 * pad, boxH);
+    if (stacked && box.intersects(legendRect_)) box.moveBottom(legendRect_.top() - 6.0);
+    colorBarRect_ = box;
     p.setPen(Qt::NoPen);
     p.setBrush(QColor(style_.background.red(), style_.background.green(), style_.background.blue(), 200));
     p.drawRoundedRect(box, 4, 4);

@@ -30,6 +30,7 @@
 #include <QRectF>
 #include <QSizeF>
 #include <QString>
+#include <QStringList>
 #include <QVector3D>
 
 #include <Eigen/Dense>
@@ -80,8 +81,18 @@ class ConePicture final : public GlPicture<ConeRenderer> {
     QPointF project(const Eigen::Vector3d& conePoint) const;
     // The trace scale's foot and top in logical pixels (Cone mode).
     QLineF traceScale() const;
-    // Where the last paintOver() put the legend.
+    // Where the last paintOver() put the legend, and the colour bar (empty: none, for one trajectory or one
+    // colour).
     QRectF legendRect() const { return legendRect_; }
+    QRectF colorBarRect() const { return colorBarRect_; }
+    const QStringList& legendLines() const { return legendLines_; } // the legend's text, one entry a line
+    // The orientation gizmo of the last paintOver() (Cone mode): each axis's name, line and label box.
+    struct GizmoPart {
+        QString name;
+        QLineF axis;
+        QRectF label;
+    };
+    const std::vector<GizmoPart>& gizmo() const { return gizmo_; }
 
     // ---- drawing, after initialize() (GlPicture.h), with its OpenGL context current for all but paintOver
     void prepare();
@@ -123,7 +134,9 @@ class ConePicture final : public GlPicture<ConeRenderer> {
     bool geometryDirty_ = true, dotsDirty_ = true;
     Camera painted_; // the camera of the last prepare()
     bool prepared_ = false;
-    mutable QRectF legendRect_;
+    mutable QRectF legendRect_, colorBarRect_;
+    mutable QStringList legendLines_;
+    mutable std::vector<GizmoPart> gizmo_;
 };
 
 } // namespace flowscope

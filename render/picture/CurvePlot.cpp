@@ -65,12 +65,14 @@ void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, cons
                  hi = range.second; // (a lambda below captures them: not a structured binding)
     const double xMax = std::max(1.0, plot.xMax);
 
-    // Title band on top, tick labels left and below.
+    // Title band on top, tick labels left and below. Half a line between the title and the frame: a value
+    // label on the frame's top edge reaches that far up, and would otherwise sit on the title.
     const QString axis = QCoreApplication::translate("CurvePlot", "iteration");
     const double yLabels =
         std::max(fm.horizontalAdvance(QStringLiteral("-0.0000")), fm.horizontalAdvance(axis)) + 14;
-    const QRectF inner(area.left() + yLabels, area.top() + fm.height() + 2, area.width() - yLabels,
-                       area.height() - 2 * fm.height() - 4);
+    const double top = 1.5 * fm.height() + 2;
+    const QRectF inner(area.left() + yLabels, area.top() + top, area.width() - yLabels,
+                       area.height() - top - fm.height() - 4);
     p.setFont(font);
     p.setPen(palette.color(QPalette::WindowText));
     p.drawText(QPointF(area.left(), area.top() + fm.ascent()),
@@ -82,12 +84,17 @@ void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, cons
         return QPointF(inner.left() + v.x() / xMax * inner.width(),
                        inner.bottom() - (v.y() - lo) / (hi - lo) * inner.height());
     };
-    // Horizontal grid with value labels; iteration ticks below.
+    bool empty = true;
+    for (const CurveSeries& s : plot.series) empty = empty && s.points.empty();
+    // Horizontal grid with value labels (none without values: the empty text stands alone in the frame);
+    // iteration ticks below.
     const double yStep = niceGridStep(inner.height() / (hi - lo), fm.height() * 1.5);
-    for (double v = std::ceil(lo / yStep) * yStep; v <= hi; v += yStep) {
+    for (double v = std::ceil(lo / yStep) * yStep; !empty && v <= hi; v += yStep) {
         const double y = toPixel({0.0, v}).y();
         p.setPen(QPen(style.grid, 1.0));
         p.drawLine(QPointF(inner.left(), y), QPointF(inner.right(), y));
+        // A label reaching below the frame would sit on the "iteration" label.
+        if (y + fm.height() / 2 > inner.bottom() + 2) continue;
         p.setPen(style.label);
         p.drawText(QRectF(area.left(), y - fm.height() / 2, yLabels - 4, fm.height()),
                    Qt::AlignRight | Qt::AlignVCenter, formatTick(v, yStep));
@@ -103,8 +110,6 @@ void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, cons
     }
     p.save();
     p.setClipRect(inner);
-    bool empty = true;
-    for (const CurveSeries& s : plot.series) empty = empty && s.points.empty();
     if (empty) {
         p.setPen(style.label);
         p.drawText(inner, Qt::AlignCenter | Qt::TextWordWrap, plot.emptyText);
@@ -168,7 +173,8 @@ PicturePlotLayout picturePlotLayout(const QRectF& all, int pictures, int plots, 
         pictureArea = QRectF(all.left(), all.top(), all.width(), gridSide + bands);
         plotArea = QRectF(all.left(), pictureArea.bottom() + kGap, all.width(),
                           all.bottom() - pictureArea.bottom() - kGap);
-        columns = all.width() >= plots * 200.0 ? plots : std::min(plots, 3);
+        // One row when wide enough, else rows of at most 3 (2 + 2 rather than 3 + 1).
+        columns = all.width() >= plots * 200.0 ? plots : std::min((plots + 1) / 2, 3);
     } else {
         plotArea = QRectF(all.right() - columnWidth, all.top(), columnWidth, all.height());
         pictureArea = QRectF(all.left(), all.top(), plotArea.left() - kGap - all.left(), all.height());

@@ -119,6 +119,38 @@ QString FlowsPicture::plotTitle(Plot plot) {
     return {};
 }
 
+namespace {
+
+// The first trainer with the RWPO layer (the only one that has a λ), or null.
+const TrainerState* rwpoTrainer(const TrainingSnapshot& s) {
+    for (const TrainerState& t : s.trainers)
+        if (t.rwpo) return &t;
+    return nullptr;
+}
+
+// Whether λ changes in this run: some trainer with the RWPO layer trains it.
+bool lambdaTrained(const TrainingSnapshot& s) {
+    for (const TrainerState& t : s.trainers)
+        if (t.rwpo && (!t.config || t.config->flow.trainLambda)) return true;
+    return false;
+}
+
+} // namespace
+
+std::vector<int> FlowsPicture::shownPlots() const {
+    std::vector<int> plots = TrainingRunPicture::shownPlots();
+    if (shown_ && !shown_->trainers.empty() && !lambdaTrained(*shown_)) std::erase(plots, int(Plot::Lambda));
+    return plots;
+}
+
+QString FlowsPicture::plotNote() const {
+    if (!shown_ || shown_->trainers.empty() || lambdaTrained(*shown_)) return {};
+    const TrainerState* t = rwpoTrainer(*shown_);
+    if (!t) return tr("λ (L1 prior weight): not used without the RWPO layer");
+    const double lambda = !t->history.empty() ? t->history.back().lambda : t->config->flow.lambda0;
+    return tr("λ (L1 prior weight) = %1, fixed: not trained").arg(lambda, 0, 'g', 3);
+}
+
 const char* FlowsPicture::pictureKey(std::size_t k) const {
     const bool histogram = shown_ && k < shown_->trainers.size() && shown_->trainers[k].picture &&
                            shown_->trainers[k].picture->densityFromSamples;

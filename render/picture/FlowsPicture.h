@@ -1,7 +1,8 @@
 // Flowscope picture: the Flows tab's picture of a flow training run (TrainingSnapshot), without a widget.
 // Per trainer, a square of the plane: the model's density (or a histogram of its samples) as a heat map, the
 // data in grey, generated samples in orange and a few samples' paths through the layers; beside them the
-// loss, NLL, λ, β and held-out MMD² against the iteration.
+// loss, NLL, λ, β and held-out MMD² against the iteration. λ is frozen by default (FlowConfig::trainLambda):
+// then its plot is left out and one line above the plots gives its value.
 #pragma once
 
 #include "engine/runner/TrainingRunner.h"
@@ -19,13 +20,18 @@ class FlowsPicture : public TrainingRunPicture<TrainingSnapshot> {
 
     FlowsPicture() : TrainingRunPicture(kPlotCount) {}
 
-    QRectF plotRect(Plot plot) const { return layout().plots[std::size_t(plot)]; }
+    QRectF plotRect(Plot plot) const { return plotRectOf(int(plot)); } // empty when not shown
     static QString plotTitle(Plot plot);
     // The keys of the tooltips the views show on hover: each plot's, in Plot order, and a trainer's picture's
     // (its density, or the histogram of its samples).
     static constexpr const char* kPlotKeys[kPlotCount] = {"training.loss", "training.nll", "training.lambda",
                                                           "training.beta", "training.mmd2"};
     const char* pictureKey(std::size_t trainer) const;
+
+    // Every plot but λ's when no trainer of the shown run trains λ (it is then constant, or unused without
+    // the RWPO layer); plotNote() says so.
+    std::vector<int> shownPlots() const override;
+    QString plotNote() const override;
 
   protected:
     QString placeholder() const override;

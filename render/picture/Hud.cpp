@@ -123,7 +123,7 @@ void drawHud(const HudStats& s) {
     ImGui::End();
 }
 
-bool drawQuickSliders(QuickParams& p, QuickSlidersLayout* layout) {
+bool drawQuickSliders(QuickParams& p, QuickSlidersLayout* layout, HudRect inset) {
     // The last item's rectangle, when the caller wants it; for a slider its frame (the item also covers the
     // label on its right), which is as wide as the item width.
     const auto record = [layout](HudRect QuickSlidersLayout::*which, bool slider) {
@@ -135,8 +135,8 @@ bool drawQuickSliders(QuickParams& p, QuickSlidersLayout* layout) {
     const ImGuiIO& io = ImGui::GetIO();
     // The caller may have placed the window (tests do); otherwise it sits in the bottom-left corner.
     if (!(GImGui->NextWindowData.Flags & ImGuiNextWindowDataFlags_HasPos))
-        ImGui::SetNextWindowPos(ImVec2(kMargin, io.DisplaySize.y - kMargin), ImGuiCond_Always,
-                                ImVec2(0.0f, 1.0f));
+        ImGui::SetNextWindowPos(ImVec2(kMargin + inset.left, io.DisplaySize.y - kMargin - inset.bottom),
+                                ImGuiCond_Always, ImVec2(0.0f, 1.0f));
     ImGui::SetNextWindowBgAlpha(0.85f);
     const ImGuiWindowFlags flags = ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings |
                                    ImGuiWindowFlags_NoFocusOnAppearing;
@@ -165,6 +165,10 @@ bool drawQuickSliders(QuickParams& p, QuickSlidersLayout* layout) {
         record(&QuickSlidersLayout::maxSpeed, false);
         tooltip("Step as fast as the backend can, ignoring steps/s.");
         ImGui::PopItemWidth();
+    }
+    if (layout) {
+        const ImVec2 pos = ImGui::GetWindowPos(), size = ImGui::GetWindowSize();
+        layout->window = HudRect{pos.x, pos.y, pos.x + size.x, pos.y + size.y};
     }
     ImGui::End();
     return changed;

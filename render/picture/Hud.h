@@ -53,13 +53,15 @@ struct HudRect {
 };
 struct QuickSlidersLayout {
     HudRect beta, vScale, stepsPerSecond, maxSpeed;
+    HudRect window; // the whole window
 };
 
 // A small collapsible window "Quick controls" with sliders for β, V scale, steps/s and a "Max speed" box,
-// each with a tooltip saying what it does. Placed in the bottom-left corner unless the caller called
-// ImGui::SetNextWindowPos() just before. Returns true when the user changed a value this frame. `layout`,
-// when given, receives where each control was drawn (unchanged while the window is collapsed).
-bool drawQuickSliders(QuickParams& params, QuickSlidersLayout* layout = nullptr);
+// each with a tooltip saying what it does. Placed in the bottom-left corner, `inset` further in from the
+// left and the bottom edges (the bands of a plot's tick labels, which it then leaves uncovered), unless the
+// caller called ImGui::SetNextWindowPos() just before. Returns true when the user changed a value this frame.
+// `layout`, when given, receives where each control was drawn (unchanged while the window is collapsed).
+bool drawQuickSliders(QuickParams& params, QuickSlidersLayout* layout = nullptr, HudRect inset = {});
 
 // A tooltip next to the mouse for a picked token: "token i", its largest attention weights (key index and
 // weight, drawn as bars) and a note (e.g. "head 1, t = 0.50"). topWeights is shown in the order given.

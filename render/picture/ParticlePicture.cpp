@@ -299,10 +299,30 @@ QMatrix4x4 ParticlePicture::viewProjection() const {
     return m;
 }
 
+std::pair<QString, QString> ParticlePicture::axisNames() const {
+    if (projection_.pca) return {QStringLiteral("PC1"), QStringLiteral("PC2")};
+    return {QStringLiteral("x%1").arg(projection_.axes[0]), QStringLiteral("x%1").arg(projection_.axes[1])};
+}
+
+QSizeF ParticlePicture::tickLabelBands(const QFont& font) const {
+    return is3D() ? QSizeF(0, 0) : gridLabelBands(view_, QFontMetricsF(font));
+}
+
 QRectF ParticlePicture::paintUnder(QPainter& painter, bool hud) const {
     const QRectF area(QPointF(0, 0), size_);
     const QRectF statusBox = shown_ && !hud ? statusRect(painter, area, *shown_) : QRectF();
-    if (!is3D()) drawGrid(painter, view_, style_, statusBox);
+    if (is3D()) return statusBox;
+    // The axes' names at the ends of the tick labels' bands (3-D names its axes at their tips).
+    const QFontMetricsF fm(painter.font());
+    const auto [xName, yName] = axisNames();
+    const QRectF xBox = xAxisNameBox(view_, fm, xName);
+    const QRectF yBox = yAxisNameBox(fm, yName, statusBox.isEmpty() ? 0.0 : statusBox.bottom());
+    drawGrid(painter, view_, style_, {statusBox, xBox.adjusted(-8, 0, 0, 0), yBox.adjusted(0, 0, 0, 8)});
+    painter.save();
+    painter.setPen(style_.label.lighter(130));
+    painter.drawText(xBox, Qt::AlignCenter, xName);
+    painter.drawText(yBox, Qt::AlignCenter, yName);
+    painter.restore();
     return statusBox;
 }
 

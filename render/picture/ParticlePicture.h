@@ -38,6 +38,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 class QPainter;
 
@@ -111,6 +112,12 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     double pointSize() const;
     // What the heads-up display shows for the shown snapshot, with the caller's frame time.
     HudStats hudStats(double frameMs) const;
+    // How far the grid's tick labels reach in from the left and up from the bottom edge with `font` (the
+    // plane only; 0 in 3-D): an overlay kept out of these bands covers no label.
+    QSizeF tickLabelBands(const QFont& font) const;
+    // The names of the plane's horizontal and vertical axes ("x0", "x1", or "PC1", "PC2"), drawn at the ends
+    // of the tick labels' bands.
+    std::pair<QString, QString> axisNames() const;
 
     // ---- drawing, after initialize() (GlPicture.h: the point and line programs), with its OpenGL context
     // current for all but paintUnder and paintOver

@@ -28,7 +28,66 @@ QString formatTick(double value, double step) {
     return QString::number(value, 'f', decimals);
 }
 
-void drawGrid(QPainter& p, const ViewTransform& view, const PlotStyle& style, const QRectF& keepClear) {
+std::vector<TickLabel> gridTickLabels(const ViewTransform& view, const QFontMetricsF& fm,
+                                      const std::vector<QRectF>& keepClear) {
+    const auto clear = [&keepClear](const QRectF& box) {
+        return std::none_of(keepClear.begin(), keepClear.end(),
+                            [&box](const QRectF& r) { return r.intersects(box); });
+    };
+    std::vector<TickLabel> labels;
+    const QRectF world = view.visibleWorld();
+    const QSizeF size = view.viewportSize();
+    const double step = niceGridStep(view.pixelsPerUnit(), kMinLineSpacing);
+    if (!std::isfinite(step) || step <= 0.0) return labels;
+    const long x0 = long(std::ceil(world.left() / step)), x1 = long(std::floor(world.right() / step));
+    const long y0 = long(std::ceil(world.top() / step)), y1 = long(std::floor(world.bottom() / step));
+    if (x1 - x0 > kMaxLines || y1 - y0 > kMaxLines) return labels;
+
+    const double textH = fm.height();
+    // x labels sit on the bottom edge; y labels on the left edge, above the x labels' band.
+    for (long k = x0; k <= x1; ++k) {
+        const QString text = formatTick(double(k) * step, step);
+        const double w = fm.horizontalAdvance(text);
+        const double x = view.worldToPixel({double(k) * step, 0.0}).x() + kLabelPad;
+        const double baseline = size.height() - kLabelPad - fm.descent();
+        if (x + w > size.width() - kLabelPad) continue;
+        const QRectF box(x, baseline - fm.ascent(), w, textH);
+        if (clear(box)) labels.push_back({text, box, false});
+    }
+    for (long k = y0; k <= y1; ++k) {
+        const double y = view.worldToPixel({0.0, double(k) * step}).y() - kLabelPad;
+        if (y > size.height() - textH - 2.0 * kLabelPad || y - textH < 0.0) continue;
+        const QString text = formatTick(double(k) * step, step);
+        const QRectF box(kLabelPad, y - textH, fm.horizontalAdvance(text), textH);
+        if (clear(box)) labels.push_back({text, box, true});
+    }
+    return labels;
+}
+
+QRectF xAxisNameBox(const ViewTransform& view, const QFontMetricsF& fm, const QString& name) {
+    const QSizeF size = view.viewportSize();
+    const double w = fm.horizontalAdvance(name), baseline = size.height() - kLabelPad - fm.descent();
+    return QRectF(size.width() - kLabelPad - w, baseline - fm.ascent(), w, fm.height());
+}
+
+QRectF yAxisNameBox(const QFontMetricsF& fm, const QString& name, double top) {
+    return QRectF(kLabelPad, top + kLabelPad, fm.horizontalAdvance(name), fm.height());
+}
+
+QSizeF gridLabelBands(const ViewTransform& view, const QFontMetricsF& fm) {
+    const double height = view.viewportSize().height();
+    double left = 0.0, bottom = 0.0;
+    for (const TickLabel& l : gridTickLabels(view, fm)) {
+        if (l.yAxis)
+            left = std::max(left, l.box.right() + kLabelPad);
+        else
+            bottom = std::max(bottom, height - l.box.top() + kLabelPad);
+    }
+    return {left, bottom};
+}
+
+void drawGrid(QPainter& p, const ViewTransform& view, const PlotStyle& style,
+              const std::vector<QRectF>& keepClear) {
     const QRectF world = view.visibleWorld();
     const QSizeF size = view.viewportSize();
     const double step = niceGridStep(view.pixelsPerUnit(), kMinLineSpacing);
@@ -57,24 +116,8 @@ void drawGrid(QPainter& p, const ViewTransform& view, const PlotStyle& style, co
 
     p.setPen(style.label);
     const QFontMetricsF fm(p.font());
-    const double textH = fm.height();
-    // x labels sit on the bottom edge; y labels on the left edge, above the x labels' band.
-    for (long k = x0; k <= x1; ++k) {
-        const QString text = formatTick(double(k) * step, step);
-        const double w = fm.horizontalAdvance(text);
-        const double x = view.worldToPixel({double(k) * step, 0.0}).x() + kLabelPad;
-        const double baseline = size.height() - kLabelPad - fm.descent();
-        if (x + w > size.width() - kLabelPad) continue;
-        if (keepClear.intersects(QRectF(x, baseline - fm.ascent(), w, textH))) continue;
-        p.drawText(QPointF(x, baseline), text);
-    }
-    for (long k = y0; k <= y1; ++k) {
-        const double y = view.worldToPixel({0.0, double(k) * step}).y() - kLabelPad;
-        if (y > size.height() - textH - 2.0 * kLabelPad || y - textH < 0.0) continue;
-        const QString text = formatTick(double(k) * step, step);
-        if (keepClear.intersects(QRectF(kLabelPad, y - textH, fm.horizontalAdvance(text), textH))) continue;
-        p.drawText(QPointF(kLabelPad, y - fm.descent()), text);
-    }
+    for (const TickLabel& l : gridTickLabels(view, fm, keepClear))
+        p.drawText(QPointF(l.box.left(), l.box.top() + fm.ascent()), l.text);
     p.restore();
 }
 

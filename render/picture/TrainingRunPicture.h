@@ -49,14 +49,31 @@ template <class SnapshotT> class TrainingRunPicture {
     QSizeF size() const { return size_; }
 
     // Where the pictures and the plots go: picturePlotLayout over the area less the margin, with a title band
-    // above and a legend band below each picture, and a band for the curves' legend above the plots when two
-    // trainers are compared.
+    // above and a legend band below each picture, and a band above the plots for the plots' note (one line,
+    // when there is one) and the curves' legend (when two trainers are compared). layout().plots holds the
+    // shown plots only, in shownPlots() order.
     PicturePlotLayout layout() const {
         const int n = shown_ ? std::max<int>(1, int(shown_->trainers.size())) : 1;
         const QRectF all = QRectF(QPointF(0, 0), size_).adjusted(kMargin, kMargin, -kMargin, -kMargin);
         const double line = QFontMetricsF(font_).height();
-        const double legend = shown_ && shown_->comparison ? line + 4.0 : 0.0;
-        return picturePlotLayout(all, n, plotCount_, 2.0 * (line + 6.0), legend);
+        const double legend = (shown_ && shown_->comparison ? line + 4.0 : 0.0) +
+                              (shown_ && !plotNote().isEmpty() ? line + 4.0 : 0.0);
+        return picturePlotLayout(all, n, int(shownPlots().size()), 2.0 * (line + 6.0), legend);
+    }
+    // The plots drawn, in order (indices of the picture's Plot enum): all of them unless a picture leaves
+    // some out (a quantity that does not change in this run says so in plotNote() instead).
+    virtual std::vector<int> shownPlots() const {
+        std::vector<int> all(static_cast<std::size_t>(plotCount_));
+        for (int k = 0; k < plotCount_; ++k) all[std::size_t(k)] = k;
+        return all;
+    }
+    // One line of text above the plots (what a left-out plot would have shown); empty: none.
+    virtual QString plotNote() const { return {}; }
+    // Where plot `plot` (a Plot enum value) is drawn; empty when it is not shown.
+    QRectF plotRectOf(int plot) const {
+        const std::vector<int> shown = shownPlots();
+        const auto it = std::find(shown.begin(), shown.end(), plot);
+        return it == shown.end() ? QRectF() : layout().plots[std::size_t(it - shown.begin())];
     }
     // Where trainer k's picture is drawn (logical pixels); empty for no such trainer.
     QRectF pictureRect(int trainer) const {
@@ -77,15 +94,26 @@ template <class SnapshotT> class TrainingRunPicture {
         }
         const PicturePlotLayout l = layout();
         for (std::size_t k = 0; k < shown_->trainers.size(); ++k) paintPicture(p, l.pictures[k], k);
-        if (shown_->comparison) { // the curves' legend, above the plots
+        const std::vector<int> plots = shownPlots();
+        if (plots.empty()) return;
+        const QFontMetricsF fm(font_);
+        const QRectF& first = l.plots[0];
+        double baseline = first.top() - 4.0 - fm.descent(); // the band's lowest line
+        if (shown_->comparison) {                           // the curves' legend, just above the plots
             std::vector<LegendEntry> entries;
             for (std::size_t k = 0; k < shown_->trainers.size(); ++k)
                 entries.push_back({trainerColor(k), QString::fromStdString(shown_->trainers[k].label)});
-            const QRectF& first = l.plots[0];
-            paintCurveLegend(p, QPointF(first.left(), first.top() - 4.0 - QFontMetricsF(font_).descent()),
-                             entries, palette_, font_);
+            paintCurveLegend(p, QPointF(first.left(), baseline), entries, palette_, font_);
+            baseline -= fm.height() + 4.0;
         }
-        for (int k = 0; k < plotCount_; ++k) paintPlotAt(p, l.plots[std::size_t(k)], k);
+        if (const QString note = plotNote(); !note.isEmpty()) { // dimmer than the plots' titles
+            double right = first.right();
+            for (const QRectF& r : l.plots) right = std::max(right, r.right());
+            p.setPen(palette_.color(QPalette::PlaceholderText));
+            p.drawText(QPointF(first.left(), baseline),
+                       fm.elidedText(note, Qt::ElideRight, right - first.left()));
+        }
+        for (std::size_t k = 0; k < plots.size(); ++k) paintPlotAt(p, l.plots[k], plots[k]);
     }
 
   protected:

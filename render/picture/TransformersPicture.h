@@ -19,7 +19,7 @@ class TransformersPicture : public TrainingRunPicture<TransformerSnapshot> {
 
     TransformersPicture() : TrainingRunPicture(kPlotCount) {}
 
-    QRectF plotRect(Plot plot) const { return layout().plots[std::size_t(plot)]; }
+    QRectF plotRect(Plot plot) const { return plotRectOf(int(plot)); } // empty when not shown
     // The square the paths are drawn in, inside pictureRect, and the pixel of a point of the plane in it.
     QRectF pictureSquare(int trainer) const;
     QPointF pictureToPixel(int trainer, double x, double y) const;

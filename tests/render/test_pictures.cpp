@@ -7,6 +7,7 @@
 #include "engine/runner/SimulationRunner.h"
 #include "engine/scene/DefaultScene.h"
 #include "render/GaussianOverlay.h"
+#include "render/picture/CurvePlot.h"
 #include "render/picture/FlowsPicture.h"
 #include "render/picture/ParticleLayers.h"
 #include "render/picture/ParticlePicture.h"
@@ -17,6 +18,7 @@
 #include <QPainter>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -226,6 +228,88 @@ TEST(FlowsPicture, PaintsThePlaceholderWithoutARunAndTheLayoutWithOne) {
     EXPECT_FALSE(loss.isEmpty());
     EXPECT_LE(square.right(), loss.left()); // the picture left of the plots
     EXPECT_TRUE(QRectF(0, 0, 640, 400).contains(square.united(loss)));
+}
+
+// A frozen λ (the default) gets no plot of its own, only a line above the plots; a trained λ gets its plot.
+TEST(FlowsPicture, LeavesOutTheLambdaPlotWhenLambdaIsNotTrained) {
+    application();
+    FlowsPicture picture;
+    picture.setFont(QGuiApplication::font());
+    picture.setSize(QSizeF(1000, 600));
+    const auto snapshot = [](bool trainLambda) {
+        auto s = std::make_shared<TrainingSnapshot>();
+        s->trainers.resize(1);
+        s->trainers[0].rwpo = true;
+        auto config = std::make_shared<flows::TrainerConfig>();
+        config->flow.rwpo = true;
+        config->flow.trainLambda = trainLambda;
+        config->flow.lambda0 = 0.05;
+        s->trainers[0].config = config;
+        return s;
+    };
+    using Plot = FlowsPicture::Plot;
+    picture.show(snapshot(false));
+    EXPECT_TRUE(picture.plotRect(Plot::Lambda).isEmpty());
+    for (Plot plot : {Plot::Loss, Plot::Nll, Plot::Beta, Plot::Mmd2})
+        EXPECT_FALSE(picture.plotRect(plot).isEmpty()) << int(plot);
+    EXPECT_EQ(picture.shownPlots().size(), 4u);
+    EXPECT_TRUE(picture.plotNote().contains(QStringLiteral("0.05"))) << picture.plotNote().toStdString();
+    // The note's line is above the first plot, inside the picture.
+    EXPECT_GT(picture.plotRect(Plot::Loss).top(),
+              FlowsPicture::kMargin + QFontMetricsF(QGuiApplication::font()).height());
+
+    picture.show(snapshot(true));
+    EXPECT_FALSE(picture.plotRect(Plot::Lambda).isEmpty());
+    EXPECT_EQ(picture.shownPlots().size(), 5u);
+    EXPECT_TRUE(picture.plotNote().isEmpty());
+}
+
+// Whether `image` holds only `fill` in `rect`.
+bool untouched(const QImage& image, const QRect& rect, QColor fill) {
+    for (int y = std::max(rect.top(), 0); y <= std::min(rect.bottom(), image.height() - 1); ++y)
+        for (int x = std::max(rect.left(), 0); x <= std::min(rect.right(), image.width() - 1); ++x)
+            if (image.pixelColor(x, y) != fill) return false;
+    return true;
+}
+
+// The value labels stay below the title's line (a label on the frame's top edge sat on the title: NLL's
+// "10"), and an empty plot shows its text alone, with no value ticks beside it.
+TEST(CurvePlot, ValueLabelsKeepOffTheTitleAndAnEmptyPlotHasNone) {
+    application();
+    const QFont font = QGuiApplication::font();
+    const QFontMetricsF fm(font);
+    const QRectF area(0, 0, 300, 200);
+    const QColor fill(1, 2, 3);
+    // The value labels' column, left of the frame (CurvePlot.cpp: the widest label or "iteration", + 14).
+    const int yLabels = int(std::max(fm.horizontalAdvance(QStringLiteral("-0.0000")),
+                                     fm.horizontalAdvance(QStringLiteral("iteration")))) +
+                        10;
+    const QPalette palette = themePalette(ThemeKind::Dark);
+    // Many ranges, so that some put a value label on the frame's top edge.
+    for (int k = 0; k < 40; ++k) {
+        CurvePlot plot; // no title: whatever is painted in its line is a value label
+        const double top = 1.0 + 0.25 * k;
+        plot.series.push_back({Qt::red, {{0.0, 0.1}, {50.0, top}, {100.0, 0.5 * top}}});
+        plot.xMax = 100;
+        QImage image(300, 200, QImage::Format_ARGB32);
+        image.fill(fill);
+        {
+            QPainter p(&image);
+            paintCurvePlot(p, area, plot, PlotStyle{}, palette, font);
+        }
+        EXPECT_TRUE(untouched(image, QRect(0, 0, yLabels, int(fm.height())), fill)) << "top " << top;
+    }
+    CurvePlot empty;
+    empty.xMax = 100;
+    empty.emptyText = QStringLiteral("held-out metrics: every 200 iterations");
+    QImage image(300, 200, QImage::Format_ARGB32);
+    image.fill(fill);
+    {
+        QPainter p(&image);
+        paintCurvePlot(p, area, empty, PlotStyle{}, palette, font);
+    }
+    // Left of the frame, above the iteration ticks' line: nothing.
+    EXPECT_TRUE(untouched(image, QRect(0, 0, yLabels, int(area.height() - 2 * fm.height() - 6)), fill));
 }
 
 } // namespace

@@ -288,6 +288,73 @@ TEST(ConeView, TheLegendLeavesTheTraceScaleVisible) {
     }
 }
 
+// The legend and the colour bar share the bottom edge: on a narrow frame the bar goes above the legend
+// rather than over its text ("boundary: rank 1" was cut off), and both stay inside the view.
+TEST(ConeView, TheColourBarLeavesTheLegendWhole) {
+    FLOWSCOPE_REQUIRE_GUI();
+    for (const QSize size : {QSize(480, 420), QSize(640, 480), QSize(1280, 720)}) {
+        Shown s(smallPreset("cone-fig2d-two-lines", 6), size);
+        ASSERT_TRUE(s.ok);
+        ConeView& v = *s.view;
+        v.setTime(1.0);
+        s.grab();
+        const QRectF legend = v.legendRect(), bar = v.picture().colorBarRect();
+        ASSERT_FALSE(legend.isEmpty());
+        ASSERT_FALSE(bar.isEmpty()) << "36 trajectories of several colours: a bar";
+        EXPECT_FALSE(legend.intersects(bar)) << size.width() << "x" << size.height();
+        EXPECT_TRUE(QRectF(v.rect()).contains(bar)) << size.width() << "x" << size.height();
+        EXPECT_LE(legend.right(), v.width()) << size.width();
+        ASSERT_FALSE(v.picture().legendLines().isEmpty());
+        EXPECT_TRUE(v.picture().legendLines().front().startsWith(
+            QStringLiteral("%1 trajectories:").arg(v.data()->trajectories.size())))
+            << v.picture().legendLines().front().toStdString();
+    }
+}
+
+// The orientation gizmo's labels sit on no axis line and on no other label, also where an axis is seen
+// nearly end-on (Fig 2(d)'s azimuth of -88 degrees put "2c" on the tr axis).
+TEST(ConeView, GizmoLabelsKeepOffTheAxes) {
+    FLOWSCOPE_REQUIRE_GUI();
+    for (const char* name : {"cone-fig2d-two-lines", "cone-fig3d-mixed"}) {
+        Shown s(smallPreset(name, 4));
+        ASSERT_TRUE(s.ok);
+        s.grab();
+        const auto& gizmo = s.view->picture().gizmo();
+        ASSERT_EQ(gizmo.size(), 3u);
+        for (std::size_t i = 0; i < gizmo.size(); ++i) {
+            ASSERT_FALSE(gizmo[i].label.isEmpty());
+            const QRectF label = gizmo[i].label.adjusted(-3, -1, 3, 1); // its halo, and a pixel more
+            for (std::size_t j = 0; j < gizmo.size(); ++j) {
+                // Its own axis ends just beside it: only the label itself must not cover it.
+                const QRectF box = j == i ? gizmo[i].label : label;
+                for (int k = 0; k <= 40; ++k) // points along axis j
+                    EXPECT_FALSE(box.contains(gizmo[j].axis.pointAt(k / 40.0)))
+                        << name << ": label " << gizmo[i].name.toStdString() << " on axis "
+                        << gizmo[j].name.toStdString();
+                if (j != i)
+                    EXPECT_FALSE(label.intersects(gizmo[j].label))
+                        << name << ": " << gizmo[i].name.toStdString() << " and "
+                        << gizmo[j].name.toStdString();
+            }
+        }
+    }
+}
+
+// The default scene's cone has one trajectory: "1 trajectory", and no colour bar from 1 to 1.
+TEST(ConeView, OneTrajectoryIsSingularAndHasNoColourBar) {
+    FLOWSCOPE_REQUIRE_GUI();
+    Shown s(preset("default"));
+    ASSERT_TRUE(s.ok);
+    ConeView& v = *s.view;
+    ASSERT_TRUE(v.data());
+    ASSERT_EQ(v.data()->trajectories.size(), 1u);
+    s.grab();
+    ASSERT_FALSE(v.picture().legendLines().isEmpty());
+    EXPECT_TRUE(v.picture().legendLines().front().startsWith(QStringLiteral("1 trajectory:")))
+        << v.picture().legendLines().front().toStdString();
+    EXPECT_TRUE(v.picture().colorBarRect().isEmpty());
+}
+
 TEST(ConeView, ExplainsScenesItCannotShow) {
     FLOWSCOPE_REQUIRE_GUI();
     Scene d3 = smallPreset("cone-fig2d-two-lines", 4);

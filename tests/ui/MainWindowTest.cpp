@@ -17,6 +17,7 @@
 #include <QMenuBar>
 #include <QTemporaryDir>
 #include <QToolBar>
+#include <QToolButton>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
@@ -114,6 +115,34 @@ TEST_F(MainWindowTest, PlayPauseAndResetDriveTheRunner) {
     window->particles().reset();
     ASSERT_TRUE(waitForSnapshot(window->particles().runner(),
                                 [](const Snapshot& s) { return s.step == 0 && !s.playing; }));
+}
+
+// The Run tool bar's Play/Pause and the particle view's HUD ("running"/"paused") show one state, at once:
+// the HUD does not wait for the worker's next snapshot (the screenshot mode pauses and draws right away).
+TEST_F(MainWindowTest, PlayButtonAndHudShowTheSameRunState) {
+    const auto* run = window->findChild<QToolBar*>(QStringLiteral("runToolBar"));
+    ASSERT_NE(run, nullptr);
+    QAction* play = nullptr;
+    for (QAction* a : run->actions())
+        if (a->shortcut() == QKeySequence(Qt::Key_Space)) play = a;
+    ASSERT_NE(play, nullptr);
+    ParticleView* view = window->particles().particleView();
+    const auto check = [&](bool playing) {
+        EXPECT_EQ(play->text(), playing ? QStringLiteral("Pause") : QStringLiteral("Play"));
+        EXPECT_EQ(view->hudStats().playing, playing);
+    };
+    window->particles().play();
+    check(true);
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step >= 2; }));
+    view->refresh();
+    check(true);
+    window->particles().pause();
+    view->refresh();
+    check(false);
+    window->particles().togglePlay();
+    check(true);
+    window->particles().togglePlay();
+    check(false);
 }
 
 // File ▸ Export ▸ Trajectory: every recorded frame, read back; the last one is the run's current state.
@@ -276,6 +305,33 @@ TEST_F(MainWindowTest, FitsA1024By640Screen) {
     EXPECT_LE(least.width(), 1024);
     EXPECT_LE(least.height(), 640);
     EXPECT_LE(window->height(), 640);
+}
+
+// At 1024 and 1280 px wide every control of the Run tool bar is on it, whole, inside the window: none is
+// left to the tool bar's overflow menu (Preset and Backend were, below about 1280 px).
+TEST_F(MainWindowTest, EveryRunToolBarControlIsShownAt1024And1280) {
+    auto* run = window->findChild<QToolBar*>(QStringLiteral("runToolBar"));
+    ASSERT_NE(run, nullptr);
+    for (const QSize size : {QSize(1024, 640), QSize(1280, 800)}) {
+        window->resize(size);
+        QCoreApplication::processEvents();
+        ASSERT_EQ(window->width(), size.width());
+        EXPECT_TRUE(window->rect().contains(QRect(run->mapTo(window.get(), QPoint(0, 0)), run->size())));
+        int controls = 0;
+        for (QAction* a : run->actions()) {
+            if (a->isSeparator()) continue;
+            QWidget* w = run->widgetForAction(a);
+            ASSERT_NE(w, nullptr) << a->text().toStdString();
+            EXPECT_TRUE(w->isVisible()) << size.width() << ": " << a->text().toStdString();
+            EXPECT_TRUE(run->rect().contains(w->geometry()))
+                << size.width() << ": " << a->text().toStdString();
+            ++controls;
+        }
+        EXPECT_GE(controls, 12); // Open, Play, Step, Reset, Frame, the speed, Max speed, Preset, Backend...
+        // No overflow: the extension button (») is not needed.
+        for (const auto* b : run->findChildren<QToolButton*>(QStringLiteral("qt_toolbar_ext_button")))
+            EXPECT_FALSE(b->isVisible()) << size.width();
+    }
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #include "TestScenes.h"
 
 #include "render/picture/Colormap.h"
+#include "render/picture/PlotDecorations.h"
 #include "ui/panels/ScenePanel.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ParticleView.h"
@@ -10,6 +11,7 @@
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
 
+#include <QFontMetricsF>
 #include <QImage>
 #include <QPushButton>
 #include <QtTest/QTest>
@@ -129,6 +131,36 @@ TEST(ParticleView, DrawsTheTokensWhereItsTransformPutsThem) {
         EXPECT_NEAR(got.red(), want.red(), 40);
         EXPECT_NEAR(got.green(), want.green(), 40);
         EXPECT_NEAR(got.blue(), want.blue(), 40);
+    }
+}
+
+// The Quick controls sit in the bottom-left corner inside the tick labels' bands: no tick label of the
+// plane is under them (they covered the bottom-left labels), at the default size and a small window's.
+TEST(ParticleView, TheQuickControlsCoverNoTickLabel) {
+    FLOWSCOPE_REQUIRE_GUI();
+    for (const QSize size : {QSize(1280, 800), QSize(1024, 640)}) {
+        MainWindow w;
+        ASSERT_NO_FATAL_FAILURE(showScene(w, size.width(), size.height(), tinyScene(256)));
+        ParticleView* view = w.particles().particleView();
+        ASSERT_TRUE(waitFor([&] {
+            view->refresh();
+            view->grabFramebuffer();
+            const HudRect r = view->quickLayout().window;
+            return r.right > r.left && r.bottom > r.top;
+        }));
+        view->grabFramebuffer(); // a frame laid out at the final size
+        view->grabFramebuffer();
+        const HudRect r = view->quickLayout().window;
+        const QRectF quick(QPointF(r.left, r.top), QPointF(r.right, r.bottom));
+        ASSERT_TRUE(QRectF(view->rect()).contains(quick)) << size.width();
+        const std::vector<TickLabel> labels = gridTickLabels(view->transform(), QFontMetricsF(view->font()));
+        int xLabels = 0, yLabels = 0;
+        for (const TickLabel& l : labels) {
+            (l.yAxis ? yLabels : xLabels) += 1;
+            EXPECT_FALSE(quick.intersects(l.box)) << size.width() << ": label " << l.text.toStdString();
+        }
+        EXPECT_GE(xLabels, 3);
+        EXPECT_GE(yLabels, 2);
     }
 }
 

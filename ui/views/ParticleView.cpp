@@ -213,7 +213,15 @@ void ParticleView::paintGL() {
 }
 
 HudStats ParticleView::hudStats() const {
-    return picture_.hudStats(frameMs_);
+    HudStats stats = picture_.hudStats(frameMs_);
+    if (runState_) stats.playing = *runState_;
+    return stats;
+}
+
+void ParticleView::setRunState(std::optional<bool> playing) {
+    if (playing == runState_) return;
+    runState_ = playing;
+    update();
 }
 
 void ParticleView::drawHud() {
@@ -226,7 +234,10 @@ void ParticleView::drawHud() {
         q.vScale = float(quickVScale_);
         q.stepsPerSecond = float(quickRate_);
         q.maxSpeed = quickMaxSpeed_;
-        if (drawQuickSliders(q, &quickLayout_)) {
+        // Inside the tick labels' bands, so that it covers none of them.
+        const QSizeF bands = picture_.tickLabelBands(font());
+        if (drawQuickSliders(q, &quickLayout_,
+                             HudRect{float(bands.width()), 0.0f, 0.0f, float(bands.height())})) {
             if (double(q.beta) != quickBeta_) {
                 quickBeta_ = q.beta;
                 emit quickBetaChanged(quickBeta_);

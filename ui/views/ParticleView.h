@@ -97,6 +97,10 @@ class ParticleView : public PictureGlView {
     void frameAll();
     // What the heads-up display shows for the displayed snapshot (and the frame time of the last paints).
     HudStats hudStats() const;
+    // The run's play state as its owner's Play/Pause control shows it: the HUD then says the same ("running"
+    // or "paused") rather than the state the displayed snapshot was published in. Unset (a view without an
+    // owner): the snapshot's.
+    void setRunState(std::optional<bool> playing);
 
     // The picked (hovered) token, -1 when none; pick(i) does it programmatically (tests, keyboard).
     int pickedToken() const { return picture_.picked(); }
@@ -173,6 +177,7 @@ class ParticleView : public PictureGlView {
     double quickBeta_ = 1.0, quickVScale_ = 1.0, quickRate_ = WorkerLoop::kDefaultStepsPerSecond;
     bool quickMaxSpeed_ = false;
     QuickSlidersLayout quickLayout_;
+    std::optional<bool> runState_;
 };
 
 } // namespace flowscope

@@ -34,7 +34,8 @@ template <class Picture> class TrainingRunView : public LiveView {
     std::shared_ptr<const Snapshot> displayedSnapshot() const { return picture_.shown(); }
     const Picture& picture() const { return picture_; }
 
-    // Where trainer k's picture and a plot are drawn for the current size (logical pixels).
+    // Where trainer k's picture and a plot are drawn for the current size (logical pixels); empty for a plot
+    // the picture leaves out.
     QRectF pictureRect(int trainer) const { return picture_.pictureRect(trainer); }
     QRectF plotRect(Plot plot) const { return picture_.plotRect(plot); }
 
@@ -48,8 +49,9 @@ template <class Picture> class TrainingRunView : public LiveView {
     // What the part under the mouse is, and its formula: a plot or a trainer's picture.
     QString tooltipAt(QPointF pos) const override {
         const PicturePlotLayout l = picture_.layout();
-        for (std::size_t k = 0; k < l.plots.size() && k < std::size_t(kPlotCount); ++k)
-            if (l.plots[k].contains(pos)) return parameterTooltip(Picture::kPlotKeys[k]);
+        const std::vector<int> plots = picture_.shownPlots();
+        for (std::size_t k = 0; k < l.plots.size() && k < plots.size(); ++k)
+            if (l.plots[k].contains(pos)) return parameterTooltip(Picture::kPlotKeys[plots[k]]);
         for (std::size_t k = 0; k < l.pictures.size(); ++k)
             if (l.pictures[k].contains(pos)) return parameterTooltip(picture_.pictureKey(k));
         return {};

@@ -5,8 +5,8 @@
 //  * a scatter of data points (grey) and generated samples (orange) over the density heat map, with a few
 //    samples' trajectories x^0 .. x^M through the layers as thin polylines;
 // and, in a column on the right, small plots against the iteration: loss (16), NLL (batch line, held-out
-// dots), λ, β and the held-out MMD² (one curve per trainer). Hovering any part shows what it is and its
-// formula.
+// dots), λ (when trained; else one line gives its value), β and the held-out MMD² (one curve per trainer).
+// Hovering any part shows what it is and its formula.
 #pragma once
 
 #include "render/picture/FlowsPicture.h"

@@ -16,6 +16,7 @@
 #include <QApplication>
 #include <QComboBox>
 #include <QDockWidget>
+#include <QEvent>
 #include <QFileInfo>
 #include <QInputDialog>
 #include <QLabel>
@@ -57,12 +58,25 @@ void ParticlesWorkspace::updateControls() {
     const bool have = scene_.has_value();
     if (controlsState_ == std::pair(playing, have)) return;
     controlsState_ = std::pair(playing, have);
+    // One state for both: the Play/Pause action and the particle view's HUD ("running"/"paused").
+    view_->setRunState(playing);
     playAction_->setText(playing ? tr("Pause") : tr("Play"));
     playAction_->setIcon(
         makeIcon(playing ? IconKind::Pause : IconKind::Play, host()->palette().color(QPalette::ButtonText)));
     for (QAction* a : {saveAction_, saveAsAction_}) a->setEnabled(have);
     // The run's shortcuts (Space, S, R, F) act only while this workspace's pages are shown.
     for (QAction* a : {playAction_, stepAction_, resetAction_, frameAction_}) a->setEnabled(have && active());
+}
+
+void ParticlesWorkspace::fitRunBar() {
+    // The width the bar asks for with the text beside the icons, against the window's.
+    runBar_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    if (runBar_->sizeHint().width() > window_->width()) runBar_->setToolButtonStyle(Qt::ToolButtonIconOnly);
+}
+
+bool ParticlesWorkspace::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == window_ && event->type() == QEvent::Resize) fitRunBar();
+    return Workspace::eventFilter(watched, event);
 }
 
 void ParticlesWorkspace::buildActions() {
@@ -244,6 +258,7 @@ void ParticlesWorkspace::buildToolBars() {
     connect(backendCombo_, &QComboBox::activated, this,
             [this](int index) { setBackend(backendCombo_->itemData(index).toString()); });
     bar->addWidget(backendCombo_);
+    window_->installEventFilter(this); // fitRunBar() at each resize
 
     // The time scrubber, under the views.
     timeBar_ = new QToolBar(tr("Time"), host());

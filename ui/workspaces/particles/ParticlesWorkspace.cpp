@@ -285,9 +285,13 @@ void ParticlesWorkspace::continueFromScrub() {
 
 void ParticlesWorkspace::togglePlay() {
     if (runner_.playing())
-        runner_.pause();
+        pause();
     else
         play();
+}
+
+void ParticlesWorkspace::pause() {
+    runner_.pause();
     updateControls();
 }
 

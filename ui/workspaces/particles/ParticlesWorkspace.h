@@ -58,6 +58,7 @@ class ParticlesWorkspace : public Workspace {
     QList<QAction*> exportActions() const override;
     QWidget* plotsOf(QWidget* page) const override;
     void setActive(bool active) override;
+    bool eventFilter(QObject* watched, QEvent* event) override; // the window's resizes: fitRunBar()
     void setTheme(ThemeKind kind) override;
     void saveSettings(QSettings& s) const override;
     void restoreSettings(QSettings& s) override;
@@ -88,6 +89,7 @@ class ParticlesWorkspace : public Workspace {
     // Run controls.
     void togglePlay();
     void play();
+    void pause();
     void stepOnce();
     void reset();
     void frameAll();
@@ -124,6 +126,9 @@ class ParticlesWorkspace : public Workspace {
     void buildActions();
     void buildDocks();
     void buildToolBars();
+    // The Run tool bar's buttons with their text beside the icons when the window is wide enough for all of
+    // it, else icons only (tooltips say what they are), so that no control goes to the overflow menu.
+    void fitRunBar();
     void buildMenus();
     void connectViews();
     void selectPresetFor(const QString& path);
