@@ -41,7 +41,8 @@ nlohmann::json summaryJson(const inverse::PosteriorSummary& s) {
 int infer(const Args& args) {
     ArgParser p(args);
     const std::string out = p.option("--out"), samplesOut = p.option("--samples");
-    const bool noRwpo = p.flag("--no-rwpo");
+    const bool noRwpo = p.flag("--no-rwpo"), rwpo = p.flag("--rwpo");
+    if (noRwpo && rwpo) throw UsageError("--rwpo and --no-rwpo contradict each other");
     const std::string itersText = p.option("--iters"), batchText = p.option("--batch"),
                       seedText = p.option("--seed"), frameText = p.option("--frame");
     const long every = parseLong(p.option("--every", "0"), "--every", 0, 1L << 40);
@@ -57,15 +58,15 @@ int infer(const Args& args) {
     inverse::Problem problem;
     try {
         problem = inverse::loadProblem(p.positional[0], FLOWSCOPE_PROBLEM_DIR);
-    } catch (const JsonError&) {
-        throw;
+    } catch (const JsonError& e) {
+        throw UsageError(p.positional[0] + ": " + e.what());
     } catch (const std::invalid_argument& e) {
         throw UsageError(p.positional[0] + ": " + e.what());
     } catch (const std::runtime_error& e) {
         throw UsageError(e.what());
     }
     inverse::PosteriorFlowConfig c = problem.flow;
-    if (noRwpo) c.flow.rwpo = false;
+    if (noRwpo || rwpo) c.flow.rwpo = rwpo;
     if (!itersText.empty()) c.iterations = parseLong(itersText, "--iters", 1, 100000000);
     c.adam.decaySteps = c.iterations;
     if (!batchText.empty()) c.batch = int(parseLong(batchText, "--batch", 2, 65536));

@@ -84,7 +84,7 @@ commands:
   bench train [--json] [--iters 20] [training options]
       milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
 
-  infer PROBLEM.json|NAME --out posterior.safetensors [--samples s.npy] [--no-rwpo] [--iters N] [--batch B]
+  infer PROBLEM.json|NAME --out posterior.safetensors [--samples s.npy] [--rwpo|--no-rwpo] [--iters N] [--batch B]
         [--frame prior|laplace] [--seed S] [--every K] [--summary-samples n] [--threads T]
       fit a posterior flow to a Bayesian inverse problem (docs/inverse.md): the flow of train run forward
       from N(0, I) and trained by reverse KL against p(x|y) ∝ exp(-|y - F(x)|²/2σ²) p(x); shipped problems:

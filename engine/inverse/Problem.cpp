@@ -82,8 +82,8 @@ Prior readPrior(const JsonReader& j, int d) {
 
 void readFlow(const JsonReader& j, PosteriorFlowConfig& c) {
     j.expectObject({"rwpo", "width", "depth", "layers", "T", "frame", "batch", "keys", "iterations", "lr",
-                    "lr_final", "transport_weight", "hjb_weight", "lambda0", "beta0", "train_beta", "seed",
-                    "base_seed"});
+                    "lr_final", "transport_weight", "hjb_weight", "exact_log_det", "lambda0", "beta0",
+                    "train_beta", "seed", "base_seed"});
     flows::FlowConfig& f = c.flow;
     if (auto v = j.find("rwpo")) f.rwpo = v->boolean();
     if (auto v = j.find("width")) f.width = int(v->integer(1, 1024));
@@ -102,6 +102,10 @@ void readFlow(const JsonReader& j, PosteriorFlowConfig& c) {
     if (auto v = j.find("lr_final")) c.adam.lrFinal = v->numberIn(1e-12, 10);
     if (auto v = j.find("transport_weight")) f.transportWeight = v->numberIn(0, 1e6);
     if (auto v = j.find("hjb_weight")) f.hjbWeight = v->numberIn(0, 1e6);
+    if (auto v = j.find("exact_log_det")) { // both sub-steps' (where d allows); false: the first-order traces
+        f.exactDriftLogDet = v->boolean();
+        f.rwpoOptions.exactLogDet = v->boolean();
+    }
     if (auto v = j.find("lambda0")) f.lambda0 = v->numberIn(1e-12, 1e6);
     if (auto v = j.find("beta0")) f.beta0 = v->numberIn(1e-12, 1e6);
     if (auto v = j.find("train_beta")) f.trainBeta = v->boolean();

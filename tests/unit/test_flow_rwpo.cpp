@@ -454,7 +454,9 @@ TEST(FlowRwpo, RejectsWhatItCannotDo) {
     const auto X3 = tape.constant(tokens(3, 8, 71, 1.0)), l = tape.constant(scalar(1)),
                b = tape.constant(scalar(1));
     RwpoOptions o{.exactLogDet = true};
-    EXPECT_THROW(recordRwpo(tape, X3, l, b, o), std::invalid_argument); // vector kernel, d = 3
+    EXPECT_NO_THROW(recordRwpo(tape, X3, l, b, o)); // vector kernel, d = 3: cofactors
+    const auto X4 = tape.constant(tokens(4, 8, 75, 1.0));
+    EXPECT_THROW(recordRwpo(tape, X4, l, b, o), std::invalid_argument); // vector kernel, d = 4
     o.kernel = RwpoKernel::Separable;
     EXPECT_NO_THROW(recordRwpo(tape, X3, l, b, o)); // diagonal: any d
     o.leaveOneOut = true;
