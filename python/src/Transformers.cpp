@@ -206,7 +206,7 @@ pb::object evaluate(const TransformerModel& m, int sets, long seed, const std::v
 }
 
 // The sets of an (n, input_dim) array (one set) or a (B, n, input_dim) array, as the columns of one matrix.
-ot::Matrix toSets(const pb::handle& obj, int inputDim, int& sets, int& setSize) {
+ot::Matrix toSets(const pb::handle& obj, int inputDim, int& sets, int& setSize, bool& batched) {
     pb::array_t<double, pb::array::forcecast> a;
     try {
         a = pb::array_t<double, pb::array::forcecast>::ensure(obj);
@@ -221,7 +221,8 @@ ot::Matrix toSets(const pb::handle& obj, int inputDim, int& sets, int& setSize) 
                                   std::to_string(inputDim) + ") batch of sets, got " +
                                   std::to_string(a.ndim()) + " dimensions");
     const auto u = a.unchecked<>();
-    sets = a.ndim() == 3 ? int(a.shape(0)) : 1;
+    batched = a.ndim() == 3;
+    sets = batched ? int(a.shape(0)) : 1;
     setSize = int(a.shape(a.ndim() - 2));
     if (a.shape(a.ndim() - 1) != inputDim)
         throw InputError("X", "expected tokens of dimension " + std::to_string(inputDim) + ", got " +
@@ -243,8 +244,8 @@ ot::Matrix toSets(const pb::handle& obj, int inputDim, int& sets, int& setSize) 
 pb::object predict(const TransformerModel& m, const pb::handle& X, bool withStates) {
     const ot::TransformerConfig& cfg = m.model->config();
     int sets = 0, setSize = 0;
-    const ot::Matrix tokens = toSets(X, cfg.inputDim, sets, setSize);
-    const bool batched = pb::array(pb::array_t<double, pb::array::forcecast>::ensure(X)).ndim() == 3;
+    bool batched = false;
+    const ot::Matrix tokens = toSets(X, cfg.inputDim, sets, setSize, batched);
     ot::Matrix output;
     std::vector<ot::Matrix> states;
     Interruptible guard;
