@@ -25,4 +25,5 @@ PYBIND11_MODULE(_flowscope, m) {
     bindMoments(m);
     bindFlows(m);
     bindTransformers(m);
+    bindRender(m);
 }
