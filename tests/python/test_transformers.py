@@ -2,6 +2,9 @@
 and predict() against a NumPy forward pass written here from docs/math/transformers.md."""
 
 import json
+import os
+import signal
+import threading
 
 import pytest
 
@@ -123,6 +126,17 @@ def test_callback_false_stops_and_interrupt_leaves_module_usable():
     with pytest.raises(KeyboardInterrupt):
         flowscope.train_transformer("A", iters=50, batch=4, eval_sets=5, callback=interrupt)
     assert flowscope.train_transformer("A", iters=2, batch=4, eval_sets=5).record["training"]["iterations"] == 2
+
+
+def test_sigint_stops_a_long_training():
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            flowscope.train_transformer("A", iters=10**7, eval_sets=5)
+    finally:
+        timer.cancel()
+    assert flowscope.train_transformer("A", iters=1, eval_sets=5).record["training"]["iterations"] == 1
 
 
 def test_bad_input_names_the_field(task_a, tmp_path):
