@@ -17,6 +17,7 @@ PACKAGES=(
   python3-numpy # tests/python: the NumPy flow reader against the C++ sampler
   python3-dev pybind11-dev # python/: the flowscope module (FLOWSCOPE_BUILD_PYTHON)
   python3-pytest python3-torch # tests/python: the module's pytest suite; softmax against PyTorch
+  python3-tqdm # the module's progress=True / "auto" bars (optional: without it no bar; tests/python/test_progress.py)
   python3-matplotlib python3-nbclient python3-ipykernel # examples/: the notebooks, executed by ctest
   zlib1g-dev libpng-dev libavcodec-dev libavformat-dev libswscale-dev libavutil-dev # engine/media: PNG, MP4 (libpng: tests)
   clang libclang-rt-14-dev # the compiler of every build (clang 14); libFuzzer's runtime for tests/fuzz

@@ -6,15 +6,19 @@
     V = flowscope.velocity({"type": "softmax", "beta": 1}, np.random.randn(1000, 3))
     m = flowscope.moments("cone-fig2d-two-lines")      # Σ(t), α(t) of the Gaussian mode
     flow = flowscope.train("moons", iters=300)         # a generative flow; flow.sample(1000), flow.save(...)
+    net = flowscope.train_transformer("A", iters=500)  # a continuous-time Transformer; net.predict(sets)
+    flowscope.render("default", "default.gif", frames=60)   # where the build has the headless renderer
 
 Everything runs in the C++ engine (the CLI's and the app's code): NumPy arrays in and out, float32 and
-float64, the GIL released while it computes, Ctrl+C stops long calls cleanly. Bad input raises ValueError
-naming the field (a scene's fields by JSON pointer, as flowscope-cli prints them). See docs/python.md.
+float64, the GIL released while it computes, Ctrl+C stops long calls cleanly, progress=True or "auto" shows
+a tqdm bar where tqdm is installed. Bad input raises ValueError naming the field (a scene's fields by JSON
+pointer, as flowscope-cli prints them). See docs/python.md.
 """
 
 import os as _os
 
 from ._flowscope import (  # noqa: F401
+    HAVE_RENDER,
     FlowModel,
     MomentsResult,
     Scene,
@@ -25,16 +29,20 @@ from ._flowscope import (  # noqa: F401
     entropies,
     moments,
     presets,
+    render,
     simulate,
     train,
+    train_transformer,
+    TransformerModel,
     velocity,
 )
 from . import _flowscope
 
 __version__ = "0.1.0"
 __all__ = [
-    "FlowModel", "MomentsResult", "Scene", "SimulationResult", "attention_weights", "dataset", "datasets", "entropies",
-    "moments", "presets", "simulate", "train", "velocity",
+    "HAVE_RENDER", "FlowModel", "MomentsResult", "Scene", "SimulationResult", "TransformerModel", "attention_weights",
+    "dataset", "datasets", "entropies", "moments", "presets", "render", "simulate", "train", "train_transformer",
+    "velocity",
 ]
 
 # The presets installed with the package (the build tree and `pip install .` copy them here); without them,

@@ -1,7 +1,7 @@
 """Type stubs of the compiled part of flowscope (python/src/*.cpp); the docstrings are in the module."""
 
 import os
-from typing import Any, Callable, Literal, Optional, Union
+from typing import Any, Callable, Literal, Optional, Sequence, Union, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -10,7 +10,7 @@ ArrayLike = npt.ArrayLike
 PathLike = Union[str, os.PathLike[str]]
 SceneSource = Union["Scene", dict[str, Any], PathLike]
 AttentionSource = Union["Scene", dict[str, Any], PathLike]
-Progress = Union[None, bool, Callable[[float], Any]]
+Progress = Union[None, bool, Literal["auto"], Callable[[float], Any]]
 
 class Scene:
     def __init__(self, source: SceneSource) -> None: ...
@@ -71,6 +71,27 @@ class FlowModel:
     @property
     def record(self) -> dict[str, Any]: ...
 
+class TransformerModel:
+    @staticmethod
+    def load(path: PathLike) -> TransformerModel: ...
+    def save(self, path: PathLike) -> None: ...
+    def evaluate(self, *, sets: int = 1000, seed: int = 1, drop_rates: Sequence[float] = ()) -> dict[str, Any]: ...
+    @overload
+    def predict(self, X: ArrayLike, *, states: Literal[False] = False) -> npt.NDArray[np.float64]: ...
+    @overload
+    def predict(self, X: ArrayLike, *,
+                states: Literal[True]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]: ...
+    @property
+    def task(self) -> Literal["A", "B"]: ...
+    @property
+    def parameters(self) -> dict[str, npt.NDArray[np.float64]]: ...
+    @property
+    def config(self) -> dict[str, Any]: ...
+    @property
+    def record(self) -> dict[str, Any]: ...
+
+HAVE_RENDER: bool
+
 def presets() -> list[str]: ...
 def datasets() -> list[str]: ...
 def dataset(name: str, n: int, seed: int = 0) -> npt.NDArray[np.float64]: ...
@@ -91,3 +112,18 @@ def train(data: Union[str, ArrayLike], *, iters: int = 3000, rwpo: bool = True,
           reference_size: int = 0, clip_median: float = 5.0, average_iters: int = 200, seed: int = 0,
           jitter: float = 0.0, eval_every: int = 0, callback: Optional[Callable[[dict[str, Any]], Any]] = None,
           progress: Progress = None) -> FlowModel: ...
+def train_transformer(task: Literal["A", "B", "a", "b"] = "A", *, arch: Literal["ot", "node", "discrete"] = "ot",
+                      blocks: Optional[int] = None, steps: Optional[int] = None, horizon: float = 1.0,
+                      lambda_ot: float = 0.0, convention: Literal["element-mean", "paper"] = "element-mean",
+                      integrator: Literal["euler", "rk4"] = "euler", increment: bool = False, layer_norm: bool = False,
+                      width: Optional[int] = None, pad_copy: bool = False, routing_init: bool = False,
+                      mlp: Optional[int] = None, batch: Optional[int] = None, lr: Optional[float] = None,
+                      lr_final: Optional[float] = None, eval_sets: int = 1000, average_iters: Optional[int] = None,
+                      iters: Optional[int] = None, seed: int = 0, eval_every: int = 0,
+                      drop_rates: Optional[Sequence[float]] = None,
+                      callback: Optional[Callable[[dict[str, Any]], Any]] = None,
+                      progress: Progress = None) -> TransformerModel: ...
+def render(scene: SceneSource, path: PathLike, *, view: Literal["particles", "cone", "disc"] = "particles",
+           frames: int = 120, fps: float = 30.0, size: tuple[int, int] = (1280, 720),
+           dt_per_frame: Optional[float] = None, hud: bool = False, caption: Optional[str] = None,
+           particles: bool = True, progress: Progress = None) -> None: ...

@@ -63,5 +63,7 @@ void bindSimulate(pb::module_& m);
 void bindFields(pb::module_& m);
 void bindMoments(pb::module_& m);
 void bindFlows(pb::module_& m);
+void bindTransformers(pb::module_& m);
+void bindRender(pb::module_& m);
 
 } // namespace flowscope::py

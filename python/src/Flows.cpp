@@ -262,7 +262,8 @@ for bit, on one machine.
 callback  called after every iteration with a dict (iteration, loss, nll, transport, lambda, beta,
           learning_rate, rejected; heldout_nll, mmd2, kl after an evaluation, every eval_every iterations);
           returning False stops training
-progress  a callable taking the fraction done, or True for a tqdm bar
+progress  a callable taking the fraction done; True or "auto" for a tqdm bar where tqdm is installed
+          (without it: True prints a line on stderr every tenth, "auto" nothing)
 
 The GIL is released between callbacks; Ctrl+C stops training and raises KeyboardInterrupt.)");
     m.def("datasets", &flows::datasetNames, "The toy datasets train() knows by name.");

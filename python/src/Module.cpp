@@ -24,4 +24,6 @@ PYBIND11_MODULE(_flowscope, m) {
     bindFields(m);
     bindMoments(m);
     bindFlows(m);
+    bindTransformers(m);
+    bindRender(m);
 }

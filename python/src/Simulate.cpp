@@ -132,7 +132,8 @@ scene     a Scene, or what Scene() takes (dict, file, share string, preset name)
 backend   "cpu" (the scene's precision: float64 reference or float32 SIMD), "gl" or "vulkan" (float32
           compute shaders, where this build has them)
 every     record every K-th step (overrides output.every)
-progress  a callable taking the fraction done, or True for a tqdm bar (where tqdm is installed)
+progress  a callable taking the fraction done; True or "auto" for a tqdm bar where tqdm is installed
+          (without it: True prints a line on stderr every tenth, "auto" nothing)
 
 The GIL is released while it runs; Ctrl+C (or an exception raised by `progress`) stops it between two
 steps and raises, leaving the module usable.)");

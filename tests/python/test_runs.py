@@ -160,3 +160,38 @@ def test_progress_reaches_one():
     seen = []
     flowscope.simulate(SMALL, progress=seen.append)
     assert len(seen) == 40 and seen[-1] == 1.0
+
+
+def test_stubs_and_all_cover_the_module():
+    """_flowscope.pyi names every public function and class of the module with the module's parameter names,
+    and __all__ exports them."""
+    import ast
+    import re
+
+    stub = ast.parse(open(os.path.join(os.path.dirname(flowscope.__file__), "_flowscope.pyi")).read())
+    public = {n for n in dir(flowscope._flowscope) if not n.startswith("_")}
+    assert set(flowscope.__all__) == public
+
+    def parameters(function):
+        # pybind11's signature line: name(a: type = default, *, b: type = ...) -> result
+        line = function.__doc__.splitlines()[0]
+        inside = line[line.index("(") + 1:line.rindex(") ->")]
+        return [name for name in re.findall(r"(?:^|, )(\w+):", inside) if name != "self"]
+
+    seen = set()
+    for node in stub.body:
+        if isinstance(node, ast.AnnAssign):
+            seen.add(node.target.id)
+        if not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            continue
+        seen.add(node.name)
+        owner = getattr(flowscope._flowscope, node.name)
+        defs = [node] if isinstance(node, ast.FunctionDef) else [
+            d for d in node.body if isinstance(d, ast.FunctionDef) and not d.decorator_list or
+            isinstance(d, ast.FunctionDef) and any(getattr(x, "id", "") in ("staticmethod", "overload")
+                                                   for x in d.decorator_list)]
+        for d in defs:
+            function = owner if d is node else getattr(owner, d.name)
+            args = [a.arg for a in d.args.args + d.args.kwonlyargs if a.arg != "self"]
+            assert args == parameters(function), f"{node.name}.{d.name}"
+    assert seen == public
