@@ -522,10 +522,10 @@ TEST(FlowIo, TheDriftLogDetRoundTripsAndOlderFilesReadAsFirstOrder) {
     nlohmann::json older = toJson(c); // a file written before the exact drift log-det existed
     older.erase("exact_drift_log_det");
     EXPECT_FALSE(flowConfigFromJson(older).exactDriftLogDet);
-    older["d"] = 3; // and such a file may hold points of any dimension (with a first-order RWPO log-det)
+    older["d"] = 4; // and such a file may hold points of any dimension (with a first-order RWPO log-det)
     older["exact_log_det"] = false;
-    EXPECT_EQ(flowConfigFromJson(older).d, 3);
-    older["exact_log_det"] = true; // which a vector kernel cannot have there: named
+    EXPECT_EQ(flowConfigFromJson(older).d, 4);
+    older["exact_log_det"] = true; // which a vector kernel cannot have there (d > 3): named
     EXPECT_NE(messageOf([&] { flowConfigFromJson(older); }).find("architecture/exact_log_det"),
               std::string::npos);
 }
