@@ -12,10 +12,12 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QPushButton>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
@@ -23,6 +25,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 namespace flowscope::test {
 namespace {
@@ -144,6 +147,28 @@ TEST_F(InverseViewTest, SwitchingProblemsResets) {
     // The panel shows the new problem's own iterations.
     EXPECT_EQ(panel->config().flow.iterations, s->trainers[0].iterations);
     EXPECT_EQ(panel->config().problemId, "lorenz63");
+}
+
+// EIT's frame (the Laplace approximation: a MAP search of up to 100 Levenberg–Marquardt iterations, each
+// with 576 pullbacks) takes a second or more; it is made off the UI thread, which keeps handling events
+// (a 10 ms timer fires) while the new problem is prepared.
+TEST_F(InverseViewTest, TheWindowAnswersWhileAProblemIsPrepared) {
+    int ticks = 0;
+    QTimer tick;
+    tick.setInterval(10);
+    QObject::connect(&tick, &QTimer::timeout, [&] { ++ticks; });
+    tick.start();
+    QElapsedTimer clock;
+    clock.start();
+    ASSERT_TRUE(panel->selectProblem(QStringLiteral("eit")));
+    const qint64 blocked = clock.elapsed();
+    tick.stop();
+    std::printf("eit: the problem prepared in %lld ms, %d ticks of a 10 ms timer meanwhile\n", blocked,
+                ticks);
+    ASSERT_TRUE(window->inverse().runner().snapshot()) << window->lastError().toStdString();
+    EXPECT_EQ(window->inverse().runner().snapshot()->scene->modelType, "eit");
+    ASSERT_GE(blocked, 100) << "the frame took too little time to tell";
+    EXPECT_GE(ticks, int(blocked / 100));
 }
 
 TEST_F(InverseViewTest, SideBySideTrainsTwoFlows) {
