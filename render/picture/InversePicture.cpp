@@ -129,11 +129,11 @@ QString InversePicture::plotTitle(Plot plot) {
     case Plot::Loss:
         return tr("loss: reverse KL + transport");
     case Plot::Misfit:
-        return tr("data misfit ½‖y − F(x)‖²/σ² (batch mean)");
+        return tr("data misfit ½‖y − F(x)‖²/σ²");
     case Plot::Error:
-        return tr("relative L1 error of the posterior mean");
+        return tr("posterior mean: relative L1 error");
     case Plot::Fit:
-        return tr("data y (•) and F(posterior mean) (—)");
+        return tr("y (•) and F(posterior mean) (—)");
     }
     return {};
 }
@@ -343,7 +343,7 @@ void InversePicture::paintUnknowns(QPainter& p, const QRectF& area, const Poster
     }
     const double pad = 0.06 * (hi - lo);
     const double left = fm.horizontalAdvance(QStringLiteral("-0.000")) + 10;
-    const QString title = tr("unknowns: posterior mean ± sd by index");
+    const QString title = tr("unknowns: mean ± sd");
     const QRectF plot(area.left() + left, area.top() + fm.height() + 6, area.width() - left - 8,
                       area.height() - 2 * fm.height() - 14);
     p.setPen(palette_.color(QPalette::WindowText));
@@ -406,6 +406,18 @@ void InversePicture::paintFields(QPainter& p, const QRectF& area, const Posterio
         std::min((area.width() - 16 - (n - 1) * gap) / n, area.height() - 3 * fm.height() - 12);
     if (side < 16) return;
     const double x0 = area.left() + (area.width() - n * side - (n - 1) * gap) / 2;
+    auto range = [](const Panel& panel) {
+        return tr("%1 – %2").arg(panel.lo, 0, 'g', 3).arg(panel.hi, 0, 'g', 3);
+    };
+    // Each image's colour range under it; where one does not fit, both scales in one line under them all.
+    bool fits = true;
+    for (const Panel& panel : panels) fits = fits && fm.horizontalAdvance(range(panel)) <= side;
+    if (!fits) {
+        const QString both = tr("κ %1 · sd %2").arg(range(panels[panels.size() - 2]), range(panels.back()));
+        p.setPen(style_.label);
+        p.drawText(QRectF(area.left(), area.top() + fm.height() + 8 + side + 2, area.width(), fm.height()),
+                   Qt::AlignHCenter | Qt::AlignTop, fm.elidedText(both, Qt::ElideRight, area.width()));
+    }
     for (int k = 0; k < n; ++k) {
         const Panel& panel = panels[std::size_t(k)];
         const QRectF r(x0 + k * (side + gap), area.top() + fm.height() + 8, side, side);
@@ -415,10 +427,10 @@ void InversePicture::paintFields(QPainter& p, const QRectF& area, const Posterio
         p.drawImage(r, fieldImage(*panel.field, panel.lo, panel.hi));
         p.setPen(QPen(style_.axis, 1.0));
         p.drawRect(r);
+        if (!fits) continue;
         p.setPen(style_.label);
-        p.drawText(
-            QRectF(r.left(), r.bottom() + 2, r.width(), fm.height()), Qt::AlignHCenter | Qt::AlignTop,
-            fm.elidedText(tr("%1 – %2").arg(number(panel.lo), number(panel.hi)), Qt::ElideRight, r.width()));
+        p.drawText(QRectF(r.left(), r.bottom() + 2, r.width(), fm.height()), Qt::AlignHCenter | Qt::AlignTop,
+                   range(panel));
     }
 }
 
