@@ -126,7 +126,7 @@ class EitLinearization final : public Linearization {
     bool finite_ = false;
 };
 
-Eit::Eit(const EitSetup& setup) : n_(setup.cells), kappa0_(setup.kappa0) {
+Eit::Eit(const EitSetup& setup) : n_(setup.cells), kappa0_(setup.kappa0), bumpWidth_(setup.bumpWidth) {
     if (setup.cells < 2 || !(setup.kappa0 > 0) || !(setup.bumpWidth > 0) || setup.centresX < 1 ||
         setup.centresY < 1)
         throw std::invalid_argument("eit: needs at least 2 cells, kappa0 > 0, bumpWidth > 0 and centres");
@@ -178,6 +178,16 @@ Eit::Eit(const EitSetup& setup) : n_(setup.cells), kappa0_(setup.kappa0) {
         const Eigen::Vector2d s = boundaryPoint(e);
         for (size_t p = 0; p < patterns.size(); ++p) boundary_(e, p) = patterns[p](s(0), s(1));
     }
+}
+
+Matrix Eit::bumpsAt(const Matrix& points) const {
+    if (points.rows() != 2) throw std::invalid_argument("eit: bumpsAt takes 2 x P points");
+    const double inv2l2 = 1.0 / (2 * bumpWidth_ * bumpWidth_);
+    Matrix phi(points.cols(), Eigen::Index(centres_.size()));
+    for (Eigen::Index p = 0; p < points.cols(); ++p)
+        for (size_t k = 0; k < centres_.size(); ++k)
+            phi(p, Eigen::Index(k)) = std::exp(-(points.col(p) - centres_[k]).squaredNorm() * inv2l2);
+    return phi;
 }
 
 Eigen::Vector2d Eit::boundaryPoint(int e) const {

@@ -68,6 +68,10 @@ class Eit final : public ForwardModel {
     Eigen::Vector2d outwardNormal(int e) const;
     // κ at the face midpoints: interior faces first, then the boundary faces in observation order.
     Vector faceConductivity(const Vector& c) const;
+    // The bumps at any points of the square (2 x P): Φ (P x d), so that κ = κ0 + Φ c there (the app's
+    // picture of the conductivity field).
+    Matrix bumpsAt(const Matrix& points) const;
+    double kappa0() const { return kappa0_; }
 
     struct Face {
         int a = 0, b = -1; // the cells on either side (b = -1: a boundary face), in the solver's order
@@ -76,7 +80,7 @@ class Eit final : public ForwardModel {
 
   private:
     int n_ = 0;
-    double h_ = 0, kappa0_ = 1;
+    double h_ = 0, kappa0_ = 1, bumpWidth_ = 0.1;
     std::vector<Eigen::Vector2d> centres_;
     std::vector<Face> faces_; // interior faces, then the 4n boundary faces
     int interiorFaces_ = 0;

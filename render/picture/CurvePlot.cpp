@@ -38,10 +38,10 @@ QPolygonF envelope(const QPolygonF& pixels) {
 
 // The value range of a plot. The first 5 % of a long line are left out: the initial loss is often far
 // above the rest and would flatten everything that follows (it is still drawn, clipped at the top).
-std::pair<double, double> valueRange(const std::vector<CurveSeries>& series) {
+std::pair<double, double> valueRange(const std::vector<CurveSeries>& series, bool trimStart) {
     double lo = std::numeric_limits<double>::infinity(), hi = -lo;
     for (const CurveSeries& s : series) {
-        const bool line = s.style == CurveSeries::Style::Line;
+        const bool line = trimStart && s.style == CurveSeries::Style::Line;
         const std::size_t skip = line && s.points.size() >= 40 ? s.points.size() / 20 : 0;
         for (std::size_t k = skip; k < s.points.size(); ++k) {
             const double v = s.points[k].y();
@@ -57,17 +57,22 @@ std::pair<double, double> valueRange(const std::vector<CurveSeries>& series) {
 
 } // namespace
 
+QColor rwpoCurveColor(bool rwpo) {
+    return rwpo ? QColor(0xff, 0x8c, 0x1a) : QColor(0x4f, 0xa3, 0xff);
+}
+
 void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, const PlotStyle& style,
                     const QPalette& palette, const QFont& font) {
     const QFontMetricsF fm(font);
-    const std::pair<double, double> range = valueRange(plot.series);
+    const std::pair<double, double> range = valueRange(plot.series, plot.trimStart);
     const double lo = range.first,
                  hi = range.second; // (a lambda below captures them: not a structured binding)
     const double xMax = std::max(1.0, plot.xMax);
 
     // Title band on top, tick labels left and below. Half a line between the title and the frame: a value
     // label on the frame's top edge reaches that far up, and would otherwise sit on the title.
-    const QString axis = QCoreApplication::translate("CurvePlot", "iteration");
+    const QString axis =
+        plot.xLabel.isEmpty() ? QCoreApplication::translate("CurvePlot", "iteration") : plot.xLabel;
     const double yLabels =
         std::max(fm.horizontalAdvance(QStringLiteral("-0.0000")), fm.horizontalAdvance(axis)) + 14;
     const double top = 1.5 * fm.height() + 2;
@@ -123,6 +128,10 @@ void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, cons
             p.setPen(QPen(s.color, 1.0, Qt::DotLine));
             p.drawPolyline(pixels);
             p.setPen(QPen(s.color, 5.0, Qt::SolidLine, Qt::RoundCap));
+            p.drawPoints(pixels);
+            break;
+        case CurveSeries::Style::Points:
+            p.setPen(QPen(s.color, 4.0, Qt::SolidLine, Qt::RoundCap));
             p.drawPoints(pixels);
             break;
         case CurveSeries::Style::Dashed:

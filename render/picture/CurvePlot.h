@@ -19,9 +19,9 @@ class QPalette;
 namespace flowscope {
 
 // One curve: (iteration, value) points drawn as a line, as dots joined by a dotted line (held-out
-// evaluations), or dashed (a reference level such as a theoretical bound).
+// evaluations), dashed (a reference level such as a theoretical bound), or as points alone (data).
 struct CurveSeries {
-    enum class Style { Line, Dots, Dashed };
+    enum class Style { Line, Dots, Dashed, Points };
     QColor color;
     std::vector<QPointF> points;
     Style style = Style::Line;
@@ -30,15 +30,21 @@ struct CurveSeries {
 struct CurvePlot {
     QString title;
     std::vector<CurveSeries> series;
-    double xMax = 1;   // the iteration at the right edge
-    QString emptyText; // shown when no series has a point
+    double xMax = 1;       // the iteration at the right edge
+    QString emptyText;     // shown when no series has a point
+    QString xLabel;        // the horizontal axis's name; empty: "iteration"
+    bool trimStart = true; // leave a long line's first 5 % out of the value range (a training curve's)
 };
 
 // The plot in `area`: the title on top, value ticks on the left, iteration ticks below. A long line's first
-// 5 % are left out of the value range (the initial loss is often far above the rest); the points are still
-// drawn, clipped.
+// 5 % are left out of the value range unless trimStart is off (the initial loss is often far above the rest);
+// the points are still drawn, clipped.
 void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, const PlotStyle& style,
                     const QPalette& palette, const QFont& font);
+
+// The colour of a training run's curves with and without the RWPO layer (Flows, Inverse): the same in every
+// plot, so side by side reads the same everywhere.
+QColor rwpoCurveColor(bool rwpo);
 
 // "label" entries with a short line in their colour, left to right from `at` (a text baseline).
 struct LegendEntry {

@@ -16,12 +16,8 @@ namespace {
 
 const QColor kDataColor(0xa8, 0xad, 0xb8, 140);
 const QColor kSampleColor(0xff, 0x8c, 0x1a, 190);
-// Curves: one colour per trainer kind, so side by side reads the same in every plot.
-const QColor kRwpoCurve(0xff, 0x8c, 0x1a);
-const QColor kPlainCurve(0x4f, 0xa3, 0xff);
-
 QColor curveColor(const TrainerState& t) {
-    return t.rwpo ? kRwpoCurve : kPlainCurve;
+    return rwpoCurveColor(t.rwpo);
 }
 
 bool darkStyle(const PlotStyle& style) {
@@ -233,26 +229,12 @@ void FlowsPicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k) 
     }
     endPicture(p, square, hasSamples ? QString() : tr("generating samples..."));
 
-    // Legend: what each mark is.
-    double x = square.left();
-    const double y = square.bottom() + 4 + fm.ascent();
-    auto entry = [&](const QColor& color, const QString& text, bool dot) {
-        p.setPen(Qt::NoPen);
-        p.setBrush(QColor(color.red(), color.green(), color.blue()));
-        const QRectF mark(x, y - fm.ascent() / 2 - 4, 8, 8);
-        if (dot)
-            p.drawEllipse(mark);
-        else
-            p.drawRect(mark);
-        p.setBrush(Qt::NoBrush);
-        p.setPen(palette_.color(QPalette::WindowText));
-        p.drawText(QPointF(x + 12, y), text);
-        x += 12 + fm.horizontalAdvance(text) + 14;
-    };
-    entry(kDataColor, tr("data"), true);
-    entry(kSampleColor, tr("generated"), true);
     const bool histogram = picture && picture->densityFromSamples;
-    entry(heatColor(0.8, style_), histogram ? tr("histogram of samples") : tr("model density"), false);
+    paintMarks(
+        p, square,
+        {{kDataColor, tr("data")},
+         {kSampleColor, tr("generated")},
+         {heatColor(0.8, style_), histogram ? tr("histogram of samples") : tr("model density"), false}});
 }
 
 void FlowsPicture::paintPlotAt(QPainter& p, const QRectF& area, int index) const {

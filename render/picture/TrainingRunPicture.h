@@ -125,13 +125,14 @@ template <class SnapshotT> class TrainingRunPicture {
         const double side = std::max(0.0, std::min(area.width(), area.height() - 2 * (line + 6)));
         return QRectF(area.left() + (area.width() - side) / 2, area.top() + line + 6, side, side);
     }
-    // The title above `square` (elided to its width), then the square's background; the painter draws in the
-    // square's coordinates, clipped to it, until endPicture().
+    // The title above `square` (from its left edge, elided to the area's right edge), then the square's
+    // background; the painter draws in the square's coordinates, clipped to it, until endPicture().
     void beginPicture(QPainter& p, const QRectF& area, const QRectF& square, const QString& title) const {
         const QFontMetricsF fm(font_);
+        const double width = area.right() - square.left();
         p.setPen(palette_.color(QPalette::WindowText));
-        p.drawText(QRectF(square.left(), area.top(), square.width(), fm.height() + 4),
-                   Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(title, Qt::ElideRight, square.width()));
+        p.drawText(QRectF(square.left(), area.top(), width, fm.height() + 4),
+                   Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(title, Qt::ElideRight, width));
         p.save();
         p.translate(square.topLeft());
         p.setClipRect(QRectF(QPointF(0, 0), square.size()));
@@ -147,6 +148,31 @@ template <class SnapshotT> class TrainingRunPicture {
         p.setPen(QPen(style_.axis, 1.0));
         p.setBrush(Qt::NoBrush);
         p.drawRect(square);
+    }
+
+    // The legend under `square`: what each mark is (a dot or a square of its colour, opaque), left to right.
+    struct Mark {
+        QColor color;
+        QString text;
+        bool dot = true;
+    };
+    void paintMarks(QPainter& p, const QRectF& square, const std::vector<Mark>& marks) const {
+        const QFontMetricsF fm(font_);
+        double x = square.left();
+        const double y = square.bottom() + 4 + fm.ascent();
+        for (const Mark& m : marks) {
+            p.setPen(Qt::NoPen);
+            p.setBrush(QColor(m.color.red(), m.color.green(), m.color.blue()));
+            const QRectF mark(x, y - fm.ascent() / 2 - 4, 8, 8);
+            if (m.dot)
+                p.drawEllipse(mark);
+            else
+                p.drawRect(mark);
+            p.setBrush(Qt::NoBrush);
+            p.setPen(palette_.color(QPalette::WindowText));
+            p.drawText(QPointF(x + 12, y), m.text);
+            x += 12 + fm.horizontalAdvance(m.text) + 14;
+        }
     }
 
     // What the picture says before the first start (which panel to use).

@@ -6,6 +6,7 @@
 #include "ui/views/ParticleView.h"
 #include "ui/widgets/Icons.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/inverse/InverseWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
 
@@ -38,7 +39,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     particles_ = new ParticlesWorkspace(this);
     flows_ = new FlowsWorkspace(this);
     transformers_ = new TransformersWorkspace(this);
-    for (Workspace* w : std::initializer_list<Workspace*>{particles_, flows_, transformers_}) addWorkspace(w);
+    inverse_ = new InverseWorkspace(this);
+    for (Workspace* w : std::initializer_list<Workspace*>{particles_, flows_, transformers_, inverse_})
+        addWorkspace(w);
     connect(particles_, &ParticlesWorkspace::titleChanged, this,
             [this](const QString& name) { setWindowTitle(tr("%1 — Flowscope").arg(name)); });
     placeDocks();

@@ -29,6 +29,7 @@ class QTabWidget;
 namespace flowscope {
 
 class FlowsWorkspace;
+class InverseWorkspace;
 class ParticlesWorkspace;
 class TransformersWorkspace;
 class Workspace;
@@ -42,6 +43,7 @@ class MainWindow : public QMainWindow {
     ParticlesWorkspace& particles() const { return *particles_; }
     FlowsWorkspace& flows() const { return *flows_; }
     TransformersWorkspace& transformers() const { return *transformers_; }
+    InverseWorkspace& inverse() const { return *inverse_; }
     // The workspace whose page is shown.
     Workspace* activeWorkspace() const;
 
@@ -90,6 +92,7 @@ class MainWindow : public QMainWindow {
     ParticlesWorkspace* particles_ = nullptr;
     FlowsWorkspace* flows_ = nullptr;
     TransformersWorkspace* transformers_ = nullptr;
+    InverseWorkspace* inverse_ = nullptr;
     QList<Workspace*> workspaces_;
     QHash<QWidget*, Workspace*> owner_; // page -> its workspace
     QSet<QDockWidget*> hiddenByShell_;  // docks of inactive workspaces the user had shown

@@ -352,6 +352,59 @@ constexpr std::array kTable{
           "paths (dashed). Task B: the 64 points in R<sup>d</sup>, projected on the two principal axes of "
           "their "
           "motion."},
+    // ---- inverse problems (the Inverse tab) ------------------------------------------------------------
+    Entry{
+        "inverse.problem",
+        "<b>Problem</b> — a shipped inverse problem (assets/problems): y = F(x) + ε, ε ~ N(0, σ² I), with a "
+        "prior p(x). <b>linear-gaussian</b> (d = 2, a closed-form Gaussian posterior), <b>lorenz63</b> (σ, "
+        "r, β from window means), <b>elliptic</b> (128 source amplitudes), <b>eit</b> (32 conductivity "
+        "weights). Choosing one starts a new run, paused at iteration 0."},
+    Entry{
+        "inverse.rwpo",
+        "<b>RWPO layer</b> — the flow's sparse sub-step after each OT-Flow layer (RWPO paper §4.2); off: the "
+        "plain OT-Flow potential. The problem file's choice by default."},
+    Entry{"inverse.side_by_side",
+          "<b>With and without the RWPO layer</b> — two flows trained at once from the same seed and frame, "
+          "their samples side by side and their curves in the same plots (orange: with, blue: without)."},
+    Entry{"inverse.iterations",
+          "<b>Iterations</b> — the training stops after this many Adam steps (the learning rate decays over "
+          "them). The problem file's by default."},
+    Entry{"inverse.seed",
+          "<b>Seed</b> — of the flow's initial parameters and of its base draws: the same seed and settings "
+          "give the same run."},
+    Entry{"inverse.evaluate",
+          "<b>Evaluate</b> — the relative L1 error ‖mean − truth‖₁ / ‖truth‖₁ of the posterior mean of 600 "
+          "fresh samples now (also every 25 iterations)."},
+    Entry{"inverse.status",
+          "<b>Status</b> — the iteration and iterations per second, and per flow the batch loss, the data "
+          "misfit and the last relative L1 error of the posterior mean."},
+    Entry{
+        "inverse.loss",
+        "<b>Loss</b> on the batch: the reverse KL (1/N) Σ [log ρ<sub>T</sub>(x) + ½‖y − F(x)‖²/σ² − log "
+        "p(x)] (minus the log evidence) + the transport term. It falls to −log Z, which is unknown: compare "
+        "flows, not values."},
+    Entry{
+        "inverse.misfit",
+        "<b>Data misfit</b> ½‖y − F(x)‖²/σ², the batch mean: about m/2 (m observations) for samples that fit "
+        "the data to the noise."},
+    Entry{"inverse.error",
+          "<b>Relative L1 error</b> ‖mean − truth‖₁ / ‖truth‖₁ of the posterior mean of 600 fresh samples "
+          "(every 25 iterations and on Evaluate). The truth is not the posterior mean: the error levels off "
+          "where the data leave the unknowns uncertain."},
+    Entry{"inverse.fit",
+          "<b>The data and its fit</b> — the observations y (grey points) and F(posterior mean) (a line per "
+          "flow), by observation index."},
+    Entry{"inverse.samples",
+          "<b>Posterior samples</b> — 600 samples of the flow (fixed base draws: the same points move as it "
+          "learns): each unknown's histogram on the diagonal, each pair's scatter below; the truth in green. "
+          "Top right: mean ± sd of each unknown."},
+    Entry{"inverse.unknowns",
+          "<b>The unknowns</b> — the posterior mean of each unknown (line) with ± one standard deviation "
+          "(band), over 600 samples, and the truth (green dots), by index."},
+    Entry{"inverse.field",
+          "<b>EIT</b> — top: the 32 weights' posterior mean ± sd and the truth, by index. Below: the "
+          "conductivity κ = κ0 + Σ c<sub>k</sub> exp(−|s − s<sub>k</sub>|²/(2ℓ²)) on the unit square, of the "
+          "truth and of the posterior mean (one colour scale), and κ's posterior standard deviation."},
     // ---- read-outs -----------------------------------------------------------------------------------
     Entry{"analysis.sym_a",
           "<b>Eigenvalues of A + Aᵀ</b>, A = Σ<sub>h</sub> c K<sub>h</sub>ᵀQ<sub>h</sub> (score scaling "

@@ -120,7 +120,7 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     // when the config is invalid. The current run then goes on untouched.
     bool start(const Config& config, bool comparison, bool play) {
         try {
-            run_.start(config, comparison);
+            run_.start(prepare(config), comparison);
         } catch (const std::exception& e) {
             fail(QObject::tr("Cannot start training:\n%1").arg(QString::fromStdString(e.what())));
             panel_->setStartError(lastError());
@@ -157,6 +157,9 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     QString modelDir() const { return modelDir_; }
 
   protected:
+    // The config a start trains, made ready: a kind's costly preparation (the Inverse workspace's frame,
+    // made off the UI thread). Throws std::exception to refuse the start with its message.
+    virtual Config prepare(const Config& config) { return config; }
     // A trained model at `path` now runs (paused at iteration 0): its tab comes to the front, the status line
     // says so (or gives `note`, what the record lacked).
     bool opened(const QString& path, const QString& note) {

@@ -1,0 +1,162 @@
+// Flowscope engine: live training of posterior flows (TrainerRun.h, with PosteriorTraining as its Kind): the
+// run of the app's Inverse workspace.
+//
+// A run trains one posterior flow on a problem (engine/inverse/Problem.h), or two side by side: with and
+// without the RWPO layer, from the same seed and frame, the RWPO one first. A picture holds samples of the
+// averaged parameters from fixed base draws, their summary (mean, sd, covariance, the relative L1 error of
+// the mean against the truth) and F(mean); for EIT also the conductivity field's mean and standard deviation
+// on a grid. The held-out evaluation (every Options::evaluateEvery iterations, and Evaluate) records the
+// relative L1 error of the posterior mean over `evaluationSamples` samples.
+#pragma once
+
+#include "engine/inverse/PosteriorFlow.h"
+#include "engine/inverse/Problem.h"
+#include "engine/runner/TrainerRun.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flowscope {
+
+// What a posterior run trains: a problem, the flow's settings (the problem's, with the user's iterations,
+// seed and RWPO choice) and the frame both trainers of a run share.
+struct PosteriorRunConfig {
+    std::string problemId; // the shipped problem's name ("lorenz63") or the file's path
+    std::shared_ptr<const inverse::Problem> problem;
+    inverse::PosteriorFlowConfig flow;
+    // The frame (x = c + L u): null until made. Making the Laplace frame searches the MAP point (seconds on
+    // EIT); withFrame() does it once, and every trainer and reset of the run reuses it.
+    std::shared_ptr<const inverse::Frame> frame;
+    int evaluationSamples = 600; // samples of a held-out evaluation
+};
+
+// `config` with its frame made (makeFrame) when it has none.
+PosteriorRunConfig withFrame(PosteriorRunConfig config);
+
+struct PosteriorRunOptions {
+    int samples = 600;                  // samples in a picture
+    int evaluateEvery = 25;             // the relative L1 error every this many iterations; 0: on demand
+    int fieldGrid = 40;                 // EIT: the conductivity field's grid cells per side
+    double pictureSeconds = 0.5;        // the least wall time between two pictures while playing
+    std::size_t maxEvents = 8;          // the last events a snapshot keeps
+    std::uint64_t pictureSeed = 0x5eed; // the pictures' base draws
+};
+
+// The posterior mean's error at an iteration (held-out: fresh samples of the averaged parameters).
+struct PosteriorEvaluation {
+    long iteration = 0;
+    double relativeL1Error = NAN; // NaN without a known truth
+    double misfit = NAN;          // mean ½‖y − F(x)‖²/σ² over the samples
+};
+
+// One trainer: a PosteriorFlow with its iteration budget and held-out evaluations.
+class PosteriorTrainer {
+  public:
+    using Config = PosteriorRunConfig;
+    // Throws std::invalid_argument (naming the field) for an invalid config. Makes the frame when the config
+    // has none.
+    explicit PosteriorTrainer(const Config& config);
+
+    // One step; false once the flow has stopped (StepGuard) or reached config().flow.iterations.
+    bool step();
+    bool stopped() const { return flow_->stopped(); }
+    bool finished() const { return flow_->iteration() >= config_.flow.iterations; }
+    long iteration() const { return flow_->iteration(); }
+    // The relative L1 error of the posterior mean over config().evaluationSamples fresh samples (a fixed
+    // seed: every evaluation of a run draws the same base points).
+    void evaluate();
+
+    double learningRate() const;
+    const std::vector<inverse::PosteriorRecord>& history() const { return flow_->history(); }
+    const std::vector<PosteriorEvaluation>& evaluations() const { return evaluations_; }
+    const std::vector<flows::TrainEvent>& events() const { return flow_->events(); }
+    const Config& config() const { return config_; }
+    const inverse::PosteriorFlow& flow() const { return *flow_; }
+
+  private:
+    Config config_;
+    std::unique_ptr<inverse::PosteriorFlow> flow_;
+    std::vector<PosteriorEvaluation> evaluations_;
+};
+
+// What one trainer looks like at an iteration; immutable once published.
+struct PosteriorPicture {
+    long iteration = 0;
+    inverse::Matrix samples; // d x n, from the same base draws in every picture of a run
+    inverse::PosteriorSummary summary;
+    inverse::Vector prediction; // F(summary.mean), m entries
+    // EIT only: κ's posterior mean and standard deviation on a fieldGrid² grid over [0, 1]² (row j, column i
+    // at s = ((i + ½)/n, (j + ½)/n)); empty for other models.
+    inverse::Matrix fieldMean, fieldSd;
+};
+
+struct PosteriorState {
+    std::string label; // "with RWPO" or "without RWPO"
+    bool rwpo = false;
+    long iteration = 0;
+    long iterations = 0; // the budget
+    double learningRate = 0;
+    std::vector<inverse::PosteriorRecord> history;
+    std::vector<PosteriorEvaluation> evaluations;
+    std::vector<flows::TrainEvent> events;
+    bool stopped = false;
+    std::shared_ptr<const PosteriorPicture> picture;
+    std::shared_ptr<const flows::FlowParams<double>> params; // the averaged parameters (what save writes)
+    std::shared_ptr<const PosteriorRunConfig> config;
+};
+
+// What every picture of a run shares: the problem's data, truth and (EIT) the truth's field.
+struct PosteriorScene {
+    std::string name, modelType;
+    int d = 0;
+    inverse::Vector y;
+    std::optional<inverse::Vector> truth;
+    double noise = 0;
+    bool gaussianPrior = true;
+    bool laplaceFrame = true;
+    inverse::Matrix truthField; // EIT: κ of the truth on the field grid; else empty
+};
+
+struct PosteriorSnapshot : TrainerRunSnapshot<PosteriorState> {
+    std::shared_ptr<const PosteriorScene> scene;
+};
+
+// Writes a snapshot's trainer as flowscope-cli infer does (inverse::savePosterior: .safetensors + .json).
+// Throws std::runtime_error when the state has no parameters yet or the write fails.
+void savePosteriorState(const std::string& path, const PosteriorState& state);
+
+struct PosteriorTraining {
+    using Trainer = PosteriorTrainer;
+    using Config = PosteriorRunConfig;
+    using Model = flows::FlowParams<double>;
+    using State = PosteriorState;
+    using Picture = PosteriorPicture;
+    using Options = PosteriorRunOptions;
+    using Snapshot = PosteriorSnapshot;
+
+    // `config` (its frame made once), or with and without the RWPO layer (with it first), sharing the frame.
+    static std::vector<Config> configs(const Config& config, bool comparison);
+    static std::string label(const Config& config);
+    static State state(const Trainer& t, std::size_t maxEvents, std::shared_ptr<const Config> config);
+    static void save(const std::string& path, const State& state) { savePosteriorState(path, state); }
+
+    class Pictures {
+      public:
+        Pictures(const Options& options, const Trainer& first);
+        std::shared_ptr<const Picture> make(const Trainer& t) const;
+        void describe(Snapshot& s, const Trainer&) const { s.scene = scene_; }
+
+      private:
+        Options options_;
+        std::shared_ptr<const PosteriorScene> scene_;
+        inverse::Matrix fieldBumps_; // EIT: Φ at the field grid's points (grid² x d)
+        double kappa0_ = 1;
+    };
+};
+
+using PosteriorRunner = TrainerRun<PosteriorTraining>;
+
+} // namespace flowscope

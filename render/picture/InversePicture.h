@@ -1,0 +1,53 @@
+// Flowscope picture: the Inverse tab's picture of a posterior-flow run (PosteriorSnapshot), without a widget.
+// Per trainer (two side by side when comparing with and without the RWPO layer), the posterior samples:
+//  * d ≤ 3: a corner plot: each unknown's marginal histogram on the diagonal, each pair's scatter below it,
+//    the truth marked (a line on the histograms, a cross on the scatters), the mean ± sd beside;
+//  * more unknowns (elliptic, EIT): the posterior mean of each unknown against its index with a band of ±
+//    one standard deviation, the truth as dots; for EIT below it the conductivity κ on the unit square: the
+//    truth's, the posterior mean's and the posterior standard deviation's.
+// Beside them, plots: the loss and the data misfit per iteration, the relative L1 error of the posterior mean
+// (held-out, every few iterations), and the data y against F(posterior mean).
+#pragma once
+
+#include "engine/runner/PosteriorRunner.h"
+#include "render/picture/TrainingRunPicture.h"
+
+#include <QString>
+#include <QStringList>
+
+namespace flowscope {
+
+class InversePicture : public TrainingRunPicture<PosteriorSnapshot> {
+  public:
+    enum class Plot { Loss, Misfit, Error, Fit };
+    static constexpr int kPlotCount = 4;
+
+    InversePicture() : TrainingRunPicture(kPlotCount) {}
+
+    QRectF plotRect(Plot plot) const { return plotRectOf(int(plot)); }
+    static QString plotTitle(Plot plot);
+    // The keys of the tooltips the view shows on hover: each plot's, in Plot order, and a trainer's
+    // picture's.
+    static constexpr const char* kPlotKeys[kPlotCount] = {"inverse.loss", "inverse.misfit", "inverse.error",
+                                                          "inverse.fit"};
+    const char* pictureKey(std::size_t trainer) const;
+    // The problem and its size, above the plots.
+    QString plotNote() const override;
+    // The unknowns' names: σ, r, β for Lorenz-63, x1 .. xd otherwise.
+    static QStringList unknownNames(const PosteriorScene& scene);
+
+    static const QColor kTruthColor;
+
+  protected:
+    QString placeholder() const override;
+    void paintPicture(QPainter& p, const QRectF& area, std::size_t trainer) const override;
+    void paintPlotAt(QPainter& p, const QRectF& area, int plot) const override;
+    QColor trainerColor(std::size_t trainer) const override;
+
+  private:
+    void paintCorner(QPainter& p, const QRectF& area, const PosteriorState& t) const;
+    void paintUnknowns(QPainter& p, const QRectF& area, const PosteriorState& t) const;
+    void paintFields(QPainter& p, const QRectF& area, const PosteriorPicture& picture) const;
+};
+
+} // namespace flowscope

@@ -1,0 +1,242 @@
+// The Inverse tab: the Inverse panel drives a PosteriorRunner on a shipped problem, the view draws what it
+// publishes.
+#include "MainWindowFixture.h"
+#include "TestScenes.h"
+#include "UiTestUtil.h"
+
+#include "engine/inverse/PosteriorIo.h"
+#include "ui/panels/InversePanel.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/views/InverseView.h"
+#include "ui/workspaces/inverse/InverseWorkspace.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QPushButton>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTimer>
+#include <QtTest/QTest>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+namespace flowscope::test {
+namespace {
+
+class InverseViewTest : public TrainingTabFixture<InversePanel, InverseView> {
+  protected:
+    void ready() override {
+        window->showPage(window->inverse().view());
+        useTab(window->inverse());
+    }
+
+    QImage grabView() { return view->grab().toImage().convertToFormat(QImage::Format_RGB32); }
+    QRect devicePixels(const QRectF& r) const {
+        const double dpr = view->devicePixelRatioF();
+        return QRect(QPoint(int(r.left() * dpr), int(r.top() * dpr)),
+                     QPoint(int(r.right() * dpr), int(r.bottom() * dpr)));
+    }
+    // Pixels near `color` (a trainer's curve colour, drawn opaque or translucent over the dark background)
+    // in `area`.
+    static long pixelsLike(const QImage& image, const QRect& area, const QColor& color) {
+        long count = 0;
+        for (int y = std::max(area.top(), 0); y <= std::min(area.bottom(), image.height() - 1); ++y)
+            for (int x = std::max(area.left(), 0); x <= std::min(area.right(), image.width() - 1); ++x) {
+                const QColor c(image.pixel(x, y));
+                const bool orange = color.red() > color.blue();
+                count += orange ? (c.red() > 150 && c.red() > c.green() + 30 && c.green() > c.blue() + 20)
+                                : (c.blue() > 150 && c.blue() > c.red() + 60);
+            }
+        return count;
+    }
+    QComboBox* problemBox() { return panel->findChild<QComboBox*>(QStringLiteral("inverse.problem")); }
+};
+
+TEST_F(InverseViewTest, TheWorkspaceRegistersAndItsPageShows) {
+    auto* tabs = window->findChild<QTabWidget*>();
+    ASSERT_NE(tabs, nullptr);
+    ASSERT_EQ(tabs->count(), 5); // Particles, Covariance cone, Flows, Transformers, Inverse
+    EXPECT_EQ(tabs->tabText(4), QStringLiteral("Inverse"));
+    EXPECT_EQ(tabs->currentWidget(), view);
+    EXPECT_EQ(window->activeWorkspace(), &window->inverse());
+    EXPECT_TRUE(view->isVisible());
+    EXPECT_TRUE(panel->isVisible()); // the Inverse tab raised its panel
+    // The shipped problems, linear-Gaussian chosen.
+    QComboBox* problems = problemBox();
+    ASSERT_NE(problems, nullptr);
+    for (const char* name : {"eit", "elliptic", "linear-gaussian", "lorenz63"})
+        EXPECT_GE(problems->findText(QString::fromLatin1(name)), 0) << name;
+    EXPECT_EQ(problems->currentText(), QStringLiteral("linear-gaussian"));
+    // Another tab hides the panel.
+    window->showFlowsView();
+    EXPECT_FALSE(panel->isVisible());
+}
+
+TEST_F(InverseViewTest, StepsOnLinearGaussianUpdateTheCurvesAndTheScatter) {
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->inverse(), 3));
+    auto s = view->displayedSnapshot();
+    ASSERT_EQ(s->trainers.size(), 1u);
+    ASSERT_TRUE(s->scene);
+    EXPECT_EQ(s->scene->d, 2);
+    EXPECT_EQ(s->trainers[0].history.size(), 3u);
+    EXPECT_TRUE(s->trainers[0].rwpo); // the problem file's choice
+    ASSERT_EQ(s->trainers[0].picture->samples.rows(), 2);
+    EXPECT_EQ(s->trainers[0].picture->prediction.size(), 3); // F(mean): the 3 observations
+    EXPECT_TRUE(panel->statusText().contains(QStringLiteral("iteration 3")))
+        << panel->statusText().toStdString();
+    const inverse::Matrix before = s->trainers[0].picture->samples;
+
+    const QImage first = grabView();
+    const QRect scatter = devicePixels(view->pictureRect(0));
+    const QRect loss = devicePixels(view->plotRect(InverseView::Plot::Loss));
+    ASSERT_TRUE(scatter.isValid());
+    ASSERT_TRUE(loss.isValid());
+    const QColor orange = rwpoCurveColor(true);
+    EXPECT_GT(pixelsLike(first, scatter, orange), 300); // 600 samples and their histograms
+    EXPECT_GT(pixelsLike(first, loss, orange), 5);      // the loss curve
+
+    // Three more steps: the curves grow and the samples move.
+    for (int i = 0; i < 3; ++i) button("step")->click();
+    ASSERT_TRUE(waitForIteration(6));
+    s = view->displayedSnapshot();
+    EXPECT_EQ(s->trainers[0].history.size(), 6u);
+    EXPECT_GT((s->trainers[0].picture->samples - before).cwiseAbs().maxCoeff(), 1e-9);
+    const QImage second = grabView();
+    EXPECT_NE(first.copy(loss), second.copy(loss));
+    EXPECT_NE(first.copy(scatter), second.copy(scatter));
+
+    // Evaluate: the relative L1 error of the posterior mean, in the error plot.
+    button("evaluate")->click();
+    ASSERT_TRUE(waitFor([&] {
+        view->refresh();
+        const auto now = view->displayedSnapshot();
+        return now && !now->trainers[0].evaluations.empty();
+    }));
+    const PosteriorEvaluation e = view->displayedSnapshot()->trainers[0].evaluations.back();
+    EXPECT_EQ(e.iteration, 6);
+    EXPECT_TRUE(std::isfinite(e.relativeL1Error));
+    EXPECT_GT(pixelsLike(grabView(), devicePixels(view->plotRect(InverseView::Plot::Error)), orange), 3);
+}
+
+TEST_F(InverseViewTest, SwitchingProblemsResets) {
+    ASSERT_TRUE(step(2));
+    const std::uint64_t generation = view->displayedSnapshot()->generation;
+    problemBox()->setCurrentText(QStringLiteral("lorenz63")); // a new run of it, paused at iteration 0
+    ASSERT_TRUE(waitFor(
+        [&] {
+            view->refresh();
+            const auto s = view->displayedSnapshot();
+            return s && s->generation > generation && !s->trainers.empty() && s->trainers[0].picture;
+        },
+        std::chrono::seconds(60)));
+    const auto s = view->displayedSnapshot();
+    EXPECT_EQ(s->iteration(), 0);
+    EXPECT_TRUE(s->trainers[0].history.empty());
+    EXPECT_EQ(s->scene->modelType, "lorenz63");
+    EXPECT_EQ(s->scene->d, 3);
+    EXPECT_EQ(s->trainers[0].picture->samples.rows(), 3);
+    EXPECT_FALSE(window->inverse().runner().playing());
+    EXPECT_TRUE(panel->warningText().isEmpty()) << panel->warningText().toStdString();
+    // The panel shows the new problem's own iterations.
+    EXPECT_EQ(panel->config().flow.iterations, s->trainers[0].iterations);
+    EXPECT_EQ(panel->config().problemId, "lorenz63");
+}
+
+// EIT's frame (the Laplace approximation: a MAP search of up to 100 Levenberg–Marquardt iterations, each
+// with 576 pullbacks) takes a second or more; it is made off the UI thread, which keeps handling events
+// (a 10 ms timer fires) while the new problem is prepared.
+TEST_F(InverseViewTest, TheWindowAnswersWhileAProblemIsPrepared) {
+    int ticks = 0;
+    QTimer tick;
+    tick.setInterval(10);
+    QObject::connect(&tick, &QTimer::timeout, [&] { ++ticks; });
+    tick.start();
+    QElapsedTimer clock;
+    clock.start();
+    ASSERT_TRUE(panel->selectProblem(QStringLiteral("eit")));
+    const qint64 blocked = clock.elapsed();
+    tick.stop();
+    std::printf("eit: the problem prepared in %lld ms, %d ticks of a 10 ms timer meanwhile\n", blocked,
+                ticks);
+    ASSERT_TRUE(window->inverse().runner().snapshot()) << window->lastError().toStdString();
+    EXPECT_EQ(window->inverse().runner().snapshot()->scene->modelType, "eit");
+    ASSERT_GE(blocked, 100) << "the frame took too little time to tell";
+    EXPECT_GE(ticks, int(blocked / 100));
+}
+
+TEST_F(InverseViewTest, SideBySideTrainsTwoFlows) {
+    panel->findChild<QCheckBox*>(QStringLiteral("inverse.side_by_side"))->setChecked(true);
+    ASSERT_TRUE(step(2));
+    const auto s = view->displayedSnapshot();
+    ASSERT_EQ(s->trainers.size(), 2u);
+    EXPECT_TRUE(s->comparison);
+    EXPECT_TRUE(s->trainers[0].rwpo);
+    EXPECT_FALSE(s->trainers[1].rwpo);
+    EXPECT_EQ(s->trainers[0].history.size(), 2u);
+    EXPECT_EQ(s->trainers[1].history.size(), 2u);
+    // The same frame for both (made once).
+    EXPECT_EQ(s->trainers[0].config->frame, s->trainers[1].config->frame);
+    const QRectF with = view->pictureRect(0), without = view->pictureRect(1);
+    ASSERT_FALSE(without.isEmpty());
+    EXPECT_FALSE(with.intersects(without));
+    const QImage image = grabView();
+    EXPECT_GT(pixelsLike(image, devicePixels(without), rwpoCurveColor(false)), 300);
+    const QRect loss = devicePixels(view->plotRect(InverseView::Plot::Loss));
+    EXPECT_GT(pixelsLike(image, loss, rwpoCurveColor(true)), 3);
+    EXPECT_GT(pixelsLike(image, loss, rwpoCurveColor(false)), 3);
+}
+
+// File ▸ Export ▸ Trained model writes the posterior as flowscope-cli infer does: loadPosterior reads it back
+// with the run's problem and the averaged parameters.
+TEST_F(InverseViewTest, ExportWritesThePosteriorTheCliReads) {
+    EXPECT_FALSE(window->inverse().exportModel(QStringLiteral("/nonexistent/none.safetensors")));
+    ASSERT_TRUE(step(2));
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    const QString path = dir.filePath(QStringLiteral("posterior.safetensors"));
+    ASSERT_TRUE(window->inverse().exportModel(path)) << window->lastError().toStdString();
+    ASSERT_TRUE(inverse::isPosteriorFile(path.toStdString()));
+    const inverse::LoadedPosterior loaded = inverse::loadPosterior(path.toStdString());
+    EXPECT_EQ(loaded.problem.modelType, "linear");
+    const auto s = view->displayedSnapshot();
+    EXPECT_EQ(loaded.flow->params().phi.K0, s->trainers[0].params->phi.K0);
+    EXPECT_EQ(loaded.flow->params().phi.w, s->trainers[0].params->phi.w);
+}
+
+// A problem whose forward model blows up (Lorenz-63 with σ, r, β near 1000: forward Euler diverges): every
+// step's loss is non-finite, the flow stops after twenty rejected steps, and the panel says so in red.
+TEST_F(InverseViewTest, ANonFiniteLossStopsTheRunAndThePanelSaysSo) {
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    QFile file(dir.filePath(QStringLiteral("blow-up.json")));
+    ASSERT_TRUE(file.open(QIODevice::WriteOnly));
+    file.write(R"({"name": "blow-up", "model": {"type": "lorenz63", "dt": 0.01, "spin_up": 0, "window": 0.2,
+                   "windows": 10}, "noise": 0.01, "prior": {"type": "gaussian", "mean": 1000, "sd": 100},
+                   "truth": [10, 28, 2.6666666666666665],
+                   "flow": {"rwpo": false, "frame": "prior", "iterations": 200, "batch": 16}})");
+    file.close();
+    panel->setProblemDirectory(dir.path());
+    ASSERT_TRUE(panel->selectProblem(QStringLiteral("blow-up")));
+    ASSERT_TRUE(window->inverse().runner().snapshot()) << window->lastError().toStdString();
+    button("start")->click(); // Resume: plays the new run
+    ASSERT_TRUE(waitFor([&] {
+        view->refresh();
+        const auto s = view->displayedSnapshot();
+        return s && !s->error.empty() && !s->playing;
+    }));
+    const auto s = view->displayedSnapshot();
+    EXPECT_TRUE(s->trainers[0].stopped);
+    EXPECT_TRUE(panel->warningText().contains(QStringLiteral("non-finite")))
+        << panel->warningText().toStdString();
+    EXPECT_FALSE(window->inverse().runner().playing());
+}
+
+} // namespace
+} // namespace flowscope::test

@@ -1,0 +1,15 @@
+// Flowscope UI: the "Inverse" view, a live picture of a posterior flow being trained (QPainter, no GL):
+// render/picture/InversePicture.h says what it draws. Hovering any part shows what it is and its formula.
+#pragma once
+
+#include "render/picture/InversePicture.h"
+#include "ui/views/TrainingRunView.h"
+
+namespace flowscope {
+
+class InverseView : public TrainingRunView<InversePicture> {
+  public:
+    explicit InverseView(QWidget* parent = nullptr) : TrainingRunView(parent, "inverseView") {}
+};
+
+} // namespace flowscope

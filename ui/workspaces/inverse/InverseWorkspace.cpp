@@ -1,0 +1,49 @@
+#include "ui/workspaces/inverse/InverseWorkspace.h"
+
+#include "ui/widgets/OffThread.h"
+
+#include <stdexcept>
+
+namespace flowscope {
+
+InverseWorkspace::InverseWorkspace(QMainWindow* host)
+    : TrainingWorkspace(
+          host, {QStringLiteral("inverse"), tr("Inverse"),
+                 tr("A posterior flow trained live on a Bayesian inverse problem (Inverse panel), with "
+                    "or without the RWPO layer"),
+                 QKeySequence(Qt::Key_5), tr("Inverse"), QStringLiteral("inverseDock"),
+                 tr("No posterior to export: start training in the Inverse tab."),
+                 tr("The Inverse tab's posterior flow as .safetensors with its record (.json) beside "
+                    "it, as flowscope-cli infer writes them")}) {}
+
+PosteriorRunConfig InverseWorkspace::prepare(const PosteriorRunConfig& config) {
+    if (!config.problem)
+        throw std::invalid_argument(
+            panel_->problemDirectory().isEmpty() ? "no problem chosen" : "the chosen problem cannot be read");
+    if (config.frame) return config;
+    const std::string key =
+        config.problemId + (config.flow.frame == inverse::FrameKind::Laplace ? "/laplace" : "/prior");
+    PosteriorRunConfig c = config;
+    if (const auto it = frames_.find(key); it != frames_.end()) {
+        c.frame = it->second;
+        return c;
+    }
+    if (preparing_) throw std::runtime_error("still preparing the previous problem: try again in a moment");
+    preparing_ = true;
+    emit statusMessage(tr("%1: finding the posterior's frame (MAP point and Laplace approximation)...")
+                           .arg(QString::fromStdString(config.problem->name)),
+                       0);
+    try {
+        runOffThread([&c](const JobProgress&) { c = withFrame(c); }, nullptr);
+    } catch (...) {
+        preparing_ = false;
+        emit statusMessage(QString(), 0);
+        throw;
+    }
+    preparing_ = false;
+    emit statusMessage(QString(), 0);
+    frames_[key] = c.frame;
+    return c;
+}
+
+} // namespace flowscope

@@ -1,0 +1,33 @@
+// Flowscope UI: the Inverse workspace: a posterior flow (engine/inverse, with or without the RWPO layer)
+// trained live on a shipped Bayesian inverse problem (assets/problems: linear-gaussian, lorenz63, elliptic,
+// eit), or two side by side. One page (the Inverse view: the posterior samples, the data and its fit, the
+// loss, misfit and error curves), one dock (the Inverse panel); export: the trained posterior as
+// flowscope-cli infer writes it.
+#pragma once
+
+#include "engine/runner/PosteriorRunner.h"
+#include "ui/panels/InversePanel.h"
+#include "ui/views/InverseView.h"
+#include "ui/workspaces/TrainingWorkspace.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace flowscope {
+
+class InverseWorkspace : public TrainingWorkspace<PosteriorTraining, InversePanel, InverseView> {
+  public:
+    explicit InverseWorkspace(QMainWindow* host);
+
+  protected:
+    // The run's frame (x = c + L u), made once per problem and frame kind on a thread of its own (the
+    // Laplace frame's MAP search takes seconds on EIT) while the window keeps answering.
+    PosteriorRunConfig prepare(const PosteriorRunConfig& config) override;
+
+  private:
+    std::map<std::string, std::shared_ptr<const inverse::Frame>> frames_; // by problem and frame kind
+    bool preparing_ = false;
+};
+
+} // namespace flowscope
