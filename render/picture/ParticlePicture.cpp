@@ -183,15 +183,7 @@ ParticlePicture::OffView ParticlePicture::offView() const {
         // Every finite token lies in the box of the frame, so when the box's corners are all drawn inside the
         // (convex) picture, so are the tokens: the usual case costs eight projections, not N.
         if (!frame_.boxValid) return off; // all diverged
-        bool inside = true;
-        for (int c = 0; c < 8 && inside; ++c) {
-            const Eigen::Vector3d corner((c & 1 ? frame_.boxHi : frame_.boxLo).x(),
-                                         (c & 2 ? frame_.boxHi : frame_.boxLo).y(),
-                                         (c & 4 ? frame_.boxHi : frame_.boxLo).z());
-            const auto p = shownToPixel(corner);
-            inside = p && area.contains(*p);
-        }
-        if (inside) return off;
+        if (boxInside(0.0, 0.0)) return off;
     }
     Tokens fresh;
     const Tokens& P = framed_ == shown_ ? frame_.projected : (fresh = shownCoordinates());
@@ -212,6 +204,59 @@ ParticlePicture::OffView ParticlePicture::offView() const {
     const double s = std::min(sx, sy);
     off.toward = std::isfinite(s) ? centre + s * d : QPointF(centre.x(), area.bottom());
     return off;
+}
+
+bool ParticlePicture::boxInside(double insetX, double insetY) const {
+    const QRectF area = QRectF(QPointF(0, 0), size_).adjusted(insetX, insetY, -insetX, -insetY);
+    for (int c = 0; c < 8; ++c) {
+        const Eigen::Vector3d corner((c & 1 ? frame_.boxHi : frame_.boxLo).x(),
+                                     (c & 2 ? frame_.boxHi : frame_.boxLo).y(),
+                                     (c & 4 ? frame_.boxHi : frame_.boxLo).z());
+        const auto p = shownToPixel(corner);
+        // A corner on the border counts as inside (contains() leaves out the right and bottom edges).
+        if (!p || p->x() < area.left() - 1e-9 || p->x() > area.right() + 1e-9 || p->y() < area.top() - 1e-9 ||
+            p->y() > area.bottom() + 1e-9)
+            return false;
+    }
+    return true;
+}
+
+bool ParticlePicture::follow(double seconds) {
+    if (!shown_ || framed_ != shown_ || !frame_.boxValid) return false;
+    const double a = 1.0 - std::exp(-std::max(seconds, 0.0) / kFollowSeconds);
+    const Eigen::Vector3d lo = frame_.boxLo, hi = frame_.boxHi;
+    if (is3D()) {
+        OrbitCamera goal = camera_;
+        goal.frame(lo, hi);
+        camera_.target += a * (goal.target - camera_.target);
+        camera_.distance *= std::pow(goal.distance / camera_.distance, a);
+        const bool settled = (camera_.target - goal.target).norm() < 1e-3 * goal.distance &&
+                             std::abs(std::log(camera_.distance / goal.distance)) < 1e-3;
+        if (settled || !boxInside(0.0, 0.0)) {
+            camera_.target = goal.target;
+            camera_.distance = goal.distance;
+        }
+        return !settled;
+    }
+    ViewTransform goal = view_;
+    goal.frame(QRectF(QPointF(lo.x(), lo.y()), QPointF(hi.x(), hi.y())), kFrameMargin);
+    double scale = view_.pixelsPerUnit() * std::pow(goal.pixelsPerUnit() / view_.pixelsPerUnit(), a);
+    QPointF centre = view_.center() + a * (goal.center() - view_.center());
+    // The box inside the picture less kKeepMargin: first small enough, then the centre no further from the
+    // box's middle than that leaves room for (on each axis, the interval of centres that keep both sides in).
+    const double usable = 1.0 - 2.0 * kKeepMargin;
+    const double w = hi.x() - lo.x(), h = hi.y() - lo.y();
+    if (w > 0.0) scale = std::min(scale, size_.width() * usable / w);
+    if (h > 0.0) scale = std::min(scale, size_.height() * usable / h);
+    const double halfW = 0.5 * size_.width() * usable / scale, halfH = 0.5 * size_.height() * usable / scale;
+    centre.setX(std::max(std::min(centre.x(), lo.x() + halfW), hi.x() - halfW));
+    centre.setY(std::max(std::min(centre.y(), lo.y() + halfH), hi.y() - halfH));
+    view_.setCenterAndScale(centre, scale);
+    const QPointF miss = (view_.center() - goal.center()) * goal.pixelsPerUnit();
+    const bool settled = std::abs(std::log(view_.pixelsPerUnit() / goal.pixelsPerUnit())) < 1e-3 &&
+                         std::hypot(miss.x(), miss.y()) < 0.25;
+    if (settled) view_ = goal;
+    return !settled;
 }
 
 double ParticlePicture::pointSize() const {
@@ -381,7 +426,8 @@ void ParticlePicture::paintOffView(QPainter& painter) const {
     painter.drawPolygon(QPolygonF({tip, base + 7.0 * n, base - 7.0 * n}));
     // Two short lines, so that the note fits beside the quick controls in a narrow view.
     const QString note =
-        QCoreApplication::translate("ParticleView", "%1 of %2 tokens off view\ndouble-click frames all")
+        QCoreApplication::translate("ParticleView",
+                                    "%1 of %2 tokens off view\ndouble-click: frame · Shift+F: follow")
             .arg(off.count)
             .arg(shown_->tokens.rows());
     const QFontMetricsF fm(painter.font());

@@ -93,6 +93,15 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     const OrbitCamera& camera() const { return camera_; }
     // Frames the shown tokens at the next prepare() (when the final size is known).
     void frameAll() { framePending_ = true; }
+    // Follow: one step of `seconds` of the camera easing towards what frameAll() frames (after prepare()).
+    // Each step closes 1 - exp(-seconds / kFollowSeconds) of the way (in the plane the centre linearly and
+    // the zoom on a log scale; in 3-D the target and the distance), so that the view glides after a moving or
+    // spreading cloud instead of jumping. The tokens' box stays in the picture at every step: in the plane
+    // the view is pushed along by the box (kKeepMargin from the border) when the cloud outruns the easing; in
+    // 3-D the camera then takes the framing at once. Returns whether the camera is still moving.
+    static constexpr double kFollowSeconds = 0.35;
+    static constexpr double kKeepMargin = 0.02; // of the picture's width and height
+    bool follow(double seconds);
     // Where a point in the shown coordinates, or a d-dimensional token, is drawn (logical pixels; the camera
     // as of the last prepare()).
     std::optional<QPointF> shownToPixel(const Vec& shown) const;
@@ -142,6 +151,9 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     QMatrix4x4 viewProjection() const;
     void paintAxisNames(QPainter& painter) const;
     void paintOffView(QPainter& painter) const;
+    // Whether the corners of the shown tokens' box (of the last prepare()) are drawn inside the picture less
+    // `inset` logical pixels on each side; then so is every finite token.
+    bool boxInside(double insetX, double insetY) const;
 
     std::optional<Scene> scene_;
     std::shared_ptr<const Snapshot> shown_, previous_;

@@ -206,6 +206,66 @@ TEST(ParticlePicture, TokensTheCameraLeavesOutAreCountedAndPointedAt) {
     EXPECT_EQ(arrow, QColor(255, 170, 60));
 }
 
+// How many tokens of X the picture draws outside its 400 x 300 pixels.
+long tokensOutside(const ParticlePicture& picture, const Tokens& X) {
+    long outside = 0;
+    for (Eigen::Index i = 0; i < X.rows(); ++i) {
+        const auto p = picture.worldToPixel(X.row(i).transpose());
+        outside += !p || p->x() < 0.0 || p->x() > 400.0 || p->y() < 0.0 || p->y() > 300.0;
+    }
+    return outside;
+}
+
+TEST(ParticlePicture, FollowEasesTowardsTheFrameAndKeepsTheCloudInView) {
+    application();
+    ParticlePicture picture;
+    picture.setScene(builtinDefaultScene());
+    const Tokens X = Tokens::Random(300, 2);
+    picture.show(snapshotOf(X));
+    picture.setSize(QSizeF(400, 300));
+    picture.prepare();
+    const double wide = picture.view().pixelsPerUnit();
+
+    // The cloud contracts to a quarter: one 60 Hz step zooms in a little, not at once, and not past the goal.
+    const Tokens small = 0.25 * X;
+    picture.show(snapshotOf(small, 1.0)); // the same run: nothing frames it
+    picture.prepare();
+    ViewTransform goal = picture.view();
+    goal.frame(QRectF(QPointF(small.col(0).minCoeff(), small.col(1).minCoeff()),
+                      QPointF(small.col(0).maxCoeff(), small.col(1).maxCoeff())));
+    ASSERT_GT(goal.pixelsPerUnit(), 3.5 * wide);
+    EXPECT_TRUE(picture.follow(1.0 / 60));
+    const double first = picture.view().pixelsPerUnit();
+    EXPECT_GT(first, wide * 1.01);
+    EXPECT_LT(first, wide * 1.2); // 1 - exp(-1/60 / 0.35): under 5 % of the way on a log scale
+    // Each step goes further, monotonically, and it settles on the frame within a few seconds.
+    double last = first;
+    int steps = 0;
+    while (picture.follow(1.0 / 60) && ++steps < 600) {
+        EXPECT_GE(picture.view().pixelsPerUnit(), last);
+        last = picture.view().pixelsPerUnit();
+    }
+    EXPECT_LT(steps, 300); // 5 s
+    EXPECT_NEAR(picture.view().pixelsPerUnit(), goal.pixelsPerUnit(), 1e-9 * goal.pixelsPerUnit());
+    EXPECT_NEAR(picture.view().center().x(), goal.center().x(), 1e-9);
+    EXPECT_FALSE(picture.follow(1.0 / 60)); // settled: nothing to do
+
+    // The cloud jumps far right, faster than any easing: after one step it is in view all the same, pushed
+    // along by its box, and the steps after that ease on to the frame.
+    Tokens moved = small;
+    moved.col(0).array() += 5.0;
+    picture.show(snapshotOf(moved, 2.0));
+    picture.prepare();
+    ASSERT_GT(tokensOutside(picture, moved), 0); // before the step: off view
+    EXPECT_TRUE(picture.follow(1.0 / 60));
+    EXPECT_EQ(tokensOutside(picture, moved), 0);
+    EXPECT_EQ(picture.offView().count, 0);
+    for (int k = 0; k < 30; ++k) {
+        picture.follow(1.0 / 60);
+        EXPECT_EQ(tokensOutside(picture, moved), 0);
+    }
+}
+
 TEST(FlowsPicture, PaintsThePlaceholderWithoutARunAndTheLayoutWithOne) {
     application();
     FlowsPicture picture;
