@@ -224,10 +224,13 @@ bool ParticlePicture::boxInside(double insetX, double insetY) const {
 bool ParticlePicture::follow(double seconds) {
     if (!shown_ || framed_ != shown_ || !frame_.boxValid) return false;
     const double a = 1.0 - std::exp(-std::max(seconds, 0.0) / kFollowSeconds);
-    const Eigen::Vector3d lo = frame_.boxLo, hi = frame_.boxHi;
+    const Eigen::Vector3d lo = frame_.boxLo, hi = frame_.boxHi, middle = 0.5 * (lo + hi);
+    const Eigen::Vector3d carry = followed_ ? Eigen::Vector3d(middle - *followed_) : Eigen::Vector3d::Zero();
+    followed_ = middle;
     if (is3D()) {
         OrbitCamera goal = camera_;
         goal.frame(lo, hi);
+        camera_.target += carry;
         camera_.target += a * (goal.target - camera_.target);
         camera_.distance *= std::pow(goal.distance / camera_.distance, a);
         const bool settled = (camera_.target - goal.target).norm() < 1e-3 * goal.distance &&
@@ -241,7 +244,8 @@ bool ParticlePicture::follow(double seconds) {
     ViewTransform goal = view_;
     goal.frame(QRectF(QPointF(lo.x(), lo.y()), QPointF(hi.x(), hi.y())), kFrameMargin);
     double scale = view_.pixelsPerUnit() * std::pow(goal.pixelsPerUnit() / view_.pixelsPerUnit(), a);
-    QPointF centre = view_.center() + a * (goal.center() - view_.center());
+    QPointF centre = view_.center() + QPointF(carry.x(), carry.y());
+    centre += a * (goal.center() - centre);
     // The box inside the picture less kKeepMargin: first small enough, then the centre no further from the
     // box's middle than that leaves room for (on each axis, the interval of centres that keep both sides in).
     const double usable = 1.0 - 2.0 * kKeepMargin;
@@ -327,6 +331,7 @@ void ParticlePicture::prepare() {
                                QPointF(frame_.boxHi.x(), frame_.boxHi.y())),
                         kFrameMargin);
     }
+    if (framePending_) followed_.reset(); // framed afresh (a new run, another projection)
     framePending_ = false;
 }
 

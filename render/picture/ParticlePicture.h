@@ -93,15 +93,20 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     const OrbitCamera& camera() const { return camera_; }
     // Frames the shown tokens at the next prepare() (when the final size is known).
     void frameAll() { framePending_ = true; }
-    // Follow: one step of `seconds` of the camera easing towards what frameAll() frames (after prepare()).
-    // Each step closes 1 - exp(-seconds / kFollowSeconds) of the way (in the plane the centre linearly and
-    // the zoom on a log scale; in 3-D the target and the distance), so that the view glides after a moving or
-    // spreading cloud instead of jumping. The tokens' box stays in the picture at every step: in the plane
-    // the view is pushed along by the box (kKeepMargin from the border) when the cloud outruns the easing; in
-    // 3-D the camera then takes the framing at once. Returns whether the camera is still moving.
+    // Follow: one step of `seconds` of the camera after the shown tokens (after prepare()). The camera is
+    // first carried along by the move of the tokens' box centre since the last step, so that a cloud that
+    // drifts stays where it was in the picture (the grid's numbers run instead: a fast drift does not leave
+    // the camera behind); then it eases towards what frameAll() frames, each step closing 1 - exp(-seconds /
+    // kFollowSeconds) of the way (in the plane the centre linearly and the zoom on a log scale; in 3-D the
+    // target and the distance), so that the view glides as the cloud spreads, contracts or is followed again
+    // instead of jumping. The tokens' box stays in the picture at every step: in the plane the view is pushed
+    // out by the box (kKeepMargin from the border) when it spreads faster than the easing; in 3-D the camera
+    // then takes the framing at once. Returns whether the camera is still moving. resetFollow(): the next
+    // step carries nothing (following starts again, or the coordinates changed).
     static constexpr double kFollowSeconds = 0.35;
     static constexpr double kKeepMargin = 0.02; // of the picture's width and height
     bool follow(double seconds);
+    void resetFollow() { followed_.reset(); }
     // Where a point in the shown coordinates, or a d-dimensional token, is drawn (logical pixels; the camera
     // as of the last prepare()).
     std::optional<QPointF> shownToPixel(const Vec& shown) const;
@@ -171,6 +176,7 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     OrbitCamera camera_;
     QSizeF size_{1, 1};
     bool framePending_ = false, pointsDirty_ = true, linesDirty_ = true;
+    std::optional<Eigen::Vector3d> followed_; // the box centre at the last follow step
 };
 
 } // namespace flowscope

@@ -250,19 +250,31 @@ TEST(ParticlePicture, FollowEasesTowardsTheFrameAndKeepsTheCloudInView) {
     EXPECT_NEAR(picture.view().center().x(), goal.center().x(), 1e-9);
     EXPECT_FALSE(picture.follow(1.0 / 60)); // settled: nothing to do
 
-    // The cloud jumps far right, faster than any easing: after one step it is in view all the same, pushed
-    // along by its box, and the steps after that ease on to the frame.
+    // The cloud jumps far right, faster than any easing: one step carries the camera along, so the cloud is
+    // where it was in the picture (the grid's numbers changed), not off view.
+    const QPointF before = *picture.worldToPixel(small.row(0).transpose());
     Tokens moved = small;
     moved.col(0).array() += 5.0;
     picture.show(snapshotOf(moved, 2.0));
     picture.prepare();
     ASSERT_GT(tokensOutside(picture, moved), 0); // before the step: off view
-    EXPECT_TRUE(picture.follow(1.0 / 60));
+    picture.follow(1.0 / 60);
+    const QPointF after = *picture.worldToPixel(moved.row(0).transpose());
+    EXPECT_NEAR(after.x(), before.x(), 1e-6);
+    EXPECT_NEAR(after.y(), before.y(), 1e-6);
     EXPECT_EQ(tokensOutside(picture, moved), 0);
     EXPECT_EQ(picture.offView().count, 0);
+
+    // The cloud spreads fourfold at once: the view is pushed out to hold its box at the first step already.
+    const Tokens spread = 4.0 * moved;
+    picture.show(snapshotOf(spread, 3.0));
+    picture.prepare();
+    ASSERT_GT(tokensOutside(picture, spread), 0);
+    EXPECT_TRUE(picture.follow(1.0 / 60));
+    EXPECT_EQ(tokensOutside(picture, spread), 0);
     for (int k = 0; k < 30; ++k) {
         picture.follow(1.0 / 60);
-        EXPECT_EQ(tokensOutside(picture, moved), 0);
+        EXPECT_EQ(tokensOutside(picture, spread), 0);
     }
 }
 

@@ -2,6 +2,7 @@
 // The scene is the Fig 2(d) preset, whose mean runs off to about (-3913, -3953) by t = 25 (issue 31).
 #include "GuiEnvironment.h"
 #include "TestScenes.h"
+#include "UiTestUtil.h"
 
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ParticleView.h"
@@ -70,6 +71,7 @@ TEST(Follow, KeepsTheFig2dCloudInViewToT25) {
     EXPECT_EQ(framesOut, 0) << "of " << frames << " frames";
     EXPECT_TRUE(boxInView(view));
     EXPECT_EQ(view.picture().offView().count, 0);
+    saveShot(view.grabFramebuffer(), QStringLiteral("follow-on-fig2d-t25.png"));
 }
 
 TEST(Follow, OffTheIndicatorCountsTheTokensOutsideTheView) {
@@ -79,6 +81,7 @@ TEST(Follow, OffTheIndicatorCountsTheTokensOutsideTheView) {
     ParticleView& view = *w.particles().particleView();
     view.refresh();
     const QImage image = view.grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    saveShot(image, QStringLiteral("follow-off-fig2d-t25.png"));
     const Tokens& X = view.displayedSnapshot()->tokens;
     long outside = 0;
     for (Eigen::Index i = 0; i < X.rows(); ++i) {

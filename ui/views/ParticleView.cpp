@@ -133,6 +133,7 @@ void ParticleView::frameAll() {
 void ParticleView::setFollow(bool on) {
     if (on == follow_) return;
     follow_ = on;
+    picture_.resetFollow();    // from where the camera is now
     followClock_.invalidate(); // the first step after a pause in following is a short one
     update();
     emit followChanged(on);
