@@ -37,6 +37,7 @@ void ParticlePicture::setScene(const Scene& scene) {
     overlay_.setScene(scene);
     gaussian_.overlay = &overlay_;
     tokens_.clusterTol = scene.output.clusterTol;
+    sphere_.enabled = scene.attention.sphere;
     ProjectionSpec p;
     p.dims = scene.d >= 3 ? 3 : 2;
     p.pca = scene.d > 3;
@@ -50,6 +51,7 @@ void ParticlePicture::setScene(const Scene& scene) {
 void ParticlePicture::setAttention(const AttentionSpec& spec) {
     if (!scene_) return;
     scene_->attention = spec;
+    sphere_.enabled = spec.sphere;
     overlay_.setAttention(spec, shown_ ? shown_->t : 0.0);
     linesDirty_ = true;
 }
@@ -311,6 +313,7 @@ void ParticlePicture::prepare() {
         framed_ = shown_; // a republished device snapshot: the same tokens at a later time
         frame_.snapshot = shown_.get();
         VertexBuffer under, over;
+        sphere_.append(frame_, under);
         trails_.append(frame_, under);
         gaussian_.append(frame_, over);
         attention_.append(frame_, over);
@@ -349,6 +352,12 @@ QMatrix4x4 ParticlePicture::viewProjection() const {
     return m;
 }
 
+std::pair<double, double> ParticlePicture::depthCueRange() const {
+    if (!showsSphere()) return {0.0, 0.0};
+    const double centre = camera_.depth(Eigen::Vector3d::Zero()); // the unit sphere about the shown origin
+    return {centre - 1.0, centre + 1.0};
+}
+
 std::pair<QString, QString> ParticlePicture::axisNames() const {
     if (projection_.pca) return {QStringLiteral("PC1"), QStringLiteral("PC2")};
     return {QStringLiteral("x%1").arg(projection_.axes[0]), QStringLiteral("x%1").arg(projection_.axes[1])};
@@ -381,6 +390,15 @@ bool ParticlePicture::drawGl(double dpr, const void* shareGroup) {
     gl_->Viewport(0, 0, int(std::lround(size_.width() * dpr)), int(std::lround(size_.height() * dpr)));
     const Eigen::Matrix4f vp = toEigen(viewProjection());
     const float pointPixels = float(pointSize() * dpr);
+    PointRenderer::DepthCue cue;
+    if (const auto [nearW, farW] = depthCueRange(); farW > nearW) {
+        cue.nearW = float(nearW);
+        cue.span = float(farW - nearW);
+        cue.strength = 0.7f;
+        cue.background = Eigen::Vector3f(float(style_.background.redF()), float(style_.background.greenF()),
+                                         float(style_.background.blueF()));
+    }
+    renderer_.setDepthCue(cue);
     renderer_.drawLines(PointRenderer::Lines, vp, float(dpr));
     bool fromDevice = false;
     if (shareGroup && shown_ && shown_->device) {

@@ -126,6 +126,12 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     double pointSize() const;
     // What the heads-up display shows for the shown snapshot, with the caller's frame time.
     HudStats hudStats(double frameMs) const;
+    // Tokens on the unit sphere in 3-D: the sphere's wireframe is drawn, and a depth cue fades the far side
+    // of the sphere and of the cloud towards the background (and shrinks far points). Its range: the depth
+    // (clip w) of the sphere's nearest and farthest points, the camera as of the last prepare(); none (0, 0)
+    // otherwise.
+    bool showsSphere() const { return sphere_.enabled && is3D(); }
+    std::pair<double, double> depthCueRange() const;
     // How far the grid's tick labels reach in from the left and up from the bottom edge with `font` (the
     // plane only; 0 in 3-D): an overlay kept out of these bands covers no label.
     QSizeF tickLabelBands(const QFont& font) const;
@@ -172,6 +178,7 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     GaussianLayer gaussian_;
     AttentionLayer attention_;
     AxesLayer axes_;
+    SphereLayer sphere_;
     ViewTransform view_;
     OrbitCamera camera_;
     QSizeF size_{1, 1};

@@ -206,6 +206,56 @@ TEST(ParticlePicture, TokensTheCameraLeavesOutAreCountedAndPointedAt) {
     EXPECT_EQ(arrow, QColor(255, 170, 60));
 }
 
+TEST(ParticleLayers, TheSphereIsAWireframeOfUnitCirclesIn3DOnly) {
+    Tokens X = Tokens::Random(50, 3);
+    const auto s = snapshotOf(X);
+    ParticleFrame f = planeFrame(*s);
+    f.is3D = true;
+    f.origin = Eigen::Vector3d(0.3, -0.2, 0.1);
+    SphereLayer layer;
+    VertexBuffer lines;
+    layer.append(f, lines);
+    EXPECT_TRUE(lines.empty()); // off unless the tokens live on the sphere
+    layer.enabled = true;
+    layer.append(f, lines);
+    ASSERT_EQ(lines.size(),
+              std::size_t(2 * SphereLayer::kSegments * (SphereLayer::kMeridians + SphereLayer::kParallels)));
+    for (const PointVertex& v : lines) // on the unit sphere about the shown origin, less the frame's origin
+        EXPECT_NEAR((Eigen::Vector3d(v.x, v.y, v.z) + f.origin).norm(), 1.0, 1e-6);
+    VertexBuffer plane;
+    f.is3D = false;
+    layer.append(f, plane);
+    EXPECT_TRUE(plane.empty());
+}
+
+TEST(ParticlePicture, TokensOnTheSphereGetItsWireframeAndADepthCueAcrossIt) {
+    application();
+    Scene scene = builtinDefaultScene();
+    scene.d = 3;
+    scene.attention.sphere = true;
+    ParticlePicture picture;
+    picture.setScene(scene);
+    Tokens X = Tokens::Random(200, 3);
+    X.rowwise().normalize();
+    picture.show(snapshotOf(X));
+    picture.setSize(QSizeF(400, 300));
+    picture.prepare();
+    ASSERT_TRUE(picture.is3D());
+    EXPECT_TRUE(picture.showsSphere());
+    // The cue runs from the sphere's nearest point to its farthest: a token there has that depth.
+    const auto [nearW, farW] = picture.depthCueRange();
+    EXPECT_NEAR(farW - nearW, 2.0, 1e-9);
+    const OrbitCamera& camera = picture.camera();
+    const Eigen::Vector3d toEye = (camera.eye() - camera.target).normalized(); // against the view direction
+    EXPECT_NEAR(camera.depth(toEye), nearW, 1e-9);
+    EXPECT_NEAR(camera.depth(-toEye), farW, 1e-9);
+
+    scene.attention.sphere = false; // a live edit off the sphere: neither
+    picture.setAttention(scene.attention);
+    EXPECT_FALSE(picture.showsSphere());
+    EXPECT_EQ(picture.depthCueRange(), std::make_pair(0.0, 0.0));
+}
+
 // How many tokens of X the picture draws outside its 400 x 300 pixels.
 long tokensOutside(const ParticlePicture& picture, const Tokens& X) {
     long outside = 0;

@@ -37,6 +37,7 @@ bool playPreset(MainWindow& w, const QString& file, QWidget* page) {
     ParticlesWorkspace& p = w.particles();
     if (!p.openSceneFile(QDir(p.presetBrowser()->directory()).filePath(file))) return false;
     w.showPage(page);
+    page->setFocus(); // the run's keys (Space, F, ...) go to it, not to a panel's first field
     p.play();
     return true;
 }
