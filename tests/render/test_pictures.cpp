@@ -12,7 +12,9 @@
 #include "render/picture/ParticleLayers.h"
 #include "render/picture/ParticlePicture.h"
 #include "render/picture/Theme.h"
+#include "render/picture/TransformersPicture.h"
 
+#include <QFontMetricsF>
 #include <QGuiApplication>
 #include <QImage>
 #include <QPainter>
@@ -326,6 +328,29 @@ TEST(ParticlePicture, FollowEasesTowardsTheFrameAndKeepsTheCloudInView) {
         picture.follow(1.0 / 60);
         EXPECT_EQ(tokensOutside(picture, spread), 0);
     }
+}
+
+TEST(TransformersPicture, TheLegendNamesTheCrossesAndTheDashedPathsOrShortensToFit) {
+    application();
+    const QFontMetricsF fm(QGuiApplication::font());
+    const QStringList full{"X₀", "X(T), M = 10", "X*(T) closed form", "optimal path"};
+    const QStringList brief{"X₀", "X(T)", "X*(T)", "optimal"};
+    double fullWidth = 0.0, briefWidth = 0.0;
+    for (int k = 0; k < 4; ++k) {
+        fullWidth += TransformersPicture::kLegendMark + fm.horizontalAdvance(full[k]) +
+                     (k ? TransformersPicture::kLegendGap : 0.0);
+        briefWidth += TransformersPicture::kLegendMark + fm.horizontalAdvance(brief[k]) +
+                      (k ? TransformersPicture::kLegendGap : 0.0);
+    }
+    EXPECT_EQ(TransformersPicture::legendTexts(true, 10, fullWidth, fm), full);
+    // Narrower (a 1024-pixel window's picture): every mark is still named, briefly; before, the cross's
+    // entry was dropped and the later one drawn.
+    EXPECT_EQ(TransformersPicture::legendTexts(true, 10, fullWidth - 1.0, fm), brief);
+    EXPECT_EQ(TransformersPicture::legendTexts(true, 10, briefWidth, fm), brief);
+    // Narrower still: the first entries, in order, never a later one past a missing one.
+    EXPECT_EQ(TransformersPicture::legendTexts(true, 10, briefWidth - 1.0, fm), brief.mid(0, 3));
+    // Without a closed form (lambda_OT = 0): no cross and no dashed path to name.
+    EXPECT_EQ(TransformersPicture::legendTexts(false, 10, 1e4, fm), full.mid(0, 2));
 }
 
 TEST(FlowsPicture, PaintsThePlaceholderWithoutARunAndTheLayoutWithOne) {
