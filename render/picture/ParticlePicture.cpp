@@ -226,7 +226,8 @@ bool ParticlePicture::boxInside(double insetX, double insetY) const {
 bool ParticlePicture::follow(double seconds) {
     if (!shown_ || framed_ != shown_ || !frame_.boxValid) return false;
     const double a = 1.0 - std::exp(-std::max(seconds, 0.0) / kFollowSeconds);
-    const Eigen::Vector3d lo = frame_.boxLo, hi = frame_.boxHi, middle = 0.5 * (lo + hi);
+    const auto [lo, hi] = framingBox();
+    const Eigen::Vector3d middle = 0.5 * (lo + hi);
     const Eigen::Vector3d carry = followed_ ? Eigen::Vector3d(middle - *followed_) : Eigen::Vector3d::Zero();
     followed_ = middle;
     if (is3D()) {
@@ -328,7 +329,7 @@ void ParticlePicture::prepare() {
     // A pending frame fits the camera to the finite tokens' box (the vertices do not depend on the camera).
     if (framePending_ && frame_.boxValid) {
         if (is3D())
-            camera_.frame(frame_.boxLo, frame_.boxHi);
+            camera_.frame(framingBox().first, framingBox().second);
         else
             view_.frame(QRectF(QPointF(frame_.boxLo.x(), frame_.boxLo.y()),
                                QPointF(frame_.boxHi.x(), frame_.boxHi.y())),
@@ -350,6 +351,12 @@ QMatrix4x4 ParticlePicture::viewProjection() const {
     m(0, 3) = float((frame_.origin.x() - view_.center().x()) * sx);
     m(1, 3) = float((frame_.origin.y() - view_.center().y()) * sy);
     return m;
+}
+
+std::pair<Eigen::Vector3d, Eigen::Vector3d> ParticlePicture::framingBox() const {
+    if (!showsSphere()) return {frame_.boxLo, frame_.boxHi};
+    const Eigen::Vector3d one = Eigen::Vector3d::Ones(); // the unit sphere's box about the shown origin
+    return {frame_.boxLo.cwiseMin(-one), frame_.boxHi.cwiseMax(one)};
 }
 
 std::pair<double, double> ParticlePicture::depthCueRange() const {

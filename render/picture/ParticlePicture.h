@@ -91,7 +91,8 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     const ViewTransform& view() const { return view_; }
     OrbitCamera& camera() { return camera_; }
     const OrbitCamera& camera() const { return camera_; }
-    // Frames the shown tokens at the next prepare() (when the final size is known).
+    // Frames the shown tokens (and the sphere they live on, if they do) at the next prepare() (when the
+    // final size is known).
     void frameAll() { framePending_ = true; }
     // Follow: one step of `seconds` of the camera after the shown tokens (after prepare()). The camera is
     // first carried along by the move of the tokens' box centre since the last step, so that a cloud that
@@ -165,6 +166,9 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     // Whether the corners of the shown tokens' box (of the last prepare()) are drawn inside the picture less
     // `inset` logical pixels on each side; then so is every finite token.
     bool boxInside(double insetX, double insetY) const;
+    // What framing and following fit in the view: the tokens' box, and the whole sphere with it when the
+    // tokens live on it (showsSphere()).
+    std::pair<Eigen::Vector3d, Eigen::Vector3d> framingBox() const;
 
     std::optional<Scene> scene_;
     std::shared_ptr<const Snapshot> shown_, previous_;

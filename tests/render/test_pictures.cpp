@@ -252,6 +252,21 @@ TEST(ParticlePicture, TokensOnTheSphereGetItsWireframeAndADepthCueAcrossIt) {
     EXPECT_NEAR(camera.depth(toEye), nearW, 1e-9);
     EXPECT_NEAR(camera.depth(-toEye), farW, 1e-9);
 
+    // A cloud on a small cap of the sphere is framed with the whole sphere around it.
+    ParticlePicture cap;
+    cap.setScene(scene);
+    Tokens C = 0.1 * Tokens::Random(100, 3);
+    C.col(2).array() += 1.0;
+    C.rowwise().normalize();
+    cap.show(snapshotOf(C));
+    cap.setSize(QSizeF(400, 300));
+    cap.prepare();
+    for (int k = 0; k < 6; ++k) {
+        const auto p = cap.shownToPixel(Vec(Eigen::Vector3d::Unit(k / 2) * (k % 2 ? -1.0 : 1.0)));
+        ASSERT_TRUE(p);
+        EXPECT_TRUE(QRectF(0, 0, 400, 300).contains(*p)) << k << ": " << p->x() << ", " << p->y();
+    }
+
     scene.attention.sphere = false; // a live edit off the sphere: neither
     picture.setAttention(scene.attention);
     EXPECT_FALSE(picture.showsSphere());
