@@ -17,11 +17,15 @@ layout(location = 0) in vec3 aPosition;
 layout(location = 1) in vec4 aColor;
 uniform mat4 uViewProjection; // includes the upload origin
 uniform float uPointSize;     // device pixels
+uniform vec3 uFade;            // depth cue: clip w of full colour, w span to the most faded, fade at most
+uniform vec3 uFadeTo;          // the background the far side fades towards
 out vec4 vColor;
 void main() {
     gl_Position = uViewProjection * vec4(aPosition, 1.0);
-    gl_PointSize = uPointSize;
-    vColor = aColor;
+    // Far vertices fade towards the background and far points shrink (uFade.y = 0: no cue).
+    float far = uFade.y > 0.0 ? uFade.z * clamp((gl_Position.w - uFade.x) / uFade.y, 0.0, 1.0) : 0.0;
+    gl_PointSize = uPointSize * (1.0 - 0.5 * far);
+    vColor = vec4(mix(aColor.rgb, uFadeTo, far), aColor.a);
 }
 )";
 
@@ -37,12 +41,16 @@ uniform mat4 uProject;        // token coordinates -> view axes
 uniform vec3 uOrigin;         // subtracted after projecting, as the CPU path does on upload
 uniform mat4 uViewProjection; // includes the origin
 uniform float uPointSize;
+uniform vec3 uFade;            // depth cue: clip w of full colour, w span to the most faded, fade at most
+uniform vec3 uFadeTo;          // the background the far side fades towards
 out vec4 vColor;
 void main() {
     vec3 p = (uProject * vec4(aX0, aX1, aX2, aX3)).xyz - uOrigin;
     gl_Position = uViewProjection * vec4(p, 1.0);
-    gl_PointSize = uPointSize;
-    vColor = aColor;
+    // Far vertices fade towards the background and far points shrink (uFade.y = 0: no cue).
+    float far = uFade.y > 0.0 ? uFade.z * clamp((gl_Position.w - uFade.x) / uFade.y, 0.0, 1.0) : 0.0;
+    gl_PointSize = uPointSize * (1.0 - 0.5 * far);
+    vColor = vec4(mix(aColor.rgb, uFadeTo, far), aColor.a);
 }
 )";
 
@@ -142,6 +150,8 @@ void PointRenderer::prepare(const GlProgram& program, const Eigen::Matrix4f& vie
     program.set("uViewProjection", viewProjection);
     program.set("uPointSize", pointSize);
     program.set("uPoints", int(points));
+    program.set("uFade", Eigen::Vector3f(depthCue_.nearW, depthCue_.span, depthCue_.strength));
+    program.set("uFadeTo", depthCue_.background);
 }
 
 void PointRenderer::drawPoints(const Eigen::Matrix4f& viewProjection, float pointSize) {

@@ -51,6 +51,15 @@ class PointRenderer {
                           const Eigen::Vector3f& origin, const Eigen::Matrix4f& viewProjection,
                           float pointSize);
 
+    // A depth cue for what is drawn next (perspective views): a vertex at clip w = nearW keeps its colour,
+    // one at nearW + span and beyond is mixed `strength` of the way towards `background`, and points shrink
+    // by up to half of that. span = 0 (the default): none.
+    struct DepthCue {
+        float nearW = 0.0f, span = 0.0f, strength = 0.0f;
+        Eigen::Vector3f background = Eigen::Vector3f::Zero();
+    };
+    void setDepthCue(const DepthCue& cue) { depthCue_ = cue; }
+
   private:
     struct Buffer {
         GlApi::Uint vbo = 0, vao = 0;
@@ -66,6 +75,7 @@ class PointRenderer {
     Buffer buffers_[LayerCount];
     bool ready_ = false;
     std::string log_;
+    DepthCue depthCue_;
 };
 
 } // namespace flowscope

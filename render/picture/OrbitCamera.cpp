@@ -30,10 +30,14 @@ void OrbitCamera::zoom(double factor) {
     if (factor > 0) distance /= factor;
 }
 
-Eigen::Matrix4d OrbitCamera::matrix() const {
+Eigen::Vector3d OrbitCamera::eye() const {
     const double az = azimuthDegrees * kDeg, el = elevationDegrees * kDeg;
-    const Eigen::Vector3d dir(std::cos(el) * std::cos(az), std::cos(el) * std::sin(az), std::sin(el));
-    const Eigen::Vector3d eye = target + distance * dir;
+    return target +
+           distance * Eigen::Vector3d(std::cos(el) * std::cos(az), std::cos(el) * std::sin(az), std::sin(el));
+}
+
+Eigen::Matrix4d OrbitCamera::matrix() const {
+    const Eigen::Vector3d eye = this->eye();
     const Eigen::Vector3d f = (target - eye).normalized();
     const Eigen::Vector3d s = f.cross(Eigen::Vector3d::UnitZ()).normalized();
     const Eigen::Vector3d u = s.cross(f);

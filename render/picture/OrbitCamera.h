@@ -24,6 +24,10 @@ class OrbitCamera {
 
     // View-projection matrix for points given relative to `origin` (computed in double, then narrowed).
     QMatrix4x4 viewProjection(const Eigen::Vector3d& origin) const;
+    // Where the eye is, and the depth of a world point (its distance from the eye along the view direction:
+    // the clip w of the projection).
+    Eigen::Vector3d eye() const;
+    double depth(const Eigen::Vector3d& p) const { return (p - eye()).dot((target - eye()).normalized()); }
     // Logical pixel of a world point; false when it is behind the eye.
     bool worldToPixel(const Eigen::Vector3d& p, QPointF* pixel) const;
 

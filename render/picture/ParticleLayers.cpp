@@ -217,4 +217,26 @@ void AxesLayer::append(const ParticleFrame& f, VertexBuffer& lines) const {
                 0.9);
 }
 
+void SphereLayer::append(const ParticleFrame& f, VertexBuffer& lines) const {
+    if (!enabled || !f.is3D) return;
+    // A circle: the points c + cos(s) u + sin(s) v, s over a full turn.
+    const auto circle = [&](const Eigen::Vector3d& c, const Eigen::Vector3d& u, const Eigen::Vector3d& v) {
+        for (int k = 0; k < kSegments; ++k) {
+            const double s0 = 2.0 * M_PI * k / kSegments, s1 = 2.0 * M_PI * (k + 1) / kSegments;
+            segment(lines, c + std::cos(s0) * u + std::sin(s0) * v - f.origin,
+                    c + std::cos(s1) * u + std::sin(s1) * v - f.origin, color, 0.45);
+        }
+    };
+    const Eigen::Vector3d z = Eigen::Vector3d::UnitZ();
+    for (int m = 0; m < kMeridians; ++m) { // great circles through the poles: two meridians each
+        const double phi = M_PI * m / kMeridians;
+        circle(Eigen::Vector3d::Zero(), Eigen::Vector3d(std::cos(phi), std::sin(phi), 0.0), z);
+    }
+    for (int p = 1; p <= kParallels; ++p) { // latitudes -60, -30, 0, 30, 60 degrees
+        const double lat = M_PI * (double(p) / (kParallels + 1) - 0.5);
+        circle(std::sin(lat) * z, std::cos(lat) * Eigen::Vector3d::UnitX(),
+               std::cos(lat) * Eigen::Vector3d::UnitY());
+    }
+}
+
 } // namespace flowscope

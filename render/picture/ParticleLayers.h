@@ -8,6 +8,7 @@
 //   lines over the points    GaussianLayer    the moment ODE's Gaussian: 1- and 2-sigma ellipses
 //                            AttentionLayer   the picked token's attention row as lines
 //                            AxesLayer        3-D: the coordinate directions from the cloud's corner
+//   lines under the points   SphereLayer      3-D on the sphere: the unit sphere's wireframe
 //
 // Vertices are in the shown coordinates (the d-dimensional tokens times the view's d x k basis, k = 2 or 3)
 // minus the frame's origin, so that float32 keeps its precision far from 0. No widgets, no GL calls.
@@ -89,6 +90,16 @@ struct AttentionLayer {
     int token = -1; // none
     Vec weights;    // P_i., one per token; empty when the variant has no attention distribution
     bool enabled() const { return token >= 0 && weights.size() > 0; }
+    void append(const ParticleFrame& f, VertexBuffer& lines) const;
+};
+
+// 3-D, tokens on the unit sphere (the scene's attention.sphere): the sphere about the shown origin as a
+// wireframe, meridians every 30 degrees of longitude and parallels every 30 degrees of latitude, so that the
+// cloud has the surface it lives on around it (with the picture's depth cue its far side fades).
+struct SphereLayer {
+    static constexpr int kMeridians = 6, kParallels = 5, kSegments = 72; // segments per circle
+    bool enabled = false;
+    QColor color{150, 160, 180};
     void append(const ParticleFrame& f, VertexBuffer& lines) const;
 };
 

@@ -37,6 +37,7 @@ void ParticlePicture::setScene(const Scene& scene) {
     overlay_.setScene(scene);
     gaussian_.overlay = &overlay_;
     tokens_.clusterTol = scene.output.clusterTol;
+    sphere_.enabled = scene.attention.sphere;
     ProjectionSpec p;
     p.dims = scene.d >= 3 ? 3 : 2;
     p.pca = scene.d > 3;
@@ -50,6 +51,7 @@ void ParticlePicture::setScene(const Scene& scene) {
 void ParticlePicture::setAttention(const AttentionSpec& spec) {
     if (!scene_) return;
     scene_->attention = spec;
+    sphere_.enabled = spec.sphere;
     overlay_.setAttention(spec, shown_ ? shown_->t : 0.0);
     linesDirty_ = true;
 }
@@ -183,15 +185,7 @@ ParticlePicture::OffView ParticlePicture::offView() const {
         // Every finite token lies in the box of the frame, so when the box's corners are all drawn inside the
         // (convex) picture, so are the tokens: the usual case costs eight projections, not N.
         if (!frame_.boxValid) return off; // all diverged
-        bool inside = true;
-        for (int c = 0; c < 8 && inside; ++c) {
-            const Eigen::Vector3d corner((c & 1 ? frame_.boxHi : frame_.boxLo).x(),
-                                         (c & 2 ? frame_.boxHi : frame_.boxLo).y(),
-                                         (c & 4 ? frame_.boxHi : frame_.boxLo).z());
-            const auto p = shownToPixel(corner);
-            inside = p && area.contains(*p);
-        }
-        if (inside) return off;
+        if (boxInside(0.0, 0.0)) return off;
     }
     Tokens fresh;
     const Tokens& P = framed_ == shown_ ? frame_.projected : (fresh = shownCoordinates());
@@ -212,6 +206,64 @@ ParticlePicture::OffView ParticlePicture::offView() const {
     const double s = std::min(sx, sy);
     off.toward = std::isfinite(s) ? centre + s * d : QPointF(centre.x(), area.bottom());
     return off;
+}
+
+bool ParticlePicture::boxInside(double insetX, double insetY) const {
+    const QRectF area = QRectF(QPointF(0, 0), size_).adjusted(insetX, insetY, -insetX, -insetY);
+    for (int c = 0; c < 8; ++c) {
+        const Eigen::Vector3d corner((c & 1 ? frame_.boxHi : frame_.boxLo).x(),
+                                     (c & 2 ? frame_.boxHi : frame_.boxLo).y(),
+                                     (c & 4 ? frame_.boxHi : frame_.boxLo).z());
+        const auto p = shownToPixel(corner);
+        // A corner on the border counts as inside (contains() leaves out the right and bottom edges).
+        if (!p || p->x() < area.left() - 1e-9 || p->x() > area.right() + 1e-9 || p->y() < area.top() - 1e-9 ||
+            p->y() > area.bottom() + 1e-9)
+            return false;
+    }
+    return true;
+}
+
+bool ParticlePicture::follow(double seconds) {
+    if (!shown_ || framed_ != shown_ || !frame_.boxValid) return false;
+    const double a = 1.0 - std::exp(-std::max(seconds, 0.0) / kFollowSeconds);
+    const auto [lo, hi] = framingBox();
+    const Eigen::Vector3d middle = 0.5 * (lo + hi);
+    const Eigen::Vector3d carry = followed_ ? Eigen::Vector3d(middle - *followed_) : Eigen::Vector3d::Zero();
+    followed_ = middle;
+    if (is3D()) {
+        OrbitCamera goal = camera_;
+        goal.frame(lo, hi);
+        camera_.target += carry;
+        camera_.target += a * (goal.target - camera_.target);
+        camera_.distance *= std::pow(goal.distance / camera_.distance, a);
+        const bool settled = (camera_.target - goal.target).norm() < 1e-3 * goal.distance &&
+                             std::abs(std::log(camera_.distance / goal.distance)) < 1e-3;
+        if (settled || !boxInside(0.0, 0.0)) {
+            camera_.target = goal.target;
+            camera_.distance = goal.distance;
+        }
+        return !settled;
+    }
+    ViewTransform goal = view_;
+    goal.frame(QRectF(QPointF(lo.x(), lo.y()), QPointF(hi.x(), hi.y())), kFrameMargin);
+    double scale = view_.pixelsPerUnit() * std::pow(goal.pixelsPerUnit() / view_.pixelsPerUnit(), a);
+    QPointF centre = view_.center() + QPointF(carry.x(), carry.y());
+    centre += a * (goal.center() - centre);
+    // The box inside the picture less kKeepMargin: first small enough, then the centre no further from the
+    // box's middle than that leaves room for (on each axis, the interval of centres that keep both sides in).
+    const double usable = 1.0 - 2.0 * kKeepMargin;
+    const double w = hi.x() - lo.x(), h = hi.y() - lo.y();
+    if (w > 0.0) scale = std::min(scale, size_.width() * usable / w);
+    if (h > 0.0) scale = std::min(scale, size_.height() * usable / h);
+    const double halfW = 0.5 * size_.width() * usable / scale, halfH = 0.5 * size_.height() * usable / scale;
+    centre.setX(std::max(std::min(centre.x(), lo.x() + halfW), hi.x() - halfW));
+    centre.setY(std::max(std::min(centre.y(), lo.y() + halfH), hi.y() - halfH));
+    view_.setCenterAndScale(centre, scale);
+    const QPointF miss = (view_.center() - goal.center()) * goal.pixelsPerUnit();
+    const bool settled = std::abs(std::log(view_.pixelsPerUnit() / goal.pixelsPerUnit())) < 1e-3 &&
+                         std::hypot(miss.x(), miss.y()) < 0.25;
+    if (settled) view_ = goal;
+    return !settled;
 }
 
 double ParticlePicture::pointSize() const {
@@ -262,6 +314,7 @@ void ParticlePicture::prepare() {
         framed_ = shown_; // a republished device snapshot: the same tokens at a later time
         frame_.snapshot = shown_.get();
         VertexBuffer under, over;
+        sphere_.append(frame_, under);
         trails_.append(frame_, under);
         gaussian_.append(frame_, over);
         attention_.append(frame_, over);
@@ -276,12 +329,13 @@ void ParticlePicture::prepare() {
     // A pending frame fits the camera to the finite tokens' box (the vertices do not depend on the camera).
     if (framePending_ && frame_.boxValid) {
         if (is3D())
-            camera_.frame(frame_.boxLo, frame_.boxHi);
+            camera_.frame(framingBox().first, framingBox().second);
         else
             view_.frame(QRectF(QPointF(frame_.boxLo.x(), frame_.boxLo.y()),
                                QPointF(frame_.boxHi.x(), frame_.boxHi.y())),
                         kFrameMargin);
     }
+    if (framePending_) followed_.reset(); // framed afresh (a new run, another projection)
     framePending_ = false;
 }
 
@@ -297,6 +351,18 @@ QMatrix4x4 ParticlePicture::viewProjection() const {
     m(0, 3) = float((frame_.origin.x() - view_.center().x()) * sx);
     m(1, 3) = float((frame_.origin.y() - view_.center().y()) * sy);
     return m;
+}
+
+std::pair<Eigen::Vector3d, Eigen::Vector3d> ParticlePicture::framingBox() const {
+    if (!showsSphere()) return {frame_.boxLo, frame_.boxHi};
+    const Eigen::Vector3d one = Eigen::Vector3d::Ones(); // the unit sphere's box about the shown origin
+    return {frame_.boxLo.cwiseMin(-one), frame_.boxHi.cwiseMax(one)};
+}
+
+std::pair<double, double> ParticlePicture::depthCueRange() const {
+    if (!showsSphere()) return {0.0, 0.0};
+    const double centre = camera_.depth(Eigen::Vector3d::Zero()); // the unit sphere about the shown origin
+    return {centre - 1.0, centre + 1.0};
 }
 
 std::pair<QString, QString> ParticlePicture::axisNames() const {
@@ -331,6 +397,15 @@ bool ParticlePicture::drawGl(double dpr, const void* shareGroup) {
     gl_->Viewport(0, 0, int(std::lround(size_.width() * dpr)), int(std::lround(size_.height() * dpr)));
     const Eigen::Matrix4f vp = toEigen(viewProjection());
     const float pointPixels = float(pointSize() * dpr);
+    PointRenderer::DepthCue cue;
+    if (const auto [nearW, farW] = depthCueRange(); farW > nearW) {
+        cue.nearW = float(nearW);
+        cue.span = float(farW - nearW);
+        cue.strength = 0.7f;
+        cue.background = Eigen::Vector3f(float(style_.background.redF()), float(style_.background.greenF()),
+                                         float(style_.background.blueF()));
+    }
+    renderer_.setDepthCue(cue);
     renderer_.drawLines(PointRenderer::Lines, vp, float(dpr));
     bool fromDevice = false;
     if (shareGroup && shown_ && shown_->device) {
@@ -381,7 +456,8 @@ void ParticlePicture::paintOffView(QPainter& painter) const {
     painter.drawPolygon(QPolygonF({tip, base + 7.0 * n, base - 7.0 * n}));
     // Two short lines, so that the note fits beside the quick controls in a narrow view.
     const QString note =
-        QCoreApplication::translate("ParticleView", "%1 of %2 tokens off view\ndouble-click frames all")
+        QCoreApplication::translate("ParticleView",
+                                    "%1 of %2 tokens off view\ndouble-click: frame · Shift+F: follow")
             .arg(off.count)
             .arg(shown_->tokens.rows());
     const QFontMetricsF fm(painter.font());

@@ -91,8 +91,23 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     const ViewTransform& view() const { return view_; }
     OrbitCamera& camera() { return camera_; }
     const OrbitCamera& camera() const { return camera_; }
-    // Frames the shown tokens at the next prepare() (when the final size is known).
+    // Frames the shown tokens (and the sphere they live on, if they do) at the next prepare() (when the
+    // final size is known).
     void frameAll() { framePending_ = true; }
+    // Follow: one step of `seconds` of the camera after the shown tokens (after prepare()). The camera is
+    // first carried along by the move of the tokens' box centre since the last step, so that a cloud that
+    // drifts stays where it was in the picture (the grid's numbers run instead: a fast drift does not leave
+    // the camera behind); then it eases towards what frameAll() frames, each step closing 1 - exp(-seconds /
+    // kFollowSeconds) of the way (in the plane the centre linearly and the zoom on a log scale; in 3-D the
+    // target and the distance), so that the view glides as the cloud spreads, contracts or is followed again
+    // instead of jumping. The tokens' box stays in the picture at every step: in the plane the view is pushed
+    // out by the box (kKeepMargin from the border) when it spreads faster than the easing; in 3-D the camera
+    // then takes the framing at once. Returns whether the camera is still moving. resetFollow(): the next
+    // step carries nothing (following starts again, or the coordinates changed).
+    static constexpr double kFollowSeconds = 0.35;
+    static constexpr double kKeepMargin = 0.02; // of the picture's width and height
+    bool follow(double seconds);
+    void resetFollow() { followed_.reset(); }
     // Where a point in the shown coordinates, or a d-dimensional token, is drawn (logical pixels; the camera
     // as of the last prepare()).
     std::optional<QPointF> shownToPixel(const Vec& shown) const;
@@ -112,6 +127,12 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     double pointSize() const;
     // What the heads-up display shows for the shown snapshot, with the caller's frame time.
     HudStats hudStats(double frameMs) const;
+    // Tokens on the unit sphere in 3-D: the sphere's wireframe is drawn, and a depth cue fades the far side
+    // of the sphere and of the cloud towards the background (and shrinks far points). Its range: the depth
+    // (clip w) of the sphere's nearest and farthest points, the camera as of the last prepare(); none (0, 0)
+    // otherwise.
+    bool showsSphere() const { return sphere_.enabled && is3D(); }
+    std::pair<double, double> depthCueRange() const;
     // How far the grid's tick labels reach in from the left and up from the bottom edge with `font` (the
     // plane only; 0 in 3-D): an overlay kept out of these bands covers no label.
     QSizeF tickLabelBands(const QFont& font) const;
@@ -142,6 +163,12 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     QMatrix4x4 viewProjection() const;
     void paintAxisNames(QPainter& painter) const;
     void paintOffView(QPainter& painter) const;
+    // Whether the corners of the shown tokens' box (of the last prepare()) are drawn inside the picture less
+    // `inset` logical pixels on each side; then so is every finite token.
+    bool boxInside(double insetX, double insetY) const;
+    // What framing and following fit in the view: the tokens' box, and the whole sphere with it when the
+    // tokens live on it (showsSphere()).
+    std::pair<Eigen::Vector3d, Eigen::Vector3d> framingBox() const;
 
     std::optional<Scene> scene_;
     std::shared_ptr<const Snapshot> shown_, previous_;
@@ -155,10 +182,12 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     GaussianLayer gaussian_;
     AttentionLayer attention_;
     AxesLayer axes_;
+    SphereLayer sphere_;
     ViewTransform view_;
     OrbitCamera camera_;
     QSizeF size_{1, 1};
     bool framePending_ = false, pointsDirty_ = true, linesDirty_ = true;
+    std::optional<Eigen::Vector3d> followed_; // the box centre at the last follow step
 };
 
 } // namespace flowscope

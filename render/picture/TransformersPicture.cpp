@@ -3,11 +3,13 @@
 #include "render/picture/ViewTransform.h"
 
 #include <QCoreApplication>
+#include <QFontMetricsF>
 #include <QPainter>
 #include <QPainterPath>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 namespace flowscope {
@@ -162,15 +164,7 @@ void TransformersPicture::paintPicture(QPainter& p, const QRectF& area, std::siz
         const bool many = tokens > 12;
         const Mat& start = states.front();
         const Mat& end = states.back();
-        // The optimal straight paths X_0 -> X*(T), dashed, under the learned ones.
         const Mat& star = picture->closedForm;
-        if (star.rows() == tokens && star.cols() >= 2) {
-            const QColor ink = darkStyle(style_) ? QColor(255, 255, 255, 150) : QColor(0, 0, 0, 150);
-            p.setPen(QPen(ink, 1.0, Qt::DashLine));
-            for (Eigen::Index i = 0; i < tokens; ++i)
-                if (finiteRow(start, i) && finiteRow(star, i))
-                    p.drawLine(toPixel(start, i), toPixel(star, i));
-        }
         for (Eigen::Index i = 0; i < tokens; ++i) {
             QColor color = tokenColor(int(i), int(tokens), style_);
             if (many) color.setAlpha(150);
@@ -192,7 +186,13 @@ void TransformersPicture::paintPicture(QPainter& p, const QRectF& area, std::siz
             p.setBrush(Qt::NoBrush);
         }
         if (star.rows() == tokens && star.cols() >= 2) {
+            // The optimal straight paths X_0 -> X*(T), dashed, over the learned ones: a learned path that
+            // is straight lies under its optimal one and shows between the dashes.
             const QColor ink = darkStyle(style_) ? QColor(255, 255, 255) : QColor(0, 0, 0);
+            p.setPen(QPen(QColor(ink.red(), ink.green(), ink.blue(), 190), 1.2, Qt::DashLine));
+            for (Eigen::Index i = 0; i < tokens; ++i)
+                if (finiteRow(start, i) && finiteRow(star, i))
+                    p.drawLine(toPixel(start, i), toPixel(star, i));
             p.setPen(QPen(ink, 1.6));
             for (Eigen::Index i = 0; i < tokens; ++i) {
                 if (!finiteRow(star, i)) continue;
@@ -204,34 +204,55 @@ void TransformersPicture::paintPicture(QPainter& p, const QRectF& area, std::siz
     }
     endPicture(p, square, hasPaths ? QString() : tr("drawing the paths..."));
 
-    // Legend: what each mark is.
+    // Legend: what each mark is, in the order of legendTexts().
     double x = square.left();
     const double y = square.bottom() + 4 + fm.ascent();
     const QColor ink = palette_.color(QPalette::WindowText);
-    auto entry = [&](const QString& text, auto&& mark) {
-        if (x + 14 + fm.horizontalAdvance(text) > square.right()) return; // the picture's width, no more
-        const QPointF c(x + 5, y - fm.ascent() / 2 + 1);
-        mark(c);
+    const std::function<void(QPointF)> marks[] = {[&](QPointF c) { // X0: a ring
+                                                      p.setPen(QPen(ink, 1.5));
+                                                      p.drawEllipse(c, 4, 4);
+                                                  },
+                                                  [&](QPointF c) { // X(T): a dot
+                                                      p.setPen(Qt::NoPen);
+                                                      p.setBrush(ink);
+                                                      p.drawEllipse(c, 4, 4);
+                                                  },
+                                                  [&](QPointF c) { // X*(T): a cross
+                                                      p.setPen(QPen(ink, 1.5));
+                                                      p.drawLine(c + QPointF(-4, -4), c + QPointF(4, 4));
+                                                      p.drawLine(c + QPointF(-4, 4), c + QPointF(4, -4));
+                                                  },
+                                                  [&](QPointF c) { // the optimal path: dashed
+                                                      p.setPen(QPen(ink, 1.2, Qt::DashLine));
+                                                      p.drawLine(c + QPointF(-6, 0), c + QPointF(6, 0));
+                                                  }};
+    const QStringList texts = legendTexts(picture && picture->closedForm.rows() > 0,
+                                          hasPaths ? int(picture->states.size()) - 1 : 0, square.width(), fm);
+    for (int k = 0; k < texts.size(); ++k) {
+        marks[k](QPointF(x + 5, y - fm.ascent() / 2 + 1));
         p.setBrush(Qt::NoBrush);
         p.setPen(ink);
-        p.drawText(QPointF(x + 14, y), text);
-        x += 14 + fm.horizontalAdvance(text) + 14;
+        p.drawText(QPointF(x + 14, y), texts[k]);
+        x += kLegendMark + fm.horizontalAdvance(texts[k]) + kLegendGap;
+    }
+}
+
+QStringList TransformersPicture::legendTexts(bool closedForm, int steps, double width,
+                                             const QFontMetricsF& fm) {
+    QStringList full{tr("X₀"), tr("X(T), M = %1").arg(steps)}, brief{tr("X₀"), tr("X(T)")};
+    if (closedForm) {
+        full << tr("X*(T) closed form") << tr("optimal path");
+        brief << tr("X*(T)") << tr("optimal");
+    }
+    const auto widthOf = [&fm](const QStringList& texts, int count) {
+        double w = 0.0;
+        for (int k = 0; k < count; ++k)
+            w += kLegendMark + fm.horizontalAdvance(texts[k]) + (k ? kLegendGap : 0.0);
+        return w;
     };
-    entry(tr("X₀"), [&](QPointF c) {
-        p.setPen(QPen(ink, 1.5));
-        p.drawEllipse(c, 4, 4);
-    });
-    entry(tr("X(T), M = %1").arg(hasPaths ? int(picture->states.size()) - 1 : 0), [&](QPointF c) {
-        p.setPen(Qt::NoPen);
-        p.setBrush(ink);
-        p.drawEllipse(c, 4, 4);
-    });
-    if (picture && picture->closedForm.rows() > 0)
-        entry(tr("X*(T) closed form"), [&](QPointF c) {
-            p.setPen(QPen(ink, 1.5));
-            p.drawLine(c + QPointF(-4, -4), c + QPointF(4, 4));
-            p.drawLine(c + QPointF(-4, 4), c + QPointF(4, -4));
-        });
+    QStringList texts = widthOf(full, int(full.size())) <= width ? full : brief;
+    while (!texts.isEmpty() && widthOf(texts, int(texts.size())) > width) texts.removeLast();
+    return texts;
 }
 
 void TransformersPicture::paintPlotAt(QPainter& p, const QRectF& area, int index) const {

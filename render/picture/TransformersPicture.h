@@ -8,7 +8,9 @@
 #include "engine/runner/TransformerRunner.h"
 #include "render/picture/TrainingRunPicture.h"
 
+#include <QFontMetricsF>
 #include <QString>
+#include <QStringList>
 
 namespace flowscope {
 
@@ -25,6 +27,12 @@ class TransformersPicture : public TrainingRunPicture<TransformerSnapshot> {
     QPointF pictureToPixel(int trainer, double x, double y) const;
     // The titles depend on the task (Target: closed-form distance for A, accuracy for B).
     static QString plotTitle(Plot plot, ot::Task task);
+    // The legend under a picture of the paths, one line of `width` pixels: "X₀", "X(T), M = <steps>" and,
+    // with the closed form, "X*(T) closed form" (the crosses) and "optimal path" (the dashed lines); the
+    // short forms ("X(T)", "X*(T)", "optimal") when the full ones do not fit, and then as many as fit, in
+    // that order.
+    static QStringList legendTexts(bool closedForm, int steps, double width, const QFontMetricsF& fm);
+    static constexpr double kLegendMark = 14.0, kLegendGap = 14.0; // a mark's room, the room between entries
     // The keys of the tooltips the views show on hover: each plot's, in Plot order, and a trainer's
     // picture's.
     static constexpr const char* kPlotKeys[kPlotCount] = {"transformer.objective", "transformer.transport",

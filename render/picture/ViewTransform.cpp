@@ -37,6 +37,11 @@ void ViewTransform::frame(const QRectF& bounds, double margin) {
     scale_ = std::clamp(std::min(sx, sy), kMinScale, kMaxScale);
 }
 
+void ViewTransform::setCenterAndScale(QPointF center, double pixelsPerUnit) {
+    center_ = center;
+    scale_ = std::clamp(pixelsPerUnit, kMinScale, kMaxScale);
+}
+
 void ViewTransform::pan(QPointF d) {
     center_ += QPointF(-d.x() / scale_, d.y() / scale_);
 }

@@ -25,6 +25,8 @@ class ViewTransform {
     // Centres `bounds` and scales it to fill the viewport less `margin` (a fraction of each side). A
     // degenerate box (one point, a line) is framed as if it had extent 1 in the missing directions.
     void frame(const QRectF& bounds, double margin = 0.08);
+    // Puts the view's centre at `center` with `pixelsPerUnit` (clamped as zoomAt clamps it).
+    void setCenterAndScale(QPointF center, double pixelsPerUnit);
     void pan(QPointF pixelDelta);              // moves the content by the given pixels
     void zoomAt(QPointF pixel, double factor); // keeps the world point under `pixel` in place
 

@@ -12,7 +12,9 @@
 #include "render/picture/ParticleLayers.h"
 #include "render/picture/ParticlePicture.h"
 #include "render/picture/Theme.h"
+#include "render/picture/TransformersPicture.h"
 
+#include <QFontMetricsF>
 #include <QGuiApplication>
 #include <QImage>
 #include <QPainter>
@@ -204,6 +206,166 @@ TEST(ParticlePicture, TokensTheCameraLeavesOutAreCountedAndPointedAt) {
     }
     const QColor arrow = image.pixelColor(int(off.toward.x()) - 12, int(off.toward.y()));
     EXPECT_EQ(arrow, QColor(255, 170, 60));
+}
+
+TEST(ParticleLayers, TheSphereIsAWireframeOfUnitCirclesIn3DOnly) {
+    Tokens X = Tokens::Random(50, 3);
+    const auto s = snapshotOf(X);
+    ParticleFrame f = planeFrame(*s);
+    f.is3D = true;
+    f.origin = Eigen::Vector3d(0.3, -0.2, 0.1);
+    SphereLayer layer;
+    VertexBuffer lines;
+    layer.append(f, lines);
+    EXPECT_TRUE(lines.empty()); // off unless the tokens live on the sphere
+    layer.enabled = true;
+    layer.append(f, lines);
+    ASSERT_EQ(lines.size(),
+              std::size_t(2 * SphereLayer::kSegments * (SphereLayer::kMeridians + SphereLayer::kParallels)));
+    for (const PointVertex& v : lines) // on the unit sphere about the shown origin, less the frame's origin
+        EXPECT_NEAR((Eigen::Vector3d(v.x, v.y, v.z) + f.origin).norm(), 1.0, 1e-6);
+    VertexBuffer plane;
+    f.is3D = false;
+    layer.append(f, plane);
+    EXPECT_TRUE(plane.empty());
+}
+
+TEST(ParticlePicture, TokensOnTheSphereGetItsWireframeAndADepthCueAcrossIt) {
+    application();
+    Scene scene = builtinDefaultScene();
+    scene.d = 3;
+    scene.attention.sphere = true;
+    ParticlePicture picture;
+    picture.setScene(scene);
+    Tokens X = Tokens::Random(200, 3);
+    X.rowwise().normalize();
+    picture.show(snapshotOf(X));
+    picture.setSize(QSizeF(400, 300));
+    picture.prepare();
+    ASSERT_TRUE(picture.is3D());
+    EXPECT_TRUE(picture.showsSphere());
+    // The cue runs from the sphere's nearest point to its farthest: a token there has that depth.
+    const auto [nearW, farW] = picture.depthCueRange();
+    EXPECT_NEAR(farW - nearW, 2.0, 1e-9);
+    const OrbitCamera& camera = picture.camera();
+    const Eigen::Vector3d toEye = (camera.eye() - camera.target).normalized(); // against the view direction
+    EXPECT_NEAR(camera.depth(toEye), nearW, 1e-9);
+    EXPECT_NEAR(camera.depth(-toEye), farW, 1e-9);
+
+    // A cloud on a small cap of the sphere is framed with the whole sphere around it.
+    ParticlePicture cap;
+    cap.setScene(scene);
+    Tokens C = 0.1 * Tokens::Random(100, 3);
+    C.col(2).array() += 1.0;
+    C.rowwise().normalize();
+    cap.show(snapshotOf(C));
+    cap.setSize(QSizeF(400, 300));
+    cap.prepare();
+    for (int k = 0; k < 6; ++k) {
+        const auto p = cap.shownToPixel(Vec(Eigen::Vector3d::Unit(k / 2) * (k % 2 ? -1.0 : 1.0)));
+        ASSERT_TRUE(p);
+        EXPECT_TRUE(QRectF(0, 0, 400, 300).contains(*p)) << k << ": " << p->x() << ", " << p->y();
+    }
+
+    scene.attention.sphere = false; // a live edit off the sphere: neither
+    picture.setAttention(scene.attention);
+    EXPECT_FALSE(picture.showsSphere());
+    EXPECT_EQ(picture.depthCueRange(), std::make_pair(0.0, 0.0));
+}
+
+// How many tokens of X the picture draws outside its 400 x 300 pixels.
+long tokensOutside(const ParticlePicture& picture, const Tokens& X) {
+    long outside = 0;
+    for (Eigen::Index i = 0; i < X.rows(); ++i) {
+        const auto p = picture.worldToPixel(X.row(i).transpose());
+        outside += !p || p->x() < 0.0 || p->x() > 400.0 || p->y() < 0.0 || p->y() > 300.0;
+    }
+    return outside;
+}
+
+TEST(ParticlePicture, FollowEasesTowardsTheFrameAndKeepsTheCloudInView) {
+    application();
+    ParticlePicture picture;
+    picture.setScene(builtinDefaultScene());
+    const Tokens X = Tokens::Random(300, 2);
+    picture.show(snapshotOf(X));
+    picture.setSize(QSizeF(400, 300));
+    picture.prepare();
+    const double wide = picture.view().pixelsPerUnit();
+
+    // The cloud contracts to a quarter: one 60 Hz step zooms in a little, not at once, and not past the goal.
+    const Tokens small = 0.25 * X;
+    picture.show(snapshotOf(small, 1.0)); // the same run: nothing frames it
+    picture.prepare();
+    ViewTransform goal = picture.view();
+    goal.frame(QRectF(QPointF(small.col(0).minCoeff(), small.col(1).minCoeff()),
+                      QPointF(small.col(0).maxCoeff(), small.col(1).maxCoeff())));
+    ASSERT_GT(goal.pixelsPerUnit(), 3.5 * wide);
+    EXPECT_TRUE(picture.follow(1.0 / 60));
+    const double first = picture.view().pixelsPerUnit();
+    EXPECT_GT(first, wide * 1.01);
+    EXPECT_LT(first, wide * 1.2); // 1 - exp(-1/60 / 0.35): under 5 % of the way on a log scale
+    // Each step goes further, monotonically, and it settles on the frame within a few seconds.
+    double last = first;
+    int steps = 0;
+    while (picture.follow(1.0 / 60) && ++steps < 600) {
+        EXPECT_GE(picture.view().pixelsPerUnit(), last);
+        last = picture.view().pixelsPerUnit();
+    }
+    EXPECT_LT(steps, 300); // 5 s
+    EXPECT_NEAR(picture.view().pixelsPerUnit(), goal.pixelsPerUnit(), 1e-9 * goal.pixelsPerUnit());
+    EXPECT_NEAR(picture.view().center().x(), goal.center().x(), 1e-9);
+    EXPECT_FALSE(picture.follow(1.0 / 60)); // settled: nothing to do
+
+    // The cloud jumps far right, faster than any easing: one step carries the camera along, so the cloud is
+    // where it was in the picture (the grid's numbers changed), not off view.
+    const QPointF before = *picture.worldToPixel(small.row(0).transpose());
+    Tokens moved = small;
+    moved.col(0).array() += 5.0;
+    picture.show(snapshotOf(moved, 2.0));
+    picture.prepare();
+    ASSERT_GT(tokensOutside(picture, moved), 0); // before the step: off view
+    picture.follow(1.0 / 60);
+    const QPointF after = *picture.worldToPixel(moved.row(0).transpose());
+    EXPECT_NEAR(after.x(), before.x(), 1e-6);
+    EXPECT_NEAR(after.y(), before.y(), 1e-6);
+    EXPECT_EQ(tokensOutside(picture, moved), 0);
+    EXPECT_EQ(picture.offView().count, 0);
+
+    // The cloud spreads fourfold at once: the view is pushed out to hold its box at the first step already.
+    const Tokens spread = 4.0 * moved;
+    picture.show(snapshotOf(spread, 3.0));
+    picture.prepare();
+    ASSERT_GT(tokensOutside(picture, spread), 0);
+    EXPECT_TRUE(picture.follow(1.0 / 60));
+    EXPECT_EQ(tokensOutside(picture, spread), 0);
+    for (int k = 0; k < 30; ++k) {
+        picture.follow(1.0 / 60);
+        EXPECT_EQ(tokensOutside(picture, spread), 0);
+    }
+}
+
+TEST(TransformersPicture, TheLegendNamesTheCrossesAndTheDashedPathsOrShortensToFit) {
+    application();
+    const QFontMetricsF fm(QGuiApplication::font());
+    const QStringList full{"X₀", "X(T), M = 10", "X*(T) closed form", "optimal path"};
+    const QStringList brief{"X₀", "X(T)", "X*(T)", "optimal"};
+    double fullWidth = 0.0, briefWidth = 0.0;
+    for (int k = 0; k < 4; ++k) {
+        fullWidth += TransformersPicture::kLegendMark + fm.horizontalAdvance(full[k]) +
+                     (k ? TransformersPicture::kLegendGap : 0.0);
+        briefWidth += TransformersPicture::kLegendMark + fm.horizontalAdvance(brief[k]) +
+                      (k ? TransformersPicture::kLegendGap : 0.0);
+    }
+    EXPECT_EQ(TransformersPicture::legendTexts(true, 10, fullWidth, fm), full);
+    // Narrower (a 1024-pixel window's picture): every mark is still named, briefly; before, the cross's
+    // entry was dropped and the later one drawn.
+    EXPECT_EQ(TransformersPicture::legendTexts(true, 10, fullWidth - 1.0, fm), brief);
+    EXPECT_EQ(TransformersPicture::legendTexts(true, 10, briefWidth, fm), brief);
+    // Narrower still: the first entries, in order, never a later one past a missing one.
+    EXPECT_EQ(TransformersPicture::legendTexts(true, 10, briefWidth - 1.0, fm), brief.mid(0, 3));
+    // Without a closed form (lambda_OT = 0): no cross and no dashed path to name.
+    EXPECT_EQ(TransformersPicture::legendTexts(false, 10, 1e4, fm), full.mid(0, 2));
 }
 
 TEST(FlowsPicture, PaintsThePlaceholderWithoutARunAndTheLayoutWithOne) {

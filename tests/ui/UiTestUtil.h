@@ -8,6 +8,7 @@
 #include <QByteArray>
 #include <QComboBox>
 #include <QDir>
+#include <QImage>
 #include <QLineEdit>
 #include <QMenu>
 #include <QProgressDialog>
@@ -22,12 +23,16 @@
 
 namespace flowscope::test {
 
-// With FLOWSCOPE_SAVE_SHOTS=<dir>, writes a grab of `w` as <dir>/<name> (screenshots to look at).
-inline void saveShot(QWidget& w, const QString& name) {
+// With FLOWSCOPE_SAVE_SHOTS=<dir>, writes `image` as <dir>/<name> (screenshots to look at).
+inline void saveShot(const QImage& image, const QString& name) {
     const QByteArray dir = qgetenv("FLOWSCOPE_SAVE_SHOTS");
     if (dir.isEmpty()) return;
     const QString path = QDir(QString::fromLocal8Bit(dir)).filePath(name);
-    EXPECT_TRUE(w.grab().save(path)) << path.toStdString();
+    EXPECT_TRUE(image.save(path)) << path.toStdString();
+}
+// The same with a grab of `w`.
+inline void saveShot(QWidget& w, const QString& name) {
+    if (!qEnvironmentVariableIsEmpty("FLOWSCOPE_SAVE_SHOTS")) saveShot(w.grab().toImage(), name);
 }
 
 // The action of `window` (its menus included) whose text is `text`, or null.

@@ -320,4 +320,11 @@ QString PresetBrowser::presetError(const QString& path) const {
     return {};
 }
 
+QString PresetBrowser::presetFigure(const QString& path) const {
+    const QString key = samePathKey(path);
+    for (const Preset& p : presets_)
+        if (samePathKey(p.path) == key) return p.figure;
+    return {};
+}
+
 } // namespace flowscope

@@ -41,6 +41,8 @@ class PresetBrowser : public QWidget {
 
     // Every listed file, malformed ones included, in display order (absolute paths).
     QStringList presetPaths() const;
+    // The paper figure the preset at `path` reproduces ("Castin et al. 2025, Fig 2(d)"); empty when none.
+    QString presetFigure(const QString& path) const;
     // Why the preset at `path` could not be read; empty when it loads (or is not listed).
     QString presetError(const QString& path) const;
     QTreeWidget* tree() const { return tree_; }

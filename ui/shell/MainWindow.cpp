@@ -2,6 +2,9 @@
 
 #include "engine/flows/ModelFile.h"
 #include "ui/export/ExportDialogs.h"
+#include "ui/panels/PresetBrowser.h"
+#include "ui/shell/CommandPalette.h"
+#include "ui/shell/GuidedStarts.h"
 #include "ui/views/ConeView.h"
 #include "ui/views/ParticleView.h"
 #include "ui/widgets/Icons.h"
@@ -16,10 +19,12 @@
 #include <QCloseEvent>
 #include <QDockWidget>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QOpenGLWidget>
 #include <QPainter>
+#include <QPointer>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -130,6 +135,71 @@ void MainWindow::buildMenus() {
             [this](QAction* a) { setTheme(ThemeKind(a->data().toInt())); });
     view->addActions(themeGroup_->actions());
     panelsMenu_ = menuBar()->addMenu(tr("&Panels"));
+    buildHelpMenu();
+}
+
+void MainWindow::buildHelpMenu() {
+    starts_ = makeGuidedStarts(*this);
+    welcome_ = new WelcomePane(this, starts_);
+    connect(welcome_, &WelcomePane::dismissed, this,
+            [] { QSettings().setValue(QStringLiteral("welcome/dismissed"), true); });
+    shortcuts_ = new ShortcutsDialog(this);
+    palette_ = new CommandPalette(this);
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->setToolTipsVisible(true);
+    help->addAction(tr("&Welcome"), this, &MainWindow::showWelcome);
+    help->addSeparator();
+    help->addActions(starts_);
+    help->addSeparator();
+    paletteAction_ = help->addAction(tr("&Command palette..."), this, &MainWindow::showCommandPalette);
+    paletteAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_K));
+    QAction* keys = help->addAction(tr("&Keyboard shortcuts..."), this, &MainWindow::showShortcuts);
+    keys->setShortcut(QKeySequence::HelpContents);
+}
+
+void MainWindow::showWelcome() {
+    welcome_->present();
+}
+
+void MainWindow::showShortcuts() {
+    shortcuts_->refresh();
+    shortcuts_->show();
+    shortcuts_->raise();
+}
+
+// Every action a user can run now (enabled, in a shown menu or none), then every preset.
+void MainWindow::showCommandPalette() {
+    const auto runsNow = [](const QAction* a) {
+        if (!a->isEnabled() || !a->isVisible()) return false;
+        bool inMenu = false, inShownMenu = false;
+        for (QObject* o : a->associatedObjects())
+            if (const auto* m = qobject_cast<const QMenu*>(o)) {
+                inMenu = true;
+                inShownMenu = inShownMenu || m->menuAction()->isVisible();
+            }
+        return !inMenu || inShownMenu;
+    };
+    QList<CommandPalette::Command> commands;
+    for (const ActionEntry& e : windowActions(*this))
+        if (e.action != paletteAction_ && runsNow(e.action))
+            commands.push_back({e.path, e.action->shortcut().toString(QKeySequence::NativeText),
+                                [a = QPointer<QAction>(e.action)] {
+                                    if (a) a->trigger();
+                                }});
+    const PresetBrowser* presets = particles_->presetBrowser();
+    for (const QString& path : presets->presetPaths()) {
+        const QString figure = presets->presetFigure(path);
+        const QString name = tr("Preset: %1").arg(QFileInfo(path).completeBaseName());
+        commands.push_back(
+            {figure.isEmpty() ? name : tr("%1 — %2").arg(name, figure), QString(), [this, path] {
+                 if (!particles_->openSceneFile(path))
+                     QMessageBox::warning(this, tr("Open preset"), lastError_);
+                 else if (activeWorkspace() != particles_)
+                     showParticleView();
+             }});
+    }
+    palette_->present(commands);
 }
 
 Workspace* MainWindow::activeWorkspace() const {
@@ -276,6 +346,7 @@ std::optional<std::pair<Scene, QString>> MainWindow::restoreSettings() {
     setTheme(s.value(QStringLiteral("view/theme")).toString() == QStringLiteral("light") ? ThemeKind::Light
                                                                                          : ThemeKind::Dark);
     for (Workspace* w : workspaces_) w->restoreSettings(s);
+    if (!s.value(QStringLiteral("welcome/dismissed"), false).toBool()) showWelcome(); // a first launch
     return particles_->savedScene();
 }
 

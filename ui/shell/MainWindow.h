@@ -21,6 +21,7 @@
 #include <optional>
 #include <utility>
 
+class QAction;
 class QActionGroup;
 class QDockWidget;
 class QMenu;
@@ -28,8 +29,11 @@ class QTabWidget;
 
 namespace flowscope {
 
+class CommandPalette;
 class FlowsWorkspace;
 class InverseWorkspace;
+class ShortcutsDialog;
+class WelcomePane;
 class ParticlesWorkspace;
 class TransformersWorkspace;
 class Workspace;
@@ -75,6 +79,17 @@ class MainWindow : public QMainWindow {
     // The whole window as shown, including the GL views (which a plain QWidget::grab may leave blank).
     QImage grabWindowImage();
 
+    // Help (GuidedStarts.h, CommandPalette.h): the welcome pane with the guided starts (shown by
+    // restoreSettings() until it is dismissed once; the settings remember that), the keyboard shortcuts
+    // and the command palette (Ctrl+K: every enabled action and every preset).
+    void showWelcome();
+    void showShortcuts();
+    void showCommandPalette();
+    WelcomePane* welcomePane() const { return welcome_; }
+    QList<QAction*> guidedStarts() const { return starts_; }
+    ShortcutsDialog* shortcutsDialog() const { return shortcuts_; }
+    CommandPalette* commandPalette() const { return palette_; }
+
   protected:
     void showEvent(QShowEvent* e) override;
     void closeEvent(QCloseEvent* e) override;
@@ -83,6 +98,7 @@ class MainWindow : public QMainWindow {
     void addWorkspace(Workspace* w);
     void placeDocks();
     void buildMenus();
+    void buildHelpMenu();
     void onPageChanged();
     void showWorkspace(Workspace* w, bool shown);
     void exportShownDialog(bool plots);
@@ -103,6 +119,11 @@ class MainWindow : public QMainWindow {
     QActionGroup* themeGroup_ = nullptr;
     QString lastError_;
     ThemeKind theme_ = ThemeKind::Dark;
+    QList<QAction*> starts_;
+    WelcomePane* welcome_ = nullptr;
+    ShortcutsDialog* shortcuts_ = nullptr;
+    CommandPalette* palette_ = nullptr;
+    QAction* paletteAction_ = nullptr;
 };
 
 } // namespace flowscope

@@ -130,6 +130,15 @@ void ParticleView::frameAll() {
     update();
 }
 
+void ParticleView::setFollow(bool on) {
+    if (on == follow_) return;
+    follow_ = on;
+    picture_.resetFollow();    // from where the camera is now
+    followClock_.invalidate(); // the first step after a pause in following is a short one
+    update();
+    emit followChanged(on);
+}
+
 bool ParticleView::initializePicture(const GlApi& gl, std::string* whyNot) {
     return picture_.initialize(gl, whyNot);
 }
@@ -183,6 +192,14 @@ void ParticleView::paintGL() {
     paintClock.start();
     picture_.setSize(QSizeF(width(), height()));
     picture_.prepare();
+    if (follow_ && !drawing_) {
+        // A step as long as the time since the last one (a 60 Hz one at first and after a long pause), and
+        // another paint while the camera still moves.
+        const double seconds =
+            followClock_.isValid() ? std::min(followClock_.restart() * 1e-3, 0.1) : 1.0 / 60;
+        if (!followClock_.isValid()) followClock_.start();
+        if (picture_.follow(seconds)) update();
+    }
 
     auto* gl = context()->functions();
     const QColor& background = picture_.style().background;
@@ -379,16 +396,20 @@ void ParticleView::leaveEvent(QEvent* e) {
     PictureGlView::leaveEvent(e);
 }
 
+// Moving the camera by hand ends following (which would undo it); orbiting in 3-D does not fight it.
 void ParticleView::dragged(QPointF delta) {
     userCamera_ = true;
-    if (is3D())
+    if (is3D()) {
         picture_.camera().orbit(delta);
-    else
+    } else {
         picture_.view().pan(delta);
+        setFollow(false);
+    }
 }
 
 void ParticleView::zoomed(double factor, QPointF at) {
     userCamera_ = true;
+    setFollow(false);
     if (is3D())
         picture_.camera().zoom(factor);
     else

@@ -95,6 +95,12 @@ class ParticleView : public PictureGlView {
     double pointSize() const { return picture_.pointSize(); }
     // Frames the displayed tokens (applied at the next paint, when the widget's final size is known).
     void frameAll();
+    // Follow (on by default): every paint eases the camera towards framing the displayed tokens
+    // (ParticlePicture::follow), so the view glides after a cloud that moves or spreads and keeps it in view.
+    // Panning or zooming (in 3-D zooming; orbiting keeps it) turns it off; then tokens outside the view are
+    // counted and pointed at (ParticlePicture::offView).
+    void setFollow(bool on);
+    bool follow() const { return follow_; }
     // What the heads-up display shows for the displayed snapshot (and the frame time of the last paints).
     HudStats hudStats() const;
     // The run's play state as its owner's Play/Pause control shows it: the HUD then says the same ("running"
@@ -135,6 +141,7 @@ class ParticleView : public PictureGlView {
     void quickRateChanged(double stepsPerSecond, bool maxSpeed);
     void pointsDrawn(const Tokens& points); // N x d, every point since drawing started
     void drawingChanged(bool on);
+    void followChanged(bool on); // also when a pan or zoom turned it off
 
   protected:
     bool initializePicture(const GlApi& gl, std::string* whyNot) override;
@@ -171,6 +178,8 @@ class ParticleView : public PictureGlView {
     QPointF lastDrawn_; // pixel of the stroke's last point
     bool stroking_ = false;
     bool userCamera_ = false; // the user panned, zoomed or orbited since the scene started
+    bool follow_ = true;
+    QElapsedTimer followClock_; // since the last follow step
     Vec pickedWeights_;
     QElapsedTimer frameClock_;
     double frameMs_ = 0.0;

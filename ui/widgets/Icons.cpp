@@ -4,6 +4,8 @@
 #include <QPainterPath>
 #include <QPixmap>
 
+#include <utility>
+
 namespace flowscope {
 
 namespace {
@@ -51,6 +53,22 @@ void paint(QPainter& p, IconKind kind, const QColor& c) {
         p.setPen(Qt::NoPen);
         p.setBrush(c);
         p.drawEllipse(QPointF(8.0, 8.0), 2.0, 2.0);
+        break;
+    }
+    case IconKind::Follow: { // a sight: a ring with four ticks around a dot
+        QPen pen(c, 1.5);
+        pen.setCapStyle(Qt::FlatCap);
+        p.setPen(pen);
+        p.setBrush(Qt::NoBrush);
+        p.drawEllipse(QPointF(8.0, 8.0), 4.5, 4.5);
+        for (const auto& [from, to] : {std::pair{QPointF(8.0, 0.5), QPointF(8.0, 3.5)},
+                                       {QPointF(8.0, 12.5), QPointF(8.0, 15.5)},
+                                       {QPointF(0.5, 8.0), QPointF(3.5, 8.0)},
+                                       {QPointF(12.5, 8.0), QPointF(15.5, 8.0)}})
+            p.drawLine(from, to);
+        p.setPen(Qt::NoPen);
+        p.setBrush(c);
+        p.drawEllipse(QPointF(8.0, 8.0), 1.5, 1.5);
         break;
     }
     case IconKind::Open: { // a folder outline

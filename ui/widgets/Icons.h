@@ -9,7 +9,7 @@
 
 namespace flowscope {
 
-enum class IconKind { Play, Pause, Step, Reset, Frame, Open };
+enum class IconKind { Play, Pause, Step, Reset, Frame, Follow, Open };
 
 QIcon makeIcon(IconKind kind, const QColor& color);
 

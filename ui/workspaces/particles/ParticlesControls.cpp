@@ -64,8 +64,9 @@ void ParticlesWorkspace::updateControls() {
     playAction_->setIcon(
         makeIcon(playing ? IconKind::Pause : IconKind::Play, host()->palette().color(QPalette::ButtonText)));
     for (QAction* a : {saveAction_, saveAsAction_}) a->setEnabled(have);
-    // The run's shortcuts (Space, S, R, F) act only while this workspace's pages are shown.
-    for (QAction* a : {playAction_, stepAction_, resetAction_, frameAction_}) a->setEnabled(have && active());
+    // The run's shortcuts (Space, S, R, F, Shift+F) act only while this workspace's pages are shown.
+    for (QAction* a : {playAction_, stepAction_, resetAction_, frameAction_, followAction_})
+        a->setEnabled(have && active());
 }
 
 void ParticlesWorkspace::fitRunBar() {
@@ -117,6 +118,16 @@ void ParticlesWorkspace::buildActions() {
     frameAction_->setShortcut(Qt::Key_F);
     frameAction_->setToolTip(tr("Fit all tokens in the view (F, or double-click)"));
     connect(frameAction_, &QAction::triggered, this, &ParticlesWorkspace::frameAll);
+
+    followAction_ = new QAction(makeIcon(IconKind::Follow, ink), tr("Follow"), this);
+    followAction_->setCheckable(true);
+    followAction_->setChecked(view_->follow());
+    followAction_->setShortcut(QKeySequence(Qt::SHIFT | Qt::Key_F));
+    followAction_->setToolTip(tr("Keep the cloud in view as it moves or spreads, re-framing smoothly "
+                                 "(Shift+F). Panning or zooming turns it off; then tokens outside the view "
+                                 "are counted and pointed at."));
+    connect(followAction_, &QAction::toggled, view_, &ParticleView::setFollow);
+    connect(view_, &ParticleView::followChanged, followAction_, &QAction::setChecked);
 
     maxSpeedAction_ = new QAction(tr("Max speed"), this);
     maxSpeedAction_->setCheckable(true);
@@ -210,6 +221,7 @@ void ParticlesWorkspace::buildToolBars() {
     bar->addAction(resetAction_);
     bar->addSeparator();
     bar->addAction(frameAction_);
+    bar->addAction(followAction_);
     bar->addSeparator();
 
     speed_ = new QSlider(Qt::Horizontal, bar);
@@ -291,6 +303,7 @@ void ParticlesWorkspace::setTheme(ThemeKind kind) {
     stepAction_->setIcon(makeIcon(IconKind::Step, ink));
     resetAction_->setIcon(makeIcon(IconKind::Reset, ink));
     frameAction_->setIcon(makeIcon(IconKind::Frame, ink));
+    followAction_->setIcon(makeIcon(IconKind::Follow, ink));
     controlsState_.reset();
     updateControls();
 }
@@ -326,6 +339,7 @@ void ParticlesWorkspace::buildMenus() {
 
     displayMenu_ = new QMenu(tr("&Display"), host());
     displayMenu_->addAction(frameAction_);
+    displayMenu_->addAction(followAction_);
     displayMenu_->addSeparator();
     displayMenu_->addAction(hudAction_);
     displayMenu_->addAction(overlayAction_);

@@ -319,6 +319,10 @@ void ParticlesWorkspace::frameAll() {
     view_->frameAll();
 }
 
+void ParticlesWorkspace::setFollow(bool on) {
+    followAction_->setChecked(on);
+}
+
 void ParticlesWorkspace::setMaxSpeed(bool on) {
     maxSpeedAction_->setChecked(on);
 }

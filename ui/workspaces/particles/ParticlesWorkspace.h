@@ -93,6 +93,9 @@ class ParticlesWorkspace : public Workspace {
     void stepOnce();
     void reset();
     void frameAll();
+    // Follow (ParticleView::setFollow), what the Follow action shows.
+    void setFollow(bool on);
+    bool follow() const { return view_->follow(); }
     void setMaxSpeed(bool on); // no steps/s cap
     void setStepsPerSecond(double rate);
     // Time scrubber: preview the recorded frame `index` (play or step continues from it).
@@ -176,6 +179,7 @@ class ParticlesWorkspace : public Workspace {
 
     QAction *openAction_ = nullptr, *saveAction_ = nullptr, *saveAsAction_ = nullptr;
     QAction *playAction_ = nullptr, *stepAction_ = nullptr, *resetAction_ = nullptr, *frameAction_ = nullptr;
+    QAction* followAction_ = nullptr;
     QAction *maxSpeedAction_ = nullptr, *overlayAction_ = nullptr, *hudAction_ = nullptr;
     QAction *trailsAction_ = nullptr, *discAction_ = nullptr, *axesAction_ = nullptr;
     QAction *copyShareAction_ = nullptr, *pasteShareAction_ = nullptr;

@@ -1,0 +1,212 @@
+// Help: the welcome pane and its guided starts, the keyboard shortcuts and the command palette.
+#include "MainWindowFixture.h"
+#include "UiTestUtil.h"
+
+#include "ui/panels/PresetBrowser.h"
+#include "ui/shell/CommandPalette.h"
+#include "ui/shell/GuidedStarts.h"
+#include "ui/views/ConeView.h"
+#include "ui/views/ParticleView.h"
+#include "ui/views/TrainingView.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+
+#include <QAction>
+#include <QDir>
+#include <QFileInfo>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTreeWidget>
+#include <QtTest/QTest>
+
+#include <gtest/gtest.h>
+
+namespace flowscope::test {
+namespace {
+
+// A window as a first launch makes it: fresh settings (no "welcome/dismissed"), restored, presets listed.
+std::unique_ptr<MainWindow> firstLaunch(QSize size = {1280, 800}) {
+    auto w = std::make_unique<MainWindow>();
+    w->resize(size);
+    w->particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
+    w->restoreSettings();
+    w->show();
+    EXPECT_TRUE(QTest::qWaitForWindowExposed(w.get()));
+    return w;
+}
+
+class WelcomeTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        FLOWSCOPE_REQUIRE_GUI();
+        QSettings().clear();
+    }
+    void TearDown() override { QSettings().clear(); }
+
+    // The start button `id` of the pane of a first launch, clicked; returns the window.
+    std::unique_ptr<MainWindow> clickStart(const char* id) {
+        auto w = firstLaunch();
+        auto* button = w->welcomePane()->findChild<QPushButton*>(QString::fromLatin1(id));
+        EXPECT_NE(button, nullptr) << id;
+        if (button) button->click();
+        EXPECT_FALSE(w->welcomePane()->isVisible());
+        return w;
+    }
+};
+
+TEST_F(WelcomeTest, FreshSettingsShowItAndADismissalIsRemembered) {
+    {
+        auto w = firstLaunch();
+        ASSERT_TRUE(w->welcomePane()->isVisible());
+        // Inside the window and over its middle, at 1280 x 800.
+        EXPECT_TRUE(w->rect().contains(w->welcomePane()->geometry()));
+        EXPECT_TRUE(w->welcomePane()->geometry().contains(w->centralWidget()->geometry().center()));
+        saveShot(*w, QStringLiteral("welcome-1280.png"));
+        w->welcomePane()->findChild<QPushButton*>(QStringLiteral("welcome.close"))->click();
+        EXPECT_FALSE(w->welcomePane()->isVisible());
+    }
+    {
+        auto w = firstLaunch(); // the next start: the settings say it was dismissed
+        EXPECT_FALSE(w->welcomePane()->isVisible());
+        findAction(*w, QStringLiteral("&Welcome"))->trigger(); // Help ▸ Welcome brings it back
+        EXPECT_TRUE(w->welcomePane()->isVisible());
+    }
+}
+
+TEST_F(WelcomeTest, FitsA1024By640Window) {
+    auto w = firstLaunch({1024, 640});
+    ASSERT_TRUE(w->welcomePane()->isVisible());
+    const QRect pane = w->welcomePane()->geometry();
+    EXPECT_TRUE(w->rect().contains(pane));
+    // Each sentence is shown whole: its label is at least as high as its wrapped text needs.
+    for (QLabel* label : w->welcomePane()->findChildren<QLabel*>())
+        EXPECT_GE(label->height(), label->heightForWidth(label->width())) << label->text().toStdString();
+    saveShot(*w, QStringLiteral("welcome-1024.png"));
+}
+
+TEST_F(WelcomeTest, WatchClusteringOpensTheSpherePresetInTheParticleView) {
+    auto w = clickStart("start.clustering");
+    EXPECT_EQ(w->activeWorkspace(), &w->particles());
+    EXPECT_TRUE(w->particles().particleView()->isVisible());
+    EXPECT_EQ(QFileInfo(w->particles().scenePath()).fileName(), QStringLiteral("sphere-clustering.json"));
+    EXPECT_TRUE(w->particles().runner().playing());
+    EXPECT_TRUE(w->statusBar()->currentMessage().contains(QStringLiteral("clusters")));
+    QSettings s;
+    EXPECT_TRUE(s.value(QStringLiteral("welcome/dismissed")).toBool()); // a start dismisses it too
+}
+
+TEST_F(WelcomeTest, SeeABlowUpOpensTheBlowUpPresetInTheCone) {
+    auto w = clickStart("start.blowup");
+    EXPECT_EQ(w->activeWorkspace(), &w->particles());
+    EXPECT_TRUE(w->particles().coneView()->isVisible());
+    EXPECT_EQ(QFileInfo(w->particles().scenePath()).fileName(), QStringLiteral("cone-fig1b-blowup.json"));
+    EXPECT_TRUE(w->statusBar()->currentMessage().contains(QStringLiteral("blows up")));
+}
+
+TEST_F(WelcomeTest, TrainAFlowStartsTrainingInTheFlowsTab) {
+    auto w = clickStart("start.flow");
+    EXPECT_EQ(w->activeWorkspace(), &w->flows());
+    EXPECT_TRUE(w->flows().view()->isVisible());
+    EXPECT_TRUE(w->flows().runner().playing());
+    EXPECT_EQ(w->flows().panel()->config().dataset, "8gaussians");
+    EXPECT_TRUE(w->flows().panel()->comparison());
+    EXPECT_TRUE(w->statusBar()->currentMessage().contains(QStringLiteral("eight Gaussians")));
+    w->flows().runner().pause();
+}
+
+class HelpTest : public MainWindowFixture {
+  protected:
+    HelpTest() : MainWindowFixture({1280, 800}) {}
+    void prepare() override {
+        window->particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
+        ASSERT_TRUE(window->particles().setScene(tinyScene()));
+    }
+};
+
+TEST_F(HelpTest, TheShortcutsListHasEveryActionWithAShortcut) {
+    for (int page = 0; page < 3; ++page) { // the export menu's entries change with the shown tab
+        if (page == 1) window->showFlowsView();
+        if (page == 2) window->showTransformersView();
+        findAction(*window, QStringLiteral("&Keyboard shortcuts..."))->trigger();
+        ShortcutsDialog* dialog = window->shortcutsDialog();
+        ASSERT_TRUE(dialog->isVisible());
+        const QList<QAction*> listed = dialog->listed();
+        long withShortcut = 0;
+        for (QAction* a : window->findChildren<QAction*>()) {
+            if (a->shortcut().isEmpty()) continue;
+            ++withShortcut;
+            EXPECT_TRUE(listed.contains(a))
+                << a->text().toStdString() << " " << a->shortcut().toString().toStdString();
+        }
+        EXPECT_GE(withShortcut, 15);
+        // And the table says which key: Play is Space, Follow Shift+F, the palette Ctrl+K.
+        QStringList rows;
+        for (int i = 0; i < dialog->findChild<QTreeWidget*>()->topLevelItemCount(); ++i) {
+            const QTreeWidgetItem* item = dialog->findChild<QTreeWidget*>()->topLevelItem(i);
+            rows << item->text(0) + QStringLiteral(" = ") + item->text(1);
+        }
+        for (const char* row : {"Simulation ▸ Play = Space", "Display ▸ Follow = Shift+F",
+                                "Help ▸ Command palette = Ctrl+K", "File ▸ Quit = Ctrl+Q"})
+            EXPECT_TRUE(rows.contains(QString::fromUtf8(row))) << row << "\n"
+                                                               << rows.join('\n').toStdString();
+        if (page == 0) saveShot(*dialog, QStringLiteral("shortcuts.png"));
+        dialog->hide();
+    }
+}
+
+TEST_F(HelpTest, ThePaletteFiltersFig2ToTheFig2PresetsAndEnterLoadsOne) {
+    window->activateWindow();
+    ASSERT_TRUE(QTest::qWaitForWindowActive(window.get()));
+    QTest::keyClick(window.get(), Qt::Key_K, Qt::ControlModifier); // the shortcut opens it
+    CommandPalette* palette = window->commandPalette();
+    ASSERT_TRUE(waitFor([&] { return palette->isVisible(); }));
+    EXPECT_GT(palette->shown().size(), 60); // every action and preset before typing
+    QTest::keyClicks(palette->filter(), QStringLiteral("fig 2"));
+    QStringList files;
+    for (const QString& name : palette->shown()) {
+        ASSERT_TRUE(name.startsWith(QStringLiteral("Preset: "))) << name.toStdString();
+        files << name.mid(8).section(QStringLiteral(" — "), 0, 0);
+    }
+    files.sort();
+    // Fig 2's panels, as particle scenes and as cone scenes, and Fig 8(c), whose data Fig 2(d) drew.
+    EXPECT_EQ(files,
+              (QStringList{"cone-fig2a-zero", "cone-fig2b-line", "cone-fig2c-plane", "cone-fig2d-two-lines",
+                           "cone-fig8c-two-lines-l2", "fig2a-zero", "fig2b-line", "fig2c-plane"}));
+    saveShot(*palette, QStringLiteral("palette-fig2.png"));
+
+    QTest::keyClicks(palette->filter(), QStringLiteral("d")); // "fig 2d": Fig 2(d) only
+    ASSERT_FALSE(palette->shown().isEmpty());
+    const QString first = palette->shown().front();
+    EXPECT_TRUE(first.contains(QStringLiteral("fig2d")) || first.contains(QStringLiteral("Fig 2(d)")));
+    QTest::keyClick(palette->filter(), Qt::Key_Return);
+    EXPECT_FALSE(palette->isVisible());
+    const QString loaded = QFileInfo(window->particles().scenePath()).completeBaseName();
+    EXPECT_TRUE(first.startsWith(QStringLiteral("Preset: ") + loaded + QStringLiteral(" — ")))
+        << loaded.toStdString() << " from " << first.toStdString();
+    EXPECT_EQ(window->particles().scene()->name, loaded.toStdString());
+}
+
+TEST_F(HelpTest, ThePaletteRunsAnAction) {
+    window->showCommandPalette();
+    CommandPalette* palette = window->commandPalette();
+    QTest::keyClicks(palette->filter(), QStringLiteral("cone"));
+    // "View ▸ Covariance cone" comes before the presets: Down skips nothing it should not.
+    ASSERT_FALSE(palette->shown().isEmpty());
+    EXPECT_EQ(palette->shown().front(), QStringLiteral("View ▸ Covariance cone"));
+    QTest::keyClick(palette->filter(), Qt::Key_Enter);
+    EXPECT_TRUE(window->particles().coneView()->isVisible());
+}
+
+TEST(CommandMatches, LettersAndDigitsInOrderCaseIgnored) {
+    EXPECT_TRUE(commandMatches(QStringLiteral("fig 2"), QStringLiteral("Castin et al. 2025, Fig 2(d)")));
+    EXPECT_TRUE(commandMatches(QStringLiteral("fig 2"), QStringLiteral("Preset: cone-fig2d-two-lines")));
+    EXPECT_FALSE(commandMatches(QStringLiteral("fig 2"), QStringLiteral("Castin et al. 2025, Fig 1(b)")));
+    EXPECT_TRUE(commandMatches(QStringLiteral("open scene"), QStringLiteral("File ▸ Open scene")));
+    EXPECT_TRUE(commandMatches(QString(), QStringLiteral("anything")));
+}
+
+} // namespace
+} // namespace flowscope::test

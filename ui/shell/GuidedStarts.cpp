@@ -1,0 +1,185 @@
+#include "ui/shell/GuidedStarts.h"
+
+#include "ui/panels/PresetBrowser.h"
+#include "ui/shell/MainWindow.h"
+#include "ui/views/ConeView.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+
+#include <QAction>
+#include <QDir>
+#include <QEvent>
+#include <QGridLayout>
+#include <QKeyEvent>
+#include <QLabel>
+#include <QMainWindow>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QStatusBar>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <functional>
+
+namespace flowscope {
+
+namespace {
+
+// A start: what it is called, what to look at, and what it does (false: it could not, lastError() says why).
+struct GuidedStart {
+    const char* id;
+    QString title, look;
+    std::function<bool(MainWindow&)> run;
+};
+
+// Opens a preset of the particles' preset directory and plays it, on `page` (the particles or the cone).
+bool playPreset(MainWindow& w, const QString& file, QWidget* page) {
+    ParticlesWorkspace& p = w.particles();
+    if (!p.openSceneFile(QDir(p.presetBrowser()->directory()).filePath(file))) return false;
+    w.showPage(page);
+    page->setFocus(); // the run's keys (Space, F, ...) go to it, not to a panel's first field
+    p.play();
+    return true;
+}
+
+QList<GuidedStart> guidedStarts() {
+    return {
+        {"start.clustering", QObject::tr("Watch clustering"),
+         QObject::tr("Tokens on the sphere attract one another: watch the cloud gather into a few tight "
+                     "clusters within a few time units (colour by cluster: Display menu)."),
+         [](MainWindow& w) {
+             return playPreset(w, QStringLiteral("sphere-clustering.json"), w.particles().particleView());
+         }},
+        {"start.blowup", QObject::tr("See a blow-up"),
+         QObject::tr("The covariance Σ(t) of a Gaussian cloud climbs the cone towards the boundary ray of "
+                     "its major axis and blows up in finite time, at t ≈ 2.27."),
+         [](MainWindow& w) {
+             return playPreset(w, QStringLiteral("cone-fig1b-blowup.json"), w.particles().coneView());
+         }},
+        {"start.flow", QObject::tr("Train a flow"),
+         QObject::tr("Two flows learn to carry a Gaussian onto eight Gaussians, with and without the RWPO "
+                     "layer: watch their samples find the eight modes and their losses fall."),
+         [](MainWindow& w) {
+             flows::TrainerConfig config = w.flows().panel()->config();
+             config.dataset = "8gaussians";
+             if (!w.flows().start(config, true, true)) return false;
+             w.showFlowsView();
+             return true;
+         }},
+    };
+}
+
+} // namespace
+
+QList<QAction*> makeGuidedStarts(MainWindow& window) {
+    QList<QAction*> actions;
+    for (const GuidedStart& start : guidedStarts()) {
+        auto* a = new QAction(start.title, &window);
+        a->setObjectName(QString::fromLatin1(start.id));
+        a->setToolTip(start.look);
+        a->setStatusTip(start.look);
+        QObject::connect(a, &QAction::triggered, &window, [&window, start] {
+            if (start.run(window))
+                window.statusBar()->showMessage(start.look, 30000);
+            else
+                QMessageBox::warning(&window, start.title, window.lastError());
+        });
+        actions << a;
+    }
+    return actions;
+}
+
+WelcomePane::WelcomePane(QWidget* window, const QList<QAction*>& starts) : QFrame(window) {
+    setObjectName(QStringLiteral("welcome"));
+    setAutoFillBackground(true);
+    // A panel apart from what it covers: a border in the palette's mid tone.
+    setStyleSheet(
+        QStringLiteral("QFrame#welcome { background: palette(window); border: 1px solid palette(mid); "
+                       "border-radius: 6px; }"));
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(24, 20, 24, 20);
+    layout->setSpacing(12);
+    auto* title = new QLabel(tr("<h2>Welcome to Flowscope</h2>"), this);
+    layout->addWidget(title);
+    auto* intro =
+        new QLabel(tr("Tokens of a Transformer move as interacting particles. Pick a first look, or "
+                      "close this and explore; Help ▸ Welcome brings it back."),
+                   this);
+    intro->setWordWrap(true);
+    layout->addWidget(intro);
+
+    auto* grid = new QGridLayout;
+    grid->setHorizontalSpacing(16);
+    grid->setVerticalSpacing(10);
+    grid->setColumnStretch(1, 1);
+    for (QAction* a : starts) {
+        auto* button = new QPushButton(a->text(), this);
+        button->setObjectName(a->objectName());
+        button->setToolTip(a->toolTip());
+        auto* look = new QLabel(a->toolTip(), this);
+        look->setWordWrap(true);
+        const int row = grid->rowCount();
+        grid->addWidget(button, row, 0, Qt::AlignTop);
+        grid->addWidget(look, row, 1);
+        connect(button, &QPushButton::clicked, this, [this, a] {
+            dismiss();
+            a->trigger();
+        });
+    }
+    layout->addLayout(grid);
+
+    auto* close = new QPushButton(tr("Close"), this);
+    close->setObjectName(QStringLiteral("welcome.close"));
+    close->setToolTip(tr("Explore on your own (Esc)"));
+    connect(close, &QPushButton::clicked, this, &WelcomePane::dismiss);
+    auto* row = new QHBoxLayout;
+    row->addStretch(1);
+    row->addWidget(close);
+    layout->addLayout(row);
+
+    // Kept centred over the window's central area: its resizes and the window's (the layout's first run
+    // sets the central area when the window is shown).
+    window->installEventFilter(this);
+    if (auto* main = qobject_cast<QMainWindow*>(window); main && main->centralWidget())
+        main->centralWidget()->installEventFilter(this);
+    hide();
+}
+
+void WelcomePane::present() {
+    place();
+    show();
+    raise();
+    if (auto* first = findChild<QPushButton*>()) first->setFocus();
+}
+
+// Centred over the window's central area, at most 560 px wide and never larger than the window.
+void WelcomePane::place() {
+    QWidget* window = parentWidget();
+    auto* main = qobject_cast<QMainWindow*>(window);
+    const QRect area = main && main->centralWidget() ? main->centralWidget()->geometry() : window->rect();
+    const int width = std::min(560, window->width() - 16);
+    const int height = std::min(heightForWidth(width) > 0 ? heightForWidth(width) : sizeHint().height(),
+                                window->height() - 16);
+    QRect r(0, 0, width, height);
+    r.moveCenter(area.center());
+    r.moveLeft(std::clamp(r.left(), 8, std::max(window->width() - width - 8, 8)));
+    r.moveTop(std::clamp(r.top(), 8, std::max(window->height() - height - 8, 8)));
+    setGeometry(r);
+}
+
+bool WelcomePane::eventFilter(QObject* watched, QEvent* event) {
+    if (!isHidden() && (event->type() == QEvent::Resize || event->type() == QEvent::Show)) place();
+    return QFrame::eventFilter(watched, event);
+}
+
+void WelcomePane::keyPressEvent(QKeyEvent* e) {
+    if (e->key() == Qt::Key_Escape) return dismiss();
+    QFrame::keyPressEvent(e);
+}
+
+void WelcomePane::dismiss() {
+    hide();
+    emit dismissed();
+}
+
+} // namespace flowscope
