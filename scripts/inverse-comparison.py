@@ -34,7 +34,8 @@ def run(cli, problem, seed, rwpo, iters, workdir):
     with open(out[: -len(".safetensors")] + ".json") as f:
         record = json.load(f)
     s = record["summary"]
-    return {"loss": s["loss"], "error": s["relative_l1_error"], "sd": statistics.mean(s["sd"]),
+    sd = [v for v in s["sd"] if v is not None]
+    return {"loss": s["loss"], "error": s["relative_l1_error"], "sd": statistics.mean(sd) if sd else None,
             "seconds": record["training"]["seconds"], "curve": curve}
 
 
@@ -50,13 +51,13 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for problem in a.problems.split(","):
             rows = {rwpo: [run(a.cli, problem, s, rwpo, a.iters, work) for s in seeds] for rwpo in (False, True)}
-            target = a.tolerance * min(r["error"] for r in rows[False])
+            target = a.tolerance * min(r["error"] for r in rows[False] if r["error"] is not None)
             print(f"\n### {problem} (seeds {a.seeds}; time to a relative L1 error <= {target:.3g})\n")
             print("| layer | loss | relative L1 error | mean deviation | time to the error (s) | training (s) |")
             print("|---|---|---|---|---|---|")
             for rwpo, runs in rows.items():
-                def cell(key, fmt):
-                    return " / ".join(format(r[key], fmt) for r in runs)
+                def cell(key, fmt):  # a non-finite value is null in the record
+                    return " / ".join("NaN" if r[key] is None else format(r[key], fmt) for r in runs)
                 reach = []
                 for r in runs:
                     t = next((t for t, e in r["curve"] if e <= target), None)
