@@ -265,7 +265,7 @@ Matrix PosteriorFlow::sample(int n, std::uint64_t seed, Eigen::RowVectorXd* logD
         const ForwardPass fw =
             recordForward(tape, config_.flow, frame_, averagedParams(), nullptr, Z, referenceKeys_);
         X.middleCols(begin, count) = fw.X.value();
-        if (logDensity) logDensity->segment(begin, count) = fw.logRho.value().transpose();
+        if (logDensity) logDensity->segment(begin, count) = fw.logRho.value().row(0);
     }
     return X;
 }
