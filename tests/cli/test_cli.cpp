@@ -384,8 +384,8 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
         EXPECT_EQ(plainRecord["architecture"]["hjb_weight"], 0.1);
         EXPECT_EQ(plainRecord["training"]["reference_draws"], 0); // no keys without the layer
     }
-    // 3-D points with the RWPO layer: both log-dets are exact there too (cofactors); 4-D ones default to first
-    // order and refuse exact.
+    // 3-D points with the RWPO layer: both log-dets are exact there too (cofactors); 4-D ones default to
+    // first order and refuse exact.
     writeText(dir / "pts3.csv", "0,0,0\n1,1,1\n2,0.5,0\n-1,0.3,1\n0.5,0.5,0.5\n");
     r = cli("train --data " + (dir / "pts3.csv").string() + " --jitter 0.1" + tiny + " --out " +
             (dir / "q.safetensors").string());
@@ -403,7 +403,8 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     r = cli("train --data " + (dir / "pts4.csv").string() + " --rwpo-logdet exact" + tiny + " --out " +
             (dir / "q.safetensors").string());
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.out.find("--rwpo-logdet: exact needs points of dimension 2 or 3"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("--rwpo-logdet: exact needs points of dimension 2 or 3"), std::string::npos)
+        << r.out;
     r = cli("train --dataset moons --rwpo-logdet second-order" + tiny + " --out " + model);
     EXPECT_EQ(r.code, 2);
     EXPECT_NE(r.out.find("--rwpo-logdet: \"second-order\""), std::string::npos) << r.out;
