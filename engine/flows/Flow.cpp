@@ -66,6 +66,29 @@ RwpoOptions layerOptions(const FlowConfig& c, bool besideKeys) {
     return o;
 }
 
+template <class S>
+void addRegularizers(ad::Tape<S>& tape, const FlowConfig& c, ad::Var<S> lambdaH, ad::Var<S> invBeta,
+                     ad::Var<S> X, ad::Var<S> gradX, ad::Var<S> dphidt, ad::Var<S> lap, double n,
+                     ad::Var<S>& transport, ad::Var<S>& hjb) {
+    const double h = c.h();
+    ad::Var<S> drift = gradX;
+    ad::Var<S> residual;
+    if (c.rwpo) {
+        const ad::Var<S> gradPsi = ad::scale(ad::sub(X, ad::softThreshold(X, lambdaH)), S(1.0 / h));
+        drift = ad::sub(gradX, gradPsi);
+        const double thr = double(lambdaH.scalar());
+        Mat<S> lapPsi(1, X.cols());
+        for (Eigen::Index j = 0; j < X.cols(); ++j)
+            lapPsi(0, j) = S((X.value().col(j).array().abs() <= S(thr)).count() / h);
+        const ad::Var<S> viscous = ad::scale(ad::sub(lap, tape.constant(lapPsi)), invBeta);
+        residual = ad::add(ad::add(dphidt, ad::scale(ad::colSumSquares(drift), S(0.5))), viscous);
+    } else {
+        residual = ad::add(dphidt, ad::scale(ad::colSumSquares(drift), S(0.5)));
+    }
+    transport = ad::add(transport, ad::scale(ad::sum(ad::colSumSquares(drift)), S(h / (2.0 * n))));
+    hjb = ad::add(hjb, ad::scale(ad::sum(ad::square(residual)), S(h / n)));
+}
+
 template <class S> ad::Var<S> driftLogDet(const PotentialOutputs<S>& phi, int d, double h) {
     const std::vector<ad::Var<S>>& H = phi.hessian;
     if (d == 1) return foldGuardedLog(ad::addScalar(ad::scale(H[0], S(-h)), S(1)));
@@ -277,24 +300,8 @@ ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowP
     ad::Var<S> hjb = tape.constant(Mat<S>::Zero(1, 1));
     for (int k = c.layers; k >= 1; --k) {
         const TrainingLayer<S> l = recordTrainingLayer(tape, c, p, k, X, logDet, {}, split, part);
-        // ∇φ̃ = ∇φ - ∇ψ and the residual of the viscous HJB, at x^{k-1/2} and t_{k-1}.
-        ad::Var<S> drift = l.gradX;
-        ad::Var<S> residual;
-        if (c.rwpo) {
-            const ad::Var<S> gradPsi =
-                ad::scale(ad::sub(l.half, ad::softThreshold(l.half, lambdaH)), S(1.0 / h));
-            drift = ad::sub(l.gradX, gradPsi);
-            const double thr = double(lambdaH.scalar());
-            Mat<S> lapPsi(1, l.half.cols());
-            for (Eigen::Index j = 0; j < l.half.cols(); ++j)
-                lapPsi(0, j) = S((l.half.value().col(j).array().abs() <= S(thr)).count() / h);
-            const ad::Var<S> viscous = ad::scale(ad::sub(l.lap, tape.constant(lapPsi)), invBeta);
-            residual = ad::add(ad::add(l.dphidt, ad::scale(ad::colSumSquares(drift), S(0.5))), viscous);
-        } else {
-            residual = ad::add(l.dphidt, ad::scale(ad::colSumSquares(drift), S(0.5)));
-        }
-        transport = ad::add(transport, ad::scale(ad::sum(ad::colSumSquares(drift)), S(h / (2.0 * n))));
-        hjb = ad::add(hjb, ad::scale(ad::sum(ad::square(residual)), S(h / n)));
+        // at x^{k-1/2} and t_{k-1}
+        addRegularizers(tape, c, lambdaH, invBeta, l.half, l.gradX, l.dphidt, l.lap, n, transport, hjb);
     }
     const ad::Var<S> nll = ad::scale(ad::sum(recordLogDensity(X, logDet, c.d)), S(-1.0 / n));
     const ad::Var<S> loss =
@@ -520,6 +527,12 @@ template Bound<double> bindFlow(ad::Tape<double>&, const FlowConfig&, const Flow
                                 FlowParams<double>*);
 template ad::Var<float> withTime(ad::Tape<float>&, ad::Var<float>, double);
 template ad::Var<double> withTime(ad::Tape<double>&, ad::Var<double>, double);
+template void addRegularizers(ad::Tape<float>&, const FlowConfig&, ad::Var<float>, ad::Var<float>,
+                              ad::Var<float>, ad::Var<float>, ad::Var<float>, ad::Var<float>, double,
+                              ad::Var<float>&, ad::Var<float>&);
+template void addRegularizers(ad::Tape<double>&, const FlowConfig&, ad::Var<double>, ad::Var<double>,
+                              ad::Var<double>, ad::Var<double>, ad::Var<double>, ad::Var<double>, double,
+                              ad::Var<double>&, ad::Var<double>&);
 template ad::Var<float> driftLogDet(const PotentialOutputs<float>&, int, double);
 template ad::Var<double> driftLogDet(const PotentialOutputs<double>&, int, double);
 template struct FlowParams<float>;

@@ -119,6 +119,14 @@ template <class S> ad::Var<S> withTime(ad::Tape<S>& tape, ad::Var<S> X, double t
 // The RWPO sub-step's options at the flow's step. A query beside separate keys (a reference batch) has no
 // own key to leave out: it sees every key.
 RwpoOptions layerOptions(const FlowConfig& c, bool besideKeys = false);
+// One layer's transport and HJB terms of loss (16) at points X (d x B) where φ gave ∇φ (gradX), ∂tφ and Δφ:
+// ∇φ̃ = ∇φ - ∇ψ and the residual ∂tφ + ½|∇φ̃|² + (Δφ - Δψ)/β with the RWPO layer (∇ψ, Δψ the Moreau
+// smoothing at the threshold λh = lambdaH; invBeta = 1/β), ∂tφ + ½|∇φ|² without. Adds (h/2n) Σ|∇φ̃|² to
+// `transport` and (h/n) Σ residual² to `hjb`; n is the batch size of the means.
+template <class S>
+void addRegularizers(ad::Tape<S>& tape, const FlowConfig& c, ad::Var<S> lambdaH, ad::Var<S> invBeta,
+                     ad::Var<S> X, ad::Var<S> gradX, ad::Var<S> dphidt, ad::Var<S> lap, double n,
+                     ad::Var<S>& transport, ad::Var<S>& hjb);
 // log det(I - h H) of the drift sub-step x -> x - h ∇φ from φ's Hessian H (recorded with hessian = true), for
 // d <= 3, through foldGuardedLog where the sub-step folds. A forward-time sub-step x -> x + h ∇φ passes -h.
 template <class S> ad::Var<S> driftLogDet(const PotentialOutputs<S>& phi, int d, double h);

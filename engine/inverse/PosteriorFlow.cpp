@@ -36,24 +36,10 @@ Var driftStep(ad::Tape<double>& tape, const flows::FlowConfig& c, const flows::B
     const flows::PotentialOutputs<double> phi =
         flows::recordPotential(tape, p.phi, flows::withTime(tape, U, k * h), c.exactDriftLogDet && logRho);
     const Var grad = ad::rows(phi.grad, 0, d), dphidt = ad::rows(phi.grad, d, 1);
-    if (transport) {
-        // ∇φ̃ = ∇φ − ∇ψ and the viscous HJB residual at (u^k, t_k), as the generative flow's loss (16).
+    if (transport) { // at (u^k, t_k), as the generative flow's loss (16)
         const Var lambdaH = ad::scale(p.lambda, h);
-        Var drift = grad, residual;
-        if (c.rwpo) {
-            drift = ad::sub(grad, ad::scale(ad::sub(U, ad::softThreshold(U, lambdaH)), 1.0 / h));
-            const double thr = lambdaH.scalar();
-            Mat lapPsi(1, U.cols());
-            for (Eigen::Index j = 0; j < U.cols(); ++j)
-                lapPsi(0, j) = double((U.value().col(j).array().abs() <= thr).count()) / h;
-            const Var invBeta = ad::div(tape.constant(Mat::Ones(1, 1)), p.beta);
-            const Var viscous = ad::scale(ad::sub(phi.lap, tape.constant(lapPsi)), invBeta);
-            residual = ad::add(ad::add(dphidt, ad::scale(ad::colSumSquares(drift), 0.5)), viscous);
-        } else {
-            residual = ad::add(dphidt, ad::scale(ad::colSumSquares(drift), 0.5));
-        }
-        *transport = ad::add(*transport, ad::scale(ad::sum(ad::colSumSquares(drift)), h / (2.0 * n)));
-        *hjb = ad::add(*hjb, ad::scale(ad::sum(ad::square(residual)), h / n));
+        const Var invBeta = ad::div(tape.constant(Mat::Ones(1, 1)), p.beta);
+        flows::addRegularizers(tape, c, lambdaH, invBeta, U, grad, dphidt, phi.lap, n, *transport, *hjb);
     }
     if (logRho)
         *logRho =
