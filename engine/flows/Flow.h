@@ -28,6 +28,7 @@
 #include "engine/flows/RwpoLayer.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace flowscope::flows {
@@ -102,6 +103,14 @@ template <class S> struct FlowParams {
         if (c.rwpo && c.trainBeta) f(betaRaw, grads.betaRaw, std::string("beta"));
     }
 };
+
+// The named tensors of a model's parameters, in a fixed order (a saved model's: FlowIo, inverse/PosteriorIo):
+// "phi.K0", ..., "phi.b", "lambda_raw", "beta_raw".
+template <class S, class F> void forEachNamedTensor(FlowParams<S>& p, F&& f) {
+    p.phi.forEach([&](ad::Matrix<S>& m, const std::string& name) { f(m, "phi." + name); });
+    f(p.lambdaRaw, std::string("lambda_raw"));
+    f(p.betaRaw, std::string("beta_raw"));
+}
 
 // ---- The pieces of a layer, shared with the posterior flow (inverse/PosteriorFlow) ----
 

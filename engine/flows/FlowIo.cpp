@@ -28,13 +28,6 @@ constexpr const char* kReferenceDrawsKey = "flowscope_reference_draws"; // R; ab
 // The names of RwpoKernel in a record, in enum order.
 constexpr std::array<std::string_view, 3> kKernelNames{"corrected", "as-printed", "separable"};
 
-// The named tensors of a model's parameters, in a fixed order.
-template <class F> void forEachTensor(FlowParams<float>& p, F&& f) {
-    p.phi.forEach([&](ad::Matrix<float>& m, const std::string& name) { f(m, "phi." + name); });
-    f(p.lambdaRaw, std::string("lambda_raw"));
-    f(p.betaRaw, std::string("beta_raw"));
-}
-
 // The architecture (a record's "/architecture"). Lenient about unknown keys: a file written by a later
 // version may carry fields this one does not know.
 FlowConfig readFlowConfig(const JsonReader& j) {
@@ -108,7 +101,7 @@ void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::
     file.metadata[kMetadataKey] = architecture.dump();
     file.metadata["format"] = "pt"; // what the Python safetensors tools expect of a plain tensor file
     FlowParams<float> p = model.params();
-    forEachTensor(p, [&](const ad::Matrix<float>& m, const std::string& name) {
+    forEachNamedTensor(p, [&](const ad::Matrix<float>& m, const std::string& name) {
         file.tensors.push_back(matrixTensor(name, m, true));
     });
     if (c.rwpo && model.reference().size() > 0) {
@@ -214,7 +207,7 @@ FlowModel<float> loadFlow(const std::string& path) {
     }
     FlowModel<float> model(config);
     try {
-        forEachTensor(model.params(), [&](ad::Matrix<float>& m, const std::string& name) {
+        forEachNamedTensor(model.params(), [&](ad::Matrix<float>& m, const std::string& name) {
             readMatrix(file, name, m, true);
         });
         // Optional (files of earlier versions have none: their samples invert the N-particle map).

@@ -12,12 +12,6 @@ namespace {
 constexpr const char* kFormat = "flowscope-posterior";
 constexpr const char* kMetadataKey = "flowscope_posterior";
 
-template <class F> void forEachTensor(flows::FlowParams<double>& p, F&& f) {
-    p.phi.forEach([&](ad::Matrix<double>& m, const std::string& name) { f(m, "phi." + name); });
-    f(p.lambdaRaw, std::string("lambda_raw"));
-    f(p.betaRaw, std::string("beta_raw"));
-}
-
 nlohmann::json header(const PosteriorFlow& flow, const Problem& problem) {
     return {{"architecture", flows::toJson(flow.config().flow)},
             {"batch", flow.config().batch},
@@ -35,7 +29,7 @@ void savePosterior(const std::string& path, const PosteriorFlow& flow, const Pro
     file.metadata[kMetadataKey] = h.dump();
     file.metadata["format"] = "pt";
     flows::FlowParams<double> p = flow.averagedParams();
-    forEachTensor(p, [&](const ad::Matrix<double>& m, const std::string& name) {
+    flows::forEachNamedTensor(p, [&](const ad::Matrix<double>& m, const std::string& name) {
         file.tensors.push_back(matrixTensor(name, m, false));
     });
     file.tensors.push_back(matrixTensor("frame.center", flow.frame().center, false));
@@ -83,7 +77,7 @@ LoadedPosterior loadPosterior(const std::string& path) {
         readMatrix(file, "frame.L", frame.L, false);
         frame.logDetL = frame.L.diagonal().cwiseAbs().array().log().sum(); // L is triangular
         flows::FlowParams<double> p = flows::FlowParams<double>::init(c.flow);
-        forEachTensor(
+        flows::forEachNamedTensor(
             p, [&](ad::Matrix<double>& m, const std::string& name) { readMatrix(file, name, m, false); });
         out.flow = std::make_unique<PosteriorFlow>(out.problem.posterior, c, &frame);
         out.flow->setParams(p);
