@@ -22,6 +22,7 @@ PACKAGES=(
   zlib1g-dev libpng-dev libavcodec-dev libavformat-dev libswscale-dev libavutil-dev # engine/media: PNG, MP4 (libpng: tests)
   clang libclang-rt-14-dev # the compiler of every build (clang 14); libFuzzer's runtime for tests/fuzz
   openmpi-bin libopenmpi-dev # flowscope-cli sweep under mpirun (optional: without them the sweep runs on one process)
+  slurm-wlm munge # tests/slurm: the sweeps as a job array on a one-node Slurm the test starts (skipped without them)
   libfreetype-dev # the text of flowscope-cli sweep plot PNGs (optional: without it plots are SVG only)
 )
 

@@ -149,10 +149,14 @@ std::string sweepSpecPath(const std::string& arg) {
     return fs::exists(shipped, ec) ? shipped.string() : arg;
 }
 
-int slurmScript(const std::string& specArg, const SweepSpec& spec, const std::string& out, int shards,
+// Prints the array script. DIR is prepared here, before submission: Slurm opens each task's --output file
+// in it before the task's first line runs, and a task whose log cannot be opened fails without a word of
+// its own (tests/slurm/one-node-slurm.sh, which submits the script to a real one-node Slurm, found this).
+int slurmScript(const std::string& specFile, const SweepSpec& spec, const std::string& out, int shards,
                 int jobs) {
-    const std::string cli = selfPath(), specPath = fs::absolute(specArg).string(),
+    const std::string cli = selfPath(), specPath = fs::absolute(specFile).string(),
                       dir = fs::absolute(out).string();
+    prepareSweepDir(out, spec);
     std::cout
         << "#!/bin/bash\n"
         << "# flowscope sweep " << spec.name << ": " << spec.runs() << " runs in " << shards
@@ -167,7 +171,6 @@ int slurmScript(const std::string& specArg, const SweepSpec& spec, const std::st
         << "#SBATCH --ntasks=1\n"
         << "#SBATCH --cpus-per-task=" << jobs << "\n"
         << "#SBATCH --output=" << dir << "/slurm-%A_%a.out\n"
-        << "mkdir -p " << shellQuote(dir) << "\n"
         << "exec " << shellQuote(cli) << " sweep " << shellQuote(specPath) << " --out " << shellQuote(dir)
         << " --jobs " << jobs << "\n";
     return 0;
@@ -235,8 +238,8 @@ int sweep(const Args& raw) {
         }
         if (mpi.size() > 1) setThreadCount(jobs); // each rank's runs on its own cores
         if (slurm)
-            return slurmScript(p.positional[0], spec, out, int(parseLong(shardsText, "--shards", 1, 100000)),
-                               jobs);
+            return slurmScript(sweepSpecPath(p.positional[0]), spec, out,
+                               int(parseLong(shardsText, "--shards", 1, 100000)), jobs);
         (void)openCliBackend(backendName); // refuses an unavailable backend before any work
         const SweepCheck check = checkSweep(spec);
         RunBudget budget = check.largest;
