@@ -150,14 +150,16 @@ TEST(FrameSink, PngSequenceWritesNumberedFramesAndRefusesNonEmptyDirectories) {
     EXPECT_EQ(dir.entries(), std::vector<std::string>{"out"});
 }
 
-// Speed and size of 120 frames of a 1280x720 particle animation (300 moving antialiased discs on a smooth
-// background), for each format. Printed for the record; times are not asserted (benchmarks measure them).
+// Speed and size of 24 frames of a 1280x720 particle animation (300 moving antialiased discs on a smooth
+// background), for each format: printed for the record (times are not asserted; benchmarks measure them).
+// Asserted: every format writes all the frames, and compresses them (a raw frame is 3.7 MB). 24 frames, not
+// the 120 this once timed: the rates per frame were the same, and CI paid 15 s for the other 96.
 TEST(FrameSink, EncodeSpeedAndSizeAt720p) {
     TempDir dir;
 #if defined(FLOWSCOPE_SANITIZED)
     const int n = 12; // instrumented builds: a smoke run
 #else
-    const int n = 120;
+    const int n = 24;
 #endif
     const int w = 1280, h = 720;
     std::vector<Image> frames;
@@ -175,10 +177,18 @@ TEST(FrameSink, EncodeSpeedAndSizeAt720p) {
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::uintmax_t bytes = 0;
-        if (fs::is_directory(dir.file(target)))
-            for (const auto& e : fs::directory_iterator(dir.file(target))) bytes += e.file_size();
-        else
+        int files = 0;
+        if (fs::is_directory(dir.file(target))) {
+            for (const auto& e : fs::directory_iterator(dir.file(target))) {
+                bytes += e.file_size();
+                ++files;
+            }
+            EXPECT_EQ(files, n) << target;
+        } else {
             bytes = fs::file_size(dir.file(target));
+        }
+        EXPECT_GT(bytes, std::uintmax_t(n) * 1000) << target;  // not empty frames
+        EXPECT_LT(bytes, std::uintmax_t(n) * w * h) << target; // under a quarter of the raw RGBA
         std::printf("%-9s %d frames 1280x720: %6.1f frames/s, %8.0f kB (%.1f kB/frame)\n", target.c_str(), n,
                     n / seconds, double(bytes) / 1e3, double(bytes) / 1e3 / n);
     }
