@@ -15,7 +15,6 @@
 // (File ▸ Open trained model), paused; with --screenshot the picture is taken once the view shows it.
 #include "engine/backend/Registry.h"
 #include "engine/core/Text.h"
-#include "engine/flows/ModelFile.h"
 #include "engine/io/AtomicFile.h"
 #include "engine/io/OutputSet.h"
 #include "engine/scene/DefaultScene.h"
@@ -30,6 +29,7 @@
 #include "ui/views/TransformerView.h"
 #include "ui/widgets/Theme.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/inverse/InverseWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
 
@@ -77,8 +77,9 @@ struct Options {
     bool sizeGiven = false; // --size: exactly that; else 1280x800 bounded by the screen
     QString train;          // a toy dataset to train a flow on (the Flows tab); empty: none
     bool sideBySide = false;
-    QString transformer; // "A" or "B": a continuous-time Transformer to train (the Transformers tab)
-    QString model;       // a trained model to open (the Flows or Transformers tab)
+    QString transformer;    // "A" or "B": a continuous-time Transformer to train (the Transformers tab)
+    QString model;          // a trained model to open (the Flows, Transformers or Inverse tab)
+    bool posterior = false; // the screenshot waits for the Inverse tab's opened posterior (--model)
 };
 
 Options parseOptions(QCoreApplication& app) {
@@ -132,7 +133,7 @@ Options parseOptions(QCoreApplication& app) {
         QStringLiteral("A|B"));
     const QCommandLineOption model(
         QStringLiteral("model"),
-        QStringLiteral("Open a trained flow or Transformer (.safetensors) in its tab."),
+        QStringLiteral("Open a trained flow, Transformer or posterior (.safetensors) in its tab."),
         QStringLiteral("MODEL.safetensors"));
     parser.addOptions({screenshot, afterSteps, timeout, maxSpeed, size, view, frameStats, backend, train,
                        sideBySide, transformer, model});
@@ -240,6 +241,21 @@ struct LatencyProbe {
     }
 };
 
+// A screenshot's wait on a training workspace (Flows, Transformers, Inverse): once its run reaches iteration
+// `after` (or stops), it is paused, which makes the worker draw a picture of the last iteration; ready when
+// every trainer's picture is of its iteration. The view is refreshed when ready or `late`.
+template <class Workspace> bool trainingReady(Workspace& w, long after, bool late) {
+    const auto t = w.runner().snapshot();
+    const bool reached = t && (t->iteration() >= after || !t->error.empty());
+    if (reached) w.runner().pause();
+    bool shown = reached && !t->playing;
+    if (shown)
+        for (const auto& trainer : t->trainers)
+            shown = shown && trainer.picture && trainer.picture->iteration == trainer.iteration;
+    if (shown || late) w.view()->refresh();
+    return shown;
+}
+
 // Polls the runner (no extra thread, no waiting in the UI thread) and saves the window once the run is far
 // enough. Exit codes: 0 saved, 1 could not save, 3 timed out (the image is saved anyway).
 void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Options& o) {
@@ -264,25 +280,11 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
         const auto s = w.particles().runner().snapshot();
         const bool late = clock->elapsed() > qint64(o.timeoutSeconds * 1000.0);
         if (!o.train.isEmpty()) {
-            // Iteration K reached: pause, which makes the worker draw a picture of the last iteration; take
-            // the screenshot when the view has it.
-            const auto t = w.flows().runner().snapshot();
-            if (t && (t->iteration() >= o.afterSteps || !t->error.empty())) w.flows().runner().pause();
-            bool shown = t && !t->playing && (t->iteration() >= o.afterSteps || !t->error.empty());
-            if (shown)
-                for (const flowscope::TrainerState& trainer : t->trainers)
-                    shown = shown && trainer.picture && trainer.picture->iteration == trainer.iteration;
-            if (!shown && !late) return;
-            w.flows().view()->refresh();
+            if (!trainingReady(w.flows(), o.afterSteps, late) && !late) return;
         } else if (!o.transformer.isEmpty()) {
-            const auto t = w.transformers().runner().snapshot();
-            if (t && (t->iteration() >= o.afterSteps || !t->error.empty())) w.transformers().runner().pause();
-            bool shown = t && !t->playing && (t->iteration() >= o.afterSteps || !t->error.empty());
-            if (shown)
-                for (const flowscope::TransformerTrainerState& trainer : t->trainers)
-                    shown = shown && trainer.picture && trainer.picture->iteration == trainer.iteration;
-            if (!shown && !late) return;
-            w.transformers().view()->refresh();
+            if (!trainingReady(w.transformers(), o.afterSteps, late) && !late) return;
+        } else if (o.posterior) {
+            if (!trainingReady(w.inverse(), o.afterSteps, late) && !late) return;
         } else {
             const bool ready = s && (s->step >= o.afterSteps || s->finished || !s->error.empty()) &&
                                !w.particles().coneView()->solving();
@@ -294,6 +296,7 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
         w.particles().pause(); // the Play action and the HUD both say so in the picture
         w.flows().runner().pause();
         w.transformers().runner().pause();
+        w.inverse().runner().pause();
         w.particles().particleView()->refresh(); // draw exactly the state that satisfied the condition
         const QImage image = w.grabWindowImage();
         QByteArray png;
@@ -415,10 +418,15 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "flowscope: %s\n", qPrintable(window.lastError()));
             return 2;
         }
-        // The screenshot waits for the opened model's picture as for a training run's (at iteration 0).
-        const bool flow =
-            flowscope::trainedModelKind(options.model.toStdString()) == flowscope::TrainedModelKind::Flow;
-        (flow ? shot.train : shot.transformer) = QStringLiteral("model");
+        // The screenshot waits for the opened model's picture as for a training run's (at iteration 0), in
+        // the tab that opened it.
+        flowscope::Workspace* opened = window.activeWorkspace();
+        if (opened == &window.flows())
+            shot.train = QStringLiteral("model");
+        else if (opened == &window.transformers())
+            shot.transformer = QStringLiteral("model");
+        else
+            shot.posterior = true;
         shot.afterSteps = 0; // an opened model is paused: its picture at its own iteration is the one to take
     }
     if (!shot.screenshot.isEmpty()) scheduleScreenshot(app, window, shot);

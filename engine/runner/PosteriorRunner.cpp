@@ -17,6 +17,17 @@ PosteriorRunConfig withFrame(PosteriorRunConfig config) {
     return config;
 }
 
+PosteriorRunConfig loadPosteriorRun(const std::string& path) {
+    inverse::LoadedPosterior loaded = inverse::loadPosterior(path);
+    PosteriorRunConfig c;
+    c.problemId = path;
+    c.flow = loaded.flow->config();
+    c.frame = std::make_shared<const inverse::Frame>(loaded.flow->frame());
+    c.initialParams = std::make_shared<const flows::FlowParams<double>>(loaded.flow->averagedParams());
+    c.problem = std::make_shared<const inverse::Problem>(std::move(loaded.problem));
+    return c;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // PosteriorTrainer
 
@@ -24,6 +35,7 @@ PosteriorTrainer::PosteriorTrainer(const Config& config) : config_(withFrame(con
     if (config_.evaluationSamples < 2) throw std::invalid_argument("evaluationSamples: must be >= 2");
     flow_ = std::make_unique<inverse::PosteriorFlow>(config_.problem->posterior, config_.flow,
                                                      config_.frame.get());
+    if (config_.initialParams) flow_->setParams(*config_.initialParams);
 }
 
 bool PosteriorTrainer::step() {

@@ -30,11 +30,19 @@ struct PosteriorRunConfig {
     // The frame (x = c + L u): null until made. Making the Laplace frame searches the MAP point (seconds on
     // EIT); withFrame() does it once, and every trainer and reset of the run reuses it.
     std::shared_ptr<const inverse::Frame> frame;
+    // A saved posterior's parameters (File ▸ Open trained model; loadPosteriorRun): every trainer of the run
+    // starts from them, and Reset returns to them. Null: φ's initialization from flow.flow.seed.
+    std::shared_ptr<const flows::FlowParams<double>> initialParams;
     int evaluationSamples = 600; // samples of a held-out evaluation
 };
 
 // `config` with its frame made (makeFrame) when it has none.
 PosteriorRunConfig withFrame(PosteriorRunConfig config);
+
+// The run of a saved posterior (inverse::loadPosterior: a .safetensors of flowscope-cli infer or of the app's
+// export): its problem, its flow's settings, its frame and its parameters as initialParams; problemId is
+// `path`. Throws std::runtime_error naming the file and the field.
+PosteriorRunConfig loadPosteriorRun(const std::string& path);
 
 struct PosteriorRunOptions {
     int samples = 600;                  // samples in a picture

@@ -2,6 +2,7 @@
 #include "MainWindowFixture.h"
 #include "UiTestUtil.h"
 
+#include "engine/inverse/PosteriorIo.h"
 #include "ui/panels/PresetBrowser.h"
 #include "ui/shell/CommandPalette.h"
 #include "ui/shell/GuidedStarts.h"
@@ -9,6 +10,7 @@
 #include "ui/views/ParticleView.h"
 #include "ui/views/TrainingView.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
+#include "ui/workspaces/inverse/InverseWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 
 #include <QAction>
@@ -19,6 +21,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTemporaryDir>
 #include <QTreeWidget>
 #include <QtTest/QTest>
 
@@ -56,6 +59,27 @@ class WelcomeTest : public ::testing::Test {
         return w;
     }
 };
+
+// A model opened on a first launch (flowscope --model, File ▸ Open) is what the user asked for: the pane
+// steps aside without being dismissed for good. A file that cannot be opened leaves it up.
+TEST_F(WelcomeTest, OpeningAModelPutsItAside) {
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    const QString path = dir.filePath(QStringLiteral("p.safetensors"));
+    {
+        inverse::Problem pr = inverse::loadProblem("linear-gaussian", FLOWSCOPE_PROBLEM_DIR);
+        inverse::PosteriorFlow flow(pr.posterior, pr.flow);
+        inverse::savePosterior(path.toStdString(), flow, pr, nlohmann::json::object());
+    }
+    auto w = firstLaunch();
+    ASSERT_TRUE(w->welcomePane()->isVisible());
+    EXPECT_FALSE(w->openModelFile(dir.filePath(QStringLiteral("none.safetensors"))));
+    EXPECT_TRUE(w->welcomePane()->isVisible());
+    ASSERT_TRUE(w->openModelFile(path)) << w->lastError().toStdString();
+    EXPECT_FALSE(w->welcomePane()->isVisible());
+    EXPECT_EQ(w->activeWorkspace(), &w->inverse());
+    EXPECT_FALSE(QSettings().value(QStringLiteral("welcome/dismissed"), false).toBool());
+}
 
 TEST_F(WelcomeTest, FreshSettingsShowItAndADismissalIsRemembered) {
     {

@@ -14,6 +14,7 @@
 #include <QComboBox>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QLabel>
 #include <QPushButton>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -208,6 +209,80 @@ TEST_F(InverseViewTest, ExportWritesThePosteriorTheCliReads) {
     const auto s = view->displayedSnapshot();
     EXPECT_EQ(loaded.flow->params().phi.K0, s->trainers[0].params->phi.K0);
     EXPECT_EQ(loaded.flow->params().phi.w, s->trainers[0].params->phi.w);
+}
+
+// File ▸ Open trained model on a saved posterior: a new run of the file's own problem, paused at iteration
+// 0 with the file's parameters (the picture's samples are the saved flow's, from the same draws); Start and
+// Reset keep those parameters, and choosing a problem forgets them. A file that is not a model is refused
+// with the run untouched.
+TEST_F(InverseViewTest, OpeningASavedPosteriorShowsItAndStartTrainsItOn) {
+    ASSERT_TRUE(step(5));
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    const QString path = dir.filePath(QStringLiteral("posterior.safetensors"));
+    ASSERT_TRUE(window->inverse().exportModel(path)) << window->lastError().toStdString();
+    const auto trained = view->displayedSnapshot();
+    const flows::FlowParams<double> saved = *trained->trainers[0].params;
+
+    // Another problem first, so that the open has something to replace.
+    ASSERT_TRUE(panel->selectProblem(QStringLiteral("lorenz63")));
+    ASSERT_TRUE(waitFor([&] {
+        view->refresh();
+        const auto s = view->displayedSnapshot();
+        return s && s->scene && s->scene->d == 3;
+    }));
+    const QString junk = dir.filePath(QStringLiteral("junk.safetensors"));
+    {
+        QFile f(junk);
+        ASSERT_TRUE(f.open(QIODevice::WriteOnly));
+        f.write("not a model");
+    }
+    EXPECT_FALSE(window->openModelFile(junk));
+    EXPECT_FALSE(window->lastError().isEmpty());
+    EXPECT_EQ(view->displayedSnapshot()->scene->d, 3); // the Lorenz run goes on
+
+    window->showFlowsView();
+    ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
+    EXPECT_EQ(window->activeWorkspace(), &window->inverse()); // its tab came to the front
+    ASSERT_TRUE(waitFor([&] {
+        view->refresh();
+        const auto s = view->displayedSnapshot();
+        return s && s->scene && s->scene->d == 2 && s->trainers[0].picture;
+    }));
+    auto s = view->displayedSnapshot();
+    EXPECT_EQ(s->trainers[0].iteration, 0);
+    EXPECT_EQ(s->trainers[0].params->phi.K0, saved.phi.K0);
+    EXPECT_EQ(s->trainers[0].params->phi.w, saved.phi.w);
+    // The picture's samples are the trained flow's, not a fresh initialization's.
+    const inverse::Matrix opened = s->trainers[0].picture->samples;
+    EXPECT_LT((opened - trained->trainers[0].picture->samples).cwiseAbs().maxCoeff(), 1e-12);
+    auto* note = panel->findChild<QLabel*>(QStringLiteral("loaded"));
+    ASSERT_NE(note, nullptr);
+    EXPECT_TRUE(note->isVisibleTo(panel));
+    EXPECT_TRUE(note->text().contains(QStringLiteral("posterior.safetensors"))) << note->text().toStdString();
+    EXPECT_EQ(problemBox()->currentText(), QStringLiteral("posterior.safetensors (opened)"));
+
+    // Start trains the opened parameters on (the panel's config carries them); Reset returns to them.
+    const PosteriorRunConfig next = panel->config();
+    ASSERT_TRUE(next.initialParams);
+    EXPECT_EQ(next.initialParams->phi.K0, saved.phi.K0);
+    EXPECT_EQ(next.problem->modelType, "linear");
+    ASSERT_TRUE(step(2));
+    EXPECT_NE(view->displayedSnapshot()->trainers[0].params->phi.K0, saved.phi.K0);
+    button("reset")->click();
+    ASSERT_TRUE(waitForIteration(0));
+    EXPECT_EQ(view->displayedSnapshot()->trainers[0].params->phi.K0, saved.phi.K0);
+
+    // Choosing a problem forgets the file.
+    ASSERT_TRUE(panel->selectProblem(QStringLiteral("linear-gaussian")));
+    EXPECT_FALSE(note->isVisibleTo(panel));
+    EXPECT_EQ(problemBox()->currentText(), QStringLiteral("linear-gaussian"));
+    EXPECT_EQ(problemBox()->findText(QStringLiteral("posterior.safetensors (opened)")), -1);
+    ASSERT_TRUE(waitFor([&] {
+        view->refresh();
+        const auto now = view->displayedSnapshot();
+        return now && now->trainers[0].iteration == 0 && now->trainers[0].params->phi.K0 != saved.phi.K0;
+    }));
 }
 
 // A problem whose forward model blows up (Lorenz-63 with σ, r, β near 1000: forward Euler diverges): every

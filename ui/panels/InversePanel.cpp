@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #ifndef FLOWSCOPE_PROBLEM_DIR
@@ -52,6 +53,10 @@ InversePanel::InversePanel(QWidget* parent) : TrainingPanelBase(parent) {
     seed_ = form::startIntBox(group, "inverse.seed", 0, std::numeric_limits<int>::max());
     addRow(form, tr("Problem"), problem_, "inverse.problem");
     form->addRow(description_);
+    addLoadedNote(group, form,
+                  tr("Start and Reset train the parameters of the opened posterior (File ▸ Open trained "
+                     "model) on its own problem; choosing a problem or toggling the RWPO layer starts "
+                     "afresh instead"));
     form->addRow(rwpo_);
     form->addRow(sideBySide_);
     addRow(form, tr("Iterations"), iterations_, "inverse.iterations");
@@ -63,7 +68,12 @@ InversePanel::InversePanel(QWidget* parent) : TrainingPanelBase(parent) {
                             parameterTooltip("inverse.evaluate"), parameterTooltip("inverse.status")});
 
     connect(problem_, &QComboBox::currentIndexChanged, this, &InversePanel::problemChosen);
-    connect(rwpo_, &QCheckBox::toggled, this, &InversePanel::markEdited);
+    connect(rwpo_, &QCheckBox::toggled, this, [this] {
+        // The opened flow's parameters belong to its own RWPO choice: start afresh on its problem instead.
+        if (loadedRun_) loadedRun_->initialParams.reset();
+        showLoaded(QString(), false);
+        markEdited();
+    });
     connect(sideBySide_, &QCheckBox::toggled, this, [this](bool on) {
         rwpo_->setEnabled(!on); // side by side trains both
         markEdited();
@@ -138,11 +148,22 @@ void InversePanel::setProblemDescription(const std::shared_ptr<const inverse::Pr
 
 // A new problem: its own defaults in the controls, and a new run of it at iteration 0.
 void InversePanel::problemChosen() {
+    if (loadedRun_ && problem_->currentIndex() == openedItem()) return; // the opened posterior, still shown
+    forgetLoadedModel();
     showProblem(problem(problem_->currentText().toStdString()));
     emit startRequested(config(), comparison(), false);
 }
 
 PosteriorRunConfig InversePanel::config() const {
+    if (loadedRun_) {
+        PosteriorRunConfig c = *loadedRun_;
+        c.flow.flow.rwpo = rwpo_->isChecked();
+        c.flow.flow.seed = std::uint64_t(seed_->value()); // φ's initialization, when afresh
+        c.flow.seed = c.flow.flow.seed;
+        c.flow.iterations = iterations_->value();
+        c.flow.adam.decaySteps = c.flow.iterations;
+        return c;
+    }
     PosteriorRunConfig c;
     c.problemId = problem_->currentText().toStdString();
     c.problem = problem(c.problemId);
@@ -174,14 +195,46 @@ void InversePanel::setConfig(const PosteriorRunConfig& c, bool comparison) {
     const QSignalBlocker blocks[] = {QSignalBlocker(problem_), QSignalBlocker(rwpo_),
                                      QSignalBlocker(sideBySide_), QSignalBlocker(iterations_),
                                      QSignalBlocker(seed_)};
-    if (const int index = problem_->findText(QString::fromStdString(c.problemId)); index >= 0)
+    // An opened posterior (its parameters come with it): Start trains it on. The problem box shows its file
+    // as one more entry until another problem is chosen.
+    const bool opened = c.initialParams || (loadedRun_ && c.problemId == loadedRun_->problemId);
+    loadedRun_ = opened ? std::optional<PosteriorRunConfig>(c) : std::nullopt;
+    const QString file = QString::fromStdString(std::filesystem::path(c.problemId).filename().string());
+    if (const int item = openedItem(); item >= 0) problem_->removeItem(item);
+    if (loadedRun_) {
+        problem_->addItem(tr("%1 (opened)").arg(file), QStringLiteral("opened"));
+        problem_->setItemData(problem_->count() - 1, QString::fromStdString(c.problemId), Qt::ToolTipRole);
+        problem_->setCurrentIndex(problem_->count() - 1);
+    } else if (const int index = problem_->findText(QString::fromStdString(c.problemId)); index >= 0) {
         problem_->setCurrentIndex(index);
+    }
     setProblemDescription(c.problem);
+    showLoaded(
+        tr("<b>Opened posterior</b> %1: d = %2, %3 layers, width %4, %5. Start trains these parameters on.")
+            .arg(file)
+            .arg(c.flow.flow.d)
+            .arg(c.flow.flow.layers)
+            .arg(c.flow.flow.width)
+            .arg(c.flow.flow.rwpo ? tr("with RWPO") : tr("without RWPO")),
+        loadedRun_ && loadedRun_->initialParams);
     rwpo_->setChecked(c.flow.flow.rwpo);
     sideBySide_->setChecked(comparison);
     rwpo_->setEnabled(!comparison);
     iterations_->setValue(int(std::min<long>(c.flow.iterations, iterations_->maximum())));
     seed_->setValue(int(std::min<std::uint64_t>(c.flow.seed, std::uint64_t(seed_->maximum()))));
+}
+
+void InversePanel::forgetLoadedModel() {
+    loadedRun_.reset();
+    showLoaded(QString(), false);
+    if (const int item = openedItem(); item >= 0) {
+        const QSignalBlocker block(problem_);
+        problem_->removeItem(item); // the box keeps the chosen problem (the opened entry is the last)
+    }
+}
+
+int InversePanel::openedItem() const {
+    return problem_->findData(QStringLiteral("opened"));
 }
 
 void InversePanel::setSnapshot(const std::shared_ptr<const PosteriorSnapshot>& snapshot, bool playing) {

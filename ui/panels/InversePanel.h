@@ -4,9 +4,12 @@
 // Settings: the problem, the RWPO layer, side by side (with and without the RWPO layer), iterations and seed.
 // They apply when a run starts (ui/panels/RunControls.h: Start, Step, Reset, Evaluate); choosing another
 // problem starts a new run of it at once, paused at iteration 0, with the problem file's iterations and RWPO
-// choice. The panel only emits requests; the workspace drives the runner and feeds snapshots back to the
-// status lines (iteration, it/s, and per flow the loss, misfit and the last relative L1 error), with
-// rejected steps, a stopped run and the end of the iterations in the warning line.
+// choice. After File ▸ Open trained model (a saved posterior: setConfig with initialParams) the panel keeps
+// that run: Start and Reset train the file's parameters on its own problem and frame, with the controls'
+// iterations and side-by-side choice, until another problem is chosen. The panel only emits requests; the
+// workspace drives the runner and feeds snapshots back to the status lines (iteration, it/s, and per flow the
+// loss, misfit and the last relative L1 error), with rejected steps, a stopped run and the end of the
+// iterations in the warning line.
 //
 // Every control's objectName is its parameter key (Tooltips.h, "inverse.*"); the buttons are "start",
 // "step", "reset" and "evaluate", the labels "status" and "warning".
@@ -19,6 +22,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace flowscope {
@@ -54,6 +58,8 @@ class InversePanel : public TrainingPanelBase {
     void problemChosen();
     void showProblem(const std::shared_ptr<const inverse::Problem>& p);
     void setProblemDescription(const std::shared_ptr<const inverse::Problem>& p);
+    void forgetLoadedModel();
+    int openedItem() const; // the problem box's entry of the opened posterior, or -1
 
     QString dir_;
     QComboBox* problem_ = nullptr;
@@ -63,6 +69,7 @@ class InversePanel : public TrainingPanelBase {
     QSpinBox* iterations_ = nullptr;
     QSpinBox* seed_ = nullptr;
     std::shared_ptr<const PosteriorSnapshot> snapshot_;
+    std::optional<PosteriorRunConfig> loadedRun_; // an opened posterior's run (File ▸ Open trained model)
     mutable std::map<std::string, std::shared_ptr<const inverse::Problem>> problems_;
     mutable QString loadError_;
 };

@@ -1,6 +1,7 @@
 #include "ui/shell/MainWindow.h"
 
 #include "engine/flows/ModelFile.h"
+#include "engine/inverse/PosteriorIo.h"
 #include "ui/export/ExportDialogs.h"
 #include "ui/panels/PresetBrowser.h"
 #include "ui/shell/CommandPalette.h"
@@ -99,8 +100,8 @@ void MainWindow::buildMenus() {
     file->addMenu(particles_->recentMenu());
     QAction* openModel = file->addAction(tr("Open trained &model..."), this, &MainWindow::openModelDialog);
     openModel->setToolTip(
-        tr("A flow or continuous-time Transformer saved as .safetensors (flowscope-cli train, "
-           "train-transformer or Export ▸ Trained model), shown in its tab, paused"));
+        tr("A flow, continuous-time Transformer or posterior flow saved as .safetensors (flowscope-cli "
+           "train, train-transformer, infer or Export ▸ Trained model), shown in its tab, paused"));
     openModel->setStatusTip(openModel->toolTip());
     file->addActions(sceneFiles.mid(1));
     file->addSeparator();
@@ -262,6 +263,13 @@ void MainWindow::showTransformersView() {
 }
 
 bool MainWindow::openModelFile(const QString& path) {
+    const bool ok = openModelIn(path);
+    if (ok) welcome_->hide(); // what was asked for is shown (the pane comes back on the next first launch)
+    return ok;
+}
+
+bool MainWindow::openModelIn(const QString& path) {
+    if (inverse::isPosteriorFile(path.toStdString())) return inverse_->openModel(path);
     try {
         if (trainedModelKind(path.toStdString()) == TrainedModelKind::Flow) return flows_->openModel(path);
     } catch (const std::exception& e) {
@@ -272,9 +280,10 @@ bool MainWindow::openModelFile(const QString& path) {
 }
 
 void MainWindow::openModelDialog() {
-    // Where the last model was opened or exported, by either training workspace.
+    // Where the last model was opened or exported, by any training workspace.
     QString dir = flows_->modelDir();
     if (dir.isEmpty()) dir = transformers_->modelDir();
+    if (dir.isEmpty()) dir = inverse_->modelDir();
     const QString path =
         QFileDialog::getOpenFileName(this, tr("Open trained model"), dir.isEmpty() ? QDir::homePath() : dir,
                                      tr("Trained models (*.safetensors)"));

@@ -57,8 +57,8 @@ class MainWindow : public QMainWindow {
     void showFlowsView();
     void showTransformersView();
 
-    // File ▸ Open trained model: a .safetensors of flowscope-cli train or train-transformer (or Export ▸
-    // Trained model), its kind from its metadata, opened paused in its workspace.
+    // File ▸ Open trained model: a .safetensors of flowscope-cli train, train-transformer or infer (or
+    // Export ▸ Trained model), its kind from its metadata, opened paused in its workspace.
     bool openModelFile(const QString& path);
     // File ▸ Export ▸ View as PNG (the shown page; GL views at their framebuffer's resolution) and Plots (the
     // shown workspace's plots, .svg or .png). Atomic.
@@ -95,6 +95,7 @@ class MainWindow : public QMainWindow {
     void closeEvent(QCloseEvent* e) override;
 
   private:
+    bool openModelIn(const QString& path); // openModelFile, but for the welcome pane
     void addWorkspace(Workspace* w);
     void placeDocks();
     void buildMenus();

@@ -16,6 +16,17 @@ InverseWorkspace::InverseWorkspace(QMainWindow* host)
                  tr("The Inverse tab's posterior flow as .safetensors with its record (.json) beside "
                     "it, as flowscope-cli infer writes them")}) {}
 
+bool InverseWorkspace::openModel(const QString& path) {
+    PosteriorRunConfig c;
+    try {
+        c = loadPosteriorRun(path.toStdString());
+    } catch (const std::exception& e) {
+        return fail(tr("Cannot open the posterior:\n%1").arg(QString::fromStdString(e.what())));
+    }
+    if (!start(c, false, false)) return fail(tr("Cannot open %1:\n%2").arg(path, lastError()));
+    return opened(path, QString());
+}
+
 PosteriorRunConfig InverseWorkspace::prepare(const PosteriorRunConfig& config) {
     if (!config.problem)
         throw std::invalid_argument(

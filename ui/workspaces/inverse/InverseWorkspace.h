@@ -20,6 +20,11 @@ class InverseWorkspace : public TrainingWorkspace<PosteriorTraining, InversePane
   public:
     explicit InverseWorkspace(QMainWindow* host);
 
+    // A saved posterior (flowscope-cli infer's, or this workspace's export) as a new run, paused at its
+    // parameters, with its own problem and frame; its tab comes to the front. False, with the message in
+    // lastError(), for a file that is not one; the current run then goes on.
+    bool openModel(const QString& path);
+
   protected:
     // The run's frame (x = c + L u), made once per problem and frame kind on a thread of its own (the
     // Laplace frame's MAP search takes seconds on EIT) while the window keeps answering.
