@@ -12,6 +12,7 @@
 
 #include <QAbstractButton>
 #include <QAbstractSpinBox>
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -19,8 +20,11 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QToolButton>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
@@ -159,6 +163,25 @@ TEST_F(TransformerViewTest, EvaluateAddsTheHeldOutDiagnostics) {
     }
     ASSERT_EQ(rightEdges.size(), 2u); // a column per model
     for (const auto& [column, edges] : rightEdges) EXPECT_EQ(edges.size(), 1u) << "column " << column;
+    // In a 1024 x 640 window the read-outs are on screen whole, with the run controls above them: the
+    // secondary settings fold away (More settings), the panel scrolls rather than cutting anything off.
+    window->resize(1024, 640);
+    QApplication::processEvents();
+    ASSERT_LE(window->height(), 640);
+    const QRect inWindow(grid->mapTo(window.get(), QPoint(0, 0)), grid->size());
+    EXPECT_TRUE(window->rect().contains(inWindow)) << inWindow.bottom() << " below " << window->height();
+    auto* area = panel->findChild<QScrollArea*>();
+    ASSERT_NE(area, nullptr);
+    EXPECT_TRUE(
+        area->viewport()->rect().contains(QRect(grid->mapTo(area->viewport(), QPoint(0, 0)), grid->size())));
+    EXPECT_FALSE(area->horizontalScrollBar()->isVisible())
+        << area->viewport()->width() << " px wide, the panel needs "
+        << area->widget()->minimumSizeHint().width();
+    auto* more = panel->findChild<QToolButton*>(QStringLiteral("transformer.more"));
+    ASSERT_NE(more, nullptr);
+    EXPECT_FALSE(control<QSpinBox>("transformer.seed")->isVisible());
+    more->click();
+    EXPECT_TRUE(control<QSpinBox>("transformer.seed")->isVisible());
     // The straightness plot has its held-out dots (orange: the regularized model).
     const QImage image = grabView();
     const double dpr = view->devicePixelRatioF();

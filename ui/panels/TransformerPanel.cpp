@@ -12,6 +12,7 @@
 #include <QLabel>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -68,10 +69,12 @@ ot::OtTrainerConfig TransformerPanel::defaults(ot::Task task) {
 
 TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) {
     setObjectName(QStringLiteral("transformerPanel"));
-    auto* layout = new QVBoxLayout(this);
+    // In a scrolling area: a dock shorter than the panel scrolls instead of cutting off the read-outs.
+    auto* content = new QWidget(this);
+    auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
 
-    auto* group = new QGroupBox(tr("Transformer (applies on Start)"), this);
+    auto* group = new QGroupBox(tr("Transformer (applies on Start)"), content);
     auto* form = new QFormLayout(group);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->setContentsMargins(6, 6, 6, 6);
@@ -108,11 +111,20 @@ TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) 
     addRow(form, tr("Task"), task_, "transformer.task");
     addRow(form, tr("Architecture"), architecture_, "transformer.architecture");
     addRow(form, tr("λ_OT"), lambda_, "transformer.lambda_ot");
-    addRow(form, tr("Convention"), convention_, "transformer.convention");
     form->addRow(compare_);
     addRow(form, tr("Steps M"), steps_, "transformer.steps");
     addRow(form, tr("Horizon T"), horizon_, "transformer.horizon");
     addRow(form, tr("Width d"), width_, "transformer.width");
+    // The rest of the settings under a fold, closed at first: the task's defaults are the ones to start with.
+    more_ = new QToolButton(group);
+    more_->setObjectName(QStringLiteral("transformer.more"));
+    more_->setCheckable(true);
+    more_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    more_->setAutoRaise(true);
+    more_->setToolTip(tr("Convention, MLP, blocks, integrator, velocity, batch, learning rate and seed"));
+    form->addRow(more_);
+    const int firstMore = form->rowCount();
+    addRow(form, tr("Convention"), convention_, "transformer.convention");
     addRow(form, tr("MLP hidden"), mlp_, "transformer.mlp");
     addRow(form, tr("Blocks D"), blocks_, "transformer.blocks");
     addRow(form, tr("Integrator"), integrator_, "transformer.integrator");
@@ -120,6 +132,14 @@ TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) 
     addRow(form, tr("Batch"), batch_, "transformer.batch");
     addRow(form, tr("Learning rate"), lr_, "transformer.lr");
     addRow(form, tr("Seed"), seed_, "transformer.seed");
+    const int lastMore = form->rowCount();
+    const auto fold = [this, form, firstMore, lastMore](bool open) {
+        more_->setArrowType(open ? Qt::DownArrow : Qt::RightArrow);
+        more_->setText(open ? tr("Fewer settings") : tr("More settings"));
+        for (int row = firstMore; row < lastMore; ++row) form->setRowVisible(row, open);
+    };
+    connect(more_, &QToolButton::toggled, this, fold);
+    fold(false);
     layout->addWidget(group);
 
     addRunControls(layout,
@@ -127,6 +147,7 @@ TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) 
                     tr("Back to iteration 0 of this run: the initial parameters, the same batches"),
                     parameterTooltip("transformer.evaluate"), parameterTooltip("transformer.status")});
     buildReadouts(layout);
+    form::scrollInto(this, content, form::Sideways::Never);
 
     setConfig(defaults(ot::Task::A), true);
 

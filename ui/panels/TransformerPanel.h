@@ -21,6 +21,8 @@
 
 #include <QString>
 
+class QToolButton;
+
 #include <memory>
 
 namespace flowscope {
@@ -75,6 +77,7 @@ class TransformerPanel : public TrainingPanelBase {
     QSpinBox* batch_ = nullptr;
     QDoubleSpinBox* lr_ = nullptr;
     QSpinBox* seed_ = nullptr;
+    QToolButton* more_ = nullptr; // folds the secondary settings away
     std::shared_ptr<const TransformerSnapshot> snapshot_;
     // The read-outs: a name and up to two values (one per model) a row; the first row heads the columns.
     enum Readout {
