@@ -9,6 +9,7 @@
 #include "render/picture/Hud.h"
 #include "render/picture/ParticlePicture.h"
 #include "render/picture/PlotDecorations.h"
+#include "render/picture/StatusOverlay.h"
 
 #include <QFontMetricsF>
 #include <QGuiApplication>
@@ -332,6 +333,7 @@ bool AnimationExporter::solve(const Cancelled& cancelled) {
     }
     conePicture_->setData(result->data);
     conePicture_->setMode(options_.view == AnimationView::Disc ? ConeMode::Disc : ConeMode::Cone);
+    conePicture_->setCurvesToTime(true); // an animation: the curves grow with the frames' time
     if (!conePicture_->message().isEmpty()) return fail(Failure::View, conePicture_->message().toStdString());
     return true;
 }
@@ -387,6 +389,11 @@ bool AnimationExporter::renderFrame(long k, QImage& rgba, const Cancelled& cance
     } else {
         conePicture_->setTime(t);
         if (sim_ && scene_.d == 2) conePicture_->setCurrentCovariance(tokenCovariance(sim_->tokens()));
+        // The particle run stopped (diverged, ...): from then on the frames say so, as the particle view
+        // does.
+        conePicture_->setBanner(sim_ && sim_->event()
+                                    ? eventBannerText(*sim_->event(), QStringLiteral("Particles: "))
+                                    : QString());
         conePicture_->render(viewImage_, glLayer);
     }
 

@@ -2,6 +2,7 @@
 
 #include "engine/gaussian/Cone.h"
 #include "render/picture/Colormap.h"
+#include "render/picture/StatusOverlay.h"
 
 #include <QCoreApplication>
 #include <QFontMetricsF>
@@ -168,6 +169,12 @@ void ConePicture::setData(std::shared_ptr<const ConeData> data) {
     colors_.clear();
     for (double v : values)
         colors_.push_back(viridis(colorMax_ > colorMin_ ? (v - colorMin_) / (colorMax_ - colorMin_) : 0.5));
+    capIndex_.clear();
+    for (const ConeTrajectory& t : data_->trajectories) {
+        const auto above = std::find_if(t.points.begin(), t.points.end(),
+                                        [&](const Vector3& p) { return p.z() > data_->heightCap; });
+        capIndex_.push_back(std::size_t(above - t.points.begin()));
+    }
     geometryDirty_ = dotsDirty_ = true;
 }
 
@@ -181,6 +188,12 @@ void ConePicture::setMode(ConeMode mode) {
 void ConePicture::setTime(std::optional<double> t) {
     time_ = t;
     dotsDirty_ = true;
+    if (curvesToTime_) geometryDirty_ = true;
+}
+
+void ConePicture::setCurvesToTime(bool on) {
+    curvesToTime_ = on;
+    geometryDirty_ = true;
 }
 
 void ConePicture::setCurrentCovariance(std::optional<Mat> cov) {
@@ -237,6 +250,7 @@ void ConePicture::paintOver(QPainter& painter) const {
     painter.setRenderHint(QPainter::TextAntialiasing);
     painter.setFont(overlayFont(font_, 9.5));
     const QRectF area(QPointF(0, 0), size_);
+    bannerRect_ = QRectF();
     if (!message_.isEmpty()) {
         painter.setFont(overlayFont(font_, 11.0));
         painter.setPen(style_.label.lighter(130));
@@ -249,6 +263,7 @@ void ConePicture::paintOver(QPainter& painter) const {
         drawDiscLabels(painter);
     drawLegend(painter);
     drawColorBar(painter);
+    bannerRect_ = drawBannerText(painter, area, QRectF(), banner_, true);
 }
 
 void ConePicture::render(QImage& image, const OffscreenLayer& glLayer) {
@@ -330,6 +345,61 @@ std::optional<Eigen::Vector3d> ConePicture::placed(const Eigen::Vector3d& p) con
     }
     if (p.z() <= 0.0) return std::nullopt;
     return Vector3(p.x() / p.z(), p.y() / p.z(), 0.0);
+}
+
+std::vector<Eigen::Vector3d> ConePicture::curveUntil(std::size_t i, double until, bool* cut) const {
+    const ConeTrajectory& t = data_->trajectories[i];
+    const double cap = data_->heightCap;
+    std::vector<Vector3> line;
+    bool capped = false;
+    std::optional<Vector3> previous; // the last cone point taken (Cone mode)
+    const auto add = [&](const Vector3& p) {
+        if (mode_ == ConeMode::Cone) {
+            if (p.z() > cap) { // leaves through the top: end at the crossing
+                if (previous)
+                    line.push_back(*previous +
+                                   (cap - previous->z()) / (p.z() - previous->z()) * (p - *previous));
+                capped = true;
+                return false;
+            }
+            line.push_back(p);
+            previous = p;
+        } else if (const auto s = placed(p)) {
+            line.push_back(*s);
+        }
+        return true;
+    };
+    // The records up to `until`, then the state at `until` between two of them.
+    const std::size_t n = std::min(t.points.size(), t.times.size());
+    const std::size_t end =
+        std::min(n, std::size_t(std::upper_bound(t.times.begin(), t.times.end(), until) - t.times.begin()));
+    bool going = true;
+    for (std::size_t k = 0; k < end && going; ++k) going = add(t.points[k]);
+    if (going && end < n && (end == 0 || t.times[end - 1] < until)) add(t.at(until));
+    if (cut) *cut = capped;
+    return line;
+}
+
+std::vector<Eigen::Vector3d> ConePicture::drawnCurve(std::size_t i) const {
+    if (!data_ || i >= data_->trajectories.size()) return {};
+    return curveUntil(i, curvesToTime_ && time_ ? *time_ : std::numeric_limits<double>::infinity());
+}
+
+std::optional<Eigen::Vector3d> ConePicture::dotPosition(std::size_t i) const {
+    if (!data_ || !time_ || i >= data_->trajectories.size()) return std::nullopt;
+    const ConeTrajectory& t = data_->trajectories[i];
+    if (t.points.empty()) return std::nullopt;
+    const Vector3 p = t.at(*time_);
+    // Where the curve is at t (curveUntil's last point, without walking it): a curve that has left through
+    // the top keeps its dot at the crossing.
+    const std::size_t k = i < capIndex_.size() ? capIndex_[i] : t.points.size();
+    if (mode_ == ConeMode::Cone && k < t.points.size() && k < t.times.size() &&
+        (t.times[k] <= *time_ || p.z() > data_->heightCap)) {
+        if (k == 0) return std::nullopt;
+        const Vector3 &q = t.points[k - 1], &r = t.points[k];
+        return Vector3(q + (data_->heightCap - q.z()) / (r.z() - q.z()) * (r - q));
+    }
+    return placed(p);
 }
 
 void ConePicture::uploadGeometry() {
@@ -416,32 +486,17 @@ void ConePicture::uploadGeometry() {
     // The trajectories.
     if (data_) {
         const double tol = 1.5e-3 * (mode_ == ConeMode::Cone ? coneHeight() : 1.0);
-        const double cap = data_->heightCap;
+        const double until = curvesToTime_ && time_ ? *time_ : std::numeric_limits<double>::infinity();
         for (std::size_t i = 0; i < data_->trajectories.size(); ++i) {
             const ConeTrajectory& t = data_->trajectories[i];
             const QColor color = i < colors_.size() ? colors_[i] : viridis(0.5);
-            std::vector<Vector3> line;
             bool cut = false;
-            for (std::size_t k = 0; k < t.points.size(); ++k) {
-                const Vector3& p = t.points[k];
-                if (mode_ == ConeMode::Cone) {
-                    if (p.z() > cap) { // leaves through the top: end at the crossing
-                        if (k > 0) {
-                            const Vector3& q = t.points[k - 1];
-                            line.push_back(q + (cap - q.z()) / (p.z() - q.z()) * (p - q));
-                        }
-                        cut = true;
-                        break;
-                    }
-                    line.push_back(p);
-                } else if (const auto s = placed(p)) {
-                    line.push_back(*s);
-                }
-            }
-            line = decimate(line, tol);
+            const std::vector<Vector3> line = decimate(curveUntil(i, until, &cut), tol);
             for (std::size_t k = 1; k < line.size(); ++k)
                 addSegment(curves, line[k - 1], line[k], color, 0.85);
-            if (!cut && !t.points.empty())
+            // The end point, once the curve has reached it (a curve cut at the top has none).
+            const bool reached = !t.times.empty() && until >= t.times.back();
+            if (!cut && reached && !t.points.empty())
                 if (const auto end = placed(t.points.back())) endpoints.push_back(vertex(*end, color, 1.0));
         }
     }
@@ -461,12 +516,9 @@ void ConePicture::uploadDots() {
     if (!gl_) return;
     std::vector<ConeVertex> dots, current;
     if (data_ && time_) {
-        for (std::size_t i = 0; i < data_->trajectories.size(); ++i) {
-            const ConeTrajectory& t = data_->trajectories[i];
-            if (t.points.empty()) continue;
-            if (const auto p = placed(t.at(*time_)))
+        for (std::size_t i = 0; i < data_->trajectories.size(); ++i)
+            if (const auto p = dotPosition(i))
                 dots.push_back(vertex(*p, i < colors_.size() ? colors_[i] : viridis(0.5), 1.0));
-        }
     }
     if (current_)
         if (const auto p = placed(toCone(*current_))) current.push_back(vertex(*p, Qt::white, 1.0));

@@ -7,9 +7,13 @@
 //    scene's hint (initial 2c or final trace), an orthographic camera at (elevation, azimuth) with a trace
 //    scale, axis names and an orientation gizmo;
 //  * Disc: the trace-1 slice Sigma / tr Sigma, the unit disc whose circle is the rank-one matrices.
-// Dots mark each trajectory at a time t, and the particles' own covariance (d = 2) when given. A legend and a
-// colour bar say what is drawn. Frames are composed as the particle picture's: prepare(), drawGl() (OpenGL,
-// into the current framebuffer) and paintOver() (QPainter text), or render() for a headless frame.
+// Dots mark each trajectory at a time t (where its drawn curve is at t: a finished run's dot stays on its end
+// point, a curve cut at the top keeps its dot where it leaves), and the particles' own covariance (d = 2)
+// when given. The curves are drawn whole (the app's view, where the dots move along them) or up to t (an
+// animation: they grow as it runs). A legend and a colour bar say what is drawn, a red banner at the top why
+// something stopped (an animation's particle run). Frames are composed as the particle picture's: prepare(),
+// drawGl() (OpenGL, into the current framebuffer) and paintOver() (QPainter text), or render() for a headless
+// frame.
 #pragma once
 
 #include "engine/core/Types.h"
@@ -64,6 +68,12 @@ class ConePicture final : public GlPicture<ConeRenderer> {
     void setMode(ConeMode mode);
     ConeMode mode() const { return mode_; }
     void setTime(std::optional<double> t);
+    // Curves drawn up to the time of setTime() (growing with it) instead of whole.
+    void setCurvesToTime(bool on);
+    bool curvesToTime() const { return curvesToTime_; }
+    // A banner (white on red) at the top of the picture, e.g. why the particle run stopped; empty: none.
+    void setBanner(const QString& text) { banner_ = text; }
+    const QString& banner() const { return banner_; }
     // The particles' covariance (2 x 2), drawn as a white dot; nullopt (or another size): none.
     void setCurrentCovariance(std::optional<Mat> cov);
     void setStyle(const PlotStyle& style);
@@ -85,6 +95,12 @@ class ConePicture final : public GlPicture<ConeRenderer> {
     // colour).
     QRectF legendRect() const { return legendRect_; }
     QRectF colorBarRect() const { return colorBarRect_; }
+    QRectF bannerRect() const { return bannerRect_; } // the last paintOver()'s banner; empty: none
+    // Trajectory i as drawn: its points in the mode's coordinates (cone points, or Disc: z = 0), up to the
+    // time of setTime() with curvesToTime(), else whole; a curve that rises above the height cap (Cone mode)
+    // ends where it crosses it. And where its dot is drawn (none without a time).
+    std::vector<Eigen::Vector3d> drawnCurve(std::size_t i) const;
+    std::optional<Eigen::Vector3d> dotPosition(std::size_t i) const;
     const QStringList& legendLines() const { return legendLines_; } // the legend's text, one entry a line
     // The orientation gizmo of the last paintOver() (Cone mode): each axis's name, line and label box.
     struct GizmoPart {
@@ -111,6 +127,8 @@ class ConePicture final : public GlPicture<ConeRenderer> {
     Eigen::Vector3d scaleBase() const; // foot of the trace scale, left of the cone
     Camera camera() const;
     std::optional<Eigen::Vector3d> placed(const Eigen::Vector3d& conePoint) const;
+    // Trajectory i's curve up to `until` (+inf: whole), before decimation; `cut`: it ends at the cap.
+    std::vector<Eigen::Vector3d> curveUntil(std::size_t i, double until, bool* cut = nullptr) const;
     void uploadGeometry();
     void uploadDots();
     void drawConeLabels(QPainter& p) const;
@@ -121,11 +139,14 @@ class ConePicture final : public GlPicture<ConeRenderer> {
     ConeHints hints_;
     ConeMode mode_ = ConeMode::Cone;
     std::shared_ptr<const ConeData> data_;
-    std::vector<QColor> colors_; // per trajectory
+    std::vector<QColor> colors_;        // per trajectory
+    std::vector<std::size_t> capIndex_; // per trajectory: its first point above the height cap (or its size)
     double colorMin_ = 0.0, colorMax_ = 1.0;
     bool solving_ = false;
     QString message_;
     std::optional<double> time_;
+    bool curvesToTime_ = false;
+    QString banner_;
     std::optional<Mat> current_;
     double elev_ = 20.0, azim_ = -60.0, zoom_ = 1.0;
     QSizeF size_{1, 1};
@@ -134,7 +155,7 @@ class ConePicture final : public GlPicture<ConeRenderer> {
     bool geometryDirty_ = true, dotsDirty_ = true;
     Camera painted_; // the camera of the last prepare()
     bool prepared_ = false;
-    mutable QRectF legendRect_, colorBarRect_;
+    mutable QRectF legendRect_, colorBarRect_, bannerRect_;
     mutable QStringList legendLines_;
     mutable std::vector<GizmoPart> gizmo_;
 };

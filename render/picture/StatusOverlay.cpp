@@ -64,12 +64,14 @@ QString statusText(const Snapshot& s) {
         .arg(line2);
 }
 
+QString eventBannerText(const RunEvent& e, const QString& subject) {
+    QString text = subject + headline(e);
+    if (!e.message.empty()) text += QLatin1Char('\n') + QString::fromStdString(e.message);
+    return text;
+}
+
 QString bannerText(const Snapshot& s) {
-    if (s.event) {
-        QString text = headline(*s.event);
-        if (!s.event->message.empty()) text += QLatin1Char('\n') + QString::fromStdString(s.event->message);
-        return text;
-    }
+    if (s.event) return eventBannerText(*s.event);
     if (!s.error.empty()) return QStringLiteral("Error\n") + QString::fromStdString(s.error);
     return {};
 }
@@ -99,8 +101,11 @@ QRectF drawStatus(QPainter& p, const QRectF& area, const Snapshot& s) {
 }
 
 void drawBanner(QPainter& p, const QRectF& area, const QRectF& avoid, const Snapshot& s) {
-    const QString text = bannerText(s);
-    if (text.isEmpty()) return;
+    drawBannerText(p, area, avoid, bannerText(s), bool(s.event));
+}
+
+QRectF drawBannerText(QPainter& p, const QRectF& area, const QRectF& avoid, const QString& text, bool alarm) {
+    if (text.isEmpty()) return {};
     p.save();
     QFont font = p.font();
     font.setPointSizeF(std::max(font.pointSizeF(), 10.0) * 1.15);
@@ -113,11 +118,12 @@ void drawBanner(QPainter& p, const QRectF& area, const QRectF& avoid, const Snap
     QRectF box(area.center().x() - w / 2, area.top() + kMargin, w, h);
     if (box.intersects(avoid)) box.moveTop(avoid.bottom() + kMargin);
     p.setPen(Qt::NoPen);
-    p.setBrush(s.event ? QColor(200, 36, 36, 235) : QColor(205, 110, 20, 235));
+    p.setBrush(alarm ? QColor(200, 36, 36, 235) : QColor(205, 110, 20, 235));
     p.drawRect(box);
     p.setPen(Qt::white);
     p.drawText(box.adjusted(2 * kPad, kPad, -2 * kPad, -kPad), Qt::AlignHCenter | Qt::TextWordWrap, text);
     p.restore();
+    return box;
 }
 
 } // namespace flowscope

@@ -16,6 +16,7 @@
 #include "engine/scene/SceneShareString.h"
 #include "render/ConeData.h"
 #include "render/animation/AnimationExporter.h"
+#include "render/picture/ConePicture.h"
 #include "render/picture/PlotDecorations.h"
 #include "ui/export/AnimationExportDialog.h"
 #include "ui/shell/MainWindow.h"
@@ -51,7 +52,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 
 namespace flowscope::test {
@@ -75,6 +78,25 @@ Scene smallScene() {
 AnimationOptions smallOptions() {
     return {.frames = 4, .fps = 10, .width = 160, .height = 120};
 }
+
+// A current OpenGL context of the test's own (Qt's, on an offscreen surface) and its entry points.
+struct OwnGlContext {
+    QOffscreenSurface surface;
+    QOpenGLContext context;
+    GlApi gl;
+    std::string why = "no OpenGL context";
+    bool ok = false;
+    OwnGlContext() {
+        surface.setFormat(QSurfaceFormat::defaultFormat());
+        surface.create();
+        context.setFormat(QSurfaceFormat::defaultFormat());
+        ok = context.create() && context.makeCurrent(&surface) &&
+             gl.load([this](const char* name) { return GlApi::Proc(context.getProcAddress(name)); }, &why);
+    }
+    ~OwnGlContext() { context.doneCurrent(); }
+    OwnGlContext(const OwnGlContext&) = delete;
+    OwnGlContext& operator=(const OwnGlContext&) = delete;
+};
 
 class AnimationExportTest : public MainWindowFilesFixture {
   protected:
@@ -134,20 +156,11 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
             rgba(QImage(path("gui") + QStringLiteral("/frame_%1.png").arg(k, 5, 10, QLatin1Char('0')))));
 
     // The composer in a Qt context of the test's own, frame 0, with the view's camera after it.
-    QOffscreenSurface surface;
-    surface.setFormat(QSurfaceFormat::defaultFormat());
-    surface.create();
-    QOpenGLContext context;
-    context.setFormat(QSurfaceFormat::defaultFormat());
-    ASSERT_TRUE(context.create() && context.makeCurrent(&surface));
     {
-        GlApi gl;
-        std::string why;
-        ASSERT_TRUE(
-            gl.load([&](const char* name) { return GlApi::Proc(context.getProcAddress(name)); }, &why))
-            << why;
+        const OwnGlContext own;
+        ASSERT_TRUE(own.ok) << own.why;
         AnimationExporter exporter(*window->particles().scene(), o);
-        ASSERT_TRUE(exporter.initialize(gl)) << exporter.error();
+        ASSERT_TRUE(exporter.initialize(own.gl)) << exporter.error();
         ASSERT_TRUE(exporter.solve());
         QImage frame;
         ASSERT_TRUE(exporter.renderFrame(0, frame));
@@ -175,7 +188,6 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
         EXPECT_EQ(drawn, inside);
         exporter.release();
     }
-    context.doneCurrent();
 
 #if FLOWSCOPE_UI_TESTS_EGL
     // The same frames from an EGL surfaceless context, as flowscope-cli render draws them; and with the
@@ -204,6 +216,97 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
         exporter.release();
     }
 #endif
+}
+
+// A cone animation (flowscope-cli render --view cone): frame k draws each curve up to its time t_k, so the
+// curves grow from a point; a run that has finished keeps its dot on its end point, and one that has left
+// through the top keeps it where it left; from the frame where the particle run stops (here it diverges
+// early) the picture carries a red banner saying so.
+TEST(ConeAnimation, CurvesGrowDotsStayAndTheParticlesStopIsInThePicture) {
+    FLOWSCOPE_REQUIRE_GUI();
+    Scene scene = loadScene(presetPath("cone-fig3d-mixed.json").toStdString());
+    scene.moments.grid.nu = scene.moments.grid.nc = 10;
+    scene.n = 64;
+    scene.integrator.divergenceNorm = 3.0; // max |x_i| is 1.76 at t = 0; the run stops before t = 50
+    const OwnGlContext own;
+    ASSERT_TRUE(own.ok) << own.why;
+    const AnimationOptions o{.view = AnimationView::Cone,
+                             .frames = 4,
+                             .fps = 10,
+                             .width = 480,
+                             .height = 360,
+                             .dtPerFrame = 50.0}; // t = 0, 50, 100, 150 (the solver's max_iter x step)
+    AnimationExporter exporter(scene, o);
+    ASSERT_TRUE(exporter.initialize(own.gl)) << exporter.error();
+    ASSERT_TRUE(exporter.solve()) << exporter.error();
+    const ConePicture& picture = *exporter.conePicture();
+    const ConeData& data = *picture.data();
+    ASSERT_GT(data.clipped, 0); // blow-ups that leave through the top
+    const QColor background = PlotStyle().background;
+    const auto drawnAt = [&](const QImage& frame, QPointF p) {
+        for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+                const QColor c = frame.pixelColor(int(p.x()) + dx, int(p.y()) + dy);
+                if (std::abs(c.red() - background.red()) + std::abs(c.green() - background.green()) +
+                        std::abs(c.blue() - background.blue()) >
+                    60)
+                    return true;
+            }
+        return false;
+    };
+    QImage frame;
+    for (long k = 0; k < o.frames; ++k) {
+        ASSERT_TRUE(exporter.renderFrame(k, frame));
+        const double t = double(k) * *o.dtPerFrame;
+        int finished = 0, left = 0;
+        for (std::size_t i = 0; i < data.trajectories.size(); ++i) {
+            const ConeTrajectory& traj = data.trajectories[i];
+            const std::vector<Eigen::Vector3d> curve = picture.drawnCurve(i);
+            const auto dot = picture.dotPosition(i);
+            ASSERT_FALSE(curve.empty()) << i;
+            ASSERT_TRUE(dot.has_value()) << "trajectory " << i << " at t = " << t;
+            // The curve ends at the dot: no record after t is drawn.
+            EXPECT_LT((curve.back() - *dot).norm(), 1e-9) << i;
+            const long upToT =
+                std::count_if(traj.times.begin(), traj.times.end(), [&](double s) { return s <= t; });
+            EXPECT_LE(long(curve.size()), upToT + 1) << "trajectory " << i << " at t = " << t;
+            if (k == 0) EXPECT_EQ(curve.size(), 1u) << i;
+            if (traj.peakTrace() <= data.heightCap) {
+                EXPECT_LT((*dot - traj.at(t)).norm(), 1e-9) << i; // the state at t
+            } else if (traj.times.back() <= t) {
+                EXPECT_NEAR(dot->z(), data.heightCap, 1e-9 * data.heightCap) << i; // where it left
+                ++left;
+            }
+            const QPointF at = picture.project(*dot);
+            const bool covered = picture.legendRect().contains(at) || picture.colorBarRect().contains(at) ||
+                                 picture.bannerRect().contains(at);
+            if (traj.times.back() <= t) {
+                ++finished; // its dot stays on its end point (the state at t), or where it left
+                if (!covered) EXPECT_TRUE(drawnAt(frame, at)) << "trajectory " << i << " at t = " << t;
+            }
+        }
+        if (k == o.frames - 1) EXPECT_GT(left, 0);
+        if (k == o.frames - 1) EXPECT_GT(finished, left);
+
+        // The banner: none at t = 0 (nothing has run yet), then the particles' stop, in red, in the picture.
+        if (k == 0) {
+            EXPECT_TRUE(picture.banner().isEmpty()) << picture.banner().toStdString();
+            EXPECT_TRUE(picture.bannerRect().isEmpty());
+            continue;
+        }
+        EXPECT_TRUE(picture.banner().startsWith(QStringLiteral("Particles: Diverged at t = ")))
+            << picture.banner().toStdString();
+        const QRect box = picture.bannerRect().toAlignedRect().intersected(frame.rect());
+        ASSERT_GT(box.width() * box.height(), 400);
+        long red = 0;
+        for (int y = box.top(); y <= box.bottom(); ++y)
+            for (int x = box.left(); x <= box.right(); ++x) {
+                const QColor c = frame.pixelColor(x, y);
+                red += c.red() > 150 && c.green() < 100 && c.blue() < 100;
+            }
+        EXPECT_GT(red, long(box.width()) * box.height() / 2) << "frame " << k;
+    }
+    exporter.release();
 }
 
 TEST_F(AnimationExportTest, CancelAfterTheSecondFrameLeavesNothing) {

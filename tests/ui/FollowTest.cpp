@@ -72,6 +72,20 @@ TEST(Follow, KeepsTheFig2dCloudInViewToT25) {
     EXPECT_TRUE(boxInView(view));
     EXPECT_EQ(view.picture().offView().count, 0);
     saveShot(view.grabFramebuffer(), QStringLiteral("follow-on-fig2d-t25.png"));
+
+    // The Gaussian overlay is the moment ODE from the scene's N(α₀ = 0, Σ₀), and α = 0 is a fixed point of
+    // α' = V(I + ΣA)α: the ellipses stay at the origin, rightly, while the sample mean (off 0 by about
+    // √(Σ₀/N) at t = 0; the same ODE from it runs away too) leaves. The overlay's tooltip says so.
+    const auto gaussian = view.picture().overlay().at(view.displayedSnapshot()->t);
+    ASSERT_TRUE(gaussian.has_value());
+    EXPECT_LT(gaussian->mean.norm(), 1e-12);
+    QAction* overlay = nullptr;
+    for (QAction* a : w.findChildren<QAction*>())
+        if (a->text() == QStringLiteral("Gaussian overlay")) overlay = a;
+    ASSERT_NE(overlay, nullptr);
+    EXPECT_TRUE(overlay->toolTip().contains(QStringLiteral("not from the sampled tokens")))
+        << overlay->toolTip().toStdString();
+    EXPECT_TRUE(overlay->toolTip().contains(QStringLiteral("unstable fixed point")));
 }
 
 TEST(Follow, OffTheIndicatorCountsTheTokensOutsideTheView) {

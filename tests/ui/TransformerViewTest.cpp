@@ -12,18 +12,26 @@
 
 #include <QAbstractButton>
 #include <QAbstractSpinBox>
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QGridLayout>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QTabWidget>
+#include <QToolButton>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <set>
 
 namespace flowscope::test {
 namespace {
@@ -122,8 +130,58 @@ TEST_F(TransformerViewTest, EvaluateAddsTheHeldOutDiagnostics) {
     EXPECT_LE(e.straightness, 1.0 + 1e-12);
     EXPECT_TRUE(std::isfinite(e.closedFormError));
     EXPECT_TRUE(std::isfinite(e.lipschitzBound)); // λ_OT above the threshold
-    EXPECT_TRUE(panel->statusText().contains(QStringLiteral("held-out: straightness")))
-        << panel->statusText().toStdString();
+    // The read-outs: a compact grid under the run controls, not a wall of wrapped status text. The status is
+    // the iteration and the threshold, a line each; the grid has a row per quantity, a right-aligned column
+    // per model, each label one line that fits its width.
+    EXPECT_LE(panel->statusText().count(QLatin1Char('\n')), 1) << panel->statusText().toStdString();
+    const QString readouts = panel->readoutText();
+    for (const char* row : {"λ_OT = 1 | λ_OT = 0", "objective | ", "Held-out, iteration ", "straightness | ",
+                            "to the closed form | ", "Lipschitz ratio | ", "Theorem 2 bound | "})
+        EXPECT_TRUE(readouts.contains(QString::fromUtf8(row))) << row << "\n" << readouts.toStdString();
+    auto* grid = panel->findChild<QWidget*>(QStringLiteral("readouts"));
+    ASSERT_NE(grid, nullptr);
+    ASSERT_TRUE(grid->isVisible());
+    int visible = 0;
+    for (QLabel* label : grid->findChildren<QLabel*>()) {
+        if (!label->isVisible()) continue;
+        ++visible;
+        EXPECT_FALSE(label->wordWrap()) << label->text().toStdString();
+        EXPECT_LE(label->sizeHint().width(), label->width()) << label->text().toStdString();
+        EXPECT_GE(label->x(), 0);
+        EXPECT_LE(label->geometry().right(), grid->width()) << label->text().toStdString();
+    }
+    EXPECT_GE(visible, 20);
+    // The values of a model share one right edge (the grid's column), right of every name.
+    auto* layout = qobject_cast<QGridLayout*>(grid->layout());
+    ASSERT_NE(layout, nullptr);
+    std::map<int, std::set<int>> rightEdges; // by grid column
+    for (int i = 0; i < layout->count(); ++i) {
+        int row = 0, column = 0, rows = 0, columns = 0;
+        layout->getItemPosition(i, &row, &column, &rows, &columns);
+        QWidget* w = layout->itemAt(i)->widget();
+        if (column > 0 && w && w->isVisible()) rightEdges[column].insert(w->geometry().right());
+    }
+    ASSERT_EQ(rightEdges.size(), 2u); // a column per model
+    for (const auto& [column, edges] : rightEdges) EXPECT_EQ(edges.size(), 1u) << "column " << column;
+    // In a 1024 x 640 window the read-outs are on screen whole, with the run controls above them: the
+    // secondary settings fold away (More settings), the panel scrolls rather than cutting anything off.
+    window->resize(1024, 640);
+    QApplication::processEvents();
+    ASSERT_LE(window->height(), 640);
+    const QRect inWindow(grid->mapTo(window.get(), QPoint(0, 0)), grid->size());
+    EXPECT_TRUE(window->rect().contains(inWindow)) << inWindow.bottom() << " below " << window->height();
+    auto* area = panel->findChild<QScrollArea*>();
+    ASSERT_NE(area, nullptr);
+    EXPECT_TRUE(
+        area->viewport()->rect().contains(QRect(grid->mapTo(area->viewport(), QPoint(0, 0)), grid->size())));
+    EXPECT_FALSE(area->horizontalScrollBar()->isVisible())
+        << area->viewport()->width() << " px wide, the panel needs "
+        << area->widget()->minimumSizeHint().width();
+    auto* more = panel->findChild<QToolButton*>(QStringLiteral("transformer.more"));
+    ASSERT_NE(more, nullptr);
+    EXPECT_FALSE(control<QSpinBox>("transformer.seed")->isVisible());
+    more->click();
+    EXPECT_TRUE(control<QSpinBox>("transformer.seed")->isVisible());
     // The straightness plot has its held-out dots (orange: the regularized model).
     const QImage image = grabView();
     const double dpr = view->devicePixelRatioF();

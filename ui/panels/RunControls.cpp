@@ -5,6 +5,8 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 namespace flowscope {
 
 namespace {
@@ -36,7 +38,18 @@ RunControls::RunControls(const Tips& tips, QWidget* parent) : QWidget(parent) {
     step_ = button(this, tr("Step"), "step", tips.step);
     reset_ = button(this, tr("Reset"), "reset", tips.reset);
     evaluate_ = button(this, tr("Evaluate"), "evaluate", tips.evaluate);
-    for (QPushButton* b : {start_, step_, reset_, evaluate_}) buttons->addWidget(b);
+    // The style gives a push button at least 80 px, so four did not fit a dock narrower than about 340 px
+    // (the Transformer panel at 1024 px scrolled sideways): each may shrink to the longest text it shows,
+    // padded.
+    const QFontMetrics fm(start_->font());
+    int longest = 0;
+    for (const QString& text :
+         {tr("Start"), tr("Pause"), tr("Resume"), tr("Step"), tr("Reset"), tr("Evaluate")})
+        longest = std::max(longest, fm.horizontalAdvance(text));
+    for (QPushButton* b : {start_, step_, reset_, evaluate_}) {
+        b->setMinimumWidth(longest + 2 * fm.averageCharWidth());
+        buttons->addWidget(b);
+    }
     layout->addLayout(buttons);
     status_ = readOut(this, "status");
     status_->setToolTip(tips.status);

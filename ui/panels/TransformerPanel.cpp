@@ -7,10 +7,12 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFormLayout>
+#include <QGridLayout>
 #include <QGroupBox>
 #include <QLabel>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QToolButton>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -67,10 +69,12 @@ ot::OtTrainerConfig TransformerPanel::defaults(ot::Task task) {
 
 TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) {
     setObjectName(QStringLiteral("transformerPanel"));
-    auto* layout = new QVBoxLayout(this);
+    // In a scrolling area: a dock shorter than the panel scrolls instead of cutting off the read-outs.
+    auto* content = new QWidget(this);
+    auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
 
-    auto* group = new QGroupBox(tr("Transformer (applies on Start)"), this);
+    auto* group = new QGroupBox(tr("Transformer (applies on Start)"), content);
     auto* form = new QFormLayout(group);
     form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
     form->setContentsMargins(6, 6, 6, 6);
@@ -107,11 +111,20 @@ TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) 
     addRow(form, tr("Task"), task_, "transformer.task");
     addRow(form, tr("Architecture"), architecture_, "transformer.architecture");
     addRow(form, tr("λ_OT"), lambda_, "transformer.lambda_ot");
-    addRow(form, tr("Convention"), convention_, "transformer.convention");
     form->addRow(compare_);
     addRow(form, tr("Steps M"), steps_, "transformer.steps");
     addRow(form, tr("Horizon T"), horizon_, "transformer.horizon");
     addRow(form, tr("Width d"), width_, "transformer.width");
+    // The rest of the settings under a fold, closed at first: the task's defaults are the ones to start with.
+    more_ = new QToolButton(group);
+    more_->setObjectName(QStringLiteral("transformer.more"));
+    more_->setCheckable(true);
+    more_->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+    more_->setAutoRaise(true);
+    more_->setToolTip(tr("Convention, MLP, blocks, integrator, velocity, batch, learning rate and seed"));
+    form->addRow(more_);
+    const int firstMore = form->rowCount();
+    addRow(form, tr("Convention"), convention_, "transformer.convention");
     addRow(form, tr("MLP hidden"), mlp_, "transformer.mlp");
     addRow(form, tr("Blocks D"), blocks_, "transformer.blocks");
     addRow(form, tr("Integrator"), integrator_, "transformer.integrator");
@@ -119,12 +132,22 @@ TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) 
     addRow(form, tr("Batch"), batch_, "transformer.batch");
     addRow(form, tr("Learning rate"), lr_, "transformer.lr");
     addRow(form, tr("Seed"), seed_, "transformer.seed");
+    const int lastMore = form->rowCount();
+    const auto fold = [this, form, firstMore, lastMore](bool open) {
+        more_->setArrowType(open ? Qt::DownArrow : Qt::RightArrow);
+        more_->setText(open ? tr("Fewer settings") : tr("More settings"));
+        for (int row = firstMore; row < lastMore; ++row) form->setRowVisible(row, open);
+    };
+    connect(more_, &QToolButton::toggled, this, fold);
+    fold(false);
     layout->addWidget(group);
 
     addRunControls(layout,
                    {tr("One iteration: objective (8) on a fresh batch, its gradient, one Adam step"),
                     tr("Back to iteration 0 of this run: the initial parameters, the same batches"),
                     parameterTooltip("transformer.evaluate"), parameterTooltip("transformer.status")});
+    buildReadouts(layout);
+    form::scrollInto(this, content, form::Sideways::Never);
 
     setConfig(defaults(ot::Task::A), true);
 
@@ -249,41 +272,135 @@ void TransformerPanel::onEdited() {
     controls_->markEdited();
 }
 
+// A grid of short rows under the run controls: a name on the left (its meaning in its tooltip), one
+// right-aligned column of values per model.
+void TransformerPanel::buildReadouts(QVBoxLayout* layout) {
+    readouts_ = new QWidget(this);
+    readouts_->setObjectName(QStringLiteral("readouts"));
+    auto* grid = new QGridLayout(readouts_);
+    grid->setContentsMargins(2, 0, 2, 0);
+    grid->setHorizontalSpacing(10);
+    grid->setVerticalSpacing(2);
+    grid->setColumnStretch(0, 1);
+    const QString names[Rows] = {QString(),           tr("objective"),       tr("transport"),
+                                 tr("learning rate"), tr("Held-out"),        tr("straightness"),
+                                 QString(),           tr("Lipschitz ratio"), tr("Theorem 2 bound")};
+    const QString tips[Rows] = {
+        QString(),
+        tr("Objective (8) on the last batch: the loss plus λ_OT times the transport cost"),
+        tr("Transport cost of the last batch: the kinetic energy of the tokens' paths"),
+        tr("Adam's learning rate at this iteration"),
+        tr("The last held-out evaluation (Evaluate, and every 250 iterations) on 200 fresh sets"),
+        tr("‖X_M − X_0‖ / Σ‖ΔX‖ over the held-out paths: 1 for straight lines"),
+        QString(),
+        tr("Empirical Lipschitz ratio of the trained map on the held-out sets"),
+        tr("Theorem 2's bound on the Lipschitz ratio: finite when λ_OT exceeds the threshold T·L²")};
+    for (int r = 0; r < Rows; ++r) {
+        readoutName_[r] = new QLabel(names[r], readouts_);
+        readoutName_[r]->setToolTip(tips[r]);
+        if (r == HeldOut) {
+            QFont bold = readoutName_[r]->font();
+            bold.setBold(true);
+            readoutName_[r]->setFont(bold);
+            grid->addWidget(readoutName_[r], r, 0, 1, 3);
+            continue;
+        }
+        grid->addWidget(readoutName_[r], r, 0);
+        for (int c = 0; c < 2; ++c) {
+            readoutValue_[r][c] = new QLabel(readouts_);
+            readoutValue_[r][c]->setAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            readoutValue_[r][c]->setToolTip(tips[r]);
+            readoutValue_[r][c]->setTextInteractionFlags(Qt::TextSelectableByMouse);
+            grid->addWidget(readoutValue_[r][c], r, 1 + c);
+        }
+    }
+    // Under the run controls (before the stretch addRunControls put last).
+    layout->insertWidget(layout->count() - 1, readouts_);
+}
+
+QString TransformerPanel::readoutText() const {
+    QStringList lines;
+    for (int r = 0; r < Rows; ++r) {
+        if (readoutName_[r]->isHidden()) continue;
+        QString line = readoutName_[r]->text();
+        if (r != HeldOut)
+            for (int c = 0; c < 2; ++c)
+                if (!readoutValue_[r][c]->isHidden())
+                    line += QStringLiteral(" | ") + readoutValue_[r][c]->text();
+        lines << line;
+    }
+    return lines.join(QLatin1Char('\n'));
+}
+
+void TransformerPanel::showReadouts(const TransformerSnapshot* snapshot) {
+    const std::size_t models = snapshot ? std::min<std::size_t>(snapshot->trainers.size(), 2) : 0;
+    bool shown[Rows] = {};
+    const auto set = [&](int row, std::size_t c, const QString& text, const QString& tip = {}) {
+        readoutValue_[row][c]->setText(text);
+        if (!tip.isEmpty()) readoutValue_[row][c]->setToolTip(tip);
+        shown[row] = true;
+    };
+    for (std::size_t c = 0; c < models; ++c) {
+        const TransformerTrainerState& t = snapshot->trainers[c];
+        set(Header, c, QString::fromStdString(t.label));
+        if (!t.history.empty()) {
+            const ot::LossTerms& terms = t.history.back().terms;
+            set(Objective, c, number(terms.loss));
+            set(Transport, c, number(terms.transport));
+            set(Rate, c, number(t.learningRate));
+        }
+        if (!t.evaluations.empty()) {
+            const ot::OtEvaluation& e = t.evaluations.back();
+            readoutName_[HeldOut]->setText(tr("Held-out, iteration %1").arg(e.iteration));
+            shown[HeldOut] = true;
+            set(Straightness, c, number(e.straightness));
+            set(Target, c, number(snapshot->task == ot::Task::A ? e.closedFormError : e.terms.accuracy));
+            set(Lipschitz, c, number(e.lipschitzRatio));
+        }
+        // Theorem 2: λ_OT against the threshold T·L²; the bound where it holds.
+        if (t.lambdaOt > 0 || snapshot->comparison) {
+            const double lambda = t.lambdaOt, threshold = snapshot->threshold;
+            const double bound = t.evaluations.empty() ? NAN : t.evaluations.back().lipschitzBound;
+            const QString verdict = lambda > threshold
+                                        ? tr("λ_OT %1 > threshold T·L² = %2: Theorem 2's bound holds")
+                                              .arg(number(lambda), number(threshold))
+                                        : tr("λ_OT %1 ≤ threshold T·L² = %2: no Lipschitz bound")
+                                              .arg(number(lambda), number(threshold));
+            set(Bound, c,
+                lambda > threshold ? (std::isfinite(bound) ? number(bound) : tr("holds")) : tr("none"),
+                verdict);
+        }
+    }
+    readoutName_[Target]->setText(snapshot && snapshot->task == ot::Task::B ? tr("accuracy")
+                                                                            : tr("to the closed form"));
+    readoutName_[Target]->setToolTip(
+        snapshot && snapshot->task == ot::Task::B
+            ? tr("Held-out classification accuracy")
+            : tr("Mean distance of the held-out end points to the closed form X*(T)"));
+    shown[Header] = shown[Header] && models > 1; // one model: no column heads
+    for (int r = 0; r < Rows; ++r) {
+        readoutName_[r]->setVisible(shown[r]);
+        if (r == HeldOut) continue;
+        for (std::size_t c = 0; c < 2; ++c) readoutValue_[r][c]->setVisible(shown[r] && c < models);
+    }
+    readouts_->setVisible(models > 0);
+}
+
 void TransformerPanel::setSnapshot(const std::shared_ptr<const TransformerSnapshot>& snapshot, bool playing) {
     snapshot_ = snapshot;
     QStringList lines = beginStatus(snapshot.get(), playing);
+    showReadouts(snapshot.get());
     QString warning;
     bool error = false;
     if (snapshot) {
         if (!snapshot->trainers.empty() &&
             (snapshot->comparison || snapshot->trainers.front().lambdaOt > 0)) {
             const double lambda = snapshot->trainers.front().lambdaOt;
-            const double threshold = snapshot->threshold;
-            lines << (lambda > threshold ? tr("λ_OT %1 > threshold T·L² = %2: Theorem 2's bound holds")
-                                               .arg(number(lambda), number(threshold))
-                                         : tr("λ_OT %1 ≤ threshold T·L² = %2: no Lipschitz bound")
-                                               .arg(number(lambda), number(threshold)));
-        }
-        for (const TransformerTrainerState& t : snapshot->trainers) {
-            const QString prefix =
-                snapshot->comparison ? QString::fromStdString(t.label) + QStringLiteral(": ") : QString();
-            if (!t.history.empty()) {
-                const ot::LossTerms& terms = t.history.back().terms;
-                lines << prefix +
-                             tr("objective %1 · transport %2 · lr %3")
-                                 .arg(number(terms.loss), number(terms.transport), number(t.learningRate));
-            }
-            if (!t.evaluations.empty()) {
-                const ot::OtEvaluation& e = t.evaluations.back();
-                QString target = snapshot->task == ot::Task::A
-                                     ? tr("to closed form %1").arg(number(e.closedFormError))
-                                     : tr("accuracy %1").arg(number(e.terms.accuracy));
-                QString lipschitz = tr("Lipschitz %1").arg(number(e.lipschitzRatio));
-                if (std::isfinite(e.lipschitzBound)) lipschitz += tr(" ≤ %1").arg(number(e.lipschitzBound));
-                lines << prefix + tr("held-out: straightness %1 · %2 · %3 (at %4)")
-                                      .arg(number(e.straightness), target, lipschitz)
-                                      .arg(e.iteration);
-            }
+            lines
+                << (lambda > snapshot->threshold
+                        ? tr("λ_OT %1 > threshold T·L² = %2").arg(number(lambda), number(snapshot->threshold))
+                        : tr("λ_OT %1 ≤ threshold T·L² = %2")
+                              .arg(number(lambda), number(snapshot->threshold)));
         }
         if (!snapshot->error.empty()) {
             warning = QString::fromStdString(snapshot->error);

@@ -5,12 +5,13 @@
 // architecture (OT-Transformer, N-ODE, discrete), λ_OT and its convention, steps M, horizon T, width d, MLP
 // hidden units, blocks D, integrator, comparison with λ_OT = 0, batch, learning rate and seed. They apply
 // when a run starts (ui/panels/RunControls.h: Start, Step, Reset, Evaluate); choosing a task loads its
-// defaults. The panel only emits requests; the main window drives the runner and feeds snapshots back to the
-// status lines: the iteration, it/s, λ_OT against Theorem 2's threshold T·L², and per model the batch loss
-// and the last held-out diagnostics, with rejected steps and a stopped run in a warning colour.
+// defaults. The panel only emits requests; the main window drives the runner and feeds snapshots back: the
+// status line (the iteration, it/s), a grid of read-outs under it, one column per model (the batch's
+// objective, transport and learning rate; the last held-out diagnostics; λ_OT against Theorem 2's threshold
+// T·L²), and rejected steps and a stopped run in a warning colour.
 //
 // Every control's objectName is its parameter key (Tooltips.h, "transformer.*"); the buttons are "start",
-// "step", "reset" and "evaluate", the labels "status" and "warning".
+// "step", "reset" and "evaluate", the labels "status" and "warning", the grid "readouts".
 #pragma once
 
 #include "engine/ottransformer/Trainer.h"
@@ -19,6 +20,8 @@
 #include "ui/panels/TrainingPanelBase.h"
 
 #include <QString>
+
+class QToolButton;
 
 #include <memory>
 
@@ -44,6 +47,9 @@ class TransformerPanel : public TrainingPanelBase {
     // step).
     void setSnapshot(const std::shared_ptr<const TransformerSnapshot>& snapshot, bool playing);
 
+    // The grid of read-outs as text, one shown row a line: its name, then its values separated by " | ".
+    QString readoutText() const;
+
   signals:
     void startRequested(const ot::OtTrainerConfig& config, bool comparison, bool play);
 
@@ -53,6 +59,8 @@ class TransformerPanel : public TrainingPanelBase {
     void restate() override { setSnapshot(snapshot_, controls_->playing()); }
     void updateEnabled();
     void forgetLoadedModel(); // an architecture edit: Start builds a fresh model again
+    void buildReadouts(QVBoxLayout* layout);
+    void showReadouts(const TransformerSnapshot* snapshot);
 
     QComboBox* task_ = nullptr;
     QComboBox* architecture_ = nullptr;
@@ -69,7 +77,24 @@ class TransformerPanel : public TrainingPanelBase {
     QSpinBox* batch_ = nullptr;
     QDoubleSpinBox* lr_ = nullptr;
     QSpinBox* seed_ = nullptr;
+    QToolButton* more_ = nullptr; // folds the secondary settings away
     std::shared_ptr<const TransformerSnapshot> snapshot_;
+    // The read-outs: a name and up to two values (one per model) a row; the first row heads the columns.
+    enum Readout {
+        Header,
+        Objective,
+        Transport,
+        Rate,
+        HeldOut,
+        Straightness,
+        Target,
+        Lipschitz,
+        Bound,
+        Rows
+    };
+    QWidget* readouts_ = nullptr;
+    QLabel* readoutName_[Rows] = {};
+    QLabel* readoutValue_[Rows][2] = {};
     // A loaded model (MainWindow::openModelFile), kept as the flows' panel keeps one: Start trains these
     // parameters on until the task or an architecture control is edited.
     ot::TransformerConfig loadedModel_;

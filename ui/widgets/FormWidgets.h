@@ -12,6 +12,7 @@
 #include <QFrame>
 #include <QLabel>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QString>
 #include <QVBoxLayout>
@@ -90,10 +91,30 @@ template <class Box, class T, class Then> void bind(QObject* context, Box* box, 
     });
 }
 
+// A scroll area that scrolls up and down only: it is never narrower than its content's minimum width (with
+// room for the vertical scroll bar), so a dock holding it keeps that width instead of scrolling sideways.
+class VerticalScrollArea : public QScrollArea {
+  public:
+    using QScrollArea::QScrollArea;
+    QSize minimumSizeHint() const override {
+        QSize size = QScrollArea::minimumSizeHint();
+        if (widget())
+            size.setWidth(widget()->minimumSizeHint().width() + verticalScrollBar()->sizeHint().width() +
+                          2 * frameWidth());
+        return size;
+    }
+};
+
+// Whether a scrolling panel may scroll sideways (a dock narrower than its content), or never (its dock keeps
+// the content's minimum width: VerticalScrollArea).
+enum class Sideways { Scrolls, Never };
+
 // A panel's content in a frameless, vertically scrolling area that fills `panel` (a dock shorter than the
 // form scrolls instead of squeezing it).
-inline void scrollInto(QWidget* panel, QWidget* content) {
-    auto* scroll = new QScrollArea(panel);
+inline void scrollInto(QWidget* panel, QWidget* content, Sideways sideways = Sideways::Scrolls) {
+    QScrollArea* scroll =
+        sideways == Sideways::Never ? new VerticalScrollArea(panel) : new QScrollArea(panel);
+    if (sideways == Sideways::Never) scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
     scroll->setWidget(content);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);

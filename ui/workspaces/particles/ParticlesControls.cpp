@@ -137,8 +137,11 @@ void ParticlesWorkspace::buildActions() {
     overlayAction_ = new QAction(tr("Gaussian overlay"), this);
     overlayAction_->setCheckable(true);
     overlayAction_->setChecked(true);
-    overlayAction_->setToolTip(tr("1σ and 2σ ellipses of N(α(t), Σ(t)) solving the moment ODE "
-                                  "α' = b, Σ' = LΣ + ΣLᵀ from the initial Gaussian"));
+    overlayAction_->setToolTip(
+        tr("1σ and 2σ ellipses of N(α(t), Σ(t)) solving the moment ODE α' = b, Σ' = LΣ + ΣLᵀ from the "
+           "scene's initial Gaussian N(α₀, Σ₀), not from the sampled tokens. Where α₀ is an unstable fixed "
+           "point (Fig 2(d): α₀ = 0, α' = V(I + ΣA)α) the ellipses stay at α₀ while the cloud's sample mean, "
+           "off α₀ by about √(Σ₀/N) at t = 0, grows away from it: the picture is right, the two part."));
     connect(overlayAction_, &QAction::toggled, view_, &ParticleView::setShowOverlay);
 
     hudAction_ = new QAction(tr("Heads-up display"), this);
