@@ -100,6 +100,19 @@ class SweepsWorkspaceTest : public MainWindowFilesFixture {
     QTabWidget* tabs() { return qobject_cast<QTabWidget*>(window->centralWidget()); }
 };
 
+TEST_F(SweepsWorkspaceTest, TheWorkspaceRegistersAndItsPageShows) {
+    ASSERT_EQ(tabs()->count(), 6);
+    EXPECT_EQ(tabs()->tabText(5), QStringLiteral("Sweeps"));
+    EXPECT_EQ(tabs()->currentWidget(), view());
+    EXPECT_EQ(window->activeWorkspace(), &sweeps());
+    EXPECT_TRUE(sweeps().panel()->isVisible()); // the Sweeps tab raised its panel
+    // The shipped sweeps are offered.
+    for (const char* name : {"disc-tmax", "fig11-ranks-l2", "fig4-ranks-softmax", "sphere-beta-n"})
+        EXPECT_GE(sweeps().panel()->sweepBox()->findText(QString::fromLatin1(name)), 0) << name;
+    window->showFlowsView();
+    EXPECT_FALSE(sweeps().panel()->isVisible());
+}
+
 TEST_F(SweepsWorkspaceTest, TheDiscCellsDrawnAreProp2sTMax) {
     runToEnd(kDisc);
     const SweepPicture& picture = view()->picture();
