@@ -516,6 +516,22 @@ SweepPoint sweepPoint(const SweepSpec& spec, long run) {
     return p;
 }
 
+long sweepCellWith(const SweepSpec& spec, const std::vector<std::pair<std::string, double>>& values) {
+    std::vector<long> index(spec.axes.size(), 0);
+    for (const auto& [name, value] : values) {
+        const auto axis = std::find_if(spec.axes.begin(), spec.axes.end(),
+                                       [&name = name](const SweepAxis& a) { return a.name == name; });
+        if (axis == spec.axes.end()) return -1;
+        const auto at = std::find(axis->values.begin(), axis->values.end(), value);
+        if (at == axis->values.end()) return -1;
+        index[std::size_t(axis - spec.axes.begin())] = long(at - axis->values.begin());
+    }
+    long cell = 0;
+    for (std::size_t a = 0; a < spec.axes.size(); ++a)
+        cell = cell * long(spec.axes[a].values.size()) + index[a];
+    return cell;
+}
+
 Scene sweepScene(const SweepSpec& spec, long run) {
     const SweepPoint p = sweepPoint(spec, run);
     const Json j = sceneDocumentOf(spec, p);

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace flowscope {
@@ -115,6 +116,10 @@ struct SweepPoint {
     std::vector<double> values; // one per axis
 };
 SweepPoint sweepPoint(const SweepSpec& spec, long run);
+
+// The first cell where the axes named in `values` take those values and the other axes their first value;
+// -1 when a name is no axis or an axis has no such value.
+long sweepCellWith(const SweepSpec& spec, const std::vector<std::pair<std::string, double>>& values);
 
 // The scene of a run: the base with the axes' values, the draws and the seed applied, validated. Throws
 // SweepError naming the cell (its axis values) and the scene's message.

@@ -55,36 +55,67 @@ void text(Figure& f, double x, double y, const std::string& s, double size,
 
 } // namespace
 
-Figure sweepHeatmap(const SweepTable& table, const std::string& x, const std::string& y,
-                    const std::string& measure) {
+SweepHeat sweepHeat(const SweepTable& table, const std::string& x, const std::string& y,
+                    const std::string& measure, std::vector<double> xLevels, std::vector<double> yLevels) {
     const std::vector<double>&xs = table.column(x), &ys = table.column(y), &ms = table.column(measure);
-    const std::vector<double> xl = levels(xs), yl = levels(ys);
-    const std::size_t nx = xl.size(), ny = yl.size();
-    std::vector<double> sum(nx * ny, 0.0), count(nx * ny, 0.0), prop2(nx * ny, 0.0), prop2n(nx * ny, 0.0);
+    SweepHeat h;
+    h.xLevels = xLevels.empty() ? levels(xs) : levels(xLevels);
+    h.yLevels = yLevels.empty() ? levels(ys) : levels(yLevels);
+    const std::size_t nx = h.nx(), ny = h.ny(), n = nx * ny;
+    h.rows.assign(n, 0);
+    h.numbers.assign(n, 0);
+    std::vector<double> sum(n, 0.0), prop2(n, 0.0), prop2n(n, 0.0);
     const std::vector<double>* blowUp = nullptr;
     for (std::size_t c = 0; c < table.columns.size(); ++c)
         if (table.columns[c] == "prop2_blow_up") blowUp = &table.values[c];
+    h.hasProp2 = blowUp != nullptr;
     for (std::size_t r = 0; r < ms.size(); ++r) {
         if (std::isnan(xs[r]) || std::isnan(ys[r])) continue;
-        const std::size_t k = indexOf(yl, ys[r]) * nx + indexOf(xl, xs[r]);
+        const std::size_t i = indexOf(h.xLevels, xs[r]), j = indexOf(h.yLevels, ys[r]);
+        if (i >= nx || j >= ny || h.xLevels[i] != xs[r] || h.yLevels[j] != ys[r]) continue; // not a level
+        const std::size_t k = h.index(i, j);
+        h.rows[k] += 1;
         if (!std::isnan(ms[r])) {
             sum[k] += ms[r];
-            count[k] += 1;
+            h.numbers[k] += 1;
         }
         if (blowUp && !std::isnan((*blowUp)[r])) {
             prop2[k] += (*blowUp)[r];
             prop2n[k] += 1;
         }
     }
+    h.mean.assign(n, NAN);
+    h.regime.assign(n, -1);
     double lo = INFINITY, hi = -INFINITY;
-    for (std::size_t k = 0; k < sum.size(); ++k)
-        if (count[k] > 0) {
-            lo = std::min(lo, sum[k] / count[k]);
-            hi = std::max(hi, sum[k] / count[k]);
+    for (std::size_t k = 0; k < n; ++k) {
+        if (h.numbers[k] > 0) {
+            h.mean[k] = sum[k] / double(h.numbers[k]);
+            lo = std::min(lo, h.mean[k]);
+            hi = std::max(hi, h.mean[k]);
         }
-    if (!(lo <= hi)) lo = hi = 0;
-    const double span = hi > lo ? hi - lo : 1;
+        if (prop2n[k] > 0) h.regime[k] = prop2[k] / prop2n[k] >= 0.5 ? 1 : 0;
+    }
+    if (lo <= hi) {
+        h.lo = lo;
+        h.hi = hi;
+    }
+    for (std::size_t j = 0; j < ny; ++j)
+        for (std::size_t i = 0; i < nx; ++i) {
+            const int a = h.regime[h.index(i, j)];
+            if (a < 0) continue;
+            const auto differs = [&](std::size_t k) { return h.regime[k] >= 0 && h.regime[k] != a; };
+            if (i + 1 < nx && differs(h.index(i + 1, j))) h.boundary.push_back({i, j, true});
+            if (j + 1 < ny && differs(h.index(i, j + 1))) h.boundary.push_back({i, j, false});
+        }
+    return h;
+}
 
+Figure sweepHeatmap(const SweepTable& table, const std::string& x, const std::string& y,
+                    const std::string& measure) {
+    const SweepHeat h = sweepHeat(table, x, y, measure);
+    const std::vector<double>&xl = h.xLevels, &yl = h.yLevels;
+    const std::size_t nx = h.nx(), ny = h.ny();
+    const double lo = h.lo, hi = h.hi;
     Figure f;
     f.width = 760;
     f.height = 600;
@@ -93,32 +124,19 @@ Figure sweepHeatmap(const SweepTable& table, const std::string& x, const std::st
     const double cw = pw / double(nx), ch = ph / double(ny);
     for (std::size_t j = 0; j < ny; ++j)
         for (std::size_t i = 0; i < nx; ++i) {
-            const std::size_t k = j * nx + i;
-            const Rgb c = count[k] > 0 ? viridis((sum[k] / count[k] - lo) / span) : kGrey;
+            const std::size_t k = h.index(i, j);
+            const Rgb c = h.numbers[k] > 0 ? viridis(h.unit(h.mean[k])) : kGrey;
             f.rects.push_back({left + double(i) * cw, top + ph - double(j + 1) * ch, cw + 0.5, ch + 0.5, c});
         }
     // Prop 2's predicted boundary: edges between cells of different predicted regimes.
-    bool boundary = false;
-    if (blowUp) {
-        const auto regime = [&](std::size_t i, std::size_t j) {
-            const std::size_t k = j * nx + i;
-            return prop2n[k] > 0 ? (prop2[k] / prop2n[k] >= 0.5 ? 1 : 0) : -1;
-        };
-        for (std::size_t j = 0; j < ny; ++j)
-            for (std::size_t i = 0; i < nx; ++i) {
-                const int a = regime(i, j);
-                if (a < 0) continue;
-                const double x0 = left + double(i) * cw, y0 = top + ph - double(j + 1) * ch;
-                if (i + 1 < nx && regime(i + 1, j) >= 0 && regime(i + 1, j) != a) {
-                    f.lines.push_back({x0 + cw, y0, x0 + cw, y0 + ch, kWhite, 3});
-                    boundary = true;
-                }
-                if (j + 1 < ny && regime(i, j + 1) >= 0 && regime(i, j + 1) != a) {
-                    f.lines.push_back({x0, y0, x0 + cw, y0, kWhite, 3});
-                    boundary = true;
-                }
-            }
+    for (const SweepHeat::Edge& e : h.boundary) {
+        const double x0 = left + double(e.i) * cw, y0 = top + ph - double(e.j + 1) * ch;
+        if (e.right)
+            f.lines.push_back({x0 + cw, y0, x0 + cw, y0 + ch, kWhite, 3});
+        else
+            f.lines.push_back({x0, y0, x0 + cw, y0, kWhite, 3});
     }
+    const bool boundary = !h.boundary.empty();
     // Frame, ticks (at most ~10 labels an axis) and labels.
     f.lines.push_back({left, top, left, top + ph, kInk, 1});
     f.lines.push_back({left, top + ph, left + pw, top + ph, kInk, 1});
@@ -151,28 +169,61 @@ Figure sweepHeatmap(const SweepTable& table, const std::string& x, const std::st
         text(f, bx + bw + 8, yy + 4, label(v), 12);
     }
     text(f, bx + bw / 2, top - 10, measure, 13, Figure::Anchor::Middle);
-    if (blowUp)
+    if (h.hasProp2)
         text(f, left + pw, top + ph + 40,
              boundary ? "white: Prop 2's blow-up boundary" : "Prop 2: one regime in every cell", 11,
              Figure::Anchor::End);
     return f;
 }
 
-Figure sweepHistograms(const SweepTable& table, const std::string& x, const std::string& measure) {
+SweepHistogram sweepHistogram(const SweepTable& table, const std::string& x, const std::string& measure,
+                              std::vector<double> panels) {
     const std::vector<double>& ms = table.column(measure);
     const std::vector<double>* xs = x.empty() ? nullptr : &table.column(x);
-    const std::vector<double> panels = xs ? levels(*xs) : std::vector<double>{0};
-    if (panels.size() > 12)
-        throw std::invalid_argument("--x " + x + ": " + std::to_string(panels.size()) +
-                                    " values, more panels than 12");
+    SweepHistogram h;
+    h.panels = !xs ? std::vector<double>{0} : panels.empty() ? levels(*xs) : levels(panels);
     const std::vector<double> all = levels(ms);
-    const bool integral =
-        !all.empty() && all.size() <= 64 &&
-        std::all_of(all.begin(), all.end(), [](double v) { return std::isfinite(v) && v == std::round(v); });
-    const double lo = all.empty() ? 0 : (integral ? std::min(0.0, all.front()) : all.front());
+    h.integral = !all.empty() && all.size() <= 64 && std::all_of(all.begin(), all.end(), [](double v) {
+        return std::isfinite(v) && v == std::round(v);
+    });
+    h.lo = all.empty() ? 0 : (h.integral ? std::min(0.0, all.front()) : all.front());
     const double hi = all.empty() ? 1 : all.back();
-    const int bins = integral ? int(hi - lo) + 1 : 20;
-    const double width = integral ? 1 : (hi > lo ? (hi - lo) / bins : 1);
+    h.bins = h.integral ? int(hi - h.lo) + 1 : 20;
+    h.width = h.integral ? 1 : (hi > h.lo ? (hi - h.lo) / h.bins : 1);
+    h.counts.assign(h.panels.size(), std::vector<long>(std::size_t(h.bins), 0));
+    h.excluded.assign(h.panels.size(), 0);
+    for (std::size_t r = 0; r < ms.size(); ++r) {
+        std::size_t p = 0;
+        if (xs) {
+            p = indexOf(h.panels, (*xs)[r]);
+            if (p >= h.panels.size() || h.panels[p] != (*xs)[r]) continue;
+        }
+        if (!std::isfinite(ms[r])) {
+            ++h.excluded[p];
+            continue;
+        }
+        h.counts[p][std::size_t(h.bin(ms[r]))] += 1;
+    }
+    return h;
+}
+
+int SweepHistogram::bin(double value) const {
+    const double at = (value - lo) / width;
+    return std::clamp(int(integral ? std::round(at) : std::floor(at)), 0, bins - 1);
+}
+
+Figure sweepHistograms(const SweepTable& table, const std::string& x, const std::string& measure) {
+    if (!x.empty()) {
+        const std::size_t panels = levels(table.column(x)).size();
+        if (panels > 12)
+            throw std::invalid_argument("--x " + x + ": " + std::to_string(panels) +
+                                        " values, more panels than 12");
+    }
+    const SweepHistogram h = sweepHistogram(table, x, measure);
+    const std::vector<double>& panels = h.panels;
+    const bool integral = h.integral;
+    const double lo = h.lo, width = h.width;
+    const int bins = h.bins;
 
     Figure f;
     const int cols = int(std::min<std::size_t>(panels.size(), 3)), rows = int((panels.size() + 2) / 3);
@@ -180,17 +231,8 @@ Figure sweepHistograms(const SweepTable& table, const std::string& x, const std:
     f.height = 250 * rows + 60;
     text(f, f.width / 2.0, 28, titleOf(table) + ": " + measure, 17, Figure::Anchor::Middle);
     for (std::size_t p = 0; p < panels.size(); ++p) {
-        std::vector<long> count(std::size_t(bins), 0);
-        long excluded = 0;
-        for (std::size_t r = 0; r < ms.size(); ++r) {
-            if (xs && (*xs)[r] != panels[p]) continue;
-            if (!std::isfinite(ms[r])) {
-                ++excluded;
-                continue;
-            }
-            const double at = (ms[r] - lo) / width;
-            count[std::size_t(std::clamp(int(integral ? std::round(at) : std::floor(at)), 0, bins - 1))] += 1;
-        }
+        const std::vector<long>& count = h.counts[p];
+        const long excluded = h.excluded[p];
         const long most = std::max<long>(1, *std::max_element(count.begin(), count.end()));
         const double ox = 50 + 300.0 * double(p % 3), oy = 60 + 250.0 * double(p / 3);
         const double pw = 240, ph = 160, bw = pw / bins;
@@ -206,7 +248,7 @@ Figure sweepHistograms(const SweepTable& table, const std::string& x, const std:
         }
         f.lines.push_back({ox, oy + ph, ox + pw, oy + ph, kInk, 1});
         f.lines.push_back({ox, oy, ox, oy + ph, kInk, 1});
-        std::string title = xs ? x + " = " + label(panels[p]) : measure;
+        std::string title = !x.empty() ? x + " = " + label(panels[p]) : measure;
         if (excluded) title += " (" + std::to_string(excluded) + " without a value)";
         text(f, ox + pw / 2, oy - 8, title, 13, Figure::Anchor::Middle);
         text(f, ox + pw / 2, oy + ph + 34, measure, 12, Figure::Anchor::Middle);

@@ -205,18 +205,15 @@ std::map<long, SweepJournalEntry> readSweepJournals(const std::string& dir, cons
 
 void writeSweepTable(const std::string& dir, const SweepSpec& spec,
                      const std::map<long, SweepJournalEntry>& entries, const nlohmann::json& record) {
-    const std::vector<std::string> columns = spec.columns();
     const long runs = spec.runs();
-    std::vector<std::vector<double>> values(columns.size(), std::vector<double>(std::size_t(runs)));
-    double seconds = 0;
-    for (long r = 0; r < runs; ++r) {
-        const auto it = entries.find(r);
-        if (it == entries.end())
+    for (long r = 0; r < runs; ++r)
+        if (!entries.count(r))
             throw std::logic_error("sweep table: run " + std::to_string(r) + " is missing");
-        const std::vector<double> row = sweepRow(spec, r, it->second.result);
-        for (std::size_t c = 0; c < columns.size(); ++c) values[c][std::size_t(r)] = row[c];
-        seconds += it->second.seconds;
-    }
+    const SweepTable table = sweepTableOf(spec, entries);
+    const std::vector<std::string>& columns = table.columns;
+    const std::vector<std::vector<double>>& values = table.values;
+    double seconds = 0;
+    for (const auto& [r, e] : entries) seconds += e.seconds;
     const fs::path base(dir);
     std::vector<std::string> paths;
     for (const std::string& c : columns) paths.push_back((base / (c + ".npy")).string());
@@ -237,10 +234,7 @@ void writeSweepTable(const std::string& dir, const SweepSpec& spec,
             }
         });
         nlohmann::json j = record;
-        j["sweep"] = spec.canonical;
-        j["hash"] = spec.hash();
-        j["columns"] = columns;
-        j["runs"] = runs;
+        j.update(table.record);
         j["cells"] = spec.cells();
         j["replicates"] = spec.replicates;
         j["run_seconds_total"] = seconds;
@@ -280,6 +274,20 @@ SweepTable readSweepTable(const std::string& dir) {
         if (t.values.back().size() != t.values.front().size())
             throw OutputError(dir, "column " + c + " has another length");
     }
+    return t;
+}
+
+SweepTable sweepTableOf(const SweepSpec& spec, const std::map<long, SweepJournalEntry>& entries) {
+    SweepTable t;
+    t.columns = spec.columns();
+    t.values.assign(t.columns.size(), {});
+    for (std::vector<double>& v : t.values) v.reserve(entries.size());
+    for (const auto& [r, e] : entries) { // a std::map: in run order
+        const std::vector<double> row = sweepRow(spec, r, e.result);
+        for (std::size_t c = 0; c < t.columns.size(); ++c) t.values[c].push_back(row[c]);
+    }
+    t.record = {
+        {"sweep", spec.canonical}, {"hash", spec.hash()}, {"columns", t.columns}, {"runs", spec.runs()}};
     return t;
 }
 

@@ -79,4 +79,9 @@ struct SweepTable {
 };
 SweepTable readSweepTable(const std::string& dir);
 
+// The table of the runs in `entries`, in run order: every run of the spec (what writeSweepTable writes), or
+// the finished ones of a sweep still running (the app's Sweeps tab draws it as it fills in). The record holds
+// the spec ("sweep"), its hash, the columns and the runs.
+SweepTable sweepTableOf(const SweepSpec& spec, const std::map<long, SweepJournalEntry>& entries);
+
 } // namespace flowscope

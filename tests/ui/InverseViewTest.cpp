@@ -63,7 +63,7 @@ class InverseViewTest : public TrainingTabFixture<InversePanel, InverseView> {
 TEST_F(InverseViewTest, TheWorkspaceRegistersAndItsPageShows) {
     auto* tabs = window->findChild<QTabWidget*>();
     ASSERT_NE(tabs, nullptr);
-    ASSERT_EQ(tabs->count(), 5); // Particles, Covariance cone, Flows, Transformers, Inverse
+    ASSERT_EQ(tabs->count(), 6); // Particles, Covariance cone, Flows, Transformers, Inverse, Sweeps
     EXPECT_EQ(tabs->tabText(4), QStringLiteral("Inverse"));
     EXPECT_EQ(tabs->currentWidget(), view);
     EXPECT_EQ(window->activeWorkspace(), &window->inverse());

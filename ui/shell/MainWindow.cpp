@@ -12,6 +12,7 @@
 #include "ui/workspaces/flows/FlowsWorkspace.h"
 #include "ui/workspaces/inverse/InverseWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/sweeps/SweepsWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QAction>
@@ -46,7 +47,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     flows_ = new FlowsWorkspace(this);
     transformers_ = new TransformersWorkspace(this);
     inverse_ = new InverseWorkspace(this);
-    for (Workspace* w : std::initializer_list<Workspace*>{particles_, flows_, transformers_, inverse_})
+    sweeps_ = new SweepsWorkspace(this, particles_);
+    for (Workspace* w :
+         std::initializer_list<Workspace*>{particles_, flows_, transformers_, inverse_, sweeps_})
         addWorkspace(w);
     connect(particles_, &ParticlesWorkspace::titleChanged, this,
             [this](const QString& name) { setWindowTitle(tr("%1 — Flowscope").arg(name)); });

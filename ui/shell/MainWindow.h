@@ -33,6 +33,7 @@ class CommandPalette;
 class FlowsWorkspace;
 class InverseWorkspace;
 class ShortcutsDialog;
+class SweepsWorkspace;
 class WelcomePane;
 class ParticlesWorkspace;
 class TransformersWorkspace;
@@ -48,6 +49,7 @@ class MainWindow : public QMainWindow {
     FlowsWorkspace& flows() const { return *flows_; }
     TransformersWorkspace& transformers() const { return *transformers_; }
     InverseWorkspace& inverse() const { return *inverse_; }
+    SweepsWorkspace& sweeps() const { return *sweeps_; }
     // The workspace whose page is shown.
     Workspace* activeWorkspace() const;
 
@@ -110,6 +112,7 @@ class MainWindow : public QMainWindow {
     FlowsWorkspace* flows_ = nullptr;
     TransformersWorkspace* transformers_ = nullptr;
     InverseWorkspace* inverse_ = nullptr;
+    SweepsWorkspace* sweeps_ = nullptr;
     QList<Workspace*> workspaces_;
     QHash<QWidget*, Workspace*> owner_; // page -> its workspace
     QSet<QDockWidget*> hiddenByShell_;  // docks of inactive workspaces the user had shown

@@ -405,6 +405,36 @@ constexpr std::array kTable{
           "<b>EIT</b> — top: the 32 weights' posterior mean ± sd and the truth, by index. Below: the "
           "conductivity κ = κ0 + Σ c<sub>k</sub> exp(−|s − s<sub>k</sub>|²/(2ℓ²)) on the unit square, of the "
           "truth and of the posterior mean (one colour scale), and κ's posterior standard deviation."},
+    // ---- sweeps (the Sweeps tab) ----------------------------------------------------------------------
+    Entry{"sweeps.sweep",
+          "<b>Sweep</b> — a study: a base scene, axes that vary its fields, the measures of each run and the "
+          "replicates (docs/sweeps.md). The shipped ones (assets/sweeps), or a SWEEP.json opened with "
+          "Open…: the same file flowscope-cli sweep runs."},
+    Entry{"sweeps.threads",
+          "<b>Threads</b> — runs at a time on this machine's cores (each run on one thread), as "
+          "flowscope-cli sweep --jobs."},
+    Entry{"sweeps.run",
+          "<b>Run</b> — every run of the sweep, in the background; the picture fills in as runs finish. The "
+          "table equals the one flowscope-cli sweep writes."},
+    Entry{"sweeps.cancel",
+          "<b>Cancel</b> — hands out no more runs: the runs in flight finish, the finished ones stay in the "
+          "picture."},
+    Entry{"sweeps.x",
+          "<b>X axis</b> — the sweep axis along the picture's horizontal axis (histograms: one panel "
+          "per value)."},
+    Entry{
+        "sweeps.y",
+        "<b>Y axis</b> — the sweep axis along the vertical axis of the heatmap; <i>none</i> draws histograms "
+        "of the measure instead (Figs 4 and 11)."},
+    Entry{"sweeps.measure", "<b>Measure</b> — the column shown: its mean over a cell's runs (replicates and "
+                            "any other axes) in the "
+                            "heatmap, its values' counts in the histograms."},
+    Entry{"sweeps.readout",
+          "<b>Under the mouse</b> — the hovered cell's axis values, the mean of every measure over its runs, "
+          "and how many of its runs are done. A click opens the cell's scene in the Particles tab."},
+    Entry{"sweeps.save",
+          "<b>Save table</b> — results.csv, results.json and a .npy per column in a folder, as flowscope-cli "
+          "sweep writes them (once every run has finished)."},
     // ---- read-outs -----------------------------------------------------------------------------------
     Entry{"analysis.sym_a",
           "<b>Eigenvalues of A + Aᵀ</b>, A = Σ<sub>h</sub> c K<sub>h</sub>ᵀQ<sub>h</sub> (score scaling "

@@ -1,0 +1,291 @@
+#include "ui/workspaces/sweeps/SweepsWorkspace.h"
+
+#include "render/ConeData.h"
+#include "render/picture/Theme.h"
+#include "ui/panels/PresetBrowser.h"
+#include "ui/panels/SweepPanel.h"
+#include "ui/views/ConeView.h"
+#include "ui/views/SweepView.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
+
+#include <QAction>
+#include <QComboBox>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMainWindow>
+#include <QMessageBox>
+#include <QSettings>
+
+#include <nlohmann/json.hpp>
+
+namespace flowscope {
+
+namespace {
+
+// A JsonError about the whole file has an empty pointer: its what() starts with ": ".
+QString describe(const std::exception& e) {
+    if (const auto* je = dynamic_cast<const JsonError*>(&e); je && je->pointer.empty())
+        return QString::fromStdString(je->detail);
+    return QString::fromStdString(e.what());
+}
+
+QString sweepName(const SweepSpec& spec, const QString& path) {
+    return spec.name.empty() ? QFileInfo(path).completeBaseName() : QString::fromStdString(spec.name);
+}
+
+} // namespace
+
+SweepsWorkspace::SweepsWorkspace(QMainWindow* host, ParticlesWorkspace* particles)
+    : Workspace(host), particles_(particles), view_(new SweepView(host)), panel_(new SweepPanel(host)) {
+    dock_ = new QDockWidget(tr("Sweeps"), host);
+    dock_->setObjectName(QStringLiteral("sweepsDock"));
+    dock_->setWidget(panel_);
+    dock_->setAllowedAreas(Qt::AllDockWidgetAreas);
+    sweepDir_ = QStringLiteral(FLOWSCOPE_SWEEP_DIR);
+    panel_->setSweepDirectory(sweepDir_);
+    panel_->setProgress({});
+    view_->setSweep(nullptr);
+
+    connect(panel_, &SweepPanel::sweepChosen, this, [this](const QString& path) { openSweep(path); });
+    connect(panel_, &SweepPanel::openRequested, this, [this] { openSweepDialog(); });
+    connect(panel_, &SweepPanel::runRequested, this, [this](int threads) { run(threads); });
+    connect(panel_, &SweepPanel::cancelRequested, this, [this] { cancel(); });
+    connect(panel_, &SweepPanel::saveRequested, this, [this] { saveTableDialog(); });
+    connect(panel_, &SweepPanel::selectionChanged, this,
+            [this] { view_->setSelection(panel_->x(), panel_->y(), panel_->measure()); });
+    connect(this, &Workspace::errorReported, panel_, [this](const QString& message) {
+        if (!message.isEmpty()) panel_->setMessage(message);
+    });
+    connect(view_, &SweepView::hovered, panel_, &SweepPanel::setReadout);
+    connect(view_, &SweepView::cellClicked, this, [this](long r) { openRun(r); });
+
+    poll_.setInterval(100);
+    connect(&poll_, &QTimer::timeout, this, &SweepsWorkspace::poll);
+
+    tableExport_ = new QAction(tr("Sweep &table..."), this);
+    tableExport_->setToolTip(tr("The Sweeps tab's finished sweep as results.csv, results.json and a .npy per "
+                                "column in a folder, as flowscope-cli sweep writes them"));
+    tableExport_->setStatusTip(tableExport_->toolTip());
+    connect(tableExport_, &QAction::triggered, this, [this] { saveTableDialog(); });
+}
+
+SweepsWorkspace::~SweepsWorkspace() {
+    poll_.stop();
+    run_.cancel(); // the runner's destructor then waits for the runs in flight only
+}
+
+QList<WorkspacePage> SweepsWorkspace::pages() const {
+    return {{view_, tr("Sweeps"),
+             tr("A sweep run on this machine's threads: its phase diagram or histograms fill in as runs "
+                "finish (Sweeps panel); click a cell to open its scene"),
+             QKeySequence(Qt::Key_6)}};
+}
+
+QList<WorkspaceDock> SweepsWorkspace::docks() const {
+    return {{dock_, Qt::LeftDockWidgetArea}};
+}
+
+QWidget* SweepsWorkspace::plotsOf(QWidget*) const {
+    return view_;
+}
+
+void SweepsWorkspace::setActive(bool active) {
+    Workspace::setActive(active);
+    if (active) dock_->raise();
+}
+
+void SweepsWorkspace::setTheme(ThemeKind kind) {
+    view_->setPlotStyle(plotStyle(kind));
+}
+
+void SweepsWorkspace::saveSettings(QSettings& s) const {
+    s.setValue(QStringLiteral("sweep"), specPath_);
+    s.setValue(QStringLiteral("threads"), panel_->threads());
+    s.setValue(QStringLiteral("tableDir"), tableDir_);
+}
+
+void SweepsWorkspace::restoreSettings(QSettings& s) {
+    if (const int threads = s.value(QStringLiteral("threads")).toInt(); threads > 0)
+        panel_->setThreads(threads);
+    tableDir_ = s.value(QStringLiteral("tableDir")).toString();
+    const QString path = s.value(QStringLiteral("sweep")).toString();
+    // The last sweep shown, else the first shipped one of the list (shown, not run).
+    if (!(!path.isEmpty() && QFileInfo::exists(path) && openSweep(path)) && panel_->sweepBox()->count() > 0)
+        openSweep(panel_->sweepBox()->itemData(0).toString());
+}
+
+bool SweepsWorkspace::openSweep(const QString& pathOrName) {
+    QString path = pathOrName;
+    if (!QFileInfo::exists(path) && !path.contains(QLatin1Char('/')) &&
+        !path.endsWith(QStringLiteral(".json")))
+        path = QDir(sweepDir_).filePath(pathOrName + QStringLiteral(".json"));
+    const QString presets = particles_->presetBrowser()->directory();
+    std::shared_ptr<const SweepSpec> spec;
+    try {
+        spec = std::make_shared<const SweepSpec>(
+            loadSweep(QFile::encodeName(path).toStdString(),
+                      QFile::encodeName(presets.isEmpty() ? QStringLiteral(FLOWSCOPE_PRESET_DIR) : presets)
+                          .toStdString()));
+    } catch (const std::exception& e) {
+        if (!specPath_.isEmpty()) panel_->addSweepFile(specPath_); // the combo shows the sweep still shown
+        return fail(tr("Cannot open the sweep %1:\n%2").arg(QFileInfo(path).fileName(), describe(e)));
+    }
+    poll_.stop();
+    run_.cancel();
+    run_.wait(); // the runs in flight of the sweep shown until now
+    reported_ = true;
+    spec_ = spec;
+    specPath_ = QFileInfo(path).absoluteFilePath();
+    shownVersion_ = -1;
+    panel_->addSweepFile(specPath_);
+    panel_->setSweep(spec_.get());
+    LocalSweepProgress idle;
+    idle.total = spec_->runs();
+    panel_->setProgress(idle);
+    view_->setSweep(spec_);
+    view_->setSelection(panel_->x(), panel_->y(), panel_->measure());
+    emit statusMessage(
+        tr("Sweep %1: %2 runs; Run starts them").arg(sweepName(*spec_, path)).arg(spec_->runs()), 5000);
+    return succeed();
+}
+
+bool SweepsWorkspace::run(int threads) {
+    if (!spec_) return fail(tr("No sweep to run: choose one in the Sweeps panel."));
+    if (running()) return fail(tr("The sweep is still running: Cancel it first."));
+    try {
+        checkSweep(*spec_); // every cell's scene, before any work (the CLI's check)
+    } catch (const std::exception& e) {
+        return fail(tr("Cannot run the sweep:\n%1").arg(describe(e)));
+    }
+    // The sweep gets the cores: the Particles tab's simulation (which plays on behind the other tabs) waits.
+    if (particles_->runner().playing()) {
+        particles_->pause();
+        emit statusMessage(tr("The Particles simulation is paused while the sweep runs"), 5000);
+    }
+    run_.start(spec_, threads > 0 ? threads : panel_->threads());
+    reported_ = false;
+    shownVersion_ = -1;
+    poll();
+    poll_.start();
+    return succeed();
+}
+
+void SweepsWorkspace::cancel() {
+    run_.cancel();
+    poll();
+}
+
+bool SweepsWorkspace::running() const {
+    const LocalSweepProgress p = run_.progress();
+    return p.state == LocalSweepProgress::State::Running || p.state == LocalSweepProgress::State::Cancelling;
+}
+
+void SweepsWorkspace::poll() {
+    if (!spec_) return;
+    const LocalSweepProgress p = run_.progress();
+    if (run_.version() != shownVersion_ || p.ended()) {
+        shownVersion_ = run_.version();
+        view_->setTable(sweepTableOf(*spec_, run_.entries()));
+    }
+    panel_->setProgress(p);
+    if (!p.ended() || reported_) return;
+    poll_.stop();
+    run_.wait(); // the thread has ended: immediate
+    reported_ = true;
+    const QString name = sweepName(*spec_, specPath_);
+    using State = LocalSweepProgress::State;
+    if (p.state == State::Failed) {
+        fail(tr("Sweep %1 failed:\n%2").arg(name, QString::fromStdString(p.error)));
+        emit statusMessage(tr("Sweep %1 failed after %2 runs").arg(name).arg(p.done), 0);
+        return;
+    }
+    emit statusMessage(p.state == State::Finished
+                           ? tr("Sweep %1: %2 runs in %3 s").arg(name).arg(p.total).arg(p.seconds, 0, 'f', 1)
+                           : tr("Sweep %1 cancelled after %2 of %3 runs").arg(name).arg(p.done).arg(p.total),
+                       0);
+}
+
+void SweepsWorkspace::setSelection(const std::string& x, const std::string& y, const std::string& measure) {
+    panel_->setSelection(x, y, measure);
+}
+
+bool SweepsWorkspace::openRun(long run) {
+    if (!spec_ || run < 0 || run >= spec_->runs()) return fail(tr("No such run in the sweep shown."));
+    Scene scene;
+    try {
+        scene = sweepScene(*spec_, run);
+    } catch (const std::exception& e) {
+        return fail(tr("Run %1 has no scene to open:\n%2").arg(run).arg(describe(e)));
+    }
+    if (!particles_->setScene(scene)) return fail(particles_->lastError());
+    // A Gaussian-mode scene the cone can draw opens there (as its presets do); any other in the particles.
+    const bool cone = spec_->mode == SweepMode::Moments && !coneUnsupported(scene);
+    QWidget* page = cone ? static_cast<QWidget*>(particles_->coneView()) : particles_->particleView();
+    emit showPageRequested(page);
+    if (!cone) particles_->play();
+    const SweepPoint point = sweepPoint(*spec_, run);
+    QStringList values;
+    for (std::size_t a = 0; a < spec_->axes.size(); ++a)
+        values << QStringLiteral("%1 = %2")
+                      .arg(QString::fromStdString(spec_->axes[a].name))
+                      .arg(point.values[a], 0, 'g', 6);
+    emit statusMessage(tr("Opened run %1 of sweep %2 (%3)")
+                           .arg(run)
+                           .arg(sweepName(*spec_, specPath_), values.join(QStringLiteral(", "))),
+                       8000);
+    return succeed();
+}
+
+bool SweepsWorkspace::saveTable(const QString& dir) {
+    if (!spec_) return fail(tr("No sweep to save: run one in the Sweeps tab."));
+    const LocalSweepProgress p = run_.progress();
+    if (p.state != LocalSweepProgress::State::Finished)
+        return fail(tr("The table is written once every run has finished (%1 of %2 have).")
+                        .arg(p.done)
+                        .arg(spec_->runs()));
+    if (!QDir().mkpath(dir))
+        return fail(tr("Cannot create the folder %1").arg(QDir::toNativeSeparators(dir)));
+    try {
+        writeSweepTable(QFile::encodeName(dir).toStdString(), *spec_, run_.entries(),
+                        {{"execution",
+                          {{"backend", "cpu"},
+                           {"workers", panel_->threads()},
+                           {"schedule", "dynamic"},
+                           {"wall_seconds", p.seconds},
+                           {"app", true}}}});
+    } catch (const std::exception& e) {
+        return fail(tr("Cannot save the table:\n%1").arg(describe(e)));
+    }
+    return succeed();
+}
+
+void SweepsWorkspace::openSweepDialog() {
+    const QString path = QFileDialog::getOpenFileName(
+        host(), tr("Open sweep"), QFileInfo(specPath_).absolutePath(), tr("Sweeps (*.json)"));
+    if (path.isEmpty()) return;
+    if (!openSweep(path)) QMessageBox::warning(host(), tr("Open sweep"), lastError());
+}
+
+void SweepsWorkspace::saveTableDialog() {
+    const QString title = tr("Save sweep table");
+    if (!spec_ || run_.progress().state != LocalSweepProgress::State::Finished) {
+        saveTable({}); // the message
+        QMessageBox::information(host(), title, lastError());
+        return;
+    }
+    const QString dir =
+        QFileDialog::getExistingDirectory(host(), title, tableDir_.isEmpty() ? QDir::homePath() : tableDir_);
+    if (dir.isEmpty()) return;
+    if (!saveTable(dir)) {
+        QMessageBox::warning(host(), title, lastError());
+        return;
+    }
+    tableDir_ = dir;
+    emit statusMessage(
+        tr("Wrote %1 (results.csv, results.json, a .npy per column)").arg(QDir::toNativeSeparators(dir)),
+        8000);
+}
+
+} // namespace flowscope
