@@ -272,16 +272,20 @@ int sweep(const Args& raw) {
         SweepQueue queue(pending, workers, schedule == "dynamic");
         Progress progress(label.str(), long(pending.size()));
         const long killAt = killAfter();
-        const auto done = [&](const SweepJournalEntry& e) {
-            journal.append(e);
-            finished.emplace(e.run, e);
-            progress.ran();
+        // Finished runs: a thread's one, or an MPI rank's chunk (journaled with one fdatasync).
+        const auto done = [&](const std::vector<SweepJournalEntry>& entries) {
+            journal.append(entries);
+            for (const SweepJournalEntry& e : entries) {
+                finished.emplace(e.run, e);
+                progress.ran();
+            }
             if (killAt > 0 && progress.done() >= killAt) std::raise(SIGKILL);
         };
         if (mpi.size() > 1)
             mpi.serve(spec, queue, jobs, fields, done);
         else
-            runSweepThreads(spec, queue, jobs, 0, fields, done);
+            runSweepThreads(spec, queue, jobs, 0, fields,
+                            [&](const SweepJournalEntry& e) { done(std::vector<SweepJournalEntry>{e}); });
         progress.finish();
         const double seconds = progress.seconds();
         std::cerr << label.str() << ": " << progress.done() << " runs in " << std::setprecision(3) << seconds

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #ifdef FLOWSCOPE_HAVE_MPI
 #include <mpi.h>
@@ -28,18 +29,25 @@ int launcherSize() {
 }
 
 #ifdef FLOWSCOPE_HAVE_MPI
-constexpr int kTagResult = 1; // worker -> 0: "" (first request) or the journal line of its last run
+constexpr int kTagResult = 1; // worker -> 0: "" (first request) or the journal lines of its last runs
 constexpr int kTagError = 2;  // worker -> 0: why it failed
-constexpr int kTagAssign = 3; // 0 -> worker: the run to do (long long), -1: stop
+constexpr int kTagAssign = 3; // 0 -> worker: the runs to do (long long each; a guided chunk), none: stop
+// The most runs one message hands out. A chunk's results come back together when it is done, so this also
+// bounds what a killed rank takes with it.
+constexpr std::size_t kMostRunsPerMessage = 32;
 
 void sendText(const std::string& text, int tag) {
     MPI_Send(text.data(), int(text.size()), MPI_CHAR, 0, tag, MPI_COMM_WORLD);
 }
 
-long long receiveAssignment() {
-    long long run = -1;
-    MPI_Recv(&run, 1, MPI_LONG_LONG, 0, kTagAssign, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    return run;
+std::vector<long long> receiveAssignment() {
+    MPI_Status status;
+    MPI_Probe(0, kTagAssign, MPI_COMM_WORLD, &status);
+    int count = 0;
+    MPI_Get_count(&status, MPI_LONG_LONG, &count);
+    std::vector<long long> runs(static_cast<std::size_t>(count));
+    MPI_Recv(runs.data(), count, MPI_LONG_LONG, 0, kTagAssign, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return runs;
 }
 #endif
 
@@ -108,17 +116,18 @@ int SweepMpi::guard(const std::function<int()>& body) {
 
 void SweepMpi::serve(const SweepSpec& spec, SweepQueue& queue, int threads,
                      const std::function<FieldFactory()>& fields,
-                     const std::function<void(const SweepJournalEntry&)>& done) {
+                     const std::function<void(const std::vector<SweepJournalEntry>&)>& done) {
 #ifdef FLOWSCOPE_HAVE_MPI
     std::mutex doneMutex;
     std::exception_ptr failure;
-    const auto record = [&](const SweepJournalEntry& e) {
+    const auto record = [&](const std::vector<SweepJournalEntry>& entries) {
         std::lock_guard lock(doneMutex);
-        done(e);
+        done(entries);
     };
     std::thread local([&] {
         try {
-            runSweepThreads(spec, queue, threads, 0, fields, record);
+            runSweepThreads(spec, queue, threads, 0, fields,
+                            [&](const SweepJournalEntry& e) { record(std::vector<SweepJournalEntry>{e}); });
         } catch (...) {
             queue.stop();
             std::lock_guard lock(doneMutex);
@@ -141,29 +150,37 @@ void SweepMpi::serve(const SweepSpec& spec, SweepQueue& queue, int threads,
         buffer.assign(std::size_t(count), '\0');
         MPI_Recv(buffer.data(), count, MPI_CHAR, status.MPI_SOURCE, status.MPI_TAG, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
-        std::optional<long> next;
+        std::vector<long long> next;
         if (status.MPI_TAG == kTagError) {
             queue.stop();
             std::lock_guard lock(doneMutex);
             if (!failure) failure = std::make_exception_ptr(std::runtime_error(buffer));
         } else {
             try {
-                if (!buffer.empty()) record(parseSweepJournalLine(buffer, measures));
-                next = queue.next(threads + status.MPI_SOURCE - 1);
+                std::vector<SweepJournalEntry> chunk; // a journal line (ending in \n) per run
+                for (std::size_t at = 0; at < buffer.size();) {
+                    const std::size_t end = std::min(buffer.find('\n', at), buffer.size());
+                    if (end > at)
+                        chunk.push_back(parseSweepJournalLine(buffer.substr(at, end - at), measures));
+                    at = end + 1;
+                }
+                if (!chunk.empty()) record(chunk);
+                for (long run : queue.take(threads + status.MPI_SOURCE - 1, kMostRunsPerMessage))
+                    next.push_back(run);
             } catch (...) {
                 queue.stop();
                 std::lock_guard lock(doneMutex);
                 if (!failure) failure = std::current_exception();
             }
         }
-        const long long run = next ? *next : -1;
-        MPI_Send(&run, 1, MPI_LONG_LONG, status.MPI_SOURCE, kTagAssign, MPI_COMM_WORLD);
-        if (!next) --active;
+        MPI_Send(next.data(), int(next.size()), MPI_LONG_LONG, status.MPI_SOURCE, kTagAssign, MPI_COMM_WORLD);
+        if (next.empty()) --active;
     }
     local.join();
     if (failure) std::rethrow_exception(failure);
 #else
-    runSweepThreads(spec, queue, threads, 0, fields, done);
+    runSweepThreads(spec, queue, threads, 0, fields,
+                    [&](const SweepJournalEntry& e) { done(std::vector<SweepJournalEntry>{e}); });
 #endif
 }
 
@@ -171,14 +188,15 @@ void SweepMpi::work(const SweepSpec& spec, int threads, const std::function<Fiel
 #ifdef FLOWSCOPE_HAVE_MPI
     serving_ = true; // from here on this rank's failures go to rank 0 as messages
     setThreadCount(threads);
-    std::string line;
+    std::string lines;
     try {
         const FieldFactory makeField = fields();
         for (;;) {
-            sendText(line, kTagResult);
-            const long long run = receiveAssignment();
-            if (run < 0) return;
-            line = sweepJournalLine(timedSweepRun(spec, long(run), makeField));
+            sendText(lines, kTagResult);
+            const std::vector<long long> runs = receiveAssignment();
+            if (runs.empty()) return;
+            lines.clear();
+            for (long long run : runs) lines += sweepJournalLine(timedSweepRun(spec, long(run), makeField));
         }
     } catch (const std::exception& e) {
         sendText("rank " + std::to_string(rank_) + ": " + e.what(), kTagError);

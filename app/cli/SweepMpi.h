@@ -34,7 +34,7 @@ class SweepMpi {
     // Rethrows the first failure (of a run here or on another rank) once every rank has stopped.
     void serve(const SweepSpec& spec, SweepQueue& queue, int threads,
                const std::function<FieldFactory()>& fields,
-               const std::function<void(const SweepJournalEntry&)>& done);
+               const std::function<void(const std::vector<SweepJournalEntry>&)>& done);
     // Ranks > 0: asks rank 0 for runs and sends back their journal lines until told to stop.
     void work(const SweepSpec& spec, int threads, const std::function<FieldFactory()>& fields);
 

@@ -24,6 +24,22 @@ std::optional<long> SweepQueue::next(int worker) {
     return run;
 }
 
+std::vector<long> SweepQueue::take(int worker, std::size_t most) {
+    std::lock_guard lock(mutex_);
+    std::vector<long> runs;
+    if (stopped_ || most == 0) return runs;
+    const std::size_t stride = dynamic_ ? 1 : std::size_t(workers_);
+    std::size_t& k = dynamic_ ? next_ : nextOf_[std::size_t(worker % workers_)];
+    std::size_t count = most;
+    if (dynamic_) {
+        const std::size_t left = k < pending_.size() ? pending_.size() - k : 0;
+        const std::size_t share = 2 * std::size_t(workers_);
+        count = std::min(most, std::max<std::size_t>(1, (left + share - 1) / share));
+    }
+    for (; runs.size() < count && k < pending_.size(); k += stride) runs.push_back(pending_[k]);
+    return runs;
+}
+
 void SweepQueue::stop() {
     std::lock_guard lock(mutex_);
     stopped_ = true;

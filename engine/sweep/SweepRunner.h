@@ -21,6 +21,11 @@ class SweepQueue {
   public:
     SweepQueue(std::vector<long> pending, int workers, bool dynamic);
     std::optional<long> next(int worker);
+    // Several runs for `worker` at once, for an MPI rank (a message round trip can cost more than a cheap
+    // run). Dynamic: the guided chunk ⌈left / 2W⌉ of the runs left, at most `most`, so that chunks shrink to
+    // single runs towards the end and no rank is left with a long tail; static: the worker's next `most` runs
+    // of its own. Empty when none are left.
+    std::vector<long> take(int worker, std::size_t most);
     void stop(); // hands out nothing more (after a failure)
     std::size_t size() const { return pending_.size(); }
 

@@ -161,10 +161,11 @@ SweepJournal::~SweepJournal() {
     if (fd_ >= 0) ::close(fd_); // releases the lock
 }
 
-void SweepJournal::append(const SweepJournalEntry& entry) {
-    const std::string line = sweepJournalLine(entry);
+void SweepJournal::append(const std::vector<SweepJournalEntry>& entries) {
+    std::string lines;
+    for (const SweepJournalEntry& e : entries) lines += sweepJournalLine(e);
     std::lock_guard lock(mutex_);
-    if (::write(fd_, line.data(), line.size()) != ssize_t(line.size()) || ::fdatasync(fd_) != 0)
+    if (::write(fd_, lines.data(), lines.size()) != ssize_t(lines.size()) || ::fdatasync(fd_) != 0)
         throw std::runtime_error("cannot append to " + path_ + ": " + std::strerror(errno));
 }
 

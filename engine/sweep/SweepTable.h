@@ -46,8 +46,10 @@ class SweepJournal {
     SweepJournal(const SweepJournal&) = delete;
     SweepJournal& operator=(const SweepJournal&) = delete;
 
-    // Appends one line and waits until it is on disk. Throws std::runtime_error when it cannot.
-    void append(const SweepJournalEntry& entry);
+    // Appends one line per entry in one write and waits until they are on disk (one fdatasync: an MPI rank's
+    // chunk of runs costs one, not one per run). Throws std::runtime_error when it cannot.
+    void append(const std::vector<SweepJournalEntry>& entries);
+    void append(const SweepJournalEntry& entry) { append(std::vector<SweepJournalEntry>{entry}); }
     const std::string& path() const { return path_; }
 
   private:

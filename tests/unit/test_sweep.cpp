@@ -5,6 +5,7 @@
 #include "engine/io/OutputSet.h"
 #include "engine/sweep/SweepRunner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -132,6 +133,36 @@ TEST(Sweep, StaticHandOutGivesWorkerWEveryWthPendingRun) {
     EXPECT_EQ(d.next(1), 5);
     EXPECT_EQ(d.next(1), 6);
     EXPECT_EQ(d.next(0), std::nullopt);
+}
+
+// An MPI rank's chunks: guided (⌈left / 2W⌉, at most `most`), shrinking to single runs at the end, every
+// pending run handed out exactly once, in order; static chunks keep each worker's own runs.
+TEST(Sweep, ChunksAreGuidedAndHandOutEveryRunOnce) {
+    std::vector<long> pending(100);
+    for (long r = 0; r < 100; ++r) pending[std::size_t(r)] = 3 * r;
+    SweepQueue q(pending, 2, true);
+    std::vector<std::size_t> sizes;
+    std::vector<long> seen;
+    for (int w = 0;; w = 1 - w) {
+        const std::vector<long> chunk = q.take(w, 20);
+        if (chunk.empty()) break;
+        sizes.push_back(chunk.size());
+        seen.insert(seen.end(), chunk.begin(), chunk.end());
+    }
+    EXPECT_EQ(seen, pending);
+    ASSERT_GE(sizes.size(), 3u);
+    EXPECT_EQ(sizes[0], 20u); // ⌈100 / 4⌉ = 25, capped
+    EXPECT_EQ(sizes[1], 20u); // ⌈80 / 4⌉
+    EXPECT_EQ(sizes[2], 15u); // ⌈60 / 4⌉
+    EXPECT_EQ(sizes.back(), 1u);
+    EXPECT_TRUE(std::is_sorted(sizes.rbegin(), sizes.rend()));
+    SweepQueue s({0, 1, 2, 3, 4, 5, 6}, 2, false);
+    EXPECT_EQ(s.take(1, 2), (std::vector<long>{1, 3}));
+    EXPECT_EQ(s.take(1, 2), (std::vector<long>{5}));
+    EXPECT_TRUE(s.take(1, 2).empty());
+    EXPECT_EQ(s.take(0, 8), (std::vector<long>{0, 2, 4, 6}));
+    s.stop();
+    EXPECT_TRUE(q.take(0, 4).empty());
 }
 
 TEST(Sweep, MalformedSpecsNameTheField) {
