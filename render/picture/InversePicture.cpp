@@ -316,9 +316,9 @@ void InversePicture::paintCorner(QPainter& p, const QRectF& area, const Posterio
         }
 
     // The summary in the empty upper right: each unknown's mean ± sd beside the truth, and the mean's error.
-    // Whole lines: in a narrow picture (two side by side at 1024 px) the font shrinks to 70 % until the
-    // unknowns' lines fit, the truth is left out of a line without room for it and the error line goes when
-    // it has no room below them.
+    // Whole lines: in a narrow picture (two side by side at 1024 px) the font shrinks, to 70 % at the least,
+    // until the lines fit; the truth is left out of a line without room for it, the error where the
+    // unknowns' lines alone need all the room.
     if (d >= 2) {
         const QRectF text(cell(0, 1).left() + 4, area.top() + 2, area.right() - 2 - (cell(0, 1).left() + 4),
                           cell(0, 1).bottom() + gap - 1 - (area.top() + 2));
@@ -326,13 +326,27 @@ void InversePicture::paintCorner(QPainter& p, const QRectF& area, const Posterio
         for (int i = 0; i < d; ++i)
             lines << tr("%1 = %2").arg(names.value(i),
                                        meanPlusMinus(picture.summary.mean(i), picture.summary.sd(i)));
+        // The mean's error, in its short form when it is one line too many at the full size; the font is
+        // chosen for the unknowns and the error together where it can be, else for the unknowns alone.
+        const double e = picture.summary.relativeL1Error;
+        const QString error = std::isfinite(e) ? tr("rel. L1 error %1").arg(e, 0, 'e', 1) : QString();
+        const auto fits = [&](const QFont& f, bool withError) {
+            const QFontMetricsF m(f);
+            double widest = withError ? m.horizontalAdvance(error) : 0.0;
+            for (const QString& line : lines) widest = std::max(widest, m.horizontalAdvance(line));
+            return widest <= text.width() && (d + int(withError)) * m.height() <= text.height();
+        };
         QFont summaryFont = font_;
-        for (double scale = 1.0; scale > 0.69; scale -= 0.05) {
-            summaryFont = scaled(font_, scale);
-            const QFontMetricsF sfm(summaryFont);
-            double widest = 0;
-            for (const QString& line : lines) widest = std::max(widest, sfm.horizontalAdvance(line));
-            if (widest <= text.width() && d * sfm.height() <= text.height()) break;
+        bool withError = false;
+        for (const bool tryError : {true, false}) {
+            if (tryError && error.isEmpty()) continue;
+            bool found = false;
+            for (double scale = 1.0; scale > 0.69 && !found; scale -= 0.05) {
+                summaryFont = scaled(font_, scale);
+                found = fits(summaryFont, tryError);
+            }
+            withError = tryError && found;
+            if (found) break;
         }
         const QFontMetricsF sfm(summaryFont);
         if (scene.truth)
@@ -340,8 +354,10 @@ void InversePicture::paintCorner(QPainter& p, const QRectF& area, const Posterio
                 const QString truth = tr("  (truth %1)").arg(number((*scene.truth)(i)));
                 if (sfm.horizontalAdvance(lines[i] + truth) <= text.width()) lines[i] += truth;
             }
-        if (std::isfinite(picture.summary.relativeL1Error))
-            lines << tr("rel. L1 error %1").arg(picture.summary.relativeL1Error, 0, 'e', 2);
+        if (withError) {
+            const QString longer = tr("rel. L1 error %1").arg(e, 0, 'e', 2);
+            lines << (sfm.horizontalAdvance(longer) <= text.width() ? longer : error);
+        }
         p.save();
         p.setFont(summaryFont);
         p.setPen(palette_.color(QPalette::WindowText));
