@@ -9,7 +9,6 @@
 #include "render/picture/Hud.h"
 #include "render/picture/ParticlePicture.h"
 #include "render/picture/PlotDecorations.h"
-#include "render/picture/StatusOverlay.h"
 
 #include <QFontMetricsF>
 #include <QGuiApplication>
@@ -391,9 +390,7 @@ bool AnimationExporter::renderFrame(long k, QImage& rgba, const Cancelled& cance
         if (sim_ && scene_.d == 2) conePicture_->setCurrentCovariance(tokenCovariance(sim_->tokens()));
         // The particle run stopped (diverged, ...): from then on the frames say so, as the particle view
         // does.
-        conePicture_->setBanner(sim_ && sim_->event()
-                                    ? eventBannerText(*sim_->event(), QStringLiteral("Particles: "))
-                                    : QString());
+        conePicture_->setParticleEvent(sim_ ? sim_->event() : std::nullopt);
         conePicture_->render(viewImage_, glLayer);
     }
 

@@ -185,6 +185,10 @@ void ConePicture::setMode(ConeMode mode) {
     geometryDirty_ = dotsDirty_ = true;
 }
 
+void ConePicture::setParticleEvent(const std::optional<RunEvent>& event) {
+    banner_ = event ? eventBannerText(*event, QStringLiteral("Particles: ")) : QString();
+}
+
 void ConePicture::setTime(std::optional<double> t) {
     time_ = t;
     dotsDirty_ = true;

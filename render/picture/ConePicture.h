@@ -17,6 +17,7 @@
 #pragma once
 
 #include "engine/core/Types.h"
+#include "engine/dynamics/Simulation.h"
 #include "engine/scene/Scene.h"
 #include "render/ConeData.h"
 #include "render/ConeRenderer.h"
@@ -73,6 +74,9 @@ class ConePicture final : public GlPicture<ConeRenderer> {
     bool curvesToTime() const { return curvesToTime_; }
     // A banner (white on red) at the top of the picture, e.g. why the particle run stopped; empty: none.
     void setBanner(const QString& text) { banner_ = text; }
+    // The banner of the particle run's stop ("Particles: Diverged at t = 43.2" and the event's message), or
+    // none for nullopt: what the animations and the app's cone view show once the particles stopped.
+    void setParticleEvent(const std::optional<RunEvent>& event);
     const QString& banner() const { return banner_; }
     // The particles' covariance (2 x 2), drawn as a white dot; nullopt (or another size): none.
     void setCurrentCovariance(std::optional<Mat> cov);

@@ -26,6 +26,21 @@ QString number(double v) {
     return QString::number(v, 'g', 4);
 }
 
+// "10 ± 0.0035": the mean to four significant digits, the standard deviation to two (it is not known better,
+// and the short form keeps the summary whole in a narrow picture).
+QString meanPlusMinus(double mean, double sd) {
+    return QStringLiteral("%1 ± %2").arg(number(mean), QString::number(sd, 'g', 2));
+}
+
+// `font` scaled by `scale` (point or pixel sized).
+QFont scaled(QFont font, double scale) {
+    if (font.pointSizeF() > 0)
+        font.setPointSizeF(font.pointSizeF() * scale);
+    else if (font.pixelSize() > 0)
+        font.setPixelSize(std::max(1, int(std::lround(font.pixelSize() * scale))));
+    return font;
+}
+
 QColor withAlpha(QColor c, int alpha) {
     c.setAlpha(alpha);
     return c;
@@ -171,6 +186,8 @@ QColor InversePicture::trainerColor(std::size_t trainer) const {
 
 void InversePicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k) const {
     const PosteriorState& t = shown_->trainers[k];
+    summaries_.resize(shown_->trainers.size());
+    summaries_[k].clear();
     const QFontMetricsF fm(font_);
     const QRectF square = squareIn(area);
     const PosteriorPicture* picture = t.picture.get();
@@ -228,7 +245,8 @@ void InversePicture::paintCorner(QPainter& p, const QRectF& area, const Posterio
     const double gap = 6;
     const double side = (std::min(area.width() - left, area.height() - bottom) - 8 - (d - 1) * gap) / d;
     if (side < 16) return;
-    const QColor color = trainerColor(&t - shown_->trainers.data());
+    const std::size_t trainer = std::size_t(&t - shown_->trainers.data());
+    const QColor color = trainerColor(trainer);
 
     std::vector<std::pair<double, double>> ranges;
     for (int i = 0; i < d; ++i) {
@@ -298,25 +316,62 @@ void InversePicture::paintCorner(QPainter& p, const QRectF& area, const Posterio
         }
 
     // The summary in the empty upper right: each unknown's mean ± sd beside the truth, and the mean's error.
+    // Whole lines: in a narrow picture (two side by side at 1024 px) the font shrinks, to 70 % at the least,
+    // until the lines fit; the truth is left out of a line without room for it, the error where the
+    // unknowns' lines alone need all the room.
     if (d >= 2) {
-        const QRectF text = cell(0, 1).united(cell(0, d - 1)).adjusted(4, 0, 0, 0);
+        const QRectF text(cell(0, 1).left() + 4, area.top() + 2, area.right() - 2 - (cell(0, 1).left() + 4),
+                          cell(0, 1).bottom() + gap - 1 - (area.top() + 2));
         QStringList lines;
-        for (int i = 0; i < d; ++i) { // the truth where the line has room for it
-            const QString line =
-                tr("%1 = %2 ± %3")
-                    .arg(names.value(i), number(picture.summary.mean(i)), number(picture.summary.sd(i)));
-            const QString truth = scene.truth ? tr("  (truth %1)").arg(number((*scene.truth)(i))) : QString();
-            lines << (fm.horizontalAdvance(line + truth) <= text.width() ? line + truth : line);
+        for (int i = 0; i < d; ++i)
+            lines << tr("%1 = %2").arg(names.value(i),
+                                       meanPlusMinus(picture.summary.mean(i), picture.summary.sd(i)));
+        // The mean's error, in its short form when it is one line too many at the full size; the font is
+        // chosen for the unknowns and the error together where it can be, else for the unknowns alone.
+        const double e = picture.summary.relativeL1Error;
+        const QString error = std::isfinite(e) ? tr("rel. L1 error %1").arg(e, 0, 'e', 1) : QString();
+        const auto fits = [&](const QFont& f, bool withError) {
+            const QFontMetricsF m(f);
+            double widest = withError ? m.horizontalAdvance(error) : 0.0;
+            for (const QString& line : lines) widest = std::max(widest, m.horizontalAdvance(line));
+            return widest <= text.width() && (d + int(withError)) * m.height() <= text.height();
+        };
+        QFont summaryFont = font_;
+        bool withError = false;
+        for (const bool tryError : {true, false}) {
+            if (tryError && error.isEmpty()) continue;
+            bool found = false;
+            for (double scale = 1.0; scale > 0.69 && !found; scale -= 0.05) {
+                summaryFont = scaled(font_, scale);
+                found = fits(summaryFont, tryError);
+            }
+            withError = tryError && found;
+            if (found) break;
         }
-        if (std::isfinite(picture.summary.relativeL1Error))
-            lines << tr("rel. L1 error %1").arg(picture.summary.relativeL1Error, 0, 'e', 2);
+        const QFontMetricsF sfm(summaryFont);
+        if (scene.truth)
+            for (int i = 0; i < d; ++i) { // the truth where the line has room for it
+                const QString truth = tr("  (truth %1)").arg(number((*scene.truth)(i)));
+                if (sfm.horizontalAdvance(lines[i] + truth) <= text.width()) lines[i] += truth;
+            }
+        if (withError) {
+            const QString longer = tr("rel. L1 error %1").arg(e, 0, 'e', 2);
+            lines << (sfm.horizontalAdvance(longer) <= text.width() ? longer : error);
+        }
+        p.save();
+        p.setFont(summaryFont);
         p.setPen(palette_.color(QPalette::WindowText));
-        double y = text.top() + fm.ascent();
+        double y = text.top() + sfm.ascent();
         for (const QString& line : lines) {
-            if (y > text.bottom()) break;
-            p.drawText(QPointF(text.left(), y), fm.elidedText(line, Qt::ElideRight, text.width()));
-            y += fm.height();
+            if (y + sfm.descent() > text.bottom() + 0.5) break;
+            const QString shown = sfm.elidedText(line, Qt::ElideRight, text.width());
+            p.drawText(QPointF(text.left(), y), shown);
+            const QRectF box(text.left(), y - sfm.ascent(), sfm.horizontalAdvance(shown),
+                             sfm.ascent() + sfm.descent());
+            summaries_[trainer].push_back({shown, p.transform().mapRect(box)}); // in the picture's pixels
+            y += sfm.height();
         }
+        p.restore();
     }
 }
 

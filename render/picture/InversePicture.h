@@ -12,8 +12,11 @@
 #include "engine/runner/PosteriorRunner.h"
 #include "render/picture/TrainingRunPicture.h"
 
+#include <QRectF>
 #include <QString>
 #include <QStringList>
+
+#include <vector>
 
 namespace flowscope {
 
@@ -38,6 +41,16 @@ class InversePicture : public TrainingRunPicture<PosteriorSnapshot> {
 
     static const QColor kTruthColor;
 
+    // The summary lines (each unknown's "name = mean ± sd", the truth where it fits, the error) that the last
+    // paint() drew in trainer k's corner plot (d ≤ 3): their text as drawn and their boxes in logical pixels.
+    struct TextLine {
+        QString text;
+        QRectF rect;
+    };
+    std::vector<TextLine> summaryLines(std::size_t trainer) const {
+        return trainer < summaries_.size() ? summaries_[trainer] : std::vector<TextLine>{};
+    }
+
   protected:
     QString placeholder() const override;
     void paintPicture(QPainter& p, const QRectF& area, std::size_t trainer) const override;
@@ -48,6 +61,8 @@ class InversePicture : public TrainingRunPicture<PosteriorSnapshot> {
     void paintCorner(QPainter& p, const QRectF& area, const PosteriorState& t) const;
     void paintUnknowns(QPainter& p, const QRectF& area, const PosteriorState& t) const;
     void paintFields(QPainter& p, const QRectF& area, const PosteriorPicture& picture) const;
+
+    mutable std::vector<std::vector<TextLine>> summaries_; // by trainer, of the last paint
 };
 
 } // namespace flowscope

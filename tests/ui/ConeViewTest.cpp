@@ -6,7 +6,9 @@
 #include "TestScenes.h"
 
 #include "engine/gaussian/Cone.h"
+#include "ui/shell/MainWindow.h"
 #include "ui/views/ConeView.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
 
 #include <QDir>
 #include <QFontMetricsF>
@@ -420,6 +422,49 @@ TEST(ConeView, DestroyingTheViewDuringASolveIsSafe) {
     ASSERT_TRUE(s.ok);
     EXPECT_EQ(s.view->trajectoryCount(),
               int(coneGrid(smallPreset("cone-fig2d-two-lines", 4).moments.grid).size()));
+}
+
+// The app's cone view says when the particle run stops, as the animations do: Fig 2(d)'s sample mean runs
+// away, and the run stops (diverged) with a red banner "Particles: Diverged at t = ..." at the top of the
+// picture; a reset takes it away.
+TEST(ConeView, TheParticlesStopIsABannerInTheLiveView) {
+    FLOWSCOPE_REQUIRE_GUI();
+    Scene scene = smallPreset("cone-fig2d-two-lines", 4);
+    scene.n = 64;
+    scene.integrator.divergenceNorm = 3.0; // the runaway mean passes it within a few hundred steps
+    MainWindow w;
+    w.resize(900, 700);
+    ASSERT_TRUE(w.particles().setScene(scene));
+    w.show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
+    w.showConeView();
+    ConeView* view = w.particles().coneView();
+    ASSERT_TRUE(view->isVisible());
+    ASSERT_TRUE(waitFor([&] { return view->trajectoryCount() > 0; }, std::chrono::seconds(30)));
+    EXPECT_TRUE(view->banner().isEmpty());
+    w.particles().setMaxSpeed(true);
+    w.particles().play();
+    ASSERT_TRUE(
+        waitForSnapshot(w.particles().runner(), [](const Snapshot& s) { return s.finished && !s.playing; }));
+    ASSERT_TRUE(w.particles().runner().snapshot()->event.has_value());
+    ASSERT_TRUE(waitFor([&] { return !view->banner().isEmpty(); }));
+    EXPECT_TRUE(view->banner().startsWith(QStringLiteral("Particles: Diverged at t = ")))
+        << view->banner().toStdString();
+    const QImage img = view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    const QRectF banner = view->bannerRect();
+    ASSERT_FALSE(banner.isEmpty());
+    EXPECT_TRUE(QRectF(view->rect()).contains(banner));
+    EXPECT_LT(banner.top(), view->height() / 3.0); // at the top
+    const double dpr = view->devicePixelRatioF();
+    long red = 0;
+    for (int y = int(banner.top() * dpr); y < int(banner.bottom() * dpr); ++y)
+        for (int x = int(banner.left() * dpr); x < int(banner.right() * dpr); ++x) {
+            const QRgb c = img.pixel(x, y);
+            red += qRed(c) > 150 && qGreen(c) < 90 && qBlue(c) < 90;
+        }
+    EXPECT_GT(red, 0.3 * banner.width() * banner.height() * dpr * dpr); // white text on red
+    w.particles().reset();
+    EXPECT_TRUE(waitFor([&] { return view->banner().isEmpty(); }));
 }
 
 // Screenshots of the full presets, for looking at (FLOWSCOPE_SAVE_SHOTS=<dir>).

@@ -10,11 +10,13 @@
 #include "ui/views/InverseView.h"
 #include "ui/workspaces/inverse/InverseWorkspace.h"
 
+#include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
+#include <QPainter>
 #include <QPushButton>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -27,6 +29,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 
 namespace flowscope::test {
 namespace {
@@ -311,6 +314,81 @@ TEST_F(InverseViewTest, ANonFiniteLossStopsTheRunAndThePanelSaysSo) {
     EXPECT_TRUE(panel->warningText().contains(QStringLiteral("non-finite")))
         << panel->warningText().toStdString();
     EXPECT_FALSE(window->inverse().runner().playing());
+}
+
+// Issue 32: side by side ("With and without RWPO") in a 1024 x 640 window, each unknown's summary line of the
+// Lorenz-63 corner plot ("σ = 10 ± 0.0035 (truth 10)") is drawn whole, inside its trainer's picture, at
+// device pixel ratio 1 and 2 (it was cut to "σ = 10 ± 0.00…"). The picture is the view's, at the view's size,
+// painted from a snapshot made here (a real Lorenz-63 run takes seconds per picture).
+TEST_F(InverseViewTest, TheSummaryLinesFitSideBySideAt1024) {
+    window->resize(1024, 640);
+    QApplication::processEvents();
+    ASSERT_EQ(window->width(), 1024);
+    const QSize size = view->size();
+    auto scene = std::make_shared<PosteriorScene>();
+    scene->name = scene->modelType = "lorenz63";
+    scene->d = 3;
+    scene->truth = inverse::Vector::Zero(3);
+    *scene->truth << 10.0, 28.0, 8.0 / 3.0;
+    scene->y = inverse::Vector::Zero(12);
+    scene->noise = 0.5;
+    auto snapshot = std::make_shared<PosteriorSnapshot>();
+    snapshot->scene = scene;
+    snapshot->comparison = true;
+    for (const bool rwpo : {true, false}) {
+        PosteriorState t;
+        t.label = rwpo ? "with RWPO" : "without RWPO";
+        t.rwpo = rwpo;
+        t.iteration = t.iterations = 400;
+        auto picture = std::make_shared<PosteriorPicture>();
+        picture->iteration = 400;
+        picture->summary.mean = *scene->truth + inverse::Vector::Constant(3, 0.00123);
+        picture->summary.sd = inverse::Vector::Zero(3);
+        picture->summary.sd << 0.003456, 0.01234, 0.0004567;
+        picture->summary.relativeL1Error = 1.2e-4;
+        picture->samples = inverse::Matrix(3, 200);
+        for (Eigen::Index s = 0; s < picture->samples.cols(); ++s)
+            for (Eigen::Index i = 0; i < 3; ++i)
+                picture->samples(i, s) =
+                    picture->summary.mean(i) + picture->summary.sd(i) * std::sin(double(s + 7 * i));
+        t.picture = picture;
+        snapshot->trainers.push_back(t);
+    }
+    InversePicture picture;
+    picture.setPalette(view->palette());
+    picture.setFont(view->font());
+    picture.setSize(QSizeF(size));
+    picture.show(snapshot);
+    for (const double dpr : {1.0, 2.0}) {
+        QImage image((QSizeF(size) * dpr).toSize(), QImage::Format_RGB32);
+        image.setDevicePixelRatio(dpr);
+        {
+            QPainter p(&image);
+            picture.paint(p);
+        }
+        for (std::size_t k = 0; k < 2; ++k) {
+            const QRectF rect = picture.pictureRect(int(k));
+            ASSERT_FALSE(rect.isEmpty());
+            const auto lines = picture.summaryLines(k);
+            ASSERT_GE(lines.size(), 3u)
+                << "dpr " << dpr << ", picture " << k << ": " << rect.width() << " px wide";
+            for (const auto& line : lines)
+                EXPECT_FALSE(line.text.contains(QChar(0x2026))) << line.text.toStdString();
+            ASSERT_EQ(lines.size(), 4u); // and the error (the font shrank to make room for it)
+            EXPECT_TRUE(lines[3].text.startsWith(QStringLiteral("rel. L1 error 1.2")))
+                << lines[3].text.toStdString();
+            for (std::size_t i = 0; i < 3; ++i) {
+                const std::string text = lines[i].text.toStdString();
+                EXPECT_TRUE(lines[i].text.startsWith(InversePicture::unknownNames(*scene).value(int(i)) +
+                                                     QStringLiteral(" = ")))
+                    << text;
+                EXPECT_TRUE(lines[i].text.contains(QStringLiteral(" ± "))) << text;
+                EXPECT_TRUE(rect.contains(lines[i].rect))
+                    << text << " at x " << lines[i].rect.left() << ".." << lines[i].rect.right()
+                    << ", picture " << rect.left() << ".." << rect.right();
+            }
+        }
+    }
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #include "TestScenes.h"
 
 #include "engine/io/Npy.h"
+#include "ui/panels/MatrixEditor.h"
 #include "ui/panels/PlotsPanel.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ParticleView.h"
@@ -11,10 +12,15 @@
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
 
+#include <QAbstractButton>
 #include <QDockWidget>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QMenu>
 #include <QMenuBar>
+#include <QScrollArea>
+#include <QScrollBar>
+#include <QTabBar>
 #include <QTemporaryDir>
 #include <QToolBar>
 #include <QToolButton>
@@ -332,6 +338,57 @@ TEST_F(MainWindowTest, EveryRunToolBarControlIsShownAt1024And1280) {
         for (const auto* b : run->findChildren<QToolButton*>(QStringLiteral("qt_toolbar_ext_button")))
             EXPECT_FALSE(b->isVisible()) << size.width();
     }
+}
+
+// A first launch in a 1024 x 640 window: the Matrices dock (the Particles tab's right dock) shows the whole
+// editor without scrolling sideways: every matrix entry and button lies inside the scroll area's viewport,
+// the dock tabs' names are whole, and the window stays 1024 px wide (the editor's minimum width shrank: the
+// buttons take two rows, the entries are compact, the head and keyframe one row each).
+class MatricesDockTest : public MainWindowFixture {
+  protected:
+    MatricesDockTest() : MainWindowFixture({1024, 640}) {}
+};
+
+TEST_F(MatricesDockTest, TheEditorFitsA1024By640WindowWithoutScrollingSideways) {
+    QTest::qWait(50); // the docks' first sizes (MainWindow::showEvent)
+    ASSERT_EQ(window->width(), 1024);
+    MatrixEditor* editor = window->particles().matrixEditor();
+    ASSERT_TRUE(editor->isVisible());
+    auto* area = editor->findChild<QScrollArea*>();
+    ASSERT_NE(area, nullptr);
+    EXPECT_FALSE(area->horizontalScrollBar()->isVisible())
+        << area->viewport()->width() << " px wide, the editor needs "
+        << area->widget()->minimumSizeHint().width();
+    const QRect viewport = area->viewport()->rect();
+    int shown = 0;
+    const auto inside = [&](QWidget* w) {
+        if (!w->isVisible()) return;
+        ++shown;
+        const QRect r(w->mapTo(area->viewport(), QPoint(0, 0)), w->size());
+        EXPECT_GE(r.left(), viewport.left()) << w->objectName().toStdString();
+        EXPECT_LE(r.right(), viewport.right()) << w->objectName().toStdString() << " ends at " << r.right();
+        if (!area->verticalScrollBar()->isVisible())
+            EXPECT_TRUE(viewport.contains(r)) << w->objectName().toStdString();
+    };
+    for (QDoubleSpinBox* box : editor->findChildren<QDoubleSpinBox*>()) inside(box);
+    for (QAbstractButton* b : editor->findChildren<QAbstractButton*>()) inside(b);
+    EXPECT_GE(shown, 3 * (4 + 5 + 1)); // Q, K, V: 2 x 2 entries, five buttons and the factor each
+    // The dock tabs (Matrices, Plots) show their names whole.
+    int tabs = 0;
+    for (QTabBar* bar : window->findChildren<QTabBar*>()) {
+        if (!bar->isVisible()) continue;
+        for (int i = 0; i < bar->count(); ++i) {
+            const QString text = bar->tabText(i);
+            if (text != QStringLiteral("Matrices") && text != QStringLiteral("Plots")) continue;
+            ++tabs;
+            EXPECT_GE(bar->tabRect(i).width(), bar->fontMetrics().horizontalAdvance(text))
+                << text.toStdString();
+        }
+    }
+    EXPECT_EQ(tabs, 2);
+    const QSize least = window->minimumSizeHint().expandedTo(window->minimumSize());
+    EXPECT_LE(least.width(), 1024);
+    EXPECT_EQ(window->width(), 1024);
 }
 
 } // namespace

@@ -73,8 +73,10 @@ void MatrixGrid::setMatrix(const Mat& m) {
                 box->setButtonSymbols(QAbstractSpinBox::NoButtons);
                 box->setKeyboardTracking(false); // a half-typed number is not an edit
                 box->setAlignment(Qt::AlignRight);
-                box->setFixedWidth(QFontMetrics(box->font()).horizontalAdvance(QStringLiteral("-00.000")) +
-                                   12);
+                // Compact: room for "-0.000" and the frame (larger entries scroll inside the box, the tooltip
+                // has them whole), so that a 2 x 2 or 3 x 3 grid fits a narrow dock.
+                box->setFixedWidth(QFontMetrics(box->font()).horizontalAdvance(QStringLiteral("-0.000")) +
+                                   10);
                 connect(box, &QDoubleSpinBox::valueChanged, this,
                         [this, r, c](double value) { onEntryChanged(r, c, value); });
                 layout_->addWidget(box, r, c);
@@ -116,6 +118,7 @@ MatrixEditor::MatrixEditor(QWidget* parent) : QWidget(parent) {
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
 
+    // The head, and below it the keyframe (one row each: side by side they set the dock's minimum width).
     auto* selectors = new QHBoxLayout;
     auto* headLabel = new QLabel(tr("Head"), content);
     head_ = new QComboBox(content);
@@ -124,6 +127,8 @@ MatrixEditor::MatrixEditor(QWidget* parent) : QWidget(parent) {
     headLabel->setBuddy(head_);
     selectors->addWidget(headLabel);
     selectors->addWidget(head_);
+    selectors->addStretch();
+    layout->addLayout(selectors);
     layerRow_ = new QWidget(content);
     auto* layerLayout = new QHBoxLayout(layerRow_);
     layerLayout->setContentsMargins(0, 0, 0, 0);
@@ -134,9 +139,8 @@ MatrixEditor::MatrixEditor(QWidget* parent) : QWidget(parent) {
     layerLabel->setBuddy(layer_);
     layerLayout->addWidget(layerLabel);
     layerLayout->addWidget(layer_);
-    selectors->addWidget(layerRow_);
-    selectors->addStretch();
-    layout->addLayout(selectors);
+    layerLayout->addStretch();
+    layout->addWidget(layerRow_);
     connect(head_, &QComboBox::currentIndexChanged, this, [this] {
         showMatrices();
         updateAnalysis();
@@ -198,20 +202,26 @@ MatrixEditor::MatrixSection MatrixEditor::makeSection(char name, QWidget* parent
     v->setContentsMargins(0, 4, 0, 0);
     v->setSpacing(2);
 
+    // Two rows of buttons at the right, the title beside the first: in one row they would make the dock
+    // scroll sideways at 1024 px.
     auto* top = new QHBoxLayout;
     top->setSpacing(2);
+    auto* second = new QHBoxLayout;
+    second->setSpacing(2);
+    second->addStretch();
     const QString role = name == 'Q' ? tr("query") : name == 'K' ? tr("key") : tr("value");
     auto* title = new QLabel(QStringLiteral("<b>%1</b> %2").arg(n, role), s.box);
     title->setToolTip(parameterTooltip(key));
     top->addWidget(title);
     top->addStretch();
+    QHBoxLayout* row = top;
     auto button = [&](const QString& text, const QString& object, const QString& tip, Op op) {
         auto* b = new QToolButton(s.box);
         b->setText(text);
         b->setObjectName(QStringLiteral("%1_%2").arg(object, n));
         b->setToolTip(tip);
         connect(b, &QToolButton::clicked, this, [this, name, op] { apply(name, op); });
-        top->addWidget(b);
+        row->addWidget(b);
         return b;
     };
     button(tr("I"), QStringLiteral("identity"), tr("Identity: %1 = I (ones on the diagonal)").arg(n),
@@ -219,6 +229,7 @@ MatrixEditor::MatrixSection MatrixEditor::makeSection(char name, QWidget* parent
     button(tr("Rand"), QStringLiteral("random"),
            tr("Random: entries of %1 drawn from N(0, 1)/√d (seeded: the same sequence every session)").arg(n),
            Op::Random);
+    row = second;
     s.symmetrize = button(tr("Sym"), QStringLiteral("symmetrize"),
                           tr("Symmetrize: %1 ← (%1 + %1ᵀ)/2 (square matrices)").arg(n), Op::Symmetrize);
     button(tr("Neg"), QStringLiteral("negate"), tr("Negate: %1 ← −%1").arg(n), Op::Negate);
@@ -232,8 +243,9 @@ MatrixEditor::MatrixSection MatrixEditor::makeSection(char name, QWidget* parent
     s.factor->setValue(0.5);
     s.factor->setButtonSymbols(QAbstractSpinBox::NoButtons);
     s.factor->setToolTip(tr("The factor of the × button: %1 ← factor · %1").arg(n));
-    top->addWidget(s.factor);
+    second->addWidget(s.factor);
     v->addLayout(top);
+    v->addLayout(second);
 
     s.grid = new MatrixGrid(s.box);
     s.grid->setObjectName(QStringLiteral("grid_%1").arg(n));

@@ -86,6 +86,12 @@ void ConeView::setCurrentCovariance(std::optional<Mat> cov) {
     update();
 }
 
+void ConeView::setParticleEvent(const std::optional<RunEvent>& event) {
+    const QString before = picture_.banner();
+    picture_.setParticleEvent(event);
+    if (picture_.banner() != before) update();
+}
+
 void ConeView::resetCamera() {
     picture_.resetCamera();
     update();

@@ -49,6 +49,11 @@ class ConeView : public PictureGlView {
     ConeMode mode() const { return picture_.mode(); }
     void setTime(double t);
     void setCurrentCovariance(std::optional<Mat> cov);
+    // Why the particle run stopped, as a red banner at the top of the picture
+    // (ConePicture::setParticleEvent); nullopt: no banner.
+    void setParticleEvent(const std::optional<RunEvent>& event);
+    QString banner() const { return picture_.banner(); }
+    QRectF bannerRect() const { return picture_.bannerRect(); } // of the last paint; empty: none
 
     bool solving() const { return picture_.solving(); }
     int trajectoryCount() const { return picture_.data() ? int(picture_.data()->trajectories.size()) : 0; }

@@ -371,6 +371,7 @@ void ParticlesWorkspace::onSnapshot() {
             cone_->setCurrentCovariance(tokenCovariance(shown->tokens));
         else
             cone_->setCurrentCovariance(std::nullopt);
+        cone_->setParticleEvent(shown->event); // the particles stopped (diverged, ...): a banner says so
     }
 
     const int frames = live && live->history ? int(live->history->size()) : 0;
