@@ -5,6 +5,7 @@
 #include "engine/io/Npy.h"
 #include "ui/panels/MatrixEditor.h"
 #include "ui/panels/PlotsPanel.h"
+#include "ui/panels/ScenePanel.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ParticleView.h"
 #include "ui/views/TrainingView.h"
@@ -13,6 +14,7 @@
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QAbstractButton>
+#include <QAbstractSpinBox>
 #include <QDockWidget>
 #include <QDoubleSpinBox>
 #include <QFile>
@@ -388,6 +390,26 @@ TEST_F(MatricesDockTest, TheEditorFitsA1024By640WindowWithoutScrollingSideways) 
     EXPECT_EQ(tabs, 2);
     const QSize least = window->minimumSizeHint().expandedTo(window->minimumSize());
     EXPECT_LE(least.width(), 1024);
+    EXPECT_EQ(window->width(), 1024);
+}
+
+// The Scene dock too: its form scrolls up and down, never sideways, and the window stays 1024 wide.
+TEST_F(MatricesDockTest, TheSceneDockFitsA1024By640WindowWithoutScrollingSideways) {
+    QTest::qWait(50);
+    ScenePanel* panel = window->particles().scenePanel();
+    ASSERT_TRUE(panel->isVisible());
+    auto* area = panel->findChild<QScrollArea*>();
+    ASSERT_NE(area, nullptr);
+    EXPECT_FALSE(area->horizontalScrollBar()->isVisible());
+    const QRect viewport = area->viewport()->rect();
+    int shown = 0;
+    for (QWidget* w : area->widget()->findChildren<QWidget*>()) {
+        if (!w->isVisible() || !qobject_cast<QAbstractSpinBox*>(w)) continue;
+        ++shown;
+        const QRect r(w->mapTo(area->viewport(), QPoint(0, 0)), w->size());
+        EXPECT_LE(r.right(), viewport.right()) << w->objectName().toStdString() << " ends at " << r.right();
+    }
+    EXPECT_GE(shown, 8);
     EXPECT_EQ(window->width(), 1024);
 }
 

@@ -179,7 +179,7 @@ ScenePanel::ScenePanel(QWidget* parent) : QWidget(parent) {
     for (QLabel* l : labels)
         if (l->buddy()) l->setMinimumWidth(labelWidth);
 
-    form::scrollInto(this, content);
+    form::scrollInto(this, content, form::Sideways::Never);
 
     Scene initial;
     initial.attention.heads.push_back({Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)});
