@@ -10,6 +10,7 @@
 #include <QLinearGradient>
 #include <QPainter>
 #include <QPainterPath>
+#include <QPen>
 #include <QVector4D>
 
 #include <algorithm>
@@ -265,6 +266,7 @@ void ConePicture::paintOver(QPainter& painter) const {
         drawConeLabels(painter);
     else
         drawDiscLabels(painter);
+    if (mode_ == ConeMode::Disc) drawDiscMarks(painter);
     drawLegend(painter);
     drawColorBar(painter);
     bannerRect_ = drawBannerText(painter, area, QRectF(), banner_, true);
@@ -652,6 +654,53 @@ void ConePicture::drawDiscLabels(QPainter& p) const {
     const double a = 0.75 * kPi;
     const QPointF on = project({std::cos(a), std::sin(a), 0});
     drawLabel(p, on, on - centre, 6.0, QStringLiteral("rank 1"));
+}
+
+std::vector<ConePicture::DiscMark> ConePicture::discMarks() const {
+    std::vector<DiscMark> marks;
+    if (!data_) return marks;
+    const std::size_t n = data_->trajectories.size();
+    for (const bool blowUp : {false, true}) {
+        std::vector<DiscMark> groups;
+        for (const ConeTrajectory& t : data_->trajectories) {
+            const bool ended = blowUp ? t.event == MomentEvent::BlowUp : t.event == MomentEvent::Converged;
+            if (!ended || t.points.empty() || !(t.points.back().z() > 0)) continue;
+            const Eigen::Vector2d p = t.points.back().head<2>() / t.points.back().z();
+            auto g = std::find_if(groups.begin(), groups.end(),
+                                  [&](const DiscMark& m) { return (m.point - p).norm() < 0.05; });
+            if (g == groups.end()) {
+                groups.push_back({p, 1, blowUp});
+            } else {
+                g->point += (p - g->point) / double(++g->runs); // the group's mean end
+            }
+        }
+        std::stable_sort(groups.begin(), groups.end(),
+                         [](const DiscMark& a, const DiscMark& b) { return a.runs > b.runs; });
+        int kept = 0;
+        for (const DiscMark& g : groups)
+            if (kept < 3 && double(g.runs) >= 0.02 * double(n)) {
+                marks.push_back(g);
+                ++kept;
+            }
+    }
+    return marks;
+}
+
+void ConePicture::drawDiscMarks(QPainter& p) const {
+    const QColor halo(style_.background.red(), style_.background.green(), style_.background.blue(), 210);
+    const QPointF centre = project({0, 0, 0});
+    for (const DiscMark& m : discMarks()) {
+        const QPointF at = project({m.point.x(), m.point.y(), 0});
+        const QColor color = m.blowUp ? QColor(235, 80, 70) : QColor(255, 255, 255);
+        p.setPen(QPen(color, 2.0));
+        p.setBrush(Qt::NoBrush);
+        p.drawEllipse(at, 8.0, 8.0);
+        p.setPen(color);
+        // Outward from the centre (a limit at the centre: above it).
+        const QPointF out = QLineF(centre, at).length() > 1.0 ? at - centre : QPointF(0, -1);
+        drawLabel(p, at, out, 12.0,
+                  m.blowUp ? tr("blow-up \u00d7%1").arg(m.runs) : tr("limit \u00d7%1").arg(m.runs), halo);
+    }
 }
 
 void ConePicture::drawLegend(QPainter& p) const {

@@ -343,6 +343,42 @@ TEST(ConeView, GizmoLabelsKeepOffTheAxes) {
 }
 
 // The default scene's cone has one trajectory: "1 trajectory", and no colour bar from 1 to 1.
+// The disc marks where Fig 3(d)'s runs end: one limit for the 591 that converge, at the rank-one point
+// (0.965, -0.262) of the isotropic ray at -7.6 degrees, and one blow-up direction for the 57 others, at
+// (-0.923, 0.384) (the preset's own counts and points, measured with the paper's Euler scheme). Each is
+// drawn as a ring (pixels at its rim), and the cone mode marks nothing.
+TEST(ConeView, TheDiscMarksTheLimitAndTheBlowUpDirection) {
+    FLOWSCOPE_REQUIRE_GUI();
+    Shown s(preset("cone-fig3d-mixed"));
+    ASSERT_TRUE(s.ok);
+    ConeView& v = *s.view;
+    ASSERT_EQ(v.picture().mode(), ConeMode::Disc);
+    const auto marks = v.picture().discMarks();
+    ASSERT_EQ(marks.size(), 2u);
+    const auto& limit = marks[0].blowUp ? marks[1] : marks[0];
+    const auto& blowUp = marks[0].blowUp ? marks[0] : marks[1];
+    EXPECT_FALSE(limit.blowUp);
+    EXPECT_TRUE(blowUp.blowUp);
+    EXPECT_EQ(limit.runs, 591);
+    EXPECT_EQ(blowUp.runs, 57);
+    EXPECT_NEAR(limit.point.x(), 0.965, 0.01);
+    EXPECT_NEAR(limit.point.y(), -0.262, 0.01);
+    EXPECT_NEAR(blowUp.point.x(), -0.923, 0.02);
+    EXPECT_NEAR(blowUp.point.y(), 0.384, 0.02);
+    const QImage img = s.grab();
+    const double dpr = v.devicePixelRatioF();
+    // The blow-up ring is red, a colour no viridis curve has.
+    const QPoint top =
+        ((v.picture().project({blowUp.point.x(), blowUp.point.y(), 0}) + QPointF(0, -8)) * dpr).toPoint();
+    int red = 0;
+    for (int dy = -2; dy <= 2; ++dy)
+        for (int dx = -2; dx <= 2; ++dx) {
+            const QColor c(img.pixel(top + QPoint(dx, dy)));
+            red += c.red() > 170 && c.green() < 130 && c.blue() < 130;
+        }
+    EXPECT_GT(red, 0);
+}
+
 TEST(ConeView, OneTrajectoryIsSingularAndHasNoColourBar) {
     FLOWSCOPE_REQUIRE_GUI();
     Shown s(preset("default"));
