@@ -20,6 +20,7 @@
 #include <QFile>
 #include <QMenu>
 #include <QMenuBar>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QTabBar>
@@ -411,6 +412,15 @@ TEST_F(MatricesDockTest, TheSceneDockFitsA1024By640WindowWithoutScrollingSideway
     }
     EXPECT_GE(shown, 8);
     EXPECT_EQ(window->width(), 1024);
+    // Revert and Apply stay in view under the scrolled fields.
+    for (const char* name : {"apply", "revert"}) {
+        auto* button = panel->findChild<QPushButton*>(QString::fromLatin1(name));
+        ASSERT_NE(button, nullptr) << name;
+        EXPECT_TRUE(button->isVisible()) << name;
+        EXPECT_FALSE(area->isAncestorOf(button)) << name << " scrolls with the fields";
+        const QRect r(button->mapTo(panel, QPoint(0, 0)), button->size());
+        EXPECT_TRUE(panel->rect().contains(r)) << name;
+    }
 }
 
 } // namespace

@@ -180,6 +180,7 @@ ScenePanel::ScenePanel(QWidget* parent) : QWidget(parent) {
         if (l->buddy()) l->setMinimumWidth(labelWidth);
 
     form::scrollInto(this, content, form::Sideways::Never);
+    QWidget::layout()->addWidget(applyBar_); // scrollInto made the panel's layout
 
     Scene initial;
     initial.attention.heads.push_back({Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)});
@@ -357,24 +358,28 @@ QWidget* ScenePanel::buildSceneGroup() {
     addRow(sceneForm_, tr("File"), pathRow_, "initial.path");
     addRow(sceneForm_, tr("Points"), pointsRow_, "initial.points");
 
-    errorLabel_ = new QLabel(group);
+    // The group's error line and its Revert / Apply buttons: a bar the constructor pins under the scrolled
+    // forms, so that a short window (1024 x 640) still shows them while the fields scroll.
+    applyBar_ = new QWidget;
+    auto* bar = new QVBoxLayout(applyBar_);
+    bar->setContentsMargins(4, 2, 4, 4);
+    errorLabel_ = new QLabel(applyBar_);
     errorLabel_->setObjectName(QStringLiteral("error"));
     errorLabel_->setWordWrap(true);
     errorLabel_->setContentsMargins(6, 0, 6, 0);
-    box->addWidget(errorLabel_);
-
+    bar->addWidget(errorLabel_);
     auto* buttons = new QHBoxLayout;
     buttons->setContentsMargins(6, 0, 6, 0);
-    revert_ = new QPushButton(tr("Revert"), group);
+    revert_ = new QPushButton(tr("Revert"), applyBar_);
     revert_->setObjectName(QStringLiteral("revert"));
-    revert_->setToolTip(tr("Drop the staged edits of this group"));
-    apply_ = new QPushButton(tr("Apply (restarts)"), group);
+    revert_->setToolTip(tr("Drop the staged edits of the Scene group"));
+    apply_ = new QPushButton(tr("Apply (restarts)"), applyBar_);
     apply_->setObjectName(QStringLiteral("apply"));
     apply_->setToolTip(tr("Restart the run with the edited scene"));
     buttons->addStretch();
     buttons->addWidget(revert_);
     buttons->addWidget(apply_);
-    box->addLayout(buttons);
+    bar->addLayout(buttons);
 
     InitialSpec& in = staged_.initial;
     const auto stagedEdit = [this] { stagedChanged(); };

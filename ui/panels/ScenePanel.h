@@ -140,6 +140,7 @@ class ScenePanel : public QWidget {
     QPushButton* draw_ = nullptr;
     QPushButton* clearPoints_ = nullptr;
     QLabel* errorLabel_ = nullptr;
+    QWidget* applyBar_ = nullptr; // errorLabel_, revert_ and apply_, under the scroll area
     QPushButton* apply_ = nullptr;
     QPushButton* revert_ = nullptr;
 };
