@@ -5,6 +5,7 @@
 
 #include "engine/core/Parallel.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -35,6 +36,9 @@ constexpr int kTagAssign = 3; // 0 -> worker: the runs to do (long long each; a 
 // The most runs one message hands out. A chunk's results come back together when it is done, so this also
 // bounds what a killed rank takes with it.
 constexpr std::size_t kMostRunsPerMessage = 32;
+// A chunk is sized to last about this long at the mean run time so far (one run until a run has finished):
+// cheap runs go out many to a message, costly ones one at a time, where balance matters more than messages.
+constexpr double kChunkSeconds = 0.02;
 
 void sendText(const std::string& text, int tag) {
     MPI_Send(text.data(), int(text.size()), MPI_CHAR, 0, tag, MPI_COMM_WORLD);
@@ -120,8 +124,12 @@ void SweepMpi::serve(const SweepSpec& spec, SweepQueue& queue, int threads,
 #ifdef FLOWSCOPE_HAVE_MPI
     std::mutex doneMutex;
     std::exception_ptr failure;
+    double runSeconds = 0; // of the runs finished so far, and their count (under doneMutex)
+    long runsTimed = 0;
     const auto record = [&](const std::vector<SweepJournalEntry>& entries) {
         std::lock_guard lock(doneMutex);
+        for (const SweepJournalEntry& e : entries) runSeconds += e.seconds;
+        runsTimed += long(entries.size());
         done(entries);
     };
     std::thread local([&] {
@@ -165,8 +173,14 @@ void SweepMpi::serve(const SweepSpec& spec, SweepQueue& queue, int threads,
                     at = end + 1;
                 }
                 if (!chunk.empty()) record(chunk);
-                for (long run : queue.take(threads + status.MPI_SOURCE - 1, kMostRunsPerMessage))
-                    next.push_back(run);
+                std::size_t most = 1;
+                {
+                    std::lock_guard lock(doneMutex);
+                    if (runsTimed > 0 && runSeconds > 0)
+                        most = std::size_t(std::clamp(kChunkSeconds * double(runsTimed) / runSeconds, 1.0,
+                                                      double(kMostRunsPerMessage)));
+                }
+                for (long run : queue.take(threads + status.MPI_SOURCE - 1, most)) next.push_back(run);
             } catch (...) {
                 queue.stop();
                 std::lock_guard lock(doneMutex);
