@@ -179,8 +179,7 @@ ScenePanel::ScenePanel(QWidget* parent) : QWidget(parent) {
     for (QLabel* l : labels)
         if (l->buddy()) l->setMinimumWidth(labelWidth);
 
-    form::scrollInto(this, content, form::Sideways::Never);
-    QWidget::layout()->addWidget(applyBar_); // scrollInto made the panel's layout
+    form::scrollInto(this, content, form::Sideways::Never)->addWidget(applyBar_);
 
     Scene initial;
     initial.attention.heads.push_back({Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)});

@@ -110,8 +110,8 @@ class VerticalScrollArea : public QScrollArea {
 enum class Sideways { Scrolls, Never };
 
 // A panel's content in a frameless, vertically scrolling area that fills `panel` (a dock shorter than the
-// form scrolls instead of squeezing it).
-inline void scrollInto(QWidget* panel, QWidget* content, Sideways sideways = Sideways::Scrolls) {
+// form scrolls instead of squeezing it). Returns the panel's layout, for what stays in view under the area.
+inline QVBoxLayout* scrollInto(QWidget* panel, QWidget* content, Sideways sideways = Sideways::Scrolls) {
     QScrollArea* scroll =
         sideways == Sideways::Never ? new VerticalScrollArea(panel) : new QScrollArea(panel);
     if (sideways == Sideways::Never) scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
@@ -121,6 +121,7 @@ inline void scrollInto(QWidget* panel, QWidget* content, Sideways sideways = Sid
     auto* outer = new QVBoxLayout(panel);
     outer->setContentsMargins(0, 0, 0, 0);
     outer->addWidget(scroll);
+    return outer;
 }
 
 } // namespace flowscope::form
