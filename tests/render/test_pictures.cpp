@@ -149,15 +149,21 @@ TEST(ParticleLayers, TrailsJoinConsecutiveFramesWithGrowingOpacity) {
     EXPECT_NEAR(lines[1].y - lines[0].y, 0.1f, 1e-6f);
 }
 
+// `picture` on the default scene showing X, 400 x 300 logical pixels, prepared (no OpenGL: cameras and layers
+// only).
+void showFramed(ParticlePicture& picture, const Tokens& X) {
+    picture.setScene(builtinDefaultScene());
+    picture.show(snapshotOf(X));
+    picture.setSize(QSizeF(400, 300));
+    picture.prepare();
+}
+
 TEST(ParticlePicture, FramingPutsEveryTokenInsideTheImage) {
     application();
     ParticlePicture picture;
-    picture.setScene(builtinDefaultScene());
     Tokens X = 3.0 * Tokens::Random(200, 2);
     X.col(0).array() += 10.0;
-    picture.show(snapshotOf(X));
-    picture.setSize(QSizeF(400, 300));
-    picture.prepare(); // no OpenGL: cameras and layers only
+    showFramed(picture, X);
     for (Eigen::Index i = 0; i < X.rows(); ++i) {
         const auto p = picture.worldToPixel(X.row(i).transpose());
         ASSERT_TRUE(p);
@@ -175,11 +181,8 @@ TEST(ParticlePicture, FramingPutsEveryTokenInsideTheImage) {
 TEST(ParticlePicture, TokensTheCameraLeavesOutAreCountedAndPointedAt) {
     application();
     ParticlePicture picture;
-    picture.setScene(builtinDefaultScene());
     const Tokens X = Tokens::Random(300, 2);
-    picture.show(snapshotOf(X));
-    picture.setSize(QSizeF(400, 300));
-    picture.prepare();
+    showFramed(picture, X);
     EXPECT_EQ(picture.offView().count, 0); // framed: every token in view
 
     picture.view().pan(QPointF(250, 0)); // the content moves right: its right part leaves the picture
@@ -286,11 +289,8 @@ long tokensOutside(const ParticlePicture& picture, const Tokens& X) {
 TEST(ParticlePicture, FollowEasesTowardsTheFrameAndKeepsTheCloudInView) {
     application();
     ParticlePicture picture;
-    picture.setScene(builtinDefaultScene());
     const Tokens X = Tokens::Random(300, 2);
-    picture.show(snapshotOf(X));
-    picture.setSize(QSizeF(400, 300));
-    picture.prepare();
+    showFramed(picture, X);
     const double wide = picture.view().pixelsPerUnit();
 
     // The cloud contracts to a quarter: one 60 Hz step zooms in a little, not at once, and not past the goal.
