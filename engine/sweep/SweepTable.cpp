@@ -165,7 +165,15 @@ void SweepJournal::append(const std::vector<SweepJournalEntry>& entries) {
     std::string lines;
     for (const SweepJournalEntry& e : entries) lines += sweepJournalLine(e);
     std::lock_guard lock(mutex_);
-    if (::write(fd_, lines.data(), lines.size()) != ssize_t(lines.size()) || ::fdatasync(fd_) != 0)
+    // write() may take part of the lines (a disk filling up takes what fits, then fails with ENOSPC): the
+    // rest goes in further calls, so the error is the system's reason. A torn last line is cut on reading.
+    for (std::size_t at = 0; at < lines.size();) {
+        const ssize_t n = ::write(fd_, lines.data() + at, lines.size() - at);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw std::runtime_error("cannot append to " + path_ + ": " + std::strerror(errno));
+        at += std::size_t(n);
+    }
+    if (::fdatasync(fd_) != 0)
         throw std::runtime_error("cannot append to " + path_ + ": " + std::strerror(errno));
 }
 
