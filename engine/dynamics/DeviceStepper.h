@@ -9,6 +9,7 @@
 #pragma once
 
 #include "engine/core/Types.h"
+#include "engine/dynamics/Integrator.h"
 #include "engine/scene/Scene.h"
 
 #include <functional>
@@ -48,8 +49,13 @@ class DeviceStepper {
     virtual ~DeviceStepper() = default;
     // Replaces the tokens and the time (scaled to the unit sphere first for sphere dynamics).
     virtual void upload(const Tokens& X, double t) = 0;
-    // Records `steps` steps of h = T / M; reads nothing back.
+    // Records `steps` steps of h = T / M; fixed steps read nothing back (adaptive ones read one error norm
+    // per sub-step, to decide the next).
     virtual void advance(int steps) = 0;
+    // How the last advance() ended: ok, unless an adaptive step could not be completed (StepResult, for one
+    // step of T / M). The tokens and the time are then those at the start of that step, as Simulation keeps
+    // them on the CPU.
+    virtual StepResult outcome() const { return {}; }
     // The current tokens (waits for the device).
     virtual void download(Tokens& X) = 0;
     // Live edits, continuing from the current tokens and time; throw SceneError and change nothing when the

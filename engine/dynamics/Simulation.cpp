@@ -126,6 +126,14 @@ std::shared_ptr<const DeviceTokens> Simulation::shareTokens() {
 
 bool Simulation::stepOnDevice() {
     stepper_->advance(1);
+    if (const StepResult r = stepper_->outcome(); !r.ok) {
+        // The device kept the tokens at the step's start, as stepImpl does on the CPU.
+        event_ = RunEvent{RunEvent::Kind::StepCollapse, t_, stepFailure(r)};
+        synced_ = false;
+        syncTokens();
+        record();
+        return true;
+    }
     ++step_;
     t_ = double(step_) * (scene_.integrator.T / scene_.integrator.steps);
     synced_ = false;
@@ -257,13 +265,7 @@ bool Simulation::stepImpl() {
     };
     const StepResult r = integrator_->advance(f, t0, h, X_);
     if (!r.ok) {
-        std::ostringstream msg;
-        if (r.exhausted)
-            msg << "Dormand-Prince took " << kMaxSubsteps << " sub-steps within one step of T/steps = " << h
-                << " (tolerances too tight, or the dynamics far faster than the step)";
-        else
-            msg << "step size collapsed below " << scene_.integrator.minStep << " (blow-up?)";
-        event_ = RunEvent{RunEvent::Kind::StepCollapse, t0, msg.str()};
+        event_ = RunEvent{RunEvent::Kind::StepCollapse, t0, stepFailure(r)};
         X_ = before; // keep the last good state
         record();
         return true;
@@ -282,6 +284,17 @@ bool Simulation::stepImpl() {
     }
     if (event_ || step_ % scene_.output.every == 0 || step_ == scene_.integrator.steps) record();
     return true;
+}
+
+std::string Simulation::stepFailure(const StepResult& r) const {
+    std::ostringstream msg;
+    if (r.exhausted)
+        msg << "Dormand-Prince took " << kMaxSubsteps
+            << " sub-steps within one step of T/steps = " << scene_.integrator.T / scene_.integrator.steps
+            << " (tolerances too tight, or the dynamics far faster than the step)";
+    else
+        msg << "step size collapsed below " << scene_.integrator.minStep << " (blow-up?)";
+    return msg.str();
 }
 
 void Simulation::run(const std::function<bool(double)>& progress) {

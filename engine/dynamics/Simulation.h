@@ -100,6 +100,8 @@ class Simulation {
     void record();
     void checkDivergence();
     bool stepOnDevice();
+    // The event message of a step that could not be completed (Dormand-Prince: exhausted or collapsed).
+    std::string stepFailure(const StepResult& r) const;
     void attachStepper(); // makes a stepper for the current scene from makeStepper_, or notes why not
     void dropStepper(const std::string& why); // the fields integrate from X_ on; stepperNote() says why
     void editStepper(const std::function<void(DeviceStepper&)>& edit); // a live edit the device accepted

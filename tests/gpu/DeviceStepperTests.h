@@ -31,8 +31,17 @@ TYPED_TEST_P(DeviceStepperTest, AdvanceReadsNothingBackAndComposes) {
     flowscope::test::expectAdvanceReadsNothingBackAndComposes(flowscope::test::makeTestStepper<TypeParam>);
 }
 
-TYPED_TEST_P(DeviceStepperTest, TakesL2AndRejectsAdaptiveSteps) {
-    flowscope::test::expectTakesL2AndRejectsAdaptiveSteps(flowscope::test::makeTestStepper<TypeParam>);
+TYPED_TEST_P(DeviceStepperTest, TakesL2AndAdaptiveSteps) {
+    flowscope::test::expectTakesL2AndAdaptiveSteps(flowscope::test::makeTestStepper<TypeParam>);
+}
+
+TYPED_TEST_P(DeviceStepperTest, DormandPrinceTracksFloat64AsCloselyAsCpuFloat32) {
+    flowscope::test::expectDormandPrinceTracksFloat64(flowscope::test::makeTestStepper<TypeParam>);
+}
+
+TYPED_TEST_P(DeviceStepperTest, DormandPrinceComposesAndKeepsAFailedStep) {
+    flowscope::test::expectDormandPrinceComposesAndKeepsAFailedStep(
+        flowscope::test::makeTestStepper<TypeParam>);
 }
 
 TYPED_TEST_P(DeviceStepperTest, LiveEditsContinueFromTheCurrentState) {
@@ -81,5 +90,6 @@ TYPED_TEST_P(DeviceStepperTest, ResidentPassMatchesTheFloat64Field) {
 
 REGISTER_TYPED_TEST_SUITE_P(DeviceStepperTest, FiftyStepsTrackFloat64AsCloselyAsCpuFloat32,
                             HeunKeyframesAndSphereTrackFloat64, AdvanceReadsNothingBackAndComposes,
-                            TakesL2AndRejectsAdaptiveSteps, LiveEditsContinueFromTheCurrentState,
+                            TakesL2AndAdaptiveSteps, DormandPrinceTracksFloat64AsCloselyAsCpuFloat32,
+                            DormandPrinceComposesAndKeepsAFailedStep, LiveEditsContinueFromTheCurrentState,
                             ResidentPassMatchesTheFloat64Field);

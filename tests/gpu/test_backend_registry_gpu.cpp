@@ -24,7 +24,7 @@ struct StepCase {
 const StepCase kStepCases[] = {
     {"softmax_rk4", AttentionType::Softmax, Method::Rk4, nullptr},
     {"exp_euler", AttentionType::Exp, Method::Euler, nullptr},
-    {"softmax_dopri", AttentionType::Softmax, Method::DormandPrince, "/integrator/method"},
+    {"softmax_dopri", AttentionType::Softmax, Method::DormandPrince, nullptr}, // adaptive sub-steps
     {"l2_heun", AttentionType::L2, Method::Heun, nullptr}, // key biases formed on the device (QUAD_BIAS)
     {"sinkhorn_rk4", AttentionType::Sinkhorn, Method::Rk4, "/attention/type"}, // not a kernel average
 };

@@ -18,12 +18,14 @@ using namespace flowscope::test;
 
 namespace {
 
-// A device whose memory is a CPU matrix. It refuses l2 attention and Dormand-Prince, as the OpenGL stepper
-// does, and counts the downloads.
+// A device whose memory is a CPU matrix. It refuses l2 attention and (unless `adaptive`) Dormand-Prince,
+// and counts the downloads. A Dormand-Prince step it cannot complete ends advance, the tokens kept at the
+// step's start (outcome), as the device steppers do.
 class EmulatedDevice : public DeviceStepper {
   public:
-    EmulatedDevice(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, int* downloads)
-        : downloads_(downloads) {
+    EmulatedDevice(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, int* downloads,
+                   bool adaptive = false)
+        : downloads_(downloads), adaptive_(adaptive) {
         setAttention(spec);
         setIntegrator(integrator);
         (void)d;
@@ -34,11 +36,18 @@ class EmulatedDevice : public DeviceStepper {
     }
     void advance(int steps) override {
         const Field f = [this](double t, const Tokens& X, Tokens& dX) { field_->velocity(t, X, dX); };
+        outcome_ = {};
         for (int s = 0; s < steps; ++s) {
-            integrator_->advance(f, t_, h_, X_);
+            const Tokens start = X_;
+            outcome_ = integrator_->advance(f, t_, h_, X_);
+            if (!outcome_.ok) {
+                X_ = start;
+                return;
+            }
             t_ += h_;
         }
     }
+    StepResult outcome() const override { return outcome_; }
     void download(Tokens& X) override {
         ++*downloads_;
         X = X_;
@@ -49,7 +58,7 @@ class EmulatedDevice : public DeviceStepper {
         if (integrator_) integrator_->invalidate();
     }
     void setIntegrator(const IntegratorSpec& spec) override {
-        if (spec.method == Method::DormandPrince)
+        if (spec.method == Method::DormandPrince && !adaptive_)
             throw SceneError("/integrator/method", "emulated device: fixed steps");
         integrator_ = makeIntegrator(spec);
         h_ = spec.T / spec.steps;
@@ -58,6 +67,8 @@ class EmulatedDevice : public DeviceStepper {
 
   private:
     int* downloads_;
+    bool adaptive_;
+    StepResult outcome_;
     std::unique_ptr<VelocityField> field_;
     std::unique_ptr<Integrator> integrator_;
     Tokens X_;
@@ -251,4 +262,42 @@ TEST(DeviceRun, ANonFiniteDownloadKeepsTheLastGoodFrame) {
     EXPECT_EQ(sim.stepIndex(), 2);
     EXPECT_EQ(sim.tokens(), reference.tokens());
     EXPECT_TRUE(sim.tokens().allFinite());
+}
+
+TEST(DeviceRun, ADormandPrinceStepTheDeviceCannotCompleteIsTheCpuRunsEvent) {
+    // A finite-time blow-up (exp attention, dx/dt = e^{x^2} x for one token from x = 1: singular at
+    // t = E1(1)/2 = 0.1097): the second step of T/steps = 0.1 collapses. On a device that takes
+    // Dormand-Prince the run ends as on the CPU: the same event, time and message, and the last frame at the
+    // step's start.
+    Scene scene = deviceScene(1);
+    scene.d = 1;
+    scene.n = 1;
+    scene.attention =
+        singleHead(AttentionType::Exp, Mat::Identity(1, 1), Mat::Identity(1, 1), Mat::Identity(1, 1));
+    scene.integrator.method = Method::DormandPrince;
+    scene.integrator.T = 1.0;
+    scene.integrator.steps = 10;
+    scene.initial.kind = InitKind::Points;
+    scene.initial.points = Tokens::Ones(1, 1);
+    Simulation reference(scene);
+    reference.run();
+    ASSERT_TRUE(reference.event());
+    ASSERT_EQ(reference.event()->kind, RunEvent::Kind::StepCollapse);
+
+    int downloads = 0;
+    Simulation device(scene);
+    device.setStepper(
+        StepperFactory([&downloads](const AttentionSpec& spec, const IntegratorSpec& integrator, int d) {
+            return std::unique_ptr<DeviceStepper>(new EmulatedDevice(spec, integrator, d, &downloads, true));
+        }));
+    ASSERT_TRUE(device.onDevice());
+    device.run();
+    ASSERT_TRUE(device.event());
+    EXPECT_EQ(device.event()->kind, reference.event()->kind);
+    EXPECT_EQ(device.event()->t, reference.event()->t);
+    EXPECT_EQ(device.event()->message, reference.event()->message);
+    EXPECT_DOUBLE_EQ(device.time(), 0.1);
+    ASSERT_EQ(device.history().size(), reference.history().size());
+    EXPECT_EQ(device.history().back().tokens, reference.history().back().tokens);
+    EXPECT_EQ(device.history().back().step, reference.history().back().step);
 }

@@ -2,6 +2,7 @@
 
 #include "engine/attention/SphereProjection.h"
 
+#include <cmath>
 #include <stdexcept>
 
 namespace flowscope {
@@ -43,10 +44,52 @@ void PlannedStepper::upload(const Tokens& X, double t) {
 }
 
 void PlannedStepper::advance(int steps) {
+    outcome_ = {};
     if (plan_.n() == 0)
         plan_.skip(steps);
-    else
+    else if (!plan_.adaptive())
         takeSteps(steps);
+    else {
+        for (int step = 0; step < steps && takeAdaptiveStep(); ++step) plan_.skip(1);
+        flush();
+    }
+}
+
+bool PlannedStepper::takeAdaptiveStep() {
+    using T = DormandPrinceTableau;
+    DormandPrinceControl& control = plan_.control();
+    const double t0 = plan_.time();
+    auto slots = [this](const CombineCall& call) {
+        std::array<int, kCombineSlots> k{};
+        for (int s = 0; s < kCombineSlots; ++s)
+            k[std::size_t(s)] = velocities_[std::size_t(call.k[std::size_t(s)])];
+        return k;
+    };
+    if (!control.begin(t0, plan_.h())) {
+        outcome_ = control.result();
+        return false;
+    }
+    keepTokens(false);
+    evaluate(plan_.stageTime(t0, t0), false, velocities_[0]);
+    const double coordinates = double(plan_.n()) * plan_.d();
+    while (const std::optional<double> step = control.next()) {
+        const double h = *step, t = control.time();
+        for (int s = 1; s < kStageVelocities; ++s) {
+            const CombineCall input = plan_.dormandPrinceCombine(s, h);
+            combine(input, slots(input));
+            evaluate(plan_.stageTime(t0, T::stageTime(s, t, h)), true, velocities_[std::size_t(s)]);
+        }
+        const CombineCall error = plan_.dormandPrinceError(h);
+        const bool landing = control.landing();
+        if (control.judge(std::sqrt(errorSum(error, slots(error)) / coordinates))) {
+            const CombineCall update = plan_.dormandPrinceCombine(kStageVelocities - 1, h, true, landing);
+            combine(update, slots(update));
+            std::swap(velocities_[0], velocities_[kStageVelocities - 1]); // first same as last
+        }
+    }
+    outcome_ = control.result();
+    if (!outcome_.ok) keepTokens(true); // the step's start, as Simulation keeps it on the CPU
+    return outcome_.ok;
 }
 
 void PlannedStepper::download(Tokens& X) {

@@ -4,12 +4,19 @@
 // GlStepper and VkStepper implement only how bytes and dispatches reach their device: writeTokens and
 // readTokens (the float32 structure-of-arrays tokens), takeSteps (the dispatches plan().walk gives),
 // projectTokens (sphere dynamics turned on by a live edit), and planChanged (the combine words changed).
+//
+// Dormand-Prince is walked here, on four more: evaluate, combine, errorSum (the one read-back per
+// sub-step: a float per workgroup) and keepTokens (a copy of x at each step's start, put back when a step
+// fails), with the CPU integrator's controller (DormandPrince.h) choosing every sub-step. The stage
+// velocities are the device's buffers 0..6; which one holds k1 rotates (first same as last), so accepting
+// a sub-step moves no velocity.
 #pragma once
 
 #include "engine/attention/VelocityField.h"
 #include "engine/dynamics/DeviceStepper.h"
 #include "engine/gpu/common/StepperPlan.h"
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -23,8 +30,11 @@ class PlannedStepper : public DeviceStepper {
     // Replaces the tokens (N x d; scaled to unit norm first for sphere dynamics) and the time. Throws
     // cpuDeviceRefusal's SceneError for too many tokens on a CPU device (llvmpipe, lavapipe).
     void upload(const Tokens& X, double t) final;
-    // Records `steps` steps of h = T / M; nothing is read back and nothing waits for the device.
+    // Records `steps` steps of h = T / M; for fixed steps nothing is read back and nothing waits for the
+    // device. Dormand-Prince waits for each sub-step's error norm (one float per workgroup), and stops at
+    // a step it cannot complete (outcome()).
     void advance(int steps) final;
+    StepResult outcome() const final { return outcome_; }
     // Reads the tokens back (waits for the device). Check divergence here: the device does not.
     void download(Tokens& X) final;
     // Live edits: continue from the current tokens and time with new parameters (throw SceneError as the
@@ -62,6 +72,18 @@ class PlannedStepper : public DeviceStepper {
     virtual void projectTokens() = 0;
     // The plan's combine words changed (a new N, attention or integrator: plan().combinesVersion()).
     virtual void planChanged() {}
+    // Dormand-Prince's steps (plan().adaptive()). `k` below is a stage-velocity buffer,
+    // 0..kStageVelocities-1. Records the velocity at time t of x or y into buffer k.
+    virtual void evaluate(double t, bool atY, int k) = 0;
+    // Records stage_combine with call.words, slot s reading buffer k[call.k[s]].
+    virtual void combine(const CombineCall& call, const std::array<int, kCombineSlots>& k) = 0;
+    // Runs the error pass (stage_combine, call.words, the same binding of slots) after everything recorded,
+    // waits for it and returns the sum of its per-workgroup partials, added in double.
+    virtual double errorSum(const CombineCall& call, const std::array<int, kCombineSlots>& k) = 0;
+    // Records a copy of x into a buffer of its own (restore: back into x).
+    virtual void keepTokens(bool restore) = 0;
+    // Submits what is recorded (called after the last sub-step of an advance).
+    virtual void flush() {}
     // Whether residentPass is implemented.
     virtual bool hasResidentPass() const { return false; }
     // Runs shaders/stream_kernel.comp, variant in.variant with the parameter words in.params (queries B x_i
@@ -75,7 +97,12 @@ class PlannedStepper : public DeviceStepper {
   private:
     class ResidentRunner;
 
+    // One step of Dormand-Prince from plan().time(): false (tokens and time kept) when it failed.
+    bool takeAdaptiveStep();
+
     StepperPlan plan_;
+    StepResult outcome_;
+    std::array<int, kStageVelocities> velocities_ = {0, 1, 2, 3, 4, 5, 6}; // stage j's k is in buffer [j]
     long downloads_ = 0;
     std::unique_ptr<VelocityField> resident_; // residentField(), made on first use
 };

@@ -11,7 +11,7 @@ namespace {
 
 // Assembly flags (shaders/head_assembly.comp) and combine flags (shaders/stage_combine.comp).
 constexpr std::uint32_t kAccumulate = 1, kProject = 2, kClear = 4;
-constexpr std::uint32_t kToX = 1, kNormalize = 2;
+constexpr std::uint32_t kToX = 1, kNormalize = 2, kError = 4;
 
 std::uint32_t bits(double v) {
     return std::bit_cast<std::uint32_t>(float(v));
@@ -23,7 +23,7 @@ StepperPlan::StepperPlan(const AttentionSpec& spec, const IntegratorSpec& integr
                          StreamKernelDevice device)
     : d_(d), api_(std::move(api)), device_(std::move(device)), spec_(spec),
       reference_(reference(spec, d, api_)), stages_(stagesOf(integrator, api_)),
-      h_(integrator.T / integrator.steps) {
+      control_(controlOf(integrator)), h_(integrator.T / integrator.steps) {
     if (std::optional<SceneError> refused = headsRefusal(*reference_, spec, d_, api_)) throw *refused;
 }
 
@@ -38,12 +38,15 @@ std::optional<SceneError> StepperPlan::integratorRefusal(const IntegratorSpec& i
     case Method::Euler:
     case Method::Heun:
     case Method::Rk4:
+    case Method::DormandPrince:
         return std::nullopt;
-    default:
-        return SceneError("/integrator/method",
-                          "the " + api + " stepper takes fixed steps only (euler, heun, rk4), not " +
-                              toString(is.method));
     }
+    return SceneError("/integrator/method", "the " + api + " stepper does not take this method");
+}
+
+std::optional<DormandPrinceControl> StepperPlan::controlOf(const IntegratorSpec& is) {
+    if (is.method != Method::DormandPrince) return std::nullopt;
+    return DormandPrinceControl(is.rtol, is.atol, is.minStep);
 }
 
 std::vector<StepperStage> StepperPlan::stagesOf(const IntegratorSpec& is, const std::string& api) {
@@ -54,6 +57,8 @@ std::vector<StepperStage> StepperPlan::stagesOf(const IntegratorSpec& is, const 
         return {{0.0, false, h, {{0, 1.0}}, true}};
     case Method::Heun:
         return {{0.0, false, h, {{0, 1.0}}, false}, {1.0, true, 0.5 * h, {{0, 1.0}, {1, 1.0}}, true}};
+    case Method::DormandPrince: // adaptive: PlannedStepper walks the sub-steps
+        return {};
     default: // Rk4: integratorRefusal let no other method through
         return {{0.0, false, 0.5 * h, {{0, 1.0}}, false},
                 {0.5, true, 0.5 * h, {{1, 1.0}}, false},
@@ -122,6 +127,11 @@ Eigen::MatrixXf StepperPlan::deviceTokens(const Tokens& X) const {
     return Y.cast<float>(); // column-major = the shaders' structure-of-arrays layout
 }
 
+double StepperPlan::stageTime(double t0, double t) const {
+    if (spec_.keyframes.empty() || spec_.interpolation != Interpolation::Piecewise) return t;
+    return std::clamp(t, t0 + 1e-9 * h_, t0 + h_ - 1e-9 * h_);
+}
+
 void StepperPlan::restart(int n, double t) {
     if (n != n_) {
         n_ = n;
@@ -131,6 +141,7 @@ void StepperPlan::restart(int n, double t) {
     }
     t0_ = t;
     steps_ = 0;
+    if (control_) control_->invalidate(); // new tokens: the next sub-step starts at h again
 }
 
 bool StepperPlan::setAttention(const AttentionSpec& spec) {
@@ -140,6 +151,7 @@ bool StepperPlan::setAttention(const AttentionSpec& spec) {
     reference_ = std::move(ref);
     spec_ = spec;
     headsReady_ = false;
+    if (control_) control_->invalidate();
     ++combinesVersion_; // the normalize flag follows spec.sphere
     return toSphere;
 }
@@ -149,6 +161,7 @@ void StepperPlan::setIntegrator(const IntegratorSpec& integrator) {
     t0_ = time();
     steps_ = 0;
     stages_ = std::move(stages);
+    control_ = controlOf(integrator);
     h_ = integrator.T / integrator.steps;
     ++combinesVersion_;
 }
@@ -190,20 +203,49 @@ const std::vector<StepperHead>& StepperPlan::heads(double t) {
     return heads_;
 }
 
-std::vector<std::uint32_t> StepperPlan::combineWords(std::size_t s) const {
+CombineCall StepperPlan::combineCall(const std::vector<std::pair<int, double>>& terms, double a,
+                                     std::uint32_t flags) const {
+    if (terms.size() > std::size_t(kCombineSlots)) throw std::logic_error("stage_combine: too many terms");
+    CombineCall call;
+    call.words.assign(13, 0);
+    call.words[0] = std::uint32_t(n_);
+    call.words[1] = std::uint32_t(d_);
+    call.words[2] = std::uint32_t(terms.size());
+    call.words[3] = flags;
+    call.words[4] = bits(a);
+    for (std::size_t k = 0; k < terms.size(); ++k) call.words[5 + k] = bits(terms[k].second);
+    if (control_) {
+        call.words[11] = bits(control_->atol());
+        call.words[12] = bits(control_->rtol());
+    }
+    for (int slot = 0; slot < kCombineSlots; ++slot)
+        call.k[std::size_t(slot)] =
+            terms.empty() ? 0 : terms[std::min(std::size_t(slot), terms.size() - 1)].first;
+    return call;
+}
+
+CombineCall StepperPlan::combine(std::size_t s) const {
     const StepperStage& stage = stages_[s];
-    std::vector<std::uint32_t> p(9, 0);
-    p[0] = std::uint32_t(n_);
-    p[1] = std::uint32_t(d_);
-    p[2] = std::uint32_t(stage.terms.size());
-    p[3] = (stage.toX ? kToX : 0) | (stage.toX && spec_.sphere ? kNormalize : 0);
-    p[4] = bits(stage.a);
-    for (std::size_t k = 0; k < stage.terms.size(); ++k) p[5 + k] = bits(stage.terms[k].second);
-    return p;
+    return combineCall(stage.terms, stage.a,
+                       (stage.toX ? kToX : 0) | (stage.toX && spec_.sphere ? kNormalize : 0));
+}
+
+CombineCall StepperPlan::dormandPrinceCombine(int s, double h, bool toX, bool landing) const {
+    std::vector<std::pair<int, double>> terms;
+    for (int j = 0; j < s; ++j)
+        if (DormandPrinceTableau::a[s][j] != 0.0) terms.emplace_back(j, DormandPrinceTableau::a[s][j]);
+    return combineCall(terms, h, (toX ? kToX : 0) | (toX && landing && spec_.sphere ? kNormalize : 0));
+}
+
+CombineCall StepperPlan::dormandPrinceError(double h) const {
+    std::vector<std::pair<int, double>> terms;
+    for (int j = 0; j < kStageVelocities; ++j)
+        if (DormandPrinceTableau::e[j] != 0.0) terms.emplace_back(j, DormandPrinceTableau::e[j]);
+    return combineCall(terms, h, kError);
 }
 
 std::vector<std::uint32_t> StepperPlan::normalizeWords() const {
-    return {std::uint32_t(n_), std::uint32_t(d_), 0, kToX | kNormalize, 0, 0, 0, 0, 0};
+    return combineCall({}, 0.0, kToX | kNormalize).words;
 }
 
 std::vector<std::uint32_t> StepperPlan::clearWords() const {

@@ -16,13 +16,20 @@
 // re-normalization after each step, as SphereProjection and Simulation do), l2 (its key biases
 // -gamma |K x_j|^2 are a quadratic form of the keys, which the kernel forms from the tokens it reads:
 // QUAD_BIAS, KernelAttention::quadraticKeyBias). Refused (SceneError): heads whose key biases or queries
-// depend on the tokens in any other way, non-kernel variants, and adaptive Dormand-Prince (fixed steps only).
+// depend on the tokens in any other way, and non-kernel variants.
+//
+// Integrators: Euler, Heun and RK4 as a fixed stage table (walk); adaptive Dormand-Prince 5(4) as sub-steps
+// the CPU's controller chooses (DormandPrince.h): the plan gives each sub-step's combinations
+// (dormandPrinceCombine) and its error pass (dormandPrinceError, stage_combine's per-workgroup sums of
+// squared scaled errors, read back and added in double), and PlannedStepper drives them.
 #pragma once
 
 #include "engine/attention/KernelAttention.h"
+#include "engine/dynamics/DormandPrince.h"
 #include "engine/gpu/common/KernelPass.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -34,6 +41,17 @@ namespace flowscope {
 
 // The local size of head_assembly.comp and stage_combine.comp (one invocation per token).
 inline constexpr int kStepperGroup = 64;
+// The stage velocities stage_combine.comp reads (bindings 3..8), and the ones a stepper keeps: k0..k3 for the
+// fixed methods, k0..k6 for Dormand-Prince.
+inline constexpr int kCombineSlots = 6;
+inline constexpr int kStageVelocities = 7;
+
+// One dispatch of stage_combine.comp: its Params words, and the stage velocity each slot reads (the plan's
+// index of k; unread slots repeat a read one).
+struct CombineCall {
+    std::vector<std::uint32_t> words;
+    std::array<int, kCombineSlots> k{};
+};
 
 // One Runge-Kutta stage: evaluate at t + offset * h (at x or at the stage input y) into k[stage], then
 // target = x + a * sum w k[index] (target y: the next stage's input; x: the step's update).
@@ -43,9 +61,6 @@ struct StepperStage {
     double a;
     std::vector<std::pair<int, double>> terms; // (index of k, weight w)
     bool toX;
-
-    // The velocity stage_combine reads at binding 3 + slot (slot 0..3); unread slots get k0.
-    int velocityAt(int slot) const { return slot < int(terms.size()) ? terms[std::size_t(slot)].first : 0; }
 };
 
 // One head at one time: the streaming kernel's variant and Params words (n, n, pads, B) and head_assembly's
@@ -101,12 +116,28 @@ class StepperPlan {
         for (int step = 0; step < steps; ++step) {
             const double t = time();
             for (std::size_t s = 0; s < stages_.size(); ++s) {
-                evaluate(t + stages_[s].offset * h_, stages_[s], s);
+                evaluate(stageTime(t, t + stages_[s].offset * h_), stages_[s], s);
                 combine(stages_[s], s);
             }
             ++steps_;
         }
     }
+    // The time a stage of the step from t0 evaluates the heads at: t itself, except that piecewise-constant
+    // keyframes are layers, so every stage uses the layer in force inside the step (clamped 1e-9 h inside
+    // it), as Simulation::step does on the CPU.
+    double stageTime(double t0, double t) const;
+
+    // Dormand-Prince: whether the plan takes adaptive sub-steps (then stages() is empty and PlannedStepper
+    // walks them), and their step-size control (kept across steps, reset by restart and live edits).
+    bool adaptive() const { return control_.has_value(); }
+    DormandPrinceControl& control() { return *control_; }
+    // The combination of a sub-step of size h that forms stage s's input in y (s = 1..5: x + h sum a_sj k_j)
+    // or x_new (s = 6); with toX, x_new written to x instead (the accepted sub-step; normalized for sphere
+    // dynamics when it lands on the step's end).
+    CombineCall dormandPrinceCombine(int s, double h, bool toX = false, bool landing = false) const;
+    // The error pass of a sub-step of size h: per workgroup of kStepperGroup tokens, the sum over its tokens
+    // and coordinates of (h sum e_j k_j / (atol + rtol max(|x|, |y|)))^2, y holding x_new.
+    CombineCall dormandPrinceError(double h) const;
     // Counts steps without any work (no tokens uploaded yet).
     void skip(int steps) { steps_ += std::max(steps, 0); }
 
@@ -115,9 +146,10 @@ class StepperPlan {
     const std::vector<StepperHead>& heads(double t);
     long headsVersion() const { return headsVersion_; }
 
-    // stage_combine's Params words for stage s: n, d, count, flags (write x; normalize for sphere dynamics
-    // at the step's update), a, w0..w3.
-    std::vector<std::uint32_t> combineWords(std::size_t s) const;
+    // stage_combine's dispatch for stage s: Params words n, d, count, flags (write x; normalize for sphere
+    // dynamics at the step's update; error pass), a, w0..w5, atol, rtol.
+    CombineCall combine(std::size_t s) const;
+    std::vector<std::uint32_t> combineWords(std::size_t s) const { return combine(s).words; }
     // stage_combine's words that only project x onto the sphere (count 0, write x, normalize).
     std::vector<std::uint32_t> normalizeWords() const;
     // head_assembly's words that clear the velocity (a spec with no heads).
@@ -130,6 +162,9 @@ class StepperPlan {
     void setIntegrator(const IntegratorSpec& integrator);
 
   private:
+    CombineCall combineCall(const std::vector<std::pair<int, double>>& terms, double a,
+                            std::uint32_t flags) const;
+    static std::optional<DormandPrinceControl> controlOf(const IntegratorSpec& integrator);
     static std::vector<StepperStage> stagesOf(const IntegratorSpec& integrator, const std::string& api);
     // The SceneError stagesOf throws for an integrator the stepper cannot run.
     static std::optional<SceneError> integratorRefusal(const IntegratorSpec& integrator,
@@ -147,6 +182,7 @@ class StepperPlan {
     AttentionSpec spec_;
     std::unique_ptr<KernelAttention> reference_; // float64 CPU field: head setup only
     std::vector<StepperStage> stages_;
+    std::optional<DormandPrinceControl> control_; // Dormand-Prince
     double h_ = 0.0;
 
     int n_ = 0;

@@ -40,10 +40,11 @@ struct GlStepper::Head {
 GlStepper::GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d,
                      const GlFunctions& gl)
     : PlannedStepper(spec, integrator, d, "OpenGL", kernelDevice(gl)), gl_(&gl), streamPrograms_(gl), x_(gl),
-      y_(gl), kernelOut_(gl), clearParams_(gl) {
+      y_(gl), kernelOut_(gl), clearParams_(gl), start_(gl), partials_(gl) {
     assembly_.emplace(buildProgram(gl, "head_assembly.comp", {}));
     combine_.emplace(buildProgram(gl, "stage_combine.comp", {}));
-    for (int s = 0; s < 4; ++s) k_.push_back(std::make_unique<GlBuffer>(gl));
+    for (int s = 0; s < kStageVelocities; ++s) k_.push_back(std::make_unique<GlBuffer>(gl));
+    for (int s = 0; s < 16; ++s) adaptiveParams_.push_back(std::make_unique<GlBuffer>(gl));
 }
 
 GlStepper::~GlStepper() {
@@ -104,9 +105,12 @@ std::shared_ptr<const DeviceTokens> GlStepper::share(long step) {
 void GlStepper::planChanged() {
     if (combinesUploaded_ == plan().combinesVersion()) return;
     combineParams_.resize(plan().stages().size());
+    combineSlots_.resize(plan().stages().size());
     for (std::size_t s = 0; s < combineParams_.size(); ++s) {
         if (!combineParams_[s]) combineParams_[s] = std::make_unique<GlBuffer>(*gl_);
-        uploadWords(*combineParams_[s], plan().combineWords(s));
+        const CombineCall call = plan().combine(s);
+        uploadWords(*combineParams_[s], call.words);
+        combineSlots_[s] = call.k;
     }
     uploadWords(clearParams_, plan().clearWords());
     combinesUploaded_ = plan().combinesVersion();
@@ -121,6 +125,8 @@ void GlStepper::writeTokens(const Eigen::MatrixXf& X) {
     x_.upload(X.data(), bytes);
     y_.reserve(bytes);
     for (auto& k : k_) k->reserve(bytes);
+    start_.reserve(bytes);
+    partials_.reserve(std::size_t((X.rows() + kStepperGroup - 1) / kStepperGroup) * sizeof(float));
     // d + 3 columns: a resident pass may add the entropy's e_i (stream_kernel.comp's ENTROPY).
     kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 3) * sizeof(float));
     glCheck(*gl_, "uploading tokens");
@@ -151,11 +157,51 @@ void GlStepper::projectTokens() {
     GlBuffer params(*gl_);
     uploadWords(params, plan().normalizeWords());
     params.bind(0);
-    x_.bind(1);
-    y_.bind(2);
-    for (int s = 0; s < 4; ++s) x_.bind(gl::Uint(3 + s));
+    bindCombine({}); // velocities bound, not read
     dispatch(*combine_, groups(kStepperGroup));
     glCheck(*gl_, "normalizing tokens");
+}
+
+void GlStepper::bindCombine(const std::array<int, kCombineSlots>& k) {
+    x_.bind(1);
+    y_.bind(2);
+    for (int slot = 0; slot < kCombineSlots; ++slot)
+        k_[std::size_t(k[std::size_t(slot)])]->bind(gl::Uint(3 + slot));
+    partials_.bind(3 + kCombineSlots);
+}
+
+void GlStepper::evaluate(double t, bool atY, int k) {
+    evaluateInto(t, atY ? y_ : x_, *k_[std::size_t(k)]);
+}
+
+void GlStepper::combine(const CombineCall& call, const std::array<int, kCombineSlots>& k) {
+    GlBuffer& params = *adaptiveParams_[nextParams_];
+    nextParams_ = (nextParams_ + 1) % adaptiveParams_.size();
+    uploadWords(params, call.words);
+    params.bind(0);
+    bindCombine(k);
+    dispatch(*combine_, groups(kStepperGroup));
+}
+
+double GlStepper::errorSum(const CombineCall& call, const std::array<int, kCombineSlots>& k) {
+    combine(call, k);
+    std::vector<float> partials(std::size_t(groups(kStepperGroup)));
+    partials_.download(partials.data(), partials.size() * sizeof(float));
+    glCheck(*gl_, "a Dormand-Prince error norm");
+    double sum = 0.0;
+    for (const float p : partials) sum += double(p);
+    return sum;
+}
+
+void GlStepper::keepTokens(bool restore) {
+    const gl::Sizeiptr bytes = gl::Sizeiptr(plan().n()) * plan().d() * gl::Sizeiptr(sizeof(float));
+    gl_->MemoryBarrier(gl::BUFFER_UPDATE_BARRIER_BIT); // the copy reads what the shaders wrote
+    gl_->BindBuffer(gl::COPY_READ_BUFFER, restore ? start_.id() : x_.id());
+    gl_->BindBuffer(gl::COPY_WRITE_BUFFER, restore ? x_.id() : start_.id());
+    gl_->CopyBufferSubData(gl::COPY_READ_BUFFER, gl::COPY_WRITE_BUFFER, 0, 0, bytes);
+    gl_->BindBuffer(gl::COPY_READ_BUFFER, 0);
+    gl_->BindBuffer(gl::COPY_WRITE_BUFFER, 0);
+    glCheck(*gl_, "keeping the step's tokens");
 }
 
 void GlStepper::uploadHeads(double t) {
@@ -171,7 +217,7 @@ void GlStepper::uploadHeads(double t) {
     headsUploaded_ = plan().headsVersion();
 }
 
-void GlStepper::evaluate(double t, const GlBuffer& at, const GlBuffer& velocity) {
+void GlStepper::evaluateInto(double t, const GlBuffer& at, const GlBuffer& velocity) {
     uploadHeads(t);
     if (heads_.empty()) {
         clearParams_.bind(0);
@@ -198,13 +244,12 @@ void GlStepper::evaluate(double t, const GlBuffer& at, const GlBuffer& velocity)
 void GlStepper::takeSteps(int steps) {
     plan().walk(
         steps,
-        [&](double t, const StepperStage& stage, std::size_t s) { evaluate(t, stage.atY ? y_ : x_, *k_[s]); },
-        [&](const StepperStage& stage, std::size_t s) {
+        [&](double t, const StepperStage& stage, std::size_t s) {
+            evaluateInto(t, stage.atY ? y_ : x_, *k_[s]);
+        },
+        [&](const StepperStage&, std::size_t s) {
             combineParams_[s]->bind(0);
-            x_.bind(1);
-            y_.bind(2);
-            for (int slot = 0; slot < 4; ++slot)
-                k_[std::size_t(stage.velocityAt(slot))]->bind(gl::Uint(3 + slot));
+            bindCombine(combineSlots_[s]);
             dispatch(*combine_, groups(kStepperGroup));
         });
     glCheck(*gl_, "advancing the tokens");

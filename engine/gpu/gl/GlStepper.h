@@ -63,9 +63,15 @@ class GlStepper : public PlannedStepper {
     void planChanged() override; // uploads the combine words
     bool hasResidentPass() const override { return true; }
     void residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) override;
+    void evaluate(double t, bool atY, int k) override;
+    void combine(const CombineCall& call, const std::array<int, kCombineSlots>& k) override;
+    double errorSum(const CombineCall& call, const std::array<int, kCombineSlots>& k) override;
+    void keepTokens(bool restore) override;
 
     void uploadHeads(double t);
-    void evaluate(double t, const GlBuffer& at, const GlBuffer& velocity);
+    void evaluateInto(double t, const GlBuffer& at, const GlBuffer& velocity);
+    // Binds stage_combine's buffers: x, y, the slots' velocities and the error partials.
+    void bindCombine(const std::array<int, kCombineSlots>& k);
     // Workgroups of `groupSize` invocations covering the tokens.
     long groups(int groupSize) const { return (long(plan().n()) + groupSize - 1) / groupSize; }
     void dispatch(const GlProgram& program, long groups);
@@ -74,8 +80,13 @@ class GlStepper : public PlannedStepper {
 
     GlStreamPrograms streamPrograms_;
     std::optional<GlProgram> assembly_, combine_;
-    GlBuffer x_, y_, kernelOut_, clearParams_;
+    GlBuffer x_, y_, kernelOut_, clearParams_, start_, partials_;
     std::vector<std::unique_ptr<GlBuffer>> k_, combineParams_;
+    std::vector<std::array<int, kCombineSlots>> combineSlots_; // the velocities each stage's combine reads
+    // Dormand-Prince's combine words, used in turn: a sub-step uploads at most 8, and its error read-back
+    // waits for the last one, so no buffer is overwritten while a queued dispatch still reads it.
+    std::vector<std::unique_ptr<GlBuffer>> adaptiveParams_;
+    std::size_t nextParams_ = 0;
     std::vector<std::unique_ptr<Head>> heads_;
     long combinesUploaded_ = -1, headsUploaded_ = -1;   // the plan's versions the buffers hold
     std::vector<std::shared_ptr<DeviceTokens>> shared_; // published copies; reused when only we hold one

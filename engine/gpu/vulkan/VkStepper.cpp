@@ -8,7 +8,8 @@ namespace flowscope {
 
 namespace {
 
-constexpr std::uint32_t kCombineBindings = 7; // the most bindings of the three shaders (stage_combine.comp)
+// The most bindings of the three shaders (stage_combine.comp: Params, x, y, the velocities, the partials).
+constexpr std::uint32_t kCombineBindings = 4 + kCombineSlots;
 
 // The most heads any time of the spec has (constant heads or a keyframe's).
 std::size_t maxHeads(const AttentionSpec& spec) {
@@ -24,7 +25,8 @@ VkStepper::VkStepper(const AttentionSpec& spec, const IntegratorSpec& integrator
       stream_(ctx, requiredSpirv("stream_kernel.comp"), 5),
       assembly_(ctx, requiredSpirv("head_assembly.comp"), 4),
       combine_(ctx, requiredSpirv("stage_combine.comp"), kCombineBindings), x_(ctx, VkPlacement::Device),
-      y_(ctx, VkPlacement::Device), kernelOut_(ctx, VkPlacement::Device), staging_(ctx, VkPlacement::Host) {
+      y_(ctx, VkPlacement::Device), kernelOut_(ctx, VkPlacement::Device), staging_(ctx, VkPlacement::Host),
+      start_(ctx, VkPlacement::Device), partials_(ctx, VkPlacement::Device) {
     for (auto& k : k_) k = std::make_unique<VkStorageBuffer>(ctx, VkPlacement::Device);
     for (auto& b : batches_) b = std::make_unique<VkCommandBatch>(ctx);
 }
@@ -63,6 +65,8 @@ void VkStepper::writeTokens(const Eigen::MatrixXf& X) {
     x_.reserve(bytes);
     y_.reserve(bytes);
     for (auto& k : k_) k->reserve(bytes);
+    start_.reserve(bytes);
+    partials_.reserve(std::size_t((X.rows() + kStepperGroup - 1) / kStepperGroup) * sizeof(float));
     // d + 3 columns: a resident pass may add the entropy's e_i (stream_kernel.comp's ENTROPY).
     kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 3) * sizeof(float));
 
@@ -102,10 +106,57 @@ void VkStepper::residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out)
 void VkStepper::projectTokens() {
     const std::vector<std::uint32_t> words = plan().normalizeWords();
     VkCommandBatch& batch = beginBatch(1, words.size());
-    const VkBufferRange x = wholeOf(x_);
-    const VkBufferRange buffers[] = {batch.parameters(words), x, wholeOf(y_), x, x, x, x}; // k0..k3 unread
-    combine_.record(batch, {}, buffers, groups(kStepperGroup));
+    recordCombine(batch, batch.parameters(words), {}); // velocities bound, not read
     submit(batch);
+}
+
+VkCommandBatch& VkStepper::openBatch() {
+    if (open_) return *open_;
+    const std::size_t heads = maxHeads(plan().spec()), d2 = std::size_t(plan().d()) * std::size_t(plan().d());
+    // A sub-step: k1 at the step's start, six stages (an input combine and an evaluation each), the error
+    // pass, and the previous sub-step's update; every evaluation may set its heads up again (keyframes).
+    const int perEvaluation = heads ? 2 * int(heads) : 1;
+    const std::size_t headWords = heads * ((4 + 2 * d2) + (8 + d2)); // a QUAD_BIAS kernel adds M
+    open_ = &beginBatch(7 * perEvaluation + 8, 7 * headWords + 8 * 13 + 8);
+    return *open_;
+}
+
+void VkStepper::flush() {
+    if (open_) submit(*open_);
+    open_ = nullptr;
+}
+
+void VkStepper::evaluate(double t, bool atY, int k) {
+    recordEvaluation(openBatch(), t, atY ? y_ : x_, *k_[std::size_t(k)]);
+}
+
+void VkStepper::combine(const CombineCall& call, const std::array<int, kCombineSlots>& k) {
+    VkCommandBatch& batch = openBatch();
+    recordCombine(batch, batch.parameters(call.words), k);
+}
+
+double VkStepper::errorSum(const CombineCall& call, const std::array<int, kCombineSlots>& k) {
+    VkCommandBatch& batch = openBatch();
+    open_ = nullptr; // submitted by readBack
+    recordCombine(batch, batch.parameters(call.words), k);
+    batch.barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                  VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+    std::vector<float> partials(std::size_t(groups(kStepperGroup)));
+    readBack(batch, partials_, partials.data(), partials.size() * sizeof(float));
+    double sum = 0.0;
+    for (const float p : partials) sum += double(p);
+    return sum;
+}
+
+void VkStepper::keepTokens(bool restore) {
+    VkCommandBatch& batch = openBatch();
+    batch.barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+                  VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT);
+    batch.copy(restore ? start_ : x_, restore ? x_ : start_,
+               std::size_t(plan().n()) * plan().d() * sizeof(float));
+    batch.barrier(VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
+                  VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                  VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
 }
 
 int VkStepper::dispatchesPerStep() const {
@@ -121,7 +172,7 @@ std::size_t VkStepper::parameterWords(int steps) const {
     const std::size_t stages = plan().stages().size();
     // Constant heads are written once per batch; keyframed heads once per evaluation.
     const std::size_t headSets = plan().spec().keyframes.empty() ? 1 : std::size_t(steps) * stages;
-    return stages * 9 + 8 + headSets * heads * ((4 + d2) + (8 + d2));
+    return stages * 13 + 8 + headSets * heads * ((4 + 2 * d2) + (8 + d2)); // a QUAD_BIAS kernel adds M
 }
 
 void VkStepper::recordEvaluation(VkCommandBatch& batch, double t, const VkStorageBuffer& at,
@@ -153,14 +204,15 @@ void VkStepper::recordEvaluation(VkCommandBatch& batch, double t, const VkStorag
     }
 }
 
-void VkStepper::recordCombine(VkCommandBatch& batch, const VkBufferRange& params, const StepperStage& stage) {
-    const VkBufferRange buffers[] = {params,
-                                     wholeOf(x_),
-                                     wholeOf(y_),
-                                     wholeOf(*k_[std::size_t(stage.velocityAt(0))]),
-                                     wholeOf(*k_[std::size_t(stage.velocityAt(1))]),
-                                     wholeOf(*k_[std::size_t(stage.velocityAt(2))]),
-                                     wholeOf(*k_[std::size_t(stage.velocityAt(3))])};
+void VkStepper::recordCombine(VkCommandBatch& batch, const VkBufferRange& params,
+                              const std::array<int, kCombineSlots>& k) {
+    std::array<VkBufferRange, kCombineBindings> buffers;
+    buffers[0] = params;
+    buffers[1] = wholeOf(x_);
+    buffers[2] = wholeOf(y_);
+    for (int slot = 0; slot < kCombineSlots; ++slot)
+        buffers[std::size_t(3 + slot)] = wholeOf(*k_[std::size_t(k[std::size_t(slot)])]);
+    buffers[kCombineBindings - 1] = wholeOf(partials_);
     combine_.record(batch, {}, buffers, groups(kStepperGroup));
     batch.computeBarrier();
 }
@@ -173,14 +225,18 @@ void VkStepper::takeSteps(int steps) {
         const int count = std::min(chunk, steps - done);
         VkCommandBatch& batch = beginBatch(count * perStep, parameterWords(count));
         std::vector<VkBufferRange> combines;
-        for (std::size_t s = 0; s < plan().stages().size(); ++s)
-            combines.push_back(batch.parameters(plan().combineWords(s)));
+        std::vector<std::array<int, kCombineSlots>> slots;
+        for (std::size_t s = 0; s < plan().stages().size(); ++s) {
+            const CombineCall call = plan().combine(s);
+            combines.push_back(batch.parameters(call.words));
+            slots.push_back(call.k);
+        }
         plan().walk(
             count,
             [&](double t, const StepperStage& stage, std::size_t s) {
                 recordEvaluation(batch, t, stage.atY ? y_ : x_, *k_[s]);
             },
-            [&](const StepperStage& stage, std::size_t s) { recordCombine(batch, combines[s], stage); });
+            [&](const StepperStage&, std::size_t s) { recordCombine(batch, combines[s], slots[s]); });
         submit(batch);
         done += count;
     }

@@ -16,6 +16,8 @@
 // evaluation may read words of its own), and are submitted without waiting. A few batches are used in turn,
 // so the host records the next steps while the device runs the last ones; only download() (and upload(),
 // which may grow the buffers) waits. Tokens reach the device through a host-visible staging buffer.
+// Dormand-Prince records each sub-step into one batch (its update goes into the next) and waits for its
+// error partials, which come back through the staging buffer.
 //
 // Divergence is not checked on the device: the caller checks the tokens it downloads (finite, max norm).
 // There is no drawable device copy (share() is null: Vulkan memory is not an OpenGL buffer here). Calls may
@@ -65,6 +67,13 @@ class VkStepper : public PlannedStepper {
     bool hasResidentPass() const override { return true; }
     void residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) override;
     void projectTokens() override;
+    void evaluate(double t, bool atY, int k) override;
+    void combine(const CombineCall& call, const std::array<int, kCombineSlots>& k) override;
+    double errorSum(const CombineCall& call, const std::array<int, kCombineSlots>& k) override;
+    void keepTokens(bool restore) override;
+    void flush() override;
+    // The batch Dormand-Prince records into, begun with room for one sub-step and an update.
+    VkCommandBatch& openBatch();
 
     // The next batch of the ring, begun with room for `dispatches` dispatches and `parameterWords` words.
     VkCommandBatch& beginBatch(int dispatches, std::size_t parameterWords);
@@ -74,7 +83,8 @@ class VkStepper : public PlannedStepper {
     // Records the evaluation of k = v(t, at) into the batch.
     void recordEvaluation(VkCommandBatch& batch, double t, const VkStorageBuffer& at,
                           const VkStorageBuffer& velocity);
-    void recordCombine(VkCommandBatch& batch, const VkBufferRange& params, const StepperStage& stage);
+    void recordCombine(VkCommandBatch& batch, const VkBufferRange& params,
+                       const std::array<int, kCombineSlots>& k);
     std::uint32_t groups(int groupSize) const;
     // Dispatches and parameter words of `steps` steps (upper bounds), for beginBatch.
     int dispatchesPerStep() const;
@@ -84,8 +94,9 @@ class VkStepper : public PlannedStepper {
     long submissions_ = 0;
 
     VkComputeKernel stream_, assembly_, combine_;
-    VkStorageBuffer x_, y_, kernelOut_, staging_;
-    std::array<std::unique_ptr<VkStorageBuffer>, 4> k_;
+    VkStorageBuffer x_, y_, kernelOut_, staging_, start_, partials_;
+    std::array<std::unique_ptr<VkStorageBuffer>, kStageVelocities> k_;
+    VkCommandBatch* open_ = nullptr; // openBatch(), until submitted
 
     // The batch being recorded: the parameter ranges its dispatches bind (heads as of the plan's
     // headsVersion, -1: none yet in this batch).
