@@ -391,9 +391,15 @@ inline Tokens integrateOnCpu(const AttentionSpec& spec, Precision precision, Tok
     round();
     auto field = makeCpuField(spec, int(X.cols()), precision);
     auto integrator = makeIntegrator(is);
-    const Field f = [&](double t, const Tokens& Y, Tokens& dY) { field->velocity(t, Y, dY); };
     const double h = is.T / is.steps;
+    // Piecewise-constant keyframes are layers: a stage on a switch time uses the step's layer (Simulation).
+    const bool layers = !spec.keyframes.empty() && spec.interpolation == Interpolation::Piecewise;
+    double t0 = 0.0;
+    const Field f = [&](double t, const Tokens& Y, Tokens& dY) {
+        field->velocity(layers ? std::clamp(t, t0 + 1e-9 * h, t0 + h - 1e-9 * h) : t, Y, dY);
+    };
     for (int k = 0; k < is.steps; ++k) {
+        t0 = k * h;
         integrator->advance(f, k * h, h, X);
         if (spec.sphere) X.rowwise().normalize(); // as Simulation::step
         round();
@@ -518,17 +524,26 @@ template <class Make> void expectVariantTracksFloat64(Make make, int variant, Me
         }
 }
 
-// Heun, keyframed heads (re-set up at every stage time) and sphere dynamics, one size each.
+// Heun, keyframed heads (re-set up at every stage time), layers (piecewise-constant keyframes switching at
+// t = 0.5, where RK4's last stage of step 25 sits: it must use the step's layer, as on the CPU) and sphere
+// dynamics, one size each.
 template <class Make> void expectHeunKeyframesAndSphereTrackFloat64(Make make) {
     const StepperVariant keyframed{.name = "keyframed", .keyframes = true};
+    const StepperVariant layers{.name = "layers", .keyframes = true};
     const StepperVariant sphere{.name = "sphere", .heads = 2, .sphere = true};
-    for (const auto& [v, method] : {std::pair{keyframed, Method::Heun}, std::pair{keyframed, Method::Rk4},
-                                    std::pair{sphere, Method::Euler}, std::pair{sphere, Method::Rk4}}) {
+    for (const auto& [v, method] :
+         {std::pair{keyframed, Method::Heun}, std::pair{keyframed, Method::Rk4},
+          std::pair{layers, Method::Rk4}, std::pair{sphere, Method::Euler}, std::pair{sphere, Method::Rk4}}) {
         SCOPED_TRACE(std::string(v.name) + " " + toString(method));
         std::mt19937_64 rng(31);
         Tokens X0 = randomMatrix(100, 3, rng, 1.0);
         if (v.sphere) X0.rowwise().normalize();
-        expectStepperTracksFloat64(make, v.name, stepperSpec(v, X0, rng), X0, method);
+        AttentionSpec spec = stepperSpec(v, X0, rng);
+        if (std::string(v.name) == "layers") {
+            spec.interpolation = Interpolation::Piecewise;
+            spec.keyframes[1].t = 0.5;
+        }
+        expectStepperTracksFloat64(make, v.name, spec, X0, method);
     }
 }
 
