@@ -216,16 +216,24 @@ std::vector<long> parseList(const std::string& text) {
     return out;
 }
 
-// bench run: whole runs of a softmax scene (Q = K = I, V = -I/2, beta 1, N(0, I) tokens, Euler, float32),
-// recording every K steps with every observable, against the same run recording only at t = 0 and the end
-// (stepping alone), in one process. Per record: the milliseconds of the download (device runs), the one
-// velocity/entropy/energy pass, the moments and the cluster count.
+// The integrator --method names (the scene's names: euler, heun, rk4, dopri5).
+Method parseRunMethod(const std::string& text) {
+    for (Method m : {Method::Euler, Method::Heun, Method::Rk4, Method::DormandPrince})
+        if (text == toString(m)) return m;
+    throw UsageError("--method: expected euler, heun, rk4 or dopri5, got " + quoteForMessage(text));
+}
+
+// bench run: whole runs of a softmax scene (Q = K = I, V = -I/2, beta 1, N(0, I) tokens, Euler unless
+// --method, float32), recording every K steps with every observable, against the same run recording only at
+// t = 0 and the end (stepping alone), in one process. Per record: the milliseconds of the download (device
+// runs), the one velocity/entropy/energy pass, the moments and the cluster count. --fields-only runs a GPU
+// backend's fields without its stepper (a read-back per stage: what a scene the stepper refuses does).
 int benchRun(const Args& args) {
     ArgParser p(args);
     if (p.flag("--help")) {
         std::cout << withBackendChoices(
             "usage: flowscope-cli bench run [--json] [--backend {backends}] [--d 3] "
-            "[--n 16384,...] [--every 4] [--steps 20]\n");
+            "[--n 16384,...] [--every 4] [--steps 20] [--method euler|heun|rk4|dopri5] [--fields-only]\n");
         return 0;
     }
     const bool json = p.flag("--json");
@@ -234,11 +242,13 @@ int benchRun(const Args& args) {
     const auto ns = parseList(p.option("--n", "16384"));
     const int every = int(parseLong(p.option("--every", "4"), "--every", 1, 1 << 20));
     const int steps = int(parseLong(p.option("--steps", "20"), "--steps", 1, 1 << 20));
+    const Method method = parseRunMethod(p.option("--method", "euler"));
+    const bool fieldsOnly = p.flag("--fields-only");
     p.rejectUnknown();
     if (!p.positional.empty()) throw UsageError("unexpected argument " + quoteForMessage(p.positional[0]));
     const ComputeBackend backend = openCliBackend(backendName);
     if (!json)
-        std::cout << "whole runs: softmax d = " << d << ", Euler, float32, " << steps
+        std::cout << "whole runs: softmax d = " << d << ", " << toString(method) << ", float32, " << steps
                   << " steps recording every " << every << " (backend " << backend.id
                   << (backend.device.empty() ? "" : ": " + backend.device) << ")\n";
     for (const long n : ns) {
@@ -250,14 +260,16 @@ int benchRun(const Args& args) {
         s.initial.mean = Vec::Zero(d);
         s.initial.cov = Mat::Identity(d, d);
         s.attention.heads = {{Mat::Identity(d, d), Mat::Identity(d, d), -0.5 * Mat::Identity(d, d)}};
-        s.integrator.method = Method::Euler;
+        s.integrator.method = method;
         s.integrator.T = 0.01 * steps;
         s.integrator.steps = steps;
+        bool onDevice = false;
         auto run = [&](int recordEvery) {
             Scene r = s;
             r.output.every = recordEvery;
             Simulation sim(r, backend.makeField);
-            if (backend.makeStepper) sim.setStepper(backend.makeStepper);
+            if (backend.makeStepper && !fieldsOnly) sim.setStepper(backend.makeStepper);
+            onDevice = sim.onDevice();
             const auto start = std::chrono::steady_clock::now();
             sim.run();
             const double wall =
@@ -280,6 +292,7 @@ int benchRun(const Args& args) {
                                     {"d", d},
                                     {"steps", steps},
                                     {"every", every},
+                                    {"method", toString(method)},
                                     {"steps_per_second", double(t.steps) / wall},
                                     {"records_per_second", records / wall},
                                     {"ratio_to_stepping_alone", wall / aloneWall},
@@ -290,7 +303,7 @@ int benchRun(const Args& args) {
                                     {"record_ms_pass", 1e3 * t.pass / double(t.records)},
                                     {"record_ms_moments", 1e3 * t.moments / double(t.records)},
                                     {"record_ms_clusters", 1e3 * t.clusters / double(t.records)},
-                                    {"device_steps", bool(backend.makeStepper)}};
+                                    {"device_steps", onDevice}};
         if (json) {
             std::cout << row.dump() << std::endl;
             continue;

@@ -78,9 +78,11 @@ commands:
       the grid points are queries against the frozen keys of the model's reference draws, their densities
       averaged (of a model without a reference: --reference samples of the model's own)
   bench run [--json] [--backend {backends}] [--d 3] [--n 16384,...] [--every 4] [--steps 20]
-      whole runs of a softmax scene (Euler, float32) recording every K steps with every observable: steps/s,
-      records/s, the time against the same run recording only at its ends, and per record the milliseconds of
-      the download, the one velocity/entropy/energy pass, the moments and the cluster count
+        [--method euler|heun|rk4|dopri5] [--fields-only]
+      whole runs of a softmax scene (Euler unless --method, float32) recording every K steps with every
+      observable: steps/s, records/s, the time against the same run recording only at its ends, and per record
+      the milliseconds of the download, the one velocity/entropy/energy pass, the moments and the cluster count;
+      --fields-only runs a GPU backend's fields without its device stepper (a read-back per stage)
   bench train [--json] [--iters 20] [training options]
       milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
 

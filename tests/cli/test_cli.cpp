@@ -220,8 +220,14 @@ TEST(Cli, BenchRunReportsWholeRunsAndWhereARecordsTimeGoes) {
         EXPECT_GT(j["ratio_to_stepping_alone"].get<double>(), 0.0);
     }
     EXPECT_EQ(ns, (std::vector<long>{200, 300}));
+    // --method: Dormand-Prince records the same counts (it lands on every nominal step).
+    const Result dp = cli("bench run --json --n 100 --d 2 --steps 4 --every 2 --method dopri5");
+    ASSERT_EQ(dp.code, 0) << dp.out;
+    const auto j = nlohmann::json::parse(dp.out);
+    EXPECT_EQ(j["method"], "dopri5");
+    EXPECT_NEAR(j["records_per_second"].get<double>() / j["steps_per_second"].get<double>(), 0.5, 1e-9);
     EXPECT_EQ(cli("bench run --help").code, 0); // what scripts probe to see whether a build has it
-    for (const char* bad : {"--every 0", "--steps -1", "--d 0", "--n 0", "--frobnicate"}) {
+    for (const char* bad : {"--every 0", "--steps -1", "--d 0", "--n 0", "--frobnicate", "--method rk5"}) {
         const Result b = cli(std::string("bench run ") + bad);
         EXPECT_EQ(b.code, 2) << bad << ": " << b.out;
     }
