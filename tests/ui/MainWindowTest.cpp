@@ -24,6 +24,7 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QTabBar>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QToolBar>
 #include <QToolButton>
@@ -392,6 +393,27 @@ TEST_F(MatricesDockTest, TheEditorFitsA1024By640WindowWithoutScrollingSideways) 
     const QSize least = window->minimumSizeHint().expandedTo(window->minimumSize());
     EXPECT_LE(least.width(), 1024);
     EXPECT_EQ(window->width(), 1024);
+}
+
+// The pages' tab bar shows every tab whole at 1024 px, without scroll arrows: the cone's tab takes its short
+// title there (its tooltip still says what it is), and its full title where there is room (1280 px).
+TEST_F(MatricesDockTest, EveryPageTabShowsWholeAt1024AndFullTitlesWhereTheyFit) {
+    QTest::qWait(50);
+    auto* tabs = window->findChild<QTabWidget*>();
+    ASSERT_NE(tabs, nullptr);
+    const QTabBar* bar = tabs->tabBar();
+    ASSERT_EQ(bar->count(), 6);
+    EXPECT_EQ(bar->tabText(1), QStringLiteral("Cone"));
+    EXPECT_NE(bar->tabToolTip(1).indexOf(QStringLiteral("PSD cone")), -1);
+    for (int i = 0; i < bar->count(); ++i) {
+        EXPECT_LE(bar->tabRect(i).right(), bar->width()) << bar->tabText(i).toStdString();
+        EXPECT_GE(bar->tabRect(i).width(), bar->fontMetrics().horizontalAdvance(bar->tabText(i)))
+            << bar->tabText(i).toStdString();
+    }
+    window->resize(1280, 800);
+    QTest::qWait(50);
+    EXPECT_EQ(bar->tabText(1), QStringLiteral("Covariance cone"));
+    EXPECT_LE(bar->tabRect(bar->count() - 1).right(), bar->width());
 }
 
 // The Scene dock too: its form scrolls up and down, never sideways, and the window stays 1024 wide.

@@ -29,6 +29,7 @@
 #include <QPointer>
 #include <QSettings>
 #include <QStatusBar>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTimer>
 #include <QToolBar>
@@ -56,6 +57,7 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     placeDocks();
     buildMenus();
     connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::onPageChanged);
+    tabs_->installEventFilter(this);
     onPageChanged();
     particles_->particleView()->setFocus();
 }
@@ -70,6 +72,7 @@ void MainWindow::addWorkspace(Workspace* w) {
     for (const WorkspacePage& page : w->pages()) {
         const int index = tabs_->addTab(page.widget, page.title);
         tabs_->setTabToolTip(index, page.toolTip);
+        tabTitles_.append({page.title, page.shortTitle.isEmpty() ? page.title : page.shortTitle});
         owner_.insert(page.widget, w);
     }
     connect(w, &Workspace::statusMessage, this,
@@ -364,6 +367,22 @@ std::optional<std::pair<Scene, QString>> MainWindow::restoreSettings() {
 
 // The side panels' widths, once the window has its size (before, the areas take the narrow size hints of
 // the panels' scroll areas), unless the settings restored a layout.
+bool MainWindow::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == tabs_ && event->type() == QEvent::Resize) fitTabTitles();
+    return QMainWindow::eventFilter(watched, event);
+}
+
+void MainWindow::fitTabTitles() {
+    const auto use = [this](bool full) {
+        for (int i = 0; i < tabTitles_.size(); ++i) {
+            const QString& text = full ? tabTitles_[i].first : tabTitles_[i].second;
+            if (tabs_->tabText(i) != text) tabs_->setTabText(i, text);
+        }
+    };
+    use(true);
+    if (tabs_->tabBar()->sizeHint().width() > tabs_->width()) use(false);
+}
+
 void MainWindow::showEvent(QShowEvent* e) {
     QMainWindow::showEvent(e);
     if (docksSized_ || sideDocks_.contains(nullptr)) return;

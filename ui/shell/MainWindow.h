@@ -94,6 +94,7 @@ class MainWindow : public QMainWindow {
 
   protected:
     void showEvent(QShowEvent* e) override;
+    bool eventFilter(QObject* watched, QEvent* event) override; // the tabs' resizes: fitTabTitles
     void closeEvent(QCloseEvent* e) override;
 
   private:
@@ -108,6 +109,9 @@ class MainWindow : public QMainWindow {
     void openModelDialog();
 
     QTabWidget* tabs_ = nullptr;
+    QList<QPair<QString, QString>> tabTitles_; // each tab's full and short title
+    // The full titles when they fit the tab bar side by side, else the short ones (no scroll arrows).
+    void fitTabTitles();
     ParticlesWorkspace* particles_ = nullptr;
     FlowsWorkspace* flows_ = nullptr;
     TransformersWorkspace* transformers_ = nullptr;

@@ -33,6 +33,7 @@ struct WorkspacePage {
     QString title;
     QString toolTip;
     QKeySequence shortcut; // View ▸ <title>
+    QString shortTitle;    // the tab's text where the full titles do not fit side by side (empty: title)
 };
 
 struct WorkspaceDock {

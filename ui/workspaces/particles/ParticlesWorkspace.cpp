@@ -450,7 +450,7 @@ QList<WorkspacePage> ParticlesWorkspace::pages() const {
         {cone_, tr("Covariance cone"),
          tr("2×2 covariances Σ = [[a, c], [c, b]] as points (a − b, 2c, a + b) of the PSD cone; its boundary "
             "is the rank-1 matrices"),
-         QKeySequence(Qt::Key_2)}};
+         QKeySequence(Qt::Key_2), tr("Cone")}};
 }
 
 QList<WorkspaceDock> ParticlesWorkspace::docks() const {
