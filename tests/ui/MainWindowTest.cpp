@@ -395,6 +395,37 @@ TEST_F(MatricesDockTest, TheEditorFitsA1024By640WindowWithoutScrollingSideways) 
     EXPECT_EQ(window->width(), 1024);
 }
 
+// d = 8: the matrices are wider than the docks, and they scroll sideways inside their own grids (the last
+// row whole above the scroll bar) instead of widening a dock: the window stays 1024 wide.
+TEST_F(MatricesDockTest, WideMatricesScrollInsideTheirGridsAndTheWindowStays1024Wide) {
+    Scene scene = test::tinyScene(64);
+    scene.d = 8;
+    scene.initial.mean = Vec::Zero(8);
+    scene.initial.cov = Mat::Identity(8, 8);
+    scene.attention.heads = {
+        HeadParams{Mat::Identity(8, 8), Mat::Identity(8, 8), -0.4 * Mat::Identity(8, 8)}};
+    ASSERT_TRUE(window->particles().setScene(scene)) << window->lastError().toStdString();
+    QTest::qWait(100);
+    EXPECT_EQ(window->width(), 1024);
+    EXPECT_LE(window->minimumSizeHint().expandedTo(window->minimumSize()).width(), 1024);
+    int wide = 0;
+    for (QWidget* panel : {static_cast<QWidget*>(window->particles().matrixEditor()),
+                           static_cast<QWidget*>(window->particles().scenePanel())})
+        for (MatrixGrid* grid : panel->findChildren<MatrixGrid*>()) {
+            if (!grid->isVisible() || grid->matrix().cols() < 8) continue;
+            ++wide;
+            auto* area = grid->findChild<QScrollArea*>();
+            ASSERT_NE(area, nullptr);
+            QDoubleSpinBox* last = grid->entry(int(grid->matrix().rows()) - 1, 7);
+            ASSERT_NE(last, nullptr);
+            // Wider than its grid: the grid scrolls, and its height holds every row and the scroll bar.
+            EXPECT_GT(last->mapTo(area->widget(), QPoint(last->width(), 0)).x(), area->viewport()->width());
+            EXPECT_TRUE(area->horizontalScrollBar()->isVisible());
+            EXPECT_GE(area->viewport()->height(), area->widget()->height());
+        }
+    EXPECT_GE(wide, 4); // Q, K and V in the editor, the covariance in the scene panel
+}
+
 // The pages' tab bar shows every tab whole at 1024 px, without scroll arrows: the cone's tab takes its short
 // title there (its tooltip still says what it is), and its full title where there is room (1280 px).
 TEST_F(MatricesDockTest, EveryPageTabShowsWholeAt1024AndFullTitlesWhereTheyFit) {

@@ -6,6 +6,7 @@
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QEvent>
 #include <QFontMetrics>
 #include <QFormLayout>
 #include <QGridLayout>
@@ -13,6 +14,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSignalBlocker>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -48,10 +50,52 @@ QString formatEigenvalues(const Vec& values) {
 // ---------------------------------------------------------------------------------------------
 
 MatrixGrid::MatrixGrid(QWidget* parent) : QWidget(parent) {
-    layout_ = new QGridLayout(this);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    scroll_ = new QScrollArea(this);
+    scroll_->setFrameShape(QFrame::NoFrame);
+    scroll_->setVerticalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    scroll_->setHorizontalScrollBarPolicy(Qt::ScrollBarAsNeeded);
+    cells_ = new QWidget;
+    layout_ = new QGridLayout(cells_);
     layout_->setContentsMargins(0, 0, 0, 0);
     layout_->setSpacing(2);
-    setSizePolicy(QSizePolicy::Fixed, QSizePolicy::Fixed);
+    layout_->setSizeConstraint(QLayout::SetFixedSize); // the cells keep their size: the area scrolls
+    scroll_->setWidget(cells_);
+    cells_->installEventFilter(this); // its size follows the cells: so does the grid's height
+    outer->addWidget(scroll_);
+    setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
+    fitHeight();
+}
+
+QSize MatrixGrid::sizeHint() const {
+    return cells_->sizeHint();
+}
+
+QSize MatrixGrid::minimumSizeHint() const {
+    const QSize cells = cells_->sizeHint();
+    const int columns = int(std::max<Eigen::Index>(matrix_.cols(), 1));
+    return {std::min(cells.width(), 3 * cells.width() / columns), height()};
+}
+
+bool MatrixGrid::eventFilter(QObject* watched, QEvent* event) {
+    if (watched == cells_ && event->type() == QEvent::Resize) {
+        updateGeometry();
+        fitHeight();
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+void MatrixGrid::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    fitHeight();
+}
+
+void MatrixGrid::fitHeight() {
+    const QSize cells = cells_->sizeHint();
+    const bool scrolls = cells.width() > width();
+    const int h = cells.height() + (scrolls ? scroll_->horizontalScrollBar()->sizeHint().height() : 0);
+    if (h != height() || minimumHeight() != h) setFixedHeight(h);
 }
 
 QDoubleSpinBox* MatrixGrid::entry(int row, int col) const {
@@ -65,7 +109,7 @@ void MatrixGrid::setMatrix(const Mat& m) {
         boxes_.clear();
         for (int r = 0; r < m.rows(); ++r) {
             for (int c = 0; c < m.cols(); ++c) {
-                auto* box = new QDoubleSpinBox(this);
+                auto* box = new QDoubleSpinBox(cells_);
                 box->setObjectName(QStringLiteral("entry_%1_%2").arg(r).arg(c));
                 box->setRange(-kEntryLimit, kEntryLimit);
                 box->setDecimals(3);
@@ -80,9 +124,13 @@ void MatrixGrid::setMatrix(const Mat& m) {
                 connect(box, &QDoubleSpinBox::valueChanged, this,
                         [this, r, c](double value) { onEntryChanged(r, c, value); });
                 layout_->addWidget(box, r, c);
+                box->show(); // now, not when the layout's queued show comes: fitHeight measures it
                 boxes_.push_back(box);
             }
         }
+        cells_->adjustSize();
+        updateGeometry();
+        fitHeight();
     }
     matrix_ = m;
     for (int r = 0; r < m.rows(); ++r)

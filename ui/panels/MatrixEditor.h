@@ -26,16 +26,23 @@ class QComboBox;
 class QDoubleSpinBox;
 class QGridLayout;
 class QLabel;
+class QScrollArea;
 class QToolButton;
 
 namespace flowscope {
 
 // A grid of spin boxes that edits one matrix. The matrix is kept at full precision: the boxes show it
-// rounded to three decimals, and an edit changes only the entry that was edited.
+// rounded to three decimals, and an edit changes only the entry that was edited. A grid wider than the room
+// it is given scrolls sideways inside itself (its height grows by the scroll bar), so a large d never
+// widens the dock that holds it.
 class MatrixGrid : public QWidget {
     Q_OBJECT
   public:
     explicit MatrixGrid(QWidget* parent = nullptr);
+
+    QSize sizeHint() const override;
+    // At most three columns wide: the rest scrolls.
+    QSize minimumSizeHint() const override;
 
     // Shows `m` (any shape, 0 x 0 included) without emitting edited().
     void setMatrix(const Mat& m);
@@ -50,14 +57,22 @@ class MatrixGrid : public QWidget {
     // The user changed an entry; matrix() holds the new matrix.
     void edited();
 
+  protected:
+    void resizeEvent(QResizeEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override; // the cells' resizes
+
   private:
     void onEntryChanged(int row, int col, double value);
+    // The cells' height, and the scroll bar's under them when they are wider than the grid.
+    void fitHeight();
 
     void showEntry(int row, int col);
 
     Mat matrix_;
     QString name_;
     bool symmetric_ = false;
+    QScrollArea* scroll_ = nullptr;
+    QWidget* cells_ = nullptr;
     QGridLayout* layout_ = nullptr;
     std::vector<QDoubleSpinBox*> boxes_; // row-major, matrix_.rows() x matrix_.cols()
 };
