@@ -38,8 +38,11 @@ Tokens normalizeHeadAverage(const Mat& num, const Vec& den, const Vec& max, Weig
 
 StreamPass headPass(const Tokens& X, const HeadSetup& head, bool causal) {
     static const Mat none;
-    if (head.queries.size()) return {head.queries, none, X, head.bias, causal, head.weighting};
-    return {X, head.B, X, head.bias, causal, head.weighting};
+    StreamPass pass = head.queries.size()
+                          ? StreamPass{head.queries, none, X, head.bias, causal, head.weighting}
+                          : StreamPass{X, head.B, X, head.bias, causal, head.weighting};
+    if (head.quadraticBias.size()) pass.quadraticBias = &head.quadraticBias;
+    return pass;
 }
 
 void kernelAverage(StreamRunner& runner, const Tokens& X, const HeadSetup& head, bool causal, Tokens& avg,

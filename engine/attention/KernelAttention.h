@@ -26,6 +26,9 @@ struct HeadSetup {
     Mat V;          // d x d value/output matrix applied to the weighted average
     Weighting weighting = Weighting::Softmax;
     double outScale = 1.0; // multiplies the head's velocity (e.g. 1/eps for Sinkhorn)
+    // M (d x d) when the biases are a quadratic form of the keys, bias_j = -x_j^T M x_j (l2: setupHead fills
+    // it from quadraticKeyBias), else empty: a device that holds the keys can form them itself (StreamPass).
+    Mat quadraticBias;
 };
 
 // The score multiplier of a head: beta, divided by sqrt(k) when scaleByRootK is set (k = rows of Q).
@@ -34,8 +37,8 @@ double scoreScale(const AttentionSpec& spec, const HeadParams& head);
 // The plain dot-product head: B = scoreScale * K^T Q, no bias, output V.
 HeadSetup dotProductHead(const AttentionSpec& spec, const HeadParams& head, Weighting w);
 
-// The streaming pass of a head over keys X: queries are the head's explicit ones, or B x_i. It refers to
-// X and the head, which must outlive it.
+// The streaming pass of a head over keys X: queries are the head's explicit ones, or B x_i; key biases the
+// head's, with their quadratic form when they have one. It refers to X and the head, which must outlive it.
 StreamPass headPass(const Tokens& X, const HeadSetup& head, bool causal);
 
 // Runs one head's streaming pass on `runner` and returns, per query i, the head's normalized average

@@ -7,6 +7,7 @@ HeadSetup L2Attention::setupHead(const HeadParams& head, const Tokens& X) const 
     HeadSetup h;
     h.B = 2.0 * g * head.K.transpose() * head.Q;
     h.bias = -g * (X * head.K.transpose()).rowwise().squaredNorm();
+    h.quadraticBias = *quadraticKeyBias(head);
     h.V = head.V;
     return h;
 }

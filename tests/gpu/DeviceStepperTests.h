@@ -51,41 +51,51 @@ TYPED_TEST_P(DeviceStepperTest, LiveEditsContinueFromTheCurrentState) {
 // A record's pass at the device's own tokens (DeviceStepper::residentField: nothing uploaded, only the
 // kernel's sums read back): the velocity, entropies and energy at the downloaded tokens equal the float64
 // field's within twice the CPU float32 error plus the floors of the field tests (test_gpu_kernel_field.cpp),
-// on the plane and on the sphere (tangent velocities), and no token download is added. Devices without the
-// pass return null (the caller's field runs).
+// on the plane and on the sphere (tangent velocities), and no token download is added. Softmax, and l2, whose
+// key biases -gamma |K x_j|^2 the kernel forms from the tokens (QUAD_BIAS) rather than having them uploaded.
+// Devices without the pass return null (the caller's field runs); a device with it takes l2 too.
 TYPED_TEST_P(DeviceStepperTest, ResidentPassMatchesTheFloat64Field) {
     using namespace flowscope;
-    for (const bool sphere : {false, true}) {
-        SCOPED_TRACE(sphere ? "sphere" : "plane");
-        std::mt19937_64 rng(5);
-        Tokens X0 = test::randomMatrix(300, 3, rng, 1.0);
-        if (sphere) X0.rowwise().normalize();
-        AttentionSpec spec = test::stepperSpec(test::kStepperVariants[0], X0, rng);
-        spec.sphere = sphere;
-        auto stepper = test::makeTestStepper<TypeParam>(spec, test::fixedSteps(Method::Euler, 1.0, 100), 3);
-        stepper->upload(X0, 0.0);
-        stepper->advance(5);
-        Tokens X;
-        stepper->download(X);
-        VelocityField* resident = stepper->residentField();
-        if (!resident) GTEST_SKIP() << stepper->name() << " has no resident pass";
-        Tokens V, V64, V32;
-        Vec H, H64, H32;
-        double E = 0, E64 = 0, E32 = 0;
-        resident->velocityAndStats(0.05, X, V, &H, &E);
-        EXPECT_EQ(stepper->downloads(), 1);
-        makeCpuField(spec, 3, Precision::Float64)->velocityAndStats(0.05, X, V64, &H64, &E64);
-        makeCpuField(spec, 3, Precision::Float32)->velocityAndStats(0.05, X, V32, &H32, &E32);
-        ASSERT_EQ(V.rows(), X.rows());
-        ASSERT_EQ(H.size(), X.rows());
-        const double floor = 4.0 * double(FLT_EPSILON) * test::maxRowNorm(V64);
-        EXPECT_LE(test::maxRowError(V, V64),
-                  8.0 * test::maxRowError(V32, V64) + floor); // queries formed on the device
-        EXPECT_LE((H - H64).cwiseAbs().maxCoeff(),
-                  2.0 * (H32 - H64).cwiseAbs().maxCoeff() + 1e-5 * (1.0 + H64.maxCoeff()));
-        EXPECT_LE(std::abs(E / E64 - 1.0), 2.0 * std::abs(E32 / E64 - 1.0) + 1e-5);
-        if (sphere) EXPECT_LT((V.array() * X.array()).rowwise().sum().abs().maxCoeff(), 1e-5);
-    }
+    const auto& variants = test::kStepperVariants;
+    const auto l2 = std::find_if(std::begin(variants), std::end(variants),
+                                 [](const test::StepperVariant& v) { return v.type == AttentionType::L2; });
+    ASSERT_NE(l2, std::end(variants));
+    for (const test::StepperVariant* v : {&variants[0], &*l2})
+        for (const bool sphere : {false, true}) {
+            SCOPED_TRACE(std::string(v->name) + (sphere ? " sphere" : " plane"));
+            std::mt19937_64 rng(5);
+            Tokens X0 = test::randomMatrix(300, 3, rng, 1.0);
+            if (sphere) X0.rowwise().normalize();
+            AttentionSpec spec = test::stepperSpec(*v, X0, rng);
+            spec.sphere = sphere;
+            auto stepper =
+                test::makeTestStepper<TypeParam>(spec, test::fixedSteps(Method::Euler, 1.0, 100), 3);
+            stepper->upload(X0, 0.0);
+            stepper->advance(5);
+            Tokens X;
+            stepper->download(X);
+            VelocityField* resident = stepper->residentField();
+            if (!resident && v == &variants[0]) GTEST_SKIP() << stepper->name() << " has no resident pass";
+            ASSERT_NE(resident, nullptr) << stepper->name() << " has a resident pass but not for " << v->name;
+            Tokens V, V64, V32;
+            Vec H, H64, H32;
+            double E = 0, E64 = 0, E32 = 0;
+            resident->velocityAndStats(0.05, X, V, &H, &E);
+            EXPECT_EQ(stepper->downloads(), 1);
+            makeCpuField(spec, 3, Precision::Float64)->velocityAndStats(0.05, X, V64, &H64, &E64);
+            makeCpuField(spec, 3, Precision::Float32)->velocityAndStats(0.05, X, V32, &H32, &E32);
+            ASSERT_EQ(V.rows(), X.rows());
+            ASSERT_EQ(H.size(), X.rows());
+            const double floor = 4.0 * double(FLT_EPSILON) * test::maxRowNorm(V64);
+            EXPECT_LE(test::maxRowError(V, V64),
+                      8.0 * test::maxRowError(V32, V64) + floor); // queries formed on the device
+            EXPECT_LE((H - H64).cwiseAbs().maxCoeff(),
+                      2.0 * (H32 - H64).cwiseAbs().maxCoeff() + 1e-5 * (1.0 + H64.maxCoeff()));
+            // The energy is softmax's only: NaN for l2, on every path.
+            ASSERT_EQ(std::isnan(E), std::isnan(E64));
+            if (!std::isnan(E64)) EXPECT_LE(std::abs(E / E64 - 1.0), 2.0 * std::abs(E32 / E64 - 1.0) + 1e-5);
+            if (sphere) EXPECT_LT((V.array() * X.array()).rowwise().sum().abs().maxCoeff(), 1e-5);
+        }
 }
 
 REGISTER_TYPED_TEST_SUITE_P(DeviceStepperTest, FiftyStepsTrackFloat64AsCloselyAsCpuFloat32,

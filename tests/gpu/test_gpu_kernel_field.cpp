@@ -9,7 +9,10 @@
 
 #include "engine/attention/SphereProjection.h"
 #include "engine/attention/VelocityField.h"
+#include "engine/gpu/common/StepperPlan.h"
 
+#include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cstdio>
 
@@ -212,5 +215,59 @@ TEST_P(GpuKernelField, EveryVariantIsBuiltAndMaskedSinkhornOrLinearThrowSceneErr
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, GpuKernelField, ::testing::ValuesIn(kGpuBackends), backendParamName);
+
+// l2's head carries its key biases' quadratic form M (bias_j = -x_j^T M x_j). A pass's inputs upload the
+// host's biases, as every runner over uploaded keys has them (no QUAD_BIAS), unless the biases are asked to
+// be formed on the device: then QUAD_BIAS, no bias vector, and M after B in the params, the very words the
+// stepper's own passes use (StepperPlan::heads). A pass with biases but no form keeps uploading them. Host
+// only: no device needed.
+TEST(StreamKernelInputs, L2BiasesAreUploadedUnlessFormedOnTheDevice) {
+    const int n = 7, d = 3;
+    std::mt19937_64 rng(11);
+    const Tokens X = randomMatrix(n, d, rng, 1.0);
+    AttentionSpec spec;
+    spec.type = AttentionType::L2;
+    spec.heads = randomHeads(1, d, d, 1.0, rng);
+    const std::unique_ptr<KernelAttention> ref = kernelAverageReference(spec, d, "test");
+    const HeadSetup h = ref->setupHead(spec.heads.front(), X);
+    ASSERT_EQ(h.quadraticBias.rows(), d);
+    ASSERT_EQ(h.quadraticBias.cols(), d);
+    EXPECT_LE((h.bias + (X * h.quadraticBias).cwiseProduct(X).rowwise().sum()).cwiseAbs().maxCoeff(),
+              1e-12 * (1.0 + h.bias.cwiseAbs().maxCoeff()));
+
+    const StreamKernelLayout layout = streamKernelLayout(d, n, 32768, 1024, true);
+    const std::size_t d2 = std::size_t(d) * d;
+    const StreamKernelInputs uploaded = streamKernelInputs(X, h, false, true, layout);
+    EXPECT_TRUE(uploaded.variant.hasBias);
+    EXPECT_FALSE(uploaded.variant.quadraticBias);
+    EXPECT_EQ(uploaded.params.size(), 4 + d2);
+    ASSERT_EQ(uploaded.bias.size(), n);
+    EXPECT_TRUE(uploaded.bias.isApprox(h.bias.cast<float>()));
+
+    const StreamKernelInputs formed = streamKernelInputs(X, h, false, true, layout, true);
+    EXPECT_FALSE(formed.variant.hasBias);
+    EXPECT_TRUE(formed.variant.quadraticBias);
+    EXPECT_EQ(formed.bias.size(), 0);
+    ASSERT_EQ(formed.params.size(), 4 + 2 * d2);
+    EXPECT_TRUE(std::equal(uploaded.params.begin(), uploaded.params.end(), formed.params.begin()));
+    for (int r = 0; r < d; ++r)
+        for (int c = 0; c < d; ++c)
+            EXPECT_EQ(formed.params[4 + d2 + std::size_t(r) * d + std::size_t(c)],
+                      std::bit_cast<std::uint32_t>(float(h.quadraticBias(r, c))));
+
+    StepperPlan plan(spec, fixedSteps(Method::Euler, 1.0, 10), d, "test", StreamKernelDevice{});
+    plan.restart(n, 0.0);
+    const StepperHead& head = plan.heads(0.0).front();
+    EXPECT_TRUE(head.variant.quadraticBias);
+    EXPECT_FALSE(head.variant.hasBias);
+    EXPECT_EQ(head.kernelParams, streamKernelInputs(X, h, false, true, plan.layout(n), true).params);
+
+    HeadSetup biasOnly = h;
+    biasOnly.quadraticBias = Mat();
+    const StreamKernelInputs kept = streamKernelInputs(X, biasOnly, false, true, layout, true);
+    EXPECT_TRUE(kept.variant.hasBias);
+    EXPECT_FALSE(kept.variant.quadraticBias);
+    EXPECT_EQ(kept.bias.size(), n);
+}
 
 } // namespace

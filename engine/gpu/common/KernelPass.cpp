@@ -9,27 +9,35 @@
 namespace flowscope {
 
 StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu,
-                                      const StreamKernelLayout& layout) {
+                                      const StreamKernelLayout& layout, bool quadraticBiasOnGpu) {
     StreamKernelInputs in;
     const int n = int(p.keys.rows()), d = int(p.keys.cols());
     const bool explicitQueries = !(queriesOnGpu && p.queriesFromKeys());
+    const bool quadraticBias = quadraticBiasOnGpu && p.quadraticBias && p.quadraticBias->size();
     in.n = n;
     in.nq = int(p.from.rows());
     if (p.causal && in.nq != n)
         throw std::invalid_argument("streamPass: causal needs as many queries as keys");
     const bool exps = p.weighting == Weighting::Softmax || p.weighting == Weighting::Exp;
-    in.variant = {d,           p.weighting,          p.causal, p.bias.size() > 0, explicitQueries,
+    const bool hasBias = p.bias.size() > 0 && !quadraticBias; // uploaded biases
+    in.variant = {d,           p.weighting,          p.causal, hasBias,           explicitQueries,
                   layout.tile, layout.stageInShared, p.values, p.entropy && exps, layout.qpt};
+    in.variant.quadraticBias = quadraticBias;
 
-    in.params.assign(4 + std::size_t(d) * d, 0);
+    const std::size_t d2 = std::size_t(d) * d;
+    in.params.assign(4 + (quadraticBias ? 2 : 1) * d2, 0);
     in.params[0] = std::uint32_t(n);
     in.params[1] = std::uint32_t(in.nq);
-    if (!explicitQueries)
-        for (int c = 0; c < d; ++c)
-            for (int k = 0; k < d; ++k) {
-                const float b = float(p.B(c, k));
-                std::memcpy(&in.params[4 + std::size_t(c) * d + k], &b, sizeof b);
+    // Row-major d x d float bits from word `at`: B, then M (QUAD_BIAS).
+    const auto put = [&](const Mat& A, std::size_t at) {
+        for (int r = 0; r < d; ++r)
+            for (int c = 0; c < d; ++c) {
+                const float v = float(A(r, c));
+                std::memcpy(&in.params[at + std::size_t(r) * d + c], &v, sizeof v);
             }
+    };
+    if (!explicitQueries) put(p.B, 4);
+    if (quadraticBias) put(*p.quadraticBias, 4 + d2);
     in.keys = p.keys.cast<float>();
     if (in.variant.hasBias) in.bias = p.bias.cast<float>();
     if (explicitQueries)
@@ -38,8 +46,8 @@ StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu,
 }
 
 StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& h, bool causal, bool queriesOnGpu,
-                                      const StreamKernelLayout& layout) {
-    return streamKernelInputs(headPass(X, h, causal), queriesOnGpu, layout);
+                                      const StreamKernelLayout& layout, bool quadraticBiasOnGpu) {
+    return streamKernelInputs(headPass(X, h, causal), queriesOnGpu, layout, quadraticBiasOnGpu);
 }
 
 long streamKernelGroups(const StreamKernelVariant& v, long nq) {
@@ -127,7 +135,8 @@ void KernelPassRunner::run(const StreamPass& p, StreamSums& out) {
     if (cpuDevice_)
         if (auto refused = cpuDeviceRefusal(long(p.keys.rows()), "this device")) throw *refused;
     const int d = int(p.keys.cols());
-    const StreamKernelInputs in = streamKernelInputs(p, queriesOnGpu_, layout(d, p.from.rows()));
+    const StreamKernelInputs in =
+        streamKernelInputs(p, queriesOnGpu_, layout(d, p.from.rows()), quadraticBiasOnGpu_);
     Eigen::MatrixXf raw(in.nq, d + (in.variant.entropy ? 3 : 2));
     if (in.nq > 0) dispatch(in, raw);
     out.num = p.values ? Mat(raw.leftCols(d).cast<double>()) : Mat(0, d);

@@ -51,7 +51,8 @@ struct StreamKernelInputs {
     StreamKernelVariant variant;
     int n = 0;                         // keys
     int nq = 0;                        // queries (rows of the output)
-    std::vector<std::uint32_t> params; // Params block: n, nq, two pads, B row-major as float bits
+    std::vector<std::uint32_t> params; // Params block: n, nq, two pads, B row-major (then M with
+                                       // variant.quadraticBias) as float bits
     Eigen::MatrixXf keys;              // n x d (column-major = the kernel's SoA layout)
     Eigen::VectorXf bias;              // n key biases when variant.hasBias
     Eigen::MatrixXf queries;           // nq x d queries when variant.explicitQueries
@@ -60,13 +61,16 @@ struct StreamKernelInputs {
 // The inputs of one pass. Queries are formed on the host in double and rounded once, as the CPU float32
 // path forms them, unless `queriesOnGpu` and the pass's queries come from its keys (then q = B x in the
 // shader: float B times float x, two roundings, measured up to ~6x the CPU float32 error for exp attention,
-// whose weight e^{m_i} amplifies score errors). Throws std::invalid_argument for a causal pass whose query
-// count is not the key count.
+// whose weight e^{m_i} amplifies score errors). Key biases are the pass's, uploaded, unless
+// `quadraticBiasOnGpu` and the pass gives their quadratic form (StreamPass::quadraticBias, l2): then the
+// kernel forms them from the keys it reads (QUAD_BIAS, M after B in the params), what a host whose keys are
+// the device's tokens needs. Throws std::invalid_argument for a causal pass whose query count is not the key
+// count.
 StreamKernelInputs streamKernelInputs(const StreamPass& pass, bool queriesOnGpu,
-                                      const StreamKernelLayout& layout);
+                                      const StreamKernelLayout& layout, bool quadraticBiasOnGpu = false);
 // The inputs of one head's pass over keys X (headPass; explicit queries of the head always go to the kernel).
 StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& head, bool causal, bool queriesOnGpu,
-                                      const StreamKernelLayout& layout);
+                                      const StreamKernelLayout& layout, bool quadraticBiasOnGpu = false);
 // Workgroups of one dispatch: ceil(nq / (tile * qpt)).
 long streamKernelGroups(const StreamKernelVariant& variant, long nq);
 
@@ -126,6 +130,11 @@ class KernelPassRunner : public StreamRunner {
     // or on the host in double, rounded once like the CPU float32 path (the default: more accurate).
     void setQueriesOnGpu(bool on) { queriesOnGpu_ = on; }
     bool queriesOnGpu() const { return queriesOnGpu_; }
+    // Whether key biases given as a quadratic form of the keys (StreamPass::quadraticBias, l2) are formed in
+    // the shader from the keys it reads (QUAD_BIAS; what a runner over the device's token buffer needs, which
+    // uploads nothing) or uploaded as the pass's biases (the default: computed on the host in double).
+    void setQuadraticBiasOnGpu(bool on) { quadraticBiasOnGpu_ = on; }
+    bool quadraticBiasOnGpu() const { return quadraticBiasOnGpu_; }
     // Queries per invocation (1, 2 or 4; 0: streamKernelLayout's choice, the default).
     void setQueriesPerInvocation(int qpt) { qpt_ = qpt; }
     // The layout of a pass of nq queries in dimension d on this device (streamKernelLayout).
@@ -149,6 +158,7 @@ class KernelPassRunner : public StreamRunner {
     bool sharedStaging_;
     bool cpuDevice_;
     bool queriesOnGpu_ = false;
+    bool quadraticBiasOnGpu_ = false;
     int qpt_ = 0;
 };
 

@@ -9,19 +9,23 @@ namespace flowscope {
 
 // The passes of residentField(): KernelPassRunner's (the inputs in the kernel's layout, the sums back in
 // double), with the dispatch on the stepper's token buffer. The field asks for passes over the tokens it was
-// given, which are the device's own (Simulation records right after a download); a pass of another shape
-// is a caller's error.
+// given, which are the device's own (Simulation records right after a download); a pass of another shape,
+// or with key biases the kernel cannot form from the tokens (they would have to be uploaded), is a caller's
+// error.
 class PlannedStepper::ResidentRunner final : public KernelPassRunner {
   public:
     ResidentRunner(const StreamKernelDevice& device, PlannedStepper& stepper)
         : KernelPassRunner(device.sharedBytes, device.maxInvocations, device.cpuDevice), stepper_(&stepper) {
-        setQueriesOnGpu(true); // q = B x from the token buffer, as the stepper's own passes
+        // As the stepper's own passes: q = B x and l2's biases -x^T M x (QUAD_BIAS) from the token buffer.
+        setQueriesOnGpu(true);
+        setQuadraticBiasOnGpu(true);
     }
 
   private:
     void dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) override {
         if (in.variant.explicitQueries || in.variant.hasBias || in.n != stepper_->plan().n() || in.nq != in.n)
-            throw std::logic_error("a resident pass runs over the device's own tokens, without key biases");
+            throw std::logic_error(
+                "a resident pass runs over the device's own tokens, with no key biases but those it forms");
         stepper_->residentPass(in, out);
     }
 
@@ -29,7 +33,7 @@ class PlannedStepper::ResidentRunner final : public KernelPassRunner {
 };
 
 VelocityField* PlannedStepper::residentField() {
-    if (!hasResidentPass() || plan_.n() == 0 || plan_.keyBiasesFromTokens()) return nullptr;
+    if (!hasResidentPass() || plan_.n() == 0) return nullptr;
     if (!resident_)
         resident_ = withSphereProjection(
             plan_.spec(),

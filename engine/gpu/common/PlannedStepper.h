@@ -42,8 +42,8 @@ class PlannedStepper : public DeviceStepper {
     void setAttention(const AttentionSpec& spec) final;
     void setIntegrator(const IntegratorSpec& integrator) final;
     // The attention's field on a StreamRunner that runs each pass on the token buffer (residentPass), where
-    // the device has one and no head's key biases come from the tokens (l2's would have to be uploaded);
-    // else null.
+    // the device has one, else null. Nothing is uploaded: l2's key biases are formed in the kernel from the
+    // tokens (QUAD_BIAS), as in the stepper's own passes.
     VelocityField* residentField() final;
 
     // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).
@@ -87,8 +87,9 @@ class PlannedStepper : public DeviceStepper {
     // Whether residentPass is implemented.
     virtual bool hasResidentPass() const { return false; }
     // Runs shaders/stream_kernel.comp, variant in.variant with the parameter words in.params (queries B x_i
-    // formed in the shader), over the token buffer as keys and queries, and reads its n x out.cols() sums
-    // into `out` (waits for the device). in.keys is not read: the keys are the device's tokens.
+    // formed in the shader; with QUAD_BIAS the key biases too), over the token buffer as keys and queries,
+    // and reads its n x out.cols() sums into `out` (waits for the device). in.keys is not read: the keys are
+    // the device's tokens.
     virtual void residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
         (void)in;
         (void)out;

@@ -88,18 +88,6 @@ std::optional<SceneError> StepperPlan::headsRefusal(const KernelAttention& ref, 
                           " field");
 }
 
-bool StepperPlan::keyBiasesFromTokens() const {
-    const auto any = [this](const std::vector<HeadParams>& heads) {
-        for (const HeadParams& head : heads)
-            if (reference_->quadraticKeyBias(head)) return true;
-        return false;
-    };
-    if (any(spec_.heads)) return true;
-    for (const Keyframe& kf : spec_.keyframes)
-        if (any(kf.heads)) return true;
-    return false;
-}
-
 std::unique_ptr<KernelAttention> StepperPlan::reference(const AttentionSpec& spec, int d,
                                                         const std::string& api) {
     return kernelAverageReference(spec, d, (api + " stepper").c_str());
@@ -171,19 +159,12 @@ const std::vector<StepperHead>& StepperPlan::heads(double t) {
     const std::vector<HeadParams> heads = spec_.headsAt(t);
     heads_.resize(heads.size());
     for (std::size_t k = 0; k < heads.size(); ++k) {
-        HeadSetup h = reference_->setupHead(heads[k], probe_);
-        // l2: the key biases -x_j^T M x_j are formed in the kernel from the tokens it reads (QUAD_BIAS).
-        const std::optional<Mat> quadratic = reference_->quadraticKeyBias(heads[k]);
-        if (quadratic) h.bias = Vec();
-        // Queries formed in the shader: the kernel's Params block is n, n, pads, B (then M with QUAD_BIAS).
-        StreamKernelInputs in = streamKernelInputs(probe_, h, spec_.masked, true, layout(n_));
+        const HeadSetup h = reference_->setupHead(heads[k], probe_);
+        // Queries formed in the shader, and l2's key biases -x_j^T M x_j from the tokens it reads
+        // (QUAD_BIAS): the kernel's Params block is n, n, pads, B (then M).
+        const StreamKernelInputs in = streamKernelInputs(probe_, h, spec_.masked, true, layout(n_), true);
         if (in.variant.hasBias || in.variant.explicitQueries)
             throw SceneError("/attention/type", "the " + api_ + " stepper needs token-independent heads");
-        if (quadratic) {
-            in.variant.quadraticBias = true;
-            for (int r = 0; r < d_; ++r)
-                for (int c = 0; c < d_; ++c) in.params.push_back(bits((*quadratic)(r, c)));
-        }
         heads_[k].variant = in.variant;
         heads_[k].kernelParams = in.params;
 

@@ -87,9 +87,6 @@ class StepperPlan {
     int n() const { return n_; }
     const AttentionSpec& spec() const { return spec_; }
     const StreamKernelDevice& device() const { return device_; }
-    // Whether some head's key biases are formed from the tokens on the device (l2: QUAD_BIAS); a pass run
-    // elsewhere would have to be given them.
-    bool keyBiasesFromTokens() const;
     const std::vector<StepperStage>& stages() const { return stages_; }
     double h() const { return h_; }
     // The streaming kernel's layout for n tokens on the device, and a bound on its workgroups (what a device
