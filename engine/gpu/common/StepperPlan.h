@@ -72,7 +72,7 @@ struct StepperHead {
 
 class StepperPlan {
   public:
-    // `api` names the stepper in messages ("OpenGL": "the OpenGL stepper takes fixed steps only ..."),
+    // `api` names the stepper in messages ("OpenGL": "the OpenGL stepper does not implement ..."),
     // `device` lays out the streaming kernel (streamKernelLayout). Throws SceneError for what refusal()
     // names, in the same order.
     StepperPlan(const AttentionSpec& spec, const IntegratorSpec& integrator, int d, std::string api,
