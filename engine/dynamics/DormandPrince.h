@@ -4,7 +4,7 @@
 // same adaptive sub-steps: the tableau below, and one step-size controller (DormandPrinceControl) that
 // decides which sub-step to try, whether to accept it and when a call has failed. Only the arithmetic of the
 // stages differs (float64 Eigen expressions on the CPU, float32 shaders on a device).
-// docs/math/integrators.md.
+// docs/math/integrators.md#dopri5.
 #pragma once
 
 #include "engine/dynamics/Integrator.h"
