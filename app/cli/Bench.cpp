@@ -293,6 +293,7 @@ int benchRun(const Args& args) {
                                     {"steps", steps},
                                     {"every", every},
                                     {"method", toString(method)},
+                                    {"evaluations_per_step", double(t.evaluations) / std::max(1L, t.steps)},
                                     {"steps_per_second", double(t.steps) / wall},
                                     {"records_per_second", records / wall},
                                     {"ratio_to_stepping_alone", wall / aloneWall},

@@ -213,6 +213,11 @@ int simulate(const Args& raw) {
     j["dtype"] = f32 ? "float32" : "float64";
     j["backend"] = {{"kind", backend.id}, {"device", backend.device}, {"device_steps", sim.onDevice()}};
     if (!sim.stepperNote().empty()) j["backend"]["device_steps_note"] = sim.stepperNote();
+    j["integrator"] = {{"method", toString(scene.integrator.method)},
+                       {"steps", sim.timings().steps},
+                       {"field_evaluations", sim.timings().evaluations},
+                       {"sub_steps", sim.timings().subSteps},
+                       {"rejected_sub_steps", sim.timings().rejected}};
     nlohmann::json times = nlohmann::json::array(), mean = nlohmann::json::array(),
                    cov = nlohmann::json::array(), kinetic = nlohmann::json::array(),
                    entropy = nlohmann::json::array(), clusters = nlohmann::json::array(),

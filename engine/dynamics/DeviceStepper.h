@@ -52,9 +52,9 @@ class DeviceStepper {
     // Records `steps` steps of h = T / M; fixed steps read nothing back (adaptive ones read one error norm
     // per sub-step, to decide the next).
     virtual void advance(int steps) = 0;
-    // How the last advance() ended: ok, unless an adaptive step could not be completed (StepResult, for one
-    // step of T / M). The tokens and the time are then those at the start of that step, as Simulation keeps
-    // them on the CPU.
+    // How the last advance() ended: ok, unless an adaptive step could not be completed (StepResult of that
+    // step; the tokens and the time are then those at its start, as Simulation keeps them on the CPU), with
+    // the field evaluations and sub-steps of the steps taken (a device that does not count them: zeros).
     virtual StepResult outcome() const { return {}; }
     // The current tokens (waits for the device).
     virtual void download(Tokens& X) = 0;

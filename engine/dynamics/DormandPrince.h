@@ -78,7 +78,7 @@ class DormandPrinceControl {
         tEnd_ = t + H;
         substeps_ = 0;
         done_ = false;
-        r_ = {true, false, 1, 0.0, t};
+        r_ = {true, false, 1, 0.0, t, 0, 0};
         if (!(tEnd_ > t)) return fail(false, 0.0, 0), false;
         if (!(h_ > 0.0)) h_ = H;
         return true;
@@ -109,6 +109,7 @@ class DormandPrinceControl {
         if (!std::isfinite(norm)) {
             // Non-finite stage values: shrink hard; give up below the minimum step.
             h_ = h / 10;
+            ++r_.rejected;
             if (h_ < minStep_) fail(false, h);
             return false;
         }
@@ -116,10 +117,12 @@ class DormandPrinceControl {
         if (norm <= 1.0) {
             t_ = last_ ? tEnd_ : t_ + h;
             r_.lastH = h;
+            ++r_.accepted;
             if (!last_ || factor < 1.0) h_ = h * factor; // keep the untruncated step size across calls
             return true;
         }
         h_ = h * std::min(1.0, factor);
+        ++r_.rejected;
         if (h_ < minStep_) fail(false, h_);
         return false;
     }

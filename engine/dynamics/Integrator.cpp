@@ -15,7 +15,7 @@ class Euler : public Integrator {
     StepResult advance(const Field& f, double t, double h, Tokens& X) override {
         f(t, X, k_);
         X += h * k_;
-        return {true, false, 1, h, t + h};
+        return {true, false, 1, h, t + h, 1};
     }
     int order() const override { return 1; }
 
@@ -31,7 +31,7 @@ class Heun : public Integrator {
         tmp_ = X + h * k1_;
         f(t + h, tmp_, k2_);
         X += (0.5 * h) * (k1_ + k2_);
-        return {true, false, 2, h, t + h};
+        return {true, false, 2, h, t + h, 1};
     }
     int order() const override { return 2; }
 
@@ -51,7 +51,7 @@ class Rk4 : public Integrator {
         tmp_ = X + h * k3_;
         f(t + h, tmp_, k4_);
         X += (h / 6.0) * (k1_ + 2.0 * k2_ + 2.0 * k3_ + k4_);
-        return {true, false, 4, h, t + h};
+        return {true, false, 4, h, t + h, 1};
     }
     int order() const override { return 4; }
 

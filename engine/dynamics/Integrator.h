@@ -25,6 +25,8 @@ struct StepResult {
     int evaluations = 0;    // field evaluations used
     double lastH = 0.0;     // the last accepted sub-step (adaptive)
     double reached = 0.0;   // the time X is at on return (t + h unless the step collapsed)
+    int accepted = 0;       // sub-steps taken (fixed methods: 1)
+    int rejected = 0;       // sub-steps tried and rejected (adaptive: error too large, or not finite)
 };
 
 class Integrator {

@@ -126,7 +126,9 @@ std::shared_ptr<const DeviceTokens> Simulation::shareTokens() {
 
 bool Simulation::stepOnDevice() {
     stepper_->advance(1);
-    if (const StepResult r = stepper_->outcome(); !r.ok) {
+    const StepResult r = stepper_->outcome();
+    countWork(r);
+    if (!r.ok) {
         // The device kept the tokens at the step's start, as stepImpl does on the CPU.
         event_ = RunEvent{RunEvent::Kind::StepCollapse, t_, stepFailure(r)};
         synced_ = false;
@@ -264,6 +266,7 @@ bool Simulation::stepImpl() {
         field_->velocity(piecewise ? std::clamp(t, lo, hi) : t, X, dX);
     };
     const StepResult r = integrator_->advance(f, t0, h, X_);
+    countWork(r);
     if (!r.ok) {
         event_ = RunEvent{RunEvent::Kind::StepCollapse, t0, stepFailure(r)};
         X_ = before; // keep the last good state
@@ -284,6 +287,12 @@ bool Simulation::stepImpl() {
     }
     if (event_ || step_ % scene_.output.every == 0 || step_ == scene_.integrator.steps) record();
     return true;
+}
+
+void Simulation::countWork(const StepResult& r) {
+    timings_.evaluations += r.evaluations;
+    timings_.subSteps += r.accepted;
+    timings_.rejected += r.rejected;
 }
 
 std::string Simulation::stepFailure(const StepResult& r) const {

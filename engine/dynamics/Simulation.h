@@ -33,6 +33,9 @@ struct RunTimings {
     double moments = 0;  // mean, covariance, rank, kinetic energy, max norm
     double clusters = 0; // the cluster count
     long steps = 0, records = 0;
+    // The integrator's work over the nominal steps taken: field evaluations, and sub-steps taken and
+    // rejected (fixed methods: one sub-step per step, none rejected; Dormand-Prince: its adaptive ones).
+    long evaluations = 0, subSteps = 0, rejected = 0;
 };
 
 struct Frame {
@@ -102,6 +105,8 @@ class Simulation {
     bool stepOnDevice();
     // The event message of a step that could not be completed (Dormand-Prince: exhausted or collapsed).
     std::string stepFailure(const StepResult& r) const;
+    // Adds a step's evaluations and sub-steps to timings_.
+    void countWork(const StepResult& r);
     void attachStepper(); // makes a stepper for the current scene from makeStepper_, or notes why not
     void dropStepper(const std::string& why); // the fields integrate from X_ on; stepperNote() says why
     void editStepper(const std::function<void(DeviceStepper&)>& edit); // a live edit the device accepted

@@ -136,6 +136,27 @@ TEST(Cli, BlowUpIsReportedAsAnEvent) {
     ASSERT_FALSE(j["event"].is_null());
     EXPECT_EQ(j["event"]["kind"], "diverged");
     EXPECT_NEAR(j["event"]["t"].get<double>(), 0.5, 0.011);
+    // The integrator's work: Dormand-Prince evaluates k1 once per nominal step and six stages per sub-step
+    // tried (first same as last within a step), and near the singularity it rejects some.
+    const nlohmann::json& work = j["integrator"];
+    EXPECT_EQ(work["method"], "dopri5");
+    const long steps = work["steps"], subSteps = work["sub_steps"], rejected = work["rejected_sub_steps"];
+    EXPECT_EQ(steps, std::lround(j["event"]["t"].get<double>() / 0.01));
+    EXPECT_GE(subSteps, steps);
+    EXPECT_EQ(work["field_evaluations"].get<long>(), steps + 6 * (subSteps + rejected));
+
+    // RK4: four evaluations per step, one sub-step each.
+    writeText(dir / "rk4.json", R"({"name": "rk4", "d": 1, "n": 1,
+      "initial": {"kind": "gaussian", "seed": 1, "mean": [1], "cov": [[0]]},
+      "attention": {"type": "linear", "heads": [{"Q": [[1]], "K": [[1]], "V": [[-1]]}]},
+      "integrator": {"method": "rk4", "T": 1.0, "steps": 20}})");
+    ASSERT_EQ(cli("simulate " + (dir / "rk4.json").string() + " --out " + (dir / "r.npy").string()).code, 0);
+    std::ifstream rk4In(dir / "r.json");
+    const nlohmann::json rk4 = nlohmann::json::parse(rk4In)["integrator"];
+    EXPECT_EQ(rk4["steps"], 20);
+    EXPECT_EQ(rk4["field_evaluations"], 80);
+    EXPECT_EQ(rk4["sub_steps"], 20);
+    EXPECT_EQ(rk4["rejected_sub_steps"], 0);
     fs::remove_all(dir);
 }
 

@@ -647,12 +647,15 @@ template <class Make> void expectDormandPrinceTracksFloat64(Make make) {
                 const AttentionSpec spec = stepperSpec(v, X0, rng);
                 auto stepper = make(spec, is, d);
                 stepper->upload(X0, 0.0);
-                long evaluations = 0;
+                long evaluations = 0, tried = 0;
                 for (int k = 0; k < is.steps; ++k) {
                     stepper->advance(1);
-                    ASSERT_TRUE(stepper->outcome().ok) << "step " << k;
-                    evaluations += stepper->outcome().evaluations;
+                    const StepResult r = stepper->outcome();
+                    ASSERT_TRUE(r.ok) << "step " << k;
+                    evaluations += r.evaluations;
+                    tried += r.accepted + r.rejected;
                 }
+                EXPECT_EQ(evaluations, is.steps + 6 * tried); // k1 per step, six stages per sub-step
                 EXPECT_DOUBLE_EQ(stepper->time(), 1.0);
                 Tokens Xgpu;
                 stepper->download(Xgpu);

@@ -106,7 +106,9 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     ~TrainingWorkspace() override { view_->setSource({}); }
 
     QString id() const override { return text_.id; }
-    QList<WorkspacePage> pages() const override { return {{view_, text_.page, text_.pageTip, text_.key}}; }
+    QList<WorkspacePage> pages() const override {
+        return {{view_, text_.page, text_.pageTip, text_.key, {}}};
+    }
     QList<WorkspaceDock> docks() const override { return {{dock_, Qt::LeftDockWidgetArea}}; }
     QList<QAction*> exportActions() const override { return {modelExport_}; }
     QWidget* plotsOf(QWidget*) const override { return view_; } // the whole view is plots

@@ -51,11 +51,33 @@ void PlannedStepper::advance(int steps) {
     outcome_ = {};
     if (plan_.n() == 0)
         plan_.skip(steps);
-    else if (!plan_.adaptive())
+    else if (!plan_.adaptive()) {
         takeSteps(steps);
-    else {
-        for (int step = 0; step < steps && takeAdaptiveStep(); ++step) plan_.skip(1);
+        // One sub-step per step, each of its stages one evaluation.
+        const int stages = int(plan_.stages().size());
+        outcome_ = {true, false, stages * steps, plan_.h(), plan_.time(), steps, 0};
+    } else {
+        // Each step's own counts, added up; a failed step ends the advance with its own result.
+        StepResult total{true, false, 0, 0.0, plan_.time(), 0, 0};
+        for (int step = 0; step < steps; ++step) {
+            const bool ok = takeAdaptiveStep();
+            total.evaluations += outcome_.evaluations;
+            total.accepted += outcome_.accepted;
+            total.rejected += outcome_.rejected;
+            if (!ok) break;
+            plan_.skip(1);
+            total.lastH = outcome_.lastH;
+            total.reached = plan_.time();
+        }
         flush();
+        // A failed step's result (why, where), with the counts of every step of the advance.
+        if (!outcome_.ok) {
+            total.ok = false;
+            total.exhausted = outcome_.exhausted;
+            total.lastH = outcome_.lastH;
+            total.reached = outcome_.reached;
+        }
+        outcome_ = total;
     }
 }
 

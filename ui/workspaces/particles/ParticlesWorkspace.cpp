@@ -445,8 +445,11 @@ ParticlesWorkspace::~ParticlesWorkspace() {
 
 QList<WorkspacePage> ParticlesWorkspace::pages() const {
     return {
-        {view_, tr("Particles"), tr("The tokens x_i(t) of dx_i/dt = Σ_j P_ij V x_j"),
-         QKeySequence(Qt::Key_1)},
+        {view_,
+         tr("Particles"),
+         tr("The tokens x_i(t) of dx_i/dt = Σ_j P_ij V x_j"),
+         QKeySequence(Qt::Key_1),
+         {}},
         {cone_, tr("Covariance cone"),
          tr("2×2 covariances Σ = [[a, c], [c, b]] as points (a − b, 2c, a + b) of the PSD cone; its boundary "
             "is the rank-1 matrices"),

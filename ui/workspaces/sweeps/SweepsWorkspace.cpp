@@ -77,10 +77,12 @@ SweepsWorkspace::~SweepsWorkspace() {
 }
 
 QList<WorkspacePage> SweepsWorkspace::pages() const {
-    return {{view_, tr("Sweeps"),
+    return {{view_,
+             tr("Sweeps"),
              tr("A sweep run on this machine's threads: its phase diagram or histograms fill in as runs "
                 "finish (Sweeps panel); click a cell to open its scene"),
-             QKeySequence(Qt::Key_6)}};
+             QKeySequence(Qt::Key_6),
+             {}}};
 }
 
 QList<WorkspaceDock> SweepsWorkspace::docks() const {
