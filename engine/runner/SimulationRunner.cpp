@@ -177,6 +177,11 @@ class SimulationRunner::Job : public LiveJob<Snapshot> {
         s.finished = sim.finished();
         s.event = sim.event();
         s.observables = sim.lastObservables();
+        if (sim.scene().integrator.method == Method::DormandPrince) {
+            const RunTimings& work = sim.timings();
+            s.subStepsPerStep = work.steps ? double(work.subSteps) / double(work.steps) : 0.0;
+            s.rejectedSubSteps = work.rejected;
+        }
     }
 
     // Moves the frames the simulation recorded into the shared history.

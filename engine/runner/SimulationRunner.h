@@ -31,6 +31,10 @@ struct Snapshot {
     std::optional<RunEvent> event; // why the run stopped before its horizon (divergence, ...)
     std::string error;             // a failed live edit or step, shown to the user; the run is paused
     double stepsPerSecond = 0.0;
+    // Dormand-Prince's work since the run (re)started: sub-steps taken per nominal step, and sub-steps
+    // rejected; 0 for the fixed methods (one sub-step per step).
+    double subStepsPerStep = 0.0;
+    long rejectedSubSteps = 0;
     Observables observables; // at the last recorded frame (see OutputSpec::every)
     // Every recorded frame of this run so far (shared, growing; see RunHistory). Null before the worker
     // installed the scene.

@@ -116,6 +116,8 @@ void drawHud(const HudStats& s) {
             row(symbol("N × d", 0x00D7, "N x d"), "%ld × %d", s.n, s.d);
             row("backend", "%s", s.backend.empty() ? "-" : s.backend.c_str());
             row("steps/s", s.stepsPerSecond < 10 ? "%.2g" : "%.0f", s.stepsPerSecond); // 0.31 or 120
+            if (s.subStepsPerStep > 0)
+                row("sub-steps", "%.3g per step, %ld rejected", s.subStepsPerStep, s.rejectedSubSteps);
             row("frame", "%.1f ms", s.frameMs);
             ImGui::EndTable();
         }

@@ -28,10 +28,13 @@ struct HudStats {
     double stepsPerSecond = 0.0;
     double frameMs = 0.0; // averaged by the caller (ImGuiLayer::frameMs())
     bool playing = false;
+    // Adaptive runs (Dormand-Prince): sub-steps per nominal step and rejected sub-steps; 0: not shown.
+    double subStepsPerStep = 0.0;
+    long rejectedSubSteps = 0;
 };
 
 // A small translucent window in the top-right corner (no title bar, sized to its text, click-through):
-// run state, t, step / total, N × d, backend, steps/s and frame time.
+// run state, t, step / total, N × d, backend, steps/s, the adaptive sub-steps and frame time.
 void drawHud(const HudStats& stats);
 
 struct QuickParams {

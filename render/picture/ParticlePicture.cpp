@@ -283,6 +283,8 @@ HudStats ParticlePicture::hudStats(double frameMs) const {
     stats.stepsPerSecond = shown_->stepsPerSecond;
     stats.frameMs = frameMs;
     stats.playing = shown_->playing;
+    stats.subStepsPerStep = shown_->subStepsPerStep;
+    stats.rejectedSubSteps = shown_->rejectedSubSteps;
     return stats;
 }
 

@@ -155,6 +155,30 @@ TEST_F(MainWindowTest, PlayButtonAndHudShowTheSameRunState) {
     check(false);
 }
 
+// The HUD shows Dormand-Prince's sub-steps per nominal step (at least one: it lands on every nominal time)
+// and how many it rejected; a fixed method shows none.
+TEST_F(MainWindowTest, TheHudShowsDormandPrincesSubSteps) {
+    ParticleView* view = window->particles().particleView();
+    window->particles().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 1; }));
+    view->refresh();
+    EXPECT_EQ(view->hudStats().subStepsPerStep, 0.0); // RK4
+    Scene scene = test::tinyScene();
+    scene.integrator.method = Method::DormandPrince;
+    scene.integrator.rtol = 1e-9;
+    scene.integrator.steps = 10; // h = 0.4: the tolerance takes several sub-steps per step
+    ASSERT_TRUE(window->particles().setScene(scene));
+    for (int k = 0; k < 3; ++k) window->particles().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 3; }));
+    view->refresh();
+    const HudStats hud = view->hudStats();
+    EXPECT_GT(hud.subStepsPerStep, 1.0);
+    const auto live = window->particles().runner().snapshot();
+    EXPECT_EQ(hud.subStepsPerStep, live->subStepsPerStep);
+    EXPECT_EQ(hud.rejectedSubSteps, live->rejectedSubSteps);
+    EXPECT_GE(hud.rejectedSubSteps, 0);
+}
+
 // File ▸ Export ▸ Trajectory: every recorded frame, read back; the last one is the run's current state.
 TEST_F(MainWindowTest, ExportsTheTrajectoryAndItsTimes) {
     EXPECT_FALSE(window->particles().exportTrajectory(dir.filePath(QStringLiteral("missing/dir/run.npy"))));
