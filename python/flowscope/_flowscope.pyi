@@ -45,6 +45,8 @@ class SimulationResult:
     rank: npt.NDArray[np.int32]
     max_norm: npt.NDArray[np.float64]
     event: Optional[dict[str, Any]]
+    device_steps: bool
+    integrator: dict[str, Any]
 
 class MomentsResult:
     scene: Scene

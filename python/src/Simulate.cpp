@@ -16,6 +16,8 @@ struct SimulationResult {
     std::string backend;
     pb::array tokens, times, mean, cov, kineticEnergy, attentionEntropy, energy, clusters, rank, maxNorm;
     pb::object event = pb::none();
+    bool deviceSteps = false;
+    pb::dict integrator;
 };
 
 template <class T> pb::array_t<T> array(std::vector<pb::ssize_t> shape) {
@@ -45,15 +47,26 @@ SimulationResult simulate(const pb::handle& sceneArg, const std::string& backend
     });
     std::vector<Frame> history;
     std::optional<RunEvent> event;
+    bool deviceSteps = false;
+    RunTimings work;
     guard.run([&] {
         Simulation sim(scene, backend.makeField);
+        // As the CLI: whole steps on the device where the backend's stepper takes the scene.
+        if (backend.makeStepper) sim.setStepper(backend.makeStepper);
+        deviceSteps = sim.onDevice();
         sim.run([&](double f) { return fraction = f, guard.poll(); });
         history = sim.takeHistory();
         event = sim.event();
+        work = sim.timings();
     });
     const pb::ssize_t T = pb::ssize_t(history.size()), N = scene.n, d = scene.d;
     SimulationResult r;
-    r.scene = scene, r.backend = backend.id;
+    r.scene = scene, r.backend = backend.id, r.deviceSteps = deviceSteps;
+    r.integrator["method"] = toString(scene.integrator.method);
+    r.integrator["steps"] = work.steps;
+    r.integrator["field_evaluations"] = work.evaluations;
+    r.integrator["sub_steps"] = work.subSteps;
+    r.integrator["rejected_sub_steps"] = work.rejected;
     auto tokens = array<double>({T, N, d});
     auto times = array<double>({T}), mean = array<double>({T, d}), cov = array<double>({T, d, d}),
          kinetic = array<double>({T}), entropy = array<double>({T}), energy = array<double>({T}),
@@ -94,6 +107,12 @@ void bindSimulate(pb::module_& m) {
 observables, the arrays of ``flowscope-cli simulate``'s .npy and .json (docs/observables.md).)")
         .def_readonly("scene", &SimulationResult::scene, "The scene that ran (with `every` applied).")
         .def_readonly("backend", &SimulationResult::backend, "The backend's id: cpu, gl or vulkan.")
+        .def_readonly("device_steps", &SimulationResult::deviceSteps,
+                      "Whether the tokens stayed on the device between steps (the backend's stepper took the "
+                      "scene), as the CLI record's backend.device_steps.")
+        .def_readonly("integrator", &SimulationResult::integrator,
+                      "The integrator's work, as the CLI record's 'integrator': method, steps, "
+                      "field_evaluations, sub_steps, rejected_sub_steps.")
         .def_readonly("tokens", &SimulationResult::tokens, "(T, N, d) float64: the tokens of each frame.")
         .def_readonly("times", &SimulationResult::times, "(T,) the frames' times t.")
         .def_readonly("mean", &SimulationResult::mean, "(T, d) the mean (1/N) Σ_i x_i.")

@@ -57,6 +57,29 @@ def test_simulate_equals_cli_bit_for_bit(cli, tmp_path, f32):
     assert run.event is None and record["event"] is None
 
 
+@pytest.mark.parametrize("backend", ["gl", "vulkan"])
+def test_simulate_on_a_gpu_backend_is_the_clis(cli, tmp_path, backend):
+    # Dormand-Prince in float32: both take whole steps on the device (Mesa's llvmpipe/lavapipe in CI) and
+    # give the same arrays and the same count of sub-steps.
+    source = dict(SMALL, precision="float32", integrator={"method": "dopri5", "T": 2.0, "steps": 10, "rtol": 1e-5})
+    scene = flowscope.Scene(source)
+    scene.save(tmp_path / "s.json")
+    try:
+        run = flowscope.simulate(scene, backend=backend)
+    except ValueError as e:
+        if "unavailable" in str(e) or "not built" in str(e):
+            pytest.skip(str(e))
+        raise
+    cli("simulate", tmp_path / "s.json", "--out", tmp_path / "t.npy", "--backend", backend)
+    record = json.loads((tmp_path / "t.json").read_text())
+    assert np.array_equal(run.tokens, np.load(tmp_path / "t.npy"))
+    assert run.device_steps is True and record["backend"]["device_steps"] is True
+    assert run.integrator == record["integrator"]
+    work = run.integrator
+    assert work["method"] == "dopri5" and work["steps"] == 10
+    assert work["field_evaluations"] == work["steps"] + 6 * (work["sub_steps"] + work["rejected_sub_steps"])
+
+
 def test_simulate_event_and_every(cli, tmp_path):
     blowup = dict(SMALL, attention={"type": "softmax", "heads": [{"V": 2}]}, integrator={"T": 20, "steps": 200,
                   "divergence_norm": 1e3})
