@@ -91,11 +91,24 @@ class Progress {
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// Fields on backend `id`, opened on the calling thread and kept alive with the factory (null: the CPU).
-FieldFactory openFields(const std::string& id) {
+// Backend `id`'s fields and device stepper, opened on the calling thread and kept alive with the factories
+// (none: the CPU).
+SweepCompute openCompute(const std::string& id) {
     auto backend = std::make_shared<ComputeBackend>(openCliBackend(id));
-    if (!backend->makeField) return {};
-    return [backend](const AttentionSpec& a, int d, Precision p) { return backend->makeField(a, d, p); };
+    SweepCompute compute;
+    if (backend->makeField)
+        compute.makeField = [backend](const AttentionSpec& a, int d, Precision p) {
+            return backend->makeField(a, d, p);
+        };
+    if (backend->makeStepper) {
+        compute.makeStepper.make = [backend](const AttentionSpec& a, const IntegratorSpec& i, int d) {
+            return backend->makeStepper.make(a, i, d);
+        };
+        compute.makeStepper.supports = [backend](const AttentionSpec& a, const IntegratorSpec& i, int d) {
+            return backend->makeStepper.refusal(a, i, d);
+        };
+    }
+    return compute;
 }
 
 nlohmann::json buildAndMachine(const std::string& backend, int workers, const std::string& schedule,
@@ -245,7 +258,7 @@ int sweep(const Args& raw) {
         RunBudget budget = check.largest;
         budget.bytes *= jobs; // the runs in flight on this process
         checkRunBudget(budget, maxMemory, kMaxMemoryHint);
-        const std::function<FieldFactory()> fields = [&] { return openFields(backendName); };
+        const std::function<SweepCompute()> fields = [&] { return openCompute(backendName); };
 
         if (mpi.rank() != 0) {
             mpi.work(spec, jobs, fields);

@@ -119,7 +119,7 @@ int SweepMpi::guard(const std::function<int()>& body) {
 }
 
 void SweepMpi::serve(const SweepSpec& spec, SweepQueue& queue, int threads,
-                     const std::function<FieldFactory()>& fields,
+                     const std::function<SweepCompute()>& fields,
                      const std::function<void(const std::vector<SweepJournalEntry>&)>& done) {
 #ifdef FLOWSCOPE_HAVE_MPI
     std::mutex doneMutex;
@@ -198,19 +198,19 @@ void SweepMpi::serve(const SweepSpec& spec, SweepQueue& queue, int threads,
 #endif
 }
 
-void SweepMpi::work(const SweepSpec& spec, int threads, const std::function<FieldFactory()>& fields) {
+void SweepMpi::work(const SweepSpec& spec, int threads, const std::function<SweepCompute()>& fields) {
 #ifdef FLOWSCOPE_HAVE_MPI
     serving_ = true; // from here on this rank's failures go to rank 0 as messages
     setThreadCount(threads);
     std::string lines;
     try {
-        const FieldFactory makeField = fields();
+        const SweepCompute compute = fields();
         for (;;) {
             sendText(lines, kTagResult);
             const std::vector<long long> runs = receiveAssignment();
             if (runs.empty()) return;
             lines.clear();
-            for (long long run : runs) lines += sweepJournalLine(timedSweepRun(spec, long(run), makeField));
+            for (long long run : runs) lines += sweepJournalLine(timedSweepRun(spec, long(run), compute));
         }
     } catch (const std::exception& e) {
         sendText("rank " + std::to_string(rank_) + ": " + e.what(), kTagError);

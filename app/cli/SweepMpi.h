@@ -33,10 +33,10 @@ class SweepMpi {
     // its own (workers 0 .. threads-1) run runs; done(entry) is called, serialised, for every finished run.
     // Rethrows the first failure (of a run here or on another rank) once every rank has stopped.
     void serve(const SweepSpec& spec, SweepQueue& queue, int threads,
-               const std::function<FieldFactory()>& fields,
+               const std::function<SweepCompute()>& fields,
                const std::function<void(const std::vector<SweepJournalEntry>&)>& done);
     // Ranks > 0: asks rank 0 for runs and sends back their journal lines until told to stop.
-    void work(const SweepSpec& spec, int threads, const std::function<FieldFactory()>& fields);
+    void work(const SweepSpec& spec, int threads, const std::function<SweepCompute()>& fields);
 
   private:
     int rank_ = 0, size_ = 1;

@@ -610,9 +610,10 @@ SweepCheck checkSweep(const SweepSpec& spec) {
 
 namespace {
 
-void particleMeasures(const SweepSpec& spec, const Scene& scene, const FieldFactory& makeField,
+void particleMeasures(const SweepSpec& spec, const Scene& scene, const SweepCompute& compute,
                       std::vector<double>& out) {
-    Simulation sim(scene, makeField);
+    Simulation sim(scene, compute.makeField);
+    if (compute.makeStepper) sim.setStepper(compute.makeStepper);
     sim.run();
     const Observables& last = sim.lastObservables();
     for (const SweepMeasureSpec& m : spec.measures) {
@@ -705,7 +706,7 @@ void momentMeasures(const SweepSpec& spec, const Scene& scene, std::vector<doubl
 
 } // namespace
 
-SweepRunResult runSweepRun(const SweepSpec& spec, long run, const FieldFactory& makeField) {
+SweepRunResult runSweepRun(const SweepSpec& spec, long run, const SweepCompute& compute) {
     SweepRunResult r;
     Scene scene;
     try {
@@ -720,7 +721,7 @@ SweepRunResult runSweepRun(const SweepSpec& spec, long run, const FieldFactory& 
     if (spec.mode == SweepMode::Moments)
         momentMeasures(spec, scene, r.measures);
     else
-        particleMeasures(spec, scene, makeField, r.measures);
+        particleMeasures(spec, scene, compute, r.measures);
     return r;
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "engine/attention/VelocityField.h"
+#include "engine/dynamics/DeviceStepper.h"
 #include "engine/io/JsonReader.h"
 #include "engine/scene/RunBudget.h"
 #include "engine/scene/Scene.h"
@@ -134,14 +135,22 @@ struct SweepCheck {
 };
 SweepCheck checkSweep(const SweepSpec& spec);
 
+// What a sweep's particle runs compute on: the fields (null: the CPU's) and, where the backend has one, its
+// device stepper, which keeps the tokens on the device between steps (Simulation::setStepper), as
+// flowscope-cli simulate runs a scene.
+struct SweepCompute {
+    FieldFactory makeField;
+    StepperFactory makeStepper;
+};
+
 // One run: the table row's values after the fixed columns' (the measures' columns), computed by simulating
-// the run's scene (fields from makeField; null: the CPU) or solving its moment ODEs. An invalid cell of a
+// the run's scene (on `compute`; default: the CPU) or solving its moment ODEs. An invalid cell of a
 // skipInvalid sweep gives NaN everywhere and valid = false.
 struct SweepRunResult {
     bool valid = true;
     std::vector<double> measures;
 };
-SweepRunResult runSweepRun(const SweepSpec& spec, long run, const FieldFactory& makeField = {});
+SweepRunResult runSweepRun(const SweepSpec& spec, long run, const SweepCompute& compute = {});
 
 // The full table row of a run: run, cell, replicate, seed, valid, axis values, then `r.measures`.
 std::vector<double> sweepRow(const SweepSpec& spec, long run, const SweepRunResult& r);

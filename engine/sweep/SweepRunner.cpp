@@ -53,25 +53,25 @@ std::vector<long> pendingRuns(const SweepSpec& spec, const std::map<long, SweepJ
     return pending;
 }
 
-SweepJournalEntry timedSweepRun(const SweepSpec& spec, long run, const FieldFactory& makeField) {
+SweepJournalEntry timedSweepRun(const SweepSpec& spec, long run, const SweepCompute& compute) {
     const auto start = std::chrono::steady_clock::now();
     SweepJournalEntry e;
     e.run = run;
-    e.result = runSweepRun(spec, run, makeField);
+    e.result = runSweepRun(spec, run, compute);
     e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return e;
 }
 
 void runSweepThreads(const SweepSpec& spec, SweepQueue& queue, int threads, int firstWorker,
-                     const std::function<FieldFactory()>& openField,
+                     const std::function<SweepCompute()>& openCompute,
                      const std::function<void(const SweepJournalEntry&)>& done) {
     std::mutex doneMutex;
     std::exception_ptr failure;
     const auto work = [&](int worker) {
         try {
-            const FieldFactory makeField = openField ? openField() : FieldFactory{};
+            const SweepCompute compute = openCompute ? openCompute() : SweepCompute{};
             while (const std::optional<long> run = queue.next(worker)) {
-                const SweepJournalEntry e = timedSweepRun(spec, *run, makeField);
+                const SweepJournalEntry e = timedSweepRun(spec, *run, compute);
                 std::lock_guard lock(doneMutex);
                 done(e);
             }

@@ -45,15 +45,15 @@ std::vector<long> pendingRuns(const SweepSpec& spec, const std::map<long, SweepJ
                               int shard = 1, int shards = 1);
 
 // Runs the queue's runs on `threads` threads (workers firstWorker .. firstWorker + threads - 1). Each thread
-// first calls openField() (a backend's fields live on the thread that opened them); with more than one
-// thread each run's own parallel loops run on its thread alone (InlineParallelFor), with one thread they use
-// the engine's pool. done(entry) is called, serialised, after each run. The first exception (from a run or
-// from done) stops the hand-out and is rethrown once the threads have finished their runs.
+// first calls openCompute() (a backend's fields and stepper live on the thread that opened them); with more
+// than one thread each run's own parallel loops run on its thread alone (InlineParallelFor), with one thread
+// they use the engine's pool. done(entry) is called, serialised, after each run. The first exception (from a
+// run or from done) stops the hand-out and is rethrown once the threads have finished their runs.
 void runSweepThreads(const SweepSpec& spec, SweepQueue& queue, int threads, int firstWorker,
-                     const std::function<FieldFactory()>& openField,
+                     const std::function<SweepCompute()>& openCompute,
                      const std::function<void(const SweepJournalEntry&)>& done);
 
 // One run timed: the journal entry of runSweepRun.
-SweepJournalEntry timedSweepRun(const SweepSpec& spec, long run, const FieldFactory& makeField);
+SweepJournalEntry timedSweepRun(const SweepSpec& spec, long run, const SweepCompute& compute);
 
 } // namespace flowscope

@@ -4,7 +4,9 @@
 #include "GpuTestUtil.h"
 
 #include "engine/backend/Registry.h"
+#include "engine/dynamics/Simulation.h"
 #include "engine/gpu/gl/GlStepper.h"
+#include "engine/sweep/Sweep.h"
 #if FLOWSCOPE_HAVE_VULKAN
 #include "engine/gpu/vulkan/VkStepper.h"
 #endif
@@ -143,6 +145,43 @@ TEST(VkBackend, TheRegistrysVulkanBackendAsksItsStepper) {
     const std::unique_ptr<DeviceStepper> stepper =
         backend.makeStepper.make(specOf(AttentionType::Softmax, 2), integratorOf(Method::Rk4), 2);
     EXPECT_NE(dynamic_cast<VkStepper*>(stepper.get()), nullptr) << stepper->name();
+}
+
+// A sweep on a backend with a device stepper takes whole steps on the device, as simulate does: a run's
+// measures are those of a Simulation given the backend's stepper, bit for bit, and not those of its fields
+// alone (a read-back per stage, float32 arithmetic of its own). Dormand-Prince, so that the adaptive steps
+// are covered too.
+TEST(VkBackend, ASweepRunTakesWholeStepsOnTheDevice) {
+    FLOWSCOPE_REQUIRE_VULKAN();
+    const BackendInfo* vk = listed([](const BackendInfo& b) { return b.deviceSteps && !b.takesGlHost; });
+    ASSERT_TRUE(vk);
+    ASSERT_TRUE(vk->available) << vk->why;
+    const ComputeBackend backend = openBackend(vk->id);
+    const SweepSpec spec = sweepFromJson(R"({
+      "name": "device",
+      "base": {"d": 2, "n": 48, "precision": "float32",
+               "initial": {"kind": "gaussian", "mean": [0, 0], "cov": [[1, 0], [0, 1]]},
+               "attention": {"type": "softmax", "heads": [{"Q": 1, "K": 1, "V": [[-0.5, 0.3], [0, -0.5]]}]},
+               "integrator": {"method": "dopri5", "T": 2, "steps": 8, "rtol": 1e-5}},
+      "axes": [{"pointer": "/attention/beta", "values": [0.5, 2]}],
+      "measures": ["energy", "entropy", "kinetic"]
+    })",
+                                         ".", "");
+    const auto finalObservables = [&](long run, bool stepper) {
+        Simulation sim(sweepScene(spec, run), backend.makeField);
+        if (stepper) sim.setStepper(backend.makeStepper);
+        EXPECT_EQ(sim.onDevice(), stepper);
+        sim.run();
+        const Observables& last = sim.lastObservables();
+        return std::vector<double>{last.energy, last.entropy, last.kinetic};
+    };
+    for (long run = 0; run < spec.runs(); ++run) {
+        const SweepRunResult r = runSweepRun(spec, run, {backend.makeField, backend.makeStepper});
+        ASSERT_TRUE(r.valid);
+        EXPECT_EQ(r.measures, finalObservables(run, true)) << "run " << run;
+        EXPECT_NE(r.measures, finalObservables(run, false)) << "run " << run;
+        EXPECT_TRUE(std::isfinite(r.measures[0]) && std::isfinite(r.measures[1]));
+    }
 }
 #endif
 
