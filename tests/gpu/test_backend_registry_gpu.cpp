@@ -84,6 +84,13 @@ const BackendInfo* listed(bool (*which)(const BackendInfo&)) {
     return &*it;
 }
 
+#if FLOWSCOPE_HAVE_VULKAN
+// The backend with whole steps on a device of its own (no OpenGL host): Vulkan.
+const BackendInfo* listedVulkan() {
+    return listed([](const BackendInfo& b) { return b.deviceSteps && !b.takesGlHost; });
+}
+#endif
+
 } // namespace
 
 TYPED_TEST(StepperSupports, TheAnswerNeedsNoDeviceAndNamesTheField) {
@@ -135,8 +142,7 @@ TEST(GlBackend, TheRegistrysGlBackendAsksItsStepper) {
 #if FLOWSCOPE_HAVE_VULKAN
 TEST(VkBackend, TheRegistrysVulkanBackendAsksItsStepper) {
     FLOWSCOPE_REQUIRE_VULKAN();
-    // The backend with whole steps on a device of its own (no OpenGL host).
-    const BackendInfo* vk = listed([](const BackendInfo& b) { return b.deviceSteps && !b.takesGlHost; });
+    const BackendInfo* vk = listedVulkan();
     ASSERT_TRUE(vk);
     ASSERT_TRUE(vk->available) << vk->why;
     const ComputeBackend backend = openBackend(vk->id);
@@ -153,7 +159,7 @@ TEST(VkBackend, TheRegistrysVulkanBackendAsksItsStepper) {
 // are covered too.
 TEST(VkBackend, ASweepRunTakesWholeStepsOnTheDevice) {
     FLOWSCOPE_REQUIRE_VULKAN();
-    const BackendInfo* vk = listed([](const BackendInfo& b) { return b.deviceSteps && !b.takesGlHost; });
+    const BackendInfo* vk = listedVulkan();
     ASSERT_TRUE(vk);
     ASSERT_TRUE(vk->available) << vk->why;
     const ComputeBackend backend = openBackend(vk->id);

@@ -57,31 +57,24 @@ void PlannedStepper::advance(int steps) {
         const int stages = int(plan_.stages().size());
         outcome_ = {true, false, stages * steps, plan_.h(), plan_.time(), steps, 0};
     } else {
-        // Each step's own counts, added up; a failed step ends the advance with its own result.
-        StepResult total{true, false, 0, 0.0, plan_.time(), 0, 0};
-        for (int step = 0; step < steps; ++step) {
-            const bool ok = takeAdaptiveStep();
-            total.evaluations += outcome_.evaluations;
-            total.accepted += outcome_.accepted;
-            total.rejected += outcome_.rejected;
-            if (!ok) break;
-            plan_.skip(1);
-            total.lastH = outcome_.lastH;
-            total.reached = plan_.time();
+        // The counts of every step taken; a step that fails ends the advance with its why and where.
+        outcome_ = {true, false, 0, 0.0, plan_.time(), 0, 0};
+        for (int step = 0; step < steps && outcome_.ok; ++step) {
+            const StepResult r = takeAdaptiveStep();
+            outcome_.evaluations += r.evaluations;
+            outcome_.accepted += r.accepted;
+            outcome_.rejected += r.rejected;
+            outcome_.lastH = r.lastH;
+            outcome_.ok = r.ok;
+            outcome_.exhausted = r.exhausted;
+            if (r.ok) plan_.skip(1);
+            outcome_.reached = r.ok ? plan_.time() : r.reached;
         }
         flush();
-        // A failed step's result (why, where), with the counts of every step of the advance.
-        if (!outcome_.ok) {
-            total.ok = false;
-            total.exhausted = outcome_.exhausted;
-            total.lastH = outcome_.lastH;
-            total.reached = outcome_.reached;
-        }
-        outcome_ = total;
     }
 }
 
-bool PlannedStepper::takeAdaptiveStep() {
+StepResult PlannedStepper::takeAdaptiveStep() {
     using T = DormandPrinceTableau;
     DormandPrinceControl& control = plan_.control();
     const double t0 = plan_.time();
@@ -91,13 +84,11 @@ bool PlannedStepper::takeAdaptiveStep() {
             k[std::size_t(s)] = velocities_[std::size_t(call.k[std::size_t(s)])];
         return k;
     };
-    if (!control.begin(t0, plan_.h())) {
-        outcome_ = control.result();
-        return false;
-    }
+    if (!control.begin(t0, plan_.h())) return control.result();
     keepTokens(false);
     evaluate(plan_.stageTime(t0, t0), false, velocities_[0]);
     const double coordinates = double(plan_.n()) * plan_.d();
+    std::vector<float> partials(std::size_t(stepperGroups(plan_.n())));
     while (const std::optional<double> step = control.next()) {
         const double h = *step, t = control.time();
         for (int s = 1; s < kStageVelocities; ++s) {
@@ -107,15 +98,17 @@ bool PlannedStepper::takeAdaptiveStep() {
         }
         const CombineCall error = plan_.dormandPrinceError(h);
         const bool landing = control.landing();
-        if (control.judge(std::sqrt(errorSum(error, slots(error)) / coordinates))) {
+        errorPartials(error, slots(error), partials);
+        double sum = 0.0; // the partials added in double
+        for (const float p : partials) sum += double(p);
+        if (control.judge(std::sqrt(sum / coordinates))) {
             const CombineCall update = plan_.dormandPrinceCombine(kStageVelocities - 1, h, true, landing);
             combine(update, slots(update));
             std::swap(velocities_[0], velocities_[kStageVelocities - 1]); // first same as last
         }
     }
-    outcome_ = control.result();
-    if (!outcome_.ok) keepTokens(true); // the step's start, as Simulation keeps it on the CPU
-    return outcome_.ok;
+    if (!control.result().ok) keepTokens(true); // the step's start, as Simulation keeps it on the CPU
+    return control.result();
 }
 
 void PlannedStepper::download(Tokens& X) {

@@ -5,7 +5,7 @@
 // readTokens (the float32 structure-of-arrays tokens), takeSteps (the dispatches plan().walk gives),
 // projectTokens (sphere dynamics turned on by a live edit), and planChanged (the combine words changed).
 //
-// Dormand-Prince is walked here, on four more: evaluate, combine, errorSum (the one read-back per
+// Dormand-Prince is walked here, on four more: evaluate, combine, errorPartials (the one read-back per
 // sub-step: a float per workgroup) and keepTokens (a copy of x at each step's start, put back when a step
 // fails), with the CPU integrator's controller (DormandPrince.h) choosing every sub-step. The stage
 // velocities are the device's buffers 0..6; which one holds k1 rotates (first same as last), so accepting
@@ -19,6 +19,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace flowscope {
 
@@ -78,8 +79,9 @@ class PlannedStepper : public DeviceStepper {
     // Records stage_combine with call.words, slot s reading buffer k[call.k[s]].
     virtual void combine(const CombineCall& call, const std::array<int, kCombineSlots>& k) = 0;
     // Runs the error pass (stage_combine, call.words, the same binding of slots) after everything recorded,
-    // waits for it and returns the sum of its per-workgroup partials, added in double.
-    virtual double errorSum(const CombineCall& call, const std::array<int, kCombineSlots>& k) = 0;
+    // waits for it and reads its per-workgroup partial sums into `partials` (sized stepperGroups(n)).
+    virtual void errorPartials(const CombineCall& call, const std::array<int, kCombineSlots>& k,
+                               std::vector<float>& partials) = 0;
     // Records a copy of x into a buffer of its own (restore: back into x).
     virtual void keepTokens(bool restore) = 0;
     // Submits what is recorded (called after the last sub-step of an advance).
@@ -98,8 +100,8 @@ class PlannedStepper : public DeviceStepper {
   private:
     class ResidentRunner;
 
-    // One step of Dormand-Prince from plan().time(): false (tokens and time kept) when it failed.
-    bool takeAdaptiveStep();
+    // One step of Dormand-Prince from plan().time(); when it fails (not ok), the tokens are put back.
+    StepResult takeAdaptiveStep();
 
     StepperPlan plan_;
     StepResult outcome_;

@@ -41,6 +41,10 @@ namespace flowscope {
 
 // The local size of head_assembly.comp and stage_combine.comp (one invocation per token).
 inline constexpr int kStepperGroup = 64;
+// Workgroups of kStepperGroup covering n tokens (also the error pass's partial sums).
+inline long stepperGroups(long n) {
+    return (n + kStepperGroup - 1) / kStepperGroup;
+}
 // The stage velocities stage_combine.comp reads (bindings 3..8), and the ones a stepper keeps: k0..k3 for the
 // fixed methods, k0..k6 for Dormand-Prince.
 inline constexpr int kCombineSlots = 6;

@@ -126,7 +126,7 @@ void GlStepper::writeTokens(const Eigen::MatrixXf& X) {
     y_.reserve(bytes);
     for (auto& k : k_) k->reserve(bytes);
     start_.reserve(bytes);
-    partials_.reserve(std::size_t((X.rows() + kStepperGroup - 1) / kStepperGroup) * sizeof(float));
+    partials_.reserve(std::size_t(stepperGroups(X.rows())) * sizeof(float));
     // d + 3 columns: a resident pass may add the entropy's e_i (stream_kernel.comp's ENTROPY).
     kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 3) * sizeof(float));
     glCheck(*gl_, "uploading tokens");
@@ -183,14 +183,11 @@ void GlStepper::combine(const CombineCall& call, const std::array<int, kCombineS
     dispatch(*combine_, groups(kStepperGroup));
 }
 
-double GlStepper::errorSum(const CombineCall& call, const std::array<int, kCombineSlots>& k) {
+void GlStepper::errorPartials(const CombineCall& call, const std::array<int, kCombineSlots>& k,
+                              std::vector<float>& partials) {
     combine(call, k);
-    std::vector<float> partials(std::size_t(groups(kStepperGroup)));
     partials_.download(partials.data(), partials.size() * sizeof(float));
     glCheck(*gl_, "a Dormand-Prince error norm");
-    double sum = 0.0;
-    for (const float p : partials) sum += double(p);
-    return sum;
 }
 
 void GlStepper::keepTokens(bool restore) {

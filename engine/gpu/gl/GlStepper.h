@@ -65,7 +65,8 @@ class GlStepper : public PlannedStepper {
     void residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out) override;
     void evaluate(double t, bool atY, int k) override;
     void combine(const CombineCall& call, const std::array<int, kCombineSlots>& k) override;
-    double errorSum(const CombineCall& call, const std::array<int, kCombineSlots>& k) override;
+    void errorPartials(const CombineCall& call, const std::array<int, kCombineSlots>& k,
+                       std::vector<float>& partials) override;
     void keepTokens(bool restore) override;
 
     void uploadHeads(double t);

@@ -66,7 +66,7 @@ void VkStepper::writeTokens(const Eigen::MatrixXf& X) {
     y_.reserve(bytes);
     for (auto& k : k_) k->reserve(bytes);
     start_.reserve(bytes);
-    partials_.reserve(std::size_t((X.rows() + kStepperGroup - 1) / kStepperGroup) * sizeof(float));
+    partials_.reserve(std::size_t(stepperGroups(X.rows())) * sizeof(float));
     // d + 3 columns: a resident pass may add the entropy's e_i (stream_kernel.comp's ENTROPY).
     kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 3) * sizeof(float));
 
@@ -112,12 +112,11 @@ void VkStepper::projectTokens() {
 
 VkCommandBatch& VkStepper::openBatch() {
     if (open_) return *open_;
-    const std::size_t heads = maxHeads(plan().spec()), d2 = std::size_t(plan().d()) * std::size_t(plan().d());
+    const std::size_t heads = maxHeads(plan().spec());
     // A sub-step: k1 at the step's start, six stages (an input combine and an evaluation each), the error
     // pass, and the previous sub-step's update; every evaluation may set its heads up again (keyframes).
     const int perEvaluation = heads ? 2 * int(heads) : 1;
-    const std::size_t headWords = heads * ((4 + 2 * d2) + (8 + d2)); // a QUAD_BIAS kernel adds M
-    open_ = &beginBatch(7 * perEvaluation + 8, 7 * headWords + 8 * 13 + 8);
+    open_ = &beginBatch(7 * perEvaluation + 8, 7 * headWords() + 8 * 13 + 8);
     return *open_;
 }
 
@@ -135,17 +134,14 @@ void VkStepper::combine(const CombineCall& call, const std::array<int, kCombineS
     recordCombine(batch, batch.parameters(call.words), k);
 }
 
-double VkStepper::errorSum(const CombineCall& call, const std::array<int, kCombineSlots>& k) {
+void VkStepper::errorPartials(const CombineCall& call, const std::array<int, kCombineSlots>& k,
+                              std::vector<float>& partials) {
     VkCommandBatch& batch = openBatch();
     open_ = nullptr; // submitted by readBack
     recordCombine(batch, batch.parameters(call.words), k);
     batch.barrier(VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                   VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
-    std::vector<float> partials(std::size_t(groups(kStepperGroup)));
     readBack(batch, partials_, partials.data(), partials.size() * sizeof(float));
-    double sum = 0.0;
-    for (const float p : partials) sum += double(p);
-    return sum;
 }
 
 void VkStepper::keepTokens(bool restore) {
@@ -166,13 +162,16 @@ int VkStepper::dispatchesPerStep() const {
     return perStage * int(plan().stages().size());
 }
 
-std::size_t VkStepper::parameterWords(int steps) const {
-    const std::size_t heads = maxHeads(plan().spec());
+std::size_t VkStepper::headWords() const {
     const std::size_t d2 = std::size_t(plan().d()) * std::size_t(plan().d());
+    return maxHeads(plan().spec()) * ((4 + 2 * d2) + (8 + d2));
+}
+
+std::size_t VkStepper::parameterWords(int steps) const {
     const std::size_t stages = plan().stages().size();
     // Constant heads are written once per batch; keyframed heads once per evaluation.
     const std::size_t headSets = plan().spec().keyframes.empty() ? 1 : std::size_t(steps) * stages;
-    return stages * 13 + 8 + headSets * heads * ((4 + 2 * d2) + (8 + d2)); // a QUAD_BIAS kernel adds M
+    return stages * 13 + 8 + headSets * headWords();
 }
 
 void VkStepper::recordEvaluation(VkCommandBatch& batch, double t, const VkStorageBuffer& at,

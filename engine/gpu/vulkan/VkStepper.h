@@ -69,7 +69,8 @@ class VkStepper : public PlannedStepper {
     void projectTokens() override;
     void evaluate(double t, bool atY, int k) override;
     void combine(const CombineCall& call, const std::array<int, kCombineSlots>& k) override;
-    double errorSum(const CombineCall& call, const std::array<int, kCombineSlots>& k) override;
+    void errorPartials(const CombineCall& call, const std::array<int, kCombineSlots>& k,
+                       std::vector<float>& partials) override;
     void keepTokens(bool restore) override;
     void flush() override;
     // The batch Dormand-Prince records into, begun with room for one sub-step and an update.
@@ -89,6 +90,8 @@ class VkStepper : public PlannedStepper {
     // Dispatches and parameter words of `steps` steps (upper bounds), for beginBatch.
     int dispatchesPerStep() const;
     std::size_t parameterWords(int steps) const;
+    // The parameter words of one set of heads (each kernel's and assembly's; a QUAD_BIAS kernel adds M).
+    std::size_t headWords() const;
 
     const VkContext* ctx_;
     long submissions_ = 0;
