@@ -13,12 +13,20 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 namespace flowscope {
 
 struct DeviceTokens;
+
+// The particle view's point diameter in logical pixels for `n` tokens: big for small clouds, small for large
+// ones (3 px from about 6000 tokens on).
+inline double pointDiameter(long n) {
+    return std::clamp(2.5 + 64.0 / std::sqrt(double(std::max(n, 1L))), 3.0, 10.0);
+}
 
 struct PointVertex {
     float x, y, z;    // relative to the upload origin

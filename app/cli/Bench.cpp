@@ -30,6 +30,43 @@
 
 namespace flowscope::cli {
 
+std::vector<long> parseTokenCounts(const std::string& text) {
+    std::vector<long> out;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        try {
+            out.push_back(std::stol(item));
+        } catch (...) {
+            throw UsageError("--n: expected comma-separated integers, got " + quoteForMessage(text));
+        }
+        if (out.back() < 1 || out.back() > (1L << 24)) throw UsageError("--n: values must be in [1, 2^24]");
+    }
+    return out;
+}
+
+// The integrator --method names (the scene's names: euler, heun, rk4, dopri5).
+Method parseRunMethod(const std::string& text) {
+    for (Method m : {Method::Euler, Method::Heun, Method::Rk4, Method::DormandPrince})
+        if (text == toString(m)) return m;
+    throw UsageError("--method: expected euler, heun, rk4 or dopri5, got " + quoteForMessage(text));
+}
+
+Scene benchScene(int d, int n, Method method, int steps) {
+    Scene s;
+    s.name = "bench-run";
+    s.d = d;
+    s.n = n;
+    s.precision = Precision::Float32;
+    s.initial.mean = Vec::Zero(d);
+    s.initial.cov = Mat::Identity(d, d);
+    s.attention.heads = {{Mat::Identity(d, d), Mat::Identity(d, d), -0.5 * Mat::Identity(d, d)}};
+    s.integrator.method = method;
+    s.integrator.T = 0.01 * steps;
+    s.integrator.steps = steps;
+    return s;
+}
+
 namespace {
 
 using MatF = Eigen::MatrixXf;
@@ -201,28 +238,6 @@ template <class F> double timeIt(F&& f, long n) {
     return elapsed / reps;
 }
 
-std::vector<long> parseList(const std::string& text) {
-    std::vector<long> out;
-    std::stringstream ss(text);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        try {
-            out.push_back(std::stol(item));
-        } catch (...) {
-            throw UsageError("--n: expected comma-separated integers, got " + quoteForMessage(text));
-        }
-        if (out.back() < 1 || out.back() > (1L << 24)) throw UsageError("--n: values must be in [1, 2^24]");
-    }
-    return out;
-}
-
-// The integrator --method names (the scene's names: euler, heun, rk4, dopri5).
-Method parseRunMethod(const std::string& text) {
-    for (Method m : {Method::Euler, Method::Heun, Method::Rk4, Method::DormandPrince})
-        if (text == toString(m)) return m;
-    throw UsageError("--method: expected euler, heun, rk4 or dopri5, got " + quoteForMessage(text));
-}
-
 // bench run: whole runs of a softmax scene (Q = K = I, V = -I/2, beta 1, N(0, I) tokens, Euler unless
 // --method, float32), recording every K steps with every observable, against the same run recording only at
 // t = 0 and the end (stepping alone), in one process. Per record: the milliseconds of the download (device
@@ -239,7 +254,7 @@ int benchRun(const Args& args) {
     const bool json = p.flag("--json");
     const std::string backendName = p.option("--backend", defaultBackendId());
     const int d = int(parseLong(p.option("--d", "3"), "--d", 1, 64));
-    const auto ns = parseList(p.option("--n", "16384"));
+    const auto ns = parseTokenCounts(p.option("--n", "16384"));
     const int every = int(parseLong(p.option("--every", "4"), "--every", 1, 1 << 20));
     const int steps = int(parseLong(p.option("--steps", "20"), "--steps", 1, 1 << 20));
     const Method method = parseRunMethod(p.option("--method", "euler"));
@@ -252,17 +267,7 @@ int benchRun(const Args& args) {
                   << " steps recording every " << every << " (backend " << backend.id
                   << (backend.device.empty() ? "" : ": " + backend.device) << ")\n";
     for (const long n : ns) {
-        Scene s;
-        s.name = "bench-run";
-        s.d = d;
-        s.n = int(n);
-        s.precision = Precision::Float32;
-        s.initial.mean = Vec::Zero(d);
-        s.initial.cov = Mat::Identity(d, d);
-        s.attention.heads = {{Mat::Identity(d, d), Mat::Identity(d, d), -0.5 * Mat::Identity(d, d)}};
-        s.integrator.method = method;
-        s.integrator.T = 0.01 * steps;
-        s.integrator.steps = steps;
+        const Scene s = benchScene(d, int(n), method, steps);
         bool onDevice = false;
         auto run = [&](int recordEvery) {
             Scene r = s;
@@ -329,10 +334,11 @@ int bench(const Args& raw) {
     if (!raw.empty() && raw[0] == "train") return benchTrain(Args(raw.begin() + 1, raw.end()));
     if (!raw.empty() && raw[0] == "run") return benchRun(Args(raw.begin() + 1, raw.end()));
     if (!raw.empty() && raw[0] == "sweep") return benchSweep(Args(raw.begin() + 1, raw.end()));
+    if (!raw.empty() && raw[0] == "view") return benchView(Args(raw.begin() + 1, raw.end()));
     ArgParser p(raw);
     const bool json = p.flag("--json");
     const int d = std::stoi(p.option("--d", "2"));
-    const auto ns = parseList(p.option("--n", "1024,4096,16384,65536"));
+    const auto ns = parseTokenCounts(p.option("--n", "1024,4096,16384,65536"));
     const std::string precisionText = p.option("--precision", "float32");
     const std::string variantsText = p.option("--variants", "");
     const bool noBaseline = p.flag("--no-baseline");
@@ -343,7 +349,7 @@ int bench(const Args& raw) {
     p.rejectUnknown();
     if (p.positional.size() == 1 && p.positional[0] == "moments") return benchMoments(json);
     if (p.positional.size() != 1 || p.positional[0] != "particles")
-        throw UsageError("expected 'bench particles', 'bench moments' or 'bench train'");
+        throw UsageError("expected bench particles, moments, run, view, train or sweep");
     if (d < 1 || d > 1024) throw UsageError("--d must be in [1, 1024]");
     if (precisionText != "float32" && precisionText != "float64")
         throw UsageError("--precision must be float32 or float64");

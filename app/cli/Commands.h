@@ -84,6 +84,16 @@ std::string optionValue(const Args& args, const std::string& name);
 // "a,b,,c" -> {"a", "b", "", "c"} (a trailing comma gives a last empty item, which the parsers reject).
 std::vector<std::string> splitCommas(const std::string& text);
 
+// --n of the benchmarks: comma-separated token counts, each in [1, 2^24]; throws UsageError naming --n.
+std::vector<long> parseTokenCounts(const std::string& text);
+// --method of bench run and bench view: euler, heun, rk4 or dopri5; throws UsageError naming --method.
+Method parseRunMethod(const std::string& text);
+// The benchmarks' whole-run scene: softmax with Q = K = I, V = -I/2, beta 1, N(0, I) tokens in dimension d,
+// float32, `steps` steps of h = 0.01 with `method`.
+Scene benchScene(int d, int n, Method method, int steps);
+
+int benchView(const Args& args); // bench view (BenchView.cpp)
+
 // Numbers from option text; throw UsageError naming the option and the accepted range.
 long parseLong(const std::string& text, const std::string& option, long lo, long hi);
 double parsePositive(const std::string& text, const std::string& option, bool allowZero = false);

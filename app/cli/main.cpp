@@ -83,6 +83,11 @@ commands:
       observable: steps/s, records/s, the time against the same run recording only at its ends, and per record
       the milliseconds of the download, the one velocity/entropy/energy pass, the moments and the cluster count;
       --fields-only runs a GPU backend's fields without its device stepper (a read-back per stage)
+  bench view [--json] [--backend {backends}] [--d 3] [--n 65536,...] [--every 4] [--method euler|...]
+        [--seconds 3] [--size 1280x800] [--fps 60]
+      the particle view drawn headless (EGL, no display) while the app's run steps, frames paced at --fps
+      (0: unpaced): frames/s, milliseconds a frame takes and how late it starts, steps/s against the same
+      run not drawn, records/s (every K steps; device runs at most ~15 a second, as the app); with gl the points come from the run's device copy of the tokens, as in the app
   bench train [--json] [--iters 20] [training options]
       milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
 

@@ -267,8 +267,7 @@ bool ParticlePicture::follow(double seconds) {
 }
 
 double ParticlePicture::pointSize() const {
-    const double n = shown_ ? double(std::max<Eigen::Index>(shown_->tokens.rows(), 1)) : 1.0;
-    return std::clamp(2.5 + 64.0 / std::sqrt(n), 3.0, 10.0);
+    return pointDiameter(shown_ ? long(shown_->tokens.rows()) : 1);
 }
 
 HudStats ParticlePicture::hudStats(double frameMs) const {

@@ -254,6 +254,44 @@ TEST(Cli, BenchRunReportsWholeRunsAndWhereARecordsTimeGoes) {
     }
 }
 
+// bench view: the particle view drawn headless while the app's run steps. With gl every frame draws the run's
+// device copy of the tokens (the app's path, through a second context of the share group); with vulkan the
+// snapshot's tokens are uploaded. The last frame has points in it. No timing is asserted.
+TEST(Cli, BenchViewDrawsTheRunWhileItStepsOnEachBackend) {
+    int ran = 0;
+    for (const std::string backend : {"gl", "vulkan", "cpu"}) {
+        const Result r =
+            cli("bench view --json --backend " + backend + " --n 300 --d 3 --seconds 0.3 --fps 0");
+        if (r.code != 0 && (r.out.find("unavailable") != std::string::npos ||
+                            r.out.find("not in this build") != std::string::npos)) {
+            std::printf("[ skipped  ] %s", r.out.c_str());
+            continue;
+        }
+        ASSERT_EQ(r.code, 0) << r.out;
+        const auto j = nlohmann::json::parse(r.out);
+        EXPECT_EQ(j["n"], 300);
+        EXPECT_GT(j["frames"].get<long>(), 0);
+        EXPECT_GT(j["steps_per_second"].get<double>(), 0.0);
+        EXPECT_GT(j["steps_per_second_alone"].get<double>(), 0.0);
+        EXPECT_LE(j["records_per_second"].get<double>(), j["steps_per_second"].get<double>() + 1e-9);
+        EXPECT_GT(j["lit_fraction"].get<double>(), 0.0) << "the last frame shows no points";
+        EXPECT_GE(j["vertex_uploads"].get<long>(), 1); // the colours (gl) or the positions
+        if (backend == "gl") {
+            EXPECT_EQ(j["frames_from_device"], j["frames"]) << r.out;
+        } else {
+            EXPECT_EQ(j["frames_from_device"], 0) << r.out;
+        }
+        ++ran;
+    }
+    if (ran == 0) GTEST_SKIP() << "bench view draws nowhere on this machine";
+    EXPECT_EQ(cli("bench view --help").code, 0);
+    for (const char* bad : {"--size 10x10", "--size big", "--fps -1", "--seconds 0", "--every 0",
+                            "--backend metal", "--n 0", "--frobnicate"}) {
+        const Result b = cli(std::string("bench view ") + bad);
+        EXPECT_EQ(b.code, 2) << bad << ": " << b.out;
+    }
+}
+
 TEST(Cli, RanksWritesHistogramsAndRejectsBadOptions) {
     const fs::path dir = tempDir();
     const fs::path out = dir / "ranks.json";

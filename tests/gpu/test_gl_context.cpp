@@ -50,7 +50,7 @@ TEST(GlShaders, CompileErrorThrowsWithTheInfoLog) {
                              "    float x = undeclaredThing;\n"
                              "}\n";
     try {
-        GlProgram p(gl, glslSource(430, {}, body));
+        GlComputeProgram p(gl, glslSource(430, {}, body));
         FAIL() << "a broken shader compiled";
     } catch (const GlError& e) {
         const std::string what = e.what();
@@ -72,7 +72,8 @@ TEST(GlShaders, StreamKernelCompilesForEveryWeighting) {
                                        {"EXPLICIT_QUERIES", std::to_string((flags >> 2) & 1)},
                                        {"TILE", "64"},
                                        {"STAGE_IN_SHARED", std::to_string((flags >> 3) & 1)}};
-            EXPECT_NO_THROW(GlProgram(gl, glslSource(430, defines, embeddedShader("stream_kernel.comp"))))
+            EXPECT_NO_THROW(
+                GlComputeProgram(gl, glslSource(430, defines, embeddedShader("stream_kernel.comp"))))
                 << "weighting " << w << ", flags " << flags;
         }
 }

@@ -123,7 +123,7 @@ TEST_P(GpuKernelField, RecordPassEntropiesAndEnergyMatchTheFloat64Passes) {
                 // error.
                 const double logZmax = std::log(2.0 * n * n * E64);
                 const double energyFloor = 1e-5 + 2.0 * double(FLT_EPSILON) * std::max(0.0, logZmax);
-                for (const auto [staging, qpt] : {std::pair{true, 1}, {false, 1}, {true, 4}}) {
+                for (const auto& [staging, qpt] : {std::pair{true, 1}, {false, 1}, {true, 4}}) {
                     SCOPED_TRACE(std::string(masked ? "masked " : "") + "N " + std::to_string(n) + " d " +
                                  std::to_string(d) + (staging ? " shared" : " direct") + " qpt " +
                                  std::to_string(qpt));
@@ -176,7 +176,7 @@ TEST_P(GpuKernelField, LongSumsStayWithinTheTileBound) {
     }
     ASSERT_GT(std::abs(blocked / exact - 1.0), 4.0 * bound) << "the case does not tell the sums apart";
 
-    for (const auto [staging, qpt] : {std::pair{true, 1}, {false, 1}, {true, 4}, {false, 2}}) {
+    for (const auto& [staging, qpt] : {std::pair{true, 1}, {false, 1}, {true, 4}, {false, 2}}) {
         std::unique_ptr<KernelPassRunner> runner = makeBackendRunner(backend);
         runner->setSharedStaging(staging);
         runner->setQueriesPerInvocation(qpt);

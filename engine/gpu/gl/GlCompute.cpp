@@ -44,7 +44,7 @@ std::string programLog(const GlFunctions& gl, gl::Uint program) {
 
 } // namespace
 
-GlProgram::GlProgram(const GlFunctions& gl, const std::string& source) : gl_(&gl) {
+GlComputeProgram::GlComputeProgram(const GlFunctions& gl, const std::string& source) : gl_(&gl) {
     const gl::Uint shader = gl.CreateShader(gl::COMPUTE_SHADER);
     if (!shader) throw GlError("glCreateShader(GL_COMPUTE_SHADER) failed");
     const char* text = source.c_str();
@@ -70,11 +70,11 @@ GlProgram::GlProgram(const GlFunctions& gl, const std::string& source) : gl_(&gl
     glCheck(gl, "building a compute program");
 }
 
-GlProgram::~GlProgram() {
+GlComputeProgram::~GlComputeProgram() {
     if (id_) gl_->DeleteProgram(id_);
 }
 
-void GlProgram::dispatch(gl::Uint groups) const {
+void GlComputeProgram::dispatch(gl::Uint groups) const {
     gl_->UseProgram(id_);
     gl_->DispatchCompute(groups, 1, 1);
 }

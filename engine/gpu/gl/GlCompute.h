@@ -29,13 +29,13 @@ void glCheck(const GlFunctions& gl, const char* what);
 using GlDefines = std::vector<std::pair<std::string, std::string>>;
 std::string glslSource(int version, const GlDefines& defines, std::string_view body);
 
-class GlProgram {
+class GlComputeProgram {
   public:
     // Compiles and links a compute shader; throws GlError with the compile or link log.
-    GlProgram(const GlFunctions& gl, const std::string& source);
-    ~GlProgram();
-    GlProgram(GlProgram&& o) noexcept : gl_(o.gl_), id_(std::exchange(o.id_, 0)) {}
-    GlProgram& operator=(GlProgram&&) = delete;
+    GlComputeProgram(const GlFunctions& gl, const std::string& source);
+    ~GlComputeProgram();
+    GlComputeProgram(GlComputeProgram&& o) noexcept : gl_(o.gl_), id_(std::exchange(o.id_, 0)) {}
+    GlComputeProgram& operator=(GlComputeProgram&&) = delete;
 
     gl::Uint id() const { return id_; }
     // Binds the program and dispatches `groups` workgroups along x.

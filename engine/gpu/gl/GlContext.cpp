@@ -43,12 +43,12 @@ EGLDisplay openDisplay() {
 
 } // namespace
 
-std::unique_ptr<GlContext> GlContext::createHeadless(std::string* whyNot) {
+std::unique_ptr<GlContext> GlContext::createHeadless(std::string* whyNot, const GlContext* shareWith) {
     auto fail = [&](const std::string& why) {
         if (whyNot) *whyNot = why;
         return std::unique_ptr<GlContext>();
     };
-    EGLDisplay display = openDisplay();
+    EGLDisplay display = shareWith ? shareWith->display_ : openDisplay();
     if (display == EGL_NO_DISPLAY) return fail("no EGL display");
     EGLint major = 0, minor = 0;
     if (!eglInitialize(display, &major, &minor)) return fail(eglErrorText("eglInitialize"));
@@ -74,7 +74,8 @@ std::unique_ptr<GlContext> GlContext::createHeadless(std::string* whyNot) {
                                  EGL_CONTEXT_OPENGL_PROFILE_MASK,
                                  EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT,
                                  EGL_NONE};
-    EGLContext context = eglCreateContext(display, config, EGL_NO_CONTEXT, attributes);
+    EGLContext context =
+        eglCreateContext(display, config, shareWith ? shareWith->context_ : EGL_NO_CONTEXT, attributes);
     if (context == EGL_NO_CONTEXT) return fail(eglErrorText("creating an OpenGL 4.3 core context"));
 
     std::unique_ptr<GlContext> c(new GlContext);
@@ -82,9 +83,12 @@ std::unique_ptr<GlContext> GlContext::createHeadless(std::string* whyNot) {
     c->context_ = context;
     if (!c->makeCurrent()) return fail(eglErrorText("eglMakeCurrent without a surface"));
     std::string why;
-    const GlProcLoader load = [](const char* name) { return GlProc(eglGetProcAddress(name)); };
-    if (!c->gl_.load(load, GlFunctions::Use::Compute, &why)) return fail(why);
+    if (!c->gl_.load(procLoader(), GlFunctions::Use::Compute, &why)) return fail(why);
     return c;
+}
+
+GlProcLoader GlContext::procLoader() {
+    return [](const char* name) { return GlProc(eglGetProcAddress(name)); };
 }
 
 GlContext::~GlContext() {

@@ -16,8 +16,12 @@ namespace flowscope {
 class GlContext {
   public:
     // A new context, current on the calling thread; null when EGL or OpenGL 4.3 compute is unavailable,
-    // with the reason in *whyNot.
-    static std::unique_ptr<GlContext> createHeadless(std::string* whyNot);
+    // with the reason in *whyNot. With `shareWith`, the new context shares its objects (buffers, textures,
+    // programs) with that one: a buffer one context writes, the other can draw (fenced by the caller).
+    static std::unique_ptr<GlContext> createHeadless(std::string* whyNot,
+                                                     const GlContext* shareWith = nullptr);
+    // Resolves OpenGL entry points in whichever EGL context is current (eglGetProcAddress).
+    static GlProcLoader procLoader();
     ~GlContext();
     GlContext(const GlContext&) = delete;
     GlContext& operator=(const GlContext&) = delete;

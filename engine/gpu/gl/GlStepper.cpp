@@ -10,10 +10,10 @@ namespace flowscope {
 
 namespace {
 
-GlProgram buildProgram(const GlFunctions& gl, const char* name, const GlDefines& defines) {
+GlComputeProgram buildProgram(const GlFunctions& gl, const char* name, const GlDefines& defines) {
     const char* body = embeddedShader(name);
     if (!body) throw GlError(std::string(name) + " was not embedded in this build");
-    return GlProgram(gl, glslSource(430, defines, body));
+    return GlComputeProgram(gl, glslSource(430, defines, body));
 }
 
 void uploadWords(GlBuffer& buffer, const std::vector<std::uint32_t>& words) {
@@ -147,7 +147,7 @@ void GlStepper::residentPass(const StreamKernelInputs& in, Eigen::MatrixXf& out)
     glCheck(*gl_, "a pass at the device's tokens");
 }
 
-void GlStepper::dispatch(const GlProgram& program, long groups) {
+void GlStepper::dispatch(const GlComputeProgram& program, long groups) {
     program.dispatch(gl::Uint(groups));
     // The next dispatch reads what this one wrote, or overwrites what it read.
     gl_->MemoryBarrier(gl::SHADER_STORAGE_BARRIER_BIT);

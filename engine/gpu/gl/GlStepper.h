@@ -75,12 +75,12 @@ class GlStepper : public PlannedStepper {
     void bindCombine(const std::array<int, kCombineSlots>& k);
     // Workgroups of `groupSize` invocations covering the tokens.
     long groups(int groupSize) const { return (long(plan().n()) + groupSize - 1) / groupSize; }
-    void dispatch(const GlProgram& program, long groups);
+    void dispatch(const GlComputeProgram& program, long groups);
 
     const GlFunctions* gl_;
 
     GlStreamPrograms streamPrograms_;
-    std::optional<GlProgram> assembly_, combine_;
+    std::optional<GlComputeProgram> assembly_, combine_;
     GlBuffer x_, y_, kernelOut_, clearParams_, start_, partials_;
     std::vector<std::unique_ptr<GlBuffer>> k_, combineParams_;
     std::vector<std::array<int, kCombineSlots>> combineSlots_; // the velocities each stage's combine reads

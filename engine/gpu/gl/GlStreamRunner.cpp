@@ -27,7 +27,7 @@ GlStreamRunner::GlStreamRunner(const GlFunctions& gl)
                        integer(gl, gl::MAX_COMPUTE_WORK_GROUP_INVOCATIONS, 1024), glSoftwareRenderer(gl)),
       gl_(&gl), programs_(gl), params_(gl), keys_(gl), bias_(gl), queries_(gl), out_(gl) {}
 
-const GlProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
+const GlComputeProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
     const GlDefines defines = {{"DIM", std::to_string(v.dim)},
                                {"WEIGHTING", std::to_string(int(v.weighting))},
                                {"CAUSAL", v.causal ? "1" : "0"},
@@ -46,7 +46,7 @@ const GlProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
     if (it == programs_.end()) {
         const char* body = embeddedShader("stream_kernel.comp");
         if (!body) throw GlError("stream_kernel.comp was not embedded in this build");
-        it = programs_.emplace(key, GlProgram(*gl_, glslSource(430, defines, body))).first;
+        it = programs_.emplace(key, GlComputeProgram(*gl_, glslSource(430, defines, body))).first;
     }
     return it->second;
 }

@@ -26,11 +26,11 @@ class GlStreamPrograms {
     explicit GlStreamPrograms(const GlFunctions& gl) : gl_(&gl) {}
 
     // Throws GlError when the shader was not embedded or does not compile.
-    const GlProgram& get(const StreamKernelVariant& variant);
+    const GlComputeProgram& get(const StreamKernelVariant& variant);
 
   private:
     const GlFunctions* gl_;
-    std::map<std::string, GlProgram> programs_;
+    std::map<std::string, GlComputeProgram> programs_;
 };
 
 class GlStreamRunner final : public KernelPassRunner {
