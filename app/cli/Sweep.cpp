@@ -94,21 +94,7 @@ class Progress {
 // Backend `id`'s fields and device stepper, opened on the calling thread and kept alive with the factories
 // (none: the CPU).
 SweepCompute openCompute(const std::string& id) {
-    auto backend = std::make_shared<ComputeBackend>(openCliBackend(id));
-    SweepCompute compute;
-    if (backend->makeField)
-        compute.makeField = [backend](const AttentionSpec& a, int d, Precision p) {
-            return backend->makeField(a, d, p);
-        };
-    if (backend->makeStepper) {
-        compute.makeStepper.make = [backend](const AttentionSpec& a, const IntegratorSpec& i, int d) {
-            return backend->makeStepper.make(a, i, d);
-        };
-        compute.makeStepper.supports = [backend](const AttentionSpec& a, const IntegratorSpec& i, int d) {
-            return backend->makeStepper.refusal(a, i, d);
-        };
-    }
-    return compute;
+    return sweepComputeOn(std::make_shared<const ComputeBackend>(openCliBackend(id)));
 }
 
 nlohmann::json buildAndMachine(const std::string& backend, int workers, const std::string& schedule,

@@ -11,7 +11,8 @@ LocalSweep::~LocalSweep() {
     wait();
 }
 
-void LocalSweep::start(std::shared_ptr<const SweepSpec> spec, int threads) {
+void LocalSweep::start(std::shared_ptr<const SweepSpec> spec, int threads,
+                       std::function<SweepCompute()> openCompute) {
     cancel();
     wait();
     spec_ = std::move(spec);
@@ -24,10 +25,10 @@ void LocalSweep::start(std::shared_ptr<const SweepSpec> spec, int threads) {
         started_ = ended_ = Clock::now();
     }
     version_.store(0);
-    thread_ = std::thread([this, threads = std::max(threads, 1)] {
+    thread_ = std::thread([this, threads = std::max(threads, 1), openCompute = std::move(openCompute)] {
         std::string error;
         try {
-            runSweepThreads(*spec_, *queue_, threads, 0, {}, [this](const SweepJournalEntry& e) {
+            runSweepThreads(*spec_, *queue_, threads, 0, openCompute, [this](const SweepJournalEntry& e) {
                 std::lock_guard lock(mutex_);
                 entries_.emplace(e.run, e);
                 version_.fetch_add(1);

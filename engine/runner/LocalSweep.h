@@ -2,17 +2,18 @@
 // workspace (docs/sweeps.md, "The app").
 //
 // start() hands every run of the spec to `threads` workers (engine/sweep/SweepRunner.h: runSweepThreads over
-// a dynamic SweepQueue, the fields on the CPU) on a thread of its own and returns at once; the UI thread
-// polls progress() and entries() (the finished runs, as the CLI's journal holds them) and never waits on a
-// run. cancel() stops the hand-out and returns at once: the runs in flight finish (a run cannot be
-// interrupted), then the state becomes Cancelled with the finished runs kept. The destructor cancels and
-// joins, so it waits for the runs in flight only.
+// a dynamic SweepQueue; the CPU's fields, or a backend's opened on each worker) on a thread of its own and
+// returns at once; the UI thread polls progress() and entries() (the finished runs, as the CLI's journal
+// holds them) and never waits on a run. cancel() stops the hand-out and returns at once: the runs in flight
+// finish (a run cannot be interrupted), then the state becomes Cancelled with the finished runs kept. The
+// destructor cancels and joins, so it waits for the runs in flight only.
 #pragma once
 
 #include "engine/sweep/SweepRunner.h"
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,9 +41,11 @@ class LocalSweep {
     LocalSweep(const LocalSweep&) = delete;
     LocalSweep& operator=(const LocalSweep&) = delete;
 
-    // Starts every run of `spec` on `threads` workers (>= 1). A sweep still running is cancelled and waited
-    // for first.
-    void start(std::shared_ptr<const SweepSpec> spec, int threads);
+    // Starts every run of `spec` on `threads` workers (>= 1), each computing on what `openCompute` opens on
+    // its thread (null: the CPU). A sweep still running is cancelled and waited for first. A backend that
+    // fails to open fails the sweep with its message.
+    void start(std::shared_ptr<const SweepSpec> spec, int threads,
+               std::function<SweepCompute()> openCompute = {});
     // Hands out no more runs; returns at once (the runs in flight finish).
     void cancel();
     // Waits for the worker thread to end (after cancel(): the runs in flight).

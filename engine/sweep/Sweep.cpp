@@ -706,6 +706,23 @@ void momentMeasures(const SweepSpec& spec, const Scene& scene, std::vector<doubl
 
 } // namespace
 
+SweepCompute sweepComputeOn(std::shared_ptr<const ComputeBackend> backend) {
+    SweepCompute compute;
+    if (backend->makeField)
+        compute.makeField = [backend](const AttentionSpec& a, int d, Precision p) {
+            return backend->makeField(a, d, p);
+        };
+    if (backend->makeStepper) {
+        compute.makeStepper.make = [backend](const AttentionSpec& a, const IntegratorSpec& i, int d) {
+            return backend->makeStepper.make(a, i, d);
+        };
+        compute.makeStepper.supports = [backend](const AttentionSpec& a, const IntegratorSpec& i, int d) {
+            return backend->makeStepper.refusal(a, i, d);
+        };
+    }
+    return compute;
+}
+
 SweepRunResult runSweepRun(const SweepSpec& spec, long run, const SweepCompute& compute) {
     SweepRunResult r;
     Scene scene;

@@ -14,12 +14,14 @@
 #pragma once
 
 #include "engine/attention/VelocityField.h"
+#include "engine/backend/ComputeBackend.h"
 #include "engine/dynamics/DeviceStepper.h"
 #include "engine/io/JsonReader.h"
 #include "engine/scene/RunBudget.h"
 #include "engine/scene/Scene.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -142,6 +144,8 @@ struct SweepCompute {
     FieldFactory makeField;
     StepperFactory makeStepper;
 };
+// An opened backend's fields and stepper, which keep it (its device) alive: what a sweep worker computes on.
+SweepCompute sweepComputeOn(std::shared_ptr<const ComputeBackend> backend);
 
 // One run: the table row's values after the fixed columns' (the measures' columns), computed by simulating
 // the run's scene (on `compute`; default: the CPU) or solving its moment ODEs. An invalid cell of a

@@ -4,6 +4,7 @@
 #include "MainWindowFixture.h"
 #include "UiTestUtil.h"
 
+#include "engine/backend/Registry.h"
 #include "engine/sweep/SweepTable.h"
 #include "render/picture/Colormap.h"
 #include "ui/panels/SweepPanel.h"
@@ -22,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 namespace flowscope::test {
 namespace {
@@ -174,6 +176,53 @@ TEST_F(SweepsWorkspaceTest, TheTableEqualsTheEnginesSerialTableAndIsSavedAsTheCl
     EXPECT_EQ(csv, b.readAll());
     EXPECT_TRUE(csv.startsWith("run,cell,replicate,seed,valid,beta,n,clusters,"));
     EXPECT_EQ(readSweepTable(path("app").toStdString()).column("clusters"), theirs.column("clusters"));
+}
+
+// The panel's Backend: on a GPU backend each worker opens its own, and the table is the engine's serial table
+// on that backend bit for bit (not the CPU's: float32 on the device), with the backend in its record.
+TEST_F(SweepsWorkspaceTest, OnAGpuBackendTheTableIsTheEnginesOnThatBackend) {
+    int ran = 0;
+    for (const std::string id : {"gl", "vulkan"}) {
+        SCOPED_TRACE(id);
+        ASSERT_TRUE(sweeps().openSweep(writeSpec("spec.json", kParticles)));
+        const std::shared_ptr<const SweepSpec> shown = sweeps().spec(); // runToEnd opens it again
+        const SweepSpec& spec = *shown;
+        // The engine's serial table on the backend, on a thread of its own as the app's workers (this thread
+        // has the views' OpenGL context current).
+        std::map<long, SweepJournalEntry> serial, cpu;
+        std::string unavailable;
+        std::thread([&] {
+            try {
+                const SweepCompute compute =
+                    sweepComputeOn(std::make_shared<const ComputeBackend>(openBackend(id)));
+                for (long r = 0; r < spec.runs(); ++r) serial[r] = timedSweepRun(spec, r, compute);
+            } catch (const BackendError& e) {
+                unavailable = e.what();
+            }
+        }).join();
+        if (!unavailable.empty()) {
+            std::printf("[ skipped  ] %s\n", unavailable.c_str());
+            continue;
+        }
+        for (long r = 0; r < spec.runs(); ++r) cpu[r] = timedSweepRun(spec, r, {});
+        ASSERT_GE(sweeps().panel()->backendBox()->findData(QString::fromStdString(id)), 0);
+        sweeps().panel()->setBackend(id);
+        ASSERT_EQ(sweeps().panel()->backend(), id);
+        runToEnd(kParticles);
+        const SweepTable mine = sweepTableOf(spec, sweeps().runner().entries()),
+                         theirs = sweepTableOf(spec, serial), onCpu = sweepTableOf(spec, cpu);
+        ASSERT_EQ(mine.columns, theirs.columns);
+        for (std::size_t c = 0; c < mine.columns.size(); ++c)
+            EXPECT_EQ(std::memcmp(mine.values[c].data(), theirs.values[c].data(), mine.values[c].size() * 8),
+                      0)
+                << mine.columns[c];
+        EXPECT_NE(mine.column("energy"), onCpu.column("energy")); // the device's float32, not the CPU's run
+        const QString dir = path(("app-" + id).c_str());
+        ASSERT_TRUE(sweeps().saveTable(dir)) << sweeps().lastError().toStdString();
+        EXPECT_EQ(readSweepTable(dir.toStdString()).record["execution"]["backend"], id);
+        ++ran;
+    }
+    if (ran == 0) GTEST_SKIP() << "no GPU backend here";
 }
 
 TEST_F(SweepsWorkspaceTest, CancelStopsPromptlyWithAPartialTable) {

@@ -1,5 +1,6 @@
 #include "ui/panels/SweepPanel.h"
 
+#include "engine/backend/Registry.h"
 #include "ui/widgets/FormWidgets.h"
 
 #include <QDir>
@@ -84,6 +85,10 @@ SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
     threads_ = form::intBox(group, "sweeps.threads", 1, 256);
     threads_->setValue(std::max(1, QThread::idealThreadCount()));
     addRow(form, tr("Threads"), threads_, "sweeps.threads");
+    backend_ = named(new QComboBox(group), "sweeps.backend");
+    for (const BackendInfo& b : listBackends()) // the registry's order: the CPU first
+        if (b.available) backend_->addItem(QString::fromStdString(b.label), QString::fromStdString(b.id));
+    addRow(form, tr("Backend"), backend_, "sweeps.backend");
     run_ = named(new QPushButton(tr("Run"), group), "sweeps.run");
     cancel_ = named(new QPushButton(tr("Cancel"), group), "sweeps.cancel");
     cancel_->setEnabled(false);
@@ -223,6 +228,13 @@ void SweepPanel::setSelection(const std::string& x, const std::string& y, const 
     emit selectionChanged();
 }
 
+std::string SweepPanel::backend() const {
+    return backend_->currentData().toString().toStdString();
+}
+void SweepPanel::setBackend(const std::string& id) {
+    if (const int i = backend_->findData(QString::fromStdString(id)); i >= 0) backend_->setCurrentIndex(i);
+}
+
 int SweepPanel::threads() const {
     return threads_->value();
 }
@@ -237,6 +249,7 @@ void SweepPanel::setProgress(const LocalSweepProgress& p) {
     cancel_->setEnabled(p.state == State::Running);
     sweep_->setEnabled(!busy);
     open_->setEnabled(!busy);
+    backend_->setEnabled(!busy);
     save_->setEnabled(p.state == State::Finished);
     progress_->setRange(0, int(std::max<long>(p.total, 1)));
     progress_->setValue(int(p.done));

@@ -35,6 +35,11 @@ class SweepPanel : public QWidget {
 
     int threads() const;
     void setThreads(int threads);
+    // The backend the runs compute on: a registry id (engine/backend/Registry.h); the available ones are
+    // offered, the CPU first. setBackend ignores an id not offered.
+    std::string backend() const;
+    void setBackend(const std::string& id);
+    QComboBox* backendBox() const { return backend_; }
     void setProgress(const LocalSweepProgress& progress);
     void setReadout(const QString& text);
     // A message in place of the progress line (why a sweep could not be opened or run).
@@ -63,6 +68,7 @@ class SweepPanel : public QWidget {
     QPushButton* open_ = nullptr;
     QLabel* description_ = nullptr;
     QSpinBox* threads_ = nullptr;
+    QComboBox* backend_ = nullptr;
     QPushButton *run_ = nullptr, *cancel_ = nullptr, *save_ = nullptr;
     QProgressBar* progress_ = nullptr;
     QLabel* eta_ = nullptr;

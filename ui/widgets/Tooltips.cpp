@@ -413,6 +413,11 @@ constexpr std::array kTable{
     Entry{"sweeps.threads",
           "<b>Threads</b> — runs at a time on this machine's cores (each run on one thread), as "
           "flowscope-cli sweep --jobs."},
+    Entry{
+        "sweeps.backend",
+        "<b>Backend</b> — where each run's particles are computed, as flowscope-cli sweep --backend: the "
+        "CPU, or a GPU compute backend (float32), which each thread opens for itself and on which the tokens "
+        "stay between steps. Gaussian-mode sweeps solve their moment equations on the CPU either way."},
     Entry{"sweeps.run",
           "<b>Run</b> — every run of the sweep, in the background; the picture fills in as runs finish. The "
           "table equals the one flowscope-cli sweep writes."},

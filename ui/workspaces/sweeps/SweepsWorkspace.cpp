@@ -1,5 +1,6 @@
 #include "ui/workspaces/sweeps/SweepsWorkspace.h"
 
+#include "engine/backend/Registry.h"
 #include "render/ConeData.h"
 #include "render/picture/Theme.h"
 #include "ui/panels/PresetBrowser.h"
@@ -19,6 +20,8 @@
 #include <QSettings>
 
 #include <nlohmann/json.hpp>
+
+#include <thread>
 
 namespace flowscope {
 
@@ -105,12 +108,14 @@ void SweepsWorkspace::setTheme(ThemeKind kind) {
 void SweepsWorkspace::saveSettings(QSettings& s) const {
     s.setValue(QStringLiteral("sweep"), specPath_);
     s.setValue(QStringLiteral("threads"), panel_->threads());
+    s.setValue(QStringLiteral("backend"), QString::fromStdString(panel_->backend()));
     s.setValue(QStringLiteral("tableDir"), tableDir_);
 }
 
 void SweepsWorkspace::restoreSettings(QSettings& s) {
     if (const int threads = s.value(QStringLiteral("threads")).toInt(); threads > 0)
         panel_->setThreads(threads);
+    panel_->setBackend(s.value(QStringLiteral("backend")).toString().toStdString());
     tableDir_ = s.value(QStringLiteral("tableDir")).toString();
     const QString path = s.value(QStringLiteral("sweep")).toString();
     // The last sweep shown, else the first shipped one of the list (shown, not run).
@@ -166,7 +171,28 @@ bool SweepsWorkspace::run(int threads) {
         particles_->pause();
         emit statusMessage(tr("The Particles simulation is paused while the sweep runs"), 5000);
     }
-    run_.start(spec_, threads > 0 ? threads : panel_->threads());
+    // The backend is opened once first, so that one that cannot open says why before any work; each worker
+    // thread then opens its own (a GPU context is current on one thread). The trial opens on a thread of its
+    // own too: this one has the views' OpenGL context current, beside which a headless one cannot be made
+    // current.
+    const std::string backend = panel_->backend();
+    std::function<SweepCompute()> openCompute;
+    if (backend != "cpu" && !backend.empty()) {
+        QString why;
+        std::thread([&] {
+            try {
+                (void)openBackend(backend);
+            } catch (const std::exception& e) {
+                why = describe(e);
+            }
+        }).join();
+        if (!why.isEmpty()) return fail(tr("Cannot run the sweep on this backend:\n%1").arg(why));
+        openCompute = [backend] {
+            return sweepComputeOn(std::make_shared<const ComputeBackend>(openBackend(backend)));
+        };
+    }
+    runBackend_ = backend.empty() ? "cpu" : backend;
+    run_.start(spec_, threads > 0 ? threads : panel_->threads(), std::move(openCompute));
     reported_ = false;
     shownVersion_ = -1;
     poll();
@@ -252,7 +278,7 @@ bool SweepsWorkspace::saveTable(const QString& dir) {
     try {
         writeSweepTable(QFile::encodeName(dir).toStdString(), *spec_, run_.entries(),
                         {{"execution",
-                          {{"backend", "cpu"},
+                          {{"backend", runBackend_},
                            {"workers", panel_->threads()},
                            {"schedule", "dynamic"},
                            {"wall_seconds", p.seconds},

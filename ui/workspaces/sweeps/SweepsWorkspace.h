@@ -73,6 +73,7 @@ class SweepsWorkspace : public Workspace {
     std::shared_ptr<const SweepSpec> spec_;
     QString specPath_;
     LocalSweep run_;
+    std::string runBackend_ = "cpu"; // the backend id the last run computed on (its table's record)
     long shownVersion_ = -1;
     bool reported_ = true; // the end of the last run has been reported
     QTimer poll_;
