@@ -250,7 +250,26 @@ TEST_F(SweepsWorkspaceTest, CancelStopsPromptlyWithAPartialTable) {
     EXPECT_EQ(empty, long(heat.rows.size()) - (p.done + 3) / 4); // 4 replicates a cell, in run order
     EXPECT_TRUE(sweeps().panel()->runButton()->isEnabled());
     EXPECT_TRUE(sweeps().panel()->progressLabel()->text().startsWith(QStringLiteral("Cancelled after")));
-    EXPECT_FALSE(sweeps().saveTable(path("partial"))); // the table is for a finished sweep
+    // Save keeps the finished runs as a sweep directory without a table: the spec and a journal the command
+    // line resumes from (flowscope-cli sweep DIR/sweep.json --out DIR runs only the runs left).
+    ASSERT_TRUE(sweeps().saveTable(path("partial"))) << sweeps().lastError().toStdString();
+    const std::string dir = path("partial").toStdString();
+    EXPECT_FALSE(QFileInfo::exists(path("partial/results.csv")));
+    const SweepSpec saved = loadSweepDir(dir);
+    EXPECT_EQ(saved.hash(), sweeps().spec()->hash());
+    const std::map<long, SweepJournalEntry> journal = readSweepJournals(dir, saved),
+                                            app = sweeps().runner().entries();
+    ASSERT_EQ(journal.size(), app.size());
+    for (const auto& [run, e] : app) {
+        ASSERT_TRUE(journal.count(run)) << run;
+        EXPECT_EQ(journal.at(run).result.measures, e.result.measures) << run;
+    }
+    EXPECT_EQ(long(pendingRuns(saved, journal).size()), p.total - p.done);
+    // Saving again adds nothing: the journal has every run once.
+    ASSERT_TRUE(sweeps().saveTable(path("partial")));
+    std::ifstream lines(dir + "/journal/app.jsonl");
+    EXPECT_EQ(std::count(std::istreambuf_iterator<char>(lines), {}, '\n'),
+              1 + p.done); // the header, the runs
 }
 
 TEST_F(SweepsWorkspaceTest, ClosingWhileRunningDoesNotHang) {

@@ -250,7 +250,7 @@ void SweepPanel::setProgress(const LocalSweepProgress& p) {
     sweep_->setEnabled(!busy);
     open_->setEnabled(!busy);
     backend_->setEnabled(!busy);
-    save_->setEnabled(p.state == State::Finished);
+    save_->setEnabled(p.ended() && p.done > 0); // a partial sweep saves its runs for the CLI to finish
     progress_->setRange(0, int(std::max<long>(p.total, 1)));
     progress_->setValue(int(p.done));
     progress_->setFormat(tr("%v / %m runs"));

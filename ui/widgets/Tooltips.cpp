@@ -437,9 +437,12 @@ constexpr std::array kTable{
     Entry{"sweeps.readout",
           "<b>Under the mouse</b> — the hovered cell's axis values, the mean of every measure over its runs, "
           "and how many of its runs are done. A click opens the cell's scene in the Particles tab."},
-    Entry{"sweeps.save",
-          "<b>Save table</b> — results.csv, results.json and a .npy per column in a folder, as flowscope-cli "
-          "sweep writes them (once every run has finished)."},
+    Entry{
+        "sweeps.save",
+        "<b>Save table</b> — the sweep's folder as flowscope-cli sweep writes it: the spec, a journal of the "
+        "finished runs, and results.csv, results.json and a .npy per column. A cancelled sweep saves its "
+        "runs "
+        "without the table: flowscope-cli sweep DIR/sweep.json --out DIR runs the rest and writes it."},
     // ---- read-outs -----------------------------------------------------------------------------------
     Entry{"analysis.sym_a",
           "<b>Eigenvalues of A + Aᵀ</b>, A = Σ<sub>h</sub> c K<sub>h</sub>ᵀQ<sub>h</sub> (score scaling "

@@ -269,20 +269,31 @@ bool SweepsWorkspace::openRun(long run) {
 bool SweepsWorkspace::saveTable(const QString& dir) {
     if (!spec_) return fail(tr("No sweep to save: run one in the Sweeps tab."));
     const LocalSweepProgress p = run_.progress();
-    if (p.state != LocalSweepProgress::State::Finished)
-        return fail(tr("The table is written once every run has finished (%1 of %2 have).")
-                        .arg(p.done)
-                        .arg(spec_->runs()));
+    if (!p.ended() || p.done == 0)
+        return fail(p.ended() || p.state == LocalSweepProgress::State::Idle
+                        ? tr("No finished run to save: run the sweep first.")
+                        : tr("The sweep is still running: wait for it or Cancel it, then save."));
     if (!QDir().mkpath(dir))
         return fail(tr("Cannot create the folder %1").arg(QDir::toNativeSeparators(dir)));
     try {
-        writeSweepTable(QFile::encodeName(dir).toStdString(), *spec_, run_.entries(),
-                        {{"execution",
-                          {{"backend", runBackend_},
-                           {"workers", panel_->threads()},
-                           {"schedule", "dynamic"},
-                           {"wall_seconds", p.seconds},
-                           {"app", true}}}});
+        // A sweep directory, as flowscope-cli sweep keeps one: the spec and the finished runs in a journal of
+        // the app's own, so that `flowscope-cli sweep` on it runs only the runs left; then, once every run
+        // is in, the table.
+        const std::string path = QFile::encodeName(dir).toStdString();
+        prepareSweepDir(path, *spec_);
+        const std::map<long, SweepJournalEntry> there = readSweepJournals(path, *spec_);
+        std::vector<SweepJournalEntry> missing;
+        for (const auto& [run, entry] : run_.entries())
+            if (!there.count(run)) missing.push_back(entry);
+        if (!missing.empty()) SweepJournal(path, "app", *spec_).append(missing);
+        if (p.state == LocalSweepProgress::State::Finished)
+            writeSweepTable(path, *spec_, run_.entries(),
+                            {{"execution",
+                              {{"backend", runBackend_},
+                               {"workers", panel_->threads()},
+                               {"schedule", "dynamic"},
+                               {"wall_seconds", p.seconds},
+                               {"app", true}}}});
     } catch (const std::exception& e) {
         return fail(tr("Cannot save the table:\n%1").arg(describe(e)));
     }
@@ -298,7 +309,8 @@ void SweepsWorkspace::openSweepDialog() {
 
 void SweepsWorkspace::saveTableDialog() {
     const QString title = tr("Save sweep table");
-    if (!spec_ || run_.progress().state != LocalSweepProgress::State::Finished) {
+    const LocalSweepProgress p = run_.progress();
+    if (!spec_ || !p.ended() || p.done == 0) {
         saveTable({}); // the message
         QMessageBox::information(host(), title, lastError());
         return;
@@ -311,9 +323,21 @@ void SweepsWorkspace::saveTableDialog() {
         return;
     }
     tableDir_ = dir;
-    emit statusMessage(
-        tr("Wrote %1 (results.csv, results.json, a .npy per column)").arg(QDir::toNativeSeparators(dir)),
-        8000);
+    const QString where = QDir::toNativeSeparators(dir);
+    if (p.state == LocalSweepProgress::State::Finished) {
+        emit statusMessage(tr("Wrote %1 (results.csv, results.json, a .npy per column)").arg(where), 8000);
+        return;
+    }
+    // A partial sweep: its runs are kept for the command line to finish.
+    QMessageBox::information(
+        host(), title,
+        tr("The sweep has %1 of its %2 runs, so %3 holds them in a journal, without a table yet.\n\n"
+           "To run the %4 left and write the table:\n    flowscope-cli sweep %5 --out %3")
+            .arg(p.done)
+            .arg(p.total)
+            .arg(where)
+            .arg(p.total - p.done)
+            .arg(QDir::toNativeSeparators(QDir(dir).filePath(QStringLiteral("sweep.json")))));
 }
 
 } // namespace flowscope
