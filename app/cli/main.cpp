@@ -87,9 +87,28 @@ commands:
         [--seconds 3] [--size 1280x800] [--fps 60]
       the particle view drawn headless (EGL, no display) while the app's run steps, frames paced at --fps
       (0: unpaced): frames/s, milliseconds a frame takes and how late it starts, steps/s against the same
-      run not drawn, records/s (every K steps; device runs at most ~15 a second, as the app); with gl the points come from the run's device copy of the tokens, as in the app
+      run not drawn, records/s (every K steps; device runs at most ~15 a second, as the app); with gl the
+      points come from the run's device copy of the tokens, as in the app
   bench train [--json] [--iters 20] [training options]
       milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
+  bench sweep [--ranks 2] [--json]
+      runs per second of the shipped sweeps, serial against two workers (threads, and MPI ranks where built)
+
+  sweep SWEEP.json|NAME --out DIR [--jobs N] [--backend {backends}] [--schedule dynamic|static]
+        [--shard I/N] [--max-memory SIZE]
+      a study (docs/sweeps.md): every run of a base scene with its axes' values, each run's measures
+      journaled in DIR as it finishes (a rerun, or DIR/sweep.json --out DIR, runs only what is missing),
+      then the table DIR/results.csv, results.json and a .npy per column; NAME: a shipped sweep
+      (assets/sweeps: fig4-ranks-softmax, fig11-ranks-l2, sphere-beta-n, disc-tmax); under
+      mpirun -n P rank 0 hands out the runs
+  sweep SWEEP.json --out DIR --slurm-script [--shards N] [--jobs N] > job.sh
+      a Slurm job array of N shards and the merge job after it
+  sweep merge DIR
+      the shards' journals into the table
+  sweep plot DIR [--x AXIS] [--y AXIS] --measure M --out fig.png|fig.svg
+      a heatmap of M over two axes, or its histograms over one
+  sweep SWEEP.json --print-scene R
+      run R's scene, for simulate or moments
 
   infer PROBLEM.json|NAME --out posterior.safetensors [--samples s.npy] [--rwpo|--no-rwpo] [--iters N] [--batch B]
         [--frame prior|laplace] [--seed S] [--every K] [--summary-samples n] [--threads T]

@@ -116,6 +116,23 @@ TEST(Cli, SimulateOnTheGpuBackendsMatchesTheCpu) {
     fs::remove_all(dir);
 }
 
+// The usage names every command the CLI takes, each at the start of a line ("  sweep ..."), and each one it
+// names is taken (an unknown option of it is that command's error, not "unknown command").
+TEST(Cli, TheUsageListsEveryCommand) {
+    const Result usage = cli("--help");
+    EXPECT_EQ(usage.code, 0);
+    for (const char* cmd : {"simulate", "presets", "share", "moments", "bench", "ranks", "train", "sample",
+                            "density", "infer", "train-transformer", "eval-transformer", "render", "sweep"}) {
+        const std::string line = std::string("\n  ") + cmd;
+        EXPECT_TRUE(usage.out.find(line + " ") != std::string::npos ||
+                    usage.out.find(line + "\n") != std::string::npos)
+            << cmd << " is not listed";
+        const Result r = cli(std::string(cmd) + " --frobnicate");
+        EXPECT_EQ(r.out.find("unknown command"), std::string::npos) << cmd << ": " << r.out;
+    }
+    EXPECT_NE(cli("nosuch").out.find("unknown command"), std::string::npos);
+}
+
 TEST(Cli, AnUnknownBackendIsAUsageError) {
     const Result r = cli("simulate nothing.json --out x.npy --backend metal");
     EXPECT_EQ(r.code, 2);
