@@ -187,17 +187,19 @@ Frame makeFrame(const Posterior& posterior, FrameKind kind) {
 }
 
 Chain metropolis(const Posterior& p, const Frame& frame, long steps, long burnIn, double scale,
-                 std::uint64_t seed) {
+                 std::uint64_t seed, long thin, const std::function<bool()>& cancelled) {
     require(steps > burnIn && burnIn >= 0, "metropolis needs steps > burnIn >= 0");
+    require(thin >= 1, "metropolis needs thin >= 1");
     flows::Rng rng(seed);
     const Eigen::Index d = frame.center.size();
     Vector x = frame.center, xi(d);
     double energy = p.negLogDensity(x);
     require(std::isfinite(energy), "metropolis: the posterior is not finite at the frame's centre");
     Chain chain;
-    chain.samples.resize(d, steps - burnIn);
+    chain.samples.resize(d, (steps - burnIn + thin - 1) / thin);
     long accepted = 0;
     for (long s = 0; s < steps; ++s) {
+        if (cancelled && s % 1024 == 0 && cancelled()) return {};
         for (Eigen::Index i = 0; i < d; ++i) xi(i) = rng.normal();
         const Vector proposal = x + scale * (frame.L * xi);
         const double e = p.negLogDensity(proposal);
@@ -206,7 +208,7 @@ Chain metropolis(const Posterior& p, const Frame& frame, long steps, long burnIn
             energy = e;
             ++accepted;
         }
-        if (s >= burnIn) chain.samples.col(s - burnIn) = x;
+        if (s >= burnIn && (s - burnIn) % thin == 0) chain.samples.col((s - burnIn) / thin) = x;
     }
     chain.acceptance = double(accepted) / double(steps);
     return chain;

@@ -20,6 +20,7 @@
 #include "engine/inverse/ForwardModel.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,12 +82,14 @@ Frame laplaceFrame(const Posterior& posterior, int iterations = 100);
 Frame makeFrame(const Posterior& posterior, FrameKind kind);
 
 // Random-walk Metropolis on p(x | y): `steps` proposals x' = x + scale · L ξ (ξ ~ N(0, I), L the frame's),
-// started at the frame's centre, the first `burnIn` dropped. The reference a trained flow is checked against.
+// started at the frame's centre, the first `burnIn` dropped, every `thin`-th of the rest kept. The reference
+// a trained flow is checked against. `cancelled` (optional) is asked every 1024 steps: when it says yes the
+// chain stops and comes back empty (no samples).
 struct Chain {
-    Matrix samples; // d x (steps − burnIn)
+    Matrix samples; // d x ⌈(steps − burnIn) / thin⌉
     double acceptance = 0;
 };
 Chain metropolis(const Posterior& posterior, const Frame& frame, long steps, long burnIn, double scale,
-                 std::uint64_t seed);
+                 std::uint64_t seed, long thin = 1, const std::function<bool()>& cancelled = {});
 
 } // namespace flowscope::inverse

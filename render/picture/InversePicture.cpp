@@ -15,6 +15,7 @@
 namespace flowscope {
 
 const QColor InversePicture::kTruthColor(0x3d, 0xd6, 0x8c);
+const QColor InversePicture::kReferenceColor(0x9a, 0x9e, 0xa6);
 
 namespace {
 
@@ -176,6 +177,11 @@ QString InversePicture::plotNote() const {
         .arg(QString::fromStdString(s.name));
 }
 
+const ReferenceSamples* InversePicture::shownReference() const {
+    if (!reference_ || !shown_ || !shown_->scene) return nullptr;
+    return reference_->samples.rows() == shown_->scene->d ? reference_.get() : nullptr;
+}
+
 QString InversePicture::placeholder() const {
     return tr("Choose a problem in the Inverse panel, then press Start.");
 }
@@ -222,6 +228,9 @@ void InversePicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k
     std::vector<Mark> marks;
     if (shown_->scene && shown_->scene->d <= 3) {
         marks.push_back({color, tr("posterior samples")});
+        if (const ReferenceSamples* r = shownReference())
+            marks.push_back(
+                {kReferenceColor, tr("Metropolis reference (acceptance %1)").arg(r->acceptance, 0, 'f', 2)});
     } else {
         marks.push_back({color, tr("mean"), false});
         const double a = 90.0 / 255.0;
@@ -248,11 +257,16 @@ void InversePicture::paintCorner(QPainter& p, const QRectF& area, const Posterio
     const std::size_t trainer = std::size_t(&t - shown_->trainers.data());
     const QColor color = trainerColor(trainer);
 
+    const ReferenceSamples* reference = shownReference();
     std::vector<std::pair<double, double>> ranges;
     for (int i = 0; i < d; ++i) {
         const std::optional<double> truth =
             scene.truth ? std::optional<double>((*scene.truth)(i)) : std::nullopt;
         ranges.push_back(rangeOf(picture.samples.row(i), truth));
+        if (reference) { // both clouds in view
+            const auto [lo, hi] = rangeOf(reference->samples.row(i), truth);
+            ranges.back() = {std::min(ranges.back().first, lo), std::max(ranges.back().second, hi)};
+        }
     }
     auto cell = [&](int row, int col) {
         return QRectF(area.left() + left + col * (side + gap), area.top() + 8 + row * (side + gap), side,
@@ -275,18 +289,38 @@ void InversePicture::paintCorner(QPainter& p, const QRectF& area, const Posterio
             p.setClipRect(c);
             if (row == col) { // the marginal histogram
                 constexpr int kBins = 30;
-                std::vector<int> counts(kBins, 0);
-                for (Eigen::Index s = 0; s < picture.samples.cols(); ++s) {
-                    const double b = std::floor((picture.samples(col, s) - ax.lo) / (ax.hi - ax.lo) * kBins);
-                    if (b >= 0 && b < kBins) ++counts[std::size_t(b)]; // false for NaN
-                }
-                const int top = std::max(1, *std::max_element(counts.begin(), counts.end()));
+                const auto histogram = [&](const inverse::Matrix& samples) {
+                    std::vector<double> counts(kBins, 0.0);
+                    for (Eigen::Index s = 0; s < samples.cols(); ++s) {
+                        const double b = std::floor((samples(col, s) - ax.lo) / (ax.hi - ax.lo) * kBins);
+                        if (b >= 0 && b < kBins) counts[std::size_t(b)] += 1.0; // false for NaN
+                    }
+                    for (double& n : counts) n /= std::max<double>(1.0, double(samples.cols())); // a fraction
+                    return counts;
+                };
+                const std::vector<double> counts = histogram(picture.samples);
+                const std::vector<double> refCounts =
+                    reference ? histogram(reference->samples) : std::vector<double>{};
+                // One scale for both: the taller of the two reaches 90 % of the cell.
+                double top = *std::max_element(counts.begin(), counts.end());
+                if (reference) top = std::max(top, *std::max_element(refCounts.begin(), refCounts.end()));
+                top = top > 0 ? top : 1.0;
                 p.setPen(Qt::NoPen);
                 p.setBrush(withAlpha(color, 170));
                 const double w = c.width() / kBins;
                 for (int b = 0; b < kBins; ++b) {
                     const double h = 0.9 * c.height() * counts[std::size_t(b)] / top;
                     p.drawRect(QRectF(c.left() + b * w, c.bottom() - h, w - 0.5, h));
+                }
+                if (reference) { // the reference's outline, a step line over the bars
+                    QPolygonF outline;
+                    for (int b = 0; b < kBins; ++b) {
+                        const double y = c.bottom() - 0.9 * c.height() * refCounts[std::size_t(b)] / top;
+                        outline << QPointF(c.left() + b * w, y) << QPointF(c.left() + (b + 1) * w, y);
+                    }
+                    p.setPen(QPen(kReferenceColor, 1.5));
+                    p.setBrush(Qt::NoBrush);
+                    p.drawPolyline(outline);
                 }
                 p.setBrush(Qt::NoBrush);
                 if (scene.truth) {
@@ -298,6 +332,15 @@ void InversePicture::paintCorner(QPainter& p, const QRectF& area, const Posterio
                 p.drawText(c.adjusted(4, 2, -4, -2), Qt::AlignLeft | Qt::AlignTop, names.value(col));
             } else { // the pair (col, row)
                 const Axis ay = yAxis(row, c);
+                if (reference) { // under the flow's samples
+                    QPolygonF refPoints;
+                    for (Eigen::Index s = 0; s < reference->samples.cols(); ++s) {
+                        const double u = reference->samples(col, s), v = reference->samples(row, s);
+                        if (std::isfinite(u) && std::isfinite(v)) refPoints << QPointF(ax.map(u), ay.map(v));
+                    }
+                    p.setPen(QPen(withAlpha(kReferenceColor, 110), 1.6, Qt::SolidLine, Qt::RoundCap));
+                    p.drawPoints(refPoints);
+                }
                 QPolygonF points;
                 for (Eigen::Index s = 0; s < picture.samples.cols(); ++s) {
                     const double u = picture.samples(col, s), v = picture.samples(row, s);

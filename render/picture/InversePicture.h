@@ -1,7 +1,9 @@
 // Flowscope picture: the Inverse tab's picture of a posterior-flow run (PosteriorSnapshot), without a widget.
 // Per trainer (two side by side when comparing with and without the RWPO layer), the posterior samples:
 //  * d ≤ 3: a corner plot: each unknown's marginal histogram on the diagonal, each pair's scatter below it,
-//    the truth marked (a line on the histograms, a cross on the scatters), the mean ± sd beside;
+//    the truth marked (a line on the histograms, a cross on the scatters), the mean ± sd beside; with a
+//    reference chain (setReference: a Metropolis chain on the same posterior), its histograms as grey
+//    outlines over the flow's (both as densities on one scale) and its samples as grey dots under the flow's;
 //  * more unknowns (elliptic, EIT): the posterior mean of each unknown against its index with a band of ±
 //    one standard deviation, the truth as dots; for EIT below it the conductivity κ on the unit square: the
 //    truth's, the posterior mean's and the posterior standard deviation's.
@@ -10,6 +12,7 @@
 #pragma once
 
 #include "engine/runner/PosteriorRunner.h"
+#include "engine/runner/ReferenceChain.h"
 #include "render/picture/TrainingRunPicture.h"
 
 #include <QRectF>
@@ -40,6 +43,14 @@ class InversePicture : public TrainingRunPicture<PosteriorSnapshot> {
     static QStringList unknownNames(const PosteriorScene& scene);
 
     static const QColor kTruthColor;
+    static const QColor kReferenceColor;
+
+    // The posterior a flow should reach, drawn under the corner plot's samples (null: none). Kept across
+    // snapshots; a reference of another dimension than the shown run's is not drawn.
+    void setReference(std::shared_ptr<const ReferenceSamples> reference) {
+        reference_ = std::move(reference);
+    }
+    const std::shared_ptr<const ReferenceSamples>& reference() const { return reference_; }
 
     // The summary lines (each unknown's "name = mean ± sd", the truth where it fits, the error) that the last
     // paint() drew in trainer k's corner plot (d ≤ 3): their text as drawn and their boxes in logical pixels.
@@ -62,6 +73,10 @@ class InversePicture : public TrainingRunPicture<PosteriorSnapshot> {
     void paintUnknowns(QPainter& p, const QRectF& area, const PosteriorState& t) const;
     void paintFields(QPainter& p, const QRectF& area, const PosteriorPicture& picture) const;
 
+    // The reference when it belongs to the shown run (its dimension), else null.
+    const ReferenceSamples* shownReference() const;
+
+    std::shared_ptr<const ReferenceSamples> reference_;
     mutable std::vector<std::vector<TextLine>> summaries_; // by trainer, of the last paint
 };
 

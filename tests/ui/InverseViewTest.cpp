@@ -129,6 +129,40 @@ TEST_F(InverseViewTest, StepsOnLinearGaussianUpdateTheCurvesAndTheScatter) {
     EXPECT_GT(pixelsLike(grabView(), devicePixels(view->plotRect(InverseView::Plot::Error)), orange), 3);
 }
 
+// The Metropolis reference: started with the run, it is metropolis() on the run's posterior in the run's
+// frame (ReferenceChain's scale and thinning), and the corner plot draws it in grey under the flow's samples.
+TEST_F(InverseViewTest, TheMetropolisReferenceIsDrawnUnderTheSamples) {
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->inverse(), 2));
+    ASSERT_TRUE(waitFor([&] { return view->picture().reference() != nullptr; }));
+    const auto s = view->displayedSnapshot();
+    const PosteriorRunConfig& config = *s->trainers[0].config;
+    const auto reference = view->picture().reference();
+    const ReferenceChain::Options o;
+    const long thin = (o.steps - o.burnIn) / o.kept;
+    const inverse::Chain direct = inverse::metropolis(*config.problem->posterior, *config.frame, o.steps,
+                                                      o.burnIn, 2.38 / std::sqrt(2.0), o.seed, thin);
+    EXPECT_TRUE(reference->samples == direct.samples);
+    EXPECT_EQ(reference->steps, o.steps);
+
+    const auto greyish = [](const QImage& image, const QRect& area) {
+        const QColor grey = InversePicture::kReferenceColor;
+        long n = 0;
+        for (int y = std::max(area.top(), 0); y <= std::min(area.bottom(), image.height() - 1); ++y)
+            for (int x = std::max(area.left(), 0); x <= std::min(area.right(), image.width() - 1); ++x) {
+                const QColor c(image.pixel(x, y));
+                n += std::abs(c.red() - grey.red()) < 40 && std::abs(c.green() - grey.green()) < 40 &&
+                     std::abs(c.blue() - grey.blue()) < 40 && std::abs(c.red() - c.blue()) < 24;
+            }
+        return n;
+    };
+    view->repaint();
+    const QRect picture = devicePixels(view->pictureRect(0));
+    const long with = greyish(grabView(), picture);
+    view->setReference(nullptr);
+    const long without = greyish(grabView(), picture);
+    EXPECT_GT(with, without + 300) << with << " grey pixels with the reference, " << without << " without";
+}
+
 TEST_F(InverseViewTest, SwitchingProblemsResets) {
     ASSERT_TRUE(step(2));
     const std::uint64_t generation = view->displayedSnapshot()->generation;

@@ -8,13 +8,16 @@
 #include "engine/inverse/PosteriorFlow.h"
 #include "engine/inverse/PosteriorIo.h"
 #include "engine/inverse/Problem.h"
+#include "engine/runner/ReferenceChain.h"
 
 #include <gtest/gtest.h>
 
 #include <Eigen/Dense>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
+#include <thread>
 
 using namespace flowscope;
 using namespace flowscope::inverse;
@@ -166,6 +169,50 @@ TEST(PosteriorPieces, MetropolisSamplesTheClosedFormPosterior) {
         EXPECT_NEAR(s.mean(i), mu(i), 0.03 * std::sqrt(sigma(i, i)));
         EXPECT_NEAR(s.sd(i), std::sqrt(sigma(i, i)), 0.03 * std::sqrt(sigma(i, i)));
     }
+}
+
+// The Inverse tab's reference chain: on its thread it is metropolis() at the documented scale and thinning,
+// bit for bit, and so samples the closed-form posterior; cancel() ends a chain that would run for hours, and
+// the thinning keeps every thin-th sample after the burn-in.
+TEST(PosteriorPieces, TheReferenceChainIsMetropolisOnAThreadAndCancels) {
+    const auto p = linearProblem();
+    const auto frame = std::make_shared<const Frame>(laplaceFrame(*p));
+    ReferenceChain::Options o;
+    o.steps = 60000;
+    o.burnIn = 2000;
+    o.kept = 2000;
+    ReferenceChain reference;
+    reference.start(p, frame, o);
+    for (int k = 0; k < 60000 && reference.running(); ++k)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_FALSE(reference.running());
+    const auto r = reference.result();
+    ASSERT_TRUE(r) << reference.error();
+    const long thin = (o.steps - o.burnIn) / o.kept; // 29
+    const Chain direct = metropolis(*p, *frame, o.steps, o.burnIn, 2.38 / std::sqrt(2.0), o.seed, thin);
+    EXPECT_EQ(r->samples.cols(), (o.steps - o.burnIn + thin - 1) / thin);
+    EXPECT_TRUE(r->samples == direct.samples);
+    EXPECT_EQ(r->acceptance, direct.acceptance);
+    const Chain all = metropolis(*p, *frame, o.steps, o.burnIn, 2.38 / std::sqrt(2.0), o.seed);
+    EXPECT_TRUE(r->samples.col(3) == all.samples.col(3 * thin));
+    Vector mu;
+    Matrix sigma;
+    closedForm(*p, mu, sigma);
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_NEAR(r->summary.mean(i), mu(i), 0.1 * std::sqrt(sigma(i, i)));
+        EXPECT_NEAR(r->summary.sd(i), std::sqrt(sigma(i, i)), 0.1 * std::sqrt(sigma(i, i)));
+    }
+    EXPECT_GT(r->acceptance, 0.15);
+    EXPECT_LT(r->acceptance, 0.6);
+
+    o.steps = 4'000'000'000L; // hours: only cancel ends it
+    reference.start(p, frame, o);
+    EXPECT_TRUE(reference.running());
+    reference.cancel();
+    for (int k = 0; k < 60000 && reference.running(); ++k)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_FALSE(reference.running());
+    EXPECT_FALSE(reference.result());
 }
 
 // The oracle: a flow trained from the prior's frame (it must move the prior onto the posterior and shrink it

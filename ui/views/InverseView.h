@@ -10,6 +10,11 @@ namespace flowscope {
 class InverseView : public TrainingRunView<InversePicture> {
   public:
     explicit InverseView(QWidget* parent = nullptr) : TrainingRunView(parent, "inverseView") {}
+    // The Metropolis reference drawn under the posterior samples (InversePicture::setReference).
+    void setReference(std::shared_ptr<const ReferenceSamples> reference) {
+        picture_.setReference(std::move(reference));
+        update();
+    }
 };
 
 } // namespace flowscope

@@ -394,10 +394,13 @@ constexpr std::array kTable{
     Entry{"inverse.fit",
           "<b>The data and its fit</b> — the observations y (grey points) and F(posterior mean) (a line per "
           "flow), by observation index."},
-    Entry{"inverse.samples",
-          "<b>Posterior samples</b> — 600 samples of the flow (fixed base draws: the same points move as it "
-          "learns): each unknown's histogram on the diagonal, each pair's scatter below; the truth in green. "
-          "Top right: mean ± sd of each unknown."},
+    Entry{
+        "inverse.samples",
+        "<b>Posterior samples</b> — 600 samples of the flow (fixed base draws: the same points move as it "
+        "learns): each unknown's histogram on the diagonal, each pair's scatter below; the truth in green. "
+        "In grey, the posterior the flow should reach: a random-walk Metropolis chain of 2·10⁵ steps on the "
+        "same posterior (4000 of its samples; its histograms as outlines, on the flow's scale). Top right: "
+        "mean ± sd of each unknown."},
     Entry{"inverse.unknowns",
           "<b>The unknowns</b> — the posterior mean of each unknown (line) with ± one standard deviation "
           "(band), over 600 samples, and the truth (green dots), by index."},

@@ -14,7 +14,36 @@ InverseWorkspace::InverseWorkspace(QMainWindow* host)
                  QKeySequence(Qt::Key_5), tr("Inverse"), QStringLiteral("inverseDock"),
                  tr("No posterior to export: start training in the Inverse tab."),
                  tr("The Inverse tab's posterior flow as .safetensors with its record (.json) beside "
-                    "it, as flowscope-cli infer writes them")}) {}
+                    "it, as flowscope-cli infer writes them")}) {
+    referencePoll_.setInterval(50);
+    connect(&referencePoll_, &QTimer::timeout, this, [this] { pollReference(); });
+}
+
+void InverseWorkspace::startReference(const PosteriorRunConfig& config) {
+    const bool corner =
+        config.problem && config.problem->posterior && config.frame && config.frame->center.size() <= 3;
+    const std::string key =
+        corner ? config.problemId + (config.flow.frame == inverse::FrameKind::Laplace ? "/laplace" : "/prior")
+               : std::string();
+    if (key == referenceKey_) return; // the same problem and frame: the reference stays
+    referenceKey_ = key;
+    reference_.cancel();
+    view()->setReference(nullptr);
+    referencePoll_.stop();
+    if (!corner) return;
+    reference_.start(config.problem->posterior, config.frame);
+    referencePoll_.start();
+}
+
+void InverseWorkspace::pollReference() {
+    if (reference_.running()) return;
+    referencePoll_.stop();
+    if (const auto r = reference_.result()) {
+        view()->setReference(r);
+    } else if (const std::string why = reference_.error(); !why.empty()) {
+        emit statusMessage(tr("No Metropolis reference: %1").arg(QString::fromStdString(why)), 8000);
+    }
+}
 
 bool InverseWorkspace::openModel(const QString& path) {
     PosteriorRunConfig c;
@@ -31,12 +60,16 @@ PosteriorRunConfig InverseWorkspace::prepare(const PosteriorRunConfig& config) {
     if (!config.problem)
         throw std::invalid_argument(
             panel_->problemDirectory().isEmpty() ? "no problem chosen" : "the chosen problem cannot be read");
-    if (config.frame) return config;
+    if (config.frame) {
+        startReference(config);
+        return config;
+    }
     const std::string key =
         config.problemId + (config.flow.frame == inverse::FrameKind::Laplace ? "/laplace" : "/prior");
     PosteriorRunConfig c = config;
     if (const auto it = frames_.find(key); it != frames_.end()) {
         c.frame = it->second;
+        startReference(c);
         return c;
     }
     if (preparing_) throw std::runtime_error("still preparing the previous problem: try again in a moment");
@@ -54,6 +87,7 @@ PosteriorRunConfig InverseWorkspace::prepare(const PosteriorRunConfig& config) {
     preparing_ = false;
     emit statusMessage(QString(), 0);
     frames_[key] = c.frame;
+    startReference(c);
     return c;
 }
 

@@ -6,9 +6,12 @@
 #pragma once
 
 #include "engine/runner/PosteriorRunner.h"
+#include "engine/runner/ReferenceChain.h"
 #include "ui/panels/InversePanel.h"
 #include "ui/views/InverseView.h"
 #include "ui/workspaces/TrainingWorkspace.h"
+
+#include <QTimer>
 
 #include <map>
 #include <memory>
@@ -31,8 +34,16 @@ class InverseWorkspace : public TrainingWorkspace<PosteriorTraining, InversePane
     PosteriorRunConfig prepare(const PosteriorRunConfig& config) override;
 
   private:
+    // Starts the Metropolis reference of a run's problem in its frame (d ≤ 3, where the corner plot draws
+    // it), unless it is the one already shown or computing; the view gets it when it is done.
+    void startReference(const PosteriorRunConfig& config);
+    void pollReference();
+
     std::map<std::string, std::shared_ptr<const inverse::Frame>> frames_; // by problem and frame kind
     bool preparing_ = false;
+    ReferenceChain reference_;
+    std::string referenceKey_; // the problem and frame of the reference shown or computing
+    QTimer referencePoll_;
 };
 
 } // namespace flowscope
