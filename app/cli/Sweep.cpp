@@ -232,7 +232,7 @@ int sweep(const Args& raw) {
         const SweepSpec spec = loadSweep(sweepSpecPath(p.positional[0]), FLOWSCOPE_PRESET_DIR);
         if (!printScene.empty()) {
             std::cout << sceneToJson(
-                sweepScene(spec, parseLong(printScene, "--print-scene", 0, spec.runs() - 1)));
+                sweepSceneToOpen(spec, parseLong(printScene, "--print-scene", 0, spec.runs() - 1)));
             return 0;
         }
         if (mpi.size() > 1) setThreadCount(jobs); // each rank's runs on its own cores

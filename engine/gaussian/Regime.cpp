@@ -48,23 +48,21 @@ RegimePrediction predictRegime(const Scene& scene, const Mat& sigma0, double t) 
             if (p.blowUp) {
                 p.tMax = commutingBlowupTime(B, sigma0);
                 s << "Finite-time blow-up at t_max = " << *p.tMax
-                  << " (Prop 2: V commutes with Sigma0 and B = VA + A^T V^T has a positive eigenvalue).";
+                  << " (Prop 2: V commutes with Σ₀, and B = VA + AᵀVᵀ has a positive eigenvalue).";
             } else {
                 p.limitRank = zeros;
-                s << (zeros == 0 ? "Collapse to a single cluster: Sigma -> 0"
+                s << (zeros == 0 ? "Collapse to a single cluster: Σ → 0"
                                  : "Convergence to a rank-" + std::to_string(zeros) +
                                        " covariance: the mass concentrates on a " + std::to_string(zeros) +
                                        "-dimensional affine subspace")
-                  << " (Prop 2: B <= 0 with " << zeros << " zero eigenvalue" << (zeros == 1 ? "" : "s")
+                  << " (Prop 2: B ≤ 0 with " << zeros << " zero eigenvalue" << (zeros == 1 ? "" : "s")
                   << ").";
             }
         } else if (p.blowUp) {
-            s << "B = VA + A^T V^T has a positive eigenvalue: blow-up is likely (Prop 2 needs V to commute "
-                 "with "
-                 "Sigma0 and B, which fails here: no guarantee).";
+            s << "B = VA + AᵀVᵀ has a positive eigenvalue: blow-up is likely (Prop 2 needs V to commute with "
+                 "Σ₀ and B, which fails here: no guarantee).";
         } else {
-            s << "B = VA + A^T V^T <= 0: convergence is likely (proved only when V commutes with Sigma0 and "
-                 "B).";
+            s << "B = VA + AᵀVᵀ ≤ 0: convergence is likely (proved only when V commutes with Σ₀ and B).";
         }
         break;
     case AttentionType::L2:
@@ -72,12 +70,12 @@ RegimePrediction predictRegime(const Scene& scene, const Mat& sigma0, double t) 
              "exponentially.";
         break;
     case AttentionType::Sinkhorn:
-        s << "Sinkhorn: the mean follows exp(tV/eps) alpha0 exactly; the covariance grows at most "
-             "exponentially "
-             "(no finite-time blow-up, Prop 9 in 1-D).";
+        s << "Sinkhorn: the mean follows exp(tV/ε) α₀ exactly; the covariance grows at most exponentially "
+             "(no "
+             "finite-time blow-up, Prop 9 in 1-D).";
         break;
     case AttentionType::Linear:
-        s << "Linear attention: even a single token can blow up in finite time (x' = a v x^3 in 1-D).";
+        s << "Linear attention: even a single token can blow up in finite time (x' = a v x³ in 1-D).";
         break;
     default:
         s << "This variant does not keep Gaussians Gaussian: no closed-form prediction.";

@@ -542,6 +542,15 @@ Scene sweepScene(const SweepSpec& spec, long run) {
     }
 }
 
+Scene sweepSceneToOpen(const SweepSpec& spec, long run) {
+    Scene scene = sweepScene(spec, run);
+    if (const std::vector<Mat> grid = coneGrid(scene.moments.grid); grid.size() == 1 && scene.d == 2) {
+        scene.initial.cov = grid[0];
+        scene.moments.grid = {};
+    }
+    return scene;
+}
+
 namespace {
 
 // The cell with value k on axis a and the first value on every other axis.

@@ -127,6 +127,12 @@ long sweepCellWith(const SweepSpec& spec, const std::vector<std::pair<std::strin
 // The scene of a run: the base with the axes' values, the draws and the seed applied, validated. Throws
 // SweepError naming the cell (its axis values) and the scene's message.
 Scene sweepScene(const SweepSpec& spec, long run);
+// The scene of a run as it is opened elsewhere (flowscope-cli sweep --print-scene, a click on a cell in the
+// app): sweepScene, with a moment grid of a single point (a cell of a sweep over the trace-1 disc) turned
+// into the initial covariance it stands for and the grid cleared. Then simulate, the particles drawn from
+// N(mean, Σ0) and the Gaussian analysis all start from the cell's Σ0; the moment solution is the run's own
+// (a grid replaces initial.cov).
+Scene sweepSceneToOpen(const SweepSpec& spec, long run);
 
 // Checks every cell's scene before any work (errors name the axis value alone when it is invalid on its own,
 // else the cell) and returns the largest run budget among them (engine/scene/RunBudget.h). With skipInvalid,

@@ -5,6 +5,8 @@
 #include "UiTestUtil.h"
 
 #include "engine/backend/Registry.h"
+#include "engine/gaussian/Cone.h"
+#include "engine/gaussian/Regime.h"
 #include "engine/sweep/SweepTable.h"
 #include "render/picture/Colormap.h"
 #include "ui/panels/SweepPanel.h"
@@ -311,11 +313,21 @@ TEST_F(SweepsWorkspaceTest, ClickingACellOpensItsSceneInTheParticlesWorkspace) {
     const SweepHeat& heat = view()->picture().heat();
     EXPECT_NEAR(heat.xLevels[1], -0.45, 1e-15);
     EXPECT_NEAR(heat.yLevels[2], 0.3, 1e-15);
-    EXPECT_EQ(disc.moments.grid.x0, heat.xLevels[1]);
-    EXPECT_EQ(disc.moments.grid.x1, heat.xLevels[1]);
-    EXPECT_EQ(disc.moments.grid.y0, heat.yLevels[2]);
-    EXPECT_EQ(disc.moments.grid.y1, heat.yLevels[2]);
+    // The cell's one grid point is the scene's initial covariance (the grid cleared), so that the particles,
+    // the moment trajectory and the Gaussian analysis all start from the cell's Σ0: Prop 2's t_max of the
+    // opened scene is the table's for that cell.
+    EXPECT_FALSE(disc.moments.grid.enabled());
+    EXPECT_TRUE(
+        disc.initial.cov.isApprox(fromCone(Eigen::Vector3d(heat.xLevels[1], heat.yLevels[2], 1.0)), 1e-15))
+        << disc.initial.cov;
     EXPECT_EQ(disc.attention.heads[0].V(0, 0), 0.1);
+    const long run = sweepCellWith(*sweeps().spec(), {{"x", heat.xLevels[1]}, {"y", heat.yLevels[2]}});
+    ASSERT_GE(run, 0);
+    const SweepTable table = sweepTableOf(*sweeps().spec(), sweeps().runner().entries());
+    const std::optional<double> tMax = predictRegime(disc, disc.initial.cov).tMax;
+    ASSERT_TRUE(tMax);
+    EXPECT_NEAR(*tMax, table.column("prop2_t_max")[std::size_t(run)], 1e-12 * *tMax);
+    EXPECT_NEAR(*tMax, 1 / (0.1 * (1 + std::hypot(-0.45, 0.3))), 1e-9); // t_max = 1 / (0.1 (1 + r))
 
     // Particles: the particle view, beta and n of the cell, the first replicate's seed.
     window->showPage(view());

@@ -243,7 +243,7 @@ bool SweepsWorkspace::openRun(long run) {
     if (!spec_ || run < 0 || run >= spec_->runs()) return fail(tr("No such run in the sweep shown."));
     Scene scene;
     try {
-        scene = sweepScene(*spec_, run);
+        scene = sweepSceneToOpen(*spec_, run);
     } catch (const std::exception& e) {
         return fail(tr("Run %1 has no scene to open:\n%2").arg(run).arg(describe(e)));
     }
