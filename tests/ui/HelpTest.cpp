@@ -3,18 +3,21 @@
 #include "UiTestUtil.h"
 
 #include "engine/inverse/PosteriorIo.h"
+#include "ui/panels/PlotsPanel.h"
 #include "ui/panels/PresetBrowser.h"
 #include "ui/shell/CommandPalette.h"
 #include "ui/shell/GuidedStarts.h"
 #include "ui/views/ConeView.h"
 #include "ui/views/ParticleView.h"
 #include "ui/views/TrainingView.h"
+#include "ui/widgets/ElidedLabel.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
 #include "ui/workspaces/inverse/InverseWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 
 #include <QAction>
 #include <QDir>
+#include <QDockWidget>
 #include <QFileInfo>
 #include <QLabel>
 #include <QLineEdit>
@@ -23,6 +26,7 @@
 #include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTreeWidget>
+#include <QtCharts/QChartView>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
@@ -128,6 +132,50 @@ TEST_F(WelcomeTest, SeeABlowUpOpensTheBlowUpPresetInTheCone) {
     EXPECT_TRUE(w->particles().coneView()->isVisible());
     EXPECT_EQ(QFileInfo(w->particles().scenePath()).fileName(), QStringLiteral("cone-fig1b-blowup.json"));
     EXPECT_TRUE(w->statusBar()->currentMessage().contains(QStringLiteral("blows up")));
+    // The message is about the cone: another page takes it away, and the scene's line of the status bar,
+    // which the message hides, is shown alone (not drawn over by it).
+    w->showPage(w->particles().particleView());
+    QCoreApplication::processEvents();
+    EXPECT_TRUE(w->statusBar()->currentMessage().isEmpty()) << w->statusBar()->currentMessage().toStdString();
+    const auto* line = w->statusBar()->findChild<ElidedLabel*>(QStringLiteral("sceneLine"));
+    ASSERT_NE(line, nullptr);
+    EXPECT_TRUE(line->isVisible());
+    EXPECT_TRUE(line->text().contains(QStringLiteral("cone-fig1b-blowup"))) << line->text().toStdString();
+}
+
+// The Plots dock shown after the blow-up start (its charts laid out while it was tabbed behind Matrices and
+// the cone was shown) has its axes under its curves: the x axis's tick labels span the plot's width, where
+// they stayed in the first ~50 px of it.
+TEST_F(WelcomeTest, ThePlotsShownAfterTheBlowUpStartHaveTheirAxesUnderTheCurves) {
+    auto w = clickStart("start.blowup");
+    // The run reaches its end (t = 3) on the cone: nothing changes the charts after they are shown.
+    ASSERT_TRUE(waitFor([&] {
+        const auto s = w->particles().runner().snapshot();
+        return s && s->finished;
+    }));
+    QTest::qWait(300);
+    w->showPage(w->particles().particleView());
+    auto* dock = w->findChild<QDockWidget*>(QStringLiteral("plotsDock"));
+    ASSERT_NE(dock, nullptr);
+    dock->raise();
+    QTest::qWait(400);
+    PlotsPanel* panel = w->particles().plotsPanel();
+    ASSERT_TRUE(panel->isVisible());
+    QChartView* view = nullptr;
+    for (QChartView* v : panel->findChildren<QChartView*>())
+        if (v->chart() == panel->chart(PlotsPanel::Plot::Kinetic)) view = v;
+    ASSERT_NE(view, nullptr);
+    const QImage image = view->grab().toImage().convertToFormat(QImage::Format_RGB32);
+    const QRectF plot = view->chart()->plotArea();
+    image.save("/tmp/plotstest.png");
+    w->grab().save("/tmp/plotstest_w.png");
+    ASSERT_GT(plot.width(), 200);
+    long right = 0; // label pixels (bright on the dark base) under the plot, right of its middle
+    const double dpr = image.devicePixelRatio();
+    for (int y = int((plot.bottom() + 2) * dpr); y < image.height(); ++y)
+        for (int x = int(plot.center().x() * dpr); x < image.width(); ++x)
+            right += QColor(image.pixel(x, y)).lightness() > 110;
+    EXPECT_GT(right, 10) << "no x-axis label right of the plot's middle";
 }
 
 TEST_F(WelcomeTest, TrainAFlowStartsTrainingInTheFlowsTab) {

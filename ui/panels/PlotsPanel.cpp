@@ -8,6 +8,7 @@
 #include <QFontMetricsF>
 #include <QGraphicsLayout>
 #include <QLabel>
+#include <QTimer>
 #include <QVBoxLayout>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>
@@ -455,6 +456,10 @@ void PlotsPanel::layoutChart(ChartBox& box) {
     const QRectF plot(left, top, std::max(size.width() - left - right, 10.0),
                       std::max(size.height() - top - bottom, 10.0));
     box.chart->setPlotArea(plot);
+    // QtCharts moves the axes to a new fixed plot area only in a layout pass of the chart: without one, a
+    // chart resized while hidden (the dock tabbed behind Matrices) drew its ticks in the plot area of its
+    // old size, under curves that spanned the new one.
+    box.chart->layout()->invalidate();
 }
 
 // ---- look ------------------------------------------------------------------------------------------------

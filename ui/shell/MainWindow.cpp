@@ -216,6 +216,9 @@ Workspace* MainWindow::activeWorkspace() const {
 // The shown page's workspace shows its controls, every other hides them; the Export and Panels menus list
 // the shown workspace's entries.
 void MainWindow::onPageChanged() {
+    // A status message is about the page it was shown on: it goes with it. (Left up, it covered the scene's
+    // line of the Particles tab, which the workspace shows again here, and spoke of the particles on Flows.)
+    statusBar()->clearMessage();
     Workspace* active = activeWorkspace();
     for (Workspace* w : workspaces_)
         if (w != active) showWorkspace(w, false);

@@ -429,6 +429,7 @@ ParticlesWorkspace::ParticlesWorkspace(QMainWindow* host) : Workspace(host), win
     buildMenus();
     connectViews();
     sceneLabel_ = new ElidedLabel(host);
+    sceneLabel_->setObjectName(QStringLiteral("sceneLine"));
     sceneLabel_->setText(tr("No scene"));
     window_->statusBar()->addWidget(sceneLabel_, 1);
     backendNote_ = new QLabel(host);
