@@ -375,6 +375,27 @@ TEST_F(ScenePanelTest, ChangingDimensionThenApplyEmitsResizedScene) {
     EXPECT_EQ(attention.back().heads[0].V.rows(), 3);
 }
 
+// Typing a staged value enables Apply at once (not on leaving the field), and Enter applies it.
+TEST_F(ScenePanelTest, TypingAStagedValueEnablesApplyAndEnterAppliesIt) {
+    panel->show();
+    auto* n = child<QSpinBox>("n");
+    auto* apply = child<QPushButton>("apply");
+    n->setFocus();
+    n->selectAll();
+    QTest::keyClicks(n, QStringLiteral("8192"));
+    EXPECT_TRUE(apply->isEnabled()) << "Apply waits for the field to lose focus";
+    EXPECT_TRUE(scenes.empty()); // staged, not applied
+    QTest::keyClick(n, Qt::Key_Return);
+    QCoreApplication::processEvents();
+    ASSERT_EQ(scenes.size(), 1u);
+    EXPECT_EQ(scenes.back().n, 8192);
+    EXPECT_FALSE(apply->isEnabled());
+    // Enter without a staged change applies nothing.
+    QTest::keyClick(child<QSpinBox>("initial.seed"), Qt::Key_Return);
+    QCoreApplication::processEvents();
+    EXPECT_EQ(scenes.size(), 1u);
+}
+
 TEST_F(ScenePanelTest, StagedDimensionDoesNotLeakIntoLiveEdits) {
     child<QSpinBox>("d")->setValue(3);
     child<QDoubleSpinBox>("attention.beta")->setValue(2.0);

@@ -12,12 +12,14 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QTimer>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -298,12 +300,14 @@ QWidget* ScenePanel::buildSceneGroup() {
     box->addWidget(formWidget);
 
     d_ = intBox(formWidget, "d", 1, 1024);
-    n_ = intBox(formWidget, "n", 1, kMaxTokens);
+    // The staged fields mark the panel edited at every keystroke (Apply is enabled as one types), and Enter
+    // in any of them applies (eventFilter). d commits on Enter only: a new d rebuilds the matrices.
+    n_ = intBox(formWidget, "n", 1, kMaxTokens, form::Tracking::Keystrokes);
     precision_ = comboBox(formWidget, "precision", {QStringLiteral("float32"), QStringLiteral("float64")});
     kind_ =
         comboBox(formWidget, "initial.kind",
                  {tr("gaussian"), tr("uniform"), tr("rings"), tr("file (.npy, .csv)"), tr("points (draw)")});
-    seed_ = intBox(formWidget, "initial.seed", 0, INT_MAX);
+    seed_ = intBox(formWidget, "initial.seed", 0, INT_MAX, form::Tracking::Keystrokes);
     auto grid = [&](const char* key, const QString& name) {
         auto* g = named(new MatrixGrid(formWidget), key);
         g->setName(name);
@@ -318,7 +322,7 @@ QWidget* ScenePanel::buildSceneGroup() {
     gridNote_->setWordWrap(true);
     radii_ = named(new QLineEdit(formWidget), "initial.radii");
     radii_->setPlaceholderText(tr("e.g. 0.5, 1"));
-    noise_ = doubleBox(formWidget, "initial.noise", 0.0, 1e6, 4, 0.01);
+    noise_ = doubleBox(formWidget, "initial.noise", 0.0, 1e6, 4, 0.01, form::Tracking::Keystrokes);
     pathRow_ = new QWidget(formWidget);
     auto* pathLayout = new QHBoxLayout(pathRow_);
     pathLayout->setContentsMargins(0, 0, 0, 0);
@@ -383,11 +387,13 @@ QWidget* ScenePanel::buildSceneGroup() {
     InitialSpec& in = staged_.initial;
     const auto stagedEdit = [this] { stagedChanged(); };
     connect(d_, &QSpinBox::valueChanged, this, [this](int d) {
+        if (staged_.d == d) return; // Enter re-emits the value shown
         setStagedDimension(d);
         showStaged();
         stagedChanged();
     });
     connect(n_, &QSpinBox::valueChanged, this, [this](int n) {
+        if (staged_.n == n) return; // Enter re-emits the value shown
         staged_.n = n;
         stagedChanged();
     });
@@ -452,6 +458,8 @@ QWidget* ScenePanel::buildSceneGroup() {
         emit drawClearRequested();
     });
     connect(apply_, &QPushButton::clicked, this, &ScenePanel::apply);
+    for (QWidget* w : std::initializer_list<QWidget*>{d_, n_, seed_, noise_, radii_, path_})
+        w->installEventFilter(this);
     connect(revert_, &QPushButton::clicked, this, &ScenePanel::revert);
     return group;
 }
@@ -680,6 +688,18 @@ QString ScenePanel::validate() const {
         break;
     }
     return {};
+}
+
+bool ScenePanel::eventFilter(QObject* watched, QEvent* event) {
+    if (event->type() == QEvent::KeyPress) {
+        const int key = static_cast<QKeyEvent*>(event)->key();
+        if (key == Qt::Key_Return || key == Qt::Key_Enter)
+            // After the field has taken the key (d and a path commit their value on it).
+            QTimer::singleShot(0, this, [this] {
+                if (dirty_ && apply_->isEnabled()) apply();
+            });
+    }
+    return QWidget::eventFilter(watched, event);
 }
 
 void ScenePanel::apply() {

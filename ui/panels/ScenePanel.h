@@ -70,6 +70,10 @@ class ScenePanel : public QWidget {
     void drawRequested(bool on);
     void drawClearRequested();
 
+  protected:
+    // Enter in a staged field (d, N, seed, noise, radii, path) applies the staged scene.
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
   private:
     QWidget* buildAttentionGroup();
     QWidget* buildIntegratorGroup();

@@ -82,10 +82,12 @@ inline auto editedSignal(QComboBox*) {
     return &QComboBox::currentIndexChanged;
 }
 
-// Edits of `box` write `field` (converted: an index to its enum, an int to a seed) and then call `then`.
-// `field` must outlive `context`, e.g. a member of it.
+// Edits of `box` write `field` (converted: an index to its enum, an int to a seed) and then call `then`; an
+// edit to the value the field holds (a spin box emits one on Enter) does nothing. `field` must outlive
+// `context`, e.g. a member of it.
 template <class Box, class T, class Then> void bind(QObject* context, Box* box, T& field, Then then) {
     QObject::connect(box, editedSignal(box), context, [&field, then](auto v) {
+        if (field == T(v)) return;
         field = T(v);
         then();
     });
