@@ -272,6 +272,18 @@ TEST_F(HelpTest, ThePaletteRunsAnAction) {
     EXPECT_TRUE(window->particles().coneView()->isVisible());
 }
 
+// File ▸ Open sweep… exists, so the palette finds it too (it was only a button inside the Sweeps panel).
+TEST_F(HelpTest, OpenSweepIsAFileCommandAndInThePalette) {
+    QAction* open = window->findChild<QAction*>(QStringLiteral("openSweep"));
+    ASSERT_NE(open, nullptr);
+    window->showCommandPalette();
+    CommandPalette* palette = window->commandPalette();
+    QTest::keyClicks(palette->filter(), QStringLiteral("open sweep"));
+    ASSERT_FALSE(palette->shown().isEmpty());
+    EXPECT_TRUE(palette->shown().front().startsWith(QStringLiteral("File ▸ Open sweep")))
+        << palette->shown().front().toStdString();
+}
+
 TEST(CommandMatches, LettersAndDigitsInOrderCaseIgnored) {
     EXPECT_TRUE(commandMatches(QStringLiteral("fig 2"), QStringLiteral("Castin et al. 2025, Fig 2(d)")));
     EXPECT_TRUE(commandMatches(QStringLiteral("fig 2"), QStringLiteral("Preset: cone-fig2d-two-lines")));

@@ -109,6 +109,12 @@ void MainWindow::buildMenus() {
         tr("A flow, continuous-time Transformer or posterior flow saved as .safetensors (flowscope-cli "
            "train, train-transformer, infer or Export ▸ Trained model), shown in its tab, paused"));
     openModel->setStatusTip(openModel->toolTip());
+    QAction* openSweep = file->addAction(tr("Open s&weep..."), sweeps_, &SweepsWorkspace::openSweepDialog);
+    openSweep->setObjectName(QStringLiteral("openSweep"));
+    openSweep->setToolTip(
+        tr("A SWEEP.json (flowscope-cli sweep's spec, docs/sweeps.md), shown in the Sweeps tab, "
+           "ready to run"));
+    openSweep->setStatusTip(openSweep->toolTip());
     file->addActions(sceneFiles.mid(1));
     file->addSeparator();
     exportMenu_ = file->addMenu(tr("&Export"));

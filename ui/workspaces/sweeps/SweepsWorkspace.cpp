@@ -304,7 +304,11 @@ void SweepsWorkspace::openSweepDialog() {
     const QString path = QFileDialog::getOpenFileName(
         host(), tr("Open sweep"), QFileInfo(specPath_).absolutePath(), tr("Sweeps (*.json)"));
     if (path.isEmpty()) return;
-    if (!openSweep(path)) QMessageBox::warning(host(), tr("Open sweep"), lastError());
+    if (!openSweep(path)) {
+        QMessageBox::warning(host(), tr("Open sweep"), lastError());
+        return;
+    }
+    emit showPageRequested(view_);
 }
 
 void SweepsWorkspace::saveTableDialog() {

@@ -64,8 +64,11 @@ class SweepsWorkspace : public Workspace {
     SweepPanel* panel() const { return panel_; }
     QDockWidget* dock() const { return dock_; }
 
-  private:
+    // File ▸ Open sweep… and the panel's Open…: a SWEEP.json chosen in a file dialog, shown on the Sweeps
+    // page.
     void openSweepDialog();
+
+  private:
     void saveTableDialog();
     void showProgress();
 
