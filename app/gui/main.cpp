@@ -43,6 +43,7 @@
 #include <QMessageBox>
 #include <QRegularExpression>
 #include <QScreen>
+#include <QSettings>
 #include <QTimer>
 #include <cerrno>
 #include <sys/stat.h>
@@ -386,13 +387,21 @@ int main(int argc, char** argv) {
         if (const QScreen* screen = QGuiApplication::primaryScreen())
             size = size.boundedTo(screen->availableGeometry().size());
     window.resize(size);
+    // A screen no larger than that: the first window is maximized instead, since the window manager's frame
+    // around a screen-sized window would put the status bar below the screen. Later launches restore the
+    // window's saved geometry.
+    const bool maximize = !options.sizeGiven && options.screenshot.isEmpty() && size != options.size &&
+                          !QSettings().contains(QStringLiteral("window/geometry"));
     std::optional<std::pair<flowscope::Scene, QString>> last;
     if (options.screenshot.isEmpty()) last = window.restoreSettings();
     if (!openInitialScene(window, options, last)) return 2;
     window.particles().setMaxSpeed(options.maxSpeed);
     if (options.cone) window.showConeView();
     if (!options.backend.isEmpty()) window.particles().setBackend(options.backend);
-    window.show();
+    if (maximize)
+        window.showMaximized();
+    else
+        window.show();
     if (!options.transformer.isEmpty()) {
         const auto task =
             options.transformer == QStringLiteral("A") ? flowscope::ot::Task::A : flowscope::ot::Task::B;
