@@ -391,9 +391,50 @@ TEST_F(ScenePanelTest, TypingAStagedValueEnablesApplyAndEnterAppliesIt) {
     EXPECT_EQ(scenes.back().n, 8192);
     EXPECT_FALSE(apply->isEnabled());
     // Enter without a staged change applies nothing.
-    QTest::keyClick(child<QSpinBox>("initial.seed"), Qt::Key_Return);
+    QTest::keyClick(child<QLineEdit>("initial.seed"), Qt::Key_Return);
     QCoreApplication::processEvents();
     EXPECT_EQ(scenes.size(), 1u);
+}
+
+// Seeds are 64-bit (a sweep's runs have seeds beyond 2^31 - 1): shown whole and kept by Apply; one beyond
+// 2^64 - 1 is an error naming the field.
+TEST_F(ScenePanelTest, ASixtyFourBitSeedIsShownWholeAndKept) {
+    Scene s = tinyScene();
+    s.initial.seed = 3730234049722669ULL;
+    panel->setScene(s);
+    auto* seed = child<QLineEdit>("initial.seed");
+    EXPECT_EQ(seed->text(), QStringLiteral("3730234049722669"));
+    child<QSpinBox>("n")->setValue(300);
+    child<QPushButton>("apply")->click();
+    ASSERT_EQ(scenes.size(), 1u);
+    EXPECT_EQ(scenes.back().initial.seed, 3730234049722669ULL);
+    seed->setText(QString());
+    QTest::keyClicks(seed, QStringLiteral("99999999999999999999")); // > 2^64 - 1
+    EXPECT_FALSE(child<QPushButton>("apply")->isEnabled());
+    EXPECT_TRUE(panel->stagedError().startsWith(QStringLiteral("initial.seed:")))
+        << panel->stagedError().toStdString();
+    seed->setText(QString());
+    QTest::keyClicks(seed, QStringLiteral("18446744073709551615"));
+    EXPECT_TRUE(child<QPushButton>("apply")->isEnabled()) << panel->stagedError().toStdString();
+    child<QPushButton>("apply")->click();
+    EXPECT_EQ(scenes.back().initial.seed, 18446744073709551615ULL);
+}
+
+// A scene whose steps would take minutes on a CPU says so under Apply, with the cost, and may still be
+// applied; below the bar nothing is said.
+TEST_F(ScenePanelTest, ACostlyNSaysWhatAStepCosts) {
+    Scene s = tinyScene();
+    s.integrator.method = Method::Rk4;
+    panel->setScene(s);
+    child<QSpinBox>("n")->setValue(1000);
+    auto* note = child<QLabel>("error");
+    EXPECT_FALSE(note->isVisibleTo(panel.get()));
+    child<QSpinBox>("n")->setValue(9'999'999);
+    EXPECT_TRUE(note->isVisibleTo(panel.get()));
+    EXPECT_TRUE(note->text().contains(QStringLiteral("4e+14 pair interactions")))
+        << note->text().toStdString();
+    EXPECT_TRUE(child<QPushButton>("apply")->isEnabled());
+    EXPECT_EQ(ScenePanel::costWarning(s).isEmpty(), true); // 256 tokens
 }
 
 TEST_F(ScenePanelTest, StagedDimensionDoesNotLeakIntoLiveEdits) {

@@ -15,7 +15,9 @@
 #include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLocale>
 #include <QPushButton>
+#include <QRegularExpressionValidator>
 #include <QScrollArea>
 #include <QSignalBlocker>
 #include <QSpinBox>
@@ -307,7 +309,10 @@ QWidget* ScenePanel::buildSceneGroup() {
     kind_ =
         comboBox(formWidget, "initial.kind",
                  {tr("gaussian"), tr("uniform"), tr("rings"), tr("file (.npy, .csv)"), tr("points (draw)")});
-    seed_ = intBox(formWidget, "initial.seed", 0, INT_MAX, form::Tracking::Keystrokes);
+    // Any 64-bit seed (a sweep's runs have seeds beyond a spin box's 2^31 - 1).
+    seed_ = named(new QLineEdit(formWidget), "initial.seed");
+    seed_->setValidator(
+        new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{1,20}")), seed_));
     auto grid = [&](const char* key, const QString& name) {
         auto* g = named(new MatrixGrid(formWidget), key);
         g->setName(name);
@@ -406,7 +411,17 @@ QWidget* ScenePanel::buildSceneGroup() {
         updateRows();
         stagedChanged();
     });
-    form::bind(this, seed_, in.seed, stagedEdit);
+    connect(seed_, &QLineEdit::textEdited, this, [this, &in](const QString& text) {
+        bool ok = false;
+        const qulonglong seed = text.toULongLong(&ok);
+        const bool wasValid = seedError_.isEmpty();
+        seedError_ = ok ? QString()
+                        : tr("initial.seed: expected a whole number from 0 to 18446744073709551615, got “%1”")
+                              .arg(text);
+        if (ok && seed == in.seed && wasValid) return; // nothing changed
+        if (ok) in.seed = seed;
+        stagedChanged();
+    });
     connect(mean_, &MatrixGrid::edited, this, [this, &in] {
         in.mean = mean_->matrix().row(0).transpose();
         stagedChanged();
@@ -522,7 +537,8 @@ void ScenePanel::showStaged() {
     setQuietly(n_, staged_.n);
     setQuietly(precision_, int(staged_.precision));
     setQuietly(kind_, int(in.kind));
-    setQuietly(seed_, int(std::min<std::uint64_t>(in.seed, INT_MAX)));
+    seed_->setText(QString::number(qulonglong(in.seed)));
+    seedError_.clear();
     if (staged_.d <= kMaxGridDimension) {
         mean_->setMatrix(in.mean.transpose());
         cov_->setMatrix(in.cov);
@@ -617,9 +633,12 @@ void ScenePanel::stagedChanged() {
     dirty_ = true;
     rebuildEdited();
     error_ = validate();
-    errorLabel_->setStyleSheet(QStringLiteral("color: %1;").arg(errorColor(palette())));
-    errorLabel_->setText(error_);
-    errorLabel_->setVisible(!error_.isEmpty());
+    const QString cost = error_.isEmpty() ? costWarning(edited_) : QString();
+    errorLabel_->setStyleSheet(
+        QStringLiteral("color: %1;")
+            .arg(error_.isEmpty() ? QStringLiteral("#e0a040") : errorColor(palette())));
+    errorLabel_->setText(error_.isEmpty() ? cost : error_);
+    errorLabel_->setVisible(!error_.isEmpty() || !cost.isEmpty());
     apply_->setEnabled(error_.isEmpty());
     revert_->setEnabled(true);
 }
@@ -640,6 +659,7 @@ void ScenePanel::rebuildEdited() {
 QString ScenePanel::validate() const {
     const InitialSpec& in = staged_.initial;
     const int d = staged_.d;
+    if (!seedError_.isEmpty() && in.kind != InitKind::File) return seedError_;
     switch (in.kind) {
     case InitKind::Gaussian: {
         const double scale = std::max(1.0, in.cov.cwiseAbs().maxCoeff());
@@ -688,6 +708,26 @@ QString ScenePanel::validate() const {
         break;
     }
     return {};
+}
+
+QString ScenePanel::costWarning(const Scene& scene) {
+    const double n = scene.n;
+    const int evaluations = scene.integrator.method == Method::Euler  ? 1
+                            : scene.integrator.method == Method::Heun ? 2
+                            : scene.integrator.method == Method::Rk4  ? 4
+                                                                      : 6; // Dormand-Prince, per sub-step
+    const double pairs = evaluations * n * n * double(std::max<std::size_t>(1, scene.attention.heads.size()));
+    if (pairs < kCostlyPairsPerStep) return {};
+    return tr("N = %1: each step is %2 pair interactions (%3 evaluation%4 of N²). A CPU does about 10⁹ to "
+              "10¹⁰ a second, a GPU backend about 10¹²: expect %5 a step on the CPU. Apply anyway, or lower "
+              "N.")
+        .arg(QLocale().toString(qlonglong(scene.n)))
+        .arg(QString::number(pairs, 'g', 2))
+        .arg(evaluations)
+        .arg(evaluations == 1 ? QString() : QStringLiteral("s"))
+        .arg(pairs / 3e9 < 120    ? tr("about %1 s").arg(QString::number(pairs / 3e9, 'f', 0))
+             : pairs / 3e9 < 7200 ? tr("about %1 min").arg(QString::number(pairs / 3e9 / 60, 'f', 0))
+                                  : tr("about %1 h").arg(QString::number(pairs / 3e9 / 3600, 'g', 2)));
 }
 
 bool ScenePanel::eventFilter(QObject* watched, QEvent* event) {
