@@ -73,15 +73,6 @@ std::vector<Vector3> decimate(const std::vector<Vector3>& in, double tol) {
     return out;
 }
 
-// A "nice" step (1, 2 or 5 times a power of ten) giving about `count` intervals over `range`.
-double niceStep(double range, int count) {
-    const double raw = range / std::max(count, 1);
-    const double p = std::pow(10.0, std::floor(std::log10(raw)));
-    for (double m : {1.0, 2.0, 5.0})
-        if (m * p >= raw) return m * p;
-    return 10.0 * p;
-}
-
 QString number(double v) {
     if (std::abs(v) < 1e-12) return QStringLiteral("0");
     const bool plain = std::abs(v) >= 1e3 && std::abs(v) < 1e6; // "1000", not "1e+03"

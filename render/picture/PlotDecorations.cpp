@@ -28,6 +28,23 @@ QString formatTick(double value, double step) {
     return QString::number(value, 'f', decimals);
 }
 
+double niceStep(double range, int count) {
+    const double raw = range / std::max(count, 1);
+    const double p = std::pow(10.0, std::floor(std::log10(raw)));
+    for (double m : {1.0, 2.0, 5.0})
+        if (m * p >= raw) return m * p;
+    return 10.0 * p;
+}
+
+std::vector<double> niceTicks(double lo, double hi, int count, double* step) {
+    const double s = niceStep(hi - lo, count);
+    if (step) *step = s;
+    std::vector<double> out;
+    if (!(s > 0) || !std::isfinite(s)) return out;
+    for (double k = std::ceil(lo / s - 1e-9); k * s <= hi + 1e-9 * s; k += 1.0) out.push_back(k * s);
+    return out;
+}
+
 std::vector<TickLabel> gridTickLabels(const ViewTransform& view, const QFontMetricsF& fm,
                                       const std::vector<QRectF>& keepClear) {
     const auto clear = [&keepClear](const QRectF& box) {

@@ -48,4 +48,9 @@ QSizeF gridLabelBands(const ViewTransform& view, const QFontMetricsF& fm);
 // A tick value as text: as many decimals as the spacing needs, no "-0", scientific when very large/small.
 QString formatTick(double value, double step);
 
+// A "nice" step (1, 2 or 5 times a power of ten) giving about `count` intervals over `range`.
+double niceStep(double range, int count);
+// The multiples of niceStep(hi - lo, count) in [lo, hi] (lo < hi), and that step in *step.
+std::vector<double> niceTicks(double lo, double hi, int count, double* step);
+
 } // namespace flowscope

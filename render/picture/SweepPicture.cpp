@@ -214,22 +214,60 @@ void SweepPicture::paintHeatmap(QPainter& p, const Layout& l) const {
     p.setBrush(Qt::NoBrush);
     p.drawRect(plot);
     const double cw = plot.width() / double(nx), ch = plot.height() / double(ny);
-    double widest = 0;
-    for (double v : heat_.xLevels) widest = std::max(widest, fm.horizontalAdvance(levelText(v)));
-    const std::size_t xStep = std::max<std::size_t>(1, std::size_t(std::ceil((widest + 10) / cw)));
-    const std::size_t yStep = std::max<std::size_t>(1, std::size_t(std::ceil(line * 1.2 / ch)));
     p.setPen(style_.label);
-    for (std::size_t i = 0; i < nx; i += xStep) {
-        const double cx = plot.left() + (double(i) + 0.5) * cw;
-        p.drawLine(QPointF(cx, plot.bottom()), QPointF(cx, plot.bottom() + 4));
-        p.drawText(QRectF(cx - widest, plot.bottom() + 5, 2 * widest, line), Qt::AlignHCenter | Qt::AlignTop,
-                   levelText(heat_.xLevels[i]));
+    // An axis of evenly spaced numbers (a lin range) gets round ticks at their places along it; any other
+    // (listed values, a log range) a label per cell, as many as fit.
+    const auto evenlySpaced = [](const std::vector<double>& v) {
+        if (v.size() < 3) return false;
+        const double d = (v.back() - v.front()) / double(v.size() - 1);
+        if (!(d > 0)) return false;
+        for (std::size_t i = 1; i < v.size(); ++i)
+            if (std::abs(v[i] - v[i - 1] - d) > 1e-9 * std::abs(v.back() - v.front())) return false;
+        return true;
+    };
+    // Ticks of an even axis: value v sits at cell position (v - v0) / d + 0.5 (cells 0 .. n - 1).
+    const auto evenTicks = [&](const std::vector<double>& v, double pixelsPerCell, double minPixels,
+                               const auto& draw) {
+        const double d = (v.back() - v.front()) / double(v.size() - 1);
+        const double lo = v.front() - d / 2, hi = v.back() + d / 2;
+        const int count = std::max(2, int(double(v.size()) * pixelsPerCell / minPixels));
+        double step = 1;
+        for (double t : niceTicks(lo, hi, count, &step)) draw((t - v.front()) / d + 0.5, formatTick(t, step));
+    };
+    if (evenlySpaced(heat_.xLevels)) {
+        evenTicks(heat_.xLevels, cw, fm.horizontalAdvance(QStringLiteral("-0.00")) + 24,
+                  [&](double at, const QString& text) {
+                      const double cx = plot.left() + at * cw;
+                      p.drawLine(QPointF(cx, plot.bottom()), QPointF(cx, plot.bottom() + 4));
+                      p.drawText(QRectF(cx - 100, plot.bottom() + 5, 200, line),
+                                 Qt::AlignHCenter | Qt::AlignTop, text);
+                  });
+    } else {
+        double widest = 0;
+        for (double v : heat_.xLevels) widest = std::max(widest, fm.horizontalAdvance(levelText(v)));
+        const std::size_t xStep = std::max<std::size_t>(1, std::size_t(std::ceil((widest + 10) / cw)));
+        for (std::size_t i = 0; i < nx; i += xStep) {
+            const double cx = plot.left() + (double(i) + 0.5) * cw;
+            p.drawLine(QPointF(cx, plot.bottom()), QPointF(cx, plot.bottom() + 4));
+            p.drawText(QRectF(cx - widest, plot.bottom() + 5, 2 * widest, line),
+                       Qt::AlignHCenter | Qt::AlignTop, levelText(heat_.xLevels[i]));
+        }
     }
-    for (std::size_t j = 0; j < ny; j += yStep) {
-        const double cy = plot.bottom() - (double(j) + 0.5) * ch;
-        p.drawLine(QPointF(plot.left() - 4, cy), QPointF(plot.left(), cy));
-        p.drawText(QRectF(plot.left() - 6 - 200, cy - line / 2, 200, line), Qt::AlignRight | Qt::AlignVCenter,
-                   levelText(heat_.yLevels[j]));
+    if (evenlySpaced(heat_.yLevels)) {
+        evenTicks(heat_.yLevels, ch, line * 3.0, [&](double at, const QString& text) {
+            const double cy = plot.bottom() - at * ch;
+            p.drawLine(QPointF(plot.left() - 4, cy), QPointF(plot.left(), cy));
+            p.drawText(QRectF(plot.left() - 6 - 200, cy - line / 2, 200, line),
+                       Qt::AlignRight | Qt::AlignVCenter, text);
+        });
+    } else {
+        const std::size_t yStep = std::max<std::size_t>(1, std::size_t(std::ceil(line * 1.2 / ch)));
+        for (std::size_t j = 0; j < ny; j += yStep) {
+            const double cy = plot.bottom() - (double(j) + 0.5) * ch;
+            p.drawLine(QPointF(plot.left() - 4, cy), QPointF(plot.left(), cy));
+            p.drawText(QRectF(plot.left() - 6 - 200, cy - line / 2, 200, line),
+                       Qt::AlignRight | Qt::AlignVCenter, levelText(heat_.yLevels[j]));
+        }
     }
     p.setPen(palette_.color(QPalette::WindowText));
     p.drawText(QRectF(plot.left(), plot.bottom() + 6 + line, plot.width(), line),
@@ -256,12 +294,17 @@ void SweepPicture::paintHeatmap(QPainter& p, const Layout& l) const {
                Qt::AlignHCenter | Qt::AlignBottom, QString::fromStdString(measure_));
     p.setPen(style_.label);
     const bool any = std::any_of(heat_.numbers.begin(), heat_.numbers.end(), [](long n) { return n > 0; });
-    for (int s = 0; any && s <= 4; ++s) {
-        const double v = heat_.lo + (heat_.hi - heat_.lo) * s / 4, y = bar.bottom() - bar.height() * s / 4;
+    const auto barTick = [&](double v, const QString& text) {
+        const double y = bar.bottom() -
+                         bar.height() * (heat_.hi > heat_.lo ? (v - heat_.lo) / (heat_.hi - heat_.lo) : 0.0);
         p.drawLine(QPointF(bar.right(), y), QPointF(bar.right() + 4, y));
-        p.drawText(QRectF(bar.right() + 7, y - line / 2, 200, line), Qt::AlignLeft | Qt::AlignVCenter,
-                   levelText(v));
-        if (heat_.hi == heat_.lo) break; // one value
+        p.drawText(QRectF(bar.right() + 7, y - line / 2, 200, line), Qt::AlignLeft | Qt::AlignVCenter, text);
+    };
+    if (any && heat_.hi > heat_.lo) { // round values along the bar
+        double step = 1;
+        for (double v : niceTicks(heat_.lo, heat_.hi, 6, &step)) barTick(v, formatTick(v, step));
+    } else if (any) {
+        barTick(heat_.lo, levelText(heat_.lo)); // one value
     }
 
     // Legend: what the hatched, grey and white marks mean.
@@ -290,8 +333,8 @@ void SweepPicture::paintHeatmap(QPainter& p, const Layout& l) const {
     if (std::any_of(heat_.regime.begin(), heat_.regime.end(), [](int r) { return r >= 0; })) {
         const bool complete = !table_.values.empty() && long(table_.values.front().size()) == spec_->runs();
         swatch(2, !heat_.boundary.empty() ? tr("Prop 2's blow-up boundary")
-                  : complete              ? tr("Prop 2: one regime in every cell")
-                                          : tr("Prop 2: one regime so far"));
+                  : complete              ? tr("Prop 2's blow-up boundary: none, one regime in every cell")
+                                          : tr("Prop 2's blow-up boundary: none so far"));
     }
 }
 

@@ -78,6 +78,20 @@ TEST(PlotDecorations, TickLabelsAreShortAndNeverNegativeZero) {
     EXPECT_EQ(formatTick(3e7, 1e7), QStringLiteral("3e+07"));
 }
 
+// Round ticks (the sweep picture's axes and colour bar): multiples of 1, 2 or 5 times a power of ten that
+// cover the range with about `count` intervals, and nothing outside it.
+TEST(PlotDecorations, NiceTicksAreRoundMultiplesInsideTheRange) {
+    double step = 0;
+    EXPECT_EQ(niceTicks(-1.0, 1.0, 4, &step), (std::vector<double>{-1.0, -0.5, 0.0, 0.5, 1.0}));
+    EXPECT_EQ(step, 0.5);
+    // The disc-tmax colour bar, 0.35255 to 9.0477: 2, 4, 6, 8 (a step of 2), never 0.35255.
+    EXPECT_EQ(niceTicks(0.35255, 9.0477, 6, &step), (std::vector<double>{2.0, 4.0, 6.0, 8.0}));
+    EXPECT_EQ(step, 2.0);
+    // Cell edges of a 40-value axis from -0.975 to 0.975 (step 0.05): -1 .. 1 by 0.5.
+    EXPECT_EQ(niceTicks(-1.0, 1.0, 5, &step).size(), 5u);
+    EXPECT_DOUBLE_EQ(niceStep(1e-3, 4), 5e-4); // 2.5e-4 an interval: the next of 1, 2, 5 x 10^k
+}
+
 TEST(Colormap, ViridisEndsAndMiddle) {
     EXPECT_EQ(viridis(0.0).name(), QStringLiteral("#440154"));
     EXPECT_EQ(viridis(1.0).name(), QStringLiteral("#fde725"));
