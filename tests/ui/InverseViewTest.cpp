@@ -8,7 +8,9 @@
 #include "ui/panels/InversePanel.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/InverseView.h"
+#include "ui/views/ParticleView.h"
 #include "ui/workspaces/inverse/InverseWorkspace.h"
+#include "ui/workspaces/particles/ParticlesWorkspace.h"
 
 #include <QApplication>
 #include <QCheckBox>
@@ -161,6 +163,25 @@ TEST_F(InverseViewTest, TheMetropolisReferenceIsDrawnUnderTheSamples) {
     view->setReference(nullptr);
     const long without = greyish(grabView(), picture);
     EXPECT_GT(with, without + 300) << with << " grey pixels with the reference, " << without << " without";
+}
+
+// Space is the panel's Start / Pause / Resume button on a training tab, as it plays and pauses the particles.
+TEST_F(InverseViewTest, SpaceStartsPausesAndResumesTraining) {
+    EXPECT_FALSE(window->inverse().runner().started());
+    window->activateWindow(); // shortcuts go to the active window
+    ASSERT_TRUE(QTest::qWaitForWindowActive(window.get()));
+    QTest::keyClick(window.get(), Qt::Key_Space);
+    ASSERT_TRUE(waitFor([&] { return window->inverse().runner().started(); }));
+    EXPECT_TRUE(window->inverse().runner().playing());
+    QTest::keyClick(window.get(), Qt::Key_Space);
+    EXPECT_FALSE(window->inverse().runner().playing());
+    QTest::keyClick(window.get(), Qt::Key_Space);
+    EXPECT_TRUE(window->inverse().runner().playing());
+    window->inverse().runner().pause();
+    // On the particles' page Space is theirs again: the training stays paused.
+    window->showPage(window->particles().particleView());
+    QTest::keyClick(window.get(), Qt::Key_Space);
+    EXPECT_FALSE(window->inverse().runner().playing());
 }
 
 TEST_F(InverseViewTest, SwitchingProblemsResets) {

@@ -21,6 +21,7 @@
 #include <QFileInfo>
 #include <QMainWindow>
 #include <QMessageBox>
+#include <QPushButton>
 
 #include <nlohmann/json.hpp>
 
@@ -97,6 +98,19 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
         QObject::connect(panel_, &Panel::evaluateRequested, this, [this] { run_.evaluateNow(); });
         QObject::connect(view_, &View::snapshotChanged, this, [this] { showStatus(); });
 
+        // Space: the panel's Start / Pause / Resume button, as Space plays and pauses the particles (enabled
+        // while this workspace is shown, so the two never compete for the key).
+        playAction_ = new QAction(QObject::tr("Start, pause or resume training"), this);
+        playAction_->setObjectName(text_.id + QStringLiteral(".play"));
+        playAction_->setShortcut(Qt::Key_Space);
+        playAction_->setEnabled(false);
+        QObject::connect(playAction_, &QAction::triggered, this, [this] {
+            if (auto* start = panel_->template findChild<QPushButton*>(QStringLiteral("start"));
+                start && start->isEnabled())
+                start->click();
+        });
+        host->addAction(playAction_);
+
         modelExport_ = new QAction(QObject::tr("Trained &model..."), this);
         modelExport_->setToolTip(text_.modelExportTip);
         modelExport_->setStatusTip(text_.modelExportTip);
@@ -115,6 +129,7 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     void setTheme(ThemeKind kind) override { view_->setPlotStyle(plotStyle(kind)); }
     void setActive(bool active) override {
         Workspace::setActive(active);
+        playAction_->setEnabled(active);
         if (active) dock_->raise(); // the panel comes to the front of its dock area
     }
 
@@ -197,6 +212,7 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     Panel* panel_;
     QDockWidget* dock_ = nullptr;
     QAction* modelExport_ = nullptr;
+    QAction* playAction_ = nullptr; // Space
     QString modelDir_;
 };
 
