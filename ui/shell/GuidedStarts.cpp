@@ -45,9 +45,10 @@ bool playPreset(MainWindow& w, const QString& file, QWidget* page) {
 QList<GuidedStart> guidedStarts() {
     return {
         {"start.clustering", QObject::tr("Watch clustering"),
-         QObject::tr("Tokens on the sphere attract one another: within a few time units the cloud gathers "
-                     "into a few tight clusters, which then merge, one by one, into a single point (colour by "
-                     "cluster: Display menu; drag the history bar back to see the clusters again)."),
+         QObject::tr(
+             "Tokens on the sphere attract one another: within a few time units the cloud gathers "
+             "into a few tight clusters, which then merge, one by one, into a single point (colour by "
+             "cluster: Display menu; drag the history bar back to see the clusters again)."),
          [](MainWindow& w) {
              return playPreset(w, QStringLiteral("sphere-clustering.json"), w.particles().particleView());
          }},
