@@ -8,7 +8,6 @@
 #include <QFontMetricsF>
 #include <QGraphicsLayout>
 #include <QLabel>
-#include <QTimer>
 #include <QVBoxLayout>
 #include <QtCharts/QChart>
 #include <QtCharts/QChartView>

@@ -19,12 +19,19 @@ InverseWorkspace::InverseWorkspace(QMainWindow* host)
     connect(&referencePoll_, &QTimer::timeout, this, [this] { pollReference(); });
 }
 
+namespace {
+
+// A run's problem and frame kind: what a frame (and the reference chain in it) is made once for.
+std::string frameKey(const PosteriorRunConfig& config) {
+    return config.problemId + (config.flow.frame == inverse::FrameKind::Laplace ? "/laplace" : "/prior");
+}
+
+} // namespace
+
 void InverseWorkspace::startReference(const PosteriorRunConfig& config) {
     const bool corner =
         config.problem && config.problem->posterior && config.frame && config.frame->center.size() <= 3;
-    const std::string key =
-        corner ? config.problemId + (config.flow.frame == inverse::FrameKind::Laplace ? "/laplace" : "/prior")
-               : std::string();
+    const std::string key = corner ? frameKey(config) : std::string();
     if (key == referenceKey_) return; // the same problem and frame: the reference stays
     referenceKey_ = key;
     reference_.cancel();
@@ -57,19 +64,20 @@ bool InverseWorkspace::openModel(const QString& path) {
 }
 
 PosteriorRunConfig InverseWorkspace::prepare(const PosteriorRunConfig& config) {
+    PosteriorRunConfig c = framed(config);
+    startReference(c);
+    return c;
+}
+
+PosteriorRunConfig InverseWorkspace::framed(const PosteriorRunConfig& config) {
     if (!config.problem)
         throw std::invalid_argument(
             panel_->problemDirectory().isEmpty() ? "no problem chosen" : "the chosen problem cannot be read");
-    if (config.frame) {
-        startReference(config);
-        return config;
-    }
-    const std::string key =
-        config.problemId + (config.flow.frame == inverse::FrameKind::Laplace ? "/laplace" : "/prior");
+    if (config.frame) return config;
+    const std::string key = frameKey(config);
     PosteriorRunConfig c = config;
     if (const auto it = frames_.find(key); it != frames_.end()) {
         c.frame = it->second;
-        startReference(c);
         return c;
     }
     if (preparing_) throw std::runtime_error("still preparing the previous problem: try again in a moment");
@@ -87,7 +95,6 @@ PosteriorRunConfig InverseWorkspace::prepare(const PosteriorRunConfig& config) {
     preparing_ = false;
     emit statusMessage(QString(), 0);
     frames_[key] = c.frame;
-    startReference(c);
     return c;
 }
 

@@ -29,11 +29,13 @@ class InverseWorkspace : public TrainingWorkspace<PosteriorTraining, InversePane
     bool openModel(const QString& path);
 
   protected:
-    // The run's frame (x = c + L u), made once per problem and frame kind on a thread of its own (the
-    // Laplace frame's MAP search takes seconds on EIT) while the window keeps answering.
+    // The run's config with its frame (framed), and the reference chain in that frame started.
     PosteriorRunConfig prepare(const PosteriorRunConfig& config) override;
 
   private:
+    // The run's frame (x = c + L u), made once per problem and frame kind on a thread of its own (the
+    // Laplace frame's MAP search takes seconds on EIT) while the window keeps answering.
+    PosteriorRunConfig framed(const PosteriorRunConfig& config);
     // Starts the Metropolis reference of a run's problem in its frame (d ≤ 3, where the corner plot draws
     // it), unless it is the one already shown or computing; the view gets it when it is done.
     void startReference(const PosteriorRunConfig& config);
