@@ -17,7 +17,7 @@
 #include "engine/core/Text.h"
 #include "engine/runner/SimulationRunner.h"
 
-#if FLOWSCOPE_HAVE_VIEW_BENCH
+#if FLOWSCOPE_HAVE_HEADLESS_DRAWING
 #include "engine/backend/Registry.h"
 #include "engine/gpu/gl/GlContext.h"
 #include "render/OffscreenTarget.h"
@@ -33,7 +33,7 @@
 
 namespace flowscope::cli {
 
-#if FLOWSCOPE_HAVE_VIEW_BENCH
+#if FLOWSCOPE_HAVE_HEADLESS_DRAWING
 
 namespace {
 
@@ -257,18 +257,9 @@ int benchView(const Args& args) {
         throw UsageError("--size: expected WIDTHxHEIGHT, each from 16 to 8192, got " + quoteForMessage(size));
     openCliBackend(o.backend); // an unknown or unavailable backend is named before any work
 
-    std::string why;
-    const auto drawContext = GlContext::createHeadless(&why);
-    if (!drawContext) {
-        std::cerr << "flowscope-cli bench view: no OpenGL for headless drawing (EGL surfaceless): " << why
-                  << "\n";
-        return 1;
-    }
     GlApi gl;
-    if (!gl.load(GlContext::procLoader(), &why)) {
-        std::cerr << "flowscope-cli bench view: " << why << "\n";
-        return 1;
-    }
+    const auto drawContext = openDrawingContext("bench view", gl);
+    if (!drawContext) return 1;
     if (!o.json)
         std::cout << "the particle view drawn while the run steps: softmax d = " << o.d << ", "
                   << toString(o.method) << ", " << o.width << "x" << o.height << ", "

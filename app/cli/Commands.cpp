@@ -306,4 +306,21 @@ int share(const Args& raw) {
     return 0;
 }
 
+#if FLOWSCOPE_HAVE_HEADLESS_DRAWING
+std::unique_ptr<GlContext> openDrawingContext(const std::string& command, GlApi& gl) {
+    std::string why;
+    std::unique_ptr<GlContext> context = GlContext::createHeadless(&why);
+    if (!context) {
+        std::cerr << "flowscope-cli " << command
+                  << ": no OpenGL for headless drawing (EGL surfaceless): " << why << "\n";
+        return nullptr;
+    }
+    if (!gl.load(GlContext::procLoader(), &why)) {
+        std::cerr << "flowscope-cli " << command << ": " << why << "\n";
+        return nullptr;
+    }
+    return context;
+}
+#endif
+
 } // namespace flowscope::cli

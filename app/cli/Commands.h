@@ -6,8 +6,13 @@
 #include "engine/core/Types.h"
 #include "engine/io/JsonWrite.h" // numberJson, vectorJson, matrixJson for the commands' JSON output
 #include "engine/scene/Scene.h"
+#if FLOWSCOPE_HAVE_HEADLESS_DRAWING
+#include "engine/gpu/gl/GlContext.h"
+#include "render/GlApi.h"
+#endif
 
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -93,6 +98,13 @@ Method parseRunMethod(const std::string& text);
 Scene benchScene(int d, int n, Method method, int steps);
 
 int benchView(const Args& args); // bench view (BenchView.cpp)
+
+#if FLOWSCOPE_HAVE_HEADLESS_DRAWING
+// A headless EGL context for drawing, current on this thread, with its GL table loaded into `gl` (bench view,
+// render). Null when there is none, after printing why as "flowscope-cli COMMAND: ..." (the command then
+// exits with 1).
+std::unique_ptr<GlContext> openDrawingContext(const std::string& command, GlApi& gl);
+#endif
 
 // Numbers from option text; throw UsageError naming the option and the accepted range.
 long parseLong(const std::string& text, const std::string& option, long lo, long hi);

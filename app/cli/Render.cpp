@@ -30,7 +30,6 @@
 #include "render/GlApi.h"
 #include "render/animation/AnimationExporter.h"
 
-#include <EGL/egl.h>
 #include <QGuiApplication>
 #include <QImage>
 
@@ -131,18 +130,9 @@ int render(const Args& raw) {
     const std::unique_ptr<FrameSink> sink = openOutput(o.out, o.width, o.height, o.fps);
     const CancelOnSignal cancelOnSignal;
 
-    std::string why;
-    const auto context = GlContext::createHeadless(&why);
-    if (!context) {
-        std::cerr << "flowscope-cli render: no OpenGL for headless drawing (EGL surfaceless): " << why
-                  << "\n";
-        return 1;
-    }
     GlApi gl;
-    if (!gl.load([](const char* name) { return GlApi::Proc(eglGetProcAddress(name)); }, &why)) {
-        std::cerr << "flowscope-cli render: " << why << "\n";
-        return 1;
-    }
+    const auto context = openDrawingContext("render", gl);
+    if (!context) return 1;
 
     const auto app = makeOffscreenApplication();
     // The frames are composed by the GUI's exporter (render/animation/AnimationExporter); declared after the
