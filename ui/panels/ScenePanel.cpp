@@ -718,6 +718,7 @@ QString ScenePanel::costWarning(const Scene& scene) {
                                                                       : 6; // Dormand-Prince, per sub-step
     const double pairs = evaluations * n * n * double(std::max<std::size_t>(1, scene.attention.heads.size()));
     if (pairs < kCostlyPairsPerStep) return {};
+    constexpr double kCpuPairsPerSecond = 3e9; // bench particles, float32 softmax, this project's 2-core CPU
     return tr("N = %1: each step is %2 pair interactions (%3 evaluation%4 of N²). A CPU does about 10⁹ to "
               "10¹⁰ a second, a GPU backend about 10¹²: expect %5 a step on the CPU. Apply anyway, or lower "
               "N.")
@@ -725,9 +726,7 @@ QString ScenePanel::costWarning(const Scene& scene) {
         .arg(QString::number(pairs, 'g', 2))
         .arg(evaluations)
         .arg(evaluations == 1 ? QString() : QStringLiteral("s"))
-        .arg(pairs / 3e9 < 120    ? tr("about %1 s").arg(QString::number(pairs / 3e9, 'f', 0))
-             : pairs / 3e9 < 7200 ? tr("about %1 min").arg(QString::number(pairs / 3e9 / 60, 'f', 0))
-                                  : tr("about %1 h").arg(QString::number(pairs / 3e9 / 3600, 'g', 2)));
+        .arg(tr("about %1").arg(form::duration(pairs / kCpuPairsPerSecond)));
 }
 
 bool ScenePanel::eventFilter(QObject* watched, QEvent* event) {

@@ -18,17 +18,8 @@ namespace flowscope {
 namespace {
 
 using form::addRow;
+using form::duration;
 using form::named;
-
-// "12 s", "3 min 20 s", "1 h 5 min".
-QString duration(double seconds) {
-    if (!std::isfinite(seconds)) return QStringLiteral("…");
-    if (seconds < 10) return QObject::tr("%1 s").arg(seconds, 0, 'f', 1);
-    const long s = std::lround(seconds);
-    if (s < 60) return QObject::tr("%1 s").arg(s);
-    if (s < 3600) return QObject::tr("%1 min %2 s").arg(s / 60).arg(s % 60);
-    return QObject::tr("%1 h %2 min").arg(s / 3600).arg(s % 3600 / 60);
-}
 
 // At most about three lines of the panel, cut at a word.
 QString elided(const QString& text) {

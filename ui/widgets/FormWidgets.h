@@ -17,6 +17,8 @@
 #include <QString>
 #include <QVBoxLayout>
 
+#include <cmath>
+
 namespace flowscope::form {
 
 // When a spin box emits valueChanged: only on Enter, focus loss and the arrows (a panel that applies every
@@ -58,6 +60,16 @@ inline QSpinBox* startIntBox(QWidget* parent, const char* key, int min, int max)
 inline QDoubleSpinBox* startDoubleBox(QWidget* parent, const char* key, double min, double max, int decimals,
                                       double step) {
     return doubleBox(parent, key, min, max, decimals, step, Tracking::Keystrokes);
+}
+
+// A time for a panel's text: "4.2 s", "12 s", "3 min 20 s", "1 h 5 min" ("…" when not finite).
+inline QString duration(double seconds) {
+    if (!std::isfinite(seconds)) return QStringLiteral("…");
+    if (seconds < 10) return QObject::tr("%1 s").arg(seconds, 0, 'f', 1);
+    const long s = std::lround(seconds);
+    if (s < 60) return QObject::tr("%1 s").arg(s);
+    if (s < 3600) return QObject::tr("%1 min %2 s").arg(s / 60).arg(s % 60);
+    return QObject::tr("%1 h %2 min").arg(s / 3600).arg(s % 3600 / 60);
 }
 
 // A form row whose label carries the key's tooltip and is the field's buddy.
