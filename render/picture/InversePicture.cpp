@@ -332,22 +332,20 @@ void InversePicture::paintCorner(QPainter& p, const QRectF& area, const Posterio
                 p.drawText(c.adjusted(4, 2, -4, -2), Qt::AlignLeft | Qt::AlignTop, names.value(col));
             } else { // the pair (col, row)
                 const Axis ay = yAxis(row, c);
-                if (reference) { // under the flow's samples
-                    QPolygonF refPoints;
-                    for (Eigen::Index s = 0; s < reference->samples.cols(); ++s) {
-                        const double u = reference->samples(col, s), v = reference->samples(row, s);
-                        if (std::isfinite(u) && std::isfinite(v)) refPoints << QPointF(ax.map(u), ay.map(v));
+                // The pairs (col, row) of `samples` as points, drawn with `pen`.
+                const auto scatter = [&](const inverse::Matrix& samples, const QPen& pen) {
+                    QPolygonF points;
+                    for (Eigen::Index s = 0; s < samples.cols(); ++s) {
+                        const double u = samples(col, s), v = samples(row, s);
+                        if (std::isfinite(u) && std::isfinite(v)) points << QPointF(ax.map(u), ay.map(v));
                     }
-                    p.setPen(QPen(withAlpha(kReferenceColor, 110), 1.6, Qt::SolidLine, Qt::RoundCap));
-                    p.drawPoints(refPoints);
-                }
-                QPolygonF points;
-                for (Eigen::Index s = 0; s < picture.samples.cols(); ++s) {
-                    const double u = picture.samples(col, s), v = picture.samples(row, s);
-                    if (std::isfinite(u) && std::isfinite(v)) points << QPointF(ax.map(u), ay.map(v));
-                }
-                p.setPen(QPen(withAlpha(color, 140), 2.5, Qt::SolidLine, Qt::RoundCap));
-                p.drawPoints(points);
+                    p.setPen(pen);
+                    p.drawPoints(points);
+                };
+                if (reference) // under the flow's samples
+                    scatter(reference->samples,
+                            QPen(withAlpha(kReferenceColor, 110), 1.6, Qt::SolidLine, Qt::RoundCap));
+                scatter(picture.samples, QPen(withAlpha(color, 140), 2.5, Qt::SolidLine, Qt::RoundCap));
                 if (scene.truth)
                     truthCross(p, QPointF(ax.map((*scene.truth)(col)), ay.map((*scene.truth)(row))));
             }
