@@ -6,7 +6,12 @@
 #include <imgui_internal.h> // NextWindowData: whether the caller placed the next window
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace flowscope {
 
@@ -73,12 +78,11 @@ const char* symbol(const char* glyph, ImWchar codepoint, const char* plain) {
     return ImGui::GetFont()->FindGlyphNoFallback(codepoint) ? glyph : plain;
 }
 
-void row(const char* label, const char* fmt, auto... values) {
-    ImGui::TableNextRow();
-    ImGui::TableNextColumn();
-    ImGui::TextDisabled("%s", label);
-    ImGui::TableNextColumn();
-    ImGui::Text(fmt, values...);
+// "%.4g" and the like into a string (the HUD measures its rows before it draws them).
+template <class... Values> std::string format(const char* fmt, Values... values) {
+    char text[160];
+    std::snprintf(text, sizeof text, fmt, values...);
+    return text;
 }
 
 // Shown while the last item is hovered (disabled items included).
@@ -96,8 +100,33 @@ void tooltip(const char* text) {
 void drawHud(const HudStats& s) {
     if (!ImGui::GetCurrentContext()) return;
     const ImGuiIO& io = ImGui::GetIO();
+    // The rows, measured before they are drawn: an auto-fit window and a fit-to-content table size themselves
+    // from the previous frame's contents, so text that grew (another backend, a longer step count) stayed
+    // clipped until the next frame, and forever in a paused view. Fixed columns and a window at least as wide
+    // as the rows lay the HUD out in the frame that draws it.
+    std::vector<std::pair<std::string, std::string>> rows;
+    rows.emplace_back("t", format("%.4g", s.t));
+    rows.emplace_back("step",
+                      s.totalSteps > 0 ? format("%ld / %ld", s.step, s.totalSteps) : format("%ld", s.step));
+    rows.emplace_back(symbol("N × d", 0x00D7, "N x d"), format("%ld × %d", s.n, s.d));
+    rows.emplace_back("backend", s.backend.empty() ? "-" : s.backend);
+    rows.emplace_back("steps/s",
+                      format(s.stepsPerSecond < 10 ? "%.2g" : "%.0f", s.stepsPerSecond)); // 0.31, 120
+    if (s.subStepsPerStep > 0)
+        rows.emplace_back("sub-steps",
+                          format("%.3g per step, %ld rejected", s.subStepsPerStep, s.rejectedSubSteps));
+    rows.emplace_back("frame", format("%.1f ms", s.frameMs));
+    float labels = 0.0f, values = 0.0f;
+    for (const auto& [label, value] : rows) {
+        labels = std::max(labels, ImGui::CalcTextSize(label.c_str()).x);
+        values = std::max(values, ImGui::CalcTextSize(value.c_str()).x);
+    }
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float width = labels + values + 4.0f * style.CellPadding.x + 2.0f * style.WindowPadding.x;
+
     ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x - kMargin, kMargin), ImGuiCond_Always,
                             ImVec2(1.0f, 0.0f));
+    ImGui::SetNextWindowSizeConstraints(ImVec2(width, 0.0f), ImVec2(FLT_MAX, FLT_MAX));
     ImGui::SetNextWindowBgAlpha(0.6f);
     const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize |
                                    ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
@@ -108,17 +137,15 @@ void drawHud(const HudStats& s) {
         else
             ImGui::TextColored(ImVec4(0.95f, 0.75f, 0.35f, 1.0f), "%s paused", symbol("‖", 0x2016, "||"));
         if (ImGui::BeginTable("##hudrows", 2, ImGuiTableFlags_SizingFixedFit)) {
-            row("t", "%.4g", s.t);
-            if (s.totalSteps > 0)
-                row("step", "%ld / %ld", s.step, s.totalSteps);
-            else
-                row("step", "%ld", s.step);
-            row(symbol("N × d", 0x00D7, "N x d"), "%ld × %d", s.n, s.d);
-            row("backend", "%s", s.backend.empty() ? "-" : s.backend.c_str());
-            row("steps/s", s.stepsPerSecond < 10 ? "%.2g" : "%.0f", s.stepsPerSecond); // 0.31 or 120
-            if (s.subStepsPerStep > 0)
-                row("sub-steps", "%.3g per step, %ld rejected", s.subStepsPerStep, s.rejectedSubSteps);
-            row("frame", "%.1f ms", s.frameMs);
+            ImGui::TableSetupColumn("label", ImGuiTableColumnFlags_WidthFixed, labels);
+            ImGui::TableSetupColumn("value", ImGuiTableColumnFlags_WidthFixed, values);
+            for (const auto& [label, value] : rows) {
+                ImGui::TableNextRow();
+                ImGui::TableNextColumn();
+                ImGui::TextDisabled("%s", label.c_str());
+                ImGui::TableNextColumn();
+                ImGui::TextUnformatted(value.c_str());
+            }
             ImGui::EndTable();
         }
     }

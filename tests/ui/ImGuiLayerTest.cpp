@@ -256,6 +256,33 @@ TEST(ImGuiLayer, DrawsOverTheSceneAndQPainterStillWorksAfterIt) {
     EXPECT_NE(pixel(view.width() - 15, 15), kBackground);
 }
 
+// The HUD fits text that widened in the very frame that draws it (a paused view draws no later frame): its
+// left edge after one frame with a longer backend name is where it is once settled, and further left than
+// before the change.
+TEST(ImGuiLayer, TheHudFitsWiderTextInTheFrameThatDrawsIt) {
+    FLOWSCOPE_REQUIRE_GUI();
+    ImGuiTestView view(QPointF(20, 300));
+    view.resize(640, 420);
+    showAndSettle(view, view);
+    // The HUD's left edge: the first pixel from the left, on the backend's row, that is not the background.
+    const auto leftEdge = [&](const QImage& frame) {
+        const QImage img = frame.convertToFormat(QImage::Format_RGB32);
+        const double dpr = view.devicePixelRatioF();
+        int left = img.width();
+        for (int y = 0; y < int(120 * dpr); ++y)
+            for (int x = int(200 * dpr); x < img.width() && x < left; ++x)
+                if (QColor(img.pixel(x, y)) != kBackground) left = x;
+        return left;
+    };
+    const int before = leftEdge(view.grabFramebuffer());
+    view.hud.backend = "OpenGL float32, tokens on the GPU";
+    const int first = leftEdge(view.grabFramebuffer()); // grabbing draws exactly one frame
+    ASSERT_TRUE(waitFrames(view, 4));
+    const int settled = leftEdge(view.grabFramebuffer());
+    EXPECT_LT(settled, before - 20);
+    EXPECT_EQ(first, settled) << "the first frame with the longer text drew a narrower HUD";
+}
+
 TEST(ImGuiLayer, StartsAgainAfterDestroyAndDrawsNothingWithoutAContext) {
     FLOWSCOPE_REQUIRE_GUI();
     ImGuiTestView view(QPointF(20, 140));

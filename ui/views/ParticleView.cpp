@@ -244,21 +244,7 @@ void ParticleView::setRunState(std::optional<bool> playing) {
 void ParticleView::drawHud() {
     imgui_->newFrame();
     if (picture_.shown() && hudVisible_) {
-        const HudStats stats = hudStats();
-        // The heads-up display sizes itself to its text a frame or two late (ImGui's auto-fit): when its text
-        // gets wider (another backend, N), two more frames, so that a paused view does not keep it clipped.
-        const std::string layout = stats.backend + '|' + std::to_string(stats.n) + '|' +
-                                   std::to_string(stats.totalSteps) + '|' +
-                                   std::to_string(stats.subStepsPerStep > 0);
-        if (layout != hudLayout_) {
-            hudLayout_ = layout;
-            hudSettleFrames_ = 2;
-        }
-        if (hudSettleFrames_ > 0) {
-            --hudSettleFrames_;
-            QTimer::singleShot(0, this, [this] { update(); });
-        }
-        flowscope::drawHud(stats);
+        flowscope::drawHud(hudStats());
 
         QuickParams q;
         q.beta = float(quickBeta_);

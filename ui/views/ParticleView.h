@@ -171,8 +171,6 @@ class ParticleView : public PictureGlView {
     std::unique_ptr<ImGuiLayer> imgui_;
     QTimer timer_;
     bool hudVisible_ = true;
-    std::string hudLayout_;         // what the heads-up display's width depends on, as last drawn
-    int hudSettleFrames_ = 0;       // frames still to draw for it to fit its text
     bool drewFromDevice_ = false;   // the last frame's points came from GPU memory
     bool softwareRenderer_ = false; // Mesa llvmpipe/softpipe: refresh at 30 Hz
     bool drawing_ = false;
