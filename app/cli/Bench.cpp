@@ -245,12 +245,6 @@ template <class F> double timeIt(F&& f, long n) {
 // backend's fields without its stepper (a read-back per stage: what a scene the stepper refuses does).
 int benchRun(const Args& args) {
     ArgParser p(args);
-    if (p.flag("--help")) {
-        std::cout << withBackendChoices(
-            "usage: flowscope-cli bench run [--json] [--backend {backends}] [--d 3] "
-            "[--n 16384,...] [--every 4] [--steps 20] [--method euler|heun|rk4|dopri5] [--fields-only]\n");
-        return 0;
-    }
     const bool json = p.flag("--json");
     const std::string backendName = p.option("--backend", defaultBackendId());
     const int d = int(parseLong(p.option("--d", "3"), "--d", 1, 64));

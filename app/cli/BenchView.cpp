@@ -231,13 +231,6 @@ ViewRow measure(const ViewOptions& o, int n, GlContext& drawContext, const GlApi
 
 int benchView(const Args& args) {
     ArgParser p(args);
-    if (p.flag("--help")) {
-        std::cout << withBackendChoices(
-            "usage: flowscope-cli bench view [--json] [--backend {backends}] [--d 3] "
-            "[--n 65536,...] [--every 4] [--method euler|heun|rk4|dopri5] [--seconds 3] "
-            "[--size 1280x800] [--fps 60]\n");
-        return 0;
-    }
     ViewOptions o;
     o.json = p.flag("--json");
     o.backend = p.option("--backend", "gl");

@@ -1,4 +1,5 @@
 #include "Commands.h"
+#include "Help.h"
 
 #include "engine/backend/Registry.h"
 #include "engine/core/Text.h"
@@ -13,7 +14,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -26,6 +29,7 @@ ArgParser::ArgParser(const Args& args) : args_(args), used_(args.size(), false) 
 }
 
 bool ArgParser::flag(const std::string& name) {
+    known_.push_back(name);
     for (std::size_t i = 0; i < args_.size(); ++i)
         if (!used_[i] && args_[i] == name) {
             used_[i] = true;
@@ -37,6 +41,7 @@ bool ArgParser::flag(const std::string& name) {
 }
 
 std::string ArgParser::option(const std::string& name, const std::string& fallback) {
+    known_.push_back(name);
     for (std::size_t i = 0; i < args_.size(); ++i)
         if (!used_[i] && args_[i] == name) {
             if (i + 1 >= args_.size()) throw UsageError(name + " needs a value");
@@ -61,7 +66,16 @@ std::string ArgParser::unknown() const {
 }
 
 void ArgParser::rejectUnknown() const {
-    if (const std::string u = unknown(); !u.empty()) throw UsageError("unknown option " + quoteForMessage(u));
+    // For the test that every option a command takes is in its help (tests/cli: EveryOptionIsInItsHelp).
+    if (const char* log = std::getenv("FLOWSCOPE_CLI_OPTIONS_LOG"); log && *log) {
+        std::ofstream out(log, std::ios::app);
+        for (const std::string& name : known_) out << name << "\n";
+    }
+    const std::string u = unknown();
+    if (u.empty()) return;
+    const std::string near = nearestWord(u.substr(0, u.find('=')), known_);
+    throw UsageError("unknown option " + quoteForMessage(u) +
+                     (near.empty() ? "" : " (did you mean " + near + "?)"));
 }
 
 void requireSceneAndOut(const ArgParser& p, const std::string& out, const std::string& command,
@@ -258,6 +272,9 @@ int presets(const Args& raw) {
     ArgParser p(raw);
     const std::string dir = p.option("--dir", FLOWSCOPE_PRESET_DIR);
     p.rejectUnknown();
+    if (!p.positional.empty())
+        throw UsageError("unexpected argument " + quoteForMessage(p.positional[0]) +
+                         " (presets takes no arguments; flowscope-cli presets lists them all)");
     std::vector<std::filesystem::path> files;
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator(dir, ec))

@@ -68,10 +68,14 @@ struct ArgParser {
     std::string option(const std::string& name, const std::string& fallback = ""); // consumes --name value
     std::vector<std::string> positional; // what is left after options are consumed
     std::string unknown() const;         // first unconsumed --option, if any
-    void rejectUnknown() const;          // throws UsageError "unknown option ..." when unknown() is not empty
+    // Throws UsageError "unknown option ..." when unknown() is not empty, naming the closest option this
+    // command asked for ("did you mean --every?").
+    void rejectUnknown() const;
+
   private:
     Args args_;
     std::vector<bool> used_;
+    std::vector<std::string> known_; // every name flag() and option() were asked for
     void collect();
 };
 

@@ -187,6 +187,15 @@ flows::FlowModel<float> loadModelArgument(const ArgParser& p) {
     }
 }
 
+// A model's outputs must be finite to be written: values that are not (weights that overflow, a flow pushed
+// out of its domain) fail the command with exit code 1 and leave nothing behind.
+void requireFinite(const std::string& model, long bad, long total, const char* what) {
+    if (bad > 0)
+        throw std::runtime_error(quoteForMessage(model, kMaxQuotedPath) + ": " + std::to_string(bad) +
+                                 " of " + std::to_string(total) + " " + what +
+                                 " are not finite (NaN or infinite); nothing written");
+}
+
 // sample on a posterior flow (flowscope-cli infer): n draws pushed forward, written as n x d float64.
 int samplePosterior(const std::string& path, const std::string& out, int n, std::uint64_t seed,
                     OutputSet& outputs) {
@@ -200,6 +209,7 @@ int samplePosterior(const std::string& path, const std::string& out, int n, std:
     const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> rows =
         loaded.flow->sample(n, seed).transpose();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    requireFinite(path, long((!rows.array().isFinite()).count()), long(rows.size()), "sample values");
     {
         const OutputSet::Capture capture(outputs);
         writeNpy(out, {rows.rows(), rows.cols()}, rows.data(), false);
@@ -207,7 +217,6 @@ int samplePosterior(const std::string& path, const std::string& out, int n, std:
     outputs.commit();
     std::printf("wrote %s: %d x %d posterior samples of %s in %.2f s\n", out.c_str(), int(rows.rows()),
                 int(rows.cols()), loaded.problem.name.c_str(), seconds);
-    if (!rows.allFinite()) std::cerr << "warning: some samples are not finite\n";
     return 0;
 }
 
@@ -225,7 +234,9 @@ int sample(const Args& args) {
     if (!basePath.empty() && (!nText.empty() || !seedText.empty()))
         throw UsageError("--base replaces the seeded draws: give --base or --n/--seed, not both");
     const int n = int(parseLong(nText.empty() ? "10000" : nText, "--n", 1, 1 << 26));
-    OutputSet outputs({out}, {p.positional.empty() ? "" : p.positional[0], basePath});
+    std::vector<std::string> inputs = flows::modelFiles(p.positional.empty() ? "" : p.positional[0]);
+    inputs.push_back(basePath);
+    OutputSet outputs({out}, inputs);
     const std::uint64_t seed =
         std::uint64_t(parseLong(seedText.empty() ? "0" : seedText, "--seed", 0, 1L << 62));
     if (p.positional.size() == 1 && inverse::isPosteriorFile(p.positional[0])) {
@@ -260,6 +271,7 @@ int sample(const Args& args) {
     const auto start = std::chrono::steady_clock::now();
     const ad::Matrix<float> X = flows::sampleFlow(loaded, Z, batch, explicitSampler, &residual, &iterations);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    requireFinite(p.positional[0], long((!X.array().isFinite()).count()), long(X.size()), "sample values");
     {
         const OutputSet::Capture capture(outputs);
         flows::writeSamplesNpy(out, X);
@@ -268,7 +280,6 @@ int sample(const Args& args) {
     std::printf("wrote %s: %d x %d samples in %.2f s (sampler: fixed-point residual %.1e, at most %d "
                 "iterations per sub-step)\n",
                 out.c_str(), int(Z.cols()), config.d, seconds, residual, iterations);
-    if (!X.allFinite()) std::cerr << "warning: some samples are not finite\n";
     return 0;
 }
 
@@ -281,10 +292,14 @@ int density(const Args& args) {
     const std::string out = p.option("--out");
     p.rejectUnknown();
     if (out.empty()) throw UsageError("--out density.npy is required");
-    OutputSet outputs({out}, {p.positional.empty() ? "" : p.positional[0]});
+    OutputSet outputs({out}, flows::modelFiles(p.positional.empty() ? "" : p.positional[0]));
     const flows::FlowModel<float> model = loadModelArgument(p);
     if (model.config().d != 2) throw UsageError("density grids are for d = 2 models");
     const flows::DensityGrid rho = flows::densityGrid(model, grid, half, refs, seed);
+    requireFinite(
+        p.positional[0],
+        long(std::count_if(rho.rho.begin(), rho.rho.end(), [](double v) { return !std::isfinite(v); })),
+        long(rho.rho.size()), "grid densities");
     {
         const OutputSet::Capture capture(outputs);
         flows::writeDensityNpy(out, rho);

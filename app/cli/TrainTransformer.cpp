@@ -178,8 +178,7 @@ int evalTransformer(const Args& args) {
     p.rejectUnknown();
     if (p.positional.size() != 1) throw UsageError("expected exactly one MODEL.safetensors argument");
     std::optional<OutputSet> outputs;
-    if (!out.empty())
-        outputs.emplace(std::vector<std::string>{out}, std::vector<std::string>{p.positional[0]});
+    if (!out.empty()) outputs.emplace(std::vector<std::string>{out}, flows::modelFiles(p.positional[0]));
     ot::TransformerModel model = [&] {
         try {
             return ot::loadTransformer(p.positional[0]);

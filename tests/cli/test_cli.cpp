@@ -133,6 +133,125 @@ TEST(Cli, TheUsageListsEveryCommand) {
     EXPECT_NE(cli("nosuch").out.find("unknown command"), std::string::npos);
 }
 
+// Every command explains itself: COMMAND --help and help COMMAND print its own usage and an example, exit 0.
+TEST(Cli, EveryCommandAnswersHelp) {
+    for (const char* cmd : {"simulate", "presets", "share", "moments", "bench", "ranks", "train", "sample",
+                            "density", "infer", "train-transformer", "eval-transformer", "render", "sweep"}) {
+        const Result r = cli(std::string(cmd) + " --help");
+        EXPECT_EQ(r.code, 0) << cmd << ": " << r.out;
+        EXPECT_TRUE(r.out.find(std::string("\n  ") + cmd + " ") != std::string::npos ||
+                    r.out.find(std::string("\n  ") + cmd + "\n") != std::string::npos)
+            << cmd << ": " << r.out;
+        EXPECT_NE(r.out.find("example:\n  flowscope-cli " + std::string(cmd)), std::string::npos) << r.out;
+        EXPECT_EQ(r.out.find("unknown option"), std::string::npos) << r.out;
+        EXPECT_LT(r.out.size(), cli("--help").out.size() / 2) << cmd << " printed the whole usage";
+        const Result h = cli(std::string("help ") + cmd);
+        EXPECT_EQ(h.code, 0);
+        EXPECT_EQ(h.out, r.out) << cmd;
+    }
+    // A sub-command's help is its own entry; --help anywhere among the options counts.
+    const Result run = cli("bench run --json --help");
+    EXPECT_EQ(run.code, 0);
+    EXPECT_NE(run.out.find("bench run"), std::string::npos);
+    EXPECT_EQ(run.out.find("bench moments"), std::string::npos) << run.out;
+    const Result sweep = cli("simulate scene.json --out x.npy -h");
+    EXPECT_EQ(sweep.code, 0);
+    EXPECT_NE(sweep.out.find("--every"), std::string::npos);
+}
+
+// Every option a command asks its parser for is in its help (and so in the completion script): each command
+// is run with an unknown option, and the options it looked for are logged (FLOWSCOPE_CLI_OPTIONS_LOG).
+TEST(Cli, EveryOptionIsInItsHelp) {
+    flowscope::test::TempDir dir("cli");
+    for (const std::string words : {"simulate x.json",
+                                    "moments x.json",
+                                    "ranks",
+                                    "train",
+                                    "sample m.safetensors",
+                                    "density m.safetensors",
+                                    "train-transformer",
+                                    "eval-transformer m.safetensors",
+                                    "share x.json",
+                                    "presets",
+                                    "infer x",
+                                    "render x.json",
+                                    "render --view training",
+                                    "sweep x",
+                                    "sweep plot d",
+                                    "sweep merge d",
+                                    "bench particles",
+                                    "bench moments",
+                                    "bench run",
+                                    "bench view",
+                                    "bench train",
+                                    "bench sweep"}) {
+        const std::string log = dir.file("asked.txt");
+        std::filesystem::remove(log);
+        flowscope::test::runCli("env", "FLOWSCOPE_CLI_OPTIONS_LOG=" + log + " " + FLOWSCOPE_CLI + " " +
+                                           words + " --frobnicate");
+        std::ifstream in(log);
+        const std::string cmd = words.substr(0, words.find(' '));
+        const std::string help = cli("help " + cmd).out;
+        int asked = 0;
+        for (std::string name; std::getline(in, name); ++asked)
+            EXPECT_NE(help.find(name), std::string::npos)
+                << words << " takes " << name << "; its help does not say";
+        if (words != "sweep merge d") EXPECT_GT(asked, 0) << words << " asked for no option"; // takes none
+    }
+}
+
+TEST(Cli, ATypoIsAnsweredWithTheNearestName) {
+    const Result option = cli("simulate scene.json --out x.npy --evrey 3");
+    EXPECT_EQ(option.code, 2);
+    EXPECT_NE(option.out.find("unknown option \"--evrey\" (did you mean --every?)"), std::string::npos)
+        << option.out;
+    const Result far = cli("simulate scene.json --out x.npy --zzzzzzzz");
+    EXPECT_EQ(far.code, 2);
+    EXPECT_EQ(far.out.find("did you mean"), std::string::npos) << far.out;
+    const Result command = cli("simulat scene.json");
+    EXPECT_EQ(command.code, 2);
+    EXPECT_NE(command.out.find("unknown command \"simulat\" (did you mean simulate?)"), std::string::npos)
+        << command.out;
+    const Result help = cli("help sweeep");
+    EXPECT_EQ(help.code, 2);
+    EXPECT_NE(help.out.find("did you mean sweep?"), std::string::npos) << help.out;
+}
+
+TEST(Cli, VersionNamesTheBackends) {
+    const Result r = cli("--version");
+    EXPECT_EQ(r.code, 0);
+    EXPECT_EQ(r.out.rfind("flowscope-cli 0.", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("backends: cpu"), std::string::npos) << r.out;
+}
+
+// The bash completion script is generated from the usage: it parses, completes the commands, and completes a
+// command's options from its own entries.
+TEST(Cli, BashCompletionCompletesCommandsAndOptions) {
+    flowscope::test::TempDir dir("cli");
+    const Result script = cli("completion bash");
+    ASSERT_EQ(script.code, 0) << script.out;
+    writeText(dir.path() / "completion.bash", script.out);
+    auto complete = [&](const std::string& line) {
+        // COMP_WORDS as bash splits the line; the last word is the one being completed.
+        std::istringstream in(line);
+        std::vector<std::string> words(std::istream_iterator<std::string>(in), {});
+        if (line.back() == ' ') words.push_back("");
+        std::string array;
+        for (const std::string& w : words) array += "'" + w + "' ";
+        std::ofstream(dir.path() / "complete.sh")
+            << "source " << (dir.path() / "completion.bash").string() << "\ncd " << dir.str()
+            << "\nCOMP_WORDS=(" << array << ")\nCOMP_CWORD=" << words.size() - 1
+            << "\n_flowscope_cli\nprintf '%s\\n' \"${COMPREPLY[@]}\"\n";
+        return flowscope::test::runCli("bash", (dir.path() / "complete.sh").string()).out;
+    };
+    EXPECT_EQ(complete("flowscope-cli sim"), "simulate\n");
+    EXPECT_EQ(complete("flowscope-cli simulate --ev"), "--every\n");
+    const std::string train = complete("flowscope-cli train --");
+    EXPECT_NE(train.find("--dataset\n"), std::string::npos) << train;
+    EXPECT_EQ(train.find("--every\n"), std::string::npos) << train;
+    EXPECT_EQ(cli("completion zsh").code, 2);
+}
+
 TEST(Cli, AnUnknownBackendIsAUsageError) {
     const Result r = cli("simulate nothing.json --out x.npy --backend metal");
     EXPECT_EQ(r.code, 2);

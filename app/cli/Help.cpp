@@ -1,0 +1,372 @@
+#include "Help.h"
+
+#include "Commands.h"
+
+#include "engine/backend/Registry.h"
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <sstream>
+
+namespace flowscope::cli {
+
+namespace {
+
+// The command table: each entry starts with a line of two spaces and the command's words; lines indented
+// further continue it. Blank lines separate groups.
+constexpr const char* kUsage = R"(usage: flowscope-cli <command> [options]
+
+commands:
+  simulate SCENE.json --out traj.npy [--float32] [--every K] [--backend {backends}] [--max-memory SIZE]
+      integrate the particle system of a scene; writes a (T, N, d) .npy and traj.json beside it
+      (times, observables, events); gl and vulkan compute velocities on the GPU in float32
+  presets [--dir DIR]
+      list the shipped presets, one line each
+  share SCENE.json
+      print the scene as one URL-safe share string (fs1. + base64url of its deflated JSON); every command that
+      takes a SCENE.json also takes such a string in its place; tokens from a file are inlined
+  share --decode STRING [--out scene.json]
+      write the scene of a share string (atomically), or print it without --out
+  moments SCENE.json --out moments.json|moments.npy [--method adaptive|paper] [--every K] [--final-only]
+        [--max-memory SIZE]
+      Gaussian mode: integrate the mean/covariance ODEs for the scene's initial Gaussian or its trace-1 grid;
+      writes times, means, covariances and the event of each trajectory (converged / blow-up with t_max /
+      max-iter); --final-only keeps the first and last state of each. .npy: the covariances (R, K, d, d),
+      beside them <stem>_means.npy (R, K, d) and <stem>_times.npy (R, K), NaN after a trajectory ends
+  bench moments [--json]
+      trajectories per second for the Fig 3(a) grid (1184 trajectories) to its stopping rule, adaptive
+      against the authors' projected Euler
+  bench particles [--json] [--d D] [--n 1024,4096,...] [--variants softmax,l2,...] [--precision float32|float64]
+        [--backend {backends}] [--peak-flops F] [--no-baseline] [--device-steps] [--error]
+      pair-interactions per second of one velocity evaluation, against a dense Eigen baseline, and the
+      fraction of the FP32 peak (measured on the CPU, or F flop/s for a GPU) at (4d + 2) flops per pair;
+      --device-steps times whole Euler steps with the tokens kept on the GPU (the GUI's path) instead;
+      --error adds the relative error against float64 on 256 evenly spaced rows (kernel averages)
+  ranks [--attention softmax|l2] [--v identity|random] [--method paper|adaptive] [--dims 3,4,5] [--runs 100]
+        [--seed 40] [--threshold 0.1] [--include-exceptions] [--steps a,b,c] [--tol-low X] [--max-iter N]
+        [--n-max N] [--threads N] [--out ranks.json]
+      rank histograms of the limiting covariances (Fig 4 softmax, Fig 11 l2): prints a table; --out writes
+      per-dimension histograms, exceptions, non-converged attempts, exact-limit histograms (V = I), per-run
+      spectra and the parameters as JSON. Defaults follow the paper's protocol; --seed is the Q-list seed;
+      --max-iter caps Euler steps (paper) or field evaluations per attempt (adaptive, default 2000000)
+
+  train --dataset NAME|--data FILE --out model.safetensors [--iters N] [--no-rwpo] [--batch B] [--layers M]
+        [--width m] [--lr X] [--lr-final X] [--warmup K] [--clip-median K] [--resample-every K]
+        [--average-iters K] [--reference-draws R] [--reference-size n] [--lambda0 X] [--beta0 X]
+        [--train-lambda] [--freeze-beta] [--kernel corrected|as-printed|separable] [--include-self]
+        [--rwpo-logdet exact|first-order] [--drift-logdet exact|first-order]
+        [--transport-weight X (default 1/30)] [--hjb-weight X (default 0.1; 0 with the RWPO layer)]
+        [--jitter X] [--seed S] [--eval-every K (default 500)] [--quiet]
+        (earlier spellings still taken: --leave-one-out, --exact-logdet, --freeze-lambda)
+      train a generative flow (OT-Flow potential + RWPO sparse-transformer layer; --no-rwpo: plain OT-Flow)
+      on a toy dataset (swissroll circles rings moons 8gaussians pinwheel 2spirals checkerboard) or points
+      from .npy/.csv; prints held-out NLL, KL, MMD2 and the model density's mass on a grid (about 1 unless
+      the density formula overstates the map's expansion) as it goes; writes the model and model.json beside
+      it (architecture, lambda, beta, h, data, seeds, metrics, training curve); an RWPO model keeps
+      --reference-draws R (default 8) draws of --reference-size n points of its data (default: the batch
+      size): its density is the mean of the R densities beside each draw's keys, and sample j inverts draw
+      j mod R's map (one draw's density is rough where few keys lie within the kernel's width). Defaults not
+      the paper's: the RWPO softmax leaves each query's own key out (--include-self: the paper's l = j too),
+      and λ stays at --lambda0 (0.05; --train-lambda learns it, but its gradient misses the active set's
+      boundary term and it climbs, spoiling the samples). --clip-median K caps each gradient's norm at K
+      times the median of the last 64 (default 5; 0 = off): a batch on which the map folds gives a spike;
+      --resample-every K draws a new batch every K iterations (default 0: every iteration with the RWPO
+      layer, every 25 without)
+  sample MODEL.safetensors --out samples.npy [--n 10000] [--seed S | --base Z.npy] [--batch 2000] [--explicit]
+      samples (n x d, float32) from base normals drawn by the seed or read from --base (n x d), in batches
+      (the RWPO layer's keys when the model has no reference batch); of a posterior flow (infer): n x d
+      float64 posterior samples, pushed forward in batches of the training batch's size
+  density MODEL.safetensors --out density.npy [--grid 200] [--half-width 4] [--reference 2000] [--seed S]
+      the model density on a grid x grid lattice over [-w, w]^2 (row = y, column = x); with the RWPO layer
+      the grid points are queries against the frozen keys of the model's reference draws, their densities
+      averaged (of a model without a reference: --reference samples of the model's own)
+  bench run [--json] [--backend {backends}] [--d 3] [--n 16384,...] [--every 4] [--steps 20]
+        [--method euler|heun|rk4|dopri5] [--fields-only]
+      whole runs of a softmax scene (Euler unless --method, float32) recording every K steps with every
+      observable: steps/s, records/s, the time against the same run recording only at its ends, and per record
+      the milliseconds of the download, the one velocity/entropy/energy pass, the moments and the cluster count;
+      --fields-only runs a GPU backend's fields without its device stepper (a read-back per stage)
+  bench view [--json] [--backend {backends}] [--d 3] [--n 65536,...] [--every 4] [--method euler|...]
+        [--seconds 3] [--size 1280x800] [--fps 60]
+      the particle view drawn headless (EGL, no display) while the app's run steps, frames paced at --fps
+      (0: unpaced): frames/s, milliseconds a frame takes and how late it starts, steps/s against the same
+      run not drawn, records/s (every K steps; device runs at most ~15 a second, as the app); with gl the
+      points come from the run's device copy of the tokens, as in the app
+  bench train [--json] [--iters 20] [training options]
+      milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
+  bench sweep [--ranks 2] [--json]
+      runs per second of the shipped sweeps, serial against two workers (threads, and MPI ranks where built)
+
+  sweep SWEEP.json|NAME --out DIR [--jobs N] [--backend {backends}] [--schedule dynamic|static]
+        [--shard I/N] [--max-memory SIZE]
+      a study (docs/sweeps.md): every run of a base scene with its axes' values, each run's measures
+      journaled in DIR as it finishes (a rerun, or DIR/sweep.json --out DIR, runs only what is missing),
+      then the table DIR/results.csv, results.json and a .npy per column; NAME: a shipped sweep
+      (assets/sweeps: fig4-ranks-softmax, fig11-ranks-l2, sphere-beta-n, disc-tmax); under
+      mpirun -n P rank 0 hands out the runs
+  sweep SWEEP.json --out DIR --slurm-script [--shards N] [--jobs N] > job.sh
+      a Slurm job array of N shards and the merge job after it
+  sweep merge DIR
+      the shards' journals into the table
+  sweep plot DIR [--x AXIS] [--y AXIS] --measure M --out fig.png|fig.svg
+      a heatmap of M over two axes, or its histograms over one
+  sweep SWEEP.json --print-scene R
+      run R's scene, for simulate or moments
+
+  infer PROBLEM.json|NAME --out posterior.safetensors [--samples s.npy] [--rwpo|--no-rwpo] [--iters N] [--batch B]
+        [--frame prior|laplace] [--seed S] [--every K] [--summary-samples n] [--threads T]
+      fit a posterior flow to a Bayesian inverse problem (docs/inverse.md): the flow of train run forward
+      from N(0, I) and trained by reverse KL against p(x|y) ∝ exp(-|y - F(x)|²/2σ²) p(x); shipped problems:
+      linear-gaussian, lorenz63, elliptic, eit (assets/problems); prints the loss, the data misfit, the
+      posterior mean and spread and, where the problem has a truth, the relative L1 error of the mean;
+      writes the model (sample reads it) and its record (curve, summary) beside it
+
+  train-transformer --task A|B --out model.safetensors [--lambda-ot X] [--steps M] [--arch ot|node|discrete]
+        [--blocks D] [--horizon T] [--integrator euler|rk4] [--convention element-mean|paper] [--increment]
+        [--layer-norm] [--width d] [--pad-copy] [--routing-init] [--mlp H] [--iters N] [--batch B] [--lr X]
+        [--lr-final X] [--average-iters K] [--seed S] [--eval-every K] [--eval-sets 1000]
+        [--drop-rates 0,0.01,...] [--quiet]
+      train a continuous-time Transformer (OT-Transformer: one ODE whose velocity is the block stack; node:
+      one ODE per block; discrete: the plain Transformer) on task A (straight-line toy with a closed-form
+      optimum) or B (2-D point-cloud classification; docs/math/transformers.md), objective (8): task loss +
+      lambda_ot * transport cost (element-mean: the code's sum dt |f|^2 / numel; paper: 1/2 sum dt |f|^2_F per
+      set); prints the stability threshold T L^2, held-out loss, accuracy, straightness, speed CV, distance
+      to the closed form (A), the empirical Lipschitz ratio against Theorem 2's bound, and for B accuracy
+      against point-drop rate; writes the model and model.json beside it. --average-iters K evaluates and
+      saves the running average of the parameters (the mean of the iterates, then an exponential moving
+      average with time constant K iterations; default 200; 0: the last iterate)
+      Task A: --width d > 2 pads the tokens to [x; 0] (--pad-copy: [x; x; 0]), --routing-init routes the
+      copy's mean to the MLP; with --increment --lr-final 5e-3 --iters 16000 this gets within 1 % of the
+      closed form (README)
+  eval-transformer MODEL.safetensors [--drop-rates 0,0.05,0.1,0.2,0.5] [--sets 1000] [--seed S] [--out r.json]
+      the same evaluation on fresh held-out sets (seeded), with the drop-rate table for task B models; a model
+      whose outputs are not finite (NaN, overflow) is a runtime failure (exit code 1, nothing written)
+
+  render SCENE.json --out anim.mp4|anim.gif|frames/ [--view particles|cone|disc] [--frames 120] [--fps 30]
+        [--size 1280x720] [--dt-per-frame X] [--hud|--no-hud] [--caption auto|TEXT] [--no-particles]
+      an animation of a view, drawn headless (EGL, no display needed): frame k shows simulation time k * X
+      (default X: the scene's step times output.every); --hud adds the particle view's heads-up display,
+      --caption a strip with the scene's name, parameters and t (auto) or TEXT ({t}: the time);
+      --no-particles: the cone or disc without the particles' covariance (no particle simulation)
+  render --view training --out anim.mp4|anim.gif|frames/ [--dataset NAME|--data FILE] [--side-by-side]
+        [--iters-per-frame 10] [--frames 120] [--fps 30] [--size 1280x720] [--caption auto|TEXT]
+        [--picture-samples 1000] [--seed S] [the training options of train: --no-rwpo --batch --lr ...]
+      an animation of a flow being trained, drawn headless by the app's Flows view (no display, no OpenGL):
+      frame k shows the model after k * K iterations (K: --iters-per-frame; frame 0: the initial model), with
+      held-out metrics every 200 iterations as in the app; --side-by-side trains with and without the RWPO
+      layer; --caption auto shows the data, the iteration, lambda, beta and the loss, TEXT replaces
+      {iteration}; --picture-samples: generated samples and data points drawn (with the RWPO layer a
+      picture costs O(n^2) per layer); the same command gives the same frames bit for bit
+
+exit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the field)
+)";
+
+// One example per command, shown under its help.
+const std::map<std::string, std::string>& examples() {
+    static const std::map<std::string, std::string> table = {
+        {"simulate", "flowscope-cli simulate assets/presets/default.json --out traj.npy --every 10"},
+        {"presets", "flowscope-cli presets"},
+        {"share", "flowscope-cli share assets/presets/default.json"},
+        {"moments",
+         "flowscope-cli moments assets/presets/cone-fig3a-blowup.json --out moments.npy --final-only"},
+        {"bench", "flowscope-cli bench particles --d 3 --n 1024,4096"},
+        {"ranks", "flowscope-cli ranks --dims 3 --runs 20 --out ranks.json"},
+        {"train", "flowscope-cli train --dataset moons --iters 2000 --out moons.safetensors"},
+        {"sample", "flowscope-cli sample moons.safetensors --n 5000 --out samples.npy"},
+        {"density", "flowscope-cli density moons.safetensors --grid 200 --out density.npy"},
+        {"sweep", "flowscope-cli sweep sphere-beta-n --out study/ --jobs 2"},
+        {"infer", "flowscope-cli infer linear-gaussian --iters 400 --out posterior.safetensors"},
+        {"train-transformer", "flowscope-cli train-transformer --task A --iters 2000 --out a.safetensors"},
+        {"eval-transformer", "flowscope-cli eval-transformer a.safetensors --sets 1000"},
+        {"render", "flowscope-cli render assets/presets/default.json --frames 120 --out clusters.mp4"},
+    };
+    return table;
+}
+
+struct Entry {
+    std::vector<std::string> words; // the command's words up to its first argument: {"bench", "run"}
+    std::string text;               // the entry's lines
+};
+
+bool isWord(const std::string& w) {
+    return !w.empty() &&
+           std::all_of(w.begin(), w.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '-'; });
+}
+
+std::vector<Entry> entries() {
+    std::vector<Entry> list;
+    std::istringstream in(withBackendChoices(kUsage));
+    bool inCommands = false;
+    for (std::string line; std::getline(in, line);) {
+        if (line == "commands:") {
+            inCommands = true;
+            continue;
+        }
+        if (!inCommands) continue;
+        if (line.rfind("exit codes:", 0) == 0) break;
+        if (line.size() > 2 && line[0] == ' ' && line[1] == ' ' && line[2] != ' ') {
+            Entry e;
+            std::istringstream words(line);
+            for (std::string w; words >> w && isWord(w) && e.words.size() < 2;) e.words.push_back(w);
+            e.text = line + "\n";
+            list.push_back(e);
+        } else if (!list.empty() && !line.empty()) {
+            list.back().text += line + "\n";
+        }
+    }
+    return list;
+}
+
+std::vector<std::string> optionsIn(const std::string& text) {
+    static const std::regex option("--[a-z][a-z0-9-]*");
+    std::vector<std::string> found;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), option); it != std::sregex_iterator(); ++it)
+        found.push_back(it->str());
+    return found;
+}
+
+std::size_t editDistance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = up;
+        }
+    }
+    return row[b.size()];
+}
+
+} // namespace
+
+std::string usageText() {
+    return withBackendChoices(kUsage);
+}
+
+std::vector<std::string> commandNames() {
+    std::vector<std::string> names;
+    for (const Entry& e : entries())
+        if (std::find(names.begin(), names.end(), e.words.front()) == names.end())
+            names.push_back(e.words.front());
+    return names;
+}
+
+std::vector<std::string> commandOptions(const std::string& command) {
+    std::vector<std::string> options;
+    bool trainingOptions = false; // bench train, render --view training: train's options too
+    for (const Entry& e : entries())
+        if (e.words.front() == command) {
+            for (const std::string& o : optionsIn(e.text)) options.push_back(o);
+            trainingOptions |= command != "train" && e.text.find("training options") != std::string::npos;
+        }
+    if (trainingOptions)
+        for (const std::string& o : commandOptions("train"))
+            if (o != "--out") options.push_back(o);
+    options.push_back("--help");
+    std::sort(options.begin(), options.end());
+    options.erase(std::unique(options.begin(), options.end()), options.end());
+    return options;
+}
+
+std::string commandHelp(const std::vector<std::string>& words) {
+    if (words.empty()) return "";
+    const std::vector<Entry> all = entries();
+    // The entries of the sub-command when one is named and exists ("bench run"), else all of the command's.
+    auto matches = [&](const Entry& e, std::size_t n) {
+        return e.words.size() >= n && std::equal(words.begin(), words.begin() + long(n), e.words.begin());
+    };
+    const std::size_t depth = words.size() >= 2 && std::any_of(all.begin(), all.end(),
+                                                               [&](const Entry& e) { return matches(e, 2); })
+                                  ? 2
+                                  : 1;
+    std::string body;
+    for (const Entry& e : all)
+        if (matches(e, depth)) body += e.text;
+    if (body.empty()) return "";
+    // The commands that take train's options (bench train, render --view training) list them.
+    if (words.front() != "train" && body.find("training options") != std::string::npos) {
+        std::string line = "      training options (as train):";
+        for (const std::string& o : commandOptions("train")) {
+            if (o == "--out" || o == "--help") continue;
+            if (line.size() + o.size() + 1 > 114) {
+                body += line + "\n";
+                line = "       ";
+            }
+            line += " " + o;
+        }
+        body += line + "\n";
+    }
+    std::string help = "usage: flowscope-cli " + words.front() +
+                       (depth == 2 ? " " + words[1] : std::string()) + " ...\n\n" + body;
+    if (const auto ex = examples().find(words.front()); ex != examples().end())
+        help += "\nexample:\n  " + ex->second + "\n";
+    help += "\nexit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the field)\n";
+    return help;
+}
+
+std::string nearestWord(const std::string& word, const std::vector<std::string>& candidates) {
+    std::string best;
+    std::size_t bestDistance = std::max<std::size_t>(1, (word.size() + 1) / 3) + 1;
+    for (const std::string& c : candidates) {
+        const std::size_t d = editDistance(word, c);
+        if (d < bestDistance) {
+            bestDistance = d;
+            best = c;
+        }
+    }
+    return best;
+}
+
+std::string versionText() {
+    std::string backends;
+    for (const BackendInfo& b : listBackends()) backends += (backends.empty() ? "" : ", ") + b.id;
+    std::string parts;
+#if FLOWSCOPE_HAVE_MPI
+    parts += " mpi";
+#endif
+#if FLOWSCOPE_HAVE_RENDER
+    parts += " render";
+#endif
+#if FLOWSCOPE_HAVE_HEADLESS_DRAWING
+    parts += " headless-drawing";
+#endif
+    return std::string("flowscope-cli ") + FLOWSCOPE_VERSION + "\nbackends: " + backends +
+           "\nbuilt with:" + (parts.empty() ? " nothing optional" : parts) + "\n";
+}
+
+std::string bashCompletion() {
+    std::string commands, cases;
+    for (const std::string& c : commandNames()) {
+        commands += (commands.empty() ? "" : " ") + c;
+        std::string options;
+        for (const std::string& o : commandOptions(c)) options += (options.empty() ? "" : " ") + o;
+        cases += "        " + c + ") opts=\"" + options + "\" ;;\n";
+    }
+    return "# bash completion for flowscope-cli (generated: flowscope-cli completion bash)\n"
+           "_flowscope_cli() {\n"
+           "    local cur=${COMP_WORDS[COMP_CWORD]} opts\n"
+           "    if ((COMP_CWORD == 1)); then\n"
+           "        COMPREPLY=($(compgen -W \"" +
+           commands +
+           " help completion --help --version\" -- \"$cur\"))\n"
+           "        return\n"
+           "    fi\n"
+           "    case ${COMP_WORDS[1]} in\n" +
+           cases + "        help) COMPREPLY=($(compgen -W \"" + commands +
+           "\" -- \"$cur\")); return ;;\n"
+           "        *) opts=\"\" ;;\n"
+           "    esac\n"
+           "    if [[ $cur == -* ]]; then\n"
+           "        COMPREPLY=($(compgen -W \"$opts\" -- \"$cur\"))\n"
+           "    else\n"
+           "        COMPREPLY=($(compgen -f -- \"$cur\"))\n"
+           "    fi\n"
+           "}\n"
+           "complete -o filenames -F _flowscope_cli flowscope-cli\n";
+}
+
+} // namespace flowscope::cli
