@@ -4,6 +4,8 @@
 
 #include "TempDir.h"
 
+#include "engine/io/OutputSet.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -39,8 +41,24 @@ inline CliResult runCli(const std::string& cli, const std::string& args, const s
     return r;
 }
 
-// Starts `words` (argv, the binary first) writing `out`, waits until the export is under way (its temporary
-// "<out>.tmp-<pid>" exists), interrupts it a few frames in, and expects exit code 130 with nothing left in
+// The file process `pid` stages `out` under (stagedPathFor's ".flowscope-tmp-<pid>-<random>-<name>" beside
+// it), or "" while there is none.
+inline std::string stagedFileOf(const std::string& out, long pid) {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::path(out).parent_path().empty() ? fs::path(".") : fs::path(out).parent_path();
+    const std::string name = fs::path(out).filename().string();
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string n = e.path().filename().string();
+        if (n.rfind(".flowscope-tmp-", 0) == 0 && stagingPid(n) == pid && n.size() > name.size() &&
+            n.compare(n.size() - name.size() - 1, std::string::npos, "-" + name) == 0)
+            return e.path().string();
+    }
+    return "";
+}
+
+// Starts `words` (argv, the binary first) writing `out`, waits until the export is under way (its staged file
+// exists), interrupts it a few frames in, and expects exit code 130 with nothing left in
 // `dir`: neither `out` nor its temporary.
 inline void expectInterruptLeavesNothing(std::vector<std::string> words, const std::string& out,
                                          const TempDir& dir) {
@@ -54,11 +72,11 @@ inline void expectInterruptLeavesNothing(std::vector<std::string> words, const s
     pid_t pid = 0;
     ASSERT_EQ(posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ), 0);
     posix_spawn_file_actions_destroy(&actions);
-    const std::string temporary = out + ".tmp-" + std::to_string(pid);
+    std::string temporary;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!fs::exists(temporary) && std::chrono::steady_clock::now() < deadline)
+    while ((temporary = stagedFileOf(out, pid)).empty() && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    EXPECT_TRUE(fs::exists(temporary));
+    ASSERT_FALSE(temporary.empty());
     std::this_thread::sleep_for(std::chrono::milliseconds(300)); // a few frames in
     kill(pid, SIGINT);
     int status = 0;

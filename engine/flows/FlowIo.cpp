@@ -69,6 +69,11 @@ std::string configPathFor(const std::string& modelPath) {
     return modelPath + ".json";
 }
 
+std::vector<std::string> modelFiles(const std::string& modelPath) {
+    if (modelPath.empty()) return {};
+    return {modelPath, configPathFor(modelPath)};
+}
+
 nlohmann::json toJson(const FlowConfig& c) {
     return {{"d", c.d},
             {"width", c.width},

@@ -25,6 +25,9 @@ struct TrainEvent;
 
 // "dir/model.safetensors" -> "dir/model.json"; any other name gets ".json" appended.
 std::string configPathFor(const std::string& modelPath);
+// The files a model argument stands for, as a command's inputs: the model and its record ({} for "").
+// An output over either would destroy the model.
+std::vector<std::string> modelFiles(const std::string& modelPath);
 
 nlohmann::json toJson(const FlowConfig& c);
 // Throws std::runtime_error naming the field ("architecture/layers: ...") for a missing or bad value.

@@ -1,7 +1,7 @@
-// Flowscope engine: atomic file writes. Data goes to "<path>.tmp-<pid>", is flushed, then renamed over
-// <path>, so a crash or an error never leaves a partial file under the final name. Inside an
-// OutputSet::Capture whose set declares `path`, the file is staged in that set and renamed with the rest of
-// the set at its commit (engine/io/OutputSet.h).
+// Flowscope engine: atomic file writes. Data goes to a staged name beside <path> (stagedPathFor in
+// OutputSet.h), is flushed, then renamed over <path>, so a crash or an error never leaves a partial file
+// under the final name. Inside an OutputSet::Capture whose set declares `path`, the file is staged in that
+// set and renamed with the rest of the set at its commit (engine/io/OutputSet.h).
 #pragma once
 
 #include <functional>

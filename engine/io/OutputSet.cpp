@@ -6,10 +6,12 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <pthread.h>
+#include <random>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +29,9 @@ void fault(const char* point, int index = 0) {
 }
 
 constexpr const char* kJournalPrefix = ".flowscope-commit-";
+constexpr const char* kStagedPrefix = ".flowscope-tmp-";
+constexpr const char* kBackupPrefix = ".flowscope-old-";
+constexpr std::size_t kRandomDigits = 16;
 
 std::string errnoText() {
     return std::strerror(errno);
@@ -98,6 +103,41 @@ std::string directoryOf(const std::string& path) {
     return p.empty() ? "." : p.string();
 }
 
+std::string stagedPathFor(const std::string& path, bool backup) {
+    static thread_local std::mt19937_64 random{
+        std::random_device{}() ^ (std::uint64_t(::getpid()) << 32 | std::uint64_t(::time(nullptr)))};
+    char hex[kRandomDigits + 1];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(random()));
+    std::string head =
+        std::string(backup ? kBackupPrefix : kStagedPrefix) + std::to_string(::getpid()) + "-" + hex + "-";
+    std::string name = fs::path(path).filename().string();
+    if (name.empty()) name = "output";
+    if (head.size() + name.size() > 255) { // NAME_MAX: keep the head, cut the name at a character boundary
+        std::size_t keep = 255 - head.size();
+        while (keep > 0 && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+        name.resize(keep);
+    }
+    const fs::path dir = fs::path(path).parent_path();
+    return (dir / (head + name)).string();
+}
+
+long stagingPid(const std::string& name) {
+    for (const char* prefix : {kStagedPrefix, kBackupPrefix}) {
+        const std::size_t n = std::strlen(prefix);
+        if (name.compare(0, n, prefix) != 0) continue;
+        const std::size_t dash = name.find('-', n);
+        if (dash == std::string::npos || dash == n || dash - n > 9) return -1;
+        const std::string digits = name.substr(n, dash - n);
+        if (digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+        const std::string hex = name.substr(dash + 1, kRandomDigits);
+        if (hex.size() != kRandomDigits || hex.find_first_not_of("0123456789abcdef") != std::string::npos)
+            return -1;
+        if (name.size() <= dash + 1 + kRandomDigits + 1 || name[dash + 1 + kRandomDigits] != '-') return -1;
+        return std::stol(digits);
+    }
+    return -1;
+}
+
 namespace {
 
 // A name that identifies a file however it is spelled: the absolute, lexically normal path of its
@@ -123,13 +163,18 @@ bool processAlive(long pid) {
     return ::kill(pid_t(pid), 0) == 0 || errno == EPERM;
 }
 
-// The pid in "<anything><marker><digits>", or -1.
-long pidAfter(const std::string& name, const std::string& marker) {
-    const std::size_t at = name.rfind(marker);
-    if (at == std::string::npos || at + marker.size() >= name.size()) return -1;
-    const std::string digits = name.substr(at + marker.size());
+// The pid in "<prefix><digits>" (the whole rest of the name), or -1.
+long pidAfter(const std::string& name, const std::string& prefix) {
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return -1;
+    const std::string digits = name.substr(prefix.size());
     if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
     return std::stol(digits);
+}
+
+// A plain file (not a folder, not a link), by lstat.
+bool isPlainFile(const std::string& p) {
+    struct stat st {};
+    return ::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 // The journal: "flowscope-commit 1\n" then, per file, three length-prefixed paths (staged, final, backup;
@@ -149,18 +194,25 @@ struct JournalEntry {
     std::string staged, final, backup;
 };
 
-bool readJournal(const std::string& path, const std::string& dir, std::vector<JournalEntry>& entries) {
+enum class Journal { Valid, Corrupt, NotOurs };
+
+Journal readJournal(const std::string& path, const std::string& dir, std::vector<JournalEntry>& entries) {
+    if (!isPlainFile(path)) return Journal::NotOurs;
     std::ifstream in(path, std::ios::binary);
     std::string magic;
-    if (!std::getline(in, magic) || magic != "flowscope-commit 1") return false;
+    if (!std::getline(in, magic) || magic != "flowscope-commit 1") return Journal::NotOurs;
     const std::string dirName = normalName(dir);
     for (JournalEntry e; getPath(in, e.staged) && getPath(in, e.final) && getPath(in, e.backup);) {
-        // Only files of this directory: a journal never moves anything elsewhere.
+        // Only files of this directory: a journal never moves anything elsewhere. The staged file and the
+        // backup carry the staging names: a journal never renames or removes a file a user named.
         for (const std::string* p : {&e.staged, &e.final, &e.backup})
-            if (!p->empty() && normalName(directoryOf(*p)) != dirName) return false;
+            if (!p->empty() && normalName(directoryOf(*p)) != dirName) return Journal::Corrupt;
+        if (stagingPid(fs::path(e.staged).filename().string()) < 0 ||
+            (!e.backup.empty() && stagingPid(fs::path(e.backup).filename().string()) < 0))
+            return Journal::Corrupt;
         entries.push_back(e);
     }
-    return in.eof() && !entries.empty();
+    return in.eof() && !entries.empty() ? Journal::Valid : Journal::Corrupt;
 }
 
 bool exists(const std::string& p) {
@@ -173,10 +225,12 @@ bool exists(const std::string& p) {
 int rollForward(const std::string& journal, const std::string& dir) {
     std::vector<JournalEntry> entries;
     int changed = 0;
-    if (readJournal(journal, dir, entries)) {
+    const Journal kind = readJournal(journal, dir, entries);
+    if (kind == Journal::NotOurs) return 0; // a file of someone else's that only looks like a journal
+    if (kind == Journal::Valid) {
         bool failed = false;
         for (const JournalEntry& e : entries)
-            if (exists(e.staged)) {
+            if (isPlainFile(e.staged)) {
                 if (::rename(e.staged.c_str(), e.final.c_str()) != 0)
                     failed = true;
                 else
@@ -184,14 +238,14 @@ int rollForward(const std::string& journal, const std::string& dir) {
             }
         if (failed)
             for (const JournalEntry& e : entries) {
-                if (!e.backup.empty() && exists(e.backup))
+                if (!e.backup.empty() && isPlainFile(e.backup))
                     ::rename(e.backup.c_str(), e.final.c_str());
-                else if (e.backup.empty() && !exists(e.staged))
+                else if (e.backup.empty() && !exists(e.staged) && isPlainFile(e.final))
                     ::unlink(e.final.c_str());
-                ::unlink(e.staged.c_str());
+                if (isPlainFile(e.staged)) ::unlink(e.staged.c_str());
             }
         for (const JournalEntry& e : entries)
-            if (!e.backup.empty()) ::unlink(e.backup.c_str());
+            if (!e.backup.empty() && isPlainFile(e.backup)) ::unlink(e.backup.c_str());
         fsyncPath(dir, true);
     }
     ::unlink(journal.c_str());
@@ -207,31 +261,35 @@ int recoverOutputs(const std::string& dir) {
         std::vector<fs::path> journals, stale;
         for (const auto& e : fs::directory_iterator(dir, ec)) {
             const std::string name = e.path().filename().string();
+            if (!isPlainFile(e.path().string()))
+                continue; // never a folder (a PNG sequence's stays) or a link
             if (name.rfind(kJournalPrefix, 0) == 0) {
                 const long pid = pidAfter(name, kJournalPrefix);
                 if (pid > 0 && !processAlive(pid))
                     journals.push_back(e.path());
-                else if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0 &&
-                         !processAlive(pidAfter(name.substr(0, name.size() - 4), kJournalPrefix)))
-                    stale.push_back(e.path()); // a journal being written when its process died
+                else if (name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0) {
+                    const long writer = pidAfter(name.substr(0, name.size() - 4), kJournalPrefix);
+                    if (writer > 0 && !processAlive(writer))
+                        stale.push_back(e.path()); // a journal being written when its process died
+                }
                 continue;
             }
-            for (const char* marker : {".tmp-", ".old-"}) {
-                const long pid = pidAfter(name, marker);
-                if (pid > 0 && !processAlive(pid)) stale.push_back(e.path());
-            }
+            const long pid = stagingPid(name);
+            if (pid > 0 && !processAlive(pid)) stale.push_back(e.path());
         }
         for (const fs::path& j : journals) changed += rollForward(j.string(), dir);
-        for (const fs::path& p : stale) {
-            const auto removed = fs::remove_all(p, ec); // a PNG sequence's staged folder too
-            if (!ec && removed != static_cast<std::uintmax_t>(-1)) changed += int(removed);
-        }
+        for (const fs::path& p : stale)
+            if (isPlainFile(p.string()) && ::unlink(p.c_str()) == 0) ++changed;
     } catch (...) {
     }
     return changed;
 }
 
 void installOutputSignalCleanup() {
+    // A write past the file-size limit (ulimit -f) then fails with EFBIG, which the writers report and clean
+    // up after, instead of SIGXFSZ killing the process with its staged file left behind.
+    if (struct sigaction old{}; ::sigaction(SIGXFSZ, nullptr, &old) == 0 && old.sa_handler == SIG_DFL)
+        ::signal(SIGXFSZ, SIG_IGN);
     for (int sig : kCleanupSignals) { // each time: an action reset to the default since is taken over again
         struct sigaction old {};
         if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
@@ -253,6 +311,10 @@ OutputSet::OutputSet(std::vector<std::string> outputs, const std::vector<std::st
     for (std::size_t i = 0; i < paths_.size(); ++i) {
         const std::string& p = paths_[i];
         if (p.empty()) throw OutputError(field_, "an output file name is empty");
+        if (const std::string name = fs::path(p).filename().string(); name.size() > 255)
+            throw OutputError(field_, "the file name '" + name.substr(0, 40) + "…' is " +
+                                          std::to_string(name.size()) +
+                                          " bytes long; a file name has at most 255 bytes");
         const std::string dir = directoryOf(p);
         struct stat st {};
         if (::stat(dir.c_str(), &st) != 0)
@@ -274,8 +336,7 @@ OutputSet::OutputSet(std::vector<std::string> outputs, const std::vector<std::st
                                               "); writing it would replace it");
         if (std::find(dirs.begin(), dirs.end(), normalName(dir)) == dirs.end())
             dirs.push_back(normalName(dir));
-        entries_.push_back(
-            {p, p + ".tmp-" + std::to_string(::getpid()), p + ".old-" + std::to_string(::getpid())});
+        entries_.push_back({p, stagedPathFor(p), stagedPathFor(p, true)});
     }
     if (dirs.size() > 1) // the journal lives in one directory and only ever names files there
         throw std::logic_error("OutputSet: the files of one set must share a directory");
@@ -302,6 +363,12 @@ void OutputSet::releaseSlot(Entry& e) noexcept {
 
 bool OutputSet::declares(const std::string& path) const {
     return std::find(paths_.begin(), paths_.end(), path) != paths_.end();
+}
+
+const std::string& OutputSet::stagedPath(const std::string& path) const {
+    for (const Entry& e : entries_)
+        if (e.path == path) return e.staged;
+    throw std::logic_error("OutputSet::stagedPath: '" + path + "' was not declared");
 }
 
 void OutputSet::write(const std::string& path, const std::function<void(std::ostream&)>& writer) {

@@ -3,10 +3,12 @@
 // A command declares every file it will write before it starts the work; the declaration is checked at once
 // (the names must differ from each other and from the inputs, the directory must exist and be writable) and
 // stale files of dead processes in that directory are cleaned up. The files are then written to staged names
-// ("<path>.tmp-<pid>") and flushed to disk; commit() renames them into place, all of them or none:
+// (".flowscope-tmp-<pid>-<random>-<name>", stagedPathFor) and flushed to disk; commit() renames them into
+// place, all of them or none:
 //
 //   1. every staged file is complete and fsync'ed;
-//   2. each old file at a final name is hard-linked to "<path>.old-<pid>" (the rollback copy);
+//   2. each old file at a final name is hard-linked to ".flowscope-old-<pid>-<random>-<name>" (the rollback
+//      copy);
 //   3. a journal "<dir>/.flowscope-commit-<pid>" lists (staged, final, backup) and is fsync'ed;
 //   4. the staged files are renamed in declaration order (the sidecar record last);
 //   5. the backups and the journal are removed.
@@ -52,6 +54,8 @@ class OutputSet {
 
     const std::vector<std::string>& paths() const { return paths_; }
     bool declares(const std::string& path) const;
+    // Where a declared file is staged until the commit (std::logic_error for an undeclared path).
+    const std::string& stagedPath(const std::string& path) const;
 
     // Writes one declared file to its staged name (flushed and fsync'ed). Throws std::runtime_error naming
     // the path on failure, std::logic_error for an undeclared path.
@@ -102,8 +106,20 @@ class OutputSet {
 // its record, the moments' three arrays) are atomic on their own and inside a command's declared set.
 void writeOutputSet(const std::vector<std::string>& outputs, const std::function<void()>& write);
 
+// The names Flowscope stages under, beside `path`: ".flowscope-tmp-<pid>-<16 hex digits>-<name>" for a file
+// (or a PNG sequence's folder) being written, ".flowscope-old-<pid>-<16 hex digits>-<name>" for a commit's
+// rollback copy (`backup`). The hex digits are random, drawn afresh for every call; <name> is the target's
+// file name, shortened (at a UTF-8 boundary) so the whole name stays within 255 bytes.
+std::string stagedPathFor(const std::string& path, bool backup = false);
+
+// The process id in a file name made by stagedPathFor (the name alone, no directory), or -1 when `name` is
+// not exactly of that form. Recovery removes nothing else.
+long stagingPid(const std::string& name);
+
 // Finishes the commits of dead processes in `dir` (rolled forward from their journals) and removes their
-// staged files and backups. Called by every OutputSet for its directories and by the loaders of multi-file
+// staged files and backups. Only plain files whose names stagingPid recognises are ever removed or renamed,
+// never a folder, a link, or a name a user could have chosen for a file of their own
+// (docs/outputs.md#recovery). Called by every OutputSet for its directories and by the loaders of multi-file
 // sets before they read. Never throws; returns the number of files renamed or removed.
 int recoverOutputs(const std::string& dir);
 

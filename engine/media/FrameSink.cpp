@@ -1,5 +1,6 @@
 #include "engine/media/FrameSink.h"
 
+#include "engine/io/OutputSet.h"
 #include "engine/media/GifWriter.h"
 #include "engine/media/Mp4Writer.h"
 #include "engine/media/PngWriter.h"
@@ -16,7 +17,7 @@ namespace flowscope {
 FrameSink::~FrameSink() = default;
 
 std::string temporaryPathFor(const std::string& path) {
-    return path + ".tmp-" + std::to_string(::getpid());
+    return stagedPathFor(path);
 }
 
 namespace {

@@ -3,8 +3,8 @@
 //   "*.mp4"                          H.264 in MP4 (Mp4Writer.h; needs libav at build time)
 //   "*.gif"                          animated GIF89a (GifWriter.h)
 //   "dir/" or an existing directory  numbered PNGs dir/frame_00000.png, ... (PngWriter.h)
-// Sinks are atomic like engine/io/AtomicFile.h: they write to "<path>.tmp-<pid>" beside the target and
-// rename it in finish(); a sink destroyed without finish() (cancelled export, exception) removes its
+// Sinks are atomic like engine/io/AtomicFile.h: they write to a staged name (stagedPathFor) beside the target
+// and rename it in finish(); a sink destroyed without finish() (cancelled export, exception) removes its
 // temporary file or directory and leaves nothing under the final name.
 #pragma once
 
@@ -45,7 +45,8 @@ class FrameSink {
 // H.264 in yuv420p needs even sizes, and a resizable window gives odd ones often.
 std::unique_ptr<FrameSink> openFrameSink(const std::string& path, const VideoOptions& options);
 
-// "<path>.tmp-<pid>": where a sink writes before the final rename (the naming of engine/io/AtomicFile.h).
+// Where a sink writes before the final rename: stagedPathFor(path) (engine/io/OutputSet.h), a name that
+// recovery recognises as Flowscope's own.
 std::string temporaryPathFor(const std::string& path);
 
 } // namespace flowscope

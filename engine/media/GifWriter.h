@@ -58,7 +58,7 @@ struct GifOptions {
 
 class GifWriter : public FrameSink {
   public:
-    // Opens "<path>.tmp-<pid>"; std::runtime_error naming `path` when it cannot be created,
+    // Opens its staged file (temporaryPathFor); std::runtime_error naming `path` when it cannot be created,
     // std::invalid_argument for bad sizes or options.
     GifWriter(const std::string& path, int width, int height, const GifOptions& options = {});
     ~GifWriter() override; // without finish(): closes and removes the temporary file

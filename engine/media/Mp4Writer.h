@@ -25,8 +25,8 @@ struct Mp4Options {
 
 class Mp4Writer : public FrameSink {
   public:
-    // Opens the encoder and "<path>.tmp-<pid>"; std::runtime_error naming `path` when either fails,
-    // std::invalid_argument for bad sizes or options.
+    // Opens the encoder and its staged file (temporaryPathFor); std::runtime_error naming `path` when either
+    // fails, std::invalid_argument for bad sizes or options.
     Mp4Writer(const std::string& path, int width, int height, const Mp4Options& options = {});
     ~Mp4Writer() override; // without finish(): frees the encoder and removes the temporary file
     Mp4Writer(const Mp4Writer&) = delete;

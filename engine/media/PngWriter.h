@@ -17,8 +17,8 @@ std::vector<std::uint8_t> encodePng(int w, int h, const std::uint8_t* rgba, int 
 // Writes encodePng(...) atomically to `path` (engine/io/AtomicFile.h); std::runtime_error names the path.
 void writePng(const std::string& path, int w, int h, const std::uint8_t* rgba, int stride);
 
-// A numbered PNG sequence dir/frame_00000.png, frame_00001.png, ... Frames go into the temporary directory
-// "<dir>.tmp-<pid>", which finish() renames to `dir`. A `dir` that exists and is not empty is refused (at
+// A numbered PNG sequence dir/frame_00000.png, frame_00001.png, ... Frames go into a staged folder beside
+// `dir` (stagedPathFor), which finish() renames to `dir`. A `dir` that exists and is not empty is refused (at
 // construction and again at finish) rather than mixing two exports' frames; an empty one is replaced.
 class PngSequenceWriter : public FrameSink {
   public:

@@ -7,6 +7,7 @@
 //     changed old file, no staged temporary); a successful one adds exactly its outputs.
 // Every process runs under an alarm: a case that hangs fails instead of hanging the suite.
 #include "engine/io/Npy.h"
+#include "engine/io/OutputSet.h"
 #include "engine/io/Safetensors.h"
 
 #include <gtest/gtest.h>
@@ -107,9 +108,11 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
     return files;
 }
 
+// What Flowscope stages or journals (engine/io/OutputSet.h), by the exact form of its own names; `name` may
+// be a path relative to the case's directory.
 bool isTemporary(const std::string& name) {
-    return name.find(".tmp-") != std::string::npos || name.find(".old-") != std::string::npos ||
-           name.find(".flowscope-commit") != std::string::npos;
+    const std::string base = fs::path(name).filename().string();
+    return flowscope::stagingPid(base) > 0 || base.rfind(".flowscope-commit-", 0) == 0;
 }
 
 void writeText(const fs::path& p, const std::string& text) {
@@ -257,12 +260,23 @@ std::function<void(const fs::path&)> sceneFile(const std::string& text) {
     return file("s.json", text);
 }
 
-// Waits until a staged "<name>.tmp-<pid>" appears in `dir`, then sends `sig`.
+// Whether process `pid` has staged `name` in `dir` (".flowscope-tmp-<pid>-<random>-<name>").
+bool stagedBy(const fs::path& dir, pid_t pid, const std::string& name) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+        const std::string n = e.path().filename().string();
+        if (n.rfind(".flowscope-tmp-", 0) == 0 && flowscope::stagingPid(n) == pid && n.size() > name.size() &&
+            n.compare(n.size() - name.size() - 1, std::string::npos, "-" + name) == 0)
+            return true;
+    }
+    return false;
+}
+
+// Waits until `dir` holds process `pid`'s staged `name`, then sends `sig`.
 std::function<void(pid_t, const fs::path&)> signalWhenStaged(int sig, const std::string& name) {
     return [=](pid_t pid, const fs::path& dir) {
-        const std::string staged = (dir / (name + ".tmp-" + std::to_string(pid))).string();
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        while (!fs::exists(staged) && std::chrono::steady_clock::now() < deadline) {
+        while (!stagedBy(dir, pid, name) && std::chrono::steady_clock::now() < deadline) {
             siginfo_t info{};
             if (waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid)
                 return; // ended before writing
@@ -463,6 +477,18 @@ std::vector<Case> cases() {
               flowscope::writeSafetensors((d / "m.safetensors").string(), f);
           },
           "eval-transformer " + M, 1, {"not finite"});
+    // A flow whose every weight is 3e38: its samples and densities are not finite, a failure, nothing
+    // written.
+    const auto hugeFlow = [](const fs::path& d) {
+        copyModel(d, "flow", "m");
+        flowscope::SafeTensors f = flowscope::readSafetensors((d / "m.safetensors").string());
+        for (auto& t : f.tensors)
+            for (double& v : t.data) v = 3e38;
+        fs::remove(d / "m.safetensors");
+        flowscope::writeSafetensors((d / "m.safetensors").string(), f);
+    };
+    model("density-huge-weights", hugeFlow, "density " + M + " --grid 8 --out {d}/x.npy", 1, {"not finite"});
+    model("sample-huge-weights", hugeFlow, "sample " + M + " --n 16 --out {d}/x.npy", 1, {"not finite"});
     model("train-data-missing", {}, "train --data {d}/p.csv --iters 1 --out {d}/o.safetensors", 2,
           {"--data"});
     model("train-data-one-point", file("p.csv", "1,2\n"),
@@ -546,6 +572,13 @@ std::vector<Case> cases() {
         {"--out", "does not exist"});
     out("sample-out-is-the-model", copied("flow"), "sample " + M + " --out " + M, {"--out", "input"});
     out("density-out-is-the-model", copied("flow"), "density " + M + " --out " + M, {"--out", "input"});
+    // The model's record beside it is part of the model: sample, density and eval-transformer never write it.
+    out("density-out-is-the-models-record", copied("flow"), "density " + M + " --out {d}/m.json",
+        {"--out", "input"});
+    out("sample-out-is-the-models-record", copied("flow"), "sample " + M + " --out {d}/m.json",
+        {"--out", "input"});
+    out("eval-out-is-the-models-record", copied("ot"), "eval-transformer " + M + " --out {d}/m.json",
+        {"--out", "input"});
     out("eval-out-is-the-model", copied("ot"), "eval-transformer " + M + " --out " + M, {"--out", "input"});
     out("ranks-out-into-missing-dir", {}, "ranks --dims 3 --runs 1 --out {d}/none/r.json",
         {"--out", "does not exist"});
@@ -554,11 +587,52 @@ std::vector<Case> cases() {
     add({"outputs",
          "simulate-replaces-an-old-set-whole",
          files({small, file("t.npy", "old trajectory"), file("t.json", "old record"),
-                file("t.npy.tmp-999999999", "x")}),
+                file(".flowscope-tmp-999999999-0123456789abcdef-t.npy", "a killed run's staged file")}),
          "simulate " + S + " --out {d}/t.npy",
          0,
          {"wrote"},
          {"t.npy", "t.json"}});
+
+    add({"scene", "presets-with-an-argument", {}, "presets extra", 2, {"presets", "extra"}});
+    add({"outputs",
+         "out-name-over-255-bytes",
+         small,
+         "simulate " + S + " --out {d}/" + std::string(300, 'x') + ".npy",
+         2,
+         {"--out", "255 bytes"}});
+
+    // ---- look-alikes: the user's own files and folders named like staged files survive every writer and
+    // every model reader (recovery deleted them, folders with their contents) ----
+    const auto lookAlikes = [](const fs::path& d) {
+        writeText(d / "thesis.old-2019", "precious");
+        writeText(d / "report.pdf.old-31337", "x");
+        writeText(d / "t.npy.tmp-999999999", "named like the old staging names");
+        writeText(d / "m.json.old-4", "y");
+        fs::create_directory(d / "experiment.tmp-2019");
+        writeText(d / "experiment.tmp-2019/results.csv", "data");
+        fs::create_directory(d / "frames.old-7");
+    };
+    auto lookAlike = [&](const std::string& name, std::function<void(const fs::path&)> setup,
+                         const std::string& args, std::vector<std::string> created) {
+        add({"look-alikes", name, files({lookAlikes, std::move(setup)}), args, 0, {}, std::move(created)});
+    };
+    lookAlike("simulate", small, "simulate " + S + " --out {d}/t.npy", {"t.npy", "t.json"});
+    lookAlike("moments", sceneFile(gaussianMode("{}")), "moments " + S + " --out {d}/m.npy",
+              {"m.npy", "m_means.npy", "m_times.npy"});
+    lookAlike("train", {},
+              "train --dataset moons --iters 1 --batch 64 --eval-every 0 --quiet --out {d}/n.safetensors",
+              {"n.safetensors", "n.json"});
+    lookAlike("train-transformer", {}, "train-transformer --task A --iters 1 --quiet --out {d}/a.safetensors",
+              {"a.safetensors", "a.json"});
+    lookAlike("sample", copied("flow"), "sample " + M + " --n 16 --out {d}/s.npy", {"s.npy"});
+    lookAlike("density", copied("flow"), "density " + M + " --grid 8 --reference 16 --out {d}/g.npy",
+              {"g.npy"});
+    lookAlike("eval-transformer", copied("ot"), "eval-transformer " + M + " --sets 4", {});
+    lookAlike("share-decode", {},
+              "share --decode fs1." + base64url(deflated(scene())) + " --out {d}/back.json", {"back.json"});
+#ifdef FLOWSCOPE_GUI // a build with the GUI draws render's frames too
+    lookAlike("render-gif", small, "render " + S + " --frames 2 --size 64x48 --out {d}/x.gif", {"x.gif"});
+#endif
 
     // ---- signals ----
     for (const int sig : {SIGINT, SIGTERM, SIGHUP})
@@ -666,6 +740,33 @@ std::vector<Case> cases() {
          2,
          {"--every"}});
 
+    // A file-size limit (ulimit -f): the write fails with EFBIG, a runtime failure that leaves nothing,
+    // instead of SIGXFSZ killing the process with its staged file left behind.
+    const auto prlimit = [] { return fs::exists("/usr/bin/prlimit") ? "" : "needs prlimit (util-linux)"; };
+    add({"resource limits",
+         "simulate-past-the-file-size-limit",
+         files({sceneFile(bigLinearScene()), file("t.npy", "old trajectory"), file("t.json", "old record")}),
+         "--fsize=1000000 " + std::string(FLOWSCOPE_CLI) + " simulate " + S + " --out {d}/t.npy",
+         1,
+         {"t.npy"},
+         {},
+         "/usr/bin/prlimit",
+         {},
+         {},
+         prlimit});
+    add({"resource limits",
+         "train-past-the-file-size-limit",
+         {},
+         "--fsize=4000 " + std::string(FLOWSCOPE_CLI) +
+             " train --dataset moons --iters 1 --batch 64 --eval-every 0 --quiet --out {d}/m.safetensors",
+         1,
+         {"m.safetensors"},
+         {},
+         "/usr/bin/prlimit",
+         {},
+         {},
+         prlimit});
+
     // ---- the app's start-up flags (before any window: QT_QPA_PLATFORM=offscreen) ----
 #ifdef FLOWSCOPE_GUI
     auto gui = [&](const std::string& name, std::function<void(const fs::path&)> setup,
@@ -704,16 +805,16 @@ std::vector<Case> cases() {
     add({"GUI startup flags",
          "model-screenshot-ends",
          copied("flow"),
-         "-a " + std::string(FLOWSCOPE_GUI) +
+         std::string(FLOWSCOPE_GUI) +
              " --model {d}/m.safetensors --screenshot {d}/shot.png --after-steps 50 --size 800x600 --timeout "
              "60",
          0,
          {},
          {"shot.png"},
-         "/usr/bin/xvfb-run",
-         {"QT_QPA_PLATFORM=xcb"},
+         FLOWSCOPE_WITH_XVFB,
          {},
-         [] { return fs::exists("/usr/bin/xvfb-run") ? "" : "needs xvfb-run"; }});
+         {},
+         [] { return fs::exists("/usr/bin/Xvfb") ? "" : "needs Xvfb"; }});
 #endif
     return c;
 }
@@ -812,8 +913,8 @@ TEST(HostileTable, CoversEveryCategoryWithAtLeastAHundredCases) {
     std::size_t total = 0;
     for (const auto& [category, n] : counts) total += std::size_t(n);
     EXPECT_GE(total, 100u);
-    for (const char* category : {"scene", "token files", "models", "share strings", "outputs", "signals",
-                                 "full disk", "resource limits"})
+    for (const char* category : {"scene", "token files", "models", "share strings", "outputs", "look-alikes",
+                                 "signals", "full disk", "resource limits"})
         EXPECT_GT(counts[category], 0) << category;
 #ifdef FLOWSCOPE_GUI
     EXPECT_GT(counts["GUI startup flags"], 0);

@@ -54,6 +54,23 @@ def test_saved_model_samples_as_the_cli(cli, trained, tmp_path):
     assert np.array_equal(model.sample(base=Z), np.load(tmp_path / "b.npy"))
 
 
+def test_loading_and_saving_leave_the_users_look_alike_files_alone(trained, tmp_path):
+    """Recovery before a load or a save removes only Flowscope's own staged files: a user's files and
+    folders named like the old staging names (<name>.tmp-<digits>, <name>.old-<digits>) survive."""
+    model, path = trained
+    mine = {"thesis.old-2019": b"precious", "report.pdf.old-31337": b"x", "m.safetensors.tmp-999999": b"y",
+            "experiment.tmp-2019/results.csv": b"data"}
+    for name, data in mine.items():
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_bytes(data)
+    copy = tmp_path / "m.safetensors"
+    model.save(copy)
+    loaded = flowscope.FlowModel.load(copy)
+    assert loaded.sample(n=4, seed=1).shape == (4, 2)
+    for name, data in mine.items():
+        assert (tmp_path / name).read_bytes() == data, name
+
+
 def test_module_and_numpy_reader_agree(trained):
     model, path = trained
     Z = np.random.default_rng(3).standard_normal((256, 2))

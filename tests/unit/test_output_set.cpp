@@ -9,10 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -125,7 +127,7 @@ TEST(OutputSet, AFailedCommitLeavesTheOldSet) {
                 fs::create_directory(b);
                 put(b + "/keep", "x");
             } else {
-                fs::remove(b + ".tmp-" + std::to_string(getpid()));
+                fs::remove(set.stagedPath(b));
             }
             try {
                 set.commit();
@@ -233,18 +235,85 @@ TEST(OutputSet, ASignalRemovesTheStagedFilesBeforeTheProcessDies) {
     }
 }
 
+// A staging name of process `pid` (the form stagedPathFor makes) for `name`.
+std::string staged(const std::string& pid, const std::string& name, bool backup = false) {
+    return std::string(backup ? ".flowscope-old-" : ".flowscope-tmp-") + pid + "-0123456789abcdef-" + name;
+}
+
+TEST(OutputSet, StagingNamesAreFlowscopesOwnAndRecognisedExactly) {
+    const std::string a = stagedPathFor("/some/dir/x.npy"), b = stagedPathFor("/some/dir/x.npy");
+    EXPECT_NE(a, b); // a random part, drawn afresh
+    EXPECT_EQ(fs::path(a).parent_path(), "/some/dir");
+    EXPECT_EQ(stagingPid(fs::path(a).filename().string()), getpid());
+    EXPECT_EQ(stagingPid(fs::path(stagedPathFor("x.npy", true)).filename().string()), getpid());
+    EXPECT_EQ(a.substr(a.size() - 6), "-x.npy");
+    // A name at the limit keeps the whole name within 255 bytes, cut at a character boundary.
+    std::string longName;
+    while (longName.size() < 250) longName += "é";
+    const std::string cut = fs::path(stagedPathFor(longName)).filename().string();
+    EXPECT_LE(cut.size(), 255u);
+    EXPECT_EQ(cut.substr(cut.size() - 2), "é"); // whole characters only
+    EXPECT_EQ(std::count(cut.begin(), cut.end(), '\xC3'), std::count(cut.begin(), cut.end(), '\xA9'));
+    // Names a user could have chosen are not staging names.
+    for (const std::string name :
+         {"thesis.old-2019", "report.pdf.old-31337", "experiment.tmp-2019", "x.npy.tmp-123",
+          ".flowscope-tmp-123", ".flowscope-tmp-123-0123456789abcdef", ".flowscope-tmp-123-0123456789abcdef-",
+          ".flowscope-tmp-123-0123456789ABCDEF-x", ".flowscope-tmp-12a-0123456789abcdef-x",
+          ".flowscope-tmp--0123456789abcdef-x", "flowscope-tmp-123-0123456789abcdef-x",
+          ".flowscope-new-123-0123456789abcdef-x", ".flowscope-tmp-1234567890-0123456789abcdef-x"})
+        EXPECT_EQ(stagingPid(name), -1) << name;
+    EXPECT_EQ(stagingPid(staged("123", "x")), 123);
+    EXPECT_EQ(stagingPid(staged("123", "x", true)), 123);
+}
+
 TEST(OutputSet, StaleFilesOfDeadProcessesAreRemovedByTheNextRunThere) {
     test::TempDir dir("outset");
     const std::string dead = std::to_string(deadPid()), alive = std::to_string(getpid());
-    put(dir.file("x.npy.tmp-" + dead), std::string(4096, 'x')); // a killed run's full-size staged file
-    put(dir.file("x.npy.old-" + dead), "backup");
+    put(dir.file(staged(dead, "x.npy")), std::string(4096, 'x')); // a killed run's full-size staged file
+    put(dir.file(staged(dead, "x.npy", true)), "backup");
     put(dir.file(".flowscope-commit-" + dead + ".tmp"), "half a journal");
-    fs::create_directory(dir.file("frames.tmp-" + dead)); // a PNG sequence's staged folder
-    put(dir.file("frames.tmp-" + dead + "/frame_00000.png"), "png");
-    put(dir.file("y.npy.tmp-" + alive), "a live process's"); // kept: its writer may still commit it
-    put(dir.file("notes.tmp-12ab"), "not ours");
+    put(dir.file(staged(alive, "y.npy")), "a live process's"); // kept: its writer may still commit it
     writeFileAtomically(dir.file("z.json"), [](std::ostream& o) { o << "{}"; });
-    EXPECT_EQ(listing(dir.path()), (std::set<std::string>{"y.npy.tmp-" + alive, "notes.tmp-12ab", "z.json"}));
+    EXPECT_EQ(listing(dir.path()), (std::set<std::string>{staged(alive, "y.npy"), "z.json"}));
+}
+
+// The user's own files whose names look like staging or journal names survive every writer: only plain files
+// named exactly as Flowscope names them go (issue: recovery deleted "thesis.old-2019" and whole folders).
+TEST(OutputSet, RecoveryNeverTouchesWhatItDidNotWrite) {
+    test::TempDir dir("outset");
+    const std::string dead = std::to_string(deadPid());
+    const std::map<std::string, std::string> mine = {
+        {"thesis.old-2019", "precious"},
+        {"report.pdf.old-31337", "x"},
+        {"x.npy.tmp-" + dead, "looks like an old staging name"},
+        {"notes.tmp-12ab", "not ours"},
+        {".flowscope-commit-" + dead, "my own notes, not a journal"},
+        {"experiment.tmp-2019/results.csv", "data"},
+        {staged(dead, "frames") + "/frame_00000.png", "a folder is never removed"},
+        {".flowscope-commit-" + dead + "x", "a journal name with more after the digits"}};
+    for (const auto& [name, text] : mine) {
+        fs::create_directories(fs::path(dir.file(name)).parent_path());
+        put(dir.file(name), text);
+    }
+    fs::create_symlink(dir.file("thesis.old-2019"), dir.file(staged(dead, "link"))); // a link is not a file
+    // A journal whose "staged" entry is a user's file: corrupt, so nothing it names is moved.
+    {
+        std::ofstream j(dir.file(".flowscope-commit-" + std::to_string(deadPid())), std::ios::binary);
+        const std::string from = fs::path(dir.file("thesis.old-2019")).lexically_normal().string();
+        const std::string to = fs::path(dir.file("stolen")).lexically_normal().string();
+        j << "flowscope-commit 1\n"
+          << from.size() << ' ' << from << '\n'
+          << to.size() << ' ' << to << "\n0 \n";
+    }
+    writeFileAtomically(dir.file("out.json"), [](std::ostream& o) { o << "{}"; });
+    OutputSet set({dir.file("a.npy"), dir.file("a.json")});
+    writeAll(set, "new");
+    set.commit();
+    for (const auto& [name, text] : mine) EXPECT_EQ(slurp(dir.file(name)), text) << name;
+    EXPECT_TRUE(fs::is_symlink(dir.file(staged(dead, "link"))));
+    EXPECT_FALSE(fs::exists(dir.file("stolen")));
+    EXPECT_EQ(recoverOutputs(dir.path()),
+              0); // the corrupt journal (marked as ours inside) went, nothing else
 }
 
 TEST(OutputSet, EngineWritersStageInTheCapturingSet) {
