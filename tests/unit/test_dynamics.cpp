@@ -239,6 +239,46 @@ TEST(Dynamics, SimulationRecordsObservablesEveryKSteps) {
     EXPECT_EQ((again.tokens() - sim.tokens()).cwiseAbs().maxCoeff(), 0.0);
 }
 
+// A live edit of the attention type takes on the CPU: after setAttention(l2) the run's velocity is a fresh l2
+// field's, bit for bit, for every pair of types (it kept the old kernel when only the sphere rebuilt it).
+TEST(Dynamics, ALiveTypeEditRunsTheNewType) {
+    const Mat Q = Mat::Identity(2, 2), K = Mat::Identity(2, 2), V = -0.5 * Mat::Identity(2, 2);
+    const AttentionType types[] = {AttentionType::Softmax, AttentionType::L2,   AttentionType::Exp,
+                                   AttentionType::Sigmoid, AttentionType::Relu, AttentionType::Linear};
+    for (const AttentionType from : types)
+        for (const AttentionType to : types) {
+            if (from == to) continue;
+            SCOPED_TRACE(std::string(toString(from)) + " -> " + toString(to));
+            Simulation live(sceneFor(singleHead(from, Q, K, V), 2, 40, Method::Euler, 1.0, 10));
+            const AttentionSpec next = singleHead(to, Q, K, V);
+            live.setAttention(next);
+            EXPECT_EQ(live.scene().attention.type, to);
+            Simulation fresh(sceneFor(next, 2, 40, Method::Euler, 1.0, 10));
+            EXPECT_EQ(live.field().name(), fresh.field().name());
+            Tokens a, b;
+            live.field().velocity(0.0, live.tokens(), a);
+            fresh.field().velocity(0.0, live.tokens(), b);
+            EXPECT_EQ((a - b).cwiseAbs().maxCoeff(), 0.0);
+        }
+}
+
+// A spec the field factory refuses leaves the old spec and field in force.
+TEST(Dynamics, ARefusedLiveEditKeepsTheOldSpec) {
+    const Mat I = Mat::Identity(2, 2);
+    Simulation sim(
+        sceneFor(singleHead(AttentionType::Softmax, I, I, -0.5 * I), 2, 30, Method::Euler, 1.0, 10));
+    Tokens before, after;
+    sim.field().velocity(0.0, sim.tokens(), before);
+    AttentionSpec masked = singleHead(AttentionType::Linear, I, I, -0.5 * I);
+    masked.masked = true; // masked linear attention is not supported
+    EXPECT_THROW(sim.setAttention(masked), SceneError);
+    EXPECT_EQ(sim.scene().attention.type, AttentionType::Softmax);
+    EXPECT_FALSE(sim.scene().attention.masked);
+    sim.field().velocity(0.0, sim.tokens(), after);
+    EXPECT_EQ((after - before).cwiseAbs().maxCoeff(), 0.0);
+    EXPECT_TRUE(sim.step());
+}
+
 TEST(Observables, ClustersAndRank) {
     Tokens X(6, 2);
     X << 0, 0, 1e-4, 0, 1, 1, 1, 1.0001, 5, 5, 5, 5;
