@@ -47,8 +47,7 @@ class AppTest : public MainWindowFixture {
     void prepare() override { window->particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR)); }
     void stepTo(long step) {
         ASSERT_TRUE(waitForSnapshot(
-            window->particles().runner(), [step](const Snapshot& s) { return s.step >= step; },
-            std::chrono::seconds(90)));
+            window->particles().runner(), [step](const Snapshot& s) { return s.step >= step; }, kEventGuard));
         window->particles().particleView()->refresh();
     }
 };
@@ -67,8 +66,7 @@ TEST_F(AppTest, EveryPresetLoadsAdvancesAndDraws) {
         window->showParticleView();
         const QImage particles = window->particles().particleView()->grabFramebuffer();
         EXPECT_GT(drawnPixels(particles), 200);
-        ASSERT_TRUE(
-            waitFor([&] { return !window->particles().coneView()->solving(); }, std::chrono::seconds(60)));
+        ASSERT_TRUE(waitFor([&] { return !window->particles().coneView()->solving(); }, kEventGuard));
         window->showConeView();
         const QImage cone = window->particles().coneView()->grabFramebuffer();
         EXPECT_GT(drawnPixels(cone), 200); // trajectories, or the message that says why there are none
@@ -336,8 +334,7 @@ TEST_F(AppTest, TheImGuiBetaSliderDrivesTheScene) {
     frames();
     QTest::mouseRelease(view, Qt::LeftButton, {}, end);
     frames();
-    ASSERT_TRUE(
-        waitFor([&] { return window->particles().scene()->attention.beta > 1.5; }, std::chrono::seconds(5)))
+    ASSERT_TRUE(waitFor([&] { return window->particles().scene()->attention.beta > 1.5; }, kEventGuard))
         << "beta = " << window->particles().scene()->attention.beta;
 }
 

@@ -77,7 +77,7 @@ struct Shown {
         if (!QTest::qWaitForWindowExposed(view.get())) return;
         QSignalSpy spy(view.get(), &ConeView::solved);
         view->setScene(scene);
-        ok = !view->solving() || waitFor([&] { return spy.count() > 0; }, std::chrono::seconds(60));
+        ok = !view->solving() || waitFor([&] { return spy.count() > 0; }, kEventGuard);
     }
     QImage grab() const { return view->grabFramebuffer().convertToFormat(QImage::Format_RGB32); }
 };
@@ -434,7 +434,7 @@ TEST(ConeView, ANewerSceneSupersedesARunningSolve) {
     v.setScene(last);
     EXPECT_TRUE(v.solving());
     EXPECT_EQ(v.mode(), ConeMode::Disc);
-    ASSERT_TRUE(waitFor([&] { return spy.count() > 0; }, std::chrono::seconds(60)));
+    ASSERT_TRUE(waitFor([&] { return spy.count() > 0; }, kEventGuard));
     QTest::qWait(300); // nothing else may arrive
     EXPECT_EQ(spy.count(), 1);
     EXPECT_FALSE(v.solving());
@@ -476,7 +476,7 @@ TEST(ConeView, TheParticlesStopIsABannerInTheLiveView) {
     w.showConeView();
     ConeView* view = w.particles().coneView();
     ASSERT_TRUE(view->isVisible());
-    ASSERT_TRUE(waitFor([&] { return view->trajectoryCount() > 0; }, std::chrono::seconds(30)));
+    ASSERT_TRUE(waitFor([&] { return view->trajectoryCount() > 0; }, kEventGuard));
     EXPECT_TRUE(view->banner().isEmpty());
     w.particles().setMaxSpeed(true);
     w.particles().play();

@@ -39,7 +39,7 @@ void runFig2dTo25(MainWindow& w, bool follow, const std::function<void(ParticleV
             const auto s = view.displayedSnapshot();
             return s && s->t >= 25.0;
         },
-        std::chrono::seconds(90))); // the preset's cone (276 moment runs) shares the cores at first
+        kEventGuard)); // the preset's cone (276 moment runs) shares the cores at first
     w.particles().pause();
 }
 

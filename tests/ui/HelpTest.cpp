@@ -153,29 +153,31 @@ TEST_F(WelcomeTest, ThePlotsShownAfterTheBlowUpStartHaveTheirAxesUnderTheCurves)
         const auto s = w->particles().runner().snapshot();
         return s && s->finished;
     }));
-    QTest::qWait(300);
     w->showPage(w->particles().particleView());
     auto* dock = w->findChild<QDockWidget*>(QStringLiteral("plotsDock"));
     ASSERT_NE(dock, nullptr);
     dock->raise();
-    QTest::qWait(400);
     PlotsPanel* panel = w->particles().plotsPanel();
-    ASSERT_TRUE(panel->isVisible());
+    ASSERT_TRUE(waitFor([&] { return panel->isVisible(); }));
     QChartView* view = nullptr;
     for (QChartView* v : panel->findChildren<QChartView*>())
         if (v->chart() == panel->chart(PlotsPanel::Plot::Kinetic)) view = v;
     ASSERT_NE(view, nullptr);
-    const QImage image = view->grab().toImage().convertToFormat(QImage::Format_RGB32);
-    const QRectF plot = view->chart()->plotArea();
-    image.save("/tmp/plotstest.png");
-    w->grab().save("/tmp/plotstest_w.png");
-    ASSERT_GT(plot.width(), 200);
-    long right = 0; // label pixels (bright on the dark base) under the plot, right of its middle
-    const double dpr = image.devicePixelRatio();
-    for (int y = int((plot.bottom() + 2) * dpr); y < image.height(); ++y)
-        for (int x = int(plot.center().x() * dpr); x < image.width(); ++x)
-            right += QColor(image.pixel(x, y)).lightness() > 110;
-    EXPECT_GT(right, 10) << "no x-axis label right of the plot's middle";
+    // Label pixels (bright on the dark base) under the plot, right of its middle, once the chart is laid out.
+    auto labelsRightOfTheMiddle = [&] {
+        const QImage image = view->grab().toImage().convertToFormat(QImage::Format_RGB32);
+        const QRectF plot = view->chart()->plotArea();
+        if (plot.width() <= 200) return 0L;
+        long right = 0;
+        const double dpr = image.devicePixelRatio();
+        for (int y = int((plot.bottom() + 2) * dpr); y < image.height(); ++y)
+            for (int x = int(plot.center().x() * dpr); x < image.width(); ++x)
+                right += QColor(image.pixel(x, y)).lightness() > 110;
+        return right;
+    };
+    EXPECT_TRUE(waitFor([&] { return labelsRightOfTheMiddle() > 10; }))
+        << "no x-axis label right of the plot's middle (plot area " << view->chart()->plotArea().width()
+        << " wide)";
 }
 
 TEST_F(WelcomeTest, TrainAFlowStartsTrainingInTheFlowsTab) {

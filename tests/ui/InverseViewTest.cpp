@@ -194,7 +194,7 @@ TEST_F(InverseViewTest, SwitchingProblemsResets) {
             const auto s = view->displayedSnapshot();
             return s && s->generation > generation && !s->trainers.empty() && s->trainers[0].picture;
         },
-        std::chrono::seconds(60)));
+        kEventGuard));
     const auto s = view->displayedSnapshot();
     EXPECT_EQ(s->iteration(), 0);
     EXPECT_TRUE(s->trainers[0].history.empty());
