@@ -5,6 +5,8 @@
 // coordinate at a time). Row i is token i.
 #pragma once
 
+#include "engine/core/EigenInstances.h"
+
 #include <Eigen/Dense>
 #include <cstdint>
 
