@@ -114,8 +114,14 @@ run)
   ;;
 test)
   install_deps
+  start=$(date +%s)
   build build -DFLOWSCOPE_BUILD_GUI=ON
-  ctest --test-dir build --output-on-failure -j "$(jobs)"
+  echo "== built in $(($(date +%s) - start)) s"
+  # Every file a test writes goes under build/test-tmp (TMPDIR), made afresh for the run.
+  rm -rf build/test-tmp && mkdir -p build/test-tmp
+  start=$(date +%s)
+  TMPDIR="$PWD/build/test-tmp" ctest --test-dir build --output-on-failure -j "$(jobs)"
+  echo "== tested in $(($(date +%s) - start)) s"
   ;;
 nogpu)
   install_deps

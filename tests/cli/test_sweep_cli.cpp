@@ -162,7 +162,7 @@ TEST(SweepCli, MalformedSpecsExitTwoWithOneMessageNamingTheField) {
     j = nlohmann::ordered_json::parse(kSpec);
     j["base"]["integrator"]["method"] = "rk45";
     expectRefused(j.dump(), "error: /base/integrator/method: unknown integrator method \"rk45\"");
-    expectRefused("{\"base\": \"default\", \"measures\": [\"rank\"],}", "error: : invalid JSON");
+    expectRefused("{\"base\": \"default\", \"measures\": [\"rank\"],}", "error: invalid JSON");
     j = nlohmann::ordered_json::parse(kSpec);
     const CliResult noOut = cli("sweep " + tmp.file("bad.json"));
     EXPECT_EQ(noOut.code, 2);

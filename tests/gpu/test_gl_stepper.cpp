@@ -23,6 +23,7 @@ TEST(GlStepper, TokenBufferHoldsTheDownloadedTokens) {
 }
 
 TEST(GlTiming, StepperRk4StepN4096PrintedOnly) {
+    FLOWSCOPE_REQUIRE_MEASURE();
     FLOWSCOPE_REQUIRE_GPU();
     printStepperRk4Timing(
         makeTestStepper<GlStepper>, [](GlStepper&) { gpuContext()->gl().Finish(); }, "GlStepper",

@@ -79,6 +79,7 @@ class GpuTiming : public GpuBackendTest {};
 // One softmax evaluation, d = 2, N = 4096: the backend (llvmpipe or lavapipe without a GPU) against the CPU
 // float32 path, both staging paths of the shader. Printed, never asserted (timings belong to benchmarks).
 TEST_P(GpuTiming, SoftmaxEvaluationN4096PrintedOnly) {
+    FLOWSCOPE_REQUIRE_MEASURE();
     const int n = 4096, d = 2;
     const TrajectoryProblem problem = trajectoryProblem(n, 4096);
     const Tokens& X = problem.X;

@@ -49,6 +49,7 @@ TEST(VkStepper, NoTokensAndNoHeads) {
 }
 
 TEST(VkTiming, StepperRk4StepN4096PrintedOnly) {
+    FLOWSCOPE_REQUIRE_MEASURE();
     FLOWSCOPE_REQUIRE_VULKAN();
     Tokens sink;
     printStepperRk4Timing(

@@ -26,6 +26,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <string>
+#include <vector>
 
 namespace flowscope::test {
 namespace {
@@ -52,31 +56,50 @@ class AppTest : public MainWindowFixture {
     }
 };
 
-TEST_F(AppTest, EveryPresetLoadsAdvancesAndDraws) {
-    const QFileInfoList presets = QDir(QStringLiteral(FLOWSCOPE_PRESET_DIR))
-                                      .entryInfoList({QStringLiteral("*.json")}, QDir::Files, QDir::Name);
-    ASSERT_GE(presets.size(), 40);
-    for (const QFileInfo& f : presets) {
-        SCOPED_TRACE(f.fileName().toStdString());
-        ASSERT_TRUE(window->particles().openSceneFile(f.absoluteFilePath()))
-            << window->lastError().toStdString();
-        window->particles().stepOnce();
-        window->particles().stepOnce();
-        stepTo(2);
-        window->showParticleView();
-        const QImage particles = window->particles().particleView()->grabFramebuffer();
-        EXPECT_GT(drawnPixels(particles), 200);
-        ASSERT_TRUE(waitFor([&] { return !window->particles().coneView()->solving(); }, kEventGuard));
-        window->showConeView();
-        const QImage cone = window->particles().coneView()->grabFramebuffer();
-        EXPECT_GT(drawnPixels(cone), 200); // trajectories, or the message that says why there are none
-        if (window->particles().scene()->d == 2 &&
-            window->particles().scene()->initial.kind == InitKind::Gaussian &&
-            window->particles().scene()->moments.grid.enabled()) {
-            EXPECT_GT(window->particles().coneView()->trajectoryCount(), 0);
-        }
+// The shipped presets, by file name, sorted: one test case each (a ctest entry each, balanced over the
+// cores).
+std::vector<std::string> presetFiles() {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(FLOWSCOPE_PRESET_DIR))
+        if (e.path().extension() == ".json") names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+TEST(AppPresets, ThereAreAtLeastForty) {
+    EXPECT_GE(presetFiles().size(), 40u);
+}
+
+class EveryPreset : public AppTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(EveryPreset, LoadsAdvancesAndDraws) {
+    const QString file =
+        QDir(QStringLiteral(FLOWSCOPE_PRESET_DIR)).filePath(QString::fromStdString(GetParam()));
+    ASSERT_TRUE(window->particles().openSceneFile(file)) << window->lastError().toStdString();
+    window->particles().stepOnce();
+    window->particles().stepOnce();
+    stepTo(2);
+    window->showParticleView();
+    const QImage particles = window->particles().particleView()->grabFramebuffer();
+    EXPECT_GT(drawnPixels(particles), 200);
+    ASSERT_TRUE(waitFor([&] { return !window->particles().coneView()->solving(); }));
+    window->showConeView();
+    const QImage cone = window->particles().coneView()->grabFramebuffer();
+    EXPECT_GT(drawnPixels(cone), 200); // trajectories, or the message that says why there are none
+    if (window->particles().scene()->d == 2 &&
+        window->particles().scene()->initial.kind == InitKind::Gaussian &&
+        window->particles().scene()->moments.grid.enabled()) {
+        EXPECT_GT(window->particles().coneView()->trajectoryCount(), 0);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Shipped, EveryPreset, ::testing::ValuesIn(presetFiles()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                             std::string name = info.param.substr(0, info.param.size() - 5); // no ".json"
+                             for (char& c : name)
+                                 if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                             return name;
+                         });
 
 TEST_F(AppTest, AMatrixEntryEditedInTheEditorReachesTheEngine) {
     ASSERT_TRUE(window->particles().setScene(tinyScene(64, 20)));
