@@ -31,7 +31,7 @@ namespace flowscope {
 // document), `detail` says what was expected and what was found; what() is "pointer: detail".
 struct JsonError : std::runtime_error {
     JsonError(std::string pointer, std::string detail)
-        : std::runtime_error(pointer + ": " + detail), pointer(std::move(pointer)),
+        : std::runtime_error(pointer.empty() ? detail : pointer + ": " + detail), pointer(std::move(pointer)),
           detail(std::move(detail)) {}
     std::string pointer, detail;
 };
