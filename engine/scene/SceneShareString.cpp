@@ -63,7 +63,7 @@ Scene decodeShareString(std::string_view text) {
         return sceneFromJson(json, ".");
     } catch (const SceneError& e) {
         // Whole-document errors (syntax) have no pointer: drop the empty one and its ": ".
-        shareStringFail(e.pointer.empty() ? std::string(e.what()).substr(2) : e.what());
+        shareStringFail(e.pointer.empty() ? e.detail : e.what());
     } catch (const std::exception& e) {
         shareStringFail(e.what());
     }
