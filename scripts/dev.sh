@@ -57,12 +57,12 @@ configure_asan() {
 # The release build (`run`, `test`) is clang's too: on this Eigen- and template-heavy code it compiles the whole
 # tree in 4.2 min where g++ 12 takes 7.4 (2 cores), and the engine runs as fast (bench train within 1 %, the
 # particle kernels within 12 % either way). A build directory configured by another compiler is started afresh.
-build() { # build DIR [cmake args...]
-  local dir=$1
-  shift
+build() { # build DIR TARGET|all [cmake args...]
+  local dir=$1 target=$2
+  shift 2
   grep -qs "CMAKE_CXX_COMPILER:FILEPATH=.*clang" "$dir/CMakeCache.txt" || rm -rf "$dir"
   CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-  cmake --build "$dir" -j "$(jobs)"
+  cmake --build "$dir" -j "$(jobs)" --target "$target"
 }
 
 # The configurations CI compiles besides the release build: the engine alone is the asan build below
@@ -108,14 +108,14 @@ PY
 case "${1:-}" in
 run)
   install_deps
-  build build -DFLOWSCOPE_BUILD_GUI=ON
+  build build flowscope -DFLOWSCOPE_BUILD_GUI=ON # the app and what it links, not the tests
   shift
   exec ./build/app/flowscope "$@"
   ;;
 test)
   install_deps
   start=$(date +%s)
-  build build -DFLOWSCOPE_BUILD_GUI=ON
+  build build all -DFLOWSCOPE_BUILD_GUI=ON
   echo "== built in $(($(date +%s) - start)) s"
   # Every file a test writes goes under build/test-tmp (TMPDIR), made afresh for the run.
   rm -rf build/test-tmp && mkdir -p build/test-tmp
