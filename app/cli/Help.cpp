@@ -3,6 +3,7 @@
 #include "Commands.h"
 
 #include "engine/backend/Registry.h"
+#include "engine/core/Text.h"
 
 #include <algorithm>
 #include <map>
@@ -226,21 +227,6 @@ std::vector<std::string> optionsIn(const std::string& text) {
     return found;
 }
 
-std::size_t editDistance(const std::string& a, const std::string& b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = up;
-        }
-    }
-    return row[b.size()];
-}
-
 } // namespace
 
 std::string usageText() {
@@ -309,16 +295,8 @@ std::string commandHelp(const std::vector<std::string>& words) {
 }
 
 std::string nearestWord(const std::string& word, const std::vector<std::string>& candidates) {
-    std::string best;
-    std::size_t bestDistance = std::max<std::size_t>(1, (word.size() + 1) / 3) + 1;
-    for (const std::string& c : candidates) {
-        const std::size_t d = editDistance(word, c);
-        if (d < bestDistance) {
-            bestDistance = d;
-            best = c;
-        }
-    }
-    return best;
+    const std::vector<std::string_view> names(candidates.begin(), candidates.end());
+    return std::string(closestName(word, names, std::max<std::size_t>(1, (word.size() + 1) / 3)));
 }
 
 std::string versionText() {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -65,5 +66,13 @@ inline NumberText parseDouble(const std::string& text, double& out) {
     out = v;
     return NumberText::Number;
 }
+
+// Levenshtein distance: the fewest single-character insertions, deletions and substitutions from a to b.
+std::size_t editDistance(std::string_view a, std::string_view b);
+
+// The name closest to `word` by editDistance when it is at most `maxEdits` away (the first of equals), else
+// "": what a "did you mean …?" names for a mistyped key, option or command.
+std::string_view closestName(std::string_view word, std::span<const std::string_view> names,
+                             std::size_t maxEdits);
 
 } // namespace flowscope

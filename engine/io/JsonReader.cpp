@@ -59,21 +59,6 @@ std::string shapeOf(Eigen::Index rows, Eigen::Index cols) {
     return std::to_string(rows) + "x" + std::to_string(cols);
 }
 
-std::size_t editDistance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            const std::size_t above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
 std::string joinNames(std::span<const std::string_view> names) {
     std::string out;
     for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + std::string(names[i]);
@@ -98,14 +83,7 @@ std::string numberText(double v) {
 }
 
 std::string didYouMean(std::string_view word, std::span<const std::string_view> names) {
-    std::string_view best;
-    std::size_t bestDistance = 3; // at most two edits count as a typo
-    for (auto name : names) {
-        // Lengths that differ by three or more are three edits apart (and a 5 MB key is not compared).
-        if (word.size() > name.size() + 2 || name.size() > word.size() + 2) continue;
-        const std::size_t distance = editDistance(word, name);
-        if (distance < bestDistance) bestDistance = distance, best = name;
-    }
+    const std::string_view best = closestName(word, names, 2); // at most two edits count as a typo
     return best.empty() ? "" : "; did you mean \"" + std::string(best) + "\"?";
 }
 
