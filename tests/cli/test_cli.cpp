@@ -187,8 +187,9 @@ TEST(Cli, EveryOptionIsInItsHelp) {
                                     "bench sweep"}) {
         const std::string log = dir.file("asked.txt");
         std::filesystem::remove(log);
-        flowscope::test::runCli("env", "FLOWSCOPE_CLI_OPTIONS_LOG=" + log + " " + FLOWSCOPE_CLI + " " +
-                                           words + " --frobnicate");
+        const Result r = flowscope::test::runCli("env", "FLOWSCOPE_CLI_OPTIONS_LOG=" + log + " " +
+                                                            FLOWSCOPE_CLI + " " + words + " --frobnicate");
+        if (r.out.find("in this build") != std::string::npos) continue; // render, bench view: not without EGL
         std::ifstream in(log);
         const std::string cmd = words.substr(0, words.find(' '));
         const std::string help = cli("help " + cmd).out;
