@@ -195,28 +195,32 @@ bool isWord(const std::string& w) {
            std::all_of(w.begin(), w.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '-'; });
 }
 
-std::vector<Entry> entries() {
-    std::vector<Entry> list;
-    std::istringstream in(withBackendChoices(kUsage));
-    bool inCommands = false;
-    for (std::string line; std::getline(in, line);) {
-        if (line == "commands:") {
-            inCommands = true;
-            continue;
+// The table, parsed once per process (commandNames, commandOptions and commandHelp all read it).
+const std::vector<Entry>& entries() {
+    static const std::vector<Entry> table = [] {
+        std::vector<Entry> list;
+        std::istringstream in(withBackendChoices(kUsage));
+        bool inCommands = false;
+        for (std::string line; std::getline(in, line);) {
+            if (line == "commands:") {
+                inCommands = true;
+                continue;
+            }
+            if (!inCommands) continue;
+            if (line.rfind("exit codes:", 0) == 0) break;
+            if (line.size() > 2 && line[0] == ' ' && line[1] == ' ' && line[2] != ' ') {
+                Entry e;
+                std::istringstream words(line);
+                for (std::string w; words >> w && isWord(w) && e.words.size() < 2;) e.words.push_back(w);
+                e.text = line + "\n";
+                list.push_back(e);
+            } else if (!list.empty() && !line.empty()) {
+                list.back().text += line + "\n";
+            }
         }
-        if (!inCommands) continue;
-        if (line.rfind("exit codes:", 0) == 0) break;
-        if (line.size() > 2 && line[0] == ' ' && line[1] == ' ' && line[2] != ' ') {
-            Entry e;
-            std::istringstream words(line);
-            for (std::string w; words >> w && isWord(w) && e.words.size() < 2;) e.words.push_back(w);
-            e.text = line + "\n";
-            list.push_back(e);
-        } else if (!list.empty() && !line.empty()) {
-            list.back().text += line + "\n";
-        }
-    }
-    return list;
+        return list;
+    }();
+    return table;
 }
 
 std::vector<std::string> optionsIn(const std::string& text) {
@@ -260,7 +264,7 @@ std::vector<std::string> commandOptions(const std::string& command) {
 
 std::string commandHelp(const std::vector<std::string>& words) {
     if (words.empty()) return "";
-    const std::vector<Entry> all = entries();
+    const std::vector<Entry>& all = entries();
     // The entries of the sub-command when one is named and exists ("bench run"), else all of the command's.
     auto matches = [&](const Entry& e, std::size_t n) {
         return e.words.size() >= n && std::equal(words.begin(), words.begin() + long(n), e.words.begin());
