@@ -6,6 +6,7 @@
 //   - the files afterwards: a failed run leaves the directory byte for byte as it was (no partial file, no
 //     changed old file, no staged temporary); a successful one adds exactly its outputs.
 // Every process runs under an alarm: a case that hangs fails instead of hanging the suite.
+#include "../CliRun.h"
 #include "engine/io/Npy.h"
 #include "engine/io/OutputSet.h"
 #include "engine/io/Safetensors.h"
@@ -260,23 +261,12 @@ std::function<void(const fs::path&)> sceneFile(const std::string& text) {
     return file("s.json", text);
 }
 
-// Whether process `pid` has staged `name` in `dir` (".flowscope-tmp-<pid>-<random>-<name>").
-bool stagedBy(const fs::path& dir, pid_t pid, const std::string& name) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-        const std::string n = e.path().filename().string();
-        if (n.rfind(".flowscope-tmp-", 0) == 0 && flowscope::stagingPid(n) == pid && n.size() > name.size() &&
-            n.compare(n.size() - name.size() - 1, std::string::npos, "-" + name) == 0)
-            return true;
-    }
-    return false;
-}
-
 // Waits until `dir` holds process `pid`'s staged `name`, then sends `sig`.
 std::function<void(pid_t, const fs::path&)> signalWhenStaged(int sig, const std::string& name) {
     return [=](pid_t pid, const fs::path& dir) {
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-        while (!stagedBy(dir, pid, name) && std::chrono::steady_clock::now() < deadline) {
+        while (flowscope::test::stagedFileOf((dir / name).string(), pid).empty() &&
+               std::chrono::steady_clock::now() < deadline) {
             siginfo_t info{};
             if (waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid)
                 return; // ended before writing
