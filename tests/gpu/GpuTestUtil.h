@@ -366,7 +366,7 @@ inline double sweepFloor(const SweepVariant& v, const AttentionSpec& spec, const
 // Each check below takes a `make(spec, integrator, d)` that returns a std::unique_ptr to the concrete stepper
 // on the run's context or device (makeTestStepper<GlStepper> or <VkStepper>).
 
-inline constexpr int kStepperSteps = 50;
+inline constexpr int kStepperSteps = 20;
 
 // Whether a Stepper (GlStepper or VkStepper) runs in an OpenGL context (else on a Vulkan device).
 template <class Stepper>
@@ -447,8 +447,11 @@ inline AttentionSpec stepperSpec(const StepperVariant& v, const Tokens& X, std::
     spec.type = v.type;
     spec.masked = v.masked;
     spec.sphere = v.sphere;
-    setHeads(spec, v.keyframes,
-             [&] { return randomHeads(v.heads, d, d, v.vScale / std::sqrt(double(d)), rng); });
+    // Exp attention sums N unnormalized weights of about e^{m_i}: V / N keeps its motion O(1) too (with V
+    // of norm ~0.5 the tokens of some draws blow up before T = 1).
+    const double vScale =
+        v.vScale / std::sqrt(double(d)) / (v.type == AttentionType::Exp ? double(X.rows()) : 1.0);
+    setHeads(spec, v.keyframes, [&] { return randomHeads(v.heads, d, d, vScale, rng); });
     if (X.rows() > 1) {
         // First head at kSweepTime (0.3): close enough for a scale.
         const double spread = scoreSpread(sweepScores(spec, X));
@@ -522,10 +525,10 @@ void expectStepperTracksFloat64(Make& make, const char* name, const AttentionSpe
     expectStepperTracks(name, method, int(X0.rows()), int(X0.cols()), stepperDeviation(spec, X0, is, Xgpu));
 }
 
-// The agreement test of kStepperVariants[variant]: N = 1, 65, 300 and d = 1, 2, 3.
+// The agreement test of kStepperVariants[variant]: N = 1, 200 and d = 1, 2, 3.
 template <class Make> void expectVariantTracksFloat64(Make make, int variant, Method method) {
     const StepperVariant& v = kStepperVariants[variant];
-    for (int n : {1, 300}) // one token, and more than a workgroup and a tile
+    for (int n : {1, 200}) // one token, and more than a workgroup (up to 4 x 64 queries) and three tiles
         for (int d : {1, 2, 3}) {
             SCOPED_TRACE(std::string(v.name) + " N=" + std::to_string(n) + " d=" + std::to_string(d));
             std::mt19937_64 rng(1000 * n + 10 * d + variant);
@@ -636,7 +639,7 @@ inline std::pair<Tokens, long> dormandPrinceOnCpu(const AttentionSpec& spec, Pre
 }
 
 // Ten nominal steps of Dormand-Prince (T = 1) on the device against the CPU's, for softmax, two heads, l2,
-// keyframes and the sphere, N = 65 and 300, d = 2 and 3:
+// keyframes and the sphere, N = 65 and 200, d = 2 and 3:
 //  - the device takes the sub-steps the CPU's float64 run takes: the same controller, fed error norms that
 //    differ only by float32 rounding, so the evaluation counts agree within 10 %;
 //  - its tokens track float64 as closely as the CPU float32 field's (state in double) do, plus the float32
@@ -648,7 +651,7 @@ template <class Make> void expectDormandPrinceTracksFloat64(Make make) {
                                        keyframed, sphere};
     const IntegratorSpec is = dormandPrince(1.0, 10);
     for (const StepperVariant& v : variants)
-        for (int n : {65, 300})
+        for (int n : {65, 200})
             for (int d : {2, 3}) {
                 SCOPED_TRACE(std::string(v.name) + " N=" + std::to_string(n) + " d=" + std::to_string(d));
                 std::mt19937_64 rng(7000 + 10 * n + d);

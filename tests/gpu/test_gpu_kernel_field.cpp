@@ -85,11 +85,13 @@ TEST_P(GpuKernelAgreement, WithinTwiceTheCpuFloat32Error) {
     RecordProperty("cpu_f32_error", std::to_string(err32));
 }
 
+// N: one token, one tile exactly, one past it, and past a workgroup of four queries per invocation (the
+// sums over N themselves: LongSumsStayWithinTheTileBound); d = 1, 3 and a wide 8. Each case
+// builds its pipelines (about 0.1 s on llvmpipe and lavapipe), so the grid is kept to what tells apart.
 INSTANTIATE_TEST_SUITE_P(Variants, GpuKernelAgreement,
                          ::testing::Combine(::testing::ValuesIn(kGpuBackends),
                                             ::testing::Range(0, int(std::size(kSweepVariants))),
-                                            ::testing::Values(1, 2, 63, 64, 65, 257, 1000),
-                                            ::testing::Values(1, 2, 3, 8)),
+                                            ::testing::Values(1, 64, 65, 257), ::testing::Values(1, 3, 8)),
                          sweepCaseName<kSweepVariants>);
 
 class GpuKernelField : public GpuBackendTest {};
