@@ -34,16 +34,16 @@ namespace flowscope {
 
 namespace {
 ${arrays}
-struct Entry {
+struct SpirvEntry {
     std::string_view name;
     std::span<const std::uint32_t> words;
 };
-const Entry kModules[] = {
+const SpirvEntry kModules[] = {
 ${entries}};
 } // namespace
 
 std::span<const std::uint32_t> embeddedSpirv(std::string_view name) {
-    for (const Entry& e : kModules)
+    for (const SpirvEntry& e : kModules)
         if (e.name == name) return e.words;
     return {};
 }

@@ -126,10 +126,6 @@ void main() {
 }
 )";
 
-const void* offset(std::size_t bytes) {
-    return reinterpret_cast<const void*>(bytes);
-}
-
 } // namespace
 
 bool ConeRenderer::initialize(const GlApi& gl) {
@@ -146,11 +142,11 @@ bool ConeRenderer::initialize(const GlApi& gl) {
         gl.BindBuffer(GL_ARRAY_BUFFER, b.vbo);
         const auto stride = GLsizei(sizeof(ConeVertex));
         gl.EnableVertexAttribArray(0);
-        gl.VertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, stride, offset(offsetof(ConeVertex, x)));
+        gl.VertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, stride, bufferOffset(offsetof(ConeVertex, x)));
         gl.EnableVertexAttribArray(1);
-        gl.VertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, stride, offset(offsetof(ConeVertex, nx)));
+        gl.VertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, stride, bufferOffset(offsetof(ConeVertex, nx)));
         gl.EnableVertexAttribArray(2);
-        gl.VertexAttribPointer(2, 4, GL_FLOAT, GL_FALSE, stride, offset(offsetof(ConeVertex, r)));
+        gl.VertexAttribPointer(2, 4, GL_FLOAT, GL_FALSE, stride, bufferOffset(offsetof(ConeVertex, r)));
         gl.BindVertexArray(0);
         gl.BindBuffer(GL_ARRAY_BUFFER, 0);
     }

@@ -5,9 +5,15 @@
 
 #include <Eigen/Core>
 
+#include <cstddef>
 #include <string>
 
 namespace flowscope {
+
+// A byte offset into the bound vertex buffer, as glVertexAttribPointer takes it.
+inline const void* bufferOffset(std::size_t bytes) {
+    return reinterpret_cast<const void*>(bytes);
+}
 
 class GlProgram {
   public:

@@ -12,7 +12,7 @@ namespace flowscope {
 
 namespace {
 
-const char* kVertexShader = R"(#version 330 core
+const char* kTokenVertexShader = R"(#version 330 core
 layout(location = 0) in vec3 aPosition;
 layout(location = 1) in vec4 aColor;
 uniform mat4 uViewProjection; // includes the upload origin
@@ -56,7 +56,7 @@ void main() {
 
 // Points are discs with a one-device-pixel soft edge (hard-edged sprites shimmer as points move by sub-pixel
 // amounts); lines are drawn as they come.
-const char* kFragmentShader = R"(#version 330 core
+const char* kTokenFragmentShader = R"(#version 330 core
 in vec4 vColor;
 uniform float uPointSize;
 uniform bool uPoints;
@@ -73,17 +73,13 @@ void main() {
 }
 )";
 
-const void* offset(std::size_t bytes) {
-    return reinterpret_cast<const void*>(bytes);
-}
-
 } // namespace
 
 bool PointRenderer::initialize(const GlApi& gl) {
     destroy();
     gl_ = &gl;
-    if (!program_.build(gl, kVertexShader, nullptr, kFragmentShader, &log_) ||
-        !deviceProgram_.build(gl, kDeviceVertexShader, nullptr, kFragmentShader, &log_))
+    if (!program_.build(gl, kTokenVertexShader, nullptr, kTokenFragmentShader, &log_) ||
+        !deviceProgram_.build(gl, kDeviceVertexShader, nullptr, kTokenFragmentShader, &log_))
         return false;
     gl.GenVertexArrays(1, &deviceVao_);
     for (Buffer& b : buffers_) {
@@ -93,10 +89,10 @@ bool PointRenderer::initialize(const GlApi& gl) {
         gl.BindBuffer(GL_ARRAY_BUFFER, b.vbo);
         gl.EnableVertexAttribArray(0);
         gl.VertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, sizeof(PointVertex),
-                               offset(offsetof(PointVertex, x)));
+                               bufferOffset(offsetof(PointVertex, x)));
         gl.EnableVertexAttribArray(1);
         gl.VertexAttribPointer(1, 4, GL_FLOAT, GL_FALSE, sizeof(PointVertex),
-                               offset(offsetof(PointVertex, r)));
+                               bufferOffset(offsetof(PointVertex, r)));
         gl.BindVertexArray(0);
         gl.BindBuffer(GL_ARRAY_BUFFER, 0);
     }
@@ -105,7 +101,8 @@ bool PointRenderer::initialize(const GlApi& gl) {
     gl.BindVertexArray(deviceVao_);
     gl.BindBuffer(GL_ARRAY_BUFFER, buffers_[Points].vbo);
     gl.EnableVertexAttribArray(4);
-    gl.VertexAttribPointer(4, 4, GL_FLOAT, GL_FALSE, sizeof(PointVertex), offset(offsetof(PointVertex, r)));
+    gl.VertexAttribPointer(4, 4, GL_FLOAT, GL_FALSE, sizeof(PointVertex),
+                           bufferOffset(offsetof(PointVertex, r)));
     gl.BindVertexArray(0);
     gl.BindBuffer(GL_ARRAY_BUFFER, 0);
     ready_ = true;
@@ -192,7 +189,7 @@ bool PointRenderer::drawDevicePoints(const DeviceTokens& tokens, const Eigen::Ma
             if (c < tokens.d) {
                 const std::size_t at = std::size_t(c) * std::size_t(tokens.n) * sizeof(float);
                 gl_->EnableVertexAttribArray(GLuint(c));
-                gl_->VertexAttribPointer(GLuint(c), 1, GL_FLOAT, GL_FALSE, 0, offset(at));
+                gl_->VertexAttribPointer(GLuint(c), 1, GL_FLOAT, GL_FALSE, 0, bufferOffset(at));
             } else {
                 gl_->DisableVertexAttribArray(GLuint(c));
                 gl_->VertexAttrib1f(GLuint(c), 0.0f);

@@ -41,6 +41,13 @@ inline CliResult runCli(const std::string& cli, const std::string& args, const s
     return r;
 }
 
+#ifdef FLOWSCOPE_CLI
+// The build's flowscope-cli (the test target's FLOWSCOPE_CLI) with `args`, as runCli.
+inline CliResult cli(const std::string& args, const std::string& prefix = "") {
+    return runCli(FLOWSCOPE_CLI, args, prefix);
+}
+#endif
+
 // The file process `pid` stages `out` under (stagedPathFor's ".flowscope-tmp-<pid>-<random>-<name>" beside
 // it), or "" while there is none.
 inline std::string stagedFileOf(const std::string& out, long pid) {

@@ -9,6 +9,7 @@
 
 #include <Eigen/Dense>
 #include <cstdint>
+#include <limits>
 
 namespace flowscope {
 
@@ -18,5 +19,10 @@ using Tokens = Eigen::MatrixXd;  // N x d, column-major: Tokens(i, c) = coordina
 using TokensF = Eigen::MatrixXf; // float32 working copy with the same layout
 
 enum class Precision { Float32, Float64 };
+
+// Constants more than one file needs.
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kLog2Pi =
+    1.8378770664093454835606594728112; // log 2 pi: a standard normal's log density
 
 } // namespace flowscope

@@ -34,21 +34,19 @@ template <class S> FlowParams<S> FlowParams<S>::zerosLike() const {
     return z;
 }
 
-namespace {
-template <class S> using Mat = ad::Matrix<S>;
-} // namespace
+namespace {} // namespace
 
 template <class S>
 Bound<S> bindFlow(ad::Tape<S>& tape, const FlowConfig& c, const FlowParams<S>& p,
                   FlowParams<ad::Scalar<S>>* grads) {
     Bound<S> b;
     b.phi = grads ? bind(tape, p.phi, grads->phi) : bindConstant(tape, p.phi);
-    auto positive = [&](const Mat<S>& raw, Mat<S>* grad, bool train) {
+    auto positive = [&](const ad::Matrix<S>& raw, ad::Matrix<S>* grad, bool train) {
         if (grads && train) {
-            if (grad->rows() != 1 || grad->cols() != 1) *grad = Mat<S>::Zero(1, 1);
+            if (grad->rows() != 1 || grad->cols() != 1) *grad = ad::Matrix<S>::Zero(1, 1);
             return ad::softplus(tape.parameter(raw, *grad));
         }
-        return tape.constant(Mat<S>::Constant(1, 1, S(softplus(double(raw(0, 0))))));
+        return tape.constant(ad::Matrix<S>::Constant(1, 1, S(softplus(double(raw(0, 0))))));
     };
     b.lambda = positive(p.lambdaRaw, grads ? &grads->lambdaRaw : nullptr, c.trainLambda);
     b.beta = positive(p.betaRaw, grads ? &grads->betaRaw : nullptr, c.trainBeta);
@@ -56,7 +54,7 @@ Bound<S> bindFlow(ad::Tape<S>& tape, const FlowConfig& c, const FlowParams<S>& p
 }
 
 template <class S> ad::Var<S> withTime(ad::Tape<S>& tape, ad::Var<S> X, double t) {
-    return ad::vstack({X, tape.constant(Mat<S>::Constant(1, X.cols(), S(t)))});
+    return ad::vstack({X, tape.constant(ad::Matrix<S>::Constant(1, X.cols(), S(t)))});
 }
 
 RwpoOptions layerOptions(const FlowConfig& c, bool besideKeys) {
@@ -77,7 +75,7 @@ void addRegularizers(ad::Tape<S>& tape, const FlowConfig& c, ad::Var<S> lambdaH,
         const ad::Var<S> gradPsi = ad::scale(ad::sub(X, ad::softThreshold(X, lambdaH)), S(1.0 / h));
         drift = ad::sub(gradX, gradPsi);
         const double thr = double(lambdaH.scalar());
-        Mat<S> lapPsi(1, X.cols());
+        ad::Matrix<S> lapPsi(1, X.cols());
         for (Eigen::Index j = 0; j < X.cols(); ++j)
             lapPsi(0, j) = S((X.value().col(j).array().abs() <= S(thr)).count() / h);
         const ad::Var<S> viscous = ad::scale(ad::sub(lap, tape.constant(lapPsi)), invBeta);
@@ -152,7 +150,7 @@ template <class S> ad::Var<S> recordLogDensity(ad::Var<S> x0, ad::Var<S> logDet,
     return ad::add(logBase, logDet);
 }
 
-template <class S> void checkData(const FlowConfig& c, const Mat<S>& X, const char* what) {
+template <class S> void checkData(const FlowConfig& c, const ad::Matrix<S>& X, const char* what) {
     if (X.rows() != c.d || X.cols() < 1)
         throw std::invalid_argument(std::string("flow: ") + what +
                                     " must be d x N with d = " + std::to_string(c.d) + " and N >= 1, got " +
@@ -170,7 +168,7 @@ struct FixedPointResult {
 // g, which the RWPO sub-step's inverse pushes to 0.9 and beyond; this needs a fraction of the iterations.
 // The history restarts when a step makes the residual grow tenfold.
 template <class S, class G>
-FixedPointResult solveFixedPoint(Mat<S>& P, G&& g, double tol, int maxIterations) {
+FixedPointResult solveFixedPoint(ad::Matrix<S>& P, G&& g, double tol, int maxIterations) {
     constexpr int kAndersonMemory = 5;
     using Vector = Eigen::Matrix<double, Eigen::Dynamic, 1>;
     std::vector<Vector> dF, dG;
@@ -178,7 +176,7 @@ FixedPointResult solveFixedPoint(Mat<S>& P, G&& g, double tol, int maxIterations
     FixedPointResult r;
     double best = INFINITY;
     while (r.iterations < maxIterations) {
-        const Mat<S> image = g(P);
+        const ad::Matrix<S> image = g(P);
         const Vector gv = Eigen::Map<const Eigen::Matrix<S, Eigen::Dynamic, 1>>(image.data(), image.size())
                               .template cast<double>();
         const Vector pv =
@@ -255,12 +253,12 @@ template <class S> typename FlowModel<S>::Matrix FlowModel<S>::referenceDraw(int
 namespace {
 
 // The columns j of A with j mod R = r, side by side, and back.
-template <class S> Mat<S> everyRth(const Mat<S>& A, int R, int r) {
-    Mat<S> out(A.rows(), (A.cols() - r + R - 1) / R);
+template <class S> ad::Matrix<S> everyRth(const ad::Matrix<S>& A, int R, int r) {
+    ad::Matrix<S> out(A.rows(), (A.cols() - r + R - 1) / R);
     for (Eigen::Index j = r, i = 0; j < A.cols(); j += R, ++i) out.col(i) = A.col(j);
     return out;
 }
-template <class S> void scatterEveryRth(const Mat<S>& part, int R, int r, Mat<S>& A) {
+template <class S> void scatterEveryRth(const ad::Matrix<S>& part, int R, int r, ad::Matrix<S>& A) {
     for (Eigen::Index j = r, i = 0; j < A.cols(); j += R, ++i) A.col(j) = part.col(i);
 }
 
@@ -292,12 +290,12 @@ ad::Var<S> FlowModel<S>::recordLoss(ad::Tape<S>& tape, const Matrix& data, FlowP
     const double n = double(split ? split->batch() : data.cols()); // the means' denominator
     const Bound<S> p = bindFlow(tape, c, params_, &grads);
     const ad::Var<S> lambdaH = ad::scale(p.lambda, S(h));
-    const ad::Var<S> invBeta = ad::div(tape.constant(Mat<S>::Ones(1, 1)), p.beta);
+    const ad::Var<S> invBeta = ad::div(tape.constant(ad::Matrix<S>::Ones(1, 1)), p.beta);
 
     ad::Var<S> X = tape.constant(data); // x^M
-    ad::Var<S> logDet = tape.constant(Mat<S>::Zero(1, data.cols()));
-    ad::Var<S> transport = tape.constant(Mat<S>::Zero(1, 1));
-    ad::Var<S> hjb = tape.constant(Mat<S>::Zero(1, 1));
+    ad::Var<S> logDet = tape.constant(ad::Matrix<S>::Zero(1, data.cols()));
+    ad::Var<S> transport = tape.constant(ad::Matrix<S>::Zero(1, 1));
+    ad::Var<S> hjb = tape.constant(ad::Matrix<S>::Zero(1, 1));
     for (int k = c.layers; k >= 1; --k) {
         const TrainingLayer<S> l = recordTrainingLayer(tape, c, p, k, X, logDet, {}, split, part);
         // at x^{k-1/2} and t_{k-1}

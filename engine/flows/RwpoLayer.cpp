@@ -13,7 +13,6 @@ namespace flowscope::flows {
 namespace {
 
 using ad::Index;
-template <class S> using Mat = ad::Matrix<S>;
 template <class S> using Var = ad::Var<S>;
 
 void check(bool ok, const std::string& what) {
@@ -76,10 +75,11 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
     const Var<S> threshold = ad::scale(lambda, h);
     const Var<S> St = ad::softThreshold(X, threshold); // sign(x) max(|x| - λh, 0): the sign is kept
     // D = 1{|x_i| > λh}, exactly the op's own test; constant (the kinks have measure zero).
-    const Mat<S> active = (X.value().array().abs() > threshold.scalar()).template cast<S>().matrix();
+    const ad::Matrix<S> active = (X.value().array().abs() > threshold.scalar()).template cast<S>().matrix();
     const Var<S> Xc2 = ad::square(Xc);
     const Var<S> Yc2 = ownKeys ? Xc2 : ad::square(Yc);
-    const Var<S> ones = tape.constant(Mat<S>::Ones(1, N)), keyOnes = tape.constant(Mat<S>::Ones(1, Nk));
+    const Var<S> ones = tape.constant(ad::Matrix<S>::Ones(1, N)),
+                 keyOnes = tape.constant(ad::Matrix<S>::Ones(1, Nk));
     // Local kernels (corrected, separable), per coordinate: queries (β/(2h)) x̃ with the bias -β/(4h) x̃²,
     // keys ỹ with the bias -β/(4h) ỹ² + β/2 huber(y). The query's bias does not change the softmax, but
     // with it the logits are U itself, -β/(4h) |x - y|² + β/2 M(y), small where the weights live, rather
@@ -142,13 +142,14 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
     out.y = ad::add(X, ad::scale(ad::sub(St, ad::addCol(mean, mu)), S(0.5))); // x + (S(x) - m(x)) / 2
 
     // κ C_w entries, κ = β/(4h); the as-printed kernel's ∂m/∂x = 2κ C_w (I - D) only sees inactive columns.
-    const Mat<S> inactive = Mat<S>::Ones(d, N) - active;
+    const ad::Matrix<S> inactive = ad::Matrix<S>::Ones(d, N) - active;
     Var<S> kVar = ad::scale(ad::scale(var, beta), c4h);
     if (asPrinted) kVar = ad::maskMul(kVar, inactive);
     if (!o.exactLogDet) { // 1/2 div G = n_act / 2 - κ Σ_i (C_w)_ii
         out.logDetTerm = ad::sub(tape.constant(S(0.5) * active.colwise().sum()), ad::colSum(kVar));
     } else {
-        const Var<S> diagonal = ad::sub(tape.constant((Mat<S>::Ones(d, N) + S(0.5) * active).eval()), kVar);
+        const Var<S> diagonal =
+            ad::sub(tape.constant((ad::Matrix<S>::Ones(d, N) + S(0.5) * active).eval()), kVar);
         if (separable) { // J_F is diagonal
             out.logDetTerm = ad::colSum(foldGuardedLog(diagonal));
         } else { // J_aa = diagonal_a, J_ab = -κ C_ab (as printed: times 1 - D_b); det by cofactors, d = 2 or
@@ -159,8 +160,8 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
             for (std::size_t k = 0; k < pairs.size(); ++k) {
                 const auto [a, b] = pairs[k];
                 const Var<S> off = ad::scale(ad::scale(cov[k], beta), -c4h);
-                entry(a, b) = asPrinted ? ad::maskMul(off, Mat<S>(inactive.row(b))) : off;
-                entry(b, a) = asPrinted ? ad::maskMul(off, Mat<S>(inactive.row(a))) : off;
+                entry(a, b) = asPrinted ? ad::maskMul(off, ad::Matrix<S>(inactive.row(b))) : off;
+                entry(b, a) = asPrinted ? ad::maskMul(off, ad::Matrix<S>(inactive.row(a))) : off;
             }
             auto minor = [&](Index a, Index b, Index c, Index e) { // J_ac J_be - J_ae J_bc
                 return ad::sub(ad::mul(entry(a, c), entry(b, e)), ad::mul(entry(a, e), entry(b, c)));

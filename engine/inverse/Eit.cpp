@@ -1,5 +1,7 @@
 #include "engine/inverse/Eit.h"
 
+#include "engine/core/Types.h"
+
 #include <Eigen/OrderingMethods>
 #include <Eigen/SparseCholesky>
 #include <Eigen/SparseCore>
@@ -14,8 +16,6 @@
 namespace flowscope::inverse {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The counter-clockwise arc length of a boundary point from (0, 0): bottom [0, 1), right [1, 2), top [2, 3),
 // left [3, 4).

@@ -1,5 +1,7 @@
 #include "engine/inverse/Lorenz63.h"
 
+#include "engine/core/Types.h"
+
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -8,8 +10,6 @@
 namespace flowscope::inverse {
 
 namespace {
-
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 Eigen::Vector3d field(const Eigen::Vector3d& x, double sigma, double r, double beta) {
     return {sigma * (x(1) - x(0)), x(0) * (r - x(2)) - x(1), x(0) * x(1) - beta * x(2)};

@@ -16,8 +16,6 @@ void require(bool ok, const std::string& what) {
     if (!ok) throw std::invalid_argument("posterior: " + what);
 }
 
-constexpr double kLog2Pi = 1.8378770664093454835606594728112; // log 2π
-
 } // namespace
 
 double Prior::logDensity(const Vector& x) const {

@@ -14,7 +14,6 @@ namespace {
 using Var = ad::Var<double>;
 using Mat = ad::Matrix<double>;
 constexpr long kCheckpointEvery = 25;
-constexpr double kLog2Pi = 1.8378770664093454835606594728112;
 
 void require(bool ok, const std::string& field, const std::string& what) {
     if (!ok) throw std::invalid_argument("posterior flow: " + field + " " + what);

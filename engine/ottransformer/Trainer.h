@@ -62,8 +62,6 @@ struct OtRecord {
     bool rejected = false;
 };
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 struct OtEvaluation {
     long iteration = 0;
     LossTerms terms; // on the held-out sets (accuracy: task B)

@@ -32,26 +32,22 @@ namespace names = scene_names;
 
 constexpr int kMaxDim = 1024;
 static_assert(kMaxDim <= kMaxJsonMatrixSide, "a d x d matrix must be readable");
-constexpr long long kMaxTokens = 16777216;      // 2^24
-constexpr std::size_t kMaxInlinePoints = 65536; // larger token sets belong in a .npy file
+constexpr long long kMaxTokens = 16777216; // 2^24
 constexpr long long kMaxInt = std::numeric_limits<int>::max();
 constexpr std::size_t kMaxSceneFileBytes = std::size_t(64) << 20;
-// A scene nests about 9 levels (root, attention, keyframes, heads, a matrix's rows); each level costs the
-// parser a few hundred bytes, so "[[[[..." would turn a small file into gigabytes.
-constexpr std::size_t kMaxJsonDepth = 64;
 
 std::string shapeOf(Eigen::Index rows, Eigen::Index cols) {
     return std::to_string(rows) + "x" + std::to_string(cols);
 }
 
-// Inline points: an array of 0..kMaxInlinePoints rows of exactly d finite numbers each.
+// Inline points: an array of 0..kSceneMaxInlinePoints rows of exactly d finite numbers each.
 Tokens pointsOf(const JsonReader& j, int d) {
     if (!j.json().is_array())
         j.fail("expected array of points (each an array of " + std::to_string(d) + " numbers), got " +
                j.describe());
-    if (j.size() > kMaxInlinePoints)
-        j.fail("expected at most " + std::to_string(kMaxInlinePoints) + " points (use kind \"file\" with a " +
-               ".npy file for more), got " + std::to_string(j.size()));
+    if (j.size() > std::size_t(kSceneMaxInlinePoints))
+        j.fail("expected at most " + std::to_string(kSceneMaxInlinePoints) +
+               " points (use kind \"file\" with a " + ".npy file for more), got " + std::to_string(j.size()));
     Tokens P(Eigen::Index(j.size()), d);
     for (std::size_t r = 0; r < j.size(); ++r) {
         const JsonReader row = j[r];
@@ -475,7 +471,7 @@ Scene parseScene(const JsonReader& root, const std::string& baseDir) {
 
 Scene sceneFromJson(const std::string& text, const std::string& baseDir) {
     try {
-        const JsonReader::Json root = parseJson(text, kMaxJsonDepth);
+        const JsonReader::Json root = parseJson(text, kSceneMaxJsonDepth);
         return parseScene(JsonReader(root), baseDir);
     } catch (const SceneError&) {
         throw;

@@ -5,21 +5,13 @@
 
 namespace flowscope {
 
-namespace {
-
-constexpr int kMaxJsonDepth = 64; // as sceneFromJson
-// sceneFromJson's limit on inline points (more tokens belong in a .npy file, which a string cannot carry).
-constexpr Eigen::Index kMaxInlinePoints = 65536;
-
-} // namespace
-
 std::string encodeShareString(const Scene& scene) {
     Scene s = scene;
     if (s.initial.kind == InitKind::File) {
         // Inline the tokens: kind "points" with N = m points and no jitter gives token i = row i exactly.
-        if (s.n > kMaxInlinePoints)
+        if (s.n > kSceneMaxInlinePoints)
             shareStringFail("/initial/path: " + std::to_string(s.n) +
-                            " tokens from a file are more than the " + std::to_string(kMaxInlinePoints) +
+                            " tokens from a file are more than the " + std::to_string(kSceneMaxInlinePoints) +
                             " a scene can hold inline; share the scene file and \"" + s.initial.path +
                             "\" instead");
         Tokens tokens;
@@ -50,7 +42,7 @@ Scene decodeShareString(std::string_view text) {
         json,
         [](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
             using E = nlohmann::json::parse_event_t;
-            if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth)
+            if ((event == E::object_start || event == E::array_start) && depth >= kSceneMaxJsonDepth)
                 shareStringFail("expected at most 64 levels of JSON nesting");
             return true;
         },

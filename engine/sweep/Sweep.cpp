@@ -26,7 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = JsonReader::Json;
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t kMaxAxes = 16;
 constexpr long kMaxValues = 100000;
 constexpr long kMaxCells = 1000000;  // every cell's scene is validated before the work starts

@@ -22,10 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using Result = flowscope::test::CliResult;
-
-Result cli(const std::string& args) {
-    return flowscope::test::runCli(FLOWSCOPE_CLI, args);
-}
+using flowscope::test::cli;
 
 fs::path tempDir() {
     const fs::path dir =

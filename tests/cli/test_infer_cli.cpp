@@ -10,16 +10,9 @@
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
+using flowscope::test::cli;
 using flowscope::test::CliResult;
 using flowscope::test::TempDir;
-
-namespace {
-
-CliResult cli(const std::string& args) {
-    return flowscope::test::runCli(FLOWSCOPE_CLI, args);
-}
-
-} // namespace
 
 TEST(InferCli, WritesTheModelItsRecordAndSamplesAndSampleReadsTheModel) {
     TempDir dir("infer");

@@ -13,14 +13,11 @@
 #include <sys/wait.h>
 
 namespace fs = std::filesystem;
+using flowscope::test::cli;
 using flowscope::test::CliResult;
 using flowscope::test::TempDir;
 
 namespace {
-
-CliResult cli(const std::string& args, const std::string& prefix = "") {
-    return flowscope::test::runCli(FLOWSCOPE_CLI, args, prefix);
-}
 
 std::string readText(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);

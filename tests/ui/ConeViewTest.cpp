@@ -60,7 +60,7 @@ bool drawnNear(const QImage& img, QPointF p, double dpr, int radius = 1) {
     return false;
 }
 
-long drawnPixels(const QImage& img) {
+long pixelsOffBackground(const QImage& img) {
     long n = 0;
     for (int y = 0; y < img.height(); ++y)
         for (int x = 0; x < img.width(); ++x) n += !isBackground(img.pixel(x, y));
@@ -158,7 +158,7 @@ TEST(ConeView, ConeModeDrawsTrajectoriesWhereTheCameraPutsThem) {
     const QImage img = s.grab();
     const double dpr = v.devicePixelRatioF();
     ASSERT_EQ(img.width(), int(std::lround(v.width() * dpr)));
-    EXPECT_GT(drawnPixels(img), 5000);
+    EXPECT_GT(pixelsOffBackground(img), 5000);
 
     const auto& rays = v.hints().referenceRays;
     int onRay = 0;
@@ -403,7 +403,7 @@ TEST(ConeView, ExplainsScenesItCannotShow) {
     EXPECT_EQ(s.view->trajectoryCount(), 0);
     EXPECT_EQ(s.view->message(), QStringLiteral("The covariance cone needs d = 2; this scene has d = 3."));
     const QImage img = s.grab();
-    const long drawn = drawnPixels(img);
+    const long drawn = pixelsOffBackground(img);
     EXPECT_GT(drawn, 100); // the message
     EXPECT_LT(drawn, long(img.width()) * img.height() / 20);
 

@@ -28,7 +28,6 @@
 namespace flowscope::test {
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kDt = 0.02;
 
 // Frame i of a made-up run: t = i dt, kinetic e^{-t}, energy 0.5 + t, entropy ln 4 - t/10, 3 clusters, and

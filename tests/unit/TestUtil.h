@@ -11,9 +11,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <random>
+#include <string>
 #include <thread>
+
+#include <unistd.h>
 
 namespace flowscope::test {
 
@@ -35,6 +39,26 @@ inline Tokens randomTokens(int n, int d, std::uint64_t seed, double scale = 1.0)
     Tokens X(n, d);
     for (Eigen::Index i = 0; i < X.size(); ++i) X.data()[i] = normal(rng);
     return X;
+}
+
+// A 1 x 1 matrix holding s (the autodiff tests' scalar inputs).
+inline Mat scalar(double s) {
+    return Mat::Constant(1, 1, s);
+}
+
+// `name` in a folder of this test process's own under TMPDIR (made on first use).
+inline std::filesystem::path tempPath(const std::string& name) {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("flowscope-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    return dir / name;
+}
+
+// M equals R in shape and within `tol` in every entry; prints both when not.
+inline void expectMat(const Mat& M, const Mat& R, double tol) {
+    ASSERT_EQ(M.rows(), R.rows());
+    ASSERT_EQ(M.cols(), R.cols());
+    EXPECT_LE((M - R).cwiseAbs().maxCoeff(), tol) << "got\n" << M << "\nexpected\n" << R;
 }
 
 // The same normal draws as an r x c matrix in the autodiff tests' index type (ad::Matrix<double> is Mat).

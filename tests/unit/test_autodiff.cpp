@@ -28,6 +28,7 @@ using Args = std::vector<Vd>;
 namespace {
 
 using flowscope::test::randn;
+using flowscope::test::scalar;
 
 Md uniform(Index r, Index c, std::uint64_t seed, double lo, double hi) {
     std::mt19937_64 rng(seed);
@@ -54,10 +55,6 @@ Md bothSides(Index r, Index c, std::uint64_t seed, double innerHi, double outerL
     Md m(r, c);
     for (Index i = 0; i < m.size(); ++i) m.data()[i] = (rng() & 1 ? 1 : -1) * (i % 2 ? out(rng) : in(rng));
     return m;
-}
-
-Md scalar(double s) {
-    return Md::Constant(1, 1, s);
 }
 
 // sum(y o W) with W a fixed random matrix of y's shape: every output entry matters, with its own weight.

@@ -1,6 +1,8 @@
 // The 2-D flow datasets, metrics and Adam, against oracles from their definitions: the generators' laws
 // (docs/math/flows.md#datasets), closed-form Gaussian-kernel expectations, exact entropies and
 // quadrature, and Adam's update formula.
+#include "TestUtil.h"
+
 #include "engine/flows/Adam.h"
 #include "engine/flows/Datasets.h"
 #include "engine/flows/Metrics.h"
@@ -18,6 +20,7 @@
 
 using namespace flowscope;
 using namespace flowscope::flows;
+using flowscope::test::tempPath;
 
 namespace {
 
@@ -38,12 +41,6 @@ Vec squaredRadii(const Mat& X) {
 // |sample mean - expected| within z standard errors.
 void expectMeanNear(const Vec& v, double expected, double z = 5.0) {
     EXPECT_NEAR(mean(v), expected, z * stddev(v) / std::sqrt(double(v.size())));
-}
-
-std::string tempPath(const std::string& name) {
-    return (std::filesystem::temp_directory_path() /
-            ("flowscope_flowdata_" + std::to_string(::getpid()) + "_" + name))
-        .string();
 }
 
 // The 8gaussians means (after /1.414) and per-mode std, from the recipe.

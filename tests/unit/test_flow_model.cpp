@@ -299,15 +299,16 @@ TEST(FlowModel, BatchSplitOverTapesIsTheWholeBatchLossAndGradient) {
     struct Case {
         const char* name;
         bool rwpo, leaveOneOut;
-        RwpoKernel kernel;
+        flows::RwpoKernel kernel;
         int parts = 2;
     };
     const int threads = threadCount();
-    for (const Case& k : {Case{"plain", false, false, RwpoKernel::Corrected},
-                          Case{"rwpo, leave-one-out", true, true, RwpoKernel::Corrected},
-                          Case{"rwpo, self included", true, false, RwpoKernel::Corrected},
-                          Case{"rwpo separable, leave-one-out", true, true, RwpoKernel::Separable},
-                          Case{"rwpo, leave-one-out, 3 parts", true, true, RwpoKernel::Corrected, 3}}) {
+    for (const Case& k :
+         {Case{"plain", false, false, flows::RwpoKernel::Corrected},
+          Case{"rwpo, leave-one-out", true, true, flows::RwpoKernel::Corrected},
+          Case{"rwpo, self included", true, false, flows::RwpoKernel::Corrected},
+          Case{"rwpo separable, leave-one-out", true, true, flows::RwpoKernel::Separable},
+          Case{"rwpo, leave-one-out, 3 parts", true, true, flows::RwpoKernel::Corrected, 3}}) {
         SCOPED_TRACE(k.name);
         setThreadCount(std::max(threads, k.parts));
         FlowConfig c = smallConfig(k.rwpo);

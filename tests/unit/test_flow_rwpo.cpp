@@ -2,6 +2,8 @@
 // double loop over (query, key) pairs with the explicit per-pair kernel, finite-difference Jacobians of the
 // frozen-key map, finite-difference gradients (GradCheck.h) and the 1-D Gaussian closed form of
 // docs/math/flows.md#rwpo-jacobian.
+#include "TestUtil.h"
+
 #include "engine/autodiff/GradCheck.h"
 #include "engine/flows/RwpoLayer.h"
 
@@ -24,6 +26,7 @@ using flowscope::flows::RwpoOptions;
 using Md = ad::Matrix<double>;
 using Vd = ad::Var<double>;
 using Eigen::VectorXd;
+using flowscope::test::scalar;
 
 namespace {
 
@@ -32,10 +35,6 @@ const RwpoKernel kKernels[] = {RwpoKernel::Corrected, RwpoKernel::AsPrinted, Rwp
 
 const char* kernelName(RwpoKernel k) {
     return k == RwpoKernel::Corrected ? "corrected" : k == RwpoKernel::AsPrinted ? "as printed" : "separable";
-}
-
-Md scalar(double s) {
-    return Md::Constant(1, 1, s);
 }
 
 // d x N normal tokens, every coordinate at least `margin` away from the kinks |x_i| = t of S and huber.

@@ -2,6 +2,8 @@
 // (engine/flows/Trainer.h, Flow.h, FlowIo.h, engine/io/Safetensors.h). Oracles: exact inverses (encode of
 // generate is the identity up to the solver tolerance), bit-for-bit reproducibility, and the documented
 // rejection rules.
+#include "TestUtil.h"
+
 #include "engine/core/Parallel.h"
 #include "engine/flows/Datasets.h"
 #include "engine/flows/FlowIo.h"
@@ -19,6 +21,7 @@
 namespace fs = std::filesystem;
 using namespace flowscope;
 using namespace flowscope::flows;
+using flowscope::test::tempPath;
 
 namespace {
 
@@ -49,12 +52,6 @@ FlowConfig samplerFlow(int layers, std::uint64_t seed = 0) {
     c.layers = layers;
     c.seed = seed;
     return c;
-}
-
-fs::path tempPath(const std::string& name) {
-    const fs::path dir = fs::temp_directory_path() / ("flowscope-flow-io-" + std::to_string(::getpid()));
-    fs::create_directories(dir);
-    return dir / name;
 }
 
 std::string messageOf(const std::function<void()>& f) {

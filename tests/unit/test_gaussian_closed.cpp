@@ -27,12 +27,6 @@ void expectRel(double x, double ref, double rel) {
     EXPECT_NEAR(x, ref, rel * std::abs(ref) + 1e-300) << x;
 }
 
-void expectMat(const Mat& M, const Mat& R, double tol) {
-    ASSERT_EQ(M.rows(), R.rows());
-    ASSERT_EQ(M.cols(), R.cols());
-    EXPECT_LE((M - R).cwiseAbs().maxCoeff(), tol) << "got\n" << M << "\nexpected\n" << R;
-}
-
 // Classical RK4 for an autonomous ODE y' = f(y) (y: double, Vec or Mat).
 template <class S, class F> S rk4(F f, S y, double T, int n) {
     const double h = T / n;

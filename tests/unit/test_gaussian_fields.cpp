@@ -22,12 +22,6 @@ Vec s1(double a) {
     return Vec::Constant(1, a);
 }
 
-void expectMat(const Mat& M, const Mat& R, double tol) {
-    ASSERT_EQ(M.rows(), R.rows());
-    ASSERT_EQ(M.cols(), R.cols());
-    EXPECT_LE((M - R).cwiseAbs().maxCoeff(), tol) << "got\n" << M << "\nexpected\n" << R;
-}
-
 Scene headScene(AttentionType type, const Mat& Q, const Mat& K, const Mat& V) {
     Scene s;
     s.d = int(V.rows());

@@ -1,4 +1,6 @@
 // The streaming kernel against the dense formula, in double and float32.
+#include "TestUtil.h"
+
 #include "engine/attention/StreamKernel.h"
 #include "engine/core/Types.h"
 
@@ -6,16 +8,9 @@
 #include <random>
 
 using namespace flowscope;
+using namespace flowscope::test;
 
 namespace {
-
-Tokens randomTokens(int n, int d, std::uint64_t seed, double scale = 1.0) {
-    std::mt19937_64 rng(seed);
-    std::normal_distribution<double> normal(0.0, scale);
-    Tokens X(n, d);
-    for (Eigen::Index i = 0; i < X.size(); ++i) X.data()[i] = normal(rng);
-    return X;
-}
 
 // Dense reference: P = softmax(Q X^T + bias) row-wise, returns P X (N x d) in long double accumulation.
 Mat denseSoftmaxAverage(const Mat& Q, const Tokens& X, const Vec& bias, bool causal) {

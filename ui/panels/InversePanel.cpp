@@ -26,10 +26,7 @@ namespace {
 
 using form::addRow;
 using form::named;
-
-QString number(double v) {
-    return QString::number(v, 'g', 4);
-}
+using form::number;
 
 } // namespace
 

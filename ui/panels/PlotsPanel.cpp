@@ -26,7 +26,6 @@ namespace flowscope {
 
 namespace {
 
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int kEnergy = 0, kKinetic = 1, kEntropy = 2, kSpectrum = 3, kClusters = 4;
 
 // Line colours that read on the dark and on the light palette.

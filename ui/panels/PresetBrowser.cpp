@@ -52,12 +52,6 @@ bool isGaussianMode(const QString& file, const Scene& s) {
 }
 
 // SceneError's what() is "pointer: message"; a whole-file error has an empty pointer.
-QString describe(const std::exception& e) {
-    QString text = QString::fromStdString(e.what());
-    if (text.startsWith(QLatin1String(": "))) text.remove(0, 2);
-    return text;
-}
-
 QString samePathKey(const QString& path) {
     const QFileInfo info(path);
     const QString canonical = info.canonicalFilePath();
@@ -180,7 +174,7 @@ void PresetBrowser::setDirectory(const QString& dir) {
                       : p.figure.contains(QLatin1String("Castin")) ? CastinParticles
                                                                    : OtherScenes;
         } catch (const std::exception& e) {
-            p.error = describe(e);
+            p.error = QString::fromStdString(e.what());
             p.group = Unreadable;
         }
         presets_.push_back(std::move(p));

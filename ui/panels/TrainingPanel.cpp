@@ -34,10 +34,7 @@ constexpr double kMassWarning = 1.05;
 // ui/widgets/FormWidgets.h; the spin boxes track keystrokes (edits apply on Start, not at once).
 using form::addRow;
 using form::named;
-
-QString number(double v) {
-    return QString::number(v, 'g', 4);
-}
+using form::number;
 
 } // namespace
 

@@ -24,6 +24,7 @@ namespace {
 
 using form::addRow;
 using form::named;
+using form::number;
 
 // A combo box whose items carry an enum value.
 template <class E>
@@ -39,10 +40,6 @@ template <class E> E valueOf(const QComboBox* box) {
 
 template <class E> void select(QComboBox* box, E value) {
     box->setCurrentIndex(std::max(0, box->findData(int(value))));
-}
-
-QString number(double v) {
-    return QString::number(v, 'g', 4);
 }
 
 } // namespace

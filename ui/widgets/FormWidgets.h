@@ -25,6 +25,11 @@ namespace flowscope::form {
 // change at once must not see half-typed numbers), or on every keystroke.
 enum class Tracking { Commit, Keystrokes };
 
+// A value as the panels' status lines show it: four significant digits.
+inline QString number(double v) {
+    return QString::number(v, 'g', 4);
+}
+
 template <class W> W* named(W* w, const char* key) {
     w->setObjectName(QString::fromLatin1(key));
     w->setToolTip(parameterTooltip(key));

@@ -46,15 +46,6 @@ namespace flowscope {
 
 namespace {
 // SceneError's what() is "pointer: message"; an error about the whole file has an empty pointer.
-QString describe(const std::exception& e) {
-    if (const auto* se = dynamic_cast<const SceneError*>(&e); se && se->pointer.empty()) {
-        QString text = QString::fromStdString(se->what());
-        if (text.startsWith(QStringLiteral(": "))) text.remove(0, 2);
-        return text;
-    }
-    return QString::fromStdString(e.what());
-}
-
 constexpr int kMaxRecent = 8;
 
 } // namespace
@@ -109,7 +100,8 @@ bool ParticlesWorkspace::openSceneFile(const QString& path) {
     try {
         scene = loadScene(QFile::encodeName(path).toStdString());
     } catch (const std::exception& e) {
-        return fail(tr("Cannot open %1:\n%2").arg(QFileInfo(path).fileName(), describe(e)));
+        return fail(
+            tr("Cannot open %1:\n%2").arg(QFileInfo(path).fileName(), QString::fromStdString(e.what())));
     }
     if (!setScene(scene, path)) return false;
     addRecent(QFileInfo(path).absoluteFilePath());
@@ -121,7 +113,7 @@ bool ParticlesWorkspace::setScene(const Scene& scene, const QString& sourcePath)
         runner_.setScene(scene);
     } catch (const std::exception& e) {
         const QString what = sourcePath.isEmpty() ? tr("the scene") : QFileInfo(sourcePath).fileName();
-        return fail(tr("Cannot run %1:\n%2").arg(what, describe(e)));
+        return fail(tr("Cannot run %1:\n%2").arg(what, QString::fromStdString(e.what())));
     }
     scene_ = scene;
     baseHeads_ = scene.attention.heads;
@@ -156,7 +148,8 @@ bool ParticlesWorkspace::saveSceneFile(const QString& path) {
     try {
         saveScene(*scene_, QFile::encodeName(path).toStdString()); // atomic: written aside, then renamed
     } catch (const std::exception& e) {
-        return fail(tr("Cannot save %1:\n%2").arg(QFileInfo(path).fileName(), describe(e)));
+        return fail(
+            tr("Cannot save %1:\n%2").arg(QFileInfo(path).fileName(), QString::fromStdString(e.what())));
     }
     scenePath_ = path;
     addRecent(QFileInfo(path).absoluteFilePath());
@@ -238,7 +231,7 @@ bool ParticlesWorkspace::openShareString(const QString& text) {
     try {
         scene = decodeShareString(text.trimmed().toStdString());
     } catch (const std::exception& e) {
-        return fail(tr("Cannot open the share string:\n%1").arg(describe(e)));
+        return fail(tr("Cannot open the share string:\n%1").arg(QString::fromStdString(e.what())));
     }
     return setScene(scene);
 }

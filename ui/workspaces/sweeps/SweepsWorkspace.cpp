@@ -28,12 +28,6 @@ namespace flowscope {
 namespace {
 
 // A JsonError about the whole file has an empty pointer: its what() starts with ": ".
-QString describe(const std::exception& e) {
-    if (const auto* je = dynamic_cast<const JsonError*>(&e); je && je->pointer.empty())
-        return QString::fromStdString(je->detail);
-    return QString::fromStdString(e.what());
-}
-
 QString sweepName(const SweepSpec& spec, const QString& path) {
     return spec.name.empty() ? QFileInfo(path).completeBaseName() : QString::fromStdString(spec.name);
 }
@@ -137,7 +131,8 @@ bool SweepsWorkspace::openSweep(const QString& pathOrName) {
                           .toStdString()));
     } catch (const std::exception& e) {
         if (!specPath_.isEmpty()) panel_->addSweepFile(specPath_); // the combo shows the sweep still shown
-        return fail(tr("Cannot open the sweep %1:\n%2").arg(QFileInfo(path).fileName(), describe(e)));
+        return fail(tr("Cannot open the sweep %1:\n%2")
+                        .arg(QFileInfo(path).fileName(), QString::fromStdString(e.what())));
     }
     poll_.stop();
     run_.cancel();
@@ -164,7 +159,7 @@ bool SweepsWorkspace::run(int threads) {
     try {
         checkSweep(*spec_); // every cell's scene, before any work (the CLI's check)
     } catch (const std::exception& e) {
-        return fail(tr("Cannot run the sweep:\n%1").arg(describe(e)));
+        return fail(tr("Cannot run the sweep:\n%1").arg(QString::fromStdString(e.what())));
     }
     // The sweep gets the cores: the Particles tab's simulation (which plays on behind the other tabs) waits.
     if (particles_->runner().playing()) {
@@ -183,7 +178,7 @@ bool SweepsWorkspace::run(int threads) {
             try {
                 (void)openBackend(backend);
             } catch (const std::exception& e) {
-                why = describe(e);
+                why = QString::fromStdString(e.what());
             }
         }).join();
         if (!why.isEmpty()) return fail(tr("Cannot run the sweep on this backend:\n%1").arg(why));
@@ -245,7 +240,7 @@ bool SweepsWorkspace::openRun(long run) {
     try {
         scene = sweepSceneToOpen(*spec_, run);
     } catch (const std::exception& e) {
-        return fail(tr("Run %1 has no scene to open:\n%2").arg(run).arg(describe(e)));
+        return fail(tr("Run %1 has no scene to open:\n%2").arg(run).arg(QString::fromStdString(e.what())));
     }
     if (!particles_->setScene(scene)) return fail(particles_->lastError());
     // A Gaussian-mode scene the cone can draw opens there (as its presets do); any other in the particles.
@@ -295,7 +290,7 @@ bool SweepsWorkspace::saveTable(const QString& dir) {
                                {"wall_seconds", p.seconds},
                                {"app", true}}}});
     } catch (const std::exception& e) {
-        return fail(tr("Cannot save the table:\n%1").arg(describe(e)));
+        return fail(tr("Cannot save the table:\n%1").arg(QString::fromStdString(e.what())));
     }
     return succeed();
 }
