@@ -100,8 +100,11 @@ NpyHeader readHeader(std::istream& in, const std::string& path) {
 
     NpyHeader h;
     const std::string descr = headerValue(dict, "descr");
-    if (headerValue(dict, "fortran_order").find("False") == std::string::npos)
-        throw std::runtime_error(path + ": Fortran-order arrays are not supported");
+    const std::string order = headerValue(dict, "fortran_order");
+    if (order.find("True") != std::string::npos)
+        h.fortranOrder = true;
+    else if (order.find("False") == std::string::npos)
+        throw std::runtime_error(path + ": malformed fortran_order in .npy header");
     if (descr == "<f8" || descr == "|f8")
         h.itemSize = 8;
     else if (descr == "<f4" || descr == "|f4")
@@ -198,6 +201,23 @@ NpyArray readNpy(const std::string& path, std::int64_t maxBytes) {
             std::memcpy(&v, p, 4);
             a.data[std::size_t(i)] = double(v);
         }
+    }
+    if (h.fortranOrder && a.shape.size() > 1) {
+        // Column-major (first index fastest) to C order (last index fastest): element (i0, ..., ik) sits at
+        // sum_j i_j * prod_{l<j} shape_l in the file.
+        std::vector<double> c(a.data.size());
+        std::vector<std::int64_t> index(a.shape.size(), 0);
+        for (std::size_t out = 0; out < c.size(); ++out) {
+            std::int64_t at = 0, stride = 1;
+            for (std::size_t j = 0; j < a.shape.size(); ++j) at += index[j] * stride, stride *= a.shape[j];
+            c[out] = a.data[std::size_t(at)];
+            for (std::size_t j = a.shape.size(); j-- > 0;) // next C-order index: the last one fastest
+                if (++index[j] < a.shape[j])
+                    break;
+                else
+                    index[j] = 0;
+        }
+        a.data = std::move(c);
     }
     return a;
 }

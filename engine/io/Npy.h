@@ -1,4 +1,5 @@
-// Flowscope engine: NumPy .npy (format 1.0/2.0, little-endian float32/float64, C order) and plain CSV.
+// Flowscope engine: NumPy .npy (format 1.0/2.0, little-endian float32/float64/int32/int64; written in C
+// order, read in C or Fortran order) and plain CSV.
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,10 @@ void writeNpy(const std::string& path, const std::vector<std::int64_t>& shape, c
 
 struct NpyHeader {
     std::vector<std::int64_t> shape;
-    std::int64_t count = 1; // product of the shape
-    int itemSize = 8;       // bytes per value
-    bool isFloat = true;    // float32/float64, else int32/int64
+    std::int64_t count = 1;    // product of the shape
+    int itemSize = 8;          // bytes per value
+    bool isFloat = true;       // float32/float64, else int32/int64
+    bool fortranOrder = false; // the data in column-major order (readNpy returns C order either way)
 };
 
 // Reads only the header of a .npy (the checks of readNpy on magic, version, dtype and shape; not the data):

@@ -43,6 +43,43 @@ TEST(LoaderRegressions, NpyHeaderClaimingGigabytesIsTruncatedNotAllocated) {
                 HasSubstr("claims.npy: truncated data (expected 400000000 values)"));
 }
 
+// A Fortran-order .npy (what np.save writes for a transposed or Fortran-ordered array) reads as the same
+// array in C order: element (i, j, k) of a 2 x 3 x 4 array holding 100 i + 10 j + k, written first index
+// fastest, in float32 and float64; and a header whose fortran_order is neither True nor False is refused.
+TEST(LoaderRegressions, FortranOrderNpyReadsAsTheSameArray) {
+    test::TempDir dir;
+    auto write = [&](const std::string& name, const std::string& descr, const std::string& order, bool f32) {
+        std::string header =
+            "{'descr': '" + descr + "', 'fortran_order': " + order + ", 'shape': (2, 3, 4), }";
+        header += std::string(64 - (10 + header.size() + 1) % 64, ' ') + "\n";
+        std::ofstream out(dir.file(name), std::ios::binary);
+        out << std::string("\x93NUMPY\x01\x00", 8) << char(header.size()) << '\0' << header;
+        for (int k = 0; k < 4; ++k)
+            for (int j = 0; j < 3; ++j)
+                for (int i = 0; i < 2; ++i) {
+                    const double v = 100 * i + 10 * j + k;
+                    const float f = float(v);
+                    if (f32)
+                        out.write(reinterpret_cast<const char*>(&f), 4);
+                    else
+                        out.write(reinterpret_cast<const char*>(&v), 8);
+                }
+    };
+    write("f8.npy", "<f8", "True", false);
+    write("f4.npy", "<f4", "True", true);
+    for (const char* name : {"f8.npy", "f4.npy"}) {
+        const NpyArray a = readNpy(dir.file(name));
+        ASSERT_EQ(a.shape, (std::vector<std::int64_t>{2, 3, 4})) << name;
+        for (int i = 0; i < 2; ++i)
+            for (int j = 0; j < 3; ++j)
+                for (int k = 0; k < 4; ++k)
+                    EXPECT_EQ(a.data[std::size_t(12 * i + 4 * j + k)], 100 * i + 10 * j + k) << name;
+    }
+    write("bad.npy", "<f8", "Maybe", false);
+    EXPECT_THAT(errorOf([&] { readNpy(dir.file("bad.npy")); }),
+                HasSubstr("bad.npy: malformed fortran_order"));
+}
+
 // 300 heads written as {} (each the identity) at d = 1024: 2 KB of JSON for 7.5 GB of matrices.
 TEST(LoaderRegressions, SceneHeadsThatExpandToGigabytesAreRefused) {
     std::string heads;
