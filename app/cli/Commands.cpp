@@ -10,6 +10,7 @@
 #include "engine/io/Trajectory.h"
 #include "engine/scene/RunBudget.h"
 #include "engine/scene/Scene.h"
+#include "engine/scene/SceneSetting.h"
 #include "engine/scene/SceneShareString.h"
 
 #include <algorithm>
@@ -53,6 +54,19 @@ std::string ArgParser::option(const std::string& name, const std::string& fallba
     return fallback;
 }
 
+std::vector<std::string> ArgParser::options(const std::string& name) {
+    known_.push_back(name);
+    std::vector<std::string> values;
+    for (std::size_t i = 0; i < args_.size(); ++i)
+        if (!used_[i] && args_[i] == name) {
+            if (i + 1 >= args_.size()) throw UsageError(name + " needs a value");
+            used_[i] = used_[i + 1] = true;
+            values.push_back(args_[++i]);
+        }
+    collect();
+    return values;
+}
+
 void ArgParser::collect() {
     positional.clear();
     for (std::size_t i = 0; i < args_.size(); ++i)
@@ -76,6 +90,14 @@ void ArgParser::rejectUnknown() const {
     const std::string near = nearestWord(u.substr(0, u.find('=')), known_);
     throw UsageError("unknown option " + quoteForMessage(u) +
                      (near.empty() ? "" : " (did you mean " + near + "?)"));
+}
+
+Scene withSetOptions(Scene scene, const std::vector<std::string>& settings) {
+    try {
+        return withSettings(std::move(scene), settings);
+    } catch (const SceneError& e) {
+        throw SceneError("", "--set " + std::string(e.what()));
+    }
 }
 
 void requireSceneAndOut(const ArgParser& p, const std::string& out, const std::string& command,
@@ -174,12 +196,14 @@ int simulate(const Args& raw) {
     const std::string backendName = p.option("--backend", defaultBackendId());
     const bool f32 = p.flag("--float32");
     const std::string every = p.option("--every");
+    const std::vector<std::string> settings = p.options("--set");
     const std::uint64_t maxMemory = maxMemoryOption(p);
     p.rejectUnknown();
     requireSceneAndOut(p, out, "simulate", "traj.npy");
 
     const ComputeBackend backend = openCliBackend(backendName);
-    Scene scene = loadSceneOrShareString(p.positional[0]); // validates everything before any output
+    Scene scene = withSetOptions(loadSceneOrShareString(p.positional[0]),
+                                 settings); // validates everything before any output
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
     checkRunBudget(particleRunBudget(scene, true), maxMemory, kMaxMemoryHint);
     // The outputs, checked before the run: the trajectory, then its record (renamed last).
@@ -302,11 +326,12 @@ int share(const Args& raw) {
     ArgParser p(raw);
     const std::string decode = p.option("--decode");
     const std::string out = p.option("--out");
+    const std::vector<std::string> settings = p.options("--set");
     p.rejectUnknown();
     if (!decode.empty()) {
         if (!p.positional.empty())
             throw UsageError("--decode takes the string itself, no SCENE.json with it");
-        const Scene scene = decodeShareString(decode);
+        const Scene scene = withSetOptions(decodeShareString(decode), settings);
         if (out.empty()) {
             std::cout << sceneToJson(scene);
         } else {
@@ -319,7 +344,7 @@ int share(const Args& raw) {
     if (p.positional.size() != 1)
         throw UsageError("expected one SCENE.json (usage: share SCENE.json, or share --decode STRING --out "
                          "scene.json)");
-    std::cout << encodeShareString(loadSceneOrShareString(p.positional[0])) << "\n";
+    std::cout << encodeShareString(withSetOptions(loadSceneOrShareString(p.positional[0]), settings)) << "\n";
     return 0;
 }
 

@@ -66,8 +66,9 @@ struct ArgParser {
     explicit ArgParser(const Args& args);
     bool flag(const std::string& name);                                            // consumes --name
     std::string option(const std::string& name, const std::string& fallback = ""); // consumes --name value
-    std::vector<std::string> positional; // what is left after options are consumed
-    std::string unknown() const;         // first unconsumed --option, if any
+    std::vector<std::string> options(const std::string& name); // consumes every --name value, in order
+    std::vector<std::string> positional;                       // what is left after options are consumed
+    std::string unknown() const;                               // first unconsumed --option, if any
     // Throws UsageError "unknown option ..." when unknown() is not empty, naming the closest option this
     // command asked for ("did you mean --every?").
     void rejectUnknown() const;
@@ -78,6 +79,10 @@ struct ArgParser {
     std::vector<std::string> known_; // every name flag() and option() were asked for
     void collect();
 };
+
+// The scene with each --set POINTER=VALUE applied in turn (engine/scene/SceneSetting.h). Throws SceneError
+// whose message starts "--set "POINTER=VALUE": ".
+Scene withSetOptions(Scene scene, const std::vector<std::string>& settings);
 
 // --max-memory SIZE (512M, 8G, ...; default: half this machine's memory), consumed from p. Throws UsageError.
 std::uint64_t maxMemoryOption(ArgParser& p);

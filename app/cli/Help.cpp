@@ -20,17 +20,20 @@ constexpr const char* kUsage = R"(usage: flowscope-cli <command> [options]
 
 commands:
   simulate SCENE.json --out traj.npy [--float32] [--every K] [--backend {backends}] [--max-memory SIZE]
+        [--set /POINTER=VALUE ...]
       integrate the particle system of a scene; writes a (T, N, d) .npy and traj.json beside it
-      (times, observables, events); gl and vulkan compute velocities on the GPU in float32
+      (times, observables, events); gl and vulkan compute velocities on the GPU in float32; each
+      --set /attention/beta=4 (repeatable; any field by its JSON pointer, a JSON value or a bare word:
+      /attention/type=l2) replaces a field of the scene before the run, checked as the scene file is
   presets [--dir DIR]
       list the shipped presets, one line each
-  share SCENE.json
+  share SCENE.json [--set /POINTER=VALUE ...]
       print the scene as one URL-safe share string (fs1. + base64url of its deflated JSON); every command that
       takes a SCENE.json also takes such a string in its place; tokens from a file are inlined
-  share --decode STRING [--out scene.json]
+  share --decode STRING [--out scene.json] [--set /POINTER=VALUE ...]
       write the scene of a share string (atomically), or print it without --out
   moments SCENE.json --out moments.json|moments.npy [--method adaptive|paper] [--every K] [--final-only]
-        [--max-memory SIZE]
+        [--max-memory SIZE] [--set /POINTER=VALUE ...]
       Gaussian mode: integrate the mean/covariance ODEs for the scene's initial Gaussian or its trace-1 grid;
       writes times, means, covariances and the event of each trajectory (converged / blow-up with t_max /
       max-iter); --final-only keeps the first and last state of each. .npy: the covariances (R, K, d, d),
@@ -146,6 +149,7 @@ commands:
 
   render SCENE.json --out anim.mp4|anim.gif|frames/ [--view particles|cone|disc] [--frames 120] [--fps 30]
         [--size 1280x720] [--dt-per-frame X] [--hud|--no-hud] [--caption auto|TEXT] [--no-particles]
+        [--set /POINTER=VALUE ...]
       an animation of a view, drawn headless (EGL, no display needed): frame k shows simulation time k * X
       (default X: the scene's step times output.every); --hud adds the particle view's heads-up display,
       --caption a strip with the scene's name, parameters and t (auto) or TEXT ({t}: the time);

@@ -68,13 +68,14 @@ int moments(const Args& raw) {
     const std::string method = p.option("--method");
     const std::string every = p.option("--every");
     const bool finalOnly = p.flag("--final-only");
+    const std::vector<std::string> settings = p.options("--set");
     const std::uint64_t maxMemory = maxMemoryOption(p);
     p.rejectUnknown();
     requireSceneAndOut(p, out, "moments", "moments.json");
     const bool npy = out.size() >= 4 && out.compare(out.size() - 4, 4, ".npy") == 0;
     if (npy && finalOnly) throw UsageError("--final-only: only for the JSON output");
 
-    Scene scene = loadSceneOrShareString(p.positional[0]);
+    Scene scene = withSetOptions(loadSceneOrShareString(p.positional[0]), settings);
     if (!method.empty()) scene.moments.method = parseMethod(method);
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
     makeMomentField(scene); // refuse non-Gaussian variants before any work

@@ -51,6 +51,7 @@ enum class View { Particles, Cone, Disc };
 
 struct Options {
     std::string scenePath;
+    std::vector<std::string> settings; // --set POINTER=VALUE
     View view = View::Particles;
     long frames = 120;
     double fps = 30.0;
@@ -82,6 +83,7 @@ Options parseOptions(const Args& raw) {
     const std::string caption = p.option("--caption");
     const std::string dt = p.option("--dt-per-frame");
     o.particles = !p.flag("--no-particles");
+    o.settings = p.options("--set");
     p.rejectUnknown();
     if (p.positional.size() != 1)
         throw UsageError("expected one SCENE.json (usage: render SCENE.json --view particles|cone|disc --out "
@@ -116,7 +118,7 @@ const char* viewName(View v) {
 
 int render(const Args& raw) {
     const Options o = parseOptions(raw);
-    const Scene scene = loadSceneOrShareString(o.scenePath); // validates before any output
+    const Scene scene = withSetOptions(loadSceneOrShareString(o.scenePath), o.settings); // validates first
     if (o.view != View::Particles)
         if (const auto why = coneUnsupported(scene))
             throw UsageError(std::string("--view ") + viewName(o.view) + ": " + *why);

@@ -137,13 +137,13 @@ struct SceneError : JsonError {
     using JsonError::JsonError;
 };
 
-// Parse and validate a scene from JSON text. `baseDir` resolves relative file paths. Throws SceneError.
 // sceneFromJson's limits. A scene nests about 9 levels (root, attention, keyframes, heads, a matrix's rows);
 // each level costs the parser a few hundred bytes, so "[[[[..." would turn a small file into gigabytes: the
 // JSON may nest kSceneMaxJsonDepth deep. Inline points: at most kSceneMaxInlinePoints (larger token sets
 // belong in a .npy file, kind "file").
 inline constexpr int kSceneMaxJsonDepth = 64;
 inline constexpr long kSceneMaxInlinePoints = 65536;
+// Parse and validate a scene from JSON text. `baseDir` resolves relative file paths. Throws SceneError.
 Scene sceneFromJson(const std::string& text, const std::string& baseDir = ".");
 // Read a scene file (throws SceneError with pointer "" for I/O or syntax errors, with the line/column).
 Scene loadScene(const std::string& path);

@@ -9,6 +9,7 @@
 #include "engine/gaussian/Regime.h"
 #include "engine/io/Npy.h"
 #include "engine/io/ShareString.h"
+#include "engine/scene/SceneSetting.h"
 #include "engine/scene/SceneShareString.h"
 
 #include <algorithm>
@@ -122,15 +123,8 @@ void resolveBase(const JsonReader& j, const std::string& specDir, const std::str
         set->expectObject();
         for (auto it = set->json().begin(); it != set->json().end(); ++it) {
             const JsonReader field = *set->find(it.key());
-            try {
-                const Json::json_pointer ptr(it.key());
-                if (!ptr.parent_pointer().empty() && !s.base.contains(ptr.parent_pointer()))
-                    field.fail("the base scene has no " + ptr.parent_pointer().to_string());
-                s.base[ptr] = it.value();
-            } catch (const nlohmann::json::exception&) {
-                field.fail("expected a JSON pointer into the base scene as the key, got " +
-                           quoteForMessage(it.key()));
-            }
+            if (const std::string why = placeAtPointer(s.base, it.key(), it.value()); !why.empty())
+                field.fail(why);
         }
     }
     try {
@@ -311,21 +305,8 @@ void applyValue(Json& j, const std::string& pointer, double value, bool scale) {
         scaleNumbers(j.at(ptr), value);
         return;
     }
-    if (!ptr.parent_pointer().empty() && !j.contains(ptr.parent_pointer()))
-        throw std::runtime_error("sets " + pointer + ", but the scene has no " +
-                                 ptr.parent_pointer().to_string());
-    const Json& parent = ptr.parent_pointer().empty() ? j : j.at(ptr.parent_pointer());
-    if (!parent.is_object() && !parent.is_array())
-        throw std::runtime_error("sets " + pointer + ", but " + ptr.parent_pointer().to_string() +
-                                 " is no object or array");
-    if (parent.is_array()) {
-        const std::string last = ptr.back();
-        if (last.empty() || !std::all_of(last.begin(), last.end(), ::isdigit) ||
-            std::stoull(last.substr(0, 12)) >= parent.size())
-            throw std::runtime_error("sets " + pointer + ", past the end of " +
-                                     ptr.parent_pointer().to_string());
-    }
-    j[ptr] = numberJson(value);
+    if (const std::string why = placeAtPointer(j, pointer, numberJson(value)); !why.empty())
+        throw std::runtime_error("sets " + pointer + ": " + why);
 }
 
 Mat drawMatrix(const SweepDraw& d, int dim, NumpyRandom& rng) {

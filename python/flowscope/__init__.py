@@ -3,6 +3,8 @@
     import flowscope, numpy as np
     scene = flowscope.Scene("default")                 # a preset, a scene dict, a .json file or a share string
     run = flowscope.simulate(scene)                    # run.tokens: (T, N, d), run.times, observables, run.event
+    live = flowscope.Run(scene); live.step(50)         # a run you step and edit as it goes:
+    live.set("/attention/type", "l2"); live.step(50)   # live.tokens (N, d), live.t
     V = flowscope.velocity({"type": "softmax", "beta": 1}, np.random.randn(1000, 3))
     m = flowscope.moments("cone-fig2d-two-lines")      # Σ(t), α(t) of the Gaussian mode
     flow = flowscope.train("moons", iters=300)         # a generative flow; flow.sample(1000), flow.save(...)
@@ -30,6 +32,7 @@ from ._flowscope import (  # noqa: F401
     moments,
     presets,
     render,
+    Run,
     simulate,
     train,
     train_transformer,
@@ -40,7 +43,8 @@ from . import _flowscope
 
 __version__ = "0.1.0"
 __all__ = [
-    "HAVE_RENDER", "FlowModel", "MomentsResult", "Scene", "SimulationResult", "TransformerModel", "attention_weights",
+    "HAVE_RENDER", "FlowModel", "MomentsResult", "Run", "Scene", "SimulationResult", "TransformerModel",
+    "attention_weights",
     "dataset", "datasets", "entropies", "moments", "presets", "render", "simulate", "train", "train_transformer",
     "velocity",
 ]

@@ -5,6 +5,7 @@
 #include "engine/core/Types.h"
 #include "engine/scene/Scene.h"
 
+#include <nlohmann/json.hpp>
 #include <pybind11/eigen.h>
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
@@ -32,7 +33,8 @@ Scene toScene(const pb::handle& scene);
 // The points of an (n, d) array of numbers (any layout and float dtype; one copy into the engine's
 // column-major layout), finite. `field` names the argument in errors; d > 0 requires that many columns.
 Mat toPoints(const pb::handle& array, const std::string& field, int d = 0);
-// An (n, d) array, float32 when `asFloat32` (a new array), else float64 sharing the matrix (no copy).
+// An (n, d) array in C order (what np.save writes as C order and every reader takes), float32 when
+// `asFloat32`, else float64: a copy, O(n d) beside the O(n^2 d) work that made the points.
 pb::array fromPoints(Mat&& points, bool asFloat32);
 // True for a NumPy float32 array (the API answers in the caller's precision).
 bool isFloat32(const pb::handle& array);
@@ -55,6 +57,9 @@ class Interruptible {
 // The scene JSON of a Python dict (numbers, strings, bools, None, lists, dicts); non-finite numbers and other
 // types are refused naming their JSON pointer.
 std::string dictToJson(const pb::handle& dict);
+// A Python value as JSON (numbers, strings, bools, None, lists, tuples, dicts, arrays via tolist());
+// `pointer` names it in errors (InputError).
+nlohmann::ordered_json pythonToJson(const pb::handle& value, const std::string& pointer);
 // JSON text as Python objects (json.loads).
 pb::object jsonToPython(const std::string& text);
 
@@ -65,5 +70,6 @@ void bindMoments(pb::module_& m);
 void bindFlows(pb::module_& m);
 void bindTransformers(pb::module_& m);
 void bindRender(pb::module_& m);
+void bindRun(pb::module_& m);
 
 } // namespace flowscope::py

@@ -25,10 +25,23 @@ template <class S> Mat copyPoints(const pb::array_t<S>& a) {
         .template cast<double>();
 }
 
-nlohmann::ordered_json toJson(const pb::handle& o, const std::string& pointer) {
+// pythonToJson at nesting `depth`: deeper than a scene may nest (kSceneMaxJsonDepth) is refused before the
+// C stack or the memory is spent (a list that contains itself is infinitely deep).
+nlohmann::ordered_json toJsonAt(const pb::handle& o, const std::string& pointer, int depth) {
+    if (depth > kSceneMaxJsonDepth)
+        throw InputError(pointer.empty() ? "/" : pointer,
+                         "nested deeper than " + std::to_string(kSceneMaxJsonDepth) +
+                             " levels (a list or dict that contains itself?)");
     if (o.is_none()) return nullptr;
     if (pb::isinstance<pb::bool_>(o)) return o.cast<bool>();
-    if (pb::isinstance<pb::int_>(o)) return o.cast<long long>();
+    if (pb::isinstance<pb::int_>(o)) {
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(o.ptr(), &overflow);
+        if (overflow != 0)
+            throw InputError(pointer, "expected a number a double can hold, got an integer of " +
+                                          std::to_string(pb::len(pb::str(o))) + " digits");
+        return v;
+    }
     if (pb::isinstance<pb::float_>(o)) {
         const double v = o.cast<double>();
         if (!std::isfinite(v))
@@ -42,15 +55,16 @@ nlohmann::ordered_json toJson(const pb::handle& o, const std::string& pointer) {
             if (!pb::isinstance<pb::str>(key))
                 throw InputError(pointer, "keys must be strings, got " + pb::repr(key).cast<std::string>());
             const std::string name = key.cast<std::string>();
-            j[name] = toJson(value, pointer + "/" + name);
+            j[name] = toJsonAt(value, pointer + "/" + name, depth + 1);
         }
         return j;
     }
-    if (pb::hasattr(o, "tolist") && !pb::isinstance<pb::list>(o)) return toJson(o.attr("tolist")(), pointer);
+    if (pb::hasattr(o, "tolist") && !pb::isinstance<pb::list>(o))
+        return toJsonAt(o.attr("tolist")(), pointer, depth);
     if (pb::isinstance<pb::list>(o) || pb::isinstance<pb::tuple>(o)) {
         nlohmann::ordered_json j = nlohmann::ordered_json::array();
         std::size_t k = 0;
-        for (pb::handle item : o) j.push_back(toJson(item, pointer + "/" + std::to_string(k++)));
+        for (pb::handle item : o) j.push_back(toJsonAt(item, pointer + "/" + std::to_string(k++), depth + 1));
         return j;
     }
     throw InputError(pointer, "expected a number, string, bool, list or dict, got " +
@@ -58,6 +72,10 @@ nlohmann::ordered_json toJson(const pb::handle& o, const std::string& pointer) {
 }
 
 } // namespace
+
+nlohmann::ordered_json pythonToJson(const pb::handle& value, const std::string& pointer) {
+    return toJsonAt(value, pointer, 0);
+}
 
 bool isFloat32(const pb::handle& array) {
     return pb::isinstance<pb::array>(array) &&
@@ -95,18 +113,19 @@ Mat toPoints(const pb::handle& obj, const std::string& field, int d) {
 pb::array fromPoints(Mat&& points, bool asFloat32) {
     const pb::ssize_t n = points.rows(), d = points.cols();
     if (asFloat32) {
-        pb::array_t<float, pb::array::f_style> out({n, d});
-        Eigen::Map<Eigen::MatrixXf>(out.mutable_data(), n, d) = points.cast<float>();
+        pb::array_t<float> out({n, d});
+        Eigen::Map<Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+            out.mutable_data(), n, d) = points.cast<float>();
         return out;
     }
-    auto* owned = new Mat(std::move(points));
-    pb::capsule owner(owned, [](void* p) { delete static_cast<Mat*>(p); });
-    return pb::array_t<double>({n, d}, {pb::ssize_t(sizeof(double)), pb::ssize_t(sizeof(double)) * n},
-                               owned->data(), owner);
+    pb::array_t<double> out({n, d});
+    Eigen::Map<Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(out.mutable_data(), n,
+                                                                                       d) = points;
+    return out;
 }
 
 std::string dictToJson(const pb::handle& dict) {
-    return toJson(dict, "").dump();
+    return pythonToJson(dict, "").dump();
 }
 
 pb::object jsonToPython(const std::string& text) {

@@ -21,6 +21,7 @@ PYBIND11_MODULE(_flowscope, m) {
     });
     bindScene(m);
     bindSimulate(m);
+    bindRun(m);
     bindFields(m);
     bindMoments(m);
     bindFlows(m);

@@ -80,6 +80,51 @@ TEST(Cli, SimulateWritesTrajectoryAndObservables) {
 // The GPU backends integrate the same trajectory as the CPU float32 path. Tolerance: both compute in
 // float32 (relative rounding ~1e-7 per velocity) and 20 contracting RK4 steps do not amplify it, so 1e-4 on
 // coordinates of order 1 leaves a wide margin while still catching any wrong kernel (errors of order 1e-2).
+// --set POINTER=VALUE: the run is the run of the scene file with those fields, bit for bit; a bad setting is
+// exit 2 with one message naming it and the field, and nothing written.
+TEST(Cli, SetReplacesFieldsOfTheSceneAsTheFileWould) {
+    const fs::path dir = tempDir();
+    writeText(dir / "scene.json", kSmallScene);
+    std::string edited = kSmallScene;
+    edited.replace(edited.find("\"softmax\""), 9, "\"l2\", \"beta\": 2.5");
+    edited.replace(edited.find("\"steps\": 20"), 11, "\"steps\": 30");
+    writeText(dir / "edited.json", edited);
+    const std::string scene = (dir / "scene.json").string();
+    const Result a = cli("simulate " + scene + " --set /attention/type=l2 --set /attention/beta=2.5 --set " +
+                         "/integrator/steps=30 --out " + (dir / "a.npy").string());
+    ASSERT_EQ(a.code, 0) << a.out;
+    const Result b = cli("simulate " + (dir / "edited.json").string() + " --out " + (dir / "b.npy").string());
+    ASSERT_EQ(b.code, 0) << b.out;
+    const flowscope::NpyArray ta = flowscope::readNpy((dir / "a.npy").string()),
+                              tb = flowscope::readNpy((dir / "b.npy").string());
+    EXPECT_EQ(ta.shape, (std::vector<std::int64_t>{16, 50, 2}));
+    EXPECT_EQ(ta.shape, tb.shape);
+    EXPECT_EQ(ta.data, tb.data);
+    // The share string carries the settings too.
+    EXPECT_EQ(cli("share " + scene +
+                  " --set /attention/type=l2 --set /attention/beta=2.5 --set "
+                  "/integrator/steps=30")
+                  .out,
+              cli("share " + (dir / "edited.json").string()).out);
+
+    for (const auto& [setting, field] : std::vector<std::pair<std::string, std::string>>{
+             {"/attention/beta=-1", "/attention/beta: expected number > 0"},
+             {"/attention/type=lstm", "/attention/type"},
+             {"/attention/betta=1", "did you mean"},
+             {"/attention/heads/0/Q=[[1,0,0]]", "/attention/heads/0/Q"},
+             {"/nothing/here=1", "the scene has no /nothing"},
+             {"beta=4", "expected a JSON pointer"},
+             {"/n", "expected POINTER=VALUE"}}) {
+        const Result r =
+            cli("simulate " + scene + " --set '" + setting + "' --out " + (dir / "c.npy").string());
+        EXPECT_EQ(r.code, 2) << setting << ": " << r.out;
+        EXPECT_NE(r.out.find("--set \"" + setting + "\": "), std::string::npos) << r.out;
+        EXPECT_NE(r.out.find(field), std::string::npos) << setting << ": " << r.out;
+        EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+        EXPECT_FALSE(fs::exists(dir / "c.npy"));
+    }
+}
+
 TEST(Cli, SimulateOnTheGpuBackendsMatchesTheCpu) {
     const fs::path dir = tempDir();
     writeText(dir / "scene.json", kSmallScene);

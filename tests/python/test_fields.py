@@ -144,7 +144,7 @@ def test_velocity_matches_dense_formula(name, dtype):
     att = CASES[name]
     X = tokens(dtype)
     got = flowscope.velocity(att, X)
-    assert got.dtype == np.dtype(dtype) and got.shape == X.shape
+    assert got.dtype == np.dtype(dtype) and got.shape == X.shape and got.flags.c_contiguous
     want = dense_velocity(att, X.astype(np.float64))
     scale = np.abs(want).max()
     # float64: the reference path, to rounding; float32: the SIMD kernel (and Sinkhorn's 2e-6 marginal floor).
@@ -210,3 +210,14 @@ def test_softmax_against_pytorch(dtype):
     scale = np.abs(want).max()
     eps = np.finfo(dtype).eps
     assert np.abs(got - want).max() <= 200 * eps * scale
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_saved_outputs_read_back_as_initial_tokens(tmp_path, order):
+    """What np.save writes, in either order, is what a scene's initial.kind = "file" reads."""
+    X = flowscope.velocity(CASES["softmax"], tokens("float64"))
+    path = tmp_path / "v.npy"
+    np.save(path, np.asfortranarray(X) if order == "F" else X)
+    run = flowscope.Run({"d": D, "n": N, "initial": {"kind": "file", "path": str(path)},
+                         "attention": CASES["softmax"], "integrator": {"T": 0.1, "steps": 1}})
+    assert np.array_equal(run.tokens, X)

@@ -218,3 +218,76 @@ def test_stubs_and_all_cover_the_module():
             args = [a.arg for a in d.args.args + d.args.kwonlyargs if a.arg != "self"]
             assert args == parameters(function), f"{node.name}.{d.name}"
     assert seen == public
+
+
+def test_run_edited_before_its_first_step_is_the_edited_scene_bit_for_bit():
+    run = flowscope.Run(SMALL)
+    run.set("/attention/beta", 3.0)
+    run.set("/attention/heads/0/V", np.array([[0.5, 0.1], [0.0, 0.5]]))
+    assert run.step(1000) == 40 and run.finished and run.event is None
+    edited = json.loads(json.dumps(SMALL))
+    edited["attention"]["beta"] = 3.0
+    edited["attention"]["heads"][0]["V"] = [[0.5, 0.1], [0.0, 0.5]]
+    expected = flowscope.simulate(edited).tokens[-1]
+    tokens = run.tokens
+    assert tokens.flags.c_contiguous and tokens.dtype == np.float64 and tokens.shape == (64, 2)
+    assert np.array_equal(tokens, expected)
+    assert run.t == 2.0 and run.step_index == 40
+
+
+def test_run_type_edit_changes_the_motion_and_is_in_its_scene():
+    plain, edited = flowscope.Run(SMALL), flowscope.Run(SMALL)
+    plain.step(10), edited.step(10)
+    edited.set("/attention/type", "l2")
+    plain.step(10), edited.step(10)
+    assert edited.scene.attention_type == "l2" and plain.scene.attention_type == "softmax"
+    assert np.abs(edited.tokens - plain.tokens).max() > 1e-6
+
+
+@pytest.mark.parametrize("pointer, value, field", [
+    ("/n", 10, "/n"), ("/attention/beta", -1, "/attention/beta"), ("/attention/type", "lstm", "/attention/type"),
+    ("/integrator/steps", 0, "/integrator/steps"), ("attention/beta", 1, "attention/beta"),
+])
+def test_run_refuses_what_cannot_change_naming_the_field(pointer, value, field):
+    run = flowscope.Run(SMALL)
+    run.step(3)
+    before = run.scene.to_json()
+    with pytest.raises(ValueError, match=field):
+        run.set(pointer, value)
+    assert run.scene.to_json() == before and run.step_index == 3
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: {"view": {"a": []}}, None),  # shallow: taken
+    (lambda: {"view": {"a": nest_list(100000)}}, "/view/a"),
+    (lambda: {"view": nest_dict(100000)}, "/view"),
+    (lambda: self_referencing_dict(), "/view"),
+    (lambda: {"attention": {"beta": 10 ** 400}}, "/attention/beta"),
+])
+def test_deep_self_referencing_and_huge_values_are_refused_naming_the_field(make, field):
+    scene = dict(SMALL, **make())
+    if field is None:
+        flowscope.Scene(scene)
+        return
+    with pytest.raises(ValueError, match=field):
+        flowscope.Scene(scene)
+
+
+def nest_list(depth):
+    v = []
+    for _ in range(depth):
+        v = [v]
+    return v
+
+
+def nest_dict(depth):
+    v = {}
+    for _ in range(depth):
+        v = {"a": v}
+    return v
+
+
+def self_referencing_dict():
+    view = {}
+    view["self"] = view
+    return {"view": view}
