@@ -87,6 +87,10 @@ void validate(const TrainerConfig& c) {
                 "have " + std::to_string(c.points.cols()) + " coordinates but flow.d is " +
                     std::to_string(f.d));
         require(c.points.allFinite(), "points", "must be finite");
+        // A density needs points that spread: n copies of one point have no density to learn (and the
+        // evaluation's grid around them would have no width).
+        require(c.points.rows() < 2 || (c.points.rowwise() - c.points.row(0)).cwiseAbs().maxCoeff() > 0,
+                "points", "are all the same point; a density needs points that differ");
     } else {
         require(isDatasetName(c.dataset), "dataset", "'" + c.dataset + "' is not one of the toy datasets");
         require(f.d == 2, "flow.d", "must be 2 for the toy datasets");

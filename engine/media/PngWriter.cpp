@@ -153,12 +153,13 @@ PngSequenceWriter::PngSequenceWriter(const std::string& dir, int width, int heig
     while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
     std::error_code ec;
     if (fs::exists(dir_, ec)) {
+        // The caller's choice of path: invalid_argument, which front ends report as bad input.
         if (!fs::is_directory(dir_, ec))
-            throw std::runtime_error("PNG sequence " + dir_ + ": exists and is not a directory");
+            throw std::invalid_argument("PNG sequence " + dir_ + ": exists and is not a directory");
         if (!fs::is_empty(dir_, ec))
-            throw std::runtime_error("PNG sequence " + dir_ +
-                                     ": directory is not empty; refusing to mix frames of two exports "
-                                     "(choose a new or empty directory)");
+            throw std::invalid_argument("PNG sequence " + dir_ +
+                                        ": directory is not empty; refusing to mix frames of two exports "
+                                        "(choose a new or empty directory)");
     }
     tmp_ = temporaryPathFor(dir_);
     if (fs::exists(tmp_, ec))

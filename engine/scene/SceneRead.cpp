@@ -378,10 +378,9 @@ IntegratorSpec parseIntegrator(const std::optional<JsonReader>& section) {
                           " underflows float64; expected T >= steps x 2.3e-308");
     constexpr double kMinRtol = 100 * std::numeric_limits<double>::epsilon();
     if (s.rtol < kMinRtol)
-        j.failAt("rtol",
-                 "expected at least 2.2e-14 (100 ulps of float64; a smaller relative tolerance is never "
-                 "met), got " +
-                     numberText(s.rtol));
+        j.failAt("rtol", "expected at least " + numberText(kMinRtol) +
+                             " (100 ulps of float64; a smaller relative tolerance is never met), got " +
+                             numberText(s.rtol));
     return s;
 }
 

@@ -276,6 +276,15 @@ void parseMeasures(const JsonReader& j, SweepSpec& s) {
     }
 }
 
+// Whether `v` is or holds a number (what an axis with "scale" can multiply).
+bool holdsNumbers(const Json& v) {
+    if (v.is_number()) return true;
+    if (v.is_array() || v.is_object())
+        for (const Json& e : v)
+            if (holdsNumbers(e)) return true;
+    return false;
+}
+
 // Multiplies every number under `v` by `f`.
 void scaleNumbers(Json& v, double f) {
     if (v.is_number())
@@ -302,6 +311,9 @@ void applyValue(Json& j, const std::string& pointer, double value, bool scale) {
     if (scale) {
         if (!j.contains(ptr))
             throw std::runtime_error("scales " + pointer + ", which the scene does not have");
+        if (!holdsNumbers(j.at(ptr)))
+            throw std::runtime_error("scales " + pointer + ", which holds no number (" +
+                                     quoteForMessage(j.at(ptr).dump()) + "); scale multiplies numbers");
         scaleNumbers(j.at(ptr), value);
         return;
     }

@@ -83,6 +83,16 @@ bool isFloat32(const pb::handle& array) {
 }
 
 Mat toPoints(const pb::handle& obj, const std::string& field, int d) {
+    // NumPy would cast complex values to their real parts (with a warning) and bools to 0 and 1.
+    if (pb::hasattr(obj, "dtype")) {
+        const std::string dtype = pb::str(obj.attr("dtype")).cast<std::string>();
+        if (dtype.find("complex") != std::string::npos)
+            throw InputError(field, "expected real numbers, got " + dtype +
+                                        " (pass X.real if the imaginary parts "
+                                        "are zero)");
+        if (dtype == "bool" || dtype == "torch.bool")
+            throw InputError(field, "expected numbers, got " + dtype);
+    }
     pb::array a;
     try {
         a = isFloat32(obj) ? pb::array(pb::array_t<float>::ensure(obj))

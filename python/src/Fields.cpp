@@ -3,6 +3,7 @@
 #include "Common.h"
 
 #include "engine/attention/VelocityField.h"
+#include "engine/io/JsonReader.h"
 
 namespace flowscope::py {
 
@@ -17,7 +18,8 @@ struct FieldOnTokens {
     bool float32;
 };
 
-FieldOnTokens fieldOn(const pb::handle& source, const pb::handle& tokens) {
+FieldOnTokens fieldOn(const pb::handle& source, const pb::handle& tokens, double t) {
+    if (!std::isfinite(t)) throw InputError("t", "expected a finite time, got " + numberText(t));
     const bool attentionOnly = pb::isinstance<pb::dict>(source) && !source.contains("attention");
     Mat X = toPoints(tokens, "X");
     Scene scene;
@@ -38,7 +40,7 @@ FieldOnTokens fieldOn(const pb::handle& source, const pb::handle& tokens) {
 }
 
 pb::array velocity(const pb::handle& source, const pb::handle& tokens, double t) {
-    FieldOnTokens f = fieldOn(source, tokens);
+    FieldOnTokens f = fieldOn(source, tokens, t);
     Tokens dX(f.X.rows(), f.X.cols());
     {
         pb::gil_scoped_release release;
@@ -64,7 +66,7 @@ Vec distribution(Vec v, const FieldOnTokens& f, const char* what) {
 }
 
 Vec attentionWeights(const pb::handle& source, const pb::handle& tokens, long i, double t) {
-    FieldOnTokens f = fieldOn(source, tokens);
+    FieldOnTokens f = fieldOn(source, tokens, t);
     if (i < 0 || i >= f.X.rows())
         throw InputError("i", "expected a token index in [0, " + std::to_string(f.X.rows()) + "), got " +
                                   std::to_string(i));
@@ -78,7 +80,7 @@ Vec attentionWeights(const pb::handle& source, const pb::handle& tokens, long i,
 }
 
 Vec entropies(const pb::handle& source, const pb::handle& tokens, double t) {
-    FieldOnTokens f = fieldOn(source, tokens);
+    FieldOnTokens f = fieldOn(source, tokens, t);
     Vec H;
     {
         pb::gil_scoped_release release;

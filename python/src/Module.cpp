@@ -3,6 +3,7 @@
 #include "Common.h"
 
 #include "engine/backend/ComputeBackend.h"
+#include "engine/io/OutputSet.h"
 #include "engine/io/ShareString.h"
 
 PYBIND11_MODULE(_flowscope, m) {
@@ -17,6 +18,8 @@ PYBIND11_MODULE(_flowscope, m) {
             PyErr_SetString(PyExc_ValueError, e.what());
         } catch (const ShareStringError& e) {
             PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const OutputError& e) { // an output path that cannot be written: a directory, read-only
+            PyErr_SetString(PyExc_OSError, e.what());
         }
     });
     bindScene(m);

@@ -317,7 +317,11 @@ std::vector<Case> cases() {
     sceneCase("T-string-nan", sceneWith("/integrator/T", "\"NaN\""), {"/integrator/T"});
     sceneCase("T-overflow-literal", sub(scene(), "\"T\": 1.0", "\"T\": 1e999"), {"T"});
     sceneCase("T-underflowing-step", sceneWith("/integrator/T", "1e-320"), {"/integrator/T", "underflows"});
-    sceneCase("rtol-1e-300", sceneWith("/integrator/rtol", "1e-300"), {"/integrator/rtol", "2.2e-14"});
+    sceneCase("rtol-1e-300", sceneWith("/integrator/rtol", "1e-300"),
+              {"/integrator/rtol", "2.220446049250313e-14"});
+    // The bound rounded as people write it is below the bound: the message must show the bound itself.
+    sceneCase("rtol-2.2e-14", sceneWith("/integrator/rtol", "2.2e-14"),
+              {"/integrator/rtol", "at least 2.220446049250313e-14", "got 2.2e-14"});
     sceneCase("rtol-zero", sceneWith("/integrator/rtol", "0"), {"/integrator/rtol"});
     sceneCase("atol-negative", sceneWith("/integrator/atol", "-1"), {"/integrator/atol"});
     sceneCase("method-unknown", sceneWith("/integrator/method", "\"dormand_prince\""),
@@ -482,6 +486,8 @@ std::vector<Case> cases() {
           {"--data"});
     model("train-data-one-point", file("p.csv", "1,2\n"),
           "train --data {d}/p.csv --iters 1 --out {d}/o.safetensors", 2, {"--data"});
+    model("train-data-all-zeros", file("p.csv", "0,0\n0,0\n0,0\n0,0\n"),
+          "train --data {d}/p.csv --iters 2 --out {d}/o.safetensors", 2, {"--data", "copies of one point"});
     model("train-data-nan", file("p.csv", "1,2\nnan,3\n4,5\n"),
           "train --data {d}/p.csv --iters 1 --out {d}/o.safetensors", 2, {"--data"});
     // A FIFO never blocks a reader: refused by stat() before anything opens it.
@@ -537,6 +543,18 @@ std::vector<Case> cases() {
         files({small, file("t.npy", "old trajectory"),
                [](const fs::path& d) { fs::create_directory(d / "t.json"); }}),
         "simulate " + S + " --out {d}/t.npy", {"--out", "directory"});
+#ifdef FLOWSCOPE_GUI // a build with the GUI draws render's frames
+    // A PNG sequence into a folder that holds files, or onto a file: the user's choice of --out (exit 2).
+    out("render-frames-into-a-non-empty-folder",
+        files({small,
+               [](const fs::path& d) {
+                   fs::create_directory(d / "frames");
+                   writeText(d / "frames" / "mine.txt", "the user's");
+               }}),
+        "render " + S + " --frames 2 --size 64x48 --out {d}/frames/", {"--out", "not empty"});
+    out("render-frames-onto-a-file", files({small, file("frames", "the user's")}),
+        "render " + S + " --frames 2 --size 64x48 --out {d}/frames/", {"--out", "not a directory"});
+#endif
     out("simulate-out-is-a-fifo",
         files({small, [](const fs::path& d) { mkfifo((d / "t.npy").c_str(), 0600); }}),
         "simulate " + S + " --out {d}/t.npy", {"--out", "not a regular file"});

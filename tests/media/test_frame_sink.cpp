@@ -145,7 +145,7 @@ TEST(FrameSink, PngSequenceWritesNumberedFramesAndRefusesNonEmptyDirectories) {
     std::sort(files.begin(), files.end());
     EXPECT_EQ(files, (std::vector<std::string>{"frame_00000.png", "frame_00001.png", "frame_00002.png"}));
     const std::string what =
-        errorOf<std::runtime_error>([&] { openFrameSink(dir.file("out/"), options(32, 24)); });
+        errorOf<std::invalid_argument>([&] { openFrameSink(dir.file("out/"), options(32, 24)); });
     EXPECT_NE(what.find("not empty"), std::string::npos) << what;
     EXPECT_EQ(dir.entries(), std::vector<std::string>{"out"});
 }

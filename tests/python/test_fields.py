@@ -221,3 +221,18 @@ def test_saved_outputs_read_back_as_initial_tokens(tmp_path, order):
     run = flowscope.Run({"d": D, "n": N, "initial": {"kind": "file", "path": str(path)},
                          "attention": CASES["softmax"], "integrator": {"T": 0.1, "steps": 1}})
     assert np.array_equal(run.tokens, X)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (lambda X: X.astype(np.complex128), "X: expected real numbers, got complex128"),
+    (lambda X: X > 0, "X: expected numbers, got bool"),
+])
+def test_complex_and_bool_tokens_are_refused_not_cast(bad, match):
+    with pytest.raises(ValueError, match=match):
+        flowscope.velocity(CASES["softmax"], bad(tokens("float64")))
+
+
+@pytest.mark.parametrize("t", [float("nan"), float("inf")])
+def test_a_time_that_is_not_finite_is_refused(t):
+    with pytest.raises(ValueError, match="t: expected a finite time"):
+        flowscope.velocity(CASES["softmax"], tokens("float64"), t=t)

@@ -122,3 +122,17 @@ def test_keyboard_interrupt_during_training():
     with pytest.raises(KeyboardInterrupt):
         flowscope.train("moons", iters=50, batch=32, layers=2, width=4, callback=stop)
     assert flowscope.train("moons", iters=2, batch=32, layers=2, width=4).d == 2
+
+
+def test_points_that_are_all_one_point_are_refused_before_training():
+    with pytest.raises(ValueError, match="same point"):
+        flowscope.train(np.zeros((50, 2)), iters=2)
+
+
+def test_saving_where_no_file_can_be_written_is_an_oserror(tmp_path):
+    model = flowscope.train("moons", iters=1, batch=16, layers=1, width=2, rwpo=False)
+    (tmp_path / "dir.safetensors").mkdir()
+    with pytest.raises(OSError, match="dir.safetensors"):
+        model.save(tmp_path / "dir.safetensors")
+    with pytest.raises(OSError):
+        model.save(tmp_path / "missing" / "m.safetensors")

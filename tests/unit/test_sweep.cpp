@@ -184,6 +184,8 @@ TEST(Sweep, MalformedSpecsNameTheField) {
     expectSweepError(
         withKey("axes", R"([{"pointer": "/attention/heads/3/V", "scale": true, "values": [2]}])"),
         "/axes/0/values", "scales /attention/heads/3/V, which the scene does not have");
+    expectSweepError(withKey("axes", R"([{"pointer": "/attention/type", "scale": true, "values": [2]}])"),
+                     "/axes/0/values", "scales /attention/type, which holds no number");
 }
 
 TEST(Sweep, ACombinationOfValidValuesThatIsInvalidNamesTheCell) {
