@@ -3,6 +3,7 @@
 #include "Common.h"
 
 #include "engine/core/Text.h"
+#include "engine/scene/SceneSetting.h"
 #include "engine/scene/SceneShareString.h"
 
 #include <algorithm>
@@ -68,6 +69,18 @@ CLI's run of it bit for bit.)")
             "to_dict", [](const Scene& s) { return jsonToPython(sceneToJson(s)); },
             "The scene as a dict in the schema, every field explicit (Scene(s.to_dict()) is s).")
         .def("to_json", &sceneToJson, "The scene as JSON text, as a scene file holds it.")
+        .def(
+            "replace",
+            [](const Scene& s, const std::string& pointer, const pb::handle& value) {
+                return withSetting(s, SceneSetting{pointer, pythonToJson(value, pointer)});
+            },
+            pb::arg("pointer"), pb::arg("value"),
+            "A new scene with the field at a JSON pointer replaced (\"/attention/beta\", 4), checked as a "
+            "scene "
+            "file is: flowscope-cli's --set POINTER=VALUE.")
+        .def(
+            "__eq__", [](const Scene& a, const Scene& b) { return sceneToJson(a) == sceneToJson(b); },
+            pb::arg("other"), "Whether the two scenes are the same scene (the same JSON).")
         .def("share", &encodeShareString,
              "The scene as one share string (``fs1.`` + base64url of its deflated JSON; tokens read from a "
              "file "

@@ -291,3 +291,15 @@ def self_referencing_dict():
     view = {}
     view["self"] = view
     return {"view": view}
+
+
+def test_scene_equality_and_replace_by_pointer(tmp_path):
+    scene = flowscope.Scene(SMALL)
+    assert scene == flowscope.Scene(scene.to_dict()) and scene == flowscope.Scene(scene.share())
+    edited = scene.replace("/attention/beta", 3.0).replace("/attention/type", "l2")
+    assert edited != scene and edited.attention_type == "l2" and scene.attention_type == "softmax"
+    expected = json.loads(scene.to_json())
+    expected["attention"]["beta"], expected["attention"]["type"] = 3.0, "l2"
+    assert edited == flowscope.Scene(expected)
+    with pytest.raises(ValueError, match="/attention/beta: expected number > 0"):
+        scene.replace("/attention/beta", -1)
