@@ -49,7 +49,7 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
         if (c.points.rows() < 2)
             throw UsageError("--data: " + quoteForMessage(data, kMaxQuotedPath) + " holds " +
                              std::to_string(c.points.rows()) + " point; training needs at least 2");
-        if ((c.points.rowwise() - c.points.row(0)).cwiseAbs().maxCoeff() == 0)
+        if (flows::allOnePoint(c.points))
             throw UsageError("--data: " + quoteForMessage(data, kMaxQuotedPath) + " holds " +
                              std::to_string(c.points.rows()) +
                              " copies of one point; a density needs points that differ");

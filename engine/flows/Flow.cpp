@@ -34,8 +34,6 @@ template <class S> FlowParams<S> FlowParams<S>::zerosLike() const {
     return z;
 }
 
-namespace {} // namespace
-
 template <class S>
 Bound<S> bindFlow(ad::Tape<S>& tape, const FlowConfig& c, const FlowParams<S>& p,
                   FlowParams<ad::Scalar<S>>* grads) {

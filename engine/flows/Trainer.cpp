@@ -30,6 +30,10 @@ constexpr long kCheckpointEvery = 25;
 
 } // namespace
 
+bool allOnePoint(const Mat& points) {
+    return points.rows() >= 2 && (points.rowwise() - points.row(0)).cwiseAbs().maxCoeff() == 0;
+}
+
 void validate(const TrainerConfig& c) {
     const FlowConfig& f = c.flow;
     require(f.d >= 1 && f.d <= 64, "flow.d", "must be in [1, 64], got " + std::to_string(f.d));
@@ -89,8 +93,8 @@ void validate(const TrainerConfig& c) {
         require(c.points.allFinite(), "points", "must be finite");
         // A density needs points that spread: n copies of one point have no density to learn (and the
         // evaluation's grid around them would have no width).
-        require(c.points.rows() < 2 || (c.points.rowwise() - c.points.row(0)).cwiseAbs().maxCoeff() > 0,
-                "points", "are all the same point; a density needs points that differ");
+        require(!allOnePoint(c.points), "points",
+                "are all the same point; a density needs points that differ");
     } else {
         require(isDatasetName(c.dataset), "dataset", "'" + c.dataset + "' is not one of the toy datasets");
         require(f.d == 2, "flow.d", "must be 2 for the toy datasets");

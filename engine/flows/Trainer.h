@@ -83,6 +83,8 @@ struct TrainerConfig {
 
 // Throws std::invalid_argument naming the first bad field ("batch", "adam.lr", "dataset", ...).
 void validate(const TrainerConfig& c);
+// Whether every row of `points` (at least 2) is the same point: no density to learn, which validate refuses.
+bool allOnePoint(const Mat& points);
 
 struct TrainRecord {
     long iteration = 0; // 1-based: the record of the k-th step()

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "engine/core/Types.h"
+#include "engine/dynamics/Simulation.h"
 #include "engine/scene/Scene.h"
 
 #include <nlohmann/json.hpp>
@@ -57,6 +58,9 @@ class Interruptible {
 // The scene JSON of a Python dict (numbers, strings, bools, None, lists, dicts); non-finite numbers and other
 // types are refused naming their JSON pointer.
 std::string dictToJson(const pb::handle& dict);
+// A run's event as the module gives it: None, or {'kind', 't', 'message'} (Simulate.cpp).
+pb::object eventObject(const std::optional<RunEvent>& event);
+
 // A Python value as JSON (numbers, strings, bools, None, lists, tuples, dicts, arrays via tolist());
 // `pointer` names it in errors (InputError).
 nlohmann::ordered_json pythonToJson(const pb::handle& value, const std::string& pointer);

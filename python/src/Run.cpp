@@ -55,13 +55,7 @@ class Run {
     bool finished() const { return sim_->finished(); }
     const Scene& scene() const { return sim_->scene(); }
     const std::string& backend() const { return backend_.id; }
-    pb::object event() const {
-        if (!sim_->event()) return pb::none();
-        pb::dict e;
-        e["kind"] = toString(sim_->event()->kind), e["t"] = sim_->event()->t,
-        e["message"] = sim_->event()->message;
-        return e;
-    }
+    pb::object event() const { return eventObject(sim_->event()); }
 
   private:
     ComputeBackend backend_;

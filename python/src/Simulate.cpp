@@ -90,15 +90,18 @@ SimulationResult simulate(const pb::handle& sceneArg, const std::string& backend
     r.tokens = tokens, r.times = times, r.mean = mean, r.cov = cov, r.kineticEnergy = kinetic;
     r.attentionEntropy = entropy, r.energy = energy, r.clusters = clusters, r.rank = rank,
     r.maxNorm = maxNorm;
-    if (event) {
-        pb::dict e;
-        e["kind"] = toString(event->kind), e["t"] = event->t, e["message"] = event->message;
-        r.event = e;
-    }
+    r.event = eventObject(event);
     return r;
 }
 
 } // namespace
+
+pb::object eventObject(const std::optional<RunEvent>& event) {
+    if (!event) return pb::none();
+    pb::dict e;
+    e["kind"] = toString(event->kind), e["t"] = event->t, e["message"] = event->message;
+    return e;
+}
 
 void bindSimulate(pb::module_& m) {
     pb::class_<SimulationResult>(m, "SimulationResult",
