@@ -1,6 +1,8 @@
 #include "engine/core/Text.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <vector>
 
 namespace flowscope {
@@ -33,6 +35,14 @@ std::string_view closestName(std::string_view word, std::span<const std::string_
         }
     }
     return best;
+}
+
+std::string fnv1a64Hex(std::string_view text) {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ULL;
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return buf;
 }
 
 } // namespace flowscope

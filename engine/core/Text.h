@@ -75,4 +75,9 @@ std::size_t editDistance(std::string_view a, std::string_view b);
 std::string_view closestName(std::string_view word, std::span<const std::string_view> names,
                              std::size_t maxEdits);
 
+// The 64-bit FNV-1a hash of `text` as 16 lower-case hex digits: the identity of a sweep spec, and the
+// checksum of a journal line (catches a changed digit or a line that was not written by Flowscope; not a
+// signature).
+std::string fnv1a64Hex(std::string_view text);
+
 } // namespace flowscope

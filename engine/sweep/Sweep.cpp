@@ -401,11 +401,7 @@ std::vector<std::string> SweepSpec::columns() const {
 }
 
 std::string SweepSpec::hash() const {
-    std::uint64_t h = 1469598103934665603ULL; // FNV-1a
-    for (unsigned char ch : canonical.dump()) h = (h ^ ch) * 1099511628211ULL;
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-    return buf;
+    return fnv1a64Hex(canonical.dump());
 }
 
 SweepSpec sweepFromJson(const std::string& text, const std::string& specDir, const std::string& presetDir) {

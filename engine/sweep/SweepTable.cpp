@@ -43,6 +43,22 @@ std::string anotherSpec(const std::string& path) {
            " belongs to another sweep spec (a changed spec needs a new --out directory)";
 }
 
+// What is wrong with a journal's first line, or "" when it is the header of `spec`'s journal.
+std::string headerProblem(const std::string& path, const std::string& line, const SweepSpec& spec) {
+    std::string hash;
+    try {
+        const nlohmann::json j = nlohmann::json::parse(line);
+        if (j.is_object() && j.contains("sweep") && j["sweep"].is_string())
+            hash = j["sweep"].get<std::string>();
+    } catch (const std::exception&) {
+    }
+    if (hash.empty())
+        return quoteForMessage(path, kMaxQuotedPath) +
+               " is not a sweep journal (its first line is not a journal header): move it out of the journal "
+               "folder to resume";
+    return hash == spec.hash() ? "" : anotherSpec(path);
+}
+
 nlohmann::json numberOrText(double v) {
     if (std::isfinite(v)) return v;
     return std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf");
@@ -104,14 +120,21 @@ SweepSpec loadSweepDir(const std::string& dir) {
 std::string sweepJournalLine(const SweepJournalEntry& e) {
     nlohmann::json m = nlohmann::json::array();
     for (double v : e.result.measures) m.push_back(numberOrText(v));
-    return nlohmann::json{
-               {"run", e.run}, {"valid", e.result.valid ? 1 : 0}, {"measures", m}, {"seconds", e.seconds}}
-               .dump() +
-           "\n";
+    nlohmann::json j{
+        {"run", e.run}, {"valid", e.result.valid ? 1 : 0}, {"measures", m}, {"seconds", e.seconds}};
+    j["check"] = fnv1a64Hex(j.dump());
+    return j.dump() + "\n";
 }
 
 SweepJournalEntry parseSweepJournalLine(const std::string& line, std::size_t measures) {
-    const nlohmann::json j = nlohmann::json::parse(line);
+    nlohmann::json j = nlohmann::json::parse(line);
+    if (!j.is_object() || !j.contains("check") || !j["check"].is_string())
+        throw std::runtime_error("has no checksum");
+    const std::string check = j["check"].get<std::string>();
+    j.erase("check");
+    // The writer's dump, parsed and dumped again, is the same text: numbers print as the shortest form that
+    // reads back to the same double, and the keys in one order.
+    if (fnv1a64Hex(j.dump()) != check) throw std::runtime_error("fails its checksum");
     SweepJournalEntry e;
     e.run = j.at("run").get<long>();
     e.result.valid = j.at("valid").get<int>() != 0;
@@ -141,15 +164,9 @@ SweepJournal::SweepJournal(const std::string& dir, const std::string& name, cons
         return;
     }
     const std::size_t firstEnd = text.find('\n');
-    bool same = false;
-    try {
-        same = firstEnd != std::string::npos &&
-               nlohmann::json::parse(text.substr(0, firstEnd)).value("sweep", "") == spec.hash();
-    } catch (const std::exception&) {
-    }
-    if (!same) {
+    if (const std::string problem = headerProblem(path_, text.substr(0, firstEnd), spec); !problem.empty()) {
         ::close(fd_);
-        throw OutputError("--out", anotherSpec(path_));
+        throw OutputError("--out", problem);
     }
     if (text.back() != '\n') { // a torn line of a killed process
         if (::ftruncate(fd_, off_t(text.rfind('\n') + 1)) != 0)
@@ -177,7 +194,8 @@ void SweepJournal::append(const std::vector<SweepJournalEntry>& entries) {
         throw std::runtime_error("cannot append to " + path_ + ": " + std::strerror(errno));
 }
 
-std::map<long, SweepJournalEntry> readSweepJournals(const std::string& dir, const SweepSpec& spec) {
+std::map<long, SweepJournalEntry> readSweepJournals(const std::string& dir, const SweepSpec& spec,
+                                                    std::vector<std::string>* damaged) {
     std::map<long, SweepJournalEntry> entries;
     std::vector<fs::path> files;
     std::error_code ec;
@@ -188,24 +206,24 @@ std::map<long, SweepJournalEntry> readSweepJournals(const std::string& dir, cons
     for (const fs::path& f : files) {
         std::istringstream in(readAll(f.string()));
         std::string line;
-        bool first = true;
-        while (std::getline(in, line)) {
+        for (long number = 1; std::getline(in, line); ++number) {
             if (in.eof()) break; // no newline: torn
-            if (first) {
-                first = false;
-                bool same = false;
-                try {
-                    same = nlohmann::json::parse(line).value("sweep", "") == spec.hash();
-                } catch (const std::exception&) {
-                }
-                if (!same) throw OutputError("--out", anotherSpec(f.string()));
+            if (number == 1) {
+                if (const std::string problem = headerProblem(f.string(), line, spec); !problem.empty())
+                    throw OutputError("--out", problem);
                 continue;
             }
             try {
                 SweepJournalEntry e = parseSweepJournalLine(line, measures);
-                if (e.run >= 0 && e.run < spec.runs()) entries.emplace(e.run, std::move(e));
-            } catch (const std::exception&) {
-                // a damaged line: its run is recomputed
+                if (e.run < 0 || e.run >= spec.runs())
+                    throw std::runtime_error("names run " + std::to_string(e.run) + " of " +
+                                             std::to_string(spec.runs()));
+                entries.emplace(e.run, std::move(e));
+            } catch (const std::exception& ex) { // a damaged line: its run is computed again
+                if (damaged)
+                    damaged->push_back(
+                        f.filename().string() + " line " + std::to_string(number) + " " +
+                        (dynamic_cast<const nlohmann::json::exception*>(&ex) ? "is not JSON" : ex.what()));
             }
         }
     }

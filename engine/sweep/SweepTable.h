@@ -3,10 +3,12 @@
 //   DIR/sweep.json             the canonical spec (its base scene resolved), written once; a run in a DIR of
 //                              another spec is refused
 //   DIR/journal/<name>.jsonl   one line a finished run, appended with one write(2) and fdatasync'ed: a header
-//                              line {"sweep": hash, ...}, then {"run": r, "valid": 1, "measures": [...],
-//                              "seconds": s}. A process killed mid-line leaves a torn last line, which the
-//                              next opener cuts off; so a kill loses only the runs in flight. Each process
-//                              appends to its own journal ("all", or "shard-I-of-N"), locked with flock(2).
+//                              line {"sweep": hash, ...}, then {"check": c, "measures": [...], "run": r,
+//                              "seconds": s, "valid": 1}, where c is the FNV-1a hash of the line without its
+//                              check. A process killed mid-line leaves a torn last line, which the next
+//                              opener cuts off; so a kill loses only the runs in flight. A line that fails
+//                              its check is not trusted: its run is computed again. Each process appends to
+//                              its own journal ("all", or "shard-I-of-N"), locked with flock(2).
 //   DIR/results.csv            the table: one row a run, in run order, numbers as %.17g ("nan")
 //   DIR/<column>.npy           each column as float64 (runs,)
 //   DIR/results.json           the record: the spec, the columns, the build and the machine
@@ -58,13 +60,17 @@ class SweepJournal {
     std::mutex mutex_;
 };
 
-// A journal line and back (numbers exactly; NaN and infinities as strings).
+// A journal line and back (numbers exactly; NaN and infinities as strings; with its checksum). The parser
+// throws std::runtime_error or nlohmann::json::exception for a line without a valid checksum, or not a run's.
 std::string sweepJournalLine(const SweepJournalEntry& entry);
-SweepJournalEntry parseSweepJournalLine(const std::string& line, std::size_t measures); // std::runtime_error
+SweepJournalEntry parseSweepJournalLine(const std::string& line, std::size_t measures);
 
-// Every finished run in DIR/journal/*.jsonl (the first line of a run wins; torn last lines are skipped).
-// Throws OutputError("--out", ...) for a journal of another spec.
-std::map<long, SweepJournalEntry> readSweepJournals(const std::string& dir, const SweepSpec& spec);
+// Every finished run in DIR/journal/*.jsonl (the first valid line of a run wins; torn last lines are
+// skipped). Lines that fail their checksum, or name no run of the spec, are left out (their runs are computed
+// again); `damaged`, when given, receives one "FILE line L fails its checksum"-style note for each. Throws
+// OutputError("--out", ...) for a journal of another spec, or a .jsonl file that is not a journal.
+std::map<long, SweepJournalEntry> readSweepJournals(const std::string& dir, const SweepSpec& spec,
+                                                    std::vector<std::string>* damaged = nullptr);
 
 // Writes the table of `entries` (every run of the spec) as one set; `record` is merged into results.json.
 // Throws std::logic_error when a run is missing.

@@ -239,6 +239,8 @@ struct Case {
     std::vector<std::string> env = {};     // extra environment
     std::function<void(pid_t, const fs::path&)> whileRunning = {};
     std::function<std::string()> skip = {}; // a reason to skip, or ""
+    // Further checks of a successful run: what it left in the case's directory and what it printed.
+    std::function<void(const fs::path&, const std::string&)> verify = {};
 };
 
 std::function<void(const fs::path&)> file(const std::string& name, const std::string& text) {
@@ -282,6 +284,50 @@ std::string bigLinearScene() {
   "initial": {"kind": "points", "points": [[0.5, 0.25, 0, 1]]},
   "attention": {"type": "linear", "heads": [{"Q": [[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]], "K": [[1,0,0,0],[0,1,0,0],[0,0,1,0],[0,0,0,1]], "V": [[-1,0,0,0],[0,-1,0,0],[0,0,-1,0],[0,0,0,-1]]}]},
   "integrator": {"method": "euler", "T": 0.01, "steps": 8}, "output": {"every": 1, "entropy": false}})";
+}
+
+// A sweep of 4 runs of a few milliseconds, its table and journal (tests/cli covers sweeps; these rows are
+// the journal's faults).
+constexpr const char* kSweep = R"({"name": "hostile-sweep",
+  "base": {"d": 2, "n": 8, "initial": {"kind": "gaussian", "mean": [0, 0], "cov": [[1, 0], [0, 1]]},
+           "attention": {"type": "softmax", "heads": [{"Q": 1, "K": 1, "V": 1}]},
+           "integrator": {"method": "rk4", "T": 1, "steps": 4}, "output": {"every": 2}},
+  "axes": [{"name": "beta", "pointer": "/attention/beta", "values": [1, 2, 3, 4]}],
+  "measures": ["clusters", "energy"]})";
+const std::vector<std::string> kSweepTable = {
+    "out/run.npy",  "out/cell.npy",     "out/replicate.npy", "out/seed.npy",    "out/valid.npy",
+    "out/beta.npy", "out/clusters.npy", "out/energy.npy",    "out/results.csv", "out/results.json"};
+
+// The sweep run into {d}/ref and {d}/out; then `tamper` changes out's journal, and out's table is removed
+// (the rerun writes it again from the journal and the runs it does not trust).
+std::function<void(const fs::path&)> sweptThen(std::function<void(std::vector<std::string>&)> tamper) {
+    return [=](const fs::path& d) {
+        writeText(d / "w.json", kSweep);
+        for (const char* out : {"ref", "out"})
+            runProcess({FLOWSCOPE_CLI, "sweep", (d / "w.json").string(), "--out", (d / out).string()});
+        if (!tamper) return;
+        std::vector<std::string> lines;
+        std::ifstream in(d / "out/journal/all.jsonl");
+        for (std::string line; std::getline(in, line);) lines.push_back(line);
+        in.close();
+        tamper(lines);
+        std::string text;
+        for (const std::string& line : lines) text += line + "\n";
+        writeText(d / "out/journal/all.jsonl", text);
+        for (const std::string& f : kSweepTable) fs::remove(d / f);
+    };
+}
+
+// out's table is ref's, byte for byte.
+void sameTableAsRef(const fs::path& d) {
+    for (const std::string& f : kSweepTable) {
+        if (f == "out/results.json") continue; // the machine and the run's seconds
+        const auto read = [](const fs::path& p) {
+            std::ifstream in(p, std::ios::binary);
+            return std::string(std::istreambuf_iterator<char>(in), {});
+        };
+        EXPECT_EQ(read(d / f), read(d / ("ref" + f.substr(3)))) << f;
+    }
 }
 
 std::string rootSkip() {
@@ -608,6 +654,58 @@ std::vector<Case> cases() {
          2,
          {"--out", "255 bytes"}});
 
+    // ---- sweep journals: a line changed or forged is not trusted, a file that is not a journal is named
+    // ----
+    const std::string W = "sweep {d}/w.json --out {d}/out";
+    std::vector<std::string> rerun = kSweepTable;
+    rerun.push_back("out/journal/all.jsonl");
+    const auto journalCase = [&](const std::string& name,
+                                 std::function<void(std::vector<std::string>&)> tamper,
+                                 std::vector<std::string> message) {
+        Case k{"sweep journals", name, sweptThen(std::move(tamper)), W, 0, {}, rerun};
+        k.verify = [message](const fs::path& d, const std::string& out) {
+            sameTableAsRef(d);
+            for (const std::string& w : message)
+                EXPECT_NE(out.find(w), std::string::npos) << w << " in: " << out;
+        };
+        add(std::move(k));
+    };
+    journalCase( // one digit of a measure changed
+        "changed-digit",
+        [](std::vector<std::string>& lines) {
+            std::string& line = lines.at(2);
+            const std::size_t at = line.find_first_of("123456789", line.find("measures"));
+            line[at] = line[at] == '9' ? '8' : char(line[at] + 1);
+        },
+        {"all.jsonl line 3 fails its checksum", "1 of 4 runs to do"});
+    journalCase( // a run's line replaced by a well-formed one with NaN and Inf and no checksum
+        "forged-nan-line",
+        [](std::vector<std::string>& lines) {
+            lines.erase(lines.begin() + 1);
+            lines.push_back(R"({"measures":["nan","inf"],"run":0,"seconds":0.1,"valid":1})");
+        },
+        {"all.jsonl line 5 has no checksum", "1 of 4 runs to do"});
+    journalCase( // a forged line with a made-up checksum
+        "forged-checksum",
+        [](std::vector<std::string>& lines) {
+            lines.erase(lines.begin() + 3);
+            lines.push_back(
+                R"({"check":"0123456789abcdef","measures":[1,2],"run":2,"seconds":0.1,"valid":1})");
+        },
+        {"all.jsonl line 5 fails its checksum", "1 of 4 runs to do"});
+    add({"sweep journals",
+         "junk-file-in-journal",
+         files({sweptThen({}), file("out/journal/notes.jsonl", "my notes\n")}),
+         W,
+         2,
+         {"notes.jsonl", "is not a sweep journal"}});
+    add({"sweep journals",
+         "garbage-all-jsonl",
+         files({sweptThen({}), file("out/journal/all.jsonl", "garbage\n{\"run\": 1}\n")}),
+         W,
+         2,
+         {"all.jsonl", "is not a sweep journal"}});
+
     // ---- look-alikes: the user's own files and folders named like staged files survive every writer and
     // every model reader (recovery deleted them, folders with their contents) ----
     const auto lookAlikes = [](const fs::path& d) {
@@ -904,6 +1002,7 @@ TEST_P(Hostile, HandledWithoutLossOrRunaway) {
                                     std::count_if(before.begin(), before.end(),
                                                   [](const auto& e) { return isTemporary(e.first); }));
     }
+    if (k.verify && r.code == 0) k.verify(dir, r.out);
     if (k.category == "full disk") umount(root.c_str());
     fs::remove_all(dir);
 }
@@ -925,7 +1024,7 @@ TEST(HostileTable, CoversEveryCategoryWithAtLeastAHundredCases) {
     for (const auto& [category, n] : counts) total += std::size_t(n);
     EXPECT_GE(total, 100u);
     for (const char* category : {"scene", "token files", "models", "share strings", "outputs", "look-alikes",
-                                 "signals", "full disk", "resource limits"})
+                                 "signals", "full disk", "resource limits", "sweep journals"})
         EXPECT_GT(counts[category], 0) << category;
 #ifdef FLOWSCOPE_GUI
     EXPECT_GT(counts["GUI startup flags"], 0);

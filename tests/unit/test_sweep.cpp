@@ -267,6 +267,16 @@ TEST(Sweep, JournalLinesRoundTripExactlyAndATornLineIsCutOff) {
     EXPECT_TRUE(std::isnan(back.result.measures[1]));
     EXPECT_EQ(back.result.measures[2], e.result.measures[2]);
     EXPECT_EQ(back.result.measures[4], 1e-300);
+    // The checksum: any changed character, or a line without one, is refused (the run is done again).
+    const std::string line = sweepJournalLine(e);
+    for (std::size_t at = 0; at < line.size(); ++at) {
+        const char c = line[at];
+        if (c < '0' || c > '9') continue;
+        std::string changed = line;
+        changed[at] = c == '9' ? '0' : char(c + 1);
+        EXPECT_ANY_THROW(parseSweepJournalLine(changed, 6)) << changed;
+    }
+    EXPECT_ANY_THROW(parseSweepJournalLine(R"({"run": 5, "valid": 1, "measures": [1, 2, 3, 4, 5, 6]})", 6));
 
     prepareSweepDir(dir.str(), s);
     {
@@ -276,7 +286,9 @@ TEST(Sweep, JournalLinesRoundTripExactlyAndATornLineIsCutOff) {
     }
     const std::string path = dir.file("journal/all.jsonl");
     std::ofstream(path, std::ios::app) << "{\"run\": 6, \"valid\": 1, \"meas"; // killed mid-line
-    EXPECT_EQ(readSweepJournals(dir.str(), s).size(), 1u);
+    std::vector<std::string> damaged;
+    EXPECT_EQ(readSweepJournals(dir.str(), s, &damaged).size(), 1u);
+    EXPECT_TRUE(damaged.empty()); // a torn last line is not damage: the opener cuts it
     {
         SweepJournal j(dir.str(), "all", s); // cuts the torn line
         e.run = 7;
@@ -288,6 +300,12 @@ TEST(Sweep, JournalLinesRoundTripExactlyAndATornLineIsCutOff) {
     // A journal of another spec is refused.
     EXPECT_THROW(readSweepJournals(dir.str(), spec(withKey("seed", "9"))), OutputError);
     EXPECT_THROW(prepareSweepDir(dir.str(), spec(withKey("seed", "9"))), OutputError);
+    // A line that names no run of the spec is damage, named with its file and line.
+    e.run = 1000000;
+    std::ofstream(path, std::ios::app) << sweepJournalLine(e);
+    EXPECT_EQ(readSweepJournals(dir.str(), s, &damaged).size(), 2u);
+    ASSERT_EQ(damaged.size(), 1u);
+    EXPECT_NE(damaged[0].find("all.jsonl line 4 names run 1000000"), std::string::npos) << damaged[0];
 }
 
 TEST(Sweep, TheShippedSweepsAreValid) {
