@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iostream>
+#include <new>
 
 namespace flowscope::cli {
 
@@ -32,6 +33,12 @@ int reportFailure(const std::string& cmd) {
     } catch (const cli::UsageError& e) {
         std::cerr << "flowscope-cli " << cmd << ": " << e.what() << "\n";
         return 2;
+    } catch (const std::bad_alloc&) { // past the estimates (they leave out the program's fixed footprint)
+        std::cerr
+            << "flowscope-cli " << cmd
+            << ": out of memory (the system refused an allocation); nothing was written. A smaller "
+               "scene, fewer recorded frames or a lower --max-memory is checked before the run starts\n";
+        return 1;
     } catch (const std::exception& e) {
         std::cerr << "error: " << e.what() << "\n";
         return 1;

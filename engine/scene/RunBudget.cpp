@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <stdexcept>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 namespace flowscope {
@@ -88,7 +89,19 @@ std::uint64_t defaultMemoryLimit() {
     return std::uint64_t(pages) * std::uint64_t(size) / 2;
 }
 
+std::uint64_t machineMemory() {
+    struct sysinfo info {};
+    if (::sysinfo(&info) != 0) return 0;
+    return (std::uint64_t(info.totalram) + std::uint64_t(info.totalswap)) * std::uint64_t(info.mem_unit);
+}
+
 void checkRunBudget(const RunBudget& b, std::uint64_t limit, const std::string& hint) {
+    const double machine = double(machineMemory());
+    if (machine > 0 && b.bytes > machine && double(limit) >= machine)
+        throw SceneError(b.pointer, "this run would need about " + formatBytes(b.bytes) + " for " +
+                                        b.explanation + ", more than this machine has (" +
+                                        formatBytes(machine) + " of memory and swap; a memory limit of " +
+                                        formatBytes(double(limit)) + " cannot grant it)");
     if (b.bytes <= double(limit)) return;
     throw SceneError(b.pointer, "this run would need about " + formatBytes(b.bytes) + " for " +
                                     b.explanation + ", above the memory limit of " +

@@ -37,9 +37,12 @@ RunBudget momentsRunBudget(const Scene& scene, bool jsonOutput);
 
 // Half this machine's physical memory (8 GiB when it cannot be read).
 std::uint64_t defaultMemoryLimit();
+// All the memory this machine has, physical and swap (sysinfo(2)): what no limit can raise (0: unknown).
+std::uint64_t machineMemory();
 
-// Throws SceneError at budget.pointer when budget.bytes > limitBytes; the message gives the estimate, the
-// limit, what drives it and `hint` (where the limit comes from, how to change it).
+// Throws SceneError at budget.pointer when budget.bytes > limitBytes, or exceeds machineMemory() whatever the
+// limit; the message gives the estimate, the limit, what drives it and `hint` (where the limit comes from,
+// how to change it).
 void checkRunBudget(const RunBudget& budget, std::uint64_t limitBytes, const std::string& hint);
 
 // The hint of the CLI's commands, which take --max-memory.

@@ -32,7 +32,6 @@ namespace names = scene_names;
 
 constexpr int kMaxDim = 1024;
 static_assert(kMaxDim <= kMaxJsonMatrixSide, "a d x d matrix must be readable");
-constexpr long long kMaxTokens = 16777216; // 2^24
 constexpr long long kMaxInt = std::numeric_limits<int>::max();
 constexpr std::size_t kMaxSceneFileBytes = std::size_t(64) << 20;
 
@@ -452,7 +451,8 @@ Scene parseScene(const JsonReader& root, const std::string& baseDir) {
     if (auto v = root.find("description")) s.description = v->string();
     if (auto v = root.find("figure")) s.figure = v->string();
     s.d = int(root.require("d", "the token dimension, an integer in [1, 1024]").integer(1, kMaxDim));
-    s.n = int(root.require("n", "the number of tokens, an integer in [1, 16777216]").integer(1, kMaxTokens));
+    s.n = int(
+        root.require("n", "the number of tokens, an integer in [1, 16777216]").integer(1, kSceneMaxTokens));
     if (auto v = root.find("precision")) s.precision = Precision(v->choice("precision", names::kPrecision));
     s.initial = parseInitial(root.find("initial"), s.d, baseDir);
     s.attention = parseAttention(root.require("attention", "an object with at least \"type\""), s.d);

@@ -15,7 +15,9 @@
 
 #include <exception>
 #include <functional>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace flowscope::py {
 
@@ -27,13 +29,30 @@ struct InputError : std::invalid_argument {
         : std::invalid_argument(field + ": " + detail) {}
 };
 
+// More memory than the module allows itself (half this machine's): raised as MemoryError with `field:
+// detail`, before the allocation.
+struct MemoryRefusal : std::runtime_error {
+    MemoryRefusal(const std::string& field, const std::string& detail)
+        : std::runtime_error(field + ": " + detail) {}
+};
+
+// Refuses (MemoryRefusal) work whose arrays would need more than half this machine's memory: `bytes` for
+// `what`, in words ("X, its float64 copy and the velocities").
+void checkMemory(const std::string& field, double bytes, const std::string& what);
+
+// The shape of an array-like (a NumPy array, a PyTorch tensor: its `shape`), read before any conversion,
+// which would copy a broadcast, strided or integer array; empty when it has none (a list holds its numbers
+// already).
+std::vector<long long> shapeOf(const pb::handle& obj);
+
 // A scene from what the API accepts: a Scene, a dict (the scene schema), a JSON file, a share string or a
 // preset name (scene.cpp).
 Scene toScene(const pb::handle& scene);
 
 // The points of an (n, d) array of numbers (any layout and float dtype; one copy into the engine's
-// column-major layout), finite. `field` names the argument in errors; d > 0 requires that many columns.
-Mat toPoints(const pb::handle& array, const std::string& field, int d = 0);
+// column-major layout), finite. `field` names the argument in errors; d > 0 requires that many columns;
+// maxRows > 0 at most that many points. The shape is checked, and the copy's memory, before copying.
+Mat toPoints(const pb::handle& array, const std::string& field, int d = 0, long maxRows = 0);
 // An (n, d) array in C order (what np.save writes as C order and every reader takes), float32 when
 // `asFloat32`, else float64: a copy, O(n d) beside the O(n^2 d) work that made the points.
 pb::array fromPoints(Mat&& points, bool asFloat32);

@@ -2,6 +2,7 @@
 #include "Common.h"
 
 #include "engine/core/Text.h"
+#include "engine/scene/RunBudget.h"
 
 #include <nlohmann/json.hpp>
 
@@ -11,10 +12,14 @@ namespace flowscope::py {
 
 namespace {
 
-std::string shapeText(const pb::array& a) {
+std::string shapeText(const std::vector<long long>& shape) {
     std::string s = "(";
-    for (pb::ssize_t k = 0; k < a.ndim(); ++k) s += (k ? ", " : "") + std::to_string(a.shape(k));
-    return s + (a.ndim() == 1 ? ",)" : ")");
+    for (std::size_t k = 0; k < shape.size(); ++k) s += (k ? ", " : "") + std::to_string(shape[k]);
+    return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+std::string shapeText(const pb::array& a) {
+    return shapeText(std::vector<long long>(a.shape(), a.shape() + a.ndim()));
 }
 
 template <class S> Mat copyPoints(const pb::array_t<S>& a) {
@@ -73,6 +78,26 @@ nlohmann::ordered_json toJsonAt(const pb::handle& o, const std::string& pointer,
 
 } // namespace
 
+void checkMemory(const std::string& field, double bytes, const std::string& what) {
+    const double limit = double(defaultMemoryLimit());
+    if (bytes > limit)
+        throw MemoryRefusal(field, "this would need about " + formatBytes(bytes) + " for " + what +
+                                       ", above the limit of " + formatBytes(limit) +
+                                       " (half this machine's memory): pass fewer points");
+}
+
+std::vector<long long> shapeOf(const pb::handle& obj) {
+    std::vector<long long> shape;
+    if (!pb::hasattr(obj, "shape")) return shape;
+    try {
+        for (pb::handle k : obj.attr("shape")) shape.push_back(k.cast<long long>());
+    } catch (const std::exception&) {
+        PyErr_Clear();
+        shape.clear();
+    }
+    return shape;
+}
+
 nlohmann::ordered_json pythonToJson(const pb::handle& value, const std::string& pointer) {
     return toJsonAt(value, pointer, 0);
 }
@@ -82,7 +107,7 @@ bool isFloat32(const pb::handle& array) {
            pb::reinterpret_borrow<pb::array>(array).dtype().is(pb::dtype::of<float>());
 }
 
-Mat toPoints(const pb::handle& obj, const std::string& field, int d) {
+Mat toPoints(const pb::handle& obj, const std::string& field, int d, long maxRows) {
     // NumPy would cast complex values to their real parts (with a warning) and bools to 0 and 1.
     if (pb::hasattr(obj, "dtype")) {
         const std::string dtype = pb::str(obj.attr("dtype")).cast<std::string>();
@@ -92,6 +117,14 @@ Mat toPoints(const pb::handle& obj, const std::string& field, int d) {
                                         "are zero)");
         if (dtype == "bool" || dtype == "torch.bool")
             throw InputError(field, "expected numbers, got " + dtype);
+    }
+    // The size before the conversion, which copies a broadcast, strided or non-float array whole.
+    if (const std::vector<long long> shape = shapeOf(obj); shape.size() == 2) {
+        if (maxRows > 0 && shape[0] > maxRows)
+            throw InputError(field, "expected at most " + std::to_string(maxRows) +
+                                        " points (a scene's /n), got shape " + shapeText(shape));
+        checkMemory(field, 16.0 * double(shape[0]) * double(shape[1]),
+                    "an array of shape " + shapeText(shape) + " converted to float64 and copied");
     }
     pb::array a;
     try {
@@ -105,6 +138,9 @@ Mat toPoints(const pb::handle& obj, const std::string& field, int d) {
                                     pb::str(obj.get_type().attr("__name__")).cast<std::string>());
     }
     if (a.ndim() != 2) throw InputError(field, "expected an (n, d) array, got shape " + shapeText(a));
+    if (maxRows > 0 && a.shape(0) > maxRows)
+        throw InputError(field, "expected at most " + std::to_string(maxRows) +
+                                    " points (a scene's /n), got shape " + shapeText(a));
     if (a.shape(0) < 1 || a.shape(1) < 1)
         throw InputError(field, "expected at least one point, got shape " + shapeText(a));
     if (d > 0 && a.shape(1) != d)

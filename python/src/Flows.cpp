@@ -119,6 +119,7 @@ pb::array sample(const FlowModel& m, std::optional<int> n, const pb::object& bas
         Z = flows::toColumns(toPoints(base, "base", d));
     } else {
         if (!n || *n < 1) throw InputError("n", "give the number of samples n >= 1 (or base)");
+        checkMemory("n", 20.0 * double(*n) * d, "the draws, the samples and the returned array");
         Z = flows::baseSamples(d, *n, seed);
     }
     Progress progress(progressArg, "sample");
@@ -136,14 +137,23 @@ pb::array sample(const FlowModel& m, std::optional<int> n, const pb::object& bas
 
 Vec logDensity(const FlowModel& m, const pb::handle& points, int references, std::uint64_t seed) {
     const ad::Matrix<float> X = flows::toColumns(toPoints(points, "X", m.model->config().d));
-    Eigen::Matrix<float, 1, Eigen::Dynamic> logRho;
+    Vec out(X.cols());
     Interruptible guard;
     guard.run([&] {
         const auto keys =
             flows::densityKeys(*m.model, references, seed, [&](double) { return guard.poll(); });
-        m.model->encode(X, &logRho, nullptr, keys);
+        // In chunks, as the density grid: a point's density depends on it and the keys only, and the
+        // solver's working arrays stay a chunk's size however many points are asked for.
+        constexpr Eigen::Index kChunk = 4096;
+        for (Eigen::Index j = 0; j < X.cols(); j += kChunk) {
+            const Eigen::Index count = std::min(kChunk, X.cols() - j);
+            Eigen::Matrix<float, 1, Eigen::Dynamic> logRho;
+            m.model->encode(X.middleCols(j, count), &logRho, nullptr, keys);
+            out.segment(j, count) = logRho.transpose().cast<double>();
+            if (!guard.poll()) return;
+        }
     });
-    return logRho.transpose().cast<double>();
+    return out;
 }
 
 FlowModel load(const pb::handle& path) {

@@ -20,6 +20,8 @@ PYBIND11_MODULE(_flowscope, m) {
             PyErr_SetString(PyExc_ValueError, e.what());
         } catch (const OutputError& e) { // an output path that cannot be written: a directory, read-only
             PyErr_SetString(PyExc_OSError, e.what());
+        } catch (const MemoryRefusal& e) { // arrays too large for this machine, refused before allocating
+            PyErr_SetString(PyExc_MemoryError, e.what());
         }
     });
     bindScene(m);

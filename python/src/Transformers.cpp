@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 namespace flowscope::py {
 
@@ -206,7 +207,13 @@ pb::object evaluate(const TransformerModel& m, int sets, long seed, const std::v
 }
 
 // The sets of an (n, input_dim) array (one set) or a (B, n, input_dim) array, as the columns of one matrix.
+// The shape is checked, and the memory of the copy, before anything is converted.
 ot::Matrix toSets(const pb::handle& obj, int inputDim, int& sets, int& setSize, bool& batched) {
+    if (const std::vector<long long> shape = shapeOf(obj); shape.size() == 2 || shape.size() == 3) {
+        double elements = 1;
+        for (long long k : shape) elements *= double(k);
+        checkMemory("X", 16.0 * elements, "the token sets converted to float64 and copied");
+    }
     pb::array_t<double, pb::array::forcecast> a;
     try {
         a = pb::array_t<double, pb::array::forcecast>::ensure(obj);
@@ -222,6 +229,9 @@ ot::Matrix toSets(const pb::handle& obj, int inputDim, int& sets, int& setSize, 
                                   std::to_string(a.ndim()) + " dimensions");
     const auto u = a.unchecked<>();
     batched = a.ndim() == 3;
+    if (a.shape(0) > std::numeric_limits<int>::max() ||
+        a.shape(a.ndim() - 2) > std::numeric_limits<int>::max())
+        throw InputError("X", "expected fewer than 2^31 sets and tokens per set");
     sets = batched ? int(a.shape(0)) : 1;
     setSize = int(a.shape(a.ndim() - 2));
     if (a.shape(a.ndim() - 1) != inputDim)
@@ -241,27 +251,66 @@ ot::Matrix toSets(const pb::handle& obj, int inputDim, int& sets, int& setSize, 
     return tokens;
 }
 
+// The forward pass keeps every intermediate of every step on its tape: the attention's n x n scores per head
+// and the O(n (width + mlp)) token values, per block and step (tapeBytesOfOneSet, an upper estimate: 0.95 MB
+// a set of 64 tokens for task A's default model, which measures 0.65 MB). predict() runs whole sets in chunks
+// of at most kChunkTokens tokens, so that the tape stays that of one chunk however many sets come (2000 sets
+// of 64: a peak of 1468 MB in one piece, under 250 MB in chunks), and refuses a set whose tape cannot fit.
+constexpr Eigen::Index kChunkTokens = 4096;
+
+double tapeBytesOfOneSet(const ot::TransformerConfig& c, double n) {
+    const double perStep =
+        double(c.blocks) * (4.0 * c.heads * n * n + n * (12.0 * c.width + 6.0 * c.mlpHidden));
+    return 8.0 * perStep * c.steps * (c.integrator == ot::Integrator::Euler ? 1 : 4);
+}
+
 pb::object predict(const TransformerModel& m, const pb::handle& X, bool withStates) {
     const ot::TransformerConfig& cfg = m.model->config();
     int sets = 0, setSize = 0;
     bool batched = false;
     const ot::Matrix tokens = toSets(X, cfg.inputDim, sets, setSize, batched);
-    ot::Matrix output;
-    std::vector<ot::Matrix> states;
+    const pb::ssize_t B = sets, n = setSize, d = cfg.width;
+    const Eigen::Index setsPerChunk = std::clamp<Eigen::Index>(kChunkTokens / setSize, 1, B);
+    const double S = withStates ? double(std::max(cfg.steps, cfg.blocks) + 1) : 0.0; // states kept, at most
+    checkMemory("X",
+                tapeBytesOfOneSet(cfg, double(setSize)) * double(setsPerChunk) +
+                    8.0 * double(B) * double(n) * double(d) * S,
+                "the forward pass of " + std::to_string(setsPerChunk) + " set" +
+                    (setsPerChunk > 1 ? "s" : "") + " of " + std::to_string(setSize) + " tokens" +
+                    (withStates ? " and the states" : ""));
+    pb::array_t<double> y;
+    pb::array_t<double> path;
+    double* pathOut = nullptr;
+    pb::ssize_t C = 0;
     Interruptible guard;
-    guard.run([&] { output = m.model->output(tokens, setSize, withStates ? &states : nullptr); });
-    const pb::ssize_t C = output.rows(), B = sets, n = setSize, d = cfg.width;
-    pb::array_t<double> y(batched ? std::vector<pb::ssize_t>{B, C} : std::vector<pb::ssize_t>{C});
-    for (pb::ssize_t b = 0; b < B; ++b)
-        for (pb::ssize_t k = 0; k < C; ++k) y.mutable_data()[b * C + k] = output(k, b);
+    for (Eigen::Index b0 = 0; b0 < B; b0 += setsPerChunk) {
+        const Eigen::Index count = std::min<Eigen::Index>(setsPerChunk, B - b0);
+        ot::Matrix output;
+        std::vector<ot::Matrix> states;
+        guard.run([&] {
+            output = m.model->output(tokens.middleCols(b0 * n, count * n), setSize,
+                                     withStates ? &states : nullptr);
+        });
+        if (b0 == 0) { // the sizes are known after the first chunk
+            C = output.rows();
+            y = pb::array_t<double>(batched ? std::vector<pb::ssize_t>{B, C} : std::vector<pb::ssize_t>{C});
+            if (withStates) {
+                const pb::ssize_t steps = pb::ssize_t(states.size());
+                path = pb::array_t<double>(batched ? std::vector<pb::ssize_t>{steps, B, n, d}
+                                                   : std::vector<pb::ssize_t>{steps, n, d});
+                pathOut = path.mutable_data();
+            }
+        }
+        for (Eigen::Index b = 0; b < count; ++b)
+            for (pb::ssize_t k = 0; k < C; ++k) y.mutable_data()[(b0 + b) * C + k] = output(k, b);
+        for (std::size_t s = 0; s < states.size(); ++s) {
+            double* out = pathOut + (pb::ssize_t(s) * B + b0) * n * d;
+            for (pb::ssize_t col = 0; col < count * n; ++col)
+                for (pb::ssize_t i = 0; i < d; ++i) *out++ = states[s](i, col);
+        }
+        if (PyErr_CheckSignals() != 0) throw pb::error_already_set(); // Ctrl+C between chunks
+    }
     if (!withStates) return y;
-    const pb::ssize_t S = pb::ssize_t(states.size());
-    pb::array_t<double> path(batched ? std::vector<pb::ssize_t>{S, B, n, d}
-                                     : std::vector<pb::ssize_t>{S, n, d});
-    double* out = path.mutable_data();
-    for (pb::ssize_t s = 0; s < S; ++s)
-        for (pb::ssize_t col = 0; col < B * n; ++col)
-            for (pb::ssize_t i = 0; i < d; ++i) *out++ = states[std::size_t(s)](i, col);
     return pb::make_tuple(y, path);
 }
 

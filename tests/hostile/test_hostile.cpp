@@ -811,6 +811,13 @@ std::vector<Case> cases() {
          "simulate " + S + " --out {d}/t.npy --max-memory 1K",
          2,
          {"--max-memory", "memory limit"}});
+    add({"resource limits", // above the machine: refused up front, not a std::bad_alloc mid-run
+         "max-memory-above-the-machine",
+         sceneFile(
+             R"({"d": 1024, "n": 16777216, "initial": {"kind": "gaussian", "mean": 0, "cov": 1}, "attention": {"type": "linear", "heads": [{"Q": 1, "K": 1, "V": 1}]}})"),
+         "simulate " + S + " --out {d}/t.npy --max-memory 1000T",
+         2,
+         {"more than this machine has", "cannot grant it"}});
     add({"resource limits",
          "max-memory-garbage",
          small,

@@ -67,6 +67,12 @@ TEST(RunBudget, RefusesAboveTheLimitNamingTheFieldThatDrivesIt) {
     EXPECT_NE(why.find("16777216 x 1024 tokens"), std::string::npos) << why;
     EXPECT_NE(why.find("the test's limit"), std::string::npos) << why;
     EXPECT_EQ(refusal(particleRunBudget(particles(50, 2, 20, 2), true), 1 << 20), "accepted");
+    // No limit grants more than the machine has (memory and swap): a limit of 1000 TiB still refuses it.
+    ASSERT_GT(machineMemory(), defaultMemoryLimit());
+    const std::string above = refusal(particleRunBudget(s, true), std::uint64_t(1000) << 40);
+    EXPECT_EQ(above.rfind("/n | ", 0), 0u) << above;
+    EXPECT_NE(above.find("more than this machine has"), std::string::npos) << above;
+    EXPECT_NE(above.find("1000.0 TiB cannot grant it"), std::string::npos) << above;
 
     Scene g = particles(64, 2, 100, 1);
     g.moments.method = MomentMethod::PaperEuler;
