@@ -14,6 +14,7 @@
 #include "engine/scene/SceneShareString.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -118,6 +119,22 @@ std::uint64_t maxMemoryOption(ArgParser& p) {
     }
 }
 
+double maxTimeOption(ArgParser& p) {
+    const std::string text = p.option("--max-time");
+    if (text.empty()) return 0;
+    try {
+        return parseDuration(text);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string("--max-time: ") + e.what());
+    }
+}
+
+void announceRunCost(const RunCost& cost, double maxSeconds, const std::string& command) {
+    checkRunCost(cost, maxSeconds);
+    if (const std::string notice = runCostNotice(cost); !notice.empty())
+        std::cerr << "flowscope-cli " << command << ": " << notice << "\n";
+}
+
 std::string optionValue(const Args& args, const std::string& name) {
     for (std::size_t i = 0; i + 1 < args.size(); ++i)
         if (args[i] == name) return args[i + 1];
@@ -198,6 +215,7 @@ int simulate(const Args& raw) {
     const std::string every = p.option("--every");
     const std::vector<std::string> settings = p.options("--set");
     const std::uint64_t maxMemory = maxMemoryOption(p);
+    const double maxTime = maxTimeOption(p);
     p.rejectUnknown();
     requireSceneAndOut(p, out, "simulate", "traj.npy");
 
@@ -206,6 +224,8 @@ int simulate(const Args& raw) {
                                  settings); // validates everything before any output
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
     checkRunBudget(particleRunBudget(scene, true), maxMemory, kMaxMemoryHint);
+    const RunCost cost = particleRunCost(scene, backend.id != "cpu");
+    announceRunCost(cost, maxTime, "simulate");
     // The outputs, checked before the run: the trajectory, then its record (renamed last).
     const std::string jsonPath = std::filesystem::path(out).replace_extension(".json").string();
     if (jsonPath == out)
@@ -226,14 +246,20 @@ int simulate(const Args& raw) {
     // On a GPU backend the tokens stay on the device between the recorded frames, when it can run the scene
     // (else the fields run every stage, and the record says why).
     if (backend.makeStepper) sim.setStepper(backend.makeStepper);
-    const bool tty = ::isatty(2);
+    // Progress: on a terminal the percentage and, once a second has passed, the time left at the speed so
+    // far; elsewhere, for a run estimated above a minute, a line at each tenth.
+    const bool tty = ::isatty(2), lines = !tty && cost.seconds >= 60;
+    const auto start = std::chrono::steady_clock::now();
     int lastPct = -1;
     sim.run([&](double f) {
         const int pct = int(f * 100);
-        if (tty && pct != lastPct) {
-            std::cerr << "\rsimulating " << scene.name << ": " << pct << "%" << std::flush;
-            lastPct = pct;
-        }
+        if (pct == lastPct || (!tty && (!lines || pct % 10 != 0))) return true;
+        lastPct = pct;
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::cerr << (tty ? "\r" : "") << "simulating " << scene.name << ": " << pct << "%";
+        if (seconds > 1 && f > 0) std::cerr << ", " << formatDuration(seconds * (1 - f) / f) << " left   ";
+        std::cerr << (tty ? "" : "\n") << std::flush;
         return true;
     });
     if (tty) std::cerr << "\n";

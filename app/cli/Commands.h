@@ -5,6 +5,7 @@
 #include "engine/backend/ComputeBackend.h"
 #include "engine/core/Types.h"
 #include "engine/io/JsonWrite.h" // numberJson, vectorJson, matrixJson for the commands' JSON output
+#include "engine/scene/RunCost.h"
 #include "engine/scene/Scene.h"
 #if FLOWSCOPE_HAVE_HEADLESS_DRAWING
 #include "engine/gpu/gl/GlContext.h"
@@ -86,6 +87,13 @@ Scene withSetOptions(Scene scene, const std::vector<std::string>& settings);
 
 // --max-memory SIZE (512M, 8G, ...; default: half this machine's memory), consumed from p. Throws UsageError.
 std::uint64_t maxMemoryOption(ArgParser& p);
+
+// --max-time DURATION (90, 90s, 5m, 1.5h, 2d; default 0: off), consumed from p. Throws UsageError.
+double maxTimeOption(ArgParser& p);
+
+// Before a run: refuses it (SceneError at the field that drives the cost) when its estimate exceeds
+// maxSeconds > 0, and prints "<command>: this run will take about ..." when the estimate passes a minute.
+void announceRunCost(const RunCost& cost, double maxSeconds, const std::string& command);
 
 // A command that runs one scene into --out (simulate, moments) was given one SCENE.json or share string and
 // `out`; else throws UsageError showing its usage, "<command> SCENE.json --out <example>".

@@ -20,11 +20,12 @@ constexpr const char* kUsage = R"(usage: flowscope-cli <command> [options]
 
 commands:
   simulate SCENE.json --out traj.npy [--float32] [--every K] [--backend {backends}] [--max-memory SIZE]
-        [--set /POINTER=VALUE ...]
+        [--max-time DURATION] [--set /POINTER=VALUE ...]
       integrate the particle system of a scene; writes a (T, N, d) .npy and traj.json beside it
       (times, observables, events); gl and vulkan compute velocities on the GPU in float32; each
       --set /attention/beta=4 (repeatable; any field by its JSON pointer, a JSON value or a bare word:
-      /attention/type=l2) replaces a field of the scene before the run, checked as the scene file is
+      /attention/type=l2) replaces a field of the scene before the run, checked as the scene file is;
+      a run estimated above a minute says so before it starts, --max-time 10m refuses one above 10 min
   presets [--dir DIR]
       list the shipped presets, one line each
   share SCENE.json [--set /POINTER=VALUE ...]
@@ -103,7 +104,7 @@ commands:
       runs per second of the shipped sweeps, serial against two workers (threads, and MPI ranks where built)
 
   sweep SWEEP.json|NAME --out DIR [--jobs N] [--backend {backends}] [--schedule dynamic|static]
-        [--shard I/N] [--max-memory SIZE]
+        [--shard I/N] [--max-memory SIZE] [--max-time DURATION]
       a study (docs/sweeps.md): every run of a base scene with its axes' values, each run's measures
       journaled in DIR as it finishes (a rerun, or DIR/sweep.json --out DIR, runs only what is missing),
       then the table DIR/results.csv, results.json and a .npy per column; NAME: a shipped sweep

@@ -229,6 +229,7 @@ int sweep(const Args& raw) {
         const std::string shardsText = p.option("--shards", "8");
         const std::string printScene = p.option("--print-scene");
         const std::uint64_t maxMemory = maxMemoryOption(p);
+        const double maxTime = maxTimeOption(p);
         p.rejectUnknown();
         if (p.positional.size() != 1)
             throw UsageError(
@@ -256,6 +257,16 @@ int sweep(const Args& raw) {
         RunBudget budget = check.largest;
         budget.bytes *= jobs; // the runs in flight on this process
         checkRunBudget(budget, maxMemory, kMaxMemoryHint);
+        { // the whole sweep's time over the workers of this process and the ranks
+            RunCost cost = check.costliest;
+            const int workers = jobs + std::max(0, mpi.size() - 1);
+            cost.seconds = check.seconds / (shard.given ? shard.count : 1) / std::max(1, workers);
+            cost.explanation = std::to_string(spec.runs()) + " runs on " + std::to_string(workers) +
+                               " worker" + (workers > 1 ? "s" : "") +
+                               "; the costliest: " + check.costliest.explanation;
+            checkRunCost(cost, maxTime); // every rank: all refuse together
+            if (mpi.rank() == 0) announceRunCost(cost, maxTime, "sweep");
+        }
         const std::function<SweepCompute()> fields = [&] { return openCompute(backendName); };
 
         if (mpi.rank() != 0) {

@@ -601,6 +601,11 @@ SweepCheck checkSweep(const SweepSpec& spec) {
         const RunBudget b = spec.mode == SweepMode::Moments ? momentsRunBudget(scene, false)
                                                             : particleRunBudget(scene, false);
         if (b.bytes > check.largest.bytes) check.largest = b;
+        if (spec.mode == SweepMode::Particles) {
+            const RunCost c = particleRunCost(scene, false);
+            check.seconds += c.seconds * spec.replicates;
+            if (c.seconds > check.costliest.seconds) check.costliest = c;
+        }
     }
     return check;
 }

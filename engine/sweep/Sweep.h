@@ -18,6 +18,7 @@
 #include "engine/dynamics/DeviceStepper.h"
 #include "engine/io/JsonReader.h"
 #include "engine/scene/RunBudget.h"
+#include "engine/scene/RunCost.h"
 #include "engine/scene/Scene.h"
 
 #include <cstdint>
@@ -140,6 +141,10 @@ Scene sweepSceneToOpen(const SweepSpec& spec, long run);
 struct SweepCheck {
     RunBudget largest;
     long invalid = 0;
+    // The particle runs' estimated time, all runs on one worker (RunCost.h; the moment mode's runs are not
+    // estimated), and the costliest run's.
+    double seconds = 0;
+    RunCost costliest;
 };
 SweepCheck checkSweep(const SweepSpec& spec);
 

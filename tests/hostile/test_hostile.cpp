@@ -811,6 +811,29 @@ std::vector<Case> cases() {
          "simulate " + S + " --out {d}/t.npy --max-memory 1K",
          2,
          {"--max-memory", "memory limit"}});
+    // Runs that would take days: refused by --max-time before they start, naming the field.
+    const auto slow = [&](const std::string& name, const std::string& text,
+                          std::vector<std::string> message) {
+        add({"resource limits", name, sceneFile(text), "simulate " + S + " --out {d}/t.npy --max-time 1m", 2,
+             std::move(message)});
+    };
+    slow(
+        "n-at-maximum-one-step",
+        R"({"d": 2, "n": 16777216, "initial": {"kind": "gaussian", "mean": 0, "cov": 1}, "attention": {"type": "softmax", "heads": [{"Q": 1, "K": 1, "V": -1}]}, "integrator": {"method": "euler", "steps": 1}})",
+        {"/n", "above --max-time 1 min 0 s"});
+    slow("steps-and-every-at-maximum",
+         sceneWith({{"/integrator/steps", "2147483647"}, {"/output/every", "2147483647"}}),
+         {"/integrator/steps", "--max-time"});
+    slow("sinkhorn-iterations-1e6-tol-0",
+         sceneWith({{"/attention/type", "\"sinkhorn\""},
+                    {"/attention/sinkhorn", R"({"iterations": 1000000, "tol": 0})"}}),
+         {"/attention/sinkhorn/iterations", "--max-time"});
+    add({"resource limits",
+         "max-time-garbage",
+         small,
+         "simulate " + S + " --out {d}/t.npy --max-time soon",
+         2,
+         {"--max-time", "90s, 5m"}});
     add({"resource limits", // above the machine: refused up front, not a std::bad_alloc mid-run
          "max-memory-above-the-machine",
          sceneFile(
