@@ -1,34 +1,35 @@
 // No heap allocation inside a step of the moment solvers on the fixed-size path (d <= 4; MomentStepper.h):
 // 1000 projected Euler steps and 1000 adaptive chunks, for d = 2 and d = 3 and every Gaussian variant, with
-// operator new counted. Its own executable (flowscope_alloc_tests): it replaces the global operator new and
-// delete. The counter only counts while a Counting lives on the calling thread, and the same steps on the
-// dynamic path (Vec/Mat) must count some, so the check can fail.
+// every malloc counted. Its own executable (flowscope_alloc_tests): it replaces malloc and its kin (glibc's
+// __libc_* underneath), which catches Eigen's dynamic matrices (Eigen calls malloc itself) as well as
+// operator new (libstdc++'s calls malloc). The counter only counts while a Counting lives on the calling
+// thread, and the same steps on the dynamic path (Vec/Mat) must count some, so the check can fail.
 #include "engine/gaussian/MomentSolver.h"
 #include "engine/gaussian/MomentStepper.h"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <new>
+#include <cerrno>
+#include <cstddef>
+
+extern "C" {
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+void __libc_free(void*);
+}
 
 namespace {
 
 thread_local bool gCounting = false;
 thread_local long gAllocations = 0;
 
-void* allocate(std::size_t size, std::size_t alignment = 0) {
+void count() {
     if (gCounting) ++gAllocations;
-    if (size == 0) size = 1;
-    void* p = nullptr;
-    if (alignment > alignof(std::max_align_t)) {
-        if (posix_memalign(&p, alignment, size) != 0) p = nullptr;
-    } else {
-        p = std::malloc(size);
-    }
-    return p;
 }
 
-// Counts the operator new calls of this thread while it lives.
+// Counts the allocations of this thread while it lives.
 class Counting {
   public:
     Counting() {
@@ -41,51 +42,37 @@ class Counting {
 
 } // namespace
 
-void* operator new(std::size_t size) {
-    if (void* p = allocate(size)) return p;
-    throw std::bad_alloc();
+extern "C" {
+void* malloc(std::size_t size) {
+    count();
+    return __libc_malloc(size);
 }
-void* operator new[](std::size_t size) {
-    if (void* p = allocate(size)) return p;
-    throw std::bad_alloc();
+void* calloc(std::size_t n, std::size_t size) {
+    count();
+    return __libc_calloc(n, size);
 }
-void* operator new(std::size_t size, std::align_val_t a) {
-    if (void* p = allocate(size, std::size_t(a))) return p;
-    throw std::bad_alloc();
+void* realloc(void* p, std::size_t size) {
+    count();
+    return __libc_realloc(p, size);
 }
-void* operator new[](std::size_t size, std::align_val_t a) {
-    if (void* p = allocate(size, std::size_t(a))) return p;
-    throw std::bad_alloc();
+void* memalign(std::size_t alignment, std::size_t size) {
+    count();
+    return __libc_memalign(alignment, size);
 }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-    return allocate(size);
+void* aligned_alloc(std::size_t alignment, std::size_t size) {
+    count();
+    return __libc_memalign(alignment, size);
 }
-void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
-    return allocate(size);
+int posix_memalign(void** out, std::size_t alignment, std::size_t size) {
+    count();
+    void* p = __libc_memalign(alignment, size);
+    if (!p) return ENOMEM;
+    *out = p;
+    return 0;
 }
-void operator delete(void* p) noexcept {
-    std::free(p);
+void free(void* p) {
+    __libc_free(p);
 }
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-    std::free(p);
 }
 
 using namespace flowscope;
