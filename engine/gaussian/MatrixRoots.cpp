@@ -5,9 +5,7 @@
 namespace flowscope {
 
 Mat psdSqrt(const Mat& S) {
-    const Eigen::SelfAdjointEigenSolver<Mat> eig(symmetricPart(S));
-    const Vec root = eig.eigenvalues().cwiseMax(0.0).cwiseSqrt();
-    return eig.eigenvectors() * root.asDiagonal() * eig.eigenvectors().transpose();
+    return psdSqrtOf(S);
 }
 
 Mat expm(const Mat& M) {

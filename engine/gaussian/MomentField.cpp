@@ -3,6 +3,8 @@
 #include "engine/attention/KernelAttention.h"
 #include "engine/gaussian/MatrixRoots.h"
 
+#include <algorithm>
+
 namespace flowscope {
 
 GaussianState MomentField::rates(double t, const GaussianState& s) const {
@@ -18,10 +20,104 @@ Mat scoreMatrix(const AttentionSpec& spec, const HeadParams& h) {
     return scoreScale(spec, h) * h.K.transpose() * h.Q;
 }
 
+// G_h = gamma_h K_h^T K_h (l2).
+Mat gramMatrix(const AttentionSpec& spec, const HeadParams& h) {
+    return scoreScale(spec, h) * h.K.transpose() * h.K;
+}
+
+// The formulas, once for every matrix type: M = Mat (the dynamic path) or MatN<D> (the fixed-size one, which
+// touches no heap). Each head adds its (b, L); Vh is the head's value matrix.
+
+// Softmax (Lemma 4.1, Prop 1, Prop 5): Gamma(x) = V (alpha + Sigma A x).
+template <class V, class M>
+void addSoftmaxHead(const M& Vh, const M& A, const V& mean, const M& cov, V& b, M& L) {
+    b += Vh * mean;
+    L += Vh * cov * A;
+}
+
+// Linear (docs/math/gaussian.md#linear): pure Gamma(x) = V (Sigma + alpha alpha^T) A x;
+// lin,eps Gamma(x) = V alpha / eps + V Sigma A x.
+template <class V, class M>
+void addLinearHead(const M& Vh, const M& A, const std::optional<double>& eps, const V& mean, const M& cov,
+                   V& b, M& L) {
+    if (eps) {
+        b += Vh * mean / *eps;
+        L += Vh * cov * A;
+    } else {
+        L += Vh * (cov + mean * mean.transpose()) * A;
+    }
+}
+
+// l2 (Lemma 4.7, Prop 6, corrected eq (19)): with G = gamma K^T K and W = (I + 2 Sigma G)^{-1},
+// Gamma(x) = V W (alpha + 2 Sigma A x).
+template <class V, class M>
+void addL2Head(const M& Vh, const M& A, const M& G, const V& mean, const M& cov, V& b, M& L) {
+    // I + 2 Sigma G is invertible: Sigma G is similar to a PSD matrix (spectrum >= 0).
+    const Eigen::PartialPivLU<M> W(M::Identity(cov.rows(), cov.cols()) + 2.0 * cov * G);
+    b += Vh * W.solve(mean);
+    L += 2.0 * Vh * W.solve(cov * A);
+}
+
+// Sinkhorn (Lemma 4.11, Prop 8; the inverse-free form of docs/math/gaussian.md#sinkhorn):
+// M = (Sigma A Sigma A^T + eps^2/4 I)^{1/2} + eps/2 I,
+// Gamma(x) = (V / eps) (alpha + M^{-1} Sigma A (x - alpha)).
+template <class V, class M>
+void addSinkhornHead(const M& Vh, const M& A, double eps, const V& mean, const M& cov, V& b, M& L) {
+    const M I = M::Identity(cov.rows(), cov.cols());
+    const M P = psdSqrtOf(cov);
+    const M PAP = P * A * P;
+    const M N = psdSqrtOf(M(PAP * PAP.transpose() + 0.25 * eps * eps * I)) + 0.5 * eps * I;
+    const M W = P * N.llt().solve(P * A); // M^{-1} Sigma A = S_yx Sigma^{-1}
+    b += Vh * (mean - W * mean) / eps;
+    L += Vh * W / eps;
+}
+
+// Gaussian-kernel drifting (App. B, Prop 11): Gamma = Gamma^G_nu - Gamma^G_mu,
+// Gamma^G_{N(m, S)}(x) = x - (S + I)^{-1} (x - m), so L = (Sigma + I)^{-1} - (Sigma_nu + I)^{-1} and
+// alpha' = (Sigma_nu + I)^{-1} (m_nu - alpha). (The inverse by partial-pivoting LU, which is what
+// Mat::inverse() does, for every M.)
+template <class V, class M>
+void drifting(const V& targetMean, const M& targetInverse, const V& mean, const M& cov, V& b, M& L) {
+    L = Eigen::PartialPivLU<M>(cov + M::Identity(cov.rows(), cov.cols())).inverse() - targetInverse;
+    const V dmean = targetInverse * (targetMean - mean);
+    b = dmean - L * mean;
+}
+
+// (Sigma_nu + I)^{-1} of a drifting spec (Sigma_nu = I when unset).
+Mat driftingTargetInverse(const AttentionSpec& spec, int d) {
+    const Mat shifted =
+        (spec.targetCov.size() ? spec.targetCov : Mat(Mat::Identity(d, d))) + Mat::Identity(d, d);
+    return shifted.inverse();
+}
+
+Vec driftingTargetMean(const AttentionSpec& spec, int d) {
+    return spec.targetMean.size() ? spec.targetMean : Vec(Vec::Zero(d));
+}
+
+// The fixed-size form of the field of `spec` in dimension d, when there is one.
+FixedMomentFields fixedMomentFields(const AttentionSpec& spec, int d) {
+    if (!spec.keyframes.empty() && spec.interpolation == Interpolation::Linear && spec.keyframes.size() > 1)
+        return {};
+    switch (d) {
+    case 1:
+        return FixedMomentField<1>(spec);
+    case 2:
+        return FixedMomentField<2>(spec);
+    case 3:
+        return FixedMomentField<3>(spec);
+    case 4:
+        return FixedMomentField<4>(spec);
+    default:
+        return {};
+    }
+}
+
 // Common shape of the head-summed variants: each head adds its (b, L).
 class HeadSumMoments : public MomentField {
   public:
-    HeadSumMoments(const AttentionSpec& spec, int d) : spec_(spec), d_(d) {}
+    HeadSumMoments(const AttentionSpec& spec, int d) : spec_(spec), d_(d) {
+        fixed_ = fixedMomentFields(spec, d);
+    }
     AffineField affine(double t, const Vec& mean, const Mat& cov) const override {
         AffineField f{Vec::Zero(d_), Mat::Zero(d_, d_)};
         for (const HeadParams& h : spec_.headsAt(t)) addHead(h, mean, cov, f);
@@ -34,7 +130,6 @@ class HeadSumMoments : public MomentField {
     int d_;
 };
 
-// Softmax (Lemma 4.1, Prop 1, Prop 5): Gamma(x) = V (alpha + Sigma A x).
 class SoftmaxMoments final : public HeadSumMoments {
   public:
     using HeadSumMoments::HeadSumMoments;
@@ -42,13 +137,10 @@ class SoftmaxMoments final : public HeadSumMoments {
 
   protected:
     void addHead(const HeadParams& h, const Vec& mean, const Mat& cov, AffineField& f) const override {
-        f.b += h.V * mean;
-        f.L += h.V * cov * scoreMatrix(spec_, h);
+        addSoftmaxHead(h.V, scoreMatrix(spec_, h), mean, cov, f.b, f.L);
     }
 };
 
-// Linear (docs/math/gaussian.md#linear): pure Gamma(x) = V (Sigma + alpha alpha^T) A x;
-// lin,eps Gamma(x) = V alpha / eps + V Sigma A x.
 class LinearMoments final : public HeadSumMoments {
   public:
     using HeadSumMoments::HeadSumMoments;
@@ -56,18 +148,10 @@ class LinearMoments final : public HeadSumMoments {
 
   protected:
     void addHead(const HeadParams& h, const Vec& mean, const Mat& cov, AffineField& f) const override {
-        const Mat A = scoreMatrix(spec_, h);
-        if (spec_.linearEps) {
-            f.b += h.V * mean / *spec_.linearEps;
-            f.L += h.V * cov * A;
-        } else {
-            f.L += h.V * (cov + mean * mean.transpose()) * A;
-        }
+        addLinearHead(h.V, scoreMatrix(spec_, h), spec_.linearEps, mean, cov, f.b, f.L);
     }
 };
 
-// l2 (Lemma 4.7, Prop 6, corrected eq (19)): with G = gamma K^T K and W = (I + 2 Sigma G)^{-1},
-// Gamma(x) = V W (alpha + 2 Sigma A x).
 class L2Moments final : public HeadSumMoments {
   public:
     using HeadSumMoments::HeadSumMoments;
@@ -75,18 +159,10 @@ class L2Moments final : public HeadSumMoments {
 
   protected:
     void addHead(const HeadParams& h, const Vec& mean, const Mat& cov, AffineField& f) const override {
-        const double g = scoreScale(spec_, h);
-        const Mat G = g * h.K.transpose() * h.K;
-        // I + 2 Sigma G is invertible: Sigma G is similar to a PSD matrix (spectrum >= 0).
-        const Eigen::PartialPivLU<Mat> W(Mat::Identity(d_, d_) + 2.0 * cov * G);
-        f.b += h.V * W.solve(mean);
-        f.L += 2.0 * h.V * W.solve(cov * scoreMatrix(spec_, h));
+        addL2Head(h.V, scoreMatrix(spec_, h), gramMatrix(spec_, h), mean, cov, f.b, f.L);
     }
 };
 
-// Sinkhorn (Lemma 4.11, Prop 8; the inverse-free form of docs/math/gaussian.md#sinkhorn):
-// M = (Sigma A Sigma A^T + eps^2/4 I)^{1/2} + eps/2 I,
-// Gamma(x) = (V / eps) (alpha + M^{-1} Sigma A (x - alpha)).
 class SinkhornMoments final : public HeadSumMoments {
   public:
     using HeadSumMoments::HeadSumMoments;
@@ -94,44 +170,92 @@ class SinkhornMoments final : public HeadSumMoments {
 
   protected:
     void addHead(const HeadParams& h, const Vec& mean, const Mat& cov, AffineField& f) const override {
-        const double eps = spec_.sinkhornEps;
-        const Mat A = scoreMatrix(spec_, h);
-        const Mat I = Mat::Identity(d_, d_);
-        const Mat P = psdSqrt(cov);
-        const Mat PAP = P * A * P;
-        const Mat N = psdSqrt(PAP * PAP.transpose() + 0.25 * eps * eps * I) + 0.5 * eps * I;
-        const Mat W = P * N.llt().solve(P * A); // M^{-1} Sigma A = S_yx Sigma^{-1}
-        f.b += h.V * (mean - W * mean) / eps;
-        f.L += h.V * W / eps;
+        addSinkhornHead(h.V, scoreMatrix(spec_, h), spec_.sinkhornEps, mean, cov, f.b, f.L);
     }
 };
 
-// Gaussian-kernel drifting (App. B, Prop 11): Gamma = Gamma^G_nu - Gamma^G_mu,
-// Gamma^G_{N(m, S)}(x) = x - (S + I)^{-1} (x - m), so L = (Sigma + I)^{-1} - (Sigma_nu + I)^{-1} and
-// alpha' = (Sigma_nu + I)^{-1} (m_nu - alpha).
 class DriftingMoments final : public MomentField {
   public:
     DriftingMoments(const AttentionSpec& spec, int d)
-        : targetMean_(spec.targetMean.size() ? spec.targetMean : Vec(Vec::Zero(d))),
-          targetInverse_((spec.targetCov.size() ? spec.targetCov : Mat(Mat::Identity(d, d))) +
-                         Mat::Identity(d, d)),
-          d_(d) {
-        targetInverse_ = targetInverse_.inverse().eval();
+        : targetMean_(driftingTargetMean(spec, d)), targetInverse_(driftingTargetInverse(spec, d)) {
+        fixed_ = fixedMomentFields(spec, d);
     }
     std::string name() const override { return "drifting"; }
     AffineField affine(double, const Vec& mean, const Mat& cov) const override {
-        const Mat L = (cov + Mat::Identity(d_, d_)).inverse() - targetInverse_;
-        const Vec dmean = targetInverse_ * (targetMean_ - mean);
-        return {dmean - L * mean, L};
+        AffineField f;
+        drifting(targetMean_, targetInverse_, mean, cov, f.b, f.L);
+        return f;
     }
 
   private:
     Vec targetMean_;
     Mat targetInverse_; // (Sigma_nu + I)^{-1}
-    int d_;
 };
 
 } // namespace
+
+template <int D>
+FixedMomentField<D>::FixedMomentField(const AttentionSpec& spec)
+    : type_(spec.type), linearEps_(spec.linearEps), sinkhornEps_(spec.sinkhornEps) {
+    // The per-head matrices by the dynamic path's own expressions, then copied: the same numbers.
+    const auto convert = [&](const std::vector<HeadParams>& heads) {
+        std::vector<Head> out;
+        for (const HeadParams& h : heads) out.push_back({h.V, scoreMatrix(spec, h), gramMatrix(spec, h)});
+        return out;
+    };
+    if (spec.keyframes.empty()) {
+        heads_.push_back(convert(spec.heads));
+    } else {
+        for (const Keyframe& k : spec.keyframes) {
+            times_.push_back(k.t);
+            heads_.push_back(convert(k.heads));
+        }
+    }
+    if (type_ == AttentionType::Drifting) {
+        targetMean_ = driftingTargetMean(spec, D);
+        targetInverse_ = driftingTargetInverse(spec, D);
+    }
+}
+
+// AttentionSpec::headsAt without the copy: piecewise constant, the last keyframe with time <= t (the first
+// one before the first time).
+template <int D>
+const std::vector<typename FixedMomentField<D>::Head>& FixedMomentField<D>::headsAt(double t) const {
+    if (times_.empty()) return heads_.front();
+    const auto next = std::upper_bound(times_.begin(), times_.end(), t);
+    return heads_[next == times_.begin() ? 0 : std::size_t(next - times_.begin()) - 1];
+}
+
+template <int D>
+void FixedMomentField<D>::affine(double t, const Vector& mean, const Matrix& cov, Vector& b,
+                                 Matrix& L) const {
+    if (type_ == AttentionType::Drifting) return drifting(targetMean_, targetInverse_, mean, cov, b, L);
+    b.setZero();
+    L.setZero();
+    for (const Head& h : headsAt(t)) {
+        switch (type_) {
+        case AttentionType::Softmax:
+            addSoftmaxHead(h.V, h.A, mean, cov, b, L);
+            break;
+        case AttentionType::Linear:
+            addLinearHead(h.V, h.A, linearEps_, mean, cov, b, L);
+            break;
+        case AttentionType::L2:
+            addL2Head(h.V, h.A, h.G, mean, cov, b, L);
+            break;
+        case AttentionType::Sinkhorn:
+            addSinkhornHead(h.V, h.A, sinkhornEps_, mean, cov, b, L);
+            break;
+        default: // makeMomentField refused the others
+            break;
+        }
+    }
+}
+
+template class FixedMomentField<1>;
+template class FixedMomentField<2>;
+template class FixedMomentField<3>;
+template class FixedMomentField<4>;
 
 std::unique_ptr<MomentField> makeMomentField(const Scene& scene) {
     const AttentionSpec& a = scene.attention;

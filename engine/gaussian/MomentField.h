@@ -19,13 +19,20 @@
 // Each variant's derivation: docs/math/gaussian.md#softmax .. #drifting; the errata (E1): #e1.
 // exp, ReLU, sigmoid, RWPO and masked attention do not preserve Gaussians
 // (docs/math/gaussian.md#not-gaussian): makeMomentField refuses them.
+//
+// For d <= 4 a field made by makeMomentField also carries a FixedMomentField<d>: the same formulas on
+// fixed-size Eigen types (Eigen::Matrix<double, D, D>), with the per-head matrices (V, A_h, G_h) computed
+// once. The solver (MomentSolver.h) evaluates that one: no heap allocation in an evaluation or a step.
 #pragma once
 
 #include "engine/core/Types.h"
 #include "engine/scene/Scene.h"
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
+#include <vector>
 
 namespace flowscope {
 
@@ -40,6 +47,41 @@ struct AffineField {
     Mat L;
 };
 
+// Fixed-size types for dimension D (D = Eigen::Dynamic: Vec, Mat).
+template <int D> using VecN = Eigen::Matrix<double, D, 1>;
+template <int D> using MatN = Eigen::Matrix<double, D, D>;
+
+// The moment field of an attention spec on fixed-size types, d = D in 1..4: affine() writes (b, L) and
+// allocates nothing. Constant heads or piecewise-constant keyframes (linearly interpolated keyframes have no
+// fixed-size form here: their fields keep the dynamic path).
+template <int D> class FixedMomentField {
+  public:
+    static constexpr int Dim = D;
+    using Vector = VecN<D>;
+    using Matrix = MatN<D>;
+
+    explicit FixedMomentField(const AttentionSpec& spec);
+    void affine(double t, const Vector& mean, const Matrix& cov, Vector& b, Matrix& L) const;
+
+  private:
+    struct Head {
+        Matrix V, A, G; // value, A = gamma K^T Q, G = gamma K^T K (l2)
+    };
+    const std::vector<Head>& headsAt(double t) const;
+
+    AttentionType type_;
+    std::optional<double> linearEps_;
+    double sinkhornEps_;
+    std::vector<double> times_;            // keyframe times (empty: constant heads)
+    std::vector<std::vector<Head>> heads_; // the heads of each keyframe (one entry: constant heads)
+    Vector targetMean_;                    // drifting: m_nu
+    Matrix targetInverse_;                 // drifting: (Sigma_nu + I)^{-1}
+};
+
+// The fixed-size form of a field, when it has one.
+using FixedMomentFields = std::variant<std::monostate, FixedMomentField<1>, FixedMomentField<2>,
+                                       FixedMomentField<3>, FixedMomentField<4>>;
+
 class MomentField {
   public:
     virtual ~MomentField() = default;
@@ -49,6 +91,14 @@ class MomentField {
 
     // alpha' = b + L alpha, Sigma' = L Sigma + Sigma L^T (returned in a GaussianState).
     GaussianState rates(double t, const GaussianState& s) const;
+
+    // The same field on fixed-size types, for the solver's allocation-free path; monostate when there is
+    // none (d > 4, linearly interpolated keyframes, or a subclass of one's own: the solver then calls
+    // affine()).
+    const FixedMomentFields& fixedSize() const { return fixed_; }
+
+  protected:
+    FixedMomentFields fixed_;
 };
 
 // The moment field of an attention spec in dimension d. Throws SceneError (pointer "/attention/type" or the

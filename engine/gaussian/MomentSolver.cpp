@@ -1,14 +1,16 @@
 #include "engine/gaussian/MomentSolver.h"
 
 #include "engine/core/Parallel.h"
-#include "engine/dynamics/Integrator.h"
 #include "engine/gaussian/Cone.h"
+#include "engine/gaussian/MomentStepper.h"
 #include "engine/scene/RunBudget.h"
 
 #include <atomic>
 #include <cmath>
 #include <iterator>
 #include <mutex>
+#include <type_traits>
+#include <variant>
 
 namespace flowscope {
 
@@ -21,24 +23,6 @@ const char* toString(MomentEvent e) {
 }
 
 namespace {
-
-bool finite(const GaussianState& s) {
-    return s.mean.allFinite() && s.cov.allFinite();
-}
-
-// The adaptive solver's state: Y = [alpha | R], d x (1 + r), with Sigma = R R^T.
-struct Packed {
-    static Mat pack(const Vec& mean, const Mat& R) {
-        Mat Y(mean.size(), 1 + R.cols());
-        Y.col(0) = mean;
-        Y.rightCols(R.cols()) = R;
-        return Y;
-    }
-    static GaussianState unpack(const Mat& Y) {
-        const auto R = Y.rightCols(Y.cols() - 1);
-        return {Y.col(0), R * R.transpose()};
-    }
-};
 
 // Sigma0 = R0 R0^T with R0 = U_r diag(sqrt(lambda_r)) over the eigenvalues above 1e-13 lambda_max.
 Mat squareRootFactor(const Mat& cov) {
@@ -55,27 +39,28 @@ Mat squareRootFactor(const Mat& cov) {
     return R;
 }
 
-MomentTrajectory solveAdaptive(const MomentField& field, const GaussianState& initial, const Scene& scene,
+// A recorded state (on the dynamic types; only at record times, not in a step).
+template <class V, class M> GaussianState record(const V& mean, const M& cov) {
+    return {Vec(mean), Mat(cov)};
+}
+
+// The two solvers on any field of MomentStepper's interface: a FixedMomentField<D> (no heap inside a step)
+// or DynamicMomentField.
+template <class Field>
+MomentTrajectory solveAdaptive(const Field& field, const GaussianState& initial, const Scene& scene,
                                const MomentSolveOptions& o) {
+    using Stepper = MomentStepper<Field>;
     const MomentsSpec& m = scene.moments;
-    IntegratorSpec spec = scene.integrator;
-    spec.method = Method::DormandPrince;
-    auto integrator = makeIntegrator(spec);
-    long evaluations = 0;
-    const Field f = [&](double t, const Mat& Y, Mat& dY) {
-        const int r = int(Y.cols()) - 1;
-        const auto R = Y.rightCols(r);
-        const Vec mean = Y.col(0);
-        const AffineField a = field.affine(t, mean, R * R.transpose());
-        dY.resize(Y.rows(), Y.cols());
-        dY.col(0) = a.b + a.L * mean;
-        dY.rightCols(r) = a.L * R;
-        ++evaluations;
-    };
-    const auto traceRate = [&](double t, const GaussianState& s) { return field.rates(t, s).cov.trace(); };
+    Stepper st(field, scene.integrator);
+    typename Stepper::Vector mean;
+    typename Stepper::Matrix cov;
 
     MomentTrajectory out;
-    Mat Y = Packed::pack(initial.mean, squareRootFactor(initial.cov));
+    // The state Y = [alpha | R], d x (1 + r), with Sigma = R R^T.
+    const Mat R0 = squareRootFactor(initial.cov);
+    typename Stepper::Packed Y(initial.mean.size(), 1 + R0.cols());
+    Y.col(0) = initial.mean;
+    Y.rightCols(R0.cols()) = R0;
     double t = 0.0;
     out.times.push_back(t);
     out.states.push_back(initial); // exactly as given (R R^T may differ by rounding)
@@ -85,28 +70,24 @@ MomentTrajectory solveAdaptive(const MomentField& field, const GaussianState& in
     const auto advanceTo = [&](double next) -> StepResult {
         StepResult r;
         while (t < next) {
-            const GaussianState s = Packed::unpack(Y);
-            const double rate = traceRate(t, s);
-            double h = next - t;
-            if (rate > 0.0) h = std::min(h, std::max(0.5 * s.cov.trace() / rate, 1e-6 * h));
-            r = integrator->advance(f, t, h, Y);
-            if (r.ok && !(r.reached > t)) r.ok = false; // no progress in t: stop (StepCollapse)
-            t = r.reached;
-            if (!r.ok || !Y.allFinite() || Packed::unpack(Y).cov.trace() > m.tolHigh) break;
+            r = st.chunk(t, next, Y);
+            if (!r.ok || !Y.allFinite()) break;
+            Stepper::unpack(Y, mean, cov);
+            if (cov.trace() > m.tolHigh) break;
         }
         return r;
     };
     for (long k = 0; t < o.T; ++k) {
         const StepResult r = advanceTo(std::min(o.T, double(k + 1) * interval));
         out.iterations += 1;
-        const GaussianState s = Packed::unpack(Y);
-        if (!finite(s)) {
+        Stepper::unpack(Y, mean, cov);
+        if (!mean.allFinite() || !cov.allFinite()) {
             out.event = MomentEvent::NonFinite;
             break;
         }
         out.times.push_back(t);
-        out.states.push_back(s);
-        if (s.cov.trace() > m.tolHigh) {
+        out.states.push_back(record(mean, cov));
+        if (cov.trace() > m.tolHigh) {
             out.event = MomentEvent::BlowUp;
             break;
         }
@@ -114,9 +95,14 @@ MomentTrajectory solveAdaptive(const MomentField& field, const GaussianState& in
             out.event = MomentEvent::StepCollapse;
             break;
         }
-        if (m.tolLow > 0.0 && field.rates(t, s).cov.norm() < m.tolLow) {
-            out.event = MomentEvent::Converged;
-            break;
+        if (m.tolLow > 0.0) {
+            typename Stepper::Vector rateMean;
+            typename Stepper::Matrix rateCov;
+            st.rates(t, mean, cov, rateMean, rateCov);
+            if (rateCov.norm() < m.tolLow) {
+                out.event = MomentEvent::Converged;
+                break;
+            }
         }
     }
     out.eventTime = out.times.back();
@@ -125,44 +111,39 @@ MomentTrajectory solveAdaptive(const MomentField& field, const GaussianState& in
         // Keep advancing by g/2 (without recording) until tr Sigma > blowupTrace. Near a finite-time
         // singularity tr ~ c / (t_max - t), so g tr stays ~ c while tr grows; under exponential growth g is
         // constant and g tr grows with tr.
-        GaussianState s = Packed::unpack(Y);
-        double gap = s.cov.trace() / traceRate(t, s);
-        const double trace0 = s.cov.trace(), product0 = gap * trace0;
-        for (int i = 0; i < 1000 && gap > 0.0 && std::isfinite(gap) && s.cov.trace() < o.blowupTrace; ++i) {
-            const StepResult r = integrator->advance(f, t, 0.5 * gap, Y);
+        Stepper::unpack(Y, mean, cov);
+        double gap = cov.trace() / st.traceRate(t, mean, cov);
+        double trace = cov.trace();
+        const double trace0 = trace, product0 = gap * trace0;
+        for (int i = 0; i < 1000 && gap > 0.0 && std::isfinite(gap) && trace < o.blowupTrace; ++i) {
+            const StepResult r = st.advance(t, 0.5 * gap, Y);
             t = r.reached;
-            const GaussianState next = Packed::unpack(Y);
-            if (!finite(next)) break;
-            s = next;
-            gap = s.cov.trace() / traceRate(t, s);
+            Stepper::unpack(Y, mean, cov);
+            if (!mean.allFinite() || !cov.allFinite()) break;
+            trace = cov.trace();
+            gap = trace / st.traceRate(t, mean, cov);
             if (!r.ok) break;
         }
-        const double growth = s.cov.trace() / trace0;
-        if (gap > 0.0 && std::isfinite(gap) && growth > 1e3 && gap * s.cov.trace() < 10.0 * product0)
+        const double growth = trace / trace0;
+        if (gap > 0.0 && std::isfinite(gap) && growth > 1e3 && gap * trace < 10.0 * product0)
             out.tMax = t + gap;
     }
-    out.evaluations = evaluations;
+    out.evaluations = st.evaluations;
     return out;
 }
 
-// The authors' PSD projection: symmetrize, replace negative eigenvalues by 1e-14.
-Mat projectPsd(const Mat& S) {
-    const Eigen::SelfAdjointEigenSolver<Mat> eig(0.5 * (S + S.transpose()));
-    Vec lambda = eig.eigenvalues();
-    if (lambda.minCoeff() >= 0.0) return 0.5 * (S + S.transpose());
-    for (Eigen::Index i = 0; i < lambda.size(); ++i)
-        if (lambda[i] < 0.0) lambda[i] = 1e-14;
-    return eig.eigenvectors() * lambda.asDiagonal() * eig.eigenvectors().transpose();
-}
-
-MomentTrajectory solvePaperEuler(const MomentField& field, const GaussianState& initial, const Scene& scene,
+template <class Field>
+MomentTrajectory solvePaperEuler(const Field& field, const GaussianState& initial, const Scene& scene,
                                  const MomentSolveOptions& o) {
+    using Stepper = MomentStepper<Field>;
     const MomentsSpec& m = scene.moments;
     const double tau = m.step;
+    Stepper st(field, scene.integrator);
+    typename Stepper::Vector mean = initial.mean, rateMean;
+    typename Stepper::Matrix cov = initial.cov, rateCov;
     MomentTrajectory out;
-    GaussianState s = initial;
     out.times.push_back(0.0);
-    out.states.push_back(s);
+    out.states.push_back(initial);
     const long every = std::max(1L, o.recordEveryIter);
     long k = 0;
     for (;; ++k) {
@@ -170,23 +151,24 @@ MomentTrajectory solvePaperEuler(const MomentField& field, const GaussianState& 
             out.event = MomentEvent::MaxIter;
             break;
         }
-        const GaussianState rate = field.rates(double(k) * tau, s);
+        st.rates(double(k) * tau, mean, cov, rateMean, rateCov);
         ++out.evaluations;
-        if (m.tolLow > 0.0 && rate.cov.norm() < m.tolLow) {
+        if (m.tolLow > 0.0 && rateCov.norm() < m.tolLow) {
             out.event = MomentEvent::Converged; // tested before the step: the trajectory ends at Sigma_k
             break;
         }
-        s.mean += tau * rate.mean;
-        s.cov = projectPsd(s.cov + tau * rate.cov);
+        mean += tau * rateMean;
+        cov += tau * rateCov;
+        st.projectPsd(cov);
         ++out.iterations;
-        if (!finite(s)) {
+        if (!mean.allFinite() || !cov.allFinite()) {
             out.event = MomentEvent::NonFinite;
             break;
         }
-        const bool exploded = s.cov.trace() > m.tolHigh;
+        const bool exploded = cov.trace() > m.tolHigh;
         if (exploded || (k + 1) % every == 0) {
             out.times.push_back(double(k + 1) * tau);
-            out.states.push_back(s);
+            out.states.push_back(record(mean, cov));
         }
         if (exploded) {
             out.event = MomentEvent::BlowUp;
@@ -196,18 +178,32 @@ MomentTrajectory solvePaperEuler(const MomentField& field, const GaussianState& 
     if (out.times.back() != double(k) * tau && out.event != MomentEvent::NonFinite &&
         out.event != MomentEvent::BlowUp) {
         out.times.push_back(double(k) * tau);
-        out.states.push_back(s);
+        out.states.push_back(record(mean, cov));
     }
     out.eventTime = out.times.back();
     return out;
+}
+
+template <class Field>
+MomentTrajectory solveWith(const Field& field, const GaussianState& initial, const Scene& scene,
+                           const MomentSolveOptions& options) {
+    return scene.moments.method == MomentMethod::PaperEuler ? solvePaperEuler(field, initial, scene, options)
+                                                            : solveAdaptive(field, initial, scene, options);
 }
 
 } // namespace
 
 MomentTrajectory solveMoments(const MomentField& field, const GaussianState& initial, const Scene& scene,
                               const MomentSolveOptions& options) {
-    return scene.moments.method == MomentMethod::PaperEuler ? solvePaperEuler(field, initial, scene, options)
-                                                            : solveAdaptive(field, initial, scene, options);
+    // The fixed-size path when the field has one (d <= 4), else the dynamic one: the same arithmetic.
+    return std::visit(
+        [&](const auto& fixed) {
+            if constexpr (std::is_same_v<std::decay_t<decltype(fixed)>, std::monostate>)
+                return solveWith(DynamicMomentField(field), initial, scene, options);
+            else
+                return solveWith(fixed, initial, scene, options);
+        },
+        field.fixedSize());
 }
 
 std::vector<MomentTrajectory> solveAllMoments(const Scene& scene, const MomentSolveOptions& options,
