@@ -120,7 +120,7 @@ commands:
       run R's scene, for simulate or moments
 
   infer PROBLEM.json|NAME --out posterior.safetensors [--samples s.npy] [--rwpo|--no-rwpo] [--iters N] [--batch B]
-        [--frame prior|laplace] [--seed S] [--every K] [--summary-samples n] [--threads T]
+        [--frame prior|laplace] [--seed S] [--every K] [--summary-samples n] [--threads T] [--max-time DURATION]
       fit a posterior flow to a Bayesian inverse problem (docs/inverse.md): the flow of train run forward
       from N(0, I) and trained by reverse KL against p(x|y) ∝ exp(-|y - F(x)|²/2σ²) p(x); shipped problems:
       linear-gaussian, lorenz63, elliptic, eit (assets/problems); prints the loss, the data misfit, the
@@ -150,7 +150,7 @@ commands:
 
   render SCENE.json --out anim.mp4|anim.gif|frames/ [--view particles|cone|disc] [--frames 120] [--fps 30]
         [--size 1280x720] [--dt-per-frame X] [--hud|--no-hud] [--caption auto|TEXT] [--no-particles]
-        [--set /POINTER=VALUE ...]
+        [--max-time DURATION] [--set /POINTER=VALUE ...]
       an animation of a view, drawn headless (EGL, no display needed): frame k shows simulation time k * X
       (default X: the scene's step times output.every); --hud adds the particle view's heads-up display,
       --caption a strip with the scene's name, parameters and t (auto) or TEXT ({t}: the time);

@@ -1,5 +1,6 @@
 // flowscope-cli infer: posterior flows for Bayesian inverse problems (engine/inverse, docs/inverse.md).
 #include "Commands.h"
+#include "engine/scene/RunCost.h"
 
 #include "engine/core/Parallel.h"
 #include "engine/core/Text.h"
@@ -49,6 +50,7 @@ int infer(const Args& args) {
     const int summaryCount =
         int(parseLong(p.option("--summary-samples", "4096"), "--summary-samples", 2, 1 << 24));
     const std::string threadsText = p.option("--threads");
+    const double maxTime = maxTimeOption(p);
     p.rejectUnknown();
     if (p.positional.size() != 1)
         throw UsageError("expected one PROBLEM.json (or the name of a shipped problem)");
@@ -88,6 +90,10 @@ int infer(const Args& args) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     };
     const inverse::Posterior& post = *problem.posterior;
+    // The start can take a while on a large problem (the Laplace frame solves for the MAP point and its
+    // Hessian): say so before it, and how long the iterations will take after the first.
+    std::fprintf(stderr, "%s: setting up (%d unknowns, %s frame)...\n", problem.name.c_str(), post.dim(),
+                 c.frame == inverse::FrameKind::Laplace ? "Laplace" : "prior");
     inverse::PosteriorFlow flow(problem.posterior, c);
     std::printf("%s: d = %d unknowns, m = %d observations, noise %g, %s prior; flow %s, %d layers, width %d, "
                 "batch %d, %s frame (%.2f s)\n",
@@ -95,6 +101,7 @@ int infer(const Args& args) {
                 post.prior.kind == inverse::Prior::Kind::Gaussian ? "Gaussian" : "Laplace",
                 c.flow.rwpo ? "with the RWPO layer" : "without the RWPO layer", c.flow.layers, c.flow.width,
                 c.batch, c.frame == inverse::FrameKind::Laplace ? "Laplace" : "prior", seconds());
+    const double setUp = seconds();
     const long printEvery = every > 0 ? every : std::max(1L, c.iterations / 10);
     std::size_t eventsShown = 0;
     double lossSum = 0, misfitSum = 0;
@@ -105,6 +112,20 @@ int infer(const Args& args) {
             std::cerr << "iter " << flow.events()[eventsShown].iteration << ": "
                       << flow.events()[eventsShown].message << "\n";
         if (!running) break;
+        if (k == 0) { // the first iteration's time, for all of them (the held-out summaries add to it)
+            const double first = seconds() - setUp, all = first * double(c.iterations);
+            if (maxTime > 0 && all > maxTime)
+                throw UsageError("--iters: " + std::to_string(c.iterations) +
+                                 " iterations would take about " + formatDuration(all) + " (" +
+                                 formatDuration(first) + " the first), above --max-time " +
+                                 formatDuration(maxTime));
+            if (all > 60)
+                std::fprintf(
+                    stderr,
+                    "%s: about %s for %ld iterations (%s the first); Ctrl+C stops and writes nothing\n",
+                    problem.name.c_str(), formatDuration(all).c_str(), c.iterations,
+                    formatDuration(first).c_str());
+        }
         const inverse::PosteriorRecord& r = flow.history().back();
         if (!r.rejected) {
             lossSum += r.terms.loss;

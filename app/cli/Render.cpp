@@ -61,6 +61,7 @@ struct Options {
     std::optional<std::string> caption; // "auto" or a text ({t} is replaced by the frame's time)
     std::optional<double> dtPerFrame;
     bool particles = true; // run the particle simulation (cone and disc views: its covariance dot)
+    double maxTime = 0;    // --max-time (0: off)
 };
 
 View parseView(const std::string& text) {
@@ -84,6 +85,7 @@ Options parseOptions(const Args& raw) {
     const std::string dt = p.option("--dt-per-frame");
     o.particles = !p.flag("--no-particles");
     o.settings = p.options("--set");
+    o.maxTime = maxTimeOption(p);
     p.rejectUnknown();
     if (p.positional.size() != 1)
         throw UsageError("expected one SCENE.json (usage: render SCENE.json --view particles|cone|disc --out "
@@ -126,6 +128,13 @@ int render(const Args& raw) {
     const double dt = o.dtPerFrame.value_or(h * std::max(scene.output.every, 1));
     // Whole integrator steps per frame (the nearest), for the HUD's rate: steps per second of video.
     const double stepsPerFrame = dt / h;
+    if (o.view == View::Particles || o.particles) { // the particle run up to the last frame's time
+        Scene run = scene;
+        run.integrator.steps =
+            int(std::clamp(std::round(stepsPerFrame * double(o.frames - 1)), 1.0, 2147483647.0));
+        run.output.every = int(std::clamp(std::round(stepsPerFrame), 1.0, 2147483647.0));
+        announceRunCost(particleRunCost(run, false), o.maxTime, "render");
+    }
 
     // The output first: a path the sinks cannot take is an input error, found before any work. From here on
     // Ctrl+C (or a failure) leaves nothing under that name.
@@ -173,6 +182,13 @@ int render(const Args& raw) {
     std::cerr << "render " << scene.name << " (" << viewName(o.view) << "): " << o.frames << " frames of "
               << o.width << "x" << o.height << " at " << o.fps << " fps, dt = " << number(dt)
               << " per frame (t from 0 to " << number(dt * double(o.frames - 1)) << "), to " << o.out << "\n";
+    if (o.out.size() > 4 && o.out.compare(o.out.size() - 4, 4, ".mp4") == 0 && (o.width % 2 || o.height % 2))
+        std::cerr << "note: an MP4 needs even sizes: " << o.width << "x" << o.height << " is encoded as "
+                  << o.width + o.width % 2 << "x" << o.height + o.height % 2 << ", its last "
+                  << (o.width % 2 && o.height % 2 ? "column and row"
+                      : o.width % 2               ? "column"
+                                                  : "row")
+                  << " repeated\n";
     if (o.dtPerFrame && std::abs(stepsPerFrame - std::round(stepsPerFrame)) > 1e-6 && exporter.simulation())
         std::cerr << "note: dt is not a multiple of the scene's step h = " << number(h)
                   << "; the particles show the step nearest each frame's time\n";

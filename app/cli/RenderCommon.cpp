@@ -6,6 +6,7 @@
 #include "Commands.h"
 #include "engine/core/Text.h"
 #include "engine/media/FrameSink.h"
+#include "engine/scene/RunCost.h"
 #include "render/picture/Theme.h"
 
 #include <QFontMetricsF>
@@ -117,16 +118,13 @@ double FrameProgress::seconds() const {
 }
 
 void FrameProgress::report(long done) {
-    if (tty_) {
-        std::cerr << "\rframe " << done << "/" << frames_ << ", " << std::fixed << std::setprecision(1)
-                  << double(done) / std::max(seconds(), 1e-9) << " frames/s" << std::defaultfloat
-                  << std::flush;
-    } else if (done * 10 / frames_ != lastReported_) { // a line every tenth
-        lastReported_ = done * 10 / frames_;
-        std::cerr << "frame " << done << "/" << frames_ << ", " << std::fixed << std::setprecision(1)
-                  << double(done) / std::max(seconds(), 1e-9) << " frames/s\n"
-                  << std::defaultfloat;
-    }
+    if (!tty_ && done * 10 / frames_ == lastReported_) return; // elsewhere a line every tenth
+    lastReported_ = done * 10 / frames_;
+    const double rate = double(done) / std::max(seconds(), 1e-9);
+    std::cerr << (tty_ ? "\r" : "") << "frame " << done << "/" << frames_ << ", " << std::fixed
+              << std::setprecision(1) << rate << " frames/s" << std::defaultfloat;
+    if (done < frames_) std::cerr << ", " << formatDuration(double(frames_ - done) / rate) << " left   ";
+    std::cerr << (tty_ ? "" : "\n") << std::flush;
 }
 
 void FrameProgress::endLine() const {
