@@ -5,9 +5,20 @@
 #   engine/            never includes ui/, render/ or app/
 #   python/            (the Python module, a front end beside app/) never includes ui/ or app/: it may draw
 #                      with render/ (flowscope.render), never with widgets
-#   engine/attention/  never includes engine/dynamics/ or engine/backend/ (fields know nothing of steps or devices)
-#   engine/io/         never includes engine/scene/ (files and formats know nothing of scenes)
 #   render/            never includes ui/ or app/ (pictures and animations know nothing of widgets)
+#   engine/<folder>/   includes only the engine folders below it, in this one-way order (each line may use
+#                      the lines above it; a folder on the same line is not used). So attention/ never
+#                      includes dynamics/ or backend/ (fields know nothing of steps or devices), io/ never
+#                      includes scene/ (files and formats know nothing of scenes):
+#                        core
+#                        io, autodiff
+#                        media, scene, flows
+#                        attention, inverse, ottransformer
+#                        dynamics
+#                        gaussian, gpu
+#                        backend
+#                        sweep
+#                        runner
 #
 # Usage: scripts/check-layers.sh [ROOT]   (ROOT: the source tree, default this script's repository)
 # Prints each offending include as file:line: text, and exits 1 if there is any; 0 when the arrows hold.
@@ -34,9 +45,42 @@ rule() {
 
 rule engine 'ui/|render/|app/' "engine/ must not include ui/, render/ or app/"
 rule python 'ui/|app/' "python/ must not include ui/ or app/"
-rule engine/attention 'engine/dynamics/|engine/backend/' "engine/attention must not include engine/dynamics/ or engine/backend/"
-rule engine/io 'engine/scene/' "engine/io must not include engine/scene/"
 rule render 'ui/|app/' "render/ must not include ui/ or app/"
+
+# The engine's folders, in order: each may include only the folders of the levels before its own.
+levels=(
+  "core"
+  "io autodiff"
+  "media scene flows"
+  "attention inverse ottransformer"
+  "dynamics"
+  "gaussian gpu"
+  "backend"
+  "sweep"
+  "runner"
+)
+known=" "
+for line in "${levels[@]}"; do known+="$line "; done
+for ((l = 0; l < ${#levels[@]}; ++l)); do
+  below=""
+  for ((k = 0; k < l; ++k)); do below+=" ${levels[k]}"; done
+  for folder in ${levels[l]}; do
+    # every engine folder but those below this one (and itself)
+    banned=""
+    for other in $known; do
+      [[ $other == "$folder" || " $below " == *" $other "* ]] || banned+="${banned:+|}engine/$other/"
+    done
+    [[ -n $banned ]] && rule "engine/$folder" "$banned" "engine/$folder may include only engine/{${below# }} (the engine's one-way order)"
+  done
+done
+# A new engine folder must be given its place in the order.
+for d in engine/*/; do
+  name=$(basename "$d")
+  if [[ $known != *" $name "* ]]; then
+    echo "engine/$name: not in check-layers.sh's order of the engine's folders"
+    status=1
+  fi
+done
 
 if [[ $status -ne 0 ]]; then
   echo "check-layers: include arrows run back up (see above)" >&2

@@ -41,20 +41,6 @@ Eigen::Vector3d coneRay(double theta) {
     return {std::cos(2.0 * theta), std::sin(2.0 * theta), 1.0};
 }
 
-std::vector<double> linspace(double x0, double x1, int n) {
-    std::vector<double> v;
-    if (n <= 0) return v;
-    v.resize(std::size_t(n));
-    if (n == 1) {
-        v[0] = x0;
-        return v;
-    }
-    const double step = (x1 - x0) / double(n - 1);
-    for (int i = 0; i < n; ++i) v[std::size_t(i)] = x0 + double(i) * step;
-    v.back() = x1;
-    return v;
-}
-
 std::vector<Eigen::Vector3d> initGrid(int nU, int nC, const std::array<double, 4>& limits) {
     const std::vector<double> xs = linspace(limits[0], limits[1], nU);
     const std::vector<double> ys = linspace(limits[2], limits[3], nC);

@@ -18,8 +18,9 @@
 // |m| = R (semi-definite: ker M), none when M is definite, all when M = 0.
 #pragma once
 
+#include "engine/core/Linspace.h" // linspace, for the grid
 #include "engine/core/Types.h"
-#include "engine/scene/Scene.h"
+#include "engine/scene/Scene.h" // ConeGridSpec, insideTraceOneDisc
 
 #include <array>
 #include <vector>
@@ -41,14 +42,6 @@ Eigen::Vector2d coneEigenvalues(const Eigen::Vector3d& p);
 double conePrincipalAngle(const Eigen::Vector3d& p);
 // The boundary ray of direction (cos th, sin th) at unit trace: (cos 2th, sin 2th, 1).
 Eigen::Vector3d coneRay(double theta);
-
-// numpy.linspace(x0, x1, n): x0 + i (x1 - x0)/(n - 1), the last point exactly x1 (n = 1: {x0}).
-std::vector<double> linspace(double x0, double x1, int n);
-
-// Whether the trace-1 grid keeps the point (x, y): 1 - x^2 > y^2, strictly inside the unit disc.
-inline bool insideTraceOneDisc(double x, double y) {
-    return 1.0 - x * x > y * y;
-}
 
 // The authors' init_grid(nU, nC, 1, limits = {x0, x1, y0, y1}): the cone points (x, y, 1) kept.
 // Counts: 10x10 on [-.5, .5]^2 -> 100, 20x20 on [-1, 1]^2 -> 276, 30x30 -> 648, 40x40 -> 1184.

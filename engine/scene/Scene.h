@@ -106,6 +106,11 @@ struct ConeGridSpec {
     bool enabled() const { return nu > 0 && nc > 0; }
 };
 
+// Whether the trace-1 grid keeps the point (x, y): 1 - x^2 > y^2, strictly inside the unit disc.
+inline bool insideTraceOneDisc(double x, double y) {
+    return 1.0 - x * x > y * y;
+}
+
 struct MomentsSpec {
     MomentMethod method = MomentMethod::Adaptive;
     double step = 0.01;   // PaperEuler: the Euler step tau

@@ -7,8 +7,8 @@
 // shapes that depend on d, and the rules between fields (keyframe times, masking, covariances, the grid).
 #include "engine/scene/Scene.h"
 
+#include "engine/core/Linspace.h"
 #include "engine/core/Text.h"
-#include "engine/gaussian/Cone.h"
 #include "engine/io/JsonReader.h"
 #include "engine/scene/SceneNames.h"
 

@@ -7,7 +7,7 @@ check=$1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-mkdir -p "$tmp"/engine/{attention,dynamics,io,scene,backend} "$tmp"/render "$tmp"/python/src
+mkdir -p "$tmp"/engine/{attention,dynamics,io,scene,backend,gaussian} "$tmp"/render "$tmp"/python/src
 # Allowed arrows: downwards, and a comment that only mentions a forbidden path.
 cat >"$tmp/engine/dynamics/Simulation.h" <<'H'
 #include "engine/attention/VelocityField.h"
@@ -32,6 +32,7 @@ printf '#include <string>\n\n  #  include "engine/scene/Scene.h"\n' >"$tmp/engin
 printf '#include "render/GlApi.h"\n' >"$tmp/engine/backend/Registry.cpp"
 printf '#include <ui/MainWindow.h>\n' >"$tmp/engine/dynamics/Observables.cpp"
 printf '#include "app/cli/Commands.h"\n' >"$tmp/python/src/Module.cpp"
+printf '#include "engine/gaussian/Cone.h"\n' >"$tmp/engine/scene/SceneRead.cpp" # the old cycle
 
 set +e
 out=$(bash "$check" "$tmp" 2>&1)
@@ -39,9 +40,16 @@ rc=$?
 set -e
 [[ $rc -eq 1 ]] || fail "expected exit 1 on the planted includes, got $rc: $out"
 for where in engine/attention/Backend.h:2 engine/attention/Fields.cpp:1 engine/io/ShareString.cpp:3 \
-  engine/backend/Registry.cpp:1 engine/dynamics/Observables.cpp:1 python/src/Module.cpp:1; do
+  engine/backend/Registry.cpp:1 engine/dynamics/Observables.cpp:1 python/src/Module.cpp:1 \
+  engine/scene/SceneRead.cpp:1; do
   grep -q "^$where:" <<<"$out" || fail "$where was not named: $out"
 done
 # Nothing else: the allowed arrows and the comment are not offences.
-[[ $(grep -c '<- ' <<<"$out") -eq 6 ]] || fail "expected exactly 6 offences: $out"
+[[ $(grep -c '<- ' <<<"$out") -eq 7 ]] || fail "expected exactly 7 offences: $out"
+# An engine folder without a place in the order is named.
+mkdir "$tmp/engine/newthing"
+set +e
+out=$(bash "$check" "$tmp" 2>&1)
+set -e
+grep -q "^engine/newthing: not in check-layers.sh's order" <<<"$out" || fail "a new folder was not named: $out"
 echo "check-layers: planted includes caught"
