@@ -383,14 +383,18 @@ int main(int argc, char** argv) {
     // A first window no larger than the screen's free area (a 1024x640 screen gets 1024x640, not 1280x800
     // running off it); --size is taken as asked.
     QSize size = options.size;
-    if (!options.sizeGiven)
-        if (const QScreen* screen = QGuiApplication::primaryScreen())
-            size = size.boundedTo(screen->availableGeometry().size());
+    QSize available;
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+        available = screen->availableGeometry().size();
+    if (!options.sizeGiven && available.isValid()) size = size.boundedTo(available);
     window.resize(size);
-    // A screen no larger than that: the first window is maximized instead, since the window manager's frame
-    // around a screen-sized window would put the status bar below the screen. Later launches restore the
-    // window's saved geometry.
-    const bool maximize = !options.sizeGiven && options.screenshot.isEmpty() && size != options.size &&
+    // A first window that fills the screen's free area in either direction is maximized instead: the window
+    // manager puts its frame (a title bar of 20 to 40 px) around the content, so a 1280x800 window on a
+    // 1280x800 screen would have its status bar below the screen. Later launches restore the window's saved
+    // geometry.
+    const bool fillsTheScreen = available.isValid() && (size.width() >= available.width() ||
+                                                        size.height() >= available.height() - 40);
+    const bool maximize = !options.sizeGiven && options.screenshot.isEmpty() && fillsTheScreen &&
                           !QSettings().contains(QStringLiteral("window/geometry"));
     std::optional<std::pair<flowscope::Scene, QString>> last;
     if (options.screenshot.isEmpty()) last = window.restoreSettings();

@@ -95,9 +95,24 @@ Vec driftingTargetMean(const AttentionSpec& spec, int d) {
 }
 
 // The fixed-size form of the field of `spec` in dimension d, when there is one.
+// Whether every head's V is d x d and its Q, K have d columns: what the fixed-size types hold. A spec that
+// does not (a scene edited by hand to another d, as some tests make) keeps the dynamic path, which it always
+// had; copying it into fixed-size matrices would read past them.
+bool headsFit(const AttentionSpec& spec, int d) {
+    const auto fits = [d](const std::vector<HeadParams>& heads) {
+        return std::all_of(heads.begin(), heads.end(), [d](const HeadParams& h) {
+            return h.V.rows() == d && h.V.cols() == d && h.Q.cols() == d && h.K.cols() == d &&
+                   h.Q.rows() == h.K.rows();
+        });
+    };
+    return fits(spec.heads) && std::all_of(spec.keyframes.begin(), spec.keyframes.end(),
+                                           [&](const Keyframe& k) { return fits(k.heads); });
+}
+
 FixedMomentFields fixedMomentFields(const AttentionSpec& spec, int d) {
     if (!spec.keyframes.empty() && spec.interpolation == Interpolation::Linear && spec.keyframes.size() > 1)
         return {};
+    if (!headsFit(spec, d)) return {};
     switch (d) {
     case 1:
         return FixedMomentField<1>(spec);

@@ -379,7 +379,9 @@ bool AnimationExporter::renderFrame(long k, QImage& rgba, const Cancelled& cance
         // Whole integrator steps per frame (the nearest), for the HUD's rate: steps per second of video.
         s->stepsPerSecond = s->playing ? dt_ / h_ * o.fps : 0.0;
         particlePicture_->show(std::move(s));
-        particlePicture_->render(viewImage_, o.hud, glLayer);
+        // No status box in a frame: with o.hud the heads-up display shows the numbers, without it the user
+        // asked for none (the app's view draws the box when its HUD is hidden; an export is not the view).
+        particlePicture_->render(viewImage_, true, glLayer);
         if (imgui_) {
             const HudStats stats = particlePicture_->hudStats(1000.0 / o.fps); // the video's frame time
             glLayer(

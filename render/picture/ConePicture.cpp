@@ -650,12 +650,13 @@ void ConePicture::drawDiscLabels(QPainter& p) const {
 std::vector<ConePicture::DiscMark> ConePicture::discMarks() const {
     std::vector<DiscMark> marks;
     if (!data_) return marks;
-    const std::size_t n = data_->trajectories.size();
     for (const bool blowUp : {false, true}) {
         std::vector<DiscMark> groups;
+        int ofKind = 0;
         for (const ConeTrajectory& t : data_->trajectories) {
             const bool ended = blowUp ? t.event == MomentEvent::BlowUp : t.event == MomentEvent::Converged;
             if (!ended || t.points.empty() || !(t.points.back().z() > 0)) continue;
+            ++ofKind;
             const Eigen::Vector2d p = t.points.back().head<2>() / t.points.back().z();
             auto g = std::find_if(groups.begin(), groups.end(),
                                   [&](const DiscMark& m) { return (m.point - p).norm() < 0.05; });
@@ -668,8 +669,9 @@ std::vector<ConePicture::DiscMark> ConePicture::discMarks() const {
         std::stable_sort(groups.begin(), groups.end(),
                          [](const DiscMark& a, const DiscMark& b) { return a.runs > b.runs; });
         int kept = 0;
-        for (const DiscMark& g : groups)
-            if (kept < 3 && double(g.runs) >= 0.02 * double(n)) {
+        for (DiscMark& g : groups)
+            if (kept < 3 && 4 * g.runs >= ofKind) {
+                g.ofKind = ofKind;
                 marks.push_back(g);
                 ++kept;
             }
@@ -689,8 +691,12 @@ void ConePicture::drawDiscMarks(QPainter& p) const {
         p.setPen(color);
         // Outward from the centre (a limit at the centre: above it).
         const QPointF out = QLineF(centre, at).length() > 1.0 ? at - centre : QPointF(0, -1);
+        // "all 57 blow-ups" or "300 of 700 limits": the count of the kind the summary gives.
+        const QString kind = m.blowUp ? tr("blow-ups") : tr("limits");
         drawLabel(p, at, out, 12.0,
-                  m.blowUp ? tr("blow-up \u00d7%1").arg(m.runs) : tr("limit \u00d7%1").arg(m.runs), halo);
+                  m.runs == m.ofKind ? tr("all %1 %2").arg(m.ofKind).arg(kind)
+                                     : tr("%1 of %2 %3").arg(m.runs).arg(m.ofKind).arg(kind),
+                  halo);
     }
 }
 

@@ -108,12 +108,15 @@ class ConePicture final : public GlPicture<ConeRenderer> {
     const QStringList& legendLines() const { return legendLines_; } // the legend's text, one entry a line
     // Disc mode marks where the runs end: each group of converged runs at its limit Σ/tr Σ (on the circle
     // for a rank-one limit) and each group of blow-ups at its direction (Σ/tr Σ where the run stopped), as
-    // a ring labelled with the group's size. A group: the runs whose end lies within 0.05 of its first one's;
-    // groups of under 2 % of the runs are left out, and at most three of each kind are marked.
+    // a ring labelled with the group's size out of its kind's ("300 of 700 limits", "all 57 blow-ups"). A
+    // group: the runs whose end lies within 0.05 of its first one's. Only a group of at least a quarter of
+    // its kind is marked (runs that end everywhere, as Fig 3(a)'s 1184 blow-ups along the whole circle, have
+    // no place to mark), at most three of each kind.
     struct DiscMark {
         Eigen::Vector2d point;
         int runs = 0;
         bool blowUp = false;
+        int ofKind = 0; // the runs of its kind (converged or blown up) that have an end point
     };
     std::vector<DiscMark> discMarks() const;
     // The orientation gizmo of the last paintOver() (Cone mode): each axis's name, line and label box.

@@ -19,6 +19,7 @@
 #include "render/picture/ConePicture.h"
 #include "render/picture/PlotDecorations.h"
 #include "ui/export/AnimationExportDialog.h"
+#include "ui/export/ExportDialogs.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ParticleView.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
@@ -32,15 +33,19 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QClipboard>
 #include <QComboBox>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QImageReader>
+#include <QLabel>
 #include <QLineEdit>
 #include <QOffscreenSurface>
 #include <QOpenGLContext>
 #include <QProgressDialog>
+#include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QStatusBar>
@@ -218,6 +223,24 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
 #endif
 }
 
+// Without the heads-up display a frame has no statistics box either: the frames at 10 and 30 fps are the same
+// pictures (the box said "N steps/s" of video, which the frame rate changes).
+TEST_F(AnimationExportTest, WithoutTheHudNoStatisticsAreDrawn) {
+    AnimationOptions o = smallOptions();
+    o.frames = 2;
+    o.width = 200;
+    o.height = 160;
+    o.hud = false;
+    o.fps = 10;
+    ASSERT_TRUE(window->particles().exportAnimation(o, path("fps10/"))) << window->lastError().toStdString();
+    o.fps = 30;
+    ASSERT_TRUE(window->particles().exportAnimation(o, path("fps30/"))) << window->lastError().toStdString();
+    for (int k = 0; k < o.frames; ++k) {
+        const QString name = QStringLiteral("/frame_%1.png").arg(k, 5, 10, QLatin1Char('0'));
+        EXPECT_EQ(rgba(QImage(path("fps10") + name)), rgba(QImage(path("fps30") + name))) << "frame " << k;
+    }
+}
+
 // A cone animation (flowscope-cli render --view cone): frame k draws each curve up to its time t_k, so the
 // curves grow from a point; a run that has finished keeps its dot on its end point, and one that has left
 // through the top keeps it where it left; from the frame where the particle run stops (here it diverges
@@ -378,6 +401,14 @@ TEST(AnimationExportDialogTest, DefaultsFollowTheSceneAndBadFieldsAreNamed) {
     EXPECT_EQ(o.height, 433);
     EXPECT_FALSE(o.dtPerFrame.has_value()); // the CLI's default: h * output.every
     EXPECT_TRUE(dialog.problem().isEmpty()) << dialog.problem().toStdString();
+    // An MP4 of an odd size says it is encoded one pixel larger (its summary; a GIF keeps any size).
+    EXPECT_TRUE(dialog.mp4SizeNote().isEmpty());
+    dialog.findChild<QLineEdit*>(QStringLiteral("path"))->setText(dir.filePath(QStringLiteral("a.mp4")));
+    EXPECT_EQ(
+        dialog.mp4SizeNote(),
+        QStringLiteral(" An MP4 needs even sizes: 811x433 is encoded as 812x434, its last column and row "
+                       "repeated."));
+    EXPECT_TRUE(dialog.findChild<QLabel*>(QStringLiteral("summary"))->text().endsWith(dialog.mp4SizeNote()));
     dialog.findChild<QLineEdit*>(QStringLiteral("path"))->setText(dir.filePath(QStringLiteral("a.avi")));
     EXPECT_TRUE(dialog.problem().startsWith(QStringLiteral("Output"))) << dialog.problem().toStdString();
     dialog.findChild<QLineEdit*>(QStringLiteral("path"))->setText(dir.filePath(QStringLiteral("nope/a.gif")));
@@ -486,6 +517,54 @@ TEST_F(AnimationExportTest, CorruptStringKeepsTheSceneAndNamesTheFault) {
         EXPECT_EQ(window->particles().scene()->name, "export test");
         EXPECT_EQ(window->particles().scene()->n, 48);
     }
+}
+
+
+// The dialog keeps the user's frames, frame rate, HUD and caption for the next export (it kept the path
+// only).
+TEST(AnimationExportDialogTest, FramesHudAndCaptionAreKeptForTheNextExport) {
+    FLOWSCOPE_REQUIRE_GUI();
+    const Scene scene = smallScene();
+    QTemporaryDir dir;
+    QSettings settings(dir.filePath(QStringLiteral("s.ini")), QSettings::IniFormat);
+    {
+        AnimationExportDialog first(scene, QSize(320, 240), dir.filePath(QStringLiteral("a.gif")));
+        first.findChild<QSpinBox*>(QStringLiteral("frames"))->setValue(37);
+        first.findChild<QDoubleSpinBox*>(QStringLiteral("fps"))->setValue(12);
+        first.findChild<QCheckBox*>(QStringLiteral("hud"))->setChecked(true);
+        first.findChild<QComboBox*>(QStringLiteral("caption"))->setCurrentIndex(2);
+        first.findChild<QLineEdit*>(QStringLiteral("captionText"))->setText(QStringLiteral("β = 4, t = {t}"));
+        first.saveChoices(settings);
+    }
+    AnimationExportDialog next(scene, QSize(320, 240), dir.filePath(QStringLiteral("a.gif")));
+    const AnimationOptions fresh = next.options();
+    EXPECT_NE(fresh.frames, 37);
+    next.restoreChoices(settings);
+    const AnimationOptions o = next.options();
+    EXPECT_EQ(o.frames, 37);
+    EXPECT_EQ(o.fps, 12);
+    EXPECT_TRUE(o.hud);
+    ASSERT_TRUE(o.caption.has_value());
+    EXPECT_EQ(*o.caption, "β = 4, t = {t}");
+}
+
+// Save dialogs start where the user last saved that kind of file, else at home: never in the shipped
+// presets' folder a scene came from.
+TEST(SaveDirs, EachKindStartsWhereItWasLastSavedElseAtHome) {
+    QSettings().remove(QStringLiteral("saveDirs"));
+    EXPECT_EQ(lastSaveDir(QStringLiteral("trajectory")), QDir::homePath());
+    const QTemporaryDir a, b;
+    ASSERT_TRUE(a.isValid() && b.isValid());
+    rememberSaveDir(QStringLiteral("trajectory"), a.filePath(QStringLiteral("t.npy")));
+    rememberSaveDir(QStringLiteral("view"), b.filePath(QStringLiteral("v.png")));
+    rememberSaveDir(QStringLiteral("plots"), QString()); // cancelled: nothing remembered
+    EXPECT_EQ(lastSaveDir(QStringLiteral("trajectory")), QFileInfo(a.path()).absoluteFilePath());
+    EXPECT_EQ(lastSaveDir(QStringLiteral("view")), QFileInfo(b.path()).absoluteFilePath());
+    EXPECT_EQ(lastSaveDir(QStringLiteral("plots")), QDir::homePath());
+    // A remembered folder that is gone: home again.
+    rememberSaveDir(QStringLiteral("moments"), a.filePath(QStringLiteral("gone/m.npy")));
+    EXPECT_EQ(lastSaveDir(QStringLiteral("moments")), QDir::homePath());
+    QSettings().remove(QStringLiteral("saveDirs"));
 }
 
 } // namespace

@@ -342,6 +342,19 @@ TEST(ConeView, GizmoLabelsKeepOffTheAxes) {
     }
 }
 
+// Fig 3(a)'s 1184 blow-ups end all along the circle: no group holds a quarter of them, so the disc marks
+// none (it marked three groups of 32 to 34 as "blow-up ×32", which did not add up to the summary's 1184).
+TEST(ConeView, RunsThatEndEverywhereHaveNoMark) {
+    FLOWSCOPE_REQUIRE_GUI();
+    Shown s(preset("cone-fig3a-blowup"));
+    ASSERT_TRUE(s.ok);
+    s.view->setMode(ConeMode::Disc);
+    for (const auto& m : s.view->picture().discMarks()) {
+        EXPECT_GE(4 * m.runs, m.ofKind) << m.runs << " of " << m.ofKind;
+        EXPECT_FALSE(m.blowUp) << m.runs << " of " << m.ofKind << " blow-ups";
+    }
+}
+
 // The default scene's cone has one trajectory: "1 trajectory", and no colour bar from 1 to 1.
 // The disc marks where Fig 3(d)'s runs end: one limit for the 591 that converge, at the rank-one point
 // (0.965, -0.262) of the isotropic ray at -7.6 degrees, and one blow-up direction for the 57 others, at
@@ -361,6 +374,8 @@ TEST(ConeView, TheDiscMarksTheLimitAndTheBlowUpDirection) {
     EXPECT_TRUE(blowUp.blowUp);
     EXPECT_EQ(limit.runs, 591);
     EXPECT_EQ(blowUp.runs, 57);
+    EXPECT_EQ(limit.ofKind, 591);
+    EXPECT_EQ(blowUp.ofKind, 57);
     EXPECT_NEAR(limit.point.x(), 0.965, 0.01);
     EXPECT_NEAR(limit.point.y(), -0.262, 0.01);
     EXPECT_NEAR(blowUp.point.x(), -0.923, 0.02);

@@ -282,6 +282,29 @@ TEST_F(HelpTest, ThePaletteRunsAnAction) {
     EXPECT_TRUE(window->particles().coneView()->isVisible());
 }
 
+// The palette's own example: "play" runs Play, not "Display ▸ ..." (whose word holds "play").
+TEST_F(HelpTest, ThePaletteRanksAWholeWordOfACommandsNameFirst) {
+    window->showCommandPalette();
+    CommandPalette* palette = window->commandPalette();
+    QTest::keyClicks(palette->filter(), QStringLiteral("play"));
+    ASSERT_FALSE(palette->shown().isEmpty());
+    EXPECT_TRUE(palette->shown().front().endsWith(QStringLiteral("▸ Play")))
+        << palette->shown().front().toStdString();
+    EXPECT_TRUE(palette->shown().join('\n').contains(QStringLiteral("Display"))); // still shown, later
+    saveShot(*palette, QStringLiteral("palette-play.png"));
+}
+
+TEST(CommandRank, WholeWordsOfTheOwnNameFirst) {
+    const QString q = QStringLiteral("play");
+    EXPECT_EQ(commandRank(q, QStringLiteral("Simulation ▸ Play")), 0);
+    EXPECT_EQ(commandRank(q, QStringLiteral("Simulation ▸ Playback speed")), 1);
+    EXPECT_EQ(commandRank(q, QStringLiteral("Play ▸ Reset")), 2);
+    EXPECT_EQ(commandRank(q, QStringLiteral("Display ▸ 3-D: axes x0, x1, x2")), 3);
+    EXPECT_EQ(commandRank(q, QStringLiteral("Export ▸ PNG")), -1);
+    EXPECT_EQ(commandRank(QStringLiteral("open sweep"), QStringLiteral("File ▸ Open sweep…")), 0);
+    EXPECT_EQ(commandRank(QStringLiteral(""), QStringLiteral("File ▸ Quit")), 0);
+}
+
 // File ▸ Open sweep… exists, so the palette finds it too (it was only a button inside the Sweeps panel).
 TEST_F(HelpTest, OpenSweepIsAFileCommandAndInThePalette) {
     QAction* open = window->findChild<QAction*>(QStringLiteral("openSweep"));

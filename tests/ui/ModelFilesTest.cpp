@@ -4,6 +4,7 @@
 // a truncated file keeps the current run and names the file.
 #include "MainWindowFixture.h"
 #include "TestScenes.h"
+#include "UiTestUtil.h"
 
 #include "../TinyTraining.h"
 
@@ -19,14 +20,19 @@
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
 
+#include <QApplication>
 #include <QFile>
+#include <QMessageBox>
 #include <QStatusBar>
 #include <QTemporaryDir>
+#include <QTimer>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 
 namespace flowscope::test {
 namespace {
@@ -185,6 +191,45 @@ TEST_F(ModelFilesTest, ATruncatedFileKeepsTheRunAndNamesTheFile) {
     EXPECT_TRUE(window->lastError().contains(path)) << window->lastError().toStdString();
     EXPECT_EQ(window->flows().runner().snapshot()->generation, generation);
     EXPECT_FALSE(window->flows().panel()->config().initialParams);
+}
+
+// Quit (Ctrl+Q) with a model trained since its last export asks Save / Discard / Cancel: Cancel keeps the
+// window, an export clears the question, Discard closes.
+TEST_F(ModelFilesTest, QuitAsksBeforeLosingATrainedModel) {
+    EXPECT_TRUE(window->flows().unsavedWork().isEmpty()); // nothing trained yet
+    ASSERT_TRUE(window->flows().start(tinyFlow(false), false, false)) << window->lastError().toStdString();
+    window->flows().runner().stepOnce();
+    ASSERT_TRUE(waitFor([&] {
+        const auto s = window->flows().runner().snapshot();
+        return s && s->iteration() >= 1;
+    }));
+    EXPECT_NE(window->flows().unsavedWork().indexOf(QStringLiteral("not exported")), -1);
+    // Answers the question when it comes (the close runs it modally), with `button`.
+    const auto answer = [&](QMessageBox::StandardButton button) {
+        QTimer::singleShot(0, [button] {
+            const auto poll = std::make_shared<std::function<void()>>();
+            *poll = [button, poll] {
+                auto* ask = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+                if (ask && ask->objectName() == QStringLiteral("unsavedWork")) {
+                    saveShot(*ask, QStringLiteral("quit-unsaved.png"));
+                    ask->button(button)->click();
+                } else
+                    QTimer::singleShot(10, *poll);
+            };
+            (*poll)();
+        });
+    };
+    answer(QMessageBox::Cancel);
+    EXPECT_FALSE(window->close());
+    EXPECT_TRUE(window->isVisible());
+
+    ASSERT_TRUE(window->flows().exportModel(dir.filePath(QStringLiteral("kept.safetensors"))));
+    EXPECT_TRUE(window->flows().unsavedWork().isEmpty());
+    window->flows().runner().stepOnce(); // trained on: unsaved again
+    ASSERT_TRUE(waitFor([&] { return !window->flows().unsavedWork().isEmpty(); }));
+    answer(QMessageBox::Discard);
+    EXPECT_TRUE(window->close());
+    EXPECT_FALSE(window->isVisible());
 }
 
 } // namespace

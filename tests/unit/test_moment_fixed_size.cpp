@@ -146,6 +146,11 @@ TEST(MomentFixedSize, MadeFieldsHaveAFixedSizeFormUpToFour) {
     EXPECT_EQ(makeMomentField(s)->fixedSize().index(), 0u);
     s.attention.interpolation = Interpolation::Piecewise;
     EXPECT_EQ(makeMomentField(s)->fixedSize().index(), 2u);
+    // Heads of another size than d (a scene whose d was changed by hand, as a picture test does) keep the
+    // dynamic path: copied into 3 x 3 matrices, 2 x 2 heads were read past their end (a crash).
+    Scene other = randomScene(kVariants[0], 2, 1);
+    other.d = 3;
+    EXPECT_EQ(makeMomentField(other)->fixedSize().index(), 0u);
 }
 
 TEST(MomentFixedSize, FieldsMatchTheDynamicPath) {

@@ -15,6 +15,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QVBoxLayout>
@@ -245,6 +246,9 @@ AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixel
     connect(fps_, &QDoubleSpinBox::valueChanged, this, &AnimationExportDialog::updateSummary);
     connect(dt_, &QDoubleSpinBox::valueChanged, this, &AnimationExportDialog::updateSummary);
     connect(itersPerFrame_, &QSpinBox::valueChanged, this, &AnimationExportDialog::updateSummary);
+    connect(width_, &QSpinBox::valueChanged, this, &AnimationExportDialog::updateSummary);
+    connect(height_, &QSpinBox::valueChanged, this, &AnimationExportDialog::updateSummary);
+    connect(path_, &QLineEdit::textChanged, this, &AnimationExportDialog::updateSummary);
     updateEnabled();
 }
 
@@ -346,7 +350,44 @@ void AnimationExportDialog::updateSummary() {
                           .arg(frames)
                           .arg(double(frames) / fps_->value(), 0, 'f', 1)
                           .arg(dt * double(frames - 1), 0, 'g', 4)
-                          .arg(scene_.integrator.T, 0, 'g', 4));
+                          .arg(scene_.integrator.T, 0, 'g', 4) +
+                      mp4SizeNote());
+}
+
+void AnimationExportDialog::saveChoices(QSettings& settings) const {
+    settings.setValue(QStringLiteral("export/animationFrames"), frames_->value());
+    settings.setValue(QStringLiteral("export/animationFps"), fps_->value());
+    settings.setValue(QStringLiteral("export/animationHud"), hud_->isChecked());
+    settings.setValue(QStringLiteral("export/animationCaption"), caption_->currentIndex());
+    settings.setValue(QStringLiteral("export/animationCaptionText"), captionText_->text());
+}
+
+void AnimationExportDialog::restoreChoices(const QSettings& settings) {
+    // A value the box cannot take keeps its default (setValue clamps; the checks are the box's own range).
+    if (const QVariant v = settings.value(QStringLiteral("export/animationFrames")); v.isValid())
+        frames_->setValue(v.toInt());
+    if (const QVariant v = settings.value(QStringLiteral("export/animationFps")); v.isValid())
+        fps_->setValue(v.toDouble());
+    if (const QVariant v = settings.value(QStringLiteral("export/animationHud")); v.isValid())
+        hud_->setChecked(v.toBool());
+    if (const QVariant v = settings.value(QStringLiteral("export/animationCaption")); v.isValid())
+        caption_->setCurrentIndex(std::clamp(v.toInt(), 0, caption_->count() - 1));
+    captionText_->setText(settings.value(QStringLiteral("export/animationCaptionText")).toString());
+    updateEnabled();
+}
+
+QString AnimationExportDialog::mp4SizeNote() const {
+    const int w = width_->value(), h = height_->value();
+    if (!path().toLower().endsWith(QStringLiteral(".mp4")) || (w % 2 == 0 && h % 2 == 0)) return {};
+    // Mp4Writer pads an odd side by repeating the last column or row (H.264's 4:2:0 needs even sizes).
+    return tr(" An MP4 needs even sizes: %1x%2 is encoded as %3x%4, its last %5 repeated.")
+        .arg(w)
+        .arg(h)
+        .arg(w + w % 2)
+        .arg(h + h % 2)
+        .arg(w % 2 && h % 2 ? tr("column and row")
+             : w % 2        ? tr("column")
+                            : tr("row"));
 }
 
 } // namespace flowscope

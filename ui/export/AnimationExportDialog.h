@@ -18,6 +18,7 @@ class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QSettings;
 class QLineEdit;
 class QSpinBox;
 
@@ -37,6 +38,12 @@ class AnimationExportDialog : public QDialog {
 
     // Preselects a view (a disabled one is ignored).
     void setView(AnimationView view);
+    // The choices a user makes once and expects kept (frames, frame rate, HUD, caption): written to and read
+    // from the settings' "export/animation*" keys; the scene-dependent ones (size, time per frame) are not.
+    void saveChoices(QSettings& settings) const;
+    void restoreChoices(const QSettings& settings);
+    // For an .mp4 of an odd width or height, the sentence the summary adds on its rounding (else empty).
+    QString mp4SizeNote() const;
 
   public slots:
     void accept() override;

@@ -26,6 +26,23 @@ QString askSavePath(QWidget* parent, const QString& title, const QString& dir, c
     return path + accepted.front();
 }
 
+QString lastSaveDir(const QString& kind) {
+    const QString dir = QSettings().value(QStringLiteral("saveDirs/") + kind).toString();
+    return !dir.isEmpty() && QFileInfo(dir).isDir() ? dir : QDir::homePath();
+}
+
+void rememberSaveDir(const QString& kind, const QString& chosenPath) {
+    if (!chosenPath.isEmpty())
+        QSettings().setValue(QStringLiteral("saveDirs/") + kind, QFileInfo(chosenPath).absolutePath());
+}
+
+QString askSavePathOfKind(QWidget* parent, const QString& title, const QString& kind, const QString& filter,
+                          const QStringList& accepted) {
+    const QString path = askSavePath(parent, title, lastSaveDir(kind), filter, accepted);
+    rememberSaveDir(kind, path);
+    return path;
+}
+
 bool runExport(QWidget* parent, const QString& title, long total,
                const std::function<QString(long done, long total)>& label,
                const std::function<ExportResult(const ExportProgress&)>& run, const StatusSink& status,
@@ -91,11 +108,13 @@ void animationExportDialog(
             name + (Mp4Writer::available() ? QStringLiteral(".mp4") : QStringLiteral(".gif")));
     }
     AnimationExportDialog dialog(scene, pixels, QDir::toNativeSeparators(path), parent);
+    dialog.restoreChoices(settings);
     if (view) dialog.setView(*view);
     if (dialog.exec() != QDialog::Accepted) return;
     const AnimationOptions options = dialog.options();
     path = dialog.path();
     settings.setValue(QStringLiteral("export/animationPath"), path);
+    dialog.saveChoices(settings);
 
     const bool cone = options.view == AnimationView::Cone || options.view == AnimationView::Disc;
     const auto label = [&](long done, long total) {

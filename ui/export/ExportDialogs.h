@@ -25,6 +25,14 @@ using StatusSink = std::function<void(const QString& text, int milliseconds)>;
 QString askSavePath(QWidget* parent, const QString& title, const QString& dir, const QString& filter,
                     const QStringList& accepted);
 
+// Save dialogs of a kind of file ("trajectory", "moments", "view", "plots", "scene"): each starts where the
+// user last saved that kind (the settings' "saveDirs/<kind>", when that folder still exists), else in their
+// home folder; never in the shipped presets. The chosen folder is remembered when the user picks a file.
+QString lastSaveDir(const QString& kind);
+void rememberSaveDir(const QString& kind, const QString& chosenPath);
+QString askSavePathOfKind(QWidget* parent, const QString& title, const QString& kind, const QString& filter,
+                          const QStringList& accepted);
+
 // Runs `run` under a modal progress dialog of `total` steps whose label `label(done, total)` gives, then
 // reports as said above; the success message is `done(seconds)`. The dialog appears once the export has taken
 // showAfterMs. Returns whether it was written.

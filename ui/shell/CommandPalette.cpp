@@ -92,6 +92,28 @@ bool commandMatches(const QString& query, const QString& name) {
     return letters(name).contains(letters(query));
 }
 
+int commandRank(const QString& query, const QString& name) {
+    if (!commandMatches(query, name)) return -1;
+    const QString words = query.simplified();
+    if (words.isEmpty()) return 0;
+    // Whole words: the query between non-letters (or the ends) of the text, case ignored.
+    const auto wordAt = [&](const QString& text, bool prefixOnly) {
+        for (qsizetype at = text.indexOf(words, 0, Qt::CaseInsensitive); at >= 0;
+             at = text.indexOf(words, at + 1, Qt::CaseInsensitive)) {
+            const qsizetype end = at + words.size();
+            const bool startsWord = at == 0 || !text[at - 1].isLetterOrNumber();
+            const bool endsWord = end == text.size() || !text[end].isLetterOrNumber();
+            if (startsWord && (prefixOnly || endsWord)) return true;
+        }
+        return false;
+    };
+    const QString own = name.section(QStringLiteral("▸"), -1).trimmed();
+    if (wordAt(own, false)) return 0;
+    if (wordAt(own, true)) return 1;
+    if (wordAt(name, false)) return 2;
+    return 3;
+}
+
 // ---- keyboard shortcuts
 
 ShortcutsDialog::ShortcutsDialog(QWidget* window) : QDialog(window), window_(window) {
@@ -158,12 +180,21 @@ void CommandPalette::present(QList<Command> commands) {
 }
 
 void CommandPalette::applyFilter() {
+    // The items in rank order (commandRank), the commands' own order among equals; the unmatched hidden.
+    QList<std::pair<int, QTreeWidgetItem*>> items;
+    while (list_->topLevelItemCount() > 0) {
+        QTreeWidgetItem* item = list_->takeTopLevelItem(0);
+        items.push_back({commandRank(filter_->text(), item->text(0)), item});
+    }
+    const auto key = [](const std::pair<int, QTreeWidgetItem*>& e) {
+        return std::pair(e.first < 0 ? 4 : e.first, e.second->data(0, Qt::UserRole).toInt());
+    };
+    std::sort(items.begin(), items.end(), [&](const auto& a, const auto& b) { return key(a) < key(b); });
     QTreeWidgetItem* first = nullptr;
-    for (int i = 0; i < list_->topLevelItemCount(); ++i) {
-        QTreeWidgetItem* item = list_->topLevelItem(i);
-        const bool keep = commandMatches(filter_->text(), item->text(0));
-        item->setHidden(!keep);
-        if (keep && !first) first = item;
+    for (const auto& [rank, item] : items) {
+        list_->addTopLevelItem(item);
+        item->setHidden(rank < 0);
+        if (rank >= 0 && !first) first = item;
     }
     list_->setCurrentItem(first);
 }

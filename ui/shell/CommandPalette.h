@@ -35,6 +35,12 @@ QList<ActionEntry> windowActions(const QWidget& window);
 // not "Fig 1 (2025)").
 bool commandMatches(const QString& query, const QString& name);
 
+// How well `name` matches `query`, best first: 0 when the command's own name (the part after the last "▸")
+// holds the query as whole words ("play" in "Simulation ▸ Play"), 1 when a word of it starts with the query,
+// 2 when any word of the whole name is the query, 3 for any other match (commandMatches: "Display" holds
+// "play"), -1 for none. The palette shows matches in this order, the menus' order among equals.
+int commandRank(const QString& query, const QString& name);
+
 class ShortcutsDialog : public QDialog {
     Q_OBJECT
   public:

@@ -326,8 +326,9 @@ bool MainWindow::exportPlots(const QString& path) {
 void MainWindow::exportShownDialog(bool plots) {
     const QString title = plots ? tr("Export plots") : tr("Export view");
     const QString path =
-        askSavePath(this, title, QString(), plots ? tr("SVG (*.svg);;PNG (*.png)") : tr("PNG (*.png)"),
-                    plots ? QStringList{".svg", ".png"} : QStringList{".png"});
+        askSavePathOfKind(this, title, plots ? QStringLiteral("plots") : QStringLiteral("view"),
+                          plots ? tr("SVG (*.svg);;PNG (*.png)") : tr("PNG (*.png)"),
+                          plots ? QStringList{".svg", ".png"} : QStringList{".png"});
     if (path.isEmpty()) return;
     if (!(plots ? exportPlots(path) : exportViewPng(path)))
         QMessageBox::warning(this, tr("Export"), lastError_);
@@ -401,6 +402,33 @@ void MainWindow::showEvent(QShowEvent* e) {
 }
 
 void MainWindow::closeEvent(QCloseEvent* e) {
+    // Trained models not exported: Save (each workspace's own dialog), Discard or Cancel, as editors ask.
+    QStringList unsaved;
+    QList<Workspace*> holding;
+    for (Workspace* w : workspaces_)
+        if (const QString line = w->unsavedWork(); !line.isEmpty()) {
+            unsaved << line;
+            holding << w;
+        }
+    if (!unsaved.isEmpty()) {
+        QMessageBox ask(QMessageBox::Warning, tr("Quit Flowscope"),
+                        tr("Quitting loses what was trained since the last export:"), QMessageBox::NoButton,
+                        this);
+        ask.setObjectName(QStringLiteral("unsavedWork"));
+        ask.setInformativeText(QStringLiteral("• ") + unsaved.join(QStringLiteral("\n• ")));
+        ask.setStandardButtons(QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+        ask.setDefaultButton(QMessageBox::Save);
+        const int choice = ask.exec();
+        bool close = choice == QMessageBox::Discard;
+        if (choice == QMessageBox::Save) {
+            close = true;
+            for (Workspace* w : holding) close = close && w->saveUnsavedWork();
+        }
+        if (!close) {
+            e->ignore();
+            return;
+        }
+    }
     saveSettings();
     QMainWindow::closeEvent(e);
 }

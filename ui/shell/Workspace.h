@@ -63,6 +63,12 @@ class Workspace : public QObject {
     virtual void setActive(bool active) { active_ = active; }
     bool active() const { return active_; }
     virtual void setTheme(ThemeKind) {}
+    // Work that quitting would lose, in a line ("Flows: a model trained for 801 iterations, not exported"),
+    // or
+    // "". saveUnsavedWork() offers to save it (its own save dialog): false when the user cancelled or it
+    // failed.
+    virtual QString unsavedWork() const { return {}; }
+    virtual bool saveUnsavedWork() { return true; }
     virtual void saveSettings(QSettings&) const {}
     virtual void restoreSettings(QSettings&) {}
 

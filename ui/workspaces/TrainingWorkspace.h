@@ -127,6 +127,15 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     QList<QAction*> exportActions() const override { return {modelExport_}; }
     QWidget* plotsOf(QWidget*) const override { return view_; } // the whole view is plots
     void setTheme(ThemeKind kind) override { view_->setPlotStyle(plotStyle(kind)); }
+    QString unsavedWork() const override {
+        const auto s = run_.snapshot();
+        const long iteration = s ? s->iteration() : 0;
+        if (iteration <= savedIteration_) return {};
+        return QObject::tr("%1: a model trained for %2 iterations, not exported")
+            .arg(text_.page)
+            .arg(iteration);
+    }
+    bool saveUnsavedWork() override { return exportModelDialog(); }
     void setActive(bool active) override {
         Workspace::setActive(active);
         playAction_->setEnabled(active);
@@ -163,6 +172,7 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
         } catch (const std::exception& e) {
             return fail(QObject::tr("Cannot export the model:\n%1").arg(QString::fromStdString(e.what())));
         }
+        savedIteration_ = std::max(savedIteration_, s->iteration());
         return succeed();
     }
 
@@ -181,6 +191,7 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     // says so (or gives `note`, what the record lacked).
     bool opened(const QString& path, const QString& note) {
         modelDir_ = QFileInfo(path).absolutePath();
+        savedIteration_ = 0; // the run starts again from the file's model
         emit showPageRequested(view_);
         emit statusMessage(note.isEmpty()
                                ? QObject::tr("Opened %1 (paused at iteration 0; Play trains it on)")
@@ -189,20 +200,21 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
                            0);
         return succeed();
     }
-    void exportModelDialog() {
+    bool exportModelDialog() {
         const QString title = QObject::tr("Export trained model");
         const QString path =
             askSavePath(host(), title, modelDir_, QObject::tr("Trained models (*.safetensors)"),
                         {QStringLiteral(".safetensors")});
-        if (path.isEmpty()) return;
+        if (path.isEmpty()) return false;
         if (!exportModel(path)) {
             QMessageBox::warning(host(), title, lastError());
-            return;
+            return false;
         }
         modelDir_ = QFileInfo(path).absolutePath();
         emit statusMessage(
             QObject::tr("Exported %1 and its record (.json beside it)").arg(QDir::toNativeSeparators(path)),
             8000);
+        return true;
     }
     void showStatus() { panel_->setSnapshot(view_->displayedSnapshot(), run_.playing()); }
 
@@ -214,6 +226,7 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     QAction* modelExport_ = nullptr;
     QAction* playAction_ = nullptr; // Space
     QString modelDir_;
+    long savedIteration_ = 0; // the run's iteration when its model was last exported (or opened: 0)
 };
 
 } // namespace flowscope

@@ -206,10 +206,9 @@ void ParticlesWorkspace::openSceneDialog() {
 }
 
 void ParticlesWorkspace::saveSceneDialog() {
-    const QString start = scenePath_.isEmpty() ? QDir::homePath() : QFileInfo(scenePath_).absolutePath();
-    QString path = QFileDialog::getSaveFileName(host(), tr("Save scene"), start, tr("Scenes (*.json)"));
+    const QString path = askSavePathOfKind(host(), tr("Save scene"), QStringLiteral("scene"),
+                                           tr("Scenes (*.json)"), {QStringLiteral(".json")});
     if (path.isEmpty()) return;
-    if (!path.endsWith(QStringLiteral(".json"))) path += QStringLiteral(".json");
     if (!saveSceneFile(path)) QMessageBox::warning(host(), tr("Save scene"), lastError());
 }
 
@@ -533,9 +532,9 @@ void ParticlesWorkspace::restoreSettings(QSettings& s) {
 void ParticlesWorkspace::exportDialog(ExportKind kind) {
     const bool moments = kind == ExportKind::Moments;
     const QString title = moments ? tr("Export moment trajectories") : tr("Export trajectory");
-    const QString dir = scenePath_.isEmpty() ? QString() : QFileInfo(scenePath_).absolutePath();
     const QString path =
-        askSavePath(host(), title, dir, tr("NumPy arrays (*.npy)"), {QStringLiteral(".npy")});
+        askSavePathOfKind(host(), title, moments ? QStringLiteral("moments") : QStringLiteral("trajectory"),
+                          tr("NumPy arrays (*.npy)"), {QStringLiteral(".npy")});
     if (path.isEmpty()) return;
     const auto status = [this](const QString& text, int ms) { emit statusMessage(text, ms); };
     const auto done = [&path](double) { return tr("Exported %1").arg(QDir::toNativeSeparators(path)); };
