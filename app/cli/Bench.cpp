@@ -345,9 +345,18 @@ int bench(const Args& raw) {
     if (p.positional.size() != 1 || p.positional[0] != "particles")
         throw UsageError("expected bench particles, moments, run, view, train or sweep");
     if (d < 1 || d > 1024) throw UsageError("--d must be in [1, 1024]");
-    if (precisionText != "float32" && precisionText != "float64")
-        throw UsageError("--precision must be float32 or float64");
-    const Precision prec = precisionText == "float32" ? Precision::Float32 : Precision::Float64;
+    // One precision, or both (float32,float64): each float64 row then follows the float32 row of its N.
+    std::vector<std::pair<std::string, Precision>> precisions;
+    {
+        const UsageError usage("--precision must be float32, float64 or float32,float64");
+        std::stringstream ss(precisionText);
+        std::string item;
+        while (std::getline(ss, item, ',')) {
+            if (item != "float32" && item != "float64") throw usage;
+            precisions.emplace_back(item, item == "float32" ? Precision::Float32 : Precision::Float64);
+        }
+        if (precisions.empty()) throw usage;
+    }
     std::vector<std::string> variants = kVariants;
     if (!variantsText.empty()) {
         variants.clear();
@@ -363,6 +372,9 @@ int bench(const Args& raw) {
     if (deviceSteps && !backend.makeStepper)
         throw UsageError("--device-steps: backend " + backend.id + " has no device stepper (try --backend " +
                          deviceStepBackends() + ")");
+    if (precisions.size() > 1 && (deviceSteps || backend.id != "cpu"))
+        throw UsageError("--precision " + precisionText +
+                         ": both precisions only on the cpu backend's fields");
     double peak = 0.0;
     if (!peakText.empty()) {
         try {
@@ -388,12 +400,22 @@ int bench(const Args& raw) {
             << ")\n"
             << "baseline: dense N x N scores with Eigen (1 thread, float32); pairs = N^2 per evaluation; "
                "peak% counts (4d + 2) flops per pair and head\n\n"
-            << std::left << std::setw(11) << "variant" << std::right << std::setw(8) << "N" << std::setw(14)
-            << "pairs/s" << std::setw(9) << "peak%" << std::setw(14) << "baseline" << std::setw(9) << "ratio"
+            << std::left << std::setw(11) << "variant" << std::right << std::setw(8) << "N" << std::setw(9)
+            << "prec." << std::setw(14) << "pairs/s" << std::setw(9) << "peak%" << std::setw(14) << "baseline"
+            << std::setw(9) << "ratio"
             << "\n";
     }
+    // The rows of a variant: each N in each precision.
+    std::vector<std::pair<long, std::size_t>> rows;
+    for (long n : ns)
+        for (std::size_t k = 0; k < precisions.size(); ++k) rows.emplace_back(n, k);
     for (const std::string& v : variants) {
-        for (long n : ns) {
+        double base = NAN, float32Pairs = NAN; // of the row's N: the dense baseline is measured once for both
+        for (const auto& row : rows) {
+            const long n = row.first;
+            const std::string& precName = precisions[row.second].first;
+            const Precision prec = precisions[row.second].second;
+            if (row.second == 0) base = float32Pairs = NAN;
             const AttentionSpec spec = specFor(v, d);
             std::mt19937_64 rng(42);
             std::normal_distribution<double> normal;
@@ -436,8 +458,7 @@ int bench(const Args& raw) {
             const double pairs = double(n) * double(n) / t;
             const double flopsPerPair = double(4 * d + 2) * double(std::max(spec.headCount(), 1));
             const double fraction = pairs * flopsPerPair / peak;
-            double base = NAN;
-            if (!noBaseline && n <= kDenseMaxN) {
+            if (!noBaseline && n <= kDenseMaxN && std::isnan(base)) {
                 const MatF Xf = X.cast<float>();
                 const auto cpu = makeCpuField(spec, d, Precision::Float32); // the baseline's head setup
                 MatF out;
@@ -462,7 +483,7 @@ int bench(const Args& raw) {
                                     {"fraction_of_peak", fraction},
                                     {"N", n},
                                     {"d", d},
-                                    {"precision", precisionText},
+                                    {"precision", precName},
                                     {"pairs_per_s", pairs},
                                     {"threads", threadCount()},
                                     {"isa", streamKernelIsa()},
@@ -470,13 +491,16 @@ int bench(const Args& raw) {
                 r["baseline_pairs_per_s"] = numberJson(base);
                 r["ratio"] = numberJson(ratio);
                 if (measureError) r["rel_err"] = numberJson(error);
+                if (prec == Precision::Float64 && std::isfinite(float32Pairs))
+                    r["ratio_to_float32"] = pairs / float32Pairs;
                 if (sinkhornIterations > 0) r["sinkhorn_iterations"] = sinkhornIterations;
                 std::cout << r.dump() << std::endl;
             } else {
                 std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n
-                          << std::setw(14) << std::setprecision(3) << std::scientific << pairs << std::setw(8)
-                          << std::fixed << std::setprecision(1) << 100.0 * fraction << "%" << std::setw(14)
-                          << std::scientific << std::setprecision(3);
+                          << std::setw(9) << precName << std::setw(14) << std::setprecision(3)
+                          << std::scientific << pairs << std::setw(8) << std::fixed << std::setprecision(1)
+                          << 100.0 * fraction << "%" << std::setw(14) << std::scientific
+                          << std::setprecision(3);
                 if (std::isfinite(base))
                     std::cout << base << std::setw(8) << std::fixed << std::setprecision(1) << ratio << "x";
                 else
@@ -486,8 +510,12 @@ int bench(const Args& raw) {
                     std::cout << "  rel. error " << std::scientific << std::setprecision(2) << error;
                 if (sinkhornIterations > 0)
                     std::cout << "  (" << sinkhornIterations << " Sinkhorn iterations)";
+                if (prec == Precision::Float64 && std::isfinite(float32Pairs))
+                    std::cout << "  " << std::fixed << std::setprecision(2) << pairs / float32Pairs
+                              << "x float32";
                 std::cout << std::defaultfloat << std::endl;
             }
+            if (prec == Precision::Float32) float32Pairs = pairs;
         }
     }
     return 0;

@@ -14,27 +14,31 @@ namespace flowscope {
 
 namespace generic {
 void streamRange(const StreamArgs<float>& a, int b, int e);
+void streamRange(const StreamArgs<double>& a, int b, int e);
 double fmaThroughput(long iterations);
 } // namespace generic
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
 namespace avx2 {
 void streamRange(const StreamArgs<float>& a, int b, int e);
+void streamRange(const StreamArgs<double>& a, int b, int e);
 double fmaThroughput(long iterations);
 } // namespace avx2
 #endif
 
 namespace {
 
-using RangeFn = void (*)(const StreamArgs<float>&, int, int);
+template <class S> using RangeFn = void (*)(const StreamArgs<S>&, int, int);
 
-RangeFn pickFloatKernel() {
+// The SIMD kernel for this processor, in either precision (one choice for both).
+template <class S> RangeFn<S> pickKernel() {
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
     if (cpuHasAvx2Fma()) return &avx2::streamRange;
 #endif
     return &generic::streamRange;
 }
 
-const RangeFn gFloatKernel = pickFloatKernel();
+const RangeFn<float> gFloatKernel = pickKernel<float>();
+const RangeFn<double> gDoubleKernel = pickKernel<double>();
 
 // Grain: enough queries per chunk that a chunk costs ~>= 50k pair interactions.
 std::size_t grainFor(int n, int nq) {
@@ -42,7 +46,7 @@ std::size_t grainFor(int n, int nq) {
     return std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(nq) / 16 + 1, 65536 / perQuery + 1));
 }
 
-// Scalar reference for any scalar type (float64 reference; float32 for d > 64).
+// Scalar reference for any scalar type (for d > 64, where the SIMD kernel's stack arrays end).
 template <class S> void referenceRange(const StreamArgs<S>& a, int b, int e) {
     const int d = a.d;
     std::vector<S> q(d), num(d);
@@ -101,7 +105,7 @@ template <class S> void check(const StreamArgs<S>& a) {
 
 const char* streamKernelIsa() {
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
-    if (gFloatKernel == &avx2::streamRange) return "avx2-fma";
+    if (gFloatKernel == RangeFn<float>(&avx2::streamRange)) return "avx2-fma";
 #endif
     return "generic";
 }
@@ -109,7 +113,7 @@ const char* streamKernelIsa() {
 double measuredFp32Peak(double seconds) {
     auto fma = &generic::fmaThroughput;
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
-    if (gFloatKernel == &avx2::streamRange) fma = &avx2::fmaThroughput;
+    if (gFloatKernel == RangeFn<float>(&avx2::streamRange)) fma = &avx2::fmaThroughput;
 #endif
     const long iterations = 1 << 20; // 10 * 8 * 2 * 2^20 = 168 Mflop per call
     const int threads = threadCount();
@@ -130,15 +134,16 @@ double measuredFp32Peak(double seconds) {
 
 void streamKernel(const StreamArgs<float>& a) {
     check(a);
-    const RangeFn fn = a.d <= 64 ? gFloatKernel : &referenceRange<float>;
+    const RangeFn<float> fn = a.d <= 64 ? gFloatKernel : &referenceRange<float>;
     parallelFor(std::size_t(a.nq), grainFor(a.n, a.nq),
                 [&](std::size_t b, std::size_t e) { fn(a, int(b), int(e)); });
 }
 
 void streamKernel(const StreamArgs<double>& a) {
     check(a);
+    const RangeFn<double> fn = a.d <= 64 ? gDoubleKernel : &referenceRange<double>;
     parallelFor(std::size_t(a.nq), grainFor(a.n, a.nq),
-                [&](std::size_t b, std::size_t e) { referenceRange<double>(a, int(b), int(e)); });
+                [&](std::size_t b, std::size_t e) { fn(a, int(b), int(e)); });
 }
 
 } // namespace flowscope

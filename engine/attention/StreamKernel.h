@@ -36,12 +36,13 @@ template <class S> struct StreamArgs {
     S* ent = nullptr;
 };
 
-// float32 fast path: SIMD (AVX2+FMA when the processor has it), threads across queries.
+// SIMD (AVX2+FMA when the processor has it: 8 float32 or 4 float64 lanes), threads across queries. Both
+// precisions run the same code (kernels/StreamKernelSimd.inc) with an exp of their own; float64 is within
+// 1e-13 relative of a long-double evaluation (tests/unit/test_stream_kernel.cpp). d > 64 runs a scalar loop.
 void streamKernel(const StreamArgs<float>& a);
-// float64 reference path: scalar, std::exp, threads across queries.
 void streamKernel(const StreamArgs<double>& a);
 
-// Which float32 implementation runs on this machine ("avx2-fma" or "generic").
+// Which implementation runs on this machine, in both precisions ("avx2-fma" or "generic").
 const char* streamKernelIsa();
 
 // Measured float32 peak of this machine in flop/s over all threads (independent multiply-adds in the kernel's
