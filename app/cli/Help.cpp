@@ -42,8 +42,9 @@ commands:
   bench moments [--json]
       trajectories per second for the Fig 3(a) grid (1184 trajectories) to its stopping rule, adaptive
       against the authors' projected Euler
-  bench particles [--json] [--d D] [--n 1024,4096,...] [--variants softmax,l2,...] [--precision float32|float64]
-        [--backend {backends}] [--peak-flops F] [--no-baseline] [--device-steps] [--error]
+  bench particles [--json] [--d D] [--n 1024,4096,...] [--variants softmax,l2,...]
+        [--precision float32,float64] [--backend {backends}] [--peak-flops F] [--no-baseline] [--device-steps]
+        [--error]
       pair-interactions per second of one velocity evaluation, against a dense Eigen baseline, and the
       fraction of the FP32 peak (measured on the CPU, or F flop/s for a GPU) at (4d + 2) flops per pair;
       --device-steps times whole Euler steps with the tokens kept on the GPU (the GUI's path) instead;
@@ -119,8 +120,9 @@ commands:
   sweep SWEEP.json --print-scene R
       run R's scene, for simulate or moments
 
-  infer PROBLEM.json|NAME --out posterior.safetensors [--samples s.npy] [--rwpo|--no-rwpo] [--iters N] [--batch B]
-        [--frame prior|laplace] [--seed S] [--every K] [--summary-samples n] [--threads T] [--max-time DURATION]
+  infer PROBLEM.json|NAME --out posterior.safetensors [--samples s.npy] [--rwpo|--no-rwpo] [--iters N]
+        [--batch B] [--frame prior|laplace] [--seed S] [--every K] [--summary-samples n] [--threads T]
+        [--max-time DURATION]
       fit a posterior flow to a Bayesian inverse problem (docs/inverse.md): the flow of train run forward
       from N(0, I) and trained by reverse KL against p(x|y) ∝ exp(-|y - F(x)|²/2σ²) p(x); shipped problems:
       linear-gaussian, lorenz63, elliptic, eit (assets/problems); prints the loss, the data misfit, the
