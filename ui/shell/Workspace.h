@@ -63,7 +63,7 @@ class Workspace : public QObject {
     virtual void setActive(bool active) { active_ = active; }
     bool active() const { return active_; }
     virtual void setTheme(ThemeKind) {}
-    // Work that quitting would lose, in a line ("Flows: a model trained for 801 iterations, not exported"),
+    // Work that quitting would lose, in a line ("Flows: 801 iterations of training, not exported"),
     // or
     // "". saveUnsavedWork() offers to save it (its own save dialog): false when the user cancelled or it
     // failed.

@@ -131,9 +131,7 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
         const auto s = run_.snapshot();
         const long iteration = s ? s->iteration() : 0;
         if (iteration <= savedIteration_) return {};
-        return QObject::tr("%1: a model trained for %2 iterations, not exported")
-            .arg(text_.page)
-            .arg(iteration);
+        return QObject::tr("%1: %2 iterations of training, not exported").arg(text_.page).arg(iteration);
     }
     bool saveUnsavedWork() override { return exportModelDialog(); }
     void setActive(bool active) override {
