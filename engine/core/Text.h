@@ -67,6 +67,21 @@ inline NumberText parseDouble(const std::string& text, double& out) {
     return NumberText::Number;
 }
 
+// A size or a duration as typed ("1.5h", "8G", "90"): the leading number (strtod's, so "1e3" and "inf" too)
+// and the unit after it. `number` is false when the text does not start with one.
+struct NumberAndUnit {
+    double value = 0;
+    bool number = false;
+    std::string unit;
+};
+inline NumberAndUnit splitNumberAndUnit(const std::string& text) {
+    char* end = nullptr;
+    errno = 0;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || errno == ERANGE) return {0, false, text};
+    return {v, true, std::string(end)};
+}
+
 // Levenshtein distance: the fewest single-character insertions, deletions and substitutions from a to b.
 std::size_t editDistance(std::string_view a, std::string_view b);
 

@@ -1,5 +1,7 @@
 #include "engine/scene/RunBudget.h"
 
+#include "engine/core/Text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -109,14 +111,7 @@ void checkRunBudget(const RunBudget& b, std::uint64_t limit, const std::string& 
 }
 
 std::uint64_t parseByteSize(const std::string& text) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (...) {
-        used = 0;
-    }
-    std::string unit = text.substr(used);
+    auto [v, ok, unit] = splitNumberAndUnit(text);
     if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
     if (unit.size() == 2 && (unit[1] == 'i' || unit[1] == 'I')) unit.pop_back();
     double scale = 1;
@@ -129,9 +124,9 @@ std::uint64_t parseByteSize(const std::string& text) {
     else if (unit == "T" || unit == "t")
         scale = 1024.0 * 1024 * 1024 * 1024;
     else if (!unit.empty())
-        used = 0;
+        ok = false;
     const double bytes = v * scale;
-    if (used == 0 || !std::isfinite(bytes) || bytes < 1 || bytes > 1.8e19)
+    if (!ok || !std::isfinite(bytes) || bytes < 1 || bytes > 1.8e19)
         throw std::invalid_argument("expected a size such as 512M, 8G or 1.5GiB (K, M, G, T: powers of "
                                     "1024; a bare number is bytes), got '" +
                                     text.substr(0, 40) + "'");

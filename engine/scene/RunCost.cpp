@@ -1,5 +1,7 @@
 #include "engine/scene/RunCost.h"
 
+#include "engine/core/Text.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -97,20 +99,13 @@ void checkRunCost(const RunCost& c, double maxSeconds) {
 }
 
 double parseDuration(const std::string& text) {
-    std::size_t used = 0;
-    double v = 0;
-    try {
-        v = std::stod(text, &used);
-    } catch (...) {
-        used = 0;
-    }
-    const std::string unit = text.substr(used);
+    const auto [v, number, unit] = splitNumberAndUnit(text);
     const double scale = unit.empty() || unit == "s"    ? 1
                          : unit == "m" || unit == "min" ? 60
                          : unit == "h"                  ? 3600
                          : unit == "d"                  ? 86400
                                                         : 0;
-    if (used == 0 || scale == 0 || !std::isfinite(v) || !(v > 0))
+    if (!number || scale == 0 || !std::isfinite(v) || !(v > 0))
         throw std::invalid_argument("expected a positive duration such as 90, 90s, 5m, 1.5h or 2d, got '" +
                                     text + "'");
     return v * scale;
