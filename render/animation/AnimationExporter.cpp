@@ -194,9 +194,17 @@ QFont captionFont() {
     return font;
 }
 
-int captionStripHeight(const QFont& font) {
+int captionStripHeight(const QFont& font, int lines) {
     const QImage probe = newFrameImage(1, 1);
-    return int(std::ceil(QFontMetricsF(font, &probe).height() + 2 * kCaptionPad));
+    return int(std::ceil(lines * QFontMetricsF(font, &probe).height() + 2 * kCaptionPad));
+}
+
+bool captionNeedsTwoLines(const QFont& font, double width, const QString& left, const QString& right) {
+    if (right.isEmpty()) return false;
+    const QImage probe = newFrameImage(1, 1);
+    const QFontMetricsF fm(font, &probe);
+    return fm.horizontalAdvance(left) + 3 * kCaptionPad + fm.horizontalAdvance(right) >
+           width - 3 * kCaptionPad;
 }
 
 void paintCaptionStrip(QPainter& p, const QRectF& strip, const QString& left, const QString& right,
@@ -207,8 +215,17 @@ void paintCaptionStrip(QPainter& p, const QRectF& strip, const QString& left, co
     p.setFont(font);
     const QFontMetricsF fm(font, p.device());
     const QRectF text = strip.adjusted(kCaptionPad * 1.5, 0, -kCaptionPad * 1.5, 0);
-    const double rightWidth = right.isEmpty() ? 0.0 : fm.horizontalAdvance(right);
     p.setPen(style.label.lighter(140));
+    if (strip.height() >= 2 * fm.height()) { // two lines: left above, right below
+        const QRectF inner = text.adjusted(0, kCaptionPad, 0, -kCaptionPad);
+        const QRectF top(inner.left(), inner.top(), inner.width(), inner.height() / 2);
+        const QRectF bottom(inner.left(), top.bottom(), inner.width(), inner.height() / 2);
+        p.drawText(top, Qt::AlignLeft | Qt::AlignVCenter, fm.elidedText(left, Qt::ElideRight, top.width()));
+        p.drawText(bottom, Qt::AlignRight | Qt::AlignVCenter,
+                   fm.elidedText(right, Qt::ElideLeft, bottom.width()));
+        return;
+    }
+    const double rightWidth = right.isEmpty() ? 0.0 : fm.horizontalAdvance(right);
     if (!right.isEmpty()) p.drawText(text, Qt::AlignRight | Qt::AlignVCenter, right);
     const double room = std::max(0.0, text.width() - rightWidth - (right.isEmpty() ? 0.0 : 3 * kCaptionPad));
     p.drawText(QRectF(text.left(), text.top(), room, text.height()), Qt::AlignLeft | Qt::AlignVCenter,
@@ -223,8 +240,19 @@ class AnimationExporter::Caption {
         : spec_(std::move(spec)), scene_(scene), dt_(dt) {
         font_ = captionFont();
     }
-    int height() const { return captionStripHeight(font_); }
+    // Two lines when the automatic caption's name and figure would be cut beside its parameters at the
+    // widest time (the horizon) in `width` pixels.
+    int height(int width) const {
+        const auto [left, right] = texts(scene_.integrator.T);
+        return captionStripHeight(font_, captionNeedsTwoLines(font_, width, left, right) ? 2 : 1);
+    }
     void paint(QPainter& p, const QRectF& strip, double t, const PlotStyle& style) const {
+        const auto [left, right] = texts(t);
+        paintCaptionStrip(p, strip, left, right, font_, style);
+    }
+
+  private:
+    std::pair<QString, QString> texts(double t) const {
         const QString time = QStringLiteral("t = ") + formatTick(t, dt_ > 0 ? dt_ / 10 : 1e-3);
         QString left, right;
         if (spec_ == "auto") {
@@ -236,10 +264,9 @@ class AnimationExporter::Caption {
             left = QString::fromStdString(spec_);
             left.replace(QStringLiteral("{t}"), formatTick(t, dt_ > 0 ? dt_ / 10 : 1e-3));
         }
-        paintCaptionStrip(p, strip, left, right, font_, style);
+        return {left, right};
     }
 
-  private:
     std::string spec_;
     const Scene& scene_;
     double dt_;
@@ -268,7 +295,7 @@ bool AnimationExporter::initialize(const GlApi& gl) {
     if (o.view == AnimationView::Training)
         return fail(Failure::View, "the training view is not a scene's: TrainingAnimator draws it");
     if (o.caption) caption_ = std::make_unique<Caption>(*o.caption, scene_, dt_);
-    captionHeight_ = caption_ ? caption_->height() : 0;
+    captionHeight_ = caption_ ? caption_->height(o.width) : 0;
     viewHeight_ = o.height - captionHeight_;
     if (viewHeight_ < 16)
         return fail(Failure::Size,

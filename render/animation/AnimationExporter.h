@@ -78,11 +78,15 @@ inline constexpr int kAnimationMinPictureSamples = 2, kAnimationMaxPictureSample
 // app's views have on a desktop, so text comes out at the size it has there.
 QImage newFrameImage(int width, int height);
 
-// The caption strip above an exported view: `left` elided where it meets `right`, on the plot background with
-// a grid-coloured line under it. captionFont() is its font, captionStripHeight() its height in pixels. The
-// training animation of flowscope-cli render draws its caption with them too.
+// The caption strip above an exported view: `left` and `right` on one line, `left` elided where it meets
+// `right`; in a strip of two lines' height, `left` on the first line and `right` on the second,
+// right-aligned. On the plot background with a grid-coloured line under it. captionFont() is its font,
+// captionStripHeight() its height in pixels for `lines` lines. The training animation of flowscope-cli render
+// draws its caption with them too.
 QFont captionFont();
-int captionStripHeight(const QFont& font);
+int captionStripHeight(const QFont& font, int lines = 1);
+// Whether `left` and `right` need two lines in a strip `width` pixels wide (left would be elided on one).
+bool captionNeedsTwoLines(const QFont& font, double width, const QString& left, const QString& right);
 void paintCaptionStrip(QPainter& p, const QRectF& strip, const QString& left, const QString& right,
                        const QFont& font, const PlotStyle& style);
 

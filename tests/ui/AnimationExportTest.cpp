@@ -223,6 +223,31 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
 #endif
 }
 
+// The automatic caption takes two lines where the scene's name and figure would be cut beside its parameters
+// (it read "Castin et al. 2025, ..."), one where they fit.
+TEST(AnimationCaption, TwoLinesWhereOneWouldCutTheFigure) {
+    FLOWSCOPE_REQUIRE_GUI();
+    Scene scene = smallScene();
+    scene.name = "fig2d-two-lines";
+    scene.figure = "Castin et al. 2025, Fig 2(d)";
+    const OwnGlContext own;
+    ASSERT_TRUE(own.ok) << own.why;
+    for (const auto& [width, lines] : {std::pair(360, 2), std::pair(1600, 1)}) {
+        AnimationOptions o = smallOptions();
+        o.frames = 1;
+        o.width = width;
+        o.height = 240;
+        o.caption = "auto";
+        AnimationExporter exporter(scene, o);
+        ASSERT_TRUE(exporter.initialize(own.gl)) << exporter.error();
+        EXPECT_EQ(exporter.captionHeight(), captionStripHeight(captionFont(), lines)) << width;
+        QImage frame;
+        ASSERT_TRUE(exporter.renderFrame(0, frame));
+        saveShot(frame, QStringLiteral("caption-%1.png").arg(width));
+        exporter.release();
+    }
+}
+
 // Without the heads-up display a frame has no statistics box either: the frames at 10 and 30 fps are the same
 // pictures (the box said "N steps/s" of video, which the frame rate changes).
 TEST_F(AnimationExportTest, WithoutTheHudNoStatisticsAreDrawn) {
@@ -518,7 +543,6 @@ TEST_F(AnimationExportTest, CorruptStringKeepsTheSceneAndNamesTheFault) {
         EXPECT_EQ(window->particles().scene()->n, 48);
     }
 }
-
 
 // The dialog keeps the user's frames, frame rate, HUD and caption for the next export (it kept the path
 // only).
