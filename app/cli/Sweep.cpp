@@ -264,8 +264,10 @@ int sweep(const Args& raw) {
             cost.explanation = std::to_string(spec.runs()) + " runs on " + std::to_string(workers) +
                                " worker" + (workers > 1 ? "s" : "") +
                                "; the costliest: " + check.costliest.explanation;
-            checkRunCost(cost, maxTime); // every rank: all refuse together
-            if (mpi.rank() == 0) announceRunCost(cost, maxTime, "sweep");
+            if (mpi.rank() == 0)
+                announceRunCost(cost, maxTime, "sweep");
+            else
+                checkRunCost(cost, maxTime); // every rank refuses, so all stop together
         }
         const std::function<SweepCompute()> fields = [&] { return openCompute(backendName); };
 

@@ -46,10 +46,14 @@ RunCost particleRunCost(const Scene& s, bool gpu) {
     const double n = s.n, d = s.d, heads = std::max(1, s.attention.headCount());
     const double evaluations = double(s.integrator.steps) * evaluationsPerStep(s.integrator.method);
     const bool f32 = s.precision == Precision::Float32;
-    const double speedUp =
-        gpu ? kGpuSpeedUp * kPairDimsPerSecond32 / (f32 ? kPairDimsPerSecond32 : kPairDimsPerSecond64) : 1.0;
+    // The GPU backends compute in float32 whatever the scene's precision.
+    const double pairRate = gpu   ? kGpuSpeedUp * kPairDimsPerSecond32
+                            : f32 ? kPairDimsPerSecond32
+                                  : kPairDimsPerSecond64;
+    const double sinkhornRate = gpu   ? kGpuSpeedUp * kSinkhornPairsPerSecond32
+                                : f32 ? kSinkhornPairsPerSecond32
+                                      : kSinkhornPairsPerSecond64;
     const double pairs = (s.attention.masked ? 0.5 : 1.0) * n * n;
-    const double pairRate = (f32 ? kPairDimsPerSecond32 : kPairDimsPerSecond64) * speedUp;
     RunCost c;
     double perEvaluation = 0;
     std::string work;
@@ -62,8 +66,7 @@ RunCost particleRunCost(const Scene& s, bool gpu) {
                " pair interactions (/n" + (heads > 1 ? ", the heads" : "") + ")";
         if (s.attention.type == AttentionType::Sinkhorn) {
             const double passes = s.attention.sinkhornIterations;
-            perEvaluation += heads * passes * pairs /
-                             ((f32 ? kSinkhornPairsPerSecond32 : kSinkhornPairsPerSecond64) * speedUp);
+            perEvaluation += heads * passes * pairs / sinkhornRate;
             work += " and up to " + number(passes) + " Sinkhorn passes each (/attention/sinkhorn/iterations)";
         }
     }
