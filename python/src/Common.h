@@ -51,8 +51,10 @@ Scene toScene(const pb::handle& scene);
 
 // The points of an (n, d) array of numbers (any layout and float dtype; one copy into the engine's
 // column-major layout), finite. `field` names the argument in errors; d > 0 requires that many columns;
-// maxRows > 0 at most that many points. The shape is checked, and the copy's memory, before copying.
-Mat toPoints(const pb::handle& array, const std::string& field, int d = 0, long maxRows = 0);
+// maxRows > 0 at most that many points. The shape is checked before copying, and the memory of the copies
+// plus `workBytesPerValue` a value of the caller's own arrays (`work`, in words).
+Mat toPoints(const pb::handle& array, const std::string& field, int d = 0, long maxRows = 0,
+             double workBytesPerValue = 0, const std::string& work = {});
 // An (n, d) array in C order (what np.save writes as C order and every reader takes), float32 when
 // `asFloat32`, else float64: a copy, O(n d) beside the O(n^2 d) work that made the points.
 pb::array fromPoints(Mat&& points, bool asFloat32);

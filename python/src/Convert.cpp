@@ -107,7 +107,8 @@ bool isFloat32(const pb::handle& array) {
            pb::reinterpret_borrow<pb::array>(array).dtype().is(pb::dtype::of<float>());
 }
 
-Mat toPoints(const pb::handle& obj, const std::string& field, int d, long maxRows) {
+Mat toPoints(const pb::handle& obj, const std::string& field, int d, long maxRows, double workBytesPerValue,
+             const std::string& work) {
     // NumPy would cast complex values to their real parts (with a warning) and bools to 0 and 1.
     if (pb::hasattr(obj, "dtype")) {
         const std::string dtype = pb::str(obj.attr("dtype")).cast<std::string>();
@@ -118,14 +119,17 @@ Mat toPoints(const pb::handle& obj, const std::string& field, int d, long maxRow
         if (dtype == "bool" || dtype == "torch.bool")
             throw InputError(field, "expected numbers, got " + dtype);
     }
-    // The size before the conversion, which copies a broadcast, strided or non-float array whole.
-    if (const std::vector<long long> shape = shapeOf(obj); shape.size() == 2) {
+    const auto checkSize = [&](const std::vector<long long>& shape) {
         if (maxRows > 0 && shape[0] > maxRows)
             throw InputError(field, "expected at most " + std::to_string(maxRows) +
                                         " points (a scene's /n), got shape " + shapeText(shape));
-        checkMemory(field, 16.0 * double(shape[0]) * double(shape[1]),
-                    "an array of shape " + shapeText(shape) + " converted to float64 and copied");
-    }
+        checkMemory(field, (16.0 + workBytesPerValue) * double(shape[0]) * double(shape[1]),
+                    "an array of shape " + shapeText(shape) + " converted to float64 and copied" +
+                        (work.empty() ? std::string() : ", and " + work));
+    };
+    // The size before the conversion, which copies a broadcast, strided or non-float array whole.
+    const std::vector<long long> shape = shapeOf(obj);
+    if (shape.size() == 2) checkSize(shape);
     pb::array a;
     try {
         a = isFloat32(obj) ? pb::array(pb::array_t<float>::ensure(obj))
@@ -138,9 +142,7 @@ Mat toPoints(const pb::handle& obj, const std::string& field, int d, long maxRow
                                     pb::str(obj.get_type().attr("__name__")).cast<std::string>());
     }
     if (a.ndim() != 2) throw InputError(field, "expected an (n, d) array, got shape " + shapeText(a));
-    if (maxRows > 0 && a.shape(0) > maxRows)
-        throw InputError(field, "expected at most " + std::to_string(maxRows) +
-                                    " points (a scene's /n), got shape " + shapeText(a));
+    if (shape.size() != 2) checkSize({a.shape(0), a.shape(1)}); // a list: its size is known now
     if (a.shape(0) < 1 || a.shape(1) < 1)
         throw InputError(field, "expected at least one point, got shape " + shapeText(a));
     if (d > 0 && a.shape(1) != d)

@@ -21,9 +21,7 @@ struct FieldOnTokens {
 FieldOnTokens fieldOn(const pb::handle& source, const pb::handle& tokens, double t) {
     if (!std::isfinite(t)) throw InputError("t", "expected a finite time, got " + numberText(t));
     const bool attentionOnly = pb::isinstance<pb::dict>(source) && !source.contains("attention");
-    Mat X = toPoints(tokens, "X", 0, kSceneMaxTokens);
-    // The engine's copy, the velocities and the array they are returned in.
-    checkMemory("X", 24.0 * double(X.size()), "the tokens, their velocities and the returned array");
+    Mat X = toPoints(tokens, "X", 0, kSceneMaxTokens, 16.0, "their velocities and the returned array");
     Scene scene;
     if (attentionOnly) {
         pb::dict wrapped;
