@@ -37,8 +37,10 @@ void GaussianOverlay::setScene(const Scene& scene) {
     solveFrom(0.0, GaussianState{scene.initial.mean, scene.initial.cov});
 }
 
-void GaussianOverlay::setAttention(const AttentionSpec& spec, double t0) {
+void GaussianOverlay::setAttention(const AttentionSpec& spec, double t0,
+                                   const std::optional<GaussianState>& now) {
     scene_.attention = spec;
+    if (now && !times_.empty()) return solveFrom(t0, *now);
     const auto start = at(t0);
     if (!start) return setScene(scene_);
     solveFrom(t0, *start);

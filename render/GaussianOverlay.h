@@ -4,7 +4,9 @@
 //
 // The trajectory is integrated once per scene with the adaptive square-root solver (engine/gaussian) and
 // read by linear interpolation at the run's time. A live parameter edit at time t0 keeps the trajectory up
-// to t0 and integrates on from the state there with the new parameters, exactly what the particles do.
+// to t0 and integrates on with the new parameters from the Gaussian of the tokens as they are at t0 (their
+// mean and covariance), so that it describes the cloud the new parameters act on; without the tokens, from
+// the trajectory's own state at t0.
 // Variants without closed Gaussian dynamics (exp, ReLU, sigmoid, RWPO, masked) and non-Gaussian initial
 // clouds have no overlay; reason() says why.
 #pragma once
@@ -21,8 +23,9 @@ namespace flowscope {
 class GaussianOverlay {
   public:
     void setScene(const Scene& scene);
-    // New parameters from time t0 on (the trajectory before t0 is kept).
-    void setAttention(const AttentionSpec& spec, double t0);
+    // New parameters from time t0 on (the trajectory before t0 is kept), from `now` when given: the tokens'
+    // mean and covariance at t0.
+    void setAttention(const AttentionSpec& spec, double t0, const std::optional<GaussianState>& now = {});
     void setIntegrator(const IntegratorSpec& spec, double t0);
 
     bool available() const { return !times_.empty(); }

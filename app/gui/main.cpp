@@ -415,7 +415,7 @@ int main(int argc, char** argv) {
         }
         window.showTransformersView();
     } else if (options.train.isEmpty()) {
-        window.particles().play();
+        window.playParticlesWhenSeen();
     } else {
         flowscope::flows::TrainerConfig config = window.flows().panel()->config();
         config.dataset = options.train.toStdString();

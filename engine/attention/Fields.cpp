@@ -64,4 +64,14 @@ std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Pr
     return withSphereProjection(spec, makeField(spec, d, std::make_shared<CpuStreamRunner>(p)));
 }
 
+bool needsNewField(const AttentionSpec& old, const AttentionSpec& spec) {
+    return spec.type != old.type || spec.sphere != old.sphere || spec.masked != old.masked;
+}
+
+void retargetField(std::unique_ptr<VelocityField>& field, const AttentionSpec& old, const AttentionSpec& spec,
+                   int d, Precision precision, const FieldFactory& make) {
+    if (field && !needsNewField(old, spec)) return field->setAttention(spec);
+    field = make(spec, d, precision);
+}
+
 } // namespace flowscope

@@ -70,4 +70,16 @@ std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Pr
 // The simulation takes one and never needs to know where its velocities are computed.
 using FieldFactory = std::function<std::unique_ptr<VelocityField>(const AttentionSpec&, int d, Precision)>;
 
+// A field is made for one kind of attention: another type, the sphere or the mask need a new field, while
+// parameters alone (beta, Q, K, V, iterations, eps) are set on the field in place
+// (VelocityField::setAttention).
+bool needsNewField(const AttentionSpec& old, const AttentionSpec& spec);
+
+// `field`, made for `old`, now computing `spec`: a new field from `make` when needsNewField, else the same
+// one with the spec set. The new field is made first, so a spec the factory refuses throws and leaves `field`
+// as it was. Every holder of a field that follows live edits goes through here (the simulation, the view's
+// hover).
+void retargetField(std::unique_ptr<VelocityField>& field, const AttentionSpec& old, const AttentionSpec& spec,
+                   int d, Precision precision, const FieldFactory& make);
+
 } // namespace flowscope

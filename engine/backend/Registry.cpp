@@ -20,7 +20,7 @@ namespace flowscope {
 
 namespace {
 
-// The one place the ids and labels are spelled. A fifth backend adds a row here and a case in open().
+// The one place the ids and labels are spelled. A fourth backend adds a row here and a case in open().
 struct Entry {
     const char* id;
     const char* label;

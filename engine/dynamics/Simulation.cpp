@@ -52,14 +52,9 @@ void Simulation::setState(const Tokens& X, double t) {
 
 void Simulation::setAttention(const AttentionSpec& spec) {
     syncTokens(); // the state to continue from should the device refuse the new parameters
-    // A field is made for one kind of attention: another type, the sphere or the mask make a new one (made
-    // first: a spec the factory refuses throws here and leaves the old spec and field in force). Parameters
-    // alone (β, Q, K, V, iterations) are set on the field in place, which a GPU field does without a rebuild.
-    const AttentionSpec& old = scene_.attention;
-    if (spec.type != old.type || spec.sphere != old.sphere || spec.masked != old.masked)
-        field_ = makeField_(spec, scene_.d, scene_.precision);
-    else
-        field_->setAttention(spec);
+    // A spec the factory refuses throws here and leaves the old spec and field in force. Parameters alone are
+    // set on the field in place, which a GPU field does without a rebuild.
+    retargetField(field_, scene_.attention, spec, scene_.d, scene_.precision, makeField_);
     scene_.attention = spec;
     if (spec.sphere) SphereProjection::normalize(X_);
     integrator_->invalidate();

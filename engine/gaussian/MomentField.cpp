@@ -1,11 +1,17 @@
 #include "engine/gaussian/MomentField.h"
 
 #include "engine/attention/KernelAttention.h"
+#include "engine/dynamics/Observables.h"
 #include "engine/gaussian/MatrixRoots.h"
 
 #include <algorithm>
 
 namespace flowscope {
+
+std::optional<GaussianState> tokenGaussian(const Tokens& X) {
+    if (X.rows() < 2 || !X.allFinite()) return std::nullopt;
+    return GaussianState{tokenMean(X), tokenCovariance(X)};
+}
 
 GaussianState MomentField::rates(double t, const GaussianState& s) const {
     const AffineField f = affine(t, s.mean, s.cov);

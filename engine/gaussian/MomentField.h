@@ -41,6 +41,10 @@ struct GaussianState {
     Mat cov;  // Sigma (d x d, symmetric positive semi-definite)
 };
 
+// The tokens' mean and covariance (engine/dynamics/Observables), the Gaussian a moment ODE continues from
+// after a live edit; none with fewer than two tokens or one not finite (a GPU-resident snapshot holds none).
+std::optional<GaussianState> tokenGaussian(const Tokens& X);
+
 // Gamma(x) = b + L x on the Gaussian.
 struct AffineField {
     Vec b;

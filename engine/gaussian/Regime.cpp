@@ -17,7 +17,7 @@ Vec symmetricEigenvalues(const Mat& M) {
 
 } // namespace
 
-RegimePrediction predictRegime(const Scene& scene, const Mat& sigma0, double t) {
+RegimePrediction predictRegime(const Scene& scene, const Mat& sigma0, double t, double from) {
     const int d = scene.d;
     const AttentionSpec& a = scene.attention;
     const std::vector<HeadParams> heads = a.headsAt(t);
@@ -46,9 +46,11 @@ RegimePrediction predictRegime(const Scene& scene, const Mat& sigma0, double t) 
         p.commuting = heads.size() == 1 && commutes(heads[0].V, sumA, sigma0);
         if (p.commuting) {
             if (p.blowUp) {
-                p.tMax = commutingBlowupTime(B, sigma0);
-                s << "Finite-time blow-up at t_max = " << *p.tMax
-                  << " (Prop 2: V commutes with Σ₀, and B = VA + AᵀVᵀ has a positive eigenvalue).";
+                const double after = commutingBlowupTime(B, sigma0);
+                p.tMax = from + after;
+                s << "Finite-time blow-up at t_max = " << *p.tMax;
+                if (from > 0) s << " (" << after << " after t = " << from << ")";
+                s << " (Prop 2: V commutes with Σ₀, and B = VA + AᵀVᵀ has a positive eigenvalue).";
             } else {
                 p.limitRank = zeros;
                 s << (zeros == 0 ? "Collapse to a single cluster: Σ → 0"

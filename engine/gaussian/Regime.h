@@ -28,7 +28,8 @@ struct RegimePrediction {
     std::string summary;          // one or two sentences for the user
 };
 
-// The prediction at time t (time-dependent parameters are frozen at t) for the initial covariance sigma0.
-RegimePrediction predictRegime(const Scene& scene, const Mat& sigma0, double t = 0.0);
+// The prediction at time t (time-dependent parameters are frozen at t) for the covariance sigma0 at time
+// `from` (0: the initial one; after a live edit, the tokens' covariance then): t_max counts from 0.
+RegimePrediction predictRegime(const Scene& scene, const Mat& sigma0, double t = 0.0, double from = 0.0);
 
 } // namespace flowscope

@@ -200,6 +200,11 @@ void InversePicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k
     QString title =
         tr("%1 · iteration %2 of %3").arg(QString::fromStdString(t.label)).arg(t.iteration).arg(t.iterations);
     if (picture && picture->iteration != t.iteration) title += tr(" (picture: %1)").arg(picture->iteration);
+    // Before training the flow is the identity in its frame: what is drawn is where training starts from, not
+    // an answer (a Laplace frame's picture already looks like one).
+    if (picture && picture->iteration == 0 && shown_->scene)
+        title += shown_->scene->laplaceFrame ? tr(" · the Laplace approximation: training starts here")
+                                             : tr(" · the prior: training starts here");
     beginPicture(p, area, square, title);
     const QRectF inside(QPointF(0, 0), square.size());
     const bool fields = picture && picture->fieldMean.size() > 0;

@@ -52,7 +52,8 @@ void ParticlePicture::setAttention(const AttentionSpec& spec) {
     if (!scene_) return;
     scene_->attention = spec;
     sphere_.enabled = spec.sphere;
-    overlay_.setAttention(spec, shown_ ? shown_->t : 0.0);
+    overlay_.setAttention(spec, shown_ ? shown_->t : 0.0,
+                          shown_ ? tokenGaussian(shown_->tokens) : std::nullopt);
     linesDirty_ = true;
 }
 

@@ -6,6 +6,7 @@
 #include "engine/dynamics/Simulation.h"
 #include "render/picture/Colormap.h"
 #include "ui/panels/MatrixEditor.h"
+#include "ui/panels/ScenePanel.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ConeView.h"
 #include "ui/views/ImGuiLayer.h"
@@ -15,6 +16,7 @@
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileInfo>
@@ -188,6 +190,22 @@ TEST_F(AppTest, TheGaussianOverlayFollowsTheClosedFormAndIsDrawn) {
               without.pixel(with.width() - 5, with.height() - 5));
 }
 
+// The mouse moved over `at` in the view: the token it picks (-1 for none).
+int hover(ParticleView* view, QPointF at) {
+    QMouseEvent move(QEvent::MouseMove, at, view->mapToGlobal(at), Qt::NoButton, Qt::NoButton,
+                     Qt::NoModifier);
+    QApplication::sendEvent(view, &move);
+    return view->pickedToken();
+}
+
+// The softmax attention row of token i with Q = K = I, beta = 1: P_ij = exp(<x_i, x_j>) / sum_k exp(<x_i,
+// x_k>).
+Vec softmaxRow(const Tokens& X, int i) {
+    Vec row(X.rows());
+    for (Eigen::Index j = 0; j < X.rows(); ++j) row(j) = std::exp(X.row(i).dot(X.row(j)));
+    return row / row.sum();
+}
+
 TEST_F(AppTest, HoveringATokenPicksItAndShowsItsAttentionRow) {
     ASSERT_TRUE(window->particles().setScene(tinyScene(128, 40)));
     window->showParticleView();
@@ -200,23 +218,73 @@ TEST_F(AppTest, HoveringATokenPicksItAndShowsItsAttentionRow) {
     const Tokens X = view->displayedSnapshot()->tokens;
     // The token nearest the hovered pixel (ties aside, token 7 itself when it is not covered by another).
     const QPointF at = *view->worldToPixel(X.row(7).transpose());
-    QMouseEvent hover(QEvent::MouseMove, at, view->mapToGlobal(at), Qt::NoButton, Qt::NoButton,
-                      Qt::NoModifier);
-    QApplication::sendEvent(view, &hover);
-    const int picked = view->pickedToken();
+    const int picked = hover(view, at);
     ASSERT_GE(picked, 0);
     const QPointF p = *view->worldToPixel(X.row(picked).transpose());
     EXPECT_LE(std::hypot(p.x() - at.x(), p.y() - at.y()), 1.0 + 1e-9);
-    // The row is the softmax attention of the picked token, P_ij = exp(<x_i, x_j>) / sum_k exp(<x_i, x_k>).
-    Vec expected(X.rows());
-    for (Eigen::Index j = 0; j < X.rows(); ++j) expected(j) = std::exp(X.row(picked).dot(X.row(j)));
-    expected /= expected.sum();
     ASSERT_EQ(view->pickedWeights().size(), X.rows());
-    EXPECT_LE((view->pickedWeights() - expected).cwiseAbs().maxCoeff(), 1e-12);
+    EXPECT_LE((view->pickedWeights() - softmaxRow(X, picked)).cwiseAbs().maxCoeff(), 1e-12);
     // Leaving the view drops the pick.
     QEvent leave(QEvent::Leave);
     QApplication::sendEvent(view, &leave);
     EXPECT_EQ(view->pickedToken(), -1);
+}
+
+// Issue 45 item 1: a run started as sigmoid (no attention distribution) and changed live to softmax shows the
+// softmax row on hover. The hover's own field was made for sigmoid and kept computing sigmoid after the edit.
+TEST_F(AppTest, HoverFollowsALiveTypeEdit) {
+    Scene scene = tinyScene(96, 40);
+    scene.attention.type = AttentionType::Sigmoid;
+    ASSERT_TRUE(window->particles().setScene(scene));
+    window->showParticleView();
+    ParticleView* view = window->particles().particleView();
+    view->setHudVisible(false);
+    auto* type = window->particles().scenePanel()->findChild<QComboBox*>(QStringLiteral("attention.type"));
+    ASSERT_NE(type, nullptr);
+    type->setCurrentIndex(int(AttentionType::Softmax)); // a live edit: it takes at once
+    ASSERT_EQ(window->particles().scene()->attention.type, AttentionType::Softmax);
+    window->particles().stepOnce();
+    stepTo(1);
+    view->repaint();
+    const Tokens X = view->displayedSnapshot()->tokens;
+    const int picked = hover(view, *view->worldToPixel(X.row(3).transpose()));
+    ASSERT_GE(picked, 0);
+    ASSERT_EQ(view->pickedWeights().size(), X.rows()) << "the hover has no attention row after the edit";
+    EXPECT_LE((view->pickedWeights() - softmaxRow(X, picked)).cwiseAbs().maxCoeff(), 1e-12);
+}
+
+// Issue 45 item 2: V -> +0.4 I live at t = 1.6. The analysis and the overlay speak of the tokens as they are
+// then: Prop 2 from their covariance, t_max = 1.6 + 1 / lambda_max(B Sigma) with B = 0.8 I; the overlay
+// continues from their mean and covariance (it drew the blow-up of the t = 0 Gaussian).
+TEST_F(AppTest, AfterALiveEditTheAnalysisAndOverlayStartFromTheTokensAsTheyAre) {
+    ASSERT_TRUE(window->particles().setScene(tinyScene(256, 40))); // T = 4 in 40 steps, V = -0.4 I
+    window->showParticleView();
+    for (long k = 1; k <= 16; ++k) {
+        window->particles().stepOnce();
+        ASSERT_NO_FATAL_FAILURE(stepTo(k));
+    }
+    const std::shared_ptr<const Snapshot> now = window->particles().runner().snapshot();
+    ASSERT_EQ(now->step, 16);
+    const Vec mean = now->tokens.colwise().mean().transpose();
+    const Tokens centred = now->tokens.rowwise() - mean.transpose();
+    const Mat cov = centred.transpose() * centred / double(now->tokens.rows());
+    MatrixEditor* editor = window->particles().matrixEditor();
+    editor->entry('V', 0, 0)->setValue(0.4);
+    editor->entry('V', 1, 1)->setValue(0.4);
+    const double tMax =
+        now->t + 1.0 / (0.8 * Eigen::SelfAdjointEigenSolver<Mat>(cov).eigenvalues().maxCoeff());
+    const QString text = editor->regimeText();
+    EXPECT_TRUE(text.startsWith(QStringLiteral("From the tokens at t = 1.6"))) << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("t_max = %1").arg(tMax, 0, 'g', 4)))
+        << text.toStdString() << tMax;
+    const std::optional<GaussianState> g = window->particles().particleView()->overlay().at(now->t);
+    ASSERT_TRUE(g);
+    EXPECT_LE((g->mean - mean).norm(), 1e-12);
+    EXPECT_LE((g->cov - cov).norm(), 1e-12);
+    // A new scene speaks of its initial tokens again.
+    ASSERT_TRUE(window->particles().setScene(tinyScene(256, 40)));
+    EXPECT_FALSE(editor->regimeText().startsWith(QStringLiteral("From the tokens")))
+        << editor->regimeText().toStdString();
 }
 
 TEST(ChooseAxes, ParsesTwoOrThreeIndicesAndExplainsBadInput) {

@@ -104,6 +104,40 @@ TEST_F(WelcomeTest, FreshSettingsShowItAndADismissalIsRemembered) {
     }
 }
 
+// Issue 45 item 14: the default scene does not play unseen under the pane of a first launch; closing the pane
+// plays it. A later start, the pane dismissed, plays at once.
+TEST_F(WelcomeTest, TheSceneWaitsPausedUnderThePaneAndPlaysWhenItCloses) {
+    {
+        auto w = firstLaunch();
+        ASSERT_TRUE(w->welcomePane()->isVisible());
+        ASSERT_TRUE(w->particles().setScene(tinyScene(64)));
+        w->playParticlesWhenSeen();
+        EXPECT_FALSE(w->particles().runner().playing());
+        w->welcomePane()->findChild<QPushButton*>(QStringLiteral("welcome.close"))->click();
+        EXPECT_TRUE(w->particles().runner().playing());
+    }
+    auto w = firstLaunch();
+    ASSERT_FALSE(w->welcomePane()->isVisible());
+    ASSERT_TRUE(w->particles().setScene(tinyScene(64)));
+    w->playParticlesWhenSeen();
+    EXPECT_TRUE(w->particles().runner().playing());
+}
+
+// Issue 45 item 12: a message shown before the window (a restored sweep's, at startup) hides the scene's line
+// once the window shows; they were drawn over each other for the message's 5 s.
+TEST_F(WelcomeTest, AMessageFromBeforeTheWindowShowsAloneOnTheStatusBar) {
+    auto w = std::make_unique<MainWindow>();
+    w->resize(1024, 640);
+    ASSERT_TRUE(w->particles().setScene(tinyScene(64)));
+    w->statusBar()->showMessage(QStringLiteral("a message from before the show"), 60000);
+    w->show();
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(w.get()));
+    const auto* line = w->statusBar()->findChild<ElidedLabel*>(QStringLiteral("sceneLine"));
+    ASSERT_NE(line, nullptr);
+    EXPECT_FALSE(w->statusBar()->currentMessage().isEmpty());
+    EXPECT_FALSE(line->isVisible());
+}
+
 TEST_F(WelcomeTest, FitsA1024By640Window) {
     auto w = firstLaunch({1024, 640});
     ASSERT_TRUE(w->welcomePane()->isVisible());
@@ -141,6 +175,16 @@ TEST_F(WelcomeTest, SeeABlowUpOpensTheBlowUpPresetInTheCone) {
     ASSERT_NE(line, nullptr);
     EXPECT_TRUE(line->isVisible());
     EXPECT_TRUE(line->text().contains(QStringLiteral("cone-fig1b-blowup"))) << line->text().toStdString();
+    // A message shown, the workspace activated again (as at startup): the line stays under the message, not
+    // drawn over it (issue 45 item 12), and comes back when the message goes.
+    w->statusBar()->showMessage(QStringLiteral("a message"));
+    w->particles().setActive(true);
+    EXPECT_FALSE(line->isVisible());
+    w->statusBar()->clearMessage();
+    EXPECT_TRUE(line->isVisible());
+    // On another workspace's page the line says nothing of the particles.
+    w->showFlowsView();
+    EXPECT_TRUE(line->text().isEmpty()) << line->text().toStdString();
 }
 
 // The Plots dock shown after the blow-up start (its charts laid out while it was tabbed behind Matrices and

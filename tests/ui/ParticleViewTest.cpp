@@ -153,6 +153,10 @@ TEST(ParticleView, TheQuickControlsCoverNoTickLabel) {
         const HudRect r = view->quickLayout().window;
         const QRectF quick(QPointF(r.left, r.top), QPointF(r.right, r.bottom));
         ASSERT_TRUE(QRectF(view->rect()).contains(quick)) << size.width();
+        // Open, the controls cover at most 15 % of the view (issue 45 item 12).
+        EXPECT_LE(quick.width() * quick.height(), 0.15 * view->width() * view->height())
+            << size.width() << ": " << quick.width() << " x " << quick.height() << " of " << view->width()
+            << " x " << view->height();
         const std::vector<TickLabel> labels = gridTickLabels(view->transform(), QFontMetricsF(view->font()));
         int xLabels = 0, yLabels = 0;
         for (const TickLabel& l : labels) {

@@ -334,6 +334,12 @@ TEST_F(SweepsWorkspaceTest, ClickingACellOpensItsSceneInTheParticlesWorkspace) {
     EXPECT_EQ(s.attention.beta, 4);
     EXPECT_EQ(s.n, 12);
     EXPECT_EQ(s.initial.seed, sweepPoint(*sweeps().spec(), (2 * 2 + 1) * 2).seed);
+    // The opened scene is named as the sweep's run, and the title names it while its tab is shown only.
+    const QString runName = QStringLiteral("tiny run %1").arg((2 * 2 + 1) * 2);
+    EXPECT_EQ(QString::fromStdString(s.name), runName) << s.name;
+    EXPECT_TRUE(window->windowTitle().startsWith(runName)) << window->windowTitle().toStdString();
+    window->showFlowsView();
+    EXPECT_FALSE(window->windowTitle().contains(runName)) << window->windowTitle().toStdString();
 }
 
 TEST_F(SweepsWorkspaceTest, AOneAxisSweepDrawsTheFig4RankHistograms) {

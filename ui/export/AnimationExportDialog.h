@@ -2,7 +2,7 @@
 // size, simulation time per frame, heads-up display, caption, output path), each field with a tooltip. The
 // training view (the Flows tab's training, trained afresh) takes iterations per frame instead of time.
 //
-// The dialog only collects and checks the settings; MainWindow::exportAnimation() renders them (the same
+// The dialog only collects and checks the settings; the workspace's exportAnimation() renders them (the same
 // frames as `flowscope-cli render`). OK stays enabled; a field that cannot work is named in a message under
 // the form and the dialog stays open.
 #pragma once

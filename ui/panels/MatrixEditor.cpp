@@ -308,6 +308,17 @@ MatrixEditor::MatrixSection MatrixEditor::makeSection(char name, QWidget* parent
 }
 
 void MatrixEditor::setScene(const Scene& scene) {
+    analysisStart_.reset();
+    show(scene);
+}
+
+void MatrixEditor::setAnalysisStart(double t, const Mat& cov) {
+    if (cov.rows() != scene_.d || cov.cols() != scene_.d) return;
+    analysisStart_.emplace(t, cov);
+    updateAnalysis();
+}
+
+void MatrixEditor::show(const Scene& scene) {
     scene_ = scene;
     AttentionSpec& a = scene_.attention;
     // A Scene built in C++ may leave the heads empty: they mean one head Q = K = V = I (docs/scene.md).
@@ -322,7 +333,7 @@ void MatrixEditor::setScene(const Scene& scene) {
 void MatrixEditor::setAttention(const AttentionSpec& attention) {
     Scene s = scene_;
     s.attention = attention;
-    setScene(s);
+    show(s);
 }
 
 int MatrixEditor::currentHead() const {
@@ -444,10 +455,14 @@ void MatrixEditor::matrixEdited(char) {
 void MatrixEditor::updateAnalysis() {
     const int d = scene_.d;
     const InitialSpec& init = scene_.initial;
-    const bool gaussian = init.kind == InitKind::Gaussian && init.cov.rows() == d && init.cov.cols() == d;
-    const Mat sigma0 = gaussian ? init.cov : Mat::Identity(d, d);
+    const bool fromTokens = analysisStart_.has_value();
+    const bool gaussian =
+        fromTokens || (init.kind == InitKind::Gaussian && init.cov.rows() == d && init.cov.cols() == d);
+    const Mat sigma0 = fromTokens ? analysisStart_->second : gaussian ? init.cov : Mat::Identity(d, d);
     const AttentionSpec& a = scene_.attention;
-    const double t = a.keyframes.empty() ? 0.0 : a.keyframes[std::size_t(currentKeyframe())].t;
+    const double t = fromTokens            ? analysisStart_->first
+                     : a.keyframes.empty() ? 0.0
+                                           : a.keyframes[std::size_t(currentKeyframe())].t;
     if (d > kMaxAnalysisDimension) {
         eigenvaluesSymA_->setText(QStringLiteral("—"));
         eigenvaluesB_->setText(QStringLiteral("—"));
@@ -455,12 +470,14 @@ void MatrixEditor::updateAnalysis() {
         return;
     }
     try {
-        const RegimePrediction p = predictRegime(scene_, sigma0, t);
+        const RegimePrediction p = predictRegime(scene_, sigma0, t, fromTokens ? t : 0.0);
         const bool matrices = hasMatrices(a.type) && a.headCount() > 0;
         eigenvaluesSymA_->setText(matrices ? formatEigenvalues(p.eigenvaluesSymA) : QStringLiteral("—"));
         eigenvaluesB_->setText(matrices ? formatEigenvalues(p.eigenvaluesB) : QStringLiteral("—"));
         QString text = QString::fromStdString(p.summary);
         if (!gaussian && matrices) text += tr(" (Σ0 = I: the initial tokens are not Gaussian.)");
+        if (fromTokens)
+            text = tr("From the tokens at t = %1 (their covariance as Σ0): %2").arg(t, 0, 'g', 4).arg(text);
         regime_->setText(text);
     } catch (const std::exception& e) {
         eigenvaluesSymA_->setText(QStringLiteral("—"));

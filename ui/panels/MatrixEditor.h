@@ -20,6 +20,8 @@
 #include <QString>
 #include <QWidget>
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 class QComboBox;
@@ -91,6 +93,9 @@ class MatrixEditor : public QWidget {
     void setScene(const Scene& scene);
     // Replaces only the attention (e.g. after the scene panel changed the heads); emits nothing.
     void setAttention(const AttentionSpec& attention);
+    // After a live edit at time t the analysis speaks of the tokens as they are then (their covariance as
+    // Σ0, blow-up times counted from t) and says so; setScene() returns it to the scene's initial Σ0.
+    void setAnalysisStart(double t, const Mat& cov);
 
     AttentionSpec attention() const { return scene_.attention; }
     QString regimeText() const;
@@ -121,9 +126,11 @@ class MatrixEditor : public QWidget {
     void matrixEdited(char name);
     void rebuildSelectors();
     void showMatrices();
+    void show(const Scene& scene);
     void updateAnalysis();
 
     Scene scene_;
+    std::optional<std::pair<double, Mat>> analysisStart_; // (t, the tokens' covariance) after a live edit
     QRandomGenerator random_{kRandomSeed};
     QComboBox* head_ = nullptr;
     QComboBox* layer_ = nullptr;

@@ -3,7 +3,7 @@
 // Settings: dataset, the RWPO layer, side by side (with / without RWPO), layers M, width, batch, learning
 // rate, λ0, β0 and seed. They apply when a run starts (ui/panels/RunControls.h: Start, Step, Reset,
 // Evaluate). Reset goes back to iteration 0 of the current run, Evaluate computes the held-out metrics now.
-// The panel only emits requests; the main window drives the runner and feeds snapshots back to the status
+// The panel only emits requests; the Flows workspace drives the runner and feeds snapshots back to the status
 // lines (iteration, it/s, λ, β, the last held-out NLL and MMD²), with rejected steps and a stopped run shown
 // in a warning colour.
 //

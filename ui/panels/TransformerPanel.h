@@ -5,10 +5,10 @@
 // architecture (OT-Transformer, N-ODE, discrete), λ_OT and its convention, steps M, horizon T, width d, MLP
 // hidden units, blocks D, integrator, comparison with λ_OT = 0, batch, learning rate and seed. They apply
 // when a run starts (ui/panels/RunControls.h: Start, Step, Reset, Evaluate); choosing a task loads its
-// defaults. The panel only emits requests; the main window drives the runner and feeds snapshots back: the
-// status line (the iteration, it/s), a grid of read-outs under it, one column per model (the batch's
-// objective, transport and learning rate; the last held-out diagnostics; λ_OT against Theorem 2's threshold
-// T·L²), and rejected steps and a stopped run in a warning colour.
+// defaults. The panel only emits requests; the Transformers workspace drives the runner and feeds snapshots
+// back: the status line (the iteration, it/s), a grid of read-outs under it, one column per model (the
+// batch's objective, transport and learning rate; the last held-out diagnostics; λ_OT against Theorem 2's
+// threshold T·L²), and rejected steps and a stopped run in a warning colour.
 //
 // Every control's objectName is its parameter key (Tooltips.h, "transformer.*"); the buttons are "start",
 // "step", "reset" and "evaluate", the labels "status" and "warning", the grid "readouts".

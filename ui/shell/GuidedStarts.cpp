@@ -154,12 +154,13 @@ void WelcomePane::present() {
     if (auto* first = findChild<QPushButton*>()) first->setFocus();
 }
 
-// Centred over the window's central area, at most 560 px wide and never larger than the window.
+// Centred over the window's central area, at most 560 px wide, and no wider than that area (where it is at
+// least 360 px wide: at 1024 x 640 the pane spilled 17 px over each side panel), nor than the window.
 void WelcomePane::place() {
     QWidget* window = parentWidget();
     auto* main = qobject_cast<QMainWindow*>(window);
     const QRect area = main && main->centralWidget() ? main->centralWidget()->geometry() : window->rect();
-    const int width = std::min(560, window->width() - 16);
+    const int width = std::min({560, std::max(area.width() - 16, 360), window->width() - 16});
     const int height = std::min(heightForWidth(width) > 0 ? heightForWidth(width) : sizeHint().height(),
                                 window->height() - 16);
     QRect r(0, 0, width, height);

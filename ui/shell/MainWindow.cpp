@@ -34,6 +34,8 @@
 #include <QTimer>
 #include <QToolBar>
 
+#include <utility>
+
 namespace flowscope {
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
@@ -52,8 +54,6 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     for (Workspace* w :
          std::initializer_list<Workspace*>{particles_, flows_, transformers_, inverse_, sweeps_})
         addWorkspace(w);
-    connect(particles_, &ParticlesWorkspace::titleChanged, this,
-            [this](const QString& name) { setWindowTitle(tr("%1 — Flowscope").arg(name)); });
     placeDocks();
     buildMenus();
     connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::onPageChanged);
@@ -79,6 +79,9 @@ void MainWindow::addWorkspace(Workspace* w) {
             [this](const QString& text, int ms) { statusBar()->showMessage(text, ms); });
     connect(w, &Workspace::errorReported, this, [this](const QString& message) { lastError_ = message; });
     connect(w, &Workspace::showPageRequested, this, &MainWindow::showPage);
+    connect(w, &Workspace::documentNameChanged, this, [this, w] {
+        if (w == activeWorkspace()) updateWindowTitle();
+    });
     w->setTheme(theme_);
 }
 
@@ -154,8 +157,10 @@ void MainWindow::buildMenus() {
 void MainWindow::buildHelpMenu() {
     starts_ = makeGuidedStarts(*this);
     welcome_ = new WelcomePane(this, starts_);
-    connect(welcome_, &WelcomePane::dismissed, this,
-            [] { QSettings().setValue(QStringLiteral("welcome/dismissed"), true); });
+    connect(welcome_, &WelcomePane::dismissed, this, [this] {
+        QSettings().setValue(QStringLiteral("welcome/dismissed"), true);
+        if (std::exchange(playAfterWelcome_, false) && activeWorkspace() == particles_) particles_->play();
+    });
     shortcuts_ = new ShortcutsDialog(this);
     palette_ = new CommandPalette(this);
 
@@ -172,7 +177,13 @@ void MainWindow::buildHelpMenu() {
 }
 
 void MainWindow::showWelcome() {
+    playAfterWelcome_ = false;
     welcome_->present();
+}
+
+void MainWindow::playParticlesWhenSeen() {
+    playAfterWelcome_ = welcome_->isVisible();
+    if (!playAfterWelcome_) particles_->play();
 }
 
 void MainWindow::showShortcuts() {
@@ -229,6 +240,7 @@ void MainWindow::onPageChanged() {
     for (Workspace* w : workspaces_)
         if (w != active) showWorkspace(w, false);
     if (active) showWorkspace(active, true);
+    updateWindowTitle();
 
     exportMenu_->clear();
     QAction* png = exportMenu_->addAction(tr("&View as PNG..."), this, [this] { exportShownDialog(false); });
@@ -245,6 +257,14 @@ void MainWindow::onPageChanged() {
     panelsMenu_->clear();
     if (active)
         for (const WorkspaceDock& d : active->docks()) panelsMenu_->addAction(d.dock->toggleViewAction());
+}
+
+// The shown workspace's document ("cone-fig3a-blowup — Flowscope"): a scene's name is not the title of the
+// Flows tab.
+void MainWindow::updateWindowTitle() {
+    const Workspace* active = activeWorkspace();
+    const QString name = active ? active->documentName() : QString();
+    setWindowTitle(name.isEmpty() ? QStringLiteral("Flowscope") : tr("%1 — Flowscope").arg(name));
 }
 
 void MainWindow::showWorkspace(Workspace* w, bool shown) {
@@ -395,6 +415,13 @@ void MainWindow::fitTabTitles() {
 
 void MainWindow::showEvent(QShowEvent* e) {
     QMainWindow::showEvent(e);
+    // A message shown before the window was (a restored sweep's, at startup) did not hide the status bar's
+    // line, which was not visible yet; the show then showed it, and both were drawn over each other. Shown
+    // again now, the message hides the line as it should.
+    if (const QString message = statusBar()->currentMessage(); !message.isEmpty()) {
+        statusBar()->clearMessage();
+        statusBar()->showMessage(message, 5000);
+    }
     if (docksSized_ || sideDocks_.contains(nullptr)) return;
     docksSized_ = true;
     // After the layout the show starts has run: a resize before it is lost.

@@ -88,6 +88,9 @@ class MainWindow : public QMainWindow {
     void showShortcuts();
     void showCommandPalette();
     WelcomePane* welcomePane() const { return welcome_; }
+    // Plays the Particles tab's scene, or, while the welcome pane covers it, once the pane is closed (it
+    // would play unseen behind the pane). A guided start starts its own run instead.
+    void playParticlesWhenSeen();
     QList<QAction*> guidedStarts() const { return starts_; }
     ShortcutsDialog* shortcutsDialog() const { return shortcuts_; }
     CommandPalette* commandPalette() const { return palette_; }
@@ -105,6 +108,7 @@ class MainWindow : public QMainWindow {
     void buildHelpMenu();
     void onPageChanged();
     void showWorkspace(Workspace* w, bool shown);
+    void updateWindowTitle();
     void exportShownDialog(bool plots);
     void openModelDialog();
 
@@ -129,6 +133,7 @@ class MainWindow : public QMainWindow {
     ThemeKind theme_ = ThemeKind::Dark;
     QList<QAction*> starts_;
     WelcomePane* welcome_ = nullptr;
+    bool playAfterWelcome_ = false; // playParticlesWhenSeen() waits for the pane to close
     ShortcutsDialog* shortcuts_ = nullptr;
     CommandPalette* palette_ = nullptr;
     QAction* paletteAction_ = nullptr;

@@ -1,4 +1,4 @@
-// Flowscope UI: a workspace, one kind of work the app does (Particles, Flows, Transformers; Sweeps later).
+// Flowscope UI: a workspace, one kind of work the app does (Particles, Flows, Transformers, Inverse, Sweeps).
 //
 // A workspace owns everything of its kind: its run, its pages (the tabs it shows), its docks, tool bars and
 // menus, its File ▸ Export entries, its settings and its status messages. The shell (MainWindow) only places
@@ -68,6 +68,9 @@ class Workspace : public QObject {
     // "". saveUnsavedWork() offers to save it (its own save dialog): false when the user cancelled or it
     // failed.
     virtual QString unsavedWork() const { return {}; }
+    // What the window title names while one of the workspace's pages is shown ("NAME — Flowscope"): the
+    // document it shows, e.g. the scene; "" for none ("Flowscope"). documentNameChanged() says it changed.
+    virtual QString documentName() const { return {}; }
     virtual bool saveUnsavedWork() { return true; }
     virtual void saveSettings(QSettings&) const {}
     virtual void restoreSettings(QSettings&) {}
@@ -78,6 +81,7 @@ class Workspace : public QObject {
     void statusMessage(const QString& text, int milliseconds);
     void errorReported(const QString& message); // also for a success: empty
     void showPageRequested(QWidget* page);      // e.g. after opening a model: bring its tab to the front
+    void documentNameChanged();
 
   protected:
     bool fail(const QString& message) {

@@ -66,8 +66,15 @@ void ParticleView::setScene(const Scene& scene) {
 
 void ParticleView::setAttention(const AttentionSpec& spec) {
     if (!picture_.scene()) return;
+    // The hover's field follows the run's: another type is another field (the hover said "no attention
+    // distribution" of a softmax run whose field had been made for sigmoid).
+    try {
+        retargetField(pickField_, picture_.scene()->attention, spec, picture_.scene()->d, Precision::Float64,
+                      makeCpuField);
+    } catch (const std::exception&) {
+        pickField_.reset();
+    }
     picture_.setAttention(spec);
-    if (pickField_) pickField_->setAttention(spec);
     quickBeta_ = spec.beta;
     updatePickWeights();
     update();

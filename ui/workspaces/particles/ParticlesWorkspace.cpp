@@ -3,6 +3,7 @@
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 
 #include "engine/backend/Registry.h"
+#include "engine/gaussian/MomentField.h"
 #include "engine/scene/SceneShareString.h"
 #include "render/animation/AnimationExporter.h"
 #include "ui/export/ExportDialogs.h"
@@ -133,11 +134,13 @@ bool ParticlesWorkspace::setScene(const Scene& scene, const QString& sourcePath)
     const QString name = !scene.name.empty()     ? QString::fromStdString(scene.name)
                          : !sourcePath.isEmpty() ? QFileInfo(sourcePath).completeBaseName()
                                                  : tr("untitled");
-    emit titleChanged(name);
+    sceneName_ = name;
+    emit documentNameChanged();
     QString label = name;
     if (!scene.figure.empty()) label += tr(" (%1)").arg(QString::fromStdString(scene.figure));
     if (!scene.description.empty()) label += tr(" — %1").arg(QString::fromStdString(scene.description));
-    sceneLabel_->setText(label);
+    sceneLine_ = label;
+    if (active()) sceneLabel_->setText(label);
     selectPresetFor(sourcePath);
     updateControls();
     return succeed();
@@ -164,6 +167,10 @@ void ParticlesWorkspace::applyAttention(const AttentionSpec& spec, QObject* from
     cone_->setScene(*scene_);
     if (from != scenePanel_) scenePanel_->setAttention(spec);
     if (from != matrixEditor_) matrixEditor_->setAttention(spec);
+    // Once the run has moved, the analysis speaks of the tokens as they are (as the view's overlay does).
+    if (const std::shared_ptr<const Snapshot> now = runner_.snapshot(); now && now->step > 0)
+        if (const std::optional<GaussianState> g = tokenGaussian(now->tokens))
+            matrixEditor_->setAnalysisStart(now->t, g->cov);
     if (from != view_) {
         baseHeads_ = spec.heads; // the V-scale slider restarts from the matrices as edited
         view_->resetValueScale();
@@ -479,7 +486,9 @@ QWidget* ParticlesWorkspace::plotsOf(QWidget*) const {
 
 void ParticlesWorkspace::setActive(bool active) {
     Workspace::setActive(active);
-    sceneLabel_->setVisible(active);
+    // The text goes with the workspace, the visibility stays the status bar's: it hides the line under a
+    // message and shows it again after (showing it here drew it over the message at startup).
+    sceneLabel_->setText(active ? sceneLine_ : QString());
     backendNote_->setVisible(active && !backendNote_->text().isEmpty());
     // The display's shortcuts (H) and options belong to this workspace's pages only.
     for (QAction* a : {maxSpeedAction_, overlayAction_, hudAction_, trailsAction_, discAction_, axesAction_})

@@ -62,6 +62,7 @@ class ParticlesWorkspace : public Workspace {
     void setTheme(ThemeKind kind) override;
     void saveSettings(QSettings& s) const override;
     void restoreSettings(QSettings& s) override;
+    QString documentName() const override { return sceneName_; }
 
     // Scenes. openSceneFile() adds the file to the recent files; setScene() keeps `sourcePath` for Save.
     bool openSceneFile(const QString& path);
@@ -123,7 +124,6 @@ class ParticlesWorkspace : public Workspace {
     QList<QAction*> editActions() const; // copy / paste share string
 
   signals:
-    void titleChanged(const QString& sceneName); // the window title names the scene
 
   private:
     void buildActions();
@@ -199,6 +199,8 @@ class ParticlesWorkspace : public Workspace {
     QSlider* scrubber_ = nullptr;
     QLabel* scrubLabel_ = nullptr;
     ElidedLabel* sceneLabel_ = nullptr;
+    QString sceneName_; // the scene's name, else its file's, else "untitled": the window title's
+    QString sceneLine_; // sceneLabel_'s text while the workspace is shown (empty while another is)
 };
 
 } // namespace flowscope

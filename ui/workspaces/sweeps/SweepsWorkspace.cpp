@@ -27,7 +27,7 @@ namespace flowscope {
 
 namespace {
 
-// A JsonError about the whole file has an empty pointer: its what() starts with ": ".
+// The spec's name, else its file's.
 QString sweepName(const SweepSpec& spec, const QString& path) {
     return spec.name.empty() ? QFileInfo(path).completeBaseName() : QString::fromStdString(spec.name);
 }
@@ -150,6 +150,7 @@ bool SweepsWorkspace::openSweep(const QString& pathOrName) {
     view_->setSelection(panel_->x(), panel_->y(), panel_->measure());
     emit statusMessage(
         tr("Sweep %1: %2 runs; Run starts them").arg(sweepName(*spec_, path)).arg(spec_->runs()), 5000);
+    emit documentNameChanged();
     return succeed();
 }
 
@@ -234,11 +235,17 @@ void SweepsWorkspace::setSelection(const std::string& x, const std::string& y, c
     panel_->setSelection(x, y, measure);
 }
 
+QString SweepsWorkspace::documentName() const {
+    return spec_ ? sweepName(*spec_, specPath_) : QString();
+}
+
 bool SweepsWorkspace::openRun(long run) {
     if (!spec_ || run < 0 || run >= spec_->runs()) return fail(tr("No such run in the sweep shown."));
     Scene scene;
     try {
         scene = sweepSceneToOpen(*spec_, run);
+        // Named as what it is, not as the sweep's base scene: the title then says where it came from.
+        scene.name = tr("%1 run %2").arg(sweepName(*spec_, specPath_)).arg(run).toStdString();
     } catch (const std::exception& e) {
         return fail(tr("Run %1 has no scene to open:\n%2").arg(run).arg(QString::fromStdString(e.what())));
     }

@@ -38,6 +38,7 @@ class SweepsWorkspace : public Workspace {
     void setTheme(ThemeKind kind) override;
     void saveSettings(QSettings& s) const override;
     void restoreSettings(QSettings& s) override;
+    QString documentName() const override;
 
     // Shows a sweep: a SWEEP.json, or the name of a shipped one (assets/sweeps/NAME.json). A sweep still
     // running is cancelled first. False (lastError()) when the spec is invalid; the shown sweep stays.
