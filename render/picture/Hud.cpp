@@ -46,7 +46,8 @@ void applyImGuiStyle() {
     s.Colors[ImGuiCol_TitleBgActive] = ImVec4(0.19f, 0.21f, 0.25f, 1.0f);
     s.Colors[ImGuiCol_TitleBgCollapsed] = ImVec4(0.16f, 0.17f, 0.20f, 0.85f);
     s.Colors[ImGuiCol_Text] = ImVec4(0.90f, 0.91f, 0.93f, 1.0f);
-    s.Colors[ImGuiCol_TextDisabled] = ImVec4(0.55f, 0.58f, 0.64f, 1.0f);
+    // Labels a step below the text, still 4.5:1 against the windows over either theme's plot (kHudBgAlpha).
+    s.Colors[ImGuiCol_TextDisabled] = ImVec4(0.62f, 0.65f, 0.70f, 1.0f);
 }
 
 void buildImGuiFonts(double dpr) {
@@ -127,7 +128,7 @@ void drawHud(const HudStats& s) {
     ImGui::SetNextWindowPos(ImVec2(io.DisplaySize.x - kMargin, kMargin), ImGuiCond_Always,
                             ImVec2(1.0f, 0.0f));
     ImGui::SetNextWindowSizeConstraints(ImVec2(width, 0.0f), ImVec2(FLT_MAX, FLT_MAX));
-    ImGui::SetNextWindowBgAlpha(0.6f);
+    ImGui::SetNextWindowBgAlpha(kHudBgAlpha);
     const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize |
                                    ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
                                    ImGuiWindowFlags_NoInputs | ImGuiWindowFlags_NoNav;
@@ -166,7 +167,7 @@ bool drawQuickSliders(QuickParams& p, QuickSlidersLayout* layout, HudRect inset)
     if (!(GImGui->NextWindowData.Flags & ImGuiNextWindowDataFlags_HasPos))
         ImGui::SetNextWindowPos(ImVec2(kMargin + inset.left, io.DisplaySize.y - kMargin - inset.bottom),
                                 ImGuiCond_Always, ImVec2(0.0f, 1.0f));
-    ImGui::SetNextWindowBgAlpha(0.85f);
+    ImGui::SetNextWindowBgAlpha(kHudBgAlpha);
     const ImGuiWindowFlags flags = ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings |
                                    ImGuiWindowFlags_NoFocusOnAppearing;
     bool changed = false;

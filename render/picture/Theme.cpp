@@ -1,5 +1,7 @@
 #include "render/picture/Theme.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace flowscope {
@@ -48,6 +50,31 @@ QPalette themePalette(ThemeKind kind) {
     for (auto role : {QPalette::WindowText, QPalette::Text, QPalette::ButtonText})
         p.setColor(QPalette::Disabled, role, muted);
     return p;
+}
+
+} // namespace flowscope
+
+namespace flowscope {
+
+namespace {
+// The relative luminance of an sRGB colour (WCAG 2): each channel linearized, then weighted.
+double luminance(const QColor& c) {
+    const auto linear = [](double v) {
+        return v <= 0.04045 ? v / 12.92 : std::pow((v + 0.055) / 1.055, 2.4);
+    };
+    return 0.2126 * linear(c.redF()) + 0.7152 * linear(c.greenF()) + 0.0722 * linear(c.blueF());
+}
+} // namespace
+
+double contrastRatio(const QColor& a, const QColor& b) {
+    const double la = luminance(a), lb = luminance(b);
+    return (std::max(la, lb) + 0.05) / (std::min(la, lb) + 0.05);
+}
+
+QColor blend(const QColor& top, double alpha, const QColor& bottom) {
+    const auto mix = [alpha](double t, double b) { return alpha * t + (1.0 - alpha) * b; };
+    return QColor::fromRgbF(float(mix(top.redF(), bottom.redF())), float(mix(top.greenF(), bottom.greenF())),
+                            float(mix(top.blueF(), bottom.blueF())));
 }
 
 } // namespace flowscope

@@ -15,4 +15,10 @@ QPalette themePalette(ThemeKind kind);
 // The plot background, grid and label colours of a theme.
 PlotStyle plotStyle(ThemeKind kind);
 
+// WCAG 2's contrast ratio of two opaque colours, (L1 + 0.05) / (L2 + 0.05) with L the relative luminance of
+// the sRGB colour (the lighter one's first): 1 to 21; text is legible at 4.5 (level AA).
+double contrastRatio(const QColor& a, const QColor& b);
+// `top` with opacity `alpha` drawn over `bottom` (per sRGB channel, as the GL blend does).
+QColor blend(const QColor& top, double alpha, const QColor& bottom);
+
 } // namespace flowscope

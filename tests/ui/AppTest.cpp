@@ -5,6 +5,7 @@
 
 #include "engine/dynamics/Simulation.h"
 #include "render/picture/Colormap.h"
+#include "render/picture/Theme.h"
 #include "ui/panels/MatrixEditor.h"
 #include "ui/panels/ScenePanel.h"
 #include "ui/shell/MainWindow.h"
@@ -391,6 +392,25 @@ TEST_F(AppTest, SettingsBringBackTheSceneWithItsEdits) {
     EXPECT_DOUBLE_EQ(last->first.attention.heads[0].V(1, 1), -0.9);
     EXPECT_EQ(restored.theme(), ThemeKind::Light);
     restored.setTheme(ThemeKind::Dark);
+    window->setTheme(ThemeKind::Dark);
+}
+
+// Issue 45 item 11: in the light theme the Play icon is drawn in the light palette's button text (it kept the
+// dark theme's near-white, nearly invisible and looking disabled), at 4.5:1 or more against the tool bar.
+TEST_F(AppTest, TheLightThemesPlayIconIsDrawnInItsInk) {
+    window->setTheme(ThemeKind::Light);
+    QAction* play = nullptr;
+    for (QAction* a : window->findChildren<QAction*>())
+        if (a->text() == QStringLiteral("Play") || a->text() == QStringLiteral("Pause")) play = a;
+    ASSERT_NE(play, nullptr);
+    const QImage icon = play->icon().pixmap(16, 16).toImage().convertToFormat(QImage::Format_ARGB32);
+    QColor ink(0, 0, 0, 0); // the most opaque pixel's colour
+    for (int y = 0; y < icon.height(); ++y)
+        for (int x = 0; x < icon.width(); ++x)
+            if (QColor c = icon.pixelColor(x, y); c.alpha() > ink.alpha()) ink = c;
+    const QPalette light = themePalette(ThemeKind::Light);
+    EXPECT_EQ(ink.rgb(), light.color(QPalette::ButtonText).rgb()) << ink.name().toStdString();
+    EXPECT_GE(contrastRatio(ink, light.color(QPalette::Window)), 4.5);
     window->setTheme(ThemeKind::Dark);
 }
 

@@ -7,6 +7,7 @@
 #include "GuiEnvironment.h"
 
 #include "render/picture/Hud.h"
+#include "render/picture/Theme.h"
 #include "ui/views/ImGuiLayer.h"
 
 #include <QApplication>
@@ -281,6 +282,26 @@ TEST(ImGuiLayer, TheHudFitsWiderTextInTheFrameThatDrawsIt) {
     const int settled = leftEdge(view.grabFramebuffer());
     EXPECT_LT(settled, before - 20);
     EXPECT_EQ(first, settled) << "the first frame with the longer text drew a narrower HUD";
+}
+
+// Issue 45 item 11: the HUD's text, its grey labels included, reads at WCAG AA (4.5:1) against its window
+// over either theme's plot (the light theme's labels were grey on grey at 3:1).
+TEST(Hud, ItsTextReadsAtAaContrastOverEitherThemesPlot) {
+    EXPECT_NEAR(contrastRatio(Qt::black, Qt::white), 21.0, 1e-9); // the scale's ends
+    EXPECT_NEAR(contrastRatio(QColor(0x77, 0x77, 0x77), QColor(0x77, 0x77, 0x77)), 1.0, 1e-12);
+    EXPECT_NEAR(contrastRatio(QColor(0x76, 0x76, 0x76), Qt::white), 4.54, 0.01); // WCAG's AA grey on white
+    ImGuiContext* context = ImGui::CreateContext();
+    applyImGuiStyle();
+    const auto color = [](ImGuiCol c) {
+        const ImVec4 v = ImGui::GetStyle().Colors[c];
+        return QColor::fromRgbF(v.x, v.y, v.z);
+    };
+    for (ThemeKind kind : {ThemeKind::Dark, ThemeKind::Light}) {
+        const QColor window = blend(color(ImGuiCol_WindowBg), kHudBgAlpha, plotStyle(kind).background);
+        for (ImGuiCol text : {ImGuiCol_Text, ImGuiCol_TextDisabled})
+            EXPECT_GE(contrastRatio(color(text), window), 4.5) << int(kind) << " " << text;
+    }
+    ImGui::DestroyContext(context);
 }
 
 TEST(ImGuiLayer, StartsAgainAfterDestroyAndDrawsNothingWithoutAContext) {

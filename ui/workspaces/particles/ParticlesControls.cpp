@@ -61,8 +61,10 @@ void ParticlesWorkspace::updateControls() {
     // One state for both: the Play/Pause action and the particle view's HUD ("running"/"paused").
     view_->setRunState(playing);
     playAction_->setText(playing ? tr("Pause") : tr("Play"));
-    playAction_->setIcon(
-        makeIcon(playing ? IconKind::Pause : IconKind::Play, host()->palette().color(QPalette::ButtonText)));
+    // The application's palette, as setTheme() draws the other icons: the window's may not have the new theme
+    // yet when setTheme() calls here (the light theme's Play was drawn in the dark theme's near-white).
+    playAction_->setIcon(makeIcon(playing ? IconKind::Pause : IconKind::Play,
+                                  QApplication::palette().color(QPalette::ButtonText)));
     for (QAction* a : {saveAction_, saveAsAction_}) a->setEnabled(have);
     // The run's shortcuts (Space, S, R, F, Shift+F) act only while this workspace's pages are shown.
     for (QAction* a : {playAction_, stepAction_, resetAction_, frameAction_, followAction_})
