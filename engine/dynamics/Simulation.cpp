@@ -52,11 +52,12 @@ void Simulation::setState(const Tokens& X, double t) {
 
 void Simulation::setAttention(const AttentionSpec& spec) {
     syncTokens(); // the state to continue from should the device refuse the new parameters
-    // A field is made for one kind of attention: another type, the sphere or the mask make a new one (made
+    // A field is made for one kind of attention: another type, normalization or mask make a new one (made
     // first: a spec the factory refuses throws here and leaves the old spec and field in force). Parameters
     // alone (β, Q, K, V, iterations) are set on the field in place, which a GPU field does without a rebuild.
     const AttentionSpec& old = scene_.attention;
-    if (spec.type != old.type || spec.sphere != old.sphere || spec.masked != old.masked)
+    if (spec.type != old.type || spec.sphere != old.sphere || spec.masked != old.masked ||
+        spec.normalization != old.normalization)
         field_ = makeField_(spec, scene_.d, scene_.precision);
     else
         field_->setAttention(spec);
@@ -239,6 +240,7 @@ void Simulation::record() {
         f.obs.tokenEntropy = std::move(entropies);
         if (f.obs.tokenEntropy.size()) f.obs.entropy = f.obs.tokenEntropy.mean();
         f.obs.energy = energy;
+        f.obs.energyBeta = energy / scene_.attention.beta;
     }
     lastObs_ = f.obs;
     history_.push_back(std::move(f));
