@@ -98,3 +98,149 @@ TEST(Theory, PostLnEquiangularOdeMatchesTheSimulation) {
             EXPECT_LE(worstGap(s, {0.0, 1.0}), 1e-9) << "n " << n << ", beta " << c.beta;
         }
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Normalization schemes and positional decay against dense float64 references written from the formulas
+
+namespace {
+
+// Directions x_i / |x_i| (0 stays 0).
+Tokens directionsOf(const Tokens& X) {
+    Tokens T = X;
+    for (Eigen::Index i = 0; i < T.rows(); ++i)
+        if (T.row(i).norm() > 0.0) T.row(i) /= T.row(i).norm();
+    return T;
+}
+
+// docs/math/theory.md#normalization and #positional-decay, term by term, in dense float64:
+//     A_i = sum_h V_h sum_j softmax_j(beta <Q_h y_i, K_h y_j> - (lambda / N) |i - j|) y_j   (j <= i masked),
+// y = X (none) or the directions (post, pre, peri); then none, pre: A_i; peri: A_i / |A_i|; post: the
+// tangent part A_i - <A_i, y_i> y_i. Exp weighting (unnormalized): e^{score} / N instead of the softmax.
+Tokens denseVelocity(const Tokens& X, const AttentionSpec& a) {
+    const Normalization scheme = normalizationOf(a);
+    const Tokens Y = scheme == Normalization::None ? X : directionsOf(X);
+    const Eigen::Index n = Y.rows();
+    Tokens A = Tokens::Zero(n, Y.cols());
+    for (const HeadParams& h : a.heads)
+        for (Eigen::Index i = 0; i < n; ++i) {
+            const Eigen::Index end = a.masked ? i + 1 : n;
+            Vec s(end);
+            for (Eigen::Index j = 0; j < end; ++j)
+                s(j) = a.beta * (h.Q * Y.row(i).transpose()).dot(h.K * Y.row(j).transpose()) -
+                       a.positionalDecay / double(n) * double(std::abs(i - j));
+            Vec w = s.array().exp();
+            if (a.type == AttentionType::Softmax)
+                w /= w.sum();
+            else
+                w /= double(n);
+            A.row(i) += (h.V * (Y.topRows(end).transpose() * w)).transpose();
+        }
+    for (Eigen::Index i = 0; i < n; ++i) {
+        if (scheme == Normalization::Peri) A.row(i) /= A.row(i).norm();
+        if (scheme == Normalization::Post) A.row(i) -= A.row(i).dot(Y.row(i)) * Y.row(i);
+    }
+    return A;
+}
+
+AttentionSpec twoRandomHeads(int d, std::uint64_t seed) {
+    AttentionSpec a;
+    a.beta = 1.3;
+    for (int h = 0; h < 2; ++h)
+        a.heads.push_back({randomTokens(d, d, seed + 3 * h, 0.7), randomTokens(d, d, seed + 3 * h + 1, 0.7),
+                           randomTokens(d, d, seed + 3 * h + 2, 0.7)});
+    return a;
+}
+
+} // namespace
+
+// Item 1: each scheme's velocity, on tokens of random radii and two random heads, masked or not.
+TEST(Theory, NormalizationSchemesMatchTheirFormulas) {
+    const int n = 11, d = 3;
+    Tokens X = randomTokens(n, d, 21);
+    for (Eigen::Index i = 0; i < n; ++i) X.row(i) *= 0.2 + 0.3 * double(i); // radii 0.2 .. 3.2 times |g|
+    for (Normalization scheme :
+         {Normalization::None, Normalization::Post, Normalization::Pre, Normalization::Peri})
+        for (bool masked : {false, true}) {
+            SCOPED_TRACE(std::string(toString(scheme)) + (masked ? ", masked" : ""));
+            AttentionSpec a = twoRandomHeads(d, 7);
+            a.masked = masked;
+            a.sphere = scheme == Normalization::Post;
+            a.normalization = a.sphere ? Normalization::None : scheme;
+            // Post-LN runs on the sphere: the simulation keeps its tokens there.
+            const Tokens at = scheme == Normalization::Post ? directionsOf(X) : X;
+            Tokens V;
+            makeCpuField(a, d, Precision::Float64)->velocity(0.0, at, V);
+            expectMat(V, denseVelocity(at, a), 1e-13);
+        }
+}
+
+// A code-built spec that sets both `sphere` and another scheme is refused, naming the field.
+TEST(Theory, SphereAndAnotherSchemeAreRefused) {
+    AttentionSpec a = twoRandomHeads(3, 1);
+    a.sphere = true;
+    a.normalization = Normalization::Pre;
+    try {
+        makeCpuField(a, 3, Precision::Float64);
+        ADD_FAILURE() << "no error";
+    } catch (const SceneError& e) {
+        EXPECT_EQ(e.pointer, "/attention/normalization");
+    }
+}
+
+// The pre- and peri-LN equiangular reductions (radius and cosine) against the simulation, from n orthonormal
+// tokens: the mean cosine to 1e-9 at every record.
+TEST(Theory, PreAndPeriLnEquiangularOdesMatchTheSimulation) {
+    for (Normalization scheme : {Normalization::Pre, Normalization::Peri})
+        for (int n : {3, 6})
+            for (double beta : {1.0, 4.0}) {
+                Scene s = orthonormalScene(n, beta, beta == 1.0 ? 12.0 : 40.0, 80);
+                s.attention.normalization = scheme;
+                EXPECT_LE(worstGap(s, {0.0, 1.0}), 1e-9)
+                    << toString(scheme) << ", n " << n << ", beta " << beta;
+            }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The decay rates of the normalization presets (docs/math/theory.md#rates)
+
+namespace {
+
+// The least-squares slope of y against x.
+double slope(const std::vector<double>& x, const std::vector<double>& y) {
+    const double n = double(x.size());
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (std::size_t k = 0; k < x.size(); ++k) {
+        sx += x[k], sy += y[k], sxx += x[k] * x[k], sxy += x[k] * y[k];
+    }
+    return (n * sxy - sx * sy) / (n * sxx - sx * sx);
+}
+
+// The slope of log(1 - rho) against t (exponential) or against log t (power), over the second half of a
+// preset's run.
+double measuredRate(const std::string& preset, bool power) {
+    Simulation sim(loadScene(std::string(FLOWSCOPE_PRESET_DIR) + "/" + preset + ".json"));
+    sim.run();
+    EXPECT_FALSE(sim.event().has_value()) << preset;
+    std::vector<double> x, y;
+    const double T = sim.scene().integrator.T;
+    for (const Frame& f : sim.history())
+        if (f.t >= T / 2) {
+            x.push_back(power ? std::log(f.t) : f.t);
+            y.push_back(std::log(1.0 - f.obs.meanCosine));
+        }
+    EXPECT_GE(x.size(), 20u) << preset;
+    return slope(x, y);
+}
+
+} // namespace
+
+// Post-LN: 1 - rho ~ e^{-2t}; pre- and peri-LN: 1 - rho ~ t^{-2}. Within 10 % of the predicted exponent.
+TEST(Theory, NormalizationPresetsDecayAtThePredictedRates) {
+    const double post = measuredRate("norm-post-ln", false), pre = measuredRate("norm-pre-ln", true),
+                 peri = measuredRate("norm-peri-ln", true);
+    std::cout << "[ rates    ] post " << post << " (per t), pre " << pre << ", peri " << peri
+              << " (per log t)\n";
+    EXPECT_NEAR(post, -2.0, 0.2);
+    EXPECT_NEAR(pre, -2.0, 0.2);
+    EXPECT_NEAR(peri, -2.0, 0.2);
+}
