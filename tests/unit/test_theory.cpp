@@ -244,3 +244,63 @@ TEST(Theory, NormalizationPresetsDecayAtThePredictedRates) {
     EXPECT_NEAR(pre, -2.0, 0.2);
     EXPECT_NEAR(peri, -2.0, 0.2);
 }
+
+// ---------------------------------------------------------------------------------------------------------
+// Positional decay (docs/math/theory.md#positional-decay)
+
+// Item 2: ALiBi-style decay in the streaming kernel, masked and unmasked, softmax and exp, at N on and off
+// the SIMD width (8 float32 lanes, 4 float64), d at 2 (two queries a sweep), 3 and 8 (the runtime-d loop),
+// against the dense float64 formula. float32 within a float32 tolerance.
+TEST(Theory, PositionalDecayMatchesTheDenseFormula) {
+    for (AttentionType type : {AttentionType::Softmax, AttentionType::Exp})
+        for (double lambda : {7.5, 100.0}) // masked: the max sweep's bound (lambda <= 44), the exact maximum
+            for (int d : {2, 3, 8})
+                for (int n : {1, 5, 8, 13, 37, 300})
+                    for (bool masked : {false, true}) {
+                        SCOPED_TRACE(std::string(toString(type)) + " lambda " + std::to_string(lambda) +
+                                     " d " + std::to_string(d) + " n " + std::to_string(n) +
+                                     (masked ? " masked" : ""));
+                        AttentionSpec a = singleHead(type, Mat::Identity(d, d), Mat::Identity(d, d),
+                                                     randomTokens(d, d, 3, 0.5));
+                        a.beta = 2.0;
+                        a.masked = masked;
+                        a.positionalDecay = lambda;
+                        const Tokens X = randomTokens(n, d, 40 + n);
+                        const Tokens ref = denseVelocity(X, a);
+                        const double scale = std::max(1.0, ref.cwiseAbs().maxCoeff());
+                        Tokens V64, V32;
+                        makeCpuField(a, d, Precision::Float64)->velocity(0.0, X, V64);
+                        makeCpuField(a, d, Precision::Float32)->velocity(0.0, X, V32);
+                        expectMat(V64, ref, 1e-12 * scale);
+                        expectMat(V32, ref, 2e-5 * scale);
+                    }
+}
+
+// The entropies and the attention row of a field with positional decay are those of its weights.
+TEST(Theory, PositionalDecayEntropiesAndRowsFollowTheWeights) {
+    const int n = 23, d = 2;
+    AttentionSpec a =
+        singleHead(AttentionType::Softmax, Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d));
+    a.positionalDecay = 12.0;
+    a.masked = true;
+    const Tokens X = randomTokens(n, d, 2);
+    auto field = makeCpuField(a, d, Precision::Float64);
+    Tokens V;
+    Vec H;
+    double E = 0;
+    field->velocityAndStats(0.0, X, V, &H, &E);
+    EXPECT_TRUE(std::isnan(E)); // the interaction energy is not that of a positional model
+    ASSERT_EQ(H.size(), n);
+    for (Eigen::Index i : {0, 7, 22}) {
+        const Vec p = field->attentionWeights(0.0, X, i);
+        // Weights by the formula: exp(<x_i, x_j> - (lambda / N)(i - j)), j <= i.
+        Vec w = Vec::Zero(n);
+        for (Eigen::Index j = 0; j <= i; ++j)
+            w(j) = std::exp(X.row(i).dot(X.row(j)) - a.positionalDecay / n * double(i - j));
+        w /= w.sum();
+        expectMat(p, w, 1e-14);
+        double h = 0;
+        for (Eigen::Index j = 0; j <= i; ++j) h -= w(j) * std::log(w(j));
+        EXPECT_NEAR(H(i), h, 1e-12);
+    }
+}
