@@ -4,6 +4,7 @@
 
 #include "engine/dynamics/Equiangular.h"
 #include "engine/dynamics/Simulation.h"
+#include "engine/dynamics/Staircase.h"
 
 #include <gtest/gtest.h>
 
@@ -303,4 +304,61 @@ TEST(Theory, PositionalDecayEntropiesAndRowsFollowTheWeights) {
         for (Eigen::Index j = 0; j <= i; ++j) h -= w(j) * std::log(w(j));
         EXPECT_NEAR(H(i), h, 1e-12);
     }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Metastability: the staircase of E_beta against log t (docs/math/theory.md#metastability)
+
+// The plateau rule on curves whose plateaus are known: k smooth steps y = sum_m tanh(8 (log t - c_m)) at
+// centres c_m three units of log t apart (k + 1 plateaus), with and without a small wiggle; a ramp has none;
+// a constant has one.
+TEST(Theory, PlateauRuleCountsTheStepsOfAKnownStaircase) {
+    for (int k : {1, 2, 4})
+        for (double wiggle : {0.0, 0.01}) {
+            std::vector<double> t, y;
+            for (double u = 0.0; u <= 3.0 * (k + 1); u += 0.01) {
+                double v = wiggle * std::sin(7.0 * u);
+                for (int m = 1; m <= k; ++m) v += std::tanh(8.0 * (u - 3.0 * m));
+                t.push_back(std::exp(u));
+                y.push_back(v);
+            }
+            EXPECT_EQ(plateaus(t, y).size(), std::size_t(k + 1)) << k << " steps, wiggle " << wiggle;
+        }
+    std::vector<double> t, ramp, constant;
+    for (double u = 0.0; u <= 6.0; u += 0.01) {
+        t.push_back(std::exp(u));
+        ramp.push_back(u);
+        constant.push_back(2.0);
+    }
+    EXPECT_EQ(plateaus(t, ramp).size(), 0u);
+    EXPECT_EQ(plateaus(t, constant).size(), 1u);
+}
+
+// E_beta is the interaction energy over beta, and the metastability preset's staircase has one plateau per
+// group: k = 3.
+TEST(Theory, MetastablePresetClimbsAStaircaseOfKPlateaus) {
+    const Scene s = loadScene(std::string(FLOWSCOPE_PRESET_DIR) + "/metastable-staircase.json");
+    Simulation sim(s);
+    sim.run();
+    ASSERT_FALSE(sim.event().has_value());
+    std::vector<double> t, y;
+    for (const Frame& f : sim.history()) {
+        if (f.t == 0.0) continue;
+        // The formula written out: (1 / (2 beta N^2)) sum_ij exp(beta <x_i, x_j>).
+        if (f.step % 2000 == 0) {
+            double sum = 0;
+            for (Eigen::Index i = 0; i < s.n; ++i)
+                for (Eigen::Index j = 0; j < s.n; ++j)
+                    sum += std::exp(s.attention.beta * f.tokens.row(i).dot(f.tokens.row(j)));
+            EXPECT_NEAR(f.obs.energyBeta, sum / (2.0 * s.attention.beta * s.n * s.n),
+                        1e-12 * f.obs.energyBeta);
+        }
+        t.push_back(f.t);
+        y.push_back(std::log(f.obs.energyBeta));
+    }
+    const std::vector<Plateau> found = plateaus(t, y);
+    for (const Plateau& p : found)
+        std::cout << "[ plateau  ] t in [" << p.t0 << ", " << p.t1 << "], log E_beta " << p.level << "\n";
+    EXPECT_EQ(found.size(), 3u);
+    for (std::size_t k = 1; k < found.size(); ++k) EXPECT_GT(found[k].level, found[k - 1].level);
 }
