@@ -306,6 +306,7 @@ std::unique_ptr<MomentField> makeMomentField(const Scene& scene) {
     case AttentionType::Relu:
     case AttentionType::Sigmoid:
     case AttentionType::Rwpo:
+    case AttentionType::Hardmax:
         break;
     }
     throw SceneError("/attention/type", std::string(toString(a.type)) +

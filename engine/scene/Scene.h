@@ -30,7 +30,7 @@ struct Keyframe {
     std::vector<HeadParams> heads;
 };
 
-enum class AttentionType { Softmax, Linear, L2, Sinkhorn, Exp, Relu, Sigmoid, Rwpo, Drifting };
+enum class AttentionType { Softmax, Linear, L2, Sinkhorn, Exp, Relu, Sigmoid, Rwpo, Drifting, Hardmax };
 enum class Interpolation { Piecewise, Linear };
 // RWPO interaction kernel (docs/math/attention.md#rwpo): the corrected vector kernel (default), the kernel
 // exactly as printed in the paper, and the per-coordinate (separable) form of the authors' MATLAB code.

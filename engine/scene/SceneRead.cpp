@@ -276,7 +276,7 @@ AttentionSpec parseAttention(const JsonReader& j, int d) {
                     "sinkhorn", "rwpo", "target"});
     AttentionSpec a;
     const int typeIndex =
-        j.require("type", "one of softmax, linear, l2, sinkhorn, exp, relu, sigmoid, rwpo, drifting")
+        j.require("type", "one of softmax, linear, l2, sinkhorn, exp, relu, sigmoid, rwpo, drifting, hardmax")
             .choice("attention type", names::kAttentionType);
     const bool maskedType = typeIndex == int(names::kAttention.size());
     a.type = maskedType ? AttentionType::Softmax : AttentionType(typeIndex);

@@ -641,7 +641,7 @@ TEST(SceneErrors, AttentionType) {
     expectError(
         j, "/attention/type",
         "unknown attention type \"sofmax\" (expected one of softmax, linear, l2, sinkhorn, exp, relu, "
-        "sigmoid, rwpo, drifting, masked)");
+        "sigmoid, rwpo, drifting, hardmax, masked)");
     expectError(j, "/attention/type", "did you mean \"softmax\"?");
     j["attention"]["type"] = 3;
     expectError(j, "/attention/type", "expected string, got 3");

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <iostream>
 
 using namespace flowscope;
@@ -361,4 +363,59 @@ TEST(Theory, MetastablePresetClimbsAStaircaseOfKPlateaus) {
         std::cout << "[ plateau  ] t in [" << p.t0 << ", " << p.t1 << "], log E_beta " << p.level << "\n";
     EXPECT_EQ(found.size(), 3u);
     for (std::size_t k = 1; k < found.size(); ++k) EXPECT_GT(found[k].level, found[k - 1].level);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Hardmax, the beta -> infinity limit of softmax (docs/math/theory.md#hardmax)
+
+// Softmax at large beta is hardmax: with a score gap g between the best key and the next, every other weight
+// is at most e^{-beta g}, so at beta g > 800 softmax's float64 weights are exactly hardmax's; and the
+// difference shrinks with beta on the way there. Masked and not, two heads.
+TEST(Theory, HardmaxIsTheLargeBetaLimitOfSoftmax) {
+    const int n = 40, d = 3;
+    const Tokens X = randomTokens(n, d, 9);
+    for (bool masked : {false, true}) {
+        AttentionSpec a = twoRandomHeads(d, 5);
+        a.masked = masked;
+        a.type = AttentionType::Hardmax;
+        Tokens H;
+        makeCpuField(a, d, Precision::Float64)->velocity(0.0, X, H);
+        // The smallest gap between the best and the second-best score over queries and heads.
+        double gap = INFINITY;
+        for (const HeadParams& h : a.heads)
+            for (Eigen::Index i = 0; i < n; ++i) {
+                const Eigen::Index end = masked ? i + 1 : n;
+                Vec s = X.topRows(end) * (h.K.transpose() * h.Q * X.row(i).transpose());
+                std::sort(s.data(), s.data() + s.size(), std::greater<double>());
+                if (end > 1) gap = std::min(gap, s(0) - s(1));
+            }
+        ASSERT_GT(gap, 0.0);
+        a.type = AttentionType::Softmax;
+        double previous = INFINITY;
+        for (double beta : {2.0 / gap, 8.0 / gap, 32.0 / gap, 1000.0 / gap}) {
+            a.beta = beta;
+            Tokens S;
+            makeCpuField(a, d, Precision::Float64)->velocity(0.0, X, S);
+            const double diff = (S - H).cwiseAbs().maxCoeff();
+            EXPECT_LT(diff, previous) << "beta gap " << beta * gap;
+            previous = diff;
+            if (beta * gap > 800) EXPECT_LE(diff, 1e-12 * std::max(1.0, H.cwiseAbs().maxCoeff()));
+        }
+    }
+}
+
+// Exact ties share the weight: two tokens at one point tie as each other's best key and both move with V
+// times their mean; a token whose best key is itself moves with V times itself (V = I, so its own position).
+TEST(Theory, HardmaxTiesShareTheWeightAndTokensMoveTowardTheirBestKey) {
+    Tokens X(3, 2);
+    X << 1, 0, 1, 0, -2, 0.5;
+    AttentionSpec a =
+        singleHead(AttentionType::Hardmax, Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2));
+    Tokens V;
+    makeCpuField(a, 2, Precision::Float64)->velocity(0.0, X, V);
+    // Scores of token 0: <x_0, x_j> = 1, 1, -2: tokens 0 and 1 tie, mean (1, 0).
+    expectMat(V.row(0), X.row(0), 0.0);
+    expectMat(V.row(1), X.row(0), 0.0);
+    // Token 2: <x_2, x_j> = -2, -2, 4.25: itself.
+    expectMat(V.row(2), X.row(2), 0.0);
 }
