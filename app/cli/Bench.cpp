@@ -76,8 +76,10 @@ using Clock = std::chrono::steady_clock;
 constexpr int kSinkhornIterations = 10;
 constexpr long kDenseMaxN = 16384; // the N x N float matrix is 1 GiB there; 16 GiB at 65536
 
-const std::vector<std::string> kVariants = {"softmax", "l2",      "sinkhorn", "linear",    "exp",
-                                            "relu",    "sigmoid", "masked",   "multihead", "rwpo"};
+const std::vector<std::string> kVariants = {"softmax", "l2",     "sinkhorn",     "linear",    "exp", "relu",
+                                            "sigmoid", "masked", "masked-alibi", "multihead", "rwpo"};
+// masked-alibi: masked softmax with the positional decay lambda below (docs/math/theory.md#positional-decay).
+constexpr double kBenchPositionalDecay = 8.0;
 
 AttentionSpec specFor(const std::string& v, int d) {
     // The variants that are an attention type as it is, with the one head below.
@@ -94,9 +96,10 @@ AttentionSpec specFor(const std::string& v, int d) {
         s.type = AttentionType::Sinkhorn;
         s.sinkhornIterations = kSinkhornIterations;
         s.sinkhornTol = 0.0; // always run the full iteration count: comparable timings
-    } else if (v == "masked") {
+    } else if (v == "masked" || v == "masked-alibi") {
         s.type = AttentionType::Softmax;
         s.masked = true;
+        if (v == "masked-alibi") s.positionalDecay = kBenchPositionalDecay;
     } else if (v == "multihead") {
         s.type = AttentionType::Softmax;
         s.heads = {HeadParams{I, I, -0.5 * I}, HeadParams{I, -I, 0.25 * I}};
@@ -110,11 +113,15 @@ AttentionSpec specFor(const std::string& v, int d) {
 }
 
 // Dense weighted average of one head: the N x N scores, their weights, one product with the tokens.
-MatF denseAverage(const MatF& X, const HeadSetup& h, bool causal) {
+MatF denseAverage(const MatF& X, const HeadSetup& h, bool causal, double positionalDecay = 0.0) {
     const long n = X.rows();
     const MatF Q = h.queries.size() ? MatF(h.queries.cast<float>()) : MatF(X * h.B.cast<float>().transpose());
     MatF S = Q * X.transpose();
     if (h.bias.size()) S.rowwise() += h.bias.cast<float>().transpose();
+    if (positionalDecay != 0.0) // the dense N x N form: -(lambda / N) |i - j| added to every score
+        for (long i = 0; i < n; ++i)
+            for (long j = 0; j < n; ++j)
+                S(i, j) -= float(positionalDecay / double(n) * double(std::abs(i - j)));
     if (causal)
         for (long i = 0; i < n; ++i) S.row(i).tail(n - i - 1).setConstant(-INFINITY);
     VecF scale = VecF::Ones(n);
@@ -186,7 +193,7 @@ MatF denseVelocity(const std::string& v, const AttentionSpec& spec, const MatF& 
             out += (S * X / float(X.rows())) * head.V.cast<float>().transpose();
         } else {
             const HeadSetup h = dynamic_cast<KernelAttention&>(field).setupHead(head, Xd);
-            out += denseAverage(X, h, spec.masked) * h.V.cast<float>().transpose();
+            out += denseAverage(X, h, spec.masked, spec.positionalDecay) * h.V.cast<float>().transpose();
         }
     }
     return out;
@@ -195,10 +202,10 @@ MatF denseVelocity(const std::string& v, const AttentionSpec& spec, const MatF& 
 // The relative error of `V` (the evaluated velocity, n x d) against float64 on 256 evenly spaced rows, as the
 // PyTorch peers measure theirs: |V_S - R_S|_F / |R_S|_F, R the float64 streaming pass of those rows' queries
 // against all keys (the CPU reference kernel: 256 N pairs in double). NaN for variants that are not a plain
-// kernel average (Sinkhorn, linear, RWPO) and for masked attention.
+// kernel average (Sinkhorn, linear, RWPO) and for masked attention or positional decay.
 double sampledRelativeError(const AttentionSpec& spec, const Tokens& X, const Tokens& V) {
-    if (spec.masked || spec.type == AttentionType::Sinkhorn || spec.type == AttentionType::Linear ||
-        spec.type == AttentionType::Rwpo)
+    if (spec.masked || spec.positionalDecay != 0.0 || spec.type == AttentionType::Sinkhorn ||
+        spec.type == AttentionType::Linear || spec.type == AttentionType::Rwpo)
         return NAN;
     const auto field = makeCpuField(spec, int(X.cols()), Precision::Float64);
     auto* kernel = dynamic_cast<KernelAttention*>(field.get());
@@ -409,6 +416,8 @@ int bench(const Args& raw) {
     std::vector<std::pair<long, std::size_t>> rows;
     for (long n : ns)
         for (std::size_t k = 0; k < precisions.size(); ++k) rows.emplace_back(n, k);
+    // Full softmax's pairs/s by (N, precision): a masked row then says what fraction of a full step it costs.
+    std::map<std::pair<long, std::size_t>, double> softmaxPairs;
     for (const std::string& v : variants) {
         double base = NAN, float32Pairs = NAN; // of the row's N: the dense baseline is measured once for both
         for (const auto& row : rows) {
@@ -474,6 +483,10 @@ int bench(const Args& raw) {
                 error = sampledRelativeError(spec, X, dX);
             }
             const int sinkhornIterations = field ? field->diagnostics().sinkhornIterations : 0;
+            if (v == "softmax") softmaxPairs[row] = pairs;
+            const auto full = softmaxPairs.find(row);
+            const double ofSoftmax = // the step's time over a full softmax step's
+                v != "softmax" && full != softmaxPairs.end() ? full->second / pairs : NAN;
             if (json) {
                 nlohmann::json r = {{"variant", v},
                                     {"device_steps", deviceSteps},
@@ -494,6 +507,7 @@ int bench(const Args& raw) {
                 if (prec == Precision::Float64 && std::isfinite(float32Pairs))
                     r["ratio_to_float32"] = pairs / float32Pairs;
                 if (sinkhornIterations > 0) r["sinkhorn_iterations"] = sinkhornIterations;
+                if (std::isfinite(ofSoftmax)) r["time_vs_softmax"] = ofSoftmax;
                 std::cout << r.dump() << std::endl;
             } else {
                 std::cout << std::left << std::setw(11) << v << std::right << std::setw(8) << n
@@ -513,6 +527,9 @@ int bench(const Args& raw) {
                 if (prec == Precision::Float64 && std::isfinite(float32Pairs))
                     std::cout << "  " << std::fixed << std::setprecision(2) << pairs / float32Pairs
                               << "x float32";
+                if (std::isfinite(ofSoftmax) && (v == "masked" || v == "masked-alibi"))
+                    std::cout << "  " << std::fixed << std::setprecision(2) << ofSoftmax
+                              << " of a softmax step's time";
                 std::cout << std::defaultfloat << std::endl;
             }
             if (prec == Precision::Float32) float32Pairs = pairs;

@@ -285,7 +285,9 @@ int simulate(const Args& raw) {
     nlohmann::json times = nlohmann::json::array(), mean = nlohmann::json::array(),
                    cov = nlohmann::json::array(), kinetic = nlohmann::json::array(),
                    entropy = nlohmann::json::array(), clusters = nlohmann::json::array(),
-                   rank = nlohmann::json::array(), maxNorm = nlohmann::json::array();
+                   rank = nlohmann::json::array(), maxNorm = nlohmann::json::array(),
+                   cosine = nlohmann::json::array(), energy = nlohmann::json::array(),
+                   energyBeta = nlohmann::json::array();
     for (const Frame& f : hist) {
         times.push_back(f.t);
         mean.push_back(vectorJson(f.obs.mean));
@@ -295,11 +297,21 @@ int simulate(const Args& raw) {
         clusters.push_back(f.obs.clusters);
         rank.push_back(f.obs.rank);
         maxNorm.push_back(numberJson(f.obs.maxNorm));
+        cosine.push_back(numberJson(f.obs.meanCosine));
+        energy.push_back(numberJson(f.obs.energy));
+        energyBeta.push_back(numberJson(f.obs.energyBeta));
     }
     j["times"] = times;
-    j["observables"] = {
-        {"mean", mean},         {"cov", cov},   {"kinetic_energy", kinetic}, {"attention_entropy", entropy},
-        {"clusters", clusters}, {"rank", rank}, {"max_norm", maxNorm}};
+    j["observables"] = {{"mean", mean},
+                        {"cov", cov},
+                        {"kinetic_energy", kinetic},
+                        {"attention_entropy", entropy},
+                        {"clusters", clusters},
+                        {"rank", rank},
+                        {"max_norm", maxNorm},
+                        {"mean_cosine", cosine},
+                        {"interaction_energy", energy},
+                        {"energy_beta", energyBeta}};
     if (sim.event())
         j["event"] = {
             {"kind", toString(sim.event()->kind)}, {"t", sim.event()->t}, {"message", sim.event()->message}};

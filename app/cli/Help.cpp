@@ -48,7 +48,9 @@ commands:
       pair-interactions per second of one velocity evaluation, against a dense Eigen baseline, and the
       fraction of the FP32 peak (measured on the CPU, or F flop/s for a GPU) at (4d + 2) flops per pair;
       --device-steps times whole Euler steps with the tokens kept on the GPU (the GUI's path) instead;
-      --error adds the relative error against float64 on 256 evenly spaced rows (kernel averages)
+      --error adds the relative error against float64 on 256 evenly spaced rows (kernel averages);
+      variants: softmax, l2, sinkhorn, linear, exp, relu, sigmoid, masked, masked-alibi (masked with
+      positional decay lambda = 8), multihead, rwpo; a masked row says its time as a fraction of softmax's
   ranks [--attention softmax|l2] [--v identity|random] [--method paper|adaptive] [--dims 3,4,5] [--runs 100]
         [--seed 40] [--threshold 0.1] [--include-exceptions] [--steps a,b,c] [--tol-low X] [--max-iter N]
         [--n-max N] [--threads N] [--out ranks.json]

@@ -1,6 +1,7 @@
 // The field factory: one attention spec -> one VelocityField, its streaming passes on a given runner.
 #include "engine/attention/DriftingAttention.h"
 #include "engine/attention/ExpAttention.h"
+#include "engine/attention/HardmaxAttention.h"
 #include "engine/attention/L2Attention.h"
 #include "engine/attention/LinearAttention.h"
 #include "engine/attention/ReluAttention.h"
@@ -47,6 +48,7 @@ constexpr FieldKind kFieldKinds[] = {
     {AttentionType::Linear, make<LinearAttention>, "masked linear attention is not supported"},
     {AttentionType::Rwpo, make<RwpoAttention>, nullptr},
     {AttentionType::Drifting, make<DriftingAttention>, nullptr},
+    {AttentionType::Hardmax, make<HardmaxAttention>, nullptr},
 };
 
 } // namespace
@@ -65,7 +67,8 @@ std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Pr
 }
 
 bool needsNewField(const AttentionSpec& old, const AttentionSpec& spec) {
-    return spec.type != old.type || spec.sphere != old.sphere || spec.masked != old.masked;
+    return spec.type != old.type || spec.sphere != old.sphere || spec.masked != old.masked ||
+           spec.normalization != old.normalization;
 }
 
 void retargetField(std::unique_ptr<VelocityField>& field, const AttentionSpec& old, const AttentionSpec& spec,

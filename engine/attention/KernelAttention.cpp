@@ -3,6 +3,7 @@
 #include "engine/core/Parallel.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace flowscope {
@@ -42,6 +43,7 @@ StreamPass headPass(const Tokens& X, const HeadSetup& head, bool causal) {
                           ? StreamPass{head.queries, none, X, head.bias, causal, head.weighting}
                           : StreamPass{X, head.B, X, head.bias, causal, head.weighting};
     if (head.quadraticBias.size()) pass.quadraticBias = &head.quadraticBias;
+    pass.positionSlope = head.positionSlope;
     return pass;
 }
 
@@ -77,14 +79,27 @@ Tokens headQueries(const Tokens& X, const HeadSetup& head) {
     return head.queries.size() ? head.queries : Tokens(X * head.B.transpose());
 }
 
-Vec softmaxEntropies(const Tokens& X, const Tokens& Qy, const Vec& bias, bool causal) {
+namespace {
+
+// The scores of query i against keys 0 .. end - 1, with the key biases and the positional decay.
+Vec scoreRow(const Tokens& X, const Tokens& queries, const Vec& bias, Eigen::Index i, Eigen::Index end,
+             double slope) {
+    Vec s = X.topRows(end) * queries.row(i).transpose();
+    if (bias.size()) s += bias.head(end);
+    if (slope != 0.0)
+        for (Eigen::Index j = 0; j < end; ++j) s(j) -= slope * double(std::abs(i - j));
+    return s;
+}
+
+} // namespace
+
+Vec softmaxEntropies(const Tokens& X, const Tokens& Qy, const Vec& bias, bool causal, double slope) {
     const int n = int(X.rows());
     Vec H = Vec::Zero(n);
     parallelFor(std::size_t(n), 64, [&](std::size_t b, std::size_t e) {
         for (std::size_t i = b; i < e; ++i) {
             const int end = causal ? int(i) + 1 : n;
-            Vec s = X.topRows(end) * Qy.row(Eigen::Index(i)).transpose();
-            if (bias.size()) s += bias.head(end);
+            const Vec s = scoreRow(X, Qy, bias, Eigen::Index(i), end, slope);
             const double m = s.maxCoeff();
             const Vec w = (s.array() - m).exp();
             const double den = w.sum();
@@ -95,28 +110,35 @@ Vec softmaxEntropies(const Tokens& X, const Tokens& Qy, const Vec& bias, bool ca
     return H;
 }
 
-Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal, Eigen::Index i) {
+Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal, Eigen::Index i,
+               double slope) {
     const Eigen::Index n = X.rows(), end = causal ? i + 1 : n;
     Vec p = Vec::Zero(n);
     if (i < 0 || i >= n) return {};
-    Vec s = X.topRows(end) * queries.row(i).transpose();
-    if (bias.size()) s += bias.head(end);
+    const Vec s = scoreRow(X, queries, bias, i, end, slope);
     p.head(end) = (s.array() - s.maxCoeff()).exp();
     return p / p.sum();
+}
+
+HeadSetup KernelAttention::headAt(const HeadParams& head, const Tokens& X) const {
+    HeadSetup h = setupHead(head, X);
+    h.positionSlope = X.rows() ? spec_.positionalDecay / double(X.rows()) : 0.0;
+    return h;
 }
 
 void KernelAttention::velocity(double t, const Tokens& X, Tokens& dX) {
     dX.setZero(X.rows(), X.cols());
     Tokens avg;
     for (const HeadParams& head : spec_.headsAt(t)) {
-        const HeadSetup h = setupHead(head, X);
+        const HeadSetup h = headAt(head, X);
         kernelAverage(*runner_, X, h, spec_.masked, avg);
         dX.noalias() += h.outScale * avg * h.V.transpose();
     }
 }
 
 bool KernelAttention::energyDefined(std::size_t heads, Eigen::Index n) const {
-    return spec_.type == AttentionType::Softmax && !spec_.masked && heads == 1 && n > 0;
+    return spec_.type == AttentionType::Softmax && !spec_.masked && spec_.positionalDecay == 0.0 &&
+           heads == 1 && n > 0;
 }
 
 void KernelAttention::velocityAndStats(double t, const Tokens& X, Tokens& dX, Vec* entropies,
@@ -128,7 +150,7 @@ void KernelAttention::velocityAndStats(double t, const Tokens& X, Tokens& dX, Ve
     Tokens avg;
     Vec logZ, H;
     for (std::size_t k = 0; k < heads.size(); ++k) {
-        const HeadSetup h = setupHead(heads[k], X);
+        const HeadSetup h = headAt(heads[k], X);
         const bool first = k == 0;
         kernelAverage(*runner_, X, h, spec_.masked, avg, first && energy && hasEnergy ? &logZ : nullptr,
                       first && wantEntropy ? &H : nullptr);
@@ -152,22 +174,22 @@ Vec KernelAttention::attentionEntropies(double t, const Tokens& X) {
     if (!normalized() || X.rows() == 0) return {};
     const auto heads = spec_.headsAt(t);
     if (heads.empty()) return {};
-    const HeadSetup h = setupHead(heads.front(), X);
-    return softmaxEntropies(X, headQueries(X, h), h.bias, spec_.masked);
+    const HeadSetup h = headAt(heads.front(), X);
+    return softmaxEntropies(X, headQueries(X, h), h.bias, spec_.masked, h.positionSlope);
 }
 
 Vec KernelAttention::attentionWeights(double t, const Tokens& X, Eigen::Index i) {
     const auto heads = spec_.headsAt(t);
     if (!normalized() || heads.empty() || i < 0 || i >= X.rows()) return {};
-    const HeadSetup h = setupHead(heads.front(), X);
-    return softmaxRow(X, headQueries(X, h), h.bias, spec_.masked, i);
+    const HeadSetup h = headAt(heads.front(), X);
+    return softmaxRow(X, headQueries(X, h), h.bias, spec_.masked, i, h.positionSlope);
 }
 
 double KernelAttention::interactionEnergy(double t, const Tokens& X) {
     const auto heads = spec_.headsAt(t);
     if (!energyDefined(heads.size(), X.rows())) return std::numeric_limits<double>::quiet_NaN();
     // In double on the CPU whatever the field's runner: finite until E itself overflows.
-    const HeadSetup h = setupHead(heads.front(), X);
+    const HeadSetup h = headAt(heads.front(), X);
     CpuStreamRunner reference(Precision::Float64);
     Vec rows;
     logSumExp(reference, X, h.B, X, Vec(), rows);

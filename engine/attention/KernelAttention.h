@@ -29,6 +29,9 @@ struct HeadSetup {
     // M (d x d) when the biases are a quadratic form of the keys, bias_j = -x_j^T M x_j (l2: setupHead fills
     // it from quadraticKeyBias), else empty: a device that holds the keys can form them itself (StreamPass).
     Mat quadraticBias;
+    // The positional decay slope lambda / N of the pass (StreamPass::positionSlope), set by KernelAttention
+    // from the spec; 0: off.
+    double positionSlope = 0.0;
 };
 
 // The score multiplier of a head: beta, divided by sqrt(k) when scaleByRootK is set (k = rows of Q).
@@ -57,11 +60,13 @@ Tokens normalizeHeadAverage(const Mat& num, const Vec& den, const Vec& max, Weig
 void logSumExp(StreamRunner& runner, const Tokens& queriesFrom, const Mat& B, const Tokens& keys,
                const Vec& bias, Vec& out);
 
-// Entropies (nats) of the softmax distributions p_ij ∝ exp(q_i . x_j + bias_j), one per query, double
-// precision; queries is N x d.
-Vec softmaxEntropies(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal);
+// Entropies (nats) of the softmax distributions p_ij ∝ exp(q_i . x_j + bias_j - slope |i - j|), one per
+// query, double precision; queries is N x d (slope: the positional decay lambda / N, 0 off).
+Vec softmaxEntropies(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal,
+                     double slope = 0.0);
 // Row i of those distributions (size N; zero past i when causal).
-Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal, Eigen::Index i);
+Vec softmaxRow(const Tokens& X, const Tokens& queries, const Vec& bias, bool causal, Eigen::Index i,
+               double slope = 0.0);
 // The interaction energy E = (1/(2 N^2)) sum_ij exp(s_ij) from each row's log-sum-exp log Z_i = logsumexp_j
 // s_ij: log E = logsumexp_i(log Z_i) - log(2 N^2), finite until E itself overflows.
 double energyFromRowLogSumExps(const Vec& logZ);
@@ -91,9 +96,11 @@ class KernelAttention : public StreamedField {
     }
 
   protected:
+    // setupHead with the spec's positional decay slope lambda / N for the N tokens of X.
+    HeadSetup headAt(const HeadParams& head, const Tokens& X) const;
     // True when the weights form a probability distribution over keys (entropy is defined).
     virtual bool normalized() const { return true; }
-    // Whether the interaction energy exists: softmax, one head, unmasked, some tokens.
+    // Whether the interaction energy exists: softmax, one head, unmasked, no positional decay, some tokens.
     bool energyDefined(std::size_t heads, Eigen::Index n) const;
     // The variant's name, "masked " first when the spec is masked.
     std::string maskedName(const std::string& variant) const {

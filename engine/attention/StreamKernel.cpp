@@ -56,7 +56,7 @@ template <class S> void referenceRange(const StreamArgs<S>& a, int b, int e) {
         auto score = [&](int j) {
             S s = a.bias ? a.bias[j] : S(0);
             for (int c = 0; c < d; ++c) s += q[c] * a.keys[std::size_t(c) * a.n + j];
-            return s;
+            return s - a.decay * S(std::abs(j - i));
         };
         S m = 0;
         const bool exps = a.weighting == Weighting::Softmax || a.weighting == Weighting::Exp;
@@ -99,6 +99,10 @@ template <class S> void check(const StreamArgs<S>& a) {
         throw std::invalid_argument("streamKernel: incomplete arguments");
     if (a.causal && a.nq != a.n)
         throw std::invalid_argument("streamKernel: causal needs as many queries as keys");
+    if (a.decay != S(0) && (a.nq != a.n || !(a.decay > S(0)) ||
+                            (a.weighting != Weighting::Softmax && a.weighting != Weighting::Exp)))
+        throw std::invalid_argument("streamKernel: a positional decay needs as many queries as keys, a "
+                                    "positive slope and softmax or exp weights");
 }
 
 } // namespace

@@ -25,6 +25,9 @@ template <class S> struct StreamArgs {
     const S* queries = nullptr; // nq x d SoA: coordinate c of query i at queries[c * nq + i]
     int nq = 0;
     bool causal = false; // query i only sees keys j <= i (requires nq == n)
+    // Positional decay (ALiBi): s_ij -= decay |i - j|, computed per pair in the sweep (no table); 0: off.
+    // Requires nq == n and a weighting of exponentials (Softmax, Exp).
+    S decay = 0;
     Weighting weighting = Weighting::Softmax;
     bool values = true; // accumulate num (false: only den and max, e.g. log-sum-exp passes)
     S* num = nullptr;   // nq x d SoA output (when values)

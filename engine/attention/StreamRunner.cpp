@@ -23,6 +23,7 @@ template <class S> void runIn(const Tokens& Q, const StreamPass& p, StreamSums& 
     a.queries = queries.data();
     a.nq = nq;
     a.causal = p.causal;
+    a.decay = S(p.positionSlope);
     a.weighting = p.weighting;
     a.values = p.values;
     a.num = p.values ? num.data() : nullptr;

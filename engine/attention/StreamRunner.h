@@ -34,6 +34,9 @@ struct StreamPass {
     // M (d x d) when bias_j = -y_j^T M y_j for the keys y_j (l2), else null: a runner whose device holds the
     // keys may form the biases there instead of reading `bias` (which still holds them).
     const Mat* quadraticBias = nullptr;
+    // Positional decay slope lambda / N: s_ij -= slope |i - j| (StreamArgs::decay); 0: off. A runner that
+    // cannot compute it must refuse the pass.
+    double positionSlope = 0.0;
 
     bool queriesFromKeys() const { return B.size() > 0 && &from == &keys; }
 };

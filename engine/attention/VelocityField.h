@@ -70,7 +70,7 @@ std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Pr
 // The simulation takes one and never needs to know where its velocities are computed.
 using FieldFactory = std::function<std::unique_ptr<VelocityField>(const AttentionSpec&, int d, Precision)>;
 
-// A field is made for one kind of attention: another type, the sphere or the mask need a new field, while
+// A field is made for one kind of attention: another type, normalization or mask need a new field, while
 // parameters alone (beta, Q, K, V, iterations, eps) are set on the field in place
 // (VelocityField::setAttention).
 bool needsNewField(const AttentionSpec& old, const AttentionSpec& spec);

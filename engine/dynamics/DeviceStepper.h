@@ -75,6 +75,20 @@ class DeviceStepper {
     virtual VelocityField* residentField() { return nullptr; }
 };
 
+// What no device stepper implements (docs/math/theory.md): pre- and peri-LN (the stage combine projects for
+// post-LN only) and positional decay (the shaders have no positional term). One line naming the field, or
+// nullopt.
+inline std::optional<std::string> deviceStepsRefusal(const AttentionSpec& a) {
+    if (a.positionalDecay != 0.0)
+        return std::string(
+            "/attention/positional_decay: the device steppers do not compute positional decay; "
+            "the CPU fields run it");
+    if (a.normalization != Normalization::None)
+        return std::string("/attention/normalization: the device steppers do not implement \"") +
+               toString(a.normalization) + "\" (only none and post); the fields run it";
+    return std::nullopt;
+}
+
 // Makes steppers for a device. `supports` says, before anything is made, why the device cannot take whole
 // steps of a scene's attention, integrator and dimension (one line naming the scene field, e.g.
 // "/integrator/method: ..."), or nullopt when it can; Simulation asks it before it makes a stepper and before
@@ -96,7 +110,9 @@ struct StepperFactory {
     make(std::move(make)) {}
 
     explicit operator bool() const { return bool(make); }
+    // deviceStepsRefusal first (what no stepper implements), then the device's own check.
     std::optional<std::string> refusal(const AttentionSpec& a, const IntegratorSpec& i, int d) const {
+        if (std::optional<std::string> why = deviceStepsRefusal(a)) return why;
         return supports ? supports(a, i, d) : std::nullopt;
     }
 

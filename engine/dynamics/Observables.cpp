@@ -1,5 +1,7 @@
 #include "engine/dynamics/Observables.h"
 
+#include "engine/dynamics/Equiangular.h"
+
 #include <Eigen/Eigenvalues>
 #include <algorithm>
 #include <cmath>
@@ -102,6 +104,7 @@ Observables observeMoments(const Tokens& X, const Tokens& V, double rankTol) {
     o.kinetic = V.size() ? 0.5 * V.rowwise().squaredNorm().mean() : 0.0;
     o.rank = numericalRank(o.cov, rankTol);
     o.maxNorm = X.rows() ? X.rowwise().norm().maxCoeff() : 0.0;
+    o.meanCosine = meanCosine(X);
     return o;
 }
 

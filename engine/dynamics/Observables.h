@@ -14,9 +14,15 @@ struct Observables {
     // Interaction energy of the variant when it has one (softmax: (1/(2 N^2)) sum_ij exp(beta x_i^T A x_j),
     // first head; docs/math/attention.md#energy), else NaN.
     double energy = std::numeric_limits<double>::quiet_NaN();
+    // The metastability energy E_beta = (1 / (2 beta N^2)) sum_ij exp(s_ij) = energy / beta
+    // (docs/math/theory.md#metastability): with Q = K = I, (1/(2 beta)) sum_ij e^{beta <x_i, x_j>} / N^2.
+    double energyBeta = std::numeric_limits<double>::quiet_NaN();
     int clusters = 0;     // groups of tokens within clusterTol of a group's first token
     int rank = 0;         // numerical rank of cov: eigenvalues > rankTol * largest
     double maxNorm = 0.0; // max_i |x_i|
+    // Mean cosine over distinct pairs (meanCosine, engine/dynamics/Equiangular.h), NaN when N < 2: the
+    // quantity the equiangular closed form predicts (docs/math/theory.md#equiangular).
+    double meanCosine = std::numeric_limits<double>::quiet_NaN();
 };
 
 Vec tokenMean(const Tokens& X);

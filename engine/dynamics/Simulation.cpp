@@ -234,6 +234,7 @@ void Simulation::record() {
         f.obs.tokenEntropy = std::move(entropies);
         if (f.obs.tokenEntropy.size()) f.obs.entropy = f.obs.tokenEntropy.mean();
         f.obs.energy = energy;
+        f.obs.energyBeta = energy / scene_.attention.beta;
     }
     lastObs_ = f.obs;
     history_.push_back(std::move(f));

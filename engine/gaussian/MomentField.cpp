@@ -289,6 +289,14 @@ std::unique_ptr<MomentField> makeMomentField(const Scene& scene) {
         throw SceneError(
             "/attention/sphere",
             "sphere-normalized dynamics do not keep Gaussians Gaussian: use the particle simulation");
+    if (a.normalization != Normalization::None)
+        throw SceneError("/attention/normalization",
+                         std::string(toString(a.normalization)) +
+                             "-LN dynamics do not keep Gaussians Gaussian: use the particle simulation");
+    if (a.positionalDecay != 0.0)
+        throw SceneError("/attention/positional_decay",
+                         "positional decay depends on the token order, which a Gaussian has not: use the "
+                         "particle simulation");
     switch (a.type) {
     case AttentionType::Softmax:
         return std::make_unique<SoftmaxMoments>(a, d);
@@ -304,6 +312,7 @@ std::unique_ptr<MomentField> makeMomentField(const Scene& scene) {
     case AttentionType::Relu:
     case AttentionType::Sigmoid:
     case AttentionType::Rwpo:
+    case AttentionType::Hardmax:
         break;
     }
     throw SceneError("/attention/type", std::string(toString(a.type)) +

@@ -39,7 +39,7 @@ RegimePrediction predictRegime(const Scene& scene, const Mat& sigma0, double t, 
     s.precision(4);
     switch (a.type) {
     case AttentionType::Softmax:
-        if (a.masked || a.sphere) {
+        if (a.masked || a.sphere || a.normalization != Normalization::None || a.positionalDecay != 0.0) {
             s << "Masked and sphere dynamics have no Gaussian closed form: no prediction.";
             break;
         }

@@ -11,6 +11,9 @@ namespace flowscope {
 const char* toString(AttentionType t) {
     return scene_names::kAttention[std::size_t(t)].data();
 }
+const char* toString(Normalization n) {
+    return scene_names::kNormalization[std::size_t(n)].data();
+}
 const char* toString(Method m) {
     return scene_names::kMethod[std::size_t(m)].data();
 }

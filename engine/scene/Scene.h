@@ -30,11 +30,16 @@ struct Keyframe {
     std::vector<HeadParams> heads;
 };
 
-enum class AttentionType { Softmax, Linear, L2, Sinkhorn, Exp, Relu, Sigmoid, Rwpo, Drifting };
+enum class AttentionType { Softmax, Linear, L2, Sinkhorn, Exp, Relu, Sigmoid, Rwpo, Drifting, Hardmax };
 enum class Interpolation { Piecewise, Linear };
 // RWPO interaction kernel (docs/math/attention.md#rwpo): the corrected vector kernel (default), the kernel
 // exactly as printed in the paper, and the per-coordinate (separable) form of the authors' MATLAB code.
 enum class RwpoKernel { Corrected, AsPrinted, PerCoordinate };
+// Layer normalisation of the tokens (docs/math/theory.md#normalization), with theta_j = x_j / |x_j| and
+// A_i(Theta) the attention field at the directions: none (the plain field), post (tokens on the unit sphere,
+// the velocity projected to its tangent space: `sphere`), pre (x_i' = A_i(Theta)), peri (x_i' = A_i(Theta) /
+// |A_i(Theta)|).
+enum class Normalization { None, Post, Pre, Peri };
 
 struct AttentionSpec {
     AttentionType type = AttentionType::Softmax;
@@ -44,7 +49,13 @@ struct AttentionSpec {
     double beta = 1.0;         // inverse temperature multiplying every score
     bool scaleByRootK = false; // additionally divide scores by sqrt(k) (k = rows of Q), as the authors' code
     bool masked = false;       // causal: token i attends to tokens j <= i
-    bool sphere = false;       // project tokens to the unit sphere, velocity to its tangent space
+    bool sphere = false;       // project tokens to the unit sphere, velocity to its tangent space ("post")
+    // Pre or Peri (None otherwise): the field reads the tokens' directions. Post-LN is `sphere`, so that the
+    // two never disagree; normalizationOf() gives the one scheme of a spec.
+    Normalization normalization = Normalization::None;
+    // ALiBi-style positional decay lambda >= 0 (0: off): the weight of key j for query i is multiplied by
+    // exp(-(lambda / N) |i - j|) (docs/math/theory.md#positional-decay).
+    double positionalDecay = 0.0;
     std::optional<double> linearEps; // linear only: the "lin,eps" variant when set
     double sinkhornEps = 1.0;        // Sinkhorn temperature epsilon > 0
     int sinkhornIterations = 100;    // maximum number of row/column passes
@@ -159,7 +170,13 @@ std::string sceneToJson(const Scene& s);
 // Write atomically (temporary file, then rename). Throws std::runtime_error on failure.
 void saveScene(const Scene& s, const std::string& path);
 
+// The scheme of a spec: Post when `sphere` is set, else `normalization`.
+inline Normalization normalizationOf(const AttentionSpec& a) {
+    return a.sphere ? Normalization::Post : a.normalization;
+}
+
 const char* toString(AttentionType t);
+const char* toString(Normalization n);
 const char* toString(Method m);
 const char* toString(MomentMethod m);
 

@@ -7,11 +7,12 @@
 
 namespace flowscope::scene_names {
 
-constexpr std::array<std::string_view, 9> kAttention{"softmax", "linear",  "l2",   "sinkhorn", "exp",
-                                                     "relu",    "sigmoid", "rwpo", "drifting"};
+constexpr std::array<std::string_view, 10> kAttention{"softmax", "linear",  "l2",   "sinkhorn", "exp",
+                                                      "relu",    "sigmoid", "rwpo", "drifting", "hardmax"};
 // What "type" accepts: the names above plus "masked", an alias of softmax with masked = true.
-constexpr std::array<std::string_view, 10> kAttentionType{"softmax", "linear",  "l2",   "sinkhorn", "exp",
-                                                          "relu",    "sigmoid", "rwpo", "drifting", "masked"};
+constexpr std::array<std::string_view, 11> kAttentionType{
+    "softmax", "linear", "l2", "sinkhorn", "exp", "relu", "sigmoid", "rwpo", "drifting", "hardmax", "masked"};
+constexpr std::array<std::string_view, 4> kNormalization{"none", "post", "pre", "peri"};
 constexpr std::array<std::string_view, 2> kMomentMethod{"adaptive", "paper_euler"};
 constexpr std::array<std::string_view, 4> kMethod{"euler", "heun", "rk4", "dopri5"};
 constexpr std::array<std::string_view, 2> kInterpolation{"piecewise", "linear"};

@@ -201,6 +201,31 @@ void checkMasking(const AttentionSpec& a, const std::string& pointer) {
                                      " attention (supported: softmax, l2, exp, relu, sigmoid)");
 }
 
+// Pre- and peri-LN feed the field the tokens' directions (docs/math/theory.md#normalization): an attention
+// layer over tokens. RWPO and drifting are not (a proximal step, a pull toward a target Gaussian in R^d).
+void checkNormalization(const AttentionSpec& a, const JsonReader& j) {
+    if (a.normalization == Normalization::None) return;
+    if (a.type == AttentionType::Rwpo || a.type == AttentionType::Drifting)
+        j.failAt("normalization",
+                 std::string("expected \"none\" or \"post\" for ") + toString(a.type) +
+                     " attention (pre and peri normalise the tokens an attention layer reads: "
+                     "softmax, l2, sinkhorn, linear, exp, relu, sigmoid), got \"" +
+                     toString(a.normalization) + "\"");
+}
+
+// Positional decay multiplies exponential weights by exp(-(lambda / N) |i - j|): the variants whose weights
+// are exponentials of the scores and that the streaming kernel computes
+// (docs/math/theory.md#positional-decay).
+void checkPositionalDecay(const AttentionSpec& a, const JsonReader& j) {
+    if (a.positionalDecay == 0.0) return;
+    if (a.type != AttentionType::Softmax && a.type != AttentionType::L2 && a.type != AttentionType::Exp)
+        j.failAt("positional_decay",
+                 std::string("expected 0 for ") + toString(a.type) +
+                     " attention (positional decay is supported for softmax, l2 and exp), "
+                     "got " +
+                     numberText(a.positionalDecay));
+}
+
 // Symmetric (up to rounding) with no eigenvalue below -tolerance * scale.
 Mat covarianceOf(const JsonReader& j, int d) {
     const Mat cov = j.square(d);
@@ -246,11 +271,12 @@ void checkHeadValues(const JsonReader& j, int d) {
 }
 
 AttentionSpec parseAttention(const JsonReader& j, int d) {
-    j.expectObject({"type", "beta", "scale_by_sqrt_k", "masked", "sphere", "heads", "stacked", "keyframes",
-                    "interpolation", "linear_eps", "sinkhorn", "rwpo", "target"});
+    j.expectObject({"type", "beta", "scale_by_sqrt_k", "masked", "sphere", "normalization",
+                    "positional_decay", "heads", "stacked", "keyframes", "interpolation", "linear_eps",
+                    "sinkhorn", "rwpo", "target"});
     AttentionSpec a;
     const int typeIndex =
-        j.require("type", "one of softmax, linear, l2, sinkhorn, exp, relu, sigmoid, rwpo, drifting")
+        j.require("type", "one of softmax, linear, l2, sinkhorn, exp, relu, sigmoid, rwpo, drifting, hardmax")
             .choice("attention type", names::kAttentionType);
     const bool maskedType = typeIndex == int(names::kAttention.size());
     a.type = maskedType ? AttentionType::Softmax : AttentionType(typeIndex);
@@ -264,8 +290,21 @@ AttentionSpec parseAttention(const JsonReader& j, int d) {
     }
     checkMasking(a, j.pointerTo("masked"));
     if (auto v = j.find("sphere")) a.sphere = v->boolean();
+    // "normalization" names the scheme; "sphere" (older scenes) is "post" alone. Both may be present when
+    // they agree.
+    if (auto v = j.find("normalization")) {
+        const auto scheme = Normalization(v->choice("normalization", names::kNormalization));
+        if (j.has("sphere") && a.sphere != (scheme == Normalization::Post))
+            v->fail(std::string("expected a scheme agreeing with \"sphere\": ") +
+                    (a.sphere ? "true" : "false") + " (\"post\" is \"sphere\": true), got \"" +
+                    toString(scheme) + "\"");
+        a.sphere = scheme == Normalization::Post;
+        a.normalization = a.sphere ? Normalization::None : scheme;
+    }
     if (a.sphere && d < 2)
-        j.failAt("sphere", "expected d >= 2 for attention on the unit sphere, got d = " + std::to_string(d));
+        j.failAt(j.has("normalization") ? "normalization" : "sphere",
+                 "expected d >= 2 for attention on the unit sphere, got d = " + std::to_string(d));
+    if (auto v = j.find("positional_decay")) a.positionalDecay = v->numberAtLeast(0.0);
 
     checkHeadValues(j, d);
     if (auto v = j.find("keyframes")) a.keyframes = parseKeyframes(*v, d);
@@ -288,6 +327,8 @@ AttentionSpec parseAttention(const JsonReader& j, int d) {
         if (auto v = t->find("mean")) a.targetMean = v->vector(d);
         if (auto v = t->find("cov")) a.targetCov = covarianceOf(*v, d);
     }
+    checkNormalization(a, j);
+    checkPositionalDecay(a, j);
     return a;
 }
 

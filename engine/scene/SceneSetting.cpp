@@ -56,6 +56,8 @@ std::string placeAtPointer(Json& doc, const std::string& pointer, Json value) {
 Scene withSetting(const Scene& scene, const SceneSetting& setting) {
     // The scene's file paths are absolute once read, so the document reads back from any directory.
     Json doc = parseJson(sceneToJson(scene), kSceneMaxJsonDepth);
+    // "sphere" is the older name of "normalization": "post" (docs/scene.md): setting it replaces the scheme.
+    if (setting.pointer == "/attention/sphere") doc["attention"].erase("normalization");
     if (const std::string why = placeAtPointer(doc, setting.pointer, setting.value); !why.empty())
         throw SceneError(setting.pointer, why);
     return sceneFromJson(doc.dump(), ".");

@@ -61,7 +61,8 @@ Json attentionJson(const Scene& s) {
     j["beta"] = a.beta;
     j["scale_by_sqrt_k"] = a.scaleByRootK;
     j["masked"] = a.masked;
-    j["sphere"] = a.sphere;
+    j["normalization"] = toString(normalizationOf(a)); // "post" is the older "sphere": true
+    j["positional_decay"] = a.positionalDecay;
     if (a.heads.empty() && a.keyframes.empty() && a.type != AttentionType::Rwpo &&
         a.type != AttentionType::Drifting)
         j["heads"] = headsJson({{Mat::Identity(s.d, s.d), Mat::Identity(s.d, s.d), Mat::Identity(s.d, s.d)}});

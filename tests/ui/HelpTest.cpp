@@ -297,10 +297,11 @@ TEST_F(HelpTest, ThePaletteFiltersFig2ToTheFig2PresetsAndEnterLoadsOne) {
         files << name.mid(8).section(QStringLiteral(" — "), 0, 0);
     }
     files.sort();
-    // Fig 2's panels, as particle scenes and as cone scenes, and Fig 8(c), whose data Fig 2(d) drew.
-    EXPECT_EQ(files,
-              (QStringList{"cone-fig2a-zero", "cone-fig2b-line", "cone-fig2c-plane", "cone-fig2d-two-lines",
-                           "cone-fig8c-two-lines-l2", "fig2a-zero", "fig2b-line", "fig2c-plane"}));
+    // Fig 2's panels, as particle scenes and as cone scenes, Fig 8(c), whose data Fig 2(d) drew, and the
+    // causal circle of the 2024 masking paper's Fig. 2.
+    EXPECT_EQ(files, (QStringList{"causal-circle-fig2", "cone-fig2a-zero", "cone-fig2b-line",
+                                  "cone-fig2c-plane", "cone-fig2d-two-lines", "cone-fig8c-two-lines-l2",
+                                  "fig2a-zero", "fig2b-line", "fig2c-plane"}));
     saveShot(*palette, QStringLiteral("palette-fig2.png"));
 
     QTest::keyClicks(palette->filter(), QStringLiteral("d")); // "fig 2d": Fig 2(d) only

@@ -73,6 +73,10 @@ std::vector<Edit> edits() {
                  "\"V\": [[0, -0.4], [0.4, 0]]}]"});
     e.push_back({"masked", baseScene(), "/attention/masked=true"});
     e.push_back({"sphere", baseScene(), "/attention/sphere=true"});
+    for (const char* scheme : {"post", "pre", "peri"})
+        e.push_back({std::string("normalization ") + scheme, baseScene(),
+                     std::string("/attention/normalization=") + scheme});
+    e.push_back({"positional decay", baseScene(), "/attention/positional_decay=3"});
     e.push_back({"sinkhorn eps", baseScene(AttentionType::Sinkhorn), "/attention/sinkhorn/eps=0.5", 1e-10});
     e.push_back({"sinkhorn iterations", baseScene(AttentionType::Sinkhorn),
                  "/attention/sinkhorn/iterations=7", 1e-6});

@@ -124,6 +124,8 @@ void expectSameScene(const Scene& a, const Scene& b) {
     EXPECT_SAME_FIELD(attention.scaleByRootK);
     EXPECT_SAME_FIELD(attention.masked);
     EXPECT_SAME_FIELD(attention.sphere);
+    EXPECT_SAME_FIELD(attention.normalization);
+    EXPECT_SAME_FIELD(attention.positionalDecay);
     EXPECT_SAME_FIELD(attention.linearEps);
     EXPECT_SAME_FIELD(attention.sinkhornEps);
     EXPECT_SAME_FIELD(attention.sinkhornIterations);
@@ -311,11 +313,53 @@ TEST(SceneJson, RoundTripReproducesEveryField) {
     for (const char* key : {"version", "name", "description", "figure", "d", "n", "precision", "initial",
                             "attention", "integrator", "output", "moments", "view"})
         EXPECT_TRUE(written.contains(key)) << key;
-    EXPECT_EQ(written["attention"].size(), 12u); // "stacked" is read, and written as the heads
-    EXPECT_EQ(written["moments"].size(), 5u);    // "grid" only when set
+    EXPECT_EQ(written["attention"].size(), 13u);              // "stacked" is read, and written as the heads
+    EXPECT_EQ(written["attention"]["normalization"], "post"); // "sphere": true, written canonically
+    EXPECT_EQ(written["moments"].size(), 5u);                 // "grid" only when set
     EXPECT_EQ(written["initial"].size(), 9u);
     EXPECT_EQ(written["integrator"].size(), 7u);
     EXPECT_EQ(written["output"].size(), 4u);
+}
+
+// "normalization" names the scheme; the older "sphere" is "post" and may stay beside it when they agree. Each
+// scheme and a positional decay read back from what is written (docs/scene.md#attention).
+TEST(SceneJson, NormalizationSchemesAndPositionalDecay) {
+    EXPECT_EQ(normalizationOf(sceneFromJson(minimal().dump()).attention), Normalization::None);
+    for (const char* name : {"none", "post", "pre", "peri"}) {
+        SCOPED_TRACE(name);
+        json j = minimalWith("/attention/normalization", name);
+        j["attention"]["positional_decay"] = 2.5;
+        const Scene s = sceneFromJson(j.dump());
+        EXPECT_STREQ(toString(normalizationOf(s.attention)), name);
+        EXPECT_EQ(s.attention.sphere, std::string(name) == "post");
+        EXPECT_EQ(s.attention.positionalDecay, 2.5);
+        const Scene back = sceneFromJson(sceneToJson(s));
+        expectSameScene(s, back);
+        EXPECT_EQ(json::parse(sceneToJson(s))["attention"]["normalization"], name);
+        EXPECT_FALSE(json::parse(sceneToJson(s))["attention"].contains("sphere"));
+    }
+    json agree = minimalWith("/attention/sphere", true);
+    agree["attention"]["normalization"] = "post";
+    EXPECT_TRUE(sceneFromJson(agree.dump()).attention.sphere);
+    json clash = minimalWith("/attention/sphere", true);
+    clash["attention"]["normalization"] = "pre";
+    expectError(clash, "/attention/normalization", "agreeing with \"sphere\"");
+    clash["attention"]["sphere"] = false;
+    clash["attention"]["normalization"] = "post";
+    expectError(clash, "/attention/normalization", "agreeing with \"sphere\"");
+    expectValueError("/attention/normalization", "layer", "normalization");
+    expectValueError("/attention/positional_decay", -1.0, "expected");
+    json rwpo = minimalWith("/attention/type", "rwpo");
+    rwpo["attention"]["normalization"] = "pre";
+    expectError(rwpo, "/attention/normalization", "expected \"none\" or \"post\" for rwpo");
+    for (const char* type : {"relu", "sigmoid", "sinkhorn", "linear", "rwpo", "drifting"}) {
+        json decay = minimalWith("/attention/type", type);
+        decay["attention"]["positional_decay"] = 1.0;
+        expectError(decay, "/attention/positional_decay", std::string("expected 0 for ") + type);
+    }
+    json d1 = minimalWith("/attention/normalization", "post");
+    d1["d"] = 1;
+    expectError(d1, "/attention/normalization", "expected d >= 2");
 }
 
 TEST(SceneJson, RoundTripOfDefaultsAndUnsetOptional) {
@@ -597,7 +641,7 @@ TEST(SceneErrors, AttentionType) {
     expectError(
         j, "/attention/type",
         "unknown attention type \"sofmax\" (expected one of softmax, linear, l2, sinkhorn, exp, relu, "
-        "sigmoid, rwpo, drifting, masked)");
+        "sigmoid, rwpo, drifting, hardmax, masked)");
     expectError(j, "/attention/type", "did you mean \"softmax\"?");
     j["attention"]["type"] = 3;
     expectError(j, "/attention/type", "expected string, got 3");

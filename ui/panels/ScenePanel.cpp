@@ -33,7 +33,7 @@ namespace flowscope {
 
 namespace {
 
-constexpr int kAttentionTypes = 9; // AttentionType::Softmax .. Drifting
+constexpr int kAttentionTypes = 10; // AttentionType::Softmax .. Hardmax
 constexpr int kMethods = 4;        // Method::Euler .. DormandPrince
 constexpr int kMaxHeads = 1024;
 constexpr int kMaxTokens = 1 << 24;

@@ -132,6 +132,9 @@ std::optional<SceneError> cpuDeviceRefusal(long n, const std::string& device) {
 }
 
 void KernelPassRunner::run(const StreamPass& p, StreamSums& out) {
+    if (p.positionSlope != 0.0) // the shaders have no positional term (ComputeBackend::supports refuses it)
+        throw SceneError("/attention/positional_decay", "the GPU passes do not compute positional decay; use "
+                                                        "the CPU backend");
     if (cpuDevice_)
         if (auto refused = cpuDeviceRefusal(long(p.keys.rows()), "this device")) throw *refused;
     const int d = int(p.keys.cols());

@@ -1,0 +1,76 @@
+#include "engine/dynamics/Equiangular.h"
+
+#include "engine/dynamics/Integrator.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace flowscope {
+
+double meanCosine(const Tokens& X) {
+    const Eigen::Index n = X.rows();
+    if (n < 2) return std::numeric_limits<double>::quiet_NaN();
+    Vec sum = Vec::Zero(X.cols());
+    for (Eigen::Index i = 0; i < n; ++i) {
+        const double norm = X.row(i).norm();
+        if (norm > 0.0) sum += X.row(i).transpose() / norm;
+    }
+    const double nonzero = double((X.rowwise().squaredNorm().array() > 0.0).count());
+    return (sum.squaredNorm() - nonzero) / (double(n) * double(n - 1));
+}
+
+Equiangular equiangularRate(Normalization scheme, int n, double beta, const Equiangular& s) {
+    // Softmax weights of a token on itself (cosine 1) and on each other token (cosine rho), divided by
+    // e^{beta rho}: the ratio keeps the exponentials in range for any beta.
+    const double m = double(n - 1), self = std::exp(beta * (1.0 - s.rho)), z = self + m;
+    const double tangent = 2.0 * (1.0 - s.rho) * (m * s.rho + 1.0) / z; // post-LN's rho'
+    const double radial = (self + m * s.rho) / z;                       // <A_i, theta_i>
+    switch (scheme) {
+    case Normalization::Post:
+        return {tangent, 0.0};
+    case Normalization::Pre:
+        return {tangent / s.r, radial};
+    case Normalization::Peri: {
+        // |A_i|^2 = |self theta_i + sum_{j != i} theta_j|^2 / z^2.
+        const double norm =
+            std::sqrt(self * self + 2.0 * m * s.rho * self + m * (1.0 + (m - 1.0) * s.rho)) / z;
+        return {tangent / (s.r * norm), radial / norm};
+    }
+    default:
+        throw std::invalid_argument("equiangularRate: the equiangular reduction needs post, pre or peri");
+    }
+}
+
+std::vector<double> equiangularRho(Normalization scheme, int n, double beta, const Equiangular& start,
+                                   const std::vector<double>& times) {
+    IntegratorSpec spec;
+    spec.method = Method::DormandPrince;
+    spec.rtol = 1e-13;
+    spec.atol = 1e-15;
+    spec.minStep = 1e-14;
+    const std::unique_ptr<Integrator> integrator = makeIntegrator(spec);
+    const Field field = [&](double, const Tokens& X, Tokens& dX) {
+        const Equiangular rate = equiangularRate(scheme, n, beta, {X(0, 0), X(0, 1)});
+        dX.resize(1, 2);
+        dX << rate.rho, rate.r;
+    };
+    Tokens X(1, 2);
+    X << start.rho, start.r;
+    std::vector<double> rho;
+    double t = 0.0;
+    for (double target : times) {
+        if (target < t) throw std::invalid_argument("equiangularRho: times must be ascending and >= 0");
+        // Calls of at most unit length: each has a bounded number of sub-steps (kMaxSubsteps).
+        while (t < target) {
+            const double next = std::min(target, t + 1.0);
+            if (!integrator->advance(field, t, next - t, X).ok)
+                throw std::runtime_error("equiangularRho: the integrator failed at t = " + std::to_string(t));
+            t = next;
+        }
+        rho.push_back(X(0, 0));
+    }
+    return rho;
+}
+
+} // namespace flowscope

@@ -1,0 +1,35 @@
+// Flowscope engine: the equiangular reduction of softmax attention with Q = K = V = I, a closed-form oracle.
+//
+// When n tokens all have one radius r and all pairwise cosines equal rho, symmetry keeps them so: the n-token
+// system reduces to an ODE for (rho, r). Post-LN (tokens on the unit sphere, r = 1):
+//     rho' = 2 e^{beta rho} (1 - rho) ((n - 1) rho + 1) / (e^beta + (n - 1) e^{beta rho}),
+// pre-LN divides it by r (and r' = <A_i, theta_i>), peri-LN by r |A_i| (and r' = <A_i, theta_i> / |A_i|).
+// docs/math/theory.md#equiangular derives them from the dynamics the code runs (the constant is 1).
+#pragma once
+
+#include "engine/core/Types.h"
+#include "engine/scene/Scene.h"
+
+#include <vector>
+
+namespace flowscope {
+
+// The mean cosine over distinct pairs, (1 / (n (n - 1))) sum_{i != j} <x_i, x_j> / (|x_i| |x_j|), from
+// |sum_i theta_i|^2 = n + sum_{i != j} <theta_i, theta_j> in O(n d). Tokens at the origin count as 0
+// vectors. NaN when n < 2.
+double meanCosine(const Tokens& X);
+
+// The reduced system's state and its time derivative.
+struct Equiangular {
+    double rho = 0.0; // the common pairwise cosine
+    double r = 1.0;   // the common radius
+};
+// (rho', r') under `scheme` (Post, Pre or Peri; throws std::invalid_argument for None).
+Equiangular equiangularRate(Normalization scheme, int n, double beta, const Equiangular& s);
+
+// rho at each of `times` (ascending, >= 0) from `start` at t = 0: the project's Dormand-Prince 5(4) on the
+// two-component state, landing on every requested time, at rtol 1e-13 (atol 1e-15).
+std::vector<double> equiangularRho(Normalization scheme, int n, double beta, const Equiangular& start,
+                                   const std::vector<double>& times);
+
+} // namespace flowscope
