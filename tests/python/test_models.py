@@ -25,7 +25,7 @@ except ImportError:
     print("SKIP: NumPy is not installed (Debian: python3-numpy)")
     sys.exit(77)
 
-CLI = sys.argv[1]
+CLI = sys.argv[1] if __name__ == "__main__" else None
 RNG = np.random.default_rng(49)
 FAILURES = []
 
