@@ -19,6 +19,8 @@
 #                        backend
 #                        sweep
 #                        runner
+#                        models       (real checkpoints: nothing in engine/ includes it; only app/, python/
+#                                      and the tests, and render/ never)
 #
 # Usage: scripts/check-layers.sh [ROOT]   (ROOT: the source tree, default this script's repository)
 # Prints each offending include as file:line: text, and exits 1 if there is any; 0 when the arrows hold.
@@ -46,6 +48,7 @@ rule() {
 rule engine 'ui/|render/|app/' "engine/ must not include ui/, render/ or app/"
 rule python 'ui/|app/' "python/ must not include ui/ or app/"
 rule render 'ui/|app/' "render/ must not include ui/ or app/"
+rule render 'engine/models/' "render/ must not include engine/models/ (real checkpoints are for the front ends)"
 
 # The engine's folders, in order: each may include only the folders of the levels before its own.
 levels=(
@@ -58,6 +61,7 @@ levels=(
   "backend"
   "sweep"
   "runner"
+  "models"
 )
 known=" "
 for line in "${levels[@]}"; do known+="$line "; done

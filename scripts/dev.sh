@@ -24,6 +24,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev # flowscope-cli sweep under mpirun (optional: without them the sweep runs on one process)
   slurm-wlm munge # tests/slurm: the sweeps as a job array on a one-node Slurm the test starts (skipped without them)
   libfreetype-dev # the text of flowscope-cli sweep plot PNGs (optional: without it plots are SVG only)
+  libsentencepiece-dev sentencepiece # ALBERT's spiece.model for flowscope-cli model --text; spm_train in the tests (optional)
 )
 
 install_deps() {

@@ -169,6 +169,22 @@ commands:
       {iteration}; --picture-samples: generated samples and data points drawn (with the RWPO layer a
       picture costs O(n^2) per layer); the same command gives the same frames bit for bit
 
+  model layers MODEL_DIR (--text "..." | --ids 3,1,4) --out h.npy [--float64] [--layers L]
+      a Hugging Face checkpoint (MODEL_DIR: config.json, model.safetensors; GPT-2, ALBERT or BERT) run on the
+      tokens (--text through the folder's tokenizer: GPT-2 vocab.json + merges.txt, ALBERT spiece.model):
+      writes the hidden states (L + 1, n, D) as Hugging Face's output_hidden_states (GPT-2: the last after
+      ln_f), float32 unless --float64; --layers L: GPT-2's and BERT's first L layers, ALBERT's shared layer L
+      times (any L); docs/models.md
+  model gram MODEL_DIR (--text "..." | --ids 3,1,4) --layers 0,5,30,48 --out gram.png|gram.svg|gram.json
+        [--bins 50]
+      histograms of <x_i, x_j> (i < j) of the l2-normalised tokens at each chosen layer, on one set of bins
+      over [-1, 1] (counts and densities), and the mean cosine of every layer up to the deepest chosen; a
+      .png or .svg draws the panels on one density scale and writes the data to <stem>.json beside it
+  model scene MODEL_DIR (--text "..." | --ids 3,1,4) --layer K [--head H] --out scene.json
+      the scene of the papers' attention ODE with head H of layer K (B = W_Q^T W_K / sqrt(d_k), value map
+      W_O W_V; biases left out) from the tokens entering layer K: post-LN models on the sphere, GPT-2 from
+      its ln_1 inputs, causal; flowscope-cli simulate runs it (docs/math/models.md)
+
 exit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the field)
 )";
 
@@ -190,6 +206,7 @@ const std::map<std::string, std::string>& examples() {
         {"train-transformer", "flowscope-cli train-transformer --task A --iters 2000 --out a.safetensors"},
         {"eval-transformer", "flowscope-cli eval-transformer a.safetensors --sets 1000"},
         {"render", "flowscope-cli render assets/presets/default.json --frames 120 --out clusters.mp4"},
+        {"model", "flowscope-cli model layers ~/models/gpt2 --text \"The cat sat on the mat.\" --out h.npy"},
     };
     return table;
 }

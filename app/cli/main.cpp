@@ -5,6 +5,7 @@
 #include "engine/core/Text.h"
 #include "engine/io/OutputSet.h"
 #include "engine/io/ShareString.h"
+#include "engine/models/Model.h"
 #include "engine/scene/Scene.h"
 #include "engine/sweep/Sweep.h"
 
@@ -31,6 +32,9 @@ int reportFailure(const std::string& cmd) {
         std::cerr << "flowscope-cli " << cmd << ": " << e.what() << "\n";
         return 2;
     } catch (const cli::UsageError& e) {
+        std::cerr << "flowscope-cli " << cmd << ": " << e.what() << "\n";
+        return 2;
+    } catch (const models::ModelError& e) { // a bad checkpoint, config or tokens
         std::cerr << "flowscope-cli " << cmd << ": " << e.what() << "\n";
         return 2;
     } catch (const std::bad_alloc&) { // past the estimates (they leave out the program's fixed footprint)
@@ -110,6 +114,7 @@ int main(int argc, char** argv) {
         if (cmd == "share") return cli::share(args);
         if (cmd == "sweep") return cli::sweep(args);
         if (cmd == "infer") return cli::infer(args);
+        if (cmd == "model") return cli::model(args);
         if (cmd == "render") {
             const auto view = std::find(args.begin(), args.end(), "--view");
             const bool training = view != args.end() && view + 1 != args.end() && view[1] == "training";

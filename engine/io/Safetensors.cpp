@@ -83,7 +83,8 @@ void writeSafetensors(const std::string& path, const SafeTensors& file) {
     });
 }
 
-SafeTensors readSafetensors(const std::string& path, std::int64_t maxBytes) {
+SafetensorsHeader readSafetensorsHeader(const std::string& path, std::span<const SafetensorsDtype> dtypes,
+                                        std::int64_t maxBytes) {
     auto fail = [&](const std::string& what) -> std::runtime_error {
         return std::runtime_error(path + ": " + what);
     };
@@ -115,12 +116,11 @@ SafeTensors readSafetensors(const std::string& path, std::int64_t maxBytes) {
     }
     if (!header.is_object()) throw fail("header is not a JSON object");
 
-    SafeTensors file;
-    struct Span {
-        std::uint64_t begin, end;
-        std::size_t index;
-    };
-    std::vector<Span> spans;
+    std::string accepted;
+    for (const SafetensorsDtype& d : dtypes) accepted += (accepted.empty() ? "" : ", ") + std::string(d.name);
+    SafetensorsHeader result;
+    result.payloadStart = 8 + n;
+    result.payloadBytes = payload;
     for (auto it = header.begin(); it != header.end(); ++it) {
         const std::string& name = it.key();
         const nlohmann::json& e = it.value();
@@ -128,7 +128,7 @@ SafeTensors readSafetensors(const std::string& path, std::int64_t maxBytes) {
             if (!e.is_object()) throw fail("__metadata__ is not an object");
             for (auto m = e.begin(); m != e.end(); ++m) {
                 if (!m.value().is_string()) throw fail("__metadata__/" + m.key() + " is not a string");
-                file.metadata[m.key()] = m.value().get<std::string>();
+                result.metadata[m.key()] = m.value().get<std::string>();
             }
             continue;
         }
@@ -136,13 +136,14 @@ SafeTensors readSafetensors(const std::string& path, std::int64_t maxBytes) {
         if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
             throw fail(where + "needs dtype, shape and data_offsets");
         if (!e["dtype"].is_string()) throw fail(where + "dtype is not a string");
-        const std::string dtype = e["dtype"].get<std::string>();
-        if (dtype != "F32" && dtype != "F64")
-            throw fail(where + "dtype " + dtype + " is not supported (F32, F64)");
-        SafeTensor t;
+        SafetensorsEntry t;
         t.name = name;
-        t.float32 = dtype == "F32";
-        const std::uint64_t width = t.float32 ? 4 : 8;
+        t.dtype = e["dtype"].get<std::string>();
+        const auto known = std::find_if(dtypes.begin(), dtypes.end(),
+                                        [&](const SafetensorsDtype& d) { return d.name == t.dtype; });
+        if (known == dtypes.end())
+            throw fail(where + "dtype " + t.dtype + " is not supported (" + accepted + ")");
+        t.width = known->width;
         if (!e["shape"].is_array() || e["shape"].size() > 8)
             throw fail(where + "shape is not an array of at most 8 sizes");
         std::uint64_t count = 1;
@@ -158,38 +159,52 @@ SafeTensors readSafetensors(const std::string& path, std::int64_t maxBytes) {
         const nlohmann::json& o = e["data_offsets"];
         if (!o.is_array() || o.size() != 2 || !o[0].is_number_unsigned() || !o[1].is_number_unsigned())
             throw fail(where + "data_offsets is not [begin, end]");
-        const std::uint64_t begin = o[0].get<std::uint64_t>(), end = o[1].get<std::uint64_t>();
-        if (begin > end || end > payload) throw fail(where + "data_offsets lie outside the payload");
-        if (end - begin != count * width)
-            throw fail(where + "data_offsets span " + std::to_string(end - begin) +
-                       " bytes, the shape needs " + std::to_string(count * width));
-        spans.push_back({begin, end, file.tensors.size()});
-        file.tensors.push_back(std::move(t));
+        t.begin = o[0].get<std::uint64_t>();
+        t.end = o[1].get<std::uint64_t>();
+        if (t.begin > t.end || t.end > payload)
+            throw fail(where + "data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
+                       "] lie outside the payload of " + std::to_string(payload) +
+                       " bytes (truncated file?)");
+        if (t.end - t.begin != count * std::uint64_t(t.width))
+            throw fail(where + "data_offsets span " + std::to_string(t.end - t.begin) +
+                       " bytes, the shape needs " + std::to_string(count * std::uint64_t(t.width)));
+        result.entries.push_back(std::move(t));
     }
-    std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
-    for (std::size_t i = 1; i < spans.size(); ++i)
-        if (spans[i].begin < spans[i - 1].end)
-            throw fail("tensors '" + file.tensors[spans[i - 1].index].name + "' and '" +
-                       file.tensors[spans[i].index].name + "' overlap");
+    std::sort(result.entries.begin(), result.entries.end(),
+              [](const SafetensorsEntry& a, const SafetensorsEntry& b) { return a.begin < b.begin; });
+    for (std::size_t i = 1; i < result.entries.size(); ++i)
+        if (result.entries[i].begin < result.entries[i - 1].end)
+            throw fail("tensors '" + result.entries[i - 1].name + "' and '" + result.entries[i].name +
+                       "' overlap");
+    return result;
+}
 
-    std::vector<SafeTensor> ordered;
-    for (const Span& s : spans) {
-        SafeTensor& t = file.tensors[s.index];
-        const std::uint64_t count = (s.end - s.begin) / (t.float32 ? 4 : 8);
-        in.seekg(std::streamoff(8 + n + s.begin));
+SafeTensors readSafetensors(const std::string& path, std::int64_t maxBytes) {
+    static constexpr SafetensorsDtype kDtypes[] = {{"F32", 4}, {"F64", 8}};
+    const SafetensorsHeader header = readSafetensorsHeader(path, kDtypes, maxBytes);
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(path + ": cannot open the file");
+    SafeTensors file;
+    file.metadata = header.metadata;
+    for (const SafetensorsEntry& e : header.entries) {
+        SafeTensor t;
+        t.name = e.name;
+        t.float32 = e.dtype == "F32";
+        t.shape = e.shape;
+        const std::uint64_t count = (e.end - e.begin) / std::uint64_t(e.width);
+        in.seekg(std::streamoff(header.payloadStart + e.begin));
         if (t.float32) {
             std::vector<float> f(count);
             if (!in.read(reinterpret_cast<char*>(f.data()), std::streamsize(count * 4)))
-                throw fail("truncated data");
+                throw std::runtime_error(path + ": truncated data");
             t.data.assign(f.begin(), f.end());
         } else {
             t.data.resize(count);
             if (!in.read(reinterpret_cast<char*>(t.data.data()), std::streamsize(count * 8)))
-                throw fail("truncated data");
+                throw std::runtime_error(path + ": truncated data");
         }
-        ordered.push_back(std::move(t));
+        file.tensors.push_back(std::move(t));
     }
-    file.tensors = std::move(ordered);
     return file;
 }
 

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace flowscope {
@@ -40,6 +42,31 @@ void writeSafetensors(const std::string& path, const SafeTensors& file);
 // matching dtype x shape, not overlapping), metadata values being strings, payload at most maxBytes.
 // Throws std::runtime_error with one message naming the file and the field.
 SafeTensors readSafetensors(const std::string& path, std::int64_t maxBytes = std::int64_t(1) << 31);
+
+// The header of a safetensors file, validated as readSafetensors describes, without its data: the one header
+// parser, shared by readSafetensors and the memory-mapped MappedSafetensors (engine/io/MappedSafetensors.h).
+struct SafetensorsDtype {
+    std::string_view name; // "F32", "F16", ...
+    int width;             // bytes per value
+};
+struct SafetensorsEntry {
+    std::string name;
+    std::string dtype; // one of the accepted dtypes' names
+    int width = 4;
+    std::vector<std::int64_t> shape;
+    std::uint64_t begin = 0, end = 0; // byte offsets in the payload; end - begin = width x product(shape)
+};
+struct SafetensorsHeader {
+    std::uint64_t payloadStart = 0; // 8 + the header length: where offset 0 of the payload lies in the file
+    std::uint64_t payloadBytes = 0;
+    std::vector<SafetensorsEntry> entries; // sorted by begin, not overlapping, within the payload
+    std::map<std::string, std::string> metadata;
+};
+// Reads only the 8-byte length and the JSON header of `path` and checks every entry against the file's size:
+// a header that lies about its offsets, or a file cut short, is refused here, before any tensor's memory is
+// allocated, with "<path>: tensor '<name>': ...". `dtypes` are the accepted dtypes.
+SafetensorsHeader readSafetensorsHeader(const std::string& path, std::span<const SafetensorsDtype> dtypes,
+                                        std::int64_t maxBytes);
 
 // A matrix as a rows x cols tensor in C order (F32 rounds each value, F64 keeps it).
 template <class Derived>

@@ -22,6 +22,7 @@ import os as _os
 from ._flowscope import (  # noqa: F401
     HAVE_RENDER,
     FlowModel,
+    Model,
     MomentsResult,
     Scene,
     SimulationResult,
@@ -29,6 +30,7 @@ from ._flowscope import (  # noqa: F401
     dataset,
     datasets,
     entropies,
+    load_model,
     moments,
     presets,
     render,
@@ -43,9 +45,10 @@ from . import _flowscope
 
 __version__ = "0.1.0"
 __all__ = [
-    "HAVE_RENDER", "FlowModel", "MomentsResult", "Run", "Scene", "SimulationResult", "TransformerModel",
+    "HAVE_RENDER", "FlowModel", "Model", "MomentsResult", "Run", "Scene", "SimulationResult", "TransformerModel",
     "attention_weights",
-    "dataset", "datasets", "entropies", "moments", "presets", "render", "simulate", "train", "train_transformer",
+    "dataset", "datasets", "entropies", "load_model", "moments", "presets", "render", "simulate", "train",
+    "train_transformer",
     "velocity",
 ]
 

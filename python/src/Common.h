@@ -96,5 +96,6 @@ void bindFlows(pb::module_& m);
 void bindTransformers(pb::module_& m);
 void bindRender(pb::module_& m);
 void bindRun(pb::module_& m);
+void bindModels(pb::module_& m); // Models.cpp: load_model
 
 } // namespace flowscope::py

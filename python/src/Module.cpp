@@ -5,6 +5,7 @@
 #include "engine/backend/ComputeBackend.h"
 #include "engine/io/OutputSet.h"
 #include "engine/io/ShareString.h"
+#include "engine/models/Model.h"
 
 PYBIND11_MODULE(_flowscope, m) {
     using namespace flowscope;
@@ -17,6 +18,8 @@ PYBIND11_MODULE(_flowscope, m) {
         } catch (const JsonError& e) { // scenes (SceneError) and the other JSON readers
             PyErr_SetString(PyExc_ValueError, e.what());
         } catch (const ShareStringError& e) {
+            PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const models::ModelError& e) { // a bad checkpoint folder: the key or field named
             PyErr_SetString(PyExc_ValueError, e.what());
         } catch (const OutputError& e) { // an output path that cannot be written: a directory, read-only
             PyErr_SetString(PyExc_OSError, e.what());
@@ -32,4 +35,5 @@ PYBIND11_MODULE(_flowscope, m) {
     bindFlows(m);
     bindTransformers(m);
     bindRender(m);
+    bindModels(m);
 }

@@ -163,8 +163,9 @@ TEST(Cli, SimulateOnTheGpuBackendsMatchesTheCpu) {
 TEST(Cli, TheUsageListsEveryCommand) {
     const Result usage = cli("--help");
     EXPECT_EQ(usage.code, 0);
-    for (const char* cmd : {"simulate", "presets", "share", "moments", "bench", "ranks", "train", "sample",
-                            "density", "infer", "train-transformer", "eval-transformer", "render", "sweep"}) {
+    for (const char* cmd :
+         {"simulate", "presets", "share", "moments", "bench", "ranks", "train", "sample", "density", "infer",
+          "train-transformer", "eval-transformer", "render", "sweep", "model"}) {
         const std::string line = std::string("\n  ") + cmd;
         EXPECT_TRUE(usage.out.find(line + " ") != std::string::npos ||
                     usage.out.find(line + "\n") != std::string::npos)
@@ -177,8 +178,9 @@ TEST(Cli, TheUsageListsEveryCommand) {
 
 // Every command explains itself: COMMAND --help and help COMMAND print its own usage and an example, exit 0.
 TEST(Cli, EveryCommandAnswersHelp) {
-    for (const char* cmd : {"simulate", "presets", "share", "moments", "bench", "ranks", "train", "sample",
-                            "density", "infer", "train-transformer", "eval-transformer", "render", "sweep"}) {
+    for (const char* cmd :
+         {"simulate", "presets", "share", "moments", "bench", "ranks", "train", "sample", "density", "infer",
+          "train-transformer", "eval-transformer", "render", "sweep", "model"}) {
         const Result r = cli(std::string(cmd) + " --help");
         EXPECT_EQ(r.code, 0) << cmd << ": " << r.out;
         EXPECT_TRUE(r.out.find(std::string("\n  ") + cmd + " ") != std::string::npos ||
@@ -226,7 +228,10 @@ TEST(Cli, EveryOptionIsInItsHelp) {
                                     "bench run",
                                     "bench view",
                                     "bench train",
-                                    "bench sweep"}) {
+                                    "bench sweep",
+                                    "model layers d",
+                                    "model gram d",
+                                    "model scene d"}) {
         const std::string log = dir.file("asked.txt");
         std::filesystem::remove(log);
         const Result r = flowscope::test::runCli("env", "FLOWSCOPE_CLI_OPTIONS_LOG=" + log + " " +

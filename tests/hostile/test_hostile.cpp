@@ -7,6 +7,7 @@
 //     changed old file, no staged temporary); a successful one adds exactly its outputs.
 // Every process runs under an alarm: a case that hangs fails instead of hanging the suite.
 #include "../CliRun.h"
+#include "../ModelFiles.h"
 #include "engine/io/Npy.h"
 #include "engine/io/OutputSet.h"
 #include "engine/io/Safetensors.h"
@@ -528,6 +529,44 @@ std::vector<Case> cases() {
     };
     model("density-huge-weights", hugeFlow, "density " + M + " --grid 8 --out {d}/x.npy", 1, {"not finite"});
     model("sample-huge-weights", hugeFlow, "sample " + M + " --n 16 --out {d}/x.npy", 1, {"not finite"});
+    // Real checkpoints (flowscope-cli model, docs/models.md): a tiny GPT-2 folder at {d}/g, edited.
+    const std::string layers = "model layers {d}/g --ids 1,2 --out {d}/h.npy";
+    auto checkpoint = [](std::function<void(flowscope::SafeTensors&)> edit) {
+        return [=](const fs::path& d) {
+            flowscope::test::TinyModel m = flowscope::test::writeTinyGpt2(d / "g");
+            edit(m.tensors);
+            flowscope::writeSafetensors(m.dir + "/model.safetensors", m.tensors);
+        };
+    };
+    auto rawWeights = [](std::string header, std::string payload) {
+        return [=](const fs::path& d) {
+            flowscope::test::writeTinyGpt2(d / "g");
+            std::string bytes(8, '\0');
+            for (int i = 0; i < 8; ++i) bytes[std::size_t(i)] = char(std::uint64_t(header.size()) >> (8 * i));
+            writeText(d / "g" / "model.safetensors", bytes + header + payload);
+        };
+    };
+    model("checkpoint-missing-key", checkpoint([](auto& t) { t.tensors.pop_back(); }), layers, 2,
+          {"tensor 'ln_f.bias' is missing"});
+    model("checkpoint-wrong-shape", checkpoint([](auto& t) {
+              t.tensors[1].shape = {12, 16};
+          }),
+          layers, 2, {"tensor 'wpe.weight' has shape [12, 16], expected [16, 12]"});
+    model("checkpoint-header-lies",
+          rawWeights(R"({"wte.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[0,1920]}})",
+                     std::string(16, '\0')),
+          layers, 2, {"tensor 'wte.weight': data_offsets"});
+    model("checkpoint-huge-shape",
+          rawWeights(R"({"wte.weight":{"dtype":"F16","shape":[2147483648,2147483648],"data_offsets":[0,8]}})",
+                     std::string(8, '\0')),
+          layers, 2, {"tensor 'wte.weight': shape exceeds the payload"});
+    model("checkpoint-truncated",
+          [](const fs::path& d) {
+              flowscope::test::writeTinyGpt2(d / "g");
+              fs::resize_file(d / "g" / "model.safetensors",
+                              fs::file_size(d / "g" / "model.safetensors") - 20);
+          },
+          layers, 2, {"tensor 'ln_f.bias': data_offsets"});
     model("train-data-missing", {}, "train --data {d}/p.csv --iters 1 --out {d}/o.safetensors", 2,
           {"--data"});
     model("train-data-one-point", file("p.csv", "1,2\n"),

@@ -1,0 +1,146 @@
+// flowscope-cli model: bad checkpoints exit 2 with one message naming the key; the hidden states' shape; the
+// Gram histograms; and the scene of a head, run by flowscope-cli simulate. The numbers of every layer are
+// checked against NumPy by tests/python/test_models.py.
+#include "../CliRun.h"
+#include "../ModelFiles.h"
+
+#include "engine/io/Npy.h"
+#include "engine/scene/Scene.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+namespace fs = std::filesystem;
+using namespace flowscope;
+using flowscope::test::cli;
+using flowscope::test::TempDir;
+
+namespace {
+
+// A one-line message (the error) holding `words`, exit code 2, and no output file.
+void expectRefused(const test::CliResult& r, const std::string& words, const std::string& out) {
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find(words), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    EXPECT_FALSE(fs::exists(out));
+}
+
+} // namespace
+
+TEST(ModelCli, LayersWritesEveryHiddenState) {
+    TempDir dir;
+    const test::TinyModel m = test::writeTinyGpt2(dir.path() / "gpt2", true);
+    const std::string out = dir.file("h.npy");
+    auto r = cli("model layers " + m.dir + " --ids 3,1,4,1,5 --out " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    NpyArray a = readNpy(out);
+    EXPECT_EQ(a.shape, (std::vector<std::int64_t>{3, 5, 12}));
+    EXPECT_EQ(readNpyHeader(out).itemSize, 4);
+    r = cli("model layers " + m.dir + " --ids 3,1,4 --layers 1 --float64 --out " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_EQ(readNpy(out).shape, (std::vector<std::int64_t>{2, 3, 12}));
+    EXPECT_EQ(readNpyHeader(out).itemSize, 8);
+}
+
+TEST(ModelCli, BadCheckpointsExitTwoNamingTheKey) {
+    TempDir dir;
+    const test::TinyModel m = test::writeTinyGpt2(dir.path() / "gpt2");
+    const std::string st = m.dir + "/model.safetensors", out = dir.file("h.npy");
+    const std::string run = "model layers " + m.dir + " --ids 1,2 --out " + out;
+
+    SafeTensors missing = m.tensors;
+    missing.tensors.pop_back(); // ln_f.bias
+    writeSafetensors(st, missing);
+    expectRefused(cli(run), "tensor 'ln_f.bias' is missing", out);
+
+    SafeTensors shape = m.tensors;
+    shape.tensors[0].shape = {12, 40}; // wte.weight transposed
+    writeSafetensors(st, shape);
+    expectRefused(cli(run), "tensor 'wte.weight' has shape [12, 40], expected [40, 12]", out);
+
+    // A header whose offsets lie: wpe.weight's end moved past the payload.
+    writeSafetensors(st, m.tensors);
+    {
+        std::ifstream in(st, std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), {});
+        std::uint64_t n = 0;
+        for (int i = 0; i < 8; ++i)
+            n |= std::uint64_t(static_cast<unsigned char>(bytes[std::size_t(i)])) << (8 * i);
+        nlohmann::json header = nlohmann::json::parse(bytes.substr(8, n));
+        header["wpe.weight"]["data_offsets"][1] =
+            header["wpe.weight"]["data_offsets"][1].get<std::uint64_t>() + (1u << 30);
+        const std::string text = header.dump(), payload = bytes.substr(8 + n);
+        bytes.clear();
+        for (int i = 0; i < 8; ++i) bytes += char(std::uint64_t(text.size()) >> (8 * i));
+        bytes += text + payload;
+        std::ofstream(st, std::ios::binary) << bytes;
+    }
+    expectRefused(cli(run), "tensor 'wpe.weight': data_offsets", out);
+
+    // A file cut short: its last tensor, ln_f.bias, lies past the end.
+    writeSafetensors(st, m.tensors);
+    fs::resize_file(st, fs::file_size(st) - 20);
+    expectRefused(cli(run), "tensor 'ln_f.bias': data_offsets", out);
+
+    writeSafetensors(st, m.tensors);
+    expectRefused(cli("model layers " + m.dir + " --ids 1,40 --out " + out),
+                  "--ids: expected an integer in [0, 39]", out);
+    expectRefused(cli("model layers " + m.dir + " --ids 1 --layers 3 --out " + out),
+                  "--layers: expected an integer in [1, 2]", out);
+    expectRefused(cli("model layers " + m.dir + " --text hi --out " + out), "vocab.json: file not found",
+                  out);
+    expectRefused(cli("model layers " + dir.file("nowhere") + " --ids 1 --out " + out),
+                  "config.json: file not found", out);
+}
+
+TEST(ModelCli, GramHistogramsCountEveryPairOnce) {
+    TempDir dir;
+    const test::TinyModel m = test::writeTinyAlbert(dir.path() / "albert");
+    const auto r = cli("model gram " + m.dir + " --ids 1,2,3,4,5,6,7 --layers 0,3,6 --bins 20 --out " +
+                       dir.file("g.json"));
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::ifstream in(dir.file("g.json"));
+    const nlohmann::json j = nlohmann::json::parse(in);
+    EXPECT_EQ(j["pairs"], 21);
+    EXPECT_EQ(j["bin_edges"].size(), 21u);
+    EXPECT_EQ(j["mean_cosine"].size(), 7u); // layers 0..6
+    for (const auto& counts : j["counts"]) {
+        long total = 0;
+        for (long c : counts) total += c;
+        EXPECT_EQ(total, 21);
+    }
+    for (const auto& density : j["density"]) {
+        double mass = 0;
+        for (double d : density) mass += d * 0.1;
+        EXPECT_NEAR(mass, 1.0, 1e-12);
+    }
+    // A figure, and the same data beside it.
+    const auto f = cli("model gram " + m.dir + " --ids 1,2,3,4,5,6,7 --layers 0,3,6 --bins 20 --out " +
+                       dir.file("f.svg"));
+    ASSERT_EQ(f.code, 0) << f.out;
+    EXPECT_TRUE(fs::exists(dir.file("f.svg")));
+    std::ifstream data(dir.file("f.json"));
+    EXPECT_EQ(nlohmann::json::parse(data), j);
+}
+
+TEST(ModelCli, TheSceneOfAHeadRunsInSimulate) {
+    TempDir dir;
+    for (const bool gpt2 : {true, false}) {
+        const test::TinyModel m =
+            gpt2 ? test::writeTinyGpt2(dir.path() / "gpt2") : test::writeTinyAlbert(dir.path() / "albert");
+        const std::string scene = dir.file("scene.json");
+        auto r = cli("model scene " + m.dir + " --ids 5,1,9,2 --layer 1 --head 1 --out " + scene);
+        ASSERT_EQ(r.code, 0) << r.out;
+        const Scene s = loadScene(scene);
+        EXPECT_EQ(s.d, m.D);
+        EXPECT_EQ(s.n, 4);
+        r = cli("simulate " + scene + " --out " + dir.file("traj.npy"));
+        ASSERT_EQ(r.code, 0) << r.out;
+        EXPECT_EQ(readNpy(dir.file("traj.npy")).shape, (std::vector<std::int64_t>{11, 4, std::int64_t(m.D)}));
+        expectRefused(
+            cli("model scene " + m.dir + " --ids 5,1 --layer 1 --head 5 --out " + dir.file("s2.json")),
+            "--head: expected an integer in [0, " + std::to_string(m.H - 1) + "]", dir.file("s2.json"));
+    }
+}
