@@ -4,6 +4,7 @@
 
 #include "render/picture/Colormap.h"
 #include "render/picture/PlotDecorations.h"
+#include "ui/export/ExportService.h"
 #include "ui/panels/ScenePanel.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ParticleView.h"
@@ -14,6 +15,7 @@
 #include <QFontMetricsF>
 #include <QImage>
 #include <QPushButton>
+#include <QTemporaryDir>
 #include <QtTest/QTest>
 
 #include <gtest/gtest.h>
@@ -166,6 +168,50 @@ TEST(ParticleView, TheQuickControlsCoverNoTickLabel) {
         EXPECT_GE(xLabels, 3);
         EXPECT_GE(yLabels, 2);
     }
+}
+
+// Issue 45 item 13: View as PNG is the picture and its HUD, without the Quick controls floating over it.
+// Inside the controls' rectangle the export with the HUD on is the export with the HUD off, pixel for pixel
+// (the run is paused: both draw the same frame); a plain grab there differs (the controls are drawn on
+// screen).
+TEST(ParticleView, TheExportedPngHasNoQuickControls) {
+    FLOWSCOPE_REQUIRE_GUI();
+    MainWindow w;
+    ASSERT_NO_FATAL_FAILURE(showScene(w, 1024, 640, tinyScene(256)));
+    ParticleView* view = w.particles().particleView();
+    ASSERT_TRUE(waitFor([&] {
+        view->refresh();
+        view->grabFramebuffer();
+        const HudRect r = view->quickLayout().window;
+        return r.right > r.left && r.bottom > r.top;
+    }));
+    view->grabFramebuffer(); // a frame laid out at the final size
+    const HudRect r = view->quickLayout().window;
+    const double dpr = view->devicePixelRatioF();
+    const QRect quick = QRectF(QPointF(r.left * dpr, r.top * dpr), QPointF(r.right * dpr, r.bottom * dpr))
+                            .toAlignedRect()
+                            .adjusted(1, 1, -1, -1);
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    const auto exported = [&](const QString& name) {
+        const QString path = dir.filePath(name);
+        EXPECT_TRUE(exportWidgetPng(view, path).ok());
+        return QImage(path).convertToFormat(QImage::Format_RGB32);
+    };
+    const QImage withHud = exported(QStringLiteral("hud.png"));
+    const QImage onScreen = view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    view->setHudVisible(false);
+    const QImage withoutHud = exported(QStringLiteral("plain.png"));
+    view->setHudVisible(true);
+    ASSERT_EQ(withHud.size(), withoutHud.size());
+    long differ = 0, drawn = 0;
+    for (int y = quick.top(); y <= quick.bottom(); ++y)
+        for (int x = quick.left(); x <= quick.right(); ++x) {
+            differ += withHud.pixel(x, y) != withoutHud.pixel(x, y);
+            drawn += onScreen.pixel(x, y) != withoutHud.pixel(x, y);
+        }
+    EXPECT_EQ(differ, 0) << "pixels of the Quick controls in the export";
+    EXPECT_GT(drawn, quick.width() * quick.height() / 4) << "the controls are drawn on screen";
 }
 
 TEST(ParticleView, FramesAllTokensOfANewScene) {

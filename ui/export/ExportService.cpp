@@ -108,10 +108,14 @@ bool OffscreenGl::makeCurrent() {
 
 ExportResult exportWidgetPng(QWidget* shown, const QString& path) {
     QImage image;
+    // A view draws its picture for an export, without the controls floating over it (the Quick controls, a
+    // hover's tooltip): it reads this property while it paints.
+    if (shown) shown->setProperty(kExportingProperty, true);
     if (auto* gl = qobject_cast<QOpenGLWidget*>(shown))
         image = gl->grabFramebuffer();
     else if (shown)
         image = shown->grab().toImage();
+    if (shown) shown->setProperty(kExportingProperty, false);
     QSaveFile file(path); // atomic: a failed write leaves no partial file under the name
     if (image.isNull() || !file.open(QIODevice::WriteOnly) || !image.save(&file, "PNG") || !file.commit())
         return ExportResult::failed(

@@ -45,7 +45,10 @@ struct ExportResult {
 // progress(done, total) after each unit of work; false cancels.
 using ExportProgress = std::function<bool(long done, long total)>;
 
-// The widget as a PNG: a GL view at its framebuffer's resolution, any other at the screen's.
+// The widget as a PNG: a GL view at its framebuffer's resolution, any other at the screen's. While it is
+// grabbed, its property kExportingProperty is true: a view then leaves out the controls that float over its
+// picture.
+inline constexpr char kExportingProperty[] = "flowscopeExporting";
 ExportResult exportWidgetPng(QWidget* shown, const QString& path);
 // Plots as .svg (vector: they all draw through QPainter) or .png.
 ExportResult exportPlots(QWidget* plots, const QString& path, const QString& title);

@@ -1,6 +1,7 @@
 #include "ui/views/ParticleView.h"
 
 #include "render/picture/Hud.h"
+#include "ui/export/ExportService.h"
 #include "ui/shell/OpenGLSetup.h"
 #include "ui/views/ImGuiLayer.h"
 
@@ -250,8 +251,11 @@ void ParticleView::setRunState(std::optional<bool> playing) {
 
 void ParticleView::drawHud() {
     imgui_->newFrame();
+    // An export (ExportService's exportWidgetPng) is the picture and its HUD, without the controls over it.
+    const bool exporting = property(kExportingProperty).toBool();
     if (picture_.shown() && hudVisible_) {
         flowscope::drawHud(hudStats());
+        if (exporting) return imgui_->render();
 
         QuickParams q;
         q.beta = float(quickBeta_);
