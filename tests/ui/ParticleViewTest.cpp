@@ -138,19 +138,26 @@ TEST(ParticleView, DrawsTheTokensWhereItsTransformPutsThem) {
 
 // The Quick controls sit in the bottom-left corner inside the tick labels' bands: no tick label of the
 // plane is under them (they covered the bottom-left labels), at the default size and a small window's.
+// Whether the view's Quick controls have been laid out (frames drawn until they are), then one frame more at
+// the view's final size.
+bool quickControlsLaidOut(ParticleView* view) {
+    const bool laidOut = waitFor([&] {
+        view->refresh();
+        view->grabFramebuffer();
+        const HudRect r = view->quickLayout().window;
+        return r.right > r.left && r.bottom > r.top;
+    });
+    view->grabFramebuffer();
+    return laidOut;
+}
+
 TEST(ParticleView, TheQuickControlsCoverNoTickLabel) {
     FLOWSCOPE_REQUIRE_GUI();
     for (const QSize size : {QSize(1280, 800), QSize(1024, 640)}) {
         MainWindow w;
         ASSERT_NO_FATAL_FAILURE(showScene(w, size.width(), size.height(), tinyScene(256)));
         ParticleView* view = w.particles().particleView();
-        ASSERT_TRUE(waitFor([&] {
-            view->refresh();
-            view->grabFramebuffer();
-            const HudRect r = view->quickLayout().window;
-            return r.right > r.left && r.bottom > r.top;
-        }));
-        view->grabFramebuffer(); // a frame laid out at the final size
+        ASSERT_TRUE(quickControlsLaidOut(view));
         view->grabFramebuffer();
         const HudRect r = view->quickLayout().window;
         const QRectF quick(QPointF(r.left, r.top), QPointF(r.right, r.bottom));
@@ -179,13 +186,7 @@ TEST(ParticleView, TheExportedPngHasNoQuickControls) {
     MainWindow w;
     ASSERT_NO_FATAL_FAILURE(showScene(w, 1024, 640, tinyScene(256)));
     ParticleView* view = w.particles().particleView();
-    ASSERT_TRUE(waitFor([&] {
-        view->refresh();
-        view->grabFramebuffer();
-        const HudRect r = view->quickLayout().window;
-        return r.right > r.left && r.bottom > r.top;
-    }));
-    view->grabFramebuffer(); // a frame laid out at the final size
+    ASSERT_TRUE(quickControlsLaidOut(view));
     const HudRect r = view->quickLayout().window;
     const double dpr = view->devicePixelRatioF();
     const QRect quick = QRectF(QPointF(r.left * dpr, r.top * dpr), QPointF(r.right * dpr, r.bottom * dpr))
