@@ -34,7 +34,7 @@ namespace flowscope {
 namespace {
 
 constexpr int kAttentionTypes = 10; // AttentionType::Softmax .. Hardmax
-constexpr int kMethods = 4;        // Method::Euler .. DormandPrince
+constexpr int kMethods = 4;         // Method::Euler .. DormandPrince
 constexpr int kMaxHeads = 1024;
 constexpr int kMaxTokens = 1 << 24;
 
