@@ -21,6 +21,16 @@
 
 namespace flowscope::test {
 
+// The message of the exception f throws, "" when it throws none.
+inline std::string errorOf(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const std::exception& e) {
+        return e.what();
+    }
+    return "";
+}
+
 // Polls runner.snapshot() until done(snapshot) holds (true) or the timeout passes (false).
 template <class Runner, class Done>
 bool waitForSnapshot(const Runner& runner, Done done,

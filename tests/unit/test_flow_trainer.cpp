@@ -54,15 +54,6 @@ FlowConfig samplerFlow(int layers, std::uint64_t seed = 0) {
     return c;
 }
 
-std::string messageOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
-}
-
 } // namespace
 
 TEST(FlowTrainer, SameSeedSameRunBitForBit) {
@@ -206,23 +197,23 @@ TEST(FlowTrainer, NonFiniteStepsAreRejectedHalvedRestoredAndStopped) {
 TEST(FlowTrainer, BadConfigurationsNameTheField) {
     TrainerConfig c = tinyConfig(true);
     c.batch = 1;
-    EXPECT_NE(messageOf([&] { FlowTrainer t(c); }).find("batch"), std::string::npos);
+    EXPECT_NE(test::errorOf([&] { FlowTrainer t(c); }).find("batch"), std::string::npos);
     c = tinyConfig(true);
     c.dataset = "spiral";
-    EXPECT_NE(messageOf([&] { FlowTrainer t(c); }).find("dataset"), std::string::npos);
+    EXPECT_NE(test::errorOf([&] { FlowTrainer t(c); }).find("dataset"), std::string::npos);
     c = tinyConfig(true);
     c.adam.lr = std::nan("");
-    EXPECT_NE(messageOf([&] { FlowTrainer t(c); }).find("adam.lr"), std::string::npos);
+    EXPECT_NE(test::errorOf([&] { FlowTrainer t(c); }).find("adam.lr"), std::string::npos);
     c = tinyConfig(true);
     c.dataset = "";
     c.points = Mat::Random(10, 3);
-    EXPECT_NE(messageOf([&] { FlowTrainer t(c); }).find("points"), std::string::npos);
+    EXPECT_NE(test::errorOf([&] { FlowTrainer t(c); }).find("points"), std::string::npos);
     c = tinyConfig(true);
     c.referenceDraws = 0;
-    EXPECT_NE(messageOf([&] { FlowTrainer t(c); }).find("referenceDraws"), std::string::npos);
+    EXPECT_NE(test::errorOf([&] { FlowTrainer t(c); }).find("referenceDraws"), std::string::npos);
     c = tinyConfig(true);
     c.referenceSize = 1;
-    EXPECT_NE(messageOf([&] { FlowTrainer t(c); }).find("referenceSize"), std::string::npos);
+    EXPECT_NE(test::errorOf([&] { FlowTrainer t(c); }).find("referenceSize"), std::string::npos);
     c.referenceSize = 10; // 3 draws of 10 points
     c.referenceDraws = 3;
     EXPECT_EQ(FlowTrainer(c).model().reference().cols(), 30);
@@ -396,7 +387,7 @@ TEST(FlowSampler, ReferenceDrawsMixTheirDensitiesAndShareOutTheSamples) {
     EXPECT_LT((same - own[0]).cwiseAbs().maxCoeff(), 1e-12);
     // Draws that do not split the reference, draws of one point, and 0 draws are refused.
     for (const std::pair<int, int>& bad : {std::pair{41, 2}, std::pair{4, 4}, std::pair{40, 0}})
-        EXPECT_NE(messageOf([&] {
+        EXPECT_NE(test::errorOf([&] {
                       model.setReference(ad::Matrix<double>::Zero(2, bad.first), bad.second);
                   }).find("draws"),
                   std::string::npos)
@@ -437,8 +428,8 @@ TEST(Safetensors, RoundTripAndMetadata) {
     EXPECT_EQ(g.get("b", {1}).data[0], 0.1); // F64 exactly
     EXPECT_FALSE(g.get("b", {1}).float32);
     EXPECT_EQ(g.metadata.at("note"), "hello");
-    EXPECT_NE(messageOf([&] { g.get("a", {3, 2}); }).find("shape"), std::string::npos);
-    EXPECT_NE(messageOf([&] { g.get("c", {1}); }).find("missing"), std::string::npos);
+    EXPECT_NE(test::errorOf([&] { g.get("a", {3, 2}); }).find("shape"), std::string::npos);
+    EXPECT_NE(test::errorOf([&] { g.get("c", {1}); }).find("missing"), std::string::npos);
     // Byte layout: 8-byte length, then a JSON header padded to 8 bytes.
     std::ifstream in(path, std::ios::binary);
     unsigned char len[8];
@@ -454,7 +445,7 @@ TEST(Safetensors, HostileFilesGetOneClearMessage) {
         for (int i = 0; i < 8; ++i) out.put(char((len >> (8 * i)) & 0xff));
         out << header << payload;
     };
-    auto error = [&]() { return messageOf([&] { readSafetensors(p.string()); }); };
+    auto error = [&]() { return test::errorOf([&] { readSafetensors(p.string()); }); };
     write("", "", 0);
     EXPECT_NE(error().find("not valid JSON"), std::string::npos) << error();
     write("{}", "", 1ull << 40);
@@ -477,7 +468,7 @@ TEST(Safetensors, HostileFilesGetOneClearMessage) {
     EXPECT_NE(error().find("exceeds the payload"), std::string::npos) << error();
     write(R"({"__metadata__":{"k":1}})", "");
     EXPECT_NE(error().find("__metadata__/k"), std::string::npos) << error();
-    EXPECT_NE(messageOf([&] { readSafetensors((p.string() + ".missing")); }).find("file not found"),
+    EXPECT_NE(test::errorOf([&] { readSafetensors((p.string() + ".missing")); }).find("file not found"),
               std::string::npos);
 }
 
@@ -523,7 +514,7 @@ TEST(FlowIo, TheDriftLogDetRoundTripsAndOlderFilesReadAsFirstOrder) {
     older["exact_log_det"] = false;
     EXPECT_EQ(flowConfigFromJson(older).d, 4);
     older["exact_log_det"] = true; // which a vector kernel cannot have there (d > 3): named
-    EXPECT_NE(messageOf([&] { flowConfigFromJson(older); }).find("architecture/exact_log_det"),
+    EXPECT_NE(test::errorOf([&] { flowConfigFromJson(older); }).find("architecture/exact_log_det"),
               std::string::npos);
 }
 
@@ -536,7 +527,7 @@ TEST(FlowIo, MismatchedModelsNameTheField) {
         SafeTensors g = f;
         edit(g);
         writeSafetensors(path, g);
-        return messageOf([&] { loadFlow(path); });
+        return test::errorOf([&] { loadFlow(path); });
     };
     EXPECT_NE(rewrite([](SafeTensors& g) { g.tensors.pop_back(); }).find("beta_raw"), std::string::npos);
     EXPECT_NE(rewrite([](SafeTensors& g) {

@@ -1,6 +1,7 @@
 // engine/io/MappedSafetensors: the dtypes it converts (F16 and BF16 by their definitions) and the headers it
 // refuses before anything is allocated, each naming the tensor.
 #include "../TempDir.h"
+#include "TestUtil.h"
 
 #include "engine/io/MappedSafetensors.h"
 
@@ -31,15 +32,6 @@ std::string littleEndian16(std::initializer_list<std::uint16_t> values) {
         s += char(v >> 8);
     }
     return s;
-}
-
-std::string mappedErrorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
 }
 
 } // namespace
@@ -104,7 +96,7 @@ TEST(MappedSafetensors, RefusesLyingHeadersAndTruncatedFilesNamingTheTensor) {
     auto expectRefused = [&](const std::string& header, const std::string& payload,
                              const std::string& words) {
         writeRawSafetensors(path, header, payload);
-        const std::string e = mappedErrorOf([&] { MappedSafetensors m(path); });
+        const std::string e = test::errorOf([&] { MappedSafetensors m(path); });
         EXPECT_NE(e.find(words), std::string::npos) << e;
     };
     const std::string eight(8, '\0');
@@ -128,6 +120,6 @@ TEST(MappedSafetensors, RefusesLyingHeadersAndTruncatedFilesNamingTheTensor) {
                         littleEndian16({0x7E00}));
     const MappedSafetensors m(path);
     float v;
-    EXPECT_NE(mappedErrorOf([&] { m.read(*m.find("w"), &v); }).find("tensor 'w' holds a NaN"),
+    EXPECT_NE(test::errorOf([&] { m.read(*m.find("w"), &v); }).find("tensor 'w' holds a NaN"),
               std::string::npos);
 }

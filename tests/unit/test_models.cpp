@@ -4,6 +4,7 @@
 // (tests/python/test_models.py).
 #include "../ModelFiles.h"
 #include "../TempDir.h"
+#include "TestUtil.h"
 
 #include "engine/attention/VelocityField.h"
 #include "engine/models/Model.h"
@@ -23,34 +24,21 @@ namespace fs = std::filesystem;
 using namespace flowscope;
 using flowscope::test::TempDir;
 
-namespace {
-
-std::string modelErrorOf(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const std::exception& e) {
-        return e.what();
-    }
-    return "";
-}
-
-} // namespace
-
 TEST(Checkpoint, RefusesAMissingKeyAWrongShapeAndABadConfigNamingThem) {
     TempDir dir;
     test::TinyModel m = test::writeTinyGpt2(dir.path() / "gpt2");
-    EXPECT_EQ(modelErrorOf([&] { models::Checkpoint c(m.dir); }), "");
+    EXPECT_EQ(test::errorOf([&] { models::Checkpoint c(m.dir); }), "");
     SafeTensors edited = m.tensors;
     edited.tensors.erase(edited.tensors.begin() + 5); // h.0.attn.c_attn.bias
     writeSafetensors(m.dir + "/model.safetensors", edited);
-    std::string e = modelErrorOf([&] { models::Checkpoint c(m.dir); });
+    std::string e = test::errorOf([&] { models::Checkpoint c(m.dir); });
     EXPECT_NE(e.find("tensor 'h.0.attn.c_attn.bias' is missing"), std::string::npos) << e;
 
     edited = m.tensors;
     std::mt19937_64 rng(1);
     edited.tensors[4] = test::randomTensor(rng, "h.0.attn.c_attn.weight", 12, 24, 1, 0, false);
     writeSafetensors(m.dir + "/model.safetensors", edited);
-    e = modelErrorOf([&] { models::Checkpoint c(m.dir); });
+    e = test::errorOf([&] { models::Checkpoint c(m.dir); });
     EXPECT_NE(e.find("tensor 'h.0.attn.c_attn.weight' has shape [12, 24], expected [12, 36]"),
               std::string::npos)
         << e;
@@ -58,12 +46,12 @@ TEST(Checkpoint, RefusesAMissingKeyAWrongShapeAndABadConfigNamingThem) {
     std::ofstream(m.dir + "/config.json")
         << R"({"model_type": "gpt2", "n_embd": 12, "n_head": 5, "n_layer": 2,
         "n_positions": 16, "vocab_size": 40})";
-    e = modelErrorOf([&] { models::Checkpoint c(m.dir); });
+    e = test::errorOf([&] { models::Checkpoint c(m.dir); });
     EXPECT_NE(e.find("config.json: /n_head: expected a divisor of the width 12, got 5"), std::string::npos)
         << e;
     std::ofstream(m.dir + "/config.json") << R"({"model_type": "gpt2", "n_embd": 12, "n_layer": 2,
         "n_positions": 16, "vocab_size": 40})";
-    e = modelErrorOf([&] { models::Checkpoint c(m.dir); });
+    e = test::errorOf([&] { models::Checkpoint c(m.dir); });
     EXPECT_NE(e.find("/n_head: required field is missing"), std::string::npos) << e;
 }
 
@@ -94,7 +82,7 @@ TEST(Checkpoint, TheLastGpt2StateIsAfterLnFAndAlbertRunsBeyondItsConfig) {
     const auto three = models::hiddenStates(ca.config(), wa, ids, 3);
     ASSERT_EQ(five.size(), 6u);
     for (int l = 0; l <= 3; ++l) EXPECT_EQ(five[std::size_t(l)], three[std::size_t(l)]) << l;
-    EXPECT_NE(modelErrorOf([&] {
+    EXPECT_NE(test::errorOf([&] {
                   models::hiddenStates(c.config(), w, {1, 40}, 2);
               }).find("id 40 is outside"),
               std::string::npos);
@@ -133,9 +121,10 @@ TEST(BpeTokenizer, MergesLowestRankFirstOnAVocabularyWrittenHere) {
     EXPECT_EQ(bpe.encode("abc abc"), (std::vector<int>{6, 5, 2}));
     EXPECT_EQ(bpe.encode("cccc"), (std::vector<int>{7, 7}));
     EXPECT_EQ(bpe.encode("ba"), (std::vector<int>{1, 0}));
-    EXPECT_NE(modelErrorOf([&] { bpe.encode("abd"); }).find("\"d\" is not in vocab.json"), std::string::npos);
+    EXPECT_NE(test::errorOf([&] { bpe.encode("abd"); }).find("\"d\" is not in vocab.json"),
+              std::string::npos);
     std::ofstream(dir.file("merges.txt")) << "a b\nab\n";
-    EXPECT_NE(modelErrorOf([&] {
+    EXPECT_NE(test::errorOf([&] {
                   models::BpeTokenizer(dir.file("vocab.json"), dir.file("merges.txt"));
               }).find("merges.txt: line 2: expected two symbols"),
               std::string::npos);
