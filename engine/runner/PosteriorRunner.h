@@ -58,6 +58,10 @@ struct PosteriorEvaluation {
     long iteration = 0;
     double relativeL1Error = NAN; // NaN without a known truth
     double misfit = NAN;          // mean ½‖y − F(x)‖²/σ² over the samples
+    // The samples' mean and covariance: how far the flow is from a reference (a Metropolis chain) as a
+    // Gaussian W₂ distance, whatever the truth.
+    inverse::Vector mean;
+    inverse::Matrix covariance;
 };
 
 // One trainer: a PosteriorFlow with its iteration budget and held-out evaluations.
@@ -68,7 +72,8 @@ class PosteriorTrainer {
     // has none.
     explicit PosteriorTrainer(const Config& config);
 
-    // One step; false once the flow has stopped (StepGuard) or reached config().flow.iterations.
+    // One step; false once the flow has stopped (StepGuard) or reached config().flow.iterations. The first
+    // step of a problem with at most 3 unknowns evaluates the starting point (iteration 0) before it.
     bool step();
     bool stopped() const { return flow_->stopped(); }
     bool finished() const { return flow_->iteration() >= config_.flow.iterations; }
@@ -155,6 +160,11 @@ struct PosteriorTraining {
       public:
         Pictures(const Options& options, const Trainer& first);
         std::shared_ptr<const Picture> make(const Trainer& t) const;
+        // Drawn at once, on the worker: sampling needs the trainer's flow, which cannot be copied (its
+        // pictures take milliseconds to a few tenths of a second).
+        PictureTask<Picture> capture(const Trainer& t) const {
+            return [p = make(t)](bool) { return p; };
+        }
         void describe(Snapshot& s, const Trainer&) const { s.scene = scene_; }
 
       private:

@@ -36,33 +36,55 @@ Mat TrainingPictureMaker::data(const FlowTrainer& t) const {
     return t.sampleData(options_.samples, options_.pictureSeed);
 }
 
-std::shared_ptr<const TrainingPicture> TrainingPictureMaker::make(const FlowTrainer& t,
-                                                                  const Mat& data) const {
+bool TrainingPictureMaker::hasDrafts() const {
+    return options_.samples > kDraftSamples || options_.gridSize > kDraftGrid;
+}
+
+std::shared_ptr<const TrainingPicture> TrainingPictureMaker::make(long iteration,
+                                                                  const flows::FlowModel<float>& model,
+                                                                  const Mat& data, bool draft) const {
     auto p = std::make_shared<TrainingPicture>();
-    p->iteration = t.iteration();
+    p->iteration = iteration;
+    p->draft = draft && hasDrafts();
     p->data = data;
     p->gridExtent = options_.gridExtent;
+    const Eigen::Index samples =
+        p->draft ? std::min<Eigen::Index>(kDraftSamples, base_.cols()) : base_.cols();
+    const int gridSize = p->draft ? std::min(options_.gridSize, kDraftGrid) : options_.gridSize;
     // In double on the float32 parameters, as flowscope-cli sample draws (engine/flows/Sampling.h): there the
     // exact-inverse sampler's fixed points converge, where in float32 they stall at the iteration cap on
     // rounding noise (with the RWPO layer at initialization, 1000 samples: 35 iterations per sub-step and
     // 5.9 s, against 100 and 13.3 s), and a picture shows the samples `sample` writes for these draws.
-    const flows::FlowModel<double> model = flows::inDouble(t.evaluatedModel());
+    // A draft of a model with several reference draws uses the first alone: the keys of each draw cost
+    // O(n²) per layer, and with 8 draws they were most of a 250-sample draft's seconds. Its samples and
+    // density are then that draw's component ρ_0 of the mixture, exact in themselves (sample j of the full
+    // picture, j ≡ 0 mod R, is the draft's).
+    const bool oneDraw = p->draft && model.config().rwpo && model.referenceDraws() > 1;
+    const flows::FlowModel<float>::Matrix firstDraw =
+        oneDraw ? model.referenceDraw(0) : flows::FlowModel<float>::Matrix();
+    const flows::FlowModel<double> inDouble = flows::inDouble(model);
     std::vector<flows::FlowModel<double>::Matrix> trajectory;
-    p->samples = flows::toRows(model.generate(base_.cast<double>(), &trajectory).cast<float>());
-    const Eigen::Index k = std::min<Eigen::Index>(options_.trajectorySamples, base_.cols());
+    const flows::FlowModel<double>::Matrix Z = base_.leftCols(samples).cast<double>();
+    const flows::FlowModel<double>::Matrix firstDrawInDouble = firstDraw.cast<double>();
+    p->samples = flows::toRows((oneDraw ? inDouble.generate(Z, &trajectory, nullptr, &firstDrawInDouble)
+                                        : inDouble.generate(Z, &trajectory))
+                                   .cast<float>());
+    const Eigen::Index k = std::min<Eigen::Index>(options_.trajectorySamples, samples);
     for (const auto& layer : trajectory)
         p->trajectories.push_back(flows::toRows(layer.leftCols(k).cast<float>()));
-    if (t.config().flow.d == 2 && options_.gridSize > 0) {
+    if (model.config().d == 2 && gridSize > 0) {
         // The model density where it is defined point by point: without the layer, or beside its reference.
-        p->densityFromSamples = t.config().flow.rwpo && t.evaluatedModel().reference().size() == 0;
-        p->density = p->densityFromSamples ? sampleHistogram(p->samples) : modelDensity(t.evaluatedModel());
+        p->densityFromSamples = model.config().rwpo && model.reference().size() == 0;
+        p->density = p->densityFromSamples ? sampleHistogram(p->samples, gridSize)
+                                           : modelDensity(model, gridSize, oneDraw ? &firstDraw : nullptr);
     }
     return p;
 }
 
-// exp(log ρ) by (24) at the centres of a gridSize² grid.
-Mat TrainingPictureMaker::modelDensity(const FlowTrainer::Model& model) const {
-    const int n = options_.gridSize;
+// exp(log ρ) by (24) at the centres of a gridSize² grid, beside `keys` when given (else the model's own).
+Mat TrainingPictureMaker::modelDensity(const FlowTrainer::Model& model, int gridSize,
+                                       const Matrix* keys) const {
+    const int n = gridSize;
     const double cell = 2.0 * options_.gridExtent / n;
     Matrix grid(2, n * n);
     for (int j = 0; j < n; ++j)
@@ -71,7 +93,7 @@ Mat TrainingPictureMaker::modelDensity(const FlowTrainer::Model& model) const {
             grid(1, i + n * j) = float(-options_.gridExtent + (j + 0.5) * cell);
         }
     Eigen::Matrix<float, 1, Eigen::Dynamic> logDensity;
-    model.encode(grid, &logDensity);
+    model.encode(grid, &logDensity, nullptr, keys);
     Mat density(n, n);
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < n; ++i) density(i, j) = std::exp(double(logDensity(i + n * j)));
@@ -80,8 +102,8 @@ Mat TrainingPictureMaker::modelDensity(const FlowTrainer::Model& model) const {
 
 // Samples per unit area on a grid of half as many cells per side as the model's (a thousand samples would
 // leave most of 64² cells empty). Samples outside the grid or not finite are not counted.
-Mat TrainingPictureMaker::sampleHistogram(const Mat& samples) const {
-    const int n = std::max(options_.gridSize / 2, 1);
+Mat TrainingPictureMaker::sampleHistogram(const Mat& samples, int gridSize) const {
+    const int n = std::max(gridSize / 2, 1);
     const double cell = 2.0 * options_.gridExtent / n;
     Mat h = Mat::Zero(n, n);
     for (Eigen::Index r = 0; r < samples.rows(); ++r) {
@@ -120,6 +142,11 @@ flows::TrainerConfig FlowTraining::fromModel(const Model& model, Config config) 
 // trainers differ only in the layer, so they share the data points.
 FlowTraining::Pictures::Pictures(const Options& options, const Trainer& first)
     : maker_(options, first.config().flow.d), data_(maker_.data(first)) {}
+
+PictureTask<TrainingPicture> FlowTraining::Pictures::capture(const Trainer& t) const {
+    return [this, model = std::make_shared<const Model>(t.evaluatedModel()),
+            iteration = t.iteration()](bool draft) { return maker_.make(iteration, *model, data_, draft); };
+}
 
 void saveTrainedFlow(const std::string& path, const TrainerState& state) {
     saveTrainerState(path, state, [](auto&&... a) { flows::saveFlow(std::forward<decltype(a)>(a)...); });

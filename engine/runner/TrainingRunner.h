@@ -22,7 +22,7 @@ struct TrainingOptions {
     int trajectorySamples = 256;   // of those, how many carry their trajectory x^0 .. x^M
     int gridSize = 64;             // density grid cells per side
     double gridExtent = 4.0;       // the grid covers [-extent, extent]²
-    double pictureSeconds = 0.7;   // the least wall time between two pictures while playing
+    double pictureSeconds = 0.4;   // the least wall time between two pictures while playing
     int evaluateEvery = 200;       // held-out metrics every this many iterations; 0: only on demand
     std::size_t maxEvents = 8;     // the last events a snapshot keeps
     std::uint64_t pictureSeed = 1; // the base draws z and the shown data points
@@ -31,6 +31,7 @@ struct TrainingOptions {
 // What one trainer looks like at a given iteration; immutable once published, shared by readers.
 struct TrainingPicture {
     long iteration = 0;
+    bool draft = false;            // the first kDraftSamples samples and a grid of at most kDraftGrid cells
     Mat samples;                   // samples x d: generate(z) for fixed z
     std::vector<Mat> trajectories; // x^0 .. x^M (M + 1 entries), each trajectorySamples x d
     Mat data;                      // samples x d: points of the training law
@@ -69,18 +70,32 @@ struct TrainingSnapshot : TrainerRunSnapshot<TrainerState> {};
 // pictureSeconds) and flowscope-cli render --view training (one per frame, on its own thread). It holds the
 // fixed base draws z of options.pictureSeed, so that successive pictures show where the same z's go as the
 // flow learns. make() costs O(N²) per layer with the RWPO layer.
+//
+// A draft draws the same picture from the first kDraftSamples base draws (so its samples are the first rows
+// of the full picture's) on a grid of at most kDraftGrid cells per side: about a quarter of the cost, drawn
+// first and while training runs faster than full pictures can follow.
 class TrainingPictureMaker {
   public:
+    static constexpr int kDraftSamples = 250;
+    static constexpr int kDraftGrid = 32;
+
     TrainingPictureMaker(const TrainingOptions& options, int d);
 
     // The shown data points of a trainer: the same for every picture of a run.
     Mat data(const flows::FlowTrainer& t) const;
-    // t's picture at its current iteration, showing `data`.
-    std::shared_ptr<const TrainingPicture> make(const flows::FlowTrainer& t, const Mat& data) const;
+    // The picture of `model` (a trainer's evaluated model at `iteration`), showing `data`.
+    std::shared_ptr<const TrainingPicture> make(long iteration, const flows::FlowModel<float>& model,
+                                                const Mat& data, bool draft = false) const;
+    std::shared_ptr<const TrainingPicture> make(const flows::FlowTrainer& t, const Mat& data) const {
+        return make(t.iteration(), t.evaluatedModel(), data);
+    }
+    // Whether a draft draws less than the full picture.
+    bool hasDrafts() const;
 
   private:
-    Mat modelDensity(const flows::FlowTrainer::Model& model) const;
-    Mat sampleHistogram(const Mat& samples) const;
+    Mat modelDensity(const flows::FlowTrainer::Model& model, int gridSize,
+                     const flows::FlowTrainer::Matrix* keys = nullptr) const;
+    Mat sampleHistogram(const Mat& samples, int gridSize) const;
 
     TrainingOptions options_;
     flows::FlowTrainer::Matrix base_; // d x samples
@@ -116,6 +131,9 @@ struct FlowTraining {
       public:
         Pictures(const Options& options, const Trainer& first);
         std::shared_ptr<const Picture> make(const Trainer& t) const { return maker_.make(t, data_); }
+        // A copy of t's evaluated model, drawn later (on the painter's thread).
+        PictureTask<Picture> capture(const Trainer& t) const;
+        bool hasDrafts() const { return maker_.hasDrafts(); }
         void describe(Snapshot&, const Trainer&) const {}
 
       private:

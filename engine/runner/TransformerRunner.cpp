@@ -67,7 +67,8 @@ ot::OtTrainerConfig TransformerTraining::fromModel(const Model& model, Config co
     return config;
 }
 
-TransformerTraining::Pictures::Pictures(const Options& options, const Trainer& first) {
+TransformerTraining::Pictures::Pictures(const Options& options, const Trainer& first)
+    : task_(first.config().task) {
     flows::Rng rng(options.pictureSeed);
     shown_ = first.config().task == ot::Task::A ? ot::sampleTaskA(1, rng) : ot::sampleTaskB(1, rng);
 }
@@ -77,21 +78,26 @@ void TransformerTraining::Pictures::describe(Snapshot& s, const Trainer& first) 
     s.threshold = first.evaluatedModel().stabilityThreshold(shown_.setSize);
 }
 
-std::shared_ptr<const TransformerPicture> TransformerTraining::Pictures::make(const Trainer& t) const {
+PictureTask<TransformerPicture> TransformerTraining::Pictures::capture(const Trainer& t) const {
+    return [this, model = std::make_shared<const Model>(t.evaluatedModel()),
+            iteration = t.iteration()](bool) { return make(iteration, *model); };
+}
+
+std::shared_ptr<const TransformerPicture> TransformerTraining::Pictures::make(long iteration,
+                                                                              const Model& model) const {
     auto p = std::make_shared<TransformerPicture>();
-    p->iteration = t.iteration();
+    p->iteration = iteration;
     std::vector<ot::Matrix> states;
-    t.evaluatedModel().output(shown_.tokens, shown_.setSize, &states);
+    model.output(shown_.tokens, shown_.setSize, &states);
     // A padded task A model keeps the tokens in its first coordinates (the rest is working space, not
     // drawn): the picture shows them as they are, beside the closed form in the same plane.
-    const ot::TransformerConfig& c = t.config().model;
+    const ot::TransformerConfig& c = model.config();
     if (c.padEmbed && c.head == ot::Head::Mean)
         for (ot::Matrix& x : states) x = x.topRows(c.inputDim).eval();
     p->states = projectedStates(states, 0, shown_.setSize);
-    if (t.config().task == ot::Task::A) {
-        const double lambda = t.evaluatedModel().paperLambda(shown_.setSize);
-        if (lambda > 0)
-            p->closedForm = ot::taskAClosedFormState(shown_, lambda, t.config().model.horizon).transpose();
+    if (task_ == ot::Task::A) {
+        const double lambda = model.paperLambda(shown_.setSize);
+        if (lambda > 0) p->closedForm = ot::taskAClosedFormState(shown_, lambda, c.horizon).transpose();
     } else {
         p->label = shown_.labels.front();
     }

@@ -82,11 +82,15 @@ struct TransformerTraining {
     class Pictures {
       public:
         Pictures(const Options& options, const Trainer& first);
-        std::shared_ptr<const Picture> make(const Trainer& t) const;
+        // The picture of `model` (a trainer's evaluated model at `iteration`).
+        std::shared_ptr<const Picture> make(long iteration, const Model& model) const;
+        // A copy of t's evaluated model, drawn later (on the painter's thread).
+        PictureTask<Picture> capture(const Trainer& t) const;
         // The task, and Theorem 2's threshold of the configured run.
         void describe(Snapshot& s, const Trainer& first) const;
 
       private:
+        ot::Task task_ = ot::Task::A;
         ot::Batch shown_;
     };
 };

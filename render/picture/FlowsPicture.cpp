@@ -170,8 +170,12 @@ void FlowsPicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k) 
     QString title = QString::fromStdString(trainer.label);
     if (!trainer.rwpo) title += tr(" (OT-Flow)");
     title += tr(" · iteration %1").arg(trainer.iteration);
+    // A picture drawn at an earlier iteration says which; a draft (fewer samples, a coarser grid) says so.
     if (picture && picture->iteration != trainer.iteration)
-        title += tr(" (picture: %1)").arg(picture->iteration);
+        title += picture->draft ? tr(" (draft of %1)").arg(picture->iteration)
+                                : tr(" (picture: %1)").arg(picture->iteration);
+    else if (picture && picture->draft)
+        title += tr(" (draft)");
     beginPicture(p, area, square, title);
     const double extent = picture ? picture->gridExtent : 4.0;
     ViewTransform view;
@@ -218,8 +222,9 @@ void FlowsPicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k) 
             outside +=
                 !(std::abs(picture->samples(r, 0)) <= extent && std::abs(picture->samples(r, 1)) <= extent);
         if (outside > 0) {
-            const QString note =
-                tr("%1 of %2 samples outside the view").arg(outside).arg(picture->samples.rows());
+            QString note = tr("%1 of %2 samples outside the view").arg(outside).arg(picture->samples.rows());
+            if (fm.horizontalAdvance(note) + 16 > square.width()) // a narrow window: the short form
+                note = tr("%1/%2 outside").arg(outside).arg(picture->samples.rows());
             const QRectF box(6, 6, fm.horizontalAdvance(note) + 10, line + 4);
             p.fillRect(box, QColor(style_.background.red(), style_.background.green(),
                                    style_.background.blue(), 200));
@@ -227,7 +232,7 @@ void FlowsPicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k) 
             p.drawText(box, Qt::AlignCenter, note);
         }
     }
-    endPicture(p, square, hasSamples ? QString() : tr("generating samples..."));
+    endPicture(p, square, hasSamples ? QString() : tr("drawing the first picture..."));
 
     const bool histogram = picture && picture->densityFromSamples;
     paintMarks(

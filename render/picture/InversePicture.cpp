@@ -1,5 +1,6 @@
 #include "render/picture/InversePicture.h"
 
+#include "engine/gaussian/Energies.h"
 #include "render/picture/Colormap.h"
 #include "render/picture/ViewTransform.h"
 
@@ -150,8 +151,29 @@ QString InversePicture::plotTitle(Plot plot) {
         return tr("posterior mean: relative L1 error");
     case Plot::Fit:
         return tr("y (•) and F(posterior mean) (—)");
+    case Plot::Distance:
+        return tr("distance to the reference chain (Gaussian W₂)");
     }
     return {};
+}
+
+double InversePicture::distanceToReference(const PosteriorEvaluation& e, const ReferenceSamples& reference) {
+    const inverse::PosteriorSummary& r = reference.summary;
+    if (e.mean.size() == 0 || e.mean.size() != r.mean.size() || e.covariance.rows() != r.covariance.rows())
+        return NAN;
+    return buresWasserstein(e.mean, e.covariance, r.mean, r.covariance);
+}
+
+double InversePicture::samplingFloor(const ReferenceSamples& reference, int n) {
+    const inverse::Matrix& all = reference.samples;
+    const Eigen::Index kept = all.cols();
+    if (n < 2 || kept < n || reference.summary.mean.size() != all.rows()) return NAN;
+    inverse::Matrix some(all.rows(), n);
+    for (int j = 0; j < n; ++j) some.col(j) = all.col(Eigen::Index(j) * kept / n);
+    const inverse::Vector mean = some.rowwise().mean();
+    const inverse::Matrix centred = some.colwise() - mean;
+    const inverse::Matrix covariance = centred * centred.transpose() / double(n - 1);
+    return buresWasserstein(mean, covariance, reference.summary.mean, reference.summary.covariance);
 }
 
 QStringList InversePicture::unknownNames(const PosteriorScene& scene) {
@@ -557,6 +579,12 @@ void InversePicture::paintPlotAt(QPainter& p, const QRectF& area, int index) con
             for (const PosteriorEvaluation& e : t.evaluations)
                 dots.points.emplace_back(double(e.iteration), e.relativeL1Error);
             break;
+        case Plot::Distance:
+            if (reference_)
+                for (const PosteriorEvaluation& e : t.evaluations)
+                    if (const double w = distanceToReference(e, *reference_); std::isfinite(w))
+                        dots.points.emplace_back(double(e.iteration), w);
+            break;
         case Plot::Fit:
             if (t.picture)
                 for (Eigen::Index i = 0; i < t.picture->prediction.size(); ++i)
@@ -569,6 +597,20 @@ void InversePicture::paintPlotAt(QPainter& p, const QRectF& area, int index) con
     if (plot == Plot::Error) {
         curves.emptyText = shown_->scene && !shown_->scene->truth ? tr("no truth known: no error")
                                                                   : tr("every 25 iterations, or Evaluate");
+    }
+    if (plot == Plot::Distance && reference_ && !curves.series.empty()) {
+        const int n = shown_->trainers[0].config ? shown_->trainers[0].config->evaluationSamples : 0;
+        if (const double floor = samplingFloor(*reference_, n); std::isfinite(floor))
+            curves.series.insert(curves.series.begin(),
+                                 CurveSeries{kReferenceColor,
+                                             {QPointF(0, floor), QPointF(std::max(1.0, curves.xMax), floor)},
+                                             CurveSeries::Style::Dashed});
+    }
+    if (plot == Plot::Distance) {
+        const bool corner = shown_->scene && shown_->scene->d <= 3;
+        curves.emptyText = !corner       ? tr("no reference chain for more than 3 unknowns")
+                           : !reference_ ? tr("the reference chain is running...")
+                                         : tr("every 25 iterations, or Evaluate");
     }
     if (plot == Plot::Fit && shown_->scene) { // observations 1..m, clear of the frame's sides
         const inverse::Vector& y = shown_->scene->y;

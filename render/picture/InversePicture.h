@@ -8,7 +8,9 @@
 //    one standard deviation, the truth as dots; for EIT below it the conductivity κ on the unit square: the
 //    truth's, the posterior mean's and the posterior standard deviation's.
 // Beside them, plots: the loss and the data misfit per iteration, the relative L1 error of the posterior mean
-// (held-out, every few iterations), and the data y against F(posterior mean).
+// (held-out, every few iterations), the data y against F(posterior mean), and (d ≤ 3, once the reference
+// chain finished) the distance to the reference: the W₂ distance between the Gaussians of the held-out
+// samples' and the chain's means and covariances, which shows what training changes when the loss is flat.
 #pragma once
 
 #include "engine/runner/PosteriorRunner.h"
@@ -25,8 +27,8 @@ namespace flowscope {
 
 class InversePicture : public TrainingRunPicture<PosteriorSnapshot> {
   public:
-    enum class Plot { Loss, Misfit, Error, Fit };
-    static constexpr int kPlotCount = 4;
+    enum class Plot { Loss, Misfit, Error, Fit, Distance };
+    static constexpr int kPlotCount = 5;
 
     InversePicture() : TrainingRunPicture(kPlotCount) {}
 
@@ -35,7 +37,13 @@ class InversePicture : public TrainingRunPicture<PosteriorSnapshot> {
     // The keys of the tooltips the view shows on hover: each plot's, in Plot order, and a trainer's
     // picture's.
     static constexpr const char* kPlotKeys[kPlotCount] = {"inverse.loss", "inverse.misfit", "inverse.error",
-                                                          "inverse.fit"};
+                                                          "inverse.fit", "inverse.distance"};
+    // The W₂ distance between the Gaussians of an evaluation's samples and of the reference (NaN when the
+    // dimensions differ).
+    static double distanceToReference(const PosteriorEvaluation& e, const ReferenceSamples& reference);
+    // The distance a perfect flow would show: the Gaussian W₂ distance between n of the chain's own samples
+    // (spread over the chain) and the whole chain, n the evaluation's sample count. Drawn as a grey line.
+    static double samplingFloor(const ReferenceSamples& reference, int n);
     const char* pictureKey(std::size_t trainer) const;
     // The problem and its size, above the plots.
     QString plotNote() const override;

@@ -9,6 +9,7 @@
 #include "render/GaussianOverlay.h"
 #include "render/picture/CurvePlot.h"
 #include "render/picture/FlowsPicture.h"
+#include "render/picture/InversePicture.h"
 #include "render/picture/ParticleLayers.h"
 #include "render/picture/ParticlePicture.h"
 #include "render/picture/Theme.h"
@@ -472,6 +473,49 @@ TEST(CurvePlot, ValueLabelsKeepOffTheTitleAndAnEmptyPlotHasNone) {
     }
     // Left of the frame, above the iteration ticks' line: nothing.
     EXPECT_TRUE(untouched(image, QRect(0, 0, yLabels, int(area.height() - 2 * fm.height() - 6)), fill));
+}
+
+// The Inverse tab's distance to the reference is the Gaussian W₂ distance: 0 between the same moments, |δ|
+// for a mean shifted by δ, |√a − √b| per axis between diagonal covariances a and b; NaN across dimensions.
+TEST(InversePicture, TheDistanceToTheReferenceIsTheGaussianW2) {
+    ReferenceSamples reference;
+    reference.summary.mean = inverse::Vector::Constant(3, 0.5);
+    reference.summary.covariance = inverse::Vector(inverse::Vector::Constant(3, 4.0)).asDiagonal();
+    PosteriorEvaluation e;
+    e.mean = reference.summary.mean;
+    e.covariance = reference.summary.covariance;
+    EXPECT_NEAR(InversePicture::distanceToReference(e, reference), 0.0, 1e-7);
+    e.mean(1) += 0.3;
+    EXPECT_NEAR(InversePicture::distanceToReference(e, reference), 0.3, 1e-9);
+    e.mean = reference.summary.mean;
+    e.covariance(0, 0) = 9.0; // sd 3 against 2: W₂ = |3 − 2|
+    EXPECT_NEAR(InversePicture::distanceToReference(e, reference), 1.0, 1e-9);
+    e.mean = inverse::Vector::Zero(2);
+    e.covariance = inverse::Matrix::Identity(2, 2);
+    EXPECT_TRUE(std::isnan(InversePicture::distanceToReference(e, reference)));
+}
+
+// The sampling floor: n of the chain's samples against the whole chain. All of them: 0 (the same moments);
+// for a chain of independent N(0, I) draws it is of the order of √(d / n), the mean's error.
+TEST(InversePicture, TheSamplingFloorIsTheChainAgainstItself) {
+    ReferenceSamples reference;
+    const int d = 2, kept = 4000;
+    std::uint64_t state = 12345;
+    auto uniform = [&state] { // a small LCG: the test's own draws, fixed
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        return (double(state >> 11) + 0.5) / 9007199254740992.0;
+    };
+    reference.samples.resize(d, kept);
+    for (Eigen::Index k = 0; k < reference.samples.size(); ++k) // Box–Muller, cosine branch
+        reference.samples(k) = std::sqrt(-2.0 * std::log(uniform())) * std::cos(2.0 * M_PI * uniform());
+    reference.summary.mean = reference.samples.rowwise().mean();
+    const inverse::Matrix centred = reference.samples.colwise() - reference.summary.mean;
+    reference.summary.covariance = centred * centred.transpose() / double(kept - 1);
+    EXPECT_NEAR(InversePicture::samplingFloor(reference, kept), 0.0, 1e-6);
+    const double floor = InversePicture::samplingFloor(reference, 600);
+    EXPECT_GT(floor, 0.1 * std::sqrt(d / 600.0));
+    EXPECT_LT(floor, 5.0 * std::sqrt(d / 600.0));
+    EXPECT_TRUE(std::isnan(InversePicture::samplingFloor(reference, kept + 1)));
 }
 
 } // namespace

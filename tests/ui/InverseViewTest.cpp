@@ -63,6 +63,17 @@ class InverseViewTest : public TrainingTabFixture<InversePanel, InverseView> {
         return count;
     }
     QComboBox* problemBox() { return panel->findChild<QComboBox*>(QStringLiteral("inverse.problem")); }
+    // Clicks Evaluate and waits for the shown run's `count`-th evaluation; returns it.
+    PosteriorEvaluation evaluated(std::size_t count) {
+        button("evaluate")->click();
+        const bool shown = waitFor([&] {
+            view->refresh();
+            const auto now = view->displayedSnapshot();
+            return now && now->trainers[0].evaluations.size() == count;
+        });
+        EXPECT_TRUE(shown) << "no evaluation " << count;
+        return shown ? view->displayedSnapshot()->trainers[0].evaluations.back() : PosteriorEvaluation{};
+    }
 };
 
 TEST_F(InverseViewTest, TheWorkspaceRegistersAndItsPageShows) {
@@ -118,14 +129,11 @@ TEST_F(InverseViewTest, StepsOnLinearGaussianUpdateTheCurvesAndTheScatter) {
     EXPECT_NE(first.copy(loss), second.copy(loss));
     EXPECT_NE(first.copy(scatter), second.copy(scatter));
 
+    // The first step evaluated the starting point (d = 2): the frame's own error, at iteration 0.
+    ASSERT_FALSE(s->trainers[0].evaluations.empty());
+    EXPECT_EQ(s->trainers[0].evaluations.front().iteration, 0);
     // Evaluate: the relative L1 error of the posterior mean, in the error plot.
-    button("evaluate")->click();
-    ASSERT_TRUE(waitFor([&] {
-        view->refresh();
-        const auto now = view->displayedSnapshot();
-        return now && !now->trainers[0].evaluations.empty();
-    }));
-    const PosteriorEvaluation e = view->displayedSnapshot()->trainers[0].evaluations.back();
+    const PosteriorEvaluation e = evaluated(2);
     EXPECT_EQ(e.iteration, 6);
     EXPECT_TRUE(std::isfinite(e.relativeL1Error));
     EXPECT_GT(pixelsLike(grabView(), devicePixels(view->plotRect(InverseView::Plot::Error)), orange), 3);
@@ -163,6 +171,17 @@ TEST_F(InverseViewTest, TheMetropolisReferenceIsDrawnUnderTheSamples) {
     view->setReference(nullptr);
     const long without = greyish(grabView(), picture);
     EXPECT_GT(with, without + 300) << with << " grey pixels with the reference, " << without << " without";
+
+    // Evaluate: the flow's distance to the reference, a dot in the distance plot beside the starting point's.
+    view->setReference(reference);
+    const PosteriorEvaluation e = evaluated(2);
+    const double w = InversePicture::distanceToReference(e, *reference);
+    EXPECT_TRUE(std::isfinite(w));
+    EXPECT_GT(w, 0.0);
+    view->repaint();
+    const QRect distance = devicePixels(view->plotRect(InverseView::Plot::Distance));
+    ASSERT_TRUE(distance.isValid());
+    EXPECT_GT(pixelsLike(grabView(), distance, rwpoCurveColor(s->trainers[0].rwpo)), 3);
 }
 
 // Space is the panel's Start / Pause / Resume button on a training tab, as it plays and pauses the particles.

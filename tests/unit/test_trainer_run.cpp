@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -62,6 +64,33 @@ class ToyTrainer {
 struct ToyPicture {
     long iteration = 0;
     double x = 0;
+    bool draft = false;
+};
+
+// A gate the toy pictures wait at while it is shut: a picture that takes as long as the test wants.
+struct PictureGate {
+    std::mutex mutex;
+    std::condition_variable opened;
+    bool open = true;
+    int drawn = 0, drafts = 0; // pictures drawn so far, and drafts among them
+
+    void shut() {
+        std::lock_guard lock(mutex);
+        open = false;
+    }
+    void release() {
+        {
+            std::lock_guard lock(mutex);
+            open = true;
+        }
+        opened.notify_all();
+    }
+    void pass(bool draft) {
+        std::unique_lock lock(mutex);
+        opened.wait(lock, [this] { return open; });
+        ++drawn;
+        drafts += draft;
+    }
 };
 
 struct ToyState {
@@ -88,6 +117,8 @@ struct ToyKind {
         double pictureSeconds = 0.0;
         int evaluateEvery = 0;
         std::size_t maxEvents = 2;
+        std::shared_ptr<PictureGate> gate = std::make_shared<PictureGate>();
+        bool drafts = false; // the pictures have drafts
     };
     using Snapshot = ToySnapshot;
 
@@ -113,21 +144,34 @@ struct ToyKind {
     }
     class Pictures {
       public:
-        Pictures(const Options&, const Trainer&) {}
-        std::shared_ptr<const Picture> make(const Trainer& t) const {
-            return std::make_shared<Picture>(
-                Picture{t.iteration(), t.history().empty() ? 1.0 : t.history().back()});
+        Pictures(const Options& o, const Trainer&) : gate_(o.gate), drafts_(o.drafts) {}
+        PictureTask<Picture> capture(const Trainer& t) const {
+            const Picture p{t.iteration(), t.history().empty() ? 1.0 : t.history().back()};
+            return [gate = gate_, p](bool draft) {
+                gate->pass(draft);
+                auto made = std::make_shared<Picture>(p);
+                made->draft = draft;
+                return made;
+            };
         }
+        bool hasDrafts() const { return drafts_; }
         void describe(Snapshot& s, const Trainer&) const { s.described = 1; }
+
+      private:
+        std::shared_ptr<PictureGate> gate_;
+        bool drafts_;
     };
 };
 
 using ToyRun = TrainerRun<ToyKind>;
 
+// Waits until every trainer reached `iteration` and shows its full picture of it.
 bool waitForIteration(const ToyRun& run, long iteration) {
     return test::waitForSnapshot(run, [iteration](const ToySnapshot& s) {
         for (const ToyState& t : s.trainers)
-            if (t.iteration != iteration || !t.picture || t.picture->iteration != iteration) return false;
+            if (t.iteration != iteration || !t.picture || t.picture->iteration != iteration ||
+                t.picture->draft)
+                return false;
         return !s.trainers.empty();
     });
 }
@@ -216,6 +260,57 @@ TEST(TrainerRun, EvaluateNowAppendsAnEvaluationOfTheCurrentState) {
     ASSERT_TRUE(
         test::waitForSnapshot(run, [](const ToySnapshot& s) { return !s.trainers[0].evaluations.empty(); }));
     EXPECT_DOUBLE_EQ(run.snapshot()->trainers[0].evaluations.front(), 0.5); // x_1
+}
+
+} // namespace
+
+namespace {
+
+// A picture that takes as long as it likes (the gate is shut) never holds the trainer back: training steps on
+// while the first picture waits, and once the gate opens the run shows a picture of its latest iteration.
+TEST(TrainerRun, APictureInTheMakingNeverHoldsTheTrainerBack) {
+    ToyKind::Options options;
+    options.gate->shut();
+    ToyRun run(options);
+    run.start(ToyConfig{}, false);
+    for (int k = 0; k < 5; ++k) run.stepOnce();
+    ASSERT_TRUE(test::waitForSnapshot(run, [](const ToySnapshot& s) { return s.iteration() == 5; }));
+    EXPECT_EQ(run.snapshot()->trainers[0].picture, nullptr); // the first picture is still at the gate
+    options.gate->release();
+    ASSERT_TRUE(waitForIteration(run, 5));
+    EXPECT_DOUBLE_EQ(run.snapshot()->trainers[0].picture->x, std::pow(0.5, 5));
+}
+
+// With drafts, a paused run shows a draft first, then the full picture of the same iteration.
+TEST(TrainerRun, ADraftComesFirstThenThePausedRunsFullPicture) {
+    ToyKind::Options options;
+    options.drafts = true;
+    ToyRun run(options);
+    run.start(ToyConfig{}, true);
+    run.stepOnce();
+    ASSERT_TRUE(waitForIteration(run, 1));
+    std::lock_guard lock(options.gate->mutex);
+    // Two trainers: the first pictures (of iteration 0 or 1) are drafts, the last two full pictures of 1.
+    EXPECT_GE(options.gate->drafts, 2);
+    EXPECT_GE(options.gate->drawn, options.gate->drafts + 2);
+}
+
+// Reset while a picture of the old trainers is being drawn: that picture is dropped, not shown over the
+// fresh run's.
+TEST(TrainerRun, APictureOfTrainersResetSinceIsDropped) {
+    ToyKind::Options options;
+    ToyRun run(options);
+    run.start(ToyConfig{}, false);
+    for (int k = 0; k < 3; ++k) run.stepOnce();
+    ASSERT_TRUE(waitForIteration(run, 3));
+    options.gate->shut();
+    run.stepOnce(); // its picture (iteration 4) waits at the gate
+    ASSERT_TRUE(test::waitForSnapshot(run, [](const ToySnapshot& s) { return s.iteration() == 4; }));
+    run.reset();
+    ASSERT_TRUE(test::waitForSnapshot(run, [](const ToySnapshot& s) { return s.iteration() == 0; }));
+    options.gate->release();
+    ASSERT_TRUE(waitForIteration(run, 0));
+    EXPECT_DOUBLE_EQ(run.snapshot()->trainers[0].picture->x, 1.0);
 }
 
 } // namespace

@@ -197,6 +197,74 @@ TEST(TrainingRunner, RwpoPictureIsTheDensityBesideTheModelsReference) {
             ASSERT_EQ(p.density(i, j), std::exp(double(logDensity(i + p.gridSize() * j)))) << i << ", " << j;
 }
 
+// A draft is the full picture's first kDraftSamples samples (the same base draws, each sample on its own
+// without the RWPO layer) on a coarser grid of the same model density.
+TEST(TrainingRunner, ADraftIsTheFullPicturesFirstSamplesOnACoarserGrid) {
+    TrainingOptions o; // the app's: 1000 samples on a 64² grid
+    o.evaluateEvery = 0;
+    flows::FlowTrainer t(tinyConfig());
+    ASSERT_TRUE(t.step());
+    const TrainingPictureMaker maker(o, 2);
+    ASSERT_TRUE(maker.hasDrafts());
+    const Mat data = maker.data(t);
+    const auto full = maker.make(t.iteration(), t.evaluatedModel(), data, false);
+    const auto draft = maker.make(t.iteration(), t.evaluatedModel(), data, true);
+    EXPECT_FALSE(full->draft);
+    EXPECT_TRUE(draft->draft);
+    const int k = TrainingPictureMaker::kDraftSamples;
+    ASSERT_EQ(full->samples.rows(), o.samples);
+    ASSERT_EQ(draft->samples.rows(), k);
+    // Both solve the same inverse by fixed points that stop on the batch's largest residual
+    // (kSamplerTolerance per sub-step): the same samples to that tolerance, amplified by the sub-steps.
+    const double agree = 50 * flows::kSamplerTolerance;
+    EXPECT_LE((draft->samples - full->samples.topRows(k)).cwiseAbs().maxCoeff(), agree);
+    EXPECT_EQ(draft->data, full->data);
+    ASSERT_EQ(full->gridSize(), o.gridSize);
+    ASSERT_EQ(draft->gridSize(), TrainingPictureMaker::kDraftGrid);
+    // Both grids integrate the same density: their masses on [-4, 4]² agree to the midpoint rule's error.
+    auto mass = [](const TrainingPicture& p) {
+        const double cell = 2.0 * p.gridExtent / p.gridSize();
+        return p.density.sum() * cell * cell;
+    };
+    EXPECT_NEAR(mass(*draft), mass(*full), 2e-2 * mass(*full));
+    // Pictures small enough have no drafts.
+    EXPECT_FALSE(TrainingPictureMaker(smallPictures(), 2).hasDrafts());
+}
+
+// With the RWPO layer and R reference draws, a draft inverts the first draw's map for every sample: its
+// sample j is the full picture's wherever the full picture uses that draw too (j ≡ 0 mod R), and its density
+// is the first draw's component of the mixture.
+TEST(TrainingRunner, AnRwpoDraftIsTheFirstReferenceDrawsComponent) {
+    TrainingOptions o;
+    o.samples = 300;
+    o.evaluateEvery = 0;
+    flows::FlowTrainer t(tinyConfig(true));
+    ASSERT_TRUE(t.step());
+    const flows::FlowModel<float>& model = t.evaluatedModel();
+    const int draws = model.referenceDraws();
+    ASSERT_GT(draws, 1);
+    const TrainingPictureMaker maker(o, 2);
+    const Mat data = maker.data(t);
+    const auto full = maker.make(t.iteration(), model, data, false);
+    const auto draft = maker.make(t.iteration(), model, data, true);
+    ASSERT_EQ(draft->samples.rows(), TrainingPictureMaker::kDraftSamples);
+    ASSERT_TRUE(draft->samples.allFinite());
+    for (int j = 0; j < TrainingPictureMaker::kDraftSamples; j += draws)
+        EXPECT_LE((draft->samples.row(j) - full->samples.row(j)).cwiseAbs().maxCoeff(),
+                  50 * flows::kSamplerTolerance) // the same inverse, to the sampler's tolerance (as above)
+            << "sample " << j;
+    // The density at a cell centre: the first draw's, exp(log ρ_0).
+    const flows::FlowModel<float>::Matrix keys = model.referenceDraw(0);
+    for (int i : {3, draft->gridSize() / 2, draft->gridSize() - 5}) {
+        flows::FlowModel<float>::Matrix x(2, 1);
+        x << float(draft->cellCenter(i)), float(draft->cellCenter(i + 1));
+        Eigen::Matrix<float, 1, Eigen::Dynamic> logDensity;
+        model.encode(x, &logDensity, nullptr, &keys);
+        EXPECT_NEAR(draft->density(i, i + 1), std::exp(double(logDensity(0))),
+                    1e-5 * draft->density(i, i + 1));
+    }
+}
+
 TEST(TrainingRunner, SideBySideTrainsWithAndWithoutRwpoInLockstep) {
     TrainingRunner runner(smallPictures());
     runner.start(tinyConfig(false), true);
