@@ -414,6 +414,7 @@ int main(int argc, char** argv) {
             return 2;
         }
         window.showTransformersView();
+        window.hideWelcome(); // what was asked for is shown
     } else if (options.train.isEmpty()) {
         window.playParticlesWhenSeen();
     } else {
@@ -424,6 +425,7 @@ int main(int argc, char** argv) {
             return 2;
         }
         window.showFlowsView();
+        window.hideWelcome();
     }
     Options shot = options;
     if (!options.model.isEmpty()) {

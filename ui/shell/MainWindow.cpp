@@ -299,8 +299,12 @@ void MainWindow::showTransformersView() {
 
 bool MainWindow::openModelFile(const QString& path) {
     const bool ok = openModelIn(path);
-    if (ok) welcome_->hide(); // what was asked for is shown (the pane comes back on the next first launch)
+    if (ok) hideWelcome();
     return ok;
+}
+
+void MainWindow::hideWelcome() {
+    welcome_->hide();
 }
 
 bool MainWindow::openModelIn(const QString& path) {

@@ -85,6 +85,9 @@ class MainWindow : public QMainWindow {
     // restoreSettings() until it is dismissed once; the settings remember that), the keyboard shortcuts
     // and the command palette (Ctrl+K: every enabled action and every preset).
     void showWelcome();
+    // Hides the welcome pane without dismissing it: what the command line asked for (a model, a training)
+    // is shown; the pane comes back on the next first launch.
+    void hideWelcome();
     void showShortcuts();
     void showCommandPalette();
     WelcomePane* welcomePane() const { return welcome_; }
