@@ -347,8 +347,16 @@ int bench(const Args& raw) {
     const std::string peakText = p.option("--peak-flops", "");
     const bool deviceSteps = p.flag("--device-steps");
     const bool measureError = p.flag("--error");
+    const std::string threadsText = p.option("--threads");
     p.rejectUnknown();
-    if (p.positional.size() == 1 && p.positional[0] == "moments") return benchMoments(json);
+    if (p.positional.size() == 1 && p.positional[0] == "moments") {
+        std::vector<long> threads;
+        if (!threadsText.empty())
+            for (const std::string& t : splitCommas(threadsText))
+                threads.push_back(parseLong(t, "--threads", 1, 1024));
+        return benchMoments(json, threads);
+    }
+    if (!threadsText.empty()) throw UsageError("--threads goes with bench moments");
     if (p.positional.size() != 1 || p.positional[0] != "particles")
         throw UsageError("expected bench particles, moments, run, view, train or sweep");
     if (d < 1 || d > 1024) throw UsageError("--d must be in [1, 1024]");

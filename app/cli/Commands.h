@@ -32,7 +32,7 @@ int presets(const Args& args);
 int bench(const Args& args);
 int ranks(const Args& args);
 int moments(const Args& args);
-int benchMoments(bool json); // bench moments
+int benchMoments(bool json, const std::vector<long>& threads); // bench moments (threads: empty = all cores)
 int train(const Args& args);
 int sample(const Args& args);
 int density(const Args& args);

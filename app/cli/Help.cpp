@@ -39,9 +39,10 @@ commands:
       writes times, means, covariances and the event of each trajectory (converged / blow-up with t_max /
       max-iter); --final-only keeps the first and last state of each. .npy: the covariances (R, K, d, d),
       beside them <stem>_means.npy (R, K, d) and <stem>_times.npy (R, K), NaN after a trajectory ends
-  bench moments [--json]
+  bench moments [--json] [--threads 1,2]
       trajectories per second for the Fig 3(a) grid (1184 trajectories) to its stopping rule, adaptive
-      against the authors' projected Euler
+      against the authors' projected Euler, at each thread count (default: all cores); the authors' NumPy
+      algorithm beside it: python3 bench/moments_peer.py --cli PATH/flowscope-cli
   bench particles [--json] [--d D] [--n 1024,4096,...] [--variants softmax,l2,...]
         [--precision float32,float64] [--backend {backends}] [--peak-flops F] [--no-baseline] [--device-steps]
         [--error]

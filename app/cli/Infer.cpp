@@ -34,7 +34,8 @@ nlohmann::json summaryJson(const inverse::PosteriorSummary& s) {
     return {{"mean", vectorJson(s.mean)},
             {"sd", vectorJson(s.sd)},
             {"misfit", numberJson(s.misfit)},
-            {"relative_l1_error", numberJson(s.relativeL1Error)}};
+            {"relative_l1_error", numberJson(s.relativeL1Error)},
+            {"outside", s.outside}};
 }
 
 } // namespace
@@ -158,6 +159,10 @@ int infer(const Args& args) {
     const inverse::PosteriorTerms t = flow.evaluate(summaryCount, c.seed ^ 0xe7a1ULL);
     std::printf("final (%d samples): loss %.5g (log rho %.5g, misfit %.5g, log prior %.5g)\n", summaryCount,
                 t.loss, t.logRho, t.misfit, t.logPrior);
+    if (t.outside > 0)
+        std::printf("  %ld of the %d samples have no finite misfit (outside the forward model's domain; EIT: "
+                    "kappa <= 0 somewhere): left out of these means\n",
+                    t.outside, summaryCount);
     std::printf("posterior mean %s\nposterior sd   %s\n", vectorText(s.mean).c_str(),
                 vectorText(s.sd).c_str());
     if (post.truth)
@@ -177,6 +182,7 @@ int infer(const Args& args) {
     record["summary"] = summaryJson(s);
     record["summary"]["samples"] = summaryCount;
     record["summary"]["loss"] = numberJson(t.loss);
+    record["summary"]["loss_outside"] = t.outside; // samples left out of the loss's means
     {
         const OutputSet::Capture capture(set);
         if (!samplesOut.empty()) {

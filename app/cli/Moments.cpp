@@ -128,7 +128,7 @@ int moments(const Args& raw) {
 
 // Trajectories per second for the Fig 3(a) grid (P-BLOWUP, 1184 trajectories: softmax, V = I,
 // A = K^T Q / sqrt 2) to its stopping rule, with the authors' projected Euler as the baseline.
-int benchMoments(bool json) {
+int benchMoments(bool json, const std::vector<long>& threadCounts) {
     Scene s;
     s.name = "fig3a";
     s.d = 2;
@@ -146,14 +146,18 @@ int benchMoments(bool json) {
 
     struct Row {
         MomentMethod method;
+        int threads = 1;
         double perSecond = 0.0, seconds = 0.0;
         long evaluations = 0;
         std::map<std::string, int> events;
     };
-    std::vector<Row> rows(2);
-    rows[0].method = MomentMethod::PaperEuler;
-    rows[1].method = MomentMethod::Adaptive;
+    // Each method at each thread count; the baseline is paper Euler at the first count.
+    const int all = threadCount();
+    std::vector<Row> rows;
+    for (long t : threadCounts.empty() ? std::vector<long>{all} : threadCounts)
+        for (MomentMethod m : {MomentMethod::PaperEuler, MomentMethod::Adaptive}) rows.push_back({m, int(t)});
     for (Row& r : rows) {
+        setThreadCount(r.threads);
         s.moments.method = r.method;
         MomentSolveOptions o = momentOptions(s);
         o.recordEveryIter = 100;
@@ -166,6 +170,7 @@ int benchMoments(bool json) {
             ++r.events[toString(tr.event)];
         }
     }
+    setThreadCount(all);
     const double base = rows[0].perSecond;
     for (const Row& r : rows) {
         if (json) {
@@ -175,7 +180,7 @@ int benchMoments(bool json) {
                               {"method", toString(r.method)},
                               {"grid", "fig3a"},
                               {"trajectories", 1184},
-                              {"threads", threadCount()},
+                              {"threads", r.threads},
                               {"trajectories_per_s", r.perSecond},
                               {"baseline_trajectories_per_s", base},
                               {"ratio", r.perSecond / base},
@@ -184,10 +189,10 @@ int benchMoments(bool json) {
                              .dump()
                       << "\n";
         } else {
-            std::cout << std::left << std::setw(12) << toString(r.method) << std::right << std::setw(12)
-                      << std::setprecision(4) << r.perSecond << " traj/s  " << std::setw(8) << r.seconds
-                      << " s  " << std::setw(11) << r.evaluations << " evals  ratio " << std::setprecision(3)
-                      << r.perSecond / base << "x  ";
+            std::cout << std::left << std::setw(12) << toString(r.method) << std::right << std::setw(3)
+                      << r.threads << " threads" << std::setw(12) << std::setprecision(4) << r.perSecond
+                      << " traj/s  " << std::setw(8) << r.seconds << " s  " << std::setw(11) << r.evaluations
+                      << " evals  ratio " << std::setprecision(3) << r.perSecond / base << "x  ";
             for (const auto& [k, n] : r.events) std::cout << k << " " << n << "  ";
             std::cout << "\n";
         }

@@ -77,6 +77,18 @@ ForwardPass recordForward(ad::Tape<double>& tape, const flows::FlowConfig& c, co
     return out;
 }
 
+// The mean of `values` (1 x N) where `keep` holds; NaN when it holds nowhere.
+double finiteMean(const Mat& values, const Eigen::Array<bool, 1, Eigen::Dynamic>& keep) {
+    double sum = 0;
+    Eigen::Index n = 0;
+    for (Eigen::Index j = 0; j < keep.size(); ++j)
+        if (keep(j)) {
+            sum += values(0, j);
+            ++n;
+        }
+    return n > 0 ? sum / double(n) : NAN;
+}
+
 // The misfit of every column of X (1 x N) and, when `gradients`, its gradient (d x N), on the pool.
 Mat misfits(const Posterior& post, const Mat& X, Mat* gradients) {
     Mat values(1, X.cols());
@@ -128,7 +140,10 @@ PosteriorSummary summarize(const Posterior& post, const Matrix& samples) {
     const Matrix centred = samples.colwise() - s.mean;
     s.covariance = centred * centred.transpose() / std::max(1.0, n - 1);
     s.sd = s.covariance.diagonal().cwiseSqrt();
-    s.misfit = misfits(post, samples, nullptr).mean();
+    const Mat m = misfits(post, samples, nullptr);
+    const Eigen::Array<bool, 1, Eigen::Dynamic> finite = m.array().isFinite();
+    s.outside = long(finite.size() - finite.count());
+    s.misfit = finiteMean(m, finite);
     if (post.truth && post.truth->lpNorm<1>() > 0)
         s.relativeL1Error = (s.mean - *post.truth).lpNorm<1>() / post.truth->lpNorm<1>();
     return s;
@@ -259,11 +274,16 @@ PosteriorTerms PosteriorFlow::evaluate(int n, std::uint64_t seed) const {
     Eigen::RowVectorXd logRho;
     const Matrix X = sample(n, seed, &logRho);
     PosteriorTerms t;
-    t.logRho = logRho.mean();
-    t.misfit = misfits(*posterior_, X, nullptr).mean();
-    double prior = 0;
-    for (Eigen::Index j = 0; j < X.cols(); ++j) prior += posterior_->prior.logDensity(X.col(j));
-    t.logPrior = prior / double(X.cols());
+    const Mat misfit = misfits(*posterior_, X, nullptr);
+    Mat logPrior(1, X.cols());
+    for (Eigen::Index j = 0; j < X.cols(); ++j) logPrior(0, j) = posterior_->prior.logDensity(X.col(j));
+    // One set of samples for every term: those where all three are finite (the others are counted).
+    const Eigen::Array<bool, 1, Eigen::Dynamic> finite =
+        logRho.array().isFinite() && misfit.array().isFinite() && logPrior.array().isFinite();
+    t.outside = long(finite.size() - finite.count());
+    t.logRho = finiteMean(logRho, finite);
+    t.misfit = finiteMean(misfit, finite);
+    t.logPrior = finiteMean(logPrior, finite);
     t.loss = t.logRho + t.misfit - t.logPrior;
     return t;
 }

@@ -63,13 +63,16 @@ struct PosteriorFlowConfig {
     std::uint64_t seed = 0;       // the base draws' stream (flow.seed initializes φ)
 };
 
-// The terms of J on one batch (means over the batch).
+// The terms of J on one batch (means over the batch). In an evaluation (PosteriorFlow::evaluate) the means
+// are over the samples where every term is finite, and `outside` counts the others: samples outside the
+// forward model's domain (EIT: κ ≤ 0 somewhere) have no misfit, and averaged in they made the loss NaN.
 struct PosteriorTerms {
     double loss = 0;
     double logRho = 0;   // mean log ρ_T(x_j): minus the flow's entropy estimate
     double misfit = 0;   // mean ½‖y − F(x_j)‖²/σ²
     double logPrior = 0; // mean log p(x_j)
     double transport = 0, hjb = 0;
+    long outside = 0; // an evaluation's samples left out of the means
 };
 
 struct PosteriorRecord {
@@ -85,6 +88,7 @@ struct PosteriorSummary {
     Matrix covariance;
     double misfit = 0;            // mean over the samples
     double relativeL1Error = NAN; // ‖mean − truth‖₁ / ‖truth‖₁ where the truth is known
+    long outside = 0; // samples without a finite misfit, left out of its mean (not of the moments)
 };
 PosteriorSummary summarize(const Posterior& posterior, const Matrix& samples); // samples d x n
 

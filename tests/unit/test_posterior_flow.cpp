@@ -277,6 +277,23 @@ TEST(ProblemFiles, EveryShippedProblemReadsAndMakesFiniteData) {
     }
 }
 
+// A sample outside EIT's domain (κ ≤ 0 somewhere) has no misfit: the summary counts it and averages the
+// misfit over the others (before, one such sample made the run's final numbers NaN); the moments keep it.
+TEST(ProblemFiles, SamplesOutsideTheForwardModelsDomainAreCountedNotAveraged) {
+    const Problem pr = loadProblem("eit", FLOWSCOPE_PROBLEM_DIR);
+    const Posterior& p = *pr.posterior;
+    ASSERT_TRUE(p.truth.has_value());
+    Matrix samples = p.truth->replicate(1, 5);
+    samples.col(2).setConstant(-100.0); // κ = κ0 + Φ c far below 0
+    EXPECT_FALSE(std::isfinite(p.misfit(samples.col(2))));
+    const PosteriorSummary s = summarize(p, samples);
+    EXPECT_EQ(s.outside, 1);
+    EXPECT_NEAR(s.misfit, p.misfit(*p.truth), 1e-12 * std::max(1.0, p.misfit(*p.truth)));
+    EXPECT_NEAR(s.mean(0), (4 * (*p.truth)(0) - 100.0) / 5, 1e-12); // the moments: every sample
+    const PosteriorSummary inside = summarize(p, p.truth->replicate(1, 3));
+    EXPECT_EQ(inside.outside, 0);
+}
+
 TEST(ProblemFiles, BadFieldsAreNamedByTheirPointer) {
     const std::string good = R"({"model": {"type": "linear", "G": [[1, 0], [0, 1]]}, "noise": 0.5,
         "prior": {"type": "gaussian", "mean": 0, "sd": 1}, "truth": [1, 2]})";
