@@ -97,5 +97,6 @@ void bindTransformers(pb::module_& m);
 void bindRender(pb::module_& m);
 void bindRun(pb::module_& m);
 void bindModels(pb::module_& m); // Models.cpp: load_model
+void bindVjp(pb::module_& m);    // Vjp.cpp: the private halves of velocity_vjp and flowscope.torch
 
 } // namespace flowscope::py

@@ -36,4 +36,5 @@ PYBIND11_MODULE(_flowscope, m) {
     bindTransformers(m);
     bindRender(m);
     bindModels(m);
+    bindVjp(m);
 }
