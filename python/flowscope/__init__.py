@@ -31,11 +31,13 @@ from ._flowscope import (  # noqa: F401
     dataset,
     datasets,
     entropies,
+    get_num_threads,
     load_model,
     moments,
     presets,
     render,
     Run,
+    set_num_threads,
     simulate,
     train,
     train_transformer,
@@ -49,8 +51,8 @@ __version__ = "0.1.0"
 __all__ = [
     "HAVE_RENDER", "FlowModel", "Model", "MomentsResult", "Run", "Scene", "SimulationResult", "TransformerModel",
     "attention_weights",
-    "dataset", "datasets", "entropies", "load_model", "moments", "presets", "render", "simulate", "train",
-    "train_transformer",
+    "dataset", "datasets", "entropies", "get_num_threads", "load_model", "moments", "presets", "render", "simulate", "train",
+    "set_num_threads", "train_transformer",
     "velocity", "velocity_vjp",
 ]
 
