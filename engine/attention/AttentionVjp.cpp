@@ -1,6 +1,7 @@
 #include "engine/attention/AttentionVjp.h"
 
 #include "engine/attention/KernelAttention.h"
+#include "engine/autodiff/AttentionKernel.h"
 #include "engine/autodiff/Exp.h"
 #include "engine/core/Parallel.h"
 
@@ -9,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace flowscope {
 
@@ -173,6 +175,49 @@ void sweeps(const AttentionHead& head, const HeadSetup& h, const Tokens& X, cons
     keyGradients(w, keyPath, valuePath, tau);
 }
 
+// float32 softmax with d = 3 or 4 (kernel::supports): the tape's SIMD attention kernel
+// (engine/autodiff/AttentionKernel.h) does both sweeps' work in one pass over each query's keys, with q_i as
+// the queries and the tokens as keys and values. It recomputes w_ij = exp(s_ij - m_i) / den_i from (m_i,
+// 1/den_i); (mu_i, 1) gives the same weights. Its key and value gradients scatter, so each of a few slots of
+// query tiles adds into its own copy, and the copies are summed in double.
+bool simdSoftmax(const AttentionHead& head, const Tokens& X, Precision precision) {
+    return precision == Precision::Float32 && head.type == AttentionType::Softmax &&
+           ad::kernel::supports(int(X.cols()), int(X.cols()));
+}
+
+void simdSweeps(const HeadSetup& h, const Tokens& X, const Mat& GA, const AttentionSaved& saved, Mat& dq,
+                Mat& keyPath, Mat& valuePath) {
+    using MatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic>;
+    using RowsF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    constexpr int kTile = 16, kSlots = 16;
+    const int n = int(X.rows()), d = int(X.cols());
+    const int padded = (n + ad::kernel::kKeyBlock - 1) / ad::kernel::kKeyBlock * ad::kernel::kKeyBlock;
+    const MatF q = (h.B * X.transpose()).cast<float>(); // d x N: column i is q_i
+    RowsF keys = RowsF::Zero(d, padded);                // coordinate c of every token contiguous
+    keys.leftCols(n) = X.transpose().cast<float>();
+    const MatF out = saved.avg.transpose().cast<float>(), g = GA.transpose().cast<float>();
+    MatF stats(2, n);
+    stats.row(0) = saved.shift.transpose().cast<float>();
+    stats.row(1).setOnes();
+    MatF dqf = MatF::Zero(d, n);
+    const ad::kernel::Attention a{d, d, n, padded, keys.data(), keys.data(), q.data(), -1};
+    const int tiles = (n + kTile - 1) / kTile, slots = std::min(kSlots, tiles);
+    std::vector<RowsF> dk(std::size_t(slots), RowsF::Zero(d, padded)), dv = dk;
+    parallelFor(std::size_t(slots), 1, [&](std::size_t b, std::size_t e) {
+        for (int s = int(b); s < int(e); ++s)
+            for (int t = s; t < tiles; t += slots)
+                ad::kernel::backward(a, t * kTile, std::min(n, (t + 1) * kTile), out.data(), stats.data(),
+                                     g.data(), dqf.data(), dk[std::size_t(s)].data(),
+                                     dv[std::size_t(s)].data());
+    });
+    dq = dqf.transpose().cast<double>();
+    keyPath = Mat::Zero(n, d), valuePath = Mat::Zero(n, d);
+    for (int s = 0; s < slots; ++s) {
+        keyPath += dk[std::size_t(s)].leftCols(n).transpose().cast<double>();
+        valuePath += dv[std::size_t(s)].leftCols(n).transpose().cast<double>();
+    }
+}
+
 } // namespace
 
 void checkAttentionHead(const AttentionHead& head, const Tokens& X) {
@@ -247,7 +292,9 @@ AttentionGrads attentionBackward(const AttentionHead& head, const Tokens& X, con
     const HeadSetup h = setupOf(head, X);
     Mat dq, keyPath, valuePath;
     Vec tau;
-    if (precision == Precision::Float32)
+    if (simdSoftmax(head, X, precision))
+        simdSweeps(h, X, GA, saved, dq, keyPath, valuePath); // softmax needs no tau (no key biases)
+    else if (precision == Precision::Float32)
         sweeps<float>(head, h, X, GA, saved.shift, delta, dq, keyPath, valuePath, tau);
     else
         sweeps<double>(head, h, X, GA, saved.shift, delta, dq, keyPath, valuePath, tau);

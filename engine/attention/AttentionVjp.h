@@ -15,7 +15,8 @@
 // log-normaliser log Z_i; exp: log N): O(N d) memory. attentionBackward recomputes every c_ij from them in
 // two streamed sweeps (one over the keys of each query, one over the queries of each key), so the N x N
 // weights are never stored. float64 runs in double throughout; float32 runs the forward on the float32 SIMD
-// kernel and the backward's sweeps in float (block sums gathered in double).
+// kernel and the backward's sweeps in float (block sums gathered in double), or for softmax at d = 3 or 4 on
+// the tape's SIMD attention kernel (engine/autodiff/AttentionKernel.h).
 #pragma once
 
 #include "engine/core/Types.h"
