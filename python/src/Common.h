@@ -66,15 +66,25 @@ pb::array fromPoints(Mat&& points, bool asFloat32);
 // thread): it takes the GIL, checks for signals (Ctrl+C raises KeyboardInterrupt) and calls `onPoll`
 // (a progress callback that may raise); it returns false when a Python exception is pending, which the
 // work should answer by stopping. The pending exception is raised once the work returns.
+//
+// With cancelWithinPasses() (for work whose state is thrown away when it stops: simulate, velocity), Ctrl+C
+// also stops a streaming pass in flight: while the work runs on the main thread, SIGINT's handler is one that
+// sets cancelRequested() (engine/core/Cancel.h), so a pass over N = 20000 tokens stops within a chunk of
+// queries instead of at the next step; KeyboardInterrupt is raised once the work returns.
 class Interruptible {
   public:
     explicit Interruptible(std::function<void()> onPoll = {}) : onPoll_(std::move(onPoll)) {}
+    Interruptible& cancelWithinPasses() {
+        cancellable_ = true;
+        return *this;
+    }
     bool poll();
     void run(const std::function<void()>& work);
 
   private:
     std::function<void()> onPoll_;
     std::exception_ptr error_;
+    bool cancellable_ = false;
 };
 
 // The scene JSON of a Python dict (numbers, strings, bools, None, lists, dicts); non-finite numbers and other

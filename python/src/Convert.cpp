@@ -1,12 +1,16 @@
 // NumPy arrays and Python dicts to the engine's values and back; the GIL released around long work.
 #include "Common.h"
 
+#include "engine/core/Cancel.h"
 #include "engine/core/Text.h"
 #include "engine/scene/RunBudget.h"
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cmath>
+
+#include <signal.h>
 
 namespace flowscope::py {
 
@@ -195,8 +199,41 @@ pb::object jsonToPython(const std::string& text) {
     return pb::module_::import("json").attr("loads")(text);
 }
 
+namespace {
+
+std::atomic<bool> gInterrupted{false}; // SIGINT arrived while cancelWithinPasses() work ran
+
+extern "C" void onInterrupt(int) {
+    gInterrupted.store(true);
+    cancelRequested().store(true);
+}
+
+// Installs onInterrupt as SIGINT's handler for its lifetime (on the main thread only, where Python's own
+// handler would run), restoring the previous one after.
+class InterruptHandler {
+  public:
+    explicit InterruptHandler(bool wanted) {
+        if (!wanted) return;
+        const pb::module_ threading = pb::module_::import("threading");
+        if (!threading.attr("current_thread")().is(threading.attr("main_thread")())) return;
+        struct sigaction sa {};
+        sa.sa_handler = onInterrupt;
+        sigemptyset(&sa.sa_mask);
+        installed_ = sigaction(SIGINT, &sa, &previous_) == 0;
+    }
+    ~InterruptHandler() {
+        if (installed_) sigaction(SIGINT, &previous_, nullptr);
+    }
+
+  private:
+    struct sigaction previous_ {};
+    bool installed_ = false;
+};
+
+} // namespace
+
 bool Interruptible::poll() {
-    if (error_) return false;
+    if (error_ || gInterrupted.load()) return false;
     pb::gil_scoped_acquire gil;
     try {
         if (PyErr_CheckSignals() != 0) throw pb::error_already_set();
@@ -209,11 +246,21 @@ bool Interruptible::poll() {
 }
 
 void Interruptible::run(const std::function<void()>& work) {
-    try {
-        pb::gil_scoped_release release;
-        work();
-    } catch (...) {
-        if (!error_) throw; // the work's own failure; after a pending Python exception, the work's stop
+    {
+        const InterruptHandler handler(cancellable_);
+        try {
+            pb::gil_scoped_release release;
+            work();
+        } catch (const Cancelled&) { // a pass stopped by Ctrl+C: raised below
+        } catch (...) {
+            if (!error_ && !gInterrupted.load()) throw; // the work's own failure; after a stop, the stop's
+        }
+    }
+    if (gInterrupted.exchange(false)) {
+        cancelRequested().store(false);
+        error_ = nullptr;
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+        throw pb::error_already_set();
     }
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }

@@ -64,10 +64,7 @@ FieldOnTokens fieldOn(const pb::handle& source, const pb::handle& tokens, double
 pb::array velocity(const pb::handle& source, const pb::handle& tokens, double t) {
     FieldOnTokens f = fieldOn(source, tokens, t);
     Tokens dX(f.X.rows(), f.X.cols());
-    {
-        pb::gil_scoped_release release;
-        f.field->velocity(t, f.X, dX);
-    }
+    Interruptible().cancelWithinPasses().run([&] { f.field->velocity(t, f.X, dX); }); // Ctrl+C stops the pass
     return fromPoints(std::move(dX), f.float32);
 }
 

@@ -45,6 +45,7 @@ SimulationResult simulate(const pb::handle& sceneArg, const std::string& backend
     Interruptible guard([&] {
         if (progress) progress(fraction);
     });
+    guard.cancelWithinPasses(); // Ctrl+C within one evaluation: the run's state is thrown away
     std::vector<Frame> history;
     std::optional<RunEvent> event;
     bool deviceSteps = false;
