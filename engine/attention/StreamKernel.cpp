@@ -1,5 +1,6 @@
 #include "engine/attention/StreamKernel.h"
 
+#include "engine/core/Cancel.h"
 #include "engine/core/Cpu.h"
 #include "engine/core/Parallel.h"
 
@@ -7,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -105,6 +107,16 @@ template <class S> void check(const StreamArgs<S>& a) {
                                     "positive slope and softmax or exp weights");
 }
 
+// parallelFor over the queries, skipping the chunks not yet started once a cancel is requested
+// (engine/core/Cancel.h), and then throwing Cancelled.
+void runCancellable(int n, int nq, const std::function<void(std::size_t, std::size_t)>& range) {
+    std::atomic<bool>& cancel = cancelRequested();
+    parallelFor(std::size_t(nq), grainFor(n, nq), [&](std::size_t b, std::size_t e) {
+        if (!cancel.load(std::memory_order_relaxed)) range(b, e);
+    });
+    if (cancel.load()) throw Cancelled();
+}
+
 } // namespace
 
 const char* streamKernelIsa() {
@@ -139,15 +151,13 @@ double measuredFp32Peak(double seconds) {
 void streamKernel(const StreamArgs<float>& a) {
     check(a);
     const RangeFn<float> fn = a.d <= 64 ? gFloatKernel : &referenceRange<float>;
-    parallelFor(std::size_t(a.nq), grainFor(a.n, a.nq),
-                [&](std::size_t b, std::size_t e) { fn(a, int(b), int(e)); });
+    runCancellable(a.n, a.nq, [&](std::size_t b, std::size_t e) { fn(a, int(b), int(e)); });
 }
 
 void streamKernel(const StreamArgs<double>& a) {
     check(a);
     const RangeFn<double> fn = a.d <= 64 ? gDoubleKernel : &referenceRange<double>;
-    parallelFor(std::size_t(a.nq), grainFor(a.n, a.nq),
-                [&](std::size_t b, std::size_t e) { fn(a, int(b), int(e)); });
+    runCancellable(a.n, a.nq, [&](std::size_t b, std::size_t e) { fn(a, int(b), int(e)); });
 }
 
 } // namespace flowscope

@@ -6,6 +6,7 @@
     live = flowscope.Run(scene); live.step(50)         # a run you step and edit as it goes:
     live.set("/attention/type", "l2"); live.step(50)   # live.tokens (N, d), live.t
     V = flowscope.velocity({"type": "softmax", "beta": 1}, np.random.randn(1000, 3))
+    v = flowscope.torch.velocity(X, Q, K, V, beta)     # differentiable (torch tensors); velocity_vjp for NumPy
     m = flowscope.moments("cone-fig2d-two-lines")      # Σ(t), α(t) of the Gaussian mode
     flow = flowscope.train("moons", iters=300)         # a generative flow; flow.sample(1000), flow.save(...)
     net = flowscope.train_transformer("A", iters=500)  # a continuous-time Transformer; net.predict(sets)
@@ -30,11 +31,13 @@ from ._flowscope import (  # noqa: F401
     dataset,
     datasets,
     entropies,
+    get_num_threads,
     load_model,
     moments,
     presets,
     render,
     Run,
+    set_num_threads,
     simulate,
     train,
     train_transformer,
@@ -42,15 +45,24 @@ from ._flowscope import (  # noqa: F401
     velocity,
 )
 from . import _flowscope
+from ._vjp import velocity_vjp  # noqa: F401
 
 __version__ = "0.1.0"
 __all__ = [
     "HAVE_RENDER", "FlowModel", "Model", "MomentsResult", "Run", "Scene", "SimulationResult", "TransformerModel",
     "attention_weights",
-    "dataset", "datasets", "entropies", "load_model", "moments", "presets", "render", "simulate", "train",
-    "train_transformer",
-    "velocity",
+    "dataset", "datasets", "entropies", "get_num_threads", "load_model", "moments", "presets", "render", "simulate", "train",
+    "set_num_threads", "train_transformer",
+    "velocity", "velocity_vjp",
 ]
+
+
+def __getattr__(name):
+    # flowscope.torch imports torch: only when asked for (import flowscope.torch, or flowscope.torch here).
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'flowscope' has no attribute {name!r}")
 
 # The presets installed with the package (the build tree and `pip install .` copy them here); without them,
 # the source tree's assets/presets that the module was built from.

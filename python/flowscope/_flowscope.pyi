@@ -36,7 +36,7 @@ class Scene:
 class SimulationResult:
     scene: Scene
     backend: str
-    tokens: npt.NDArray[np.float64]
+    tokens: npt.NDArray[np.floating[Any]]  # float32 for a float32 scene
     times: npt.NDArray[np.float64]
     mean: npt.NDArray[np.float64]
     cov: npt.NDArray[np.float64]
@@ -55,7 +55,7 @@ class Run:
     def step(self, k: int = 1) -> int: ...
     def set(self, pointer: str, value: Any) -> None: ...
     @property
-    def tokens(self) -> npt.NDArray[np.float64]: ...
+    def tokens(self) -> npt.NDArray[np.floating[Any]]: ...  # the scene's precision
     @property
     def t(self) -> float: ...
     @property
@@ -160,3 +160,5 @@ def render(scene: SceneSource, path: PathLike, *, view: Literal["particles", "co
            frames: int = 120, fps: float = 30.0, size: tuple[int, int] = (1280, 720),
            dt_per_frame: Optional[float] = None, hud: bool = False, caption: Optional[str] = None,
            particles: bool = True, progress: Progress = None) -> None: ...
+def set_num_threads(n: int) -> None: ...
+def get_num_threads() -> int: ...

@@ -49,31 +49,42 @@ std::vector<long long> shapeOf(const pb::handle& obj);
 // preset name (scene.cpp).
 Scene toScene(const pb::handle& scene);
 
-// The points of an (n, d) array of numbers (any layout and float dtype; one copy into the engine's
-// column-major layout), finite. `field` names the argument in errors; d > 0 requires that many columns;
-// maxRows > 0 at most that many points. The shape is checked before copying, and the memory of the copies
-// plus `workBytesPerValue` a value of the caller's own arrays (`work`, in words).
+// The points of an (n, d) array of floats, NumPy's or PyTorch's or a list (any layout; one copy into the
+// engine's column-major layout), finite. `field` names the argument in errors; d > 0 requires that many
+// columns; maxRows > 0 at most that many points. The shape is checked before copying, and the memory of the
+// copies plus `workBytesPerValue` a value of the caller's own arrays (`work`, in words). `float32` (when not
+// null) says whether the caller should answer in float32: float32 arrays, and float16 and bfloat16 ones
+// (converted, with a UserWarning). Integer, bool and complex arrays, and tensors that require grad, are a
+// TypeError naming the argument.
 Mat toPoints(const pb::handle& array, const std::string& field, int d = 0, long maxRows = 0,
-             double workBytesPerValue = 0, const std::string& work = {});
+             double workBytesPerValue = 0, const std::string& work = {}, bool* float32 = nullptr);
 // An (n, d) array in C order (what np.save writes as C order and every reader takes), float32 when
 // `asFloat32`, else float64: a copy, O(n d) beside the O(n^2 d) work that made the points.
 pb::array fromPoints(Mat&& points, bool asFloat32);
-// True for a NumPy float32 array (the API answers in the caller's precision).
-bool isFloat32(const pb::handle& array);
 
 // Runs `work` without the GIL. `poll()` may be called by `work` between its steps (from the calling
 // thread): it takes the GIL, checks for signals (Ctrl+C raises KeyboardInterrupt) and calls `onPoll`
 // (a progress callback that may raise); it returns false when a Python exception is pending, which the
 // work should answer by stopping. The pending exception is raised once the work returns.
+//
+// With cancelWithinPasses() (for work whose state is thrown away when it stops: simulate, velocity), Ctrl+C
+// also stops a streaming pass in flight: while the work runs on the main thread, SIGINT's handler is one that
+// sets cancelRequested() (engine/core/Cancel.h), so a pass over N = 20000 tokens stops within a chunk of
+// queries instead of at the next step; KeyboardInterrupt is raised once the work returns.
 class Interruptible {
   public:
     explicit Interruptible(std::function<void()> onPoll = {}) : onPoll_(std::move(onPoll)) {}
+    Interruptible& cancelWithinPasses() {
+        cancellable_ = true;
+        return *this;
+    }
     bool poll();
     void run(const std::function<void()>& work);
 
   private:
     std::function<void()> onPoll_;
     std::exception_ptr error_;
+    bool cancellable_ = false;
 };
 
 // The scene JSON of a Python dict (numbers, strings, bools, None, lists, dicts); non-finite numbers and other
@@ -97,5 +108,6 @@ void bindTransformers(pb::module_& m);
 void bindRender(pb::module_& m);
 void bindRun(pb::module_& m);
 void bindModels(pb::module_& m); // Models.cpp: load_model
+void bindVjp(pb::module_& m);    // Vjp.cpp: the private halves of velocity_vjp and flowscope.torch
 
 } // namespace flowscope::py

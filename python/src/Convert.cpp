@@ -1,12 +1,16 @@
 // NumPy arrays and Python dicts to the engine's values and back; the GIL released around long work.
 #include "Common.h"
 
+#include "engine/core/Cancel.h"
 #include "engine/core/Text.h"
 #include "engine/scene/RunBudget.h"
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cmath>
+
+#include <signal.h>
 
 namespace flowscope::py {
 
@@ -102,23 +106,38 @@ nlohmann::ordered_json pythonToJson(const pb::handle& value, const std::string& 
     return toJsonAt(value, pointer, 0);
 }
 
-bool isFloat32(const pb::handle& array) {
-    return pb::isinstance<pb::array>(array) &&
-           pb::reinterpret_borrow<pb::array>(array).dtype().is(pb::dtype::of<float>());
-}
-
-Mat toPoints(const pb::handle& obj, const std::string& field, int d, long maxRows, double workBytesPerValue,
-             const std::string& work) {
-    // NumPy would cast complex values to their real parts (with a warning) and bools to 0 and 1.
+Mat toPoints(const pb::handle& input, const std::string& field, int d, long maxRows, double workBytesPerValue,
+             const std::string& work, bool* float32) {
+    pb::object obj = pb::reinterpret_borrow<pb::object>(input);
+    // The dtype's name, NumPy's or PyTorch's ("float32", "torch.float32"): a float array keeps its precision,
+    // anything else a float array is meant for is refused (NumPy would cast complex values to their real
+    // parts with a warning, bools and integers silently).
+    std::string dtype;
     if (pb::hasattr(obj, "dtype")) {
-        const std::string dtype = pb::str(obj.attr("dtype")).cast<std::string>();
-        if (dtype.find("complex") != std::string::npos)
-            throw InputError(field, "expected real numbers, got " + dtype +
-                                        " (pass X.real if the imaginary parts "
-                                        "are zero)");
-        if (dtype == "bool" || dtype == "torch.bool")
-            throw InputError(field, "expected numbers, got " + dtype);
+        dtype = pb::str(obj.attr("dtype")).cast<std::string>();
+        if (dtype.rfind("torch.", 0) == 0) dtype = dtype.substr(6);
     }
+    const bool tensor = pb::hasattr(obj, "detach") && pb::hasattr(obj, "requires_grad");
+    if (tensor && obj.attr("requires_grad").cast<bool>())
+        throw pb::type_error(field + ": a tensor that requires grad; pass " + field +
+                             ".detach() (flowscope.torch.velocity is the attention you can differentiate)");
+    const bool half = dtype == "float16" || dtype == "bfloat16";
+    const bool single = half || dtype == "float32";
+    if (!dtype.empty() && !single && dtype != "float64") {
+        const std::string hint = dtype.find("complex") != std::string::npos
+                                     ? " (pass " + field + ".real if the imaginary parts are zero)"
+                                     : " (pass " + field + ".astype(float) to convert)";
+        throw pb::type_error(field + ": expected real floating-point numbers (float32 or float64), got " +
+                             dtype + hint);
+    }
+    if (half) { // no 16-bit kernels: float32, and said so
+        const std::string note =
+            field + " is " + dtype + "; computed in float32 (the engine has no " + dtype + " kernel)";
+        if (PyErr_WarnEx(PyExc_UserWarning, note.c_str(), 1) != 0) throw pb::error_already_set();
+        if (tensor) obj = obj.attr("float")(); // NumPy has no bfloat16
+    }
+    if (tensor && pb::str(obj.attr("device")).cast<std::string>() != "cpu") obj = obj.attr("cpu")();
+    if (float32) *float32 = single;
     const auto checkSize = [&](const std::vector<long long>& shape) {
         if (maxRows > 0 && shape[0] > maxRows)
             throw InputError(field, "expected at most " + std::to_string(maxRows) +
@@ -132,8 +151,8 @@ Mat toPoints(const pb::handle& obj, const std::string& field, int d, long maxRow
     if (shape.size() == 2) checkSize(shape);
     pb::array a;
     try {
-        a = isFloat32(obj) ? pb::array(pb::array_t<float>::ensure(obj))
-                           : pb::array(pb::array_t<double, pb::array::forcecast>::ensure(obj));
+        a = single ? pb::array(pb::array_t<float, pb::array::forcecast>::ensure(obj))
+                   : pb::array(pb::array_t<double, pb::array::forcecast>::ensure(obj));
     } catch (const pb::error_already_set&) {
     }
     if (!a) {
@@ -148,7 +167,7 @@ Mat toPoints(const pb::handle& obj, const std::string& field, int d, long maxRow
     if (d > 0 && a.shape(1) != d)
         throw InputError(field,
                          "expected points of dimension " + std::to_string(d) + ", got shape " + shapeText(a));
-    Mat X = isFloat32(a) ? copyPoints(pb::array_t<float>(a)) : copyPoints(pb::array_t<double>(a));
+    Mat X = single ? copyPoints(pb::array_t<float>(a)) : copyPoints(pb::array_t<double>(a));
     for (Eigen::Index c = 0; c < X.cols(); ++c)
         for (Eigen::Index i = 0; i < X.rows(); ++i)
             if (!std::isfinite(X(i, c)))
@@ -180,8 +199,41 @@ pb::object jsonToPython(const std::string& text) {
     return pb::module_::import("json").attr("loads")(text);
 }
 
+namespace {
+
+std::atomic<bool> gInterrupted{false}; // SIGINT arrived while cancelWithinPasses() work ran
+
+extern "C" void onInterrupt(int) {
+    gInterrupted.store(true);
+    cancelRequested().store(true);
+}
+
+// Installs onInterrupt as SIGINT's handler for its lifetime (on the main thread only, where Python's own
+// handler would run), restoring the previous one after.
+class InterruptHandler {
+  public:
+    explicit InterruptHandler(bool wanted) {
+        if (!wanted) return;
+        const pb::module_ threading = pb::module_::import("threading");
+        if (!threading.attr("current_thread")().is(threading.attr("main_thread")())) return;
+        struct sigaction sa {};
+        sa.sa_handler = onInterrupt;
+        sigemptyset(&sa.sa_mask);
+        installed_ = sigaction(SIGINT, &sa, &previous_) == 0;
+    }
+    ~InterruptHandler() {
+        if (installed_) sigaction(SIGINT, &previous_, nullptr);
+    }
+
+  private:
+    struct sigaction previous_ {};
+    bool installed_ = false;
+};
+
+} // namespace
+
 bool Interruptible::poll() {
-    if (error_) return false;
+    if (error_ || gInterrupted.load()) return false;
     pb::gil_scoped_acquire gil;
     try {
         if (PyErr_CheckSignals() != 0) throw pb::error_already_set();
@@ -194,11 +246,21 @@ bool Interruptible::poll() {
 }
 
 void Interruptible::run(const std::function<void()>& work) {
-    try {
-        pb::gil_scoped_release release;
-        work();
-    } catch (...) {
-        if (!error_) throw; // the work's own failure; after a pending Python exception, the work's stop
+    {
+        const InterruptHandler handler(cancellable_);
+        try {
+            pb::gil_scoped_release release;
+            work();
+        } catch (const Cancelled&) { // a pass stopped by Ctrl+C: raised below
+        } catch (...) {
+            if (!error_ && !gInterrupted.load()) throw; // the work's own failure; after a stop, the stop's
+        }
+    }
+    if (gInterrupted.exchange(false)) {
+        cancelRequested().store(false);
+        error_ = nullptr;
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+        throw pb::error_already_set();
     }
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }

@@ -21,19 +21,41 @@ struct FieldOnTokens {
 FieldOnTokens fieldOn(const pb::handle& source, const pb::handle& tokens, double t) {
     if (!std::isfinite(t)) throw InputError("t", "expected a finite time, got " + numberText(t));
     const bool attentionOnly = pb::isinstance<pb::dict>(source) && !source.contains("attention");
-    Mat X = toPoints(tokens, "X", 0, kSceneMaxTokens, 16.0, "their velocities and the returned array");
+    bool f32 = false;
+    Mat X = toPoints(tokens, "X", 0, kSceneMaxTokens, 16.0, "their velocities and the returned array", &f32);
     Scene scene;
+    const std::string transposed = " (tokens are rows: was a (d, N) array passed? X.T is (N, d))";
     if (attentionOnly) {
-        pb::dict wrapped;
-        wrapped["d"] = X.cols(), wrapped["n"] = X.rows(), wrapped["attention"] = source;
-        scene = toScene(wrapped);
+        auto wrap = [&](Eigen::Index d, Eigen::Index n) {
+            pb::dict wrapped;
+            wrapped["d"] = d, wrapped["n"] = n, wrapped["attention"] = source;
+            return toScene(wrapped);
+        };
+        try {
+            scene = wrap(X.cols(), X.rows());
+        } catch (const SceneError&) {
+            // The attention's matrices fix d: when they fit X's rows and not its columns, X is transposed.
+            bool fitsRows = false;
+            if (X.rows() != X.cols()) try {
+                    wrap(X.rows(), X.cols()), fitsRows = true;
+                } catch (const SceneError&) {
+                }
+            if (fitsRows)
+                throw InputError(
+                    "X", "expected (N, " + std::to_string(X.rows()) +
+                             ") tokens (the attention's matrices have d = " + std::to_string(X.rows()) +
+                             "), got shape (" + std::to_string(X.rows()) + ", " + std::to_string(X.cols()) +
+                             ")" + transposed);
+            throw;
+        }
     } else {
         scene = toScene(source);
         if (X.cols() != scene.d)
             throw InputError("X", "expected points of dimension " + std::to_string(scene.d) +
-                                      " (the scene's d), got " + std::to_string(X.cols()));
+                                      " (the scene's d), got shape (" + std::to_string(X.rows()) + ", " +
+                                      std::to_string(X.cols()) + ")" +
+                                      (X.rows() == scene.d ? transposed : ""));
     }
-    const bool f32 = isFloat32(tokens);
     return {std::move(X),
             makeCpuField(scene.attention, scene.d, f32 ? Precision::Float32 : Precision::Float64),
             scene.attention.type, f32};
@@ -42,10 +64,7 @@ FieldOnTokens fieldOn(const pb::handle& source, const pb::handle& tokens, double
 pb::array velocity(const pb::handle& source, const pb::handle& tokens, double t) {
     FieldOnTokens f = fieldOn(source, tokens, t);
     Tokens dX(f.X.rows(), f.X.cols());
-    {
-        pb::gil_scoped_release release;
-        f.field->velocity(t, f.X, dX);
-    }
+    Interruptible().cancelWithinPasses().run([&] { f.field->velocity(t, f.X, dX); }); // Ctrl+C stops the pass
     return fromPoints(std::move(dX), f.float32);
 }
 

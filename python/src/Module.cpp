@@ -3,6 +3,7 @@
 #include "Common.h"
 
 #include "engine/backend/ComputeBackend.h"
+#include "engine/core/Parallel.h"
 #include "engine/io/OutputSet.h"
 #include "engine/io/ShareString.h"
 #include "engine/models/Model.h"
@@ -36,4 +37,19 @@ PYBIND11_MODULE(_flowscope, m) {
     bindTransformers(m);
     bindRender(m);
     bindModels(m);
+    bindVjp(m);
+    m.def(
+        "set_num_threads",
+        [](long n) {
+            if (n < 1 || n > 4096)
+                throw InputError("n", "expected a thread count in [1, 4096], got " + std::to_string(n));
+            setThreadCount(int(n));
+        },
+        pybind11::arg("n"), R"(set_num_threads(n) -> None
+
+The number of threads the engine's kernels use from now on (the default: this machine's cores), as
+torch.set_num_threads. A call that runs while another thread changes it finishes on the threads it started
+with.)");
+    m.def("get_num_threads", &threadCount,
+          "get_num_threads() -> int\n\nThe number of threads the engine's kernels use.");
 }

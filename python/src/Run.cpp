@@ -40,14 +40,10 @@ class Run {
         applyLiveSetting(*sim_, SceneSetting{pointer, pythonToJson(value, pointer)});
     }
 
-    // (N, d) float64, C order: a copy of the current tokens.
+    // (N, d), C order, in the scene's precision: a copy of the current tokens.
     pb::array tokens() {
         sim_->syncTokens();
-        const Tokens& X = sim_->tokens();
-        pb::array_t<double> out({pb::ssize_t(X.rows()), pb::ssize_t(X.cols())});
-        using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-        Eigen::Map<RowMajor>(out.mutable_data(), X.rows(), X.cols()) = X;
-        return out;
+        return fromPoints(Tokens(sim_->tokens()), sim_->scene().precision == Precision::Float32);
     }
 
     double time() const { return sim_->time(); }
@@ -74,7 +70,7 @@ A particle run you step and edit while it goes on, as the app's Scene panel does
     run.set("/attention/type", "l2")       # any field under /attention or /integrator
     run.set("/attention/heads/0/V", 0.5 * np.eye(2))
     run.step(20)
-    run.tokens                               # (N, d) float64 array
+    run.tokens                               # (N, d) array, the scene's precision
 
 An edit takes at once: the run goes on from its current tokens and time exactly as a fresh run of the
 edited scene started there would (bit for bit on the CPU in float64). Other fields (d, n, the initial
@@ -87,7 +83,9 @@ tokens, the precision) are refused with a ValueError naming the field: they need
              "Sets the field at a JSON pointer (\"/attention/beta\") of the running scene, as a scene file "
              "would hold it: numbers, strings, bools, lists or arrays. ValueError names a field that is not "
              "live or a value the scene refuses; the run is then unchanged.")
-        .def_property_readonly("tokens", &Run::tokens, "(N, d) float64: a copy of the current tokens.")
+        .def_property_readonly(
+            "tokens", &Run::tokens,
+            "(N, d): a copy of the current tokens, float32 for a float32 scene, else float64.")
         .def_property_readonly("t", &Run::time, "The current time.")
         .def_property_readonly("step_index", &Run::stepIndex, "The nominal steps taken (t / h).")
         .def_property_readonly("finished", &Run::finished, "Whether the run reached its horizon or an event.")

@@ -27,6 +27,11 @@ std::vector<std::string> presetNames() {
 Scene sceneFromText(const std::string& text) {
     std::error_code ec;
     if (std::filesystem::exists(text, ec) || looksLikeShareString(text)) return loadSceneOrShareString(text);
+    if (text.ends_with(".json") || text.find('/') != std::string::npos) { // a file's name, not a preset's
+        PyErr_SetString(PyExc_FileNotFoundError,
+                        ("scene: no such file: " + quoteForMessage(text, kMaxQuotedPath)).c_str());
+        throw pb::error_already_set();
+    }
     const std::filesystem::path preset = std::filesystem::path(presetDir) / (text + ".json");
     if (text.find('/') == std::string::npos && std::filesystem::is_regular_file(preset, ec))
         return loadScene(preset.string());
@@ -35,11 +40,47 @@ Scene sceneFromText(const std::string& text) {
                          " is not a scene file, a share string or a preset (flowscope.presets() lists them)");
 }
 
+// A dict's n against its inline points (initial.kind "points"): n left out is their number; another n is
+// refused unless the points are jittered cluster centres (noise > 0), which a scene cycles over its n tokens
+// (docs/scene.md). Without noise, n below the points' number would drop some and above it repeat some.
+pb::dict withPointCount(const pb::dict& scene) {
+    if (!scene.contains("initial") || !pb::isinstance<pb::dict>(scene["initial"])) return scene;
+    const pb::dict initial = scene["initial"];
+    if (!initial.contains("kind") || !pb::isinstance<pb::str>(initial["kind"]) ||
+        initial["kind"].cast<std::string>() != "points" || !initial.contains("points") ||
+        !pb::hasattr(initial["points"], "__len__"))
+        return scene;
+    const long m = long(pb::len(initial["points"]));
+    if (!scene.contains("n")) {
+        pb::dict copy(scene);
+        copy["n"] = m;
+        return copy;
+    }
+    double noise = 0; // a bad noise or n is the scene reader's to name
+    if (initial.contains("noise") &&
+        (pb::isinstance<pb::float_>(initial["noise"]) || pb::isinstance<pb::int_>(initial["noise"])))
+        noise = initial["noise"].cast<double>();
+    if (pb::isinstance<pb::int_>(scene["n"]) && !pb::isinstance<pb::bool_>(scene["n"]) && !(noise > 0)) {
+        const long long n = scene["n"].cast<long long>();
+        if (n != m)
+            throw InputError(
+                "/n", "expected " + std::to_string(m) +
+                          ", the number of points in /initial/points "
+                          "(or leave n out), got " +
+                          std::to_string(n) + ": " +
+                          (n < m ? "the last " + std::to_string(m - n) + " points would be dropped"
+                                 : std::to_string(n - m) + " points would be repeated") +
+                          " (with /initial/noise > 0 the points are cluster centres cycled over n tokens)");
+    }
+    return scene;
+}
+
 } // namespace
 
 Scene toScene(const pb::handle& scene) {
     if (pb::isinstance<Scene>(scene)) return scene.cast<Scene>();
-    if (pb::isinstance<pb::dict>(scene)) return sceneFromJson(dictToJson(scene));
+    if (pb::isinstance<pb::dict>(scene))
+        return sceneFromJson(dictToJson(withPointCount(scene.cast<pb::dict>())));
     if (pb::isinstance<pb::str>(scene) || pb::hasattr(scene, "__fspath__"))
         return sceneFromText(pb::str(pb::module_::import("os").attr("fspath")(scene)).cast<std::string>());
     throw InputError("scene", "expected a Scene, a dict, a file name, a share string or a preset name, got " +

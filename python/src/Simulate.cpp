@@ -45,6 +45,7 @@ SimulationResult simulate(const pb::handle& sceneArg, const std::string& backend
     Interruptible guard([&] {
         if (progress) progress(fraction);
     });
+    guard.cancelWithinPasses(); // Ctrl+C within one evaluation: the run's state is thrown away
     std::vector<Frame> history;
     std::optional<RunEvent> event;
     bool deviceSteps = false;
@@ -67,7 +68,10 @@ SimulationResult simulate(const pb::handle& sceneArg, const std::string& backend
     r.integrator["field_evaluations"] = work.evaluations;
     r.integrator["sub_steps"] = work.subSteps;
     r.integrator["rejected_sub_steps"] = work.rejected;
-    auto tokens = array<double>({T, N, d});
+    // A float32 scene's tokens come back in float32 (half the memory; flowscope-cli simulate --float32 writes
+    // the same values), a float64 scene's in float64.
+    const bool f32 = scene.precision == Precision::Float32;
+    pb::array tokens = f32 ? pb::array(array<float>({T, N, d})) : pb::array(array<double>({T, N, d}));
     auto times = array<double>({T}), mean = array<double>({T, d}), cov = array<double>({T, d, d}),
          kinetic = array<double>({T}), entropy = array<double>({T}), energy = array<double>({T}),
          maxNorm = array<double>({T});
@@ -75,7 +79,11 @@ SimulationResult simulate(const pb::handle& sceneArg, const std::string& backend
     for (pb::ssize_t k = 0; k < T; ++k) {
         Frame& f = history[std::size_t(k)];
         using RowMajor = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-        Eigen::Map<RowMajor>(tokens.mutable_data(k), N, d) = f.tokens;
+        using RowMajorF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        if (f32)
+            Eigen::Map<RowMajorF>(static_cast<float*>(tokens.mutable_data(k)), N, d) = f.tokens.cast<float>();
+        else
+            Eigen::Map<RowMajor>(static_cast<double*>(tokens.mutable_data(k)), N, d) = f.tokens;
         f.tokens = Tokens(); // the frame's copy goes as the array fills
         times.mutable_at(k) = f.t;
         Eigen::Map<Vec>(mean.mutable_data(k), d) = f.obs.mean;
@@ -116,7 +124,8 @@ observables, the arrays of ``flowscope-cli simulate``'s .npy and .json (docs/obs
         .def_readonly("integrator", &SimulationResult::integrator,
                       "The integrator's work, as the CLI record's 'integrator': method, steps, "
                       "field_evaluations, sub_steps, rejected_sub_steps.")
-        .def_readonly("tokens", &SimulationResult::tokens, "(T, N, d) float64: the tokens of each frame.")
+        .def_readonly("tokens", &SimulationResult::tokens,
+                      "(T, N, d): the tokens of each frame, float32 for a float32 scene, else float64.")
         .def_readonly("times", &SimulationResult::times, "(T,) the frames' times t.")
         .def_readonly("mean", &SimulationResult::mean, "(T, d) the mean (1/N) Σ_i x_i.")
         .def_readonly("cov", &SimulationResult::cov,

@@ -5,7 +5,7 @@ Each notebook checks its own outputs with asserts in its cells; a failing cell f
 traceback. Runs in a temporary directory (files the notebook writes go there), with the kernel of this
 interpreter (ipykernel) and matplotlib's non-interactive backend. Exits 77 (skip) when nbformat, nbclient,
 ipykernel, matplotlib or NumPy is missing (Debian: python3-nbclient, python3-ipykernel, python3-matplotlib,
-python3-numpy)."""
+python3-numpy), or a module the notebook's metadata lists under "flowscope": {"requires": [...]} (torch)."""
 
 import os
 import sys
@@ -28,6 +28,13 @@ from nbclient.exceptions import CellExecutionError  # noqa: E402
 
 path = sys.argv[1]
 notebook = nbformat.read(path, as_version=4)
+# A notebook may need more (metadata "flowscope": {"requires": [...]}, e.g. torch): skipped where it is missing.
+for module in notebook.metadata.get("flowscope", {}).get("requires", []):
+    try:
+        __import__(module)
+    except ImportError:
+        print(f"SKIP: {os.path.basename(path)} needs {module}, which is not installed")
+        sys.exit(77)
 os.environ["MPLBACKEND"] = "Agg"
 os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # ipykernel's debugger warns about frozen modules otherwise
 start = time.monotonic()

@@ -41,11 +41,13 @@ def test_simulate_equals_cli_bit_for_bit(cli, tmp_path, f32):
     source = dict(SMALL, precision="float32" if f32 else "float64")
     scene = flowscope.Scene(source)
     scene.save(tmp_path / "s.json")
-    cli("simulate", tmp_path / "s.json", "--out", tmp_path / "t.npy")
+    cli("simulate", tmp_path / "s.json", "--out", tmp_path / "t.npy", *(["--float32"] if f32 else []))
     want = np.load(tmp_path / "t.npy")
+    assert want.dtype == (np.float32 if f32 else np.float64)
     record = json.loads((tmp_path / "t.json").read_text())
     run = flowscope.simulate(scene)
     assert run.tokens.shape == want.shape == (11, 64, 2)
+    assert run.tokens.dtype == want.dtype and run.tokens.flags.c_contiguous  # a float32 scene: float32 tokens
     assert np.array_equal(run.tokens, want)
     assert run.times.tolist() == record["times"]
     obs = record["observables"]
@@ -136,7 +138,7 @@ def test_bad_arguments_raise_value_error():
     X = np.zeros((5, 2))
     cases = [
         (lambda: flowscope.velocity({"type": "softmax"}, np.zeros(5)), r"^X: expected an \(n, d\) array, got shape \(5,\)$"),
-        (lambda: flowscope.velocity(SMALL, np.zeros((5, 3))), r"^X: expected points of dimension 2 \(the scene's d\), got 3$"),
+        (lambda: flowscope.velocity(SMALL, np.zeros((5, 3))), r"^X: expected points of dimension 2 \(the scene's d\), got shape \(5, 3\)$"),
         (lambda: flowscope.velocity({"type": "softmax"}, np.array([[0, 1], [np.nan, 2]])), r"^X: row 1, column 0 is nan"),
         (lambda: flowscope.velocity({"type": "softmax"}, [["a", "b"]]), r"^X: expected an \(n, d\) array of numbers"),
         (lambda: flowscope.velocity({"type": "bogus"}, X), r'^/attention/type: unknown attention type "bogus"'),
@@ -193,7 +195,7 @@ def test_stubs_and_all_cover_the_module():
 
     stub = ast.parse(open(os.path.join(os.path.dirname(flowscope.__file__), "_flowscope.pyi")).read())
     public = {n for n in dir(flowscope._flowscope) if not n.startswith("_")}
-    assert set(flowscope.__all__) == public
+    assert set(flowscope.__all__) == public | {"velocity_vjp"}  # velocity_vjp: Python (_vjp.py), typed there
 
     def parameters(function):
         # pybind11's signature line: name(a: type = default, *, b: type = ...) -> result

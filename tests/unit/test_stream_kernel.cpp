@@ -3,6 +3,7 @@
 #include "TestUtil.h"
 
 #include "engine/attention/StreamKernel.h"
+#include "engine/core/Cancel.h"
 #include "engine/core/Types.h"
 
 #include <algorithm>
@@ -225,4 +226,17 @@ TEST(StreamKernel, Float64Within1e13OfLongDouble) {
             }
         }
     }
+}
+
+// A cancel request (engine/core/Cancel.h) stops a pass with Cancelled, in both precisions; once cleared, the
+// next pass is the same as one never cancelled (the flag leaves nothing behind).
+TEST(StreamKernel, CancelRequestStopsThePassAndLeavesNothingBehind) {
+    const Tokens X = randomTokens(300, 3, 5);
+    const Mat Q = randomTokens(300, 3, 6);
+    const Mat before = streamAverage<double>(Q, X, Vec(), false);
+    cancelRequested().store(true);
+    EXPECT_THROW(streamAverage<double>(Q, X, Vec(), false), Cancelled);
+    EXPECT_THROW(streamAverage<float>(Q, X, Vec(), false), Cancelled);
+    cancelRequested().store(false);
+    EXPECT_EQ(streamAverage<double>(Q, X, Vec(), false), before);
 }
