@@ -3,10 +3,12 @@
 //
 // The field of one head on tokens X (N x d, rows x_i), keys and values the tokens themselves:
 //     y_i = V a_i,   a_i = sum_j c_ij x_j,   s_ij = q_i . x_j + b_j,   q_i = B x_i,
-//     softmax  B = beta K^T Q,    b = 0,                   c_ij = exp(s_ij) / sum_l exp(s_il)
-//     l2       B = 2 beta K^T Q,  b_j = -beta |K x_j|^2,   c_ij as softmax  (= exp(-beta |Q x_i - K x_j|^2) /
-//     Z_i) exp      B = beta K^T Q,    b = 0,                   c_ij = exp(s_ij) / N relu c_ij = max(s_ij, 0)
-//     / N sigmoid                                              c_ij = 1 / (1 + exp(-s_ij)) / N
+//     softmax  B = beta K^T Q,    b = 0,                  c_ij = exp(s_ij) / sum_l exp(s_il)
+//     l2       B = 2 beta K^T Q,  b_j = -beta |K x_j|^2,  c_ij as softmax
+//              (= exp(-beta |Q x_i - K x_j|^2) / Z_i)
+//     exp      B = beta K^T Q,    b = 0,                  c_ij = exp(s_ij) / N
+//     relu     B = beta K^T Q,    b = 0,                  c_ij = max(s_ij, 0) / N
+//     sigmoid  B = beta K^T Q,    b = 0,                  c_ij = 1 / (1 + exp(-s_ij)) / N
 // and, with sphere, the tangent part v_i = P_i y_i, P_i = I - x_i x_i^T / |x_i|^2 (x_i = 0: v_i = y_i).
 // Every sum over j includes j = i (a token attends to itself), as the particle fields do.
 //
