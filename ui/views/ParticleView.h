@@ -141,7 +141,8 @@ class ParticleView : public PictureGlView {
     void quickRateChanged(double stepsPerSecond, bool maxSpeed);
     void pointsDrawn(const Tokens& points); // N x d, every point since drawing started
     void drawingChanged(bool on);
-    void followChanged(bool on); // also when a pan or zoom turned it off
+    void followChanged(bool on);   // also when a pan or zoom turned it off
+    void pickedChanged(int token); // the hovered token (pick()), -1 when none
 
   protected:
     bool initializePicture(const GlApi& gl, std::string* whyNot) override;
