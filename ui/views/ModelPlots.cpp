@@ -71,18 +71,35 @@ void GramHistogramView::paintEvent(QPaintEvent*) {
             tr("Open a checkpoint folder and Run: the histograms of the tokens' cosines appear here."));
         return;
     }
-    const int minPanel = 150;
-    const int left = fm.horizontalAdvance(QStringLiteral("00.00")) + 10, gap = 14, right = 8;
-    const int perRow = std::clamp((width() - left - right + gap) / (minPanel + gap), 1, panels);
-    const int rows = (panels + perRow - 1) / perRow;
-    const double panelW = double(width() - left - right - (perRow - 1) * gap) / perRow;
     const int lineH = fm.height();
-    const double rowH = double(height() - 4) / rows;
-    const double panelH = std::max(20.0, rowH - 2.2 * lineH - 8);
+    const int left = fm.horizontalAdvance(QStringLiteral("00.00")) + 10, gap = 24, right = 10;
+    const double header = lineH + 6, under = 3.2 * lineH + 8; // the title line; ticks and two captions
+    // The panels per row that give the largest panels (width, and height weighted as a histogram wants),
+    // none narrower than 100 pixels where one per row allows it.
+    auto panelSize = [&](int perRow) {
+        const int rows = (panels + perRow - 1) / perRow;
+        return QSizeF(double(width() - left - right - (perRow - 1) * gap) / perRow,
+                      std::max(20.0, (height() - header - 4) / rows - under));
+    };
+    int perRow = 1;
+    for (int k = 2; k <= panels; ++k) {
+        const QSizeF a = panelSize(k), b = panelSize(perRow);
+        if (a.width() >= 100 && std::min(a.width(), 1.6 * a.height()) > std::min(b.width(), 1.6 * b.height()))
+            perRow = k;
+    }
+    const int rows = (panels + perRow - 1) / perRow;
+    const double panelW = panelSize(perRow).width(), panelH = panelSize(perRow).height();
+    const double rowH = (height() - header - 4) / rows;
+    p.setPen(ink);
+    p.drawText(QRectF(left, 2, width() - left - right, lineH), Qt::AlignLeft | Qt::AlignTop,
+               fm.elidedText(tr("Density of <x_i, x_j> over the %1 pairs i < j of the normalised tokens, one "
+                                "scale for every layer")
+                                 .arg(g_.pairs),
+                             Qt::ElideRight, width() - left - right));
     const QColor bar = pal.color(QPalette::Highlight);
     for (int k = 0; k < panels; ++k) {
         const int row = k / perRow, col = k % perRow;
-        const double x0 = left + col * (panelW + gap), top = 4 + row * rowH + 4, y1 = top + panelH;
+        const double x0 = left + col * (panelW + gap), top = header + row * rowH + 6, y1 = top + panelH;
         const std::vector<double>& d = g_.density[std::size_t(k)];
         const double w = panelW / double(d.size());
         for (std::size_t b = 0; b < d.size(); ++b) {
@@ -94,19 +111,19 @@ void GramHistogramView::paintEvent(QPaintEvent*) {
         p.setPen(ink);
         p.drawLine(QPointF(x0, y1), QPointF(x0 + panelW, y1));
         p.drawLine(QPointF(x0, top), QPointF(x0, y1));
-        p.drawText(QRectF(x0 - 20, y1 + 1, 40, lineH), Qt::AlignHCenter | Qt::AlignTop, QStringLiteral("-1"));
-        p.drawText(QRectF(x0 + panelW / 2 - 20, y1 + 1, 40, lineH), Qt::AlignHCenter | Qt::AlignTop,
-                   QStringLiteral("0"));
-        p.drawText(QRectF(x0 + panelW - 20, y1 + 1, 40, lineH), Qt::AlignHCenter | Qt::AlignTop,
-                   QStringLiteral("1"));
+        const QRectF ticks(x0, y1 + 1, panelW, lineH);
+        p.drawText(ticks, Qt::AlignLeft | Qt::AlignTop, QStringLiteral("-1"));
+        p.drawText(ticks, Qt::AlignHCenter | Qt::AlignTop, QStringLiteral("0"));
+        p.drawText(ticks, Qt::AlignRight | Qt::AlignTop, QStringLiteral("1"));
         const int layer = g_.layers[std::size_t(k)];
-        const QString caption =
-            tr("layer %1 · mean cos %2 · %3 clusters")
-                .arg(layer)
+        const QString lines[2] = {
+            tr("layer %1").arg(layer),
+            tr("mean cos %1 · %2 clusters")
                 .arg(g_.meanCosine[std::size_t(layer)], 0, 'f', 3)
-                .arg(std::size_t(layer) < g_.clusters.size() ? g_.clusters[std::size_t(layer)] : 0);
-        p.drawText(QRectF(x0, y1 + lineH, panelW, lineH), Qt::AlignHCenter | Qt::AlignTop,
-                   fm.elidedText(caption, Qt::ElideRight, int(panelW)));
+                .arg(std::size_t(layer) < g_.clusters.size() ? g_.clusters[std::size_t(layer)] : 0)};
+        for (int l = 0; l < 2; ++l)
+            p.drawText(QRectF(x0, y1 + (1 + l) * lineH + 2, panelW, lineH), Qt::AlignHCenter | Qt::AlignTop,
+                       fm.elidedText(lines[l], Qt::ElideRight, int(panelW)));
         if (col == 0) {
             p.drawText(QRectF(0, top - lineH / 2.0, left - 4, lineH), Qt::AlignRight | Qt::AlignVCenter,
                        tick(scale_));
@@ -156,21 +173,26 @@ void LayerCurveView::paintEvent(QPaintEvent*) {
         if (hi[a] - lo[a] < 1e-12) hi[a] = lo[a] + (lo[a] == 0 ? 1 : std::abs(lo[a]) * 0.1);
     }
     const int lineH = fm.height();
-    const int axisW = fm.horizontalAdvance(QStringLiteral("-0.000")) + 8;
+    int axisW = fm.horizontalAdvance(QStringLiteral("-0.000")) + 8;
+    for (int a = 0; a < 2; ++a)
+        for (double v : {lo[a], hi[a]}) axisW = std::max(axisW, fm.horizontalAdvance(tick(v)) + 8);
     const QRectF plot(axisW, lineH + 6, width() - axisW - (hasRight ? axisW : 10),
-                      height() - 2.6 * lineH - 8);
+                      height() - 3.0 * lineH - 12);
     if (plot.width() < 10 || plot.height() < 10) return;
     const double last = std::max<double>(1, double(layers - 1));
     auto px = [&](double k) { return plot.left() + plot.width() * k / last; };
     auto py = [&](double v, int a) { return plot.bottom() - plot.height() * (v - lo[a]) / (hi[a] - lo[a]); };
     p.setPen(ink);
     p.drawRect(plot);
-    p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), lineH), Qt::AlignHCenter | Qt::AlignTop,
-               tr("layer"));
-    for (double k : {0.0, last}) {
+    p.drawText(QRectF(plot.left(), plot.bottom() + lineH, plot.width(), lineH),
+               Qt::AlignHCenter | Qt::AlignTop, tr("layer"));
+    // Integer layer ticks, every `step` layers so that the labels do not touch.
+    const int labelW = fm.horizontalAdvance(QString::number(int(last))) + 12;
+    int step = 1;
+    while (step < last && plot.width() * step / last < labelW) step *= 2;
+    for (int k = 0; k <= int(last); k += step)
         p.drawText(QRectF(px(k) - 30, plot.bottom() + 2, 60, lineH), Qt::AlignHCenter | Qt::AlignTop,
-                   QString::number(int(k)));
-    }
+                   QString::number(k));
     for (int a = 0; a < (hasRight ? 2 : 1); ++a)
         for (double v : {lo[a], hi[a]}) {
             const QRectF box = a == 0 ? QRectF(0, py(v, a) - lineH / 2.0, axisW - 4, lineH)

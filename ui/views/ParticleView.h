@@ -67,6 +67,11 @@ class ParticleView : public PictureGlView {
     // The ImGui heads-up display and quick sliders (on by default).
     void setHudVisible(bool on);
     bool hudVisible() const { return hudVisible_; }
+    // Without the heads-up display: whether the status box (t, step, N, d) is drawn instead (default on).
+    void setStatusVisible(bool on) {
+        picture_.setStatusBox(on);
+        update();
+    }
     // Whether the last frame drew the tokens straight from GPU memory (Snapshot::device).
     bool drewFromDevice() const { return drewFromDevice_; }
     void setColorBy(ColorBy c);

@@ -7,6 +7,7 @@
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 
 #include <QCheckBox>
+#include <QCursor>
 #include <QDir>
 #include <QDockWidget>
 #include <QFile>
@@ -25,6 +26,7 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTabWidget>
+#include <QToolTip>
 #include <QVBoxLayout>
 
 #include <algorithm>
@@ -106,6 +108,7 @@ QWidget* ModelsWorkspace::buildPage() {
     auto tokenView = [this](QWidget* parent) {
         auto* v = new ParticleView(parent);
         v->setHudVisible(false);
+        v->setStatusVisible(false); // the depth bar and the captions say which layer is shown
         v->setMinimumSize(160, 140);
         connect(v, &ParticleView::pickedChanged, this, &ModelsWorkspace::showHover);
         return v;
@@ -113,9 +116,6 @@ QWidget* ModelsWorkspace::buildPage() {
     depthView_ = tokenView(tabs_);
     depthView_->setObjectName(QStringLiteral("depthView"));
     depthView_->setSource([this] { return depthShot_; });
-    depthView_->setToolTip(
-        tr("The normalised tokens of the layer shown, on the principal axes of all layers' "
-           "tokens together; hover a token to name it"));
     tabs_->addTab(depthView_, tr("Through depth"));
     tabs_->setTabToolTip(1, tr("The tokens layer by layer (depth bar: slider and Play)"));
 
@@ -129,18 +129,18 @@ QWidget* ModelsWorkspace::buildPage() {
         auto* v = new QVBoxLayout(box);
         v->setContentsMargins(0, 0, 0, 0);
         caption = new QLabel(box);
-        caption->setWordWrap(true);
+        caption->setMinimumWidth(40); // long captions are cut at the view's width, never widen the page
+        caption->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
         view = tokenView(box);
         view->setObjectName(QString::fromLatin1(name));
         view->setSource([shot] { return *shot; });
-        view->setFollow(false); // both views keep the camera that framed the common start
         v->addWidget(caption);
         v->addWidget(view, 1);
         pairLayout->addWidget(box, 1);
     };
     column(odeCaption_, odeView_, &odeShot_, "odeView");
     column(realCaption_, realView_, &realShot_, "realView");
-    odeCaption_->setText(tr("The head's ODE (choose the layer and head in the Model panel, then Build ODE)"));
+    odeCaption_->setText(tr("The head's ODE: choose its layer and head, then Build ODE"));
     realCaption_->setText(tr("The real layer, in the ODE's coordinates"));
     distance_ = new LayerCurveView(dynamics);
     distance_->setObjectName(QStringLiteral("distanceCurve"));
@@ -443,6 +443,7 @@ void ModelsWorkspace::poll() {
             dynamicsPending_ = false;
             if (const auto d = dynamicsJob_.result()) {
                 dynamics_ = d;
+                progress_->setValue(1000);
                 showDynamics();
                 succeed();
                 setMessage(tr("The ODE of head %1 of layer %2 beside the %3 layers.")
@@ -474,7 +475,7 @@ void ModelsWorkspace::showResult() {
     distance_->setCurves({});
     odeShot_.reset();
     realShot_.reset();
-    odeCaption_->setText(tr("The head's ODE (choose the layer and head in the Model panel, then Build ODE)"));
+    odeCaption_->setText(tr("The head's ODE: choose its layer and head, then Build ODE"));
     odeLayer_->setRange(0, std::max(0, L - 1));
     depthSlider_->blockSignals(true);
     depthSlider_->setRange(0, L);
@@ -483,7 +484,7 @@ void ModelsWorkspace::showResult() {
     showDepth();
     // After the first cloud is shown: the view takes the dimension from the tokens it shows.
     const int dims = int(r.depth.front().cols());
-    depthView_->setProjection({dims >= 3 ? 3 : 2, false, {0, 1, 2}});
+    depthView_->setProjection({dims >= 3 ? 3 : 2, true, {0, 1, 2}});
     depthView_->frameAll();
 }
 
@@ -520,14 +521,10 @@ void ModelsWorkspace::showDepth() {
     odeShot_ = cloudShot(d.ode[std::size_t(t)], generation_, t, L);
     realShot_ = cloudShot(d.real[std::size_t(k)], generation_, k, L);
     odeCaption_->setText(
-        t == k ? tr("The ODE of head %1 of layer %2 at t = %3").arg(d.head).arg(d.layer).arg(t)
-               : tr("The ODE of head %1 of layer %2 stopped at t = %3 (%4)")
-                     .arg(d.head)
-                     .arg(d.layer)
-                     .arg(t)
-                     .arg(d.dynamics.scene.attention.sphere ? tr("on the sphere") : tr("diverged")));
+        t == k ? tr("ODE of head %1 of layer %2 at t = %3").arg(d.head).arg(d.layer).arg(t)
+               : tr("ODE of head %1 of layer %2: stopped at t = %3").arg(d.head).arg(d.layer).arg(t));
     const double dist = d.dynamics.distance[std::size_t(k)];
-    realCaption_->setText(tr("Layer %1's tokens in the ODE's coordinates: distance %2")
+    realCaption_->setText(tr("Layer %1 in the ODE's coordinates: distance %2")
                               .arg(k)
                               .arg(std::isfinite(dist) ? QString::number(dist, 'g', 3) : tr("n/a")));
     odeView_->refresh();
@@ -569,15 +566,16 @@ void ModelsWorkspace::showDynamics() {
     ++generation_;
     distance_->setCurves(
         {{tr("distance between the ODE and the layers"), d.dynamics.distance, QColor(150, 70, 170), false}});
-    // Both views frame the common start (the ODE's t = 0 is layer 0 in its coordinates), then keep the
-    // camera.
+    // Both views start framed on the common start (the ODE's t = 0 is layer 0 in its coordinates) and follow
+    // their clouds from there: the ODE's may grow far beyond the layers' (the distance curve gives the
+    // scale).
     depthSlider_->blockSignals(true);
     depthSlider_->setValue(0);
     depthSlider_->blockSignals(false);
     showDepth();
     const int dims = int(d.real.front().cols());
     for (ParticleView* v : {odeView_, realView_}) {
-        v->setProjection({dims >= 3 ? 3 : 2, false, {0, 1, 2}});
+        v->setProjection({dims >= 3 ? 3 : 2, true, {0, 1, 2}});
         v->frameAll();
     }
     tabs_->setCurrentIndex(2);
@@ -601,6 +599,9 @@ void ModelsWorkspace::showHover(int token) {
                         .arg(token)
                         .arg(fromStd(result_->texts[std::size_t(token)]))
                         .arg(result_->ids[std::size_t(token)]));
+    // Beside the cursor too, when the mouse picked it (not a programmatic pick).
+    if (auto* view = qobject_cast<QWidget*>(sender()); view && view->underMouse())
+        QToolTip::showText(QCursor::pos(), hover_->text(), view);
 }
 
 void ModelsWorkspace::setMessage(const QString& text, bool error) {
