@@ -174,7 +174,11 @@ ModelDynamics modelDynamics(const Checkpoint& checkpoint, const Weights<double>&
     m.scene.integrator.steps = L * stepsPerLayer;
     m.scene.output.every = stepsPerLayer;
     for (const RowMat<double>& x : states) m.real.push_back(sceneTokens(checkpoint.config(), w, layer, x));
-    Simulation sim(m.scene);
+    // The records need the tokens only: no entropy and energy passes (O(n^2 D) each) for a frame here; the
+    // scene handed on keeps them.
+    Scene quiet = m.scene;
+    quiet.output.entropy = false;
+    Simulation sim(quiet);
     bool cancelled = false;
     sim.run([&](double f) { return !(cancelled = progress && !progress(f)); });
     if (cancelled) throw ModelCancelled();

@@ -279,11 +279,19 @@ QWidget* ModelsWorkspace::buildPanel() {
     progress_->setValue(0);
     progress_->setTextVisible(false);
     progress_->setToolTip(tr("The forward pass's layers (or the ODE's steps) done"));
+    cancelButton_ = new QPushButton(tr("Cancel"), content);
+    cancelButton_->setObjectName(QStringLiteral("modelCancel"));
+    cancelButton_->setToolTip(
+        tr("Stop the forward pass or the ODE in flight (after its current layer or step)"));
+    connect(cancelButton_, &QPushButton::clicked, this, [this] { cancel(); });
     message_ = new QLabel(content);
     message_->setObjectName(QStringLiteral("modelMessage"));
     message_->setWordWrap(true);
     message_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    v->addWidget(progress_);
+    auto* progressRow = new QHBoxLayout;
+    progressRow->addWidget(progress_, 1);
+    progressRow->addWidget(cancelButton_);
+    v->addLayout(progressRow);
     v->addWidget(message_);
     v->addStretch(1);
     form::scrollInto(panel, content, form::Sideways::Never); // a short window scrolls the panel
@@ -371,6 +379,8 @@ bool ModelsWorkspace::openModel(const QString& dir) {
     layers_->setRange(1, c.sharedLayer() ? 4096 : c.layers);
     layers_->setValue(c.layers);
     odeHead_->setRange(0, c.heads - 1);
+    // Each RK4 step costs four passes of n^2 D (and D^2 n for V): few steps for wide models.
+    odeSteps_->setValue(c.hidden <= 128 ? 20 : 2);
     setMessage(tr("Opened %1. Type a text or ids and Run.").arg(QFileInfo(dir).fileName()), false);
     emit documentNameChanged();
     updateControls();
@@ -407,6 +417,11 @@ bool ModelsWorkspace::run() {
     setMessage(tr("Running %1 layers...").arg(request.layers), false);
     updateControls();
     return succeed();
+}
+
+void ModelsWorkspace::cancel() {
+    runJob_.cancel();
+    dynamicsJob_.cancel();
 }
 
 bool ModelsWorkspace::running() const {
@@ -615,6 +630,7 @@ void ModelsWorkspace::updateControls() {
     particlesButton_->setEnabled(dynamics_ != nullptr);
     depthSlider_->setEnabled(result_ != nullptr);
     playButton_->setEnabled(result_ != nullptr);
+    cancelButton_->setEnabled(runPending_ || dynamicsPending_);
 }
 
 } // namespace flowscope

@@ -79,6 +79,9 @@ class ModelsWorkspace : public Workspace {
     // Starts the forward pass of the open folder on the input in the background. False when there is no
     // folder or the ids do not parse; a failure of the pass itself comes with runFinished(false).
     bool run();
+    // Asks the forward pass and the ODE in flight to stop (after their current layer or step); their
+    // finished signals then come with false and the message "cancelled".
+    void cancel();
     bool running() const;
     std::shared_ptr<const models::ModelRunResult> result() const { return result_; }
 
@@ -158,6 +161,7 @@ class ModelsWorkspace : public Workspace {
     QCheckBox* threeD_ = nullptr;
     QPushButton* runButton_ = nullptr;
     QProgressBar* progress_ = nullptr;
+    QPushButton* cancelButton_ = nullptr;
     QLabel* message_ = nullptr;
     QSpinBox *odeLayer_ = nullptr, *odeHead_ = nullptr, *odeSteps_ = nullptr;
     QPushButton *odeButton_ = nullptr, *particlesButton_ = nullptr;
