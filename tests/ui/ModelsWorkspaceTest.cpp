@@ -14,13 +14,16 @@
 #include "ui/workspaces/models/ModelsWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 
+#include <QDockWidget>
 #include <QLabel>
 #include <QSignalSpy>
 #include <QTabWidget>
 
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 namespace flowscope::test {
 namespace {
@@ -220,6 +223,7 @@ TEST_F(ModelsWorkspaceTest, AlbertsOdeStaysOnTheSphere) {
 }
 
 TEST_F(ModelsWorkspaceTest, ABadFolderOrInputIsOneMessageNamingTheKey) {
+    expectEveryControlHasATooltip(*models().dock()->widget(), true);
     TinyModel m = writeTinyGpt2(root() / "gpt2");
     SafeTensors edited = m.tensors;
     edited.tensors.erase(edited.tensors.begin() + 5); // h.0.attn.c_attn.bias
@@ -245,6 +249,42 @@ TEST_F(ModelsWorkspaceTest, ABadFolderOrInputIsOneMessageNamingTheKey) {
         << models().lastError().toStdString();
     EXPECT_FALSE(models().result());
     EXPECT_FALSE(models().buildDynamics(0, 0));
+}
+
+// The job machinery under the tab's two jobs: a value, an error, and a cancelled job that leaves neither
+// (the job stops when its progress callback says so; the test waits on the job, never on the clock).
+TEST(BackgroundJob, GivesTheValueOrTheErrorAndACancelledJobNeither) {
+    BackgroundJob<int> job;
+    job.start([](const auto& progress) {
+        progress(1.0);
+        return 42;
+    });
+    job.wait();
+    ASSERT_TRUE(job.result());
+    EXPECT_EQ(*job.result(), 42);
+    EXPECT_EQ(job.progress(), 1.0);
+    EXPECT_EQ(job.error(), "");
+
+    job.start([](const auto&) -> int {
+        throw models::ModelError("config.json: /n_head: required field is missing");
+    });
+    job.wait();
+    EXPECT_FALSE(job.result());
+    EXPECT_EQ(job.error(), "config.json: /n_head: required field is missing");
+
+    std::atomic<bool> started{false};
+    job.start([&](const auto& progress) -> int {
+        started = true;
+        while (progress(0.5)) std::this_thread::yield();
+        throw models::ModelCancelled();
+    });
+    while (!started) std::this_thread::yield();
+    EXPECT_TRUE(job.running());
+    job.cancel();
+    job.wait();
+    EXPECT_FALSE(job.running());
+    EXPECT_FALSE(job.result());
+    EXPECT_EQ(job.error(), "");
 }
 
 } // namespace
