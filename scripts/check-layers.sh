@@ -19,8 +19,8 @@
 #                        backend
 #                        sweep
 #                        runner
-#                        models       (real checkpoints: nothing in engine/ includes it; only app/, python/
-#                                      and the tests, and render/ never)
+#                        models       (real checkpoints: nothing in engine/ includes it; only the front ends
+#                                      app/, ui/, python/ and the tests, and render/ never)
 #
 # Usage: scripts/check-layers.sh [ROOT]   (ROOT: the source tree, default this script's repository)
 # Prints each offending include as file:line: text, and exits 1 if there is any; 0 when the arrows hold.

@@ -170,6 +170,8 @@ int model(const Args& raw) {
         j["counts"] = g.counts;
         j["density"] = g.density;
         j["mean_cosine"] = g.meanCosine;
+        j["clusters"] = g.clusters;
+        j["cluster_tol"] = g.clusterTol;
         const OutputSet::Capture capture(outputs);
         if (figure)
             writeFigure(gramFigure(g, std::string(j["model"]) + ": <x_i, x_j> of the normalised tokens, " +

@@ -358,7 +358,7 @@ template <class T> RowMat<T> attentionInput(const ModelConfig& c, const Layer<T>
 
 template <class T>
 std::vector<RowMat<T>> hiddenStates(const ModelConfig& c, const Weights<T>& w, const std::vector<int>& ids,
-                                    int layers) {
+                                    int layers, const LayerProgress& progress) {
     const Eigen::Index n = Eigen::Index(ids.size());
     if (n == 0) throw ModelError("no tokens to run");
     if (n > c.positions)
@@ -405,15 +405,16 @@ std::vector<RowMat<T>> hiddenStates(const ModelConfig& c, const Weights<T>& w, c
             layerNorm(x, l.norm2, c.eps);
         }
         states.push_back(x);
+        if (progress && !progress(k + 1)) throw ModelCancelled();
     }
     if (c.family == Family::Gpt2) layerNorm(states.back(), w.finalNorm, c.eps);
     return states;
 }
 
 template std::vector<RowMat<float>> hiddenStates(const ModelConfig&, const Weights<float>&,
-                                                 const std::vector<int>&, int);
+                                                 const std::vector<int>&, int, const LayerProgress&);
 template std::vector<RowMat<double>> hiddenStates(const ModelConfig&, const Weights<double>&,
-                                                  const std::vector<int>&, int);
+                                                  const std::vector<int>&, int, const LayerProgress&);
 template RowMat<float> attentionInput(const ModelConfig&, const Layer<float>&, const RowMat<float>&);
 template RowMat<double> attentionInput(const ModelConfig&, const Layer<double>&, const RowMat<double>&);
 template void layerNorm(RowMat<float>&, const Norm<float>&, double);

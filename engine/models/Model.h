@@ -11,6 +11,7 @@
 
 #include <Eigen/Core>
 
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -104,9 +105,16 @@ class Checkpoint {
 // output_hidden_states returns them: layers + 1 matrices of n x D. GPT-2: the embeddings first, the last
 // state after ln_f; ALBERT: the state after embedding_hidden_mapping_in first. Token types 0, positions
 // 0..n-1. Throws ModelError for an id outside the vocabulary, more tokens than positions, or a bad `layers`.
+// `progress(k)`, when given, is called after each of the k = 1 .. layers layers; once it returns false the
+// pass stops and throws ModelCancelled.
+struct ModelCancelled : ModelError {
+    ModelCancelled() : ModelError("cancelled") {}
+};
+using LayerProgress = std::function<bool(int layersDone)>;
 template <class T>
 std::vector<RowMat<T>> hiddenStates(const ModelConfig& config, const Weights<T>& weights,
-                                    const std::vector<int>& ids, int layers);
+                                    const std::vector<int>& ids, int layers,
+                                    const LayerProgress& progress = {});
 
 // The attention inputs of layer `layer` (0-based) given the states entering it: GPT-2 applies the layer's
 // ln_1, ALBERT and BERT take the states as they are.

@@ -190,6 +190,7 @@ BpeTokenizer::BpeTokenizer(const std::string& vocabJson, const std::string& merg
         r.expectObject();
         for (auto it = json.begin(); it != json.end(); ++it)
             vocab_[it.key()] = int(r.require(it.key()).integer(0, std::numeric_limits<int>::max()));
+        for (const auto& [symbol, id] : vocab_) symbols_.emplace(id, symbol);
     } catch (const JsonError& e) {
         throw ModelError(vocabJson + ": " + e.what());
     }
@@ -206,6 +207,32 @@ BpeTokenizer::BpeTokenizer(const std::string& vocabJson, const std::string& merg
                              quoteForMessage(text));
         ranks_.emplace(text, int(ranks_.size())); // the first of a repeated merge keeps its rank
     }
+}
+
+std::string BpeTokenizer::text(int id) const {
+    const auto it = symbols_.find(id);
+    if (it == symbols_.end()) return "#" + std::to_string(id);
+    static const std::unordered_map<std::string, char> byteOf = [] {
+        std::unordered_map<std::string, char> m;
+        for (int b = 0; b < 256; ++b) m.emplace(bytesToUnicode()[std::size_t(b)], char(b));
+        return m;
+    }();
+    std::string out;
+    const std::string& s = it->second;
+    for (std::size_t i = 0; i < s.size();) {
+        std::size_t len = 1; // one UTF-8 character
+        const auto lead = static_cast<unsigned char>(s[i]);
+        if (lead >= 0xf0)
+            len = 4;
+        else if (lead >= 0xe0)
+            len = 3;
+        else if (lead >= 0xc0)
+            len = 2;
+        const auto b = byteOf.find(s.substr(i, len));
+        out += b != byteOf.end() ? std::string(1, b->second) : s.substr(i, len);
+        i += len;
+    }
+    return out;
 }
 
 std::vector<std::string> BpeTokenizer::merge(std::string_view piece) const {
@@ -304,6 +331,30 @@ std::vector<int> tokenize(const std::string& dir, const ModelConfig& config, con
     }
 #endif
     return ids;
+}
+
+std::vector<std::string> tokenTexts(const std::string& dir, const ModelConfig& config,
+                                    const std::vector<int>& ids) {
+    namespace fs = std::filesystem;
+    std::vector<std::string> texts;
+    for (int id : ids) texts.push_back("#" + std::to_string(id));
+    try {
+        if (config.family == Family::Gpt2) {
+            const BpeTokenizer bpe((fs::path(dir) / "vocab.json").string(),
+                                   (fs::path(dir) / "merges.txt").string());
+            for (std::size_t i = 0; i < ids.size(); ++i) texts[i] = bpe.text(ids[i]);
+        }
+#if FLOWSCOPE_HAVE_SENTENCEPIECE
+        if (config.family == Family::Albert && fs::exists(fs::path(dir) / "spiece.model")) {
+            const auto sp = loadSentencePiece((fs::path(dir) / "spiece.model").string());
+            for (std::size_t i = 0; i < ids.size(); ++i)
+                if (ids[i] >= 0 && ids[i] < sp->GetPieceSize()) texts[i] = sp->IdToPiece(ids[i]);
+        }
+#endif
+    } catch (const ModelError&) {
+        // no tokenizer: the ids stand
+    }
+    return texts;
 }
 
 } // namespace flowscope::models

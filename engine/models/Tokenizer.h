@@ -21,6 +21,9 @@ class BpeTokenizer {
     BpeTokenizer(const std::string& vocabJson, const std::string& mergesTxt);
     // Throws ModelError when a piece's symbol is not in the vocabulary.
     std::vector<int> encode(std::string_view text) const;
+    // The text of token `id`: its symbol's bytes (bytesToUnicode undone); "#id" for an id not in the
+    // vocabulary.
+    std::string text(int id) const;
     // The symbols of one piece after the merges (for the tests).
     std::vector<std::string> merge(std::string_view piece) const;
 
@@ -34,7 +37,8 @@ class BpeTokenizer {
 
   private:
     std::unordered_map<std::string, int> vocab_;
-    std::unordered_map<std::string, int> ranks_; // "left right" -> rank (line order of merges.txt)
+    std::unordered_map<std::string, int> ranks_;   // "left right" -> rank (line order of merges.txt)
+    std::unordered_map<int, std::string> symbols_; // id -> symbol (vocab_ inverted)
 };
 
 // Whether this build can read spiece.model (libsentencepiece was found when it was configured).
@@ -47,5 +51,11 @@ std::vector<int> encodeSentencePiece(const std::string& modelPath, const std::st
 // special tokens, as Hugging Face's); ALBERT spiece.model, the text lower-cased (ASCII) as ALBERT's tokenizer
 // does, between [CLS] and [SEP]. BERT's WordPiece is not read: give its ids. Throws ModelError.
 std::vector<int> tokenize(const std::string& dir, const ModelConfig& config, const std::string& text);
+
+// What each token of `ids` reads as, for a picture's labels: GPT-2's bytes (vocab.json), ALBERT's
+// SentencePiece piece; "#id" where the folder has no tokenizer this build reads. Never throws for a missing
+// or bad tokenizer file (the ids stand alone).
+std::vector<std::string> tokenTexts(const std::string& dir, const ModelConfig& config,
+                                    const std::vector<int>& ids);
 
 } // namespace flowscope::models

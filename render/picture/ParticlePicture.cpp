@@ -480,7 +480,7 @@ void ParticlePicture::paintOver(QPainter& painter, bool hud, const QRectF& statu
     if (is3D()) paintAxisNames(painter);
     paintOffView(painter);
     if (shown_) {
-        if (!hud) drawStatus(painter, area, *shown_);
+        if (!hud && statusBox_) drawStatus(painter, area, *shown_);
         drawBanner(painter, area, statusBox, *shown_);
     } else {
         painter.setPen(style_.label);

@@ -78,6 +78,10 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     ColorBy colorBy() const { return tokens_.colorBy; }
     void setTrails(bool on);
     bool trails() const { return trails_.enabled; }
+    // The status box (t, step, N, d) where there is no heads-up display (on by default); off for pictures
+    // of fixed clouds that say what they show themselves (the Models tab's layers).
+    void setStatusBox(bool on) { statusBox_ = on; }
+    bool statusBox() const { return statusBox_; }
     void setGaussian(bool on);
     bool gaussian() const { return gaussian_.enabled; }
     const GaussianOverlay& overlay() const { return overlay_; }
@@ -188,6 +192,7 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     QSizeF size_{1, 1};
     bool framePending_ = false, pointsDirty_ = true, linesDirty_ = true;
     std::optional<Eigen::Vector3d> followed_; // the box centre at the last follow step
+    bool statusBox_ = true;
 };
 
 } // namespace flowscope

@@ -5,6 +5,7 @@
 #include "../ModelFiles.h"
 
 #include "engine/io/Npy.h"
+#include "engine/models/ModelAnalysis.h"
 #include "engine/scene/Scene.h"
 
 #include <gtest/gtest.h>
@@ -106,6 +107,13 @@ TEST(ModelCli, GramHistogramsCountEveryPairOnce) {
     EXPECT_EQ(j["pairs"], 21);
     EXPECT_EQ(j["bin_edges"].size(), 21u);
     EXPECT_EQ(j["mean_cosine"].size(), 7u); // layers 0..6
+    // The cluster count of every layer: between 1 and the 7 tokens, at the tolerance written beside it.
+    ASSERT_EQ(j["clusters"].size(), 7u);
+    for (int c : j["clusters"]) {
+        EXPECT_GE(c, 1);
+        EXPECT_LE(c, 7);
+    }
+    EXPECT_EQ(j["cluster_tol"], models::kGramClusterTol);
     for (const auto& counts : j["counts"]) {
         long total = 0;
         for (long c : counts) total += c;

@@ -79,7 +79,7 @@ class InverseViewTest : public TrainingTabFixture<InversePanel, InverseView> {
 TEST_F(InverseViewTest, TheWorkspaceRegistersAndItsPageShows) {
     auto* tabs = window->findChild<QTabWidget*>();
     ASSERT_NE(tabs, nullptr);
-    ASSERT_EQ(tabs->count(), 6); // Particles, Covariance cone, Flows, Transformers, Inverse, Sweeps
+    ASSERT_EQ(tabs->count(), 7); // Particles, Covariance cone, Flows, Transformers, Inverse, Sweeps, Models
     EXPECT_EQ(tabs->tabText(4), QStringLiteral("Inverse"));
     EXPECT_EQ(tabs->currentWidget(), view);
     EXPECT_EQ(window->activeWorkspace(), &window->inverse());

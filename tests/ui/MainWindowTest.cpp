@@ -457,7 +457,7 @@ TEST_F(MatricesDockTest, EveryPageTabShowsWholeAt1024AndFullTitlesWhereTheyFit) 
     auto* tabs = window->findChild<QTabWidget*>();
     ASSERT_NE(tabs, nullptr);
     const QTabBar* bar = tabs->tabBar();
-    ASSERT_EQ(bar->count(), 6);
+    ASSERT_EQ(bar->count(), 7);
     EXPECT_EQ(bar->tabText(1), QStringLiteral("Cone"));
     EXPECT_NE(bar->tabToolTip(1).indexOf(QStringLiteral("PSD cone")), -1);
     for (int i = 0; i < bar->count(); ++i) {

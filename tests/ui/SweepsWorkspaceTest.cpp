@@ -101,7 +101,7 @@ class SweepsWorkspaceTest : public MainWindowFilesFixture {
 };
 
 TEST_F(SweepsWorkspaceTest, TheWorkspaceRegistersAndItsPageShows) {
-    ASSERT_EQ(tabs()->count(), 6);
+    ASSERT_EQ(tabs()->count(), 7);
     EXPECT_EQ(tabs()->tabText(5), QStringLiteral("Sweeps"));
     EXPECT_EQ(tabs()->currentWidget(), view());
     EXPECT_EQ(window->activeWorkspace(), &sweeps());

@@ -72,7 +72,7 @@ class TrainingViewTest : public TrainingTabFixture<TrainingPanel, TrainingView> 
 TEST_F(TrainingViewTest, FlowsTabSitsNextToTheOtherViews) {
     auto* tabs = window->findChild<QTabWidget*>();
     ASSERT_NE(tabs, nullptr);
-    ASSERT_EQ(tabs->count(), 6); // Particles, Covariance cone, Flows, Transformers, Inverse, Sweeps
+    ASSERT_EQ(tabs->count(), 7); // Particles, Covariance cone, Flows, Transformers, Inverse, Sweeps, Models
     EXPECT_EQ(tabs->tabText(2), QStringLiteral("Flows"));
     EXPECT_EQ(tabs->currentWidget(), view);
     EXPECT_TRUE(view->isVisible());

@@ -67,7 +67,7 @@ class TransformerViewTest : public TrainingTabFixture<TransformerPanel, Transfor
 TEST_F(TransformerViewTest, TransformersTabRaisesItsPanel) {
     auto* tabs = window->findChild<QTabWidget*>();
     ASSERT_NE(tabs, nullptr);
-    ASSERT_EQ(tabs->count(), 6); // ... Inverse, Sweeps
+    ASSERT_EQ(tabs->count(), 7); // ... Inverse, Sweeps, Models
     EXPECT_EQ(tabs->tabText(3), QStringLiteral("Transformers"));
     EXPECT_EQ(tabs->currentWidget(), view);
     EXPECT_TRUE(panel->isVisible());

@@ -11,6 +11,7 @@
 #include "ui/widgets/Icons.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
 #include "ui/workspaces/inverse/InverseWorkspace.h"
+#include "ui/workspaces/models/ModelsWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/sweeps/SweepsWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
@@ -51,8 +52,9 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     transformers_ = new TransformersWorkspace(this);
     inverse_ = new InverseWorkspace(this);
     sweeps_ = new SweepsWorkspace(this, particles_);
+    models_ = new ModelsWorkspace(this, particles_);
     for (Workspace* w :
-         std::initializer_list<Workspace*>{particles_, flows_, transformers_, inverse_, sweeps_})
+         std::initializer_list<Workspace*>{particles_, flows_, transformers_, inverse_, sweeps_, models_})
         addWorkspace(w);
     placeDocks();
     buildMenus();

@@ -34,6 +34,7 @@ class FlowsWorkspace;
 class InverseWorkspace;
 class ShortcutsDialog;
 class SweepsWorkspace;
+class ModelsWorkspace;
 class WelcomePane;
 class ParticlesWorkspace;
 class TransformersWorkspace;
@@ -50,6 +51,7 @@ class MainWindow : public QMainWindow {
     TransformersWorkspace& transformers() const { return *transformers_; }
     InverseWorkspace& inverse() const { return *inverse_; }
     SweepsWorkspace& sweeps() const { return *sweeps_; }
+    ModelsWorkspace& models() const { return *models_; }
     // The workspace whose page is shown.
     Workspace* activeWorkspace() const;
 
@@ -124,6 +126,7 @@ class MainWindow : public QMainWindow {
     TransformersWorkspace* transformers_ = nullptr;
     InverseWorkspace* inverse_ = nullptr;
     SweepsWorkspace* sweeps_ = nullptr;
+    ModelsWorkspace* models_ = nullptr;
     QList<Workspace*> workspaces_;
     QHash<QWidget*, Workspace*> owner_; // page -> its workspace
     QSet<QDockWidget*> hiddenByShell_;  // docks of inactive workspaces the user had shown

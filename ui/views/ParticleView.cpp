@@ -192,6 +192,7 @@ void ParticleView::pick(int token) {
     picture_.setPicked(token, {});
     updatePickWeights();
     update();
+    emit pickedChanged(token);
 }
 
 void ParticleView::paintGL() {

@@ -67,6 +67,11 @@ class ParticleView : public PictureGlView {
     // The ImGui heads-up display and quick sliders (on by default).
     void setHudVisible(bool on);
     bool hudVisible() const { return hudVisible_; }
+    // Without the heads-up display: whether the status box (t, step, N, d) is drawn instead (default on).
+    void setStatusVisible(bool on) {
+        picture_.setStatusBox(on);
+        update();
+    }
     // Whether the last frame drew the tokens straight from GPU memory (Snapshot::device).
     bool drewFromDevice() const { return drewFromDevice_; }
     void setColorBy(ColorBy c);
@@ -141,7 +146,8 @@ class ParticleView : public PictureGlView {
     void quickRateChanged(double stepsPerSecond, bool maxSpeed);
     void pointsDrawn(const Tokens& points); // N x d, every point since drawing started
     void drawingChanged(bool on);
-    void followChanged(bool on); // also when a pan or zoom turned it off
+    void followChanged(bool on);   // also when a pan or zoom turned it off
+    void pickedChanged(int token); // the hovered token (pick()), -1 when none
 
   protected:
     bool initializePicture(const GlApi& gl, std::string* whyNot) override;

@@ -1,0 +1,68 @@
+// Flowscope UI: the plots of the Models workspace, drawn with QPainter in the window's palette.
+//
+// GramHistogramView: Geshkovski et al.'s figure: one panel per chosen layer, the density of <z_i, z_j>
+// (i < j, the l2-normalised tokens) over [-1, 1], every panel on the same density scale, captioned with the
+// layer's mean cosine and cluster count. Panels wrap to a second row when the widget is narrow.
+//
+// LayerCurveView: curves against depth (layer 0 .. L): a left axis, an optional right-hand one (e.g. the
+// cluster count beside the mean cosine), and a cursor at the layer shown elsewhere. Values that are not
+// finite are not drawn (a gap).
+#pragma once
+
+#include "engine/models/ModelAnalysis.h"
+
+#include <QColor>
+#include <QString>
+#include <QWidget>
+
+#include <vector>
+
+namespace flowscope {
+
+class GramHistogramView : public QWidget {
+    Q_OBJECT
+  public:
+    explicit GramHistogramView(QWidget* parent = nullptr);
+    void setHistograms(const models::GramHistograms& g);
+    void clear();
+    const models::GramHistograms& histograms() const { return g_; }
+    // The top of the shared density axis (the largest density of any panel, rounded up).
+    double densityScale() const { return scale_; }
+    QSize minimumSizeHint() const override { return {320, 160}; }
+    QSize sizeHint() const override { return {720, 260}; }
+
+  protected:
+    void paintEvent(QPaintEvent* e) override;
+
+  private:
+    models::GramHistograms g_;
+    double scale_ = 1.0;
+};
+
+class LayerCurveView : public QWidget {
+    Q_OBJECT
+  public:
+    struct Curve {
+        QString name;
+        std::vector<double> values; // per layer 0 .. L
+        QColor color;
+        bool rightAxis = false;
+    };
+    explicit LayerCurveView(QWidget* parent = nullptr);
+    void setCurves(std::vector<Curve> curves);
+    void setCursor(int layer); // -1: none
+    int cursor() const { return cursor_; }
+    // The values of the curve named `name` (empty when none).
+    std::vector<double> values(const QString& name) const;
+    QSize minimumSizeHint() const override { return {280, 120}; }
+    QSize sizeHint() const override { return {560, 200}; }
+
+  protected:
+    void paintEvent(QPaintEvent* e) override;
+
+  private:
+    std::vector<Curve> curves_;
+    int cursor_ = -1;
+};
+
+} // namespace flowscope
