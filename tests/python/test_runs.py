@@ -72,9 +72,11 @@ def test_simulate_on_a_gpu_backend_is_the_clis(cli, tmp_path, backend):
         if "unavailable" in str(e) or "not built" in str(e):
             pytest.skip(str(e))
         raise
-    cli("simulate", tmp_path / "s.json", "--out", tmp_path / "t.npy", "--backend", backend)
+    cli("simulate", tmp_path / "s.json", "--out", tmp_path / "t.npy", "--backend", backend, "--float32")
     record = json.loads((tmp_path / "t.json").read_text())
-    assert np.array_equal(run.tokens, np.load(tmp_path / "t.npy"))
+    want = np.load(tmp_path / "t.npy")
+    assert run.tokens.dtype == want.dtype == np.float32  # a float32 scene: float32 tokens, as --float32 writes
+    assert np.array_equal(run.tokens, want)
     assert run.device_steps is True and record["backend"]["device_steps"] is True
     assert run.integrator == record["integrator"]
     work = run.integrator

@@ -91,19 +91,29 @@ QWidget* ModelsWorkspace::buildPage() {
     tabs_->setObjectName(QStringLiteral("modelsTabs"));
     layout->addWidget(tabs_, 1);
 
+    // A tab of two widgets one over the other, heights in the ratio top : bottom.
+    auto addSplitTab = [this](QSplitter* split, QWidget* upper, QWidget* lower, int top, int bottom,
+                              const QString& title, const QString& tip) {
+        split->addWidget(upper);
+        split->addWidget(lower);
+        split->setStretchFactor(0, top);
+        split->setStretchFactor(1, bottom);
+        tabs_->setTabToolTip(tabs_->addTab(split, title), tip);
+    };
     auto* cosines = new QSplitter(Qt::Vertical, tabs_);
     histograms_ = new GramHistogramView(cosines);
-    curves_ = new LayerCurveView(cosines);
-    curves_->setObjectName(QStringLiteral("depthCurves"));
-    curves_->setToolTip(tr("The mean of <x_i, x_j> over the pairs i != j, and the number of clusters of the "
+    auto curveView = [](QWidget* parent, const char* name, const QString& tip) {
+        auto* v = new LayerCurveView(parent);
+        v->setObjectName(QString::fromLatin1(name));
+        v->setToolTip(tip);
+        return v;
+    };
+    curves_ = curveView(cosines, "depthCurves",
+                        tr("The mean of <x_i, x_j> over the pairs i != j, and the number of clusters of the "
                            "normalised tokens (greedy leader count), at every layer"));
-    cosines->addWidget(histograms_);
-    cosines->addWidget(curves_);
-    cosines->setStretchFactor(0, 3);
-    cosines->setStretchFactor(1, 2);
-    tabs_->addTab(cosines, tr("Cosines"));
-    tabs_->setTabToolTip(0, tr("The histograms of the tokens' cosines at the chosen layers (Geshkovski et "
-                               "al.'s figure), and the mean cosine and cluster count against depth"));
+    addSplitTab(cosines, histograms_, curves_, 3, 2, tr("Cosines"),
+                tr("The histograms of the tokens' cosines at the chosen layers (Geshkovski et al.'s figure), "
+                   "and the mean cosine and cluster count against depth"));
 
     auto tokenView = [this](QWidget* parent) {
         auto* v = new ParticleView(parent);
@@ -142,17 +152,12 @@ QWidget* ModelsWorkspace::buildPage() {
     column(realCaption_, realView_, &realShot_, "realView");
     odeCaption_->setText(tr("The head's ODE: choose its layer and head, then Build ODE"));
     realCaption_->setText(tr("The real layer, in the ODE's coordinates"));
-    distance_ = new LayerCurveView(dynamics);
-    distance_->setObjectName(QStringLiteral("distanceCurve"));
-    distance_->setToolTip(tr("The root-mean-square distance between the ODE's tokens at t = k and layer k's "
+    distance_ = curveView(dynamics, "distanceCurve",
+                          tr("The root-mean-square distance between the ODE's tokens at t = k and layer k's "
                              "tokens, matched token by token"));
-    dynamics->addWidget(pair);
-    dynamics->addWidget(distance_);
-    dynamics->setStretchFactor(0, 3);
-    dynamics->setStretchFactor(1, 1);
-    tabs_->addTab(dynamics, tr("Own dynamics"));
-    tabs_->setTabToolTip(2, tr("The ODE of one head of one layer run from the embeddings, beside the real "
-                               "layers, and the distance between the two clouds per layer"));
+    addSplitTab(dynamics, pair, distance_, 3, 1, tr("Own dynamics"),
+                tr("The ODE of one head of one layer run from the embeddings, beside the real layers, and "
+                   "the distance between the two clouds per layer"));
 
     auto* bar = new QHBoxLayout;
     playButton_ = new QPushButton(tr("Play"), page_);
