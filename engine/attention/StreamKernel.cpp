@@ -4,11 +4,13 @@
 #include "engine/core/Cpu.h"
 #include "engine/core/Parallel.h"
 
+#include <Eigen/Core>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <vector>
 
@@ -48,52 +50,55 @@ std::size_t grainFor(int n, int nq) {
     return std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(nq) / 16 + 1, 65536 / perQuery + 1));
 }
 
-// Scalar reference for any scalar type (for d > 64, where the SIMD kernel's stack arrays end).
-template <class S> void referenceRange(const StreamArgs<S>& a, int b, int e) {
-    const int d = a.d;
-    std::vector<S> q(d), num(d);
-    for (int i = b; i < e; ++i) {
-        for (int c = 0; c < d; ++c) q[c] = a.queries[std::size_t(c) * a.nq + i];
+// d > 64, where the SIMD kernel's stack arrays end: the block of queries [b, e) as two matrix products. The
+// scores against every key are one GEMM, Q_b Kᵀ ((e - b) x n, row-major so that a query's row is contiguous);
+// each row becomes its weights in place (the same formulas as the SIMD kernel: max, then exp(s - m), relu or
+// sigmoid, masked keys weighted 0); the numerators are a second GEMM, W K. The structure-of-arrays keys and
+// queries are column-major matrices as they lie (coordinate c of key j at keys[c n + j]), so nothing is
+// copied. A scalar loop over the pairs here walked those arrays with a stride of n per coordinate: a GPT-2
+// head's scene (d = 768, n = 512) spent 78 % of its run in it.
+template <class S> void blockedRange(const StreamArgs<S>& a, int b, int e) {
+    using Matrix = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic>;
+    using RowMajor = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Eigen::Map<const Matrix> K(a.keys, a.n, a.d);
+    const Eigen::Map<const Matrix> Q(a.queries, a.nq, a.d);
+    const int rows = e - b;
+    RowMajor W(rows, a.n);
+    W.noalias() = Q.middleRows(b, rows) * K.transpose();
+    const bool exps = a.weighting == Weighting::Softmax || a.weighting == Weighting::Exp;
+    for (int r = 0; r < rows; ++r) {
+        const int i = b + r;
         const int end = a.causal ? i + 1 : a.n;
-        auto score = [&](int j) {
-            S s = a.bias ? a.bias[j] : S(0);
-            for (int c = 0; c < d; ++c) s += q[c] * a.keys[std::size_t(c) * a.n + j];
-            return s - a.decay * S(std::abs(j - i));
-        };
-        S m = 0;
-        const bool exps = a.weighting == Weighting::Softmax || a.weighting == Weighting::Exp;
-        if (exps) {
-            m = -std::numeric_limits<S>::infinity();
-            for (int j = 0; j < end; ++j) m = std::max(m, score(j));
+        S* w = W.row(r).data();
+        S m = exps ? -std::numeric_limits<S>::infinity() : S(0);
+        for (int j = 0; j < end; ++j) {
+            w[j] += (a.bias ? a.bias[j] : S(0)) - a.decay * S(std::abs(j - i));
+            if (exps) m = std::max(m, w[j]);
         }
         S den = 0, ent = 0;
-        std::fill(num.begin(), num.end(), S(0));
         for (int j = 0; j < end; ++j) {
-            const S s = score(j);
-            S w;
+            const S s = w[j];
             switch (a.weighting) {
             case Weighting::Softmax:
             case Weighting::Exp:
-                w = std::exp(s - m);
+                w[j] = std::exp(s - m);
                 break;
             case Weighting::Relu:
-                w = std::max(s, S(0));
+                w[j] = std::max(s, S(0));
                 break;
             default:
-                w = S(1) / (S(1) + std::exp(-s));
+                w[j] = S(1) / (S(1) + std::exp(-s));
                 break;
             }
-            den += w;
-            if (a.ent) ent += w * (s - m);
-            if (a.values)
-                for (int c = 0; c < d; ++c) num[c] += w * a.keys[std::size_t(c) * a.n + j];
+            den += w[j];
+            if (a.ent) ent += w[j] * (s - m);
         }
+        std::fill(w + end, w + a.n, S(0));
         a.den[i] = den;
         if (a.max) a.max[i] = m;
         if (a.ent) a.ent[i] = exps ? ent : S(0);
-        if (a.values)
-            for (int c = 0; c < d; ++c) a.num[std::size_t(c) * a.nq + i] = num[c];
     }
+    if (a.values) Eigen::Map<Matrix>(a.num, a.nq, a.d).middleRows(b, rows).noalias() = W * K;
 }
 
 template <class S> void check(const StreamArgs<S>& a) {
@@ -150,13 +155,13 @@ double measuredFp32Peak(double seconds) {
 
 void streamKernel(const StreamArgs<float>& a) {
     check(a);
-    const RangeFn<float> fn = a.d <= 64 ? gFloatKernel : &referenceRange<float>;
+    const RangeFn<float> fn = a.d <= 64 ? gFloatKernel : &blockedRange<float>;
     runCancellable(a.n, a.nq, [&](std::size_t b, std::size_t e) { fn(a, int(b), int(e)); });
 }
 
 void streamKernel(const StreamArgs<double>& a) {
     check(a);
-    const RangeFn<double> fn = a.d <= 64 ? gDoubleKernel : &referenceRange<double>;
+    const RangeFn<double> fn = a.d <= 64 ? gDoubleKernel : &blockedRange<double>;
     runCancellable(a.n, a.nq, [&](std::size_t b, std::size_t e) { fn(a, int(b), int(e)); });
 }
 

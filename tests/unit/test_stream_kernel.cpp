@@ -60,7 +60,7 @@ Mat streamAverage(const Mat& Q, const Tokens& X, const Vec& bias, bool causal,
 } // namespace
 
 TEST(StreamKernel, DoubleEqualsDenseSoftmaxTo1e12) {
-    for (int d : {1, 2, 3, 5, 8}) {
+    for (int d : {1, 2, 3, 5, 8, 65, 130}) { // past 64: the blocked matrix-product path
         for (int n : {1, 2, 7, 8, 33, 300}) {
             const Tokens X = randomTokens(n, d, 7 + n + d);
             const Mat Q = randomTokens(n, d, 99 + n, 1.5);
@@ -100,19 +100,22 @@ TEST(StreamKernel, Float32ErrorAtMostTwiceDenseFloat32) {
 }
 
 TEST(StreamKernel, UnnormalizedWeightsMatchTheirFormulas) {
-    const int n = 517, d = 3;
-    const Tokens X = randomTokens(n, d, 1);
-    const Mat Q = randomTokens(n, d, 2, 0.7);
-    for (Weighting w : {Weighting::Relu, Weighting::Sigmoid}) {
-        Mat ref(n, d);
-        for (int i = 0; i < n; ++i) {
-            Vec s = X * Q.row(i).transpose();
-            Vec wt = w == Weighting::Relu ? Vec(s.cwiseMax(0.0)) : Vec((1.0 + (-s.array()).exp()).inverse());
-            ref.row(i) = wt.transpose() * X;
+    for (int d : {3, 80}) { // 80: the blocked matrix-product path
+        const int n = 517;
+        const Tokens X = randomTokens(n, d, 1);
+        const Mat Q = randomTokens(n, d, 2, 0.7 / std::sqrt(double(d)));
+        for (Weighting w : {Weighting::Relu, Weighting::Sigmoid}) {
+            Mat ref(n, d);
+            for (int i = 0; i < n; ++i) {
+                Vec s = X * Q.row(i).transpose();
+                Vec wt =
+                    w == Weighting::Relu ? Vec(s.cwiseMax(0.0)) : Vec((1.0 + (-s.array()).exp()).inverse());
+                ref.row(i) = wt.transpose() * X;
+            }
+            EXPECT_LE((streamAverage<double>(Q, X, Vec(), false, w) - ref).cwiseAbs().maxCoeff(), 1e-10);
+            EXPECT_LE((streamAverage<float>(Q, X, Vec(), false, w) - ref).cwiseAbs().maxCoeff(),
+                      1e-3 * ref.cwiseAbs().maxCoeff());
         }
-        EXPECT_LE((streamAverage<double>(Q, X, Vec(), false, w) - ref).cwiseAbs().maxCoeff(), 1e-10);
-        EXPECT_LE((streamAverage<float>(Q, X, Vec(), false, w) - ref).cwiseAbs().maxCoeff(),
-                  1e-3 * ref.cwiseAbs().maxCoeff());
     }
 }
 
