@@ -7,7 +7,9 @@
 // the whole file has arrived. yuv420p needs even sizes: an odd width or height is padded by one pixel, the
 // last column or row repeated, so the video is (width + 1) or (height + 1) pixels.
 //
-// Without libav at build time (FLOWSCOPE_HAVE_LIBAV undefined) the class exists but its constructor throws
+// The libraries are not linked: they are opened (dlopen, by the soname of the headers built against) when the
+// first MP4 is written, so a process that writes none does not pay for loading them. Without libav at build
+// time (FLOWSCOPE_HAVE_LIBAV undefined), or when the libraries cannot be loaded, the constructor throws
 // std::runtime_error saying so.
 #pragma once
 
@@ -36,7 +38,7 @@ class Mp4Writer : public FrameSink {
     void finish() override; // flushes the encoder, writes the index, renames to the final path
 
     int framesAdded() const { return frames_; }
-    static bool available(); // whether this build has libav (and an H.264 encoder)
+    static bool available(); // whether libav was built against, loads, and has an H.264 encoder
 
   private:
     struct State; // the libav objects
