@@ -26,7 +26,7 @@ namespace {
 
 // Sigma0 = R0 R0^T with R0 = U_r diag(sqrt(lambda_r)) over the eigenvalues above 1e-13 lambda_max.
 Mat squareRootFactor(const Mat& cov) {
-    const Eigen::SelfAdjointEigenSolver<Mat> eig(0.5 * (cov + cov.transpose()));
+    const Eigen::SelfAdjointEigenSolver<Mat> eig(Mat(0.5 * (cov + cov.transpose())));
     const Vec& lambda = eig.eigenvalues(); // ascending
     const double top = lambda.size() ? lambda.maxCoeff() : 0.0;
     int r = 0;

@@ -162,7 +162,7 @@ int countAbove(const Vec& ev, double threshold) {
 }
 
 Vec eigenvaluesOf(const Mat& S) {
-    return Eigen::SelfAdjointEigenSolver<Mat>(0.5 * (S + S.transpose()), Eigen::EigenvaluesOnly)
+    return Eigen::SelfAdjointEigenSolver<Mat>(Mat(0.5 * (S + S.transpose())), Eigen::EigenvaluesOnly)
         .eigenvalues();
 }
 

@@ -11,7 +11,7 @@ namespace flowscope {
 namespace {
 
 Vec symmetricEigenvalues(const Mat& M) {
-    return Eigen::SelfAdjointEigenSolver<Mat>(0.5 * (M + M.transpose()), Eigen::EigenvaluesOnly)
+    return Eigen::SelfAdjointEigenSolver<Mat>(Mat(0.5 * (M + M.transpose())), Eigen::EigenvaluesOnly)
         .eigenvalues();
 }
 

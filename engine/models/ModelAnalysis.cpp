@@ -76,7 +76,7 @@ PrincipalAxes principalAxes(const std::vector<RowMat<double>>& clouds, int dims)
         const Eigen::MatrixXd c = x.rowwise() - p.mean;
         cov.noalias() += c.transpose() * c;
     }
-    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(cov / double(rows));
+    const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(Eigen::MatrixXd(cov / double(rows)));
     p.basis.resize(D, dims);
     for (int k = 0; k < dims; ++k) {
         Eigen::VectorXd v = eig.eigenvectors().col(D - 1 - k); // ascending eigenvalues: the largest last

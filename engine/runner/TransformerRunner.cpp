@@ -22,7 +22,7 @@ std::vector<Mat> projectedStates(const std::vector<ot::Matrix>& states, int set,
                 states[m].middleCols(Eigen::Index(set) * setSize, setSize);
         centre = all.rowwise().mean();
         const Eigen::MatrixXd c = all.colwise() - centre;
-        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(c * c.transpose());
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(Eigen::MatrixXd(c * c.transpose()));
         axes.col(0) = eig.eigenvectors().col(d - 1);
         axes.col(1) = eig.eigenvectors().col(d - 2);
     }

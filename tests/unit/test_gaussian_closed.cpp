@@ -282,7 +282,7 @@ TEST(GaussianClosed, T7RankOneStationaryPoints) {
     // the same Q, K is [[-0.2280854503, -1.2838645992], [-0.5676072204, -1.0624007374]] (7th-digit slips in
     // the transcription; its eigenvalues {+0.740285, -3.321257} and angles are those of the exact product).
     expectMat(At, m2(-0.2280854503, -1.2838645992, -0.5676072204, -1.0624007374), 1e-10);
-    const Eigen::SelfAdjointEigenSolver<Mat> es(At + At.transpose());
+    const Eigen::SelfAdjointEigenSolver<Mat> es(Mat(At + At.transpose()));
     EXPECT_NEAR(es.eigenvalues()(0), -3.321257, 5e-7);
     EXPECT_NEAR(es.eigenvalues()(1), 0.740285, 5e-7);
     const IsotropicDirections two = isotropicDirections(At + At.transpose());
