@@ -100,8 +100,9 @@ class Workspace : public QObject {
     virtual void saveSettings(QSettings&) const {}
     virtual void restoreSettings(QSettings&) {}
 
-    // What it opens. File menu entries: its Open entries (in tab order, after the shell's Open trained model
-    // where the first workspace that opens models is) and its Save entries; Edit menu entries.
+    // What it opens. File menu entries: its Open entries (the workspaces' in tab order; the shell's Open
+    // trained model goes before those of the first workspace with model kinds), then its Save entries; Edit
+    // menu entries.
     virtual QList<QAction*> fileOpenActions() const { return {}; }
     virtual QList<QAction*> fileSaveActions() const { return {}; }
     virtual QList<QAction*> editActions() const { return {}; }
