@@ -210,23 +210,23 @@ Options parseOptions(QCoreApplication& app) {
 // when an explicitly requested scene cannot be opened in screenshot mode, where nobody can read a dialog.
 bool openInitialScene(flowscope::MainWindow& w, const Options& o,
                       const std::optional<std::pair<flowscope::Scene, QString>>& last) {
-    if (o.scene.isEmpty() && last && w.particles().setScene(last->first, last->second)) return true;
+    auto& particles = w.workspace<flowscope::ParticlesWorkspace>();
+    if (o.scene.isEmpty() && last && particles.setScene(last->first, last->second)) return true;
     if (!o.scene.isEmpty()) {
         // A share string in place of the path (an existing file of that name wins), as flowscope-cli takes.
         const bool share =
             flowscope::looksLikeShareString(o.scene.toStdString()) && !QFileInfo::exists(o.scene);
-        if (share ? w.particles().openShareString(o.scene) : w.particles().openSceneFile(o.scene))
-            return true;
+        if (share ? w.openShareString(o.scene) : particles.openSceneFile(o.scene)) return true;
         std::fprintf(stderr, "flowscope: %s\n", qPrintable(w.lastError()));
         if (!o.screenshot.isEmpty()) return false;
         QMessageBox::warning(nullptr, QStringLiteral("Flowscope"), w.lastError());
     }
     const QString preset = QStringLiteral(FLOWSCOPE_PRESET_DIR "/default.json");
     if (QFileInfo::exists(preset)) {
-        if (w.particles().openSceneFile(preset)) return true;
+        if (particles.openSceneFile(preset)) return true;
         std::fprintf(stderr, "flowscope: %s\n", qPrintable(w.lastError()));
     }
-    return w.particles().setScene(flowscope::builtinDefaultScene());
+    return particles.setScene(flowscope::builtinDefaultScene());
 }
 
 // Measures how promptly the UI thread serves events while the simulation runs: a 5 ms timer records how
@@ -278,27 +278,31 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
     auto* clock = new QElapsedTimer;
     clock->start();
     QObject::connect(timer, &QTimer::timeout, &app, [&app, &w, o, timer, clock, probe, tick] {
-        const auto s = w.particles().runner().snapshot();
+        auto& particles = w.workspace<flowscope::ParticlesWorkspace>();
+        auto& flows = w.workspace<flowscope::FlowsWorkspace>();
+        auto& transformers = w.workspace<flowscope::TransformersWorkspace>();
+        auto& inverse = w.workspace<flowscope::InverseWorkspace>();
+        const auto s = particles.runner().snapshot();
         const bool late = clock->elapsed() > qint64(o.timeoutSeconds * 1000.0);
         if (!o.train.isEmpty()) {
-            if (!trainingReady(w.flows(), o.afterSteps, late) && !late) return;
+            if (!trainingReady(flows, o.afterSteps, late) && !late) return;
         } else if (!o.transformer.isEmpty()) {
-            if (!trainingReady(w.transformers(), o.afterSteps, late) && !late) return;
+            if (!trainingReady(transformers, o.afterSteps, late) && !late) return;
         } else if (o.posterior) {
-            if (!trainingReady(w.inverse(), o.afterSteps, late) && !late) return;
+            if (!trainingReady(inverse, o.afterSteps, late) && !late) return;
         } else {
             const bool ready = s && (s->step >= o.afterSteps || s->finished || !s->error.empty()) &&
-                               !w.particles().coneView()->solving();
+                               !particles.coneView()->solving();
             if (!ready && !late) return;
         }
         timer->stop();
         if (tick) tick->stop();
         delete clock;
-        w.particles().pause(); // the Play action and the HUD both say so in the picture
-        w.flows().runner().pause();
-        w.transformers().runner().pause();
-        w.inverse().runner().pause();
-        w.particles().particleView()->refresh(); // draw exactly the state that satisfied the condition
+        particles.pause(); // the Play action and the HUD both say so in the picture
+        flows.runner().pause();
+        transformers.runner().pause();
+        inverse.runner().pause();
+        particles.particleView()->refresh(); // draw exactly the state that satisfied the condition
         const QImage image = w.grabWindowImage();
         QByteArray png;
         QBuffer buffer(&png);
@@ -326,7 +330,7 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
                         "\"ui_late_ms_mean\": %.2f, \"ui_late_ms_p50\": %.2f, \"ui_late_ms_p99\": %.2f, "
                         "\"ui_late_ms_max\": %.2f, \"ticks\": %zu}\n",
                         long(s->tokens.rows()), s->step, s->stepsPerSecond,
-                        w.particles().particleView()->frameMilliseconds(), mean, q(0.5), q(0.99),
+                        particles.particleView()->frameMilliseconds(), mean, q(0.5), q(0.99),
                         v.empty() ? 0.0 : v.back(), v.size());
         }
         app.exit(late ? 3 : 0);
@@ -379,7 +383,10 @@ int main(int argc, char** argv) {
 
     QApplication::setOrganizationName(QStringLiteral("Flowscope"));
     flowscope::MainWindow window;
-    window.particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
+    auto& particles = window.workspace<flowscope::ParticlesWorkspace>();
+    auto& flows = window.workspace<flowscope::FlowsWorkspace>();
+    auto& transformers = window.workspace<flowscope::TransformersWorkspace>();
+    particles.setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
     // A first window no larger than the screen's free area (a 1024x640 screen gets 1024x640, not 1280x800
     // running off it); --size is taken as asked.
     QSize size = options.size;
@@ -397,11 +404,14 @@ int main(int argc, char** argv) {
     const bool maximize = !options.sizeGiven && options.screenshot.isEmpty() && fillsTheScreen &&
                           !QSettings().contains(QStringLiteral("window/geometry"));
     std::optional<std::pair<flowscope::Scene, QString>> last;
-    if (options.screenshot.isEmpty()) last = window.restoreSettings();
+    if (options.screenshot.isEmpty()) {
+        window.restoreSettings();
+        last = particles.savedScene();
+    }
     if (!openInitialScene(window, options, last)) return 2;
-    window.particles().setMaxSpeed(options.maxSpeed);
-    if (options.cone) window.showConeView();
-    if (!options.backend.isEmpty()) window.particles().setBackend(options.backend);
+    particles.setMaxSpeed(options.maxSpeed);
+    if (options.cone) window.showPage(particles.coneView());
+    if (!options.backend.isEmpty()) particles.setBackend(options.backend);
     if (maximize)
         window.showMaximized();
     else
@@ -409,22 +419,22 @@ int main(int argc, char** argv) {
     if (!options.transformer.isEmpty()) {
         const auto task =
             options.transformer == QStringLiteral("A") ? flowscope::ot::Task::A : flowscope::ot::Task::B;
-        if (!window.transformers().start(flowscope::TransformerPanel::defaults(task), true, true)) {
+        if (!transformers.start(flowscope::TransformerPanel::defaults(task), true, true)) {
             std::fprintf(stderr, "flowscope: %s\n", qPrintable(window.lastError()));
             return 2;
         }
-        window.showTransformersView();
+        window.showPage(transformers.view());
         window.hideWelcome(); // what was asked for is shown
     } else if (options.train.isEmpty()) {
-        window.playParticlesWhenSeen();
+        window.whenSeen(particles, [&particles] { particles.play(); });
     } else {
-        flowscope::flows::TrainerConfig config = window.flows().panel()->config();
+        flowscope::flows::TrainerConfig config = flows.panel()->config();
         config.dataset = options.train.toStdString();
-        if (!window.flows().start(config, options.sideBySide, true)) {
+        if (!flows.start(config, options.sideBySide, true)) {
             std::fprintf(stderr, "flowscope: %s\n", qPrintable(window.lastError()));
             return 2;
         }
-        window.showFlowsView();
+        window.showPage(flows.view());
         window.hideWelcome();
     }
     Options shot = options;
@@ -436,9 +446,9 @@ int main(int argc, char** argv) {
         // The screenshot waits for the opened model's picture as for a training run's (at iteration 0), in
         // the tab that opened it.
         flowscope::Workspace* opened = window.activeWorkspace();
-        if (opened == &window.flows())
+        if (opened == &flows)
             shot.train = QStringLiteral("model");
-        else if (opened == &window.transformers())
+        else if (opened == &transformers)
             shot.transformer = QStringLiteral("model");
         else
             shot.posterior = true;

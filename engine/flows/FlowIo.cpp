@@ -20,7 +20,6 @@ constexpr auto number = &numberJson;
 
 constexpr const char* kFormat = "flowscope-flow";
 constexpr int kVersion = 1;
-constexpr const char* kMetadataKey = "flowscope_flow";
 constexpr const char* kReferenceTensor =
     "reference"; // d x R·n: the RWPO model's keys, R draws of n (FlowModel::reference)
 constexpr const char* kReferenceDrawsKey = "flowscope_reference_draws"; // R; absent in older files: 1
@@ -103,7 +102,7 @@ void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::
     const FlowConfig& c = model.config();
     const nlohmann::json architecture = toJson(c);
     SafeTensors file;
-    file.metadata[kMetadataKey] = architecture.dump();
+    file.metadata[kFlowMetadataKey] = architecture.dump();
     file.metadata["format"] = "pt"; // what the Python safetensors tools expect of a plain tensor file
     FlowParams<float> p = model.params();
     forEachNamedTensor(p, [&](const ad::Matrix<float>& m, const std::string& name) {
@@ -200,9 +199,9 @@ void writeModelFiles(const std::string& path, const SafeTensors& file, const nlo
 FlowModel<float> loadFlow(const std::string& path) {
     recoverOutputs(directoryOf(path)); // a set whose commit a killed process left half done
     const SafeTensors file = readSafetensors(path);
-    const auto meta = file.metadata.find(kMetadataKey);
+    const auto meta = file.metadata.find(kFlowMetadataKey);
     if (meta == file.metadata.end())
-        throw std::runtime_error(path + ": not a Flowscope flow (no '" + kMetadataKey + "' metadata)");
+        throw std::runtime_error(path + ": not a Flowscope flow (no '" + kFlowMetadataKey + "' metadata)");
     FlowConfig config;
     try {
         const JsonReader::Json architecture = parseJson(meta->second, 64, "/architecture");

@@ -17,6 +17,9 @@ struct SafeTensors;
 
 namespace flowscope::flows {
 
+// The metadata key that marks a .safetensors file as a flow (its value: the architecture as JSON).
+inline constexpr char kFlowMetadataKey[] = "flowscope_flow";
+
 class FlowTrainer;
 struct TrainerConfig;
 struct TrainRecord;

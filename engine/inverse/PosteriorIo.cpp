@@ -10,7 +10,6 @@ namespace flowscope::inverse {
 namespace {
 
 constexpr const char* kFormat = "flowscope-posterior";
-constexpr const char* kMetadataKey = "flowscope_posterior";
 
 nlohmann::json header(const PosteriorFlow& flow, const Problem& problem) {
     return {{"architecture", flows::toJson(flow.config().flow)},
@@ -26,7 +25,7 @@ void savePosterior(const std::string& path, const PosteriorFlow& flow, const Pro
                    nlohmann::json record) {
     SafeTensors file;
     const nlohmann::json h = header(flow, problem);
-    file.metadata[kMetadataKey] = h.dump();
+    file.metadata[kPosteriorMetadataKey] = h.dump();
     file.metadata["format"] = "pt";
     flows::FlowParams<double> p = flow.averagedParams();
     flows::forEachNamedTensor(p, [&](const ad::Matrix<double>& m, const std::string& name) {
@@ -46,7 +45,7 @@ void savePosterior(const std::string& path, const PosteriorFlow& flow, const Pro
 
 bool isPosteriorFile(const std::string& path) {
     try {
-        return readSafetensors(path).metadata.count(kMetadataKey) > 0;
+        return readSafetensors(path).metadata.count(kPosteriorMetadataKey) > 0;
     } catch (const std::exception&) {
         return false;
     }
@@ -54,9 +53,10 @@ bool isPosteriorFile(const std::string& path) {
 
 LoadedPosterior loadPosterior(const std::string& path) {
     const SafeTensors file = readSafetensors(path);
-    const auto it = file.metadata.find(kMetadataKey);
+    const auto it = file.metadata.find(kPosteriorMetadataKey);
     if (it == file.metadata.end())
-        throw std::runtime_error(path + ": not a posterior flow (no \"" + kMetadataKey + "\" metadata)");
+        throw std::runtime_error(path + ": not a posterior flow (no \"" + kPosteriorMetadataKey +
+                                 "\" metadata)");
     LoadedPosterior out;
     try {
         const nlohmann::json h = nlohmann::json::parse(it->second);

@@ -14,6 +14,9 @@
 
 namespace flowscope::inverse {
 
+// The metadata key that marks a .safetensors file as a posterior flow.
+inline constexpr char kPosteriorMetadataKey[] = "flowscope_posterior";
+
 // Writes the averaged parameters and `record` as one output set; `record` gets "format", "architecture",
 // "frame", "problem" filled in.
 void savePosterior(const std::string& path, const PosteriorFlow& flow, const Problem& problem,

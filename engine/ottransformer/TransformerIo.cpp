@@ -17,7 +17,6 @@ namespace {
 // The records' tables of numbers write NaN and inf as null (engine/io/JsonWrite.h).
 constexpr auto number = &numberJson;
 
-constexpr const char* kMetadataKey = "flowscope_transformer";
 constexpr const char* kFormat = "flowscope-transformer";
 constexpr int kVersion = 1;
 
@@ -116,7 +115,7 @@ nlohmann::json toJson(const OtEvaluation& e) {
 void saveTransformer(const std::string& path, const TransformerModel& model, nlohmann::json record) {
     const nlohmann::json architecture = toJson(model.config());
     SafeTensors file;
-    file.metadata[kMetadataKey] = architecture.dump();
+    file.metadata[kTransformerMetadataKey] = architecture.dump();
     file.metadata["format"] = "pt";
     model.params().forEach([&](const Matrix& m, const std::string& name) {
         file.tensors.push_back(matrixTensor(name, m, false));
@@ -175,10 +174,10 @@ nlohmann::json trainingRecord(const OtTrainerConfig& c, long iterations, bool st
 TransformerModel loadTransformer(const std::string& path) {
     recoverOutputs(directoryOf(path)); // a set whose commit a killed process left half done
     const SafeTensors file = readSafetensors(path);
-    const auto meta = file.metadata.find(kMetadataKey);
+    const auto meta = file.metadata.find(kTransformerMetadataKey);
     if (meta == file.metadata.end())
-        throw std::runtime_error(path + ": not a Flowscope Transformer (no '" + std::string(kMetadataKey) +
-                                 "' metadata)");
+        throw std::runtime_error(path + ": not a Flowscope Transformer (no '" +
+                                 std::string(kTransformerMetadataKey) + "' metadata)");
     TransformerConfig config;
     try {
         const JsonReader::Json architecture = parseJson(meta->second, 64, "/architecture");

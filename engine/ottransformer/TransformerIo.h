@@ -12,6 +12,9 @@
 
 namespace flowscope::ot {
 
+// The metadata key that marks a .safetensors file as a Transformer (its value: the architecture as JSON).
+inline constexpr char kTransformerMetadataKey[] = "flowscope_transformer";
+
 nlohmann::json toJson(const TransformerConfig& c);
 // Throws std::runtime_error naming the field ("architecture/steps: ...") for a missing or bad value.
 TransformerConfig transformerConfigFromJson(const nlohmann::json& j);

@@ -106,17 +106,19 @@ struct OwnGlContext {
 class AnimationExportTest : public MainWindowFilesFixture {
   protected:
     AnimationExportTest() : MainWindowFilesFixture({900, 650}) {}
-    void prepare() override { ASSERT_TRUE(window->particles().setScene(smallScene())); }
+    void prepare() override { ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(smallScene())); }
 };
 
 TEST_F(AnimationExportTest, PngSequenceAndGifHaveTheFramesAndSizeAsked) {
     const AnimationOptions o = smallOptions();
     std::vector<long> reported;
-    ASSERT_TRUE(window->particles().exportAnimation(o, path("frames/"), [&](long done, long total) {
-        EXPECT_EQ(total, o.frames);
-        reported.push_back(done);
-        return true;
-    })) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().exportAnimation(o, path("frames/"),
+                                                                        [&](long done, long total) {
+                                                                            EXPECT_EQ(total, o.frames);
+                                                                            reported.push_back(done);
+                                                                            return true;
+                                                                        }))
+        << window->lastError().toStdString();
     EXPECT_EQ(reported, (std::vector<long>{1, 2, 3, 4}));
     const QStringList pngs = entries(path("frames"));
     ASSERT_EQ(pngs,
@@ -129,7 +131,7 @@ TEST_F(AnimationExportTest, PngSequenceAndGifHaveTheFramesAndSizeAsked) {
     EXPECT_NE(rgba(QImage(QDir(path("frames")).filePath(pngs.front()))),
               rgba(QImage(QDir(path("frames")).filePath(pngs.back()))));
 
-    ASSERT_TRUE(window->particles().exportAnimation(o, path("anim.gif")))
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().exportAnimation(o, path("anim.gif")))
         << window->lastError().toStdString();
     QFile gif(path("anim.gif"));
     ASSERT_TRUE(gif.open(QIODevice::ReadOnly));
@@ -154,7 +156,8 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
     o.frames = 3;
     o.width = 200;
     o.height = 160;
-    ASSERT_TRUE(window->particles().exportAnimation(o, path("gui/"))) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().exportAnimation(o, path("gui/")))
+        << window->lastError().toStdString();
     std::vector<QImage> gui;
     for (int k = 0; k < o.frames; ++k)
         gui.push_back(
@@ -164,14 +167,14 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
     {
         const OwnGlContext own;
         ASSERT_TRUE(own.ok) << own.why;
-        AnimationExporter exporter(*window->particles().scene(), o);
+        AnimationExporter exporter(*window->workspace<ParticlesWorkspace>().scene(), o);
         ASSERT_TRUE(exporter.initialize(own.gl)) << exporter.error();
         ASSERT_TRUE(exporter.solve());
         QImage frame;
         ASSERT_TRUE(exporter.renderFrame(0, frame));
         EXPECT_EQ(frame, gui[0]);
         const QColor background = PlotStyle().background;
-        const Tokens tokens = Simulation(*window->particles().scene()).tokens();
+        const Tokens tokens = Simulation(*window->workspace<ParticlesWorkspace>().scene()).tokens();
         int inside = 0, drawn = 0;
         for (Eigen::Index i = 0; i < tokens.rows(); ++i) {
             const auto p = exporter.particlePicture()->worldToPixel(tokens.row(i).transpose());
@@ -200,7 +203,7 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
     AnimationOptions decorated = o;
     decorated.hud = true;
     decorated.caption = "auto";
-    ASSERT_TRUE(window->particles().exportAnimation(decorated, path("gui-hud/")))
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().exportAnimation(decorated, path("gui-hud/")))
         << window->lastError().toStdString();
     std::string why;
     const auto egl = GlContext::createHeadless(&why);
@@ -208,7 +211,7 @@ TEST_F(AnimationExportTest, FramesAreTheComposersWithTheTokensWhereTheProjection
     GlApi gl;
     ASSERT_TRUE(gl.load([](const char* name) { return GlApi::Proc(eglGetProcAddress(name)); }, &why)) << why;
     for (const auto& [options, folder] : {std::pair(o, "gui"), std::pair(decorated, "gui-hud")}) {
-        AnimationExporter exporter(*window->particles().scene(), options);
+        AnimationExporter exporter(*window->workspace<ParticlesWorkspace>().scene(), options);
         ASSERT_TRUE(exporter.initialize(gl)) << exporter.error();
         ASSERT_TRUE(exporter.solve());
         for (int k = 0; k < options.frames; ++k) {
@@ -257,9 +260,11 @@ TEST_F(AnimationExportTest, WithoutTheHudNoStatisticsAreDrawn) {
     o.height = 160;
     o.hud = false;
     o.fps = 10;
-    ASSERT_TRUE(window->particles().exportAnimation(o, path("fps10/"))) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().exportAnimation(o, path("fps10/")))
+        << window->lastError().toStdString();
     o.fps = 30;
-    ASSERT_TRUE(window->particles().exportAnimation(o, path("fps30/"))) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().exportAnimation(o, path("fps30/")))
+        << window->lastError().toStdString();
     for (int k = 0; k < o.frames; ++k) {
         const QString name = QStringLiteral("/frame_%1.png").arg(k, 5, 10, QLatin1Char('0'));
         EXPECT_EQ(rgba(QImage(path("fps10") + name)), rgba(QImage(path("fps30") + name))) << "frame " << k;
@@ -360,10 +365,11 @@ TEST(ConeAnimation, CurvesGrowDotsStayAndTheParticlesStopIsInThePicture) {
 TEST_F(AnimationExportTest, CancelAfterTheSecondFrameLeavesNothing) {
     for (const char* name : {"cancel.gif", "cancel/"}) {
         long calls = 0;
-        EXPECT_FALSE(window->particles().exportAnimation(smallOptions(), path(name), [&](long done, long) {
-            ++calls;
-            return done < 2;
-        }));
+        EXPECT_FALSE(window->workspace<ParticlesWorkspace>().exportAnimation(smallOptions(), path(name),
+                                                                             [&](long done, long) {
+                                                                                 ++calls;
+                                                                                 return done < 2;
+                                                                             }));
         EXPECT_EQ(calls, 2) << name;
         EXPECT_TRUE(window->lastError().contains(QStringLiteral("cancelled")))
             << window->lastError().toStdString();
@@ -373,7 +379,7 @@ TEST_F(AnimationExportTest, CancelAfterTheSecondFrameLeavesNothing) {
 
 TEST_F(AnimationExportTest, MissingDirectoryFailsNamingItAndWritesNothing) {
     const QString target = path("no-such-dir/anim.gif");
-    EXPECT_FALSE(window->particles().exportAnimation(smallOptions(), target));
+    EXPECT_FALSE(window->workspace<ParticlesWorkspace>().exportAnimation(smallOptions(), target));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("no-such-dir")))
         << window->lastError().toStdString();
     EXPECT_TRUE(entries(dir.path()).isEmpty());
@@ -381,15 +387,15 @@ TEST_F(AnimationExportTest, MissingDirectoryFailsNamingItAndWritesNothing) {
     AnimationOptions o = smallOptions();
     o.hud = true;
     o.view = AnimationView::Disc;
-    EXPECT_FALSE(window->particles().exportAnimation(o, path("disc.gif")));
+    EXPECT_FALSE(window->workspace<ParticlesWorkspace>().exportAnimation(o, path("disc.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("Heads-up display")))
         << window->lastError().toStdString();
     o = smallOptions();
     o.width = 4;
-    EXPECT_FALSE(window->particles().exportAnimation(o, path("small.gif")));
+    EXPECT_FALSE(window->workspace<ParticlesWorkspace>().exportAnimation(o, path("small.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("Size"))) << window->lastError().toStdString();
     EXPECT_TRUE(entries(dir.path()).isEmpty());
-    EXPECT_EQ(window->particles().scene()->name, "export test");
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->name, "export test");
 }
 
 // The menu path: the dialog (filled in by a timer while it is modal), the progress dialog, the status bar.
@@ -463,9 +469,10 @@ TEST_F(AnimationExportTest, MomentTrajectoriesAreTheCliBytes) {
     Scene grid = smallScene();
     grid.moments.grid = {6, 6, -0.5, 0.5, -0.5, 0.5};
     grid.integrator.T = 1.0;
-    ASSERT_TRUE(window->particles().setScene(grid));
-    ASSERT_TRUE(window->particles().exportMoments(path("app.npy"))) << window->lastError().toStdString();
-    const Scene shown = *window->particles().scene();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(grid));
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().exportMoments(path("app.npy")))
+        << window->lastError().toStdString();
+    const Scene shown = *window->workspace<ParticlesWorkspace>().scene();
     writeMomentsNpy(path("ref.npy").toStdString(), solveAllMoments(shown, momentOptions(shown)));
     for (const char* suffix : {"", "_means", "_times"}) {
         QFile a(path("app") + QString::fromLatin1(suffix) + QStringLiteral(".npy")),
@@ -477,8 +484,8 @@ TEST_F(AnimationExportTest, MomentTrajectoriesAreTheCliBytes) {
 
     Scene relu = smallScene();
     relu.attention.type = AttentionType::Relu;
-    ASSERT_TRUE(window->particles().setScene(relu));
-    EXPECT_FALSE(window->particles().exportMoments(path("relu.npy")));
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(relu));
+    EXPECT_FALSE(window->workspace<ParticlesWorkspace>().exportMoments(path("relu.npy")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("no moment trajectories")))
         << window->lastError().toStdString();
     EXPECT_FALSE(QFile::exists(path("relu.npy")));
@@ -487,8 +494,8 @@ TEST_F(AnimationExportTest, MomentTrajectoriesAreTheCliBytes) {
 // ---- The share string
 
 TEST_F(AnimationExportTest, CopyPutsTheRunningSceneOnTheClipboard) {
-    emit window->particles().particleView()->quickBetaChanged(2.5); // a live edit
-    ASSERT_DOUBLE_EQ(window->particles().scene()->attention.beta, 2.5);
+    emit window->workspace<ParticlesWorkspace>().particleView()->quickBetaChanged(2.5); // a live edit
+    ASSERT_DOUBLE_EQ(window->workspace<ParticlesWorkspace>().scene()->attention.beta, 2.5);
     QAction* copy = findAction(*window, QStringLiteral("&Copy scene as share string"));
     ASSERT_NE(copy, nullptr);
     EXPECT_EQ(copy->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_C));
@@ -496,16 +503,16 @@ TEST_F(AnimationExportTest, CopyPutsTheRunningSceneOnTheClipboard) {
     copy->trigger();
     const QString text = QGuiApplication::clipboard()->text();
     ASSERT_FALSE(text.isEmpty());
-    EXPECT_EQ(text, window->particles().shareString());
+    EXPECT_EQ(text, window->workspace<ParticlesWorkspace>().shareString());
     const Scene decoded = decodeShareString(text.toStdString());
     EXPECT_EQ(nlohmann::json::parse(sceneToJson(decoded)),
-              nlohmann::json::parse(sceneToJson(*window->particles().scene())));
+              nlohmann::json::parse(sceneToJson(*window->workspace<ParticlesWorkspace>().scene())));
     EXPECT_DOUBLE_EQ(decoded.attention.beta, 2.5);
 }
 
 TEST_F(AnimationExportTest, PasteOpensTheSceneOfTheString) {
     const Scene preset = loadScene(QFile::encodeName(presetPath("fig2b-line.json")).toStdString());
-    ASSERT_NE(preset.n, window->particles().scene()->n);
+    ASSERT_NE(preset.n, window->workspace<ParticlesWorkspace>().scene()->n);
     QAction* paste = findAction(*window, QStringLiteral("&Paste scene from share string"));
     ASSERT_NE(paste, nullptr);
     EXPECT_EQ(paste->shortcut(), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_V));
@@ -513,12 +520,13 @@ TEST_F(AnimationExportTest, PasteOpensTheSceneOfTheString) {
     QGuiApplication::clipboard()->setText(
         QStringLiteral("\n  ") + QString::fromStdString(encodeShareString(preset)) + QStringLiteral("  \n"));
     paste->trigger();
-    ASSERT_TRUE(window->particles().scene().has_value());
-    EXPECT_EQ(window->particles().scene()->n, preset.n);
-    EXPECT_EQ(window->particles().scene()->d, preset.d);
-    EXPECT_EQ(nlohmann::json::parse(sceneToJson(*window->particles().scene()))["attention"],
-              nlohmann::json::parse(sceneToJson(preset))["attention"]);
-    EXPECT_EQ(window->particles().runner().snapshot()->tokens.rows(), preset.n);
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene().has_value());
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->n, preset.n);
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->d, preset.d);
+    EXPECT_EQ(
+        nlohmann::json::parse(sceneToJson(*window->workspace<ParticlesWorkspace>().scene()))["attention"],
+        nlohmann::json::parse(sceneToJson(preset))["attention"]);
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().runner().snapshot()->tokens.rows(), preset.n);
 }
 
 TEST_F(AnimationExportTest, CorruptStringKeepsTheSceneAndNamesTheFault) {
@@ -527,7 +535,7 @@ TEST_F(AnimationExportTest, CorruptStringKeepsTheSceneAndNamesTheFault) {
                                QString::fromStdString(good.substr(0, good.size() / 2)),
                                QStringLiteral("fs9.AAAA"), QStringLiteral("   ")};
     for (const QString& text : corrupt) {
-        EXPECT_FALSE(window->particles().openShareString(text)) << text.toStdString();
+        EXPECT_FALSE(window->workspace<ParticlesWorkspace>().openShareString(text)) << text.toStdString();
         EXPECT_TRUE(window->lastError().contains(QStringLiteral("share string")))
             << window->lastError().toStdString();
         // The decoder's own words, after our heading.
@@ -539,8 +547,8 @@ TEST_F(AnimationExportTest, CorruptStringKeepsTheSceneAndNamesTheFault) {
         }
         EXPECT_TRUE(window->lastError().contains(QString::fromStdString(decoderMessage)))
             << window->lastError().toStdString() << " vs " << decoderMessage;
-        EXPECT_EQ(window->particles().scene()->name, "export test");
-        EXPECT_EQ(window->particles().scene()->n, 48);
+        EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->name, "export test");
+        EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->n, 48);
     }
 }
 

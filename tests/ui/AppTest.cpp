@@ -51,11 +51,14 @@ long drawnPixels(const QImage& image) {
 class AppTest : public MainWindowFixture {
   protected:
     AppTest() : MainWindowFixture({1100, 700}) {}
-    void prepare() override { window->particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR)); }
+    void prepare() override {
+        window->workspace<ParticlesWorkspace>().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
+    }
     void stepTo(long step) {
         ASSERT_TRUE(waitForSnapshot(
-            window->particles().runner(), [step](const Snapshot& s) { return s.step >= step; }, kEventGuard));
-        window->particles().particleView()->refresh();
+            window->workspace<ParticlesWorkspace>().runner(),
+            [step](const Snapshot& s) { return s.step >= step; }, kEventGuard));
+        window->workspace<ParticlesWorkspace>().particleView()->refresh();
     }
 };
 
@@ -78,21 +81,22 @@ class EveryPreset : public AppTest, public ::testing::WithParamInterface<std::st
 TEST_P(EveryPreset, LoadsAdvancesAndDraws) {
     const QString file =
         QDir(QStringLiteral(FLOWSCOPE_PRESET_DIR)).filePath(QString::fromStdString(GetParam()));
-    ASSERT_TRUE(window->particles().openSceneFile(file)) << window->lastError().toStdString();
-    window->particles().stepOnce();
-    window->particles().stepOnce();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().openSceneFile(file))
+        << window->lastError().toStdString();
+    window->workspace<ParticlesWorkspace>().stepOnce();
+    window->workspace<ParticlesWorkspace>().stepOnce();
     stepTo(2);
-    window->showParticleView();
-    const QImage particles = window->particles().particleView()->grabFramebuffer();
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
+    const QImage particles = window->workspace<ParticlesWorkspace>().particleView()->grabFramebuffer();
     EXPECT_GT(drawnPixels(particles), 200);
-    ASSERT_TRUE(waitFor([&] { return !window->particles().coneView()->solving(); }));
-    window->showConeView();
-    const QImage cone = window->particles().coneView()->grabFramebuffer();
+    ASSERT_TRUE(waitFor([&] { return !window->workspace<ParticlesWorkspace>().coneView()->solving(); }));
+    window->showPage(window->workspace<ParticlesWorkspace>().coneView());
+    const QImage cone = window->workspace<ParticlesWorkspace>().coneView()->grabFramebuffer();
     EXPECT_GT(drawnPixels(cone), 200); // trajectories, or the message that says why there are none
-    if (window->particles().scene()->d == 2 &&
-        window->particles().scene()->initial.kind == InitKind::Gaussian &&
-        window->particles().scene()->moments.grid.enabled()) {
-        EXPECT_GT(window->particles().coneView()->trajectoryCount(), 0);
+    if (window->workspace<ParticlesWorkspace>().scene()->d == 2 &&
+        window->workspace<ParticlesWorkspace>().scene()->initial.kind == InitKind::Gaussian &&
+        window->workspace<ParticlesWorkspace>().scene()->moments.grid.enabled()) {
+        EXPECT_GT(window->workspace<ParticlesWorkspace>().coneView()->trajectoryCount(), 0);
     }
 }
 
@@ -105,19 +109,21 @@ INSTANTIATE_TEST_SUITE_P(Shipped, EveryPreset, ::testing::ValuesIn(presetFiles()
                          });
 
 TEST_F(AppTest, AMatrixEntryEditedInTheEditorReachesTheEngine) {
-    ASSERT_TRUE(window->particles().setScene(tinyScene(64, 20)));
-    QDoubleSpinBox* v00 = window->particles().matrixEditor()->entry('V', 0, 0);
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene(64, 20)));
+    QDoubleSpinBox* v00 = window->workspace<ParticlesWorkspace>().matrixEditor()->entry('V', 0, 0);
     ASSERT_NE(v00, nullptr);
     v00->setValue(0.7);
-    EXPECT_DOUBLE_EQ(window->particles().scene()->attention.heads[0].V(0, 0), 0.7);
-    window->particles().stepOnce();
+    EXPECT_DOUBLE_EQ(window->workspace<ParticlesWorkspace>().scene()->attention.heads[0].V(0, 0), 0.7);
+    window->workspace<ParticlesWorkspace>().stepOnce();
     stepTo(1);
     // The oracle: the same step taken by a simulation built with the edited matrix.
     Scene edited = tinyScene(64, 20);
     edited.attention.heads[0].V(0, 0) = 0.7;
     Simulation expected(edited);
     expected.step();
-    EXPECT_LE((window->particles().runner().snapshot()->tokens - expected.tokens()).cwiseAbs().maxCoeff(),
+    EXPECT_LE((window->workspace<ParticlesWorkspace>().runner().snapshot()->tokens - expected.tokens())
+                  .cwiseAbs()
+                  .maxCoeff(),
               1e-12);
 }
 
@@ -128,11 +134,11 @@ TEST_F(AppTest, ParticleCentroidSitsOnTheProjectedMeanIn3D) {
     scene.initial.cov = Mat::Identity(3, 3) * 0.5;
     scene.attention.heads = {
         HeadParams{Mat::Identity(3, 3), Mat::Identity(3, 3), -0.4 * Mat::Identity(3, 3)}};
-    ASSERT_TRUE(window->particles().setScene(scene));
-    window->showParticleView();
-    window->particles().stepOnce();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(scene));
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
+    window->workspace<ParticlesWorkspace>().stepOnce();
     stepTo(1);
-    ParticleView* view = window->particles().particleView();
+    ParticleView* view = window->workspace<ParticlesWorkspace>().particleView();
     EXPECT_TRUE(view->is3D());
     const QImage img = view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
     // Every token lands where the camera says: the pixel under the projected token is drawn.
@@ -153,9 +159,9 @@ TEST_F(AppTest, TheGaussianOverlayFollowsTheClosedFormAndIsDrawn) {
     // (docs/math/gaussian.md#t2, Prop 2 with B = -0.8 I); the mean stays 0.
     Scene scene = tinyScene(512, 40);
     scene.initial.cov = (Mat(2, 2) << 2.0, 0.5, 0.5, 1.0).finished();
-    ASSERT_TRUE(window->particles().setScene(scene));
-    window->showParticleView();
-    ParticleView* view = window->particles().particleView();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(scene));
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
+    ParticleView* view = window->workspace<ParticlesWorkspace>().particleView();
     view->setHudVisible(false);
     ASSERT_TRUE(view->overlayAvailable()) << view->overlayReason().toStdString();
     for (double t : {0.0, 0.7, 2.0, 4.0}) {
@@ -165,7 +171,7 @@ TEST_F(AppTest, TheGaussianOverlayFollowsTheClosedFormAndIsDrawn) {
         EXPECT_LE((g->cov - expected).cwiseAbs().maxCoeff(), 1e-4) << "t = " << t;
         EXPECT_LE(g->mean.norm(), 1e-12);
     }
-    for (int k = 0; k < 20; ++k) window->particles().stepOnce();
+    for (int k = 0; k < 20; ++k) window->workspace<ParticlesWorkspace>().stepOnce();
     stepTo(20);
     // The 2-sigma ellipse passes through mean + 2 Sigma^{1/2} e1: pixels there change when the overlay is
     // switched off.
@@ -208,11 +214,11 @@ Vec softmaxRow(const Tokens& X, int i) {
 }
 
 TEST_F(AppTest, HoveringATokenPicksItAndShowsItsAttentionRow) {
-    ASSERT_TRUE(window->particles().setScene(tinyScene(128, 40)));
-    window->showParticleView();
-    ParticleView* view = window->particles().particleView();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene(128, 40)));
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
+    ParticleView* view = window->workspace<ParticlesWorkspace>().particleView();
     view->setHudVisible(false);
-    window->particles().stepOnce();
+    window->workspace<ParticlesWorkspace>().stepOnce();
     stepTo(1);
     QTest::qWait(50);
     view->repaint(); // the camera of a painted frame
@@ -236,15 +242,16 @@ TEST_F(AppTest, HoveringATokenPicksItAndShowsItsAttentionRow) {
 TEST_F(AppTest, HoverFollowsALiveTypeEdit) {
     Scene scene = tinyScene(96, 40);
     scene.attention.type = AttentionType::Sigmoid;
-    ASSERT_TRUE(window->particles().setScene(scene));
-    window->showParticleView();
-    ParticleView* view = window->particles().particleView();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(scene));
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
+    ParticleView* view = window->workspace<ParticlesWorkspace>().particleView();
     view->setHudVisible(false);
-    auto* type = window->particles().scenePanel()->findChild<QComboBox*>(QStringLiteral("attention.type"));
+    auto* type = window->workspace<ParticlesWorkspace>().scenePanel()->findChild<QComboBox*>(
+        QStringLiteral("attention.type"));
     ASSERT_NE(type, nullptr);
     type->setCurrentIndex(int(AttentionType::Softmax)); // a live edit: it takes at once
-    ASSERT_EQ(window->particles().scene()->attention.type, AttentionType::Softmax);
-    window->particles().stepOnce();
+    ASSERT_EQ(window->workspace<ParticlesWorkspace>().scene()->attention.type, AttentionType::Softmax);
+    window->workspace<ParticlesWorkspace>().stepOnce();
     stepTo(1);
     view->repaint();
     const Tokens X = view->displayedSnapshot()->tokens;
@@ -258,18 +265,19 @@ TEST_F(AppTest, HoverFollowsALiveTypeEdit) {
 // then: Prop 2 from their covariance, t_max = 1.6 + 1 / lambda_max(B Sigma) with B = 0.8 I; the overlay
 // continues from their mean and covariance (it drew the blow-up of the t = 0 Gaussian).
 TEST_F(AppTest, AfterALiveEditTheAnalysisAndOverlayStartFromTheTokensAsTheyAre) {
-    ASSERT_TRUE(window->particles().setScene(tinyScene(256, 40))); // T = 4 in 40 steps, V = -0.4 I
-    window->showParticleView();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(
+        tinyScene(256, 40))); // T = 4 in 40 steps, V = -0.4 I
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
     for (long k = 1; k <= 16; ++k) {
-        window->particles().stepOnce();
+        window->workspace<ParticlesWorkspace>().stepOnce();
         ASSERT_NO_FATAL_FAILURE(stepTo(k));
     }
-    const std::shared_ptr<const Snapshot> now = window->particles().runner().snapshot();
+    const std::shared_ptr<const Snapshot> now = window->workspace<ParticlesWorkspace>().runner().snapshot();
     ASSERT_EQ(now->step, 16);
     const Vec mean = now->tokens.colwise().mean().transpose();
     const Tokens centred = now->tokens.rowwise() - mean.transpose();
     const Mat cov = centred.transpose() * centred / double(now->tokens.rows());
-    MatrixEditor* editor = window->particles().matrixEditor();
+    MatrixEditor* editor = window->workspace<ParticlesWorkspace>().matrixEditor();
     editor->entry('V', 0, 0)->setValue(0.4);
     editor->entry('V', 1, 1)->setValue(0.4);
     const double tMax =
@@ -278,12 +286,13 @@ TEST_F(AppTest, AfterALiveEditTheAnalysisAndOverlayStartFromTheTokensAsTheyAre) 
     EXPECT_TRUE(text.startsWith(QStringLiteral("From the tokens at t = 1.6"))) << text.toStdString();
     EXPECT_TRUE(text.contains(QStringLiteral("t_max = %1").arg(tMax, 0, 'g', 4)))
         << text.toStdString() << tMax;
-    const std::optional<GaussianState> g = window->particles().particleView()->overlay().at(now->t);
+    const std::optional<GaussianState> g =
+        window->workspace<ParticlesWorkspace>().particleView()->overlay().at(now->t);
     ASSERT_TRUE(g);
     EXPECT_LE((g->mean - mean).norm(), 1e-12);
     EXPECT_LE((g->cov - cov).norm(), 1e-12);
     // A new scene speaks of its initial tokens again.
-    ASSERT_TRUE(window->particles().setScene(tinyScene(256, 40)));
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene(256, 40)));
     EXPECT_FALSE(editor->regimeText().startsWith(QStringLiteral("From the tokens")))
         << editor->regimeText().toStdString();
 }
@@ -314,8 +323,8 @@ TEST_F(AppTest, ChosenAxesAreTheCoordinatesDrawn) {
     scene.initial.cov = Mat::Identity(4, 4);
     scene.attention.heads = {
         HeadParams{Mat::Identity(4, 4), Mat::Identity(4, 4), -0.4 * Mat::Identity(4, 4)}};
-    ASSERT_TRUE(window->particles().setScene(scene));
-    ParticleView* view = window->particles().particleView();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(scene));
+    ParticleView* view = window->workspace<ParticlesWorkspace>().particleView();
     view->setProjection(*parseAxes(QStringLiteral("3, 1"), 4));
     EXPECT_FALSE(view->is3D());
     Mat expected = Mat::Zero(4, 2);
@@ -333,12 +342,12 @@ TEST_F(AppTest, EntropyColoursFollowTheAttentionRows) {
     Scene scene = tinyScene(64, 10);
     scene.output.entropy = true;
     scene.attention.heads[0].Q = Mat::Zero(2, 2);
-    ASSERT_TRUE(window->particles().setScene(scene));
-    window->showParticleView();
-    ParticleView* view = window->particles().particleView();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(scene));
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
+    ParticleView* view = window->workspace<ParticlesWorkspace>().particleView();
     view->setHudVisible(false);
     view->setColorBy(ColorBy::Entropy);
-    window->particles().stepOnce();
+    window->workspace<ParticlesWorkspace>().stepOnce();
     stepTo(1);
     const Vec& H = view->displayedSnapshot()->observables.tokenEntropy;
     ASSERT_EQ(H.size(), 64);
@@ -359,34 +368,40 @@ TEST_F(AppTest, EntropyColoursFollowTheAttentionRows) {
 TEST_F(AppTest, ScrubbingBackAndSteppingContinuesFromTheShownFrame) {
     Scene scene = tinyScene(64, 20);
     scene.output.every = 2;
-    ASSERT_TRUE(window->particles().setScene(scene));
-    window->particles().setMaxSpeed(true);
-    window->particles().play();
-    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.finished; }));
-    window->particles().particleView()->refresh();
-    const auto history = window->particles().runner().snapshot()->history;
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(scene));
+    window->workspace<ParticlesWorkspace>().setMaxSpeed(true);
+    window->workspace<ParticlesWorkspace>().play();
+    ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.finished; }));
+    window->workspace<ParticlesWorkspace>().particleView()->refresh();
+    const auto history = window->workspace<ParticlesWorkspace>().runner().snapshot()->history;
     ASSERT_EQ(history->size(), 11u);
-    window->particles().scrubTo(3); // step 6
-    EXPECT_EQ(window->particles().particleView()->displayedSnapshot()->step, 6);
-    EXPECT_EQ(window->particles().particleView()->displayedSnapshot()->tokens, *history->at(3).tokens);
-    window->particles().stepOnce();
-    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 7; }));
+    window->workspace<ParticlesWorkspace>().scrubTo(3); // step 6
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().particleView()->displayedSnapshot()->step, 6);
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().particleView()->displayedSnapshot()->tokens,
+              *history->at(3).tokens);
+    window->workspace<ParticlesWorkspace>().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.step == 7; }));
     Simulation expected(scene);
     for (int k = 0; k < 7; ++k) expected.step();
-    EXPECT_LE((window->particles().runner().snapshot()->tokens - expected.tokens()).cwiseAbs().maxCoeff(),
+    EXPECT_LE((window->workspace<ParticlesWorkspace>().runner().snapshot()->tokens - expected.tokens())
+                  .cwiseAbs()
+                  .maxCoeff(),
               1e-12);
 }
 
 TEST_F(AppTest, SettingsBringBackTheSceneWithItsEdits) {
     Scene scene = tinyScene(64, 20);
     scene.name = "remembered";
-    ASSERT_TRUE(window->particles().setScene(scene));
-    window->particles().matrixEditor()->entry('V', 1, 1)->setValue(-0.9);
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(scene));
+    window->workspace<ParticlesWorkspace>().matrixEditor()->entry('V', 1, 1)->setValue(-0.9);
     window->setTheme(ThemeKind::Light);
     window->saveSettings();
 
     MainWindow restored;
-    const auto last = restored.restoreSettings();
+    restored.restoreSettings();
+    const auto last = restored.workspace<ParticlesWorkspace>().savedScene();
     ASSERT_TRUE(last.has_value());
     EXPECT_EQ(last->first.name, "remembered");
     EXPECT_DOUBLE_EQ(last->first.attention.heads[0].V(1, 1), -0.9);
@@ -415,9 +430,9 @@ TEST_F(AppTest, TheLightThemesPlayIconIsDrawnInItsInk) {
 }
 
 TEST_F(AppTest, TheImGuiBetaSliderDrivesTheScene) {
-    ASSERT_TRUE(window->particles().setScene(tinyScene(64, 2000)));
-    window->showParticleView();
-    ParticleView* view = window->particles().particleView();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene(64, 2000)));
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
+    ParticleView* view = window->workspace<ParticlesWorkspace>().particleView();
     ASSERT_TRUE(waitFor([&] {
         view->update();
         return view->quickLayout().beta.right > view->quickLayout().beta.left;
@@ -445,8 +460,9 @@ TEST_F(AppTest, TheImGuiBetaSliderDrivesTheScene) {
     frames();
     QTest::mouseRelease(view, Qt::LeftButton, {}, end);
     frames();
-    ASSERT_TRUE(waitFor([&] { return window->particles().scene()->attention.beta > 1.5; }, kEventGuard))
-        << "beta = " << window->particles().scene()->attention.beta;
+    ASSERT_TRUE(waitFor([&] { return window->workspace<ParticlesWorkspace>().scene()->attention.beta > 1.5; },
+                        kEventGuard))
+        << "beta = " << window->workspace<ParticlesWorkspace>().scene()->attention.beta;
 }
 
 } // namespace

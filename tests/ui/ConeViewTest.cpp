@@ -485,19 +485,19 @@ TEST(ConeView, TheParticlesStopIsABannerInTheLiveView) {
     scene.integrator.divergenceNorm = 3.0; // the runaway mean passes it within a few hundred steps
     MainWindow w;
     w.resize(900, 700);
-    ASSERT_TRUE(w.particles().setScene(scene));
+    ASSERT_TRUE(w.workspace<ParticlesWorkspace>().setScene(scene));
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    w.showConeView();
-    ConeView* view = w.particles().coneView();
+    w.showPage(w.workspace<ParticlesWorkspace>().coneView());
+    ConeView* view = w.workspace<ParticlesWorkspace>().coneView();
     ASSERT_TRUE(view->isVisible());
     ASSERT_TRUE(waitFor([&] { return view->trajectoryCount() > 0; }, kEventGuard));
     EXPECT_TRUE(view->banner().isEmpty());
-    w.particles().setMaxSpeed(true);
-    w.particles().play();
-    ASSERT_TRUE(
-        waitForSnapshot(w.particles().runner(), [](const Snapshot& s) { return s.finished && !s.playing; }));
-    ASSERT_TRUE(w.particles().runner().snapshot()->event.has_value());
+    w.workspace<ParticlesWorkspace>().setMaxSpeed(true);
+    w.workspace<ParticlesWorkspace>().play();
+    ASSERT_TRUE(waitForSnapshot(w.workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.finished && !s.playing; }));
+    ASSERT_TRUE(w.workspace<ParticlesWorkspace>().runner().snapshot()->event.has_value());
     ASSERT_TRUE(waitFor([&] { return !view->banner().isEmpty(); }));
     EXPECT_TRUE(view->banner().startsWith(QStringLiteral("Particles: Diverged at t = ")))
         << view->banner().toStdString();
@@ -514,7 +514,7 @@ TEST(ConeView, TheParticlesStopIsABannerInTheLiveView) {
             red += qRed(c) > 150 && qGreen(c) < 90 && qBlue(c) < 90;
         }
     EXPECT_GT(red, 0.3 * banner.width() * banner.height() * dpr * dpr); // white text on red
-    w.particles().reset();
+    w.workspace<ParticlesWorkspace>().reset();
     EXPECT_TRUE(waitFor([&] { return view->banner().isEmpty(); }));
 }
 

@@ -29,14 +29,14 @@ void runFig2dTo25(MainWindow& w, bool follow, const std::function<void(ParticleV
     Scene scene = loadScene(
         QDir(FLOWSCOPE_PRESET_DIR).filePath(QStringLiteral("cone-fig2d-two-lines.json")).toStdString());
     scene.n = 256;
-    ASSERT_TRUE(w.particles().setScene(scene)) << w.lastError().toStdString();
+    ASSERT_TRUE(w.workspace<ParticlesWorkspace>().setScene(scene)) << w.lastError().toStdString();
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    ParticleView& view = *w.particles().particleView();
-    w.particles().setFollow(follow);
+    ParticleView& view = *w.workspace<ParticlesWorkspace>().particleView();
+    w.workspace<ParticlesWorkspace>().setFollow(follow);
     ASSERT_EQ(view.follow(), follow);
-    w.particles().setMaxSpeed(true);
-    w.particles().play();
+    w.workspace<ParticlesWorkspace>().setMaxSpeed(true);
+    w.workspace<ParticlesWorkspace>().play();
     ASSERT_TRUE(waitFor(
         [&] {
             view.refresh();
@@ -46,7 +46,7 @@ void runFig2dTo25(MainWindow& w, bool follow, const std::function<void(ParticleV
             return s && s->t >= 25.0;
         },
         kEventGuard)); // the preset's cone (276 moment runs) shares the cores at first
-    w.particles().pause();
+    w.workspace<ParticlesWorkspace>().pause();
 }
 
 // Where the corners of the displayed tokens' box are drawn, inside the view or not.
@@ -69,7 +69,7 @@ TEST(Follow, KeepsTheFig2dCloudInViewToT25) {
         ++frames;
         framesOut += !boxInView(view);
     }));
-    ParticleView& view = *w.particles().particleView();
+    ParticleView& view = *w.workspace<ParticlesWorkspace>().particleView();
     const Tokens& X = view.displayedSnapshot()->tokens;
     ASSERT_TRUE(X.allFinite());
     EXPECT_GT(X.colwise().mean().norm(),
@@ -101,7 +101,7 @@ TEST(Follow, OffTheIndicatorCountsTheTokensOutsideTheView) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
     ASSERT_NO_FATAL_FAILURE(runFig2dTo25(w, false, [](ParticleView&) {}));
-    ParticleView& view = *w.particles().particleView();
+    ParticleView& view = *w.workspace<ParticlesWorkspace>().particleView();
     view.refresh();
     const QImage image = view.grabFramebuffer().convertToFormat(QImage::Format_RGB32);
     saveShot(image, QStringLiteral("follow-off-fig2d-t25.png"));
@@ -124,10 +124,10 @@ TEST(Follow, IsOnByDefaultAndZoomingByHandTurnsItOff) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
     w.resize(900, 600);
-    ASSERT_TRUE(w.particles().setScene(tinyScene()));
+    ASSERT_TRUE(w.workspace<ParticlesWorkspace>().setScene(tinyScene()));
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
-    ParticleView& view = *w.particles().particleView();
+    ParticleView& view = *w.workspace<ParticlesWorkspace>().particleView();
     QAction* follow = nullptr;
     for (QAction* a : w.findChildren<QAction*>())
         if (a->text() == QStringLiteral("Follow")) follow = a;

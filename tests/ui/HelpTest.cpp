@@ -38,11 +38,17 @@ namespace {
 std::unique_ptr<MainWindow> firstLaunch(QSize size = {1280, 800}) {
     auto w = std::make_unique<MainWindow>();
     w->resize(size);
-    w->particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
+    w->workspace<ParticlesWorkspace>().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
     w->restoreSettings();
     w->show();
     EXPECT_TRUE(QTest::qWaitForWindowExposed(w.get()));
     return w;
+}
+
+// What the app does at startup (app/gui/main.cpp): plays the Particles tab's scene once it is seen.
+void playParticlesWhenSeen(MainWindow& w) {
+    auto& particles = w.workspace<ParticlesWorkspace>();
+    w.whenSeen(particles, [&particles] { particles.play(); });
 }
 
 class WelcomeTest : public ::testing::Test {
@@ -81,7 +87,7 @@ TEST_F(WelcomeTest, OpeningAModelPutsItAside) {
     EXPECT_TRUE(w->welcomePane()->isVisible());
     ASSERT_TRUE(w->openModelFile(path)) << w->lastError().toStdString();
     EXPECT_FALSE(w->welcomePane()->isVisible());
-    EXPECT_EQ(w->activeWorkspace(), &w->inverse());
+    EXPECT_EQ(w->activeWorkspace(), &w->workspace<InverseWorkspace>());
     EXPECT_FALSE(QSettings().value(QStringLiteral("welcome/dismissed"), false).toBool());
 }
 
@@ -110,17 +116,17 @@ TEST_F(WelcomeTest, TheSceneWaitsPausedUnderThePaneAndPlaysWhenItCloses) {
     {
         auto w = firstLaunch();
         ASSERT_TRUE(w->welcomePane()->isVisible());
-        ASSERT_TRUE(w->particles().setScene(tinyScene(64)));
-        w->playParticlesWhenSeen();
-        EXPECT_FALSE(w->particles().runner().playing());
+        ASSERT_TRUE(w->workspace<ParticlesWorkspace>().setScene(tinyScene(64)));
+        playParticlesWhenSeen(*w);
+        EXPECT_FALSE(w->workspace<ParticlesWorkspace>().runner().playing());
         w->welcomePane()->findChild<QPushButton*>(QStringLiteral("welcome.close"))->click();
-        EXPECT_TRUE(w->particles().runner().playing());
+        EXPECT_TRUE(w->workspace<ParticlesWorkspace>().runner().playing());
     }
     auto w = firstLaunch();
     ASSERT_FALSE(w->welcomePane()->isVisible());
-    ASSERT_TRUE(w->particles().setScene(tinyScene(64)));
-    w->playParticlesWhenSeen();
-    EXPECT_TRUE(w->particles().runner().playing());
+    ASSERT_TRUE(w->workspace<ParticlesWorkspace>().setScene(tinyScene(64)));
+    playParticlesWhenSeen(*w);
+    EXPECT_TRUE(w->workspace<ParticlesWorkspace>().runner().playing());
 }
 
 // Issue 45 item 12: a message shown before the window (a restored sweep's, at startup) hides the scene's line
@@ -128,7 +134,7 @@ TEST_F(WelcomeTest, TheSceneWaitsPausedUnderThePaneAndPlaysWhenItCloses) {
 TEST_F(WelcomeTest, AMessageFromBeforeTheWindowShowsAloneOnTheStatusBar) {
     auto w = std::make_unique<MainWindow>();
     w->resize(1024, 640);
-    ASSERT_TRUE(w->particles().setScene(tinyScene(64)));
+    ASSERT_TRUE(w->workspace<ParticlesWorkspace>().setScene(tinyScene(64)));
     w->statusBar()->showMessage(QStringLiteral("a message from before the show"), 60000);
     w->show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(w.get()));
@@ -151,10 +157,11 @@ TEST_F(WelcomeTest, FitsA1024By640Window) {
 
 TEST_F(WelcomeTest, WatchClusteringOpensTheSpherePresetInTheParticleView) {
     auto w = clickStart("start.clustering");
-    EXPECT_EQ(w->activeWorkspace(), &w->particles());
-    EXPECT_TRUE(w->particles().particleView()->isVisible());
-    EXPECT_EQ(QFileInfo(w->particles().scenePath()).fileName(), QStringLiteral("sphere-clustering.json"));
-    EXPECT_TRUE(w->particles().runner().playing());
+    EXPECT_EQ(w->activeWorkspace(), &w->workspace<ParticlesWorkspace>());
+    EXPECT_TRUE(w->workspace<ParticlesWorkspace>().particleView()->isVisible());
+    EXPECT_EQ(QFileInfo(w->workspace<ParticlesWorkspace>().scenePath()).fileName(),
+              QStringLiteral("sphere-clustering.json"));
+    EXPECT_TRUE(w->workspace<ParticlesWorkspace>().runner().playing());
     EXPECT_TRUE(w->statusBar()->currentMessage().contains(QStringLiteral("clusters")));
     QSettings s;
     EXPECT_TRUE(s.value(QStringLiteral("welcome/dismissed")).toBool()); // a start dismisses it too
@@ -162,13 +169,14 @@ TEST_F(WelcomeTest, WatchClusteringOpensTheSpherePresetInTheParticleView) {
 
 TEST_F(WelcomeTest, SeeABlowUpOpensTheBlowUpPresetInTheCone) {
     auto w = clickStart("start.blowup");
-    EXPECT_EQ(w->activeWorkspace(), &w->particles());
-    EXPECT_TRUE(w->particles().coneView()->isVisible());
-    EXPECT_EQ(QFileInfo(w->particles().scenePath()).fileName(), QStringLiteral("cone-fig1b-blowup.json"));
+    EXPECT_EQ(w->activeWorkspace(), &w->workspace<ParticlesWorkspace>());
+    EXPECT_TRUE(w->workspace<ParticlesWorkspace>().coneView()->isVisible());
+    EXPECT_EQ(QFileInfo(w->workspace<ParticlesWorkspace>().scenePath()).fileName(),
+              QStringLiteral("cone-fig1b-blowup.json"));
     EXPECT_TRUE(w->statusBar()->currentMessage().contains(QStringLiteral("blows up")));
     // The message is about the cone: another page takes it away, and the scene's line of the status bar,
     // which the message hides, is shown alone (not drawn over by it).
-    w->showPage(w->particles().particleView());
+    w->showPage(w->workspace<ParticlesWorkspace>().particleView());
     QCoreApplication::processEvents();
     EXPECT_TRUE(w->statusBar()->currentMessage().isEmpty()) << w->statusBar()->currentMessage().toStdString();
     const auto* line = w->statusBar()->findChild<ElidedLabel*>(QStringLiteral("sceneLine"));
@@ -178,12 +186,12 @@ TEST_F(WelcomeTest, SeeABlowUpOpensTheBlowUpPresetInTheCone) {
     // A message shown, the workspace activated again (as at startup): the line stays under the message, not
     // drawn over it (issue 45 item 12), and comes back when the message goes.
     w->statusBar()->showMessage(QStringLiteral("a message"));
-    w->particles().setActive(true);
+    w->workspace<ParticlesWorkspace>().setActive(true);
     EXPECT_FALSE(line->isVisible());
     w->statusBar()->clearMessage();
     EXPECT_TRUE(line->isVisible());
     // On another workspace's page the line says nothing of the particles.
-    w->showFlowsView();
+    w->showPage(w->workspace<FlowsWorkspace>().view());
     EXPECT_TRUE(line->text().isEmpty()) << line->text().toStdString();
 }
 
@@ -194,22 +202,22 @@ TEST_F(WelcomeTest, ThePlotsShownAfterTheBlowUpStartHaveTheirAxesUnderTheCurves)
     auto w = clickStart("start.blowup");
     // The same preset with 256 of its 2048 tokens (a run of seconds, not tens of seconds, on a busy machine),
     // at full speed; the plots are the same kind of curves.
-    ASSERT_TRUE(w->particles().scene().has_value());
-    Scene scene = *w->particles().scene();
+    ASSERT_TRUE(w->workspace<ParticlesWorkspace>().scene().has_value());
+    Scene scene = *w->workspace<ParticlesWorkspace>().scene();
     scene.n = 256;
-    ASSERT_TRUE(w->particles().setScene(scene)) << w->lastError().toStdString();
-    w->particles().setMaxSpeed(true);
-    w->particles().play();
+    ASSERT_TRUE(w->workspace<ParticlesWorkspace>().setScene(scene)) << w->lastError().toStdString();
+    w->workspace<ParticlesWorkspace>().setMaxSpeed(true);
+    w->workspace<ParticlesWorkspace>().play();
     // The run reaches its end (t = 3) on the cone: nothing changes the charts after they are shown.
     ASSERT_TRUE(waitFor([&] {
-        const auto s = w->particles().runner().snapshot();
+        const auto s = w->workspace<ParticlesWorkspace>().runner().snapshot();
         return s && s->finished;
     }));
-    w->showPage(w->particles().particleView());
+    w->showPage(w->workspace<ParticlesWorkspace>().particleView());
     auto* dock = w->findChild<QDockWidget*>(QStringLiteral("plotsDock"));
     ASSERT_NE(dock, nullptr);
     dock->raise();
-    PlotsPanel* panel = w->particles().plotsPanel();
+    PlotsPanel* panel = w->workspace<ParticlesWorkspace>().plotsPanel();
     ASSERT_TRUE(waitFor([&] { return panel->isVisible(); }));
     QChartView* view = nullptr;
     for (QChartView* v : panel->findChildren<QChartView*>())
@@ -234,28 +242,28 @@ TEST_F(WelcomeTest, ThePlotsShownAfterTheBlowUpStartHaveTheirAxesUnderTheCurves)
 
 TEST_F(WelcomeTest, TrainAFlowStartsTrainingInTheFlowsTab) {
     auto w = clickStart("start.flow");
-    EXPECT_EQ(w->activeWorkspace(), &w->flows());
-    EXPECT_TRUE(w->flows().view()->isVisible());
-    EXPECT_TRUE(w->flows().runner().playing());
-    EXPECT_EQ(w->flows().panel()->config().dataset, "8gaussians");
-    EXPECT_TRUE(w->flows().panel()->comparison());
+    EXPECT_EQ(w->activeWorkspace(), &w->workspace<FlowsWorkspace>());
+    EXPECT_TRUE(w->workspace<FlowsWorkspace>().view()->isVisible());
+    EXPECT_TRUE(w->workspace<FlowsWorkspace>().runner().playing());
+    EXPECT_EQ(w->workspace<FlowsWorkspace>().panel()->config().dataset, "8gaussians");
+    EXPECT_TRUE(w->workspace<FlowsWorkspace>().panel()->comparison());
     EXPECT_TRUE(w->statusBar()->currentMessage().contains(QStringLiteral("eight Gaussians")));
-    w->flows().runner().pause();
+    w->workspace<FlowsWorkspace>().runner().pause();
 }
 
 class HelpTest : public MainWindowFixture {
   protected:
     HelpTest() : MainWindowFixture({1280, 800}) {}
     void prepare() override {
-        window->particles().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
-        ASSERT_TRUE(window->particles().setScene(tinyScene()));
+        window->workspace<ParticlesWorkspace>().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
+        ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene()));
     }
 };
 
 TEST_F(HelpTest, TheShortcutsListHasEveryActionWithAShortcut) {
     for (int page = 0; page < 3; ++page) { // the export menu's entries change with the shown tab
-        if (page == 1) window->showFlowsView();
-        if (page == 2) window->showTransformersView();
+        if (page == 1) window->showPage(window->workspace<FlowsWorkspace>().view());
+        if (page == 2) window->showPage(window->workspace<TransformersWorkspace>().view());
         findAction(*window, QStringLiteral("&Keyboard shortcuts..."))->trigger();
         ShortcutsDialog* dialog = window->shortcutsDialog();
         ASSERT_TRUE(dialog->isVisible());
@@ -310,10 +318,10 @@ TEST_F(HelpTest, ThePaletteFiltersFig2ToTheFig2PresetsAndEnterLoadsOne) {
     EXPECT_TRUE(first.contains(QStringLiteral("fig2d")) || first.contains(QStringLiteral("Fig 2(d)")));
     QTest::keyClick(palette->filter(), Qt::Key_Return);
     EXPECT_FALSE(palette->isVisible());
-    const QString loaded = QFileInfo(window->particles().scenePath()).completeBaseName();
+    const QString loaded = QFileInfo(window->workspace<ParticlesWorkspace>().scenePath()).completeBaseName();
     EXPECT_TRUE(first.startsWith(QStringLiteral("Preset: ") + loaded + QStringLiteral(" — ")))
         << loaded.toStdString() << " from " << first.toStdString();
-    EXPECT_EQ(window->particles().scene()->name, loaded.toStdString());
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->name, loaded.toStdString());
 }
 
 TEST_F(HelpTest, ThePaletteRunsAnAction) {
@@ -324,7 +332,7 @@ TEST_F(HelpTest, ThePaletteRunsAnAction) {
     ASSERT_FALSE(palette->shown().isEmpty());
     EXPECT_EQ(palette->shown().front(), QStringLiteral("View ▸ Covariance cone"));
     QTest::keyClick(palette->filter(), Qt::Key_Enter);
-    EXPECT_TRUE(window->particles().coneView()->isVisible());
+    EXPECT_TRUE(window->workspace<ParticlesWorkspace>().coneView()->isVisible());
 }
 
 // The palette's own example: "play" runs Play, not "Display ▸ ..." (whose word holds "play").

@@ -39,8 +39,8 @@ namespace {
 class InverseViewTest : public TrainingTabFixture<InversePanel, InverseView> {
   protected:
     void ready() override {
-        window->showPage(window->inverse().view());
-        useTab(window->inverse());
+        window->showPage(window->workspace<InverseWorkspace>().view());
+        useTab(window->workspace<InverseWorkspace>());
     }
 
     QImage grabView() { return view->grab().toImage().convertToFormat(QImage::Format_RGB32); }
@@ -82,7 +82,7 @@ TEST_F(InverseViewTest, TheWorkspaceRegistersAndItsPageShows) {
     ASSERT_EQ(tabs->count(), 7); // Particles, Covariance cone, Flows, Transformers, Inverse, Sweeps, Models
     EXPECT_EQ(tabs->tabText(4), QStringLiteral("Inverse"));
     EXPECT_EQ(tabs->currentWidget(), view);
-    EXPECT_EQ(window->activeWorkspace(), &window->inverse());
+    EXPECT_EQ(window->activeWorkspace(), &window->workspace<InverseWorkspace>());
     EXPECT_TRUE(view->isVisible());
     EXPECT_TRUE(panel->isVisible()); // the Inverse tab raised its panel
     // The shipped problems, linear-Gaussian chosen.
@@ -92,12 +92,12 @@ TEST_F(InverseViewTest, TheWorkspaceRegistersAndItsPageShows) {
         EXPECT_GE(problems->findText(QString::fromLatin1(name)), 0) << name;
     EXPECT_EQ(problems->currentText(), QStringLiteral("linear-gaussian"));
     // Another tab hides the panel.
-    window->showFlowsView();
+    window->showPage(window->workspace<FlowsWorkspace>().view());
     EXPECT_FALSE(panel->isVisible());
 }
 
 TEST_F(InverseViewTest, StepsOnLinearGaussianUpdateTheCurvesAndTheScatter) {
-    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->inverse(), 3));
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->workspace<InverseWorkspace>(), 3));
     auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 1u);
     ASSERT_TRUE(s->scene);
@@ -142,7 +142,7 @@ TEST_F(InverseViewTest, StepsOnLinearGaussianUpdateTheCurvesAndTheScatter) {
 // The Metropolis reference: started with the run, it is metropolis() on the run's posterior in the run's
 // frame (ReferenceChain's scale and thinning), and the corner plot draws it in grey under the flow's samples.
 TEST_F(InverseViewTest, TheMetropolisReferenceIsDrawnUnderTheSamples) {
-    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->inverse(), 2));
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->workspace<InverseWorkspace>(), 2));
     ASSERT_TRUE(waitFor([&] { return view->picture().reference() != nullptr; }));
     const auto s = view->displayedSnapshot();
     const PosteriorRunConfig& config = *s->trainers[0].config;
@@ -186,21 +186,21 @@ TEST_F(InverseViewTest, TheMetropolisReferenceIsDrawnUnderTheSamples) {
 
 // Space is the panel's Start / Pause / Resume button on a training tab, as it plays and pauses the particles.
 TEST_F(InverseViewTest, SpaceStartsPausesAndResumesTraining) {
-    EXPECT_FALSE(window->inverse().runner().started());
+    EXPECT_FALSE(window->workspace<InverseWorkspace>().runner().started());
     window->activateWindow(); // shortcuts go to the active window
     ASSERT_TRUE(QTest::qWaitForWindowActive(window.get()));
     QTest::keyClick(window.get(), Qt::Key_Space);
-    ASSERT_TRUE(waitFor([&] { return window->inverse().runner().started(); }));
-    EXPECT_TRUE(window->inverse().runner().playing());
+    ASSERT_TRUE(waitFor([&] { return window->workspace<InverseWorkspace>().runner().started(); }));
+    EXPECT_TRUE(window->workspace<InverseWorkspace>().runner().playing());
     QTest::keyClick(window.get(), Qt::Key_Space);
-    EXPECT_FALSE(window->inverse().runner().playing());
+    EXPECT_FALSE(window->workspace<InverseWorkspace>().runner().playing());
     QTest::keyClick(window.get(), Qt::Key_Space);
-    EXPECT_TRUE(window->inverse().runner().playing());
-    window->inverse().runner().pause();
+    EXPECT_TRUE(window->workspace<InverseWorkspace>().runner().playing());
+    window->workspace<InverseWorkspace>().runner().pause();
     // On the particles' page Space is theirs again: the training stays paused.
-    window->showPage(window->particles().particleView());
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
     QTest::keyClick(window.get(), Qt::Key_Space);
-    EXPECT_FALSE(window->inverse().runner().playing());
+    EXPECT_FALSE(window->workspace<InverseWorkspace>().runner().playing());
 }
 
 TEST_F(InverseViewTest, SwitchingProblemsResets) {
@@ -220,7 +220,7 @@ TEST_F(InverseViewTest, SwitchingProblemsResets) {
     EXPECT_EQ(s->scene->modelType, "lorenz63");
     EXPECT_EQ(s->scene->d, 3);
     EXPECT_EQ(s->trainers[0].picture->samples.rows(), 3);
-    EXPECT_FALSE(window->inverse().runner().playing());
+    EXPECT_FALSE(window->workspace<InverseWorkspace>().runner().playing());
     EXPECT_TRUE(panel->warningText().isEmpty()) << panel->warningText().toStdString();
     // The panel shows the new problem's own iterations.
     EXPECT_EQ(panel->config().flow.iterations, s->trainers[0].iterations);
@@ -243,8 +243,9 @@ TEST_F(InverseViewTest, TheWindowAnswersWhileAProblemIsPrepared) {
     tick.stop();
     std::printf("eit: the problem prepared in %lld ms, %d ticks of a 10 ms timer meanwhile\n", blocked,
                 ticks);
-    ASSERT_TRUE(window->inverse().runner().snapshot()) << window->lastError().toStdString();
-    EXPECT_EQ(window->inverse().runner().snapshot()->scene->modelType, "eit");
+    ASSERT_TRUE(window->workspace<InverseWorkspace>().runner().snapshot())
+        << window->lastError().toStdString();
+    EXPECT_EQ(window->workspace<InverseWorkspace>().runner().snapshot()->scene->modelType, "eit");
     ASSERT_GE(blocked, 100) << "the frame took too little time to tell";
     EXPECT_GE(ticks, int(blocked / 100));
 }
@@ -274,12 +275,13 @@ TEST_F(InverseViewTest, SideBySideTrainsTwoFlows) {
 // File ▸ Export ▸ Trained model writes the posterior as flowscope-cli infer does: loadPosterior reads it back
 // with the run's problem and the averaged parameters.
 TEST_F(InverseViewTest, ExportWritesThePosteriorTheCliReads) {
-    EXPECT_FALSE(window->inverse().exportModel(QStringLiteral("/nonexistent/none.safetensors")));
+    EXPECT_FALSE(
+        window->workspace<InverseWorkspace>().exportModel(QStringLiteral("/nonexistent/none.safetensors")));
     ASSERT_TRUE(step(2));
     QTemporaryDir dir;
     ASSERT_TRUE(dir.isValid());
     const QString path = dir.filePath(QStringLiteral("posterior.safetensors"));
-    ASSERT_TRUE(window->inverse().exportModel(path)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<InverseWorkspace>().exportModel(path)) << window->lastError().toStdString();
     ASSERT_TRUE(inverse::isPosteriorFile(path.toStdString()));
     const inverse::LoadedPosterior loaded = inverse::loadPosterior(path.toStdString());
     EXPECT_EQ(loaded.problem.modelType, "linear");
@@ -297,7 +299,7 @@ TEST_F(InverseViewTest, OpeningASavedPosteriorShowsItAndStartTrainsItOn) {
     QTemporaryDir dir;
     ASSERT_TRUE(dir.isValid());
     const QString path = dir.filePath(QStringLiteral("posterior.safetensors"));
-    ASSERT_TRUE(window->inverse().exportModel(path)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<InverseWorkspace>().exportModel(path)) << window->lastError().toStdString();
     const auto trained = view->displayedSnapshot();
     const flows::FlowParams<double> saved = *trained->trainers[0].params;
 
@@ -318,9 +320,9 @@ TEST_F(InverseViewTest, OpeningASavedPosteriorShowsItAndStartTrainsItOn) {
     EXPECT_FALSE(window->lastError().isEmpty());
     EXPECT_EQ(view->displayedSnapshot()->scene->d, 3); // the Lorenz run goes on
 
-    window->showFlowsView();
+    window->showPage(window->workspace<FlowsWorkspace>().view());
     ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
-    EXPECT_EQ(window->activeWorkspace(), &window->inverse()); // its tab came to the front
+    EXPECT_EQ(window->activeWorkspace(), &window->workspace<InverseWorkspace>()); // its tab came to the front
     ASSERT_TRUE(waitFor([&] {
         view->refresh();
         const auto s = view->displayedSnapshot();
@@ -376,7 +378,8 @@ TEST_F(InverseViewTest, ANonFiniteLossStopsTheRunAndThePanelSaysSo) {
     file.close();
     panel->setProblemDirectory(dir.path());
     ASSERT_TRUE(panel->selectProblem(QStringLiteral("blow-up")));
-    ASSERT_TRUE(window->inverse().runner().snapshot()) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<InverseWorkspace>().runner().snapshot())
+        << window->lastError().toStdString();
     button("start")->click(); // Resume: plays the new run
     ASSERT_TRUE(waitFor([&] {
         view->refresh();
@@ -387,7 +390,7 @@ TEST_F(InverseViewTest, ANonFiniteLossStopsTheRunAndThePanelSaysSo) {
     EXPECT_TRUE(s->trainers[0].stopped);
     EXPECT_TRUE(panel->warningText().contains(QStringLiteral("non-finite")))
         << panel->warningText().toStdString();
-    EXPECT_FALSE(window->inverse().runner().playing());
+    EXPECT_FALSE(window->workspace<InverseWorkspace>().runner().playing());
 }
 
 // Issue 32: side by side ("With and without RWPO") in a 1024 x 640 window, each unknown's summary line of the

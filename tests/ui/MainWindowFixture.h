@@ -82,7 +82,7 @@ template <class Panel, class View> class TrainingTabFixture : public MainWindowF
         });
     }
 
-    // Takes the panel and the view of `workspace` (window->flows() or ->transformers()), its tab shown.
+    // Takes the panel and the view of `workspace` (the Flows or the Transformers workspace), its tab shown.
     template <class Workspace> void useTab(const Workspace& workspace) {
         panel = workspace.panel();
         view = workspace.view();
@@ -94,8 +94,8 @@ template <class Panel, class View> class TrainingTabFixture : public MainWindowF
         return waitForIteration(steps);
     }
 
-    // From no run yet on `workspace` (window->flows() or ->transformers()): `steps` steps, after which the
-    // runner is paused.
+    // From no run yet on `workspace` (the Flows or the Transformers workspace): `steps` steps, after which
+    // the runner is paused.
     template <class Workspace> void expectStepsFromNoRun(Workspace& workspace, int steps) {
         EXPECT_EQ(workspace.runner().snapshot(), nullptr);
         ASSERT_TRUE(step(steps));

@@ -48,20 +48,20 @@ QString writeFile(const QTemporaryDir& dir, const QString& name, const QByteArra
 class MainWindowTest : public MainWindowFilesFixture {
   protected:
     MainWindowTest() : MainWindowFilesFixture({800, 600}) {}
-    void prepare() override { ASSERT_TRUE(window->particles().setScene(tinyScene())); }
+    void prepare() override { ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene())); }
 
     void expectTinySceneStillRunning() {
-        ASSERT_TRUE(window->particles().scene().has_value());
-        EXPECT_EQ(window->particles().scene()->name, "tiny");
-        EXPECT_EQ(window->particles().scene()->n, 256);
-        EXPECT_EQ(window->particles().runner().snapshot()->generation, 1u);
-        EXPECT_EQ(window->particles().runner().snapshot()->tokens.rows(), 256);
+        ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene().has_value());
+        EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->name, "tiny");
+        EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->n, 256);
+        EXPECT_EQ(window->workspace<ParticlesWorkspace>().runner().snapshot()->generation, 1u);
+        EXPECT_EQ(window->workspace<ParticlesWorkspace>().runner().snapshot()->tokens.rows(), 256);
     }
 };
 
 TEST_F(MainWindowTest, MalformedJsonKeepsTheSceneAndExplains) {
     const QString path = writeFile(dir, QStringLiteral("broken.json"), "{ \"version\": 1, \"d\": 2,");
-    EXPECT_FALSE(window->particles().openSceneFile(path));
+    EXPECT_FALSE(window->workspace<ParticlesWorkspace>().openSceneFile(path));
     EXPECT_FALSE(window->lastError().isEmpty());
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("broken.json")))
         << window->lastError().toStdString();
@@ -73,13 +73,14 @@ TEST_F(MainWindowTest, InvalidFieldKeepsTheSceneAndNamesTheField) {
     auto json = nlohmann::json::parse(sceneToJson(bad));
     json["n"] = -5;
     const QString path = writeFile(dir, QStringLiteral("bad-n.json"), QByteArray::fromStdString(json.dump()));
-    EXPECT_FALSE(window->particles().openSceneFile(path));
+    EXPECT_FALSE(window->workspace<ParticlesWorkspace>().openSceneFile(path));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("/n"))) << window->lastError().toStdString();
     expectTinySceneStillRunning();
 }
 
 TEST_F(MainWindowTest, MissingFileKeepsTheScene) {
-    EXPECT_FALSE(window->particles().openSceneFile(dir.filePath(QStringLiteral("does-not-exist.json"))));
+    EXPECT_FALSE(window->workspace<ParticlesWorkspace>().openSceneFile(
+        dir.filePath(QStringLiteral("does-not-exist.json"))));
     EXPECT_FALSE(window->lastError().isEmpty());
     expectTinySceneStillRunning();
 }
@@ -89,19 +90,21 @@ TEST_F(MainWindowTest, OpensAValidSceneFile) {
     other.name = "from file";
     const QString path = dir.filePath(QStringLiteral("other.json"));
     saveScene(other, path.toStdString());
-    ASSERT_TRUE(window->particles().openSceneFile(path)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().openSceneFile(path))
+        << window->lastError().toStdString();
     EXPECT_TRUE(window->lastError().isEmpty());
-    EXPECT_EQ(window->particles().scene()->name, "from file");
-    EXPECT_EQ(window->particles().scenePath(), path);
-    EXPECT_EQ(window->particles().runner().snapshot()->generation, 2u);
-    EXPECT_EQ(window->particles().runner().snapshot()->tokens.rows(), 300);
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->name, "from file");
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().scenePath(), path);
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().runner().snapshot()->generation, 2u);
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().runner().snapshot()->tokens.rows(), 300);
     EXPECT_TRUE(window->windowTitle().contains(QStringLiteral("from file")));
 }
 
 TEST_F(MainWindowTest, WindowImageIncludesTheParticles) {
-    window->particles().stepOnce();
-    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 1; }));
-    window->particles().particleView()->refresh();
+    window->workspace<ParticlesWorkspace>().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.step == 1; }));
+    window->workspace<ParticlesWorkspace>().particleView()->refresh();
     const QImage img = window->grabWindowImage().convertToFormat(QImage::Format_RGB32);
     const double dpr = window->devicePixelRatioF();
     EXPECT_EQ(img.width(), int(std::lround(window->width() * dpr)));
@@ -117,13 +120,14 @@ TEST_F(MainWindowTest, WindowImageIncludesTheParticles) {
 }
 
 TEST_F(MainWindowTest, PlayPauseAndResetDriveTheRunner) {
-    window->particles().togglePlay();
-    EXPECT_TRUE(window->particles().runner().playing());
-    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step >= 2; }));
-    window->particles().togglePlay();
-    EXPECT_FALSE(window->particles().runner().playing());
-    window->particles().reset();
-    ASSERT_TRUE(waitForSnapshot(window->particles().runner(),
+    window->workspace<ParticlesWorkspace>().togglePlay();
+    EXPECT_TRUE(window->workspace<ParticlesWorkspace>().runner().playing());
+    ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.step >= 2; }));
+    window->workspace<ParticlesWorkspace>().togglePlay();
+    EXPECT_FALSE(window->workspace<ParticlesWorkspace>().runner().playing());
+    window->workspace<ParticlesWorkspace>().reset();
+    ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
                                 [](const Snapshot& s) { return s.step == 0 && !s.playing; }));
 }
 
@@ -136,44 +140,47 @@ TEST_F(MainWindowTest, PlayButtonAndHudShowTheSameRunState) {
     for (QAction* a : run->actions())
         if (a->shortcut() == QKeySequence(Qt::Key_Space)) play = a;
     ASSERT_NE(play, nullptr);
-    ParticleView* view = window->particles().particleView();
+    ParticleView* view = window->workspace<ParticlesWorkspace>().particleView();
     const auto check = [&](bool playing) {
         EXPECT_EQ(play->text(), playing ? QStringLiteral("Pause") : QStringLiteral("Play"));
         EXPECT_EQ(view->hudStats().playing, playing);
     };
-    window->particles().play();
+    window->workspace<ParticlesWorkspace>().play();
     check(true);
-    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step >= 2; }));
+    ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.step >= 2; }));
     view->refresh();
     check(true);
-    window->particles().pause();
+    window->workspace<ParticlesWorkspace>().pause();
     view->refresh();
     check(false);
-    window->particles().togglePlay();
+    window->workspace<ParticlesWorkspace>().togglePlay();
     check(true);
-    window->particles().togglePlay();
+    window->workspace<ParticlesWorkspace>().togglePlay();
     check(false);
 }
 
 // The HUD shows Dormand-Prince's sub-steps per nominal step (at least one: it lands on every nominal time)
 // and how many it rejected; a fixed method shows none.
 TEST_F(MainWindowTest, TheHudShowsDormandPrincesSubSteps) {
-    ParticleView* view = window->particles().particleView();
-    window->particles().stepOnce();
-    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 1; }));
+    ParticleView* view = window->workspace<ParticlesWorkspace>().particleView();
+    window->workspace<ParticlesWorkspace>().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.step == 1; }));
     view->refresh();
     EXPECT_EQ(view->hudStats().subStepsPerStep, 0.0); // RK4
     Scene scene = test::tinyScene();
     scene.integrator.method = Method::DormandPrince;
     scene.integrator.rtol = 1e-9;
     scene.integrator.steps = 10; // h = 0.4: the tolerance takes several sub-steps per step
-    ASSERT_TRUE(window->particles().setScene(scene));
-    for (int k = 0; k < 3; ++k) window->particles().stepOnce();
-    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 3; }));
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(scene));
+    for (int k = 0; k < 3; ++k) window->workspace<ParticlesWorkspace>().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.step == 3; }));
     view->refresh();
     const HudStats hud = view->hudStats();
     EXPECT_GT(hud.subStepsPerStep, 1.0);
-    const auto live = window->particles().runner().snapshot();
+    const auto live = window->workspace<ParticlesWorkspace>().runner().snapshot();
     EXPECT_EQ(hud.subStepsPerStep, live->subStepsPerStep);
     EXPECT_EQ(hud.rejectedSubSteps, live->rejectedSubSteps);
     EXPECT_GE(hud.rejectedSubSteps, 0);
@@ -181,15 +188,18 @@ TEST_F(MainWindowTest, TheHudShowsDormandPrincesSubSteps) {
 
 // File ▸ Export ▸ Trajectory: every recorded frame, read back; the last one is the run's current state.
 TEST_F(MainWindowTest, ExportsTheTrajectoryAndItsTimes) {
-    EXPECT_FALSE(window->particles().exportTrajectory(dir.filePath(QStringLiteral("missing/dir/run.npy"))));
+    EXPECT_FALSE(window->workspace<ParticlesWorkspace>().exportTrajectory(
+        dir.filePath(QStringLiteral("missing/dir/run.npy"))));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("run.npy"))) << window->lastError().toStdString();
-    for (int k = 0; k < 3; ++k) window->particles().stepOnce();
-    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 3; }));
-    const auto live = window->particles().runner().snapshot();
+    for (int k = 0; k < 3; ++k) window->workspace<ParticlesWorkspace>().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.step == 3; }));
+    const auto live = window->workspace<ParticlesWorkspace>().runner().snapshot();
     const std::size_t recorded = live->history->size();
     ASSERT_GE(recorded, 2u);
     const QString path = dir.filePath(QStringLiteral("run.npy"));
-    ASSERT_TRUE(window->particles().exportTrajectory(path)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().exportTrajectory(path))
+        << window->lastError().toStdString();
     const NpyArray x = readNpy(path.toStdString());
     ASSERT_EQ(x.shape, (std::vector<std::int64_t>{std::int64_t(recorded), 256, 2}));
     const RecordedFrame last = live->history->at(recorded - 1);
@@ -207,17 +217,20 @@ TEST_F(MainWindowTest, ExportsTheTrajectoryAndItsTimes) {
 
 // File ▸ Export ▸ View: the shown tab's pixels, GL view or not; a path that cannot be written is refused.
 TEST_F(MainWindowTest, ExportsTheShownViewAsPng) {
-    window->particles().stepOnce();
-    ASSERT_TRUE(waitForSnapshot(window->particles().runner(), [](const Snapshot& s) { return s.step == 1; }));
-    window->particles().particleView()->refresh();
+    window->workspace<ParticlesWorkspace>().stepOnce();
+    ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.step == 1; }));
+    window->workspace<ParticlesWorkspace>().particleView()->refresh();
     const QString particles = dir.filePath(QStringLiteral("particles.png"));
     ASSERT_TRUE(window->exportViewPng(particles)) << window->lastError().toStdString();
     const QImage image(particles);
-    const double dpr = window->particles().particleView()->devicePixelRatioF();
-    EXPECT_EQ(image.width(), int(std::lround(window->particles().particleView()->width() * dpr)));
-    EXPECT_EQ(image.height(), int(std::lround(window->particles().particleView()->height() * dpr)));
+    const double dpr = window->workspace<ParticlesWorkspace>().particleView()->devicePixelRatioF();
+    EXPECT_EQ(image.width(),
+              int(std::lround(window->workspace<ParticlesWorkspace>().particleView()->width() * dpr)));
+    EXPECT_EQ(image.height(),
+              int(std::lround(window->workspace<ParticlesWorkspace>().particleView()->height() * dpr)));
 
-    window->showTransformersView();
+    window->showPage(window->workspace<TransformersWorkspace>().view());
     const QString transformers = dir.filePath(QStringLiteral("transformers.png"));
     ASSERT_TRUE(window->exportViewPng(transformers));
     EXPECT_FALSE(QImage(transformers).isNull());
@@ -237,7 +250,7 @@ TEST_F(MainWindowTest, ExportsThePlotsAsSvgAndPng) {
     };
     // The charts at their full height (the panel scrolls them in a short dock; the export has them all).
     QWidget* plots = window->shownPlots();
-    ASSERT_EQ(plots, window->particles().plotsPanel()->content());
+    ASSERT_EQ(plots, window->workspace<ParticlesWorkspace>().plotsPanel()->content());
     EXPECT_GE(plots->height(), plots->minimumSizeHint().height());
     const QString svg = dir.filePath(QStringLiteral("plots.svg"));
     ASSERT_TRUE(window->exportPlots(svg)) << window->lastError().toStdString();
@@ -251,11 +264,11 @@ TEST_F(MainWindowTest, ExportsThePlotsAsSvgAndPng) {
     const double dpr = plots->devicePixelRatioF();
     EXPECT_EQ(QImage(png).width(), int(std::lround(plots->width() * dpr)));
 
-    window->showFlowsView();
-    ASSERT_EQ(window->shownPlots(), static_cast<QWidget*>(window->flows().view()));
+    window->showPage(window->workspace<FlowsWorkspace>().view());
+    ASSERT_EQ(window->shownPlots(), static_cast<QWidget*>(window->workspace<FlowsWorkspace>().view()));
     const QString flows = dir.filePath(QStringLiteral("flows.svg"));
     ASSERT_TRUE(window->exportPlots(flows)) << window->lastError().toStdString();
-    EXPECT_TRUE(svgText(flows).contains(viewBox(window->flows().view())));
+    EXPECT_TRUE(svgText(flows).contains(viewBox(window->workspace<FlowsWorkspace>().view())));
 
     EXPECT_FALSE(window->exportPlots(dir.filePath(QStringLiteral("plots.pdf"))));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral(".svg"))) << window->lastError().toStdString();
@@ -279,24 +292,24 @@ TEST_F(MainWindowTest, EachTabShowsOnlyItsWorkspacesControls) {
         return false;
     };
 
-    EXPECT_EQ(window->activeWorkspace(), &window->particles());
+    EXPECT_EQ(window->activeWorkspace(), &window->workspace<ParticlesWorkspace>());
     for (const char* dock : {"sceneDock", "matrixDock"}) EXPECT_TRUE(shown(dock)) << dock;
     for (const char* dock : {"trainingDock", "transformerDock"}) EXPECT_FALSE(shown(dock)) << dock;
     EXPECT_TRUE(run->isVisible() && time->isVisible());
     EXPECT_TRUE(menuShown(QStringLiteral("&Simulation")));
 
-    window->showFlowsView();
-    EXPECT_EQ(window->activeWorkspace(), &window->flows());
+    window->showPage(window->workspace<FlowsWorkspace>().view());
+    EXPECT_EQ(window->activeWorkspace(), &window->workspace<FlowsWorkspace>());
     EXPECT_TRUE(shown("trainingDock"));
     for (const char* dock : {"sceneDock", "presetsDock", "matrixDock", "plotsDock", "transformerDock"})
         EXPECT_FALSE(shown(dock)) << dock;
     EXPECT_FALSE(run->isVisible() || time->isVisible());
     EXPECT_FALSE(menuShown(QStringLiteral("&Simulation")));
     // Space is the particles' Play: on the Flows tab it leaves the particle run paused.
-    window->particles().runner().pause();
+    window->workspace<ParticlesWorkspace>().runner().pause();
     QTest::keyClick(window.get(), Qt::Key_Space);
     QTest::qWait(50);
-    EXPECT_FALSE(window->particles().runner().playing());
+    EXPECT_FALSE(window->workspace<ParticlesWorkspace>().runner().playing());
     // The export menu lists the Flows tab's entries, not the particles'.
     QMenu* exports = nullptr;
     for (QMenu* m : window->findChildren<QMenu*>())
@@ -308,17 +321,17 @@ TEST_F(MainWindowTest, EachTabShowsOnlyItsWorkspacesControls) {
     EXPECT_FALSE(entries.contains(QStringLiteral("&Trajectory as .npy...")))
         << entries.join(", ").toStdString();
 
-    window->showTransformersView();
+    window->showPage(window->workspace<TransformersWorkspace>().view());
     EXPECT_TRUE(shown("transformerDock"));
     EXPECT_FALSE(shown("trainingDock"));
 
-    window->showParticleView();
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
     EXPECT_TRUE(shown("sceneDock"));
     EXPECT_FALSE(shown("transformerDock"));
     EXPECT_TRUE(run->isVisible());
     window->findChild<QDockWidget*>(QStringLiteral("matrixDock"))->close(); // the user closes one
-    window->showFlowsView();
-    window->showParticleView();
+    window->showPage(window->workspace<FlowsWorkspace>().view());
+    window->showPage(window->workspace<ParticlesWorkspace>().particleView());
     EXPECT_FALSE(shown("matrixDock"));
     EXPECT_TRUE(shown("sceneDock"));
     QAction* play = nullptr;
@@ -326,7 +339,7 @@ TEST_F(MainWindowTest, EachTabShowsOnlyItsWorkspacesControls) {
         if (a->shortcut() == QKeySequence(Qt::Key_Space)) play = a;
     ASSERT_NE(play, nullptr);
     EXPECT_TRUE(play->isEnabled()); // here Space plays
-    window->showFlowsView();
+    window->showPage(window->workspace<FlowsWorkspace>().view());
     EXPECT_FALSE(play->isEnabled());
 }
 
@@ -380,7 +393,7 @@ class MatricesDockTest : public MainWindowFixture {
 TEST_F(MatricesDockTest, TheEditorFitsA1024By640WindowWithoutScrollingSideways) {
     QTest::qWait(50); // the docks' first sizes (MainWindow::showEvent)
     ASSERT_EQ(window->width(), 1024);
-    MatrixEditor* editor = window->particles().matrixEditor();
+    MatrixEditor* editor = window->workspace<ParticlesWorkspace>().matrixEditor();
     ASSERT_TRUE(editor->isVisible());
     auto* area = editor->findChild<QScrollArea*>();
     ASSERT_NE(area, nullptr);
@@ -428,13 +441,13 @@ TEST_F(MatricesDockTest, WideMatricesScrollInsideTheirGridsAndTheWindowStays1024
     scene.initial.cov = Mat::Identity(8, 8);
     scene.attention.heads = {
         HeadParams{Mat::Identity(8, 8), Mat::Identity(8, 8), -0.4 * Mat::Identity(8, 8)}};
-    ASSERT_TRUE(window->particles().setScene(scene)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(scene)) << window->lastError().toStdString();
     QTest::qWait(100);
     EXPECT_EQ(window->width(), 1024);
     EXPECT_LE(window->minimumSizeHint().expandedTo(window->minimumSize()).width(), 1024);
     int wide = 0;
-    for (QWidget* panel : {static_cast<QWidget*>(window->particles().matrixEditor()),
-                           static_cast<QWidget*>(window->particles().scenePanel())})
+    for (QWidget* panel : {static_cast<QWidget*>(window->workspace<ParticlesWorkspace>().matrixEditor()),
+                           static_cast<QWidget*>(window->workspace<ParticlesWorkspace>().scenePanel())})
         for (MatrixGrid* grid : panel->findChildren<MatrixGrid*>()) {
             if (!grid->isVisible() || grid->matrix().cols() < 8) continue;
             ++wide;
@@ -474,7 +487,7 @@ TEST_F(MatricesDockTest, EveryPageTabShowsWholeAt1024AndFullTitlesWhereTheyFit) 
 // The Scene dock too: its form scrolls up and down, never sideways, and the window stays 1024 wide.
 TEST_F(MatricesDockTest, TheSceneDockFitsA1024By640WindowWithoutScrollingSideways) {
     QTest::qWait(50);
-    ScenePanel* panel = window->particles().scenePanel();
+    ScenePanel* panel = window->workspace<ParticlesWorkspace>().scenePanel();
     ASSERT_TRUE(panel->isVisible());
     auto* area = panel->findChild<QScrollArea*>();
     ASSERT_NE(area, nullptr);

@@ -59,7 +59,7 @@ bool sameFlowParams(const flows::FlowParams<float>& a, const flows::FlowParams<f
 class ModelFilesTest : public MainWindowFilesFixture {
   protected:
     ModelFilesTest() : MainWindowFilesFixture({1000, 700}) {}
-    void prepare() override { ASSERT_TRUE(window->particles().setScene(tinyScene())); }
+    void prepare() override { ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene())); }
 
     // A flow trained a few steps by the engine (as flowscope-cli train does), saved with its record.
     QString trainedFlowFile(const QString& name, bool rwpo) {
@@ -75,39 +75,41 @@ TEST_F(ModelFilesTest, AFlowOpensAndExportsTheBytesOfTheCliSampler) {
     const QString path = trainedFlowFile(QStringLiteral("moons.safetensors"), true);
     ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
     EXPECT_TRUE(window->lastError().isEmpty());
-    EXPECT_TRUE(window->flows().view()->isVisible()); // the Flows tab is shown
-    const flows::TrainerConfig shown = window->flows().panel()->config();
+    EXPECT_TRUE(window->workspace<FlowsWorkspace>().view()->isVisible()); // the Flows tab is shown
+    const flows::TrainerConfig shown = window->workspace<FlowsWorkspace>().panel()->config();
     EXPECT_EQ(shown.dataset, "moons"); // from the record
     EXPECT_EQ(shown.batch, 64);
     EXPECT_EQ(shown.flow.layers, 2);
     EXPECT_TRUE(shown.initialParams); // Start trains the loaded parameters on
     const flows::FlowModel<float> loaded = flows::loadFlow(path.toStdString());
-    const auto s = window->flows().runner().snapshot();
+    const auto s = window->workspace<FlowsWorkspace>().runner().snapshot();
     ASSERT_TRUE(s && !s->trainers.empty() && s->trainers[0].model);
-    EXPECT_FALSE(window->flows().runner().playing());
+    EXPECT_FALSE(window->workspace<FlowsWorkspace>().runner().playing());
     EXPECT_EQ(s->iteration(), 0);
     EXPECT_TRUE(sameFlowParams(s->trainers[0].model->params(), loaded.params()));
 
     // Samples: n = 500, seed 7, against the shared sampler of flowscope-cli sample --n 500 --seed 7.
     const QString app = dir.filePath(QStringLiteral("app.npy")),
                   cli = dir.filePath(QStringLiteral("cli.npy"));
-    ASSERT_TRUE(window->flows().exportSamples(app, 500, 7)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<FlowsWorkspace>().exportSamples(app, 500, 7))
+        << window->lastError().toStdString();
     flows::writeSamplesNpy(cli.toStdString(), flows::sampleFlow(loaded, flows::baseSamples(2, 500, 7)));
     EXPECT_EQ(bytesOf(app), bytesOf(cli));
     EXPECT_EQ(bytesOf(app).size(), 128 + 500 * 2 * 4); // header + (500, 2) float32
     // Another seed gives other samples (the comparison can fail).
-    ASSERT_TRUE(window->flows().exportSamples(cli, 500, 8));
+    ASSERT_TRUE(window->workspace<FlowsWorkspace>().exportSamples(cli, 500, 8));
     EXPECT_NE(bytesOf(app), bytesOf(cli));
 
     // Density: a 24² grid on [-3, 3]², against flowscope-cli density --grid 24 --half-width 3 --reference
     // 300 (fewer keys than the default 2000: seconds less with the RWPO layer).
-    ASSERT_TRUE(window->flows().exportDensity(app, 24, 3.0, 300)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<FlowsWorkspace>().exportDensity(app, 24, 3.0, 300))
+        << window->lastError().toStdString();
     flows::writeDensityNpy(cli.toStdString(), flows::densityGrid(loaded, 24, 3.0, 300));
     EXPECT_EQ(bytesOf(app), bytesOf(cli));
 
     // The model exported from the app loads back with the same bits, with a record beside it.
     const QString again = dir.filePath(QStringLiteral("again.safetensors"));
-    ASSERT_TRUE(window->flows().exportModel(again)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<FlowsWorkspace>().exportModel(again)) << window->lastError().toStdString();
     EXPECT_TRUE(sameFlowParams(flows::loadFlow(again.toStdString()).params(), loaded.params()));
     EXPECT_TRUE(QFile::exists(dir.filePath(QStringLiteral("again.json"))));
 }
@@ -122,12 +124,13 @@ TEST_F(ModelFilesTest, ALongSamplesExportShowsProgressAndCancels) {
     ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
     const QString out = dir.filePath(QStringLiteral("many.npy"));
     long calls = 0, last = -1;
-    EXPECT_FALSE(window->flows().exportSamples(out, 1 << 20, 0, [&](long done, long total) {
-        EXPECT_EQ(total, 1000);
-        EXPECT_GE(done, last);
-        last = done;
-        return ++calls < 3;
-    }));
+    EXPECT_FALSE(
+        window->workspace<FlowsWorkspace>().exportSamples(out, 1 << 20, 0, [&](long done, long total) {
+            EXPECT_EQ(total, 1000);
+            EXPECT_GE(done, last);
+            last = done;
+            return ++calls < 3;
+        }));
     EXPECT_EQ(calls, 3);
     EXPECT_LT(last, 1000);
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("cancelled")))
@@ -148,7 +151,8 @@ TEST_F(ModelFilesTest, AFlowWithoutADatasetInItsRecordCanStillBeSampled) {
                 status.contains(QStringLiteral("no toy dataset")))
         << status.toStdString();
     const QString out = dir.filePath(QStringLiteral("s.npy"));
-    ASSERT_TRUE(window->flows().exportSamples(out, 100, 0)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<FlowsWorkspace>().exportSamples(out, 100, 0))
+        << window->lastError().toStdString();
     EXPECT_EQ(bytesOf(out).size(), 128 + 100 * 2 * 4);
 }
 
@@ -162,48 +166,51 @@ TEST_F(ModelFilesTest, ATransformerOpensInTheTransformersTab) {
     const QString path = dir.filePath(QStringLiteral("ot.safetensors"));
     ot::saveTransformer(path.toStdString(), t, 0.0);
     ASSERT_TRUE(window->openModelFile(path)) << window->lastError().toStdString();
-    EXPECT_TRUE(window->transformers().view()->isVisible());
-    EXPECT_FALSE(window->flows().runner().snapshot()); // the Flows tab was not touched
-    const auto s = window->transformers().runner().snapshot();
+    EXPECT_TRUE(window->workspace<TransformersWorkspace>().view()->isVisible());
+    EXPECT_FALSE(window->workspace<FlowsWorkspace>().runner().snapshot()); // the Flows tab was not touched
+    const auto s = window->workspace<TransformersWorkspace>().runner().snapshot();
     ASSERT_TRUE(s && !s->trainers.empty() && s->trainers[0].model);
     EXPECT_EQ(s->task, ot::Task::A);
     EXPECT_EQ(s->trainers[0].model->params().blocks[0].Q, t.evaluatedModel().params().blocks[0].Q);
-    EXPECT_TRUE(window->transformers().panel()->config().initialParams);
+    EXPECT_TRUE(window->workspace<TransformersWorkspace>().panel()->config().initialParams);
     // Exported from the Transformers tab: a Transformer, bit for bit (the trainer's evaluated, i.e. averaged,
     // parameters: what saveTransformer wrote).
     const QString again = dir.filePath(QStringLiteral("again.safetensors"));
-    ASSERT_TRUE(window->transformers().exportModel(again)) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<TransformersWorkspace>().exportModel(again))
+        << window->lastError().toStdString();
     const ot::TransformerModel back = ot::loadTransformer(again.toStdString());
     EXPECT_EQ(back.params().blocks[0].Q, t.evaluatedModel().params().blocks[0].Q);
     EXPECT_EQ(back.params().blocks[0].W, t.evaluatedModel().params().blocks[0].W);
     // Samples are a flow's: none to export yet.
-    EXPECT_FALSE(window->flows().exportSamples(dir.filePath(QStringLiteral("s.npy")), 10, 0));
+    EXPECT_FALSE(
+        window->workspace<FlowsWorkspace>().exportSamples(dir.filePath(QStringLiteral("s.npy")), 10, 0));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("No flow"))) << window->lastError().toStdString();
     EXPECT_FALSE(QFile::exists(dir.filePath(QStringLiteral("s.npy"))));
 }
 
 TEST_F(ModelFilesTest, ATruncatedFileKeepsTheRunAndNamesTheFile) {
-    ASSERT_TRUE(window->flows().start(tinyFlow(false), false, false));
-    const std::uint64_t generation = window->flows().runner().snapshot()->generation;
+    ASSERT_TRUE(window->workspace<FlowsWorkspace>().start(tinyFlow(false), false, false));
+    const std::uint64_t generation = window->workspace<FlowsWorkspace>().runner().snapshot()->generation;
     const QString path = trainedFlowFile(QStringLiteral("cut.safetensors"), false);
     std::filesystem::resize_file(path.toStdString(), std::filesystem::file_size(path.toStdString()) - 40);
     EXPECT_FALSE(window->openModelFile(path));
     EXPECT_TRUE(window->lastError().contains(path)) << window->lastError().toStdString();
-    EXPECT_EQ(window->flows().runner().snapshot()->generation, generation);
-    EXPECT_FALSE(window->flows().panel()->config().initialParams);
+    EXPECT_EQ(window->workspace<FlowsWorkspace>().runner().snapshot()->generation, generation);
+    EXPECT_FALSE(window->workspace<FlowsWorkspace>().panel()->config().initialParams);
 }
 
 // Quit (Ctrl+Q) with a model trained since its last export asks Save / Discard / Cancel: Cancel keeps the
 // window, an export clears the question, Discard closes.
 TEST_F(ModelFilesTest, QuitAsksBeforeLosingATrainedModel) {
-    EXPECT_TRUE(window->flows().unsavedWork().isEmpty()); // nothing trained yet
-    ASSERT_TRUE(window->flows().start(tinyFlow(false), false, false)) << window->lastError().toStdString();
-    window->flows().runner().stepOnce();
+    EXPECT_TRUE(window->workspace<FlowsWorkspace>().unsavedWork().isEmpty()); // nothing trained yet
+    ASSERT_TRUE(window->workspace<FlowsWorkspace>().start(tinyFlow(false), false, false))
+        << window->lastError().toStdString();
+    window->workspace<FlowsWorkspace>().runner().stepOnce();
     ASSERT_TRUE(waitFor([&] {
-        const auto s = window->flows().runner().snapshot();
+        const auto s = window->workspace<FlowsWorkspace>().runner().snapshot();
         return s && s->iteration() >= 1;
     }));
-    EXPECT_NE(window->flows().unsavedWork().indexOf(QStringLiteral("not exported")), -1);
+    EXPECT_NE(window->workspace<FlowsWorkspace>().unsavedWork().indexOf(QStringLiteral("not exported")), -1);
     // Answers the question when it comes (the close runs it modally), with `button`.
     const auto answer = [&](QMessageBox::StandardButton button) {
         QTimer::singleShot(0, [button] {
@@ -223,10 +230,11 @@ TEST_F(ModelFilesTest, QuitAsksBeforeLosingATrainedModel) {
     EXPECT_FALSE(window->close());
     EXPECT_TRUE(window->isVisible());
 
-    ASSERT_TRUE(window->flows().exportModel(dir.filePath(QStringLiteral("kept.safetensors"))));
-    EXPECT_TRUE(window->flows().unsavedWork().isEmpty());
-    window->flows().runner().stepOnce(); // trained on: unsaved again
-    ASSERT_TRUE(waitFor([&] { return !window->flows().unsavedWork().isEmpty(); }));
+    ASSERT_TRUE(
+        window->workspace<FlowsWorkspace>().exportModel(dir.filePath(QStringLiteral("kept.safetensors"))));
+    EXPECT_TRUE(window->workspace<FlowsWorkspace>().unsavedWork().isEmpty());
+    window->workspace<FlowsWorkspace>().runner().stepOnce(); // trained on: unsaved again
+    ASSERT_TRUE(waitFor([&] { return !window->workspace<FlowsWorkspace>().unsavedWork().isEmpty(); }));
     answer(QMessageBox::Discard);
     EXPECT_TRUE(window->close());
     EXPECT_FALSE(window->isVisible());

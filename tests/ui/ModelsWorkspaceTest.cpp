@@ -37,7 +37,7 @@ class ModelsWorkspaceTest : public MainWindowFilesFixture {
   protected:
     ModelsWorkspaceTest() : MainWindowFilesFixture({1280, 800}) {}
 
-    ModelsWorkspace& models() { return window->models(); }
+    ModelsWorkspace& models() { return window->workspace<ModelsWorkspace>(); }
 
     // Opens `dir`, runs it on `ids` and waits for runFinished; returns its argument.
     bool openAndRun(const std::string& dir, const QString& ids) {
@@ -199,11 +199,11 @@ TEST_F(ModelsWorkspaceTest, TheHeadsOdeStartsOnLayerZeroIsTheEnginesAndOpensInPa
     saveShot(*window, QStringLiteral("models-dynamics.png"));
 
     ASSERT_TRUE(models().openInParticles()) << models().lastError().toStdString();
-    ASSERT_TRUE(window->particles().scene());
-    EXPECT_EQ(window->particles().scene()->name, d->dynamics.scene.name);
-    EXPECT_EQ(window->particles().scene()->n, int(r->ids.size()));
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene());
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->name, d->dynamics.scene.name);
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->n, int(r->ids.size()));
     EXPECT_EQ(qobject_cast<QTabWidget*>(window->centralWidget())->currentWidget(),
-              static_cast<QWidget*>(window->particles().particleView()));
+              static_cast<QWidget*>(window->workspace<ParticlesWorkspace>().particleView()));
 }
 
 TEST_F(ModelsWorkspaceTest, AlbertsOdeStaysOnTheSphere) {

@@ -29,20 +29,21 @@ namespace {
 // fails ends the caller's ASSERT_NO_FATAL_FAILURE).
 void showScene(MainWindow& w, int width, int height, const Scene& scene) {
     w.resize(width, height);
-    ASSERT_TRUE(w.particles().setScene(scene));
+    ASSERT_TRUE(w.workspace<ParticlesWorkspace>().setScene(scene));
     w.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&w));
 }
 
 // The same with the view's HUD hidden: these tests look at the particles and the banner only.
 void showSceneWithoutHud(MainWindow& w, int width, int height, const Scene& scene) {
-    w.particles().particleView()->setHudVisible(false);
+    w.workspace<ParticlesWorkspace>().particleView()->setHudVisible(false);
     showScene(w, width, height, scene);
 }
 
 // The Draw button of w's scene panel.
 QPushButton* drawButton(MainWindow& w) {
-    return w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.draw"));
+    return w.workspace<ParticlesWorkspace>().scenePanel()->findChild<QPushButton*>(
+        QStringLiteral("initial.points.draw"));
 }
 
 // Shows `scene` (with or without the HUD), paints a frame (which fixes the camera that maps pixels to the
@@ -53,7 +54,7 @@ void showAndStartDrawing(MainWindow& w, int width, int height, const Scene& scen
     else
         showSceneWithoutHud(w, width, height, scene);
     if (::testing::Test::HasFatalFailure()) return;
-    ParticleView* view = w.particles().particleView();
+    ParticleView* view = w.workspace<ParticlesWorkspace>().particleView();
     view->refresh();
     view->grabFramebuffer();
     QPushButton* draw = drawButton(w);
@@ -82,13 +83,14 @@ struct Shown {
 
 // Advances `w`'s run to `steps` steps, then grabs exactly what the view draws for that snapshot.
 Shown advanceAndGrab(MainWindow& w, int steps) {
-    for (int i = 0; i < steps; ++i) w.particles().runner().stepOnce();
-    EXPECT_TRUE(
-        waitForSnapshot(w.particles().runner(), [steps](const Snapshot& s) { return s.step >= steps; }));
-    w.particles().particleView()->refresh();
+    for (int i = 0; i < steps; ++i) w.workspace<ParticlesWorkspace>().runner().stepOnce();
+    EXPECT_TRUE(waitForSnapshot(w.workspace<ParticlesWorkspace>().runner(),
+                                [steps](const Snapshot& s) { return s.step >= steps; }));
+    w.workspace<ParticlesWorkspace>().particleView()->refresh();
     Shown out;
-    out.image = w.particles().particleView()->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
-    out.snapshot = w.particles().particleView()->displayedSnapshot();
+    out.image = w.workspace<ParticlesWorkspace>().particleView()->grabFramebuffer().convertToFormat(
+        QImage::Format_RGB32);
+    out.snapshot = w.workspace<ParticlesWorkspace>().particleView()->displayedSnapshot();
     return out;
 }
 
@@ -96,7 +98,7 @@ TEST(ParticleView, DrawsTheTokensWhereItsTransformPutsThem) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
     ASSERT_NO_FATAL_FAILURE(showSceneWithoutHud(w, 900, 700, tinyScene(256)));
-    ParticleView* view = w.particles().particleView();
+    ParticleView* view = w.workspace<ParticlesWorkspace>().particleView();
     ASSERT_TRUE(view->glError().isEmpty()) << view->glError().toStdString();
 
     const Shown shown = advanceAndGrab(w, 5);
@@ -156,7 +158,7 @@ TEST(ParticleView, TheQuickControlsCoverNoTickLabel) {
     for (const QSize size : {QSize(1280, 800), QSize(1024, 640)}) {
         MainWindow w;
         ASSERT_NO_FATAL_FAILURE(showScene(w, size.width(), size.height(), tinyScene(256)));
-        ParticleView* view = w.particles().particleView();
+        ParticleView* view = w.workspace<ParticlesWorkspace>().particleView();
         ASSERT_TRUE(quickControlsLaidOut(view));
         view->grabFramebuffer();
         const HudRect r = view->quickLayout().window;
@@ -185,7 +187,7 @@ TEST(ParticleView, TheExportedPngHasNoQuickControls) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
     ASSERT_NO_FATAL_FAILURE(showScene(w, 1024, 640, tinyScene(256)));
-    ParticleView* view = w.particles().particleView();
+    ParticleView* view = w.workspace<ParticlesWorkspace>().particleView();
     ASSERT_TRUE(quickControlsLaidOut(view));
     const HudRect r = view->quickLayout().window;
     const double dpr = view->devicePixelRatioF();
@@ -222,7 +224,7 @@ TEST(ParticleView, FramesAllTokensOfANewScene) {
     far.initial.mean = Vec::Constant(2, 1000.0); // far from the origin, spread 1: only framing finds it
     ASSERT_NO_FATAL_FAILURE(showSceneWithoutHud(w, 700, 500, far));
     const Shown shown = advanceAndGrab(w, 0); // the framed state itself: this cloud moves fast afterwards
-    const QRectF visible = w.particles().particleView()->transform().visibleWorld();
+    const QRectF visible = w.workspace<ParticlesWorkspace>().particleView()->transform().visibleWorld();
     const Tokens& X = shown.snapshot->tokens;
     for (Eigen::Index i = 0; i < X.rows(); ++i) ASSERT_TRUE(visible.contains(QPointF(X(i, 0), X(i, 1))));
     long count = 0;
@@ -235,13 +237,14 @@ TEST(ParticleView, ShowsARedBannerWhenTheRunDiverges) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
     ASSERT_NO_FATAL_FAILURE(showSceneWithoutHud(w, 800, 600, divergingScene()));
-    w.particles().setMaxSpeed(true);
-    w.particles().play();
-    ASSERT_TRUE(
-        waitForSnapshot(w.particles().runner(), [](const Snapshot& s) { return s.finished && !s.playing; }));
-    w.particles().particleView()->refresh();
-    const QImage img = w.particles().particleView()->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
-    ASSERT_TRUE(w.particles().particleView()->displayedSnapshot()->event.has_value());
+    w.workspace<ParticlesWorkspace>().setMaxSpeed(true);
+    w.workspace<ParticlesWorkspace>().play();
+    ASSERT_TRUE(waitForSnapshot(w.workspace<ParticlesWorkspace>().runner(),
+                                [](const Snapshot& s) { return s.finished && !s.playing; }));
+    w.workspace<ParticlesWorkspace>().particleView()->refresh();
+    const QImage img = w.workspace<ParticlesWorkspace>().particleView()->grabFramebuffer().convertToFormat(
+        QImage::Format_RGB32);
+    ASSERT_TRUE(w.workspace<ParticlesWorkspace>().particleView()->displayedSnapshot()->event.has_value());
 
     long red = 0;
     for (int y = 0; y < img.height() / 3; ++y) // the banner sits at the top
@@ -254,8 +257,8 @@ TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
     ASSERT_NO_FATAL_FAILURE(showAndStartDrawing(w, 1200, 760, tinyScene(256), false));
-    ParticleView* view = w.particles().particleView();
-    EXPECT_FALSE(w.particles().runner().playing());
+    ParticleView* view = w.workspace<ParticlesWorkspace>().particleView();
+    EXPECT_FALSE(w.workspace<ParticlesWorkspace>().runner().playing());
 
     // One stroke: press, a 100-pixel horizontal drag, release.
     const QPoint a(view->width() / 2 - 50, view->height() / 3), b = a + QPoint(100, 0);
@@ -279,19 +282,19 @@ TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
     }
 
     // The panel staged them (kind points, N = m); Apply restarts from them and ends drawing.
-    const Scene& edited = w.particles().scenePanel()->editedScene();
+    const Scene& edited = w.workspace<ParticlesWorkspace>().scenePanel()->editedScene();
     EXPECT_EQ(edited.initial.kind, InitKind::Points);
     EXPECT_EQ(edited.n, P.rows());
-    EXPECT_TRUE(w.particles().scenePanel()->stagedError().isEmpty())
-        << w.particles().scenePanel()->stagedError().toStdString();
-    w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("apply"))->click();
+    EXPECT_TRUE(w.workspace<ParticlesWorkspace>().scenePanel()->stagedError().isEmpty())
+        << w.workspace<ParticlesWorkspace>().scenePanel()->stagedError().toStdString();
+    w.workspace<ParticlesWorkspace>().scenePanel()->findChild<QPushButton*>(QStringLiteral("apply"))->click();
     EXPECT_FALSE(view->drawing());
     EXPECT_FALSE(drawButton(w)->isChecked());
-    ASSERT_TRUE(w.particles().scene().has_value());
-    EXPECT_EQ(w.particles().scene()->initial.kind, InitKind::Points);
-    ASSERT_TRUE(waitForSnapshot(w.particles().runner(),
+    ASSERT_TRUE(w.workspace<ParticlesWorkspace>().scene().has_value());
+    EXPECT_EQ(w.workspace<ParticlesWorkspace>().scene()->initial.kind, InitKind::Points);
+    ASSERT_TRUE(waitForSnapshot(w.workspace<ParticlesWorkspace>().runner(),
                                 [&](const Snapshot& s) { return s.tokens.rows() == P.rows(); }));
-    EXPECT_EQ(w.particles().runner().snapshot()->tokens, P);
+    EXPECT_EQ(w.workspace<ParticlesWorkspace>().runner().snapshot()->tokens, P);
 }
 
 // Clear drops the points, and the panel says why it cannot apply; Escape ends drawing.
@@ -299,13 +302,17 @@ TEST(ParticleView, ClearAndEscapeWhileDrawing) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow w;
     ASSERT_NO_FATAL_FAILURE(showAndStartDrawing(w, 900, 700, tinyScene(64), true));
-    ParticleView* view = w.particles().particleView();
+    ParticleView* view = w.workspace<ParticlesWorkspace>().particleView();
     QTest::mouseClick(view, Qt::LeftButton, {}, QPoint(400, 400));
     ASSERT_EQ(view->drawnPoints().rows(), 1);
-    w.particles().scenePanel()->findChild<QPushButton*>(QStringLiteral("initial.points.clear"))->click();
+    w.workspace<ParticlesWorkspace>()
+        .scenePanel()
+        ->findChild<QPushButton*>(QStringLiteral("initial.points.clear"))
+        ->click();
     EXPECT_EQ(view->drawnPoints().rows(), 0);
-    EXPECT_TRUE(w.particles().scenePanel()->stagedError().startsWith(QStringLiteral("initial.points:")))
-        << w.particles().scenePanel()->stagedError().toStdString();
+    EXPECT_TRUE(w.workspace<ParticlesWorkspace>().scenePanel()->stagedError().startsWith(
+        QStringLiteral("initial.points:")))
+        << w.workspace<ParticlesWorkspace>().scenePanel()->stagedError().toStdString();
     QTest::keyClick(view, Qt::Key_Escape);
     EXPECT_FALSE(view->drawing());
     EXPECT_FALSE(drawButton(w)->isChecked());
@@ -323,14 +330,14 @@ TEST(ParticleView, DrawsGpuResidentTokensStraightFromGpuMemory) {
     Scene scene = tinyScene(256, 12);
     scene.precision = Precision::Float32;
     ASSERT_NO_FATAL_FAILURE(showSceneWithoutHud(w, 900, 700, scene));
-    w.particles().setBackend(QStringLiteral("gl"));
-    ASSERT_TRUE(waitForSnapshot(w.particles().runner(), [](const Snapshot& s) {
+    w.workspace<ParticlesWorkspace>().setBackend(QStringLiteral("gl"));
+    ASSERT_TRUE(waitForSnapshot(w.workspace<ParticlesWorkspace>().runner(), [](const Snapshot& s) {
         return s.backend.rfind("OpenGL", 0) == 0 || !s.backendNote.empty();
     }));
-    if (const auto s = w.particles().runner().snapshot(); !s->backendNote.empty())
+    if (const auto s = w.workspace<ParticlesWorkspace>().runner().snapshot(); !s->backendNote.empty())
         GTEST_SKIP() << s->backendNote;
 
-    ParticleView* view = w.particles().particleView();
+    ParticleView* view = w.workspace<ParticlesWorkspace>().particleView();
     view->setFollow(false); // one camera for both pictures (following would ease it on between them)
     const Shown device = advanceAndGrab(w, 12);
     ASSERT_EQ(device.snapshot->step, 12);

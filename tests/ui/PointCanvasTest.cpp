@@ -114,10 +114,10 @@ TEST(PointCanvasTest, TheDialogNeedsTwoPointsAndThePanelTrainsOnThem) {
     FLOWSCOPE_REQUIRE_GUI();
     MainWindow window;
     window.resize(1200, 800);
-    window.showFlowsView();
+    window.showPage(window.workspace<FlowsWorkspace>().view());
     window.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
-    TrainingPanel* panel = window.flows().panel();
+    TrainingPanel* panel = window.workspace<FlowsWorkspace>().panel();
     auto* draw = panel->findChild<QPushButton*>(QStringLiteral("drawPoints"));
     ASSERT_NE(draw, nullptr);
     EXPECT_FALSE(draw->isVisibleTo(panel)); // only for "your points"
@@ -156,11 +156,12 @@ TEST(PointCanvasTest, TheDialogNeedsTwoPointsAndThePanelTrainsOnThem) {
     config.flow.rwpo = false;
     EXPECT_TRUE(config.dataset.empty());
     EXPECT_EQ(config.points, panel->points());
-    ASSERT_TRUE(window.flows().start(config, false, false)) << window.lastError().toStdString();
+    ASSERT_TRUE(window.workspace<FlowsWorkspace>().start(config, false, false))
+        << window.lastError().toStdString();
     std::shared_ptr<const TrainingSnapshot> s;
     for (int i = 0; i < 400 && !(s && !s->trainers.empty() && s->trainers[0].config); ++i) {
         QTest::qWait(10);
-        s = window.flows().runner().snapshot();
+        s = window.workspace<FlowsWorkspace>().runner().snapshot();
     }
     ASSERT_TRUE(s && !s->trainers.empty() && s->trainers[0].config);
     EXPECT_EQ(s->trainers[0].config->points, panel->points());

@@ -64,10 +64,10 @@ class SweepsWorkspaceTest : public MainWindowFilesFixture {
     SweepsWorkspaceTest() : MainWindowFilesFixture(QSize(1280, 800)) {}
 
     void ready() override {
-        window->showPage(window->sweeps().view());
+        window->showPage(window->workspace<SweepsWorkspace>().view());
         QTest::qWait(20);
     }
-    SweepsWorkspace& sweeps() { return window->sweeps(); }
+    SweepsWorkspace& sweeps() { return window->workspace<SweepsWorkspace>(); }
     SweepView* view() { return sweeps().view(); }
 
     QString writeSpec(const char* name, const char* text) {
@@ -109,7 +109,7 @@ TEST_F(SweepsWorkspaceTest, TheWorkspaceRegistersAndItsPageShows) {
     // The shipped sweeps are offered.
     for (const char* name : {"disc-tmax", "fig11-ranks-l2", "fig4-ranks-softmax", "sphere-beta-n"})
         EXPECT_GE(sweeps().panel()->sweepBox()->findText(QString::fromLatin1(name)), 0) << name;
-    window->showFlowsView();
+    window->showPage(window->workspace<FlowsWorkspace>().view());
     EXPECT_FALSE(sweeps().panel()->isVisible());
 }
 
@@ -303,9 +303,10 @@ TEST_F(SweepsWorkspaceTest, ClickingACellOpensItsSceneInTheParticlesWorkspace) {
     runToEnd(kDisc);
     // Gaussian mode, d = 2: the cone view, with the cell's one initial covariance.
     QTest::mouseClick(view(), Qt::LeftButton, {}, centre(1, 2)); // x = -0.45, y = 0.3
-    ASSERT_TRUE(window->particles().scene().has_value()) << window->lastError().toStdString();
-    const Scene& disc = *window->particles().scene();
-    EXPECT_EQ(tabs()->currentWidget(), window->particles().coneView());
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene().has_value())
+        << window->lastError().toStdString();
+    const Scene& disc = *window->workspace<ParticlesWorkspace>().scene();
+    EXPECT_EQ(tabs()->currentWidget(), window->workspace<ParticlesWorkspace>().coneView());
     const SweepHeat& heat = view()->picture().heat();
     EXPECT_NEAR(heat.xLevels[1], -0.45, 1e-15);
     EXPECT_NEAR(heat.yLevels[2], 0.3, 1e-15);
@@ -329,8 +330,8 @@ TEST_F(SweepsWorkspaceTest, ClickingACellOpensItsSceneInTheParticlesWorkspace) {
     window->showPage(view());
     runToEnd(kParticles);
     QTest::mouseClick(view(), Qt::LeftButton, {}, centre(2, 1)); // beta = 4, n = 12
-    const Scene& s = *window->particles().scene();
-    EXPECT_EQ(tabs()->currentWidget(), window->particles().particleView());
+    const Scene& s = *window->workspace<ParticlesWorkspace>().scene();
+    EXPECT_EQ(tabs()->currentWidget(), window->workspace<ParticlesWorkspace>().particleView());
     EXPECT_EQ(s.attention.beta, 4);
     EXPECT_EQ(s.n, 12);
     EXPECT_EQ(s.initial.seed, sweepPoint(*sweeps().spec(), (2 * 2 + 1) * 2).seed);
@@ -338,7 +339,7 @@ TEST_F(SweepsWorkspaceTest, ClickingACellOpensItsSceneInTheParticlesWorkspace) {
     const QString runName = QStringLiteral("tiny run %1").arg((2 * 2 + 1) * 2);
     EXPECT_EQ(QString::fromStdString(s.name), runName) << s.name;
     EXPECT_TRUE(window->windowTitle().startsWith(runName)) << window->windowTitle().toStdString();
-    window->showFlowsView();
+    window->showPage(window->workspace<FlowsWorkspace>().view());
     EXPECT_FALSE(window->windowTitle().contains(runName)) << window->windowTitle().toStdString();
 }
 
@@ -370,9 +371,10 @@ TEST_F(SweepsWorkspaceTest, AOneAxisSweepDrawsTheFig4RankHistograms) {
     const QString text = view()->describeAt(picture.cellRect({2, bar}).center());
     EXPECT_EQ(text, QStringLiteral("d = 5: rank = 3 in %1 of 100 finished runs").arg(h.counts[2][bar]));
     QTest::mouseClick(view(), Qt::LeftButton, {}, picture.cellRect({2, bar}).center().toPoint());
-    ASSERT_TRUE(window->particles().scene().has_value());
-    EXPECT_EQ(window->particles().scene()->d, 5);
-    EXPECT_EQ(tabs()->currentWidget(), window->particles().particleView()); // d = 5: no cone
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene().has_value());
+    EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->d, 5);
+    EXPECT_EQ(tabs()->currentWidget(),
+              window->workspace<ParticlesWorkspace>().particleView()); // d = 5: no cone
 }
 
 } // namespace

@@ -62,21 +62,25 @@ class TrainingAnimationTest : public MainWindowFilesFixture {
   protected:
     TrainingAnimationTest() : MainWindowFilesFixture({1000, 700}) {}
     void prepare() override {
-        ASSERT_TRUE(window->particles().setScene(tinyScene(16, 10)));
-        ASSERT_TRUE(window->flows().start(smallFlow(false), false, false))
+        ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene(16, 10)));
+        ASSERT_TRUE(window->workspace<FlowsWorkspace>().start(smallFlow(false), false, false))
             << window->lastError().toStdString();
-        window->showFlowsView();
+        window->showPage(window->workspace<FlowsWorkspace>().view());
     }
 };
 
 TEST_F(TrainingAnimationTest, ExportIsTheAnimatorsFramesAndLeavesTheRunAlone) {
     const AnimationOptions o = trainingOptions();
     std::vector<long> frames;
-    ASSERT_TRUE(window->flows().exportAnimation(o, path("frames/"), [&](long done, long total) {
-        EXPECT_EQ(total, o.frames);
-        if (frames.empty() || frames.back() != done) frames.push_back(done);
-        return true;
-    })) << window->lastError().toStdString();
+    ASSERT_TRUE(window->workspace<FlowsWorkspace>().exportAnimation(o, path("frames/"),
+                                                                    [&](long done, long total) {
+                                                                        EXPECT_EQ(total, o.frames);
+                                                                        if (frames.empty() ||
+                                                                            frames.back() != done)
+                                                                            frames.push_back(done);
+                                                                        return true;
+                                                                    }))
+        << window->lastError().toStdString();
     // Progress after every frame (and, with the same count, between iterations: the cancel poll).
     EXPECT_EQ(frames, (std::vector<long>{0, 1, 2, 3}));
     const QStringList pngs = entries(path("frames"));
@@ -94,7 +98,7 @@ TEST_F(TrainingAnimationTest, ExportIsTheAnimatorsFramesAndLeavesTheRunAlone) {
     }
     EXPECT_NE(expected[0], expected[2]); // the model moved
     // The Flows tab's own run is still paused at iteration 0.
-    const auto s = window->flows().runner().snapshot();
+    const auto s = window->workspace<FlowsWorkspace>().runner().snapshot();
     ASSERT_TRUE(s);
     EXPECT_EQ(s->iteration(), 0);
     EXPECT_FALSE(s->playing);
@@ -135,27 +139,28 @@ TEST_F(TrainingAnimationTest, FrameKShowsTheModelAfterKTimesKIterations) {
 
 TEST_F(TrainingAnimationTest, CancelAndBadFieldsLeaveNothing) {
     for (const char* name : {"cancel.gif", "cancel/"}) {
-        EXPECT_FALSE(window->flows().exportAnimation(trainingOptions(), path(name),
-                                                     [&](long done, long) { return done < 2; }));
+        EXPECT_FALSE(window->workspace<FlowsWorkspace>().exportAnimation(
+            trainingOptions(), path(name), [&](long done, long) { return done < 2; }));
         EXPECT_TRUE(window->lastError().contains(QStringLiteral("cancelled")))
             << window->lastError().toStdString();
         EXPECT_TRUE(entries(dir.path()).isEmpty()) << entries(dir.path()).join(' ').toStdString();
     }
     AnimationOptions o = trainingOptions();
     o.itersPerFrame = 0;
-    EXPECT_FALSE(window->flows().exportAnimation(o, path("bad.gif")));
+    EXPECT_FALSE(window->workspace<FlowsWorkspace>().exportAnimation(o, path("bad.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("Iterations per frame")))
         << window->lastError().toStdString();
     o = trainingOptions();
     o.hud = true;
-    EXPECT_FALSE(window->flows().exportAnimation(o, path("bad.gif")));
+    EXPECT_FALSE(window->workspace<FlowsWorkspace>().exportAnimation(o, path("bad.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("Heads-up display")))
         << window->lastError().toStdString();
     o = trainingOptions();
     o.height = 20; // the caption strip leaves no room
-    EXPECT_FALSE(window->flows().exportAnimation(o, path("bad.gif")));
+    EXPECT_FALSE(window->workspace<FlowsWorkspace>().exportAnimation(o, path("bad.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("no room"))) << window->lastError().toStdString();
-    EXPECT_FALSE(window->flows().exportAnimation(trainingOptions(), path("no-such-dir/a.gif")));
+    EXPECT_FALSE(
+        window->workspace<FlowsWorkspace>().exportAnimation(trainingOptions(), path("no-such-dir/a.gif")));
     EXPECT_TRUE(window->lastError().contains(QStringLiteral("no-such-dir")))
         << window->lastError().toStdString();
     EXPECT_TRUE(entries(dir.path()).isEmpty()) << entries(dir.path()).join(' ').toStdString();

@@ -57,8 +57,8 @@ long greyPixels(const QImage& image, const QRect& area) {
 class TrainingViewTest : public TrainingTabFixture<TrainingPanel, TrainingView> {
   protected:
     void ready() override {
-        window->showFlowsView();
-        useTab(window->flows());
+        window->showPage(window->workspace<FlowsWorkspace>().view());
+        useTab(window->workspace<FlowsWorkspace>());
         // A tiny flow: each iteration takes well under a millisecond.
         panel->findChild<QComboBox*>(QStringLiteral("training.dataset"))
             ->setCurrentText(QStringLiteral("8gaussians"));
@@ -80,7 +80,7 @@ TEST_F(TrainingViewTest, FlowsTabSitsNextToTheOtherViews) {
 }
 
 TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
-    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->flows(), 3));
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->workspace<FlowsWorkspace>(), 3));
     const auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 1u);
     EXPECT_EQ(s->trainers[0].history.size(), 3u);
@@ -111,7 +111,7 @@ TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
 }
 
 TEST_F(TrainingViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
-    ASSERT_NO_FATAL_FAILURE(expectStartThenPause(window->flows(), 5));
+    ASSERT_NO_FATAL_FAILURE(expectStartThenPause(window->workspace<FlowsWorkspace>(), 5));
     ASSERT_TRUE(waitFor([&] {
         view->refresh();
         return view->displayedSnapshot() && !view->displayedSnapshot()->playing;
@@ -123,9 +123,9 @@ TEST_F(TrainingViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
     EXPECT_TRUE(panel->edited());
     EXPECT_EQ(button("start")->text(), QStringLiteral("Start"));
     button("start")->click(); // a new run with seed 11
-    EXPECT_EQ(window->flows().runner().snapshot()->generation, generation + 1);
+    EXPECT_EQ(window->workspace<FlowsWorkspace>().runner().snapshot()->generation, generation + 1);
     EXPECT_FALSE(panel->edited());
-    window->flows().runner().pause();
+    window->workspace<FlowsWorkspace>().runner().pause();
 }
 
 TEST_F(TrainingViewTest, SideBySideDrawsBothFlows) {
@@ -158,11 +158,11 @@ TEST_F(TrainingViewTest, SideBySideDrawsBothFlows) {
 
 TEST_F(TrainingViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
     ASSERT_NO_FATAL_FAILURE(expectInvalidStartKeepsTheRun(
-        window->flows(),
+        window->workspace<FlowsWorkspace>(),
         [&] {
             flows::TrainerConfig bad = panel->config();
             bad.batch = 1;
-            return window->flows().start(bad, false, true);
+            return window->workspace<FlowsWorkspace>().start(bad, false, true);
         },
         "batch"));
     EXPECT_EQ(panel->config().batch, 64); // the controls still show the run
@@ -191,20 +191,22 @@ TEST(TrainingResponsiveness, RateAndUiLatencyWhileTraining) {
         window.resize(1280, 800);
         window.show();
         ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
-        window.showFlowsView();
-        flows::TrainerConfig c = window.flows().panel()->config();
+        window.showPage(window.workspace<FlowsWorkspace>().view());
+        flows::TrainerConfig c = window.workspace<FlowsWorkspace>().panel()->config();
         c.dataset = "moons";
         c.flow.rwpo = rwpo;
-        ASSERT_TRUE(window.flows().start(c, false, true)) << window.lastError().toStdString();
+        ASSERT_TRUE(window.workspace<FlowsWorkspace>().start(c, false, true))
+            << window.lastError().toStdString();
         // Past the first pictures (with the RWPO layer its exact-inverse sampler takes seconds): until 5
         // iterations are done.
         QElapsedTimer warmup;
         warmup.start();
-        while (warmup.elapsed() < 120000 && window.flows().runner().snapshot()->iteration() < 5)
+        while (warmup.elapsed() < 120000 &&
+               window.workspace<FlowsWorkspace>().runner().snapshot()->iteration() < 5)
             QTest::qWait(50);
         std::printf("%s: iteration 5 after %.1f s\n", rwpo ? "with RWPO" : "plain OT-Flow",
                     double(warmup.elapsed()) * 1e-3);
-        const long first = window.flows().runner().snapshot()->iteration();
+        const long first = window.workspace<FlowsWorkspace>().runner().snapshot()->iteration();
         QElapsedTimer clock;
         clock.start();
         std::vector<double> late; // ms past the 10 ms interval
@@ -221,7 +223,7 @@ TEST(TrainingResponsiveness, RateAndUiLatencyWhileTraining) {
         QTest::qWait(5000);
         tick.stop();
         const double seconds = double(clock.nsecsElapsed()) * 1e-9;
-        const long iterations = window.flows().runner().snapshot()->iteration() - first;
+        const long iterations = window.workspace<FlowsWorkspace>().runner().snapshot()->iteration() - first;
         ASSERT_GT(late.size(), 50u);
         std::sort(late.begin(), late.end());
         std::printf(

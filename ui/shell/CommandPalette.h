@@ -8,6 +8,8 @@
 // the shortcuts dialog "shortcuts" with its table "shortcuts.table".
 #pragma once
 
+#include "ui/shell/Workspace.h"
+
 #include <QDialog>
 #include <QList>
 #include <QString>
@@ -59,11 +61,7 @@ class ShortcutsDialog : public QDialog {
 class CommandPalette : public QDialog {
     Q_OBJECT
   public:
-    struct Command {
-        QString name;     // what the filter matches and the list shows
-        QString shortcut; // shown beside it
-        std::function<void()> run;
-    };
+    using Command = WorkspaceCommand; // name (what the filter matches), shortcut, run
     explicit CommandPalette(QWidget* window);
 
     // Shows `commands` under an empty filter, the first chosen.

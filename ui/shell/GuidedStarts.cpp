@@ -1,13 +1,9 @@
 #include "ui/shell/GuidedStarts.h"
 
-#include "ui/panels/PresetBrowser.h"
 #include "ui/shell/MainWindow.h"
-#include "ui/views/ConeView.h"
-#include "ui/workspaces/flows/FlowsWorkspace.h"
-#include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/shell/Workspace.h"
 
 #include <QAction>
-#include <QDir>
 #include <QEvent>
 #include <QGridLayout>
 #include <QKeyEvent>
@@ -19,75 +15,25 @@
 #include <QVBoxLayout>
 
 #include <algorithm>
-#include <functional>
 
 namespace flowscope {
 
-namespace {
-
-// A start: what it is called, what to look at, and what it does (false: it could not, lastError() says why).
-struct GuidedStart {
-    const char* id;
-    QString title, look;
-    std::function<bool(MainWindow&)> run;
-};
-
-// Opens a preset of the particles' preset directory and plays it, on `page` (the particles or the cone).
-bool playPreset(MainWindow& w, const QString& file, QWidget* page) {
-    ParticlesWorkspace& p = w.particles();
-    if (!p.openSceneFile(QDir(p.presetBrowser()->directory()).filePath(file))) return false;
-    w.showPage(page);
-    page->setFocus(); // the run's keys (Space, F, ...) go to it, not to a panel's first field
-    p.play();
-    return true;
-}
-
-QList<GuidedStart> guidedStarts() {
-    return {
-        {"start.clustering", QObject::tr("Watch clustering"),
-         QObject::tr(
-             "Tokens on the sphere attract one another: within a few time units the cloud gathers "
-             "into a few tight clusters, which then merge, one by one, into a single point (colour by "
-             "cluster: Display menu; drag the history bar back to see the clusters again)."),
-         [](MainWindow& w) {
-             return playPreset(w, QStringLiteral("sphere-clustering.json"), w.particles().particleView());
-         }},
-        {"start.blowup", QObject::tr("See a blow-up"),
-         QObject::tr("The covariance Σ(t) of a Gaussian cloud climbs the cone towards the boundary ray of "
-                     "its major axis and blows up in finite time, at t ≈ 2.27."),
-         [](MainWindow& w) {
-             return playPreset(w, QStringLiteral("cone-fig1b-blowup.json"), w.particles().coneView());
-         }},
-        {"start.flow", QObject::tr("Train a flow"),
-         QObject::tr("Two flows learn to carry a Gaussian onto eight Gaussians, with and without the RWPO "
-                     "layer: watch their samples find the eight modes and their losses fall."),
-         [](MainWindow& w) {
-             flows::TrainerConfig config = w.flows().panel()->config();
-             config.dataset = "8gaussians";
-             if (!w.flows().start(config, true, true)) return false;
-             w.showFlowsView();
-             return true;
-         }},
-    };
-}
-
-} // namespace
-
 QList<QAction*> makeGuidedStarts(MainWindow& window) {
     QList<QAction*> actions;
-    for (const GuidedStart& start : guidedStarts()) {
-        auto* a = new QAction(start.title, &window);
-        a->setObjectName(QString::fromLatin1(start.id));
-        a->setToolTip(start.look);
-        a->setStatusTip(start.look);
-        QObject::connect(a, &QAction::triggered, &window, [&window, start] {
-            if (start.run(window))
-                window.statusBar()->showMessage(start.look, 30000);
-            else
-                QMessageBox::warning(&window, start.title, window.lastError());
-        });
-        actions << a;
-    }
+    for (Workspace* w : window.workspaces())
+        for (const WorkspaceStart& start : w->guidedStarts()) {
+            auto* a = new QAction(start.title, &window);
+            a->setObjectName(start.id);
+            a->setToolTip(start.look);
+            a->setStatusTip(start.look);
+            QObject::connect(a, &QAction::triggered, &window, [&window, start] {
+                if (start.run())
+                    window.statusBar()->showMessage(start.look, 30000);
+                else
+                    QMessageBox::warning(&window, start.title, window.lastError());
+            });
+            actions << a;
+        }
     return actions;
 }
 

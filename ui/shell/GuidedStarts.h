@@ -1,8 +1,9 @@
 // Flowscope UI: the guided first run.
 //
-// Three one-click starts, each an action of the window (Help menu, command palette, welcome pane): it opens
-// the workspace and the preset (or training run) that shows one thing, starts it, and says in one sentence
-// what to look at (the action's tooltip; the status bar shows it after the start):
+// One-click starts, each an action of the window (Help menu, command palette, welcome pane): it opens the
+// workspace and the preset (or training run) that shows one thing, starts it, and says in one sentence what
+// to look at (the action's tooltip; the status bar shows it after the start). The workspaces declare them
+// (Workspace::guidedStarts), listed in tab order; today three:
 //  * "Watch clustering": tokens on the sphere gathering into clusters (preset sphere-clustering, Particles);
 //  * "See a blow-up": a Gaussian's covariance blowing up in finite time (preset cone-fig1b-blowup, the cone);
 //  * "Train a flow": a flow trained on eight Gaussians with and without the RWPO layer (Flows).
@@ -20,7 +21,7 @@ namespace flowscope {
 
 class MainWindow;
 
-// The three starts as actions of `window` (its children), in the order above.
+// The workspaces' starts as actions of `window` (its children), in tab order.
 QList<QAction*> makeGuidedStarts(MainWindow& window);
 
 // The welcome pane: a panel over the middle of its window (a child of it, kept centred), a button and its

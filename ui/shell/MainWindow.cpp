@@ -1,20 +1,11 @@
 #include "ui/shell/MainWindow.h"
 
-#include "engine/flows/ModelFile.h"
-#include "engine/inverse/PosteriorIo.h"
+#include "engine/io/Safetensors.h"
 #include "ui/export/ExportDialogs.h"
-#include "ui/panels/PresetBrowser.h"
 #include "ui/shell/CommandPalette.h"
 #include "ui/shell/GuidedStarts.h"
-#include "ui/views/ConeView.h"
-#include "ui/views/ParticleView.h"
-#include "ui/widgets/Icons.h"
-#include "ui/workspaces/flows/FlowsWorkspace.h"
-#include "ui/workspaces/inverse/InverseWorkspace.h"
-#include "ui/workspaces/models/ModelsWorkspace.h"
-#include "ui/workspaces/particles/ParticlesWorkspace.h"
-#include "ui/workspaces/sweeps/SweepsWorkspace.h"
-#include "ui/workspaces/transformers/TransformersWorkspace.h"
+#include "ui/shell/Workspace.h"
+#include "ui/workspaces/Workspaces.h"
 
 #include <QAction>
 #include <QActionGroup>
@@ -47,21 +38,13 @@ MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     tabs_->setDocumentMode(true);
     setCentralWidget(tabs_);
 
-    particles_ = new ParticlesWorkspace(this);
-    flows_ = new FlowsWorkspace(this);
-    transformers_ = new TransformersWorkspace(this);
-    inverse_ = new InverseWorkspace(this);
-    sweeps_ = new SweepsWorkspace(this, particles_);
-    models_ = new ModelsWorkspace(this, particles_);
-    for (Workspace* w :
-         std::initializer_list<Workspace*>{particles_, flows_, transformers_, inverse_, sweeps_, models_})
-        addWorkspace(w);
+    for (Workspace* w : makeWorkspaces(this)) addWorkspace(w);
     placeDocks();
     buildMenus();
     connect(tabs_, &QTabWidget::currentChanged, this, &MainWindow::onPageChanged);
     tabs_->installEventFilter(this);
     onPageChanged();
-    particles_->particleView()->setFocus();
+    if (QWidget* first = tabs_->currentWidget()) first->setFocus();
 }
 
 // The workspaces go first, while the views they feed are still there (each cuts its view's link to its run).
@@ -103,24 +86,27 @@ void MainWindow::placeDocks() {
     sideDocks_ = {first.value(Qt::LeftDockWidgetArea), first.value(Qt::RightDockWidgetArea)};
 }
 
+// File: the workspaces' Open entries in tab order, the shell's Open trained model before those of the first
+// workspace that opens models, then their Save entries; Edit: theirs.
 void MainWindow::buildMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->setToolTipsVisible(true);
-    const QList<QAction*> sceneFiles = particles_->fileActions(); // open, save, save as
-    file->addAction(sceneFiles.value(0));
-    file->addMenu(particles_->recentMenu());
-    QAction* openModel = file->addAction(tr("Open trained &model..."), this, &MainWindow::openModelDialog);
+    QAction* openModel = new QAction(tr("Open trained &model..."), this);
+    connect(openModel, &QAction::triggered, this, &MainWindow::openModelDialog);
     openModel->setToolTip(
         tr("A flow, continuous-time Transformer or posterior flow saved as .safetensors (flowscope-cli "
            "train, train-transformer, infer or Export ▸ Trained model), shown in its tab, paused"));
     openModel->setStatusTip(openModel->toolTip());
-    QAction* openSweep = file->addAction(tr("Open s&weep..."), sweeps_, &SweepsWorkspace::openSweepDialog);
-    openSweep->setObjectName(QStringLiteral("openSweep"));
-    openSweep->setToolTip(
-        tr("A SWEEP.json (flowscope-cli sweep's spec, docs/sweeps.md), shown in the Sweeps tab, "
-           "ready to run"));
-    openSweep->setStatusTip(openSweep->toolTip());
-    file->addActions(sceneFiles.mid(1));
+    bool modelPlaced = false;
+    for (Workspace* w : workspaces_) {
+        if (!modelPlaced && !w->modelKinds().isEmpty()) {
+            file->addAction(openModel);
+            modelPlaced = true;
+        }
+        file->addActions(w->fileOpenActions());
+    }
+    if (!modelPlaced) file->addAction(openModel);
+    for (Workspace* w : workspaces_) file->addActions(w->fileSaveActions());
     file->addSeparator();
     exportMenu_ = file->addMenu(tr("&Export"));
     exportMenu_->setToolTipsVisible(true);
@@ -130,7 +116,7 @@ void MainWindow::buildMenus() {
 
     QMenu* edit = menuBar()->addMenu(tr("&Edit"));
     edit->setToolTipsVisible(true);
-    edit->addActions(particles_->editActions());
+    for (Workspace* w : workspaces_) edit->addActions(w->editActions());
 
     for (Workspace* w : workspaces_)
         for (QMenu* m : w->menus()) menuBar()->addMenu(m);
@@ -161,7 +147,8 @@ void MainWindow::buildHelpMenu() {
     welcome_ = new WelcomePane(this, starts_);
     connect(welcome_, &WelcomePane::dismissed, this, [this] {
         QSettings().setValue(QStringLiteral("welcome/dismissed"), true);
-        if (std::exchange(playAfterWelcome_, false) && activeWorkspace() == particles_) particles_->play();
+        if (const auto run = std::exchange(afterWelcome_, {}); run && activeWorkspace() == afterWelcomeOf_)
+            run();
     });
     shortcuts_ = new ShortcutsDialog(this);
     palette_ = new CommandPalette(this);
@@ -179,13 +166,15 @@ void MainWindow::buildHelpMenu() {
 }
 
 void MainWindow::showWelcome() {
-    playAfterWelcome_ = false;
+    afterWelcome_ = {};
     welcome_->present();
 }
 
-void MainWindow::playParticlesWhenSeen() {
-    playAfterWelcome_ = welcome_->isVisible();
-    if (!playAfterWelcome_) particles_->play();
+void MainWindow::whenSeen(Workspace& w, std::function<void()> run) {
+    afterWelcome_ = {};
+    if (!welcome_->isVisible()) return run();
+    afterWelcome_ = std::move(run);
+    afterWelcomeOf_ = &w;
 }
 
 void MainWindow::showShortcuts() {
@@ -194,7 +183,8 @@ void MainWindow::showShortcuts() {
     shortcuts_->raise();
 }
 
-// Every action a user can run now (enabled, in a shown menu or none), then every preset.
+// Every action a user can run now (enabled, in a shown menu or none), then the workspaces' own entries (the
+// presets).
 void MainWindow::showCommandPalette() {
     const auto runsNow = [](const QAction* a) {
         if (!a->isEnabled() || !a->isVisible()) return false;
@@ -213,18 +203,7 @@ void MainWindow::showCommandPalette() {
                                 [a = QPointer<QAction>(e.action)] {
                                     if (a) a->trigger();
                                 }});
-    const PresetBrowser* presets = particles_->presetBrowser();
-    for (const QString& path : presets->presetPaths()) {
-        const QString figure = presets->presetFigure(path);
-        const QString name = tr("Preset: %1").arg(QFileInfo(path).completeBaseName());
-        commands.push_back(
-            {figure.isEmpty() ? name : tr("%1 — %2").arg(name, figure), QString(), [this, path] {
-                 if (!particles_->openSceneFile(path))
-                     QMessageBox::warning(this, tr("Open preset"), lastError_);
-                 else if (activeWorkspace() != particles_)
-                     showParticleView();
-             }});
-    }
+    for (Workspace* w : workspaces_) commands += w->paletteCommands();
     palette_->present(commands);
 }
 
@@ -286,18 +265,6 @@ void MainWindow::showWorkspace(Workspace* w, bool shown) {
 void MainWindow::showPage(QWidget* page) {
     if (page) tabs_->setCurrentWidget(page);
 }
-void MainWindow::showParticleView() {
-    showPage(particles_->particleView());
-}
-void MainWindow::showConeView() {
-    showPage(particles_->coneView());
-}
-void MainWindow::showFlowsView() {
-    showPage(flows_->view());
-}
-void MainWindow::showTransformersView() {
-    showPage(transformers_->view());
-}
 
 bool MainWindow::openModelFile(const QString& path) {
     const bool ok = openModelIn(path);
@@ -309,22 +276,38 @@ void MainWindow::hideWelcome() {
     welcome_->hide();
 }
 
+// The first workspace, in tab order, that declares a kind the file's metadata holds (the header is read and
+// checked here once; the workspace reads the file again as its kind).
 bool MainWindow::openModelIn(const QString& path) {
-    if (inverse::isPosteriorFile(path.toStdString())) return inverse_->openModel(path);
+    QStringList kinds;
     try {
-        if (trainedModelKind(path.toStdString()) == TrainedModelKind::Flow) return flows_->openModel(path);
+        const SafeTensors file = readSafetensors(path.toStdString());
+        for (Workspace* w : workspaces_)
+            for (const QString& kind : w->modelKinds()) {
+                if (file.metadata.count(kind.toStdString())) return w->openModel(path);
+                kinds << QStringLiteral("'%1'").arg(kind);
+            }
     } catch (const std::exception& e) {
         lastError_ = tr("Cannot open the trained model:\n%1").arg(QString::fromStdString(e.what()));
         return false;
     }
-    return transformers_->openModel(path);
+    lastError_ = tr("Cannot open the trained model:\n%1: not a Flowscope model (no %2 metadata)")
+                     .arg(path, kinds.join(tr(" or ")));
+    return false;
+}
+
+bool MainWindow::openShareString(const QString& text) {
+    for (Workspace* w : workspaces_)
+        if (w->takesShareString(text)) return w->openShareString(text);
+    lastError_ = tr("Not a share string (fs1.…): %1").arg(text.left(40));
+    return false;
 }
 
 void MainWindow::openModelDialog() {
-    // Where the last model was opened or exported, by any training workspace.
-    QString dir = flows_->modelDir();
-    if (dir.isEmpty()) dir = transformers_->modelDir();
-    if (dir.isEmpty()) dir = inverse_->modelDir();
+    // Where the last model was opened or exported, by any workspace that opens models.
+    QString dir;
+    for (Workspace* w : workspaces_)
+        if (dir.isEmpty()) dir = w->modelDir();
     const QString path =
         QFileDialog::getOpenFileName(this, tr("Open trained model"), dir.isEmpty() ? QDir::homePath() : dir,
                                      tr("Trained models (*.safetensors)"));
@@ -381,7 +364,7 @@ void MainWindow::saveSettings() {
     for (Workspace* w : workspaces_) w->saveSettings(s);
 }
 
-std::optional<std::pair<Scene, QString>> MainWindow::restoreSettings() {
+void MainWindow::restoreSettings() {
     QSettings s;
     restoreGeometry(s.value(QStringLiteral("window/geometry")).toByteArray());
     if (restoreState(s.value(QStringLiteral("window/state")).toByteArray())) {
@@ -398,7 +381,6 @@ std::optional<std::pair<Scene, QString>> MainWindow::restoreSettings() {
                                                                                          : ThemeKind::Dark);
     for (Workspace* w : workspaces_) w->restoreSettings(s);
     if (!s.value(QStringLiteral("welcome/dismissed"), false).toBool()) showWelcome(); // a first launch
-    return particles_->savedScene();
 }
 
 // The side panels' widths, once the window has its size (before, the areas take the narrow size hints of
@@ -468,11 +450,10 @@ void MainWindow::closeEvent(QCloseEvent* e) {
 
 QImage MainWindow::grabWindowImage() {
     QPixmap window = grab();
-    // Paint the views' framebuffers over their places: grabbing a QOpenGLWidget through its parent is not
-    // guaranteed to include the GL content on every platform.
+    // Paint the shown GL views' framebuffers over their places: grabbing a QOpenGLWidget through its parent
+    // is not guaranteed to include the GL content on every platform.
     QPainter p(&window);
-    for (QOpenGLWidget* gl : {static_cast<QOpenGLWidget*>(particles_->particleView()),
-                              static_cast<QOpenGLWidget*>(particles_->coneView())})
+    for (QOpenGLWidget* gl : findChildren<QOpenGLWidget*>())
         if (gl->isVisible())
             p.drawImage(QRectF(gl->mapTo(this, QPoint(0, 0)), gl->size()), gl->grabFramebuffer());
     p.end();

@@ -1,15 +1,15 @@
-// Flowscope UI: the application shell. It holds the workspaces (ui/shell/Workspace.h): Particles (particles
-// and the covariance cone), Flows and Transformers, and does only what is common to them:
+// Flowscope UI: the application shell. It holds the workspaces (ui/shell/Workspace.h) that makeWorkspaces()
+// lists (ui/workspaces/Workspaces.h), names none of them, and does only what is common to them:
 //  * the tab bar of their pages, and on every tab change shows the controls (docks, tool bars, menus, export
 //    entries) of the workspace that owns the shown page and hides the others';
 //  * the menu bar (File, Edit, View, Panels, and each workspace's own menus), the dock areas and the status
 //    bar;
-//  * File ▸ Open trained model (a flow or a Transformer, to its workspace) and the exports every page has
-//    (the page as a PNG, its plots as SVG or PNG);
+//  * File ▸ Open trained model (a .safetensors, to the workspace that declares its kind) and the exports
+//  every
+//    page has (the page as a PNG, its plots as SVG or PNG);
 //  * settings (window geometry and dock layout, theme, shown tab, and each workspace's own) and the theme.
 #pragma once
 
-#include "engine/scene/Scene.h"
 #include "ui/widgets/Theme.h"
 
 #include <QHash>
@@ -18,8 +18,10 @@
 #include <QSet>
 #include <QString>
 
-#include <optional>
-#include <utility>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <typeinfo>
 
 class QAction;
 class QActionGroup;
@@ -30,14 +32,8 @@ class QTabWidget;
 namespace flowscope {
 
 class CommandPalette;
-class FlowsWorkspace;
-class InverseWorkspace;
 class ShortcutsDialog;
-class SweepsWorkspace;
-class ModelsWorkspace;
 class WelcomePane;
-class ParticlesWorkspace;
-class TransformersWorkspace;
 class Workspace;
 
 class MainWindow : public QMainWindow {
@@ -46,24 +42,24 @@ class MainWindow : public QMainWindow {
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    ParticlesWorkspace& particles() const { return *particles_; }
-    FlowsWorkspace& flows() const { return *flows_; }
-    TransformersWorkspace& transformers() const { return *transformers_; }
-    InverseWorkspace& inverse() const { return *inverse_; }
-    SweepsWorkspace& sweeps() const { return *sweeps_; }
-    ModelsWorkspace& models() const { return *models_; }
+    // The workspaces in tab order, and the one of type T (std::logic_error naming T when there is none).
+    const QList<Workspace*>& workspaces() const { return workspaces_; }
+    template <class T> T& workspace() const {
+        for (Workspace* w : workspaces_)
+            if (auto* t = dynamic_cast<T*>(w)) return *t;
+        throw std::logic_error(std::string("MainWindow: no workspace of type ") + typeid(T).name());
+    }
     // The workspace whose page is shown.
     Workspace* activeWorkspace() const;
 
     void showPage(QWidget* page);
-    void showParticleView();
-    void showConeView();
-    void showFlowsView();
-    void showTransformersView();
 
     // File ▸ Open trained model: a .safetensors of flowscope-cli train, train-transformer or infer (or
-    // Export ▸ Trained model), its kind from its metadata, opened paused in its workspace.
+    // Export ▸ Trained model), given to the workspace that declares its metadata's kind
+    // (Workspace::modelKinds), opened paused there.
     bool openModelFile(const QString& path);
+    // A share string (the command line's scene argument), opened by the workspace that takes it.
+    bool openShareString(const QString& text);
     // File ▸ Export ▸ View as PNG (the shown page; GL views at their framebuffer's resolution) and Plots (the
     // shown workspace's plots, .svg or .png). Atomic.
     bool exportViewPng(const QString& path);
@@ -74,9 +70,9 @@ class MainWindow : public QMainWindow {
 
     // Settings (QSettings "Flowscope"): window geometry and dock layout, theme, the shown tab, and each
     // workspace's own (view options, run speed, backend, recent files, the last scene as JSON so that unsaved
-    // edits survive). restoreSettings() returns the last scene when there is one that still parses.
+    // edits survive).
     void saveSettings();
-    std::optional<std::pair<Scene, QString>> restoreSettings();
+    void restoreSettings();
     void setTheme(ThemeKind kind);
     ThemeKind theme() const { return theme_; }
 
@@ -93,9 +89,10 @@ class MainWindow : public QMainWindow {
     void showShortcuts();
     void showCommandPalette();
     WelcomePane* welcomePane() const { return welcome_; }
-    // Plays the Particles tab's scene, or, while the welcome pane covers it, once the pane is closed (it
-    // would play unseen behind the pane). A guided start starts its own run instead.
-    void playParticlesWhenSeen();
+    // Runs `run` (e.g. plays a workspace's run) now, or, while the welcome pane covers the window, once the
+    // pane is closed and only if a page of `w` is shown then (it would play unseen behind the pane). A guided
+    // start starts its own run instead.
+    void whenSeen(Workspace& w, std::function<void()> run);
     QList<QAction*> guidedStarts() const { return starts_; }
     ShortcutsDialog* shortcutsDialog() const { return shortcuts_; }
     CommandPalette* commandPalette() const { return palette_; }
@@ -121,13 +118,7 @@ class MainWindow : public QMainWindow {
     QList<QPair<QString, QString>> tabTitles_; // each tab's full and short title
     // The full titles when they fit the tab bar side by side, else the short ones (no scroll arrows).
     void fitTabTitles();
-    ParticlesWorkspace* particles_ = nullptr;
-    FlowsWorkspace* flows_ = nullptr;
-    TransformersWorkspace* transformers_ = nullptr;
-    InverseWorkspace* inverse_ = nullptr;
-    SweepsWorkspace* sweeps_ = nullptr;
-    ModelsWorkspace* models_ = nullptr;
-    QList<Workspace*> workspaces_;
+    QList<Workspace*> workspaces_;      // in tab order
     QHash<QWidget*, Workspace*> owner_; // page -> its workspace
     QSet<QDockWidget*> hiddenByShell_;  // docks of inactive workspaces the user had shown
     QList<QDockWidget*> sideDocks_;     // the first dock of the left and the right area
@@ -139,7 +130,9 @@ class MainWindow : public QMainWindow {
     ThemeKind theme_ = ThemeKind::Dark;
     QList<QAction*> starts_;
     WelcomePane* welcome_ = nullptr;
-    bool playAfterWelcome_ = false; // playParticlesWhenSeen() waits for the pane to close
+    // What whenSeen() left for the pane's closing, and the workspace it needs shown.
+    std::function<void()> afterWelcome_;
+    Workspace* afterWelcomeOf_ = nullptr;
     ShortcutsDialog* shortcuts_ = nullptr;
     CommandPalette* palette_ = nullptr;
     QAction* paletteAction_ = nullptr;

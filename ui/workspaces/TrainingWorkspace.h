@@ -179,7 +179,7 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     View* view() const { return view_; }
     QDockWidget* dock() const { return dock_; }
     // Where the model dialogs start: the folder of the last model opened or exported.
-    QString modelDir() const { return modelDir_; }
+    QString modelDir() const override { return modelDir_; }
 
   protected:
     // The config a start trains, made ready: a kind's costly preparation (the Inverse workspace's frame,

@@ -61,6 +61,23 @@ std::shared_ptr<const flows::FlowModel<float>> FlowsWorkspace::shownFlow() {
     return s->trainers.front().model;
 }
 
+QList<WorkspaceStart> FlowsWorkspace::guidedStarts() {
+    return {{QStringLiteral("start.flow"), tr("Train a flow"),
+             tr("Two flows learn to carry a Gaussian onto eight Gaussians, with and without the RWPO layer: "
+                "watch their samples find the eight modes and their losses fall."),
+             [this] {
+                 flows::TrainerConfig config = panel_->config();
+                 config.dataset = "8gaussians";
+                 if (!start(config, true, true)) return false;
+                 emit showPageRequested(view_);
+                 return true;
+             }}};
+}
+
+QStringList FlowsWorkspace::modelKinds() const {
+    return {QString::fromLatin1(flows::kFlowMetadataKey)};
+}
+
 bool FlowsWorkspace::openModel(const QString& path) {
     const std::string file = path.toStdString();
     QString note;

@@ -16,11 +16,14 @@ class FlowsWorkspace : public TrainingWorkspace<FlowTraining, TrainingPanel, Tra
     explicit FlowsWorkspace(QMainWindow* host);
 
     QList<QAction*> exportActions() const override;
+    // The guided start "Train a flow" (eight Gaussians, with and without the RWPO layer).
+    QList<WorkspaceStart> guidedStarts() override;
 
-    // A .safetensors written by flowscope-cli train or Export ▸ Trained model, shown paused at iteration 0
-    // with the data and optimizer of its record where the record has them (the status line says what was
-    // missing); Play trains it on.
-    bool openModel(const QString& path);
+    // A .safetensors written by flowscope-cli train or Export ▸ Trained model (metadata key
+    // flows::kFlowMetadataKey), shown paused at iteration 0 with the data and optimizer of its record where
+    // the record has them (the status line says what was missing); Play trains it on.
+    QStringList modelKinds() const override;
+    bool openModel(const QString& path) override;
     // The shown flow's samples and density, off the UI thread with progress(done, 1000); false cancels and
     // nothing is written.
     bool exportSamples(const QString& path, int n = 10000, std::uint64_t seed = 0,

@@ -1,5 +1,6 @@
 #include "ui/workspaces/inverse/InverseWorkspace.h"
 
+#include "engine/inverse/PosteriorIo.h"
 #include "ui/widgets/OffThread.h"
 
 #include <stdexcept>
@@ -50,6 +51,10 @@ void InverseWorkspace::pollReference() {
     } else if (const std::string why = reference_.error(); !why.empty()) {
         emit statusMessage(tr("No Metropolis reference: %1").arg(QString::fromStdString(why)), 8000);
     }
+}
+
+QStringList InverseWorkspace::modelKinds() const {
+    return {QString::fromLatin1(inverse::kPosteriorMetadataKey)};
 }
 
 bool InverseWorkspace::openModel(const QString& path) {

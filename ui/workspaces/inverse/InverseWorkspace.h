@@ -23,10 +23,12 @@ class InverseWorkspace : public TrainingWorkspace<PosteriorTraining, InversePane
   public:
     explicit InverseWorkspace(QMainWindow* host);
 
-    // A saved posterior (flowscope-cli infer's, or this workspace's export) as a new run, paused at its
-    // parameters, with its own problem and frame; its tab comes to the front. False, with the message in
-    // lastError(), for a file that is not one; the current run then goes on.
-    bool openModel(const QString& path);
+    // A saved posterior (flowscope-cli infer's, or this workspace's export; metadata key
+    // inverse::kPosteriorMetadataKey) as a new run, paused at its parameters, with its own problem and frame;
+    // its tab comes to the front. False, with the message in lastError(), for a file that is not one; the
+    // current run then goes on.
+    QStringList modelKinds() const override;
+    bool openModel(const QString& path) override;
 
   protected:
     // The run's config with its frame (framed), and the reference chain in that frame started.

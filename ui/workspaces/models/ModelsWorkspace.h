@@ -72,8 +72,10 @@ class ModelsWorkspace : public Workspace {
     void restoreSettings(QSettings& s) override;
 
     // A checkpoint folder (config.json + model.safetensors): read and checked now (the header only, no
-    // weights). False (lastError(): the message naming the file, field or tensor) for a bad one.
-    bool openModel(const QString& dir);
+    // weights). False (lastError(): the message naming the file, field or tensor) for a bad one. A Hugging
+    // Face checkpoint has no Flowscope metadata key: the workspace declares no model kinds, and its folder
+    // comes from its panel's Open, not from File ▸ Open trained model.
+    bool openModel(const QString& dir) override;
     // The input: text through the folder's tokenizer, or ids ("3,1,4"), which win when given.
     void setInput(const QString& text, const QString& ids = {});
     // Starts the forward pass of the open folder on the input in the background. False when there is no

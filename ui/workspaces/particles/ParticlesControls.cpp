@@ -1,5 +1,6 @@
 // Flowscope UI: the Particles workspace's controls (ParticlesWorkspace.h): the actions, the Run and Time tool
-// bars, the Simulation and Display menus, the docks, and how the panels and views are wired to the run.
+// bars, the Simulation and Display menus, the docks, how the panels and views are wired to the run, and the
+// command palette's presets and the guided starts it offers the shell.
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 
 #include "engine/backend/Registry.h"
@@ -15,6 +16,7 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QEvent>
 #include <QFileInfo>
@@ -433,6 +435,46 @@ void ParticlesWorkspace::setStepsPerSecond(double rate) {
     const QSignalBlocker block(speed_);
     speed_->setValue(rateToSlider(rate_));
     syncRateControls();
+}
+
+// --- The command palette's presets and the guided starts ---
+
+QList<WorkspaceCommand> ParticlesWorkspace::paletteCommands() {
+    QList<WorkspaceCommand> commands;
+    for (const QString& path : presets_->presetPaths()) {
+        const QString figure = presets_->presetFigure(path);
+        const QString name = tr("Preset: %1").arg(QFileInfo(path).completeBaseName());
+        commands.push_back(
+            {figure.isEmpty() ? name : tr("%1 — %2").arg(name, figure), QString(), [this, path] {
+                 if (!openSceneFile(path))
+                     QMessageBox::warning(host(), tr("Open preset"), lastError());
+                 else if (!active())
+                     emit showPageRequested(view_);
+             }});
+    }
+    return commands;
+}
+
+bool ParticlesWorkspace::playPreset(const QString& file, QWidget* page) {
+    if (!openSceneFile(QDir(presets_->directory()).filePath(file))) return false;
+    emit showPageRequested(page);
+    page->setFocus(); // the run's keys (Space, F, ...) go to it, not to a panel's first field
+    play();
+    return true;
+}
+
+QList<WorkspaceStart> ParticlesWorkspace::guidedStarts() {
+    return {
+        {QStringLiteral("start.clustering"), tr("Watch clustering"),
+         tr("Tokens on the sphere attract one another: within a few time units the cloud gathers into a few "
+            "tight clusters, which then merge, one by one, into a single point (colour by cluster: Display "
+            "menu; drag the history bar back to see the clusters again)."),
+         [this] { return playPreset(QStringLiteral("sphere-clustering.json"), view_); }},
+        {QStringLiteral("start.blowup"), tr("See a blow-up"),
+         tr("The covariance Σ(t) of a Gaussian cloud climbs the cone towards the boundary ray of its major "
+            "axis and blows up in finite time, at t ≈ 2.27."),
+         [this] { return playPreset(QStringLiteral("cone-fig1b-blowup.json"), cone_); }},
+    };
 }
 
 } // namespace flowscope

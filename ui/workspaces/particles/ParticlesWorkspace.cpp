@@ -4,6 +4,7 @@
 
 #include "engine/backend/Registry.h"
 #include "engine/gaussian/MomentField.h"
+#include "engine/io/ShareString.h"
 #include "engine/scene/SceneShareString.h"
 #include "render/animation/AnimationExporter.h"
 #include "ui/export/ExportDialogs.h"
@@ -230,6 +231,10 @@ QString ParticlesWorkspace::shareString(QString* why) const {
         if (why) *why = tr("Cannot make the share string:\n%1").arg(QString::fromStdString(e.what()));
         return {};
     }
+}
+
+bool ParticlesWorkspace::takesShareString(const QString& text) const {
+    return looksLikeShareString(text.trimmed().toStdString());
 }
 
 bool ParticlesWorkspace::openShareString(const QString& text) {
@@ -472,8 +477,12 @@ QList<QAction*> ParticlesWorkspace::exportActions() const {
     return {trajectoryExport_, momentsExport_, animationExport_};
 }
 
-QList<QAction*> ParticlesWorkspace::fileActions() const {
-    return {openAction_, saveAction_, saveAsAction_};
+QList<QAction*> ParticlesWorkspace::fileOpenActions() const {
+    return {openAction_, recentMenu_->menuAction()};
+}
+
+QList<QAction*> ParticlesWorkspace::fileSaveActions() const {
+    return {saveAction_, saveAsAction_};
 }
 
 QList<QAction*> ParticlesWorkspace::editActions() const {

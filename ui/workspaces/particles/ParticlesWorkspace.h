@@ -63,6 +63,14 @@ class ParticlesWorkspace : public Workspace {
     void saveSettings(QSettings& s) const override;
     void restoreSettings(QSettings& s) override;
     QString documentName() const override { return sceneName_; }
+    // What it opens: scene files (File ▸ Open, the recent files, Save, Save as), share strings (Edit ▸ Copy
+    // and Paste), the presets (command palette) and two guided starts (clustering, a blow-up).
+    QList<QAction*> fileOpenActions() const override; // open, the recent files' menu
+    QList<QAction*> fileSaveActions() const override; // save, save as
+    QList<QAction*> editActions() const override;     // copy / paste share string
+    bool takesShareString(const QString& text) const override;
+    QList<WorkspaceCommand> paletteCommands() override;
+    QList<WorkspaceStart> guidedStarts() override;
 
     // Scenes. openSceneFile() adds the file to the recent files; setScene() keeps `sourcePath` for Save.
     bool openSceneFile(const QString& path);
@@ -80,7 +88,7 @@ class ParticlesWorkspace : public Workspace {
     // edits, as Save writes it; empty (and *why) when there is none. openShareString() decodes (surrounding
     // whitespace ignored) and opens it.
     QString shareString(QString* why = nullptr) const;
-    bool openShareString(const QString& text);
+    bool openShareString(const QString& text) override;
 
     // Where velocities are computed: a backend id ("cpu", "gl", "vulkan"), opened on the simulation's worker;
     // one that cannot run falls back to the CPU with a note in the status bar.
@@ -118,10 +126,7 @@ class ParticlesWorkspace : public Workspace {
     PresetBrowser* presetBrowser() const { return presets_; }
     PlotsPanel* plotsPanel() const { return plots_; }
     QSlider* scrubber() const { return scrubber_; }
-    // File menu entries the shell places (the scene is this workspace's document).
-    QList<QAction*> fileActions() const; // open, save, save as
     QMenu* recentMenu() const { return recentMenu_; }
-    QList<QAction*> editActions() const; // copy / paste share string
 
   signals:
 
@@ -153,6 +158,9 @@ class ParticlesWorkspace : public Workspace {
     ExportResult momentsResult(const QString& path, const ExportProgress& progress) const;
     ExportResult animationResult(const AnimationOptions& options, const QString& path,
                                  const ExportProgress& progress) const;
+    // A guided start: opens a preset of the preset directory and plays it, on `page` (the particles or the
+    // cone).
+    bool playPreset(const QString& file, QWidget* page);
     void copyShareString();
     void pasteShareString();
 

@@ -66,6 +66,13 @@ SweepsWorkspace::SweepsWorkspace(QMainWindow* host, ParticlesWorkspace* particle
                                 "column in a folder, as flowscope-cli sweep writes them"));
     tableExport_->setStatusTip(tableExport_->toolTip());
     connect(tableExport_, &QAction::triggered, this, [this] { saveTableDialog(); });
+
+    openAction_ = new QAction(tr("Open s&weep..."), this);
+    openAction_->setObjectName(QStringLiteral("openSweep"));
+    openAction_->setToolTip(tr(
+        "A SWEEP.json (flowscope-cli sweep's spec, docs/sweeps.md), shown in the Sweeps tab, ready to run"));
+    openAction_->setStatusTip(openAction_->toolTip());
+    connect(openAction_, &QAction::triggered, this, &SweepsWorkspace::openSweepDialog);
 }
 
 SweepsWorkspace::~SweepsWorkspace() {

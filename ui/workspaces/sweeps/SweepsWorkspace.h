@@ -33,6 +33,7 @@ class SweepsWorkspace : public Workspace {
     QList<WorkspacePage> pages() const override;
     QList<WorkspaceDock> docks() const override;
     QList<QAction*> exportActions() const override { return {tableExport_}; }
+    QList<QAction*> fileOpenActions() const override { return {openAction_}; } // File ▸ Open sweep...
     QWidget* plotsOf(QWidget*) const override;
     void setActive(bool active) override;
     void setTheme(ThemeKind kind) override;
@@ -85,6 +86,7 @@ class SweepsWorkspace : public Workspace {
     SweepPanel* panel_ = nullptr;
     QDockWidget* dock_ = nullptr;
     QAction* tableExport_ = nullptr;
+    QAction* openAction_ = nullptr;
     QString sweepDir_, tableDir_;
 };
 

@@ -16,6 +16,10 @@ TransformersWorkspace::TransformersWorkspace(QMainWindow* host)
                          tr("The Transformers tab's model as .safetensors with its record (.json) beside "
                             "it, as flowscope-cli train-transformer writes them")}) {}
 
+QStringList TransformersWorkspace::modelKinds() const {
+    return {QString::fromLatin1(ot::kTransformerMetadataKey)};
+}
+
 bool TransformersWorkspace::openModel(const QString& path) {
     const std::string file = path.toStdString();
     QString note;

@@ -15,9 +15,11 @@ class TransformersWorkspace
   public:
     explicit TransformersWorkspace(QMainWindow* host);
 
-    // A .safetensors written by flowscope-cli train-transformer or Export ▸ Trained model, shown paused at
-    // iteration 0 with its record's optimizer settings; Play trains it on.
-    bool openModel(const QString& path);
+    // A .safetensors written by flowscope-cli train-transformer or Export ▸ Trained model (metadata key
+    // ot::kTransformerMetadataKey), shown paused at iteration 0 with its record's optimizer settings; Play
+    // trains it on.
+    QStringList modelKinds() const override;
+    bool openModel(const QString& path) override;
 };
 
 } // namespace flowscope
