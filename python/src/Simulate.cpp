@@ -8,6 +8,7 @@
 #include "engine/scene/RunBudget.h"
 #include "engine/scene/SceneSetting.h"
 
+#include <cstring>
 #include <iterator>
 #include <string_view>
 
@@ -55,7 +56,20 @@ Scene withKeyword(const Scene& scene, const char* pointer, nlohmann::ordered_jso
 nlohmann::ordered_json attentionJson(const pb::handle& attention) {
     if (pb::isinstance<pb::dict>(attention) && !attention.contains("attention"))
         return pythonToJson(attention, "attention");
-    return nlohmann::ordered_json::parse(sceneToJson(toScene(attention)))["attention"];
+    Scene scene;
+    try {
+        scene = toScene(attention);
+    } catch (const InputError& e) { // toScene's "scene: ..." is this argument's
+        const std::string_view what = e.what();
+        if (!what.starts_with("scene: ")) throw;
+        throw InputError("attention", std::string(what.substr(std::strlen("scene: "))));
+    } catch (pb::error_already_set& e) { // FileNotFoundError("scene: no such file: ...")
+        const std::string what = pb::str(e.value());
+        if (!e.matches(PyExc_FileNotFoundError) || !what.starts_with("scene: ")) throw;
+        PyErr_SetString(PyExc_FileNotFoundError, ("attention" + what.substr(std::strlen("scene"))).c_str());
+        throw pb::error_already_set();
+    }
+    return nlohmann::ordered_json::parse(sceneToJson(scene))["attention"];
 }
 
 // The values of simulate()'s keywords (kKeywordFields' order); None leaves a field as it is.
@@ -288,7 +302,7 @@ progress  a callable taking the fraction done; True or "auto" for a tqdm bar whe
           (without it: True prints a line on stderr every tenth, "auto" nothing)
 
 Each keyword is checked as the scene file's field is, and a bad value names the keyword:
-``T: expected a number > 0, got -1``, ``attention/heads/0/V: expected 2x2 matrix, got 3x3``.
+``T: expected number > 0, got -1``, ``attention/heads/0/V: expected 2x2 matrix, got 3x3``.
 
 The GIL is released while it runs; Ctrl+C (or an exception raised by `progress`) stops it between two
 steps and raises, leaving the module usable.)");

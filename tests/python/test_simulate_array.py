@@ -109,6 +109,10 @@ def test_bad_arguments_name_the_argument():
         (lambda: flowscope.simulate(X0, attention={"type": "softmax", "heads": [{"V": np.eye(3)}]}), r"^attention/heads/0/V: "),
         (lambda: flowscope.simulate(tokens(3, d=40), attention={"type": "softmax", "heads": [{"V": np.eye(3)}]}),
          r"^X0: expected \(N, 3\) tokens .*got shape \(3, 40\).*X0\.T"),
+        (lambda: flowscope.simulate(X0, attention="no-such-preset"), r'^attention: "no-such-preset" is not a scene file'),
+        (lambda: flowscope.simulate(X0, attention=42), r"^attention: expected a Scene, a dict"),
+        (lambda: flowscope.simulate(X0, attention={"type": "softmax", "beta": [1]}), r"^attention/beta: "),
+        (lambda: flowscope.simulate(X0, T=1e-320, steps=10), r"^T: the nominal step T / steps = .* underflows"),
         (lambda: flowscope.simulate(X0, every=0), r"^every: "),
         (lambda: flowscope.simulate(X0, backend="nope"), r"^backend: "),
         (lambda: flowscope.simulate(42), r"^scene: expected a Scene, a dict"),
@@ -117,5 +121,7 @@ def test_bad_arguments_name_the_argument():
     for call, message in value_errors:
         with pytest.raises(ValueError, match=message):
             call()
+    with pytest.raises(FileNotFoundError, match=r"^attention: no such file: "):
+        flowscope.simulate(X0, attention="missing/scene.json")
     run = flowscope.simulate(X0, steps=2)  # still usable
     assert run.tokens.shape == (3, 10, 2)
