@@ -139,8 +139,8 @@ bool isTokenArray(const pb::handle& source) {
 
 SimulationResult simulate(const pb::handle& source, const std::string& backendId, std::optional<long> every,
                           const pb::object& progressArg, const Keywords& keywords) {
-    Scene scene =
-        isTokenArray(source) ? arrayScene(source, keywords) : withKeywords(toScene(source), keywords);
+    const bool fromTokens = isTokenArray(source);
+    Scene scene = fromTokens ? arrayScene(source, keywords) : withKeywords(toScene(source), keywords);
     if (every) {
         if (*every < 1 || *every > (1L << 30)) throw InputError("every", "expected an integer in [1, 2^30]");
         scene.output.every = int(*every);
@@ -151,8 +151,13 @@ SimulationResult simulate(const pb::handle& source, const std::string& backendId
     } catch (const BackendError& e) {
         throw InputError("backend", e.what());
     }
-    checkRunBudget(particleRunBudget(scene, true), defaultMemoryLimit(),
-                   "the limit is half this machine's memory: record fewer frames (every=)");
+    try {
+        checkRunBudget(particleRunBudget(scene, true), defaultMemoryLimit(),
+                       "the limit is half this machine's memory: record fewer frames (every=)");
+    } catch (const SceneError& e) { // the array form's N is X0's, its steps the keyword's
+        if (!fromTokens) throw;
+        throw InputError(e.pointer == "/n" ? "X0" : "steps", e.detail);
+    }
 
     Progress progress(progressArg, "simulate " + scene.name);
     double fraction = 0;

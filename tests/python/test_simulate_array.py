@@ -121,6 +121,12 @@ def test_bad_arguments_name_the_argument():
     for call, message in value_errors:
         with pytest.raises(ValueError, match=message):
             call()
+    # Memory is checked before anything is allocated: X0's copy by its shape (a broadcast array costs nothing
+    # here), the run's frames by the scene's budget.
+    with pytest.raises(MemoryError, match=r"^X0: this would need about .* for an array of shape \(16777216, 1048576\)"):
+        flowscope.simulate(np.broadcast_to(np.zeros(2**20), (2**24, 2**20)))  # 256 TiB
+    with pytest.raises(ValueError, match=r"^steps: this run would need about .* for 1e\+09 recorded frames"):
+        flowscope.simulate(X0, steps=10**9)
     with pytest.raises(FileNotFoundError, match=r"^attention: no such file: "):
         flowscope.simulate(X0, attention="missing/scene.json")
     run = flowscope.simulate(X0, steps=2)  # still usable
