@@ -102,7 +102,14 @@ Scene arrayScene(const pb::handle& X0, const Keywords& k) {
                                             {"n", n},
                                             {"precision", f32 ? "float32" : "float64"},
                                             {"attention", {{"type", "softmax"}}}};
-        return withKeywords(sceneFromJson(doc.dump()), k);
+        Scene base;
+        try {
+            base = sceneFromJson(doc.dump());
+        } catch (const SceneError& e) { // /d, /n: X0's shape
+            throw InputError("X0", "shape (" + std::to_string(X.rows()) + ", " + std::to_string(X.cols()) +
+                                       ") does not fit a scene: " + e.what());
+        }
+        return withKeywords(std::move(base), k);
     };
     Scene s;
     try {

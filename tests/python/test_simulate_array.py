@@ -100,6 +100,7 @@ def test_bad_arguments_name_the_argument():
         (lambda: flowscope.simulate(np.zeros((0, 2))), r"^X0: expected at least one point, got shape \(0, 2\)$"),
         (lambda: flowscope.simulate([[0.0, np.nan]]), r"^X0: row 0, column 1 is nan"),
         (lambda: flowscope.simulate(np.broadcast_to(np.zeros(2), (2**24 + 1, 2))), r"^X0: expected at most 16777216 points"),
+        (lambda: flowscope.simulate(np.zeros((3, 1025))), r"^X0: shape \(3, 1025\) does not fit a scene: /d: expected integer <= 1024, got 1025$"),
         (lambda: flowscope.simulate(X0, T=-1), r"^T: expected number > 0, got -1$"),
         (lambda: flowscope.simulate(X0, T=float("nan")), r"^T: expected a finite number, got nan$"),
         (lambda: flowscope.simulate(X0, steps=0), r"^steps: "),
@@ -131,3 +132,11 @@ def test_bad_arguments_name_the_argument():
         flowscope.simulate(X0, attention="missing/scene.json")
     run = flowscope.simulate(X0, steps=2)  # still usable
     assert run.tokens.shape == (3, 10, 2)
+
+
+def test_a_torch_tensor_runs_as_its_numpy_array():
+    torch = pytest.importorskip("torch")
+    X0 = tokens(24, dtype=np.float32)
+    run = flowscope.simulate(torch.from_numpy(X0), attention=ATTENTION, steps=8)
+    same_run(run, flowscope.simulate(X0, attention=ATTENTION, steps=8))
+    assert run.tokens.dtype == np.float32
