@@ -304,9 +304,9 @@ X0        the initial tokens: an (N, d) array (NumPy, PyTorch, a list of rows), 
           "points": X0}, ...} with the keywords below; run.scene is it.
 attention the scene's "attention" object as a dict ({"type": "l2", "beta": 2, "heads": [...]}), or a Scene,
           scene dict, file, share string or preset name whose attention is taken (only its attention);
-          with X0 left out: softmax, Q = K = V = I, beta = 1
+          left out with X0: softmax, Q = K = V = I, beta = 1
 T, steps, method  /integrator/T, /integrator/steps, /integrator/method ("euler", "heun", "rk4",
-          "dopri5"); with X0 left out: 1, 100, "rk4". With a scene they replace its fields.
+          "dopri5"); left out with X0: 1, 100, "rk4". With a scene they replace its fields.
 backend   "cpu" (the scene's precision: float64 reference or float32 SIMD), "gl" or "vulkan" (float32
           compute shaders, where this build has them)
 every     record every K-th step (overrides output.every)
