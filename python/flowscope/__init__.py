@@ -3,6 +3,7 @@
     import flowscope, numpy as np
     scene = flowscope.Scene("default")                 # a preset, a scene dict, a .json file or a share string
     run = flowscope.simulate(scene)                    # run.tokens: (T, N, d), run.times, observables, run.event
+    run = flowscope.simulate(X0, attention={"type": "l2"}, T=2, steps=40)   # from your (N, d) tokens, any N
     live = flowscope.Run(scene); live.step(50)         # a run you step and edit as it goes:
     live.set("/attention/type", "l2"); live.step(50)   # live.tokens (N, d), live.t
     V = flowscope.velocity({"type": "softmax", "beta": 1}, np.random.randn(1000, 3))

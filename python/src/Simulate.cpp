@@ -6,6 +6,11 @@
 #include "engine/backend/Registry.h"
 #include "engine/dynamics/Simulation.h"
 #include "engine/scene/RunBudget.h"
+#include "engine/scene/SceneSetting.h"
+
+#include <cstring>
+#include <iterator>
+#include <string_view>
 
 namespace flowscope::py {
 
@@ -24,9 +29,125 @@ template <class T> pb::array_t<T> array(std::vector<pb::ssize_t> shape) {
     return pb::array_t<T>(shape);
 }
 
-SimulationResult simulate(const pb::handle& sceneArg, const std::string& backendId, std::optional<long> every,
-                          const pb::object& progressArg) {
-    Scene scene = toScene(sceneArg);
+// simulate()'s keywords that are fields of the scene schema, and their fields.
+constexpr std::pair<const char*, const char*> kKeywordFields[] = {{"attention", "/attention"},
+                                                                  {"T", "/integrator/T"},
+                                                                  {"steps", "/integrator/steps"},
+                                                                  {"method", "/integrator/method"}};
+
+// A keyword's field set as flowscope-cli's --set sets it (SceneSetting: the reader's checks and words), an
+// error at a keyword's field named by the keyword: "/integrator/T: ..." is "T: ...",
+// "/attention/heads/0/Q: ..." is "attention/heads/0/Q: ...".
+Scene withKeyword(const Scene& scene, const char* pointer, nlohmann::ordered_json value) {
+    try {
+        return withSetting(scene, SceneSetting{pointer, std::move(value)});
+    } catch (const SceneError& e) {
+        for (const auto& [keyword, field] : kKeywordFields) {
+            const std::string_view at = e.pointer, f = field;
+            if (at.starts_with(f) && (at.size() == f.size() || at[f.size()] == '/'))
+                throw InputError(keyword + std::string(at.substr(f.size())), e.detail);
+        }
+        throw;
+    }
+}
+
+// The `attention` keyword as the scene's "attention" object: an attention dict as it is; a Scene, a scene
+// dict, file, share string or preset name gives its attention (its d must be the tokens').
+nlohmann::ordered_json attentionJson(const pb::handle& attention) {
+    if (pb::isinstance<pb::dict>(attention) && !attention.contains("attention"))
+        return pythonToJson(attention, "attention");
+    Scene scene;
+    try {
+        scene = toScene(attention);
+    } catch (const InputError& e) { // toScene's "scene: ..." is this argument's
+        const std::string_view what = e.what();
+        if (!what.starts_with("scene: ")) throw;
+        throw InputError("attention", std::string(what.substr(std::strlen("scene: "))));
+    } catch (pb::error_already_set& e) { // FileNotFoundError("scene: no such file: ...")
+        const std::string what = pb::str(e.value());
+        if (!e.matches(PyExc_FileNotFoundError) || !what.starts_with("scene: ")) throw;
+        PyErr_SetString(PyExc_FileNotFoundError, ("attention" + what.substr(std::strlen("scene"))).c_str());
+        throw pb::error_already_set();
+    }
+    return nlohmann::ordered_json::parse(sceneToJson(scene))["attention"];
+}
+
+// The values of simulate()'s keywords (kKeywordFields' order); None leaves a field as it is.
+struct Keywords {
+    pb::object attention, T, steps, method;
+};
+
+// The scene with the keywords set.
+Scene withKeywords(Scene scene, const Keywords& k) {
+    const pb::object* values[] = {&k.attention, &k.T, &k.steps, &k.method};
+    for (std::size_t i = 0; i < std::size(values); ++i) {
+        const auto [keyword, field] = kKeywordFields[i];
+        if (values[i]->is_none()) continue;
+        scene = withKeyword(scene, field,
+                            i == 0 ? attentionJson(k.attention) : pythonToJson(*values[i], keyword));
+    }
+    return scene;
+}
+
+// The scene of the array form: X0's tokens as given (initial kind "points", N = their number), in X0's
+// precision, the keywords set on the scene schema's defaults (attention: softmax with Q = K = V = I). The
+// tokens are attached last, never through JSON: N is bounded by the scene's /n and the memory, not by the
+// 65536 points a scene file may inline.
+Scene arrayScene(const pb::handle& X0, const Keywords& k) {
+    bool f32 = false;
+    Mat X = toPoints(X0, "X0", 0, kSceneMaxTokens, 0.0, {}, &f32);
+    const auto scene = [&](Eigen::Index d, Eigen::Index n) {
+        const nlohmann::ordered_json doc = {{"name", "X0"},
+                                            {"d", d},
+                                            {"n", n},
+                                            {"precision", f32 ? "float32" : "float64"},
+                                            {"attention", {{"type", "softmax"}}}};
+        Scene base;
+        try {
+            base = sceneFromJson(doc.dump());
+        } catch (const SceneError& e) { // /d, /n: X0's shape
+            throw InputError("X0", "shape (" + std::to_string(X.rows()) + ", " + std::to_string(X.cols()) +
+                                       ") does not fit a scene: " + e.what());
+        }
+        return withKeywords(std::move(base), k);
+    };
+    Scene s;
+    try {
+        s = scene(X.cols(), X.rows());
+    } catch (const InputError& e) {
+        // The attention's matrices fix d: when they fit X0's rows and not its columns, X0 is transposed.
+        const Eigen::Index n = X.rows(), d = X.cols();
+        bool fitsRows = false;
+        if (std::string_view(e.what()).starts_with("attention") && n != d && n <= kMaxJsonMatrixSide) try {
+                scene(n, d), fitsRows = true;
+            } catch (const std::exception&) {
+            }
+        if (fitsRows)
+            throw InputError("X0", "expected (N, " + std::to_string(n) +
+                                       ") tokens (the attention's matrices have d = " + std::to_string(n) +
+                                       "), got shape (" + std::to_string(n) + ", " + std::to_string(d) +
+                                       ") (tokens are rows: was a (d, N) array passed? X0.T is (N, d))");
+        throw;
+    }
+    s.initial = InitialSpec{};
+    s.initial.kind = InitKind::Points;
+    s.initial.points = std::move(X);
+    return s;
+}
+
+// A NumPy array, a PyTorch tensor or a list of points: the array form's X0. Anything else is a scene source.
+bool isTokenArray(const pb::handle& source) {
+    if (pb::isinstance<Scene>(source) || pb::isinstance<pb::dict>(source) ||
+        pb::isinstance<pb::str>(source) || pb::hasattr(source, "__fspath__"))
+        return false;
+    return pb::hasattr(source, "shape") || pb::isinstance<pb::list>(source) ||
+           pb::isinstance<pb::tuple>(source);
+}
+
+SimulationResult simulate(const pb::handle& source, const std::string& backendId, std::optional<long> every,
+                          const pb::object& progressArg, const Keywords& keywords) {
+    const bool fromTokens = isTokenArray(source);
+    Scene scene = fromTokens ? arrayScene(source, keywords) : withKeywords(toScene(source), keywords);
     if (every) {
         if (*every < 1 || *every > (1L << 30)) throw InputError("every", "expected an integer in [1, 2^30]");
         scene.output.every = int(*every);
@@ -37,8 +158,13 @@ SimulationResult simulate(const pb::handle& sceneArg, const std::string& backend
     } catch (const BackendError& e) {
         throw InputError("backend", e.what());
     }
-    checkRunBudget(particleRunBudget(scene, true), defaultMemoryLimit(),
-                   "the limit is half this machine's memory: record fewer frames (every=)");
+    try {
+        checkRunBudget(particleRunBudget(scene, true), defaultMemoryLimit(),
+                       "the limit is half this machine's memory: record fewer frames (every=)");
+    } catch (const SceneError& e) { // the array form's N is X0's, its steps the keyword's
+        if (!fromTokens) throw;
+        throw InputError(e.pointer == "/n" ? "X0" : "steps", e.detail);
+    }
 
     Progress progress(progressArg, "simulate " + scene.name);
     double fraction = 0;
@@ -148,23 +274,47 @@ observables, the arrays of ``flowscope-cli simulate``'s .npy and .json (docs/obs
                    (r.event.is_none() ? "" : ", stopped early") + ">";
         });
 
-    m.def("simulate", &simulate, pb::arg("scene"), pb::arg("backend") = "cpu", pb::arg("every") = pb::none(),
-          pb::arg("progress") = pb::none(),
-          R"(simulate(scene, backend="cpu", every=None, progress=None) -> SimulationResult
+    m.def(
+        "simulate",
+        [](const pb::handle& source, const std::string& backend, std::optional<long> every,
+           const pb::object& progress, const pb::object& attention, const pb::object& T,
+           const pb::object& steps, const pb::object& method) {
+            return simulate(source, backend, every, progress, Keywords{attention, T, steps, method});
+        },
+        pb::arg("scene"), pb::arg("backend") = "cpu", pb::arg("every") = pb::none(),
+        pb::arg("progress") = pb::none(), pb::kw_only(), pb::arg("attention") = pb::none(),
+        pb::arg("T") = pb::none(), pb::arg("steps") = pb::none(), pb::arg("method") = pb::none(),
+        R"(simulate(scene, backend="cpu", every=None, progress=None, *, attention=None, T=None, steps=None,
+         method=None) -> SimulationResult
+simulate(X0, *, attention=None, T=None, steps=None, method=None, backend="cpu", every=None,
+         progress=None) -> SimulationResult
 
-Integrates the particle system of a scene,
+Integrates the particle system
 
     dx_i/dt = Σ_h V_h Σ_j P^h_ij x_j      (softmax: P_ij = exp(s_ij) / Σ_l exp(s_il), s_ij = x_jᵀ A x_i)
 
-from its initial tokens to its horizon T (or an event: divergence, a non-finite state), exactly as
+from the initial tokens to the horizon T (or an event: divergence, a non-finite state), exactly as
 ``flowscope-cli simulate`` does: the same scene gives the same arrays bit for bit.
 
-scene     a Scene, or what Scene() takes (dict, file, share string, preset name)
+scene     a Scene, or what Scene() takes (dict, file, share string, preset name), or
+X0        the initial tokens: an (N, d) array (NumPy, PyTorch, a list of rows), any N (no 65536-point
+          limit, only the memory's). float32 runs in float32 and returns float32 tokens, float64 in float64;
+          float16 and bfloat16 run in float32 (with a warning); other dtypes are a TypeError.
+          The run is the scene {"d": d, "n": N, "precision": X0's, "initial": {"kind": "points",
+          "points": X0}, ...} with the keywords below; run.scene is it.
+attention the scene's "attention" object as a dict ({"type": "l2", "beta": 2, "heads": [...]}), or a Scene,
+          scene dict, file, share string or preset name whose attention is taken (only its attention);
+          left out with X0: softmax, Q = K = V = I, beta = 1
+T, steps, method  /integrator/T, /integrator/steps, /integrator/method ("euler", "heun", "rk4",
+          "dopri5"); left out with X0: 1, 100, "rk4". With a scene they replace its fields.
 backend   "cpu" (the scene's precision: float64 reference or float32 SIMD), "gl" or "vulkan" (float32
           compute shaders, where this build has them)
 every     record every K-th step (overrides output.every)
 progress  a callable taking the fraction done; True or "auto" for a tqdm bar where tqdm is installed
           (without it: True prints a line on stderr every tenth, "auto" nothing)
+
+Each keyword is checked as the scene file's field is, and a bad value names the keyword:
+``T: expected number > 0, got -1``, ``attention/heads/0/V: expected 2x2 matrix, got 3x3``.
 
 The GIL is released while it runs; Ctrl+C (or an exception raised by `progress`) stops it between two
 steps and raises, leaving the module usable.)");
