@@ -58,6 +58,8 @@ std::shared_ptr<Snapshot> snapshotOf(Tokens X, double t = 0.0) {
     return s;
 }
 
+// --- ParticleLayers and ParticlePicture ---
+
 TEST(ParticleLayers, TokensAreOneVertexEachAndDivergedOnesTransparent) {
     Tokens X(4, 2);
     X << 0, 0, 1, 2, NAN, 1, -1, 3;
@@ -347,6 +349,8 @@ TEST(ParticlePicture, FollowEasesTowardsTheFrameAndKeepsTheCloudInView) {
     }
 }
 
+// --- Training pictures and curve plots ---
+
 TEST(TransformersPicture, TheLegendNamesTheCrossesAndTheDashedPathsOrShortensToFit) {
     application();
     const QFontMetricsF fm(QGuiApplication::font());
@@ -543,6 +547,8 @@ TEST(CurvePlot, GapsAtNonFiniteValuesARightAxisOfItsOwnAndACursor) {
         seen = drawnNear(image, {x(0.5), f.top() + t * f.height()}, cursor, 1);
     EXPECT_TRUE(seen);
 }
+
+// --- InversePicture ---
 
 // The Inverse tab's distance to the reference is the Gaussian W₂ distance: 0 between the same moments, |δ|
 // for a mean shifted by δ, |√a − √b| per axis between diagonal covariances a and b; NaN across dimensions.

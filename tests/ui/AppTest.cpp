@@ -69,6 +69,8 @@ std::vector<std::string> presetFiles() {
     return names;
 }
 
+// --- Every preset ---
+
 TEST(AppPresets, ThereAreAtLeastForty) {
     EXPECT_GE(presetFiles().size(), 40u);
 }
@@ -103,6 +105,8 @@ INSTANTIATE_TEST_SUITE_P(Shipped, EveryPreset, ::testing::ValuesIn(presetFiles()
                                  if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                              return name;
                          });
+
+// --- Editing and the overlays ---
 
 TEST_F(AppTest, AMatrixEntryEditedInTheEditorReachesTheEngine) {
     ASSERT_TRUE(window->particles().setScene(tinyScene(64, 20)));
@@ -207,6 +211,8 @@ Vec softmaxRow(const Tokens& X, int i) {
     return row / row.sum();
 }
 
+// --- Hover and live edits ---
+
 TEST_F(AppTest, HoveringATokenPicksItAndShowsItsAttentionRow) {
     ASSERT_TRUE(window->particles().setScene(tinyScene(128, 40)));
     window->showParticleView();
@@ -288,6 +294,8 @@ TEST_F(AppTest, AfterALiveEditTheAnalysisAndOverlayStartFromTheTokensAsTheyAre) 
         << editor->regimeText().toStdString();
 }
 
+// --- Axes and colours ---
+
 TEST(ChooseAxes, ParsesTwoOrThreeIndicesAndExplainsBadInput) {
     QString why;
     const auto plane = parseAxes(QStringLiteral(" 3, 1 "), 5, &why);
@@ -355,6 +363,8 @@ TEST_F(AppTest, EntropyColoursFollowTheAttentionRows) {
     }
     EXPECT_GE(yellow, 18);
 }
+
+// --- Scrubbing, settings and themes ---
 
 TEST_F(AppTest, ScrubbingBackAndSteppingContinuesFromTheShownFrame) {
     Scene scene = tinyScene(64, 20);

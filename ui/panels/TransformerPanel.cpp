@@ -20,6 +20,8 @@
 
 namespace flowscope {
 
+// --- Helpers ---
+
 namespace {
 
 using form::addRow;
@@ -43,6 +45,8 @@ template <class E> void select(QComboBox* box, E value) {
 }
 
 } // namespace
+
+// --- Defaults and the form ---
 
 ot::OtTrainerConfig TransformerPanel::defaults(ot::Task task) {
     ot::OtTrainerConfig c = ot::defaultTrainerConfig(task);
@@ -170,6 +174,8 @@ TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) 
     setSnapshot(nullptr, false);
 }
 
+// --- Configuration to and from the form ---
+
 ot::OtTrainerConfig TransformerPanel::config() const {
     const ot::Task task = valueOf<ot::Task>(task_);
     ot::OtTrainerConfig c = defaults(task);
@@ -260,6 +266,8 @@ void TransformerPanel::onEdited() {
     updateEnabled();
     controls_->markEdited();
 }
+
+// --- Read-outs ---
 
 // A grid of short rows under the run controls: a name on the left (its meaning in its tooltip), one
 // right-aligned column of values per model.

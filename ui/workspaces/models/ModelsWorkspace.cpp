@@ -34,6 +34,8 @@
 
 namespace flowscope {
 
+// --- Helpers ---
+
 namespace {
 
 QString fromStd(const std::string& s) {
@@ -82,6 +84,8 @@ ModelsWorkspace::~ModelsWorkspace() {
     runJob_.cancel();
     dynamicsJob_.cancel();
 }
+
+// --- The page and the panel ---
 
 QWidget* ModelsWorkspace::buildPage() {
     page_ = new QWidget(host());
@@ -257,6 +261,8 @@ QWidget* ModelsWorkspace::buildPanel() {
     return panel;
 }
 
+// --- Workspace ---
+
 QList<WorkspacePage> ModelsWorkspace::pages() const {
     return {{page_, tr("Models"),
              tr("A pretrained Transformer's tokens as particles: the cosines' histograms through depth, the "
@@ -297,6 +303,8 @@ void ModelsWorkspace::restoreSettings(QSettings& s) {
     const QString folder = s.value(QStringLiteral("models/folder")).toString();
     if (!folder.isEmpty() && QFileInfo(folder).isDir()) openModel(folder);
 }
+
+// --- Opening a checkpoint ---
 
 void ModelsWorkspace::openModelDialog() {
     const QString dir = QFileDialog::getExistingDirectory(
@@ -345,6 +353,8 @@ bool ModelsWorkspace::openModel(const QString& dir) {
     updateControls();
     return succeed();
 }
+
+// --- The forward pass ---
 
 void ModelsWorkspace::setInput(const QString& text, const QString& ids) {
     text_->setText(text);
@@ -462,6 +472,8 @@ void ModelsWorkspace::showResult() {
     depthView_->frameAll();
 }
 
+// --- Depth: slider, play ---
+
 void ModelsWorkspace::setDepth(int layer) {
     depthSlider_->setValue(std::clamp(layer, depthSlider_->minimum(), depthSlider_->maximum()));
     showDepth();
@@ -504,6 +516,8 @@ void ModelsWorkspace::showDepth() {
     odeView_->refresh();
     realView_->refresh();
 }
+
+// --- The head's own dynamics ---
 
 bool ModelsWorkspace::buildDynamics(int layer, int head) {
     if (!result_) return fail(tr("No run to take the head from: Run the model first."));
@@ -563,6 +577,8 @@ bool ModelsWorkspace::openInParticles() {
         tr("Opened %1 in the Particles workspace").arg(fromStd(dynamics_->dynamics.scene.name)), 8000);
     return succeed();
 }
+
+// --- Read-outs and controls ---
 
 void ModelsWorkspace::showHover(int token) {
     if (!result_ || token < 0 || std::size_t(token) >= result_->texts.size()) {
