@@ -10,20 +10,21 @@ namespace flowscope {
 
 namespace {
 
-std::string shaderLog(const GlApi& gl, GLuint shader) {
+// The info log of a shader (GetShaderiv, GetShaderInfoLog) or a program (GetProgramiv, GetProgramInfoLog).
+template <class Getiv, class GetLog> std::string infoLog(GLuint object, Getiv getiv, GetLog getLog) {
     GLint length = 0;
-    gl.GetShaderiv(shader, GL_INFO_LOG_LENGTH, &length);
+    getiv(object, GL_INFO_LOG_LENGTH, &length);
     std::vector<char> text(std::size_t(std::max(length, 1)), '\0');
-    gl.GetShaderInfoLog(shader, GLsizei(text.size()), nullptr, text.data());
+    getLog(object, GLsizei(text.size()), nullptr, text.data());
     return text.data();
 }
 
+std::string shaderLog(const GlApi& gl, GLuint shader) {
+    return infoLog(shader, gl.GetShaderiv, gl.GetShaderInfoLog);
+}
+
 std::string programLog(const GlApi& gl, GLuint program) {
-    GLint length = 0;
-    gl.GetProgramiv(program, GL_INFO_LOG_LENGTH, &length);
-    std::vector<char> text(std::size_t(std::max(length, 1)), '\0');
-    gl.GetProgramInfoLog(program, GLsizei(text.size()), nullptr, text.data());
-    return text.data();
+    return infoLog(program, gl.GetProgramiv, gl.GetProgramInfoLog);
 }
 
 } // namespace

@@ -7,31 +7,39 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <string>
 
 namespace flowscope {
 
 namespace {
 
-const char* kTokenVertexShader = R"(#version 330 core
+// What both vertex shaders end with: the clip position, and the depth cue (far vertices fade towards the
+// background and far points shrink; uFade.y = 0: no cue).
+const char* kDepthCue = R"(#version 330 core
+uniform float uPointSize; // device pixels
+uniform vec3 uFade;       // depth cue: clip w of full colour, w span to the most faded, fade at most
+uniform vec3 uFadeTo;     // the background the far side fades towards
+out vec4 vColor;
+void placeWithDepthCue(vec4 clip, vec4 color) {
+    gl_Position = clip;
+    float far = uFade.y > 0.0 ? uFade.z * clamp((clip.w - uFade.x) / uFade.y, 0.0, 1.0) : 0.0;
+    gl_PointSize = uPointSize * (1.0 - 0.5 * far);
+    vColor = vec4(mix(color.rgb, uFadeTo, far), color.a);
+}
+)";
+
+const std::string kTokenVertexShader = std::string(kDepthCue) + R"(
 layout(location = 0) in vec3 aPosition;
 layout(location = 1) in vec4 aColor;
 uniform mat4 uViewProjection; // includes the upload origin
-uniform float uPointSize;     // device pixels
-uniform vec3 uFade;            // depth cue: clip w of full colour, w span to the most faded, fade at most
-uniform vec3 uFadeTo;          // the background the far side fades towards
-out vec4 vColor;
 void main() {
-    gl_Position = uViewProjection * vec4(aPosition, 1.0);
-    // Far vertices fade towards the background and far points shrink (uFade.y = 0: no cue).
-    float far = uFade.y > 0.0 ? uFade.z * clamp((gl_Position.w - uFade.x) / uFade.y, 0.0, 1.0) : 0.0;
-    gl_PointSize = uPointSize * (1.0 - 0.5 * far);
-    vColor = vec4(mix(aColor.rgb, uFadeTo, far), aColor.a);
+    placeWithDepthCue(uViewProjection * vec4(aPosition, 1.0), aColor);
 }
 )";
 
 // The same, with the position read from a device copy of the tokens: coordinate c of token i is attribute c
 // (a float at 4 (c n + i) bytes) and the projection to the view's axes happens here.
-const char* kDeviceVertexShader = R"(#version 330 core
+const std::string kDeviceVertexShader = std::string(kDepthCue) + R"(
 layout(location = 0) in float aX0;
 layout(location = 1) in float aX1;
 layout(location = 2) in float aX2;
@@ -40,17 +48,9 @@ layout(location = 4) in vec4 aColor;
 uniform mat4 uProject;        // token coordinates -> view axes
 uniform vec3 uOrigin;         // subtracted after projecting, as the CPU path does on upload
 uniform mat4 uViewProjection; // includes the origin
-uniform float uPointSize;
-uniform vec3 uFade;            // depth cue: clip w of full colour, w span to the most faded, fade at most
-uniform vec3 uFadeTo;          // the background the far side fades towards
-out vec4 vColor;
 void main() {
     vec3 p = (uProject * vec4(aX0, aX1, aX2, aX3)).xyz - uOrigin;
-    gl_Position = uViewProjection * vec4(p, 1.0);
-    // Far vertices fade towards the background and far points shrink (uFade.y = 0: no cue).
-    float far = uFade.y > 0.0 ? uFade.z * clamp((gl_Position.w - uFade.x) / uFade.y, 0.0, 1.0) : 0.0;
-    gl_PointSize = uPointSize * (1.0 - 0.5 * far);
-    vColor = vec4(mix(aColor.rgb, uFadeTo, far), aColor.a);
+    placeWithDepthCue(uViewProjection * vec4(p, 1.0), aColor);
 }
 )";
 
@@ -78,8 +78,8 @@ void main() {
 bool PointRenderer::initialize(const GlApi& gl) {
     destroy();
     gl_ = &gl;
-    if (!program_.build(gl, kTokenVertexShader, nullptr, kTokenFragmentShader, &log_) ||
-        !deviceProgram_.build(gl, kDeviceVertexShader, nullptr, kTokenFragmentShader, &log_))
+    if (!program_.build(gl, kTokenVertexShader.c_str(), nullptr, kTokenFragmentShader, &log_) ||
+        !deviceProgram_.build(gl, kDeviceVertexShader.c_str(), nullptr, kTokenFragmentShader, &log_))
         return false;
     gl.GenVertexArrays(1, &deviceVao_);
     for (Buffer& b : buffers_) {

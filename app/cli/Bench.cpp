@@ -30,6 +30,8 @@
 
 namespace flowscope::cli {
 
+// --- Options and the benchmark scenes ---
+
 std::vector<long> parseTokenCounts(const std::string& text) {
     std::vector<long> out;
     std::stringstream ss(text);
@@ -66,6 +68,8 @@ Scene benchScene(int d, int n, Method method, int steps) {
     s.integrator.steps = steps;
     return s;
 }
+
+// --- Dense references for the attention variants ---
 
 namespace {
 
@@ -232,6 +236,8 @@ double sampledRelativeError(const AttentionSpec& spec, const Tokens& X, const To
 // Seconds per call: a warm-up call (small N only), then repeats until ~0.4 s have passed (at least one).
 constexpr int kDeviceBatch = 8; // --device-steps: Euler steps recorded per read-back
 
+// --- Timing ---
+
 template <class F> double timeIt(F&& f, long n) {
     if (n <= 16384) f();
     int reps = 0;
@@ -244,6 +250,8 @@ template <class F> double timeIt(F&& f, long n) {
     } while (elapsed < 0.4 && reps < 1000);
     return elapsed / reps;
 }
+
+// --- bench run ---
 
 // bench run: whole runs of a softmax scene (Q = K = I, V = -I/2, beta 1, N(0, I) tokens, Euler unless
 // --method, float32), recording every K steps with every observable, against the same run recording only at
@@ -330,6 +338,8 @@ int benchRun(const Args& args) {
 }
 
 } // namespace
+
+// --- bench ---
 
 int bench(const Args& raw) {
     if (!raw.empty() && raw[0] == "train") return benchTrain(Args(raw.begin() + 1, raw.end()));

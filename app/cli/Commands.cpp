@@ -26,6 +26,8 @@
 
 namespace flowscope::cli {
 
+// --- ArgParser ---
+
 ArgParser::ArgParser(const Args& args) : args_(args), used_(args.size(), false) {
     collect();
 }
@@ -92,6 +94,8 @@ void ArgParser::rejectUnknown() const {
     throw UsageError("unknown option " + quoteForMessage(u) +
                      (near.empty() ? "" : " (did you mean " + near + "?)"));
 }
+
+// --- Shared options: --set, --max-time, numbers, backends ---
 
 Scene withSetOptions(Scene scene, const std::vector<std::string>& settings) {
     try {
@@ -206,6 +210,8 @@ std::string withBackendChoices(std::string usage) {
         usage.replace(at, placeholder.size(), choices);
     return usage;
 }
+
+// --- simulate ---
 
 int simulate(const Args& raw) {
     ArgParser p(raw);
@@ -329,6 +335,8 @@ int simulate(const Args& raw) {
     std::cerr << "\n";
     return 0;
 }
+
+// --- presets and share ---
 
 int presets(const Args& raw) {
     ArgParser p(raw);

@@ -200,9 +200,7 @@ int render(const Args& raw) {
         sink->addFrame(frame.constBits(), int(frame.bytesPerLine()));
         progress.report(k + 1);
     }
-    progress.endLine();
-    sink->finish();
-    printWrote(o.out, o.frames, progress.seconds());
+    progress.finish(*sink, o.out);
     if (const Simulation* sim = exporter.simulation(); sim && sim->event())
         std::cerr << "; the particles stopped at t = " << number(sim->event()->t) << ": "
                   << sim->event()->message;

@@ -131,6 +131,12 @@ void FrameProgress::endLine() const {
     if (tty_) std::cerr << "\n";
 }
 
+void FrameProgress::finish(FrameSink& sink, const std::string& out) const {
+    endLine();
+    sink.finish();
+    printWrote(out, frames_, seconds());
+}
+
 std::unique_ptr<FrameSink> openOutput(const std::string& out, int width, int height, double fps) {
     VideoOptions video;
     video.width = width;

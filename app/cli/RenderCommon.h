@@ -75,6 +75,9 @@ class FrameProgress {
     void report(long done);
     // Ends the terminal's line after the last report.
     void endLine() const;
+    // After the last frame: ends the line, finishes `sink` (the file appears under `out`) and prints
+    // printWrote's summary, without the newline.
+    void finish(FrameSink& sink, const std::string& out) const;
     // Since the start.
     double seconds() const;
 

@@ -147,9 +147,7 @@ int renderTraining(const Args& raw) {
         return true;
     });
     if (!done) throw Cancelled();
-    progress.endLine();
-    sink->finish();
-    printWrote(o.out, a.frames, progress.seconds());
+    progress.finish(*sink, o.out);
     const auto trainers = animator->trainers();
     std::cerr << "; iteration " << trainers.front()->iteration();
     for (const flows::FlowTrainer* t : trainers) {

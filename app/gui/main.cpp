@@ -63,6 +63,8 @@
 #define FLOWSCOPE_PRESET_DIR ""
 #endif
 
+// --- Options ---
+
 namespace {
 
 struct Options {
@@ -229,6 +231,8 @@ bool openInitialScene(flowscope::MainWindow& w, const Options& o,
     return particles.setScene(flowscope::builtinDefaultScene());
 }
 
+// --- Screenshots and their timing ---
+
 // Measures how promptly the UI thread serves events while the simulation runs: a 5 ms timer records how
 // late each tick comes (the time between ticks minus 5 ms). A frozen UI shows as large lateness.
 struct LatencyProbe {
@@ -337,6 +341,8 @@ void scheduleScreenshot(QApplication& app, flowscope::MainWindow& w, const Optio
     });
     timer->start(20);
 }
+
+// --- Start-up ---
 
 void nameTheApplication() {
     QCoreApplication::setApplicationName(QStringLiteral("Flowscope"));

@@ -95,11 +95,18 @@ template <class S, class F> Var<S> binary(Op op, Var<S> a, Var<S> b, F f) {
     return y;
 }
 
-template <class S> Var<S> reduce(Op op, Var<S> a, Index rows, Index cols) {
+// A reduction (or any op of one operand whose value is a function of the operand's): y = f(a's value),
+// f giving a matrix expression.
+template <class S, class F> Var<S> reduce(Op op, Var<S> a, F f) {
     Tape<S>& t = tapeOf(op, a);
     Var<S> y = t.push(op, a);
-    t.node(y).value.resize(rows, cols);
+    t.node(y).value = f(a.value());
     return y;
+}
+
+// A 1x1 value: the scalar v as a matrix expression.
+template <class S> auto scalarValue(S v) {
+    return Matrix<S>::Constant(1, 1, v);
 }
 
 // Row-wise softmax and log-sum-exp. Storage is column-major, so a row is strided: the loops run down the
@@ -869,41 +876,29 @@ template <class S> Var<S> huberL1(Var<S> x, Var<S> lambda, Scalar<S> h) {
 }
 
 template <class S> Var<S> sum(Var<S> a) {
-    Var<S> y = reduce(Op::Sum, a, 1, 1);
-    a.tape->node(y).value(0, 0) = a.value().sum();
-    return y;
+    return reduce(Op::Sum, a, [](const Matrix<S>& x) { return scalarValue(x.sum()); });
 }
 
 template <class S> Var<S> mean(Var<S> a) {
     tapeOf(Op::Mean, a);
     if (a.value().size() == 0) fail(Op::Mean, "the mean of an empty matrix");
-    Var<S> y = reduce(Op::Mean, a, 1, 1);
-    a.tape->node(y).value(0, 0) = a.value().mean();
-    return y;
+    return reduce(Op::Mean, a, [](const Matrix<S>& x) { return scalarValue(x.mean()); });
 }
 
 template <class S> Var<S> colSum(Var<S> a) {
-    Var<S> y = reduce(Op::ColSum, a, 1, a.cols());
-    a.tape->node(y).value = a.value().colwise().sum();
-    return y;
+    return reduce(Op::ColSum, a, [](const Matrix<S>& x) { return x.colwise().sum(); });
 }
 
 template <class S> Var<S> rowSum(Var<S> a) {
-    Var<S> y = reduce(Op::RowSum, a, a.rows(), 1);
-    a.tape->node(y).value = a.value().rowwise().sum();
-    return y;
+    return reduce(Op::RowSum, a, [](const Matrix<S>& x) { return x.rowwise().sum(); });
 }
 
 template <class S> Var<S> sumSquares(Var<S> a) {
-    Var<S> y = reduce(Op::SumSquares, a, 1, 1);
-    a.tape->node(y).value(0, 0) = a.value().squaredNorm();
-    return y;
+    return reduce(Op::SumSquares, a, [](const Matrix<S>& x) { return scalarValue(x.squaredNorm()); });
 }
 
 template <class S> Var<S> colSumSquares(Var<S> a) {
-    Var<S> y = reduce(Op::ColSumSquares, a, 1, a.cols());
-    a.tape->node(y).value = a.value().colwise().squaredNorm();
-    return y;
+    return reduce(Op::ColSumSquares, a, [](const Matrix<S>& x) { return x.colwise().squaredNorm(); });
 }
 
 template <class S>
@@ -915,29 +910,26 @@ Var<S> columnFunction(Var<S> a, const Matrix<Scalar<S>>& values, const Matrix<Sc
                                      shapeOf(gradients.rows(), gradients.cols()) + " for an operand of " +
                                      shapeOf(a.rows(), a.cols()) +
                                      " (need 1 x cols and the operand's shape)");
-    Var<S> y = reduce(Op::ColumnFunction, a, 1, a.cols());
-    Node<S>& n = a.tape->node(y);
-    n.value = values;
-    n.aux = gradients;
+    Var<S> y = reduce(Op::ColumnFunction, a, [&](const Matrix<S>&) -> const Matrix<S>& { return values; });
+    a.tape->node(y).aux = gradients;
+    return y;
+}
+
+// A row-wise op that needs at least one column: forward(a's value, y's value).
+template <class S, class F> Var<S> rowwise(Op op, Var<S> a, F forward) {
+    Tape<S>& t = tapeOf(op, a);
+    if (a.cols() == 0) fail(op, "a matrix without columns (" + shapeOf(a.rows(), a.cols()) + ")");
+    Var<S> y = t.push(op, a);
+    forward(a.value(), t.node(y).value);
     return y;
 }
 
 template <class S> Var<S> softmaxRows(Var<S> a) {
-    Tape<S>& t = tapeOf(Op::SoftmaxRows, a);
-    if (a.cols() == 0)
-        fail(Op::SoftmaxRows, "a matrix without columns (" + shapeOf(a.rows(), a.cols()) + ")");
-    Var<S> y = t.push(Op::SoftmaxRows, a);
-    softmaxForward(a.value(), t.node(y).value);
-    return y;
+    return rowwise(Op::SoftmaxRows, a, softmaxForward<S>);
 }
 
 template <class S> Var<S> logSumExpRows(Var<S> a) {
-    Tape<S>& t = tapeOf(Op::LogSumExpRows, a);
-    if (a.cols() == 0)
-        fail(Op::LogSumExpRows, "a matrix without columns (" + shapeOf(a.rows(), a.cols()) + ")");
-    Var<S> y = t.push(Op::LogSumExpRows, a);
-    logSumExpForward(a.value(), t.node(y).value);
-    return y;
+    return rowwise(Op::LogSumExpRows, a, logSumExpForward<S>);
 }
 
 template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, Scalar<S> scale) {

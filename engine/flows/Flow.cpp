@@ -7,6 +7,8 @@
 
 namespace flowscope::flows {
 
+// --- Parameters ---
+
 double softplus(double u) {
     return std::max(u, 0.0) + std::log1p(std::exp(-std::abs(u)));
 }
@@ -50,6 +52,8 @@ Bound<S> bindFlow(ad::Tape<S>& tape, const FlowConfig& c, const FlowParams<S>& p
     b.beta = positive(p.betaRaw, grads ? &grads->betaRaw : nullptr, c.trainBeta);
     return b;
 }
+
+// --- The layers: time input, RWPO options, potential ---
 
 template <class S> ad::Var<S> withTime(ad::Tape<S>& tape, ad::Var<S> X, double t) {
     return ad::vstack({X, tape.constant(ad::Matrix<S>::Constant(1, X.cols(), S(t)))});
@@ -141,6 +145,8 @@ TrainingLayer<S> recordTrainingLayer(ad::Tape<S>& tape, const FlowConfig& c, con
     return layer;
 }
 
+// --- Log-density and the sampler's fixed point ---
+
 // log ρ_T(x^M) = log N(x^0; 0, I) + the accumulated log-dets.
 template <class S> ad::Var<S> recordLogDensity(ad::Var<S> x0, ad::Var<S> logDet, int d) {
     const ad::Var<S> logBase = ad::addScalar(ad::scale(ad::colSumSquares(x0), S(-0.5)),
@@ -221,6 +227,8 @@ FixedPointResult solveFixedPoint(ad::Matrix<S>& P, G&& g, double tol, int maxIte
 }
 
 } // namespace
+
+// --- FlowModel: reference and loss ---
 
 template <class S> FlowModel<S>::FlowModel(const FlowConfig& config) : config_(config) {
     config_.hjbWeight = config_.hjb();
@@ -319,6 +327,8 @@ template <class S> LossTerms FlowModel<S>::lossAndGradient(const Matrix& data, F
     tape.backward(loss);
     return terms;
 }
+
+// --- Generating ---
 
 template <class S>
 typename FlowModel<S>::Matrix FlowModel<S>::generate(const Matrix& Z, std::vector<Matrix>* trajectory,
@@ -426,6 +436,8 @@ typename FlowModel<S>::Matrix FlowModel<S>::generateBeside(const Matrix& Z, std:
     }
     return X;
 }
+
+// --- Frozen keys and encoding ---
 
 template <class S> typename FlowModel<S>::FrozenKeys FlowModel<S>::frozenKeys(const Matrix* keys) const {
     FrozenKeys out;

@@ -199,12 +199,10 @@ void writeModelFiles(const std::string& path, const SafeTensors& file, const nlo
 FlowModel<float> loadFlow(const std::string& path) {
     recoverOutputs(directoryOf(path)); // a set whose commit a killed process left half done
     const SafeTensors file = readSafetensors(path);
-    const auto meta = file.metadata.find(kFlowMetadataKey);
-    if (meta == file.metadata.end())
-        throw std::runtime_error(path + ": not a Flowscope flow (no '" + kFlowMetadataKey + "' metadata)");
+    const std::string& meta = file.record(kFlowMetadataKey, path, "Flowscope flow");
     FlowConfig config;
     try {
-        const JsonReader::Json architecture = parseJson(meta->second, 64, "/architecture");
+        const JsonReader::Json architecture = parseJson(meta, 64, "/architecture");
         config = readFlowConfig(JsonReader(architecture, "/architecture"));
     } catch (const std::exception& e) {
         throw std::runtime_error(path + ": " + e.what());

@@ -47,6 +47,15 @@ FlowModel<double> inDouble(const FlowModel<float>& model, const FlowConfig* conf
     return m;
 }
 
+FlowModel<float>::FrozenKeys inFloat(const FlowModel<double>::FrozenKeys& keys) {
+    FlowModel<float>::FrozenKeys out;
+    for (const auto& draw : keys.draws) {
+        auto& layers = out.draws.emplace_back();
+        for (const auto& k : draw) layers.push_back(k.cast<float>());
+    }
+    return out;
+}
+
 ad::Matrix<float> sampleFlow(const FlowModel<float>& loaded, const ad::Matrix<float>& Z, int batch,
                              bool explicitSampler, double* residual, int* iterations,
                              const SamplingProgress& progress) {

@@ -43,6 +43,9 @@ ad::Matrix<S> generateInBatches(const FlowModel<S>& model, const ad::Matrix<S>& 
 // The model in double on its float32 parameters (what sampleFlow and the training view's pictures sample),
 // with `config` in place of the model's own when given (e.g. another sampler).
 FlowModel<double> inDouble(const FlowModel<float>& model, const FlowConfig* config = nullptr);
+// Keys pushed backward in double, rounded to float32 for the float model's encode() (a density grid beside
+// the very keys the double sampler inverted with).
+FlowModel<float>::FrozenKeys inFloat(const FlowModel<double>::FrozenKeys& keys);
 
 // The samples flowscope-cli sample writes (d x N): generateInBatches in double, eq. (22) as printed when
 // explicitSampler is set.

@@ -53,13 +53,10 @@ bool isPosteriorFile(const std::string& path) {
 
 LoadedPosterior loadPosterior(const std::string& path) {
     const SafeTensors file = readSafetensors(path);
-    const auto it = file.metadata.find(kPosteriorMetadataKey);
-    if (it == file.metadata.end())
-        throw std::runtime_error(path + ": not a posterior flow (no \"" + kPosteriorMetadataKey +
-                                 "\" metadata)");
+    const std::string& record = file.record(kPosteriorMetadataKey, path, "posterior flow");
     LoadedPosterior out;
     try {
-        const nlohmann::json h = nlohmann::json::parse(it->second);
+        const nlohmann::json h = nlohmann::json::parse(record);
         out.problem = problemFromJson(h.at("problem").dump());
         PosteriorFlowConfig c = out.problem.flow;
         c.flow = flows::flowConfigFromJson(h.at("architecture"));

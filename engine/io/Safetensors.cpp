@@ -45,6 +45,14 @@ const SafeTensor& SafeTensors::get(const std::string& name, const std::vector<st
     return *t;
 }
 
+const std::string& SafeTensors::record(const std::string& key, const std::string& path,
+                                       const std::string& what) const {
+    const auto it = metadata.find(key);
+    if (it == metadata.end())
+        throw std::runtime_error(path + ": not a " + what + " (no '" + key + "' metadata)");
+    return it->second;
+}
+
 void writeSafetensors(const std::string& path, const SafeTensors& file) {
     nlohmann::json header = nlohmann::json::object();
     std::uint64_t offset = 0;

@@ -31,6 +31,9 @@ struct SafeTensors {
     const SafeTensor* find(const std::string& name) const;
     // The named tensor; throws std::runtime_error naming it when it is missing or its shape is not `shape`.
     const SafeTensor& get(const std::string& name, const std::vector<std::int64_t>& shape) const;
+    // The metadata entry `key` (a Flowscope record: a flow's, a Transformer's, a posterior's); throws
+    // std::runtime_error "<path>: not a <what> (no '<key>' metadata)" when the file has none.
+    const std::string& record(const std::string& key, const std::string& path, const std::string& what) const;
 };
 
 // Writes atomically (temporary file, then rename). Throws std::runtime_error naming the path or the tensor

@@ -10,6 +10,8 @@
 
 namespace flowscope {
 
+// --- Palettes: median cut and k-means ---
+
 namespace {
 
 using Rgb = std::array<std::uint8_t, 3>;
@@ -146,6 +148,8 @@ double meanSquaredError(const std::vector<Point>& pts, const std::vector<Rgb>& p
     return w > 0 ? e / w : 0;
 }
 
+// --- LZW and the file's bytes ---
+
 // LZW-compressed GIF image data: the minimum code size byte, 255-byte sub-blocks, a zero terminator.
 // Codes start at minCodeSize + 1 bits and grow by one when the next code to be assigned needs it (in step
 // with a decoder, which assigns each code one step later than the encoder); at 4095 assigned codes the
@@ -254,6 +258,8 @@ GifWriter::GifWriter(const std::string& path, int width, int height, const GifOp
                                  std::strerror(errno) + ")");
     last_.assign(std::size_t(width) * std::size_t(height) * 3, 0);
 }
+
+// --- GifWriter: frames, palettes and changed rectangles ---
 
 GifWriter::~GifWriter() {
     if (file_) std::fclose(file_);

@@ -150,32 +150,33 @@ void visitTensors(const ModelConfig& c, const std::string& prefix, Weights<T>& w
     visit(prefix + "embeddings.token_type_embeddings.weight", Shape{c.typeVocab, E}, w.tokenTypes, false, 0,
           E);
     norm("embeddings.LayerNorm", w.embeddingNorm, E);
+    // A BERT-style layer (BERT's every layer, ALBERT's one shared layer): its tensors' names after `at`.
+    struct LayerNames {
+        const char *query, *key, *value, *dense, *norm1, *up, *down, *norm2;
+    };
+    auto layer = [&](const std::string& at, const LayerNames& n, Layer<T>& l) {
+        linear(at + n.query, l.qkv, D, D, 0, 3 * D);
+        linear(at + n.key, l.qkv, D, D, D, 3 * D);
+        linear(at + n.value, l.qkv, D, D, 2 * D, 3 * D);
+        linear(at + n.dense, l.out, D, D, 0, D);
+        norm(at + n.norm1, l.norm1, D);
+        linear(at + n.up, l.up, D, F, 0, F);
+        linear(at + n.down, l.down, F, D, 0, D);
+        norm(at + n.norm2, l.norm2, D);
+    };
     if (c.family == Family::Albert) {
         linear("encoder.embedding_hidden_mapping_in", w.mapIn, E, D, 0, D);
-        const std::string a = "encoder.albert_layer_groups.0.albert_layers.0.";
-        Layer<T>& l = w.layers[0];
-        linear(a + "attention.query", l.qkv, D, D, 0, 3 * D);
-        linear(a + "attention.key", l.qkv, D, D, D, 3 * D);
-        linear(a + "attention.value", l.qkv, D, D, 2 * D, 3 * D);
-        linear(a + "attention.dense", l.out, D, D, 0, D);
-        norm(a + "attention.LayerNorm", l.norm1, D);
-        linear(a + "ffn", l.up, D, F, 0, F);
-        linear(a + "ffn_output", l.down, F, D, 0, D);
-        norm(a + "full_layer_layer_norm", l.norm2, D);
+        layer("encoder.albert_layer_groups.0.albert_layers.0.",
+              {"attention.query", "attention.key", "attention.value", "attention.dense",
+               "attention.LayerNorm", "ffn", "ffn_output", "full_layer_layer_norm"},
+              w.layers[0]);
         return;
     }
-    for (int i = 0; i < stored; ++i) {
-        const std::string b = "encoder.layer." + std::to_string(i) + ".";
-        Layer<T>& l = w.layers[std::size_t(i)];
-        linear(b + "attention.self.query", l.qkv, D, D, 0, 3 * D);
-        linear(b + "attention.self.key", l.qkv, D, D, D, 3 * D);
-        linear(b + "attention.self.value", l.qkv, D, D, 2 * D, 3 * D);
-        linear(b + "attention.output.dense", l.out, D, D, 0, D);
-        norm(b + "attention.output.LayerNorm", l.norm1, D);
-        linear(b + "intermediate.dense", l.up, D, F, 0, F);
-        linear(b + "output.dense", l.down, F, D, 0, D);
-        norm(b + "output.LayerNorm", l.norm2, D);
-    }
+    for (int i = 0; i < stored; ++i)
+        layer("encoder.layer." + std::to_string(i) + ".",
+              {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+               "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm"},
+              w.layers[std::size_t(i)]);
 }
 
 std::string shapeText(const std::vector<std::int64_t>& shape) {

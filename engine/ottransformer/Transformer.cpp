@@ -8,6 +8,8 @@
 
 namespace flowscope::ot {
 
+// --- Helpers ---
+
 namespace {
 
 template <class E> struct Names {
@@ -85,6 +87,8 @@ void routeTheMean(const TransformerConfig& c, BlockParams& b) {
 
 } // namespace
 
+// --- Names of the enums ---
+
 const char* toString(Architecture a) {
     return nameOf(kArchitectures, a);
 }
@@ -130,6 +134,8 @@ template <> std::vector<std::string_view> namesOf<Head>() {
 template <> std::vector<std::string_view> namesOf<Activation>() {
     return namesIn(kActivations);
 }
+
+// --- Validation and parameters ---
 
 void validate(const TransformerConfig& c) {
     auto range = [](int v, int lo, int hi) {
@@ -229,6 +235,8 @@ TransformerModel::TransformerModel(const TransformerConfig& config, TransformerP
                                         std::to_string(s.rows()) + "x" + std::to_string(s.cols()));
     });
 }
+
+// --- The model: forward pass and objective ---
 
 Var TransformerModel::block(Tape& t, Var X, int i, int setSize, TransformerParams& grads) const {
     const BlockParams& p = params_.blocks[std::size_t(i)];
@@ -436,6 +444,8 @@ double TransformerModel::lipschitzBound(int setSize, bool frobenius) const {
     if (!(lambda > 0) || ratio >= 1.0) return std::numeric_limits<double>::infinity();
     return L / (1.0 - ratio);
 }
+
+// --- Path statistics ---
 
 PathStats pathStats(const std::vector<Matrix>& states, int setSize) {
     PathStats s;

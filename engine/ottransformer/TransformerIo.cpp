@@ -174,13 +174,10 @@ nlohmann::json trainingRecord(const OtTrainerConfig& c, long iterations, bool st
 TransformerModel loadTransformer(const std::string& path) {
     recoverOutputs(directoryOf(path)); // a set whose commit a killed process left half done
     const SafeTensors file = readSafetensors(path);
-    const auto meta = file.metadata.find(kTransformerMetadataKey);
-    if (meta == file.metadata.end())
-        throw std::runtime_error(path + ": not a Flowscope Transformer (no '" +
-                                 std::string(kTransformerMetadataKey) + "' metadata)");
+    const std::string& meta = file.record(kTransformerMetadataKey, path, "Flowscope Transformer");
     TransformerConfig config;
     try {
-        const JsonReader::Json architecture = parseJson(meta->second, 64, "/architecture");
+        const JsonReader::Json architecture = parseJson(meta, 64, "/architecture");
         config = readTransformerConfig(JsonReader(architecture, "/architecture"));
     } catch (const std::exception& e) {
         throw std::runtime_error(path + ": " + e.what());

@@ -59,16 +59,16 @@ std::shared_ptr<const TrainingPicture> TrainingPictureMaker::make(long iteration
     // O(n²) per layer, and with 8 draws they were most of a 250-sample draft's seconds. Its samples and
     // density are then that draw's component ρ_0 of the mixture, exact in themselves (sample j of the full
     // picture, j ≡ 0 mod R, is the draft's).
+    // The RWPO layer's frozen keys (the reference draws pushed backward, O(n²) per layer) are computed once,
+    // in double, and serve both the samples and, rounded to float32, the density grid.
     const bool oneDraw = p->draft && model.config().rwpo && model.referenceDraws() > 1;
-    const flows::FlowModel<float>::Matrix firstDraw =
-        oneDraw ? model.referenceDraw(0) : flows::FlowModel<float>::Matrix();
     const flows::FlowModel<double> inDouble = flows::inDouble(model);
+    const flows::FlowModel<double>::Matrix firstDraw =
+        oneDraw ? model.referenceDraw(0).cast<double>() : flows::FlowModel<double>::Matrix();
+    const flows::FlowModel<double>::FrozenKeys keys = inDouble.frozenKeys(oneDraw ? &firstDraw : nullptr);
     std::vector<flows::FlowModel<double>::Matrix> trajectory;
     const flows::FlowModel<double>::Matrix Z = base_.leftCols(samples).cast<double>();
-    const flows::FlowModel<double>::Matrix firstDrawInDouble = firstDraw.cast<double>();
-    p->samples = flows::toRows((oneDraw ? inDouble.generate(Z, &trajectory, nullptr, &firstDrawInDouble)
-                                        : inDouble.generate(Z, &trajectory))
-                                   .cast<float>());
+    p->samples = flows::toRows(inDouble.generate(Z, &trajectory, nullptr, keys).cast<float>());
     const Eigen::Index k = std::min<Eigen::Index>(options_.trajectorySamples, samples);
     for (const auto& layer : trajectory)
         p->trajectories.push_back(flows::toRows(layer.leftCols(k).cast<float>()));
@@ -76,14 +76,15 @@ std::shared_ptr<const TrainingPicture> TrainingPictureMaker::make(long iteration
         // The model density where it is defined point by point: without the layer, or beside its reference.
         p->densityFromSamples = model.config().rwpo && model.reference().size() == 0;
         p->density = p->densityFromSamples ? sampleHistogram(p->samples, gridSize)
-                                           : modelDensity(model, gridSize, oneDraw ? &firstDraw : nullptr);
+                                           : modelDensity(model, gridSize, flows::inFloat(keys));
     }
     return p;
 }
 
-// exp(log ρ) by (24) at the centres of a gridSize² grid, beside `keys` when given (else the model's own).
+// exp(log ρ) by (24) at the centres of a gridSize² grid, beside the frozen `keys` (none: the queries are
+// their own keys, the flow without the layer).
 Mat TrainingPictureMaker::modelDensity(const FlowTrainer::Model& model, int gridSize,
-                                       const Matrix* keys) const {
+                                       const FlowTrainer::Model::FrozenKeys& keys) const {
     const int n = gridSize;
     const double cell = 2.0 * options_.gridExtent / n;
     Matrix grid(2, n * n);

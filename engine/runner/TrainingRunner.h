@@ -94,7 +94,7 @@ class TrainingPictureMaker {
 
   private:
     Mat modelDensity(const flows::FlowTrainer::Model& model, int gridSize,
-                     const flows::FlowTrainer::Matrix* keys = nullptr) const;
+                     const flows::FlowTrainer::Model::FrozenKeys& keys) const;
     Mat sampleHistogram(const Mat& samples, int gridSize) const;
 
     TrainingOptions options_;

@@ -22,6 +22,8 @@
 
 namespace flowscope {
 
+// --- Reading a sweep spec ---
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -276,6 +278,8 @@ void parseMeasures(const JsonReader& j, SweepSpec& s) {
     }
 }
 
+// --- A run's scene: values applied by JSON pointer ---
+
 // Whether `v` is or holds a number (what an axis with "scale" can multiply).
 bool holdsNumbers(const Json& v) {
     if (v.is_number()) return true;
@@ -373,6 +377,8 @@ Json sceneDocumentOf(const SweepSpec& spec, const SweepPoint& p) {
 }
 
 } // namespace
+
+// --- SweepSpec and its runs ---
 
 long SweepSpec::cells() const {
     long n = 1;
@@ -539,6 +545,8 @@ Scene sweepSceneToOpen(const SweepSpec& spec, long run) {
     return scene;
 }
 
+// --- Checking a sweep ---
+
 namespace {
 
 // The cell with value k on axis a and the first value on every other axis.
@@ -609,6 +617,8 @@ SweepCheck checkSweep(const SweepSpec& spec) {
     }
     return check;
 }
+
+// --- Running a sweep's runs and their measures ---
 
 namespace {
 

@@ -15,6 +15,8 @@
 
 namespace flowscope::py {
 
+// --- Argument checks ---
+
 namespace {
 
 struct TransformerModel {
@@ -53,6 +55,8 @@ double positive(double value, const char* field, bool allowZero = false) {
                                     ", got " + number(value));
     return value;
 }
+
+// --- Options and training ---
 
 // The options of train_transformer, flowscope-cli train-transformer's with `_` for `-`; None: the task's
 // default, as the CLI's absent option.
@@ -175,6 +179,8 @@ TransformerModel trainTransformer(const Options& o, const pb::object& callback,
             ot::trainingRecord(c, trainer.iteration(), trainer.stopped(), trainer.history(),
                                trainer.evaluations(), trainer.events(), seconds, extra)};
 }
+
+// --- Evaluation and prediction ---
 
 // As flowscope-cli eval-transformer: the task's held-out sets drawn from `seed`.
 pb::object evaluate(const TransformerModel& m, int sets, long seed, const std::vector<double>& rates) {
@@ -336,6 +342,8 @@ TransformerModel load(const pb::handle& path) {
 }
 
 } // namespace
+
+// --- The bindings ---
 
 void bindTransformers(pb::module_& m) {
     pb::class_<TransformerModel>(m, "TransformerModel",

@@ -27,6 +27,8 @@
 
 namespace flowscope {
 
+// --- Options ---
+
 namespace {
 
 constexpr double kDotsPerMeter = 3779.53; // 96 dpi, the logical resolution the app's views have on a desktop
@@ -122,6 +124,8 @@ std::optional<std::string> animationOptionsError(const Scene& scene, const Anima
     return std::nullopt;
 }
 
+// --- ImGui off screen ---
+
 // A Dear ImGui context drawing into the caller's OpenGL context, with the app's style and fonts. The OpenGL 3
 // backend keeps its state (shaders, font texture) in the ImGui context's io.BackendRendererUserData, so this
 // context shares nothing with the views' layers (ui/ImGuiLayer); every call makes it current and restores
@@ -183,6 +187,8 @@ QImage newFrameImage(int width, int height) {
     image.setDotsPerMeterY(int(kDotsPerMeter));
     return image;
 }
+
+// --- The caption strip ---
 
 namespace {
 constexpr double kCaptionPad = 6.0;
@@ -278,6 +284,8 @@ AnimationExporter::AnimationExporter(const Scene& scene, const AnimationOptions&
     h_ = scene_.integrator.T / scene_.integrator.steps;
     dt_ = options_.dtPerFrame.value_or(defaultDtPerFrame(scene_));
 }
+
+// --- Exporting: setup, solve, frames ---
 
 AnimationExporter::~AnimationExporter() {
     release();

@@ -20,6 +20,8 @@
 
 namespace flowscope {
 
+// --- Geometry and label helpers ---
+
 namespace {
 
 using Vector3 = Eigen::Vector3d;
@@ -136,6 +138,8 @@ QFont overlayFont(const QFont& base, double pointSize) {
 
 ConePicture::ConePicture() : font_(QGuiApplication::font()) {}
 
+// --- What is shown: scene, data, mode, time, style ---
+
 std::optional<std::string> ConePicture::setScene(const Scene& scene) {
     hints_ = coneHints(scene.viewJson);
     mode_ = hints_.plot;
@@ -203,6 +207,8 @@ void ConePicture::setStyle(const PlotStyle& style) {
     geometryDirty_ = true; // the axis lines have the label colour
 }
 
+// --- Camera ---
+
 void ConePicture::setSize(QSizeF size) {
     size_ = QSizeF(std::max(size.width(), 1.0), std::max(size.height(), 1.0));
 }
@@ -221,6 +227,8 @@ void ConePicture::orbit(double dAzimuth, double dElevation) {
 void ConePicture::zoomBy(double factor) {
     zoom_ = std::clamp(zoom_ * factor, 0.25, 16.0);
 }
+
+// --- Drawing ---
 
 void ConePicture::prepare() {
     painted_ = camera();
@@ -272,6 +280,8 @@ void ConePicture::render(QImage& image, const OffscreenLayer& glLayer) {
     QPainter painter(&image);
     paintOver(painter);
 }
+
+// --- Projection and the curves drawn ---
 
 double ConePicture::coneHeight() const {
     const double cap = data_ && !data_->trajectories.empty() ? data_->heightCap : 1.0;
@@ -399,6 +409,8 @@ std::optional<Eigen::Vector3d> ConePicture::dotPosition(std::size_t i) const {
     return placed(p);
 }
 
+// --- GL geometry ---
+
 void ConePicture::uploadGeometry() {
     geometryDirty_ = false;
     dotsDirty_ = true;
@@ -522,6 +534,8 @@ void ConePicture::uploadDots() {
     renderer_.upload(ConeRenderer::Batch::Dots, dots);
     renderer_.upload(ConeRenderer::Batch::Current, current);
 }
+
+// --- Overlays: labels, disc marks, legend, colour bar ---
 
 QLineF ConePicture::traceScale() const {
     const Vector3 base = scaleBase();

@@ -55,74 +55,20 @@ std::pair<double, double> valueRange(const std::vector<CurveSeries>& series, boo
     return {lo - pad, hi + pad};
 }
 
-} // namespace
-
-QColor rwpoCurveColor(bool rwpo) {
-    return rwpo ? QColor(0xff, 0x8c, 0x1a) : QColor(0x4f, 0xa3, 0xff);
+// The pixels of a series' points, one polyline per run of finite values.
+template <class ToPixel> std::vector<QPolygonF> finiteRuns(const CurveSeries& s, ToPixel toPixel) {
+    std::vector<QPolygonF> runs(1);
+    for (const QPointF& v : s.points) {
+        if (std::isfinite(v.y()))
+            runs.back() << toPixel(v);
+        else if (!runs.back().isEmpty())
+            runs.emplace_back();
+    }
+    return runs;
 }
 
-void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, const PlotStyle& style,
-                    const QPalette& palette, const QFont& font) {
-    const QFontMetricsF fm(font);
-    const std::pair<double, double> range = valueRange(plot.series, plot.trimStart);
-    const double lo = range.first,
-                 hi = range.second; // (a lambda below captures them: not a structured binding)
-    const double xMax = std::max(1.0, plot.xMax);
-
-    // Title band on top, tick labels left and below. Half a line between the title and the frame: a value
-    // label on the frame's top edge reaches that far up, and would otherwise sit on the title.
-    const QString axis =
-        plot.xLabel.isEmpty() ? QCoreApplication::translate("CurvePlot", "iteration") : plot.xLabel;
-    const double yLabels =
-        std::max(fm.horizontalAdvance(QStringLiteral("-0.0000")), fm.horizontalAdvance(axis)) + 14;
-    const double top = 1.5 * fm.height() + 2;
-    const QRectF inner(area.left() + yLabels, area.top() + top, area.width() - yLabels,
-                       area.height() - top - fm.height() - 4);
-    p.setFont(font);
-    p.setPen(palette.color(QPalette::WindowText));
-    p.drawText(QPointF(area.left(), area.top() + fm.ascent()),
-               fm.elidedText(plot.title, Qt::ElideRight, area.width()));
-    p.fillRect(inner, style.background);
-    if (inner.height() < 8 || inner.width() < 8) return;
-
-    auto toPixel = [&](QPointF v) {
-        return QPointF(inner.left() + v.x() / xMax * inner.width(),
-                       inner.bottom() - (v.y() - lo) / (hi - lo) * inner.height());
-    };
-    bool empty = true;
-    for (const CurveSeries& s : plot.series) empty = empty && s.points.empty();
-    // Horizontal grid with value labels (none without values: the empty text stands alone in the frame);
-    // iteration ticks below.
-    const double yStep = niceGridStep(inner.height() / (hi - lo), fm.height() * 1.5);
-    for (double v = std::ceil(lo / yStep) * yStep; !empty && v <= hi; v += yStep) {
-        const double y = toPixel({0.0, v}).y();
-        p.setPen(QPen(style.grid, 1.0));
-        p.drawLine(QPointF(inner.left(), y), QPointF(inner.right(), y));
-        // A label reaching below the frame would sit on the "iteration" label.
-        if (y + fm.height() / 2 > inner.bottom() + 2) continue;
-        p.setPen(style.label);
-        p.drawText(QRectF(area.left(), y - fm.height() / 2, yLabels - 4, fm.height()),
-                   Qt::AlignRight | Qt::AlignVCenter, formatTick(v, yStep));
-    }
-    const double xStep =
-        niceGridStep(inner.width() / xMax, fm.horizontalAdvance(QStringLiteral("00000")) * 1.6);
-    p.setPen(style.label);
-    for (double v = 0.0; v <= xMax; v += xStep) {
-        const double x = toPixel({v, lo}).x();
-        const QString text = formatTick(v, xStep);
-        const double w = fm.horizontalAdvance(text);
-        p.drawText(QPointF(std::min(x - w / 2, inner.right() - w), inner.bottom() + fm.ascent() + 2), text);
-    }
-    p.save();
-    p.setClipRect(inner);
-    if (empty) {
-        p.setPen(style.label);
-        p.drawText(inner, Qt::AlignCenter | Qt::TextWordWrap, plot.emptyText);
-    }
-    for (const CurveSeries& s : plot.series) {
-        QPolygonF pixels;
-        for (const QPointF& v : s.points)
-            if (std::isfinite(v.y())) pixels << toPixel(v);
+template <class ToPixel> void paintSeries(QPainter& p, const CurveSeries& s, ToPixel toPixel) {
+    for (const QPolygonF& pixels : finiteRuns(s, toPixel)) {
         switch (s.style) {
         case CurveSeries::Style::Dots:
             p.setPen(QPen(s.color, 1.0, Qt::DotLine));
@@ -142,8 +88,107 @@ void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, cons
             p.setPen(QPen(s.color, 1.5));
             p.drawPolyline(envelope(pixels));
             break;
+        case CurveSeries::Style::Marked:
+            p.setPen(QPen(s.color, 2.0));
+            p.drawPolyline(pixels);
+            p.setPen(QPen(s.color, 5.0, Qt::SolidLine, Qt::RoundCap));
+            p.drawPoints(pixels);
+            break;
         }
     }
+}
+
+} // namespace
+
+QColor rwpoCurveColor(bool rwpo) {
+    return rwpo ? QColor(0xff, 0x8c, 0x1a) : QColor(0x4f, 0xa3, 0xff);
+}
+
+void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, const PlotStyle& style,
+                    const QPalette& palette, const QFont& font) {
+    const QFontMetricsF fm(font);
+    const std::pair<double, double> range = valueRange(plot.series, plot.trimStart);
+    const double lo = range.first,
+                 hi = range.second; // (a lambda below captures them: not a structured binding)
+    const double xMax = std::max(1.0, plot.xMax);
+    const std::pair<double, double> rightRange = valueRange(plot.right, plot.trimStart);
+
+    // Title band on top, tick labels left and below. Half a line between the title and the frame: a value
+    // label on the frame's top edge reaches that far up, and would otherwise sit on the title.
+    const QString axis =
+        plot.xLabel.isEmpty() ? QCoreApplication::translate("CurvePlot", "iteration") : plot.xLabel;
+    const double yLabels =
+        std::max(fm.horizontalAdvance(QStringLiteral("-0.0000")), fm.horizontalAdvance(axis)) + 14;
+    const double top = 1.5 * fm.height() + 2;
+    const double rightLabels = plot.right.empty() ? 0.0 : fm.horizontalAdvance(QStringLiteral("-0.0000")) + 8;
+    const QRectF inner(area.left() + yLabels, area.top() + top, area.width() - yLabels - rightLabels,
+                       area.height() - top - fm.height() - 4);
+    p.setFont(font);
+    p.setPen(palette.color(QPalette::WindowText));
+    p.drawText(QPointF(area.left(), area.top() + fm.ascent()),
+               fm.elidedText(plot.title, Qt::ElideRight, area.width()));
+    p.fillRect(inner, style.background);
+    if (inner.height() < 8 || inner.width() < 8) return;
+
+    auto toPixel = [&](QPointF v) {
+        return QPointF(inner.left() + v.x() / xMax * inner.width(),
+                       inner.bottom() - (v.y() - lo) / (hi - lo) * inner.height());
+    };
+    auto toRightPixel = [&](QPointF v) {
+        return QPointF(toPixel(v).x(), inner.bottom() - (v.y() - rightRange.first) /
+                                                            (rightRange.second - rightRange.first) *
+                                                            inner.height());
+    };
+    bool empty = true;
+    for (const CurveSeries& s : plot.series) empty = empty && s.points.empty();
+    for (const CurveSeries& s : plot.right) empty = empty && s.points.empty();
+    // Horizontal grid with value labels (none without values: the empty text stands alone in the frame);
+    // iteration ticks below.
+    const double yStep = niceGridStep(inner.height() / (hi - lo), fm.height() * 1.5);
+    for (double v = std::ceil(lo / yStep) * yStep; !empty && v <= hi; v += yStep) {
+        const double y = toPixel({0.0, v}).y();
+        p.setPen(QPen(style.grid, 1.0));
+        p.drawLine(QPointF(inner.left(), y), QPointF(inner.right(), y));
+        // A label reaching below the frame would sit on the "iteration" label.
+        if (y + fm.height() / 2 > inner.bottom() + 2) continue;
+        p.setPen(style.label);
+        p.drawText(QRectF(area.left(), y - fm.height() / 2, yLabels - 4, fm.height()),
+                   Qt::AlignRight | Qt::AlignVCenter, formatTick(v, yStep));
+    }
+    if (!plot.right.empty() && !empty) {
+        const auto [rlo, rhi] = rightRange;
+        const double step = niceGridStep(inner.height() / (rhi - rlo), fm.height() * 1.5);
+        p.setPen(style.label);
+        for (double v = std::ceil(rlo / step) * step; v <= rhi; v += step) {
+            const double y = toRightPixel({0.0, v}).y();
+            if (y + fm.height() / 2 > inner.bottom() + 2) continue;
+            p.drawText(QRectF(inner.right() + 4, y - fm.height() / 2, rightLabels - 4, fm.height()),
+                       Qt::AlignLeft | Qt::AlignVCenter, formatTick(v, step));
+        }
+    }
+    const double xStep =
+        std::max(plot.xStepMin,
+                 niceGridStep(inner.width() / xMax, fm.horizontalAdvance(QStringLiteral("00000")) * 1.6));
+    p.setPen(style.label);
+    for (double v = 0.0; v <= xMax; v += xStep) {
+        const double x = toPixel({v, lo}).x();
+        const QString text = formatTick(v, xStep);
+        const double w = fm.horizontalAdvance(text);
+        p.drawText(QPointF(std::min(x - w / 2, inner.right() - w), inner.bottom() + fm.ascent() + 2), text);
+    }
+    p.save();
+    p.setClipRect(inner);
+    if (empty) {
+        p.setPen(style.label);
+        p.drawText(inner, Qt::AlignCenter | Qt::TextWordWrap, plot.emptyText);
+    }
+    if (std::isfinite(plot.cursor)) {
+        const double x = toPixel({plot.cursor, lo}).x();
+        p.setPen(QPen(style.axis, 1.0, Qt::DashLine));
+        p.drawLine(QPointF(x, inner.top()), QPointF(x, inner.bottom()));
+    }
+    for (const CurveSeries& s : plot.series) paintSeries(p, s, toPixel);
+    for (const CurveSeries& s : plot.right) paintSeries(p, s, toRightPixel);
     p.restore();
     p.setPen(QPen(style.axis, 1.0));
     p.drawRect(inner);

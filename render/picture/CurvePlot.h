@@ -10,6 +10,7 @@
 #include <QRectF>
 #include <QString>
 
+#include <limits>
 #include <vector>
 
 class QFont;
@@ -19,9 +20,10 @@ class QPalette;
 namespace flowscope {
 
 // One curve: (iteration, value) points drawn as a line, as dots joined by a dotted line (held-out
-// evaluations), dashed (a reference level such as a theoretical bound), or as points alone (data).
+// evaluations), dashed (a reference level such as a theoretical bound), as points alone (data), or as a line
+// with a dot at every point (few points: a value per layer). A point whose value is not finite is a gap.
 struct CurveSeries {
-    enum class Style { Line, Dots, Dashed, Points };
+    enum class Style { Line, Dots, Dashed, Points, Marked };
     QColor color;
     std::vector<QPointF> points;
     Style style = Style::Line;
@@ -34,11 +36,15 @@ struct CurvePlot {
     QString emptyText;     // shown when no series has a point
     QString xLabel;        // the horizontal axis's name; empty: "iteration"
     bool trimStart = true; // leave a long line's first 5 % out of the value range (a training curve's)
+    // Series on a second value axis, labelled right of the frame (a count beside a mean): empty, none.
+    std::vector<CurveSeries> right;
+    double cursor = std::numeric_limits<double>::quiet_NaN(); // a dashed vertical line at this x (NaN: none)
+    double xStepMin = 0;                                      // the finest x tick spacing (1: whole numbers)
 };
 
-// The plot in `area`: the title on top, value ticks on the left, iteration ticks below. A long line's first
-// 5 % are left out of the value range unless trimStart is off (the initial loss is often far above the rest);
-// the points are still drawn, clipped.
+// The plot in `area`: the title on top, value ticks on the left (and the right axis's on the right),
+// iteration ticks below. A long line's first 5 % are left out of the value range unless trimStart is off (the
+// initial loss is often far above the rest); the points are still drawn, clipped.
 void paintCurvePlot(QPainter& p, const QRectF& area, const CurvePlot& plot, const PlotStyle& style,
                     const QPalette& palette, const QFont& font);
 

@@ -18,6 +18,8 @@ namespace flowscope {
 const QColor InversePicture::kTruthColor(0x3d, 0xd6, 0x8c);
 const QColor InversePicture::kReferenceColor(0x9a, 0x9e, 0xa6);
 
+// --- Axes, ticks and marks ---
+
 namespace {
 
 QString tr(const char* text) {
@@ -141,6 +143,8 @@ QImage fieldImage(const inverse::Matrix& field, double lo, double hi) {
 
 } // namespace
 
+// --- Names, distances and the reference ---
+
 QString InversePicture::plotTitle(Plot plot) {
     switch (plot) {
     case Plot::Loss:
@@ -211,6 +215,8 @@ QString InversePicture::placeholder() const {
 QColor InversePicture::trainerColor(std::size_t trainer) const {
     return rwpoCurveColor(shown_->trainers[trainer].rwpo);
 }
+
+// --- The pictures: corner plot, unknowns, fields ---
 
 void InversePicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k) const {
     const PosteriorState& t = shown_->trainers[k];
@@ -556,6 +562,8 @@ void InversePicture::paintFields(QPainter& p, const QRectF& area, const Posterio
                    range(panel));
     }
 }
+
+// --- The curve plots ---
 
 void InversePicture::paintPlotAt(QPainter& p, const QRectF& area, int index) const {
     const Plot plot = Plot(index);

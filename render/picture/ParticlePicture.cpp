@@ -17,6 +17,8 @@
 
 namespace flowscope {
 
+// --- Helpers ---
+
 namespace {
 
 constexpr double kFrameMargin = 0.08;
@@ -31,6 +33,8 @@ Eigen::Matrix4f toEigen(const QMatrix4x4& m) {
 }
 
 } // namespace
+
+// --- What is shown ---
 
 void ParticlePicture::setScene(const Scene& scene) {
     scene_ = scene;
@@ -147,6 +151,8 @@ void ParticlePicture::rebuildFrame() {
         frame_.boxValid ? Eigen::Vector3d(0.5 * (frame_.boxLo + frame_.boxHi)) : Eigen::Vector3d::Zero();
     if (!frame_.is3D) frame_.origin.z() = 0.0;
 }
+
+// --- Cameras and projection ---
 
 Tokens ParticlePicture::shownCoordinates() const {
     if (!shown_) return {};
@@ -267,6 +273,8 @@ bool ParticlePicture::follow(double seconds) {
     return !settled;
 }
 
+// --- HUD statistics ---
+
 double ParticlePicture::pointSize() const {
     return pointDiameter(shown_ ? long(shown_->tokens.rows()) : 1);
 }
@@ -287,6 +295,8 @@ HudStats ParticlePicture::hudStats(double frameMs) const {
     stats.rejectedSubSteps = shown_->rejectedSubSteps;
     return stats;
 }
+
+// --- Drawing ---
 
 void ParticlePicture::prepare() {
     view_.setViewportSize(size_);

@@ -12,6 +12,8 @@
 
 namespace flowscope {
 
+// --- Helpers ---
+
 namespace {
 
 QString tr(const char* text) {
@@ -37,6 +39,8 @@ void hatch(QPainter& p, const QRectF& r, const PlotStyle& s) {
 }
 
 } // namespace
+
+// --- What is shown ---
 
 void SweepPicture::setSweep(std::shared_ptr<const SweepSpec> spec) {
     spec_ = std::move(spec);
@@ -109,6 +113,8 @@ QString SweepPicture::titleText() const {
                              : tr("histogram of %1").arg(QString::fromStdString(measure_));
     return tr("%1: %2 — %3 of %4 runs").arg(name, what).arg(done).arg(spec_->runs());
 }
+
+// --- Layout and painting ---
 
 SweepPicture::Layout SweepPicture::layout() const {
     Layout l;
@@ -394,6 +400,8 @@ void SweepPicture::paintHistograms(QPainter& p, const Layout& l) const {
     p.drawText(l.legend, Qt::AlignLeft | Qt::AlignVCenter,
                tr("Bars: runs per value (finished runs so far); click a bar to open one of its runs."));
 }
+
+// --- Hit testing and read-outs ---
 
 QRectF SweepPicture::cellRect(Hit hit) const {
     const Layout l = layout();

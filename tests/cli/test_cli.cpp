@@ -19,6 +19,8 @@
 
 namespace fs = std::filesystem;
 
+// --- Helpers ---
+
 namespace {
 
 using Result = flowscope::test::CliResult;
@@ -45,6 +47,8 @@ const char* kSmallScene = R"({
 })";
 
 } // namespace
+
+// --- simulate ---
 
 TEST(Cli, SimulateWritesTrajectoryAndObservables) {
     const fs::path dir = tempDir();
@@ -157,6 +161,8 @@ TEST(Cli, SimulateOnTheGpuBackendsMatchesTheCpu) {
     if (ran == 0) GTEST_SKIP() << "no GPU backend on this machine";
     fs::remove_all(dir);
 }
+
+// --- Usage, help and completion ---
 
 // The usage names every command the CLI takes, each at the start of a line ("  sweep ..."), and each one it
 // names is taken (an unknown option of it is that command's error, not "unknown command").
@@ -308,6 +314,8 @@ TEST(Cli, AnUnknownBackendIsAUsageError) {
     EXPECT_NE(r.out.find("--backend: unknown backend \"metal\""), std::string::npos) << r.out;
 }
 
+// --- Events and bad input ---
+
 TEST(Cli, BlowUpIsReportedAsAnEvent) {
     const fs::path dir = tempDir();
     // Linear attention, one token: x' = x^3 blows up at t = 0.5.
@@ -373,6 +381,8 @@ TEST(Cli, MalformedSceneExitsWithCodeTwoNamesTheFieldAndWritesNothing) {
     EXPECT_EQ(cli("simulate a.json --out b.npy --every zero").code, 2); // bad number
     fs::remove_all(dir);
 }
+
+// --- presets, bench, ranks, moments ---
 
 TEST(Cli, PresetsListsEveryShippedScene) {
     const Result r = cli("presets");
@@ -582,6 +592,8 @@ TEST(Cli, MomentsReportsTheBlowUpTimeAndRefusesNonGaussianVariants) {
     EXPECT_FALSE(fs::exists(dir / "r.json"));
 }
 
+// --- Flows and Transformers ---
+
 TEST(Cli, TrainSampleAndDensityOfAFlow) {
     const fs::path dir = tempDir();
     const std::string model = (dir / "moons.safetensors").string();
@@ -756,6 +768,8 @@ TEST(Cli, TrainAndEvaluateContinuousTimeTransformers) {
     fs::remove_all(dir);
 }
 
+// --- Share strings ---
+
 namespace {
 
 std::string readBytes(const fs::path& p) {
@@ -827,6 +841,8 @@ TEST(Cli, ABadShareStringExitsWithCodeTwoNamingTheProblemAndWritesNothing) {
     EXPECT_EQ(cli("share " + (dir / "missing.json").string()).code, 2);
     fs::remove_all(dir);
 }
+
+// --- Hostile input ---
 
 namespace {
 

@@ -87,6 +87,8 @@ std::pair<double, double> meanErrors(const std::vector<std::uint8_t>& canvas, co
 
 class GifExact : public ::testing::TestWithParam<bool> {};
 
+// --- Exact round trips ---
+
 // Frames of at most 256 colours are written with exactly their colours: every decoded canvas equals its
 // source, with or without dithering (an exact palette leaves no error to diffuse). The sequence changes the
 // palette (16 colours, 18, 256, back), moves a disc (small rectangles with transparency) and has a frame
@@ -184,6 +186,8 @@ TEST(GifWriter, LzwEdgeCasesRoundTripExactly) {
     }
 }
 
+// --- Timing of frames ---
+
 // Delays: frame i ends at round(100 (i + 1) / fps) cs, so at 30 fps each delay is 3 or 4 cs and 30 frames
 // last exactly 100 cs; at 24 fps, 4 or 5 cs. The NETSCAPE2.0 extension loops forever (0) or n times.
 TEST(GifWriter, DelaysFollowTheFrameRateAndTheAnimationLoops) {
@@ -254,6 +258,8 @@ TEST(GifWriter, RepeatedFramesMergeAndHighFrameRatesKeepTwoCentiseconds) {
     EXPECT_EQ(total, 60);
 }
 
+// --- Dithering and changed rectangles ---
+
 // A smooth gradient of 65536 colours in 256: a palette on a 2-D colour surface has about 16 x 16 cells of
 // 16 levels, so the nearest colour is off by up to 8 levels in R and G (mean 4) and less in B: a mean
 // absolute error per channel below 4 without dithering (measured 3.5). Floyd-Steinberg adds noise to each
@@ -314,6 +320,8 @@ TEST(GifWriter, ParticleAnimationWritesChangedRectangles) {
         }
     }
 }
+
+// --- Bad options and error bounds ---
 
 TEST(GifWriter, RejectsBadOptionsAndMisuse) {
     TempDir dir;

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 
 namespace flowscope {
@@ -56,6 +57,8 @@ std::shared_ptr<Snapshot> snapshotOf(Tokens X, double t = 0.0) {
     s->tokens = std::move(X);
     return s;
 }
+
+// --- ParticleLayers and ParticlePicture ---
 
 TEST(ParticleLayers, TokensAreOneVertexEachAndDivergedOnesTransparent) {
     Tokens X(4, 2);
@@ -346,6 +349,8 @@ TEST(ParticlePicture, FollowEasesTowardsTheFrameAndKeepsTheCloudInView) {
     }
 }
 
+// --- Training pictures and curve plots ---
+
 TEST(TransformersPicture, TheLegendNamesTheCrossesAndTheDashedPathsOrShortensToFit) {
     application();
     const QFontMetricsF fm(QGuiApplication::font());
@@ -474,6 +479,76 @@ TEST(CurvePlot, ValueLabelsKeepOffTheTitleAndAnEmptyPlotHasNone) {
     // Left of the frame, above the iteration ticks' line: nothing.
     EXPECT_TRUE(untouched(image, QRect(0, 0, yLabels, int(area.height() - 2 * fm.height() - 6)), fill));
 }
+
+// The frame paintCurvePlot draws its data in (CurvePlot.cpp: the value labels' column on the left, the title
+// band on top, the iteration ticks below, and a right-hand column when a series uses the right axis).
+QRectF curveFrame(const QRectF& area, const QFont& font, bool rightAxis) {
+    const QFontMetricsF fm(font);
+    const double left = std::max(fm.horizontalAdvance(QStringLiteral("-0.0000")),
+                                 fm.horizontalAdvance(QStringLiteral("iteration"))) +
+                        14;
+    const double right = rightAxis ? fm.horizontalAdvance(QStringLiteral("-0.0000")) + 8 : 0.0;
+    const double top = 1.5 * fm.height() + 2;
+    return QRectF(area.left() + left, area.top() + top, area.width() - left - right,
+                  area.height() - top - fm.height() - 4);
+}
+
+// Whether a pixel within `radius` of `at` is mostly `c` (a line is antialiased over a pixel or two).
+bool drawnNear(const QImage& image, QPointF at, QColor c, int radius = 2) {
+    for (int dy = -radius; dy <= radius; ++dy)
+        for (int dx = -radius; dx <= radius; ++dx) {
+            const QColor p = image.pixelColor(int(at.x()) + dx, int(at.y()) + dy);
+            if (std::abs(p.red() - c.red()) + std::abs(p.green() - c.green()) +
+                    std::abs(p.blue() - c.blue()) <
+                90)
+                return true;
+        }
+    return false;
+}
+
+// A value that is not finite breaks a line (no segment across it); a right-axis series spans the frame on its
+// own range, whatever the left one's; the cursor is a vertical line at its x.
+TEST(CurvePlot, GapsAtNonFiniteValuesARightAxisOfItsOwnAndACursor) {
+    application();
+    const QFont font = QGuiApplication::font();
+    const QRectF area(0, 0, 400, 260);
+    const QColor fill(1, 2, 3), red(250, 0, 0), blue(0, 0, 250), cursor(0, 250, 0);
+    PlotStyle style;
+    style.background = style.grid = fill; // only the data and the frame show
+    style.axis = cursor;
+    CurvePlot plot;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    plot.series.push_back(
+        {red, {{0, 0.5}, {1, 0.5}, {2, nan}, {3, 0.5}, {4, 0.5}}, CurveSeries::Style::Marked});
+    // 100 .. 200 on the right axis: from the frame's lower left to its upper right, through its centre.
+    plot.right.push_back({blue, {{0, 100}, {4, 200}}});
+    plot.xMax = 4;
+    plot.cursor = 0.5;
+    plot.trimStart = false;
+    QImage image(int(area.width()), int(area.height()), QImage::Format_ARGB32);
+    image.fill(fill);
+    {
+        QPainter p(&image);
+        paintCurvePlot(p, area, plot, style, themePalette(ThemeKind::Dark), font);
+    }
+    const QRectF f = curveFrame(area, font, true);
+    const double y = f.center().y(); // the red line's constant value is its range's middle
+    auto x = [&](double v) { return f.left() + v / 4 * f.width(); };
+    EXPECT_TRUE(drawnNear(image, {x(0.75), y}, red));
+    EXPECT_TRUE(drawnNear(image, {x(3.5), y}, red));
+    // No segment from x = 1 to x = 3 across the gap, a quarter of the frame's width either side of x = 2.
+    for (double v : {1.5, 2.0, 2.5}) EXPECT_FALSE(drawnNear(image, {x(v), y}, red)) << "x = " << v;
+    // The blue line passes through the frame's centre and near its lower-left and upper-right corners.
+    EXPECT_TRUE(drawnNear(image, f.center(), blue));
+    EXPECT_TRUE(drawnNear(image, {x(1), f.bottom() - (125.0 - 94) / 112 * f.height()}, blue));
+    // The cursor: a dashed line at x = 0.5, in the axis colour, somewhere along the frame's height.
+    bool seen = false;
+    for (double t = 0.1; t < 0.9 && !seen; t += 0.02)
+        seen = drawnNear(image, {x(0.5), f.top() + t * f.height()}, cursor, 1);
+    EXPECT_TRUE(seen);
+}
+
+// --- InversePicture ---
 
 // The Inverse tab's distance to the reference is the Gaussian W₂ distance: 0 between the same moments, |δ|
 // for a mean shifted by δ, |√a − √b| per axis between diagonal covariances a and b; NaN across dimensions.

@@ -72,6 +72,8 @@ std::vector<std::string> presetFiles() {
     return names;
 }
 
+// --- Every preset ---
+
 TEST(AppPresets, ThereAreAtLeastForty) {
     EXPECT_GE(presetFiles().size(), 40u);
 }
@@ -107,6 +109,8 @@ INSTANTIATE_TEST_SUITE_P(Shipped, EveryPreset, ::testing::ValuesIn(presetFiles()
                                  if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
                              return name;
                          });
+
+// --- Editing and the overlays ---
 
 TEST_F(AppTest, AMatrixEntryEditedInTheEditorReachesTheEngine) {
     ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene(64, 20)));
@@ -213,6 +217,8 @@ Vec softmaxRow(const Tokens& X, int i) {
     return row / row.sum();
 }
 
+// --- Hover and live edits ---
+
 TEST_F(AppTest, HoveringATokenPicksItAndShowsItsAttentionRow) {
     ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene(128, 40)));
     window->showPage(window->workspace<ParticlesWorkspace>().particleView());
@@ -297,6 +303,8 @@ TEST_F(AppTest, AfterALiveEditTheAnalysisAndOverlayStartFromTheTokensAsTheyAre) 
         << editor->regimeText().toStdString();
 }
 
+// --- Axes and colours ---
+
 TEST(ChooseAxes, ParsesTwoOrThreeIndicesAndExplainsBadInput) {
     QString why;
     const auto plane = parseAxes(QStringLiteral(" 3, 1 "), 5, &why);
@@ -364,6 +372,8 @@ TEST_F(AppTest, EntropyColoursFollowTheAttentionRows) {
     }
     EXPECT_GE(yellow, 18);
 }
+
+// --- Scrubbing, settings and themes ---
 
 TEST_F(AppTest, ScrubbingBackAndSteppingContinuesFromTheShownFrame) {
     Scene scene = tinyScene(64, 20);

@@ -86,6 +86,8 @@ Eigen::Vector2d slice(const Vector3& p) {
     return {p.x() / p.z(), p.y() / p.z()};
 }
 
+// --- Hints and data ---
+
 TEST(ConeViewHints, DefaultsAndPresetValues) {
     const ConeHints none = coneHints("{}");
     EXPECT_EQ(none.plot, ConeMode::Cone);
@@ -139,6 +141,8 @@ TEST(ConeViewData, AGridBeyondTheMemoryBudgetIsRefusedNamingIt) {
     EXPECT_EQ(data.message.rfind("/moments/grid: ", 0), 0u) << data.message;
     EXPECT_NE(data.message.find("memory limit"), std::string::npos) << data.message;
 }
+
+// --- Drawing ---
 
 // Fig 2(d): every converged curve ends on one of the two isotropic rays of A + A^T; its end dot is drawn
 // where the orthographic camera maps it, the apex and the cone's axis project where the geometry says.
@@ -342,6 +346,8 @@ TEST(ConeView, GizmoLabelsKeepOffTheAxes) {
     }
 }
 
+// --- Marks and explanations ---
+
 // Fig 3(a)'s 1184 blow-ups end all along the circle: no group holds a quarter of them, so the disc marks
 // none (it marked three groups of 32 to 34 as "blow-up ×32", which did not add up to the summary's 1184).
 TEST(ConeView, RunsThatEndEverywhereHaveNoMark) {
@@ -432,6 +438,8 @@ TEST(ConeView, ExplainsScenesItCannotShow) {
     s.grab();
 }
 
+// --- Solves in the background ---
+
 TEST(ConeView, ANewerSceneSupersedesARunningSolve) {
     FLOWSCOPE_REQUIRE_GUI();
     const Scene first =
@@ -517,6 +525,8 @@ TEST(ConeView, TheParticlesStopIsABannerInTheLiveView) {
     w.workspace<ParticlesWorkspace>().reset();
     EXPECT_TRUE(waitFor([&] { return view->banner().isEmpty(); }));
 }
+
+// --- Screenshots ---
 
 // Screenshots of the full presets, for looking at (FLOWSCOPE_SAVE_SHOTS=<dir>).
 TEST(ConeView, SavesScreenshots) {

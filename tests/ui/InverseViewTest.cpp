@@ -76,6 +76,8 @@ class InverseViewTest : public TrainingTabFixture<InversePanel, InverseView> {
     }
 };
 
+// --- The workspace ---
+
 TEST_F(InverseViewTest, TheWorkspaceRegistersAndItsPageShows) {
     auto* tabs = window->findChild<QTabWidget*>();
     ASSERT_NE(tabs, nullptr);
@@ -95,6 +97,8 @@ TEST_F(InverseViewTest, TheWorkspaceRegistersAndItsPageShows) {
     window->showPage(window->workspace<FlowsWorkspace>().view());
     EXPECT_FALSE(panel->isVisible());
 }
+
+// --- Training and its pictures ---
 
 TEST_F(InverseViewTest, StepsOnLinearGaussianUpdateTheCurvesAndTheScatter) {
     ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->workspace<InverseWorkspace>(), 3));
@@ -272,6 +276,8 @@ TEST_F(InverseViewTest, SideBySideTrainsTwoFlows) {
     EXPECT_GT(pixelsLike(image, loss, rwpoCurveColor(false)), 3);
 }
 
+// --- Files ---
+
 // File ▸ Export ▸ Trained model writes the posterior as flowscope-cli infer does: loadPosterior reads it back
 // with the run's problem and the averaged parameters.
 TEST_F(InverseViewTest, ExportWritesThePosteriorTheCliReads) {
@@ -363,6 +369,8 @@ TEST_F(InverseViewTest, OpeningASavedPosteriorShowsItAndStartTrainsItOn) {
         return now && now->trainers[0].iteration == 0 && now->trainers[0].params->phi.K0 != saved.phi.K0;
     }));
 }
+
+// --- Failures and layout ---
 
 // A problem whose forward model blows up (Lorenz-63 with σ, r, β near 1000: forward Euler diverges): every
 // step's loss is non-finite, the flow stops after twenty rejected steps, and the panel says so in red.

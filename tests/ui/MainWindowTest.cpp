@@ -59,6 +59,8 @@ class MainWindowTest : public MainWindowFilesFixture {
     }
 };
 
+// --- Opening scenes ---
+
 TEST_F(MainWindowTest, MalformedJsonKeepsTheSceneAndExplains) {
     const QString path = writeFile(dir, QStringLiteral("broken.json"), "{ \"version\": 1, \"d\": 2,");
     EXPECT_FALSE(window->workspace<ParticlesWorkspace>().openSceneFile(path));
@@ -99,6 +101,8 @@ TEST_F(MainWindowTest, OpensAValidSceneFile) {
     EXPECT_EQ(window->workspace<ParticlesWorkspace>().runner().snapshot()->tokens.rows(), 300);
     EXPECT_TRUE(window->windowTitle().contains(QStringLiteral("from file")));
 }
+
+// --- Running ---
 
 TEST_F(MainWindowTest, WindowImageIncludesTheParticles) {
     window->workspace<ParticlesWorkspace>().stepOnce();
@@ -185,6 +189,8 @@ TEST_F(MainWindowTest, TheHudShowsDormandPrincesSubSteps) {
     EXPECT_EQ(hud.rejectedSubSteps, live->rejectedSubSteps);
     EXPECT_GE(hud.rejectedSubSteps, 0);
 }
+
+// --- Exports ---
 
 // File ▸ Export ▸ Trajectory: every recorded frame, read back; the last one is the run's current state.
 TEST_F(MainWindowTest, ExportsTheTrajectoryAndItsTimes) {
@@ -274,6 +280,8 @@ TEST_F(MainWindowTest, ExportsThePlotsAsSvgAndPng) {
     EXPECT_TRUE(window->lastError().contains(QStringLiteral(".svg"))) << window->lastError().toStdString();
     EXPECT_FALSE(QFile::exists(dir.filePath(QStringLiteral("plots.pdf"))));
 }
+
+// --- Layout at small screens ---
 
 // Workspaces own their controls: the shown tab's docks, tool bars and menus are shown, every other
 // workspace's are hidden, and the run shortcuts of a hidden workspace do nothing. A dock the user closed

@@ -25,6 +25,8 @@ using Md = ad::Matrix<double>;
 using Vd = ad::Var<double>;
 using Args = std::vector<Vd>;
 
+// --- Helpers ---
+
 namespace {
 
 using flowscope::test::randn;
@@ -92,6 +94,8 @@ template <class S, class F> std::vector<ad::Matrix<S>> gradients(F f, const std:
 }
 
 } // namespace
+
+// --- Gradients of every op against finite differences ---
 
 TEST(Autodiff, GradCheckCatchesAWrongGradient) {
     // x o c with c = x recorded as a constant: the tape sees d/dx = c = x, the truth is 2x.
@@ -356,6 +360,8 @@ TEST(Autodiff, Attention) {
     EXPECT_THROW(ad::attention(t.constant(q), t.constant(k23), t.constant(v23), true), std::invalid_argument);
 }
 
+// --- Float kernels and accuracy ---
+
 TEST(Autodiff, FloatAttentionKernelMatchesTheDoublePath) {
     // The float SIMD kernel (AttentionKernel.h), each implementation this machine runs, against the double
     // Eigen path: the output and the gradients of every operand, for the RWPO layer's shapes (4 features, 5
@@ -464,6 +470,8 @@ TEST(Autodiff, DoubleTanhIsAccurateEverywhere) {
     EXPECT_LT(worst, 1e-15);
 }
 
+// --- Structure ops and closed forms ---
+
 TEST(Autodiff, StructureOps) {
     const Md a = randn(5, 4, 80), b = randn(2, 4, 81), c = randn(5, 3, 82);
     checkOp("rows", {a}, [](const Args& v) { return ad::rows(v[0], 1, 3); });
@@ -490,6 +498,8 @@ TEST(Autodiff, ClosedFormGradients) {
     EXPECT_LT((g[0] - t.value(ad::softmaxRows(t.constant(x)))).cwiseAbs().maxCoeff(),
               1e-15); // d lse = softmax
 }
+
+// --- Small models ---
 
 // A 2-layer tanh MLP on a batch of 16 two-dimensional samples (columns), squared loss against targets.
 template <class S> ad::Var<S> mlpLoss(const std::vector<ad::Var<S>>& v, const ad::Matrix<S>& target) {
@@ -535,6 +545,8 @@ TEST(Autodiff, SoftmaxAttentionWithTrainableBeta) {
                        },
                        {in[1]}));
 }
+
+// --- Tape behaviour ---
 
 TEST(Autodiff, ParameterGradientsAccumulate) {
     const Md W = randn(3, 2, 120), x1 = randn(2, 7, 121), x2 = randn(2, 7, 122);
@@ -651,6 +663,8 @@ TEST(Autodiff, ShapeMismatchNamesTheOp) {
     EXPECT_THROW(ad::add(a, other.input(Md::Zero(3, 4))), std::invalid_argument);
     EXPECT_THROW(ad::huberL1(a, t.constant(scalar(-1.0)), 0.5), std::invalid_argument);
 }
+
+// --- Float against double; timings ---
 
 TEST(Autodiff, FloatAgreesWithDouble) {
     // The attention composite followed by the MLP's nonlinearity and a softplus: every float gradient within

@@ -88,6 +88,8 @@ double maxRelativeGradientError(FlowModel<double>& model, const ad::Matrix<doubl
 
 } // namespace
 
+// --- Gradients against finite differences ---
+
 TEST(FlowModel, WholeLossGradientMatchesFiniteDifferencesWithTheSparseLayer) {
     FlowModel<double> model(smallConfig(true));
     const double err = maxRelativeGradientError(model, dataBatch(24, 3));
@@ -147,6 +149,8 @@ TEST(FlowModel, ALossWhoseDriftFoldsStaysFiniteWithTheExactLogDet) {
     firstOrder.params() = model.params();
     EXPECT_GT(first.nll, firstOrder.lossAndGradient(data, grads).nll + 1.0);
 }
+
+// --- Densities and round trips ---
 
 TEST(FlowModel, NllTermIsTheEncodedLogDensity) {
     for (bool rwpo : {false, true}) {
@@ -290,6 +294,8 @@ TEST(FlowModel, ExactRwpoLogDetMakesTheDensityBesideFrozenKeysIntegrateToOne) {
     }
 }
 
+// --- Batch splits ---
+
 // A batch split over tapes on their own threads (BatchSplit.h) against one tape, in double: the parts'
 // shares of loss (16) add up to the batch's loss, and their gradients to its gradient. With the RWPO layer
 // the parts gather each other's tokens as keys, each query leaves out its own key among them, and the key
@@ -391,6 +397,8 @@ TEST(FlowModel, BatchSplitFailuresReachTheCallerAndReleaseTheOtherParts) {
     });
     setThreadCount(threads);
 }
+
+// --- Float against double; timing ---
 
 TEST(FlowModel, FloatAgreesWithDouble) {
     FlowConfig c = smallConfig(true);

@@ -153,6 +153,8 @@ double maxRelative(const Md& a, const Md& b) {
 
 } // namespace
 
+// --- Against the direct double loop ---
+
 TEST(FlowRwpo, OutputMatchesTheDirectDoubleLoopOfEq22) {
     for (Index d : {2, 3}) {
         const double lambda = 5, beta = 1; // λh ≈ 0.10: active and inactive coordinates alike
@@ -230,6 +232,8 @@ TEST(FlowRwpo, SoftThresholdKeepsItsSign) {
         EXPECT_NEAR(y(1, 1), -10.0 + t / 2, 1e-14) << kernelName(kernel);
     }
 }
+
+// --- Divergence and gradients ---
 
 TEST(FlowRwpo, DivergenceIsTheTraceOfTheFrozenKeyJacobian) {
     const double lambda = 5, beta = 1, t = lambda * kH;
@@ -318,6 +322,8 @@ TEST(FlowRwpo, GradientsWithSeparateKeys) {
     }
 }
 
+// --- Known flows and kernels ---
+
 TEST(FlowRwpo, OneDimensionalGaussianIsTheHeatFlow) {
     // λ = 0, keys N(0, v): the continuum weighted mean is the Gaussian posterior mean m(x) = v/(v + s²) x,
     // s² = 2h/β, so the layer is the affine map x -> a x, a = 1 + s²/(2(v + s²)) = 1.02, and the variance
@@ -400,6 +406,8 @@ TEST(FlowRwpo, FoldingBetweenClustersNotInsideOne) {
     EXPECT_GT(cloud.minDet, 0.0);
     EXPECT_EQ(cloud.foldedFraction, 0.0);
 }
+
+// --- Float, refusals, timing ---
 
 TEST(FlowRwpo, FloatAgreesWithDouble) {
     // Two losses, each backpropagated on its own: a random linear read-out of y, and sum(logDetTerm), the

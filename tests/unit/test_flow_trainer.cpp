@@ -23,6 +23,8 @@ using namespace flowscope;
 using namespace flowscope::flows;
 using flowscope::test::tempPath;
 
+// --- Helpers ---
+
 namespace {
 
 TrainerConfig tinyConfig(bool rwpo) {
@@ -55,6 +57,8 @@ FlowConfig samplerFlow(int layers, std::uint64_t seed = 0) {
 }
 
 } // namespace
+
+// --- FlowTrainer ---
 
 TEST(FlowTrainer, SameSeedSameRunBitForBit) {
     for (bool rwpo : {false, true}) {
@@ -253,6 +257,8 @@ TEST(FlowTrainer, TrainsOnUserPoints) {
     EXPECT_TRUE(std::isnan(t.evaluate().kl)); // no known entropy for drawn points
 }
 
+// --- FlowSampler ---
+
 TEST(FlowSampler, InvertsTheTrainingMapExactly) {
     for (bool rwpo : {false, true}) {
         FlowConfig c = samplerFlow(8, 3);
@@ -414,6 +420,8 @@ TEST(FlowSampler, TheDensityGridIsTheMixtureAtTheCellCentres) {
     }
 }
 
+// --- Safetensors ---
+
 TEST(Safetensors, RoundTripAndMetadata) {
     SafeTensors f;
     f.tensors.push_back({"a", true, {2, 3}, {1, 2, 3, 4, 5, 6.5}});
@@ -471,6 +479,8 @@ TEST(Safetensors, HostileFilesGetOneClearMessage) {
     EXPECT_NE(test::errorOf([&] { readSafetensors((p.string() + ".missing")); }).find("file not found"),
               std::string::npos);
 }
+
+// --- FlowIo ---
 
 TEST(FlowIo, SavedModelsLoadBackAndSampleBitForBit) {
     for (bool rwpo : {false, true}) {

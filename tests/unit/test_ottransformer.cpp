@@ -20,6 +20,8 @@
 using namespace flowscope;
 using namespace flowscope::ot;
 
+// --- Helpers ---
+
 namespace {
 
 TransformerConfig smallConfig() {
@@ -102,6 +104,8 @@ double gradientError(const TransformerConfig& c, std::uint64_t seed) {
 }
 
 } // namespace
+
+// --- Gradients, conventions and integrators ---
 
 TEST(OtTransformer, GradientOfTheObjectiveMatchesFiniteDifferences) {
     struct Case {
@@ -227,6 +231,8 @@ TEST(OtTransformer, PathStatsOfKnownPaths) {
     EXPECT_NEAR(s.straightness, 1.0, 1e-15);
     EXPECT_NEAR(s.speedCv, 0.5, 1e-15);
 }
+
+// --- Closed forms and tasks ---
 
 TEST(OtTransformer, TaskAClosedFormIsOptimal) {
     // X* minimizes J(X) = G(X) + λ/(2T) ‖X - X0‖²_F, the value of a straight constant-speed path to X under
@@ -361,6 +367,8 @@ TEST(OtTransformer, TaskGenerators) {
     EXPECT_THROW(sampleTaskB(1, r1, 1.0), std::invalid_argument);
 }
 
+// --- Training ---
+
 TEST(OtTransformer, StepGuardRejectsRestoresAndStops) {
     flows::Adam<double> adam({.lr = 0.1});
     flows::StepGuard guard;
@@ -461,6 +469,8 @@ TEST(OtTransformer, TaskAWithTheMeanMemoryGetsCloseToTheClosedForm) {
     EXPECT_GE(e.terms.loss, e.optimalLoss);
 }
 
+// --- Files ---
+
 TEST(OtTransformer, ModelsRoundTripBitForBitAndBadFilesAreNamed) {
     namespace fs = std::filesystem;
     const fs::path dir = fs::temp_directory_path() / ("flowscope-ot-" + std::to_string(getpid()));
@@ -531,6 +541,8 @@ TEST(OtTransformer, ModelsRoundTripBitForBitAndBadFilesAreNamed) {
     EXPECT_EQ(pback.output(pb.tokens, pb.setSize), pm.output(pb.tokens, pb.setSize));
     fs::remove_all(dir);
 }
+
+// --- Iterate averaging ---
 
 namespace {
 

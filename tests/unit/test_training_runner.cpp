@@ -1,4 +1,5 @@
 // TrainingRunner: commands reach the worker's trainers, snapshots mirror them, reset and start behave.
+#include "engine/flows/Sampling.h"
 #include "engine/runner/TrainingRunner.h"
 
 #include "../TinyTraining.h"
@@ -190,11 +191,19 @@ TEST(TrainingRunner, RwpoPictureIsTheDensityBesideTheModelsReference) {
     for (int j = 0; j < p.gridSize(); ++j)
         for (int i = 0; i < p.gridSize(); ++i)
             grid.col(i + p.gridSize() * j) << float(p.cellCenter(i)), float(p.cellCenter(j));
+    // The keys are the reference draws pushed backward once, in double (the samples' own), then rounded.
     Eigen::Matrix<float, 1, Eigen::Dynamic> logDensity;
-    t.model->encode(grid, &logDensity);
+    t.model->encode(grid, &logDensity, nullptr, flows::inFloat(flows::inDouble(*t.model).frozenKeys()));
     for (int j = 0; j < p.gridSize(); ++j)
         for (int i = 0; i < p.gridSize(); ++i)
             ASSERT_EQ(p.density(i, j), std::exp(double(logDensity(i + p.gridSize() * j)))) << i << ", " << j;
+    // Beside the keys pushed backward in float32 instead: the same density to float32's rounding.
+    t.model->encode(grid, &logDensity);
+    for (int j = 0; j < p.gridSize(); ++j)
+        for (int i = 0; i < p.gridSize(); ++i)
+            EXPECT_NEAR(p.density(i, j), std::exp(double(logDensity(i + p.gridSize() * j))),
+                        1e-4 * p.density(i, j))
+                << i << ", " << j;
 }
 
 // A draft is the full picture's first kDraftSamples samples (the same base draws, each sample on its own

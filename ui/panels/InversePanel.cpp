@@ -35,29 +35,24 @@ InversePanel::InversePanel(QWidget* parent) : TrainingPanelBase(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
 
-    auto* group = new QGroupBox(tr("Posterior flow (applies on Start)"), this);
-    auto* form = new QFormLayout(group);
-    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    form->setContentsMargins(6, 6, 6, 6);
-    problem_ = named(new QComboBox(group), "inverse.problem");
+    auto [group, form] = form::group(tr("Posterior flow (applies on Start)"), this);
+    problem_ = addRow(form, tr("Problem"), named(new QComboBox(group), "inverse.problem"));
     description_ = new QLabel(group);
     description_->setObjectName(QStringLiteral("problemDescription"));
     description_->setWordWrap(true);
-    rwpo_ = named(new QCheckBox(tr("RWPO layer"), group), "inverse.rwpo");
-    sideBySide_ =
-        named(new QCheckBox(tr("With and without RWPO, side by side"), group), "inverse.side_by_side");
-    iterations_ = form::startIntBox(group, "inverse.iterations", 1, 1000000);
-    seed_ = form::startIntBox(group, "inverse.seed", 0, std::numeric_limits<int>::max());
-    addRow(form, tr("Problem"), problem_, "inverse.problem");
     form->addRow(description_);
     addLoadedNote(group, form,
                   tr("Start and Reset train the parameters of the opened posterior (File ▸ Open trained "
                      "model) on its own problem; choosing a problem or toggling the RWPO layer starts "
                      "afresh instead"));
+    rwpo_ = named(new QCheckBox(tr("RWPO layer"), group), "inverse.rwpo");
+    sideBySide_ =
+        named(new QCheckBox(tr("With and without RWPO, side by side"), group), "inverse.side_by_side");
     form->addRow(rwpo_);
     form->addRow(sideBySide_);
-    addRow(form, tr("Iterations"), iterations_, "inverse.iterations");
-    addRow(form, tr("Seed"), seed_, "inverse.seed");
+    iterations_ = addRow(form, tr("Iterations"), form::startIntBox(group, "inverse.iterations", 1, 1000000));
+    seed_ = addRow(form, tr("Seed"),
+                   form::startIntBox(group, "inverse.seed", 0, std::numeric_limits<int>::max()));
     layout->addWidget(group);
 
     addRunControls(layout, {tr("One iteration: the reverse KL on a batch, its gradient, one Adam step"),

@@ -166,28 +166,26 @@ MatrixEditor::MatrixEditor(QWidget* parent) : QWidget(parent) {
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
 
-    // The head, and below it the keyframe (one row each: side by side they set the dock's minimum width).
-    auto* selectors = new QHBoxLayout;
-    auto* headLabel = new QLabel(tr("Head"), content);
-    head_ = new QComboBox(content);
-    head_->setObjectName(QStringLiteral("head"));
-    head_->setToolTip(parameterTooltip("attention.heads"));
-    headLabel->setBuddy(head_);
-    selectors->addWidget(headLabel);
-    selectors->addWidget(head_);
-    selectors->addStretch();
-    layout->addLayout(selectors);
+    // The head, and below it the keyframe (one row each: side by side they set the dock's minimum width):
+    // a labelled combo box on a row of its own.
+    auto selector = [](QWidget* row, const QString& label, const char* name, const char* key) {
+        auto* line = new QHBoxLayout(row);
+        line->setContentsMargins(0, 0, 0, 0);
+        auto* box = new QComboBox(row);
+        box->setObjectName(QString::fromLatin1(name));
+        box->setToolTip(parameterTooltip(key));
+        auto* l = new QLabel(label, row);
+        l->setBuddy(box);
+        line->addWidget(l);
+        line->addWidget(box);
+        line->addStretch();
+        return box;
+    };
+    auto* headRow = new QWidget(content);
+    head_ = selector(headRow, tr("Head"), "head", "attention.heads");
+    layout->addWidget(headRow);
     layerRow_ = new QWidget(content);
-    auto* layerLayout = new QHBoxLayout(layerRow_);
-    layerLayout->setContentsMargins(0, 0, 0, 0);
-    auto* layerLabel = new QLabel(tr("Keyframe"), layerRow_);
-    layer_ = new QComboBox(layerRow_);
-    layer_->setObjectName(QStringLiteral("layer"));
-    layer_->setToolTip(parameterTooltip("attention.keyframes"));
-    layerLabel->setBuddy(layer_);
-    layerLayout->addWidget(layerLabel);
-    layerLayout->addWidget(layer_);
-    layerLayout->addStretch();
+    layer_ = selector(layerRow_, tr("Keyframe"), "layer", "attention.keyframes");
     layout->addWidget(layerRow_);
     connect(head_, &QComboBox::currentIndexChanged, this, [this] {
         showMatrices();

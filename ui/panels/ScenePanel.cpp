@@ -136,32 +136,18 @@ QCheckBox* checkBox(QWidget* parent, const char* key, const QString& text) {
     return named(new QCheckBox(text, parent), key);
 }
 
-void setQuietly(QDoubleSpinBox* w, double v) {
+// Shows a value in a control without emitting its edited signal (the panel showing a scene, not an edit): a
+// spin box's value, a check box's state, a combo box's index or a line edit's text.
+template <class W, class V> void setQuietly(W* w, const V& v) {
     const QSignalBlocker blocker(w);
-    w->setValue(v);
-}
-void setQuietly(QSpinBox* w, int v) {
-    const QSignalBlocker blocker(w);
-    w->setValue(v);
-}
-void setQuietly(QCheckBox* w, bool on) {
-    const QSignalBlocker blocker(w);
-    w->setChecked(on);
-}
-void setQuietly(QComboBox* w, int index) {
-    const QSignalBlocker blocker(w);
-    w->setCurrentIndex(index);
-}
-void setQuietly(QLineEdit* w, const QString& text) {
-    const QSignalBlocker blocker(w);
-    w->setText(text);
-}
-
-QFormLayout* makeForm(QWidget* parent) {
-    auto* form = new QFormLayout(parent);
-    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    form->setContentsMargins(6, 6, 6, 6);
-    return form;
+    if constexpr (std::is_base_of_v<QCheckBox, W>)
+        w->setChecked(v);
+    else if constexpr (std::is_base_of_v<QComboBox, W>)
+        w->setCurrentIndex(v);
+    else if constexpr (std::is_base_of_v<QLineEdit, W>)
+        w->setText(v);
+    else
+        w->setValue(v);
 }
 
 } // namespace
@@ -191,17 +177,19 @@ ScenePanel::ScenePanel(QWidget* parent) : QWidget(parent) {
 }
 
 QWidget* ScenePanel::buildAttentionGroup() {
-    auto* group = new QGroupBox(tr("Attention — live"));
-    attentionForm_ = makeForm(group);
+    auto [group, form] = form::group(tr("Attention — live"), nullptr);
+    attentionForm_ = form;
     QStringList types;
     for (int t = 0; t < kAttentionTypes; ++t) types << QString::fromUtf8(toString(AttentionType(t)));
-    type_ = comboBox(group, "attention.type", types);
-    heads_ = intBox(group, "attention.heads", 1, kMaxHeads);
-    beta_ = doubleBox(group, "attention.beta", 1e-4, 1e6, 4, 0.1);
+    type_ = addRow(form, tr("Type"), comboBox(group, "attention.type", types));
+    heads_ = addRow(form, tr("Heads"), intBox(group, "attention.heads", 1, kMaxHeads));
+    beta_ = addRow(form, tr("β"), doubleBox(group, "attention.beta", 1e-4, 1e6, 4, 0.1));
     scaleByRootK_ = checkBox(group, "attention.scale_by_sqrt_k", tr("Scale scores by 1/√k"));
     masked_ = checkBox(group, "attention.masked", tr("Masked (causal)"));
     sphere_ = checkBox(group, "attention.sphere", tr("On the unit sphere"));
-    interpolation_ = comboBox(group, "attention.interpolation", {tr("piecewise"), tr("linear")});
+    for (QCheckBox* box : {scaleByRootK_, masked_, sphere_}) form->addRow(box);
+    interpolation_ = addRow(form, tr("Keyframes"),
+                            comboBox(group, "attention.interpolation", {tr("piecewise"), tr("linear")}));
 
     linearEpsRow_ = new QWidget(group);
     auto* linearLayout = new QHBoxLayout(linearEpsRow_);
@@ -211,27 +199,17 @@ QWidget* ScenePanel::buildAttentionGroup() {
     linearEps_ = doubleBox(linearEpsRow_, "attention.linear_eps", 1e-4, 1e6, 4, 0.1);
     linearLayout->addWidget(linearEpsOn_);
     linearLayout->addWidget(linearEps_, 1);
+    addRow(form, tr("lin,ε"), linearEpsRow_, "attention.linear_eps");
 
-    sinkhornEps_ = doubleBox(group, "attention.sinkhorn_eps", 1e-4, 1e6, 4, 0.1);
-    sinkhornIterations_ = intBox(group, "attention.sinkhorn_iterations", 1, 1000000);
-    rwpoLambda_ = doubleBox(group, "attention.rwpo_lambda", 0.0, 1e6, 4, 0.1);
-    rwpoH_ = doubleBox(group, "attention.rwpo_h", 1e-6, 1e3, 6, 0.001);
-    rwpoKernel_ =
-        comboBox(group, "attention.rwpo_kernel", {tr("corrected"), tr("as printed"), tr("per coordinate")});
-
-    addRow(attentionForm_, tr("Type"), type_, "attention.type");
-    addRow(attentionForm_, tr("Heads"), heads_, "attention.heads");
-    addRow(attentionForm_, tr("β"), beta_, "attention.beta");
-    attentionForm_->addRow(scaleByRootK_);
-    attentionForm_->addRow(masked_);
-    attentionForm_->addRow(sphere_);
-    addRow(attentionForm_, tr("Keyframes"), interpolation_, "attention.interpolation");
-    addRow(attentionForm_, tr("lin,ε"), linearEpsRow_, "attention.linear_eps");
-    addRow(attentionForm_, tr("Sinkhorn ε"), sinkhornEps_, "attention.sinkhorn_eps");
-    addRow(attentionForm_, tr("Iterations"), sinkhornIterations_, "attention.sinkhorn_iterations");
-    addRow(attentionForm_, tr("RWPO λ"), rwpoLambda_, "attention.rwpo_lambda");
-    addRow(attentionForm_, tr("RWPO h"), rwpoH_, "attention.rwpo_h");
-    addRow(attentionForm_, tr("Kernel"), rwpoKernel_, "attention.rwpo_kernel");
+    sinkhornEps_ =
+        addRow(form, tr("Sinkhorn ε"), doubleBox(group, "attention.sinkhorn_eps", 1e-4, 1e6, 4, 0.1));
+    sinkhornIterations_ =
+        addRow(form, tr("Iterations"), intBox(group, "attention.sinkhorn_iterations", 1, 1000000));
+    rwpoLambda_ = addRow(form, tr("RWPO λ"), doubleBox(group, "attention.rwpo_lambda", 0.0, 1e6, 4, 0.1));
+    rwpoH_ = addRow(form, tr("RWPO h"), doubleBox(group, "attention.rwpo_h", 1e-6, 1e3, 6, 0.001));
+    rwpoKernel_ = addRow(
+        form, tr("Kernel"),
+        comboBox(group, "attention.rwpo_kernel", {tr("corrected"), tr("as printed"), tr("per coordinate")}));
 
     AttentionSpec& a = live_.attention;
     const auto attentionEdit = [this] { attentionChanged(); };
@@ -274,16 +252,12 @@ QWidget* ScenePanel::buildAttentionGroup() {
 }
 
 QWidget* ScenePanel::buildIntegratorGroup() {
-    auto* group = new QGroupBox(tr("Integrator — live"));
-    auto* form = makeForm(group);
+    auto [group, form] = form::group(tr("Integrator — live"), nullptr);
     QStringList methods;
     for (int m = 0; m < kMethods; ++m) methods << QString::fromUtf8(toString(Method(m)));
-    method_ = comboBox(group, "integrator.method", methods);
-    T_ = doubleBox(group, "integrator.T", 1e-6, 1e9, 4, 0.5);
-    steps_ = intBox(group, "integrator.steps", 1, INT_MAX);
-    addRow(form, tr("Method"), method_, "integrator.method");
-    addRow(form, tr("T"), T_, "integrator.T");
-    addRow(form, tr("Steps"), steps_, "integrator.steps");
+    method_ = addRow(form, tr("Method"), comboBox(group, "integrator.method", methods));
+    T_ = addRow(form, tr("T"), doubleBox(group, "integrator.T", 1e-6, 1e9, 4, 0.5));
+    steps_ = addRow(form, tr("Steps"), intBox(group, "integrator.steps", 1, INT_MAX));
 
     IntegratorSpec& in = live_.integrator;
     const auto integratorEdit = [this] { integratorChanged(); };
@@ -298,36 +272,42 @@ QWidget* ScenePanel::buildSceneGroup() {
     auto* box = new QVBoxLayout(group);
     box->setContentsMargins(0, 0, 0, 6);
     auto* formWidget = new QWidget(group);
-    sceneForm_ = makeForm(formWidget);
+    sceneForm_ = form::panelForm(formWidget);
     box->addWidget(formWidget);
+    QFormLayout* form = sceneForm_;
 
-    d_ = intBox(formWidget, "d", 1, 1024);
+    d_ = addRow(form, tr("d"), intBox(formWidget, "d", 1, 1024));
     // The staged fields mark the panel edited at every keystroke (Apply is enabled as one types), and Enter
     // in any of them applies (eventFilter). d commits on Enter only: a new d rebuilds the matrices.
-    n_ = intBox(formWidget, "n", 1, kMaxTokens, form::Tracking::Keystrokes);
-    precision_ = comboBox(formWidget, "precision", {QStringLiteral("float32"), QStringLiteral("float64")});
-    kind_ =
+    n_ = addRow(form, tr("N"), intBox(formWidget, "n", 1, kMaxTokens, form::Tracking::Keystrokes));
+    precision_ =
+        addRow(form, tr("Precision"),
+               comboBox(formWidget, "precision", {QStringLiteral("float32"), QStringLiteral("float64")}));
+    kind_ = addRow(
+        form, tr("Initial"),
         comboBox(formWidget, "initial.kind",
-                 {tr("gaussian"), tr("uniform"), tr("rings"), tr("file (.npy, .csv)"), tr("points (draw)")});
+                 {tr("gaussian"), tr("uniform"), tr("rings"), tr("file (.npy, .csv)"), tr("points (draw)")}));
     // Any 64-bit seed (a sweep's runs have seeds beyond a spin box's 2^31 - 1).
-    seed_ = named(new QLineEdit(formWidget), "initial.seed");
+    seed_ = addRow(form, tr("Seed"), named(new QLineEdit(formWidget), "initial.seed"));
     seed_->setValidator(
         new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{1,20}")), seed_));
-    auto grid = [&](const char* key, const QString& name) {
-        auto* g = named(new MatrixGrid(formWidget), key);
+    auto grid = [&](const QString& label, const char* key, const QString& name) {
+        auto* g = addRow(form, label, named(new MatrixGrid(formWidget), key));
         g->setName(name);
         return g;
     };
-    mean_ = grid("initial.mean", QStringLiteral("mean"));
-    cov_ = grid("initial.cov", QStringLiteral("cov"));
+    mean_ = grid(tr("Mean α"), "initial.mean", QStringLiteral("mean"));
+    cov_ = grid(tr("Cov Σ₀"), "initial.cov", QStringLiteral("cov"));
     cov_->setSymmetricEditing(true);
-    low_ = grid("initial.low", QStringLiteral("low"));
-    high_ = grid("initial.high", QStringLiteral("high"));
+    low_ = grid(tr("Low"), "initial.low", QStringLiteral("low"));
+    high_ = grid(tr("High"), "initial.high", QStringLiteral("high"));
     gridNote_ = new QLabel(formWidget);
     gridNote_->setWordWrap(true);
-    radii_ = named(new QLineEdit(formWidget), "initial.radii");
+    form->addRow(gridNote_);
+    radii_ = addRow(form, tr("Radii"), named(new QLineEdit(formWidget), "initial.radii"));
     radii_->setPlaceholderText(tr("e.g. 0.5, 1"));
-    noise_ = doubleBox(formWidget, "initial.noise", 0.0, 1e6, 4, 0.01, form::Tracking::Keystrokes);
+    noise_ = addRow(form, tr("Noise"),
+                    doubleBox(formWidget, "initial.noise", 0.0, 1e6, 4, 0.01, form::Tracking::Keystrokes));
     pathRow_ = new QWidget(formWidget);
     auto* pathLayout = new QHBoxLayout(pathRow_);
     pathLayout->setContentsMargins(0, 0, 0, 0);
@@ -338,6 +318,7 @@ QWidget* ScenePanel::buildSceneGroup() {
     browse_->setText(tr("…"));
     pathLayout->addWidget(path_, 1);
     pathLayout->addWidget(browse_);
+    addRow(form, tr("File"), pathRow_, "initial.path");
     pointsRow_ = new QWidget(formWidget);
     auto* pointsLayout = new QHBoxLayout(pointsRow_);
     pointsLayout->setContentsMargins(0, 0, 0, 0);
@@ -350,21 +331,7 @@ QWidget* ScenePanel::buildSceneGroup() {
     pointsLayout->addWidget(pointsCount_, 1);
     pointsLayout->addWidget(draw_);
     pointsLayout->addWidget(clearPoints_);
-
-    addRow(sceneForm_, tr("d"), d_, "d");
-    addRow(sceneForm_, tr("N"), n_, "n");
-    addRow(sceneForm_, tr("Precision"), precision_, "precision");
-    addRow(sceneForm_, tr("Initial"), kind_, "initial.kind");
-    addRow(sceneForm_, tr("Seed"), seed_, "initial.seed");
-    addRow(sceneForm_, tr("Mean α"), mean_, "initial.mean");
-    addRow(sceneForm_, tr("Cov Σ₀"), cov_, "initial.cov");
-    addRow(sceneForm_, tr("Low"), low_, "initial.low");
-    addRow(sceneForm_, tr("High"), high_, "initial.high");
-    sceneForm_->addRow(gridNote_);
-    addRow(sceneForm_, tr("Radii"), radii_, "initial.radii");
-    addRow(sceneForm_, tr("Noise"), noise_, "initial.noise");
-    addRow(sceneForm_, tr("File"), pathRow_, "initial.path");
-    addRow(sceneForm_, tr("Points"), pointsRow_, "initial.points");
+    addRow(form, tr("Points"), pointsRow_, "initial.points");
 
     // The group's error line and its Revert / Apply buttons: a bar the constructor pins under the scrolled
     // forms, so that a short window (1024 x 640) still shows them while the fields scroll.

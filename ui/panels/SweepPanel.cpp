@@ -54,10 +54,7 @@ SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
 
-    auto* group = new QGroupBox(tr("Sweep"), this);
-    auto* form = new QFormLayout(group);
-    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    form->setContentsMargins(6, 6, 6, 6);
+    auto [group, form] = form::group(tr("Sweep"), this);
     sweep_ = named(new QComboBox(group), "sweeps.sweep");
     sweep_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     sweep_->setMinimumContentsLength(12);
@@ -73,13 +70,11 @@ SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
     description_->setObjectName(QStringLiteral("sweepDescription"));
     description_->setWordWrap(true);
     form->addRow(description_);
-    threads_ = form::intBox(group, "sweeps.threads", 1, 256);
+    threads_ = addRow(form, tr("Threads"), form::intBox(group, "sweeps.threads", 1, 256));
     threads_->setValue(std::max(1, QThread::idealThreadCount()));
-    addRow(form, tr("Threads"), threads_, "sweeps.threads");
-    backend_ = named(new QComboBox(group), "sweeps.backend");
+    backend_ = addRow(form, tr("Backend"), named(new QComboBox(group), "sweeps.backend"));
     for (const BackendInfo& b : listBackends()) // the registry's order: the CPU first
         if (b.available) backend_->addItem(QString::fromStdString(b.label), QString::fromStdString(b.id));
-    addRow(form, tr("Backend"), backend_, "sweeps.backend");
     run_ = named(new QPushButton(tr("Run"), group), "sweeps.run");
     cancel_ = named(new QPushButton(tr("Cancel"), group), "sweeps.cancel");
     cancel_->setEnabled(false);
@@ -102,16 +97,10 @@ SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
     form->addRow(save_);
     layout->addWidget(group);
 
-    auto* plot = new QGroupBox(tr("Picture"), this);
-    auto* plotForm = new QFormLayout(plot);
-    plotForm->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    plotForm->setContentsMargins(6, 6, 6, 6);
-    x_ = named(new QComboBox(plot), "sweeps.x");
-    y_ = named(new QComboBox(plot), "sweeps.y");
-    measure_ = named(new QComboBox(plot), "sweeps.measure");
-    addRow(plotForm, tr("X axis"), x_, "sweeps.x");
-    addRow(plotForm, tr("Y axis"), y_, "sweeps.y");
-    addRow(plotForm, tr("Measure"), measure_, "sweeps.measure");
+    auto [plot, plotForm] = form::group(tr("Picture"), this);
+    x_ = addRow(plotForm, tr("X axis"), named(new QComboBox(plot), "sweeps.x"));
+    y_ = addRow(plotForm, tr("Y axis"), named(new QComboBox(plot), "sweeps.y"));
+    measure_ = addRow(plotForm, tr("Measure"), named(new QComboBox(plot), "sweeps.measure"));
     readout_ = named(new QLabel(plot), "sweeps.readout");
     readout_->setWordWrap(true);
     readout_->setTextInteractionFlags(Qt::TextSelectableByMouse);

@@ -43,11 +43,11 @@ TrainingPanel::TrainingPanel(QWidget* parent) : TrainingPanelBase(parent) {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
 
-    auto* flowGroup = new QGroupBox(tr("Flow (applies on Start)"), this);
-    auto* form = new QFormLayout(flowGroup);
-    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    form->setContentsMargins(6, 6, 6, 6);
-    dataset_ = named(new QComboBox(flowGroup), "training.dataset");
+    auto [flowGroup, form] = form::group(tr("Flow (applies on Start)"), this);
+    addLoadedNote(flowGroup, form,
+                  tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
+                     "model); editing the architecture starts from a fresh initialization instead"));
+    dataset_ = addRow(form, tr("Dataset"), named(new QComboBox(flowGroup), "training.dataset"));
     for (const std::string& name : flows::datasetNames()) dataset_->addItem(QString::fromStdString(name));
     dataset_->addItem(tr("your points")); // the last item: points_
     pointsRow_ = new QWidget(flowGroup);
@@ -67,32 +67,24 @@ TrainingPanel::TrainingPanel(QWidget* parent) : TrainingPanelBase(parent) {
     pointsLayout->addWidget(load);
     connect(draw, &QPushButton::clicked, this, &TrainingPanel::drawPoints);
     connect(load, &QPushButton::clicked, this, &TrainingPanel::loadPointsDialog);
+    form->addRow(pointsRow_);
     rwpo_ = named(new QCheckBox(tr("RWPO layer"), flowGroup), "training.rwpo");
     sideBySide_ =
         named(new QCheckBox(tr("Side by side (with / without RWPO)"), flowGroup), "training.side_by_side");
-    layers_ = form::startIntBox(flowGroup, "training.layers", 1, 64);
-    width_ = form::startIntBox(flowGroup, "training.width", 2, 256);
-    batch_ = form::startIntBox(flowGroup, "training.batch", 2, 8192);
-    lr_ = form::startDoubleBox(flowGroup, "training.lr", 1e-5, 1.0, 5, 1e-3);
-    lambda0_ = form::startDoubleBox(flowGroup, "training.lambda0", 0.001, 100.0, 3, 0.1);
-    beta0_ = form::startDoubleBox(flowGroup, "training.beta0", 0.001, 100.0, 3, 0.1);
-    transport_ = form::startDoubleBox(flowGroup, "training.transportWeight", 0.0, 10.0, 4, 0.01);
-    seed_ = form::startIntBox(flowGroup, "training.seed", 0, std::numeric_limits<int>::max());
-    addLoadedNote(flowGroup, form,
-                  tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
-                     "model); editing the architecture starts from a fresh initialization instead"));
-    addRow(form, tr("Dataset"), dataset_, "training.dataset");
-    form->addRow(pointsRow_);
     form->addRow(rwpo_);
     form->addRow(sideBySide_);
-    addRow(form, tr("Layers M"), layers_, "training.layers");
-    addRow(form, tr("Width m"), width_, "training.width");
-    addRow(form, tr("Batch"), batch_, "training.batch");
-    addRow(form, tr("Learning rate"), lr_, "training.lr");
-    addRow(form, tr("λ₀"), lambda0_, "training.lambda0");
-    addRow(form, tr("β₀"), beta0_, "training.beta0");
-    addRow(form, tr("Transport weight"), transport_, "training.transportWeight");
-    addRow(form, tr("Seed"), seed_, "training.seed");
+    layers_ = addRow(form, tr("Layers M"), form::startIntBox(flowGroup, "training.layers", 1, 64));
+    width_ = addRow(form, tr("Width m"), form::startIntBox(flowGroup, "training.width", 2, 256));
+    batch_ = addRow(form, tr("Batch"), form::startIntBox(flowGroup, "training.batch", 2, 8192));
+    lr_ =
+        addRow(form, tr("Learning rate"), form::startDoubleBox(flowGroup, "training.lr", 1e-5, 1.0, 5, 1e-3));
+    lambda0_ =
+        addRow(form, tr("λ₀"), form::startDoubleBox(flowGroup, "training.lambda0", 0.001, 100.0, 3, 0.1));
+    beta0_ = addRow(form, tr("β₀"), form::startDoubleBox(flowGroup, "training.beta0", 0.001, 100.0, 3, 0.1));
+    transport_ = addRow(form, tr("Transport weight"),
+                        form::startDoubleBox(flowGroup, "training.transportWeight", 0.0, 10.0, 4, 0.01));
+    seed_ = addRow(form, tr("Seed"),
+                   form::startIntBox(flowGroup, "training.seed", 0, std::numeric_limits<int>::max()));
     layout->addWidget(flowGroup);
 
     addRunControls(layout, {tr("One iteration: loss (16) on the batch, its gradient, one Adam step"),

@@ -20,6 +20,8 @@
 
 namespace flowscope {
 
+// --- Helpers ---
+
 namespace {
 
 using form::addRow;
@@ -43,6 +45,8 @@ template <class E> void select(QComboBox* box, E value) {
 }
 
 } // namespace
+
+// --- Defaults and the form ---
 
 ot::OtTrainerConfig TransformerPanel::defaults(ot::Task task) {
     ot::OtTrainerConfig c = ot::defaultTrainerConfig(task);
@@ -71,47 +75,28 @@ TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) 
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
 
-    auto* group = new QGroupBox(tr("Transformer (applies on Start)"), content);
-    auto* form = new QFormLayout(group);
-    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
-    form->setContentsMargins(6, 6, 6, 6);
-    task_ =
-        enumBox<ot::Task>(group, "transformer.task",
-                          {{tr("A: straight-line toy"), ot::Task::A}, {tr("B: point clouds"), ot::Task::B}});
-    architecture_ =
-        enumBox<ot::Architecture>(group, "transformer.architecture",
-                                  {{tr("OT-Transformer"), ot::Architecture::OtTransformer},
-                                   {tr("N-ODE (one ODE per block)"), ot::Architecture::NodeTransformer},
-                                   {tr("Discrete (baseline)"), ot::Architecture::Discrete}});
-    lambda_ = form::startDoubleBox(group, "transformer.lambda_ot", 0.0, 1000.0, 4, 0.05);
-    convention_ =
-        enumBox<ot::KineticConvention>(group, "transformer.convention",
-                                       {{tr("element mean (code)"), ot::KineticConvention::ElementMean},
-                                        {tr("paper"), ot::KineticConvention::Paper}});
-    steps_ = form::startIntBox(group, "transformer.steps", 1, 200);
-    horizon_ = form::startDoubleBox(group, "transformer.horizon", 0.05, 20.0, 2, 0.25);
-    width_ = form::startIntBox(group, "transformer.width", 2, 128);
-    mlp_ = form::startIntBox(group, "transformer.mlp", 0, 512);
-    blocks_ = form::startIntBox(group, "transformer.blocks", 1, 8);
-    increment_ =
-        named(new QCheckBox(tr("Increment velocity f = stack(X) − X"), group), "transformer.increment");
-    integrator_ =
-        enumBox<ot::Integrator>(group, "transformer.integrator",
-                                {{tr("Euler"), ot::Integrator::Euler}, {tr("RK4"), ot::Integrator::Rk4}});
-    compare_ = named(new QCheckBox(tr("Compare with λ_OT = 0"), group), "transformer.compare");
-    batch_ = form::startIntBox(group, "transformer.batch", 1, 4096);
-    lr_ = form::startDoubleBox(group, "transformer.lr", 1e-5, 1.0, 5, 1e-3);
-    seed_ = form::startIntBox(group, "transformer.seed", 0, std::numeric_limits<int>::max());
+    auto [group, form] = form::group(tr("Transformer (applies on Start)"), content);
     addLoadedNote(group, form,
                   tr("Start and Reset use the parameters of the opened model (File ▸ Open trained "
                      "model); editing the task or the architecture starts from a fresh initialization"));
-    addRow(form, tr("Task"), task_, "transformer.task");
-    addRow(form, tr("Architecture"), architecture_, "transformer.architecture");
-    addRow(form, tr("λ_OT"), lambda_, "transformer.lambda_ot");
+    task_ = addRow(
+        form, tr("Task"),
+        enumBox<ot::Task>(group, "transformer.task",
+                          {{tr("A: straight-line toy"), ot::Task::A}, {tr("B: point clouds"), ot::Task::B}}));
+    architecture_ = addRow(
+        form, tr("Architecture"),
+        enumBox<ot::Architecture>(group, "transformer.architecture",
+                                  {{tr("OT-Transformer"), ot::Architecture::OtTransformer},
+                                   {tr("N-ODE (one ODE per block)"), ot::Architecture::NodeTransformer},
+                                   {tr("Discrete (baseline)"), ot::Architecture::Discrete}}));
+    lambda_ =
+        addRow(form, tr("λ_OT"), form::startDoubleBox(group, "transformer.lambda_ot", 0.0, 1000.0, 4, 0.05));
+    compare_ = named(new QCheckBox(tr("Compare with λ_OT = 0"), group), "transformer.compare");
     form->addRow(compare_);
-    addRow(form, tr("Steps M"), steps_, "transformer.steps");
-    addRow(form, tr("Horizon T"), horizon_, "transformer.horizon");
-    addRow(form, tr("Width d"), width_, "transformer.width");
+    steps_ = addRow(form, tr("Steps M"), form::startIntBox(group, "transformer.steps", 1, 200));
+    horizon_ = addRow(form, tr("Horizon T"),
+                      form::startDoubleBox(group, "transformer.horizon", 0.05, 20.0, 2, 0.25));
+    width_ = addRow(form, tr("Width d"), form::startIntBox(group, "transformer.width", 2, 128));
     // The rest of the settings under a fold, closed at first: the task's defaults are the ones to start with.
     more_ = new QToolButton(group);
     more_->setObjectName(QStringLiteral("transformer.more"));
@@ -121,19 +106,30 @@ TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) 
     more_->setToolTip(tr("Convention, MLP, blocks, integrator, velocity, batch, learning rate and seed"));
     form->addRow(more_);
     const int firstMore = form->rowCount();
-    addRow(form, tr("Convention"), convention_, "transformer.convention");
-    addRow(form, tr("MLP hidden"), mlp_, "transformer.mlp");
-    addRow(form, tr("Blocks D"), blocks_, "transformer.blocks");
-    addRow(form, tr("Integrator"), integrator_, "transformer.integrator");
+    convention_ = addRow(
+        form, tr("Convention"),
+        enumBox<ot::KineticConvention>(group, "transformer.convention",
+                                       {{tr("element mean (code)"), ot::KineticConvention::ElementMean},
+                                        {tr("paper"), ot::KineticConvention::Paper}}));
+    mlp_ = addRow(form, tr("MLP hidden"), form::startIntBox(group, "transformer.mlp", 0, 512));
+    blocks_ = addRow(form, tr("Blocks D"), form::startIntBox(group, "transformer.blocks", 1, 8));
+    integrator_ = addRow(
+        form, tr("Integrator"),
+        enumBox<ot::Integrator>(group, "transformer.integrator",
+                                {{tr("Euler"), ot::Integrator::Euler}, {tr("RK4"), ot::Integrator::Rk4}}));
+    increment_ =
+        named(new QCheckBox(tr("Increment velocity f = stack(X) − X"), group), "transformer.increment");
     form->addRow(increment_);
-    addRow(form, tr("Batch"), batch_, "transformer.batch");
-    addRow(form, tr("Learning rate"), lr_, "transformer.lr");
-    addRow(form, tr("Seed"), seed_, "transformer.seed");
+    batch_ = addRow(form, tr("Batch"), form::startIntBox(group, "transformer.batch", 1, 4096));
+    lr_ =
+        addRow(form, tr("Learning rate"), form::startDoubleBox(group, "transformer.lr", 1e-5, 1.0, 5, 1e-3));
+    seed_ = addRow(form, tr("Seed"),
+                   form::startIntBox(group, "transformer.seed", 0, std::numeric_limits<int>::max()));
     const int lastMore = form->rowCount();
-    const auto fold = [this, form, firstMore, lastMore](bool open) {
+    const auto fold = [this, rows = form, firstMore, lastMore](bool open) {
         more_->setArrowType(open ? Qt::DownArrow : Qt::RightArrow);
         more_->setText(open ? tr("Fewer settings") : tr("More settings"));
-        for (int row = firstMore; row < lastMore; ++row) form->setRowVisible(row, open);
+        for (int row = firstMore; row < lastMore; ++row) rows->setRowVisible(row, open);
     };
     connect(more_, &QToolButton::toggled, this, fold);
     fold(false);
@@ -177,6 +173,8 @@ TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) 
         connect(box, &QDoubleSpinBox::valueChanged, this, &TransformerPanel::forgetLoadedModel);
     setSnapshot(nullptr, false);
 }
+
+// --- Configuration to and from the form ---
 
 ot::OtTrainerConfig TransformerPanel::config() const {
     const ot::Task task = valueOf<ot::Task>(task_);
@@ -268,6 +266,8 @@ void TransformerPanel::onEdited() {
     updateEnabled();
     controls_->markEdited();
 }
+
+// --- Read-outs ---
 
 // A grid of short rows under the run controls: a name on the left (its meaning in its tooltip), one
 // right-aligned column of values per model.

@@ -1,10 +1,12 @@
 #include "ui/views/ModelPlots.h"
 
+#include "render/picture/CurvePlot.h"
+
 #include <QPainter>
-#include <QPainterPath>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace flowscope {
 
@@ -151,87 +153,35 @@ std::vector<double> LayerCurveView::values(const QString& name) const {
     return {};
 }
 
+// render/picture/CurvePlot's plot, as the Flows and Transformers pictures draw theirs, in the widget's
+// palette: the legend in the title's line, the layers along the horizontal axis.
 void LayerCurveView::paintEvent(QPaintEvent*) {
     PlotPainter canvas(this);
     auto& [p, pal, ink, grid, fm] = canvas;
-    std::size_t layers = 0;
+    CurvePlot plot;
+    plot.xLabel = tr("layer");
+    plot.trimStart = false;
+    plot.xStepMin = 1;
+    plot.cursor = cursor_ >= 0 ? double(cursor_) : std::numeric_limits<double>::quiet_NaN();
+    std::vector<LegendEntry> legend;
     bool hasRight = false;
-    double lo[2] = {HUGE_VAL, HUGE_VAL}, hi[2] = {-HUGE_VAL, -HUGE_VAL};
+    std::size_t layers = 0;
     for (const Curve& c : curves_) {
-        layers = std::max(layers, c.values.size());
+        CurveSeries s{c.color, {}, CurveSeries::Style::Marked};
+        for (std::size_t k = 0; k < c.values.size(); ++k) s.points.emplace_back(double(k), c.values[k]);
+        (c.rightAxis ? plot.right : plot.series).push_back(std::move(s));
         hasRight |= c.rightAxis;
-        for (double v : c.values)
-            if (std::isfinite(v)) {
-                lo[c.rightAxis] = std::min(lo[c.rightAxis], v);
-                hi[c.rightAxis] = std::max(hi[c.rightAxis], v);
-            }
+        layers = std::max(layers, c.values.size());
     }
     if (layers == 0) return;
-    for (int a = 0; a < 2; ++a) {
-        if (!(lo[a] <= hi[a])) lo[a] = 0, hi[a] = 1;
-        if (lo[a] > 0 && lo[a] < 0.5 * hi[a]) lo[a] = 0; // a count or a distance from 0
-        if (hi[a] - lo[a] < 1e-12) hi[a] = lo[a] + (lo[a] == 0 ? 1 : std::abs(lo[a]) * 0.1);
-    }
-    const int lineH = fm.height();
-    int axisW = fm.horizontalAdvance(QStringLiteral("-0.000")) + 8;
-    for (int a = 0; a < 2; ++a)
-        for (double v : {lo[a], hi[a]}) axisW = std::max(axisW, fm.horizontalAdvance(tick(v)) + 8);
-    const QRectF plot(axisW, lineH + 6, width() - axisW - (hasRight ? axisW : 10),
-                      height() - 3.0 * lineH - 12);
-    if (plot.width() < 10 || plot.height() < 10) return;
-    const double last = std::max<double>(1, double(layers - 1));
-    auto px = [&](double k) { return plot.left() + plot.width() * k / last; };
-    auto py = [&](double v, int a) { return plot.bottom() - plot.height() * (v - lo[a]) / (hi[a] - lo[a]); };
-    p.setPen(ink);
-    p.drawRect(plot);
-    p.drawText(QRectF(plot.left(), plot.bottom() + lineH, plot.width(), lineH),
-               Qt::AlignHCenter | Qt::AlignTop, tr("layer"));
-    // Integer layer ticks, every `step` layers so that the labels do not touch.
-    const int labelW = fm.horizontalAdvance(QString::number(int(last))) + 12;
-    int step = 1;
-    while (step < last && plot.width() * step / last < labelW) step *= 2;
-    for (int k = 0; k <= int(last); k += step)
-        p.drawText(QRectF(px(k) - 30, plot.bottom() + 2, 60, lineH), Qt::AlignHCenter | Qt::AlignTop,
-                   QString::number(k));
-    for (int a = 0; a < (hasRight ? 2 : 1); ++a)
-        for (double v : {lo[a], hi[a]}) {
-            const QRectF box = a == 0 ? QRectF(0, py(v, a) - lineH / 2.0, axisW - 4, lineH)
-                                      : QRectF(plot.right() + 4, py(v, a) - lineH / 2.0, axisW - 4, lineH);
-            p.drawText(box, (a == 0 ? Qt::AlignRight : Qt::AlignLeft) | Qt::AlignVCenter, tick(v));
-        }
-    if (cursor_ >= 0 && std::size_t(cursor_) < layers) {
-        p.setPen(QPen(grid, 1, Qt::DashLine));
-        p.drawLine(QPointF(px(cursor_), plot.top()), QPointF(px(cursor_), plot.bottom()));
-    }
-    double legendX = plot.left();
-    for (const Curve& c : curves_) {
-        QPainterPath path;
-        bool pen = false;
-        for (std::size_t k = 0; k < c.values.size(); ++k) {
-            const double v = c.values[k];
-            if (!std::isfinite(v)) {
-                pen = false;
-                continue;
-            }
-            const QPointF at(px(double(k)), py(v, c.rightAxis));
-            if (pen)
-                path.lineTo(at);
-            else
-                path.moveTo(at);
-            pen = true;
-        }
-        p.setPen(QPen(c.color, 2));
-        p.drawPath(path);
-        for (std::size_t k = 0; k < c.values.size(); ++k)
-            if (std::isfinite(c.values[k]))
-                p.drawEllipse(QPointF(px(double(k)), py(c.values[k], c.rightAxis)), 2, 2);
-        const QString label =
-            c.name + (hasRight ? (c.rightAxis ? tr(" (right)") : tr(" (left)")) : QString());
-        p.fillRect(QRectF(legendX, 4 + lineH / 2.0 - 1, 14, 3), c.color);
-        p.setPen(ink);
-        p.drawText(QPointF(legendX + 18, 2 + fm.ascent()), label);
-        legendX += 30 + fm.horizontalAdvance(label);
-    }
+    plot.xMax = double(layers - 1);
+    for (const Curve& c : curves_)
+        legend.push_back(
+            {c.color, c.name + (hasRight ? (c.rightAxis ? tr(" (right)") : tr(" (left)")) : QString())});
+    const PlotStyle style{pal.color(QPalette::Base), pal.color(QPalette::Midlight), grid, ink}; // grid: Mid
+    const QRectF area = QRectF(rect()).adjusted(4, 2, -4, -2);
+    paintCurvePlot(p, area, plot, style, pal, font());
+    paintCurveLegend(p, QPointF(area.left(), area.top() + fm.ascent()), legend, pal, font());
 }
 
 } // namespace flowscope

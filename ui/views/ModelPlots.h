@@ -4,9 +4,9 @@
 // (i < j, the l2-normalised tokens) over [-1, 1], every panel on the same density scale, captioned with the
 // layer's mean cosine and cluster count. Panels wrap to a second row when the widget is narrow.
 //
-// LayerCurveView: curves against depth (layer 0 .. L): a left axis, an optional right-hand one (e.g. the
-// cluster count beside the mean cosine), and a cursor at the layer shown elsewhere. Values that are not
-// finite are not drawn (a gap).
+// LayerCurveView: curves against depth (layer 0 .. L), drawn by render/picture/CurvePlot: a left axis, an
+// optional right-hand one (e.g. the cluster count beside the mean cosine), and a cursor at the layer shown
+// elsewhere. Values that are not finite are not drawn (a gap).
 #pragma once
 
 #include "engine/models/ModelAnalysis.h"

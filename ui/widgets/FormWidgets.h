@@ -1,6 +1,6 @@
-// Flowscope UI: the form controls of the side panels (Scene, Training). Every control is named after its
-// parameter key, so tests find it by that name, and carries that key's tooltip (ui/Tooltips.cpp); a row's
-// label shares it.
+// Flowscope UI: the form controls of the side panels (Scene, Training, Models, ...). Every control is named
+// after its parameter key, so tests find it by that name, and carries that key's tooltip (ui/Tooltips.cpp); a
+// row's label shares it.
 #pragma once
 
 #include "ui/widgets/Tooltips.h"
@@ -10,6 +10,7 @@
 #include <QDoubleSpinBox>
 #include <QFormLayout>
 #include <QFrame>
+#include <QGroupBox>
 #include <QLabel>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -77,12 +78,41 @@ inline QString duration(double seconds) {
     return QObject::tr("%1 h %2 min").arg(s / 3600).arg(s % 3600 / 60);
 }
 
-// A form row whose label carries the key's tooltip and is the field's buddy.
+// The form of a side panel's group: fields grow to the panel's width.
+inline QFormLayout* panelForm(QWidget* group) {
+    auto* form = new QFormLayout(group);
+    form->setFieldGrowthPolicy(QFormLayout::AllNonFixedFieldsGrow);
+    form->setContentsMargins(6, 6, 6, 6);
+    return form;
+}
+
+// A titled group of a side panel and its form: `auto [group, form] = form::group(tr("Sweep"), this);`.
+struct Group {
+    QGroupBox* box;
+    QFormLayout* form;
+};
+inline Group group(const QString& title, QWidget* parent) {
+    auto* box = new QGroupBox(title, parent);
+    return {box, panelForm(box)};
+}
+
+// A form row whose label carries the key's tooltip and is the field's buddy (a field that holds several
+// controls, e.g. a line edit and its Browse button).
 inline void addRow(QFormLayout* form, const QString& label, QWidget* field, const char* key) {
     auto* l = new QLabel(label, field->parentWidget());
     l->setToolTip(parameterTooltip(key));
     l->setBuddy(field);
     form->addRow(l, field);
+}
+
+// The row of a control named after its key (named(), intBox(), ...): the label shares its tooltip. Returns
+// the control, so that a row is one line: `seed_ = addRow(form, tr("Seed"), intBox(group, "seed", 0, 9));`.
+template <class W> W* addRow(QFormLayout* form, const QString& label, W* field) {
+    auto* l = new QLabel(label, field->parentWidget());
+    l->setToolTip(field->toolTip());
+    l->setBuddy(field);
+    form->addRow(l, field);
+    return field;
 }
 
 // The signal a control emits when the user edits it, with the value it now holds (a combo box: the index).

@@ -454,6 +454,43 @@ constexpr std::array kTable{
         "finished runs, and results.csv, results.json and a .npy per column. A cancelled sweep saves its "
         "runs "
         "without the table: flowscope-cli sweep DIR/sweep.json --out DIR runs the rest and writes it."},
+    // ---- pretrained models (the Models tab) ----------------------------------------------------------
+    Entry{"model.open",
+          "<b>Open folder</b> — a Hugging Face checkpoint folder: config.json and model.safetensors (GPT-2, "
+          "ALBERT or BERT), with its tokenizer's files for text input (docs/models.md)."},
+    Entry{"model.text",
+          "<b>Text</b> — the input, tokenized by the folder's tokenizer (GPT-2: vocab.json + merges.txt; "
+          "ALBERT: spiece.model)."},
+    Entry{"model.ids",
+          "<b>Ids</b> — token ids, comma- or space-separated: used instead of the text when given."},
+    Entry{"model.layers",
+          "<b>Layers</b> — layers to run: GPT-2 and BERT their first L; ALBERT its shared layer L times (any "
+          "number: the paper's figure runs 48)."},
+    Entry{"model.histograms",
+          "<b>Histograms</b> — the layers whose histograms are drawn, e.g. 0,5,30,48 (empty: 0, L/3, 2L/3 "
+          "and L)."},
+    Entry{"model.three_d",
+          "<b>3-D</b> — the tokens on their three principal axes (drag to orbit), else on two."},
+    Entry{"model.run",
+          "<b>Run</b> — the forward pass on the input, in the background: the hidden states of every layer, "
+          "their cosines and their cloud."},
+    Entry{"model.ode_layer", "<b>Layer</b> — the layer whose head drives the ODE (0-based)."},
+    Entry{
+        "model.ode_head",
+        "<b>Head</b> — Q, K from its columns of W<sub>q</sub>, W<sub>k</sub>; V = W<sub>O</sub><sup>h</sup> "
+        "W<sub>V</sub><sup>h</sup> (docs/math/models.md)."},
+    Entry{"model.ode_steps",
+          "<b>Steps per layer</b> — RK4 steps per unit of time (one unit per layer): each costs four passes "
+          "of n² D; fewer for long inputs of wide models."},
+    Entry{
+        "model.build_ode",
+        "<b>Build ODE</b> — runs the head's ODE from the embeddings, one unit of time per layer, beside the "
+        "real layers (Own dynamics tab)."},
+    Entry{"model.open_in_particles",
+          "<b>Open in Particles</b> — the ODE's scene as an ordinary scene in the Particles workspace."},
+    Entry{"model.progress", "<b>Progress</b> — the forward pass's layers (or the ODE's steps) done."},
+    Entry{"model.cancel",
+          "<b>Cancel</b> — stops the forward pass or the ODE in flight (after its current layer or step)."},
     // ---- read-outs -----------------------------------------------------------------------------------
     Entry{"analysis.sym_a",
           "<b>Eigenvalues of A + Aᵀ</b>, A = Σ<sub>h</sub> c K<sub>h</sub>ᵀQ<sub>h</sub> (score scaling "

@@ -34,6 +34,8 @@
 
 namespace flowscope {
 
+// --- Helpers ---
+
 namespace {
 
 QString fromStd(const std::string& s) {
@@ -82,6 +84,8 @@ ModelsWorkspace::~ModelsWorkspace() {
     runJob_.cancel();
     dynamicsJob_.cancel();
 }
+
+// --- The page and the panel ---
 
 QWidget* ModelsWorkspace::buildPage() {
     page_ = new QWidget(host());
@@ -185,16 +189,17 @@ QWidget* ModelsWorkspace::buildPage() {
 }
 
 QWidget* ModelsWorkspace::buildPanel() {
+    using form::addRow;
+    using form::named;
     auto* panel = new QWidget(host());
     auto* content = new QWidget(panel);
     auto* v = new QVBoxLayout(content);
 
+    // Every control is named after its key in ui/widgets/Tooltips.cpp and carries that tooltip
+    // (ui/widgets/FormWidgets.h); a row's label shares it.
     auto* model = new QGroupBox(tr("Checkpoint"), content);
     auto* mv = new QVBoxLayout(model);
-    auto* open = new QPushButton(tr("Open folder..."), model);
-    open->setObjectName(QStringLiteral("modelOpen"));
-    open->setToolTip(tr("A Hugging Face checkpoint folder: config.json and model.safetensors (GPT-2, ALBERT "
-                        "or BERT), with its tokenizer's files for text input (docs/models.md)"));
+    auto* open = named(new QPushButton(tr("Open folder..."), model), "model.open");
     connect(open, &QPushButton::clicked, this, [this] { openModelDialog(); });
     folder_ = new ElidedLabel(model);
     folder_->setText(tr("No folder open"));
@@ -205,89 +210,42 @@ QWidget* ModelsWorkspace::buildPanel() {
     mv->addWidget(summary_);
     v->addWidget(model);
 
-    auto* input = new QGroupBox(tr("Input"), content);
-    auto* form = new QFormLayout(input);
-    text_ = new QLineEdit(input);
-    text_->setObjectName(QStringLiteral("modelText"));
+    auto [input, form] = form::group(tr("Input"), content);
+    text_ = addRow(form, tr("Text"), named(new QLineEdit(input), "model.text"));
     text_->setPlaceholderText(tr("a paragraph of text"));
-    text_->setToolTip(tr("The input, tokenized by the folder's tokenizer (GPT-2: vocab.json + merges.txt; "
-                         "ALBERT: spiece.model)"));
-    ids_ = new QLineEdit(input);
-    ids_->setObjectName(QStringLiteral("modelIds"));
+    ids_ = addRow(form, tr("Ids"), named(new QLineEdit(input), "model.ids"));
     ids_->setPlaceholderText(tr("or token ids: 3,1,4"));
-    ids_->setToolTip(tr("Token ids, comma- or space-separated: used instead of the text when given"));
-    layers_ = new QSpinBox(input);
-    layers_->setObjectName(QStringLiteral("modelLayers"));
-    layers_->setRange(1, 1);
-    layers_->setToolTip(tr("Layers to run: GPT-2 and BERT their first L; ALBERT its shared layer L times "
-                           "(any number: the paper's figure runs 48)"));
-    histogramLayers_ = new QLineEdit(input);
-    histogramLayers_->setObjectName(QStringLiteral("modelHistogramLayers"));
+    layers_ = addRow(form, tr("Layers"), form::startIntBox(input, "model.layers", 1, 1));
+    histogramLayers_ = addRow(form, tr("Histograms"), named(new QLineEdit(input), "model.histograms"));
     histogramLayers_->setPlaceholderText(tr("0, L/3, 2L/3, L"));
-    histogramLayers_->setToolTip(tr("The layers whose histograms are drawn, e.g. 0,5,30,48 (empty: 0, L/3, "
-                                    "2L/3 and L)"));
-    threeD_ = new QCheckBox(tr("3-D"), input);
+    threeD_ = addRow(form, tr("Projection"), named(new QCheckBox(tr("3-D"), input), "model.three_d"));
     threeD_->setChecked(true);
-    threeD_->setToolTip(tr("The tokens on their three principal axes (drag to orbit), else on two"));
-    form->addRow(tr("Text"), text_);
-    form->addRow(tr("Ids"), ids_);
-    form->addRow(tr("Layers"), layers_);
-    form->addRow(tr("Histograms"), histogramLayers_);
-    form->addRow(tr("Projection"), threeD_);
-    runButton_ = new QPushButton(tr("Run"), input);
-    runButton_->setObjectName(QStringLiteral("modelRun"));
-    runButton_->setToolTip(tr("The forward pass on the input, in the background: the hidden states of every "
-                              "layer, their cosines and their cloud"));
+    runButton_ = named(new QPushButton(tr("Run"), input), "model.run");
     connect(runButton_, &QPushButton::clicked, this, [this] { run(); });
     connect(text_, &QLineEdit::returnPressed, this, [this] { run(); });
     connect(ids_, &QLineEdit::returnPressed, this, [this] { run(); });
     form->addRow(runButton_);
     v->addWidget(input);
 
-    auto* ode = new QGroupBox(tr("Own dynamics"), content);
-    auto* of = new QFormLayout(ode);
-    odeLayer_ = new QSpinBox(ode);
-    odeLayer_->setObjectName(QStringLiteral("modelOdeLayer"));
-    odeLayer_->setRange(0, 0);
-    odeLayer_->setToolTip(tr("The layer whose head drives the ODE (0-based)"));
-    odeHead_ = new QSpinBox(ode);
-    odeHead_->setObjectName(QStringLiteral("modelOdeHead"));
-    odeHead_->setRange(0, 0);
-    odeHead_->setToolTip(
-        tr("The head: Q, K from its columns of W_q, W_k; V = W_O^h W_V^h (docs/math/models.md)"));
-    odeSteps_ = new QSpinBox(ode);
-    odeSteps_->setObjectName(QStringLiteral("modelOdeSteps"));
-    odeSteps_->setRange(1, 200);
+    auto [ode, of] = form::group(tr("Own dynamics"), content);
+    odeLayer_ = addRow(of, tr("Layer"), form::startIntBox(ode, "model.ode_layer", 0, 0));
+    odeHead_ = addRow(of, tr("Head"), form::startIntBox(ode, "model.ode_head", 0, 0));
+    odeSteps_ = addRow(of, tr("Steps per layer"), form::startIntBox(ode, "model.ode_steps", 1, 200));
     odeSteps_->setValue(20);
-    odeSteps_->setToolTip(tr("RK4 steps per unit of time (one unit per layer): each costs four passes of "
-                             "n^2 D; fewer for long inputs of wide models"));
-    odeButton_ = new QPushButton(tr("Build ODE"), ode);
-    odeButton_->setObjectName(QStringLiteral("modelBuildOde"));
-    odeButton_->setToolTip(
-        tr("Run the head's ODE from the embeddings, one unit of time per layer, beside the "
-           "real layers (Own dynamics tab)"));
+    odeButton_ = named(new QPushButton(tr("Build ODE"), ode), "model.build_ode");
     connect(odeButton_, &QPushButton::clicked, this,
             [this] { buildDynamics(odeLayer_->value(), odeHead_->value()); });
-    particlesButton_ = new QPushButton(tr("Open in Particles"), ode);
-    particlesButton_->setObjectName(QStringLiteral("modelOpenInParticles"));
-    particlesButton_->setToolTip(tr("The ODE's scene as an ordinary scene in the Particles workspace"));
+    particlesButton_ = named(new QPushButton(tr("Open in Particles"), ode), "model.open_in_particles");
     connect(particlesButton_, &QPushButton::clicked, this, [this] { openInParticles(); });
-    of->addRow(tr("Layer"), odeLayer_);
-    of->addRow(tr("Head"), odeHead_);
-    of->addRow(tr("Steps per layer"), odeSteps_);
     of->addRow(odeButton_);
     of->addRow(particlesButton_);
     v->addWidget(ode);
 
-    progress_ = new QProgressBar(content);
+    progress_ = named(new QProgressBar(content), "model.progress");
     progress_->setRange(0, 1000);
     progress_->setValue(0);
     progress_->setTextVisible(false);
-    progress_->setToolTip(tr("The forward pass's layers (or the ODE's steps) done"));
-    cancelButton_ = new QPushButton(tr("Cancel"), content);
-    cancelButton_->setObjectName(QStringLiteral("modelCancel"));
-    cancelButton_->setToolTip(
-        tr("Stop the forward pass or the ODE in flight (after its current layer or step)"));
+    cancelButton_ = named(new QPushButton(tr("Cancel"), content), "model.cancel");
     connect(cancelButton_, &QPushButton::clicked, this, [this] { cancel(); });
     message_ = new QLabel(content);
     message_->setObjectName(QStringLiteral("modelMessage"));
@@ -302,6 +260,8 @@ QWidget* ModelsWorkspace::buildPanel() {
     form::scrollInto(panel, content, form::Sideways::Never); // a short window scrolls the panel
     return panel;
 }
+
+// --- Workspace ---
 
 QList<WorkspacePage> ModelsWorkspace::pages() const {
     return {{page_, tr("Models"),
@@ -343,6 +303,8 @@ void ModelsWorkspace::restoreSettings(QSettings& s) {
     const QString folder = s.value(QStringLiteral("models/folder")).toString();
     if (!folder.isEmpty() && QFileInfo(folder).isDir()) openModel(folder);
 }
+
+// --- Opening a checkpoint ---
 
 void ModelsWorkspace::openModelDialog() {
     const QString dir = QFileDialog::getExistingDirectory(
@@ -391,6 +353,8 @@ bool ModelsWorkspace::openModel(const QString& dir) {
     updateControls();
     return succeed();
 }
+
+// --- The forward pass ---
 
 void ModelsWorkspace::setInput(const QString& text, const QString& ids) {
     text_->setText(text);
@@ -508,6 +472,8 @@ void ModelsWorkspace::showResult() {
     depthView_->frameAll();
 }
 
+// --- Depth: slider, play ---
+
 void ModelsWorkspace::setDepth(int layer) {
     depthSlider_->setValue(std::clamp(layer, depthSlider_->minimum(), depthSlider_->maximum()));
     showDepth();
@@ -550,6 +516,8 @@ void ModelsWorkspace::showDepth() {
     odeView_->refresh();
     realView_->refresh();
 }
+
+// --- The head's own dynamics ---
 
 bool ModelsWorkspace::buildDynamics(int layer, int head) {
     if (!result_) return fail(tr("No run to take the head from: Run the model first."));
@@ -609,6 +577,8 @@ bool ModelsWorkspace::openInParticles() {
         tr("Opened %1 in the Particles workspace").arg(fromStd(dynamics_->dynamics.scene.name)), 8000);
     return succeed();
 }
+
+// --- Read-outs and controls ---
 
 void ModelsWorkspace::showHover(int token) {
     if (!result_ || token < 0 || std::size_t(token) >= result_->texts.size()) {
