@@ -92,8 +92,9 @@ Libav openLibav() {
         handles[i] = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (!handles[i]) {
             const char* why = dlerror();
-            av.error = "cannot load " + name + " (" + (why ? why : "not found") +
-                       "); Debian: apt install libavcodec59 libavformat59 libswscale6 libavutil57";
+            av.error = "cannot load " + name + " (" + (why ? why : "not found") + "); Debian: apt install";
+            for (const auto& [lib, major] : libs)
+                av.error += " lib" + std::string(lib) + std::to_string(major);
             return av;
         }
     }
@@ -110,11 +111,12 @@ Libav openLibav() {
     return av;
 }
 
-// The loaded functions, or nullptr with `error` set.
+// The loaded functions, or nullptr with `error` set. Never freed: a writer destroyed during static
+// destruction still finds them.
 const Libav* libav(std::string* error = nullptr) {
-    static const Libav av = openLibav();
-    if (error) *error = av.error;
-    return av.error.empty() ? &av : nullptr;
+    static const Libav* av = new Libav(openLibav());
+    if (error) *error = av->error;
+    return av->error.empty() ? av : nullptr;
 }
 
 std::string avError(const Libav& av, int rc) {
@@ -271,9 +273,11 @@ Mp4Writer::Mp4Writer(const std::string& path, int width, int height, const Mp4Op
 
 Mp4Writer::~Mp4Writer() = default; // State removes the temporary file unless finish() committed it
 
-bool Mp4Writer::available() {
-    const Libav* av = libav();
-    return av && h264Encoder(*av) != nullptr;
+std::string Mp4Writer::unavailableReason() {
+    std::string why;
+    const Libav* av = libav(&why);
+    if (!av) return why;
+    return h264Encoder(*av) ? "" : "this libavcodec has no H.264 encoder";
 }
 
 void Mp4Writer::addFrame(const std::uint8_t* rgba, int strideBytes) {
@@ -342,8 +346,8 @@ Mp4Writer::Mp4Writer(const std::string& path, int width, int height, const Mp4Op
 
 Mp4Writer::~Mp4Writer() = default;
 
-bool Mp4Writer::available() {
-    return false;
+std::string Mp4Writer::unavailableReason() {
+    return "this build has no MP4 support (libav was missing at build time)";
 }
 
 void Mp4Writer::addFrame(const std::uint8_t*, int) {

@@ -7,10 +7,10 @@
 // the whole file has arrived. yuv420p needs even sizes: an odd width or height is padded by one pixel, the
 // last column or row repeated, so the video is (width + 1) or (height + 1) pixels.
 //
-// The libraries are not linked: they are opened (dlopen, by the soname of the headers built against) when the
-// first MP4 is written, so a process that writes none does not pay for loading them. Without libav at build
-// time (FLOWSCOPE_HAVE_LIBAV undefined), or when the libraries cannot be loaded, the constructor throws
-// std::runtime_error saying so.
+// The libraries are not linked: they are opened (dlopen, by the soname of the headers built against) when an
+// MP4 is first written or asked about (available()), so a process that does neither does not load them.
+// Without libav at build time (FLOWSCOPE_HAVE_LIBAV undefined), or when the libraries cannot be loaded, the
+// constructor throws std::runtime_error saying so.
 #pragma once
 
 #include "engine/media/FrameSink.h"
@@ -38,7 +38,10 @@ class Mp4Writer : public FrameSink {
     void finish() override; // flushes the encoder, writes the index, renames to the final path
 
     int framesAdded() const { return frames_; }
-    static bool available(); // whether libav was built against, loads, and has an H.264 encoder
+    // Whether libav was built against, loads, and has an H.264 encoder; if not, why (else ""). The first
+    // call loads the libraries.
+    static bool available() { return unavailableReason().empty(); }
+    static std::string unavailableReason();
 
   private:
     struct State; // the libav objects

@@ -289,7 +289,8 @@ QString AnimationExportDialog::problem() const {
         return tr("Output: \"%1\" is not .mp4, .gif or a directory (end it with / for PNG frames).")
             .arg(QFileInfo(p).fileName());
     if (!directory && lower.endsWith(QStringLiteral(".mp4")) && !Mp4Writer::available())
-        return tr("Output: this build cannot write MP4 (no libav); choose .gif or PNG frames.");
+        return tr("Output: cannot write MP4 (%1); choose .gif or PNG frames.")
+            .arg(QString::fromStdString(Mp4Writer::unavailableReason()));
     QString parent = p;
     while (parent.endsWith(QLatin1Char('/')) && parent.size() > 1) parent.chop(1);
     const QFileInfo dir(QFileInfo(parent).absolutePath());

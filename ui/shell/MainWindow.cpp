@@ -276,8 +276,8 @@ void MainWindow::hideWelcome() {
     welcome_->hide();
 }
 
-// The first workspace, in tab order, that declares a kind the file's metadata holds (the header is read and
-// checked here once; the workspace reads the file again as its kind).
+// The first workspace, in tab order, that declares a kind the file's metadata holds (the file is read and
+// checked here once, up to the reader's 2 GiB bound; the workspace reads it again as its kind).
 bool MainWindow::openModelIn(const QString& path) {
     QStringList kinds;
     try {
