@@ -61,7 +61,8 @@ std::vector<Mat> coneGrid(const ConeGridSpec& spec) {
 
 Vec spectrum(const Mat& Sigma) {
     if (Sigma.size() == 0) return Vec();
-    const Eigen::SelfAdjointEigenSolver<Mat> es(Mat(0.5 * (Sigma + Sigma.transpose())), Eigen::EigenvaluesOnly);
+    const Eigen::SelfAdjointEigenSolver<Mat> es(Mat(0.5 * (Sigma + Sigma.transpose())),
+                                                Eigen::EigenvaluesOnly);
     return es.eigenvalues().reverse();
 }
 

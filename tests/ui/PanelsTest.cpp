@@ -63,7 +63,8 @@ double blowUpTime(const Mat& B, const Mat& sigma0) {
     const Mat S =
         eig.eigenvectors() * eig.eigenvalues().cwiseSqrt().asDiagonal() * eig.eigenvectors().transpose();
     const Mat SBS = S * B * S;
-    return 1.0 / Eigen::SelfAdjointEigenSolver<Mat>(Mat(0.5 * (SBS + SBS.transpose()))).eigenvalues().maxCoeff();
+    return 1.0 /
+           Eigen::SelfAdjointEigenSolver<Mat>(Mat(0.5 * (SBS + SBS.transpose()))).eigenvalues().maxCoeff();
 }
 
 void saveShot(QWidget& w, const QString& name) {
