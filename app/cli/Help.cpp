@@ -4,6 +4,7 @@
 
 #include "engine/backend/Registry.h"
 #include "engine/core/Text.h"
+#include "engine/scene/SceneSchema.h"
 
 #include <algorithm>
 #include <map>
@@ -24,7 +25,8 @@ commands:
       integrate the particle system of a scene; writes a (T, N, d) .npy and traj.json beside it
       (times, observables, events); gl and vulkan compute velocities on the GPU in float32; each
       --set /attention/beta=4 (repeatable; any field by its JSON pointer, a JSON value or a bare word:
-      /attention/type=l2) replaces a field of the scene before the run, checked as the scene file is;
+      /attention/type=l2) replaces a field of the scene before the run, checked as the scene file is
+      (`flowscope-cli help set` lists every parameter with its range and default);
       a run estimated above a minute says so before it starts, --max-time 10m refuses one above 10 min
   presets [--dir DIR]
       list the shipped presets, one line each
@@ -291,6 +293,7 @@ std::vector<std::string> commandOptions(const std::string& command) {
 
 std::string commandHelp(const std::vector<std::string>& words) {
     if (words.empty()) return "";
+    if (words.front() == "set") return settingsHelp();
     const std::vector<Entry>& all = entries();
     // The entries of the sub-command when one is named and exists ("bench run"), else all of the command's.
     auto matches = [&](const Entry& e, std::size_t n) {
@@ -323,6 +326,31 @@ std::string commandHelp(const std::vector<std::string>& words) {
         help += "\nexample:\n  " + ex->second + "\n";
     help += "\nexit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the field)\n";
     return help;
+}
+
+std::string settingsHelp() {
+    std::string text =
+        "usage: flowscope-cli COMMAND SCENE ... --set /POINTER=VALUE ...\n\n"
+        "The scene's parameters (docs/scene.md), each as POINTER = default (what it accepts; live or "
+        "restart).\nlive: a running simulation takes a new value (the Scene panel, flowscope.Run.set); "
+        "restart: a new run.\n\n";
+    std::string section = "none yet";
+    for (const SceneParam& p : sceneParams()) {
+        const std::string parent(p.parent());
+        if (parent != section) {
+            text += "\n" + (parent.empty() ? std::string("scene") : parent.substr(1)) + ":\n";
+            section = parent;
+        }
+        const SceneParam::Json def = paramDefault(p);
+        text += "  " + std::string(p.pointer) + " = " +
+                (p.required ? std::string("(required)") : def.dump()) + "  (" + acceptedText(p) + "; " +
+                (p.edit == ParamEdit::Live ? "live" : "restart") + ")\n      " + std::string(p.summary) +
+                "\n";
+    }
+    text += "\nThe structure is set the same way, with a JSON value: "
+            "--set '/attention/heads/0/V=[[0, 1], [-1, 0]]',\n"
+            "--set '/initial/mean=[0.5, 0]', --set /initial/path=tokens.npy.\n";
+    return text;
 }
 
 std::string nearestWord(const std::string& word, const std::vector<std::string>& candidates) {

@@ -14,6 +14,8 @@ std::string usageText();
 // The usage of `words` (a command and optionally its sub-command: {"bench", "run"}), its options and an
 // example; "" when no command starts with words[0].
 std::string commandHelp(const std::vector<std::string>& words);
+// `help set`: every scene parameter --set takes, from the parameter schema (engine/scene/SceneSchema.h).
+std::string settingsHelp();
 
 // The commands, in the order of the usage ("simulate", "presets", ...).
 std::vector<std::string> commandNames();

@@ -116,8 +116,11 @@ void JsonReader::expectObject() const {
 
 // Unknown keys are rejected so that a typo ("stpes") is an error instead of a silently ignored setting.
 void JsonReader::expectObject(std::initializer_list<std::string_view> allowed) const {
+    expectObject(std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+void JsonReader::expectObject(std::span<const std::string_view> names) const {
     expectObject();
-    const std::span<const std::string_view> names(allowed.begin(), allowed.size());
     for (auto it = value_->begin(); it != value_->end(); ++it) {
         if (std::find(names.begin(), names.end(), it.key()) != names.end()) continue;
         failAt(it.key(), "unknown field " + quoteForMessage(it.key()) + " (expected one of " +

@@ -66,6 +66,7 @@ class JsonReader {
     // ... and have no key outside `allowed`: "unknown field "stpes" (expected one of ...); did you mean
     // "steps"?".
     void expectObject(std::initializer_list<std::string_view> allowed) const;
+    void expectObject(std::span<const std::string_view> allowed) const;
     bool has(std::string_view key) const;
     // Member `key` of this object, or nullopt when it is absent.
     std::optional<JsonReader> find(std::string_view key) const;

@@ -158,7 +158,9 @@ struct SceneError : JsonError {
 // JSON may nest kSceneMaxJsonDepth deep. Inline points: at most kSceneMaxInlinePoints (larger token sets
 // belong in a .npy file, kind "file").
 inline constexpr int kSceneMaxJsonDepth = 64;
-// A scene has at most kSceneMaxTokens tokens (/n); the Python fields take as many.
+// A scene's tokens have at most kSceneMaxDimension coordinates (/d) and a scene has at most kSceneMaxTokens
+// tokens (/n); the Python fields take as many.
+inline constexpr int kSceneMaxDimension = 1024;
 inline constexpr long kSceneMaxTokens = 16777216; // 2^24
 inline constexpr long kSceneMaxInlinePoints = 65536;
 // Parse and validate a scene from JSON text. `baseDir` resolves relative file paths. Throws SceneError.

@@ -11,6 +11,7 @@
 #include "engine/core/Text.h"
 #include "engine/io/JsonReader.h"
 #include "engine/scene/SceneNames.h"
+#include "engine/scene/SceneSchema.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -30,7 +31,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace names = scene_names;
 
-constexpr int kMaxDim = 1024;
+constexpr int kMaxDim = kSceneMaxDimension;
 static_assert(kMaxDim <= kMaxJsonMatrixSide, "a d x d matrix must be readable");
 constexpr long long kMaxInt = std::numeric_limits<int>::max();
 constexpr std::size_t kMaxSceneFileBytes = std::size_t(64) << 20;
@@ -170,20 +171,6 @@ std::vector<Keyframe> parseKeyframes(const JsonReader& j, int d) {
 // ---------------------------------------------------------------------------------------------------------
 // Sections
 
-void parseSinkhorn(const JsonReader& j, AttentionSpec& a) {
-    j.expectObject({"eps", "iterations", "tol"});
-    if (auto v = j.find("eps")) a.sinkhornEps = v->numberAbove(0.0);
-    if (auto v = j.find("iterations")) a.sinkhornIterations = int(v->integer(1, 1000000));
-    if (auto v = j.find("tol")) a.sinkhornTol = v->numberAtLeast(0.0);
-}
-
-void parseRwpo(const JsonReader& j, AttentionSpec& a) {
-    j.expectObject({"lambda", "h", "kernel"});
-    if (auto v = j.find("lambda")) a.lambda = v->numberAtLeast(0.0);
-    if (auto v = j.find("h")) a.h = v->numberAbove(0.0);
-    if (auto v = j.find("kernel")) a.rwpoKernel = RwpoKernel(v->choice("RWPO kernel", names::kRwpoKernel));
-}
-
 // Masking restricts the attention of token i to tokens j <= i. Reject combinations without a meaning here.
 void checkMasking(const AttentionSpec& a, const std::string& pointer) {
     if (!a.masked) return;
@@ -270,46 +257,41 @@ void checkHeadValues(const JsonReader& j, int d) {
                std::to_string(heads * d * d) + " values)");
 }
 
-AttentionSpec parseAttention(const JsonReader& j, int d) {
-    j.expectObject({"type", "beta", "scale_by_sqrt_k", "masked", "sphere", "normalization",
-                    "positional_decay", "heads", "stacked", "keyframes", "interpolation", "linear_eps",
-                    "sinkhorn", "rwpo", "target"});
-    AttentionSpec a;
-    const int typeIndex =
-        j.require("type", "one of softmax, linear, l2, sinkhorn, exp, relu, sigmoid, rwpo, drifting, hardmax")
-            .choice("attention type", names::kAttentionType);
-    const bool maskedType = typeIndex == int(names::kAttention.size());
-    a.type = maskedType ? AttentionType::Softmax : AttentionType(typeIndex);
-    a.masked = maskedType;
+// The members of each section that are not scalar parameters (SceneSchema.h): read here.
+constexpr std::array<std::string_view, 10> kRootStructure{"version", "name",      "description", "figure",
+                                                          "initial", "attention", "integrator",  "output",
+                                                          "moments", "view"};
+constexpr std::array<std::string_view, 4> kAttentionStructure{"heads", "stacked", "keyframes", "target"};
+constexpr std::array<std::string_view, 7> kInitialStructure{"mean",  "cov",  "low",   "high",
+                                                            "radii", "path", "points"};
+constexpr std::array<std::string_view, 1> kMomentsStructure{"grid"};
 
-    if (auto v = j.find("beta")) a.beta = v->numberAbove(0.0);
-    if (auto v = j.find("scale_by_sqrt_k")) a.scaleByRootK = v->boolean();
-    if (auto v = j.find("masked")) {
-        a.masked = v->boolean();
-        if (maskedType && !a.masked) v->fail("expected true (type \"masked\" is masked softmax), got false");
-    }
+// The scalar parameters come from the schema; what is read here is the structure (heads, keyframes, the
+// drifting target) and the rules between fields.
+void parseAttention(const JsonReader& j, Scene& s) {
+    readSceneParams(j, kAttentionStructure, s);
+    AttentionSpec& a = s.attention;
+    const int d = s.d;
+    // Type "masked" is softmax with masked = true: an explicit "masked": false contradicts it.
+    if (!a.masked && j.find("type")->json().get<std::string>() == "masked")
+        j.failAt("masked", "expected true (type \"masked\" is masked softmax), got false");
     checkMasking(a, j.pointerTo("masked"));
-    if (auto v = j.find("sphere")) a.sphere = v->boolean();
     // "normalization" names the scheme; "sphere" (older scenes) is "post" alone. Both may be present when
     // they agree.
-    if (auto v = j.find("normalization")) {
-        const auto scheme = Normalization(v->choice("normalization", names::kNormalization));
-        if (j.has("sphere") && a.sphere != (scheme == Normalization::Post))
+    if (auto v = j.find("normalization"); v && j.has("sphere")) {
+        const bool sphere = j.find("sphere")->boolean();
+        const Normalization scheme = normalizationOf(a);
+        if (sphere != (scheme == Normalization::Post))
             v->fail(std::string("expected a scheme agreeing with \"sphere\": ") +
-                    (a.sphere ? "true" : "false") + " (\"post\" is \"sphere\": true), got \"" +
+                    (sphere ? "true" : "false") + " (\"post\" is \"sphere\": true), got \"" +
                     toString(scheme) + "\"");
-        a.sphere = scheme == Normalization::Post;
-        a.normalization = a.sphere ? Normalization::None : scheme;
     }
     if (a.sphere && d < 2)
         j.failAt(j.has("normalization") ? "normalization" : "sphere",
                  "expected d >= 2 for attention on the unit sphere, got d = " + std::to_string(d));
-    if (auto v = j.find("positional_decay")) a.positionalDecay = v->numberAtLeast(0.0);
 
     checkHeadValues(j, d);
     if (auto v = j.find("keyframes")) a.keyframes = parseKeyframes(*v, d);
-    if (auto v = j.find("interpolation"))
-        a.interpolation = Interpolation(v->choice("interpolation", names::kInterpolation));
     if (auto heads = parseHeadsOrStacked(j, d))
         a.heads = std::move(*heads);
     else if (a.keyframes.empty() && a.type != AttentionType::Rwpo && a.type != AttentionType::Drifting)
@@ -319,9 +301,6 @@ AttentionSpec parseAttention(const JsonReader& j, int d) {
         a.type != AttentionType::Drifting)
         j.failAt(j.has("heads") ? "heads" : "stacked", "expected at least one head");
 
-    if (auto v = j.find("linear_eps"); v && !v->json().is_null()) a.linearEps = v->numberAbove(0.0);
-    if (auto v = j.find("sinkhorn")) parseSinkhorn(*v, a);
-    if (auto v = j.find("rwpo")) parseRwpo(*v, a);
     if (auto t = j.find("target")) {
         t->expectObject({"mean", "cov"});
         if (auto v = t->find("mean")) a.targetMean = v->vector(d);
@@ -329,7 +308,6 @@ AttentionSpec parseAttention(const JsonReader& j, int d) {
     }
     checkNormalization(a, j);
     checkPositionalDecay(a, j);
-    return a;
 }
 
 std::string resolvePath(const std::string& path, const std::string& baseDir) {
@@ -347,17 +325,16 @@ std::string lowerExtension(const std::string& path) {
 
 // Every field of every kind is read and validated (so that a scene written with all fields reads back), but
 // only the fields of the chosen kind are used by initialTokens.
-InitialSpec parseInitial(const std::optional<JsonReader>& section, int d, const std::string& baseDir) {
-    InitialSpec s;
+void parseInitial(const std::optional<JsonReader>& section, Scene& scene, const std::string& baseDir) {
+    const int d = scene.d;
+    InitialSpec& s = scene.initial;
     s.mean = Vec::Zero(d);
     s.cov = Mat::Identity(d, d);
     s.low = Vec::Constant(d, -1.0);
     s.high = Vec::Constant(d, 1.0);
-    if (!section) return s;
+    if (!section) return;
     const JsonReader& j = *section;
-    j.expectObject({"kind", "seed", "mean", "cov", "low", "high", "radii", "noise", "path", "points"});
-    if (auto v = j.find("kind")) s.kind = InitKind(v->choice("initial kind", names::kInit));
-    if (auto v = j.find("seed")) s.seed = v->unsignedInteger();
+    readSceneParams(j, kInitialStructure, scene);
     if (auto v = j.find("mean")) s.mean = v->vector(d);
     if (auto v = j.find("cov")) s.cov = covarianceOf(*v, d);
     if (auto v = j.find("low")) s.low = v->vector(d);
@@ -377,7 +354,6 @@ InitialSpec parseInitial(const std::optional<JsonReader>& section, int d, const 
             for (std::size_t i = 0; i < v->size(); ++i) s.radii.push_back((*v)[i].numberAtLeast(0.0));
         }
     }
-    if (auto v = j.find("noise")) s.noise = v->numberAtLeast(0.0);
     if (auto v = j.find("path")) {
         const std::string path = v->string();
         if (!path.empty()) s.path = resolvePath(path, baseDir);
@@ -396,21 +372,13 @@ InitialSpec parseInitial(const std::optional<JsonReader>& section, int d, const 
             j.failAt("path", "expected a .npy or .csv file, got " + quoteForMessage(s.path, kMaxQuotedPath));
         checkTokenFile(s.path);
     }
-    return s;
 }
 
-IntegratorSpec parseIntegrator(const std::optional<JsonReader>& section) {
-    IntegratorSpec s;
-    if (!section) return s;
+void parseIntegrator(const std::optional<JsonReader>& section, Scene& scene) {
+    if (!section) return;
     const JsonReader& j = *section;
-    j.expectObject({"method", "T", "steps", "rtol", "atol", "divergence_norm", "min_step"});
-    if (auto v = j.find("method")) s.method = Method(v->choice("integrator method", names::kMethod));
-    if (auto v = j.find("T")) s.T = v->numberAbove(0.0);
-    if (auto v = j.find("steps")) s.steps = int(v->integer(1, kMaxInt));
-    if (auto v = j.find("rtol")) s.rtol = v->numberAbove(0.0);
-    if (auto v = j.find("atol")) s.atol = v->numberAbove(0.0);
-    if (auto v = j.find("divergence_norm")) s.divergenceNorm = v->numberAbove(0.0);
-    if (auto v = j.find("min_step")) s.minStep = v->numberAbove(0.0);
+    readSceneParams(j, {}, scene);
+    const IntegratorSpec& s = scene.integrator;
     // What float64 time and error control can reach (docs/scene.md): a nominal step T / steps that is not a
     // normal number does not advance t reliably, and a relative tolerance under 100 ulps is never met.
     if (!std::isnormal(s.T / s.steps))
@@ -421,22 +389,6 @@ IntegratorSpec parseIntegrator(const std::optional<JsonReader>& section) {
         j.failAt("rtol", "expected at least " + numberText(kMinRtol) +
                              " (100 ulps of float64; a smaller relative tolerance is never met), got " +
                              numberText(s.rtol));
-    return s;
-}
-
-OutputSpec parseOutput(const std::optional<JsonReader>& section) {
-    OutputSpec s;
-    if (!section) return s;
-    const JsonReader& j = *section;
-    j.expectObject({"every", "entropy", "cluster_tol", "rank_tol"});
-    if (auto v = j.find("every")) s.every = int(v->integer(1, kMaxInt));
-    if (auto v = j.find("entropy")) s.entropy = v->boolean();
-    if (auto v = j.find("cluster_tol")) s.clusterTol = v->numberAbove(0.0);
-    if (auto v = j.find("rank_tol")) {
-        s.rankTol = v->numberAbove(0.0);
-        if (s.rankTol >= 1.0) v->fail("expected number < 1, got " + v->describe());
-    }
-    return s;
 }
 
 ConeGridSpec parseGrid(const JsonReader& j, int d) {
@@ -464,42 +416,29 @@ ConeGridSpec parseGrid(const JsonReader& j, int d) {
     return g;
 }
 
-MomentsSpec parseMoments(const std::optional<JsonReader>& section, int d) {
-    MomentsSpec s;
-    if (!section) return s;
-    const JsonReader& j = *section;
-    j.expectObject({"method", "step", "tol_low", "tol_high", "max_iter", "grid"});
-    if (auto v = j.find("method")) s.method = MomentMethod(v->choice("moment method", names::kMomentMethod));
-    if (auto v = j.find("step")) s.step = v->numberAbove(0.0);
-    if (auto v = j.find("tol_low")) s.tolLow = v->numberAtLeast(0.0);
-    if (auto v = j.find("tol_high")) s.tolHigh = v->numberAbove(0.0);
-    if (auto v = j.find("max_iter")) s.maxIter = v->integer(1, 1000000000);
-    if (auto g = j.find("grid")) s.grid = parseGrid(*g, d);
-    return s;
+void parseMoments(const std::optional<JsonReader>& section, Scene& scene) {
+    if (!section) return;
+    readSceneParams(*section, kMomentsStructure, scene);
+    if (auto g = section->find("grid")) scene.moments.grid = parseGrid(*g, scene.d);
 }
 
 Scene parseScene(const JsonReader& root, const std::string& baseDir) {
     if (!root.json().is_object()) root.fail("expected a JSON object (a scene), got " + root.describe());
-    root.expectObject({"version", "name", "description", "figure", "d", "n", "precision", "initial",
-                       "attention", "integrator", "output", "moments", "view"});
     Scene s;
     if (auto v = root.find("version")) {
         s.version = int(v->integer(0, kMaxInt));
         if (s.version != 1)
             v->fail("unsupported scene version " + v->describe() + " (this build reads version 1)");
     }
+    readSceneParams(root, kRootStructure, s); // d, n, precision
     if (auto v = root.find("name")) s.name = v->string();
     if (auto v = root.find("description")) s.description = v->string();
     if (auto v = root.find("figure")) s.figure = v->string();
-    s.d = int(root.require("d", "the token dimension, an integer in [1, 1024]").integer(1, kMaxDim));
-    s.n = int(
-        root.require("n", "the number of tokens, an integer in [1, 16777216]").integer(1, kSceneMaxTokens));
-    if (auto v = root.find("precision")) s.precision = Precision(v->choice("precision", names::kPrecision));
-    s.initial = parseInitial(root.find("initial"), s.d, baseDir);
-    s.attention = parseAttention(root.require("attention", "an object with at least \"type\""), s.d);
-    s.integrator = parseIntegrator(root.find("integrator"));
-    s.output = parseOutput(root.find("output"));
-    s.moments = parseMoments(root.find("moments"), s.d);
+    parseInitial(root.find("initial"), s, baseDir);
+    parseAttention(root.require("attention", "an object with at least \"type\""), s);
+    parseIntegrator(root.find("integrator"), s);
+    if (auto v = root.find("output")) readSceneParams(*v, {}, s);
+    parseMoments(root.find("moments"), s);
     if (auto v = root.find("view")) {
         v->expectObject();
         s.viewJson = v->json().dump();

@@ -8,7 +8,7 @@
 #include "engine/io/AtomicFile.h"
 #include "engine/io/JsonReader.h"
 #include "engine/io/JsonWrite.h"
-#include "engine/scene/SceneNames.h"
+#include "engine/scene/SceneSchema.h"
 
 namespace flowscope {
 
@@ -17,10 +17,6 @@ namespace {
 // ordered_json keeps the keys in the order written, so a saved scene reads top-down like the schema and the
 // GUI-owned "view" object keeps its author's order.
 using Json = nlohmann::ordered_json;
-
-template <std::size_t N> std::string nameOf(const std::array<std::string_view, N>& names, auto value) {
-    return std::string(names[std::size_t(value)]);
-}
 
 Json headsJson(const std::vector<HeadParams>& heads) {
     Json j = Json::array();
@@ -38,31 +34,20 @@ Mat orIdentity(const Mat& m, int d) {
     return m.size() ? m : Mat::Identity(d, d);
 }
 
-Json initialJson(const Scene& s) {
+// The structure of each section (the scalar parameters are the schema's, SceneSchema.h).
+void writeInitial(const Scene& s, Json& j) {
     const InitialSpec& i = s.initial;
-    Json j;
-    j["kind"] = nameOf(scene_names::kInit, i.kind);
-    j["seed"] = i.seed;
     j["mean"] = vectorJson(orDefault(i.mean, s.d, 0.0));
     j["cov"] = matrixJson(orIdentity(i.cov, s.d));
     j["low"] = vectorJson(orDefault(i.low, s.d, -1.0));
     j["high"] = vectorJson(orDefault(i.high, s.d, 1.0));
     j["radii"] = i.radii.empty() ? Json::array({1.0}) : Json(i.radii);
-    j["noise"] = i.noise;
     j["path"] = i.path;
     if (i.points.rows()) j["points"] = matrixJson(i.points);
-    return j;
 }
 
-Json attentionJson(const Scene& s) {
+void writeAttention(const Scene& s, Json& j) {
     const AttentionSpec& a = s.attention;
-    Json j;
-    j["type"] = nameOf(scene_names::kAttention, a.type);
-    j["beta"] = a.beta;
-    j["scale_by_sqrt_k"] = a.scaleByRootK;
-    j["masked"] = a.masked;
-    j["normalization"] = toString(normalizationOf(a)); // "post" is the older "sphere": true
-    j["positional_decay"] = a.positionalDecay;
     if (a.heads.empty() && a.keyframes.empty() && a.type != AttentionType::Rwpo &&
         a.type != AttentionType::Drifting)
         j["heads"] = headsJson({{Mat::Identity(s.d, s.d), Mat::Identity(s.d, s.d), Mat::Identity(s.d, s.d)}});
@@ -71,44 +56,13 @@ Json attentionJson(const Scene& s) {
     j["keyframes"] = Json::array();
     for (const Keyframe& k : a.keyframes)
         j["keyframes"].push_back(Json{{"t", k.t}, {"heads", headsJson(k.heads)}});
-    j["interpolation"] = nameOf(scene_names::kInterpolation, a.interpolation);
-    j["linear_eps"] = a.linearEps ? Json(*a.linearEps) : Json(nullptr);
-    j["sinkhorn"] =
-        Json{{"eps", a.sinkhornEps}, {"iterations", a.sinkhornIterations}, {"tol", a.sinkhornTol}};
-    j["rwpo"] =
-        Json{{"lambda", a.lambda}, {"h", a.h}, {"kernel", nameOf(scene_names::kRwpoKernel, a.rwpoKernel)}};
     j["target"] = Json{{"mean", vectorJson(orDefault(a.targetMean, s.d, 0.0))},
                        {"cov", matrixJson(orIdentity(a.targetCov, s.d))}};
-    return j;
 }
 
-Json integratorJson(const IntegratorSpec& i) {
-    return Json{{"method", nameOf(scene_names::kMethod, i.method)},
-                {"T", i.T},
-                {"steps", i.steps},
-                {"rtol", i.rtol},
-                {"atol", i.atol},
-                {"divergence_norm", i.divergenceNorm},
-                {"min_step", i.minStep}};
-}
-
-Json outputJson(const OutputSpec& o) {
-    return Json{
-        {"every", o.every}, {"entropy", o.entropy}, {"cluster_tol", o.clusterTol}, {"rank_tol", o.rankTol}};
-}
-
-Json momentsJson(const Scene& s) {
-    const MomentsSpec& m = s.moments;
-    Json j{{"method", nameOf(scene_names::kMomentMethod, m.method)},
-           {"step", m.step},
-           {"tol_low", m.tolLow},
-           {"tol_high", m.tolHigh},
-           {"max_iter", m.maxIter}};
-    if (m.grid.enabled())
-        j["grid"] = Json{{"nu", m.grid.nu},
-                         {"nc", m.grid.nc},
-                         {"limits", Json::array({m.grid.x0, m.grid.x1, m.grid.y0, m.grid.y1})}};
-    return j;
+void writeGrid(const ConeGridSpec& g, Json& j) {
+    if (g.enabled())
+        j["grid"] = Json{{"nu", g.nu}, {"nc", g.nc}, {"limits", Json::array({g.x0, g.x1, g.y0, g.y1})}};
 }
 
 Json viewJson(const std::string& text) {
@@ -126,19 +80,12 @@ Json viewJson(const std::string& text) {
 } // namespace
 
 std::string sceneToJson(const Scene& s) {
-    const Json j{{"version", s.version},
-                 {"name", s.name},
-                 {"description", s.description},
-                 {"figure", s.figure},
-                 {"d", s.d},
-                 {"n", s.n},
-                 {"precision", nameOf(scene_names::kPrecision, s.precision)},
-                 {"initial", initialJson(s)},
-                 {"attention", attentionJson(s)},
-                 {"integrator", integratorJson(s.integrator)},
-                 {"output", outputJson(s.output)},
-                 {"moments", momentsJson(s)},
-                 {"view", viewJson(s.viewJson)}};
+    Json j{{"version", s.version}, {"name", s.name}, {"description", s.description}, {"figure", s.figure}};
+    writeSceneParams("", s, j); // d, n, precision and every section's parameters, in the schema's order
+    writeInitial(s, j["initial"]);
+    writeAttention(s, j["attention"]);
+    writeGrid(s.moments.grid, j["moments"]);
+    j["view"] = viewJson(s.viewJson);
     return prettyJson(j) + "\n";
 }
 

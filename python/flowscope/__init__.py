@@ -35,6 +35,7 @@ from ._flowscope import (  # noqa: F401
     get_num_threads,
     load_model,
     moments,
+    parameters,
     presets,
     render,
     Run,
@@ -52,7 +53,7 @@ __version__ = "0.1.0"
 __all__ = [
     "HAVE_RENDER", "FlowModel", "Model", "MomentsResult", "Run", "Scene", "SimulationResult", "TransformerModel",
     "attention_weights",
-    "dataset", "datasets", "entropies", "get_num_threads", "load_model", "moments", "presets", "render", "simulate", "train",
+    "dataset", "datasets", "entropies", "get_num_threads", "load_model", "moments", "parameters", "presets", "render", "simulate", "train",
     "set_num_threads", "train_transformer",
     "velocity", "velocity_vjp",
 ]

@@ -3,6 +3,7 @@
 #include "Common.h"
 
 #include "engine/core/Text.h"
+#include "engine/scene/SceneSchema.h"
 #include "engine/scene/SceneSetting.h"
 #include "engine/scene/SceneShareString.h"
 
@@ -93,6 +94,37 @@ void bindScene(pb::module_& m) {
 
 The names of the shipped scenes (assets/presets), each one a valid ``Scene(name)``; ``Scene(name).description``
 says what it shows and ``.figure`` which paper figure it reproduces.)");
+
+    m.def(
+        "parameters",
+        [] {
+            pb::list out;
+            for (const SceneParam& p : sceneParams()) {
+                pb::dict d;
+                d["pointer"] = std::string(p.pointer);
+                d["keyword"] = std::string(p.keyword);
+                d["label"] = std::string(p.label);
+                d["unit"] = std::string(p.unit);
+                d["accepts"] = acceptedText(p);
+                if (p.kind == ParamKind::Choice) {
+                    pb::list choices;
+                    for (std::string_view c : p.choices) choices.append(std::string(c));
+                    d["choices"] = choices;
+                }
+                d["default"] = p.required ? pb::object(pb::none()) : jsonToPython(paramDefault(p).dump());
+                d["required"] = p.required;
+                d["live"] = p.edit == ParamEdit::Live;
+                d["summary"] = std::string(p.summary);
+                d["docs"] = std::string(p.anchor);
+                out.append(d);
+            }
+            return out;
+        },
+        R"(The scene's scalar parameters, one dict each, from the engine's parameter schema (the table
+``flowscope-cli help set`` prints and the app's Scene panel is made from): ``pointer`` (for Scene.replace,
+Run.set and --set), ``keyword`` (for simulate(..., beta=4)), ``label``, ``unit``, ``accepts`` (the range, as
+the reader's messages say it), ``choices`` (named values), ``default`` (None when required), ``required``,
+``live`` (a running Run takes a new value), ``summary`` and ``docs`` (where docs/ explains it).)");
 
     pb::class_<Scene>(
         m, "Scene", R"(One experiment: dimension d, N tokens, the initial distribution, the attention variant

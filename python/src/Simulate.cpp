@@ -4,8 +4,10 @@
 #include "Progress.h"
 
 #include "engine/backend/Registry.h"
+#include "engine/core/Text.h"
 #include "engine/dynamics/Simulation.h"
 #include "engine/scene/RunBudget.h"
+#include "engine/scene/SceneSchema.h"
 #include "engine/scene/SceneSetting.h"
 
 #include <cstring>
@@ -29,24 +31,20 @@ template <class T> pb::array_t<T> array(std::vector<pb::ssize_t> shape) {
     return pb::array_t<T>(shape);
 }
 
-// simulate()'s keywords that are fields of the scene schema, and their fields.
-constexpr std::pair<const char*, const char*> kKeywordFields[] = {{"attention", "/attention"},
-                                                                  {"T", "/integrator/T"},
-                                                                  {"steps", "/integrator/steps"},
-                                                                  {"method", "/integrator/method"}};
-
-// A keyword's field set as flowscope-cli's --set sets it (SceneSetting: the reader's checks and words), an
-// error at a keyword's field named by the keyword: "/integrator/T: ..." is "T: ...",
+// simulate()'s keywords: `attention`, the scene's "/attention" object, and every scene parameter by its
+// schema keyword (T, steps, method, beta, masked, rwpo_lambda, ...: flowscope.parameters()).
+//
+// A keyword's field is set as flowscope-cli's --set sets it (SceneSetting: the reader's checks and words), an
+// error at the field or under it named by the keyword: "/integrator/T: ..." is "T: ...",
 // "/attention/heads/0/Q: ..." is "attention/heads/0/Q: ...".
-Scene withKeyword(const Scene& scene, const char* pointer, nlohmann::ordered_json value) {
+Scene withKeyword(const Scene& scene, std::string_view keyword, std::string_view pointer,
+                  nlohmann::ordered_json value) {
     try {
-        return withSetting(scene, SceneSetting{pointer, std::move(value)});
+        return withSetting(scene, SceneSetting{std::string(pointer), std::move(value)});
     } catch (const SceneError& e) {
-        for (const auto& [keyword, field] : kKeywordFields) {
-            const std::string_view at = e.pointer, f = field;
-            if (at.starts_with(f) && (at.size() == f.size() || at[f.size()] == '/'))
-                throw InputError(keyword + std::string(at.substr(f.size())), e.detail);
-        }
+        const std::string_view at = e.pointer;
+        if (at.starts_with(pointer) && (at.size() == pointer.size() || at[pointer.size()] == '/'))
+            throw InputError(std::string(keyword) + std::string(at.substr(pointer.size())), e.detail);
         throw;
     }
 }
@@ -72,19 +70,34 @@ nlohmann::ordered_json attentionJson(const pb::handle& attention) {
     return nlohmann::ordered_json::parse(sceneToJson(scene))["attention"];
 }
 
-// The values of simulate()'s keywords (kKeywordFields' order); None leaves a field as it is.
+// The values of simulate()'s keywords; None leaves a field as it is.
 struct Keywords {
-    pb::object attention, T, steps, method;
+    pb::object attention;
+    pb::dict parameters; // schema keyword -> value
 };
 
-// The scene with the keywords set.
+// The scene parameter of a keyword, or a TypeError as Python words it for an unknown keyword argument.
+const SceneParam& keywordParam(const std::string& keyword) {
+    std::vector<std::string_view> keywords{"attention"};
+    for (const SceneParam& p : sceneParams()) {
+        if (p.keyword == keyword) return p;
+        keywords.push_back(p.keyword);
+    }
+    const std::string_view near = closestName(keyword, keywords, 2);
+    throw pb::type_error("simulate() got an unexpected keyword argument '" + keyword + "'" +
+                         (near.empty() ? "" : " (did you mean '" + std::string(near) + "'?)") +
+                         "; flowscope.parameters() lists the scene's");
+}
+
+// The scene with the keywords set: the attention first, then the parameters (beta=4 on top of it).
 Scene withKeywords(Scene scene, const Keywords& k) {
-    const pb::object* values[] = {&k.attention, &k.T, &k.steps, &k.method};
-    for (std::size_t i = 0; i < std::size(values); ++i) {
-        const auto [keyword, field] = kKeywordFields[i];
-        if (values[i]->is_none()) continue;
-        scene = withKeyword(scene, field,
-                            i == 0 ? attentionJson(k.attention) : pythonToJson(*values[i], keyword));
+    if (!k.attention.is_none())
+        scene = withKeyword(scene, "attention", "/attention", attentionJson(k.attention));
+    for (const auto& [key, value] : k.parameters) {
+        const std::string keyword = pb::str(key);
+        const SceneParam& p = keywordParam(keyword);
+        if (value.is_none()) continue;
+        scene = withKeyword(scene, keyword, p.pointer, pythonToJson(value, keyword));
     }
     return scene;
 }
@@ -278,16 +291,23 @@ observables, the arrays of ``flowscope-cli simulate``'s .npy and .json (docs/obs
         "simulate",
         [](const pb::handle& source, const std::string& backend, std::optional<long> every,
            const pb::object& progress, const pb::object& attention, const pb::object& T,
-           const pb::object& steps, const pb::object& method) {
-            return simulate(source, backend, every, progress, Keywords{attention, T, steps, method});
+           const pb::object& steps, const pb::object& method, const pb::kwargs& parameters) {
+            Keywords k{attention, pb::dict()};
+            // T, steps and method are the schema's keywords too; named here for the signature.
+            const std::pair<const char*, pb::object> named[] = {
+                {"T", T}, {"steps", steps}, {"method", method}};
+            for (const auto& [name, value] : named)
+                if (!value.is_none()) k.parameters[name] = value;
+            for (const auto& [name, value] : parameters) k.parameters[name] = value;
+            return simulate(source, backend, every, progress, k);
         },
         pb::arg("scene"), pb::arg("backend") = "cpu", pb::arg("every") = pb::none(),
         pb::arg("progress") = pb::none(), pb::kw_only(), pb::arg("attention") = pb::none(),
         pb::arg("T") = pb::none(), pb::arg("steps") = pb::none(), pb::arg("method") = pb::none(),
         R"(simulate(scene, backend="cpu", every=None, progress=None, *, attention=None, T=None, steps=None,
-         method=None) -> SimulationResult
+         method=None, **parameters) -> SimulationResult
 simulate(X0, *, attention=None, T=None, steps=None, method=None, backend="cpu", every=None,
-         progress=None) -> SimulationResult
+         progress=None, **parameters) -> SimulationResult
 
 Integrates the particle system
 
@@ -307,6 +327,9 @@ attention the scene's "attention" object as a dict ({"type": "l2", "beta": 2, "h
           left out with X0: softmax, Q = K = V = I, beta = 1
 T, steps, method  /integrator/T, /integrator/steps, /integrator/method ("euler", "heun", "rk4",
           "dopri5"); left out with X0: 1, 100, "rk4". With a scene they replace its fields.
+**parameters  any other scene parameter by its keyword: beta=4, masked=True, normalization="pre",
+          sinkhorn_eps=0.5, rwpo_lambda=0.1, seed=7, ... (flowscope.parameters() lists them with their
+          pointers, ranges and defaults); applied after `attention`.
 backend   "cpu" (the scene's precision: float64 reference or float32 SIMD), "gl" or "vulkan" (float32
           compute shaders, where this build has them)
 every     record every K-th step (overrides output.every)

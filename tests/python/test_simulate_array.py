@@ -140,3 +140,34 @@ def test_a_torch_tensor_runs_as_its_numpy_array():
     run = flowscope.simulate(torch.from_numpy(X0), attention=ATTENTION, steps=8)
     same_run(run, flowscope.simulate(X0, attention=ATTENTION, steps=8))
     assert run.tokens.dtype == np.float32
+
+
+def test_every_scene_parameter_is_a_keyword_setting_its_pointer():
+    """simulate(..., beta=4) is Scene.replace("/attention/beta", 4): one schema, flowscope.parameters()."""
+    params = {p["keyword"]: p for p in flowscope.parameters()}
+    beta = params["beta"]
+    assert (beta["pointer"], beta["accepts"], beta["default"], beta["live"]) == ("/attention/beta", "number > 0", 1.0, True)
+    assert params["d"]["required"] and params["d"]["default"] is None and not params["d"]["live"]
+    assert params["method"]["choices"] == ["euler", "heun", "rk4", "dopri5"]
+    scene = {"d": 2, "n": 12, "initial": {"kind": "rings", "seed": 2, "noise": 0.05},
+             "attention": {"type": "softmax", "heads": [{"Q": 1, "K": 1, "V": [[0, -1], [1, 0.2]]}]},
+             "integrator": {"T": 0.3, "steps": 3}, "output": {"every": 1}}
+    for keyword, value in [("beta", 2.5), ("masked", True), ("normalization", "pre"), ("positional_decay", 2.0),
+                           ("seed", 9), ("noise", 0.2), ("scale_by_sqrt_k", True), ("every", 2)]:
+        by_keyword = flowscope.simulate(scene, **{keyword: value})
+        by_pointer = flowscope.simulate(flowscope.Scene(scene).replace(params[keyword]["pointer"], value))
+        assert by_keyword.scene == by_pointer.scene, keyword
+        same_run(by_keyword, by_pointer)
+        assert not np.array_equal(by_keyword.tokens[-1], flowscope.simulate(scene).tokens[-1]) or keyword == "every"
+
+
+def test_parameter_keywords_are_checked_and_named():
+    X0 = tokens(8)
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'betta' \(did you mean 'beta'\?\)"):
+        flowscope.simulate(X0, betta=2)
+    with pytest.raises(ValueError, match=r"^beta: expected number > 0, got -1$"):
+        flowscope.simulate(X0, beta=-1)
+    with pytest.raises(ValueError, match=r"^rank_tol: expected number in \(0, 1\), got 1$"):
+        flowscope.simulate(X0, rank_tol=1)
+    with pytest.raises(ValueError, match=r'^normalization: unknown normalization "mid"'):
+        flowscope.simulate(X0, normalization="mid")

@@ -325,26 +325,26 @@ TEST_F(ScenePanelTest, HeadCountAddsNeutralHeadsAndDropsTheLast) {
 
 TEST_F(ScenePanelTest, RowsFollowTheAttentionType) {
     EXPECT_TRUE(rowShown("attention.masked"));
-    EXPECT_FALSE(rowShown("attention.sinkhorn_eps"));
-    EXPECT_FALSE(rowShown("attention.rwpo_lambda"));
+    EXPECT_FALSE(rowShown("attention.sinkhorn.eps"));
+    EXPECT_FALSE(rowShown("attention.rwpo.lambda"));
 
     child<QCheckBox>("attention.masked")->setChecked(true);
     child<QComboBox>("attention.type")->setCurrentIndex(int(AttentionType::Sinkhorn));
     ASSERT_FALSE(attention.empty());
     EXPECT_EQ(attention.back().type, AttentionType::Sinkhorn);
     EXPECT_FALSE(attention.back().masked); // Sinkhorn cannot be masked
-    EXPECT_TRUE(rowShown("attention.sinkhorn_eps"));
-    EXPECT_TRUE(rowShown("attention.sinkhorn_iterations"));
+    EXPECT_TRUE(rowShown("attention.sinkhorn.eps"));
+    EXPECT_TRUE(rowShown("attention.sinkhorn.iterations"));
     EXPECT_FALSE(rowShown("attention.masked"));
 
-    child<QDoubleSpinBox>("attention.sinkhorn_eps")->setValue(0.5);
+    child<QDoubleSpinBox>("attention.sinkhorn.eps")->setValue(0.5);
     EXPECT_DOUBLE_EQ(attention.back().sinkhornEps, 0.5);
 
     child<QComboBox>("attention.type")->setCurrentIndex(int(AttentionType::Rwpo));
-    EXPECT_TRUE(rowShown("attention.rwpo_lambda"));
-    EXPECT_TRUE(rowShown("attention.rwpo_h"));
+    EXPECT_TRUE(rowShown("attention.rwpo.lambda"));
+    EXPECT_TRUE(rowShown("attention.rwpo.h"));
     EXPECT_FALSE(rowShown("attention.heads"));
-    child<QDoubleSpinBox>("attention.rwpo_h")->setValue(0.05);
+    child<QDoubleSpinBox>("attention.rwpo.h")->setValue(0.05);
     EXPECT_DOUBLE_EQ(attention.back().h, 0.05);
 }
 
@@ -654,7 +654,7 @@ TEST(PanelsTest, Screenshots) {
     QLabel tips;
     QString html;
     for (const char* key :
-         {"attention.beta", "attention.sinkhorn_eps", "attention.rwpo_kernel", "analysis.B", "initial.cov"})
+         {"attention.beta", "attention.sinkhorn.eps", "attention.rwpo.kernel", "analysis.B", "initial.cov"})
         html += parameterTooltip(key);
     tips.setText(html);
     tips.setWordWrap(true);

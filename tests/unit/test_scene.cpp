@@ -723,7 +723,7 @@ TEST(SceneErrors, AttentionParameters) {
     j["attention"]["rwpo"] = {{"kernel", "printed"}};
     expectError(j, "/attention/rwpo/kernel", "unknown RWPO kernel \"printed\"");
     expectError(minimalWith("/attention", {{"type", "linear"}, {"linear_eps", -0.5}}),
-                "/attention/linear_eps", "expected number > 0, got -0.5");
+                "/attention/linear_eps", "expected number > 0 or null, got -0.5");
     expectError(minimalWith("/attention/masked", "yes"), "/attention/masked",
                 "expected true or false, got string \"yes\"");
 }
@@ -773,7 +773,7 @@ TEST(SceneErrors, Output) {
     j["output"] = {{"cluster_tol", 0}};
     expectError(j, "/output/cluster_tol", "expected number > 0");
     j["output"] = {{"rank_tol", 1}};
-    expectError(j, "/output/rank_tol", "expected number < 1, got 1");
+    expectError(j, "/output/rank_tol", "expected number in (0, 1), got 1");
     j["output"] = {{"entropy", 1}};
     expectError(j, "/output/entropy", "expected true or false, got 1");
 }

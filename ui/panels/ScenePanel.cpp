@@ -2,6 +2,7 @@
 
 #include "ui/panels/MatrixEditor.h"
 #include "ui/widgets/FormWidgets.h"
+#include "ui/widgets/ParamRows.h"
 #include "ui/widgets/Tooltips.h"
 
 #include <QCheckBox>
@@ -33,10 +34,7 @@ namespace flowscope {
 
 namespace {
 
-constexpr int kAttentionTypes = 10; // AttentionType::Softmax .. Hardmax
-constexpr int kMethods = 4;         // Method::Euler .. DormandPrince
 constexpr int kMaxHeads = 1024;
-constexpr int kMaxTokens = 1 << 24;
 
 bool hasMatrices(AttentionType t) {
     return t != AttentionType::Rwpo && t != AttentionType::Drifting;
@@ -126,12 +124,6 @@ using form::doubleBox;
 using form::intBox;
 using form::named;
 
-QComboBox* comboBox(QWidget* parent, const char* key, const QStringList& items) {
-    auto* box = named(new QComboBox(parent), key);
-    box->addItems(items);
-    return box;
-}
-
 QCheckBox* checkBox(QWidget* parent, const char* key, const QString& text) {
     return named(new QCheckBox(text, parent), key);
 }
@@ -179,37 +171,32 @@ ScenePanel::ScenePanel(QWidget* parent) : QWidget(parent) {
 QWidget* ScenePanel::buildAttentionGroup() {
     auto [group, form] = form::group(tr("Attention — live"), nullptr);
     attentionForm_ = form;
-    QStringList types;
-    for (int t = 0; t < kAttentionTypes; ++t) types << QString::fromUtf8(toString(AttentionType(t)));
-    type_ = addRow(form, tr("Type"), comboBox(group, "attention.type", types));
+    // The type's last name, "masked", is a spelling of softmax with the Masked box: not a type of its own.
+    type_ = form::paramRow<QComboBox>(form, group, "/attention/type");
+    type_->removeItem(type_->count() - 1);
     heads_ = addRow(form, tr("Heads"), intBox(group, "attention.heads", 1, kMaxHeads));
-    beta_ = addRow(form, tr("β"), doubleBox(group, "attention.beta", 1e-4, 1e6, 4, 0.1));
-    scaleByRootK_ = checkBox(group, "attention.scale_by_sqrt_k", tr("Scale scores by 1/√k"));
-    masked_ = checkBox(group, "attention.masked", tr("Masked (causal)"));
-    sphere_ = checkBox(group, "attention.sphere", tr("On the unit sphere"));
-    for (QCheckBox* box : {scaleByRootK_, masked_, sphere_}) form->addRow(box);
-    interpolation_ = addRow(form, tr("Keyframes"),
-                            comboBox(group, "attention.interpolation", {tr("piecewise"), tr("linear")}));
+    beta_ = form::paramRow<QDoubleSpinBox>(form, group, "/attention/beta");
+    scaleByRootK_ = form::paramRow<QCheckBox>(form, group, "/attention/scale_by_sqrt_k");
+    masked_ = form::paramRow<QCheckBox>(form, group, "/attention/masked");
+    sphere_ = form::paramRow<QCheckBox>(form, group, "/attention/sphere");
+    interpolation_ = form::paramRow<QComboBox>(form, group, "/attention/interpolation");
 
     linearEpsRow_ = new QWidget(group);
     auto* linearLayout = new QHBoxLayout(linearEpsRow_);
     linearLayout->setContentsMargins(0, 0, 0, 0);
     linearEpsOn_ = checkBox(linearEpsRow_, "attention.linear_eps", tr("ε ="));
     linearEpsOn_->setObjectName(QStringLiteral("attention.linear_eps.enabled"));
-    linearEps_ = doubleBox(linearEpsRow_, "attention.linear_eps", 1e-4, 1e6, 4, 0.1);
+    linearEps_ = form::paramControl<QDoubleSpinBox>(linearEpsRow_, "/attention/linear_eps");
     linearLayout->addWidget(linearEpsOn_);
     linearLayout->addWidget(linearEps_, 1);
-    addRow(form, tr("lin,ε"), linearEpsRow_, "attention.linear_eps");
+    addRow(form, QString::fromUtf8(sceneParam("/attention/linear_eps").label.data()), linearEpsRow_,
+           "attention.linear_eps");
 
-    sinkhornEps_ =
-        addRow(form, tr("Sinkhorn ε"), doubleBox(group, "attention.sinkhorn_eps", 1e-4, 1e6, 4, 0.1));
-    sinkhornIterations_ =
-        addRow(form, tr("Iterations"), intBox(group, "attention.sinkhorn_iterations", 1, 1000000));
-    rwpoLambda_ = addRow(form, tr("RWPO λ"), doubleBox(group, "attention.rwpo_lambda", 0.0, 1e6, 4, 0.1));
-    rwpoH_ = addRow(form, tr("RWPO h"), doubleBox(group, "attention.rwpo_h", 1e-6, 1e3, 6, 0.001));
-    rwpoKernel_ = addRow(
-        form, tr("Kernel"),
-        comboBox(group, "attention.rwpo_kernel", {tr("corrected"), tr("as printed"), tr("per coordinate")}));
+    sinkhornEps_ = form::paramRow<QDoubleSpinBox>(form, group, "/attention/sinkhorn/eps");
+    sinkhornIterations_ = form::paramRow<QSpinBox>(form, group, "/attention/sinkhorn/iterations");
+    rwpoLambda_ = form::paramRow<QDoubleSpinBox>(form, group, "/attention/rwpo/lambda");
+    rwpoH_ = form::paramRow<QDoubleSpinBox>(form, group, "/attention/rwpo/h");
+    rwpoKernel_ = form::paramRow<QComboBox>(form, group, "/attention/rwpo/kernel");
 
     AttentionSpec& a = live_.attention;
     const auto attentionEdit = [this] { attentionChanged(); };
@@ -228,11 +215,10 @@ QWidget* ScenePanel::buildAttentionGroup() {
         for (Keyframe& k : a.keyframes) setHeadCount(k.heads, count, live_.d);
         attentionChanged();
     });
-    form::bind(this, beta_, a.beta, attentionEdit);
-    form::bind(this, scaleByRootK_, a.scaleByRootK, attentionEdit);
-    form::bind(this, masked_, a.masked, attentionEdit);
-    form::bind(this, sphere_, a.sphere, attentionEdit);
-    form::bind(this, interpolation_, a.interpolation, attentionEdit);
+    for (QWidget* w :
+         std::initializer_list<QWidget*>{beta_, scaleByRootK_, masked_, sphere_, interpolation_, sinkhornEps_,
+                                         sinkhornIterations_, rwpoLambda_, rwpoH_, rwpoKernel_})
+        form::bindParam(this, w, live_, attentionEdit);
     connect(linearEpsOn_, &QCheckBox::toggled, this, [this, &a](bool on) {
         a.linearEps = on ? std::optional<double>(linearEps_->value()) : std::nullopt;
         linearEps_->setEnabled(on);
@@ -243,27 +229,16 @@ QWidget* ScenePanel::buildAttentionGroup() {
         a.linearEps = v;
         attentionChanged();
     });
-    form::bind(this, sinkhornEps_, a.sinkhornEps, attentionEdit);
-    form::bind(this, sinkhornIterations_, a.sinkhornIterations, attentionEdit);
-    form::bind(this, rwpoLambda_, a.lambda, attentionEdit);
-    form::bind(this, rwpoH_, a.h, attentionEdit);
-    form::bind(this, rwpoKernel_, a.rwpoKernel, attentionEdit);
     return group;
 }
 
 QWidget* ScenePanel::buildIntegratorGroup() {
     auto [group, form] = form::group(tr("Integrator — live"), nullptr);
-    QStringList methods;
-    for (int m = 0; m < kMethods; ++m) methods << QString::fromUtf8(toString(Method(m)));
-    method_ = addRow(form, tr("Method"), comboBox(group, "integrator.method", methods));
-    T_ = addRow(form, tr("T"), doubleBox(group, "integrator.T", 1e-6, 1e9, 4, 0.5));
-    steps_ = addRow(form, tr("Steps"), intBox(group, "integrator.steps", 1, INT_MAX));
-
-    IntegratorSpec& in = live_.integrator;
-    const auto integratorEdit = [this] { integratorChanged(); };
-    form::bind(this, method_, in.method, integratorEdit);
-    form::bind(this, T_, in.T, integratorEdit);
-    form::bind(this, steps_, in.steps, integratorEdit);
+    method_ = form::paramRow<QComboBox>(form, group, "/integrator/method");
+    T_ = form::paramRow<QDoubleSpinBox>(form, group, "/integrator/T");
+    steps_ = form::paramRow<QSpinBox>(form, group, "/integrator/steps");
+    for (QWidget* w : std::initializer_list<QWidget*>{method_, T_, steps_})
+        form::bindParam(this, w, live_, [this] { integratorChanged(); });
     return group;
 }
 
@@ -276,17 +251,14 @@ QWidget* ScenePanel::buildSceneGroup() {
     box->addWidget(formWidget);
     QFormLayout* form = sceneForm_;
 
-    d_ = addRow(form, tr("d"), intBox(formWidget, "d", 1, 1024));
+    d_ = form::paramRow<QSpinBox>(form, formWidget, "/d");
     // The staged fields mark the panel edited at every keystroke (Apply is enabled as one types), and Enter
     // in any of them applies (eventFilter). d commits on Enter only: a new d rebuilds the matrices.
-    n_ = addRow(form, tr("N"), intBox(formWidget, "n", 1, kMaxTokens, form::Tracking::Keystrokes));
-    precision_ =
-        addRow(form, tr("Precision"),
-               comboBox(formWidget, "precision", {QStringLiteral("float32"), QStringLiteral("float64")}));
-    kind_ = addRow(
-        form, tr("Initial"),
-        comboBox(formWidget, "initial.kind",
-                 {tr("gaussian"), tr("uniform"), tr("rings"), tr("file (.npy, .csv)"), tr("points (draw)")}));
+    n_ = form::paramRow<QSpinBox>(form, formWidget, "/n", form::Tracking::Keystrokes);
+    precision_ = form::paramRow<QComboBox>(form, formWidget, "/precision");
+    kind_ = form::paramRow<QComboBox>(form, formWidget, "/initial/kind");
+    kind_->setItemText(int(InitKind::File), tr("file (.npy, .csv)"));
+    kind_->setItemText(int(InitKind::Points), tr("points (draw)"));
     // Any 64-bit seed (a sweep's runs have seeds beyond a spin box's 2^31 - 1).
     seed_ = addRow(form, tr("Seed"), named(new QLineEdit(formWidget), "initial.seed"));
     seed_->setValidator(
@@ -306,8 +278,7 @@ QWidget* ScenePanel::buildSceneGroup() {
     form->addRow(gridNote_);
     radii_ = addRow(form, tr("Radii"), named(new QLineEdit(formWidget), "initial.radii"));
     radii_->setPlaceholderText(tr("e.g. 0.5, 1"));
-    noise_ = addRow(form, tr("Noise"),
-                    doubleBox(formWidget, "initial.noise", 0.0, 1e6, 4, 0.01, form::Tracking::Keystrokes));
+    noise_ = form::paramRow<QDoubleSpinBox>(form, formWidget, "/initial/noise", form::Tracking::Keystrokes);
     pathRow_ = new QWidget(formWidget);
     auto* pathLayout = new QHBoxLayout(pathRow_);
     pathLayout->setContentsMargins(0, 0, 0, 0);
@@ -369,10 +340,7 @@ QWidget* ScenePanel::buildSceneGroup() {
         staged_.n = n;
         stagedChanged();
     });
-    connect(precision_, &QComboBox::currentIndexChanged, this, [this](int index) {
-        staged_.precision = Precision(index);
-        stagedChanged();
-    });
+    form::bindParam(this, precision_, staged_, stagedEdit);
     connect(kind_, &QComboBox::currentIndexChanged, this, [this, &in](int index) {
         in.kind = InitKind(index);
         updateRows();
@@ -425,7 +393,7 @@ QWidget* ScenePanel::buildSceneGroup() {
         if (radiiError_.isEmpty()) in.radii = radii;
         stagedChanged();
     });
-    form::bind(this, noise_, in.noise, stagedEdit);
+    form::bindParam(this, noise_, staged_, stagedEdit);
     connect(path_, &QLineEdit::editingFinished, this, [this, &in] {
         if (QString::fromStdString(in.path) == path_->text()) return;
         in.path = path_->text().toStdString();
@@ -474,35 +442,26 @@ void ScenePanel::showAttention() {
     const AttentionSpec& a = live_.attention;
     setQuietly(type_, int(a.type));
     setQuietly(heads_, std::max(1, a.headCount()));
-    setQuietly(beta_, a.beta);
-    setQuietly(scaleByRootK_, a.scaleByRootK);
-    setQuietly(masked_, a.masked);
-    setQuietly(sphere_, a.sphere);
+    for (QWidget* w :
+         std::initializer_list<QWidget*>{beta_, scaleByRootK_, masked_, sphere_, interpolation_, sinkhornEps_,
+                                         sinkhornIterations_, rwpoLambda_, rwpoH_, rwpoKernel_})
+        form::showParam(w, live_);
     sphere_->setEnabled(live_.d >= 2 || a.sphere);
-    setQuietly(interpolation_, int(a.interpolation));
     setQuietly(linearEpsOn_, a.linearEps.has_value());
     if (a.linearEps) setQuietly(linearEps_, *a.linearEps);
     linearEps_->setEnabled(a.linearEps.has_value());
-    setQuietly(sinkhornEps_, a.sinkhornEps);
-    setQuietly(sinkhornIterations_, a.sinkhornIterations);
-    setQuietly(rwpoLambda_, a.lambda);
-    setQuietly(rwpoH_, a.h);
-    setQuietly(rwpoKernel_, int(a.rwpoKernel));
     updateRows();
 }
 
 void ScenePanel::showIntegrator() {
-    const IntegratorSpec& in = live_.integrator;
-    setQuietly(method_, int(in.method));
-    setQuietly(T_, in.T);
-    setQuietly(steps_, in.steps);
+    for (QWidget* w : std::initializer_list<QWidget*>{method_, T_, steps_}) form::showParam(w, live_);
 }
 
 void ScenePanel::showStaged() {
     const InitialSpec& in = staged_.initial;
     setQuietly(d_, staged_.d);
     setQuietly(n_, staged_.n);
-    setQuietly(precision_, int(staged_.precision));
+    form::showParam(precision_, staged_);
     setQuietly(kind_, int(in.kind));
     seed_->setText(QString::number(qulonglong(in.seed)));
     seedError_.clear();
@@ -516,7 +475,7 @@ void ScenePanel::showStaged() {
                           "their leading entries).")
                            .arg(staged_.d));
     if (radiiError_.isEmpty()) setQuietly(radii_, radiiText(in.radii));
-    setQuietly(noise_, in.noise);
+    form::showParam(noise_, staged_);
     setQuietly(path_, QString::fromStdString(in.path));
     pointsCount_->setText(QString::number(in.points.rows()));
     updateRows();

@@ -1,5 +1,7 @@
 #include "ui/widgets/Tooltips.h"
 
+#include "engine/scene/SceneSchema.h"
+
 #include <array>
 
 namespace flowscope {
@@ -13,86 +15,17 @@ struct Entry {
 
 // Notation of docs/scene.md: s(x, y) = c (Qx)·(Ky) = c yᵀAx, A = KᵀQ, c = β (÷ √k with scale_by_sqrt_k).
 constexpr std::array kTable{
-    // ---- attention -----------------------------------------------------------------------------------
-    Entry{
-        "attention.type",
-        "<b>Attention type</b> — the velocity field Γ of the particle ODE x<sub>i</sub>′ = Σ<sub>heads</sub> "
-        "Γ(x<sub>i</sub>):<br>"
-        "<b>softmax</b> V Σ<sub>j</sub> P<sub>ij</sub> x<sub>j</sub>, P<sub>ij</sub> ∝ "
-        "exp(s(x<sub>i</sub>, x<sub>j</sub>));<br>"
-        "<b>linear</b> c V M A x<sub>i</sub>, M = (1/N) Σ<sub>j</sub> x<sub>j</sub>x<sub>j</sub>ᵀ;<br>"
-        "<b>l2</b> V Σ<sub>j</sub> P<sub>ij</sub> x<sub>j</sub>, P<sub>ij</sub> ∝ exp(−c |Qx<sub>i</sub> − "
-        "Kx<sub>j</sub>|²);<br>"
-        "<b>sinkhorn</b> (1/ε) V Σ<sub>j</sub> P<sub>ij</sub> x<sub>j</sub>, P doubly stochastic;<br>"
-        "<b>exp / relu / sigmoid</b> V (1/N) Σ<sub>j</sub> x<sub>j</sub> f(s(x<sub>i</sub>, x<sub>j</sub>)), "
-        "f = exp, max(·, 0), 1/(1 + e<sup>−z</sup>) (unnormalized);<br>"
-        "<b>rwpo</b> one RWPO layer per step: x ← x + ½[S<sub>λh</sub>(x) − Σ<sub>j</sub> w<sub>j</sub>(x) "
-        "x<sub>j</sub>] (no Q, K, V);<br>"
-        "<b>drifting</b> Γ<sup>G</sup><sub>ν</sub>(x<sub>i</sub>) − Σ<sub>j</sub> k<sub>ij</sub> "
-        "x<sub>j</sub> / "
-        "Σ<sub>j</sub> k<sub>ij</sub>, k<sub>ij</sub> = exp(−|x<sub>i</sub> − x<sub>j</sub>|²/2) (no Q, K, "
-        "V)."},
+    // ---- attention (the scalar parameters' tooltips are the schema's: engine/scene/SceneSchema.cpp) ------
     Entry{
         "attention.heads",
         "<b>Heads H</b> — the velocity is the sum of the heads' velocities, Γ = Σ<sub>h</sub> Γ<sub>h</sub>, "
         "each head with its own Q<sub>h</sub>, K<sub>h</sub>, V<sub>h</sub>. A new head starts with "
         "Q = K = I, V = 0, so adding it does not change the dynamics; removing heads drops the last ones."},
-    Entry{"attention.beta",
-          "<b>β</b> — inverse temperature multiplying every score: s(x, y) = β (Qx)·(Ky) (÷ √k with "
-          "scale_by_sqrt_k), e.g. softmax P<sub>ij</sub> = exp(β⟨Qx<sub>i</sub>, Kx<sub>j</sub>⟩) / "
-          "Σ<sub>l</sub> exp(β⟨Qx<sub>i</sub>, Kx<sub>l</sub>⟩). RWPO: the layer's β (kernel bandwidth "
-          "√(2h/β)). Unused by drifting. β &gt; 0."},
-    Entry{"attention.scale_by_sqrt_k",
-          "<b>Scale by 1/√k</b> — also divide every score by √k, k = rows of Q: s(x, y) = β (Qx)·(Ky) / √k "
-          "(the authors' code convention; multi-head: 1/√(d/H))."},
-    Entry{"attention.masked",
-          "<b>Masked (causal)</b> — token i attends to tokens j ≤ i only: the sums over j run over j ≤ i, "
-          "P<sub>ij</sub> = 0 for j &gt; i. Softmax, l2, exp, relu and sigmoid only."},
-    Entry{"attention.sphere",
-          "<b>Sphere</b> — tokens live on the unit sphere: they are projected onto it and the velocity onto "
-          "its tangent space, x<sub>i</sub>′ = (I − x<sub>i</sub>x<sub>i</sub>ᵀ/|x<sub>i</sub>|²) "
-          "Γ(x<sub>i</sub>). Needs d ≥ 2."},
     Entry{
         "attention.keyframes",
         "<b>Keyframes</b> — time-dependent parameters: a list of times t<sub>k</sub> (strictly increasing), "
         "each with its own heads (same count and shapes); which apply at time t is set by the "
         "interpolation. The analysis is for the parameters at the keyframe's time."},
-    Entry{"attention.interpolation",
-          "<b>Keyframe interpolation</b> — <b>piecewise</b>: the parameters of the last keyframe with "
-          "t<sub>k</sub> ≤ t; <b>linear</b>: (1 − w) P<sub>k</sub> + w P<sub>k+1</sub>, w = (t − "
-          "t<sub>k</sub>) / "
-          "(t<sub>k+1</sub> − t<sub>k</sub>), entry-wise in Q, K, V. Clamped before the first and after the "
-          "last keyframe."},
-    Entry{
-        "attention.linear_eps",
-        "<b>lin,ε</b> (linear only) — the second-order expansion of softmax: Γ(x<sub>i</sub>) = (1/ε) V m + "
-        "c V (M − m mᵀ) A x<sub>i</sub>, m = (1/N) Σ<sub>j</sub> x<sub>j</sub>, M = (1/N) Σ<sub>j</sub> "
-        "x<sub>j</sub>x<sub>j</sub>ᵀ. Off: pure linear attention c V M A x<sub>i</sub>. ε &gt; 0."},
-    Entry{"attention.sinkhorn_eps",
-          "<b>Sinkhorn ε</b> — temperature ε &gt; 0: the kernel exp(−c |Qx<sub>i</sub> − Kx<sub>j</sub>|² / "
-          "(2ε)) "
-          "is made doubly stochastic (P) by Sinkhorn–Knopp, and Γ(x<sub>i</sub>) = (1/ε) V Σ<sub>j</sub> "
-          "P<sub>ij</sub> x<sub>j</sub>. The mean follows exp(tV/ε) α<sub>0</sub>."},
-    Entry{
-        "attention.sinkhorn_iterations",
-        "<b>Sinkhorn iterations</b> — at most this many row/column normalization passes; stops earlier when "
-        "max<sub>j</sub> |column marginal<sub>j</sub> − 1| ≤ tol (scene field sinkhorn.tol, default "
-        "10<sup>−9</sup>)."},
-    Entry{
-        "attention.rwpo_lambda",
-        "<b>RWPO λ</b> — weight of the L1 prior ψ(x) = λ‖x‖<sub>1</sub>; soft threshold "
-        "S<sub>λh</sub>(x)<sub>i</sub> = sign(x<sub>i</sub>) max(|x<sub>i</sub>| − λh, 0). Layer: x ← x + "
-        "½[S<sub>λh</sub>(x) − Σ<sub>j</sub> w<sub>j</sub>(x) x<sub>j</sub>]. λ = 0: pure diffusion. λ ≥ 0."},
-    Entry{
-        "attention.rwpo_h",
-        "<b>RWPO h</b> — layer step: threshold λh and kernel bandwidth √(2h/β). Choose T/steps = h with the "
-        "Euler integrator for one layer per step. h &gt; 0."},
-    Entry{
-        "attention.rwpo_kernel",
-        "<b>RWPO kernel</b> U, with w = softmax<sub>j</sub> U(x, x<sub>j</sub>): <b>corrected</b> U(x, y) = "
-        "−(β/4h) |x − y|² + (β/2) M<sub>λh</sub>(y), M the Huber–Moreau envelope of λ‖·‖<sub>1</sub>; "
-        "<b>as printed</b>: the paper's formula with S<sub>λh</sub>(x) (a typo); <b>per coordinate</b>: one "
-        "softmax per coordinate (the authors' MATLAB code)."},
     Entry{"attention.Q",
           "<b>Query matrix Q</b> (k × d, 1 ≤ k ≤ d) — the score of query x against key y is s(x, y) = "
           "c (Qx)·(Ky) = c yᵀAx with A = KᵀQ."},
@@ -104,38 +37,7 @@ constexpr std::array kTable{
           "<b>Value matrix V</b> (d × d) — maps the attention average to the velocity, e.g. softmax "
           "Γ(x<sub>i</sub>) = V Σ<sub>j</sub> P<sub>ij</sub> x<sub>j</sub>. Gaussian covariance: Σ′ = VΣAΣ + "
           "ΣAᵀΣVᵀ."},
-    // ---- integrator ----------------------------------------------------------------------------------
-    Entry{
-        "integrator.method",
-        "<b>Integrator</b> — <b>euler</b>: x ← x + hΓ(x) (one Transformer layer per step); <b>heun</b>: RK2; "
-        "<b>rk4</b>: classical Runge–Kutta; <b>dopri5</b>: adaptive Dormand–Prince 5(4) (rtol, atol), "
-        "landing on every nominal time."},
-    Entry{"integrator.T",
-          "<b>Horizon T</b> — the run covers t ∈ [0, T]; time is depth (x ← x + hΓ(x) is one residual "
-          "layer). T &gt; 0."},
-    Entry{"integrator.steps", "<b>Steps M</b> — nominal step h = T/M; fixed-step methods take exactly M "
-                              "steps, dopri5 lands on each "
-                              "nominal time."},
     // ---- scene (restart) -----------------------------------------------------------------------------
-    Entry{"d",
-          "<b>Dimension d</b> — tokens x<sub>i</sub> ∈ ℝ<sup>d</sup>. A new d resizes the matrices: Q, K "
-          "become "
-          "I<sub>d</sub>, V and the initial mean/covariance keep their leading block. Restarts the run."},
-    Entry{"n",
-          "<b>Tokens N</b> — the cloud is μ = (1/N) Σ<sub>j</sub> δ<sub>x<sub>j</sub></sub>; cost O(N²d) per "
-          "velocity evaluation. 1 ≤ N ≤ 2<sup>24</sup>."},
-    Entry{"precision",
-          "<b>Precision</b> — arithmetic of the particle simulation: float64 (the reference path) or float32 "
-          "(faster)."},
-    Entry{
-        "initial.kind",
-        "<b>Initial tokens</b> — <b>gaussian</b> N(α, Σ<sub>0</sub>); <b>uniform</b> in a box; <b>rings</b>: "
-        "concentric circles in the first two coordinates; <b>file</b>: tokens from a .npy or .csv file; "
-        "<b>points</b>: points you draw with the mouse in the particle view."},
-    Entry{
-        "initial.seed",
-        "<b>Seed</b> — of the random stream std::mt19937_64(seed); the same seed gives the same tokens, and "
-        "the first tokens of a larger N are the same tokens."},
     Entry{"initial.mean",
           "<b>Mean α</b> — x<sub>i</sub> = α + L z<sub>i</sub>, z<sub>i</sub> ~ N(0, I<sub>d</sub>), "
           "L Lᵀ = Σ<sub>0</sub>."},
@@ -154,9 +56,6 @@ constexpr std::array kTable{
         "initial.radii",
         "<b>Ring radii</b> (comma separated, each ≥ 0) — token i lies on ring r = radii[⌊iR/N⌋] at a uniform "
         "angle θ: x<sub>i</sub> = (r cos θ, r sin θ, 0, …, 0). Needs d ≥ 2."},
-    Entry{"initial.noise",
-          "<b>Noise</b> (rings, points) — standard deviation of the Gaussian jitter added to every "
-          "coordinate: x<sub>i</sub> + noise · N(0, I<sub>d</sub>). noise ≥ 0."},
     Entry{"initial.points",
           "<b>Drawn points</b> — press <b>Draw</b>, then drag in the particle view: a point every 4 pixels "
           "along each stroke, in the plane of the 2-D projection (other coordinates 0). Token i = point "
@@ -510,14 +409,19 @@ constexpr std::array kTable{
 } // namespace
 
 QString parameterTooltip(std::string_view key) {
+    for (const SceneParam& p : sceneParams())
+        if (p.key() == key)
+            return QStringLiteral("<p>%1</p>")
+                .arg(QString::fromUtf8(p.tooltip.data(), qsizetype(p.tooltip.size())));
     for (const Entry& e : kTable)
         if (e.key == key) return QStringLiteral("<p>%1</p>").arg(QString::fromUtf8(e.html));
     return {};
 }
 
-std::vector<std::string_view> parameterTooltipKeys() {
-    std::vector<std::string_view> keys;
-    for (const Entry& e : kTable) keys.push_back(e.key);
+std::vector<std::string> parameterTooltipKeys() {
+    std::vector<std::string> keys;
+    for (const SceneParam& p : sceneParams()) keys.push_back(p.key());
+    for (const Entry& e : kTable) keys.emplace_back(e.key);
     return keys;
 }
 
