@@ -2,6 +2,7 @@
 #include "../CliRun.h"
 #include "engine/io/Npy.h"
 #include "engine/io/Safetensors.h"
+#include "engine/scene/SceneSchema.h"
 
 #include <algorithm>
 #include <cmath>
@@ -207,6 +208,19 @@ TEST(Cli, EveryCommandAnswersHelp) {
     const Result sweep = cli("simulate scene.json --out x.npy -h");
     EXPECT_EQ(sweep.code, 0);
     EXPECT_NE(sweep.out.find("--every"), std::string::npos);
+}
+
+// `help set` is the parameter schema: every scalar parameter with its default and range, each of which
+// --set takes as the scene file does.
+TEST(Cli, HelpSetListsEveryParameterWithItsDefault) {
+    const Result r = cli("help set");
+    ASSERT_EQ(r.code, 0) << r.out;
+    for (const flowscope::SceneParam& p : flowscope::sceneParams()) {
+        const std::string line = "  " + std::string(p.pointer) + " = " +
+                                 (p.required ? std::string("(required)") : flowscope::paramDefault(p).dump());
+        EXPECT_NE(r.out.find(line + "  (" + flowscope::acceptedText(p)), std::string::npos) << line;
+    }
+    EXPECT_NE(cli("simulate --help").out.find("help set"), std::string::npos);
 }
 
 // Every option a command asks its parser for is in its help (and so in the completion script): each command
