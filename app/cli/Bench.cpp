@@ -14,6 +14,7 @@
 #include "engine/attention/KernelAttention.h"
 #include "engine/attention/RwpoAttention.h"
 #include "engine/attention/StreamKernel.h"
+#include "engine/backend/PrepareRun.h"
 #include "engine/core/Parallel.h"
 #include "engine/core/Text.h"
 #include "engine/dynamics/Simulation.h"
@@ -281,8 +282,10 @@ int benchRun(const Args& args) {
         auto run = [&](int recordEvery) {
             Scene r = s;
             r.output.every = recordEvery;
-            Simulation sim(r, backend.makeField);
-            if (backend.makeStepper && !fieldsOnly) sim.setStepper(backend.makeStepper);
+            PreparedRun prepared = prepareRun(backend, r);
+            if (fieldsOnly) prepared.makeStepper = {};
+            const std::unique_ptr<Simulation> runOf = prepared.start(r);
+            Simulation& sim = *runOf;
             onDevice = sim.onDevice();
             const auto start = std::chrono::steady_clock::now();
             sim.run();

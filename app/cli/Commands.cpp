@@ -1,6 +1,7 @@
 #include "Commands.h"
 #include "Help.h"
 
+#include "engine/backend/PrepareRun.h"
 #include "engine/backend/Registry.h"
 #include "engine/core/Text.h"
 #include "engine/dynamics/Simulation.h"
@@ -229,6 +230,8 @@ int simulate(const Args& raw) {
     Scene scene = withSetOptions(loadSceneOrShareString(p.positional[0]),
                                  settings); // validates everything before any output
     if (!every.empty()) scene.output.every = int(parseLong(every, "--every", 1, 1L << 30));
+    // The backend is asked before any work: a scene it cannot run is one message naming the field (exit 2).
+    const PreparedRun prepared = prepareRun(backend, scene);
     checkRunBudget(particleRunBudget(scene, true), maxMemory, kMaxMemoryHint);
     const RunCost cost = particleRunCost(scene, backend.id != "cpu");
     announceRunCost(cost, maxTime, "simulate");
@@ -248,10 +251,10 @@ int simulate(const Args& raw) {
         }
     }();
 
-    Simulation sim(scene, backend.makeField);
     // On a GPU backend the tokens stay on the device between the recorded frames, when it can run the scene
     // (else the fields run every stage, and the record says why).
-    if (backend.makeStepper) sim.setStepper(backend.makeStepper);
+    const std::unique_ptr<Simulation> run = prepared.start(scene);
+    Simulation& sim = *run;
     // Progress: on a terminal the percentage and, once a second has passed, the time left at the speed so
     // far; elsewhere, for a run estimated above a minute, a line at each tenth.
     const bool tty = ::isatty(2), lines = !tty && cost.seconds >= 60;

@@ -1,5 +1,6 @@
 #include "engine/runner/SimulationRunner.h"
 
+#include "engine/backend/PrepareRun.h"
 #include "engine/scene/RunBudget.h"
 
 #include <algorithm>
@@ -80,18 +81,17 @@ class SimulationRunner::Job : public LiveJob<Snapshot> {
         backend_ = ComputeBackend{};
     }
 
-    // The chosen backend's factory when it supports the scene, else the CPU's (with the backend's reason as
-    // the note). Asked, not tried: nothing is made on the device here.
+    // The chosen backend's factory when it supports the scene, else the CPU's with the backend's reason as
+    // the note (prepareRun, the contract every front end uses). Asked, not tried: nothing is made on the
+    // device here.
     FieldFactory fieldFactory(const Scene& scene) {
-        onGpu_ = false;
-        if (!backend_.gpu) return backend_.makeField ? backend_.makeField : FieldFactory(makeCpuField);
-        if (std::optional<std::string> why = backend_.supports(scene)) {
-            note_ = *why + " — running on the CPU";
-            return makeCpuField;
-        }
-        note_.clear();
-        onGpu_ = true;
-        return backend_.makeField;
+        const PreparedRun run = prepareRun(backend_, scene, OnRefusal::UseTheCpu);
+        onGpu_ = backend_.gpu && run.onBackend;
+        if (!run.onBackend)
+            note_ = run.note;
+        else if (backend_.gpu)
+            note_.clear(); // a CPU backend keeps the note of a backend that failed to open
+        return run.makeField;
     }
 
     // Worker thread. Back to the initial state: the history starts over.

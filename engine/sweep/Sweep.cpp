@@ -1,6 +1,7 @@
 // Flowscope engine: SWEEP.json -> SweepSpec, a run's scene, and a run's measures (docs/sweeps.md).
 #include "engine/sweep/Sweep.h"
 
+#include "engine/backend/PrepareRun.h"
 #include "engine/core/Text.h"
 #include "engine/dynamics/Simulation.h"
 #include "engine/gaussian/Cone.h"
@@ -622,10 +623,10 @@ SweepCheck checkSweep(const SweepSpec& spec) {
 
 namespace {
 
-void particleMeasures(const SweepSpec& spec, const Scene& scene, const SweepCompute& compute,
+void particleMeasures(const SweepSpec& spec, const Scene& scene, const PreparedRun& prepared,
                       std::vector<double>& out) {
-    Simulation sim(scene, compute.makeField);
-    if (compute.makeStepper) sim.setStepper(compute.makeStepper);
+    const std::unique_ptr<Simulation> run = prepared.start(scene);
+    Simulation& sim = *run;
     sim.run();
     const Observables& last = sim.lastObservables();
     for (const SweepMeasureSpec& m : spec.measures) {
@@ -719,28 +720,19 @@ void momentMeasures(const SweepSpec& spec, const Scene& scene, std::vector<doubl
 } // namespace
 
 SweepCompute sweepComputeOn(std::shared_ptr<const ComputeBackend> backend) {
-    SweepCompute compute;
-    if (backend->makeField)
-        compute.makeField = [backend](const AttentionSpec& a, int d, Precision p) {
-            return backend->makeField(a, d, p);
-        };
-    if (backend->makeStepper) {
-        compute.makeStepper.make = [backend](const AttentionSpec& a, const IntegratorSpec& i, int d) {
-            return backend->makeStepper.make(a, i, d);
-        };
-        compute.makeStepper.supports = [backend](const AttentionSpec& a, const IntegratorSpec& i, int d) {
-            return backend->makeStepper.refusal(a, i, d);
-        };
-    }
-    return compute;
+    return {std::move(backend)};
 }
 
 SweepRunResult runSweepRun(const SweepSpec& spec, long run, const SweepCompute& compute) {
     SweepRunResult r;
     Scene scene;
+    PreparedRun prepared;
     try {
         scene = sweepScene(spec, run);
         checkMode(spec, scene);
+        // The backend is asked before the run (a cell it cannot run is refused, or invalid when skipped).
+        if (spec.mode != SweepMode::Moments)
+            prepared = prepareRun(compute.backend ? *compute.backend : ComputeBackend{}, scene);
     } catch (const JsonError& e) { // the cell's scene (SweepError at /axes) or its mode (SceneError)
         if (!spec.skipInvalid || (dynamic_cast<const SweepError*>(&e) && e.pointer != "/axes")) throw;
         r.valid = false;
@@ -750,7 +742,7 @@ SweepRunResult runSweepRun(const SweepSpec& spec, long run, const SweepCompute& 
     if (spec.mode == SweepMode::Moments)
         momentMeasures(spec, scene, r.measures);
     else
-        particleMeasures(spec, scene, compute, r.measures);
+        particleMeasures(spec, scene, prepared, r.measures);
     return r;
 }
 

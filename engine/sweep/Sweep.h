@@ -152,10 +152,9 @@ SweepCheck checkSweep(const SweepSpec& spec);
 // device stepper, which keeps the tokens on the device between steps (Simulation::setStepper), as
 // flowscope-cli simulate runs a scene.
 struct SweepCompute {
-    FieldFactory makeField;
-    StepperFactory makeStepper;
+    std::shared_ptr<const ComputeBackend> backend; // null: the CPU
 };
-// An opened backend's fields and stepper, which keep it (its device) alive: what a sweep worker computes on.
+// An opened backend, kept alive (its device) by the worker that computes on it.
 SweepCompute sweepComputeOn(std::shared_ptr<const ComputeBackend> backend);
 
 // One run: the table row's values after the fixed columns' (the measures' columns), computed by simulating

@@ -2,6 +2,7 @@
 // edits it (engine/dynamics/LiveEdit.h): run.step(k), run.set("/attention/type", "l2"), run.step(m).
 #include "Common.h"
 
+#include "engine/backend/PrepareRun.h"
 #include "engine/backend/Registry.h"
 #include "engine/dynamics/LiveEdit.h"
 #include "engine/dynamics/Simulation.h"
@@ -21,8 +22,7 @@ class Run {
         } catch (const BackendError& e) {
             throw InputError("backend", e.what());
         }
-        sim_ = std::make_unique<Simulation>(scene, backend_.makeField);
-        if (backend_.makeStepper) sim_->setStepper(backend_.makeStepper);
+        sim_ = prepareRun(backend_, scene).start(scene); // a refusal: ValueError naming the field
     }
 
     // Up to k nominal steps (fewer when the run reaches its horizon or stops on an event); the number taken.

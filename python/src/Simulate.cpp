@@ -3,6 +3,7 @@
 #include "Common.h"
 #include "Progress.h"
 
+#include "engine/backend/PrepareRun.h"
 #include "engine/backend/Registry.h"
 #include "engine/core/Text.h"
 #include "engine/dynamics/Simulation.h"
@@ -189,10 +190,12 @@ SimulationResult simulate(const pb::handle& source, const std::string& backendId
     std::optional<RunEvent> event;
     bool deviceSteps = false;
     RunTimings work;
+    // As the CLI: the backend asked first (a refusal is a ValueError naming the field), then whole steps on
+    // the device where its stepper takes the scene.
+    const PreparedRun prepared = prepareRun(backend, scene);
     guard.run([&] {
-        Simulation sim(scene, backend.makeField);
-        // As the CLI: whole steps on the device where the backend's stepper takes the scene.
-        if (backend.makeStepper) sim.setStepper(backend.makeStepper);
+        const std::unique_ptr<Simulation> run = prepared.start(scene);
+        Simulation& sim = *run;
         deviceSteps = sim.onDevice();
         sim.run([&](double f) { return fraction = f, guard.poll(); });
         history = sim.takeHistory();

@@ -182,7 +182,8 @@ TEST(VkBackend, ASweepRunTakesWholeStepsOnTheDevice) {
         return std::vector<double>{last.energy, last.entropy, last.kinetic};
     };
     for (long run = 0; run < spec.runs(); ++run) {
-        const SweepRunResult r = runSweepRun(spec, run, {backend.makeField, backend.makeStepper});
+        const SweepRunResult r =
+            runSweepRun(spec, run, sweepComputeOn(std::make_shared<const ComputeBackend>(backend)));
         ASSERT_TRUE(r.valid);
         EXPECT_EQ(r.measures, finalObservables(run, true)) << "run " << run;
         EXPECT_NE(r.measures, finalObservables(run, false)) << "run " << run;

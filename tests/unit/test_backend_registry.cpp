@@ -3,6 +3,7 @@
 // be missing.
 #include "TestUtil.h"
 
+#include "engine/backend/PrepareRun.h"
 #include "engine/backend/Registry.h"
 
 #include <gtest/gtest.h>
@@ -88,4 +89,48 @@ TEST(BackendRegistry, ADefaultBackendComputesOnTheCpu) {
     EXPECT_FALSE(none.makeField);
     Scene scene;
     EXPECT_EQ(none.supports(scene), std::nullopt);
+}
+
+// prepareRun, the one contract of a particle run (engine/backend/PrepareRun.h): the backend is asked before
+// anything is made on it. A backend that refuses a scene is a SceneError at the field it names under Fail,
+// with no field made, and the CPU with the reason as the note under UseTheCpu, whose run equals the CPU's.
+TEST(PrepareRun, ARefusalComesBeforeAnyWorkAndNamesTheField) {
+    int made = 0;
+    ComputeBackend gpu;
+    gpu.id = "fake";
+    gpu.gpu = true;
+    gpu.makeField = [&made](const AttentionSpec& a, int d, Precision p) {
+        ++made;
+        return makeCpuField(a, d, p);
+    };
+    gpu.fieldsRefuse = [](const Scene& s) -> std::optional<std::string> {
+        if (s.n > 64) return "/n: the fake device takes at most 64 tokens, got " + std::to_string(s.n);
+        return std::nullopt;
+    };
+    Scene scene = sceneFromJson(R"({"d": 2, "n": 100, "attention": {"type": "softmax"},
+                                    "integrator": {"T": 0.5, "steps": 5}})");
+    try {
+        (void)prepareRun(gpu, scene);
+        ADD_FAILURE() << "refused nothing";
+    } catch (const SceneError& e) {
+        EXPECT_EQ(e.pointer, "/n");
+        EXPECT_EQ(e.detail, "the fake device takes at most 64 tokens, got 100");
+    }
+    EXPECT_EQ(made, 0);
+
+    const PreparedRun fallback = prepareRun(gpu, scene, OnRefusal::UseTheCpu);
+    EXPECT_FALSE(fallback.onBackend);
+    EXPECT_EQ(fallback.note, "/n: the fake device takes at most 64 tokens, got 100 — running on the CPU");
+    const auto onCpu = fallback.start(scene);
+    onCpu->run();
+    Simulation reference(scene);
+    reference.run();
+    EXPECT_EQ(made, 0);
+    EXPECT_TRUE(onCpu->tokens() == reference.tokens()); // bit for bit
+
+    scene.n = 32;
+    const PreparedRun accepted = prepareRun(gpu, scene);
+    EXPECT_TRUE(accepted.onBackend && accepted.note.empty());
+    accepted.start(scene)->run();
+    EXPECT_GT(made, 0);
 }
