@@ -78,7 +78,8 @@ std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* b
 
 std::unique_ptr<KernelAttention> kernelAverageReference(AttentionSpec spec, int d, const char* backend) {
     if (std::optional<SceneError> refused = kernelAverageRefusal(spec.type, backend)) throw *refused;
-    spec.sphere = false;
+    spec.sphere = false; // the plain field: no scheme's wrapper
+    spec.normalization = Normalization::None;
     std::unique_ptr<VelocityField> f = makeCpuField(spec, d, Precision::Float64);
     auto* k = dynamic_cast<KernelAttention*>(f.get());
     if (!k) throw SceneError("/attention/type", "internal: the CPU field is not a kernel average");
