@@ -36,4 +36,9 @@ for u in 4 8; do
     --backend gl --device-steps --d 3 --n $KERNEL_N --variants softmax --no-baseline --json 2>&1 |
     sed "s/^{/{\"tile\":128,\"qpt\":2,\"unroll\":$u,/" | tee -a $OUT/kernel.jsonl
 done
+log "issue 48: a masked step with positional decay (lambda = 8) against a full softmax step, on the device"
+for b in gl vulkan; do
+  timeout 60 $CLI bench particles --backend $b --device-steps --d 2 --n 16384,${RUN_N} \
+    --variants softmax,masked,masked-alibi --no-baseline --json 2>&1 | tee -a $OUT/masked_alibi.jsonl
+done
 log end

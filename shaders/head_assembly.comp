@@ -4,7 +4,8 @@
 //     vel_i (+)= W avg_i,   W = outScale * V  (d x d, formed on the host in double, rounded once)
 // which is KernelAttention's normalizeHeadAverage and head sum, in float32. The last head may also project
 // the velocity to the tangent space of the sphere at the token it was evaluated at (SphereProjection):
-//     vel_i -= (vel_i . x_i / |x_i|^2) x_i   (x_i != 0).
+//     vel_i -= (vel_i . x_i / |x_i|^2) x_i   (x_i != 0),
+// or scale it to unit norm (peri-LN, DirectionField): vel_i /= |vel_i|   (vel_i != 0).
 //
 // No #version line and no knobs: the dimension and the mode come from the Params buffer, so one text
 // compiles as is for OpenGL (host prepends "#version 430") and for Vulkan (glslc -std=450), like every
@@ -14,7 +15,7 @@
 //     0  Params  n, d, weighting (0 softmax, 1 exp, 2 relu, 3 sigmoid), flags, invN, three pads,
 //                then W row-major (vel_r += sum_c W[r * d + c] avg_c; d * d floats)
 //                flags: 1 accumulate into vel (else overwrite), 2 project to the sphere at x, 4 clear (vel = 0,
-//                the kernel outputs are not read: a spec with no heads)
+//                the kernel outputs are not read: a spec with no heads), 8 scale vel to unit norm
 //     1  kernel  n x (d + 2): num (columns 0..d-1), den (d), max (d + 1)   (stream_kernel.comp's out)
 //     2  vel     n x d, read and written
 //     3  tokens  n x d, the point the velocity is evaluated at (read only when projecting)
@@ -46,7 +47,7 @@ void main() {
     const uint n = params.n, d = params.d, i = gl_GlobalInvocationID.x;
     if (i >= n) return;
     const bool accumulate = (params.flags & 1u) != 0u, project = (params.flags & 2u) != 0u;
-    const bool clear = (params.flags & 4u) != 0u;
+    const bool clear = (params.flags & 4u) != 0u, unit = (params.flags & 8u) != 0u;
 
     // avg_c = (num_c op a) * b: softmax num / den; exp (num * invN e^{m/2}) e^{m/2}, e^m split in two
     // halves so that it overflows only when the average itself would; relu and sigmoid num * invN.
@@ -77,6 +78,15 @@ void main() {
         if (n2 > 0.0) {
             const float f = dot / n2;
             for (uint c = 0u; c < d; ++c) vel[c * n + i] -= f * x[c * n + i];
+        }
+    }
+
+    if (unit) {
+        float n2 = 0.0;
+        for (uint c = 0u; c < d; ++c) n2 += vel[c * n + i] * vel[c * n + i];
+        if (n2 > 0.0) {
+            const float norm = sqrt(n2);
+            for (uint c = 0u; c < d; ++c) vel[c * n + i] /= norm;
         }
     }
 }

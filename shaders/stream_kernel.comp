@@ -27,11 +27,14 @@
 //     QUAD_BIAS        (11) 1: key biases b_j = -x_j^T M x_j formed here from the keys, M (DIM x DIM,
 //                       row-major) after B in Params (l2 attention on tokens the device holds; not with
 //                       HAS_BIAS). Optional: 0.
+//     POS_DECAY        (12) 1: positional decay (ALiBi), s_ij -= slope |i - j| with slope = params.slope, the
+//                       query's index i and the key's j (then nq == n; softmax and exp only). Computed per
+//                       pair from the two indices: no table. Optional: 0.
 //
 // Buffers (std430, binding only, so set 0 in Vulkan). Arrays of points are structure-of-arrays like
 // StreamArgs and Eigen's column-major tokens: coordinate c of point j at [c * count + j].
-//     0  Params   n, nq, two pads, then B row-major (q_c = sum_k B[c * DIM + k] x_k; DIM * DIM floats), then
-//                 M row-major with QUAD_BIAS
+//     0  Params   n, nq, slope (float; read only when POS_DECAY), a pad, then B row-major (q_c = sum_k
+//                 B[c * DIM + k] x_k; DIM * DIM floats), then M row-major with QUAD_BIAS
 //     1  keys     n x DIM (the keys are also the values)
 //     2  bias     n                              (read only when HAS_BIAS)
 //     3  queries  nq x DIM                       (read only when EXPLICIT_QUERIES)
@@ -76,6 +79,7 @@ layout(constant_id = 8) const int ENTROPY = 0;
 layout(constant_id = 9) const int QPT = 1;
 layout(constant_id = 10) const int UNROLL = 4;
 layout(constant_id = 11) const int QUAD_BIAS = 0;
+layout(constant_id = 12) const int POS_DECAY = 0;
 layout(local_size_x_id = 5) in;
 #else
 #ifndef VALUES
@@ -93,6 +97,9 @@ layout(local_size_x_id = 5) in;
 #ifndef QUAD_BIAS
 #define QUAD_BIAS 0
 #endif
+#ifndef POS_DECAY
+#define POS_DECAY 0
+#endif
 layout(local_size_x = TILE) in;
 #endif
 
@@ -101,7 +108,7 @@ const int CH = (DIM + 4) / 4; // vec4 chunks per key: DIM coordinates and the bi
 layout(std430, binding = 0) readonly buffer Params {
     uint n;
     uint nq;
-    uint pad0;
+    float slope; // POS_DECAY: lambda / N
     uint pad1;
     float B[]; // DIM * DIM
 } params;
@@ -209,6 +216,8 @@ void sweepKeys(uint base, uint k0, uint count, bool checked) {
             valid[u] = !checked || (k < count && (CAUSAL == 0 || base + k < end[r]));
             float score = 0.0;
             for (int p = 0; p < CH; ++p) score += chunkDot(q[r * CH + p], key[u * CH + p], p);
+            // |i - j| is exact in float32 below 2^24 tokens; one rounding of the product, as on the CPU.
+            if (POS_DECAY != 0) score -= params.slope * abs(float(query[r]) - float(base + k));
             s[u] = score;
             if (valid[u]) top = max(top, score);
         }

@@ -95,9 +95,11 @@ class KernelAttention : public StreamedField {
         return std::nullopt;
     }
 
-  protected:
-    // setupHead with the spec's positional decay slope lambda / N for the N tokens of X.
+    // setupHead with the spec's positional decay slope lambda / N for the N tokens of X: the head a pass
+    // runs (also a device stepper's, which sets up its heads on the host).
     HeadSetup headAt(const HeadParams& head, const Tokens& X) const;
+
+  protected:
     // True when the weights form a probability distribution over keys (entropy is defined).
     virtual bool normalized() const { return true; }
     // Whether the interaction energy exists: softmax, one head, unmasked, no positional decay, some tokens.

@@ -75,18 +75,19 @@ class DeviceStepper {
     virtual VelocityField* residentField() { return nullptr; }
 };
 
-// What no device stepper implements (docs/math/theory.md): pre- and peri-LN (the stage combine projects for
-// post-LN only) and positional decay (the shaders have no positional term). One line naming the field, or
-// nullopt.
+// What no device stepper implements (docs/math/theory.md#normalization): a normalization scheme other than
+// none, post (`sphere`), pre and peri. One line naming the field, or nullopt.
 inline std::optional<std::string> deviceStepsRefusal(const AttentionSpec& a) {
-    if (a.positionalDecay != 0.0)
-        return std::string(
-            "/attention/positional_decay: the device steppers do not compute positional decay; "
-            "the CPU fields run it");
-    if (a.normalization != Normalization::None)
-        return std::string("/attention/normalization: the device steppers do not implement \"") +
-               toString(a.normalization) + "\" (only none and post); the fields run it";
-    return std::nullopt;
+    switch (a.normalization) {
+    case Normalization::None:
+    case Normalization::Pre:
+    case Normalization::Peri:
+        return std::nullopt;
+    default:
+        return std::string("/attention/normalization: the device steppers implement none, pre, peri and post "
+                           "(as `sphere`), not \"") +
+               toString(a.normalization) + "\"; the fields run it";
+    }
 }
 
 // Makes steppers for a device. `supports` says, before anything is made, why the device cannot take whole

@@ -27,6 +27,10 @@ TYPED_TEST_P(DeviceStepperTest, HeunKeyframesAndSphereTrackFloat64) {
     flowscope::test::expectHeunKeyframesAndSphereTrackFloat64(flowscope::test::makeTestStepper<TypeParam>);
 }
 
+TYPED_TEST_P(DeviceStepperTest, PositionalDecayAndPreAndPeriLnTrackFloat64) {
+    flowscope::test::expectDecayAndSchemesTrackFloat64(flowscope::test::makeTestStepper<TypeParam>);
+}
+
 TYPED_TEST_P(DeviceStepperTest, AdvanceReadsNothingBackAndComposes) {
     flowscope::test::expectAdvanceReadsNothingBackAndComposes(flowscope::test::makeTestStepper<TypeParam>);
 }
@@ -52,7 +56,8 @@ TYPED_TEST_P(DeviceStepperTest, LiveEditsContinueFromTheCurrentState) {
 // kernel's sums read back): the velocity, entropies and energy at the downloaded tokens equal the float64
 // field's within twice the CPU float32 error plus the floors of the field tests (test_gpu_kernel_field.cpp),
 // on the plane and on the sphere (tangent velocities), and no token download is added. Softmax, and l2, whose
-// key biases -gamma |K x_j|^2 the kernel forms from the tokens (QUAD_BIAS) rather than having them uploaded.
+// key biases -gamma |K x_j|^2 the kernel forms from the tokens (QUAD_BIAS) rather than having them uploaded;
+// and masked softmax with a positional decay (its entropies include the decay; its energy is NaN).
 // Devices without the pass return null (the caller's field runs); a device with it takes l2 too.
 TYPED_TEST_P(DeviceStepperTest, ResidentPassMatchesTheFloat64Field) {
     using namespace flowscope;
@@ -60,14 +65,18 @@ TYPED_TEST_P(DeviceStepperTest, ResidentPassMatchesTheFloat64Field) {
     const auto l2 = std::find_if(std::begin(variants), std::end(variants),
                                  [](const test::StepperVariant& v) { return v.type == AttentionType::L2; });
     ASSERT_NE(l2, std::end(variants));
-    for (const test::StepperVariant* v : {&variants[0], &*l2})
+    for (const int k : {0, 1, 2}) // softmax, l2, masked softmax with a decay
         for (const bool sphere : {false, true}) {
-            SCOPED_TRACE(std::string(v->name) + (sphere ? " sphere" : " plane"));
+            const test::StepperVariant* v = k == 1 ? &*l2 : &variants[0];
+            const bool decay = k == 2;
+            SCOPED_TRACE(std::string(v->name) + (decay ? " decay" : "") + (sphere ? " sphere" : " plane"));
             std::mt19937_64 rng(5);
             Tokens X0 = test::randomMatrix(300, 3, rng, 1.0);
             if (sphere) X0.rowwise().normalize();
             AttentionSpec spec = test::stepperSpec(*v, X0, rng);
             spec.sphere = sphere;
+            spec.masked = decay;
+            spec.positionalDecay = decay ? 9.0 : 0.0;
             auto stepper =
                 test::makeTestStepper<TypeParam>(spec, test::fixedSteps(Method::Euler, 1.0, 100), 3);
             stepper->upload(X0, 0.0);
@@ -99,7 +108,8 @@ TYPED_TEST_P(DeviceStepperTest, ResidentPassMatchesTheFloat64Field) {
 }
 
 REGISTER_TYPED_TEST_SUITE_P(DeviceStepperTest, TwentyStepsTrackFloat64AsCloselyAsCpuFloat32,
-                            HeunKeyframesAndSphereTrackFloat64, AdvanceReadsNothingBackAndComposes,
-                            TakesL2AndAdaptiveSteps, DormandPrinceTracksFloat64AsCloselyAsCpuFloat32,
+                            HeunKeyframesAndSphereTrackFloat64, PositionalDecayAndPreAndPeriLnTrackFloat64,
+                            AdvanceReadsNothingBackAndComposes, TakesL2AndAdaptiveSteps,
+                            DormandPrinceTracksFloat64AsCloselyAsCpuFloat32,
                             DormandPrinceComposesAndKeepsAFailedStep, LiveEditsContinueFromTheCurrentState,
                             ResidentPassMatchesTheFloat64Field);

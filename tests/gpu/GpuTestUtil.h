@@ -296,8 +296,9 @@ inline constexpr double kSweepScoreStd = 3.0; // score spread: softmax neither u
 
 // The scores s_ij = (B x_i) . x_j + b_j of the first head at kSweepTime, from the variant's own CPU setup.
 inline Mat sweepScores(const AttentionSpec& spec, const Tokens& X) {
-    AttentionSpec plain = spec;
+    AttentionSpec plain = spec; // the kernel average itself, without a scheme's wrapper
     plain.sphere = false;
+    plain.normalization = Normalization::None;
     const auto field = makeCpuField(plain, int(X.cols()), Precision::Float64);
     const HeadSetup h = dynamic_cast<KernelAttention&>(*field).setupHead(spec.headsAt(kSweepTime).front(), X);
     Mat S = X * h.B.transpose() * X.transpose();
@@ -438,6 +439,7 @@ struct StepperVariant {
     double vScale = 1.0;   // |V| (exp: |dx/dt| ~ e^{max score} |V|, and blows up in finite time)
     bool keyframes = false;
     bool sphere = false;
+    Normalization scheme = Normalization::None; // pre or peri (post is `sphere`)
 };
 
 // Random Q, K (calibrated so the scores spread v.scoreStd over X) and V (norm ~1: tokens move O(1) by T = 1).
@@ -447,6 +449,7 @@ inline AttentionSpec stepperSpec(const StepperVariant& v, const Tokens& X, std::
     spec.type = v.type;
     spec.masked = v.masked;
     spec.sphere = v.sphere;
+    spec.normalization = v.scheme;
     // Exp attention sums N unnormalized weights of about e^{m_i}: V / N keeps its motion O(1) too (with V
     // of norm ~0.5 the tokens of some draws blow up before T = 1).
     const double vScale =
@@ -535,6 +538,46 @@ template <class Make> void expectVariantTracksFloat64(Make make, int variant, Me
             const Tokens X0 = randomMatrix(n, d, rng, 1.0);
             expectStepperTracksFloat64(make, v.name, stepperSpec(v, X0, rng), X0, method);
         }
+}
+
+// Positional decay and the pre- and peri-LN schemes in whole device steps: the kernel computes
+// s_ij -= (lambda / N) |i - j| from the token indices (POS_DECAY; docs/math/theory.md#positional-decay),
+// masked and not, lambda below and above the score spread; pre and peri evaluate at the directions a
+// stage_combine pass writes first, and peri's velocity is scaled to unit norm by the last head's assembly
+// (two heads: after the sum). N over one and several tiles. The CPU integrator on the CPU fields is the
+// reference, with expectStepperTracks' criteria.
+template <class Make> void expectDecayAndSchemesTrackFloat64(Make make) {
+    struct Case {
+        const char* name;
+        bool masked;
+        double lambda;
+        Normalization scheme;
+        int heads;
+    };
+    const Case cases[] = {{"decay", false, 7.5, Normalization::None, 1},
+                          {"masked_decay", true, 7.5, Normalization::None, 1},
+                          {"masked_decay_100", true, 100.0, Normalization::None, 1},
+                          {"pre", false, 0.0, Normalization::Pre, 1},
+                          {"peri", false, 0.0, Normalization::Peri, 2},
+                          {"masked_peri_decay", true, 12.0, Normalization::Peri, 1}};
+    for (const Case& c : cases)
+        for (Method method : {Method::Euler, Method::Rk4})
+            for (int n : {65, 200}) {
+                SCOPED_TRACE(std::string(c.name) + " " + toString(method) + " N=" + std::to_string(n));
+                std::mt19937_64 rng(500 + n);
+                const Tokens X0 = randomMatrix(n, 3, rng, 1.0);
+                AttentionSpec spec = stepperSpec(kStepperVariants[c.heads == 1 ? 0 : 1], X0, rng);
+                spec.masked = c.masked;
+                spec.positionalDecay = c.lambda;
+                spec.normalization = c.scheme;
+                EXPECT_EQ(deviceStepsRefusal(spec), std::nullopt);
+                expectStepperTracksFloat64(make, c.name, spec, X0, method);
+                if (c.scheme != Normalization::None) { // the token buffer holds no directions
+                    auto stepper = make(spec, fixedSteps(method, 1.0, kStepperSteps), 3);
+                    stepper->upload(X0, 0.0);
+                    EXPECT_EQ(stepper->residentField(), nullptr);
+                }
+            }
 }
 
 // Heun, keyframed heads (re-set up at every stage time), layers (piecewise-constant keyframes switching at
@@ -639,7 +682,7 @@ inline std::pair<Tokens, long> dormandPrinceOnCpu(const AttentionSpec& spec, Pre
 }
 
 // Ten nominal steps of Dormand-Prince (T = 1) on the device against the CPU's, for softmax, two heads, l2,
-// keyframes and the sphere, N = 65 and 200, d = 2 and 3:
+// keyframes, the sphere and peri-LN (two heads), N = 65 and 200, d = 2 and 3:
 //  - the device takes the sub-steps the CPU's float64 run takes: the same controller, fed error norms that
 //    differ only by float32 rounding, so the evaluation counts agree within 10 %;
 //  - its tokens track float64 as closely as the CPU float32 field's (state in double) do, plus the float32
@@ -647,8 +690,9 @@ inline std::pair<Tokens, long> dormandPrinceOnCpu(const AttentionSpec& spec, Pre
 template <class Make> void expectDormandPrinceTracksFloat64(Make make) {
     const StepperVariant keyframed{.name = "keyframed", .keyframes = true};
     const StepperVariant sphere{.name = "sphere", .heads = 2, .sphere = true};
-    const StepperVariant variants[] = {kStepperVariants[0], kStepperVariants[1], kStepperVariants[5],
-                                       keyframed, sphere};
+    const StepperVariant peri{.name = "peri", .heads = 2, .scheme = Normalization::Peri};
+    const StepperVariant variants[] = {
+        kStepperVariants[0], kStepperVariants[1], kStepperVariants[5], keyframed, sphere, peri};
     const IntegratorSpec is = dormandPrince(1.0, 10);
     for (const StepperVariant& v : variants)
         for (int n : {65, 200})

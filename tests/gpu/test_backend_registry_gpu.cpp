@@ -20,7 +20,9 @@ struct StepCase {
     const char* name;
     AttentionType type;
     Method method;
-    const char* field; // the scene field a refusal names; null when the stepper takes the case
+    const char* field;  // the scene field a refusal names; null when the stepper takes the case
+    double decay = 0.0; // positional decay lambda, masked (the kernel's POS_DECAY)
+    Normalization scheme = Normalization::None;
 };
 
 const StepCase kStepCases[] = {
@@ -29,12 +31,24 @@ const StepCase kStepCases[] = {
     {"softmax_dopri", AttentionType::Softmax, Method::DormandPrince, nullptr}, // adaptive sub-steps
     {"l2_heun", AttentionType::L2, Method::Heun, nullptr}, // key biases formed on the device (QUAD_BIAS)
     {"sinkhorn_rk4", AttentionType::Sinkhorn, Method::Rk4, "/attention/type"}, // not a kernel average
+    {"masked_decay_rk4", AttentionType::Softmax, Method::Rk4, nullptr, 8.0},
+    {"pre_decay_heun", AttentionType::Softmax, Method::Heun, nullptr, 4.0, Normalization::Pre},
+    {"peri_dopri", AttentionType::Exp, Method::DormandPrince, nullptr, 0.0, Normalization::Peri},
 };
 
 AttentionSpec specOf(AttentionType type, int d) {
     AttentionSpec s;
     s.type = type;
     s.heads = {HeadParams{Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d)}};
+    return s;
+}
+
+// A case's attention: specOf with its decay (masked) and scheme.
+AttentionSpec caseSpec(const StepCase& c, int d) {
+    AttentionSpec s = specOf(c.type, d);
+    s.masked = c.decay != 0.0;
+    s.positionalDecay = c.decay;
+    s.normalization = c.scheme;
     return s;
 }
 
@@ -68,7 +82,7 @@ void expectTheBackendAsksItsStepper(const ComputeBackend& backend, const Backend
     for (const StepCase& c : kStepCases) {
         Scene scene;
         scene.d = 2;
-        scene.attention = specOf(c.type, 2);
+        scene.attention = caseSpec(c, 2);
         scene.integrator = integratorOf(c.method);
         EXPECT_EQ(backend.supports(scene), std::nullopt) << c.name;
         EXPECT_EQ(backend.supportsDeviceSteps(scene), refusal(scene.attention, scene.integrator, 2))
@@ -95,8 +109,7 @@ const BackendInfo* listedVulkan() {
 
 TYPED_TEST(StepperSupports, TheAnswerNeedsNoDeviceAndNamesTheField) {
     for (const StepCase& c : kStepCases) {
-        const std::optional<std::string> why =
-            TypeParam::refusal(specOf(c.type, 2), integratorOf(c.method), 2);
+        const std::optional<std::string> why = TypeParam::refusal(caseSpec(c, 2), integratorOf(c.method), 2);
         if (!c.field) {
             EXPECT_EQ(why, std::nullopt) << c.name << ": " << why.value_or("");
             continue;
@@ -109,7 +122,7 @@ TYPED_TEST(StepperSupports, TheAnswerNeedsNoDeviceAndNamesTheField) {
 TYPED_TEST(StepperSupports, TheAnswerIsWhatTheConstructorDoes) {
     FLOWSCOPE_REQUIRE_STEPPER_DEVICE(TypeParam);
     for (const StepCase& c : kStepCases) {
-        const AttentionSpec spec = specOf(c.type, 2);
+        const AttentionSpec spec = caseSpec(c, 2);
         const IntegratorSpec is = integratorOf(c.method);
         const std::optional<std::string> why = TypeParam::refusal(spec, is, 2);
         try {

@@ -1,5 +1,6 @@
 // Every attention variant against its defining formula (dense, double), and the paper's oracles that
 // concern one velocity evaluation (docs/math/attention.md, #particle-facts; docs/math/flows.md#rwpo-layer).
+#include "../DenseAttention.h"
 #include "TestUtil.h"
 
 #include "engine/attention/KernelAttention.h"
@@ -14,47 +15,6 @@ using namespace flowscope;
 using namespace flowscope::test;
 
 namespace {
-
-// Dense double evaluation of Gamma(x_i) = sum_h V_h sum_j w_ij x_j / norm_i from the definitions.
-Tokens denseField(const AttentionSpec& spec, const Tokens& X) {
-    const int n = int(X.rows()), d = int(X.cols());
-    Tokens out = Tokens::Zero(n, d);
-    for (const HeadParams& h : spec.heads) {
-        const double g = spec.scaleByRootK ? spec.beta / std::sqrt(double(h.Q.rows())) : spec.beta;
-        for (int i = 0; i < n; ++i) {
-            const int end = spec.masked ? i + 1 : n;
-            Vec w(end);
-            for (int j = 0; j < end; ++j) {
-                const Vec qx = h.Q * X.row(i).transpose(), ky = h.K * X.row(j).transpose();
-                const double dot = qx.dot(ky);
-                switch (spec.type) {
-                case AttentionType::Softmax:
-                case AttentionType::Exp:
-                    w(j) = std::exp(g * dot);
-                    break;
-                case AttentionType::L2:
-                    w(j) = std::exp(-g * (qx - ky).squaredNorm());
-                    break;
-                case AttentionType::Relu:
-                    w(j) = std::max(0.0, g * dot);
-                    break;
-                case AttentionType::Sigmoid:
-                    w(j) = 1.0 / (1.0 + std::exp(-g * dot));
-                    break;
-                case AttentionType::Linear:
-                    w(j) = g * dot;
-                    break;
-                default:
-                    ADD_FAILURE() << "not a dense-kernel variant";
-                }
-            }
-            const bool normalized = spec.type == AttentionType::Softmax || spec.type == AttentionType::L2;
-            const double norm = normalized ? w.sum() : double(n);
-            out.row(i) += (h.V * (X.topRows(end).transpose() * w) / norm).transpose();
-        }
-    }
-    return out;
-}
 
 Tokens evaluate(const AttentionSpec& spec, const Tokens& X, Precision p = Precision::Float64,
                 double t = 0.0) {

@@ -1,5 +1,6 @@
 // Closed forms of the newer theory as oracles (docs/math/theory.md): the equiangular reduction of softmax
 // attention with Q = K = V = I against the particle simulation.
+#include "../DenseAttention.h"
 #include "TestUtil.h"
 
 #include "engine/dynamics/Equiangular.h"
@@ -107,44 +108,6 @@ TEST(Theory, PostLnEquiangularOdeMatchesTheSimulation) {
 
 namespace {
 
-// Directions x_i / |x_i| (0 stays 0).
-Tokens directionsOf(const Tokens& X) {
-    Tokens T = X;
-    for (Eigen::Index i = 0; i < T.rows(); ++i)
-        if (T.row(i).norm() > 0.0) T.row(i) /= T.row(i).norm();
-    return T;
-}
-
-// docs/math/theory.md#normalization and #positional-decay, term by term, in dense float64:
-//     A_i = sum_h V_h sum_j softmax_j(beta <Q_h y_i, K_h y_j> - (lambda / N) |i - j|) y_j   (j <= i masked),
-// y = X (none) or the directions (post, pre, peri); then none, pre: A_i; peri: A_i / |A_i|; post: the
-// tangent part A_i - <A_i, y_i> y_i. Exp weighting (unnormalized): e^{score} / N instead of the softmax.
-Tokens denseVelocity(const Tokens& X, const AttentionSpec& a) {
-    const Normalization scheme = normalizationOf(a);
-    const Tokens Y = scheme == Normalization::None ? X : directionsOf(X);
-    const Eigen::Index n = Y.rows();
-    Tokens A = Tokens::Zero(n, Y.cols());
-    for (const HeadParams& h : a.heads)
-        for (Eigen::Index i = 0; i < n; ++i) {
-            const Eigen::Index end = a.masked ? i + 1 : n;
-            Vec s(end);
-            for (Eigen::Index j = 0; j < end; ++j)
-                s(j) = a.beta * (h.Q * Y.row(i).transpose()).dot(h.K * Y.row(j).transpose()) -
-                       a.positionalDecay / double(n) * double(std::abs(i - j));
-            Vec w = s.array().exp();
-            if (a.type == AttentionType::Softmax)
-                w /= w.sum();
-            else
-                w /= double(n);
-            A.row(i) += (h.V * (Y.topRows(end).transpose() * w)).transpose();
-        }
-    for (Eigen::Index i = 0; i < n; ++i) {
-        if (scheme == Normalization::Peri) A.row(i) /= A.row(i).norm();
-        if (scheme == Normalization::Post) A.row(i) -= A.row(i).dot(Y.row(i)) * Y.row(i);
-    }
-    return A;
-}
-
 AttentionSpec twoRandomHeads(int d, std::uint64_t seed) {
     AttentionSpec a;
     a.beta = 1.3;
@@ -251,11 +214,11 @@ TEST(Theory, NormalizationPresetsDecayAtThePredictedRates) {
 // ---------------------------------------------------------------------------------------------------------
 // Positional decay (docs/math/theory.md#positional-decay)
 
-// Item 2: ALiBi-style decay in the streaming kernel, masked and unmasked, softmax and exp, at N on and off
-// the SIMD width (8 float32 lanes, 4 float64), d at 2 (two queries a sweep), 3 and 8 (the runtime-d loop),
-// against the dense float64 formula. float32 within a float32 tolerance.
+// Item 2: ALiBi-style decay in the streaming kernel, masked and unmasked, softmax, exp and l2, at N on and
+// off the SIMD width (8 float32 lanes, 4 float64), d at 2 (two queries a sweep), 3 and 8 (the runtime-d
+// loop), against the dense float64 formula. float32 within a float32 tolerance.
 TEST(Theory, PositionalDecayMatchesTheDenseFormula) {
-    for (AttentionType type : {AttentionType::Softmax, AttentionType::Exp})
+    for (AttentionType type : {AttentionType::Softmax, AttentionType::Exp, AttentionType::L2})
         for (double lambda : {7.5, 100.0}) // masked: the max sweep's bound (lambda <= 44), the exact maximum
             for (int d : {2, 3, 8})
                 for (int n : {1, 5, 8, 13, 37, 300})

@@ -19,15 +19,21 @@ StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu,
     if (p.causal && in.nq != n)
         throw std::invalid_argument("streamPass: causal needs as many queries as keys");
     const bool exps = p.weighting == Weighting::Softmax || p.weighting == Weighting::Exp;
+    if (p.positionSlope != 0.0 && (in.nq != n || !(p.positionSlope > 0.0) || !exps))
+        throw std::invalid_argument(
+            "streamPass: a positional decay needs as many queries as keys, a positive "
+            "slope and softmax or exp weights");
     const bool hasBias = p.bias.size() > 0 && !quadraticBias; // uploaded biases
     in.variant = {d,           p.weighting,          p.causal, hasBias,           explicitQueries,
                   layout.tile, layout.stageInShared, p.values, p.entropy && exps, layout.qpt};
     in.variant.quadraticBias = quadraticBias;
+    in.variant.positionalDecay = p.positionSlope != 0.0;
 
     const std::size_t d2 = std::size_t(d) * d;
     in.params.assign(4 + (quadraticBias ? 2 : 1) * d2, 0);
     in.params[0] = std::uint32_t(n);
     in.params[1] = std::uint32_t(in.nq);
+    in.params[2] = std::bit_cast<std::uint32_t>(float(p.positionSlope));
     // Row-major d x d float bits from word `at`: B, then M (QUAD_BIAS).
     const auto put = [&](const Mat& A, std::size_t at) {
         for (int r = 0; r < d; ++r)
@@ -72,7 +78,8 @@ std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* b
 
 std::unique_ptr<KernelAttention> kernelAverageReference(AttentionSpec spec, int d, const char* backend) {
     if (std::optional<SceneError> refused = kernelAverageRefusal(spec.type, backend)) throw *refused;
-    spec.sphere = false;
+    spec.sphere = false; // the plain field: no scheme's wrapper
+    spec.normalization = Normalization::None;
     std::unique_ptr<VelocityField> f = makeCpuField(spec, d, Precision::Float64);
     auto* k = dynamic_cast<KernelAttention*>(f.get());
     if (!k) throw SceneError("/attention/type", "internal: the CPU field is not a kernel average");
@@ -132,9 +139,6 @@ std::optional<SceneError> cpuDeviceRefusal(long n, const std::string& device) {
 }
 
 void KernelPassRunner::run(const StreamPass& p, StreamSums& out) {
-    if (p.positionSlope != 0.0) // the shaders have no positional term (ComputeBackend::supports refuses it)
-        throw SceneError("/attention/positional_decay", "the GPU passes do not compute positional decay; use "
-                                                        "the CPU backend");
     if (cpuDevice_)
         if (auto refused = cpuDeviceRefusal(long(p.keys.rows()), "this device")) throw *refused;
     const int d = int(p.keys.cols());

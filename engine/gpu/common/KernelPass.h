@@ -19,7 +19,7 @@
 
 namespace flowscope {
 
-// The knobs of shaders/stream_kernel.comp (#defines in OpenGL, specialization constants 0..11 in Vulkan).
+// The knobs of shaders/stream_kernel.comp (#defines in OpenGL, specialization constants 0..12 in Vulkan).
 struct StreamKernelVariant {
     int dim = 1;
     Weighting weighting = Weighting::Softmax;
@@ -35,6 +35,9 @@ struct StreamKernelVariant {
     // Key biases -x_j^T M x_j formed in the kernel, M (d x d, row-major) after B in the Params block: l2
     // attention on a device that holds the tokens (StepperPlan).
     bool quadraticBias = false;
+    // Positional decay s_ij -= slope |i - j| in the kernel from the two indices, the slope in the Params
+    // block's third word (StreamPass::positionSlope; softmax and exp, queries = keys).
+    bool positionalDecay = false;
 };
 
 // How a dispatch is laid out on a device: keys staged per step (= invocations per workgroup), whether they
@@ -51,8 +54,8 @@ struct StreamKernelInputs {
     StreamKernelVariant variant;
     int n = 0;                         // keys
     int nq = 0;                        // queries (rows of the output)
-    std::vector<std::uint32_t> params; // Params block: n, nq, two pads, B row-major (then M with
-                                       // variant.quadraticBias) as float bits
+    std::vector<std::uint32_t> params; // Params block: n, nq, the decay slope, a pad, B row-major (then M
+                                       // with variant.quadraticBias) as float bits
     Eigen::MatrixXf keys;              // n x d (column-major = the kernel's SoA layout)
     Eigen::VectorXf bias;              // n key biases when variant.hasBias
     Eigen::MatrixXf queries;           // nq x d queries when variant.explicitQueries
@@ -64,8 +67,9 @@ struct StreamKernelInputs {
 // whose weight e^{m_i} amplifies score errors). Key biases are the pass's, uploaded, unless
 // `quadraticBiasOnGpu` and the pass gives their quadratic form (StreamPass::quadraticBias, l2): then the
 // kernel forms them from the keys it reads (QUAD_BIAS, M after B in the params), what a host whose keys are
-// the device's tokens needs. Throws std::invalid_argument for a causal pass whose query count is not the key
-// count.
+// the device's tokens needs. A positional decay is computed in the kernel (POS_DECAY). Throws
+// std::invalid_argument for a causal pass or a pass with a decay whose query count is not the key count, and
+// for a decay with weights other than softmax and exp (as the CPU kernel does).
 StreamKernelInputs streamKernelInputs(const StreamPass& pass, bool queriesOnGpu,
                                       const StreamKernelLayout& layout, bool quadraticBiasOnGpu = false);
 // The inputs of one head's pass over keys X (headPass; explicit queries of the head always go to the kernel).
@@ -75,9 +79,9 @@ StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& head, bo
 long streamKernelGroups(const StreamKernelVariant& variant, long nq);
 
 // The float64 CPU field of a kernel-average spec (softmax, l2, exp, relu, sigmoid) without sphere
-// projection, for hosts that need its head setup (GlStepper). Throws SceneError("/attention/type", "the
-// <backend> backend does not implement ...") for the other variants. GPU fields take every variant
-// (GpuField).
+// projection or a normalization scheme's wrapper, for hosts that need its head setup (GlStepper). Throws
+// SceneError("/attention/type", "the <backend> backend does not implement ...") for the other variants. GPU
+// fields take every variant (GpuField).
 std::unique_ptr<KernelAttention> kernelAverageReference(AttentionSpec spec, int d, const char* backend);
 // The error kernelAverageReference would throw for an attention type, without building anything: hosts ask it
 // before they run (ComputeBackend::supports).

@@ -33,7 +33,8 @@ class PlannedStepper::ResidentRunner final : public KernelPassRunner {
 };
 
 VelocityField* PlannedStepper::residentField() {
-    if (!hasResidentPass() || plan_.n() == 0) return nullptr;
+    // Pre- and peri-LN evaluate at the directions, which the token buffer does not hold: the caller's field.
+    if (!hasResidentPass() || plan_.n() == 0 || plan_.readsDirections()) return nullptr;
     if (!resident_)
         resident_ = withSphereProjection(
             plan_.spec(),

@@ -43,8 +43,9 @@ class PlannedStepper : public DeviceStepper {
     void setAttention(const AttentionSpec& spec) final;
     void setIntegrator(const IntegratorSpec& integrator) final;
     // The attention's field on a StreamRunner that runs each pass on the token buffer (residentPass), where
-    // the device has one, else null. Nothing is uploaded: l2's key biases are formed in the kernel from the
-    // tokens (QUAD_BIAS), as in the stepper's own passes.
+    // the device has one and the field reads the tokens themselves (not pre- or peri-LN), else null. Nothing
+    // is uploaded: l2's key biases are formed in the kernel from the tokens (QUAD_BIAS), as in the stepper's
+    // own passes.
     VelocityField* residentField() final;
 
     // The time the tokens are at: upload time + steps taken * h (no drift from repeated addition).

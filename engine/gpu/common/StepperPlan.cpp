@@ -10,7 +10,7 @@ namespace flowscope {
 namespace {
 
 // Assembly flags (shaders/head_assembly.comp) and combine flags (shaders/stage_combine.comp).
-constexpr std::uint32_t kAccumulate = 1, kProject = 2, kClear = 4;
+constexpr std::uint32_t kAccumulate = 1, kProject = 2, kClear = 4, kUnitNorm = 8;
 constexpr std::uint32_t kToX = 1, kNormalize = 2, kError = 4;
 
 std::uint32_t bits(double v) {
@@ -159,7 +159,7 @@ const std::vector<StepperHead>& StepperPlan::heads(double t) {
     const std::vector<HeadParams> heads = spec_.headsAt(t);
     heads_.resize(heads.size());
     for (std::size_t k = 0; k < heads.size(); ++k) {
-        const HeadSetup h = reference_->setupHead(heads[k], probe_);
+        const HeadSetup h = reference_->headAt(heads[k], probe_); // with the positional decay's slope
         // Queries formed in the shader, and l2's key biases -x_j^T M x_j from the tokens it reads
         // (QUAD_BIAS): the kernel's Params block is n, n, pads, B (then M).
         const StreamKernelInputs in = streamKernelInputs(probe_, h, spec_.masked, true, layout(n_), true);
@@ -173,7 +173,9 @@ const std::vector<StepperHead>& StepperPlan::heads(double t) {
         p[0] = std::uint32_t(n_);
         p[1] = std::uint32_t(d_);
         p[2] = std::uint32_t(h.weighting);
-        p[3] = (k > 0 ? kAccumulate : 0) | (k + 1 == heads.size() && spec_.sphere ? kProject : 0);
+        const bool last = k + 1 == heads.size();
+        p[3] = (k > 0 ? kAccumulate : 0) | (last && spec_.sphere ? kProject : 0) |
+               (last && normalizationOf(spec_) == Normalization::Peri ? kUnitNorm : 0);
         p[4] = bits(1.0 / double(n_));
         const Mat W = h.outScale * h.V;
         for (int r = 0; r < d_; ++r)
@@ -227,6 +229,15 @@ CombineCall StepperPlan::dormandPrinceError(double h) const {
 
 std::vector<std::uint32_t> StepperPlan::normalizeWords() const {
     return combineCall({}, 0.0, kToX | kNormalize).words;
+}
+
+bool StepperPlan::readsDirections() const {
+    const Normalization scheme = normalizationOf(spec_);
+    return scheme == Normalization::Pre || scheme == Normalization::Peri;
+}
+
+std::vector<std::uint32_t> StepperPlan::directionWords() const {
+    return combineCall({}, 0.0, kNormalize).words; // y = x, then scaled to unit norm
 }
 
 std::vector<std::uint32_t> StepperPlan::clearWords() const {

@@ -13,10 +13,12 @@
 // kernelAverageReference (KernelPass.h), so no variant math is repeated; the device does float32 arithmetic
 // only. Supported: softmax, exp, relu, sigmoid, masked (causal), multi-head, beta, scaleByRootK, keyframes
 // (heads re-set up at every stage time), sphere (tangent projection of each stage velocity and
-// re-normalization after each step, as SphereProjection and Simulation do), l2 (its key biases
-// -gamma |K x_j|^2 are a quadratic form of the keys, which the kernel forms from the tokens it reads:
-// QUAD_BIAS, KernelAttention::quadraticKeyBias). Refused (SceneError): heads whose key biases or queries
-// depend on the tokens in any other way, and non-kernel variants.
+// re-normalization after each step, as SphereProjection and Simulation do), pre- and peri-LN (the kernel
+// reads the directions x_j / |x_j|, which a stage_combine pass writes first, directionWords; peri's last head
+// assembly scales the velocity to unit norm: DirectionField), positional decay (the kernel's POS_DECAY), l2
+// (its key biases -gamma |K x_j|^2 are a quadratic form of the keys, which the kernel forms from the tokens
+// it reads: QUAD_BIAS, KernelAttention::quadraticKeyBias). Refused (SceneError): heads whose key biases or
+// queries depend on the tokens in any other way, and non-kernel variants.
 //
 // Integrators: Euler, Heun and RK4 as a fixed stage table (walk); adaptive Dormand-Prince 5(4) as sub-steps
 // the CPU's controller chooses (DormandPrince.h): the plan gives each sub-step's combinations
@@ -155,6 +157,11 @@ class StepperPlan {
     std::vector<std::uint32_t> normalizeWords() const;
     // head_assembly's words that clear the velocity (a spec with no heads).
     std::vector<std::uint32_t> clearWords() const;
+    // Pre- and peri-LN: the kernel's keys and queries are the directions of the evaluation point, which
+    // stage_combine writes into a buffer of their own with directionWords() (count 0, target y, normalize;
+    // bound with the evaluation point as x and the directions' buffer as y) before each evaluation.
+    bool readsDirections() const;
+    std::vector<std::uint32_t> directionWords() const;
 
     // Live edits, continuing from the current tokens and time; throw SceneError and change nothing when
     // refused. setAttention returns whether the tokens must now be projected onto the sphere (sphere

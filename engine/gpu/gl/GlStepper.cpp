@@ -40,7 +40,8 @@ struct GlStepper::Head {
 GlStepper::GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator, int d,
                      const GlFunctions& gl)
     : PlannedStepper(spec, integrator, d, "OpenGL", kernelDevice(gl)), gl_(&gl), streamPrograms_(gl), x_(gl),
-      y_(gl), kernelOut_(gl), clearParams_(gl), start_(gl), partials_(gl) {
+      y_(gl), kernelOut_(gl), clearParams_(gl), start_(gl), partials_(gl), directions_(gl),
+      directionParams_(gl) {
     assembly_.emplace(buildProgram(gl, "head_assembly.comp", {}));
     combine_.emplace(buildProgram(gl, "stage_combine.comp", {}));
     for (int s = 0; s < kStageVelocities; ++s) k_.push_back(std::make_unique<GlBuffer>(gl));
@@ -113,6 +114,7 @@ void GlStepper::planChanged() {
         combineSlots_[s] = call.k;
     }
     uploadWords(clearParams_, plan().clearWords());
+    uploadWords(directionParams_, plan().directionWords());
     combinesUploaded_ = plan().combinesVersion();
 }
 
@@ -126,6 +128,7 @@ void GlStepper::writeTokens(const Eigen::MatrixXf& X) {
     y_.reserve(bytes);
     for (auto& k : k_) k->reserve(bytes);
     start_.reserve(bytes);
+    directions_.reserve(bytes);
     partials_.reserve(std::size_t(stepperGroups(X.rows())) * sizeof(float));
     // d + 3 columns: a resident pass may add the entropy's e_i (stream_kernel.comp's ENTROPY).
     kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 3) * sizeof(float));
@@ -224,9 +227,20 @@ void GlStepper::evaluateInto(double t, const GlBuffer& at, const GlBuffer& veloc
         dispatch(*assembly_, groups(kStepperGroup));
         return;
     }
+    // Pre- and peri-LN: the kernel reads the directions of `at` (stage_combine: y = x / |x|).
+    const GlBuffer* keys = &at;
+    if (plan().readsDirections()) {
+        directionParams_.bind(0);
+        at.bind(1);
+        directions_.bind(2);
+        for (int slot = 0; slot < kCombineSlots; ++slot) k_[0]->bind(gl::Uint(3 + slot)); // bound, not read
+        partials_.bind(3 + kCombineSlots);
+        dispatch(*combine_, groups(kStepperGroup));
+        keys = &directions_;
+    }
     for (const auto& head : heads_) {
         head->kernelParams.bind(0);
-        at.bind(1);
+        keys->bind(1);
         kernelOut_.bind(4);
         dispatch(streamPrograms_.get(head->variant), streamKernelGroups(head->variant, plan().n()));
 

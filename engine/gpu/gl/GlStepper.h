@@ -81,7 +81,9 @@ class GlStepper : public PlannedStepper {
 
     GlStreamPrograms streamPrograms_;
     std::optional<GlComputeProgram> assembly_, combine_;
-    GlBuffer x_, y_, kernelOut_, clearParams_, start_, partials_;
+    // directions_: pre- and peri-LN's x_j / |x_j| at the evaluation point, written before each evaluation
+    // with directionParams_ (StepperPlan::directionWords).
+    GlBuffer x_, y_, kernelOut_, clearParams_, start_, partials_, directions_, directionParams_;
     std::vector<std::unique_ptr<GlBuffer>> k_, combineParams_;
     std::vector<std::array<int, kCombineSlots>> combineSlots_; // the velocities each stage's combine reads
     // Dormand-Prince's combine words, used in turn: a sub-step uploads at most 8, and its error read-back

@@ -39,7 +39,8 @@ const GlComputeProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
                                {"ENTROPY", v.entropy ? "1" : "0"},
                                {"QPT", std::to_string(v.qpt)},
                                {"UNROLL", std::to_string(v.unroll)},
-                               {"QUAD_BIAS", v.quadraticBias ? "1" : "0"}};
+                               {"QUAD_BIAS", v.quadraticBias ? "1" : "0"},
+                               {"POS_DECAY", v.positionalDecay ? "1" : "0"}};
     std::string key;
     for (const auto& [name, value] : defines) key += value + ",";
     auto it = programs_.find(key);

@@ -26,7 +26,8 @@ VkStepper::VkStepper(const AttentionSpec& spec, const IntegratorSpec& integrator
       assembly_(ctx, requiredSpirv("head_assembly.comp"), 4),
       combine_(ctx, requiredSpirv("stage_combine.comp"), kCombineBindings), x_(ctx, VkPlacement::Device),
       y_(ctx, VkPlacement::Device), kernelOut_(ctx, VkPlacement::Device), staging_(ctx, VkPlacement::Host),
-      start_(ctx, VkPlacement::Device), partials_(ctx, VkPlacement::Device) {
+      start_(ctx, VkPlacement::Device), partials_(ctx, VkPlacement::Device),
+      directions_(ctx, VkPlacement::Device) {
     for (auto& k : k_) k = std::make_unique<VkStorageBuffer>(ctx, VkPlacement::Device);
     for (auto& b : batches_) b = std::make_unique<VkCommandBatch>(ctx);
 }
@@ -39,6 +40,7 @@ VkCommandBatch& VkStepper::beginBatch(int dispatches, std::size_t parameterWords
     batch.begin(std::uint32_t(dispatches), kCombineBindings, parameterWords);
     headsRecorded_ = -1; // the parameter ranges of the last batch are not this one's
     clearRange_ = {};
+    directionRange_ = {};
     return batch;
 }
 
@@ -66,6 +68,7 @@ void VkStepper::writeTokens(const Eigen::MatrixXf& X) {
     y_.reserve(bytes);
     for (auto& k : k_) k->reserve(bytes);
     start_.reserve(bytes);
+    directions_.reserve(bytes);
     partials_.reserve(std::size_t(stepperGroups(X.rows())) * sizeof(float));
     // d + 3 columns: a resident pass may add the entropy's e_i (stream_kernel.comp's ENTROPY).
     kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 3) * sizeof(float));
@@ -114,9 +117,10 @@ VkCommandBatch& VkStepper::openBatch() {
     if (open_) return *open_;
     const std::size_t heads = maxHeads(plan().spec());
     // A sub-step: k1 at the step's start, six stages (an input combine and an evaluation each), the error
-    // pass, and the previous sub-step's update; every evaluation may set its heads up again (keyframes).
-    const int perEvaluation = heads ? 2 * int(heads) : 1;
-    open_ = &beginBatch(7 * perEvaluation + 8, 7 * headWords() + 8 * 13 + 8);
+    // pass, and the previous sub-step's update; every evaluation may set its heads up again (keyframes), and
+    // pre- and peri-LN write the directions first.
+    const int perEvaluation = (heads ? 2 * int(heads) : 1) + (plan().readsDirections() ? 1 : 0);
+    open_ = &beginBatch(7 * perEvaluation + 8, 7 * headWords() + 9 * 13 + 8);
     return *open_;
 }
 
@@ -157,8 +161,9 @@ void VkStepper::keepTokens(bool restore) {
 
 int VkStepper::dispatchesPerStep() const {
     const std::size_t heads = maxHeads(plan().spec());
-    // Per stage: a kernel and an assembly per head (one clearing assembly without heads), then the combine.
-    const int perStage = heads ? 2 * int(heads) + 1 : 2;
+    // Per stage: the directions (pre- and peri-LN), a kernel and an assembly per head (one clearing assembly
+    // without heads), then the combine.
+    const int perStage = (heads ? 2 * int(heads) + 1 : 2) + (heads && plan().readsDirections() ? 1 : 0);
     return perStage * int(plan().stages().size());
 }
 
@@ -169,9 +174,10 @@ std::size_t VkStepper::headWords() const {
 
 std::size_t VkStepper::parameterWords(int steps) const {
     const std::size_t stages = plan().stages().size();
-    // Constant heads are written once per batch; keyframed heads once per evaluation.
+    // Constant heads are written once per batch; keyframed heads once per evaluation; the direction words
+    // once per batch.
     const std::size_t headSets = plan().spec().keyframes.empty() ? 1 : std::size_t(steps) * stages;
-    return stages * 13 + 8 + headSets * headWords();
+    return stages * 13 + 8 + 13 + headSets * headWords();
 }
 
 void VkStepper::recordEvaluation(VkCommandBatch& batch, double t, const VkStorageBuffer& at,
@@ -193,8 +199,21 @@ void VkStepper::recordEvaluation(VkCommandBatch& batch, double t, const VkStorag
                                    streamKernelGroups(h.variant, plan().n())});
         headsRecorded_ = plan().headsVersion();
     }
+    // Pre- and peri-LN: the kernel reads the directions of `at` (stage_combine: y = x / |x|).
+    VkBufferRange keys = x;
+    if (plan().readsDirections()) {
+        if (!directionRange_.buffer) directionRange_ = batch.parameters(plan().directionWords());
+        std::array<VkBufferRange, kCombineBindings> buffers;
+        buffers.fill(wholeOf(*k_[0])); // the velocities: bound, not read
+        buffers[0] = directionRange_;
+        buffers[1] = x;
+        buffers[2] = keys = wholeOf(directions_);
+        buffers[kCombineBindings - 1] = wholeOf(partials_);
+        combine_.record(batch, {}, buffers, groups(kStepperGroup));
+        batch.computeBarrier();
+    }
     for (const HeadRanges& h : headRanges_) {
-        const VkBufferRange kernel[] = {h.kernel, x, x, x, out}; // bias and queries bound, not read
+        const VkBufferRange kernel[] = {h.kernel, keys, x, x, out}; // bias and queries bound, not read
         stream_.record(batch, h.constants, kernel, std::uint32_t(h.groups));
         batch.computeBarrier();
         const VkBufferRange assembly[] = {h.assembly, out, v, x};

@@ -97,7 +97,8 @@ class VkStepper : public PlannedStepper {
     long submissions_ = 0;
 
     VkComputeKernel stream_, assembly_, combine_;
-    VkStorageBuffer x_, y_, kernelOut_, staging_, start_, partials_;
+    // directions_: pre- and peri-LN's x_j / |x_j| at the evaluation point (StepperPlan::directionWords).
+    VkStorageBuffer x_, y_, kernelOut_, staging_, start_, partials_, directions_;
     std::array<std::unique_ptr<VkStorageBuffer>, kStageVelocities> k_;
     VkCommandBatch* open_ = nullptr; // openBatch(), until submitted
 
@@ -110,7 +111,7 @@ class VkStepper : public PlannedStepper {
     };
     std::vector<HeadRanges> headRanges_;
     long headsRecorded_ = -1;
-    VkBufferRange clearRange_;
+    VkBufferRange clearRange_, directionRange_; // this batch's clear and direction words, once recorded
 
     // Declared last: destroyed (each waiting for its submission) before the buffers they use.
     std::array<std::unique_ptr<VkCommandBatch>, 3> batches_;
