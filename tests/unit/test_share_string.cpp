@@ -189,11 +189,18 @@ TEST(ShareString, RejectsCorruptCompressedData) {
                 StartsWith("share string: corrupt compressed data (invalid block type)"));
     // Not a zlib header at all.
     EXPECT_THAT(decodeError("fs1.AAAAAAAA"), StartsWith("share string: corrupt compressed data"));
-    // One changed character inside the stream: a bad code or, at the latest, the Adler-32 check.
+    // One changed character inside the stream: a bad code or, at the latest, the Adler-32 check. The one
+    // exception is a change confined to the bits after the final block's end code, which deflate never
+    // reads: the string then decodes to the very same scene.
+    const std::string scene = sceneToJson(decodeShareString(good));
     for (std::size_t i = 6; i + 4 < good.size(); ++i) {
         std::string bad = good;
         bad[i] = bad[i] == 'A' ? 'B' : 'A';
         const std::string message = decodeError(bad);
+        if (message == "(no error)") {
+            EXPECT_EQ(sceneToJson(decodeShareString(bad)), scene) << "changed character " << i;
+            continue;
+        }
         EXPECT_TRUE(message.rfind("share string: corrupt compressed data", 0) == 0 ||
                     message.rfind("share string: truncated", 0) == 0 ||
                     message.rfind("share string: decompressed size", 0) == 0)
