@@ -127,11 +127,14 @@ commands:
 
   infer PROBLEM.json|NAME --out posterior.safetensors [--samples s.npy] [--rwpo|--no-rwpo] [--iters N]
         [--batch B] [--frame prior|laplace] [--seed S] [--every K] [--summary-samples n] [--threads T]
-        [--max-time DURATION]
+        [--train-lambda] [--max-time DURATION]
       fit a posterior flow to a Bayesian inverse problem (docs/inverse.md): the flow of train run forward
       from N(0, I) and trained by reverse KL against p(x|y) ∝ exp(-|y - F(x)|²/2σ²) p(x); shipped problems:
       linear-gaussian, lorenz63, elliptic, eit (assets/problems); prints the loss, the data misfit, the
       posterior mean and spread and, where the problem has a truth, the relative L1 error of the mean;
+      --train-lambda trains the RWPO layer's λ (frozen at 0.05 otherwise) with the active set's boundary
+      term (docs/math/flows.md#active-set-gradient); samples outside the forward model's domain (EIT:
+      kappa <= 0) reject their step and are counted (the record's training.outside_samples);
       writes the model (sample reads it) and its record (curve, summary) beside it
 
   train-transformer --task A|B --out model.safetensors [--lambda-ot X] [--steps M] [--arch ot|node|discrete]

@@ -43,7 +43,7 @@ nlohmann::json summaryJson(const inverse::PosteriorSummary& s) {
 int infer(const Args& args) {
     ArgParser p(args);
     const std::string out = p.option("--out"), samplesOut = p.option("--samples");
-    const bool noRwpo = p.flag("--no-rwpo"), rwpo = p.flag("--rwpo");
+    const bool noRwpo = p.flag("--no-rwpo"), rwpo = p.flag("--rwpo"), trainLambda = p.flag("--train-lambda");
     if (noRwpo && rwpo) throw UsageError("--rwpo and --no-rwpo contradict each other");
     const std::string itersText = p.option("--iters"), batchText = p.option("--batch"),
                       seedText = p.option("--seed"), frameText = p.option("--frame");
@@ -70,6 +70,8 @@ int infer(const Args& args) {
     }
     inverse::PosteriorFlowConfig c = problem.flow;
     if (noRwpo || rwpo) c.flow.rwpo = rwpo;
+    if (trainLambda && !c.flow.rwpo) throw UsageError("--train-lambda needs the RWPO layer (--rwpo)");
+    if (trainLambda) c.flow.trainLambda = true;
     if (!itersText.empty()) c.iterations = parseLong(itersText, "--iters", 1, 100000000);
     c.adam.decaySteps = c.iterations;
     if (!batchText.empty()) c.batch = int(parseLong(batchText, "--batch", 2, 65536));
@@ -150,9 +152,23 @@ int infer(const Args& args) {
     }
     nlohmann::json curve = nlohmann::json::array();
     const double trainSeconds = seconds();
-    for (const inverse::PosteriorRecord& r : flow.history())
+    long outsideSamples = 0, stepsWithOutside = 0, rejectedSteps = 0;
+    for (const inverse::PosteriorRecord& r : flow.history()) {
         curve.push_back(
             {r.iteration, numberJson(r.terms.loss), numberJson(r.terms.misfit), numberJson(r.seconds)});
+        outsideSamples += r.terms.outside;
+        stepsWithOutside += r.terms.outside > 0;
+        rejectedSteps += r.rejected;
+    }
+    if (outsideSamples > 0)
+        std::printf(
+            "training: %ld samples in %ld of %ld steps left the forward model's domain (EIT: kappa <= 0 "
+            "somewhere): those steps were rejected\n",
+            outsideSamples, stepsWithOutside, flow.iteration());
+    if (rejectedSteps > 0) std::printf("training: %ld steps rejected\n", rejectedSteps);
+    if (c.flow.rwpo)
+        std::printf("RWPO layer: lambda %.5g%s, beta %.5g\n", flow.averagedParams().lambda(),
+                    c.flow.trainLambda ? " (trained)" : " (frozen)", flow.averagedParams().beta());
 
     const inverse::Matrix X = flow.sample(summaryCount, c.seed ^ 0x5eedULL);
     const inverse::PosteriorSummary s = inverse::summarize(post, X);
@@ -173,6 +189,9 @@ int infer(const Args& args) {
                           {"stopped", flow.stopped()},
                           {"seconds", trainSeconds},
                           {"frame", c.frame == inverse::FrameKind::Laplace ? "laplace" : "prior"},
+                          {"outside_samples", outsideSamples},
+                          {"steps_with_outside_samples", stepsWithOutside},
+                          {"rejected_steps", rejectedSteps},
                           {"curve_columns", {"iteration", "loss", "misfit", "seconds"}},
                           {"curve", curve}};
     nlohmann::json events = nlohmann::json::array();
@@ -183,6 +202,10 @@ int infer(const Args& args) {
     record["summary"]["samples"] = summaryCount;
     record["summary"]["loss"] = numberJson(t.loss);
     record["summary"]["loss_outside"] = t.outside; // samples left out of the loss's means
+    if (c.flow.rwpo) {
+        record["summary"]["lambda"] = flow.averagedParams().lambda();
+        record["summary"]["beta"] = flow.averagedParams().beta();
+    }
     {
         const OutputSet::Capture capture(set);
         if (!samplesOut.empty()) {

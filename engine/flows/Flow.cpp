@@ -63,6 +63,8 @@ RwpoOptions layerOptions(const FlowConfig& c, bool besideKeys) {
     RwpoOptions o = c.rwpoOptions;
     o.h = c.h();
     o.leaveOneOut = o.leaveOneOut && !besideKeys;
+    // A trained λ needs the active set's boundary term (docs/math/flows.md#active-set-gradient).
+    o.activeSetGradient = o.activeSetGradient || (c.rwpo && c.trainLambda && c.lambdaBoundaryTerm);
     return o;
 }
 

@@ -61,8 +61,11 @@ struct FlowConfig {
     // starts at (moons, 1000 iterations: 0.05 -> 0.87, 1/3 -> 1.07, 2 -> 1.1), and the samples with it
     // (MMD² 2.9e-2 to 4.6e-2, against 5e-5 or below with λ frozen at 0.05). The paper's λ = 2 at h = 1/48 is
     // a threshold λh = 0.04; at M = 8 (h = 1/8) it would be 0.25, the scale of the data itself.
+    // A trained λ gets that boundary term (lambdaBoundaryTerm, RwpoOptions::activeSetGradient;
+    // docs/math/flows.md#active-set-gradient); false restores the pathwise gradient, to compare.
     double lambda0 = 0.05, beta0 = 1.0;
     bool trainLambda = false, trainBeta = true;
+    bool lambdaBoundaryTerm = true;
     // Weight of the transport cost (19) against the NLL: OT-Flow's α₀/α₁ = 1/30 (its toy settings), not S1's
     // 1:1. Any positive weight makes the minimizer of (16) a compromise between fitting the data and moving
     // little, so its samples are biased by construction; at 1 the bias dominates (8gaussians MMD² 9.5e-3, KL

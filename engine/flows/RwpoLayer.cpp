@@ -12,6 +12,7 @@ namespace flowscope::flows {
 
 namespace {
 
+constexpr double kPi = 3.14159265358979323846;
 using ad::Index;
 template <class S> using Var = ad::Var<S>;
 
@@ -27,6 +28,7 @@ void checkArguments(Index d, Index N, double lambda, double beta, const RwpoOpti
     check(!o.leaveOneOut || N >= 2, "leave-one-out needs at least 2 tokens");
     check(!o.exactLogDet || o.kernel == RwpoKernel::Separable || d == 2 || d == 3,
           "the exact log-det of a vector kernel is implemented for d = 2 and 3 only");
+    check(o.activeSetWidth >= 0 && std::isfinite(o.activeSetWidth), "activeSetWidth must be finite and >= 0");
 }
 
 // The Huber function of the Moreau envelope M of λ|.| (as ad::huberL1), for the diagnostics.
@@ -43,6 +45,63 @@ double softThreshold(double s, double t) {
 void softmaxInPlace(Eigen::VectorXd& u) {
     u = (u.array() - u.maxCoeff()).exp();
     u /= u.sum();
+}
+
+// foldGuardedLog's value.
+double guardedLogValue(double det) {
+    return det >= kFoldFloor ? std::log(det) : std::log(kFoldFloor) + (det - kFoldFloor) / kFoldFloor;
+}
+
+// One token's logDetTerm (as recordRwpo records it) for the active set `act` (d entries, 0 or 1), from its
+// weighted variances `var` (d) and the covariances `cov` of `pairs` (exactLogDet, vector kernels).
+double tokenLogDetTerm(const RwpoOptions& o, double kappa, const Eigen::VectorXd& act,
+                       const Eigen::VectorXd& var, const std::vector<std::pair<Index, Index>>& pairs,
+                       const Eigen::VectorXd& cov) {
+    const Index d = act.size();
+    const bool asPrinted = o.kernel == RwpoKernel::AsPrinted;
+    // The as-printed kernel's ∂m/∂x = 2κ C_w (I - D): column b of κ C_w counts where b is inactive.
+    const Eigen::VectorXd seen =
+        asPrinted ? Eigen::VectorXd((1.0 - act.array()).matrix()) : Eigen::VectorXd::Ones(d);
+    if (!o.exactLogDet) return 0.5 * act.sum() - kappa * var.dot(seen);
+    const Eigen::VectorXd diagonal =
+        (1.0 + 0.5 * act.array() - kappa * (var.array() * seen.array())).matrix();
+    if (o.kernel == RwpoKernel::Separable) {
+        double sum = 0;
+        for (Index i = 0; i < d; ++i) sum += guardedLogValue(diagonal(i));
+        return sum;
+    }
+    Eigen::MatrixXd J = Eigen::MatrixXd(diagonal.asDiagonal());
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
+        const auto [a, b] = pairs[k];
+        J(a, b) = -kappa * cov(Index(k)) * seen(b);
+        J(b, a) = -kappa * cov(Index(k)) * seen(a);
+    }
+    return guardedLogValue(J.determinant());
+}
+
+// Δ (d x N): the jump of each token's logDetTerm when coordinate i turns active, D_ii: 0 -> 1, the rest of
+// its active set as it is.
+template <class S>
+ad::Matrix<S> activeSetJumps(const RwpoOptions& o, double kappa, const ad::Matrix<S>& active,
+                             const ad::Matrix<S>& var, const std::vector<std::pair<Index, Index>>& pairs,
+                             const std::vector<ad::Var<S>>& cov) {
+    const Index d = active.rows(), N = active.cols();
+    ad::Matrix<S> jumps(d, N);
+    Eigen::VectorXd c(Index(pairs.size()));
+    for (Index j = 0; j < N; ++j) {
+        for (std::size_t k = 0; k < pairs.size(); ++k) c(Index(k)) = double(cov[k].value()(0, j));
+        const Eigen::VectorXd v = var.col(j).template cast<double>();
+        Eigen::VectorXd act = active.col(j).template cast<double>();
+        for (Index i = 0; i < d; ++i) {
+            const double was = act(i);
+            act(i) = 1;
+            const double on = tokenLogDetTerm(o, kappa, act, v, pairs, c);
+            act(i) = 0;
+            jumps(i, j) = S(on - tokenLogDetTerm(o, kappa, act, v, pairs, c));
+            act(i) = was;
+        }
+    }
+    return jumps;
 }
 
 } // namespace
@@ -172,6 +231,33 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
                                                 ad::mul(entry(0, 2), minor(1, 2, 0, 1)));
             out.logDetTerm = foldGuardedLog(det);
         }
+    }
+    if (o.activeSetGradient) { // docs/math/flows.md#active-set-gradient
+        const ad::Matrix<S> jumps =
+            activeSetJumps(o, double(beta.scalar()) / (4 * o.h), active, var.value(), pairs, cov);
+        // Bandwidth per coordinate: activeSetWidth, or Silverman's rule on the keys, 1.06 sd N_k^(-1/5) (the
+        // keys, not the queries: a batch split across tapes then gets the whole batch's), as the logistic's
+        // scale ε = bandwidth √3/π (the logistic density's standard deviation is π ε/√3).
+        const ad::Matrix<S> Yv = Y.value();
+        ad::Matrix<S> inverseWidth(d, 1);
+        for (Index i = 0; i < d; ++i) {
+            double bandwidth = o.activeSetWidth;
+            if (bandwidth <= 0) {
+                const Eigen::ArrayXd y = Yv.row(i).transpose().template cast<double>().array();
+                bandwidth = 1.06 * std::sqrt((y - y.mean()).square().mean()) * std::pow(double(Nk), -0.2);
+            }
+            const double width = bandwidth * std::sqrt(3.0) / kPi;
+            inverseWidth(i, 0) = width > 0 ? S(1 / width) : S(0);
+        }
+        // 1{|x_i| > λh} = 1{x_i - λh > 0} + 1{-x_i - λh > 0}, each face smoothed on its own: a kernel on
+        // |x_i| - λh would reach past |x_i| = 0, where that variable has no density, and see half the face's
+        // density once the bandwidth exceeds λh (the default λh is 0.006 at h = 1/8).
+        const Var<S> inverse = tape.constant(inverseWidth), minusThreshold = ad::neg(threshold);
+        const Var<S> step =
+            ad::add(ad::sigmoid(ad::mulCol(ad::addScalar(X, minusThreshold), inverse)),
+                    ad::sigmoid(ad::mulCol(ad::addScalar(ad::neg(X), minusThreshold), inverse)));
+        const Var<S> zero = ad::sub(step, tape.constant(step.value())); // value 0, gradient σ'
+        out.logDetTerm = ad::add(out.logDetTerm, ad::colSum(ad::maskMul(zero, jumps)));
     }
     return out;
 }

@@ -31,6 +31,10 @@
 //     Separable   J_F = diag(1 + D_ii/2 - κ Var_i)   (diagonal: exact for any d)
 // n_act is piecewise constant: it carries no gradient. The VALUE is the frozen-key quantity; its gradient
 // flows through queries and keys alike (both depend on the parameters through earlier layers).
+// activeSetGradient adds to logDetTerm the zero-valued Σ_i Δ_i (s_i - [s_i]), s_i = σ((x_i - λh)/ε_i) +
+// σ((-x_i - λh)/ε_i) the indicator 1{|x_i| > λh} smoothed face by face, [.] a constant of the same value, Δ_i
+// the term's jump when coordinate i turns active: its gradient is a kernel estimate, bandwidth ε_i, of the
+// boundary term of d/dλ (and d/dx) of the expected log-det (docs/math/flows.md#active-set-gradient).
 //
 // Cost per layer O(N² d) time but only O(N d) memory: the softmax and the weighted moments are one
 // ad::attention node, which keeps no N x N matrix (it recomputes its weights in backward()).
@@ -49,6 +53,11 @@ struct RwpoOptions {
     bool leaveOneOut = false; // exclude the query's own key (not in the paper; for small-N demos)
     bool exactLogDet = false; // log det J_F instead of 1/2 div G (vector kernels: d = 2 or 3)
     double h = 1.0 / 48.0;    // the layer's step: threshold λh, kernel variance s² = 2h/β
+    // Adds the active set's boundary term to the gradient of logDetTerm (its value is unchanged): the
+    // log-det jumps where a coordinate crosses |x_i| = λh, which the pathwise gradient cannot see
+    // (docs/math/flows.md#active-set-gradient). Flows turn it on with a trained λ.
+    bool activeSetGradient = false;
+    double activeSetWidth = 0; // its kernel's standard deviation in x; 0: Silverman's rule on the keys
 };
 
 template <class S> struct RwpoOutputs {

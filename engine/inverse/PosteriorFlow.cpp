@@ -222,7 +222,10 @@ bool PosteriorFlow::step() {
                              ad::scale(fw.hjb, config_.flow.hjb()));
     r.terms = {loss.scalar(),         fw.logRho.value().mean(), values.mean(),
                -prior.value().mean(), fw.transport.scalar(),    fw.hjb.scalar()};
-
+    // Samples outside the forward model's domain (EIT: κ <= 0 somewhere) have no misfit, so the step's loss
+    // is not finite and the step is rejected; they are counted. (Leaving them out of the step's mean instead
+    // rewards leaving the domain: the flow spread out of it, docs/math/flows.md#domain.)
+    r.terms.outside = long((!values.array().isFinite()).count());
     auto reject = [&](const std::string& why) {
         const flows::StepGuard::Rejection rj = guard_.reject(why, adam_);
         if (rj.restore) params_ = checkpoint_;
@@ -230,7 +233,10 @@ bool PosteriorFlow::step() {
         events_.push_back({iteration_, rj.message});
         r.rejected = true;
     };
-    if (!std::isfinite(r.terms.loss)) {
+    if (r.terms.outside > 0) {
+        reject(std::to_string(r.terms.outside) + " of the " + std::to_string(config_.batch) +
+               " samples outside the forward model's domain");
+    } else if (!std::isfinite(r.terms.loss)) {
         reject("non-finite loss (" + std::to_string(r.terms.loss) + ")");
     } else {
         tape_.backward(loss);

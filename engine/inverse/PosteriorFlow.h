@@ -63,16 +63,18 @@ struct PosteriorFlowConfig {
     std::uint64_t seed = 0;       // the base draws' stream (flow.seed initializes φ)
 };
 
-// The terms of J on one batch (means over the batch). In an evaluation (PosteriorFlow::evaluate) the means
-// are over the samples where every term is finite, and `outside` counts the others: samples outside the
-// forward model's domain (EIT: κ ≤ 0 somewhere) have no misfit, and averaged in they made the loss NaN.
+// The terms of J on one batch (means over the batch). Samples outside the forward model's domain (EIT: κ ≤ 0
+// somewhere) have no misfit: a training step holding one is rejected and counts them in `outside`; an
+// evaluation (PosteriorFlow::evaluate) takes its means over the samples where every term is finite and
+// counts the others (averaged in, they made the final loss NaN).
 struct PosteriorTerms {
     double loss = 0;
     double logRho = 0;   // mean log ρ_T(x_j): minus the flow's entropy estimate
     double misfit = 0;   // mean ½‖y − F(x_j)‖²/σ²
     double logPrior = 0; // mean log p(x_j)
     double transport = 0, hjb = 0;
-    long outside = 0; // an evaluation's samples left out of the means
+    long outside =
+        0; // samples outside the domain: a step's (rejected), an evaluation's (left out of its means)
 };
 
 struct PosteriorRecord {

@@ -30,6 +30,9 @@ TEST(InferCli, WritesTheModelItsRecordAndSamplesAndSampleReadsTheModel) {
     EXPECT_EQ(record["format"], "flowscope-posterior");
     EXPECT_EQ(record["training"]["iterations"], 30);
     EXPECT_EQ(record["training"]["curve"].size(), 30u);
+    EXPECT_EQ(record["training"]["outside_samples"], 0); // the linear model has no domain to leave
+    EXPECT_EQ(record["training"]["rejected_steps"], 0);
+    EXPECT_DOUBLE_EQ(record["summary"]["lambda"].get<double>(), 0.05); // frozen by default
 
     // sample on the saved model gives the in-process sampler's draws, bit for bit.
     const fs::path more = dir.path() / "more.npy";
@@ -60,6 +63,9 @@ TEST(InferCli, BadProblemsExitTwoNamingTheFieldAndWriteNothing) {
     EXPECT_NE(r.out.find("--out"), std::string::npos) << r.out;
     r = cli("infer linear-gaussian --rwpo --no-rwpo --out " + out.string());
     EXPECT_EQ(r.code, 2) << r.out;
+    r = cli("infer linear-gaussian --no-rwpo --train-lambda --out " + out.string());
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find("--train-lambda"), std::string::npos) << r.out;
     r = cli("infer linear-gaussian --iters 0 --out " + out.string());
     EXPECT_EQ(r.code, 2) << r.out;
     EXPECT_FALSE(fs::exists(out));

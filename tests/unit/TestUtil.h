@@ -87,6 +87,19 @@ inline double normalQuantile(double p) {
     return 0.5 * (lo + hi);
 }
 
+// n points (2 x n) of N(μ, σ² I) with distinct coordinates and no clusters: Roberts' R2 low-discrepancy
+// sequence mapped through the normal quantile. A line moving by δ crosses ≈ n ρ δ of them, smoothly.
+inline Eigen::MatrixXd quasiNormal(int n, const Eigen::Vector2d& mu, double sigma) {
+    const double phi = 1.32471795724474602596; // the plastic number: α = (1/φ, 1/φ²)
+    const double a1 = 1 / phi, a2 = 1 / (phi * phi);
+    Eigen::MatrixXd X(2, n);
+    for (int k = 0; k < n; ++k) {
+        const double u1 = std::fmod(0.5 + a1 * (k + 1), 1.0), u2 = std::fmod(0.5 + a2 * (k + 1), 1.0);
+        X.col(k) = mu + sigma * Eigen::Vector2d(normalQuantile(u1), normalQuantile(u2));
+    }
+    return X;
+}
+
 inline Tokens quantileTokens1d(int n, double variance) {
     Tokens X(n, 1);
     for (int i = 0; i < n; ++i) X(i, 0) = std::sqrt(variance) * normalQuantile((i + 0.5) / n);

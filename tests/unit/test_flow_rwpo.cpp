@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/Dense>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -26,6 +28,8 @@ using flowscope::flows::RwpoOptions;
 using Md = ad::Matrix<double>;
 using Vd = ad::Var<double>;
 using Eigen::VectorXd;
+using flowscope::test::normalQuantile;
+using flowscope::test::quasiNormal;
 using flowscope::test::scalar;
 
 namespace {
@@ -155,10 +159,16 @@ double maxRelative(const Md& a, const Md& b) {
 
 // --- Against the direct double loop ---
 
+// The spread of the test tokens in d dimensions: 0.4 in d = 2, 3; 0.12 in d = 8, where the squared distances
+// (≈ 2 d σ²) would otherwise be many kernel widths 4h/β ≈ 0.083 and every weight would sit on one key.
+double spreadFor(Index d) {
+    return d <= 3 ? 0.4 : 0.12;
+}
+
 TEST(FlowRwpo, OutputMatchesTheDirectDoubleLoopOfEq22) {
-    for (Index d : {2, 3}) {
+    for (Index d : {2, 3, 8}) {
         const double lambda = 5, beta = 1; // λh ≈ 0.10: active and inactive coordinates alike
-        const Md X = tokens(d, 40, 11 + d, 0.4);
+        const Md X = tokens(d, 40, 11 + d, spreadFor(d));
         for (RwpoKernel kernel : kKernels) {
             for (bool loo : {false, true}) {
                 const RwpoOptions o{.kernel = kernel, .leaveOneOut = loo, .h = kH};
@@ -236,9 +246,11 @@ TEST(FlowRwpo, SoftThresholdKeepsItsSign) {
 // --- Divergence and gradients ---
 
 TEST(FlowRwpo, DivergenceIsTheTraceOfTheFrozenKeyJacobian) {
+    // d = 2 and 3 (the tape's exact log-det of every kernel) and d = 8 (the first-order trace of every
+    // kernel, the tape's exact log-det of the separable one, det J_F of the diagnostics for all).
     const double lambda = 5, beta = 1, t = lambda * kH;
-    for (Index d : {2, 3}) {
-        const Md X = tokens(d, 50, 21 + d, 0.4, t, 1e-3);
+    for (Index d : {2, 3, 8}) {
+        const Md X = tokens(d, 50, 21 + d, spreadFor(d), t, 1e-3);
         for (RwpoKernel kernel : kKernels) {
             for (bool loo : {false, true}) {
                 RwpoOptions o{.kernel = kernel, .leaveOneOut = loo, .h = kH};
@@ -259,7 +271,7 @@ TEST(FlowRwpo, DivergenceIsTheTraceOfTheFrozenKeyJacobian) {
                     int(d), kernelName(kernel), loo ? "leave-one-out" : "", errTrace, errDiag);
                 EXPECT_LT(errTrace, 1e-6) << kernelName(kernel) << " d = " << d << " loo = " << loo;
                 EXPECT_LT(errDiag, 1e-6) << kernelName(kernel) << " d = " << d << " loo = " << loo;
-                { // exact for every kernel at d = 2 and 3
+                if (d <= 3 || kernel == RwpoKernel::Separable) { // the tape's exact log-det
                     o.exactLogDet = true;
                     const double errExact = maxRelative(record(X, lambda, beta, o).logDet, logDet);
                     std::printf("; guarded log det J_F vs FD: %.1e", errExact);
@@ -331,15 +343,7 @@ TEST(FlowRwpo, OneDimensionalGaussianIsTheHeatFlow) {
     const int N = 4000;
     const double v = 1, beta = 1, s2 = 2 * kH / beta;
     Md X(1, N);
-    for (int i = 0; i < N; ++i) { // deterministic N(0, v) quantiles, by bisection on erfc
-        const double p = (i + 0.5) / N;
-        double lo = -10, hi = 10;
-        for (int k = 0; k < 100; ++k) {
-            const double mid = 0.5 * (lo + hi);
-            (0.5 * std::erfc(-mid / std::sqrt(2.0)) < p ? lo : hi) = mid;
-        }
-        X(0, i) = std::sqrt(v) * 0.5 * (lo + hi);
-    }
+    for (int i = 0; i < N; ++i) X(0, i) = std::sqrt(v) * normalQuantile((i + 0.5) / N); // deterministic
     const RwpoOptions o{.h = kH};
     const Md y = record(X, 0.0, beta, o).y;
     const double mx = X.mean(), my = y.mean();
@@ -358,6 +362,180 @@ TEST(FlowRwpo, OneDimensionalGaussianIsTheHeatFlow) {
     EXPECT_NEAR(vy - vx, (a * a - 1) * vx, 1e-3);
     EXPECT_NEAR((vy - vx) / (2 * kH / beta), 1.0, 0.05);
     EXPECT_NEAR(my, 0.0, 1e-12);
+}
+
+// A Gaussian N(μ, Σ) in d = 2 whose coordinates all keep one sign, sign(μ) = g
+// (docs/math/flows.md#gaussian-step): there S(x) = x - λh g and M(y) = λ gᵀy + const, so the continuum layer
+// is the affine map
+//     F(x) = x + ½ (x - λh g - m(x)),   m(x) = P⁻¹ (Σ⁻¹ μ + x / s² + (βλ/2) g),   P = Σ⁻¹ + I / s²,
+// and the Fokker–Planck step it discretises (∂ρ = ∇·(ρ ∇ψ) + β⁻¹ Δρ, ∇ψ = λ g) sends N(μ, Σ) to
+// N(μ - λh g, Σ + (2h/β) I) exactly. The keys are a product grid of normal quantiles mapped by μ + L z
+// (L Lᵀ = Σ), n² of them: their kernel sums are a midpoint rule of the Gaussian integrals. The queries are
+// few (25), so n = 200 costs little.
+struct GaussianCase {
+    Eigen::Vector2d mu;
+    Eigen::Matrix2d Sigma;
+    double lambda, beta, h;
+};
+
+Md gaussianKeys(const GaussianCase& c, int n) {
+    const Eigen::Matrix2d L = c.Sigma.llt().matrixL();
+    std::vector<double> z(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) z[std::size_t(i)] = normalQuantile((i + 0.5) / n);
+    Md K(2, n * n);
+    for (int a = 0; a < n; ++a)
+        for (int b = 0; b < n; ++b)
+            K.col(a * n + b) = c.mu + L * Eigen::Vector2d(z[std::size_t(a)], z[std::size_t(b)]);
+    return K;
+}
+
+// The continuum layer F(x) = A x + b of the comment above.
+std::pair<Eigen::Matrix2d, Eigen::Vector2d> continuumLayer(const GaussianCase& c) {
+    const double s2 = 2 * c.h / c.beta;
+    const Eigen::Vector2d g = c.mu.array().sign().matrix();
+    const Eigen::Matrix2d I = Eigen::Matrix2d::Identity(), Si = c.Sigma.inverse();
+    const Eigen::Matrix2d Pi = (Si + I / s2).inverse();
+    const Eigen::Matrix2d A = 1.5 * I - 0.5 * Pi / s2;
+    const Eigen::Vector2d b =
+        -0.5 * c.lambda * c.h * g - 0.5 * Pi * (Si * c.mu + 0.5 * c.beta * c.lambda * g);
+    return {A, b};
+}
+
+// The code's layer on queries Q beside the quantile keys, and the affine map fitted to it by least squares.
+std::pair<Eigen::Matrix2d, Eigen::Vector2d> fittedLayer(const GaussianCase& c, const Md& Q, const Md& keys,
+                                                        Md* out = nullptr) {
+    const RwpoOptions o{.h = c.h};
+    const Md y = record(Q, c.lambda, c.beta, o, &keys).y;
+    if (out) *out = y;
+    Md design(Q.cols(), 3);
+    design << Q.transpose(), Md::Ones(Q.cols(), 1);
+    const Md coef = design.colPivHouseholderQr().solve(Md(y.transpose())); // 3 x 2: [Aᵀ; bᵀ]
+    return {coef.topRows(2).transpose(), coef.row(2).transpose()};
+}
+
+// Queries on a 5 x 5 grid within 1.5 standard deviations of the mean (their kernels see no grid edge).
+Md centralQueries(const GaussianCase& c) {
+    const Eigen::Matrix2d L = c.Sigma.llt().matrixL();
+    Md Q(2, 25);
+    for (int a = 0; a < 5; ++a)
+        for (int b = 0; b < 5; ++b)
+            Q.col(a * 5 + b) = c.mu + L * Eigen::Vector2d(0.75 * (a - 2), 0.75 * (b - 2));
+    return Q;
+}
+
+TEST(FlowRwpo, GaussianThroughTheLayerIsItsContinuumAffineMap) {
+    // The kernel sums over n² quantile keys are a midpoint rule of the Gaussian integrals: the code's map
+    // converges to A x + b as n grows, by about 4 per doubling of n (second order in 1/n).
+    Eigen::Matrix2d Sigma;
+    Sigma << 0.36, 0.12, 0.12, 0.25;
+    for (const double lambda : {0.0, 2.0}) { // the heat flow alone; with the L1 prior's pull
+        const GaussianCase c{{2.5, -2.0}, Sigma, lambda, 1.0, kH};
+        const Md Q = centralQueries(c);
+        const auto [A, b] = continuumLayer(c);
+        const Md expected = (A * Q).colwise() + b;
+        double err[2];
+        for (int k = 0; k < 2; ++k) {
+            const Md keys = gaussianKeys(c, k == 0 ? 100 : 200);
+            // Every key and query inside its orthant beyond λh: S and M are affine there.
+            ASSERT_GT(keys.cwiseAbs().minCoeff(), 2 * lambda * kH);
+            Md y;
+            fittedLayer(c, Q, keys, &y);
+            err[k] = (y - expected).cwiseAbs().maxCoeff();
+        }
+        std::printf(
+            "[ rwpo ] Gaussian, lambda = %.0f: layer vs continuum affine map, max error %.1e (100² keys), "
+            "%.1e (200² keys)\n",
+            lambda, err[0], err[1]);
+        EXPECT_GT(err[0] / err[1], 3.0) << "lambda " << lambda;
+        EXPECT_LT(err[1], 5e-5) << "lambda " << lambda;
+    }
+}
+
+TEST(FlowRwpo, GaussianSubStepIsTheFokkerPlanckStepToFirstOrder) {
+    // The map fitted to the code's layer pushes N(μ, Σ) to N(A μ + b, A Σ Aᵀ); the exact Fokker–Planck step
+    // gives N(μ - λh g, Σ + (2h/β) I). Their gap is the scheme's local error
+    // (docs/math/flows.md#gaussian-step):
+    //     mean        ½ λh (I - B) g = (λh²/β) Σ⁻¹ g (1 + O(s² Σ⁻¹)),      B = (I + s² Σ⁻¹)⁻¹, s² = 2h/β,
+    //     covariance  -¾ s⁴ Σ⁻¹ (1 + O(s² Σ⁻¹)) = -3 (h/β)² Σ⁻¹ (...),
+    // second order in h: the scheme is consistent, of order one. Each gap is checked against its leading term
+    // to within 2 s² ‖Σ⁻¹‖ (the next order), at h = 1/48, 1/96, 1/192: a mistake of order h would be off by a
+    // factor ~1/h.
+    Eigen::Matrix2d Sigma;
+    Sigma << 0.36, 0.12, 0.12, 0.25;
+    const Eigen::Matrix2d Si = Sigma.inverse();
+    for (const int steps : {48, 96, 192}) {
+        const double h = 1.0 / steps, beta = 1.0, s2 = 2 * h / beta;
+        const GaussianCase c{{2.5, -2.0}, Sigma, 2.0, beta, h};
+        const Md keys = gaussianKeys(c, 200);
+        const auto [A, b] = fittedLayer(c, centralQueries(c), keys);
+        const Eigen::Vector2d g = c.mu.array().sign().matrix();
+        const Eigen::Vector2d meanGap = A * c.mu + b - (c.mu - c.lambda * h * g);
+        const Eigen::Matrix2d covGap =
+            A * Sigma * A.transpose() - (Sigma + 2 * h / beta * Eigen::Matrix2d::Identity());
+        const Eigen::Vector2d meanLead = c.lambda * h * h / beta * Si * g;
+        const Eigen::Matrix2d covLead = -3 * (h / beta) * (h / beta) * Si;
+        const double next = 2 * s2 * Si.norm();
+        const double meanRel = (meanGap - meanLead).norm() / meanLead.norm();
+        const double covRel = (covGap - covLead).norm() / covLead.norm();
+        std::printf("[ rwpo ] Gaussian FP step, h = 1/%d: mean gap %.3e (lead %.3e, rel dev %.3f), "
+                    "covariance gap %.3e (lead %.3e, rel dev %.3f), next order %.3f\n",
+                    steps, meanGap.norm(), meanLead.norm(), meanRel, covGap.norm(), covLead.norm(), covRel,
+                    next);
+        EXPECT_LT(meanRel, next) << "h = 1/" << steps;
+        EXPECT_LT(covRel, next) << "h = 1/" << steps;
+    }
+}
+
+TEST(FlowRwpo, LambdaGradientWithTheActiveSetBoundaryTermMatchesFiniteDifferences) {
+    // L(λ) = mean over queries of logDetTerm beside fixed keys. Each query's term jumps by Δ_i where its
+    // coordinate i crosses |x_i| = λh, so dL/dλ = (pathwise part) - h Σ_i ∫_{|x_i| = λh} Δ_i ρ
+    // (docs/math/flows.md#active-set-gradient). The finite difference of L over 8000 quasi-random queries
+    // sees the jumps of the ≈ 2·8000·ρ·δh ≈ 130 queries per coordinate that cross; the tape sees them only
+    // with activeSetGradient. The two agree within 3 % of the boundary term, which is 17–60 % of the
+    // derivative here. The corrected and separable kernels, where no query folds (2000 keys, a dense cloud):
+    // there Δ_i is smooth across the face. The as-printed kernel is left out: its weights spread over the
+    // whole cloud, κ C_w ≈ 3, every query folds and Δ_i is the guarded log's 1/δ-steep tangent, a quantity
+    // neither estimate resolves.
+    const double lambda = 5, beta = 1, delta = 0.5; // λh ≈ 0.104, the threshold moves by ±δh ≈ ±0.01
+    const Md Q = quasiNormal(8000, {0.1, -0.05}, 0.5), K = tokens(2, 2000, 91, 0.5);
+    const auto loss = [&](double l, const RwpoOptions& o, double* grad) {
+        ad::Tape<double> tape;
+        Md value = scalar(l), gl = Md::Zero(1, 1);
+        const auto lv = tape.parameter(value, gl);
+        const auto out =
+            recordRwpo(tape, tape.constant(Q), lv, tape.constant(scalar(beta)), o, tape.constant(K));
+        const Vd L = ad::mean(out.logDetTerm);
+        if (grad) {
+            tape.backward(L);
+            *grad = gl(0, 0);
+        }
+        return L.scalar();
+    };
+    for (RwpoKernel kernel : {RwpoKernel::Corrected, RwpoKernel::Separable}) {
+        for (bool exact : {false, true}) {
+            RwpoOptions o{.kernel = kernel, .exactLogDet = exact, .h = kH};
+            for (const double l : {lambda - delta, lambda + delta})
+                ASSERT_GT(flowscope::flows::rwpoJacobianDeterminants(Q, l, beta, o, &K).minCoeff(),
+                          flowscope::flows::kFoldFloor)
+                    << kernelName(kernel);
+            // Richardson-extrapolated central difference: the O(δ²) term of the smooth part cancels.
+            const auto central = [&](double e) {
+                return (loss(lambda + e, o, nullptr) - loss(lambda - e, o, nullptr)) / (2 * e);
+            };
+            const double fd = (4 * central(delta / 2) - central(delta)) / 3;
+            double pathwise = 0, full = 0;
+            loss(lambda, o, &pathwise);
+            o.activeSetGradient = true;
+            o.activeSetWidth = 0.01;
+            loss(lambda, o, &full);
+            std::printf(
+                "[ rwpo ] dL/dlambda %-10s %-11s finite difference %.5f, with the boundary term %.5f, "
+                "pathwise only %.5f\n",
+                kernelName(kernel), exact ? "exact" : "first order", fd, full, pathwise);
+            EXPECT_NEAR(full, fd, 0.03 * std::abs(fd - pathwise)) << kernelName(kernel) << " exact " << exact;
+            EXPECT_GT(std::abs(fd - pathwise), 0.1 * std::abs(fd)) << kernelName(kernel); // the term matters
+        }
+    }
 }
 
 TEST(FlowRwpo, AsPrintedKernelHasUniformWeightsAtLambdaZero) {
