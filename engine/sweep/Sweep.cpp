@@ -726,13 +726,9 @@ SweepCompute sweepComputeOn(std::shared_ptr<const ComputeBackend> backend) {
 SweepRunResult runSweepRun(const SweepSpec& spec, long run, const SweepCompute& compute) {
     SweepRunResult r;
     Scene scene;
-    PreparedRun prepared;
     try {
         scene = sweepScene(spec, run);
         checkMode(spec, scene);
-        // The backend is asked before the run (a cell it cannot run is refused, or invalid when skipped).
-        if (spec.mode != SweepMode::Moments)
-            prepared = prepareRun(compute.backend ? *compute.backend : ComputeBackend{}, scene);
     } catch (const JsonError& e) { // the cell's scene (SweepError at /axes) or its mode (SceneError)
         if (!spec.skipInvalid || (dynamic_cast<const SweepError*>(&e) && e.pointer != "/axes")) throw;
         r.valid = false;
@@ -741,8 +737,10 @@ SweepRunResult runSweepRun(const SweepSpec& spec, long run, const SweepCompute& 
     }
     if (spec.mode == SweepMode::Moments)
         momentMeasures(spec, scene, r.measures);
-    else
-        particleMeasures(spec, scene, prepared, r.measures);
+    else // the backend asked before the run: a valid scene it cannot run stops the sweep, naming the field
+        particleMeasures(spec, scene,
+                         prepareRun(compute.backend ? *compute.backend : ComputeBackend{}, scene),
+                         r.measures);
     return r;
 }
 

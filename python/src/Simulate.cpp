@@ -77,8 +77,13 @@ struct Keywords {
     pb::dict parameters; // schema keyword -> value
 };
 
-// The scene parameter of a keyword, or a TypeError as Python words it for an unknown keyword argument.
+// The scene parameter of a keyword, or a TypeError as Python words it for an unknown keyword argument. d is
+// no keyword: every matrix and vector of a scene has d entries, so a new d is a new scene.
 const SceneParam& keywordParam(const std::string& keyword) {
+    if (keyword == "d")
+        throw InputError("d",
+                         "cannot be set by keyword (every matrix and vector of the scene has d entries): "
+                         "pass a scene, or tokens X0, of that dimension");
     std::vector<std::string_view> keywords{"attention"};
     for (const SceneParam& p : sceneParams()) {
         if (p.keyword == keyword) return p;
@@ -90,15 +95,28 @@ const SceneParam& keywordParam(const std::string& keyword) {
                          "; flowscope.parameters() lists the scene's");
 }
 
-// The scene with the keywords set: the attention first, then the parameters (beta=4 on top of it).
+// The scene with the keywords set: the attention first, then the parameters (beta=4 on top of it). An error
+// at the field of any keyword given is named by that keyword (T=1e-300 with steps=10**9: "T: the nominal
+// step ...", although steps was set after T).
 Scene withKeywords(Scene scene, const Keywords& k) {
-    if (!k.attention.is_none())
-        scene = withKeyword(scene, "attention", "/attention", attentionJson(k.attention));
-    for (const auto& [key, value] : k.parameters) {
-        const std::string keyword = pb::str(key);
-        const SceneParam& p = keywordParam(keyword);
-        if (value.is_none()) continue;
-        scene = withKeyword(scene, keyword, p.pointer, pythonToJson(value, keyword));
+    std::vector<std::pair<std::string, std::string>> given{{"attention", "/attention"}}; // keyword, pointer
+    try {
+        if (!k.attention.is_none())
+            scene = withKeyword(scene, "attention", "/attention", attentionJson(k.attention));
+        for (const auto& [key, value] : k.parameters) {
+            const std::string keyword = pb::str(key);
+            const SceneParam& p = keywordParam(keyword);
+            if (value.is_none()) continue;
+            given.emplace_back(keyword, std::string(p.pointer));
+            scene = withKeyword(scene, keyword, p.pointer, pythonToJson(value, keyword));
+        }
+    } catch (const SceneError& e) { // at another keyword's field than the one set
+        for (const auto& [keyword, pointer] : given) {
+            const std::string_view at = e.pointer;
+            if (at.starts_with(pointer) && (at.size() == pointer.size() || at[pointer.size()] == '/'))
+                throw InputError(keyword + std::string(at.substr(pointer.size())), e.detail);
+        }
+        throw;
     }
     return scene;
 }
@@ -108,6 +126,9 @@ Scene withKeywords(Scene scene, const Keywords& k) {
 // tokens are attached last, never through JSON: N is bounded by the scene's /n and the memory, not by the
 // 65536 points a scene file may inline.
 Scene arrayScene(const pb::handle& X0, const Keywords& k) {
+    for (const char* keyword : {"n", "init"})
+        if (k.parameters.contains(keyword) && !k.parameters[keyword].is_none())
+            throw InputError(keyword, "is X0's in the array form (its rows are the tokens): leave it out");
     bool f32 = false;
     Mat X = toPoints(X0, "X0", 0, kSceneMaxTokens, 0.0, {}, &f32);
     const auto scene = [&](Eigen::Index d, Eigen::Index n) {
@@ -143,7 +164,11 @@ Scene arrayScene(const pb::handle& X0, const Keywords& k) {
                                        ") (tokens are rows: was a (d, N) array passed? X0.T is (N, d))");
         throw;
     }
+    // The keywords' seed and noise stay (noise jitters the points); N, d and the kind are X0's.
+    const InitialSpec keywords = s.initial;
     s.initial = InitialSpec{};
+    s.initial.seed = keywords.seed;
+    s.initial.noise = keywords.noise;
     s.initial.kind = InitKind::Points;
     s.initial.points = std::move(X);
     return s;

@@ -153,12 +153,12 @@ def test_every_scene_parameter_is_a_keyword_setting_its_pointer():
              "attention": {"type": "softmax", "heads": [{"Q": 1, "K": 1, "V": [[0, -1], [1, 0.2]]}]},
              "integrator": {"T": 0.3, "steps": 3}, "output": {"every": 1}}
     for keyword, value in [("beta", 2.5), ("masked", True), ("normalization", "pre"), ("positional_decay", 2.0),
-                           ("seed", 9), ("noise", 0.2), ("scale_by_sqrt_k", True), ("every", 2)]:
+                           ("seed", 9), ("noise", 0.2), ("scale_by_sqrt_k", True), ("precision", "float32")]:
         by_keyword = flowscope.simulate(scene, **{keyword: value})
         by_pointer = flowscope.simulate(flowscope.Scene(scene).replace(params[keyword]["pointer"], value))
         assert by_keyword.scene == by_pointer.scene, keyword
         same_run(by_keyword, by_pointer)
-        assert not np.array_equal(by_keyword.tokens[-1], flowscope.simulate(scene).tokens[-1]) or keyword == "every"
+        assert not np.array_equal(by_keyword.tokens[-1], flowscope.simulate(scene).tokens[-1])
 
 
 def test_parameter_keywords_are_checked_and_named():
@@ -171,3 +171,22 @@ def test_parameter_keywords_are_checked_and_named():
         flowscope.simulate(X0, rank_tol=1)
     with pytest.raises(ValueError, match=r'^normalization: unknown normalization "mid"'):
         flowscope.simulate(X0, normalization="mid")
+    # An error at a keyword's field is named by it, whichever keyword was set last.
+    with pytest.raises(ValueError, match=r"^T: the nominal step T / steps"):
+        flowscope.simulate(X0, T=1e-300, steps=10**9)
+    # The array form's N and d are X0's; a new d is a new scene everywhere.
+    for keyword, value in (("n", 5), ("init", "gaussian")):
+        with pytest.raises(ValueError, match=f"^{keyword}: is X0's in the array form"):
+            flowscope.simulate(X0, **{keyword: value})
+    with pytest.raises(ValueError, match=r"^d: cannot be set by keyword"):
+        flowscope.simulate(X0, d=3)
+
+
+def test_the_array_forms_seed_and_noise_jitter_the_points():
+    X0 = tokens(6)
+    jittered = flowscope.simulate(X0, noise=0.1, seed=4, T=0.1, steps=1)
+    assert jittered.scene.to_dict()["initial"]["noise"] == 0.1
+    assert not np.array_equal(jittered.tokens[0], X0) and np.abs(jittered.tokens[0] - X0).max() < 1.0
+    again = flowscope.simulate(X0, noise=0.1, seed=4, T=0.1, steps=1)
+    assert np.array_equal(again.tokens, jittered.tokens)
+    assert not np.array_equal(flowscope.simulate(X0, noise=0.1, seed=5, T=0.1, steps=1).tokens[0], jittered.tokens[0])

@@ -5,6 +5,7 @@
 #include "TestScenes.h"
 #include "UiTestUtil.h"
 
+#include "engine/scene/SceneSchema.h"
 #include "ui/panels/MatrixEditor.h"
 #include "ui/panels/PresetBrowser.h"
 #include "ui/panels/ScenePanel.h"
@@ -27,6 +28,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <cmath>
 #include <vector>
 
@@ -600,6 +602,44 @@ TEST(PresetBrowserTest, MalformedPresetIsListedDisabled) {
 
 // ---- tooltips and screenshots
 // ---------------------------------------------------------------------------------
+
+// The Scene panel's rows are the parameter schema's (ui/widgets/ParamRows.h): each control named after a
+// parameter carries its tooltip, holds only values the scene reader accepts, reaches the range's finite ends
+// (an open end within the box's resolution), and lists its choices; an edit sets the field through the
+// schema.
+TEST(PanelsTest, SceneRowsAreTheParameterSchemas) {
+    FLOWSCOPE_REQUIRE_GUI();
+    ScenePanel panel;
+    int rows = 0;
+    for (const SceneParam& p : sceneParams()) {
+        auto* w = panel.findChild<QWidget*>(QString::fromStdString(p.key()));
+        if (!w || w->objectName() != QString::fromStdString(p.key())) continue;
+        ++rows;
+        SCOPED_TRACE(p.key());
+        EXPECT_EQ(w->toolTip(), parameterTooltip(p.key()));
+        const ParamRange& r = p.range;
+        if (auto* box = qobject_cast<QDoubleSpinBox*>(w)) {
+            EXPECT_TRUE(r.contains(box->minimum()) && r.contains(box->maximum()));
+            const double resolution = std::pow(10.0, -box->decimals());
+            if (std::isfinite(r.low)) EXPECT_NEAR(box->minimum(), r.low, resolution * 1.001);
+            if (std::isfinite(r.high)) EXPECT_NEAR(box->maximum(), r.high, resolution * 1.001);
+        } else if (auto* box = qobject_cast<QSpinBox*>(w)) {
+            EXPECT_TRUE(r.contains(box->minimum()) && r.contains(box->maximum()));
+            EXPECT_EQ(box->minimum(), r.low);
+            EXPECT_EQ(box->maximum(), std::min(r.high, double(INT_MAX)));
+        } else if (auto* box = qobject_cast<QComboBox*>(w)) {
+            // The type's "masked" is softmax with the Masked box, not an item.
+            EXPECT_EQ(std::size_t(box->count()), p.choices.size() - (p.pointer == "/attention/type" ? 1 : 0));
+        }
+    }
+    EXPECT_GE(rows, 16);
+    std::vector<AttentionSpec> edited;
+    QObject::connect(&panel, &ScenePanel::attentionEdited,
+                     [&](const AttentionSpec& a) { edited.push_back(a); });
+    panel.findChild<QDoubleSpinBox*>(QStringLiteral("attention.rwpo.h"))->setValue(0.125);
+    ASSERT_EQ(edited.size(), 1u);
+    EXPECT_EQ(edited.front().h, 0.125);
+}
 
 TEST(PanelsTest, EveryParameterTooltipIsRichText) {
     for (std::string_view key : parameterTooltipKeys()) {

@@ -189,8 +189,7 @@ QWidget* ScenePanel::buildAttentionGroup() {
     linearEps_ = form::paramControl<QDoubleSpinBox>(linearEpsRow_, "/attention/linear_eps");
     linearLayout->addWidget(linearEpsOn_);
     linearLayout->addWidget(linearEps_, 1);
-    addRow(form, QString::fromUtf8(sceneParam("/attention/linear_eps").label.data()), linearEpsRow_,
-           "attention.linear_eps");
+    addRow(form, form::paramLabel("/attention/linear_eps"), linearEpsRow_, "attention.linear_eps");
 
     sinkhornEps_ = form::paramRow<QDoubleSpinBox>(form, group, "/attention/sinkhorn/eps");
     sinkhornIterations_ = form::paramRow<QSpinBox>(form, group, "/attention/sinkhorn/iterations");

@@ -13,7 +13,7 @@ QString text(std::string_view s) {
     return QString::fromUtf8(s.data(), qsizetype(s.size()));
 }
 
-// The ends a spin box shows for a range: an open end moves in by the box's resolution, a missing end is
+// The ends a number box shows for a range: an open end moves in by the box's resolution, a missing end is
 // ±kSpinLimit.
 std::pair<double, double> spinEnds(const ParamRange& r, double resolution) {
     double low = std::max(r.low, -kSpinLimit), high = std::min(r.high, kSpinLimit);
@@ -23,6 +23,10 @@ std::pair<double, double> spinEnds(const ParamRange& r, double resolution) {
 }
 
 } // namespace
+
+QString paramLabel(std::string_view pointer) {
+    return text(sceneParam(pointer).label);
+}
 
 const SceneParam* paramOf(const QWidget* control) {
     if (!control) return nullptr;
@@ -43,12 +47,10 @@ QWidget* paramWidget(QWidget* parent, std::string_view pointer, Tracking trackin
         control = doubleBox(parent, key.c_str(), low, high, p.digits, p.step, tracking);
         break;
     }
-    case ParamKind::Integer: {
-        const auto [low, high] = spinEnds(p.range, 1.0);
-        control = intBox(parent, key.c_str(), int(std::max(low, double(INT_MIN))),
-                         int(std::min(high, double(INT_MAX))), tracking);
+    case ParamKind::Integer: // the whole range an int holds (steps up to 2^31 - 1, N up to 2^24)
+        control = intBox(parent, key.c_str(), int(std::max(p.range.low, double(INT_MIN))),
+                         int(std::min(p.range.high, double(INT_MAX))), tracking);
         break;
-    }
     case ParamKind::Boolean:
         control = named(new QCheckBox(text(p.label), parent), key.c_str());
         break;

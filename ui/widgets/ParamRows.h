@@ -16,8 +16,12 @@
 
 namespace flowscope::form {
 
-// A spin box needs finite ends and sizes itself to their text: a range without an upper end stops here.
-inline constexpr double kSpinLimit = 1e9;
+// A number box needs finite ends and sizes itself to their text: a range without an upper end stops here
+// (the panel's cap; a scene file takes more).
+inline constexpr double kSpinLimit = 1e6;
+
+// The parameter's label, for a row made by hand (a control with a switch beside it).
+QString paramLabel(std::string_view pointer);
 
 // The parameter a control made by paramControl stands for (by its objectName), or nullptr.
 const SceneParam* paramOf(const QWidget* control);
@@ -42,10 +46,7 @@ W* paramRow(QFormLayout* form, QWidget* parent, std::string_view pointer,
     if constexpr (std::is_base_of_v<QCheckBox, W>)
         form->addRow(control);
     else
-        addRow(
-            form,
-            QString::fromUtf8(sceneParam(pointer).label.data(), qsizetype(sceneParam(pointer).label.size())),
-            control);
+        addRow(form, paramLabel(pointer), control);
     return control;
 }
 
