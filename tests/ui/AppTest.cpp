@@ -182,9 +182,15 @@ TEST_F(AppTest, TheGaussianOverlayFollowsTheClosedFormAndIsDrawn) {
     const auto g = view->overlay().at(view->displayedSnapshot()->t);
     Eigen::SelfAdjointEigenSolver<Mat> eig(g->cov);
     const double dpr = view->devicePixelRatioF();
-    const QImage with = view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    // Each image is the second frame drawn in its state: Dear ImGui hides a window on the frame it first
+    // appears (to size it), so how many frames came before must not decide what the grab shows.
+    const auto settledFrame = [&] {
+        (void)view->grabFramebuffer();
+        return view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    };
+    const QImage with = settledFrame();
     view->setShowOverlay(false);
-    const QImage without = view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
+    const QImage without = settledFrame();
     view->setShowOverlay(true);
     for (double k : {1.0, 2.0})
         for (int axis : {0, 1}) {
