@@ -37,18 +37,7 @@ template <class T> pb::array_t<T> array(std::vector<pb::ssize_t> shape) {
 //
 // A keyword's field is set as flowscope-cli's --set sets it (SceneSetting: the reader's checks and words), an
 // error at the field or under it named by the keyword: "/integrator/T: ..." is "T: ...",
-// "/attention/heads/0/Q: ..." is "attention/heads/0/Q: ...".
-Scene withKeyword(const Scene& scene, std::string_view keyword, std::string_view pointer,
-                  nlohmann::ordered_json value) {
-    try {
-        return withSetting(scene, SceneSetting{std::string(pointer), std::move(value)});
-    } catch (const SceneError& e) {
-        const std::string_view at = e.pointer;
-        if (at.starts_with(pointer) && (at.size() == pointer.size() || at[pointer.size()] == '/'))
-            throw InputError(std::string(keyword) + std::string(at.substr(pointer.size())), e.detail);
-        throw;
-    }
-}
+// "/attention/heads/0/Q: ..." is "attention/heads/0/Q: ..." (withKeywords).
 
 // The `attention` keyword as the scene's "attention" object: an attention dict as it is; a Scene, a scene
 // dict, file, share string or preset name gives its attention (its d must be the tokens').
@@ -101,21 +90,23 @@ const SceneParam& keywordParam(const std::string& keyword) {
 Scene withKeywords(Scene scene, const Keywords& k) {
     std::vector<std::pair<std::string, std::string>> given{{"attention", "/attention"}}; // keyword, pointer
     try {
-        if (!k.attention.is_none())
-            scene = withKeyword(scene, "attention", "/attention", attentionJson(k.attention));
+        if (!k.attention.is_none()) scene = withSetting(scene, {"/attention", attentionJson(k.attention)});
         for (const auto& [key, value] : k.parameters) {
             const std::string keyword = pb::str(key);
             const SceneParam& p = keywordParam(keyword);
             if (value.is_none()) continue;
             given.emplace_back(keyword, std::string(p.pointer));
-            scene = withKeyword(scene, keyword, p.pointer, pythonToJson(value, keyword));
+            scene = withSetting(scene, {std::string(p.pointer), pythonToJson(value, keyword)});
         }
-    } catch (const SceneError& e) { // at another keyword's field than the one set
-        for (const auto& [keyword, pointer] : given) {
-            const std::string_view at = e.pointer;
-            if (at.starts_with(pointer) && (at.size() == pointer.size() || at[pointer.size()] == '/'))
-                throw InputError(keyword + std::string(at.substr(pointer.size())), e.detail);
+    } catch (const SceneError& e) { // named by the keyword of the most specific field holding the error
+        const std::pair<std::string, std::string>* best = nullptr;
+        for (const auto& entry : given) {
+            const std::string_view at = e.pointer, pointer = entry.second;
+            if (at.starts_with(pointer) && (at.size() == pointer.size() || at[pointer.size()] == '/') &&
+                (!best || pointer.size() > best->second.size()))
+                best = &entry;
         }
+        if (best) throw InputError(best->first + e.pointer.substr(best->second.size()), e.detail);
         throw;
     }
     return scene;
