@@ -1,21 +1,12 @@
 #include "engine/dynamics/LiveEdit.h"
 
-#include <string_view>
+#include "engine/io/JsonReader.h"
 
 namespace flowscope {
 
-namespace {
-
-bool under(const std::string& pointer, std::string_view part) {
-    return pointer.size() > part.size() && pointer.compare(0, part.size(), part) == 0 &&
-           pointer[part.size()] == '/';
-}
-
-} // namespace
-
 bool isLiveSetting(const std::string& pointer) {
-    return pointer == "/attention" || pointer == "/integrator" || under(pointer, "/attention") ||
-           under(pointer, "/integrator");
+    return pointer == "/attention" || pointer == "/integrator" || pointerIsUnder(pointer, "/attention") ||
+           pointerIsUnder(pointer, "/integrator");
 }
 
 void applyLiveSetting(Simulation& sim, const SceneSetting& setting) {

@@ -75,6 +75,10 @@ std::string jsonPointer(const std::string& pointer, std::size_t index) {
     return pointer + "/" + std::to_string(index);
 }
 
+bool pointerIsUnder(std::string_view pointer, std::string_view base) {
+    return pointer.size() > base.size() && pointer.starts_with(base) && pointer[base.size()] == '/';
+}
+
 std::string numberText(double v) {
     if (std::isnan(v)) return "NaN";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";

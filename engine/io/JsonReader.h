@@ -117,6 +117,10 @@ JsonReader::Json parseJson(const std::string& text, std::size_t maxDepth = 64, c
 // key that cannot be a field name, over 80 bytes or with control characters, is shown quoted and cut).
 std::string jsonPointer(const std::string& pointer, std::string_view key);
 std::string jsonPointer(const std::string& pointer, std::size_t index);
+// Whether `pointer` names a field strictly under `base`: "/attention/beta" is under "/attention" and every
+// pointer is under the root "", but "/attention" is not under itself and "/attentionx" not under
+// "/attention".
+bool pointerIsUnder(std::string_view pointer, std::string_view base);
 
 // A number as a person would write it in a message: 2 rather than 2.0, "inf" and "NaN" for what JSON cannot.
 std::string numberText(double v);

@@ -7,6 +7,7 @@
 #include "engine/backend/Registry.h"
 #include "engine/core/Text.h"
 #include "engine/dynamics/Simulation.h"
+#include "engine/io/JsonReader.h"
 #include "engine/scene/RunBudget.h"
 #include "engine/scene/SceneSchema.h"
 #include "engine/scene/SceneSetting.h"
@@ -102,7 +103,7 @@ Scene withKeywords(Scene scene, const Keywords& k) {
         const std::pair<std::string, std::string>* best = nullptr;
         for (const auto& entry : given) {
             const std::string_view at = e.pointer, pointer = entry.second;
-            if (at.starts_with(pointer) && (at.size() == pointer.size() || at[pointer.size()] == '/') &&
+            if ((at == pointer || pointerIsUnder(at, pointer)) &&
                 (!best || pointer.size() > best->second.size()))
                 best = &entry;
         }
