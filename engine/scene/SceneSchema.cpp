@@ -669,10 +669,13 @@ Json readParam(const SceneParam& p, const JsonReader& j) {
     return Json(v);
 }
 
+Json paramWritten(const SceneParam& p, Json value) {
+    if (p.kind == ParamKind::Choice) return Json(std::string(p.choices[value.get<std::size_t>()]));
+    return value;
+}
+
 Json paramJson(const SceneParam& p, const Scene& s) {
-    Json v = p.get(s);
-    if (p.kind == ParamKind::Choice) return Json(std::string(p.choices[v.get<std::size_t>()]));
-    return v;
+    return paramWritten(p, p.get(s));
 }
 
 Json paramDefault(const SceneParam& p) {
@@ -690,9 +693,7 @@ void readSceneParams(const JsonReader& section, std::span<const std::string_view
     std::vector<std::string_view> allowed(structured.begin(), structured.end());
     std::vector<std::string_view> objects;
     for (const SceneParam& p : table()) {
-        if (p.pointer.size() <= at.size() + 1 || p.pointer.substr(0, at.size()) != at ||
-            p.pointer[at.size()] != '/')
-            continue;
+        if (!pointerIsUnder(p.pointer, at)) continue;
         const std::string_view rest = p.pointer.substr(at.size() + 1);
         const std::string_view member = rest.substr(0, rest.find('/'));
         if (std::find(allowed.begin(), allowed.end(), member) == allowed.end()) {
@@ -716,9 +717,7 @@ void readSceneParams(const JsonReader& section, std::span<const std::string_view
 
 void writeSceneParams(std::string_view section, const Scene& s, Json& out) {
     for (const SceneParam& p : table()) {
-        if (!p.written || p.pointer.size() <= section.size() ||
-            p.pointer.substr(0, section.size()) != section || p.pointer[section.size()] != '/')
-            continue;
+        if (!p.written || !pointerIsUnder(p.pointer, section)) continue;
         out[Json::json_pointer(std::string(p.pointer.substr(section.size())))] = paramJson(p, s);
     }
 }

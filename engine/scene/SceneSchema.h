@@ -97,6 +97,8 @@ std::string acceptedText(const SceneParam& p);
 SceneParam::Json readParam(const SceneParam& p, const JsonReader& j);
 // The value of the parameter in `s` as a scene file writes it (a choice by name).
 SceneParam::Json paramJson(const SceneParam& p, const Scene& s);
+// A value in the accessors' form (a choice by index) as a scene file writes it (a choice by name).
+SceneParam::Json paramWritten(const SceneParam& p, SceneParam::Json value);
 // Its default: its value in a default-constructed Scene.
 SceneParam::Json paramDefault(const SceneParam& p);
 

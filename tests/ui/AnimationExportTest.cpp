@@ -1,8 +1,8 @@
-// File ▸ Export ▸ Animation and the scene share string (Edit menu): MainWindow::exportAnimation writes the
-// frames asked for, the same frames as the shared composer (ui/AnimationExporter, which flowscope-cli render
-// runs in an EGL context), the particles where the view's projection puts the tokens; a cancel or a bad path
-// leaves nothing. The share string copies the scene as it runs and pastes another one; a corrupt string keeps
-// the scene and says what is wrong.
+// File ▸ Export ▸ Animation and the scene share string (Edit menu): ParticlesWorkspace::exportAnimation
+// writes the frames asked for, the same frames as the shared composer (render/animation/AnimationExporter,
+// which flowscope-cli render runs in an EGL context), the particles where the view's projection puts the
+// tokens; a cancel or a bad path leaves nothing. The share string copies the scene as it runs and pastes
+// another one; a corrupt string keeps the scene and says what is wrong.
 #include "AnimationExportMenu.h"
 #include "MainWindowFixture.h"
 #include "TestScenes.h"
@@ -520,7 +520,7 @@ TEST_F(AnimationExportTest, PasteOpensTheSceneOfTheString) {
     QGuiApplication::clipboard()->setText(
         QStringLiteral("\n  ") + QString::fromStdString(encodeShareString(preset)) + QStringLiteral("  \n"));
     paste->trigger();
-    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene().has_value());
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene() != nullptr);
     EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->n, preset.n);
     EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->d, preset.d);
     EXPECT_EQ(

@@ -202,7 +202,7 @@ TEST_F(WelcomeTest, ThePlotsShownAfterTheBlowUpStartHaveTheirAxesUnderTheCurves)
     auto w = clickStart("start.blowup");
     // The same preset with 256 of its 2048 tokens (a run of seconds, not tens of seconds, on a busy machine),
     // at full speed; the plots are the same kind of curves.
-    ASSERT_TRUE(w->workspace<ParticlesWorkspace>().scene().has_value());
+    ASSERT_TRUE(w->workspace<ParticlesWorkspace>().scene() != nullptr);
     Scene scene = *w->workspace<ParticlesWorkspace>().scene();
     scene.n = 256;
     ASSERT_TRUE(w->workspace<ParticlesWorkspace>().setScene(scene)) << w->lastError().toStdString();

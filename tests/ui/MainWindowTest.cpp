@@ -51,7 +51,7 @@ class MainWindowTest : public MainWindowFilesFixture {
     void prepare() override { ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene())); }
 
     void expectTinySceneStillRunning() {
-        ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene().has_value());
+        ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene() != nullptr);
         EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->name, "tiny");
         EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->n, 256);
         EXPECT_EQ(window->workspace<ParticlesWorkspace>().runner().snapshot()->generation, 1u);

@@ -82,6 +82,18 @@ void saveShot(QWidget& w, const QString& name) {
 // ---- MatrixEditor
 // ---------------------------------------------------------------------------------------------
 
+// Appends the document's attention (and integrator) after each live edit it takes.
+void logEdits(ParticleDocument& doc, std::vector<AttentionSpec>& attention,
+              std::vector<IntegratorSpec>* integrator = nullptr) {
+    QObject::connect(&doc, &ParticleDocument::edited,
+                     [&doc, &attention, integrator](ParticleDocument::Part part) {
+                         if (part == ParticleDocument::Part::Attention)
+                             attention.push_back(doc.scene().attention);
+                         else if (integrator)
+                             integrator->push_back(doc.scene().integrator);
+                     });
+}
+
 // Appends every value that `signal` of `sender` emits to `log`.
 template <class Sender, class Owner, class Value>
 void logEmissions(Sender* sender, void (Owner::*signal)(const Value&), std::vector<Value>& log) {
@@ -92,8 +104,8 @@ class MatrixEditorTest : public ::testing::Test {
   protected:
     void SetUp() override {
         FLOWSCOPE_REQUIRE_GUI();
-        editor = std::make_unique<MatrixEditor>();
-        logEmissions(editor.get(), &MatrixEditor::attentionEdited, emitted);
+        editor = std::make_unique<MatrixEditor>(doc);
+        logEdits(doc, emitted);
     }
     template <class T> T* child(const char* name) { return editor->findChild<T*>(QString::fromLatin1(name)); }
     void click(const char* name) {
@@ -102,12 +114,13 @@ class MatrixEditorTest : public ::testing::Test {
         b->click();
     }
 
+    ParticleDocument doc; // declared first: it outlives the editor
     std::unique_ptr<MatrixEditor> editor;
     std::vector<AttentionSpec> emitted;
 };
 
 TEST_F(MatrixEditorTest, SetSceneEmitsNothing) {
-    editor->setScene(twoHeadScene());
+    doc.open(twoHeadScene());
     EXPECT_TRUE(emitted.empty());
     ASSERT_NE(editor->entry('V', 1, 1), nullptr);
     EXPECT_DOUBLE_EQ(editor->entry('V', 1, 1)->value(), -0.4);
@@ -116,7 +129,7 @@ TEST_F(MatrixEditorTest, SetSceneEmitsNothing) {
 
 TEST_F(MatrixEditorTest, EntryEditEmitsTheValueAtItsHeadRowAndColumn) {
     const Scene scene = twoHeadScene();
-    editor->setScene(scene);
+    doc.open(scene);
     auto* head = child<QComboBox>("head");
     ASSERT_NE(head, nullptr);
     ASSERT_EQ(head->count(), 2);
@@ -144,7 +157,7 @@ TEST_F(MatrixEditorTest, EntryEditLandsInTheSelectedKeyframe) {
     const HeadParams h{Mat::Identity(2, 2), Mat::Identity(2, 2), -0.4 * Mat::Identity(2, 2)};
     scene.attention.heads.clear();
     scene.attention.keyframes = {Keyframe{0.0, {h}}, Keyframe{2.0, {h}}};
-    editor->setScene(scene);
+    doc.open(scene);
     auto* layer = child<QComboBox>("layer");
     ASSERT_NE(layer, nullptr);
     ASSERT_EQ(layer->count(), 2);
@@ -159,7 +172,7 @@ TEST_F(MatrixEditorTest, EntryEditLandsInTheSelectedKeyframe) {
 TEST_F(MatrixEditorTest, MatrixButtons) {
     Scene scene = tinyScene();
     scene.attention.heads[0].V = mat2(1, 2, 3, 4);
-    editor->setScene(scene);
+    doc.open(scene);
 
     click("symmetrize_V");
     ASSERT_EQ(emitted.size(), 1u);
@@ -183,11 +196,12 @@ TEST_F(MatrixEditorTest, MatrixButtons) {
 
     // Random: N(0, 1)/sqrt(d) entries from the editor's seeded generator, the same in every editor.
     click("random_K");
-    MatrixEditor other;
-    other.setScene(scene);
+    ParticleDocument otherDoc;
+    MatrixEditor other(otherDoc);
+    otherDoc.open(scene);
     AttentionSpec otherAttention;
-    QObject::connect(&other, &MatrixEditor::attentionEdited,
-                     [&](const AttentionSpec& a) { otherAttention = a; });
+    QObject::connect(&otherDoc, &ParticleDocument::edited,
+                     [&] { otherAttention = otherDoc.scene().attention; });
     other.findChild<QAbstractButton*>(QStringLiteral("random_K"))->click();
     const Mat K = emitted.back().heads[0].K;
     EXPECT_EQ(K, otherAttention.heads[0].K);
@@ -200,7 +214,7 @@ TEST_F(MatrixEditorTest, SymmetrizeIsDisabledForRectangularQ) {
     Scene scene = tinyScene();
     scene.attention.heads[0].Q = Mat::Identity(1, 2);
     scene.attention.heads[0].K = Mat::Identity(1, 2);
-    editor->setScene(scene);
+    doc.open(scene);
     EXPECT_FALSE(child<QAbstractButton>("symmetrize_Q")->isEnabled());
     EXPECT_TRUE(child<QAbstractButton>("symmetrize_V")->isEnabled());
     EXPECT_NE(editor->entry('Q', 0, 1), nullptr);
@@ -209,7 +223,7 @@ TEST_F(MatrixEditorTest, SymmetrizeIsDisabledForRectangularQ) {
 
 TEST_F(MatrixEditorTest, RegimeTextPredictsConvergenceAndBlowUp) {
     // Q = K = I, V = -0.4 I, Sigma0 = I: B = -0.8 I <= 0 without zero eigenvalue: collapse, limit rank 0.
-    editor->setScene(tinyScene());
+    doc.open(tinyScene());
     EXPECT_TRUE(editor->regimeText().contains(QStringLiteral("single cluster")))
         << editor->regimeText().toStdString();
     EXPECT_TRUE(editor->regimeText().contains(QStringLiteral("0 zero eigenvalues")))
@@ -229,7 +243,7 @@ TEST_F(MatrixEditorTest, RegimeTextPredictsConvergenceAndBlowUp) {
     Scene tilted = tinyScene();
     tilted.initial.cov = mat2(2, 0.5, 0.5, 1);
     tilted.attention.heads[0].V = Mat::Identity(2, 2);
-    editor->setScene(tilted);
+    doc.open(tilted);
     const QString tiltedExpected =
         QString::number(blowUpTime(2.0 * Mat::Identity(2, 2), tilted.initial.cov), 'g', 4);
     EXPECT_EQ(tiltedExpected, QStringLiteral("0.2265"));
@@ -238,7 +252,7 @@ TEST_F(MatrixEditorTest, RegimeTextPredictsConvergenceAndBlowUp) {
 
     // Not Gaussian: Sigma0 = I.
     tilted.initial.kind = InitKind::Uniform;
-    editor->setScene(tilted);
+    doc.open(tilted);
     EXPECT_TRUE(editor->regimeText().contains(QStringLiteral("t_max = 0.5")))
         << editor->regimeText().toStdString();
 }
@@ -247,7 +261,7 @@ TEST_F(MatrixEditorTest, NoGridsForRwpo) {
     Scene scene = tinyScene();
     scene.attention.type = AttentionType::Rwpo;
     scene.attention.heads.clear();
-    editor->setScene(scene);
+    doc.open(scene);
     EXPECT_EQ(editor->entry('Q', 0, 0), nullptr);
     EXPECT_FALSE(editor->regimeText().isEmpty());
 }
@@ -259,11 +273,12 @@ class ScenePanelTest : public ::testing::Test {
   protected:
     void SetUp() override {
         FLOWSCOPE_REQUIRE_GUI();
-        panel = std::make_unique<ScenePanel>();
-        logEmissions(panel.get(), &ScenePanel::attentionEdited, attention);
-        logEmissions(panel.get(), &ScenePanel::integratorEdited, integrator);
+        panel = std::make_unique<ScenePanel>(doc);
+        logEdits(doc, attention, &integrator);
         logEmissions(panel.get(), &ScenePanel::sceneEdited, scenes);
-        panel->setScene(tinyScene());
+        // Apply restarts the document with the edited scene, as the Particles workspace does.
+        QObject::connect(panel.get(), &ScenePanel::sceneEdited, [this](const Scene& s) { doc.open(s); });
+        doc.open(tinyScene());
     }
     template <class T> T* child(const char* name) {
         T* w = panel->findChild<T*>(QString::fromLatin1(name));
@@ -272,6 +287,7 @@ class ScenePanelTest : public ::testing::Test {
     }
     bool rowShown(const char* name) { return child<QWidget>(name)->isVisibleTo(panel.get()); }
 
+    ParticleDocument doc; // declared first: it outlives the panel
     std::unique_ptr<ScenePanel> panel;
     std::vector<AttentionSpec> attention;
     std::vector<IntegratorSpec> integrator;
@@ -281,7 +297,7 @@ class ScenePanelTest : public ::testing::Test {
 TEST_F(ScenePanelTest, SetSceneEmitsNothing) {
     Scene other = twoHeadScene();
     other.attention.beta = 3.0;
-    panel->setScene(other);
+    doc.open(other);
     EXPECT_TRUE(attention.empty());
     EXPECT_TRUE(integrator.empty());
     EXPECT_TRUE(scenes.empty());
@@ -404,7 +420,7 @@ TEST_F(ScenePanelTest, TypingAStagedValueEnablesApplyAndEnterAppliesIt) {
 TEST_F(ScenePanelTest, ASixtyFourBitSeedIsShownWholeAndKept) {
     Scene s = tinyScene();
     s.initial.seed = 3730234049722669ULL;
-    panel->setScene(s);
+    doc.open(s);
     auto* seed = child<QLineEdit>("initial.seed");
     EXPECT_EQ(seed->text(), QStringLiteral("3730234049722669"));
     child<QSpinBox>("n")->setValue(300);
@@ -428,7 +444,7 @@ TEST_F(ScenePanelTest, ASixtyFourBitSeedIsShownWholeAndKept) {
 TEST_F(ScenePanelTest, ACostlyNSaysWhatAStepCosts) {
     Scene s = tinyScene();
     s.integrator.method = Method::Rk4;
-    panel->setScene(s);
+    doc.open(s);
     child<QSpinBox>("n")->setValue(1000);
     auto* note = child<QLabel>("error");
     EXPECT_FALSE(note->isVisibleTo(panel.get()));
@@ -609,7 +625,9 @@ TEST(PresetBrowserTest, MalformedPresetIsListedDisabled) {
 // schema.
 TEST(PanelsTest, SceneRowsAreTheParameterSchemas) {
     FLOWSCOPE_REQUIRE_GUI();
-    ScenePanel panel;
+    ParticleDocument doc;
+    ScenePanel panel(doc);
+    doc.open(tinyScene());
     int rows = 0;
     for (const SceneParam& p : sceneParams()) {
         auto* w = panel.findChild<QWidget*>(QString::fromStdString(p.key()));
@@ -634,8 +652,7 @@ TEST(PanelsTest, SceneRowsAreTheParameterSchemas) {
     }
     EXPECT_GE(rows, 16);
     std::vector<AttentionSpec> edited;
-    QObject::connect(&panel, &ScenePanel::attentionEdited,
-                     [&](const AttentionSpec& a) { edited.push_back(a); });
+    logEdits(doc, edited);
     panel.findChild<QDoubleSpinBox*>(QStringLiteral("attention.rwpo.h"))->setValue(0.125);
     ASSERT_EQ(edited.size(), 1u);
     EXPECT_EQ(edited.front().h, 0.125);
@@ -652,8 +669,9 @@ TEST(PanelsTest, EveryParameterTooltipIsRichText) {
 
 TEST(PanelsTest, EveryControlHasATooltip) {
     FLOWSCOPE_REQUIRE_GUI();
-    ScenePanel scenePanel;
-    MatrixEditor matrixEditor;
+    ParticleDocument doc;
+    ScenePanel scenePanel(doc);
+    MatrixEditor matrixEditor(doc);
     PresetBrowser presetBrowser;
     for (QWidget* panel : std::initializer_list<QWidget*>{&scenePanel, &matrixEditor, &presetBrowser}) {
         expectEveryControlHasATooltip(*panel, true);
@@ -666,27 +684,30 @@ TEST(PanelsTest, Screenshots) {
     Scene scene = tinyScene();
     scene.initial.cov = mat2(2, 0.5, 0.5, 1);
 
-    ScenePanel scenePanel;
-    scenePanel.setScene(scene);
+    ParticleDocument doc;
+    ScenePanel scenePanel(doc);
+    doc.open(scene);
     scenePanel.resize(320, 760);
     saveShot(scenePanel, QStringLiteral("scene-panel.png"));
 
-    ScenePanel invalid;
+    ParticleDocument invalidDoc;
+    ScenePanel invalid(invalidDoc);
     Scene sinkhorn = scene;
     sinkhorn.attention.type = AttentionType::Sinkhorn;
-    invalid.setScene(sinkhorn);
+    invalidDoc.open(sinkhorn);
     invalid.findChild<MatrixGrid*>(QStringLiteral("initial.cov"))->entry(0, 1)->setValue(3.0);
     invalid.resize(320, 760);
     saveShot(invalid, QStringLiteral("scene-panel-invalid.png"));
 
-    ScenePanel rwpo;
+    ParticleDocument rwpoDoc;
+    ScenePanel rwpo(rwpoDoc);
     Scene rwpoScene = scene;
     rwpoScene.attention.type = AttentionType::Rwpo;
     rwpoScene.attention.heads.clear();
     rwpoScene.initial.kind = InitKind::Rings;
     rwpoScene.initial.radii = {1.0, 2.0};
     rwpoScene.initial.noise = 0.02;
-    rwpo.setScene(rwpoScene);
+    rwpoDoc.open(rwpoScene);
     rwpo.resize(320, 640);
     saveShot(rwpo, QStringLiteral("scene-panel-rwpo.png"));
 
@@ -702,8 +723,9 @@ TEST(PanelsTest, Screenshots) {
     tips.resize(420, tips.heightForWidth(420));
     saveShot(tips, QStringLiteral("tooltips.png"));
 
-    MatrixEditor matrixEditor;
-    matrixEditor.setScene(twoHeadScene());
+    ParticleDocument twoHeads;
+    MatrixEditor matrixEditor(twoHeads);
+    twoHeads.open(twoHeadScene());
     matrixEditor.resize(320, 640);
     saveShot(matrixEditor, QStringLiteral("matrix-editor.png"));
 
@@ -712,8 +734,9 @@ TEST(PanelsTest, Screenshots) {
     threeD.initial.mean = Vec::Zero(3);
     threeD.initial.cov = Mat::Identity(3, 3);
     threeD.attention.heads = {HeadParams{Mat::Identity(3, 3), Mat::Identity(3, 3), Mat::Identity(3, 3)}};
-    MatrixEditor matrixEditor3;
-    matrixEditor3.setScene(threeD);
+    ParticleDocument threeDoc;
+    MatrixEditor matrixEditor3(threeDoc);
+    threeDoc.open(threeD);
     matrixEditor3.resize(320, 640);
     saveShot(matrixEditor3, QStringLiteral("matrix-editor-3d.png"));
 

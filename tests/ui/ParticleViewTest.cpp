@@ -290,7 +290,7 @@ TEST(ParticleView, DrawnPointsBecomeTheInitialTokens) {
     w.workspace<ParticlesWorkspace>().scenePanel()->findChild<QPushButton*>(QStringLiteral("apply"))->click();
     EXPECT_FALSE(view->drawing());
     EXPECT_FALSE(drawButton(w)->isChecked());
-    ASSERT_TRUE(w.workspace<ParticlesWorkspace>().scene().has_value());
+    ASSERT_TRUE(w.workspace<ParticlesWorkspace>().scene() != nullptr);
     EXPECT_EQ(w.workspace<ParticlesWorkspace>().scene()->initial.kind, InitKind::Points);
     ASSERT_TRUE(waitForSnapshot(w.workspace<ParticlesWorkspace>().runner(),
                                 [&](const Snapshot& s) { return s.tokens.rows() == P.rows(); }));

@@ -13,6 +13,7 @@
 #include "ui/shell/MainWindow.h"
 #include "ui/views/ConeView.h"
 #include "ui/views/SweepView.h"
+#include "ui/workspaces/flows/FlowsWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/sweeps/SweepsWorkspace.h"
 
@@ -303,7 +304,7 @@ TEST_F(SweepsWorkspaceTest, ClickingACellOpensItsSceneInTheParticlesWorkspace) {
     runToEnd(kDisc);
     // Gaussian mode, d = 2: the cone view, with the cell's one initial covariance.
     QTest::mouseClick(view(), Qt::LeftButton, {}, centre(1, 2)); // x = -0.45, y = 0.3
-    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene().has_value())
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene() != nullptr)
         << window->lastError().toStdString();
     const Scene& disc = *window->workspace<ParticlesWorkspace>().scene();
     EXPECT_EQ(tabs()->currentWidget(), window->workspace<ParticlesWorkspace>().coneView());
@@ -371,7 +372,7 @@ TEST_F(SweepsWorkspaceTest, AOneAxisSweepDrawsTheFig4RankHistograms) {
     const QString text = view()->describeAt(picture.cellRect({2, bar}).center());
     EXPECT_EQ(text, QStringLiteral("d = 5: rank = 3 in %1 of 100 finished runs").arg(h.counts[2][bar]));
     QTest::mouseClick(view(), Qt::LeftButton, {}, picture.cellRect({2, bar}).center().toPoint());
-    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene().has_value());
+    ASSERT_TRUE(window->workspace<ParticlesWorkspace>().scene() != nullptr);
     EXPECT_EQ(window->workspace<ParticlesWorkspace>().scene()->d, 5);
     EXPECT_EQ(tabs()->currentWidget(),
               window->workspace<ParticlesWorkspace>().particleView()); // d = 5: no cone

@@ -53,7 +53,7 @@ class AnimationExportDialog : public QDialog {
     void updateEnabled();
     void updateSummary();
 
-    Scene scene_;
+    const Scene& scene_; // the caller's (the document's scene): the modal dialog ends before it changes
     double defaultDt_ = 0.0;
     QComboBox* view_ = nullptr;
     QSpinBox* frames_ = nullptr;

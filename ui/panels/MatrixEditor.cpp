@@ -161,7 +161,8 @@ void MatrixGrid::onEntryChanged(int row, int col, double value) {
 // ---- MatrixEditor
 // -------------------------------------------------------------------------------------------
 
-MatrixEditor::MatrixEditor(QWidget* parent) : QWidget(parent) {
+MatrixEditor::MatrixEditor(ParticleDocument& document, QWidget* parent)
+    : QWidget(parent), document_(document) {
     setObjectName(QStringLiteral("matrixEditor"));
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
@@ -235,7 +236,14 @@ MatrixEditor::MatrixEditor(QWidget* parent) : QWidget(parent) {
 
     form::scrollInto(this, content);
 
-    setScene(Scene{});
+    connect(&document_, &ParticleDocument::opened, this, [this] {
+        analysisStart_.reset();
+        show();
+    });
+    connect(&document_, &ParticleDocument::edited, this, [this](ParticleDocument::Part part) {
+        if (part == ParticleDocument::Part::Attention) show();
+    });
+    show();
 }
 
 MatrixEditor::MatrixSection MatrixEditor::makeSection(char name, QWidget* parent) {
@@ -298,40 +306,27 @@ MatrixEditor::MatrixSection MatrixEditor::makeSection(char name, QWidget* parent
     s.grid->setName(n);
     s.grid->setToolTip(parameterTooltip(key));
     connect(s.grid, &MatrixGrid::edited, this, [this, name, grid = s.grid] {
-        if (Mat* m = selectedMatrix(name)) *m = grid->matrix();
-        matrixEdited(name);
+        AttentionSpec a = attention();
+        Mat* m = selectedMatrix(a, name);
+        if (!m) return;
+        *m = grid->matrix();
+        commit(a);
     });
     v->addWidget(s.grid, 0, Qt::AlignLeft);
     return s;
 }
 
-void MatrixEditor::setScene(const Scene& scene) {
-    analysisStart_.reset();
-    show(scene);
-}
-
 void MatrixEditor::setAnalysisStart(double t, const Mat& cov) {
-    if (cov.rows() != scene_.d || cov.cols() != scene_.d) return;
+    const int d = document_.shown().d;
+    if (cov.rows() != d || cov.cols() != d) return;
     analysisStart_.emplace(t, cov);
     updateAnalysis();
 }
 
-void MatrixEditor::show(const Scene& scene) {
-    scene_ = scene;
-    AttentionSpec& a = scene_.attention;
-    // A Scene built in C++ may leave the heads empty: they mean one head Q = K = V = I (docs/scene.md).
-    if (a.heads.empty() && a.keyframes.empty() && hasMatrices(a.type))
-        a.heads.push_back({Mat::Identity(scene.d, scene.d), Mat::Identity(scene.d, scene.d),
-                           Mat::Identity(scene.d, scene.d)});
+void MatrixEditor::show() {
     rebuildSelectors();
     showMatrices();
     updateAnalysis();
-}
-
-void MatrixEditor::setAttention(const AttentionSpec& attention) {
-    Scene s = scene_;
-    s.attention = attention;
-    show(s);
 }
 
 int MatrixEditor::currentHead() const {
@@ -339,11 +334,11 @@ int MatrixEditor::currentHead() const {
 }
 
 int MatrixEditor::currentKeyframe() const {
-    return scene_.attention.keyframes.empty() ? 0 : std::max(0, layer_->currentIndex());
+    return document_.shown().attention.keyframes.empty() ? 0 : std::max(0, layer_->currentIndex());
 }
 
 void MatrixEditor::rebuildSelectors() {
-    const AttentionSpec& a = scene_.attention;
+    const AttentionSpec a = attention();
     {
         const QSignalBlocker blocker(head_);
         const int keep = head_->currentIndex();
@@ -363,20 +358,15 @@ void MatrixEditor::rebuildSelectors() {
     }
 }
 
-HeadParams* MatrixEditor::selectedHead() {
-    return const_cast<HeadParams*>(std::as_const(*this).selectedHead());
-}
-
-const HeadParams* MatrixEditor::selectedHead() const {
-    const AttentionSpec& a = scene_.attention;
+const HeadParams* MatrixEditor::selectedHead(const AttentionSpec& a) const {
     const int h = currentHead();
     if (!hasMatrices(a.type) || h >= a.headCount()) return nullptr;
     return a.keyframes.empty() ? &a.heads[std::size_t(h)]
                                : &a.keyframes[std::size_t(currentKeyframe())].heads[std::size_t(h)];
 }
 
-Mat* MatrixEditor::selectedMatrix(char name) {
-    HeadParams* head = selectedHead();
+Mat* MatrixEditor::selectedMatrix(AttentionSpec& a, char name) const {
+    auto* head = const_cast<HeadParams*>(selectedHead(a));
     if (!head) return nullptr;
     return name == 'Q' ? &head->Q : name == 'K' ? &head->K : &head->V;
 }
@@ -388,21 +378,22 @@ QDoubleSpinBox* MatrixEditor::entry(char matrix, int row, int col) const {
 }
 
 void MatrixEditor::showMatrices() {
-    const AttentionSpec& a = scene_.attention;
+    AttentionSpec a = attention();
+    const int d = document_.shown().d;
     QString why;
     if (!hasMatrices(a.type))
         why = tr("%1 attention has no Q, K, V: its parameters are in the scene panel.")
                   .arg(QString::fromUtf8(toString(a.type)));
     else if (a.headCount() == 0)
         why = tr("No heads.");
-    else if (scene_.d > kMaxGridDimension)
+    else if (d > kMaxGridDimension)
         why = tr("d = %1: matrices larger than %2 × %2 are edited in the scene file.")
-                  .arg(scene_.d)
+                  .arg(d)
                   .arg(kMaxGridDimension);
     message_->setText(why);
     message_->setVisible(!why.isEmpty());
     for (MatrixSection& s : sections_) {
-        const Mat* m = why.isEmpty() ? selectedMatrix(s.name) : nullptr;
+        const Mat* m = why.isEmpty() ? selectedMatrix(a, s.name) : nullptr;
         s.box->setVisible(m != nullptr);
         if (!m) continue;
         s.grid->setMatrix(*m);
@@ -411,7 +402,8 @@ void MatrixEditor::showMatrices() {
 }
 
 void MatrixEditor::apply(char name, Op op) {
-    Mat* m = selectedMatrix(name);
+    AttentionSpec a = attention();
+    Mat* m = selectedMatrix(a, name);
     if (!m) return;
     const Eigen::Index rows = m->rows(), cols = m->cols();
     switch (op) {
@@ -420,7 +412,7 @@ void MatrixEditor::apply(char name, Op op) {
         break;
     case Op::Random: {
         // Box-Muller on the editor's own generator: N(0, 1) entries, scaled by 1/sqrt(d).
-        const double scale = 1.0 / std::sqrt(double(std::max(1, scene_.d)));
+        const double scale = 1.0 / std::sqrt(double(std::max(1, document_.shown().d)));
         for (Eigen::Index r = 0; r < rows; ++r)
             for (Eigen::Index c = 0; c < cols; ++c) {
                 const double u1 = 1.0 - random_.generateDouble(), u2 = random_.generateDouble();
@@ -440,24 +432,27 @@ void MatrixEditor::apply(char name, Op op) {
             if (s.name == name) *m *= s.factor->value();
         break;
     }
-    for (MatrixSection& s : sections_)
-        if (s.name == name) s.grid->setMatrix(*m);
-    matrixEdited(name);
+    commit(a);
 }
 
-void MatrixEditor::matrixEdited(char) {
-    updateAnalysis();
-    emit attentionEdited(scene_.attention);
+void MatrixEditor::commit(const AttentionSpec& a) {
+    QString why;
+    if (document_.setAttention(a, this, &why)) return; // edited() shows it
+    show();                                            // the matrices in force
+    message_->setText(why);
+    message_->setVisible(true);
 }
 
 void MatrixEditor::updateAnalysis() {
-    const int d = scene_.d;
-    const InitialSpec& init = scene_.initial;
+    Scene scene = document_.shown(); // with the heads an empty list stands for
+    scene.attention = attention();
+    const int d = scene.d;
+    const InitialSpec& init = scene.initial;
     const bool fromTokens = analysisStart_.has_value();
     const bool gaussian =
         fromTokens || (init.kind == InitKind::Gaussian && init.cov.rows() == d && init.cov.cols() == d);
     const Mat sigma0 = fromTokens ? analysisStart_->second : gaussian ? init.cov : Mat::Identity(d, d);
-    const AttentionSpec& a = scene_.attention;
+    const AttentionSpec& a = scene.attention;
     const double t = fromTokens            ? analysisStart_->first
                      : a.keyframes.empty() ? 0.0
                                            : a.keyframes[std::size_t(currentKeyframe())].t;
@@ -468,7 +463,7 @@ void MatrixEditor::updateAnalysis() {
         return;
     }
     try {
-        const RegimePrediction p = predictRegime(scene_, sigma0, t, fromTokens ? t : 0.0);
+        const RegimePrediction p = predictRegime(scene, sigma0, t, fromTokens ? t : 0.0);
         const bool matrices = hasMatrices(a.type) && a.headCount() > 0;
         eigenvaluesSymA_->setText(matrices ? formatEigenvalues(p.eigenvaluesSymA) : QStringLiteral("—"));
         eigenvaluesB_->setText(matrices ? formatEigenvalues(p.eigenvaluesB) : QStringLiteral("—"));

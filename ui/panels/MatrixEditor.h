@@ -4,8 +4,10 @@
 // The head (and, for time-dependent parameters, the keyframe) is chosen in combo boxes; Q and K (k x d) and
 // V (d x d) are grids of spin boxes (d <= 8; larger matrices are left to the scene file). Each matrix has
 // buttons Identity, Random (N(0, 1)/√d entries from the editor's own seeded generator), Symmetrize
-// ((M + Mᵀ)/2, square matrices), Negate and Scale (by the factor next to it). Every change emits
-// attentionEdited() at once and refreshes the analysis: the eigenvalues of A + Aᵀ and of
+// ((M + Mᵀ)/2, square matrices), Negate and Scale (by the factor next to it). It shows the attention of a
+// ParticleDocument (the one owner of the running scene) and keeps none of its own: every change is sent to
+// the document at once as the edited attention (a refusal shows why, and the matrices in force), and the
+// analysis follows the document: the eigenvalues of A + Aᵀ and of
 // B = Σ_h V_h A_h + A_hᵀ V_hᵀ and the regime predicted by predictRegime() (engine/gaussian/Regime.h) for the
 // scene's initial covariance (the identity when the initial tokens are not Gaussian).
 //
@@ -15,6 +17,7 @@
 #pragma once
 
 #include "engine/scene/Scene.h"
+#include "ui/document/ParticleDocument.h"
 
 #include <QRandomGenerator>
 #include <QString>
@@ -86,27 +89,21 @@ class MatrixEditor : public QWidget {
     static constexpr int kMaxAnalysisDimension = 128; // larger d: no eigenvalues (they would stall the UI)
     static constexpr quint32 kRandomSeed = 20250118;
 
-    explicit MatrixEditor(QWidget* parent = nullptr);
+    // Shows `document`'s attention and analysis (keeping the selected head and keyframe when they still
+    // exist), follows its changes and sends it the edits. The document outlives the editor.
+    explicit MatrixEditor(ParticleDocument& document, QWidget* parent = nullptr);
 
-    // Shows the scene's attention and analysis; emits nothing. Keeps the selected head and keyframe when
-    // they still exist.
-    void setScene(const Scene& scene);
-    // Replaces only the attention (e.g. after the scene panel changed the heads); emits nothing.
-    void setAttention(const AttentionSpec& attention);
     // After a live edit at time t the analysis speaks of the tokens as they are then (their covariance as
-    // Σ0, blow-up times counted from t) and says so; setScene() returns it to the scene's initial Σ0.
+    // Σ0, blow-up times counted from t) and says so; a new scene returns it to the scene's initial Σ0.
     void setAnalysisStart(double t, const Mat& cov);
 
-    AttentionSpec attention() const { return scene_.attention; }
+    AttentionSpec attention() const { return document_.editableAttention(); }
     QString regimeText() const;
     int currentHead() const;
     int currentKeyframe() const; // 0 when the parameters are constant
     // The spin box of entry (row, col) of matrix 'Q', 'K' or 'V' of the selected head; nullptr when there is
     // no such entry (or no grid).
     QDoubleSpinBox* entry(char matrix, int row, int col) const;
-
-  signals:
-    void attentionEdited(const AttentionSpec& attention);
 
   private:
     enum class Op { Identity, Random, Symmetrize, Negate, Scale };
@@ -119,17 +116,18 @@ class MatrixEditor : public QWidget {
     };
 
     MatrixSection makeSection(char name, QWidget* parent);
-    HeadParams* selectedHead();
-    const HeadParams* selectedHead() const;
-    Mat* selectedMatrix(char name);
+    // The selected head of `a` and its matrix Q, K or V; nullptr when there is none.
+    const HeadParams* selectedHead(const AttentionSpec& a) const;
+    Mat* selectedMatrix(AttentionSpec& a, char name) const;
     void apply(char name, Op op);
-    void matrixEdited(char name);
+    // Sends the edited attention to the document; a refusal is shown above the grids.
+    void commit(const AttentionSpec& a);
     void rebuildSelectors();
     void showMatrices();
-    void show(const Scene& scene);
+    void show(); // the document's attention and its analysis
     void updateAnalysis();
 
-    Scene scene_;
+    ParticleDocument& document_;
     std::optional<std::pair<double, Mat>> analysisStart_; // (t, the tokens' covariance) after a live edit
     QRandomGenerator random_{kRandomSeed};
     QComboBox* head_ = nullptr;

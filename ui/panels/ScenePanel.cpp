@@ -85,19 +85,14 @@ void setHeadCount(std::vector<HeadParams>& heads, int count, int d) {
                  HeadParams{Mat::Identity(d, d), Mat::Identity(d, d), Mat::Zero(d, d)});
 }
 
-// The defaults that an empty field of a C++-built Scene stands for (docs/scene.md), made explicit.
-Scene withDefaults(Scene s) {
-    const int d = s.d;
-    InitialSpec& in = s.initial;
+// The defaults that empty initial fields of a C++-built Scene stand for (docs/scene.md), made explicit.
+InitialSpec withDefaults(InitialSpec in, int d) {
     if (in.mean.size() != d) in.mean = resized(in.mean, d, 0.0);
     if (in.cov.rows() != d || in.cov.cols() != d) in.cov = resized(in.cov, d, d, 1.0);
     if (in.low.size() != d) in.low = resized(in.low, d, -1.0);
     if (in.high.size() != d) in.high = resized(in.high, d, 1.0);
     if (in.radii.empty()) in.radii = {1.0};
-    AttentionSpec& a = s.attention;
-    if (a.heads.empty() && a.keyframes.empty() && hasMatrices(a.type))
-        a.heads.push_back({Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d)});
-    return s;
+    return in;
 }
 
 // An error red that reads on the current window colour (light or dark theme).
@@ -144,7 +139,7 @@ template <class W, class V> void setQuietly(W* w, const V& v) {
 
 } // namespace
 
-ScenePanel::ScenePanel(QWidget* parent) : QWidget(parent) {
+ScenePanel::ScenePanel(ParticleDocument& document, QWidget* parent) : QWidget(parent), document_(document) {
     setObjectName(QStringLiteral("scenePanel"));
     auto* content = new QWidget;
     auto* layout = new QVBoxLayout(content);
@@ -163,9 +158,20 @@ ScenePanel::ScenePanel(QWidget* parent) : QWidget(parent) {
 
     form::scrollInto(this, content, form::Sideways::Never)->addWidget(applyBar_);
 
-    Scene initial;
-    initial.attention.heads.push_back({Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)});
-    setScene(initial);
+    connect(&document_, &ParticleDocument::opened, this, &ScenePanel::showDocument);
+    connect(&document_, &ParticleDocument::edited, this, [this](ParticleDocument::Part part) {
+        refusal_.clear();
+        if (part == ParticleDocument::Part::Attention)
+            showAttention();
+        else
+            showIntegrator();
+        updateMessage(); // the edited scene's cost follows
+    });
+    showDocument();
+}
+
+const Scene& ScenePanel::shown() const {
+    return document_.shown();
 }
 
 QWidget* ScenePanel::buildAttentionGroup() {
@@ -197,36 +203,39 @@ QWidget* ScenePanel::buildAttentionGroup() {
     rwpoH_ = form::paramRow<QDoubleSpinBox>(form, group, "/attention/rwpo/h");
     rwpoKernel_ = form::paramRow<QComboBox>(form, group, "/attention/rwpo/kernel");
 
-    AttentionSpec& a = live_.attention;
-    const auto attentionEdit = [this] { attentionChanged(); };
-    connect(type_, &QComboBox::currentIndexChanged, this, [this, &a](int index) {
+    connect(type_, &QComboBox::currentIndexChanged, this, [this](int index) {
+        AttentionSpec a = attention();
         a.type = AttentionType(index);
         if (!supportsMasking(a.type)) a.masked = false;
         // Switching from RWPO/drifting: one head Q = K = V = I, the default of a scene file.
+        const int d = shown().d;
         if (hasMatrices(a.type) && a.headCount() == 0)
-            a.heads.push_back({Mat::Identity(live_.d, live_.d), Mat::Identity(live_.d, live_.d),
-                               Mat::Identity(live_.d, live_.d)});
-        showAttention();
-        attentionChanged();
+            a.heads.push_back({Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d)});
+        editAttention(a);
     });
-    connect(heads_, &QSpinBox::valueChanged, this, [this, &a](int count) {
-        if (a.keyframes.empty()) setHeadCount(a.heads, count, live_.d);
-        for (Keyframe& k : a.keyframes) setHeadCount(k.heads, count, live_.d);
-        attentionChanged();
+    connect(heads_, &QSpinBox::valueChanged, this, [this](int count) {
+        AttentionSpec a = attention();
+        if (a.headCount() == count) return; // Enter re-emits the value shown
+        const int d = shown().d;
+        if (a.keyframes.empty()) setHeadCount(a.heads, count, d);
+        for (Keyframe& k : a.keyframes) setHeadCount(k.heads, count, d);
+        editAttention(a);
     });
+    const auto setting = [this](const SceneSetting& s) { editSetting(s); };
     for (QWidget* w :
          std::initializer_list<QWidget*>{beta_, scaleByRootK_, masked_, sphere_, interpolation_, sinkhornEps_,
                                          sinkhornIterations_, rwpoLambda_, rwpoH_, rwpoKernel_})
-        form::bindParam(this, w, live_, attentionEdit);
-    connect(linearEpsOn_, &QCheckBox::toggled, this, [this, &a](bool on) {
+        form::bindParam(this, w, setting);
+    connect(linearEpsOn_, &QCheckBox::toggled, this, [this](bool on) {
+        AttentionSpec a = attention();
         a.linearEps = on ? std::optional<double>(linearEps_->value()) : std::nullopt;
-        linearEps_->setEnabled(on);
-        attentionChanged();
+        editAttention(a);
     });
-    connect(linearEps_, &QDoubleSpinBox::valueChanged, this, [this, &a](double v) {
-        if (!a.linearEps) return;
+    connect(linearEps_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+        AttentionSpec a = attention();
+        if (!a.linearEps || *a.linearEps == v) return;
         a.linearEps = v;
-        attentionChanged();
+        editAttention(a);
     });
     return group;
 }
@@ -237,7 +246,7 @@ QWidget* ScenePanel::buildIntegratorGroup() {
     T_ = form::paramRow<QDoubleSpinBox>(form, group, "/integrator/T");
     steps_ = form::paramRow<QSpinBox>(form, group, "/integrator/steps");
     for (QWidget* w : std::initializer_list<QWidget*>{method_, T_, steps_})
-        form::bindParam(this, w, live_, [this] { integratorChanged(); });
+        form::bindParam(this, w, [this](const SceneSetting& s) { editSetting(s); });
     return group;
 }
 
@@ -339,7 +348,7 @@ QWidget* ScenePanel::buildSceneGroup() {
         staged_.n = n;
         stagedChanged();
     });
-    form::bindParam(this, precision_, staged_, stagedEdit);
+    form::bind(this, precision_, staged_.precision, stagedEdit);
     connect(kind_, &QComboBox::currentIndexChanged, this, [this, &in](int index) {
         in.kind = InitKind(index);
         updateRows();
@@ -392,7 +401,7 @@ QWidget* ScenePanel::buildSceneGroup() {
         if (radiiError_.isEmpty()) in.radii = radii;
         stagedChanged();
     });
-    form::bindParam(this, noise_, staged_, stagedEdit);
+    form::bind(this, noise_, in.noise, stagedEdit);
     connect(path_, &QLineEdit::editingFinished, this, [this, &in] {
         if (QString::fromStdString(in.path) == path_->text()) return;
         in.path = path_->text().toStdString();
@@ -416,36 +425,23 @@ QWidget* ScenePanel::buildSceneGroup() {
 // ---- display
 // ------------------------------------------------------------------------------------------------
 
-void ScenePanel::setScene(const Scene& scene) {
-    live_ = withDefaults(scene);
-    staged_ = live_;
-    dirty_ = false;
-    radiiError_.clear();
+void ScenePanel::showDocument() {
+    refusal_.clear();
     showAttention();
     showIntegrator();
-    showStaged();
-    rebuildEdited();
-    stagedChanged();
-    dirty_ = false;
-    apply_->setEnabled(false);
-    revert_->setEnabled(false);
-}
-
-void ScenePanel::setAttention(const AttentionSpec& attention) {
-    live_.attention = attention;
-    showAttention();
-    rebuildEdited();
+    revert();
 }
 
 void ScenePanel::showAttention() {
-    const AttentionSpec& a = live_.attention;
+    const Scene& scene = shown();
+    const AttentionSpec& a = scene.attention;
     setQuietly(type_, int(a.type));
     setQuietly(heads_, std::max(1, a.headCount()));
     for (QWidget* w :
          std::initializer_list<QWidget*>{beta_, scaleByRootK_, masked_, sphere_, interpolation_, sinkhornEps_,
                                          sinkhornIterations_, rwpoLambda_, rwpoH_, rwpoKernel_})
-        form::showParam(w, live_);
-    sphere_->setEnabled(live_.d >= 2 || a.sphere);
+        form::showParam(w, scene);
+    sphere_->setEnabled(scene.d >= 2 || a.sphere);
     setQuietly(linearEpsOn_, a.linearEps.has_value());
     if (a.linearEps) setQuietly(linearEps_, *a.linearEps);
     linearEps_->setEnabled(a.linearEps.has_value());
@@ -453,14 +449,14 @@ void ScenePanel::showAttention() {
 }
 
 void ScenePanel::showIntegrator() {
-    for (QWidget* w : std::initializer_list<QWidget*>{method_, T_, steps_}) form::showParam(w, live_);
+    for (QWidget* w : std::initializer_list<QWidget*>{method_, T_, steps_}) form::showParam(w, shown());
 }
 
 void ScenePanel::showStaged() {
     const InitialSpec& in = staged_.initial;
     setQuietly(d_, staged_.d);
     setQuietly(n_, staged_.n);
-    form::showParam(precision_, staged_);
+    setQuietly(precision_, int(staged_.precision));
     setQuietly(kind_, int(in.kind));
     seed_->setText(QString::number(qulonglong(in.seed)));
     seedError_.clear();
@@ -474,7 +470,7 @@ void ScenePanel::showStaged() {
                           "their leading entries).")
                            .arg(staged_.d));
     if (radiiError_.isEmpty()) setQuietly(radii_, radiiText(in.radii));
-    form::showParam(noise_, staged_);
+    setQuietly(noise_, in.noise);
     setQuietly(path_, QString::fromStdString(in.path));
     pointsCount_->setText(QString::number(in.points.rows()));
     updateRows();
@@ -497,13 +493,13 @@ void ScenePanel::setDrawing(bool on) {
 
 // Shows the rows that apply to the attention type and to the kind of initial tokens.
 void ScenePanel::updateRows() {
-    const AttentionType t = live_.attention.type;
+    const AttentionType t = shown().attention.type;
     QFormLayout* a = attentionForm_;
     a->setRowVisible(heads_, hasMatrices(t));
     a->setRowVisible(beta_, t != AttentionType::Drifting);
     a->setRowVisible(scaleByRootK_, hasMatrices(t));
     a->setRowVisible(masked_, supportsMasking(t));
-    a->setRowVisible(interpolation_, !live_.attention.keyframes.empty());
+    a->setRowVisible(interpolation_, !shown().attention.keyframes.empty());
     a->setRowVisible(linearEpsRow_, t == AttentionType::Linear);
     a->setRowVisible(sinkhornEps_, t == AttentionType::Sinkhorn);
     a->setRowVisible(sinkhornIterations_, t == AttentionType::Sinkhorn);
@@ -529,14 +525,25 @@ void ScenePanel::updateRows() {
 // ---- edits
 // --------------------------------------------------------------------------------------------------
 
-void ScenePanel::attentionChanged() {
-    rebuildEdited();
-    emit attentionEdited(live_.attention);
+AttentionSpec ScenePanel::attention() const {
+    return document_.editableAttention();
 }
 
-void ScenePanel::integratorChanged() {
-    rebuildEdited();
-    emit integratorEdited(live_.integrator);
+void ScenePanel::editAttention(const AttentionSpec& attention) {
+    QString why;
+    if (!document_.setAttention(attention, this, &why)) showRefusal(why);
+}
+
+void ScenePanel::editSetting(const SceneSetting& setting) {
+    QString why;
+    if (!document_.set(setting, this, &why)) showRefusal(why);
+}
+
+void ScenePanel::showRefusal(const QString& why) {
+    refusal_ = why;
+    showAttention(); // the values in force again
+    showIntegrator();
+    updateMessage();
 }
 
 void ScenePanel::setStagedDimension(int d) {
@@ -556,28 +563,37 @@ void ScenePanel::setStagedDimension(int d) {
 
 void ScenePanel::stagedChanged() {
     dirty_ = true;
-    rebuildEdited();
     error_ = validate();
-    const QString cost = error_.isEmpty() ? costWarning(edited_) : QString();
-    errorLabel_->setStyleSheet(
-        QStringLiteral("color: %1;")
-            .arg(error_.isEmpty() ? QStringLiteral("#e0a040") : errorColor(palette())));
-    errorLabel_->setText(error_.isEmpty() ? cost : error_);
-    errorLabel_->setVisible(!error_.isEmpty() || !cost.isEmpty());
+    updateMessage();
     apply_->setEnabled(error_.isEmpty());
     revert_->setEnabled(true);
 }
 
-void ScenePanel::rebuildEdited() {
-    edited_ = live_;
-    edited_.d = staged_.d;
-    edited_.n = staged_.n;
-    edited_.precision = staged_.precision;
-    edited_.initial = staged_.initial;
-    if (staged_.d != live_.d) {
-        resizeAttention(edited_.attention, staged_.d);
-        if (staged_.d != 2) edited_.moments.grid = ConeGridSpec{}; // the cone grid is 2-D only
+// The line under the forms: a refused live edit, else why the staged scene cannot be applied, else what it
+// would cost.
+void ScenePanel::updateMessage() {
+    const QString problem = !refusal_.isEmpty() ? refusal_ : error_;
+    const QString cost = problem.isEmpty() ? costWarning(editedScene()) : QString();
+    errorLabel_->setStyleSheet(
+        QStringLiteral("color: %1;")
+            .arg(problem.isEmpty() ? QStringLiteral("#e0a040") : errorColor(palette())));
+    errorLabel_->setText(problem.isEmpty() ? cost : problem);
+    errorLabel_->setVisible(!problem.isEmpty() || !cost.isEmpty());
+}
+
+Scene ScenePanel::editedScene() const {
+    const Scene& live = shown();
+    Scene edited = live;
+    edited.attention = attention();
+    edited.d = staged_.d;
+    edited.n = staged_.n;
+    edited.precision = staged_.precision;
+    edited.initial = staged_.initial;
+    if (staged_.d != live.d) {
+        resizeAttention(edited.attention, staged_.d);
+        if (staged_.d != 2) edited.moments.grid = ConeGridSpec{}; // the cone grid is 2-D only
     }
+    return edited;
 }
 
 // The first reason the staged scene cannot run, naming the field; empty when it can.
@@ -668,16 +684,15 @@ bool ScenePanel::eventFilter(QObject* watched, QEvent* event) {
 
 void ScenePanel::apply() {
     if (!validate().isEmpty()) return;
-    const Scene scene = edited_;
-    setScene(scene);
-    emit sceneEdited(scene);
+    emit sceneEdited(editedScene()); // the document's opened() shows it, and drops the staged edits
 }
 
 void ScenePanel::revert() {
-    staged_ = live_;
+    const Scene& live = shown();
+    staged_ = {live.d, live.n, live.precision, withDefaults(live.initial, live.d)};
     radiiError_.clear();
+    seedError_.clear();
     showStaged();
-    rebuildEdited();
     stagedChanged();
     dirty_ = false;
     apply_->setEnabled(false);

@@ -1,26 +1,30 @@
 // Flowscope UI: the scene panel, a dock panel that edits the running scene's parameters.
 //
-// Three groups, by what an edit costs:
+// It shows the scene of a ParticleDocument (ui/document/ParticleDocument.h), the one owner of the running
+// scene, and keeps none of its own: a live edit is a command to the document, which checks it and either
+// takes it (the panel shows the document's scene again) or refuses it (the panel shows why, and the value in
+// force). Three groups, by what an edit costs:
 //  * Attention (live): type, heads, β, scale by √k, masked, sphere, keyframe interpolation, lin,ε, Sinkhorn ε
-//    and iterations, RWPO λ, h and kernel. Each committed edit emits attentionEdited() with the whole
-//    AttentionSpec; rows that do not apply to the chosen type are hidden. A new head gets Q = K = I, V = 0
-//    (it adds nothing to the velocity, so the dynamics do not jump); fewer heads drop the last ones.
-//  * Integrator (live): method, T, steps; emits integratorEdited().
+//    and iterations, RWPO λ, h and kernel. Rows that do not apply to the chosen type are hidden. A new head
+//    gets Q = K = I, V = 0 (it adds nothing to the velocity, so the dynamics do not jump); fewer heads drop
+//    the last ones.
+//  * Integrator (live): method, T, steps.
 //  * Scene (restart): d, N, precision and the initial tokens (Gaussian mean and covariance, uniform box,
 //    rings, points drawn with the mouse in the particle view, or a .npy/.csv file) with their seed. These
-//    edits are staged: "Apply (restarts)" emits sceneEdited() with the full edited scene, "Revert" drops
-//    them. A changed d resizes every head (Q, K become I_d, V keeps its leading block) and the
-//    mean/covariance/box (leading entries kept, identity and the default box beyond). An invalid staged scene
-//    (e.g. a covariance that is not symmetric positive semi-definite) shows a red message naming the field
-//    and disables Apply.
+//    edits are staged, a difference against the document's scene: "Apply (restarts)" emits sceneEdited()
+//    with the document's scene edited by them, "Revert" drops them. A changed d resizes every head (Q, K
+//    become I_d, V keeps its leading block) and the mean/covariance/box (leading entries kept, identity and
+//    the default box beyond). An invalid staged scene (e.g. a covariance that is not symmetric positive
+//    semi-definite) shows a red message naming the field and disables Apply.
 // Number ranges are enforced by the spin boxes; numbers are committed on Enter or focus loss, not on every
-// keystroke. setScene()/setAttention() only display: they emit nothing.
+// keystroke. Showing the document's scene emits nothing.
 //
 // Every control's objectName is its parameter key (Tooltips.h), e.g. "attention.beta", "integrator.T", "d",
 // "initial.cov"; the buttons are "apply" and "revert", the message label "error".
 #pragma once
 
 #include "engine/scene/Scene.h"
+#include "ui/document/ParticleDocument.h"
 
 #include <QString>
 #include <QWidget>
@@ -44,15 +48,12 @@ class ScenePanel : public QWidget {
   public:
     static constexpr int kMaxGridDimension = 8; // larger d: the mean/covariance/box are not edited here
 
-    explicit ScenePanel(QWidget* parent = nullptr);
+    // Shows `document`'s scene, follows its changes and sends it the live edits. The document outlives the
+    // panel.
+    explicit ScenePanel(ParticleDocument& document, QWidget* parent = nullptr);
 
-    // Shows `scene` (the one running) and drops staged edits; emits nothing.
-    void setScene(const Scene& scene);
-    // Replaces the attention only (e.g. after a matrix edit elsewhere), keeping staged edits; emits nothing.
-    void setAttention(const AttentionSpec& attention);
-
-    // The running scene with the live edits and the staged edits applied: what Apply would emit.
-    const Scene& editedScene() const { return edited_; }
+    // The document's scene with the staged edits applied: what Apply would emit.
+    Scene editedScene() const;
     bool hasStagedChanges() const { return dirty_; }
     // Why the staged scene cannot be applied ("initial.cov: ..."); empty when it can.
     QString stagedError() const { return error_; }
@@ -69,8 +70,6 @@ class ScenePanel : public QWidget {
     static QString costWarning(const Scene& scene);
 
   signals:
-    void attentionEdited(const AttentionSpec& attention);
-    void integratorEdited(const IntegratorSpec& integrator);
     void sceneEdited(const Scene& scene);
     // The Draw button: start or stop drawing points in the particle view; Clear drops the drawn points.
     void drawRequested(bool on);
@@ -85,25 +84,42 @@ class ScenePanel : public QWidget {
     QWidget* buildIntegratorGroup();
     QWidget* buildSceneGroup();
 
+    // The document's scene (a default one while it has none).
+    const Scene& shown() const;
+    // The document opened a new scene: show it and drop the staged edits.
+    void showDocument();
     void showAttention();
     void showIntegrator();
     void showStaged();
     void updateRows();
 
-    void attentionChanged();  // live_.attention changed: emit it
-    void integratorChanged(); // live_.integrator changed: emit it
-    void stagedChanged();     // staged_ changed: validate, enable Apply
+    // The document's attention, with the one head Q = K = V = I that an empty head list of a type with
+    // matrices stands for made explicit (the base of an edit).
+    AttentionSpec attention() const;
+    // Live edits: sent to the document; a refusal is shown under the forms, and the value in force again.
+    void editAttention(const AttentionSpec& attention);
+    void editSetting(const SceneSetting& setting);
+    void showRefusal(const QString& why);
+    void stagedChanged(); // staged_ changed: validate, enable Apply
+    void updateMessage();
     void setStagedDimension(int d);
-    void rebuildEdited();
     QString validate() const;
     void apply();
     void revert();
     void browseTokenFile();
 
-    Scene live_;   // the running scene plus live edits
-    Scene staged_; // holds the staged d, n, precision and initial
-    Scene edited_; // live_ with the staged edits: editedScene()
+    // The Scene group's fields as shown: equal to the document's where nothing is staged.
+    struct Staged {
+        int d = 2;
+        int n = 0;
+        Precision precision = Precision::Float64;
+        InitialSpec initial;
+    };
+
+    ParticleDocument& document_;
+    Staged staged_;
     bool dirty_ = false;
+    QString refusal_; // why the document refused the last live edit, until the next edit takes
     QString error_;
     QString radiiError_; // the radii text does not parse
     QString seedError_;  // the seed text does not parse

@@ -86,27 +86,22 @@ void showParam(QWidget* control, const Scene& scene) {
 namespace {
 
 template <class W>
-bool bindAs(QObject* context, QWidget* control, Scene& scene, const std::function<void()>& then) {
+bool bindAs(QObject* context, QWidget* control, const std::function<void(const SceneSetting&)>& commit) {
     auto* typed = qobject_cast<W*>(control);
     if (!typed) return false;
     const SceneParam* p = paramOf(control);
-    QObject::connect(typed, editedSignal(typed), context, [p, &scene, then](auto v) {
-        const SceneParam::Json value(v);
-        if (p->get(scene) == value) return;
-        p->set(scene, value);
-        then();
+    QObject::connect(typed, editedSignal(typed), context, [p, commit](auto v) {
+        commit({std::string(p->pointer), paramWritten(*p, SceneParam::Json(v))});
     });
     return true;
 }
 
 } // namespace
 
-void bindParam(QObject* context, QWidget* control, Scene& scene, std::function<void()> then) {
+void bindParam(QObject* context, QWidget* control, std::function<void(const SceneSetting&)> commit) {
     if (!paramOf(control)) throw std::logic_error("bindParam: not a parameter's control");
-    if (!bindAs<QDoubleSpinBox>(context, control, scene, then) &&
-        !bindAs<QSpinBox>(context, control, scene, then) &&
-        !bindAs<QCheckBox>(context, control, scene, then) &&
-        !bindAs<QComboBox>(context, control, scene, then))
+    if (!bindAs<QDoubleSpinBox>(context, control, commit) && !bindAs<QSpinBox>(context, control, commit) &&
+        !bindAs<QCheckBox>(context, control, commit) && !bindAs<QComboBox>(context, control, commit))
         throw std::logic_error("bindParam: a control of an unknown class");
 }
 

@@ -5,10 +5,11 @@
 // A Number is a QDoubleSpinBox, an Integer a QSpinBox, a Boolean a QCheckBox (its label as its text) and a
 // Choice a QComboBox of the choices' names. Each control is named after the parameter's key
 // ("attention.sinkhorn.eps"), as every panel control is (FormWidgets.h). Edits go through the schema too:
-// bindParam sets the field of a Scene by the parameter's accessor, showParam shows it.
+// bindParam makes an edit a setting at the parameter's pointer, showParam shows a scene's value.
 #pragma once
 
 #include "engine/scene/SceneSchema.h"
+#include "engine/scene/SceneSetting.h"
 #include "ui/widgets/FormWidgets.h"
 
 #include <functional>
@@ -54,8 +55,8 @@ W* paramRow(QFormLayout* form, QWidget* parent, std::string_view pointer,
 // that is unset leaves the box as it is.
 void showParam(QWidget* control, const Scene& scene);
 
-// An edit of `control` sets its parameter in `scene` (which must outlive `context`) and calls `then`; an
-// edit to the value the scene holds (a spin box re-emits on Enter) does nothing.
-void bindParam(QObject* context, QWidget* control, Scene& scene, std::function<void()> then);
+// An edit of `control` calls `commit` with the parameter's new value as a setting: its pointer and the value
+// as a scene file writes it (a choice by name), for the scene's owner to check and apply.
+void bindParam(QObject* context, QWidget* control, std::function<void(const SceneSetting&)> commit);
 
 } // namespace flowscope::form

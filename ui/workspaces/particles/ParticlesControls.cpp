@@ -48,7 +48,7 @@ double sliderToRate(int v) {
 
 void ParticlesWorkspace::syncRateControls() {
     const bool maxSpeed = maxSpeedAction_->isChecked();
-    runner_.setMaxStepsPerSecond(maxSpeed ? 0.0 : rate_);
+    runner().setMaxStepsPerSecond(maxSpeed ? 0.0 : rate_);
     speed_->setEnabled(!maxSpeed);
     speedLabel_->setText(maxSpeed ? tr("max") : tr("%1 steps/s").arg(rate_, 0, 'f', rate_ < 10 ? 1 : 0));
     view_->setRate(rate_, maxSpeed);
@@ -56,8 +56,8 @@ void ParticlesWorkspace::syncRateControls() {
 
 void ParticlesWorkspace::updateControls() {
     // Called for every new snapshot (~60 Hz while running): touch the actions only when something changed.
-    const bool playing = runner_.playing();
-    const bool have = scene_.has_value();
+    const bool playing = runner().playing();
+    const bool have = document_.hasScene();
     if (controlsState_ == std::pair(playing, have)) return;
     controlsState_ = std::pair(playing, have);
     // One state for both: the Play/Pause action and the particle view's HUD ("running"/"paused").
@@ -95,9 +95,9 @@ void ParticlesWorkspace::buildActions() {
     saveAction_->setToolTip(tr("Save the scene as it runs now (live edits and view included)"));
     connect(saveAction_, &QAction::triggered, this, [this] {
         // Presets are not overwritten by Save: it asks where to put the copy.
-        const bool preset = !presetDir_.isEmpty() && QFileInfo(scenePath_).absolutePath() == presetDir_;
-        if (scenePath_.isEmpty() || preset) return saveSceneDialog();
-        if (!saveSceneFile(scenePath_)) QMessageBox::warning(host(), tr("Save scene"), lastError());
+        const bool preset = !presetDir_.isEmpty() && QFileInfo(document_.path()).absolutePath() == presetDir_;
+        if (document_.path().isEmpty() || preset) return saveSceneDialog();
+        if (!saveSceneFile(document_.path())) QMessageBox::warning(host(), tr("Save scene"), lastError());
     });
     saveAsAction_ = new QAction(tr("Save scene &as..."), this);
     saveAsAction_->setShortcut(QKeySequence::SaveAs);
@@ -203,11 +203,11 @@ void ParticlesWorkspace::buildActions() {
         bool ok = false;
         const QString text = QInputDialog::getText(
             host(), tr("Choose axes"),
-            tr("Two or three coordinate indices (0 to %1):").arg(scene_ ? scene_->d - 1 : 1),
+            tr("Two or three coordinate indices (0 to %1):").arg(scene() ? scene()->d - 1 : 1),
             QLineEdit::Normal, QStringLiteral("0, 1"), &ok);
         if (!ok) return;
         QString why;
-        if (const auto p = parseAxes(text, scene_ ? scene_->d : 2, &why)) {
+        if (const auto p = parseAxes(text, scene() ? scene()->d : 2, &why)) {
             view_->setProjection(*p);
             for (QAction* a : projectionGroup_->actions()) a->setChecked(false);
         } else {
@@ -324,8 +324,8 @@ void ParticlesWorkspace::buildDocks() {
         docks_.push_back({d, area});
     };
     presets_ = new PresetBrowser(host());
-    scenePanel_ = new ScenePanel(host());
-    matrixEditor_ = new MatrixEditor(host());
+    scenePanel_ = new ScenePanel(document_, host());
+    matrixEditor_ = new MatrixEditor(document_, host());
     plots_ = new PlotsPanel(host());
     dock(scenePanel_, tr("Scene"), QStringLiteral("sceneDock"), Qt::LeftDockWidgetArea);
     dock(presets_, tr("Presets"), QStringLiteral("presetsDock"), Qt::LeftDockWidgetArea);
@@ -389,16 +389,15 @@ void ParticlesWorkspace::buildMenus() {
 
 void ParticlesWorkspace::connectViews() {
     connect(view_, &ParticleView::quickBetaChanged, this, [this](double beta) {
-        if (!scene_) return;
-        AttentionSpec spec = scene_->attention;
+        AttentionSpec spec = document_.editableAttention();
         spec.beta = beta;
-        applyAttention(spec, view_);
+        editAttention(spec);
     });
     connect(view_, &ParticleView::quickValueScaleChanged, this, [this](double scale) {
-        if (!scene_ || baseHeads_.size() != scene_->attention.heads.size()) return;
-        AttentionSpec spec = scene_->attention;
+        AttentionSpec spec = document_.shown().attention;
+        if (baseHeads_.size() != spec.heads.size()) return;
         for (std::size_t h = 0; h < spec.heads.size(); ++h) spec.heads[h].V = scale * baseHeads_[h].V;
-        applyAttention(spec, view_);
+        editAttention(spec);
     });
     connect(view_, &ParticleView::quickRateChanged, this, [this](double rate, bool maxSpeed) {
         setStepsPerSecond(rate);
@@ -407,19 +406,16 @@ void ParticlesWorkspace::connectViews() {
     connect(presets_, &PresetBrowser::presetActivated, this, [this](const QString& path) {
         if (!openSceneFile(path)) QMessageBox::warning(host(), tr("Open preset"), lastError());
     });
-    connect(scenePanel_, &ScenePanel::attentionEdited, this,
-            [this](const AttentionSpec& spec) { applyAttention(spec, scenePanel_); });
-    connect(matrixEditor_, &MatrixEditor::attentionEdited, this,
-            [this](const AttentionSpec& spec) { applyAttention(spec, matrixEditor_); });
-    connect(scenePanel_, &ScenePanel::integratorEdited, this, &ParticlesWorkspace::applyIntegrator);
+    connect(&document_, &ParticleDocument::opened, this, &ParticlesWorkspace::showOpened);
+    connect(&document_, &ParticleDocument::edited, this, &ParticlesWorkspace::showEdited);
     connect(scenePanel_, &ScenePanel::sceneEdited, this, [this](const Scene& scene) {
         view_->setDrawing(false);
-        if (!setScene(scene, scenePath_)) QMessageBox::warning(host(), tr("Apply scene"), lastError());
+        if (!setScene(scene, document_.path())) QMessageBox::warning(host(), tr("Apply scene"), lastError());
     });
     // Drawing initial tokens: the run pauses so the points are drawn over a still picture.
     connect(scenePanel_, &ScenePanel::drawRequested, this, [this](bool on) {
         if (on) {
-            runner_.pause();
+            runner().pause();
             updateControls();
             emit showPageRequested(view_);
         }

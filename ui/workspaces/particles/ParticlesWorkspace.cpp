@@ -88,7 +88,7 @@ void ParticlesWorkspace::setPresetDirectory(const QString& dir) {
     presetCombo_->setPlaceholderText(files.isEmpty() ? tr("(no presets)") : tr("(none)"));
     presets_->setDirectory(dir);
     presetDir_ = QFileInfo(dir).absoluteFilePath();
-    selectPresetFor(scenePath_);
+    selectPresetFor(document_.path());
 }
 
 void ParticlesWorkspace::selectPresetFor(const QString& path) {
@@ -111,21 +111,22 @@ bool ParticlesWorkspace::openSceneFile(const QString& path) {
 }
 
 bool ParticlesWorkspace::setScene(const Scene& scene, const QString& sourcePath) {
-    try {
-        runner_.setScene(scene);
-    } catch (const std::exception& e) {
+    QString why;
+    if (!document_.open(scene, sourcePath, &why)) { // showOpened() follows when it runs
         const QString what = sourcePath.isEmpty() ? tr("the scene") : QFileInfo(sourcePath).fileName();
-        return fail(tr("Cannot run %1:\n%2").arg(what, QString::fromStdString(e.what())));
+        return fail(tr("Cannot run %1:\n%2").arg(what, why));
     }
-    scene_ = scene;
+    return succeed();
+}
+
+void ParticlesWorkspace::showOpened() {
+    const Scene& scene = document_.scene();
+    const QString sourcePath = document_.path();
     baseHeads_ = scene.attention.heads;
-    scenePath_ = sourcePath;
     scrubIndex_.reset();
     view_->setPreview(nullptr);
     view_->setScene(scene);
     cone_->setScene(scene);
-    scenePanel_->setScene(scene);
-    matrixEditor_->setScene(scene);
     plots_->clear();
     plots_->setRankTolerance(scene.output.rankTol);
     // A 3-D default camera for d >= 3 (axes for d = 3, principal components beyond).
@@ -144,45 +145,39 @@ bool ParticlesWorkspace::setScene(const Scene& scene, const QString& sourcePath)
     if (active()) sceneLabel_->setText(label);
     selectPresetFor(sourcePath);
     updateControls();
-    return succeed();
 }
 
 bool ParticlesWorkspace::saveSceneFile(const QString& path) {
-    if (!scene_) return fail(tr("There is no scene to save."));
-    try {
-        saveScene(*scene_, QFile::encodeName(path).toStdString()); // atomic: written aside, then renamed
-    } catch (const std::exception& e) {
-        return fail(
-            tr("Cannot save %1:\n%2").arg(QFileInfo(path).fileName(), QString::fromStdString(e.what())));
-    }
-    scenePath_ = path;
+    QString why;
+    if (!document_.save(path, &why))
+        return fail(document_.hasScene() ? tr("Cannot save %1:\n%2").arg(QFileInfo(path).fileName(), why)
+                                         : why);
     addRecent(QFileInfo(path).absoluteFilePath());
     return succeed();
 }
 
-void ParticlesWorkspace::applyAttention(const AttentionSpec& spec, QObject* from) {
-    if (!scene_) return;
-    scene_->attention = spec;
-    runner_.setAttention(spec);
-    view_->setAttention(spec);
-    cone_->setScene(*scene_);
-    if (from != scenePanel_) scenePanel_->setAttention(spec);
-    if (from != matrixEditor_) matrixEditor_->setAttention(spec);
+void ParticlesWorkspace::editAttention(const AttentionSpec& spec) {
+    if (!document_.hasScene()) return;
+    QString why;
+    if (!document_.setAttention(spec, view_, &why)) emit statusMessage(why, 8000);
+}
+
+void ParticlesWorkspace::showEdited(ParticleDocument::Part part, QObject* from) {
+    const Scene& scene = document_.scene();
+    if (part == ParticleDocument::Part::Integrator) {
+        view_->setIntegrator(scene.integrator);
+        return;
+    }
+    view_->setAttention(scene.attention);
+    cone_->setScene(scene);
     // Once the run has moved, the analysis speaks of the tokens as they are (as the view's overlay does).
-    if (const std::shared_ptr<const Snapshot> now = runner_.snapshot(); now && now->step > 0)
+    if (const std::shared_ptr<const Snapshot> now = runner().snapshot(); now && now->step > 0)
         if (const std::optional<GaussianState> g = tokenGaussian(now->tokens))
             matrixEditor_->setAnalysisStart(now->t, g->cov);
     if (from != view_) {
-        baseHeads_ = spec.heads; // the V-scale slider restarts from the matrices as edited
+        baseHeads_ = scene.attention.heads; // the V-scale slider restarts from the matrices as edited
         view_->resetValueScale();
     }
-}
-
-void ParticlesWorkspace::applyIntegrator(const IntegratorSpec& spec) {
-    if (!scene_) return;
-    scene_->integrator = spec;
-    runner_.setIntegrator(spec);
-    view_->setIntegrator(spec);
 }
 
 void ParticlesWorkspace::addRecent(const QString& path) {
@@ -206,7 +201,7 @@ void ParticlesWorkspace::rebuildRecentMenu() {
 }
 
 void ParticlesWorkspace::openSceneDialog() {
-    const QString start = scenePath_.isEmpty() ? QString() : QFileInfo(scenePath_).absolutePath();
+    const QString start = document_.path().isEmpty() ? QString() : QFileInfo(document_.path()).absolutePath();
     const QString path =
         QFileDialog::getOpenFileName(host(), tr("Open scene"), start, tr("Scenes (*.json);;All files (*)"));
     if (path.isEmpty()) return;
@@ -221,12 +216,13 @@ void ParticlesWorkspace::saveSceneDialog() {
 }
 
 QString ParticlesWorkspace::shareString(QString* why) const {
-    if (!scene_) {
+    if (!document_.hasScene()) {
         if (why) *why = tr("There is no scene to share.");
         return {};
     }
     try {
-        return QString::fromStdString(encodeShareString(*scene_)); // what Save would write, as one line
+        return QString::fromStdString(
+            encodeShareString(document_.scene())); // what Save would write, as one line
     } catch (const std::exception& e) {
         if (why) *why = tr("Cannot make the share string:\n%1").arg(QString::fromStdString(e.what()));
         return {};
@@ -275,48 +271,48 @@ void ParticlesWorkspace::openPreset(int index) {
     const QString path = presetCombo_->itemData(index).toString();
     if (path.isEmpty() || !openSceneFile(path)) {
         QMessageBox::warning(host(), tr("Open preset"), lastError());
-        selectPresetFor(scenePath_); // the combo shows the scene that is actually running
+        selectPresetFor(document_.path()); // the combo shows the scene that is actually running
     }
 }
 
 void ParticlesWorkspace::continueFromScrub() {
     if (!scrubIndex_) return;
-    if (auto s = runner_.snapshot(); s && s->history && std::size_t(*scrubIndex_) < s->history->size())
-        runner_.seek(s->history->at(std::size_t(*scrubIndex_)).t);
+    if (auto s = runner().snapshot(); s && s->history && std::size_t(*scrubIndex_) < s->history->size())
+        runner().seek(s->history->at(std::size_t(*scrubIndex_)).t);
     scrubIndex_.reset();
     view_->setPreview(nullptr);
 }
 
 void ParticlesWorkspace::togglePlay() {
-    if (runner_.playing())
+    if (runner().playing())
         pause();
     else
         play();
 }
 
 void ParticlesWorkspace::pause() {
-    runner_.pause();
+    runner().pause();
     updateControls();
 }
 
 void ParticlesWorkspace::play() {
     continueFromScrub();
     // Play at the end of a run (or after an event) starts it again from the beginning.
-    if (auto s = runner_.snapshot(); s && s->finished && !scrubIndex_) runner_.reset();
-    runner_.play();
+    if (auto s = runner().snapshot(); s && s->finished && !scrubIndex_) runner().reset();
+    runner().play();
     updateControls();
 }
 
 void ParticlesWorkspace::stepOnce() {
     continueFromScrub();
-    runner_.stepOnce();
+    runner().stepOnce();
     updateControls();
 }
 
 void ParticlesWorkspace::reset() {
     scrubIndex_.reset();
     view_->setPreview(nullptr);
-    runner_.reset();
+    runner().reset();
 }
 
 void ParticlesWorkspace::frameAll() {
@@ -332,7 +328,7 @@ void ParticlesWorkspace::setMaxSpeed(bool on) {
 }
 
 void ParticlesWorkspace::scrubTo(int index) {
-    const auto live = runner_.snapshot();
+    const auto live = runner().snapshot();
     if (!live || !live->history) return;
     const long count = long(live->history->size());
     if (index >= count - 1 || index < 0) { // the right end: follow the run again
@@ -340,7 +336,7 @@ void ParticlesWorkspace::scrubTo(int index) {
         view_->setPreview(nullptr);
         return;
     }
-    runner_.pause();
+    runner().pause();
     const long k = live->history->frameWithTokensAtOrBefore(live->history->at(std::size_t(index)).t);
     if (k < 0) return;
     const RecordedFrame f = live->history->at(std::size_t(k));
@@ -358,14 +354,14 @@ void ParticlesWorkspace::scrubTo(int index) {
 
 void ParticlesWorkspace::updatePlots() {
     if (!plots_->isVisible()) return;
-    plots_->setSnapshot(runner_.snapshot());
+    plots_->setSnapshot(runner().snapshot());
     if (const auto shown = view_->displayedSnapshot()) plots_->setCursorTime(shown->t);
 }
 
 void ParticlesWorkspace::onSnapshot() {
     updateControls();
     const auto shown = view_->displayedSnapshot();
-    const auto live = runner_.snapshot();
+    const auto live = runner().snapshot();
     if (!shown) return;
     // The particles' covariance as a dot in the cone: O(N d^2), so only while the cone is shown (switching
     // tabs calls this again).
@@ -397,7 +393,8 @@ void ParticlesWorkspace::onSnapshot() {
 void ParticlesWorkspace::setBackend(const QString& kind) {
     const int index = backendCombo_->findData(kind);
     backendCombo_->setCurrentIndex(std::max(index, 0));
-    runner_.setBackend(backendOpener(backendCombo_->currentData().toString().toStdString(), computeSurface_));
+    runner().setBackend(
+        backendOpener(backendCombo_->currentData().toString().toStdString(), computeSurface_));
 }
 
 QString ParticlesWorkspace::backend() const {
@@ -405,12 +402,12 @@ QString ParticlesWorkspace::backend() const {
 }
 
 void ParticlesWorkspace::exportAnimationDialog() {
-    if (!scene_) return;
+    if (!document_.hasScene()) return;
     QWidget* shown = cone_->isVisible() ? static_cast<QWidget*>(cone_) : view_;
     std::optional<AnimationView> view;
     if (shown == cone_) view = discAction_->isChecked() ? AnimationView::Disc : AnimationView::Cone;
     animationExportDialog(
-        host(), *scene_, shown->size() * shown->devicePixelRatioF(), view,
+        host(), document_.scene(), shown->size() * shown->devicePixelRatioF(), view,
         [this](const AnimationOptions& o, const QString& path, const ExportProgress& progress) {
             return reported(animationResult(o, path, progress));
         },
@@ -419,7 +416,7 @@ void ParticlesWorkspace::exportAnimationDialog() {
 
 ParticlesWorkspace::ParticlesWorkspace(QMainWindow* host) : Workspace(host), window_(host) {
     view_ = new ParticleView(host);
-    view_->setSource([this] { return runner_.snapshot(); });
+    view_->setSource([this] { return runner().snapshot(); });
     cone_ = new ConeView(host);
     connect(view_, &ParticleView::snapshotChanged, this, &ParticlesWorkspace::onSnapshot);
     // Charts re-lay out all their series on every change: 4 Hz, and only while the Plots panel is shown.
@@ -516,9 +513,9 @@ void ParticlesWorkspace::saveSettings(QSettings& s) const {
     s.setValue(QStringLiteral("run/stepsPerSecond"), rate_);
     s.setValue(QStringLiteral("run/backend"), backend());
     s.setValue(QStringLiteral("files/recent"), recent_);
-    if (scene_) {
-        s.setValue(QStringLiteral("scene/json"), QString::fromStdString(sceneToJson(*scene_)));
-        s.setValue(QStringLiteral("scene/path"), scenePath_);
+    if (document_.hasScene()) {
+        s.setValue(QStringLiteral("scene/json"), QString::fromStdString(sceneToJson(document_.scene())));
+        s.setValue(QStringLiteral("scene/path"), document_.path());
     }
 }
 
@@ -534,14 +531,16 @@ void ParticlesWorkspace::restoreSettings(QSettings& s) {
     recent_ = s.value(QStringLiteral("files/recent")).toStringList();
     rebuildRecentMenu();
     setBackend(s.value(QStringLiteral("run/backend")).toString()); // none saved: the first, the CPU
-    savedScene_.reset();
-    const QString json = s.value(QStringLiteral("scene/json")).toString();
-    if (json.isEmpty()) return;
+    savedSceneJson_ = s.value(QStringLiteral("scene/json")).toString();
+    savedScenePath_ = s.value(QStringLiteral("scene/path")).toString();
+}
+
+std::optional<std::pair<Scene, QString>> ParticlesWorkspace::savedScene() const {
+    if (savedSceneJson_.isEmpty()) return std::nullopt;
     try {
-        savedScene_ =
-            std::pair(sceneFromJson(json.toStdString()), s.value(QStringLiteral("scene/path")).toString());
+        return std::pair(sceneFromJson(savedSceneJson_.toStdString()), savedScenePath_);
     } catch (const std::exception&) {
-        // A stale or damaged entry: the app starts from the default scene instead.
+        return std::nullopt; // a stale or damaged entry: the app starts from the default scene instead
     }
 }
 
@@ -570,7 +569,7 @@ void ParticlesWorkspace::exportDialog(ExportKind kind) {
 }
 
 bool ParticlesWorkspace::exportTrajectory(const QString& path, bool asFloat32) {
-    const auto live = runner_.snapshot();
+    const auto live = runner().snapshot();
     return report(flowscope::exportTrajectory(live ? live->history.get() : nullptr, path, asFloat32));
 }
 
@@ -585,15 +584,15 @@ bool ParticlesWorkspace::exportAnimation(const AnimationOptions& options, const 
 
 // The scene as it runs now (live edits included).
 ExportResult ParticlesWorkspace::momentsResult(const QString& path, const ExportProgress& progress) const {
-    if (!scene_) return ExportResult::failed(tr("There is no scene to export."));
-    return flowscope::exportMoments(*scene_, path, progress);
+    if (!document_.hasScene()) return ExportResult::failed(tr("There is no scene to export."));
+    return flowscope::exportMoments(document_.scene(), path, progress);
 }
 
 // The scene as it runs now; the export runs a simulation of its own from t = 0.
 ExportResult ParticlesWorkspace::animationResult(const AnimationOptions& options, const QString& path,
                                                  const ExportProgress& progress) const {
-    if (!scene_) return ExportResult::failed(tr("There is no scene to export."));
-    return exportSceneAnimation(*scene_, options, path, progress);
+    if (!document_.hasScene()) return ExportResult::failed(tr("There is no scene to export."));
+    return exportSceneAnimation(document_.scene(), options, path, progress);
 }
 
 } // namespace flowscope

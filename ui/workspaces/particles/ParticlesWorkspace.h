@@ -6,14 +6,18 @@
 // the animation. Scene files, presets, recent files and share strings are this workspace's: a scene is what
 // it runs.
 //
-// Scene changes go through openSceneFile()/setScene(), which return false and keep the current scene on
-// failure (the message is in lastError()). Live edits (attention, integrator, quick sliders) go to the
-// running simulation at once and continue from its current state; structural edits (d, N, initial tokens)
-// restart only when the scene panel's Apply asks for it.
+// The scene, its file and its run belong to a ParticleDocument (ui/document/ParticleDocument.h), the one
+// owner: the workspace is that document plus the controllers of its tool bars, menus and docks. Scene changes
+// go through openSceneFile()/setScene(), which return false and keep the current scene on failure (the
+// message is in lastError()). Live edits (the Scene panel, the matrix editor, the quick sliders) are commands
+// to the document, which checks them and sends them to the running simulation, which continues from its
+// current state; structural edits (d, N, initial tokens) restart only when the scene panel's Apply asks for
+// it. The views and panels follow the document's opened() and edited() signals.
 #pragma once
 
 #include "engine/runner/SimulationRunner.h"
 #include "engine/scene/Scene.h"
+#include "ui/document/ParticleDocument.h"
 #include "ui/export/ExportService.h"
 #include "ui/shell/Workspace.h"
 #include "ui/views/ParticleView.h"
@@ -77,10 +81,12 @@ class ParticlesWorkspace : public Workspace {
     bool setScene(const Scene& scene, const QString& sourcePath = {});
     // Writes the current scene (with its live edits and view settings) atomically.
     bool saveSceneFile(const QString& path);
-    const std::optional<Scene>& scene() const { return scene_; }
-    QString scenePath() const { return scenePath_; }
+    // The scene that runs (null before the first one): the document's.
+    const Scene* scene() const { return document_.hasScene() ? &document_.scene() : nullptr; }
+    QString scenePath() const { return document_.path(); }
+    ParticleDocument& document() { return document_; }
     // The scene saved in the settings, when there is one that still parses (restoreSettings() reads it).
-    std::optional<std::pair<Scene, QString>> savedScene() const { return savedScene_; }
+    std::optional<std::pair<Scene, QString>> savedScene() const;
     // Lists the *.json files of `dir` in the preset combo and the presets browser.
     void setPresetDirectory(const QString& dir);
     QStringList recentFiles() const { return recent_; }
@@ -118,7 +124,7 @@ class ParticlesWorkspace : public Workspace {
     bool exportAnimation(const AnimationOptions& options, const QString& path,
                          const ExportProgress& progress = {});
 
-    SimulationRunner& runner() { return runner_; }
+    SimulationRunner& runner() { return document_.runner(); }
     ParticleView* particleView() const { return view_; }
     ConeView* coneView() const { return cone_; }
     ScenePanel* scenePanel() const { return scenePanel_; }
@@ -140,8 +146,11 @@ class ParticlesWorkspace : public Workspace {
     void buildMenus();
     void connectViews();
     void selectPresetFor(const QString& path);
-    void applyAttention(const AttentionSpec& spec, QObject* from);
-    void applyIntegrator(const IntegratorSpec& spec);
+    // The document ran a new scene / changed a live part: the views, the plots and the labels follow.
+    void showOpened();
+    void showEdited(ParticleDocument::Part part, QObject* from);
+    // A quick slider's attention: sent to the document; a refusal goes to the status bar.
+    void editAttention(const AttentionSpec& spec);
     void continueFromScrub();
     void addRecent(const QString& path);
     void rebuildRecentMenu();
@@ -165,9 +174,10 @@ class ParticlesWorkspace : public Workspace {
     void pasteShareString();
 
     QMainWindow* window_;
-    // Declared before the runner: its worker's OpenGL context is current on this surface until it joins.
+    // Declared before the document: its runner's worker's OpenGL context is current on this surface until it
+    // joins.
     std::unique_ptr<QOffscreenSurface> computeSurface_;
-    SimulationRunner runner_;
+    ParticleDocument document_;
     ParticleView* view_ = nullptr;
     ConeView* cone_ = nullptr;
     ScenePanel* scenePanel_ = nullptr;
@@ -175,10 +185,8 @@ class ParticlesWorkspace : public Workspace {
     PresetBrowser* presets_ = nullptr;
     PlotsPanel* plots_ = nullptr;
     QList<WorkspaceDock> docks_;
-    std::optional<Scene> scene_;
-    std::optional<std::pair<Scene, QString>> savedScene_;
-    std::vector<HeadParams> baseHeads_; // V before the quick V-scale slider
-    QString scenePath_;
+    QString savedSceneJson_, savedScenePath_; // the settings' scene, read by savedScene()
+    std::vector<HeadParams> baseHeads_;       // V before the quick V-scale slider
     QString presetDir_;
     QStringList recent_;
     std::optional<int> scrubIndex_; // the recorded frame previewed, when not following the run
