@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <utility>
 
 namespace flowscope {
 
@@ -33,23 +34,24 @@ ConeView::~ConeView() {
 
 void ConeView::setScene(const Scene& scene) {
     ++generation_;
-    queued_.reset();
+    queued_ = nullptr;
     const bool unsupported = picture_.setScene(scene).has_value();
     picture_.setSolving(!unsupported);
     update();
     if (unsupported) return;
     // One solve at a time per view: while one runs, only the newest scene waits (edits can arrive faster
     // than solves finish, and every stale solve would delay the one that matters).
+    Solve solve = [scene] { return computeConeData(scene); };
     if (workerBusy_)
-        queued_ = scene;
+        queued_ = std::move(solve);
     else
-        startSolve(scene);
+        startSolve(std::move(solve));
 }
 
-void ConeView::startSolve(const Scene& scene) {
+void ConeView::startSolve(Solve solve) {
     workerBusy_ = true;
-    runDetached([scene, box = mailbox_, generation = generation_] {
-        auto result = std::make_shared<const ConeData>(computeConeData(scene));
+    runDetached([solve = std::move(solve), box = mailbox_, generation = generation_] {
+        auto result = std::make_shared<const ConeData>(solve());
         const std::lock_guard lock(box->mutex);
         if (ConeView* view = box->view)
             QMetaObject::invokeMethod(
@@ -60,11 +62,7 @@ void ConeView::startSolve(const Scene& scene) {
 
 void ConeView::deliver(std::uint64_t generation, std::shared_ptr<const ConeData> data) {
     workerBusy_ = false;
-    if (queued_) {
-        const Scene next = std::move(*queued_);
-        queued_.reset();
-        startSolve(next);
-    }
+    if (queued_) startSolve(std::exchange(queued_, nullptr));
     if (generation != generation_) return; // superseded by a newer scene
     picture_.setData(std::move(data));
     update();

@@ -31,6 +31,7 @@
 #include "ui/views/PictureGlView.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -85,13 +86,15 @@ class ConeView : public PictureGlView {
   private:
     struct Mailbox;
 
-    void startSolve(const Scene& scene); // for the current generation
+    // The moment trajectories of one scene, solved off the UI thread.
+    using Solve = std::function<ConeData()>;
+    void startSolve(Solve solve); // for the current generation
     void deliver(std::uint64_t generation, std::shared_ptr<const ConeData> data);
 
     std::shared_ptr<Mailbox> mailbox_;
     std::uint64_t generation_ = 0;
-    bool workerBusy_ = false;     // a solve of this view is running
-    std::optional<Scene> queued_; // the scene to solve when it finishes
+    bool workerBusy_ = false; // a solve of this view is running
+    Solve queued_;            // the newest scene's solve, started when the running one finishes
     ConePicture picture_;
 };
 
