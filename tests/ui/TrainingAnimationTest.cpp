@@ -1,8 +1,8 @@
-// File ▸ Export ▸ Animation on the Flows tab: MainWindow::exportAnimation with the training view writes the
-// frames of the shared composer (ui/TrainingAnimator, which flowscope-cli render --view training runs too),
-// trained afresh from the Flows tab's config while the tab's own run is left as it is; frame k is the model
-// after k · K iterations, the same parameters as a trainer stepped k · K times; a cancel leaves nothing; the
-// dialog offers the view on the Flows tab and names a bad field.
+// File ▸ Export ▸ Animation on the Flows tab: FlowsWorkspace::exportAnimation with the training view writes
+// the frames of the shared composer (render/animation/TrainingAnimator, which flowscope-cli render --view
+// training runs too), trained afresh from the Flows tab's config while the tab's own run is left as it is;
+// frame k is the model after k · K iterations, the same parameters as a trainer stepped k · K times; a cancel
+// leaves nothing; the dialog offers the view on the Flows tab and names a bad field.
 #include "AnimationExportMenu.h"
 #include "MainWindowFixture.h"
 #include "TestScenes.h"
