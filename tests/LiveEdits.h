@@ -38,6 +38,17 @@ inline Scene liveEditExpScene() {
     return s;
 }
 
+// liveEditScene with time-dependent heads: two keyframes, at t = 0 (its heads) and t = 1, linearly
+// interpolated.
+inline Scene liveEditKeyframedScene() {
+    Scene s = liveEditScene();
+    const HeadParams later{randomTokens(2, 2, 21, 0.8), randomTokens(2, 2, 22, 0.8),
+                           randomTokens(2, 2, 23, 0.5)};
+    s.attention.keyframes = {{0.0, s.attention.heads}, {1.0, {later}}};
+    s.attention.interpolation = Interpolation::Linear;
+    return s;
+}
+
 struct LiveEditCase {
     std::string name;
     Scene base;
@@ -86,6 +97,9 @@ inline std::vector<LiveEditCase> liveEdits() {
         e.push_back({std::string("method ") + method, base, std::string("/integrator/method=") + method});
     e.push_back({"steps (the step h)", base, "/integrator/steps=40"});
     e.push_back({"horizon T (the step h)", base, "/integrator/T=2"});
+    // The new step h = 0.1 leaves t = 0.25 off its grid: the next step lands on 0.4, and time-dependent heads
+    // are evaluated at the run's time.
+    e.push_back({"horizon T, keyframed heads", liveEditKeyframedScene(), "/integrator/T=2"});
     return e;
 }
 

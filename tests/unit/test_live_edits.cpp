@@ -72,6 +72,27 @@ INSTANTIATE_TEST_SUITE_P(EveryLiveField, LiveEdit, ::testing::ValuesIn(liveEdits
                              return liveEditTestName(info.param.name);
                          });
 
+// A new step h that leaves the time off its grid: the next step lands on the grid, so the run's clock is the
+// time its tokens were integrated to. One token under softmax attends to itself alone (weight 1): dx/dt = V
+// x, and with V = a I, x(t) = e^{a t} x(0). Five RK4 steps of h = 0.05, T to 2 (h = 0.1: t = 0.25 is off the
+// grid), six more: t = 0.9, the first of them 0.15 long. RK4's local error (a h)^5 / 5! is below 2e-8 a step
+// here; a clock ahead of the integration by 0.05 would be e^{0.025} - 1 = 2.5e-2 off.
+TEST(LiveEditStep, TheClockIsTheTimeTheTokensWereIntegratedTo) {
+    const double a = 0.5;
+    Scene s = liveEditScene();
+    s.n = 1;
+    s.attention.heads = {HeadParams{Mat::Identity(2, 2), Mat::Identity(2, 2), a * Mat::Identity(2, 2)}};
+    Simulation sim(s);
+    const Tokens X0 = sim.tokens();
+    for (int k = 0; k < kBefore; ++k) ASSERT_TRUE(sim.step());
+    applyLiveSetting(sim, parseSceneSetting("/integrator/T=2"));
+    EXPECT_EQ(sim.stepIndex(), 3); // round(0.25 / 0.1)
+    for (int k = 0; k < kAfter; ++k) ASSERT_TRUE(sim.step());
+    EXPECT_EQ(sim.time(), 9 * 0.1);
+    const Tokens exact = std::exp(a * sim.time()) * X0;
+    EXPECT_LE((sim.tokens() - exact).norm(), 1e-7 * exact.norm()) << sim.tokens() << "\n" << exact;
+}
+
 // A field that is not live is refused naming it, and the run keeps its parameters; so is a live field given a
 // value the reader refuses.
 TEST(LiveEditRefusal, NamesTheFieldAndKeepsTheRun) {
