@@ -252,19 +252,25 @@ bool Simulation::step() {
 
 bool Simulation::stepImpl() {
     if (finished()) return false;
-    if (stepper_) return stepOnDevice();
     const double h = scene_.integrator.T / scene_.integrator.steps;
-    const Tokens before = X_;
     const double t0 = t_;
+    // After a new step h (setIntegrator) or setState at a time off the grid k h, the next step lands on the
+    // grid, from t0 to (step + 1) h, so that the run's time is the time its attention was evaluated at (the
+    // device steppers keep the time they were given). On a device that one step runs here, on the fields.
+    const bool landing = t0 != double(step_) * h;
+    if (stepper_ && !landing) return stepOnDevice();
+    syncTokens();
+    const double dt = landing ? double(step_ + 1) * h - t0 : h;
+    const Tokens before = X_;
     // Piecewise-constant parameters are layers: every stage of a step uses the layer in force inside the
     // step, also at a stage that sits exactly on the next switch time (so RK4 keeps its order).
     const bool piecewise =
         !scene_.attention.keyframes.empty() && scene_.attention.interpolation == Interpolation::Piecewise;
-    const double lo = t0 + 1e-9 * h, hi = t0 + h - 1e-9 * h;
+    const double lo = t0 + 1e-9 * dt, hi = t0 + dt - 1e-9 * dt;
     const Field f = [&](double t, const Tokens& X, Tokens& dX) {
         field_->velocity(piecewise ? std::clamp(t, lo, hi) : t, X, dX);
     };
-    const StepResult r = integrator_->advance(f, t0, h, X_);
+    const StepResult r = integrator_->advance(f, t0, dt, X_);
     countWork(r);
     if (!r.ok) {
         event_ = RunEvent{RunEvent::Kind::StepCollapse, t0, stepFailure(r)};
@@ -283,6 +289,11 @@ bool Simulation::stepImpl() {
         --step_;
         event_->t = t0;
         event_->message = "non-finite velocity or coordinates during the step from t = " + std::to_string(t0);
+    }
+    if (stepper_) { // the device goes on from the landing, on the grid
+        stepper_->upload(X_, t_);
+        syncedT_ = t_;
+        syncedStep_ = step_;
     }
     if (event_ || step_ % scene_.output.every == 0 || step_ == scene_.integrator.steps) record();
     return true;

@@ -76,7 +76,9 @@ class Simulation {
 
     // Live edits: continue from the current state with new parameters.
     void setAttention(const AttentionSpec& spec);
-    void setIntegrator(const IntegratorSpec& spec); // keeps the time; steps continue at the new h
+    // Keeps the time; steps continue at the new h from step index round(t / h), the next one landing on that
+    // grid when t is off it (from t to (round(t / h) + 1) h; on a device, that step runs on the fields).
+    void setIntegrator(const IntegratorSpec& spec);
     // Computes velocities with fields from makeField from now on (another backend); state and history stay.
     // Throws (SceneError, or the backend's error) and keeps the old field when the new one cannot be made.
     void setFieldFactory(FieldFactory makeField);

@@ -8,11 +8,10 @@
 // call (docs/math/attention.md#sinkhorn), so two runs that reach the same tokens with different call
 // histories differ by what the solve leaves unconverged: about its tolerance (1e-9) when it converges, and
 // the marginal error of the last iteration when `iterations` caps it. Those cases compare within that.
-#include "TestUtil.h"
+#include "../LiveEdits.h"
 
 #include "engine/dynamics/LiveEdit.h"
 #include "engine/dynamics/Simulation.h"
-#include "engine/scene/DefaultScene.h"
 #include "engine/scene/SceneSetting.h"
 
 #include <gtest/gtest.h>
@@ -23,78 +22,12 @@
 namespace flowscope::test {
 namespace {
 
-constexpr int kBefore = 5, kAfter = 6;
+constexpr int kBefore = kLiveEditBefore, kAfter = kLiveEditAfter;
 
-// The default scene with 48 tokens in float64, one random head, RK4 with 20 steps to T = 1.
-Scene baseScene(AttentionType type = AttentionType::Softmax) {
-    Scene s = builtinDefaultScene();
-    s.name = "live";
-    s.n = 48;
-    s.precision = Precision::Float64;
-    s.initial.seed = 3;
-    s.attention.type = type;
-    s.attention.heads = {
-        HeadParams{randomTokens(2, 2, 11, 0.8), randomTokens(2, 2, 12, 0.8), randomTokens(2, 2, 13, 0.5)}};
-    s.integrator.T = 1.0;
-    s.integrator.steps = 20;
-    return s;
-}
-
-struct Edit {
-    std::string name;
-    Scene base;
-    std::string setting;    // "POINTER=VALUE"
-    double tolerance = 0.0; // 0: bit for bit; else the largest coordinate difference allowed (Sinkhorn)
-};
-
-// The exp kernel sums N unnormalized weights e^{s_ij}: smaller scores and V / N keep its run finite.
-Scene expScene() {
-    Scene s = baseScene();
-    s.attention.heads[0].Q *= 0.3;
-    s.attention.heads[0].V /= double(s.n);
-    return s;
-}
-
-std::vector<Edit> edits() {
-    std::vector<Edit> e;
-    for (const char* type : {"linear", "l2", "relu", "sigmoid", "rwpo"})
-        e.push_back(
-            {std::string("type softmax to ") + type, baseScene(), std::string("/attention/type=") + type});
-    e.push_back({"type softmax to exp", expScene(), "/attention/type=exp"});
-    e.push_back({"type softmax to sinkhorn", baseScene(), "/attention/type=sinkhorn", 1e-10});
-    e.push_back({"type l2 to softmax", baseScene(AttentionType::L2), "/attention/type=softmax"});
-    e.push_back({"beta", baseScene(), "/attention/beta=2.5"});
-    e.push_back({"scale by sqrt k", baseScene(), "/attention/scale_by_sqrt_k=true"});
-    e.push_back({"Q", baseScene(), "/attention/heads/0/Q=[[1.5, 0.2], [-0.3, 0.9]]"});
-    e.push_back({"K", baseScene(), "/attention/heads/0/K=[[0.4, 0], [0.1, 1.2]]"});
-    e.push_back({"V", baseScene(), "/attention/heads/0/V=[[0.5, 0], [0, 0.5]]"});
-    e.push_back({"a second head", baseScene(),
-                 "/attention/heads=[{\"Q\": 1, \"K\": 1, \"V\": 0.3}, {\"Q\": [[0, 1], [1, 0]], \"K\": 1, "
-                 "\"V\": [[0, -0.4], [0.4, 0]]}]"});
-    e.push_back({"masked", baseScene(), "/attention/masked=true"});
-    e.push_back({"sphere", baseScene(), "/attention/sphere=true"});
-    for (const char* scheme : {"post", "pre", "peri"})
-        e.push_back({std::string("normalization ") + scheme, baseScene(),
-                     std::string("/attention/normalization=") + scheme});
-    e.push_back({"positional decay", baseScene(), "/attention/positional_decay=3"});
-    e.push_back({"sinkhorn eps", baseScene(AttentionType::Sinkhorn), "/attention/sinkhorn/eps=0.5", 1e-10});
-    e.push_back({"sinkhorn iterations", baseScene(AttentionType::Sinkhorn),
-                 "/attention/sinkhorn/iterations=7", 1e-6});
-    e.push_back({"rwpo lambda", baseScene(AttentionType::Rwpo), "/attention/rwpo/lambda=0.5"});
-    e.push_back({"rwpo h", baseScene(AttentionType::Rwpo), "/attention/rwpo/h=0.1"});
-    e.push_back({"linear eps", baseScene(AttentionType::Linear), "/attention/linear_eps=0.3"});
-    for (const char* method : {"euler", "heun", "dopri5"})
-        e.push_back(
-            {std::string("method ") + method, baseScene(), std::string("/integrator/method=") + method});
-    e.push_back({"steps (the step h)", baseScene(), "/integrator/steps=40"});
-    e.push_back({"horizon T (the step h)", baseScene(), "/integrator/T=2"});
-    return e;
-}
-
-class LiveEdit : public ::testing::TestWithParam<Edit> {};
+class LiveEdit : public ::testing::TestWithParam<LiveEditCase> {};
 
 TEST_P(LiveEdit, EqualsAFreshRunOfTheEditedSceneFromTheSameState) {
-    const Edit& e = GetParam();
+    const LiveEditCase& e = GetParam();
     const SceneSetting setting = parseSceneSetting(e.setting);
     const Scene edited = withSetting(e.base, setting);
 
@@ -134,18 +67,36 @@ TEST_P(LiveEdit, EqualsAFreshRunOfTheEditedSceneFromTheSameState) {
               }()));
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryLiveField, LiveEdit, ::testing::ValuesIn(edits()),
-                         [](const ::testing::TestParamInfo<Edit>& info) {
-                             std::string name = info.param.name;
-                             for (char& c : name)
-                                 if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-                             return name;
+INSTANTIATE_TEST_SUITE_P(EveryLiveField, LiveEdit, ::testing::ValuesIn(liveEdits()),
+                         [](const ::testing::TestParamInfo<LiveEditCase>& info) {
+                             return liveEditTestName(info.param.name);
                          });
+
+// A new step h that leaves the time off its grid: the next step lands on the grid, so the run's clock is the
+// time its tokens were integrated to. One token under softmax attends to itself alone (weight 1): dx/dt = V
+// x, and with V = a I, x(t) = e^{a t} x(0). Five RK4 steps of h = 0.05, T to 2 (h = 0.1: t = 0.25 is off the
+// grid), six more: t = 0.9, the first of them 0.15 long. RK4's local error (a h)^5 / 5! is below 2e-8 a step
+// here; a clock ahead of the integration by 0.05 would be e^{0.025} - 1 = 2.5e-2 off.
+TEST(LiveEditStep, TheClockIsTheTimeTheTokensWereIntegratedTo) {
+    const double a = 0.5;
+    Scene s = liveEditScene();
+    s.n = 1;
+    s.attention.heads = {HeadParams{Mat::Identity(2, 2), Mat::Identity(2, 2), a * Mat::Identity(2, 2)}};
+    Simulation sim(s);
+    const Tokens X0 = sim.tokens();
+    for (int k = 0; k < kBefore; ++k) ASSERT_TRUE(sim.step());
+    applyLiveSetting(sim, parseSceneSetting("/integrator/T=2"));
+    EXPECT_EQ(sim.stepIndex(), 3); // round(0.25 / 0.1)
+    for (int k = 0; k < kAfter; ++k) ASSERT_TRUE(sim.step());
+    EXPECT_EQ(sim.time(), 9 * 0.1);
+    const Tokens exact = std::exp(a * sim.time()) * X0;
+    EXPECT_LE((sim.tokens() - exact).norm(), 1e-7 * exact.norm()) << sim.tokens() << "\n" << exact;
+}
 
 // A field that is not live is refused naming it, and the run keeps its parameters; so is a live field given a
 // value the reader refuses.
 TEST(LiveEditRefusal, NamesTheFieldAndKeepsTheRun) {
-    Simulation sim(baseScene());
+    Simulation sim(liveEditScene());
     sim.step();
     const std::string before = sceneToJson(sim.scene());
     for (const char* text : {"/n=64", "/d=3", "/precision=float32", "/initial/seed=4", "/attention/beta=-1",
@@ -179,11 +130,11 @@ TEST(SceneSetting, ParsesJsonValuesAndBareWords) {
     for (const char* bad : {"beta=4", "/attention/beta", "=4", "/attention/beta="})
         EXPECT_THROW(parseSceneSetting(bad), SceneError) << bad;
     // withSettings: in turn, and the failing one named first.
-    const Scene s = withSettings(baseScene(), {"/attention/beta=3", "/integrator/steps=7"});
+    const Scene s = withSettings(liveEditScene(), {"/attention/beta=3", "/integrator/steps=7"});
     EXPECT_EQ(s.attention.beta, 3);
     EXPECT_EQ(s.integrator.steps, 7);
     try {
-        withSettings(baseScene(), {"/attention/beta=3", "/attention/beta=0"});
+        withSettings(liveEditScene(), {"/attention/beta=3", "/attention/beta=0"});
         ADD_FAILURE() << "beta 0 taken";
     } catch (const SceneError& e) {
         const std::string what = e.what();
