@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -400,10 +401,13 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
                                  wantV ? dVt[s].data() : nullptr);
         }
     });
-    for (Index s = 0; s < slots; ++s) {
-        if (wantK) acc(k, dKt[s].leftCols(Nk));
-        if (wantV) acc(v, dVt[s].leftCols(Nk));
+    // The slots' sums in order, row-major (contiguous, vectorized), then one transposed write each.
+    for (Index s = 1; s < slots; ++s) {
+        if (wantK) dKt[0] += dKt[s];
+        if (wantV) dVt[0] += dVt[s];
     }
+    if (wantK) acc(k, dKt[0].leftCols(Nk));
+    if (wantV) acc(v, dVt[0].leftCols(Nk));
 }
 
 } // namespace
@@ -898,9 +902,12 @@ template <class S> Var<S> logCosh(Var<S> a, Var<S> tanhOfA) {
     Tape<S>& t = tapeOf(Op::LogCosh, a, tanhOfA);
     requireShape(a.rows() == tanhOfA.rows() && a.cols() == tanhOfA.cols(), Op::LogCosh, a, tanhOfA,
                  "equal shapes");
+    // With e = exp(-2|u|), 1 + e = 2 / (1 + |tanh u|): log(2 cosh u) = |u| + log 2 - log(1 + |tanh u|), one
+    // log and no exp (1 + |tanh u| lies in [1, 2], so the rounding of tanh moves the result by about an ulp).
     Var<S> y = t.push(Op::LogCosh, a, tanhOfA);
-    const auto x = a.value().array();
-    t.node(y).value = (x.abs() + ((S(-2) * x.abs()).exp() + S(1)).log()).matrix();
+    t.node(y).value =
+        (a.value().array().abs() + S(std::numbers::ln2) - (tanhOfA.value().array().abs() + S(1)).log())
+            .matrix();
     return y;
 }
 template <class S> Var<S> exp(Var<S> a) {

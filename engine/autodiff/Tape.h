@@ -171,8 +171,9 @@ template <class S> Var<S> neg(Var<S> a);
 // Elementwise unary.
 template <class S> Var<S> tanh(Var<S> a);
 template <class S> Var<S> logCosh(Var<S> a); // log(2 cosh u) = |u| + log1p(exp(-2|u|)); derivative tanh u
-// The same, given t = tanh(a) recorded before (as the OT-Flow potential records it anyway): backward reads
-// t's value for the derivative instead of computing tanh again. t gets no gradient through this op.
+// The same, given t = tanh(a) recorded before (as the OT-Flow potential records it anyway): the value is
+// |a| + log 2 - log(1 + |t|) (one log, no exp) and backward reads t for the derivative instead of computing
+// tanh again. t gets no gradient through this op.
 template <class S> Var<S> logCosh(Var<S> a, Var<S> tanhOfA);
 template <class S> Var<S> exp(Var<S> a);
 template <class S> Var<S> log(Var<S> a);
