@@ -4,11 +4,14 @@
 #include "engine/autodiff/AttentionKernel.h"
 #include "engine/autodiff/Exp.h"
 
+#include "engine/core/Cpu.h"
 #include "engine/core/Parallel.h"
+#include "engine/core/kernels/Gemm.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numbers>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -23,6 +26,7 @@ const char* opName(Op op) {
         "div", "addCol", "addRow", "mulCol", "mulRow", "scale", "scale", "addScalar", "addScalar", "neg",
         "tanh", "logCosh", "exp", "log", "square", "sqrt", "abs", "softplus", "sigmoid", "relu",
         "softThreshold", "huberL1", "sum", "mean", "colSum", "rowSum", "sumSquares", "colSumSquares",
+        "colSumWeightedSquares",
         "softmaxRows", "logSumExpRows", "groupAttention", "groupMean", "attention", "rows", "cols", "vstack",
         "hstack", "columnFunction"};
     // clang-format on
@@ -68,6 +72,50 @@ template <class S, class E> void acc(Node<S>& n, const E& e) {
         n.grad.noalias() = e;
         n.reached = true;
     }
+}
+
+// C = op(A) op(B), or C += op(A) op(B) with `add`; op(X) is X or, with the flag, X^T. In float, where the
+// processor has AVX2+FMA, the engine's kernel (engine/core/kernels/Gemm.h) instead of Eigen's product, which
+// this baseline-ISA build gives four lanes and no FMA. The kernel takes row-major operands: column-major C is
+// row-major C^T = op(B)^T op(A)^T, and op(B)^T, op(A)^T are the stored B, A when untransposed; a transposed
+// operand is copied once, transposed (O(size), against the product's O(size x depth)).
+template <class S>
+void product(Matrix<S>& C, const Matrix<S>& A, bool transA, const Matrix<S>& B, bool transB, bool add) {
+    const Index M = transA ? A.cols() : A.rows(), K = transA ? A.rows() : A.cols(),
+                N = transB ? B.rows() : B.cols();
+#if FLOWSCOPE_HAVE_AVX2_KERNEL
+    if constexpr (std::is_same_v<S, float>) {
+        static const bool avx2 = cpuHasAvx2Fma();
+        if (avx2 && M >= 8 && N >= 8 && M * N * K >= 4096) { // else the packing does not pay
+            thread_local Matrix<float> at, bt;
+            const float* a = A.data();
+            const float* b = B.data();
+            if (transA) a = (at = A.transpose()).data();
+            if (transB) b = (bt = B.transpose()).data();
+            if (!add) C.resize(M, N);
+            avx2::gemm(int(N), int(M), int(K), b, long(K), a, long(M), C.data(), long(M), add);
+            return;
+        }
+    }
+#endif
+    auto assign = [&](const auto& e) {
+        if (add) {
+            C.noalias() += e;
+        } else {
+            C.noalias() = e;
+        }
+    };
+    if (!transA && !transB) assign(A * B);
+    if (transA && !transB) assign(A.transpose() * B);
+    if (!transA && transB) assign(A * B.transpose());
+    if (transA && transB) assign(A.transpose() * B.transpose());
+}
+
+// acc() of a product: n's gradient += op(A) op(B) (assigned on the first contribution).
+template <class S>
+void accProduct(Node<S>& n, const Matrix<S>& A, bool transA, const Matrix<S>& B, bool transB) {
+    product(n.grad, A, transA, B, transB, n.reached);
+    n.reached = true;
 }
 
 // n's gradient, zero-filled on the first contribution (for ops that write only a block of it).
@@ -353,10 +401,13 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
                                  wantV ? dVt[s].data() : nullptr);
         }
     });
-    for (Index s = 0; s < slots; ++s) {
-        if (wantK) acc(k, dKt[s].leftCols(Nk));
-        if (wantV) acc(v, dVt[s].leftCols(Nk));
+    // The slots' sums in order, row-major (contiguous, vectorized), then one transposed write each.
+    for (Index s = 1; s < slots; ++s) {
+        if (wantK) dKt[0] += dKt[s];
+        if (wantV) dVt[0] += dVt[s];
     }
+    if (wantK) acc(k, dKt[0].leftCols(Nk));
+    if (wantV) acc(v, dVt[0].leftCols(Nk));
 }
 
 } // namespace
@@ -488,16 +539,16 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
         break;
 
     case Op::MatMul:
-        if (da) acc(*A, G * B->val().transpose());
-        if (db) acc(*B, A->val().transpose() * G);
+        if (da) accProduct(*A, G, false, B->val(), true);
+        if (db) accProduct(*B, A->val(), true, G, false);
         break;
     case Op::MatMulTN: // Y = A^T B
-        if (da) acc(*A, B->val() * G.transpose());
-        if (db) acc(*B, A->val() * G);
+        if (da) accProduct(*A, B->val(), false, G, true);
+        if (db) accProduct(*B, A->val(), false, G, false);
         break;
     case Op::MatMulNT: // Y = A B^T
-        if (da) acc(*A, G * B->val());
-        if (db) acc(*B, G.transpose() * A->val());
+        if (da) accProduct(*A, G, false, B->val(), false);
+        if (db) accProduct(*B, G, true, A->val(), false);
         break;
     case Op::Transpose:
         acc(*A, G.transpose());
@@ -558,8 +609,12 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
     case Op::Tanh:
         acc(*A, (ga * (S(1) - n.value.array().square())).matrix());
         break;
-    case Op::LogCosh:
-        acc(*A, (ga * A->val().array().tanh()).matrix());
+    case Op::LogCosh: // B, when given, holds tanh(A) (and gets no gradient here)
+        if (B) {
+            acc(*A, G.cwiseProduct(B->val()));
+        } else {
+            acc(*A, (ga * A->val().array().tanh()).matrix());
+        }
         break;
     case Op::Exp:
         acc(*A, G.cwiseProduct(n.value));
@@ -616,6 +671,19 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
     case Op::SumSquares:
         acc(*A, (S(2) * g) * A->val());
         break;
+    case Op::ColSumWeightedSquares: { // q_j = Σ_k w_{k, j mod n} a_kj²
+        const Matrix<S>&a = A->val(), &w = B->val();
+        const Index n = w.cols(), tiles = a.cols() / n;
+        Matrix<S>* dA = da ? &gradZeroed(*A) : nullptr;
+        Matrix<S>* dW = db ? &gradZeroed(*B) : nullptr;
+        for (Index t = 0; t < tiles; ++t) {
+            const auto at = a.middleCols(t * n, n).array();
+            const auto gt = G.middleCols(t * n, n).array();
+            if (dA) dA->middleCols(t * n, n).array() += ((at * w.array()).rowwise() * gt.row(0)) * S(2);
+            if (dW) dW->array() += at.square().rowwise() * gt.row(0);
+        }
+        break;
+    }
     case Op::ColSumSquares:
         acc(*A, ((A->val().array().rowwise() * G.row(0).array()) * S(2)).matrix());
         break;
@@ -684,7 +752,7 @@ template <class S> Var<S> matmul(Var<S> a, Var<S> b) {
     Tape<S>& t = tapeOf(Op::MatMul, a, b);
     requireShape(a.cols() == b.rows(), Op::MatMul, a, b, "a.cols == b.rows");
     Var<S> y = t.push(Op::MatMul, a, b);
-    t.node(y).value.noalias() = a.value() * b.value();
+    product(t.node(y).value, a.value(), false, b.value(), false, false);
     return y;
 }
 
@@ -692,7 +760,7 @@ template <class S> Var<S> matmulTN(Var<S> a, Var<S> b) {
     Tape<S>& t = tapeOf(Op::MatMulTN, a, b);
     requireShape(a.rows() == b.rows(), Op::MatMulTN, a, b, "a.rows == b.rows");
     Var<S> y = t.push(Op::MatMulTN, a, b);
-    t.node(y).value.noalias() = a.value().transpose() * b.value();
+    product(t.node(y).value, a.value(), true, b.value(), false, false);
     return y;
 }
 
@@ -700,7 +768,7 @@ template <class S> Var<S> matmulNT(Var<S> a, Var<S> b) {
     Tape<S>& t = tapeOf(Op::MatMulNT, a, b);
     requireShape(a.cols() == b.cols(), Op::MatMulNT, a, b, "a.cols == b.cols");
     Var<S> y = t.push(Op::MatMulNT, a, b);
-    t.node(y).value.noalias() = a.value() * b.value().transpose();
+    product(t.node(y).value, a.value(), false, b.value(), true, false);
     return y;
 }
 
@@ -823,8 +891,24 @@ template <class S> Var<S> tanh(Var<S> a) {
         return unary(Op::Tanh, a, [](const auto& x) { return x.tanh(); });
     }
 }
+// log(2 cosh u) = |u| + log(1 + e), e = exp(-2|u|) in (0, 1]: log of 1 + e rather than log1p(e), which Eigen
+// evaluates one scalar at a time (a tenth of a plain OT-Flow training step); with e <= 1 the rounding of 1 +
+// e costs at most an ulp of 1, against a result of at least log 2.
 template <class S> Var<S> logCosh(Var<S> a) {
-    return unary(Op::LogCosh, a, [](const auto& x) { return x.abs() + (S(-2) * x.abs()).exp().log1p(); });
+    return unary(Op::LogCosh, a,
+                 [](const auto& x) { return x.abs() + ((S(-2) * x.abs()).exp() + S(1)).log(); });
+}
+template <class S> Var<S> logCosh(Var<S> a, Var<S> tanhOfA) {
+    Tape<S>& t = tapeOf(Op::LogCosh, a, tanhOfA);
+    requireShape(a.rows() == tanhOfA.rows() && a.cols() == tanhOfA.cols(), Op::LogCosh, a, tanhOfA,
+                 "equal shapes");
+    // With e = exp(-2|u|), 1 + e = 2 / (1 + |tanh u|): log(2 cosh u) = |u| + log 2 - log(1 + |tanh u|), one
+    // log and no exp (1 + |tanh u| lies in [1, 2], so the rounding of tanh moves the result by about an ulp).
+    Var<S> y = t.push(Op::LogCosh, a, tanhOfA);
+    t.node(y).value =
+        (a.value().array().abs() + S(std::numbers::ln2) - (tanhOfA.value().array().abs() + S(1)).log())
+            .matrix();
+    return y;
 }
 template <class S> Var<S> exp(Var<S> a) {
     return unary(Op::Exp, a, [](const auto& x) { return x.exp(); });
@@ -899,6 +983,20 @@ template <class S> Var<S> sumSquares(Var<S> a) {
 
 template <class S> Var<S> colSumSquares(Var<S> a) {
     return reduce(Op::ColSumSquares, a, [](const Matrix<S>& x) { return x.colwise().squaredNorm(); });
+}
+
+template <class S> Var<S> colSumWeightedSquares(Var<S> a, Var<S> w) {
+    Tape<S>& t = tapeOf(Op::ColSumWeightedSquares, a, w);
+    requireShape(w.rows() == a.rows() && w.cols() >= 1 && a.cols() % w.cols() == 0, Op::ColSumWeightedSquares,
+                 a, w, "w with a's rows and a column count that divides a's");
+    Var<S> y = t.push(Op::ColSumWeightedSquares, a, w);
+    Matrix<S>& q = t.node(y).value;
+    const Matrix<S>&av = a.value(), &wv = w.value();
+    const Index n = wv.cols();
+    q.resize(1, av.cols());
+    for (Index c = 0; c < av.cols(); c += n)
+        q.middleCols(c, n) = (av.middleCols(c, n).array().square() * wv.array()).colwise().sum().matrix();
+    return y;
 }
 
 template <class S>
@@ -1095,6 +1193,7 @@ template <class S> Var<S> hstack(const std::vector<Var<S>>& parts) {
     template Var<S> neg(Var<S>);                                                                             \
     template Var<S> tanh(Var<S>);                                                                            \
     template Var<S> logCosh(Var<S>);                                                                         \
+    template Var<S> logCosh(Var<S>, Var<S>);                                                                 \
     template Var<S> exp(Var<S>);                                                                             \
     template Var<S> log(Var<S>);                                                                             \
     template Var<S> square(Var<S>);                                                                          \
@@ -1111,6 +1210,7 @@ template <class S> Var<S> hstack(const std::vector<Var<S>>& parts) {
     template Var<S> rowSum(Var<S>);                                                                          \
     template Var<S> sumSquares(Var<S>);                                                                      \
     template Var<S> colSumSquares(Var<S>);                                                                   \
+    template Var<S> colSumWeightedSquares(Var<S>, Var<S>);                                                   \
     template Var<S> columnFunction(Var<S>, const Matrix<S>&, const Matrix<S>&);                              \
     template Var<S> softmaxRows(Var<S>);                                                                     \
     template Var<S> logSumExpRows(Var<S>);                                                                   \

@@ -56,7 +56,7 @@ enum class Op : std::uint8_t {
     Scale, ScaleVar, AddScalar, AddScalarVar, Neg,
     Tanh, LogCosh, Exp, Log, Square, Sqrt, Abs, Softplus, Sigmoid, Relu,
     SoftThreshold, HuberL1,
-    Sum, Mean, ColSum, RowSum, SumSquares, ColSumSquares,
+    Sum, Mean, ColSum, RowSum, SumSquares, ColSumSquares, ColSumWeightedSquares,
     SoftmaxRows, LogSumExpRows, GroupAttention, GroupMean, Attention,
     Rows, Cols, VStack, HStack,
     ColumnFunction,
@@ -171,6 +171,10 @@ template <class S> Var<S> neg(Var<S> a);
 // Elementwise unary.
 template <class S> Var<S> tanh(Var<S> a);
 template <class S> Var<S> logCosh(Var<S> a); // log(2 cosh u) = |u| + log1p(exp(-2|u|)); derivative tanh u
+// The same, given t = tanh(a) recorded before (as the OT-Flow potential records it anyway): the value is
+// |a| + log 2 - log(1 + |t|) (one log, no exp) and backward reads t for the derivative instead of computing
+// tanh again. t gets no gradient through this op.
+template <class S> Var<S> logCosh(Var<S> a, Var<S> tanhOfA);
 template <class S> Var<S> exp(Var<S> a);
 template <class S> Var<S> log(Var<S> a);
 template <class S> Var<S> square(Var<S> a);
@@ -195,6 +199,10 @@ template <class S> Var<S> colSum(Var<S> a);        // 1 x cols: the sum of each 
 template <class S> Var<S> rowSum(Var<S> a);        // rows x 1: the sum of each row
 template <class S> Var<S> sumSquares(Var<S> a);    // 1x1
 template <class S> Var<S> colSumSquares(Var<S> a); // 1 x cols: the squared norm of each column
+// 1 x cols: column j's squares weighted by column j mod n of w (rows x n, cols = t n for some t >= 1), that
+// is colSum([w ... w] o a o a) in one pass, without the t copies of w (the OT-Flow Laplacian's per-coordinate
+// terms, docs/math/flows.md#potential).
+template <class S> Var<S> colSumWeightedSquares(Var<S> a, Var<S> w);
 
 // A function of each column that the tape cannot see (a simulation, a PDE solve): the caller gives its
 // values f(a_j) (1 x cols) and their gradients ∇f(a_j) (a's shape), computed outside the tape; backward()

@@ -140,7 +140,7 @@ TrainingLayer<S> recordTrainingLayer(ad::Tape<S>& tape, const FlowConfig& c, con
     }
     const double h = c.h();
     const PotentialOutputs<S> phi =
-        recordPotential(tape, p.phi, withTime(tape, X, (k - 1) * h), c.exactDriftLogDet);
+        recordPotential(tape, p.phi, withTime(tape, X, (k - 1) * h), c.exactDriftLogDet, false);
     const TrainingLayer<S> layer{X, ad::rows(phi.grad, 0, c.d), ad::rows(phi.grad, c.d, 1), phi.lap};
     X = ad::sub(X, ad::scale(layer.gradX, S(h)));
     logDet = ad::add(logDet, c.exactDriftLogDet ? driftLogDet(phi, c.d, h) : ad::scale(phi.lap, S(-h)));
@@ -384,7 +384,9 @@ typename FlowModel<S>::Matrix FlowModel<S>::generateBeside(const Matrix& Z, std:
     auto drift = [&](const Matrix& P, double t) -> Matrix {
         tape.clear();
         const Bound<S> q = bindFlow<S>(tape, c, params_, nullptr);
-        return recordPotential(tape, q.phi, withTime(tape, tape.constant(P), t)).grad.value().topRows(c.d);
+        return recordPotential(tape, q.phi, withTime(tape, tape.constant(P), t), false, false)
+            .grad.value()
+            .topRows(c.d);
     };
     // The RWPO sub-step F at P: the points are their own keys, or layer k's frozen reference keys.
     auto rwpo = [&](const Matrix& P, int k) -> Matrix {

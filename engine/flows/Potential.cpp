@@ -88,8 +88,8 @@ template <class S> BoundPotential<S> bindConstant(ad::Tape<S>& tape, const Poten
 // ∂u/∂x_j of every sample, so P_i = K_i J_{i-1} is a single GEMM over all samples and coordinates, and the
 // per-sample factors diag(T_i) act on each block through a d-fold horizontal copy of T_i.
 template <class S>
-PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& p, ad::Var<S> s,
-                                    bool hessian) {
+PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& p, ad::Var<S> s, bool hessian,
+                                    bool value) {
     using Var = ad::Var<S>;
     const ad::Index d = p.K0.cols() - 1, B = s.cols();
     const int M = int(p.K.size());
@@ -100,33 +100,43 @@ PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& 
         throw std::invalid_argument("recordPotential: need nTh >= 2 with one bias per residual layer");
     const S h = S(1) / S(M);
 
-    // Forward: a_i, T_i = tanh(a_i), u_i.
+    // Forward: a_i, T_i = tanh(a_i), u_i (σ(a_i) reuses T_i for its derivative). u_M enters Φ alone, not its
+    // derivatives: without `value` it is not recorded.
     std::vector<Var> T(M + 1);
     Var a = ad::addCol(ad::matmul(p.K0, s), p.b0);
-    Var u = ad::logCosh(a);
     T[0] = ad::tanh(a);
+    Var u = ad::logCosh(a, T[0]);
     for (int i = 1; i <= M; ++i) {
         a = ad::addCol(ad::matmul(p.K[i - 1], u), p.bias[i - 1]);
-        u = ad::add(u, ad::scale(ad::logCosh(a), h));
         T[i] = ad::tanh(a);
+        if (i < M || value) u = ad::add(u, ad::scale(ad::logCosh(a, T[i]), h));
     }
     const Var As = ad::matmul(p.A, s); // r x B
-    Var phi = ad::add(ad::matmulTN(p.w, u), ad::scale(ad::colSumSquares(As), S(0.5)));
-    phi = ad::addScalar(ad::add(phi, ad::matmulTN(p.c, s)), p.b);
+    Var phi;
+    if (value) {
+        phi = ad::add(ad::matmulTN(p.w, u), ad::scale(ad::colSumSquares(As), S(0.5)));
+        phi = ad::addScalar(ad::add(phi, ad::matmulTN(p.c, s)), p.b);
+    }
 
-    // Gradient: z[1..M] (m x B); z_{M+1} = w is one column, broadcast by timesZ.
-    std::vector<Var> z(M + 1);
+    // Gradient: z[1..M] (m x B); z_{M+1} = w is one column, broadcast by timesZ. Tz[i] = T_i ⊙ z_{i+1}.
+    std::vector<Var> z(M + 1), Tz(M + 1);
     auto timesZ = [&](Var x, int k) { return k == M + 1 ? ad::mulCol(x, p.w) : ad::mul(x, z[k]); }; // x ⊙ z_k
     for (int i = M; i >= 1; --i) {
-        const Var step = ad::scale(ad::matmulTN(p.K[i - 1], timesZ(T[i], i + 1)), h);
+        Tz[i] = timesZ(T[i], i + 1);
+        const Var step = ad::scale(ad::matmulTN(p.K[i - 1], Tz[i]), h);
         z[i] = i == M ? ad::addCol(step, p.w) : ad::add(step, z[i + 1]);
     }
-    const Var z0 = ad::matmulTN(p.K0, timesZ(T[0], 1));
+    Tz[0] = timesZ(T[0], 1);
+    const Var z0 = ad::matmulTN(p.K0, Tz[0]);
     const Var grad = ad::addCol(ad::add(z0, ad::matmulTN(p.A, As)), p.c);
 
     // Laplacian, and the Hessian when asked: entry (a, b) takes the products of Jacobian columns a and b
     // where the Laplacian takes the squares, so its diagonal is the Laplacian's per-coordinate terms.
-    auto sigma2 = [](Var t) { return ad::addScalar(ad::neg(ad::square(t)), S(1)); }; // 1 - tanh²
+    // σ''(a_i) ⊙ z_{i+1} = (1 - T_i²) ⊙ z_{i+1} = z_{i+1} - T_i ⊙ Tz[i], from the gradient's T_i ⊙ z_{i+1}.
+    auto sigma2Z = [&](int i) {
+        const Var TTz = ad::mul(T[i], Tz[i]);
+        return i == M ? ad::addCol(ad::neg(TTz), p.w) : ad::sub(z[i + 1], TTz);
+    };
     auto repeat = [d](Var x) { return d == 1 ? x : ad::hstack(std::vector<Var>(std::size_t(d), x)); };
     std::vector<Var> H(hessian ? std::size_t(d * (d + 1) / 2) : 0);
     auto accumulate = [&](ad::Index a, ad::Index b, Var term) {
@@ -134,7 +144,7 @@ PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& 
         entry = entry.tape ? ad::add(entry, term) : term;
     };
     const Var K0x = ad::cols(p.K0, 0, d);
-    const Var w0 = timesZ(sigma2(T[0]), 1);
+    const Var w0 = sigma2Z(0);
     Var lap = ad::matmulTN(ad::rowSum(ad::square(K0x)), w0); // t_0
     for (ad::Index a = 0; hessian && a < d; ++a)
         for (ad::Index b = a; b < d; ++b)
@@ -144,8 +154,8 @@ PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& 
     Var J = d == 1 ? J0[0] : ad::hstack(J0);
     for (int i = 1; i <= M; ++i) {
         const Var P = ad::matmul(p.K[i - 1], J); // m x dB
-        const Var wi = timesZ(sigma2(T[i]), i + 1);
-        const Var q = ad::colSum(ad::mul(repeat(wi), ad::square(P))); // 1 x dB
+        const Var wi = sigma2Z(i);
+        const Var q = ad::colSumWeightedSquares(P, wi); // 1 x dB: colSum(repeat(wi) ⊙ P²)
         Var ti = ad::cols(q, 0, B);
         for (ad::Index j = 1; j < d; ++j) ti = ad::add(ti, ad::cols(q, j * B, B));
         lap = ad::add(lap, ad::scale(ti, h));
@@ -173,7 +183,8 @@ PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& 
     template struct BoundPotential<S>;                                                                       \
     template BoundPotential<S> bind(ad::Tape<S>&, const PotentialParams<S>&, PotentialParams<S>&);           \
     template BoundPotential<S> bindConstant(ad::Tape<S>&, const PotentialParams<S>&);                        \
-    template PotentialOutputs<S> recordPotential(ad::Tape<S>&, const BoundPotential<S>&, ad::Var<S>, bool);
+    template PotentialOutputs<S> recordPotential(ad::Tape<S>&, const BoundPotential<S>&, ad::Var<S>, bool,   \
+                                                 bool);
 
 FLOWSCOPE_POTENTIAL_INSTANTIATE(float)
 FLOWSCOPE_POTENTIAL_INSTANTIATE(double)

@@ -141,7 +141,7 @@ BoundPotential<S> bind(ad::Tape<S>& tape, const PotentialParams<S>& p, Potential
 template <class S> BoundPotential<S> bindConstant(ad::Tape<S>& tape, const PotentialParams<S>& p);
 
 template <class S> struct PotentialOutputs {
-    ad::Var<S> phi;  // 1 x B: Φ(s)
+    ad::Var<S> phi;  // 1 x B: Φ(s); an empty Var (no tape) when not asked for
     ad::Var<S> grad; // (d+1) x B: ∇_sΦ; rows 0..d-1 are ∇_xΦ, row d is ∂tΦ
     ad::Var<S> lap;  // 1 x B: Δ_xΦ, the trace of the spatial Hessian (time row and column excluded)
     // With `hessian` requested: the spatial Hessian ∇²_xΦ, its upper triangle row by row ((0,0), (0,1), ..,
@@ -159,9 +159,11 @@ inline int hessianIndex(int a, int b, int d) {
 // K_i with the spatial Jacobian, O(m² d B).
 // `hessian` also records the whole spatial Hessian by the same recursion (docs/math/flows.md#potential,
 // with the products of two Jacobian columns in place of the squares): d(d-1)/2 more products per layer.
-// Throws std::invalid_argument when s does not have d + 1 rows (and, from the ops, on any other mismatch).
+// `value` false leaves Φ itself out (its last layer's σ and the terms of Φ alone): for losses of its
+// derivatives only, as the flow's. Throws std::invalid_argument when s does not have d + 1 rows (and, from
+// the ops, on any other mismatch).
 template <class S>
 PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& p, ad::Var<S> s,
-                                    bool hessian = false);
+                                    bool hessian = false, bool value = true);
 
 } // namespace flowscope::flows

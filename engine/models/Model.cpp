@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #if FLOWSCOPE_HAVE_AVX2_KERNEL
-#include "engine/models/kernels/Gemm.h"
+#include "engine/core/kernels/Gemm.h"
 #endif
 
 namespace flowscope::models {
@@ -280,7 +280,7 @@ template <class T> T gelu(T x, Activation a) {
 }
 
 // c = a b for row-major matrices or blocks of them: in float32 the AVX2+FMA kernel where the processor has
-// it (kernels/Gemm.h), else Eigen's product.
+// it (engine/core/kernels/Gemm.h), else Eigen's product.
 template <class A, class B, class C> void product(const A& a, const B& b, C&& c) {
 #if FLOWSCOPE_HAVE_AVX2_KERNEL
     static const bool avx2 = cpuHasAvx2Fma();

@@ -155,6 +155,7 @@ TEST(Autodiff, ElementwiseUnaryOps) {
     const Md kinked = awayFromZero(4, 5, 43, 0.1, 1.5);
     checkOp("tanh", {a}, [](const Args& v) { return ad::tanh(v[0]); });
     checkOp("logCosh", {wide}, [](const Args& v) { return ad::logCosh(v[0]); });
+    checkOp("logCosh(a, tanh a)", {wide}, [](const Args& v) { return ad::logCosh(v[0], ad::tanh(v[0])); });
     checkOp("exp", {a}, [](const Args& v) { return ad::exp(v[0]); });
     checkOp("log", {positive}, [](const Args& v) { return ad::log(v[0]); });
     checkOp("square", {a}, [](const Args& v) { return ad::square(v[0]); });
@@ -208,6 +209,10 @@ TEST(Autodiff, Reductions) {
     checkOp("rowSum", {a}, [](const Args& v) { return ad::rowSum(v[0]); });
     checkOp("sumSquares", {a}, [](const Args& v) { return ad::sumSquares(v[0]); });
     checkOp("colSumSquares", {a}, [](const Args& v) { return ad::colSumSquares(v[0]); });
+    checkOp("colSumWeightedSquares", {randn(4, 6, 61), randn(4, 3, 62)},
+            [](const Args& v) { return ad::colSumWeightedSquares(v[0], v[1]); });
+    checkOp("colSumWeightedSquares, one tile", {a, randn(4, 5, 63)},
+            [](const Args& v) { return ad::colSumWeightedSquares(v[0], v[1]); });
 }
 
 TEST(Autodiff, SoftmaxAndLogSumExpRows) {
@@ -422,6 +427,42 @@ TEST(Autodiff, FloatAttentionKernelMatchesTheDoublePath) {
     }
     EXPECT_GE(ran, 1);
     ad::kernel::selectIsa(initial.c_str());
+}
+
+// The float products (AVX2+FMA kernel where the processor has it, engine/core/kernels/Gemm.h) against the
+// double path on the same values: matmul, matmulTN, matmulNT forward and both operands' gradients, at shapes
+// the kernel takes (not multiples of its 6 x 16 tiles) and one it leaves to Eigen (3 rows); a node that two
+// products use (its gradient accumulates) and x x^T. Each entry is a dot product of length K, so float
+// rounding bounds its error by about K eps |a||b|: 1e-5 of the largest entry is well above that at K <= 70.
+TEST(Autodiff, FloatProductsMatchTheDoublePath) {
+    struct Case {
+        Index m, k, n;
+    };
+    for (const Case& c : {Case{37, 29, 53}, Case{32, 3, 70}, Case{8, 64, 9}, Case{3, 40, 50}}) {
+        SCOPED_TRACE("m=" + std::to_string(c.m) + " k=" + std::to_string(c.k) + " n=" + std::to_string(c.n));
+        const std::vector<Md> in = {randn(c.m, c.k, 130), randn(c.k, c.n, 131), randn(c.n, c.k, 132),
+                                    randn(c.k, c.m, 133)};
+        auto loss = [](const auto& v) {
+            auto L = weighted(ad::matmul(v[0], v[1]));             // m x n
+            L = ad::add(L, weighted(ad::matmulTN(v[3], v[1])));    // (k x m)^T (k x n)
+            L = ad::add(L, weighted(ad::matmulNT(v[0], v[2])));    // (m x k) (n x k)^T
+            return ad::add(L, weighted(ad::matmulNT(v[0], v[0]))); // x x^T
+        };
+        const auto gd = gradients<double>(loss, in);
+        const auto gf = gradients<float>(loss, in);
+        for (std::size_t i = 0; i < in.size(); ++i) {
+            const double scale = gd[i].cwiseAbs().maxCoeff();
+            EXPECT_GT(scale, 0.1);
+            EXPECT_LT((gf[i].cast<double>() - gd[i]).cwiseAbs().maxCoeff(), 1e-5 * scale) << "operand " << i;
+        }
+        ad::Tape<double> td;
+        ad::Tape<float> tf;
+        const Md yd = td.value(ad::matmulTN(td.constant(in[3]), td.constant(in[1])));
+        const Md yf =
+            tf.value(ad::matmulTN(tf.constant(in[3].cast<float>()), tf.constant(in[1].cast<float>())))
+                .cast<double>();
+        EXPECT_LT((yf - yd).cwiseAbs().maxCoeff(), 1e-5 * yd.cwiseAbs().maxCoeff());
+    }
 }
 
 TEST(Autodiff, FloatSoftmaxExpIsAccurate) {

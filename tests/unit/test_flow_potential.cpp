@@ -63,6 +63,81 @@ template <class F> Md columnDerivative(F f, const Md& s, Index k, double h) {
     return (4 * central(h / 2) - central(h)) / 3;
 }
 
+// The potential as it was first recorded: one elementary tape op per term of the recursions
+// (docs/math/flows.md#potential), no fused ops. Kept as the float64 reference that the recording in
+// Potential.cpp, which fuses some of these steps for speed, must reproduce to rounding, values and gradients.
+flows::PotentialOutputs<double> composedPotential(ad::Tape<double>& tape,
+                                                  const flows::BoundPotential<double>& p, ad::Var<double> s,
+                                                  bool hessian) {
+    using Var = ad::Var<double>;
+    const Index d = p.K0.cols() - 1, B = s.cols();
+    const int M = int(p.K.size());
+    const double h = 1.0 / M;
+    std::vector<Var> T(std::size_t(M) + 1);
+    Var a = ad::addCol(ad::matmul(p.K0, s), p.b0);
+    Var u = ad::logCosh(a);
+    T[0] = ad::tanh(a);
+    for (int i = 1; i <= M; ++i) {
+        a = ad::addCol(ad::matmul(p.K[std::size_t(i) - 1], u), p.bias[std::size_t(i) - 1]);
+        u = ad::add(u, ad::scale(ad::logCosh(a), h));
+        T[std::size_t(i)] = ad::tanh(a);
+    }
+    const Var As = ad::matmul(p.A, s);
+    Var phi = ad::add(ad::matmulTN(p.w, u), ad::scale(ad::colSumSquares(As), 0.5));
+    phi = ad::addScalar(ad::add(phi, ad::matmulTN(p.c, s)), p.b);
+    std::vector<Var> z(std::size_t(M) + 1);
+    auto timesZ = [&](Var x, int k) {
+        return k == M + 1 ? ad::mulCol(x, p.w) : ad::mul(x, z[std::size_t(k)]);
+    };
+    for (int i = M; i >= 1; --i) {
+        const Var step =
+            ad::scale(ad::matmulTN(p.K[std::size_t(i) - 1], timesZ(T[std::size_t(i)], i + 1)), h);
+        z[std::size_t(i)] = i == M ? ad::addCol(step, p.w) : ad::add(step, z[std::size_t(i) + 1]);
+    }
+    const Var z0 = ad::matmulTN(p.K0, timesZ(T[0], 1));
+    const Var grad = ad::addCol(ad::add(z0, ad::matmulTN(p.A, As)), p.c);
+    auto sigma2 = [](Var t) { return ad::addScalar(ad::neg(ad::square(t)), 1.0); };
+    auto repeat = [d](Var x) { return d == 1 ? x : ad::hstack(std::vector<Var>(std::size_t(d), x)); };
+    std::vector<Var> H(hessian ? std::size_t(d * (d + 1) / 2) : 0);
+    auto accumulate = [&](Index a, Index b, Var term) {
+        Var& entry = H[std::size_t(flows::hessianIndex(int(a), int(b), int(d)))];
+        entry = entry.tape ? ad::add(entry, term) : term;
+    };
+    const Var K0x = ad::cols(p.K0, 0, d);
+    const Var w0 = timesZ(sigma2(T[0]), 1);
+    Var lap = ad::matmulTN(ad::rowSum(ad::square(K0x)), w0);
+    for (Index a = 0; hessian && a < d; ++a)
+        for (Index b = a; b < d; ++b)
+            accumulate(a, b, ad::matmulTN(ad::mul(ad::cols(K0x, a, 1), ad::cols(K0x, b, 1)), w0));
+    std::vector<Var> J0;
+    for (Index j = 0; j < d; ++j) J0.push_back(ad::mulCol(T[0], ad::cols(K0x, j, 1)));
+    Var J = d == 1 ? J0[0] : ad::hstack(J0);
+    for (int i = 1; i <= M; ++i) {
+        const Var P = ad::matmul(p.K[std::size_t(i) - 1], J);
+        const Var wi = timesZ(sigma2(T[std::size_t(i)]), i + 1);
+        const Var q = ad::colSum(ad::mul(repeat(wi), ad::square(P)));
+        Var ti = ad::cols(q, 0, B);
+        for (Index j = 1; j < d; ++j) ti = ad::add(ti, ad::cols(q, j * B, B));
+        lap = ad::add(lap, ad::scale(ti, h));
+        for (Index a = 0; hessian && a < d; ++a) {
+            accumulate(a, a, ad::scale(ad::cols(q, a * B, B), h));
+            for (Index b = a + 1; b < d; ++b) {
+                const Var Pab = ad::mul(ad::cols(P, a * B, B), ad::cols(P, b * B, B));
+                accumulate(a, b, ad::scale(ad::colSum(ad::mul(wi, Pab)), h));
+            }
+        }
+        if (i < M) J = ad::add(J, ad::scale(ad::mul(repeat(T[std::size_t(i)]), P), h));
+    }
+    const Var Ax = ad::cols(p.A, 0, d);
+    lap = ad::addScalar(lap, ad::sumSquares(Ax));
+    for (Index a = 0; hessian && a < d; ++a)
+        for (Index b = a; b < d; ++b) {
+            Var& entry = H[std::size_t(flows::hessianIndex(int(a), int(b), int(d)))];
+            entry = ad::addScalar(entry, ad::sum(ad::mul(ad::cols(Ax, a, 1), ad::cols(Ax, b, 1))));
+        }
+    return {phi, grad, lap, H};
+}
+
 struct Config {
     int d, nTh;
 };
@@ -185,6 +260,57 @@ TEST(FlowPotential, LossGradientsMatchFiniteDifferences) {
                     r.input < blocks ? p.blockName(r.input).c_str() : "s");
         EXPECT_LT(r.maxRelError, 1e-6) << "d = " << cfg.d << ", nTh = " << cfg.nTh << ", input " << r.input;
     }
+}
+
+// The recording against the composed reference above, in double: every output, and the gradient of a random
+// linear functional of all of them (phi, grad, lap, each Hessian entry) with respect to every parameter block
+// and to s. The two differ only in how the same sums are grouped, so they agree to rounding (1e-12 relative).
+// Without Φ's value (value = false) the functional leaves phi out, on both sides.
+TEST(FlowPotential, RecordingMatchesTheComposedReference) {
+    for (const Config& cfg : kConfigs)
+        for (int variant = 0; variant < 4; ++variant) {
+            const bool hessian = variant % 2 == 1, value = variant < 2;
+            const Params p = randomParams(cfg.d, kWidth, cfg.nTh, 80 + cfg.d * 10 + cfg.nTh);
+            const Md s = randn(cfg.d + 1, 33, 15);
+            struct Run {
+                std::vector<Md> outputs, grads;
+            };
+            auto run = [&](bool reference) {
+                ad::Tape<double> tape;
+                std::vector<ad::Var<double>> vars;
+                p.forEach([&](const Md& v, const std::string&) { vars.push_back(tape.input(v)); });
+                const auto x = tape.input(s);
+                const auto bound = flows::BoundPotential<double>::fromList(vars);
+                const auto out = reference ? composedPotential(tape, bound, x, hessian)
+                                           : flows::recordPotential(tape, bound, x, hessian, value);
+                EXPECT_EQ(out.phi.tape != nullptr, reference || value);
+                std::vector<ad::Var<double>> all = {out.grad, out.lap};
+                if (value) all.push_back(out.phi);
+                all.insert(all.end(), out.hessian.begin(), out.hessian.end());
+                Run r;
+                ad::Var<double> L;
+                for (std::size_t k = 0; k < all.size(); ++k) {
+                    r.outputs.push_back(all[k].value());
+                    const Md weights = randn(all[k].rows(), all[k].cols(), 100 + k);
+                    const auto term = ad::sum(ad::mul(all[k], tape.constant(weights)));
+                    L = L.tape ? ad::add(L, term) : term;
+                }
+                tape.backward(L);
+                vars.push_back(x);
+                for (const auto& v : vars) r.grads.push_back(tape.grad(v));
+                return r;
+            };
+            const Run fused = run(false), reference = run(true);
+            ASSERT_EQ(fused.outputs.size(), reference.outputs.size());
+            for (std::size_t k = 0; k < fused.outputs.size(); ++k)
+                EXPECT_LT(relError(fused.outputs[k], reference.outputs[k]), 1e-12)
+                    << "output " << k << ", d = " << cfg.d << ", nTh = " << cfg.nTh << ", variant "
+                    << variant;
+            for (std::size_t k = 0; k < fused.grads.size(); ++k)
+                EXPECT_LT(relError(fused.grads[k], reference.grads[k]), 1e-12)
+                    << (int(k) < p.blockCount() ? p.blockName(int(k)) : std::string("s")) << ", d = " << cfg.d
+                    << ", nTh = " << cfg.nTh << ", variant " << variant;
+        }
 }
 
 // bind() accumulates into the gradient container exactly the tape's gradients of the same blocks bound as

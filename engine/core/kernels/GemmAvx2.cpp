@@ -1,18 +1,19 @@
-// The float32 matrix product of the models' forward pass for AVX2+FMA (this file is compiled with -mavx2
-// -mfma; engine/models/Model.cpp calls it when cpuHasAvx2Fma()). It uses no Eigen: Eigen's templates compiled
-// here with other instructions would be merged by the linker with the baseline build's.
+// The float32 matrix product for AVX2+FMA (this file is compiled with -mavx2 -mfma; the models' forward pass
+// and the tape's products call it when cpuHasAvx2Fma()). It uses no Eigen: Eigen's templates compiled here
+// with other instructions would be merged by the linker with the baseline build's.
 //
 // C = A B, all row-major with leading dimensions (row strides) lda, ldb, ldc. B is packed, KC rows at a time,
 // into panels of 16 columns (the last zero-padded); each panel is swept by every block of 6 rows of A, 12
 // accumulators of 8 lanes held in registers over the KC rows (the BLIS micro-kernel shape).
-#include "engine/models/kernels/Gemm.h"
+#include "engine/core/kernels/Gemm.h"
 
+#if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
 #include <algorithm>
 #include <vector>
 
-namespace flowscope::models::avx2 {
+namespace flowscope::avx2 {
 
 namespace {
 
@@ -49,10 +50,11 @@ constexpr Kernel kKernels[kRows + 1] = {nullptr,        microKernel<1>, microKer
 
 } // namespace
 
-void gemm(int M, int N, int K, const float* A, long lda, const float* B, long ldb, float* C, long ldc) {
+void gemm(int M, int N, int K, const float* A, long lda, const float* B, long ldb, float* C, long ldc,
+          bool accumulate) {
     thread_local std::vector<float> packed;
     const int panels = (N + kCols - 1) / kCols;
-    if (K == 0)
+    if (K == 0 && !accumulate)
         for (int i = 0; i < M; ++i) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
     for (int k0 = 0; k0 < K; k0 += kDepth) {
         const int kc = std::min(kDepth, K - k0);
@@ -72,17 +74,21 @@ void gemm(int M, int N, int K, const float* A, long lda, const float* B, long ld
             for (int i = 0; i < M; i += kRows) {
                 const int rows = std::min(kRows, M - i);
                 if (width == kCols) { // straight into C
-                    kKernels[rows](A + i * lda + k0, lda, panel, kc, C + i * ldc + first, ldc, k0 > 0);
+                    kKernels[rows](A + i * lda + k0, lda, panel, kc, C + i * ldc + first, ldc,
+                                   k0 > 0 || accumulate);
                     continue;
                 }
                 kKernels[rows](A + i * lda + k0, lda, panel, kc, edge, kCols, false);
                 for (int r = 0; r < rows; ++r) {
                     float* c = C + (i + r) * ldc + first;
-                    for (int j = 0; j < width; ++j) c[j] = (k0 > 0 ? c[j] : 0.0f) + edge[r * kCols + j];
+                    for (int j = 0; j < width; ++j)
+                        c[j] = (k0 > 0 || accumulate ? c[j] : 0.0f) + edge[r * kCols + j];
                 }
             }
         }
     }
 }
 
-} // namespace flowscope::models::avx2
+} // namespace flowscope::avx2
+
+#endif
