@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiler and linker launcher that records the CPU time of every command of a build, so that a build's cost can
-# be measured on a busy machine (wall time there depends on the other jobs; user + sys CPU time barely does):
+# be measured on a busy machine (wall time there follows the other jobs; user + sys CPU time much less so):
 #   cmake -S . -B build-cpu -G Ninja -DCMAKE_BUILD_TYPE=Release \
 #     -DCMAKE_CXX_COMPILER_LAUNCHER=$PWD/scripts/cpu-launcher.sh -DCMAKE_CXX_LINKER_LAUNCHER=$PWD/scripts/cpu-launcher.sh
 #   FLOWSCOPE_CPU_LOG=/tmp/cpu.log cmake --build build-cpu
