@@ -40,8 +40,7 @@ const Scene& ParticleDocument::shown() const {
 AttentionSpec ParticleDocument::editableAttention() const {
     const Scene& s = shown();
     AttentionSpec a = s.attention;
-    if (a.heads.empty() && a.keyframes.empty() && a.type != AttentionType::Rwpo &&
-        a.type != AttentionType::Drifting)
+    if (a.heads.empty() && a.keyframes.empty() && hasMatrices(a.type))
         a.heads.push_back({Mat::Identity(s.d, s.d), Mat::Identity(s.d, s.d), Mat::Identity(s.d, s.d)});
     return a;
 }

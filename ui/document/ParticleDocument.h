@@ -41,6 +41,10 @@ class ParticleDocument : public QObject {
     const Scene& scene() const { return *scene_; }
     // What a panel shows: the scene, or a default 2-D scene while there is none.
     const Scene& shown() const;
+    // Whether attention of type `t` has heads of Q, K, V matrices (every type but RWPO and drifting).
+    static bool hasMatrices(AttentionType t) {
+        return t != AttentionType::Rwpo && t != AttentionType::Drifting;
+    }
     // The attention as an editor starts from: shown()'s, with the one head Q = K = V = I that an empty head
     // list of a type with matrices stands for (a Scene built in C++, docs/scene.md) made explicit.
     AttentionSpec editableAttention() const;

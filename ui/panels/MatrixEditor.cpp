@@ -31,10 +31,6 @@ namespace {
 
 constexpr double kEntryLimit = 1e4; // spin box range; larger entries are kept but shown clamped
 
-bool hasMatrices(AttentionType t) {
-    return t != AttentionType::Rwpo && t != AttentionType::Drifting;
-}
-
 // "-0.8, 1.2" (entries within 1e-12 of the largest magnitude print as 0).
 QString formatEigenvalues(const Vec& values) {
     if (values.size() == 0) return QStringLiteral("—");
@@ -360,7 +356,7 @@ void MatrixEditor::rebuildSelectors() {
 
 const HeadParams* MatrixEditor::selectedHead(const AttentionSpec& a) const {
     const int h = currentHead();
-    if (!hasMatrices(a.type) || h >= a.headCount()) return nullptr;
+    if (!ParticleDocument::hasMatrices(a.type) || h >= a.headCount()) return nullptr;
     return a.keyframes.empty() ? &a.heads[std::size_t(h)]
                                : &a.keyframes[std::size_t(currentKeyframe())].heads[std::size_t(h)];
 }
@@ -381,7 +377,7 @@ void MatrixEditor::showMatrices() {
     AttentionSpec a = attention();
     const int d = document_.shown().d;
     QString why;
-    if (!hasMatrices(a.type))
+    if (!ParticleDocument::hasMatrices(a.type))
         why = tr("%1 attention has no Q, K, V: its parameters are in the scene panel.")
                   .arg(QString::fromUtf8(toString(a.type)));
     else if (a.headCount() == 0)
@@ -464,7 +460,7 @@ void MatrixEditor::updateAnalysis() {
     }
     try {
         const RegimePrediction p = predictRegime(scene, sigma0, t, fromTokens ? t : 0.0);
-        const bool matrices = hasMatrices(a.type) && a.headCount() > 0;
+        const bool matrices = ParticleDocument::hasMatrices(a.type) && a.headCount() > 0;
         eigenvaluesSymA_->setText(matrices ? formatEigenvalues(p.eigenvaluesSymA) : QStringLiteral("—"));
         eigenvaluesB_->setText(matrices ? formatEigenvalues(p.eigenvaluesB) : QStringLiteral("—"));
         QString text = QString::fromStdString(p.summary);

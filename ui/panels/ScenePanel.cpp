@@ -36,10 +36,6 @@ namespace {
 
 constexpr int kMaxHeads = 1024;
 
-bool hasMatrices(AttentionType t) {
-    return t != AttentionType::Rwpo && t != AttentionType::Drifting;
-}
-
 bool supportsMasking(AttentionType t) {
     return t == AttentionType::Softmax || t == AttentionType::L2 || t == AttentionType::Exp ||
            t == AttentionType::Relu || t == AttentionType::Sigmoid;
@@ -209,7 +205,7 @@ QWidget* ScenePanel::buildAttentionGroup() {
         if (!supportsMasking(a.type)) a.masked = false;
         // Switching from RWPO/drifting: one head Q = K = V = I, the default of a scene file.
         const int d = shown().d;
-        if (hasMatrices(a.type) && a.headCount() == 0)
+        if (ParticleDocument::hasMatrices(a.type) && a.headCount() == 0)
             a.heads.push_back({Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d)});
         editAttention(a);
     });
@@ -495,9 +491,9 @@ void ScenePanel::setDrawing(bool on) {
 void ScenePanel::updateRows() {
     const AttentionType t = shown().attention.type;
     QFormLayout* a = attentionForm_;
-    a->setRowVisible(heads_, hasMatrices(t));
+    a->setRowVisible(heads_, ParticleDocument::hasMatrices(t));
     a->setRowVisible(beta_, t != AttentionType::Drifting);
-    a->setRowVisible(scaleByRootK_, hasMatrices(t));
+    a->setRowVisible(scaleByRootK_, ParticleDocument::hasMatrices(t));
     a->setRowVisible(masked_, supportsMasking(t));
     a->setRowVisible(interpolation_, !shown().attention.keyframes.empty());
     a->setRowVisible(linearEpsRow_, t == AttentionType::Linear);
