@@ -28,12 +28,7 @@ ParticleDocument::ParticleDocument(QObject* parent) : QObject(parent) {}
 ParticleDocument::~ParticleDocument() = default;
 
 const Scene& ParticleDocument::shown() const {
-    static const Scene placeholder = [] {
-        Scene p;
-        p.attention.heads.push_back(
-            {Mat::Identity(p.d, p.d), Mat::Identity(p.d, p.d), Mat::Identity(p.d, p.d)});
-        return p;
-    }();
+    static const Scene placeholder; // its empty head list stands for Q = K = V = I (editableAttention)
     return scene_ ? *scene_ : placeholder;
 }
 
@@ -62,24 +57,21 @@ bool ParticleDocument::open(const Scene& scene, const QString& path, QString* wh
     return true;
 }
 
-std::optional<Scene> ParticleDocument::withAttention(const AttentionSpec& attention, QString* why) const {
-    if (!scene_) {
-        refuse(why, tr("There is no scene."));
-        return std::nullopt;
-    }
+template <class Part>
+bool ParticleDocument::accepts(Part Scene::*part, const Part& value, QString* why) const {
+    if (!scene_) return refuse(why, tr("There is no scene."));
     Scene candidate = *scene_;
-    candidate.attention = attention;
+    candidate.*part = value;
     try {
         readBack(candidate);
     } catch (const std::exception& e) {
-        refuse(why, whatOf(e));
-        return std::nullopt;
+        return refuse(why, whatOf(e));
     }
-    return candidate;
+    return true;
 }
 
 bool ParticleDocument::setAttention(const AttentionSpec& attention, QObject* from, QString* why) {
-    if (!withAttention(attention, why)) return false;
+    if (!accepts(&Scene::attention, attention, why)) return false;
     take(attention, from);
     return true;
 }
@@ -97,14 +89,7 @@ void ParticleDocument::take(const IntegratorSpec& integrator, QObject* from) {
 }
 
 bool ParticleDocument::setIntegrator(const IntegratorSpec& integrator, QObject* from, QString* why) {
-    if (!scene_) return refuse(why, tr("There is no scene."));
-    Scene candidate = *scene_;
-    candidate.integrator = integrator;
-    try {
-        readBack(candidate);
-    } catch (const std::exception& e) {
-        return refuse(why, whatOf(e));
-    }
+    if (!accepts(&Scene::integrator, integrator, why)) return false;
     take(integrator, from);
     return true;
 }

@@ -68,9 +68,6 @@ class ParticleDocument : public QObject {
     // Writes the scene atomically (written aside, then renamed); `path` becomes the document's file.
     bool save(const QString& path, QString* why = nullptr);
 
-    // The scene with `attention` in place of its own, checked by the reader; nullopt and *why when refused.
-    std::optional<Scene> withAttention(const AttentionSpec& attention, QString* why = nullptr) const;
-
   signals:
     // A new scene runs (open, or a restart field set): show it whole.
     void opened();
@@ -79,6 +76,8 @@ class ParticleDocument : public QObject {
 
   private:
     bool refuse(QString* why, const QString& reason) const;
+    // Whether the reader takes the scene with `value` as its `part`; false and *why when not.
+    template <class Part> bool accepts(Part Scene::*part, const Part& value, QString* why) const;
     // A checked live part: into the scene, to the runner, announced.
     void take(const AttentionSpec& attention, QObject* from);
     void take(const IntegratorSpec& integrator, QObject* from);
