@@ -5,7 +5,8 @@
 #   engine/            never includes ui/, render/ or app/
 #   python/            (the Python module, a front end beside app/) never includes ui/ or app/: it may draw
 #                      with render/ (flowscope.render), never with widgets
-#   render/            never includes ui/ or app/ (pictures and animations know nothing of widgets)
+#   render/            never includes ui/ or app/ (pictures and animations know nothing of widgets); of
+#                      engine/runner/, render/picture/ includes only the snapshot headers (*Snapshot.h)
 #   engine/<folder>/   includes only the engine folders below it, in this one-way order (each line may use
 #                      the lines above it; a folder on the same line is not used). So attention/ never
 #                      includes dynamics/ or backend/ (fields know nothing of steps or devices), io/ never
@@ -49,6 +50,16 @@ rule engine 'ui/|render/|app/' "engine/ must not include ui/, render/ or app/"
 rule python 'ui/|app/' "python/ must not include ui/ or app/"
 rule render 'ui/|app/' "render/ must not include ui/ or app/"
 rule render 'engine/models/' "render/ must not include engine/models/ (real checkpoints are for the front ends)"
+# Pictures draw what a run publishes, never the run: of engine/runner/, render/picture/ includes only the
+# snapshot headers (Snapshot.h, FlowSnapshot.h, ...), not a runner's.
+if [[ -d render/picture ]]; then
+  hits=$(grep -rnE --include='*.h' --include='*.cpp' '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]engine/runner/' \
+    render/picture | grep -vE 'engine/runner/[A-Za-z]*Snapshot\.h[">]' || true)
+  if [[ -n $hits ]]; then
+    while IFS= read -r hit; do echo "$hit   <- render/picture/ may include only engine/runner/*Snapshot.h"; done <<<"$hits"
+    status=1
+  fi
+fi
 
 # The engine's folders, in order: each may include only the folders of the levels before its own.
 levels=(

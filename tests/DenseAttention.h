@@ -1,7 +1,7 @@
 // The dense float64 reference of the kernel-average attention fields, written from the definitions of
 // docs/math/attention.md and docs/math/theory.md term by term (an N x N score matrix, no streaming, no
 // shared code with the engine's kernels): the oracle of every kernel variant, the causal mask, the positional
-// decay and the normalization schemes, on the CPU (tests/unit) and on the GPU backends (tests/gpu).
+// decay and the normalization schemes, on the CPU (tests/engine) and on the GPU backends (tests/gpu).
 #pragma once
 
 #include "engine/scene/Scene.h"

@@ -1,10 +1,10 @@
-// The live edits every backend's conformance suite runs (tests/unit/test_live_edits.cpp on the CPU,
+// The live edits every backend's conformance suite runs (tests/engine/test_live_edits.cpp on the CPU,
 // tests/gpu/test_gpu_live_edits.cpp on gl and vulkan): one list, so that a field made live is proved on
 // every backend at once. Each edit is a scene to start from and a "POINTER=VALUE" setting (SceneSetting.h)
 // that a run of it takes after kBefore steps, then runs kAfter more.
 #pragma once
 
-#include "unit/TestUtil.h"
+#include "engine/TestUtil.h"
 
 #include "engine/scene/DefaultScene.h"
 

@@ -194,6 +194,8 @@ commands:
 exit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the field)
 )";
 
+// --- Examples and the parsed command table ---
+
 // One example per command, shown under its help.
 const std::map<std::string, std::string>& examples() {
     static const std::map<std::string, std::string> table = {
@@ -330,6 +332,8 @@ std::string commandHelp(const std::vector<std::string>& words) {
     help += "\nexit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the field)\n";
     return help;
 }
+
+// --- Settings, suggestions, version, completion ---
 
 std::string settingsHelp() {
     std::string text =

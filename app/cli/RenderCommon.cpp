@@ -182,7 +182,7 @@ int renderCommand(const Args&) {
     return notInThisBuild();
 }
 
-int renderTrainingCommand(const Args&) {
+int renderFlowCommand(const Args&) {
     return notInThisBuild();
 }
 

@@ -1,5 +1,5 @@
 // flowscope-cli render: what its headless exports share (the scene views in Render.cpp, the training view
-// in RenderTraining.cpp): a QGuiApplication on Qt's "offscreen" platform, Ctrl+C that cancels an export, the
+// in RenderFlow.cpp): a QGuiApplication on Qt's "offscreen" platform, Ctrl+C that cancels an export, the
 // --size option and the summary's numbers (frame images and the caption strip come from
 // render/animation/AnimationExporter.h).
 #pragma once

@@ -49,8 +49,8 @@ int reportFailure(const std::string& cmd) {
     }
 }
 
-int renderCommand(const Args& args);         // Render.cpp
-int renderTrainingCommand(const Args& args); // RenderTraining.cpp: render --view training
+int renderCommand(const Args& args);     // Render.cpp
+int renderFlowCommand(const Args& args); // RenderFlow.cpp: render --view training
 } // namespace flowscope::cli
 
 int main(int argc, char** argv) {
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
         if (cmd == "render") {
             const auto view = std::find(args.begin(), args.end(), "--view");
             const bool training = view != args.end() && view + 1 != args.end() && view[1] == "training";
-            return training ? cli::renderTrainingCommand(args) : cli::renderCommand(args);
+            return training ? cli::renderFlowCommand(args) : cli::renderCommand(args);
         }
         return unknownCommand(cmd);
     } catch (...) {

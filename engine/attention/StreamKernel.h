@@ -41,7 +41,7 @@ template <class S> struct StreamArgs {
 
 // SIMD (AVX2+FMA when the processor has it: 8 float32 or 4 float64 lanes), threads across queries. Both
 // precisions run the same code (kernels/StreamKernelSimd.inc) with an exp of their own; float64 is within
-// 1e-13 relative of a long-double evaluation (tests/unit/test_stream_kernel.cpp). d > 64 runs blocks of
+// 1e-13 relative of a long-double evaluation (tests/engine/test_stream_kernel.cpp). d > 64 runs blocks of
 // queries as matrix products (scores, then numerators).
 void streamKernel(const StreamArgs<float>& a);
 void streamKernel(const StreamArgs<double>& a);

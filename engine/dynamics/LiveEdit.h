@@ -2,7 +2,7 @@
 //
 // The attention (/attention/...) and the integrator (/integrator/...) take at once: the run continues from
 // its current tokens and time with the new parameters, exactly as a fresh run of the edited scene started
-// from that state would (tests/unit/test_live_edits.cpp checks it bit for bit for every live field). Every
+// from that state would (tests/engine/test_live_edits.cpp checks it bit for bit for every live field). Every
 // other field changes what the run is (d, N, the initial tokens, the precision, what is recorded) and needs a
 // new run of the edited scene.
 #pragma once

@@ -6,7 +6,7 @@
 // and its eigensolver all live on the stack or in the stepper. DynamicMomentField adapts any MomentField to
 // the same interface (Vec, Mat: allocating, as MomentField::affine does), which is the path for d > 4 and for
 // a MomentField subclass of one's own. The two paths do the same arithmetic in the same order
-// (tests/unit/test_moment_fixed_size.cpp; tests/unit/alloc/ counts the allocations).
+// (tests/engine/test_moment_fixed_size.cpp; tests/engine/alloc/ counts the allocations).
 #pragma once
 
 #include "engine/dynamics/DormandPrince.h"

@@ -11,6 +11,7 @@
 
 #include "engine/inverse/PosteriorFlow.h"
 #include "engine/inverse/Problem.h"
+#include "engine/runner/PosteriorSnapshot.h"
 #include "engine/runner/TrainerRun.h"
 
 #include <cstdint>
@@ -20,21 +21,6 @@
 #include <vector>
 
 namespace flowscope {
-
-// What a posterior run trains: a problem, the flow's settings (the problem's, with the user's iterations,
-// seed and RWPO choice) and the frame both trainers of a run share.
-struct PosteriorRunConfig {
-    std::string problemId; // the shipped problem's name ("lorenz63") or the file's path
-    std::shared_ptr<const inverse::Problem> problem;
-    inverse::PosteriorFlowConfig flow;
-    // The frame (x = c + L u): null until made. Making the Laplace frame searches the MAP point (seconds on
-    // EIT); withFrame() does it once, and every trainer and reset of the run reuses it.
-    std::shared_ptr<const inverse::Frame> frame;
-    // A saved posterior's parameters (File ▸ Open trained model; loadPosteriorRun): every trainer of the run
-    // starts from them, and Reset returns to them. Null: φ's initialization from flow.flow.seed.
-    std::shared_ptr<const flows::FlowParams<double>> initialParams;
-    int evaluationSamples = 600; // samples of a held-out evaluation
-};
 
 // `config` with its frame made (makeFrame) when it has none.
 PosteriorRunConfig withFrame(PosteriorRunConfig config);
@@ -51,17 +37,6 @@ struct PosteriorRunOptions {
     double pictureSeconds = 0.5;        // the least wall time between two pictures while playing
     std::size_t maxEvents = 8;          // the last events a snapshot keeps
     std::uint64_t pictureSeed = 0x5eed; // the pictures' base draws
-};
-
-// The posterior mean's error at an iteration (held-out: fresh samples of the averaged parameters).
-struct PosteriorEvaluation {
-    long iteration = 0;
-    double relativeL1Error = NAN; // NaN without a known truth
-    double misfit = NAN;          // mean ½‖y − F(x)‖²/σ² over the samples
-    // The samples' mean and covariance: how far the flow is from a reference (a Metropolis chain) as a
-    // Gaussian W₂ distance, whatever the truth.
-    inverse::Vector mean;
-    inverse::Matrix covariance;
 };
 
 // One trainer: a PosteriorFlow with its iteration budget and held-out evaluations.
@@ -93,48 +68,6 @@ class PosteriorTrainer {
     Config config_;
     std::unique_ptr<inverse::PosteriorFlow> flow_;
     std::vector<PosteriorEvaluation> evaluations_;
-};
-
-// What one trainer looks like at an iteration; immutable once published.
-struct PosteriorPicture {
-    long iteration = 0;
-    inverse::Matrix samples; // d x n, from the same base draws in every picture of a run
-    inverse::PosteriorSummary summary;
-    inverse::Vector prediction; // F(summary.mean), m entries
-    // EIT only: κ's posterior mean and standard deviation on a fieldGrid² grid over [0, 1]² (row j, column i
-    // at s = ((i + ½)/n, (j + ½)/n)); empty for other models.
-    inverse::Matrix fieldMean, fieldSd;
-};
-
-struct PosteriorState {
-    std::string label; // "with RWPO" or "without RWPO"
-    bool rwpo = false;
-    long iteration = 0;
-    long iterations = 0; // the budget
-    double learningRate = 0;
-    std::vector<inverse::PosteriorRecord> history;
-    std::vector<PosteriorEvaluation> evaluations;
-    std::vector<flows::TrainEvent> events;
-    bool stopped = false;
-    std::shared_ptr<const PosteriorPicture> picture;
-    std::shared_ptr<const flows::FlowParams<double>> params; // the averaged parameters (what save writes)
-    std::shared_ptr<const PosteriorRunConfig> config;
-};
-
-// What every picture of a run shares: the problem's data, truth and (EIT) the truth's field.
-struct PosteriorScene {
-    std::string name, modelType;
-    int d = 0;
-    inverse::Vector y;
-    std::optional<inverse::Vector> truth;
-    double noise = 0;
-    bool gaussianPrior = true;
-    bool laplaceFrame = true;
-    inverse::Matrix truthField; // EIT: κ of the truth on the field grid; else empty
-};
-
-struct PosteriorSnapshot : TrainerRunSnapshot<PosteriorState> {
-    std::shared_ptr<const PosteriorScene> scene;
 };
 
 // Writes a snapshot's trainer as flowscope-cli infer does (inverse::savePosterior: .safetensors + .json).

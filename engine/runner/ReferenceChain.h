@@ -9,6 +9,7 @@
 
 #include "engine/inverse/Posterior.h"
 #include "engine/inverse/PosteriorFlow.h"
+#include "engine/runner/PosteriorSnapshot.h"
 
 #include <atomic>
 #include <cstdint>
@@ -18,13 +19,6 @@
 #include <thread>
 
 namespace flowscope {
-
-struct ReferenceSamples {
-    inverse::Matrix samples; // d x kept
-    inverse::PosteriorSummary summary;
-    double acceptance = 0;
-    long steps = 0;
-};
 
 class ReferenceChain {
   public:

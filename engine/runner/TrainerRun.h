@@ -37,6 +37,7 @@
 
 #include "engine/core/Parallel.h"
 #include "engine/runner/LiveRun.h"
+#include "engine/runner/TrainerRunSnapshot.h"
 #include "engine/runner/TrainerSteps.h"
 
 #include <algorithm>
@@ -65,17 +66,6 @@ template <class Picture> bool isDraft(const Picture& p) {
     else
         return false;
 }
-
-template <class State> struct TrainerRunSnapshot {
-    std::uint64_t generation = 0; // grows with every start(): tells runs apart
-    bool playing = false;
-    bool comparison = false;          // a baseline trains beside the configured run (trainers.size() == 2)
-    double iterationsPerSecond = 0.0; // advances per second (each steps every trainer once)
-    std::vector<State> trainers;      // the configured run first, then the baseline
-    std::string error;                // why training stopped or failed; empty while it can go on
-
-    long iteration() const { return trainers.empty() ? 0 : trainers.front().iteration; }
-};
 
 // One trainer of a run and its latest picture.
 template <class Kind> struct TrainerSlot {

@@ -3,7 +3,7 @@
 #include "engine/dynamics/Observables.h"
 #include "engine/dynamics/Simulation.h"
 #include "engine/media/FrameSink.h"
-#include "engine/runner/SimulationRunner.h"
+#include "engine/runner/Snapshot.h"
 #include "render/ConeData.h"
 #include "render/picture/ConePicture.h"
 #include "render/picture/Hud.h"
@@ -301,7 +301,7 @@ bool AnimationExporter::initialize(const GlApi& gl) {
     gl_ = &gl;
     const AnimationOptions& o = options_;
     if (o.view == AnimationView::Training)
-        return fail(Failure::View, "the training view is not a scene's: TrainingAnimator draws it");
+        return fail(Failure::View, "the training view is not a scene's: FlowAnimator draws it");
     if (o.caption) caption_ = std::make_unique<Caption>(*o.caption, scene_, dt_);
     captionHeight_ = caption_ ? caption_->height(o.width) : 0;
     viewHeight_ = o.height - captionHeight_;

@@ -47,7 +47,7 @@ class Simulation;
 struct Snapshot;
 
 // Particles, cone and disc animate a scene (AnimationExporter); Training animates the Flows tab's training
-// (TrainingAnimator).
+// (FlowAnimator).
 enum class AnimationView { Particles, Cone, Disc, Training };
 // "particles", "cone", "disc", "training" (the CLI's --view values).
 const char* toString(AnimationView view);

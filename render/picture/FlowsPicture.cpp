@@ -16,7 +16,7 @@ namespace {
 
 const QColor kDataColor(0xa8, 0xad, 0xb8, 140);
 const QColor kSampleColor(0xff, 0x8c, 0x1a, 190);
-QColor curveColor(const TrainerState& t) {
+QColor curveColor(const FlowTrainerState& t) {
     return rwpoCurveColor(t.rwpo);
 }
 
@@ -42,7 +42,7 @@ QColor heatColor(double t, const PlotStyle& style) {
 
 // The density as an image, one pixel per cell (row 0 at the top: the largest y). The square root spreads
 // the low densities, where the tails a flow gets wrong live.
-QImage densityImage(const TrainingPicture& picture, const PlotStyle& style) {
+QImage densityImage(const FlowPicture& picture, const PlotStyle& style) {
     const int n = picture.gridSize();
     double top = 0.0;
     for (Eigen::Index k = 0; k < picture.density.size(); ++k)
@@ -57,10 +57,10 @@ QImage densityImage(const TrainingPicture& picture, const PlotStyle& style) {
     return image;
 }
 
-std::vector<CurveSeries> seriesOf(FlowsPicture::Plot plot, const TrainingSnapshot& s) {
+std::vector<CurveSeries> seriesOf(FlowsPicture::Plot plot, const FlowSnapshot& s) {
     using Plot = FlowsPicture::Plot;
     std::vector<CurveSeries> out;
-    for (const TrainerState& t : s.trainers) {
+    for (const FlowTrainerState& t : s.trainers) {
         if ((plot == Plot::Lambda || plot == Plot::Beta) && !t.rwpo) continue; // no prior, no kernel
         CurveSeries line{curveColor(t), {}, CurveSeries::Style::Line};
         CurveSeries dots{curveColor(t), {}, CurveSeries::Style::Dots};
@@ -94,7 +94,7 @@ std::vector<CurveSeries> seriesOf(FlowsPicture::Plot plot, const TrainingSnapsho
 }
 
 QString tr(const char* text) {
-    return QCoreApplication::translate("TrainingView", text);
+    return QCoreApplication::translate("FlowView", text);
 }
 
 } // namespace
@@ -118,15 +118,15 @@ QString FlowsPicture::plotTitle(Plot plot) {
 namespace {
 
 // The first trainer with the RWPO layer (the only one that has a λ), or null.
-const TrainerState* rwpoTrainer(const TrainingSnapshot& s) {
-    for (const TrainerState& t : s.trainers)
+const FlowTrainerState* rwpoTrainer(const FlowSnapshot& s) {
+    for (const FlowTrainerState& t : s.trainers)
         if (t.rwpo) return &t;
     return nullptr;
 }
 
 // Whether λ changes in this run: some trainer with the RWPO layer trains it.
-bool lambdaTrained(const TrainingSnapshot& s) {
-    for (const TrainerState& t : s.trainers)
+bool lambdaTrained(const FlowSnapshot& s) {
+    for (const FlowTrainerState& t : s.trainers)
         if (t.rwpo && (!t.config || t.config->flow.trainLambda)) return true;
     return false;
 }
@@ -141,7 +141,7 @@ std::vector<int> FlowsPicture::shownPlots() const {
 
 QString FlowsPicture::plotNote() const {
     if (!shown_ || shown_->trainers.empty() || lambdaTrained(*shown_)) return {};
-    const TrainerState* t = rwpoTrainer(*shown_);
+    const FlowTrainerState* t = rwpoTrainer(*shown_);
     if (!t) return tr("λ (L1 prior weight): not used without the RWPO layer");
     const double lambda = !t->history.empty() ? t->history.back().lambda : t->config->flow.lambda0;
     return tr("λ (L1 prior weight) = %1, fixed: not trained").arg(lambda, 0, 'g', 3);
@@ -162,11 +162,11 @@ QColor FlowsPicture::trainerColor(std::size_t trainer) const {
 }
 
 void FlowsPicture::paintPicture(QPainter& p, const QRectF& area, std::size_t k) const {
-    const TrainerState& trainer = shown_->trainers[k];
+    const FlowTrainerState& trainer = shown_->trainers[k];
     const QFontMetricsF fm(font_);
     const double line = fm.height();
     const QRectF square = squareIn(area);
-    const TrainingPicture* picture = trainer.picture.get();
+    const FlowPicture* picture = trainer.picture.get();
     QString title = QString::fromStdString(trainer.label);
     if (!trainer.rwpo) title += tr(" (OT-Flow)");
     title += tr(" · iteration %1").arg(trainer.iteration);
@@ -251,7 +251,7 @@ void FlowsPicture::paintPlotAt(QPainter& p, const QRectF& area, int index) const
     // Empty for one of three reasons: no held-out evaluation yet, λ and β of trainers that have no RWPO
     // layer, or no iteration yet.
     bool anyRwpo = false;
-    for (const TrainerState& t : shown_->trainers) anyRwpo = anyRwpo || t.rwpo;
+    for (const FlowTrainerState& t : shown_->trainers) anyRwpo = anyRwpo || t.rwpo;
     if (plot == Plot::Mmd2)
         curves.emptyText = tr("held-out metrics: every 200 iterations, or Evaluate");
     else if ((plot == Plot::Lambda || plot == Plot::Beta) && !anyRwpo)

@@ -1,18 +1,18 @@
-// Flowscope picture: the Flows tab's picture of a flow training run (TrainingSnapshot), without a widget.
+// Flowscope picture: the Flows tab's picture of a flow training run (FlowSnapshot), without a widget.
 // Per trainer, a square of the plane: the model's density (or a histogram of its samples) as a heat map, the
 // data in grey, generated samples in orange and a few samples' paths through the layers; beside them the
 // loss, NLL, λ, β and held-out MMD² against the iteration. λ is frozen by default (FlowConfig::trainLambda):
 // then its plot is left out and one line above the plots gives its value.
 #pragma once
 
-#include "engine/runner/TrainingRunner.h"
+#include "engine/runner/FlowSnapshot.h"
 #include "render/picture/TrainingRunPicture.h"
 
 #include <QString>
 
 namespace flowscope {
 
-class FlowsPicture : public TrainingRunPicture<TrainingSnapshot> {
+class FlowsPicture : public TrainingRunPicture<FlowSnapshot> {
   public:
     enum class Plot { Loss, Nll, Lambda, Beta, Mmd2 };
     static constexpr int kPlotCount = 5;

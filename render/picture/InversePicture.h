@@ -13,8 +13,7 @@
 // samples' and the chain's means and covariances, which shows what training changes when the loss is flat.
 #pragma once
 
-#include "engine/runner/PosteriorRunner.h"
-#include "engine/runner/ReferenceChain.h"
+#include "engine/runner/PosteriorSnapshot.h"
 #include "render/picture/TrainingRunPicture.h"
 
 #include <QRectF>

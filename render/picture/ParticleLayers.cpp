@@ -1,7 +1,7 @@
 #include "render/picture/ParticleLayers.h"
 
 #include "engine/gaussian/MatrixRoots.h"
-#include "engine/runner/SimulationRunner.h"
+#include "engine/runner/Snapshot.h"
 #include "render/GaussianOverlay.h"
 #include "render/picture/Colormap.h"
 

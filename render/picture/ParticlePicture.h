@@ -16,7 +16,7 @@
 // the heads-up display; the exporter adds a caption.
 #pragma once
 
-#include "engine/runner/SimulationRunner.h"
+#include "engine/runner/Snapshot.h"
 #include "engine/scene/Scene.h"
 #include "render/GaussianOverlay.h"
 #include "render/GlApi.h"

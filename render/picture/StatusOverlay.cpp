@@ -1,6 +1,6 @@
 #include "render/picture/StatusOverlay.h"
 
-#include "engine/runner/SimulationRunner.h"
+#include "engine/runner/Snapshot.h"
 
 #include <QFontDatabase>
 #include <QFontMetricsF>

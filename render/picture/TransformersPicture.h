@@ -5,7 +5,7 @@
 // (task A) or accuracy (task B), and the Lipschitz ratio with Theorem 2's bound, against the iteration.
 #pragma once
 
-#include "engine/runner/TransformerRunner.h"
+#include "engine/runner/TransformerSnapshot.h"
 #include "render/picture/TrainingRunPicture.h"
 
 #include <QFontMetricsF>

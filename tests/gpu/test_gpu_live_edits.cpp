@@ -1,5 +1,5 @@
-// Live edits take on the GPU backends, gl and vulkan: tests/unit/test_live_edits.cpp's conformance suite, on
-// the same list of edits (tests/LiveEdits.h), through the path the app's runner takes. A run is started as
+// Live edits take on the GPU backends, gl and vulkan: tests/engine/test_live_edits.cpp's conformance suite,
+// on the same list of edits (tests/LiveEdits.h), through the path the app's runner takes. A run is started as
 // every front end starts one (prepareRun, then PreparedRun::start: the backend's fields, and its device
 // stepper whenever it takes the scene), runs k steps, takes the edit (applyLiveSetting: Simulation's
 // setAttention or setIntegrator, what SimulationRunner calls on an edit), then runs m more steps. Two

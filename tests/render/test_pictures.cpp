@@ -388,7 +388,7 @@ TEST(FlowsPicture, PaintsThePlaceholderWithoutARunAndTheLayoutWithOne) {
     // The window colour everywhere but the placeholder's text.
     EXPECT_EQ(image.pixelColor(3, 3), themePalette(ThemeKind::Dark).color(QPalette::Window));
 
-    auto s = std::make_shared<TrainingSnapshot>();
+    auto s = std::make_shared<FlowSnapshot>();
     s->trainers.resize(1);
     picture.show(s);
     const QRectF square = picture.pictureRect(0), loss = picture.plotRect(FlowsPicture::Plot::Loss);
@@ -405,7 +405,7 @@ TEST(FlowsPicture, LeavesOutTheLambdaPlotWhenLambdaIsNotTrained) {
     picture.setFont(QGuiApplication::font());
     picture.setSize(QSizeF(1000, 600));
     const auto snapshot = [](bool trainLambda) {
-        auto s = std::make_shared<TrainingSnapshot>();
+        auto s = std::make_shared<FlowSnapshot>();
         s->trainers.resize(1);
         s->trainers[0].rwpo = true;
         auto config = std::make_shared<flows::TrainerConfig>();

@@ -11,7 +11,7 @@
 
 #include "engine/flows/Trainer.h"
 #include "engine/media/Mp4Writer.h"
-#include "engine/runner/TrainingRunner.h"
+#include "engine/runner/FlowRunner.h"
 #include "render/picture/FlowsPicture.h"
 #include "render/picture/Theme.h"
 #include "render/picture/ViewTransform.h"
@@ -97,7 +97,7 @@ QGuiApplication& application() {
 // own pictureRect, less the title band above and the legend band below (FlowsPicture::paintPicture's layout).
 QRectF scatterSquare(QSize size, int trainers, int k) {
     application();
-    auto snapshot = std::make_shared<TrainingSnapshot>();
+    auto snapshot = std::make_shared<FlowSnapshot>();
     snapshot->comparison = trainers == 2;
     snapshot->trainers.resize(std::size_t(trainers));
     FlowsPicture picture;
@@ -110,7 +110,7 @@ QRectF scatterSquare(QSize size, int trainers, int k) {
     return {area.left() + (area.width() - side) / 2, area.top() + line + 4 + 2, side, side};
 }
 
-TEST(RenderTrainingCli, PngFramesAreDeterministicAndShowTheModelTraining) {
+TEST(RenderFlowCli, PngFramesAreDeterministicAndShowTheModelTraining) {
     TempDir dir("render_training");
     const Result first = cli(kSmall + " --out " + dir.file("a") + "/");
     SKIP_UNLESS_RENDERED(first);
@@ -148,7 +148,7 @@ TEST(RenderTrainingCli, PngFramesAreDeterministicAndShowTheModelTraining) {
 // The data points (grey, under the samples) of frame 0 are where the view's projection of the square
 // [-4, 4]² puts them: most of their pixels are light grey, while the same points mirrored in y (not the
 // moons, which have no such symmetry) mostly are not.
-TEST(RenderTrainingCli, DataPointsAreDrawnWhereTheViewProjectsThem) {
+TEST(RenderFlowCli, DataPointsAreDrawnWhereTheViewProjectsThem) {
     TempDir dir("render_training");
     const Result r = cli(
         "render --view training --dataset moons --batch 64 --picture-samples 400 --frames 1 --size 640x400 "
@@ -162,9 +162,9 @@ TEST(RenderTrainingCli, DataPointsAreDrawnWhereTheViewProjectsThem) {
     config.dataset = "moons";
     config.batch = 64;
     const flows::FlowTrainer trainer(config);
-    TrainingOptions options;
+    FlowRunOptions options;
     options.samples = 400; // --picture-samples
-    const Mat data = TrainingPictureMaker(options, 2).data(trainer);
+    const Mat data = FlowPictureMaker(options, 2).data(trainer);
     ASSERT_EQ(data.rows(), options.samples);
 
     const QRectF square = scatterSquare(QSize(640, 400), 1, 0);
@@ -217,7 +217,7 @@ std::vector<std::vector<std::uint8_t>> decodeMp4(const std::string& path, int* w
 // The acceptance check of the issue in small: an MP4 and a GIF of a flow training on moons, made headless by
 // the CLI and checked frame by frame against the PNG frames of the same command (the same frames, since time
 // is the iteration).
-TEST(RenderTrainingCli, Mp4AndGifHoldTheSameFramesAsThePngs) {
+TEST(RenderFlowCli, Mp4AndGifHoldTheSameFramesAsThePngs) {
     TempDir dir("render_training");
     const std::string args = kSmall + " --fps 10 --side-by-side --caption auto";
     const Result png = cli(args + " --out " + dir.file("png") + "/");
@@ -264,7 +264,7 @@ TEST(RenderTrainingCli, Mp4AndGifHoldTheSameFramesAsThePngs) {
 #endif
 }
 
-TEST(RenderTrainingCli, BadOptionsExitTwoNamingTheOptionAndWriteNothing) {
+TEST(RenderFlowCli, BadOptionsExitTwoNamingTheOptionAndWriteNothing) {
     TempDir dir("render_training");
     struct Case {
         std::string args, mention;
@@ -291,7 +291,7 @@ TEST(RenderTrainingCli, BadOptionsExitTwoNamingTheOptionAndWriteNothing) {
     EXPECT_TRUE(dir.entries().empty());
 }
 
-TEST(RenderTrainingCli, InterruptedExportLeavesNothingUnderTheName) {
+TEST(RenderFlowCli, InterruptedExportLeavesNothingUnderTheName) {
     TempDir dir("render_training");
     const Result probe =
         cli("render --view training --frames 1 --size 64x64 --batch 16 --picture-samples 50 --out " +

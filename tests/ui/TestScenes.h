@@ -1,19 +1,14 @@
-// Flowscope UI tests: small scenes and waiting helpers shared by the test files.
+// Flowscope UI tests: small scenes (../TinyScenes.h) and waiting helpers shared by the test files.
 #pragma once
 
+#include "../TinyScenes.h"
+
 #include "engine/runner/SimulationRunner.h"
-#include "engine/scene/Scene.h"
 
 #include <chrono>
 #include <functional>
 
 namespace flowscope::test {
-
-// 2-D softmax, Q = K = I, V = -0.4 I, Gaussian tokens, float64, RK4 (fast: N = 256 by default).
-Scene tinyScene(int n = 256, int steps = 200);
-// Softmax with V = I, A = I: V A + (V A)^T has a positive eigenvalue, so the cloud blows up in finite time;
-// the divergence threshold is low so that it happens within a few dozen steps.
-Scene divergingScene();
 
 // How long a test waits for an event before it gives up: a guard against a hang, never a measure of speed. A
 // busy CI machine (two jobs on two cores, a software rasterizer) can take many times longer than an idle one,

@@ -11,7 +11,7 @@
 #include "engine/scene/RunBudget.h"
 #include "render/GlApi.h"
 #include "render/animation/AnimationExporter.h"
-#include "render/animation/TrainingAnimator.h"
+#include "render/animation/FlowAnimator.h"
 #include "ui/widgets/OffThread.h"
 
 #include <QDir>
@@ -274,18 +274,17 @@ ExportResult exportSceneAnimation(const Scene& scene, const AnimationOptions& op
     return ExportResult::done();
 }
 
-ExportResult exportTrainingAnimation(std::vector<flows::TrainerConfig> configs,
-                                     const AnimationOptions& options, const QString& path,
-                                     const ExportProgress& progress) {
+ExportResult exportFlowAnimation(std::vector<flows::TrainerConfig> configs, const AnimationOptions& options,
+                                 const QString& path, const ExportProgress& progress) {
     if (const auto why = animationOptionsError(Scene(), options))
         return ExportResult::failed(
             QObject::tr("Cannot export the animation:\n%1").arg(QString::fromStdString(*why)));
     if (configs.empty()) return ExportResult::failed(QObject::tr("Cannot export the animation:\nno trainer"));
     const flows::TrainerConfig& first = configs.front();
     const std::string dataName = first.dataset.empty() ? std::string("your points") : first.dataset;
-    std::unique_ptr<TrainingAnimator> animator;
+    std::unique_ptr<FlowAnimator> animator;
     try {
-        animator = std::make_unique<TrainingAnimator>(std::move(configs), options, dataName);
+        animator = std::make_unique<FlowAnimator>(std::move(configs), options, dataName);
     } catch (const std::exception& e) {
         return ExportResult::failed(QObject::tr("Cannot export the animation:\n%1").arg(text(e)));
     }

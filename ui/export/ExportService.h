@@ -63,9 +63,8 @@ ExportResult exportMoments(const Scene& scene, const QString& path, const Export
 ExportResult exportSceneAnimation(const Scene& scene, const AnimationOptions& options, const QString& path,
                                   const ExportProgress& progress = {});
 // One or two trainers trained afresh from iteration 0 (the frames of flowscope-cli render --view training).
-ExportResult exportTrainingAnimation(std::vector<flows::TrainerConfig> configs,
-                                     const AnimationOptions& options, const QString& path,
-                                     const ExportProgress& progress = {});
+ExportResult exportFlowAnimation(std::vector<flows::TrainerConfig> configs, const AnimationOptions& options,
+                                 const QString& path, const ExportProgress& progress = {});
 // n samples of a flow from a seed, and its density on a grid (flowscope-cli sample / density), off the UI
 // thread with progress(done, 1000).
 ExportResult exportFlowSamples(const flows::FlowModel<float>& model, const QString& path, int n,

@@ -30,6 +30,8 @@
 
 namespace flowscope {
 
+// --- Construction, workspaces, docks and menus ---
+
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {
     setWindowTitle(QStringLiteral("Flowscope"));
     setDockOptions(QMainWindow::AnimatedDocks | QMainWindow::AllowTabbedDocks |
@@ -165,6 +167,8 @@ void MainWindow::buildHelpMenu() {
     keys->setShortcut(QKeySequence::HelpContents);
 }
 
+// --- Help: welcome, shortcuts, command palette ---
+
 void MainWindow::showWelcome() {
     afterWelcome_ = {};
     welcome_->present();
@@ -206,6 +210,8 @@ void MainWindow::showCommandPalette() {
     for (Workspace* w : workspaces_) commands += w->paletteCommands();
     palette_->present(commands);
 }
+
+// --- The shown workspace and the window title ---
 
 Workspace* MainWindow::activeWorkspace() const {
     return owner_.value(tabs_->currentWidget());
@@ -266,6 +272,8 @@ void MainWindow::showPage(QWidget* page) {
     if (page) tabs_->setCurrentWidget(page);
 }
 
+// --- Opening models and share strings ---
+
 bool MainWindow::openModelFile(const QString& path) {
     const bool ok = openModelIn(path);
     if (ok) hideWelcome();
@@ -315,6 +323,8 @@ void MainWindow::openModelDialog() {
     if (!openModelFile(path)) QMessageBox::warning(this, tr("Open trained model"), lastError_);
 }
 
+// --- Exports of the shown view ---
+
 QWidget* MainWindow::shownPlots() const {
     Workspace* w = activeWorkspace();
     return w ? w->plotsOf(tabs_->currentWidget()) : nullptr;
@@ -344,6 +354,8 @@ void MainWindow::exportShownDialog(bool plots) {
     else
         statusBar()->showMessage(tr("Exported %1").arg(QDir::toNativeSeparators(path)), 5000);
 }
+
+// --- Theme, settings and window events ---
 
 void MainWindow::setTheme(ThemeKind kind) {
     theme_ = kind;

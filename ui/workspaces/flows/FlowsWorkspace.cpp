@@ -136,7 +136,7 @@ bool FlowsWorkspace::exportDensity(const QString& path, int grid, double extent,
 std::vector<flows::TrainerConfig> FlowsWorkspace::configsNow() const {
     std::vector<flows::TrainerConfig> configs;
     if (const auto running = run_.snapshot())
-        for (const TrainerState& t : running->trainers)
+        for (const FlowTrainerState& t : running->trainers)
             if (t.config) configs.push_back(*t.config);
     if (configs.empty()) configs = trainingConfigs(panel_->config(), panel_->comparison());
     return configs;
@@ -144,14 +144,14 @@ std::vector<flows::TrainerConfig> FlowsWorkspace::configsNow() const {
 
 bool FlowsWorkspace::exportAnimation(const AnimationOptions& options, const QString& path,
                                      const ExportProgress& progress) {
-    return report(exportTrainingAnimation(configsNow(), options, path, progress));
+    return report(exportFlowAnimation(configsNow(), options, path, progress));
 }
 
 void FlowsWorkspace::exportAnimationDialog() {
     animationExportDialog(
         host(), Scene(), view_->size() * view_->devicePixelRatioF(), AnimationView::Training,
         [this](const AnimationOptions& o, const QString& path, const ExportProgress& progress) {
-            return reported(exportTrainingAnimation(configsNow(), o, path, progress));
+            return reported(exportFlowAnimation(configsNow(), o, path, progress));
         },
         [this](const QString& text, int ms) { emit statusMessage(text, ms); });
 }

@@ -4,14 +4,14 @@
 // and the training as an animation.
 #pragma once
 
-#include "engine/runner/TrainingRunner.h"
-#include "ui/panels/TrainingPanel.h"
-#include "ui/views/TrainingView.h"
+#include "engine/runner/FlowRunner.h"
+#include "ui/panels/FlowPanel.h"
+#include "ui/views/FlowView.h"
 #include "ui/workspaces/TrainingWorkspace.h"
 
 namespace flowscope {
 
-class FlowsWorkspace : public TrainingWorkspace<FlowTraining, TrainingPanel, TrainingView> {
+class FlowsWorkspace : public TrainingWorkspace<FlowTraining, FlowPanel, FlowView> {
   public:
     explicit FlowsWorkspace(QMainWindow* host);
 

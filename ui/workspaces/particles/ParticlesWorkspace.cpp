@@ -79,6 +79,8 @@ std::optional<ProjectionSpec> parseAxes(const QString& text, int d, QString* why
     return p;
 }
 
+// --- Scenes: open, apply, live edits, save ---
+
 void ParticlesWorkspace::setPresetDirectory(const QString& dir) {
     presetCombo_->clear();
     const QFileInfoList files =
@@ -180,6 +182,8 @@ void ParticlesWorkspace::showEdited(ParticleDocument::Part part, QObject* from) 
     }
 }
 
+// --- Recent files, file dialogs, share strings, presets ---
+
 void ParticlesWorkspace::addRecent(const QString& path) {
     recent_.removeAll(path);
     recent_.prepend(path);
@@ -275,6 +279,8 @@ void ParticlesWorkspace::openPreset(int index) {
     }
 }
 
+// --- Transport: play, pause, step, scrub ---
+
 void ParticlesWorkspace::continueFromScrub() {
     if (!scrubIndex_) return;
     if (auto s = runner().snapshot(); s && s->history && std::size_t(*scrubIndex_) < s->history->size())
@@ -352,6 +358,8 @@ void ParticlesWorkspace::scrubTo(int index) {
     view_->setPreview(preview);
 }
 
+// --- The run's snapshots and the backend ---
+
 void ParticlesWorkspace::updatePlots() {
     if (!plots_->isVisible()) return;
     plots_->setSnapshot(runner().snapshot());
@@ -401,6 +409,8 @@ QString ParticlesWorkspace::backend() const {
     return backendCombo_->currentData().toString();
 }
 
+// --- The animation export dialog ---
+
 void ParticlesWorkspace::exportAnimationDialog() {
     if (!document_.hasScene()) return;
     QWidget* shown = cone_->isVisible() ? static_cast<QWidget*>(cone_) : view_;
@@ -413,6 +423,8 @@ void ParticlesWorkspace::exportAnimationDialog() {
         },
         [this](const QString& text, int ms) { emit statusMessage(text, ms); });
 }
+
+// --- Construction and the shell's contract: pages, docks, menus, settings ---
 
 ParticlesWorkspace::ParticlesWorkspace(QMainWindow* host) : Workspace(host), window_(host) {
     view_ = new ParticleView(host);
@@ -544,7 +556,7 @@ std::optional<std::pair<Scene, QString>> ParticlesWorkspace::savedScene() const 
     }
 }
 
-// The views, the panels and the run: edits go to the run, the run's state comes back to the panels.
+// --- Exports: the dialogs and the files, of the scene as it runs now ---
 
 void ParticlesWorkspace::exportDialog(ExportKind kind) {
     const bool moments = kind == ExportKind::Moments;

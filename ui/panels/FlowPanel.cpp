@@ -1,4 +1,4 @@
-#include "ui/panels/TrainingPanel.h"
+#include "ui/panels/FlowPanel.h"
 
 #include "engine/flows/Datasets.h"
 #include "ui/views/PointCanvas.h"
@@ -38,7 +38,7 @@ using form::number;
 
 } // namespace
 
-TrainingPanel::TrainingPanel(QWidget* parent) : TrainingPanelBase(parent) {
+FlowPanel::FlowPanel(QWidget* parent) : TrainingPanelBase(parent) {
     setObjectName(QStringLiteral("trainingPanel"));
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -65,8 +65,8 @@ TrainingPanel::TrainingPanel(QWidget* parent) : TrainingPanelBase(parent) {
     pointsLayout->addWidget(pointsLabel_, 1);
     pointsLayout->addWidget(draw);
     pointsLayout->addWidget(load);
-    connect(draw, &QPushButton::clicked, this, &TrainingPanel::drawPoints);
-    connect(load, &QPushButton::clicked, this, &TrainingPanel::loadPointsDialog);
+    connect(draw, &QPushButton::clicked, this, &FlowPanel::drawPoints);
+    connect(load, &QPushButton::clicked, this, &FlowPanel::loadPointsDialog);
     form->addRow(pointsRow_);
     rwpo_ = named(new QCheckBox(tr("RWPO layer"), flowGroup), "training.rwpo");
     sideBySide_ =
@@ -93,27 +93,27 @@ TrainingPanel::TrainingPanel(QWidget* parent) : TrainingPanelBase(parent) {
 
     setConfig(flows::TrainerConfig{}, false);
 
-    connect(dataset_, &QComboBox::currentIndexChanged, this, &TrainingPanel::markEdited);
-    connect(dataset_, &QComboBox::currentIndexChanged, this, &TrainingPanel::updatePointsRow);
-    connect(rwpo_, &QCheckBox::toggled, this, &TrainingPanel::markEdited);
+    connect(dataset_, &QComboBox::currentIndexChanged, this, &FlowPanel::markEdited);
+    connect(dataset_, &QComboBox::currentIndexChanged, this, &FlowPanel::updatePointsRow);
+    connect(rwpo_, &QCheckBox::toggled, this, &FlowPanel::markEdited);
     connect(sideBySide_, &QCheckBox::toggled, this, [this](bool on) {
         rwpo_->setEnabled(!on); // side by side trains both
         markEdited();
     });
     for (QSpinBox* box : {layers_, width_, batch_, seed_})
-        connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::markEdited);
+        connect(box, &QSpinBox::valueChanged, this, &FlowPanel::markEdited);
     for (QDoubleSpinBox* box : {lr_, lambda0_, beta0_, transport_})
-        connect(box, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::markEdited);
+        connect(box, &QDoubleSpinBox::valueChanged, this, &FlowPanel::markEdited);
     for (QCheckBox* box : {rwpo_, sideBySide_})
-        connect(box, &QCheckBox::toggled, this, &TrainingPanel::forgetLoadedModel);
+        connect(box, &QCheckBox::toggled, this, &FlowPanel::forgetLoadedModel);
     for (QSpinBox* box : {layers_, width_})
-        connect(box, &QSpinBox::valueChanged, this, &TrainingPanel::forgetLoadedModel);
+        connect(box, &QSpinBox::valueChanged, this, &FlowPanel::forgetLoadedModel);
     for (QDoubleSpinBox* box : {lambda0_, beta0_, transport_})
-        connect(box, &QDoubleSpinBox::valueChanged, this, &TrainingPanel::forgetLoadedModel);
+        connect(box, &QDoubleSpinBox::valueChanged, this, &FlowPanel::forgetLoadedModel);
     setSnapshot(nullptr, false);
 }
 
-flows::TrainerConfig TrainingPanel::config() const {
+flows::TrainerConfig FlowPanel::config() const {
     flows::TrainerConfig c;
     if (usesPoints()) {
         c.dataset.clear();
@@ -143,11 +143,11 @@ flows::TrainerConfig TrainingPanel::config() const {
     return c;
 }
 
-bool TrainingPanel::usesPoints() const {
+bool FlowPanel::usesPoints() const {
     return dataset_->currentIndex() == dataset_->count() - 1;
 }
 
-void TrainingPanel::setPoints(const Mat& points) {
+void FlowPanel::setPoints(const Mat& points) {
     points_ = points;
     if (usesPoints()) {
         markEdited();
@@ -157,7 +157,7 @@ void TrainingPanel::setPoints(const Mat& points) {
     }
 }
 
-bool TrainingPanel::loadPointsFile(const QString& path, QString* why) {
+bool FlowPanel::loadPointsFile(const QString& path, QString* why) {
     try {
         const Mat p = flows::loadPoints(path.toStdString());
         if (p.cols() != 2)
@@ -173,12 +173,12 @@ bool TrainingPanel::loadPointsFile(const QString& path, QString* why) {
     }
 }
 
-void TrainingPanel::drawPoints() {
+void FlowPanel::drawPoints() {
     PointCanvasDialog dialog(points_, this);
     if (dialog.exec() == QDialog::Accepted) setPoints(dialog.points());
 }
 
-void TrainingPanel::loadPointsDialog() {
+void FlowPanel::loadPointsDialog() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Load points"), QString(),
                                                       tr("Points (*.npy *.csv);;All files (*)"));
     if (path.isEmpty()) return;
@@ -186,22 +186,22 @@ void TrainingPanel::loadPointsDialog() {
     if (!loadPointsFile(path, &why)) QMessageBox::warning(this, tr("Load points"), why);
 }
 
-void TrainingPanel::updatePointsRow() {
+void FlowPanel::updatePointsRow() {
     pointsRow_->setVisible(usesPoints());
     const int n = int(points_.rows());
     pointsLabel_->setText(n == 0 ? tr("none yet: Draw or Load") : pointCountText(n));
 }
 
-void TrainingPanel::forgetLoadedModel() {
+void FlowPanel::forgetLoadedModel() {
     loadedParams_.reset();
     loaded_->hide();
 }
 
-bool TrainingPanel::comparison() const {
+bool FlowPanel::comparison() const {
     return sideBySide_->isChecked();
 }
 
-void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool comparison) {
+void FlowPanel::setConfig(const flows::TrainerConfig& c, bool comparison) {
     const QSignalBlocker blocks[] = {
         QSignalBlocker(dataset_),   QSignalBlocker(rwpo_),    QSignalBlocker(sideBySide_),
         QSignalBlocker(layers_),    QSignalBlocker(width_),   QSignalBlocker(batch_),
@@ -236,13 +236,13 @@ void TrainingPanel::setConfig(const flows::TrainerConfig& c, bool comparison) {
                bool(loadedParams_));
 }
 
-void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing) {
+void FlowPanel::setSnapshot(const std::shared_ptr<const FlowSnapshot>& snapshot, bool playing) {
     snapshot_ = snapshot;
     QStringList lines = beginStatus(snapshot.get(), playing);
     QString warning;
     bool error = false;
     if (snapshot) {
-        for (const TrainerState& t : snapshot->trainers) {
+        for (const FlowTrainerState& t : snapshot->trainers) {
             QStringList parts;
             // Before the first step: the model's own λ and β (a loaded model's are not λ₀ and β₀).
             const double lambda = !t.history.empty() ? t.history.back().lambda
@@ -269,7 +269,7 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
         }
         // A density whose mass on the grid is well above 1 is not a density: its NLL is no likelihood.
         if (warning.isEmpty()) {
-            for (const TrainerState& t : snapshot->trainers)
+            for (const FlowTrainerState& t : snapshot->trainers)
                 if (!t.evaluations.empty() && t.evaluations.back().gridMass > kMassWarning) {
                     const QString prefix = snapshot->comparison
                                                ? QString::fromStdString(t.label) + QStringLiteral(": ")
@@ -282,7 +282,7 @@ void TrainingPanel::setSnapshot(const std::shared_ptr<const TrainingSnapshot>& s
         }
         // The latest rejection of any trainer stays visible: the learning rate it halved is still in force.
         if (warning.isEmpty()) {
-            for (const TrainerState& t : snapshot->trainers)
+            for (const FlowTrainerState& t : snapshot->trainers)
                 if (!t.events.empty()) {
                     const flows::TrainEvent& e = t.events.back();
                     const QString prefix = snapshot->comparison

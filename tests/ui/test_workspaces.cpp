@@ -4,7 +4,7 @@
 #include "MainWindowFixture.h"
 #include "TestScenes.h"
 
-#include "../TinyTraining.h"
+#include "../TinyFlow.h"
 
 #include "engine/flows/FlowIo.h"
 #include "engine/inverse/PosteriorIo.h"

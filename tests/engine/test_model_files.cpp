@@ -5,11 +5,11 @@
 #include "engine/flows/ModelFile.h"
 #include "engine/flows/Sampling.h"
 #include "engine/ottransformer/TransformerIo.h"
-#include "engine/runner/TrainingRunner.h"
+#include "engine/runner/FlowRunner.h"
 #include "engine/runner/TransformerRunner.h"
 
 #include "../TempDir.h"
-#include "../TinyTraining.h"
+#include "../TinyFlow.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -54,8 +54,8 @@ template <> bool sameParams(const ot::TransformerParams& a, const ot::Transforme
     return same;
 }
 
-bool pictureAt(const TrainingRunner& runner, long iteration) {
-    return test::waitForSnapshot(runner, [iteration](const TrainingSnapshot& s) {
+bool pictureAt(const FlowRunner& runner, long iteration) {
+    return test::waitForSnapshot(runner, [iteration](const FlowSnapshot& s) {
         return !s.trainers.empty() && s.trainers[0].iteration == iteration && s.trainers[0].picture &&
                s.trainers[0].picture->iteration == iteration;
     });
@@ -81,12 +81,12 @@ TEST(ModelFiles, AFlowRunStartedFromALoadedModelShowsThatModel) {
         const flows::FlowModel<float> loaded = flows::loadFlow(path);
         EXPECT_EQ(trainedModelKind(path), TrainedModelKind::Flow);
 
-        const TrainingOptions o = smallPictures();
-        TrainingRunner runner(o);
+        const FlowRunOptions o = smallPictures();
+        FlowRunner runner(o);
         runner.startFrom(loaded, tinyFlow(!rwpo, 0)); // the config's architecture and seed give way
         ASSERT_TRUE(pictureAt(runner, 0));
         const auto s = runner.snapshot();
-        const TrainerState& state = s->trainers[0];
+        const FlowTrainerState& state = s->trainers[0];
         EXPECT_EQ(state.rwpo, rwpo);
         ASSERT_TRUE(state.model);
         EXPECT_TRUE(sameParams(state.model->params(), trained.params()));
@@ -117,7 +117,7 @@ TEST(ModelFiles, AFlowRunStartedFromALoadedModelShowsThatModel) {
 
 TEST(ModelFiles, AFlowSavedFromARunnerLoadsBackBitForBit) {
     test::TempDir dir("models");
-    TrainingRunner runner(smallPictures());
+    FlowRunner runner(smallPictures());
     runner.start(tinyFlow(true, 3));
     for (int k = 0; k < 4; ++k) runner.stepOnce();
     ASSERT_TRUE(pictureAt(runner, 4));
@@ -137,7 +137,7 @@ TEST(ModelFiles, AFlowSavedFromARunnerLoadsBackBitForBit) {
 }
 
 TEST(ModelFiles, BadInitialParametersNameTheFieldAndKeepTheRun) {
-    TrainingRunner runner(smallPictures());
+    FlowRunner runner(smallPictures());
     runner.start(tinyFlow(false, 3));
     flows::TrainerConfig c = tinyFlow(false, 3);
     flows::FlowConfig wider = c.flow;

@@ -1,6 +1,6 @@
 // SimulationRunner: commands reach the worker, snapshots are published without waiting, pacing holds.
-// Qt-free; lives in the UI test binary because the runner exists for the UI.
-#include "TestScenes.h"
+#include "../TinyScenes.h"
+#include "TestUtil.h"
 
 #include "engine/backend/Registry.h"
 #include "engine/runner/SimulationRunner.h"

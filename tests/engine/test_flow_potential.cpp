@@ -22,6 +22,8 @@ using Md = ad::Matrix<double>;
 using Mf = ad::Matrix<float>;
 using Params = flows::PotentialParams<double>;
 
+// --- Helpers and the composed float64 reference ---
+
 namespace {
 
 using flowscope::test::randn;
@@ -147,6 +149,8 @@ constexpr Index kBatch = 7;
 
 } // namespace
 
+// --- Derivatives against finite differences and closed forms ---
+
 TEST(FlowPotential, GradientMatchesCentralDifferences) {
     for (const Config& cfg : kConfigs) {
         const Params p = randomParams(cfg.d, kWidth, cfg.nTh, 10 + cfg.d * 10 + cfg.nTh);
@@ -262,6 +266,8 @@ TEST(FlowPotential, LossGradientsMatchFiniteDifferences) {
     }
 }
 
+// --- The fused recording against the reference; float against double ---
+
 // The recording against the composed reference above, in double: every output, and the gradient of a random
 // linear functional of all of them (phi, grad, lap, each Hessian entry) with respect to every parameter block
 // and to s. The two differ only in how the same sums are grouped, so they agree to rounding (1e-12 relative).
@@ -371,6 +377,8 @@ TEST(FlowPotential, FloatMatchesDouble) {
         EXPECT_LT(worst, 1e-4) << "nTh = " << nTh;
     }
 }
+
+// --- Initialization and timing ---
 
 TEST(FlowPotential, InitFollowsOtFlow) {
     const int d = 2, m = 16, nTh = 3;

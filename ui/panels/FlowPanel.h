@@ -20,7 +20,7 @@
 #pragma once
 
 #include "engine/flows/Trainer.h"
-#include "engine/runner/TrainingRunner.h"
+#include "engine/runner/FlowRunner.h"
 
 #include "ui/panels/TrainingPanelBase.h"
 
@@ -30,10 +30,10 @@
 
 namespace flowscope {
 
-class TrainingPanel : public TrainingPanelBase {
+class FlowPanel : public TrainingPanelBase {
     Q_OBJECT
   public:
-    explicit TrainingPanel(QWidget* parent = nullptr);
+    explicit FlowPanel(QWidget* parent = nullptr);
 
     // The run the controls describe.
     flows::TrainerConfig config() const;
@@ -43,7 +43,7 @@ class TrainingPanel : public TrainingPanelBase {
 
     // Every new snapshot with the runner's play state (which a snapshot shows only after the worker's next
     // step).
-    void setSnapshot(const std::shared_ptr<const TrainingSnapshot>& snapshot, bool playing);
+    void setSnapshot(const std::shared_ptr<const FlowSnapshot>& snapshot, bool playing);
 
     // The user's points (n x 2) and whether the dataset is "your points". setPoints() selects it; a load
     // that fails (unreadable, not n x 2, non-finite) keeps the points and says why.
@@ -77,7 +77,7 @@ class TrainingPanel : public TrainingPanelBase {
     QDoubleSpinBox* beta0_ = nullptr;
     QDoubleSpinBox* transport_ = nullptr;
     QSpinBox* seed_ = nullptr;
-    std::shared_ptr<const TrainingSnapshot> snapshot_;
+    std::shared_ptr<const FlowSnapshot> snapshot_;
     flows::FlowConfig loadedFlow_;                                 // the loaded model's architecture
     std::shared_ptr<const flows::FlowParams<float>> loadedParams_; // null: Start initializes afresh
 };

@@ -6,7 +6,7 @@
 #include "UiTestUtil.h"
 
 #include "engine/io/Npy.h"
-#include "ui/panels/TrainingPanel.h"
+#include "ui/panels/FlowPanel.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/views/PointCanvas.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
@@ -117,7 +117,7 @@ TEST(PointCanvasTest, TheDialogNeedsTwoPointsAndThePanelTrainsOnThem) {
     window.showPage(window.workspace<FlowsWorkspace>().view());
     window.show();
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
-    TrainingPanel* panel = window.workspace<FlowsWorkspace>().panel();
+    FlowPanel* panel = window.workspace<FlowsWorkspace>().panel();
     auto* draw = panel->findChild<QPushButton*>(QStringLiteral("drawPoints"));
     ASSERT_NE(draw, nullptr);
     EXPECT_FALSE(draw->isVisibleTo(panel)); // only for "your points"
@@ -158,7 +158,7 @@ TEST(PointCanvasTest, TheDialogNeedsTwoPointsAndThePanelTrainsOnThem) {
     EXPECT_EQ(config.points, panel->points());
     ASSERT_TRUE(window.workspace<FlowsWorkspace>().start(config, false, false))
         << window.lastError().toStdString();
-    std::shared_ptr<const TrainingSnapshot> s;
+    std::shared_ptr<const FlowSnapshot> s;
     for (int i = 0; i < 400 && !(s && !s->trainers.empty() && s->trainers[0].config); ++i) {
         QTest::qWait(10);
         s = window.workspace<FlowsWorkspace>().runner().snapshot();
@@ -171,7 +171,7 @@ TEST(PointCanvasTest, TheDialogNeedsTwoPointsAndThePanelTrainsOnThem) {
 TEST(PointCanvasTest, ThePanelLoadsPointsFromNpyAndCsvAndNamesABadFile) {
     FLOWSCOPE_REQUIRE_GUI();
     QTemporaryDir dir;
-    TrainingPanel panel;
+    FlowPanel panel;
     const double xy[] = {0, 1, 2, 3, 4, 5, 6, 7}; // (4, 2), row-major
     const std::string npy = dir.filePath(QStringLiteral("p.npy")).toStdString();
     writeNpy(npy, {4, 2}, xy, false);

@@ -6,15 +6,15 @@
 #include "TestScenes.h"
 #include "UiTestUtil.h"
 
-#include "../TinyTraining.h"
+#include "../TinyFlow.h"
 
 #include "engine/flows/FlowIo.h"
 #include "engine/flows/Sampling.h"
 #include "engine/ottransformer/TransformerIo.h"
-#include "ui/panels/TrainingPanel.h"
+#include "ui/panels/FlowPanel.h"
 #include "ui/panels/TransformerPanel.h"
 #include "ui/shell/MainWindow.h"
-#include "ui/views/TrainingView.h"
+#include "ui/views/FlowView.h"
 #include "ui/views/TransformerView.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"

@@ -1,7 +1,7 @@
 // The moment solver's fixed-size path (FixedMomentField<D>, d = D <= 4) against its dynamic path
 // (MomentField::affine on Vec/Mat): the same arithmetic, so the same fields and the same trajectories to
-// 1e-12 relative (docs/math/gaussian.md#solver). tests/unit/alloc/ checks that the fixed-size path allocates
-// nothing in a step.
+// 1e-12 relative (docs/math/gaussian.md#solver). tests/engine/alloc/ checks that the fixed-size path
+// allocates nothing in a step.
 #include "TestUtil.h"
 
 #include "engine/gaussian/MomentSolver.h"

@@ -1,8 +1,8 @@
-// TrainingRunner: commands reach the worker's trainers, snapshots mirror them, reset and start behave.
+// FlowRunner: commands reach the worker's trainers, snapshots mirror them, reset and start behave.
 #include "engine/flows/Sampling.h"
-#include "engine/runner/TrainingRunner.h"
+#include "engine/runner/FlowRunner.h"
 
-#include "../TinyTraining.h"
+#include "../TinyFlow.h"
 #include "TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -27,16 +27,16 @@ using test::waitForSnapshot;
 
 // Waits until every trainer reached `iteration` and carries a picture of it (a paused runner makes one
 // after every step).
-bool waitForIteration(const TrainingRunner& runner, long iteration) {
-    return waitForSnapshot(runner, [iteration](const TrainingSnapshot& s) {
-        for (const TrainerState& t : s.trainers)
+bool waitForIteration(const FlowRunner& runner, long iteration) {
+    return waitForSnapshot(runner, [iteration](const FlowSnapshot& s) {
+        for (const FlowTrainerState& t : s.trainers)
             if (t.iteration != iteration || !t.picture || t.picture->iteration != iteration) return false;
         return !s.trainers.empty();
     });
 }
 
-TEST(TrainingRunner, NoSnapshotBeforeStartThenTheInitialStateAtOnce) {
-    TrainingRunner runner(smallPictures());
+TEST(FlowRunner, NoSnapshotBeforeStartThenTheInitialStateAtOnce) {
+    FlowRunner runner(smallPictures());
     EXPECT_EQ(runner.snapshot(), nullptr);
     runner.play(); // nothing to train: still nothing to show
     std::this_thread::sleep_for(20ms);
@@ -54,8 +54,8 @@ TEST(TrainingRunner, NoSnapshotBeforeStartThenTheInitialStateAtOnce) {
     EXPECT_EQ(s->trainers[0].label, "without RWPO");
 }
 
-TEST(TrainingRunner, StepOnceGivesExactlyOneRecordEach) {
-    TrainingRunner runner(smallPictures());
+TEST(FlowRunner, StepOnceGivesExactlyOneRecordEach) {
+    FlowRunner runner(smallPictures());
     runner.start(tinyConfig());
     for (int i = 0; i < 5; ++i) runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 5));
@@ -68,8 +68,8 @@ TEST(TrainingRunner, StepOnceGivesExactlyOneRecordEach) {
     for (std::size_t k = 0; k < 5; ++k) EXPECT_EQ(s->trainers[0].history[k].iteration, long(k) + 1);
 }
 
-TEST(TrainingRunner, SnapshotCurvesEqualThoseOfATrainerRunDirectly) {
-    TrainingRunner runner(smallPictures());
+TEST(FlowRunner, SnapshotCurvesEqualThoseOfATrainerRunDirectly) {
+    FlowRunner runner(smallPictures());
     runner.start(tinyConfig());
     for (int i = 0; i < 4; ++i) runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 4));
@@ -89,8 +89,8 @@ TEST(TrainingRunner, SnapshotCurvesEqualThoseOfATrainerRunDirectly) {
     EXPECT_EQ(runner.snapshot()->trainers[0].learningRate, direct.learningRate());
 }
 
-TEST(TrainingRunner, ResetRestoresIterationZeroAndTheInitialLossBitForBit) {
-    TrainingRunner runner(smallPictures());
+TEST(FlowRunner, ResetRestoresIterationZeroAndTheInitialLossBitForBit) {
+    FlowRunner runner(smallPictures());
     runner.start(tinyConfig());
     for (int i = 0; i < 6; ++i) runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 6));
@@ -116,8 +116,8 @@ TEST(TrainingRunner, ResetRestoresIterationZeroAndTheInitialLossBitForBit) {
     EXPECT_EQ(after->generation, before->generation);
 }
 
-TEST(TrainingRunner, BadConfigThrowsAtStartNamingTheFieldAndKeepsTheRun) {
-    TrainingRunner runner(smallPictures());
+TEST(FlowRunner, BadConfigThrowsAtStartNamingTheFieldAndKeepsTheRun) {
+    FlowRunner runner(smallPictures());
     runner.start(tinyConfig());
     runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 1));
@@ -136,13 +136,13 @@ TEST(TrainingRunner, BadConfigThrowsAtStartNamingTheFieldAndKeepsTheRun) {
     EXPECT_EQ(s->trainers[0].history.size(), 1u);
 }
 
-TEST(TrainingRunner, PictureHasSamplesTrajectoriesDataAndADensity) {
-    const TrainingOptions o = smallPictures();
-    TrainingRunner runner(o);
+TEST(FlowRunner, PictureHasSamplesTrajectoriesDataAndADensity) {
+    const FlowRunOptions o = smallPictures();
+    FlowRunner runner(o);
     runner.start(tinyConfig());
     runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 1));
-    const TrainingPicture& p = *runner.snapshot()->trainers[0].picture;
+    const FlowPicture& p = *runner.snapshot()->trainers[0].picture;
     EXPECT_EQ(p.samples.rows(), o.samples);
     EXPECT_EQ(p.samples.cols(), 2);
     EXPECT_TRUE(p.samples.allFinite());
@@ -172,17 +172,17 @@ TEST(TrainingRunner, PictureHasSamplesTrajectoriesDataAndADensity) {
     EXPECT_GT(p.density.maxCoeff(), 0.0);
 }
 
-TEST(TrainingRunner, RwpoPictureIsTheDensityBesideTheModelsReference) {
+TEST(FlowRunner, RwpoPictureIsTheDensityBesideTheModelsReference) {
     // The trainer gives an RWPO model reference draws of its data, so the picture shows the model density
     // point by point (each grid point beside every draw's keys, the densities averaged), as for the plain
     // flow: exp(log ρ) of the snapshot's own model at the grid's centres.
-    const TrainingOptions o = smallPictures();
-    TrainingRunner runner(o);
+    const FlowRunOptions o = smallPictures();
+    FlowRunner runner(o);
     runner.start(tinyConfig(true));
     runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 1));
-    const TrainerState& t = runner.snapshot()->trainers[0];
-    const TrainingPicture& p = *t.picture;
+    const FlowTrainerState& t = runner.snapshot()->trainers[0];
+    const FlowPicture& p = *t.picture;
     EXPECT_FALSE(p.densityFromSamples);
     ASSERT_EQ(p.gridSize(), o.gridSize);
     ASSERT_EQ(t.model->referenceDraws(), 8);
@@ -208,19 +208,19 @@ TEST(TrainingRunner, RwpoPictureIsTheDensityBesideTheModelsReference) {
 
 // A draft is the full picture's first kDraftSamples samples (the same base draws, each sample on its own
 // without the RWPO layer) on a coarser grid of the same model density.
-TEST(TrainingRunner, ADraftIsTheFullPicturesFirstSamplesOnACoarserGrid) {
-    TrainingOptions o; // the app's: 1000 samples on a 64² grid
+TEST(FlowRunner, ADraftIsTheFullPicturesFirstSamplesOnACoarserGrid) {
+    FlowRunOptions o; // the app's: 1000 samples on a 64² grid
     o.evaluateEvery = 0;
     flows::FlowTrainer t(tinyConfig());
     ASSERT_TRUE(t.step());
-    const TrainingPictureMaker maker(o, 2);
+    const FlowPictureMaker maker(o, 2);
     ASSERT_TRUE(maker.hasDrafts());
     const Mat data = maker.data(t);
     const auto full = maker.make(t.iteration(), t.evaluatedModel(), data, false);
     const auto draft = maker.make(t.iteration(), t.evaluatedModel(), data, true);
     EXPECT_FALSE(full->draft);
     EXPECT_TRUE(draft->draft);
-    const int k = TrainingPictureMaker::kDraftSamples;
+    const int k = FlowPictureMaker::kDraftSamples;
     ASSERT_EQ(full->samples.rows(), o.samples);
     ASSERT_EQ(draft->samples.rows(), k);
     // Both solve the same inverse by fixed points that stop on the batch's largest residual
@@ -229,22 +229,22 @@ TEST(TrainingRunner, ADraftIsTheFullPicturesFirstSamplesOnACoarserGrid) {
     EXPECT_LE((draft->samples - full->samples.topRows(k)).cwiseAbs().maxCoeff(), agree);
     EXPECT_EQ(draft->data, full->data);
     ASSERT_EQ(full->gridSize(), o.gridSize);
-    ASSERT_EQ(draft->gridSize(), TrainingPictureMaker::kDraftGrid);
+    ASSERT_EQ(draft->gridSize(), FlowPictureMaker::kDraftGrid);
     // Both grids integrate the same density: their masses on [-4, 4]² agree to the midpoint rule's error.
-    auto mass = [](const TrainingPicture& p) {
+    auto mass = [](const FlowPicture& p) {
         const double cell = 2.0 * p.gridExtent / p.gridSize();
         return p.density.sum() * cell * cell;
     };
     EXPECT_NEAR(mass(*draft), mass(*full), 2e-2 * mass(*full));
     // Pictures small enough have no drafts.
-    EXPECT_FALSE(TrainingPictureMaker(smallPictures(), 2).hasDrafts());
+    EXPECT_FALSE(FlowPictureMaker(smallPictures(), 2).hasDrafts());
 }
 
 // With the RWPO layer and R reference draws, a draft inverts the first draw's map for every sample: its
 // sample j is the full picture's wherever the full picture uses that draw too (j ≡ 0 mod R), and its density
 // is the first draw's component of the mixture.
-TEST(TrainingRunner, AnRwpoDraftIsTheFirstReferenceDrawsComponent) {
-    TrainingOptions o;
+TEST(FlowRunner, AnRwpoDraftIsTheFirstReferenceDrawsComponent) {
+    FlowRunOptions o;
     o.samples = 300;
     o.evaluateEvery = 0;
     flows::FlowTrainer t(tinyConfig(true));
@@ -252,13 +252,13 @@ TEST(TrainingRunner, AnRwpoDraftIsTheFirstReferenceDrawsComponent) {
     const flows::FlowModel<float>& model = t.evaluatedModel();
     const int draws = model.referenceDraws();
     ASSERT_GT(draws, 1);
-    const TrainingPictureMaker maker(o, 2);
+    const FlowPictureMaker maker(o, 2);
     const Mat data = maker.data(t);
     const auto full = maker.make(t.iteration(), model, data, false);
     const auto draft = maker.make(t.iteration(), model, data, true);
-    ASSERT_EQ(draft->samples.rows(), TrainingPictureMaker::kDraftSamples);
+    ASSERT_EQ(draft->samples.rows(), FlowPictureMaker::kDraftSamples);
     ASSERT_TRUE(draft->samples.allFinite());
-    for (int j = 0; j < TrainingPictureMaker::kDraftSamples; j += draws)
+    for (int j = 0; j < FlowPictureMaker::kDraftSamples; j += draws)
         EXPECT_LE((draft->samples.row(j) - full->samples.row(j)).cwiseAbs().maxCoeff(),
                   50 * flows::kSamplerTolerance) // the same inverse, to the sampler's tolerance (as above)
             << "sample " << j;
@@ -274,8 +274,8 @@ TEST(TrainingRunner, AnRwpoDraftIsTheFirstReferenceDrawsComponent) {
     }
 }
 
-TEST(TrainingRunner, SideBySideTrainsWithAndWithoutRwpoInLockstep) {
-    TrainingRunner runner(smallPictures());
+TEST(FlowRunner, SideBySideTrainsWithAndWithoutRwpoInLockstep) {
+    FlowRunner runner(smallPictures());
     runner.start(tinyConfig(false), true);
     for (int i = 0; i < 3; ++i) runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 3));
@@ -296,13 +296,13 @@ TEST(TrainingRunner, SideBySideTrainsWithAndWithoutRwpoInLockstep) {
     EXPECT_EQ(s->trainers[1].history[0].terms.loss, plain.history()[0].terms.loss);
 }
 
-TEST(TrainingRunner, PlayAdvancesUntilPausedAndEvaluatesOnDemand) {
-    TrainingRunner runner(smallPictures());
+TEST(FlowRunner, PlayAdvancesUntilPausedAndEvaluatesOnDemand) {
+    FlowRunner runner(smallPictures());
     runner.start(tinyConfig());
     runner.play();
-    ASSERT_TRUE(waitForSnapshot(runner, [](const TrainingSnapshot& s) { return s.iteration() >= 10; }));
+    ASSERT_TRUE(waitForSnapshot(runner, [](const FlowSnapshot& s) { return s.iteration() >= 10; }));
     runner.pause();
-    ASSERT_TRUE(waitForSnapshot(runner, [](const TrainingSnapshot& s) { return !s.playing; }));
+    ASSERT_TRUE(waitForSnapshot(runner, [](const FlowSnapshot& s) { return !s.playing; }));
     const long stoppedAt = runner.snapshot()->iteration();
     std::this_thread::sleep_for(50ms);
     EXPECT_EQ(runner.snapshot()->iteration(), stoppedAt);
@@ -310,18 +310,18 @@ TEST(TrainingRunner, PlayAdvancesUntilPausedAndEvaluatesOnDemand) {
     EXPECT_TRUE(runner.snapshot()->trainers[0].evaluations.empty()); // evaluateEvery = 0
 
     runner.evaluateNow();
-    ASSERT_TRUE(waitForSnapshot(
-        runner, [](const TrainingSnapshot& s) { return s.trainers[0].evaluations.size() == 1; }));
+    ASSERT_TRUE(
+        waitForSnapshot(runner, [](const FlowSnapshot& s) { return s.trainers[0].evaluations.size() == 1; }));
     const flows::Evaluation& e = runner.snapshot()->trainers[0].evaluations[0];
     EXPECT_EQ(e.iteration, stoppedAt);
     EXPECT_TRUE(std::isfinite(e.nll));
     EXPECT_TRUE(std::isfinite(e.mmd2));
 }
 
-TEST(TrainingRunner, EvaluatesEveryKIterations) {
-    TrainingOptions o = smallPictures();
+TEST(FlowRunner, EvaluatesEveryKIterations) {
+    FlowRunOptions o = smallPictures();
     o.evaluateEvery = 3;
-    TrainingRunner runner(o);
+    FlowRunner runner(o);
     runner.start(tinyConfig());
     for (int i = 0; i < 7; ++i) runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 7));
@@ -331,8 +331,8 @@ TEST(TrainingRunner, EvaluatesEveryKIterations) {
     EXPECT_EQ(evaluations[1].iteration, 6);
 }
 
-TEST(TrainingRunner, StartReplacesTheRunAndKeepsThePlayState) {
-    TrainingRunner runner(smallPictures());
+TEST(FlowRunner, StartReplacesTheRunAndKeepsThePlayState) {
+    FlowRunner runner(smallPictures());
     runner.start(tinyConfig());
     for (int i = 0; i < 3; ++i) runner.stepOnce();
     ASSERT_TRUE(waitForIteration(runner, 3));

@@ -1,7 +1,7 @@
 // flowscope-cli render --view training: an animation of a generative flow being trained, drawn without a
 // display and encoded by engine/media's FrameSink (MP4, GIF or numbered PNGs).
 //
-// Option parsing and the loop only. The frames are render/animation/TrainingAnimator's, the composer of the
+// Option parsing and the loop only. The frames are render/animation/FlowAnimator's, the composer of the
 // GUI's export too: the Flows tab's own picture (QPainter only, no OpenGL) on a QGuiApplication of Qt's
 // "offscreen" platform,
 // the trainers (flows::FlowTrainer with the options of `flowscope-cli train`) stepped on this thread.
@@ -16,8 +16,8 @@
 #include "RenderCommon.h"
 #include "engine/core/Text.h"
 #include "engine/media/FrameSink.h"
-#include "engine/runner/TrainingRunner.h"
-#include "render/animation/TrainingAnimator.h"
+#include "engine/runner/FlowRunner.h"
+#include "render/animation/FlowAnimator.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -104,14 +104,14 @@ Options parseOptions(const Args& raw) {
     return o;
 }
 
-int renderTraining(const Args& raw) {
+int renderFlow(const Args& raw) {
     const Options o = parseOptions(raw);
     const AnimationOptions& a = o.animation;
     const auto app = makeOffscreenApplication();
     // The trainers first: a config the trainer refuses is an input error, found before any output.
-    std::unique_ptr<TrainingAnimator> animator;
+    std::unique_ptr<FlowAnimator> animator;
     try {
-        animator = std::make_unique<TrainingAnimator>(trainingConfigs(o.config, o.sideBySide), a, o.dataName);
+        animator = std::make_unique<FlowAnimator>(trainingConfigs(o.config, o.sideBySide), a, o.dataName);
     } catch (const std::invalid_argument& e) {
         const std::string what = e.what();
         throw UsageError(what.rfind("size: ", 0) == 0 ? "--size: " + what.substr(6) : what);
@@ -163,8 +163,8 @@ int renderTraining(const Args& raw) {
 
 } // namespace
 
-int renderTrainingCommand(const Args& args) {
-    return runCancellable(renderTraining, args);
+int renderFlowCommand(const Args& args) {
+    return runCancellable(renderFlow, args);
 }
 
 } // namespace flowscope::cli

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "engine/flows/Trainer.h"
-#include "engine/runner/TrainingRunner.h"
+#include "engine/runner/FlowRunner.h"
 
 #include <cstdint>
 #include <string>
@@ -26,8 +26,8 @@ inline flows::TrainerConfig tinyFlowConfig(const std::string& dataset, bool rwpo
 
 // Training pictures cheap enough to make after every step: 200 samples, 16 trajectories, a 16x16 grid and no
 // evaluation.
-inline TrainingOptions smallPictures() {
-    TrainingOptions o;
+inline FlowRunOptions smallPictures() {
+    FlowRunOptions o;
     o.samples = 200;
     o.trajectorySamples = 16;
     o.gridSize = 16;

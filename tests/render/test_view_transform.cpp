@@ -1,7 +1,7 @@
 // ViewTransform and the plot helpers: pure math, no display needed.
-#include "render/picture/ViewTransform.h"
 #include "render/picture/Colormap.h"
 #include "render/picture/PlotDecorations.h"
+#include "render/picture/ViewTransform.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "engine/runner/TrainingRunner.h"
+#include "engine/runner/FlowRunner.h"
 
 #include "engine/flows/Sampling.h"
 
@@ -24,26 +24,26 @@ std::vector<flows::TrainerConfig> trainingConfigs(const flows::TrainerConfig& co
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// TrainingPictureMaker
+// FlowPictureMaker
 
-TrainingPictureMaker::TrainingPictureMaker(const TrainingOptions& options, int d) : options_(options) {
+FlowPictureMaker::FlowPictureMaker(const FlowRunOptions& options, int d) : options_(options) {
     flows::Rng rng(options_.pictureSeed);
     base_.resize(d, options_.samples);
     for (Eigen::Index i = 0; i < base_.size(); ++i) base_(i) = float(rng.normal());
 }
 
-Mat TrainingPictureMaker::data(const FlowTrainer& t) const {
+Mat FlowPictureMaker::data(const FlowTrainer& t) const {
     return t.sampleData(options_.samples, options_.pictureSeed);
 }
 
-bool TrainingPictureMaker::hasDrafts() const {
+bool FlowPictureMaker::hasDrafts() const {
     return options_.samples > kDraftSamples || options_.gridSize > kDraftGrid;
 }
 
-std::shared_ptr<const TrainingPicture> TrainingPictureMaker::make(long iteration,
-                                                                  const flows::FlowModel<float>& model,
-                                                                  const Mat& data, bool draft) const {
-    auto p = std::make_shared<TrainingPicture>();
+std::shared_ptr<const FlowPicture> FlowPictureMaker::make(long iteration,
+                                                          const flows::FlowModel<float>& model,
+                                                          const Mat& data, bool draft) const {
+    auto p = std::make_shared<FlowPicture>();
     p->iteration = iteration;
     p->draft = draft && hasDrafts();
     p->data = data;
@@ -83,8 +83,8 @@ std::shared_ptr<const TrainingPicture> TrainingPictureMaker::make(long iteration
 
 // exp(log ρ) by (24) at the centres of a gridSize² grid, beside the frozen `keys` (none: the queries are
 // their own keys, the flow without the layer).
-Mat TrainingPictureMaker::modelDensity(const FlowTrainer::Model& model, int gridSize,
-                                       const FlowTrainer::Model::FrozenKeys& keys) const {
+Mat FlowPictureMaker::modelDensity(const FlowTrainer::Model& model, int gridSize,
+                                   const FlowTrainer::Model::FrozenKeys& keys) const {
     const int n = gridSize;
     const double cell = 2.0 * options_.gridExtent / n;
     Matrix grid(2, n * n);
@@ -103,7 +103,7 @@ Mat TrainingPictureMaker::modelDensity(const FlowTrainer::Model& model, int grid
 
 // Samples per unit area on a grid of half as many cells per side as the model's (a thousand samples would
 // leave most of 64² cells empty). Samples outside the grid or not finite are not counted.
-Mat TrainingPictureMaker::sampleHistogram(const Mat& samples, int gridSize) const {
+Mat FlowPictureMaker::sampleHistogram(const Mat& samples, int gridSize) const {
     const int n = std::max(gridSize / 2, 1);
     const double cell = 2.0 * options_.gridExtent / n;
     Mat h = Mat::Zero(n, n);
@@ -123,9 +123,9 @@ std::string FlowTraining::label(const Config& config) {
     return config.flow.rwpo ? "with RWPO" : "without RWPO";
 }
 
-TrainerState FlowTraining::state(const Trainer& t, std::size_t maxEvents,
-                                 std::shared_ptr<const Config> config) {
-    TrainerState s;
+FlowTrainerState FlowTraining::state(const Trainer& t, std::size_t maxEvents,
+                                     std::shared_ptr<const Config> config) {
+    FlowTrainerState s;
     s.label = label(t.config());
     s.rwpo = t.config().flow.rwpo;
     fillTrainerState(s, t, maxEvents);
@@ -144,12 +144,12 @@ flows::TrainerConfig FlowTraining::fromModel(const Model& model, Config config) 
 FlowTraining::Pictures::Pictures(const Options& options, const Trainer& first)
     : maker_(options, first.config().flow.d), data_(maker_.data(first)) {}
 
-PictureTask<TrainingPicture> FlowTraining::Pictures::capture(const Trainer& t) const {
+PictureTask<FlowPicture> FlowTraining::Pictures::capture(const Trainer& t) const {
     return [this, model = std::make_shared<const Model>(t.evaluatedModel()),
             iteration = t.iteration()](bool draft) { return maker_.make(iteration, *model, data_, draft); };
 }
 
-void saveTrainedFlow(const std::string& path, const TrainerState& state) {
+void saveTrainedFlow(const std::string& path, const FlowTrainerState& state) {
     saveTrainerState(path, state, [](auto&&... a) { flows::saveFlow(std::forward<decltype(a)>(a)...); });
 }
 

@@ -1,4 +1,4 @@
-#include "render/animation/TrainingAnimator.h"
+#include "render/animation/FlowAnimator.h"
 
 #include "engine/media/FrameSink.h"
 #include "engine/runner/TrainerSteps.h"
@@ -33,12 +33,12 @@ std::string trainerParameters(const flows::FlowTrainer& t) {
            "loss = " + (t.history().empty() ? std::string("\u2013") : number(t.history().back().terms.loss));
 }
 
-TrainingAnimator::TrainingAnimator(std::vector<flows::TrainerConfig> configs, const AnimationOptions& options,
-                                   std::string dataName)
+FlowAnimator::FlowAnimator(std::vector<flows::TrainerConfig> configs, const AnimationOptions& options,
+                           std::string dataName)
     : options_(options), dataName_(std::move(dataName)), captionFont_(captionFont()) {
     if (options_.view != AnimationView::Training || configs.empty() || configs.size() > 2)
         throw std::invalid_argument("the training animation needs the training view and one or two trainers");
-    // The app's pictures (a 64² density grid, TrainingOptions' trajectories), with the samples asked for.
+    // The app's pictures (a 64² density grid, FlowRunOptions' trajectories), with the samples asked for.
     pictureOptions_.samples = options_.pictureSamples;
     std::vector<std::unique_ptr<flows::FlowTrainer>> trainers;
     for (flows::TrainerConfig& c : configs) {
@@ -65,16 +65,16 @@ TrainingAnimator::TrainingAnimator(std::vector<flows::TrainerConfig> configs, co
     if (options_.caption) frame_ = newFrameImage(options_.width, options_.height);
 }
 
-TrainingAnimator::~TrainingAnimator() = default;
+FlowAnimator::~FlowAnimator() = default;
 
-std::vector<const flows::FlowTrainer*> TrainingAnimator::trainers() const {
+std::vector<const flows::FlowTrainer*> FlowAnimator::trainers() const {
     std::vector<const flows::FlowTrainer*> out;
     for (const auto& r : runs_) out.push_back(r.trainer.get());
     return out;
 }
 
 // The snapshot the app's runner would publish for these trainers now (pictures made at their iteration).
-std::shared_ptr<const TrainingSnapshot> TrainingAnimator::snapshot(bool playing) {
+std::shared_ptr<const FlowSnapshot> FlowAnimator::snapshot(bool playing) {
     for (auto& run : runs_) run.picture = pictures_->make(*run.trainer);
     const double rate = double(options_.itersPerFrame) * options_.fps; // of the video
     return trainerSnapshot<FlowTraining>(runs_, *pictures_, 1, playing, rate, pictureOptions_.maxEvents, {});
@@ -82,7 +82,7 @@ std::shared_ptr<const TrainingSnapshot> TrainingAnimator::snapshot(bool playing)
 
 // The strip above the view: the caption's text ({iteration} replaced), or (auto) the data and the model(s)
 // on the left, the iteration, λ, β and the loss on the right.
-void TrainingAnimator::paintCaption(QPainter& p) const {
+void FlowAnimator::paintCaption(QPainter& p) const {
     const long iteration = runs_.front().trainer->iteration();
     QString left, right;
     if (*options_.caption == "auto") {
@@ -106,7 +106,7 @@ void TrainingAnimator::paintCaption(QPainter& p) const {
                       PlotStyle());
 }
 
-bool TrainingAnimator::nextFrame(QImage& rgba, const Cancelled& cancelled) {
+bool FlowAnimator::nextFrame(QImage& rgba, const Cancelled& cancelled) {
     if (framesDone_ > 0)
         for (long i = 0; i < options_.itersPerFrame; ++i)
             for (std::size_t k = 0; k < runs_.size(); ++k) {
@@ -137,7 +137,7 @@ bool TrainingAnimator::nextFrame(QImage& rgba, const Cancelled& cancelled) {
     return true;
 }
 
-bool TrainingAnimator::run(FrameSink& sink, const Progress& progress) {
+bool FlowAnimator::run(FrameSink& sink, const Progress& progress) {
     bool cancelled = false;
     const Cancelled poll = [&] { return cancelled = cancelled || (progress && !progress(framesDone_)); };
     QImage rgba;

@@ -5,19 +5,19 @@
 // The picture is the Flows tab's own (render/picture/FlowsPicture, QPainter only: no OpenGL), painted into an
 // image. The trainers are fresh ones of the given configs (one, or two side by side), stepped on the
 // calling thread by the runner's own step (stepTrainer: held-out metrics every evaluateEvery iterations, as
-// in the app); each frame's snapshot carries pictures made by the runner's own TrainingPictureMaker.
+// in the app); each frame's snapshot carries pictures made by the runner's own FlowPictureMaker.
 //
 // Time is the iteration index, never the wall clock: frame k shows the model(s) after k * itersPerFrame
 // iterations (frame 0: the initial model), so the same settings give the same frames bit for bit. The
 // learning rate decays over the whole animation, as `flowscope-cli train` decays it over its --iters.
 //
 // Use, with a QGuiApplication:
-//   TrainingAnimator a(configs, options, "moons");   // throws std::invalid_argument naming the field
+//   FlowAnimator a(configs, options, "moons");   // throws std::invalid_argument naming the field
 //   while (a.framesDone() < options.frames) a.nextFrame(image, cancelled);   or   a.run(sink, progress)
 #pragma once
 
 #include "engine/flows/Trainer.h"
-#include "engine/runner/TrainingRunner.h"
+#include "engine/runner/FlowRunner.h"
 #include "render/animation/AnimationExporter.h"
 
 #include <QFont>
@@ -36,7 +36,7 @@ class FlowsPicture;
 // "λ = 0.0123, β = 1.04, loss = 2.31" of a trainer (λ and β only with the RWPO layer).
 std::string trainerParameters(const flows::FlowTrainer& t);
 
-class TrainingAnimator {
+class FlowAnimator {
   public:
     using Cancelled = std::function<bool()>;
     using Progress = std::function<bool(long done)>; // after each frame; false cancels
@@ -46,11 +46,11 @@ class TrainingAnimator {
     // configs: one trainer, or two side by side (trainingConfigs()); options.view must be Training and the
     // sizes valid (animationOptionsError); dataName names the data in the automatic caption. Throws
     // std::invalid_argument when a trainer refuses its config or the caption leaves no room for the view.
-    TrainingAnimator(std::vector<flows::TrainerConfig> configs, const AnimationOptions& options,
-                     std::string dataName);
-    ~TrainingAnimator();
-    TrainingAnimator(const TrainingAnimator&) = delete;
-    TrainingAnimator& operator=(const TrainingAnimator&) = delete;
+    FlowAnimator(std::vector<flows::TrainerConfig> configs, const AnimationOptions& options,
+                 std::string dataName);
+    ~FlowAnimator();
+    FlowAnimator(const FlowAnimator&) = delete;
+    FlowAnimator& operator=(const FlowAnimator&) = delete;
 
     // The next frame (framesDone() is its index) as RGBA8888, options().width x height: trains itersPerFrame
     // iterations (none before frame 0), then draws. False, with nothing drawn, when `cancelled` returned true
@@ -72,12 +72,12 @@ class TrainingAnimator {
     int captionHeight() const { return captionHeight_; }
 
   private:
-    std::shared_ptr<const TrainingSnapshot> snapshot(bool playing);
+    std::shared_ptr<const FlowSnapshot> snapshot(bool playing);
     void paintCaption(QPainter& p) const;
 
     const AnimationOptions options_;
     const std::string dataName_;
-    TrainingOptions pictureOptions_;
+    FlowRunOptions pictureOptions_;
     std::unique_ptr<FlowTraining::Pictures> pictures_;
     std::vector<TrainerSlot<FlowTraining>> runs_;
     std::vector<std::size_t> eventsSeen_; // of each trainer's events, how many went to onEvent_

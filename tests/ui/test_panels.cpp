@@ -39,7 +39,7 @@ QString presetDirectory() {
 #ifdef FLOWSCOPE_PRESET_DIR
     return QStringLiteral(FLOWSCOPE_PRESET_DIR);
 #else
-    // tests/ui/PanelsTest.cpp -> assets/presets (CMake passes absolute source paths).
+    // tests/ui/test_panels.cpp -> assets/presets (CMake passes absolute source paths).
     return QDir(QFileInfo(QStringLiteral(__FILE__)).absolutePath() + QStringLiteral("/../../assets/presets"))
         .absolutePath();
 #endif

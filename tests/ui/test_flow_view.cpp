@@ -1,11 +1,11 @@
-// The Flows tab: the training panel drives the TrainingRunner, the view draws what it publishes.
+// The Flows tab: the training panel drives the FlowRunner, the view draws what it publishes.
 #include "MainWindowFixture.h"
 #include "TestScenes.h"
 #include "UiTestUtil.h"
 
-#include "ui/panels/TrainingPanel.h"
+#include "ui/panels/FlowPanel.h"
 #include "ui/shell/MainWindow.h"
-#include "ui/views/TrainingView.h"
+#include "ui/views/FlowView.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
@@ -54,7 +54,7 @@ long greyPixels(const QImage& image, const QRect& area) {
     return count;
 }
 
-class TrainingViewTest : public TrainingTabFixture<TrainingPanel, TrainingView> {
+class FlowViewTest : public TrainingTabFixture<FlowPanel, FlowView> {
   protected:
     void ready() override {
         window->showPage(window->workspace<FlowsWorkspace>().view());
@@ -69,7 +69,7 @@ class TrainingViewTest : public TrainingTabFixture<TrainingPanel, TrainingView> 
     }
 };
 
-TEST_F(TrainingViewTest, FlowsTabSitsNextToTheOtherViews) {
+TEST_F(FlowViewTest, FlowsTabSitsNextToTheOtherViews) {
     auto* tabs = window->findChild<QTabWidget*>();
     ASSERT_NE(tabs, nullptr);
     ASSERT_EQ(tabs->count(), 7); // Particles, Covariance cone, Flows, Transformers, Inverse, Sweeps, Models
@@ -79,7 +79,7 @@ TEST_F(TrainingViewTest, FlowsTabSitsNextToTheOtherViews) {
     EXPECT_TRUE(panel->isVisible()); // the Flows tab raised its panel
 }
 
-TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
+TEST_F(FlowViewTest, StepsDrawTheDataSamplesAndCurves) {
     ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->workspace<FlowsWorkspace>(), 3));
     const auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 1u);
@@ -100,7 +100,7 @@ TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
     ASSERT_TRUE(scatter.isValid());
     EXPECT_GT(orangePixels(image, scatter), 300); // 1000 generated samples
     // The loss plot: a curve of some colour other than the background and grid.
-    const QRect loss = devicePixels(view->plotRect(TrainingView::Plot::Loss));
+    const QRect loss = devicePixels(view->plotRect(FlowView::Plot::Loss));
     long inked = 0;
     for (int y = loss.top(); y <= loss.bottom(); ++y)
         for (int x = loss.left(); x <= loss.right(); ++x) {
@@ -110,7 +110,7 @@ TEST_F(TrainingViewTest, StepsDrawTheDataSamplesAndCurves) {
     EXPECT_GT(inked, 10);
 }
 
-TEST_F(TrainingViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
+TEST_F(FlowViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
     ASSERT_NO_FATAL_FAILURE(expectStartThenPause(window->workspace<FlowsWorkspace>(), 5));
     ASSERT_TRUE(waitFor([&] {
         view->refresh();
@@ -128,7 +128,7 @@ TEST_F(TrainingViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
     window->workspace<FlowsWorkspace>().runner().pause();
 }
 
-TEST_F(TrainingViewTest, SideBySideDrawsBothFlows) {
+TEST_F(FlowViewTest, SideBySideDrawsBothFlows) {
     panel->findChild<QCheckBox*>(QStringLiteral("training.side_by_side"))->setChecked(true);
     EXPECT_FALSE(panel->findChild<QCheckBox*>(QStringLiteral("training.rwpo"))->isEnabled());
     ASSERT_TRUE(step(2));
@@ -156,7 +156,7 @@ TEST_F(TrainingViewTest, SideBySideDrawsBothFlows) {
     EXPECT_LE(view->pictureRect(0).right(), view->pictureRect(1).left());
 }
 
-TEST_F(TrainingViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
+TEST_F(FlowViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
     ASSERT_NO_FATAL_FAILURE(expectInvalidStartKeepsTheRun(
         window->workspace<FlowsWorkspace>(),
         [&] {
@@ -168,9 +168,9 @@ TEST_F(TrainingViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
     EXPECT_EQ(panel->config().batch, 64); // the controls still show the run
 }
 
-TEST_F(TrainingViewTest, EveryTrainingControlHasATooltip) {
+TEST_F(FlowViewTest, EveryTrainingControlHasATooltip) {
     expectEveryControlHasATooltip(*panel, false);
-    EXPECT_TRUE(FlowsPicture::plotTitle(TrainingView::Plot::Mmd2).contains(QStringLiteral("MMD")));
+    EXPECT_TRUE(FlowsPicture::plotTitle(FlowView::Plot::Mmd2).contains(QStringLiteral("MMD")));
 }
 
 } // namespace
@@ -182,7 +182,7 @@ namespace {
 // A measurement, not a check (FLOWSCOPE_MEASURE=1 runs it): while the Flows tab trains moons at the panel's
 // defaults (batch 1024, M = 8, width 32), how many iterations per second the worker sustains and how late a
 // 10 ms timer on the UI thread fires (the UI thread draws the view at ~30 Hz and handles input meanwhile).
-TEST(TrainingResponsiveness, RateAndUiLatencyWhileTraining) {
+TEST(FlowResponsiveness, RateAndUiLatencyWhileTraining) {
     FLOWSCOPE_REQUIRE_GUI();
     if (qEnvironmentVariableIsEmpty("FLOWSCOPE_MEASURE"))
         GTEST_SKIP() << "set FLOWSCOPE_MEASURE=1 to measure";
@@ -235,14 +235,14 @@ TEST(TrainingResponsiveness, RateAndUiLatencyWhileTraining) {
     }
 }
 
-TEST(TrainingPanelStatus, AnUnnormalizedModelDensityIsAWarning) {
+TEST(FlowPanelStatus, AnUnnormalizedModelDensityIsAWarning) {
     // The evaluation's grid mass is shown beside NLL and MMD²; above 1.05 the warning line says the NLL is
     // no likelihood, naming the trainer side by side. A mass of 1 warns of nothing.
-    TrainingPanel panel;
-    auto snapshot = std::make_shared<TrainingSnapshot>();
+    FlowPanel panel;
+    auto snapshot = std::make_shared<FlowSnapshot>();
     snapshot->comparison = true;
     for (double mass : {3.7, 1.0}) {
-        TrainerState t;
+        FlowTrainerState t;
         t.label = mass > 2 ? "with RWPO" : "without RWPO";
         t.rwpo = mass > 2;
         t.iteration = 250;

@@ -1,6 +1,6 @@
 // Flowscope UI: the "Flows" view, a live picture of a generative flow being trained (QPainter, no GL).
 //
-// Pulls TrainingSnapshots from a source on a timer (~30 Hz; the worker publishes, the view never waits) and
+// Pulls FlowSnapshots from a source on a timer (~30 Hz; the worker publishes, the view never waits) and
 // draws, per trainer (two side by side when comparing with and without the RWPO layer):
 //  * a scatter of data points (grey) and generated samples (orange) over the density heat map, with a few
 //    samples' trajectories x^0 .. x^M through the layers as thin polylines;
@@ -14,9 +14,9 @@
 
 namespace flowscope {
 
-class TrainingView : public TrainingRunView<FlowsPicture> {
+class FlowView : public TrainingRunView<FlowsPicture> {
   public:
-    explicit TrainingView(QWidget* parent = nullptr) : TrainingRunView(parent, "trainingView") {}
+    explicit FlowView(QWidget* parent = nullptr) : TrainingRunView(parent, "trainingView") {}
 };
 
 } // namespace flowscope

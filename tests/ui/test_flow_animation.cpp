@@ -1,5 +1,5 @@
 // File ▸ Export ▸ Animation on the Flows tab: FlowsWorkspace::exportAnimation with the training view writes
-// the frames of the shared composer (render/animation/TrainingAnimator, which flowscope-cli render --view
+// the frames of the shared composer (render/animation/FlowAnimator, which flowscope-cli render --view
 // training runs too), trained afresh from the Flows tab's config while the tab's own run is left as it is;
 // frame k is the model after k · K iterations, the same parameters as a trainer stepped k · K times; a cancel
 // leaves nothing; the dialog offers the view on the Flows tab and names a bad field.
@@ -9,9 +9,9 @@
 #include "UiTestUtil.h"
 
 #include "engine/flows/Trainer.h"
+#include "engine/runner/FlowRunner.h"
 #include "engine/runner/TrainerSteps.h"
-#include "engine/runner/TrainingRunner.h"
-#include "render/animation/TrainingAnimator.h"
+#include "render/animation/FlowAnimator.h"
 #include "ui/export/AnimationExportDialog.h"
 #include "ui/shell/MainWindow.h"
 #include "ui/workspaces/flows/FlowsWorkspace.h"
@@ -58,9 +58,9 @@ AnimationOptions trainingOptions() {
             .pictureSamples = 200};
 }
 
-class TrainingAnimationTest : public MainWindowFilesFixture {
+class FlowAnimationTest : public MainWindowFilesFixture {
   protected:
-    TrainingAnimationTest() : MainWindowFilesFixture({1000, 700}) {}
+    FlowAnimationTest() : MainWindowFilesFixture({1000, 700}) {}
     void prepare() override {
         ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene(16, 10)));
         ASSERT_TRUE(window->workspace<FlowsWorkspace>().start(smallFlow(false), false, false))
@@ -69,7 +69,7 @@ class TrainingAnimationTest : public MainWindowFilesFixture {
     }
 };
 
-TEST_F(TrainingAnimationTest, ExportIsTheAnimatorsFramesAndLeavesTheRunAlone) {
+TEST_F(FlowAnimationTest, ExportIsTheAnimatorsFramesAndLeavesTheRunAlone) {
     const AnimationOptions o = trainingOptions();
     std::vector<long> frames;
     ASSERT_TRUE(window->workspace<FlowsWorkspace>().exportAnimation(o, path("frames/"),
@@ -86,7 +86,7 @@ TEST_F(TrainingAnimationTest, ExportIsTheAnimatorsFramesAndLeavesTheRunAlone) {
     const QStringList pngs = entries(path("frames"));
     ASSERT_EQ(pngs.size(), 3) << pngs.join(' ').toStdString();
 
-    TrainingAnimator reference(trainingConfigs(smallFlow(false), false), o, "moons");
+    FlowAnimator reference(trainingConfigs(smallFlow(false), false), o, "moons");
     std::vector<QImage> expected(3);
     for (QImage& frame : expected) ASSERT_TRUE(reference.nextFrame(frame));
     for (int k = 0; k < 3; ++k) {
@@ -106,11 +106,11 @@ TEST_F(TrainingAnimationTest, ExportIsTheAnimatorsFramesAndLeavesTheRunAlone) {
 
 // Frame k is the model after k · K iterations: the parameters of a trainer of the same config (the learning
 // rate decaying over the animation's iterations) stepped as many times; side by side both trainers advance.
-TEST_F(TrainingAnimationTest, FrameKShowsTheModelAfterKTimesKIterations) {
+TEST_F(FlowAnimationTest, FrameKShowsTheModelAfterKTimesKIterations) {
     AnimationOptions o = trainingOptions();
     o.frames = 4;
     o.itersPerFrame = 3;
-    TrainingAnimator animator(trainingConfigs(smallFlow(true), true), o, "moons");
+    FlowAnimator animator(trainingConfigs(smallFlow(true), true), o, "moons");
     ASSERT_TRUE(animator.comparison());
     QImage frame;
     for (long k = 0; k < o.frames; ++k) ASSERT_TRUE(animator.nextFrame(frame));
@@ -125,7 +125,7 @@ TEST_F(TrainingAnimationTest, FrameKShowsTheModelAfterKTimesKIterations) {
         c.adam.decaySteps = 9;
         c.evalSamples = 1000;
         flows::FlowTrainer direct(c);
-        for (int it = 0; it < 9; ++it) stepTrainer(direct, TrainingOptions().evaluateEvery);
+        for (int it = 0; it < 9; ++it) stepTrainer(direct, FlowRunOptions().evaluateEvery);
         EXPECT_EQ(trainers[i]->iteration(), 9);
         EXPECT_EQ(trainers[i]->config().flow.rwpo, i == 0); // with the RWPO layer first
         const auto& a = trainers[i]->model().params().phi;
@@ -137,7 +137,7 @@ TEST_F(TrainingAnimationTest, FrameKShowsTheModelAfterKTimesKIterations) {
     }
 }
 
-TEST_F(TrainingAnimationTest, CancelAndBadFieldsLeaveNothing) {
+TEST_F(FlowAnimationTest, CancelAndBadFieldsLeaveNothing) {
     for (const char* name : {"cancel.gif", "cancel/"}) {
         EXPECT_FALSE(window->workspace<FlowsWorkspace>().exportAnimation(
             trainingOptions(), path(name), [&](long done, long) { return done < 2; }));
@@ -168,7 +168,7 @@ TEST_F(TrainingAnimationTest, CancelAndBadFieldsLeaveNothing) {
 
 // The menu on the Flows tab: the dialog preselects the training view (iterations per frame on, time per
 // frame off); the progress dialog names the iteration; the file is written.
-TEST_F(TrainingAnimationTest, MenuOnTheFlowsTabExportsTheTraining) {
+TEST_F(FlowAnimationTest, MenuOnTheFlowsTabExportsTheTraining) {
     const QString target = path("menu.gif");
     ModalRun run;
     ASSERT_NO_FATAL_FAILURE(exportAnimationFromMenu(

@@ -8,6 +8,7 @@
 
 #include "engine/core/Types.h"
 #include "engine/flows/Trainer.h"
+#include "engine/runner/FlowSnapshot.h"
 #include "engine/runner/TrainerRun.h"
 
 #include <cstdint>
@@ -17,7 +18,7 @@
 
 namespace flowscope {
 
-struct TrainingOptions {
+struct FlowRunOptions {
     int samples = 1000;            // generated samples and data points in a picture
     int trajectorySamples = 256;   // of those, how many carry their trajectory x^0 .. x^M
     int gridSize = 64;             // density grid cells per side
@@ -28,44 +29,6 @@ struct TrainingOptions {
     std::uint64_t pictureSeed = 1; // the base draws z and the shown data points
 };
 
-// What one trainer looks like at a given iteration; immutable once published, shared by readers.
-struct TrainingPicture {
-    long iteration = 0;
-    bool draft = false;            // the first kDraftSamples samples and a grid of at most kDraftGrid cells
-    Mat samples;                   // samples x d: generate(z) for fixed z
-    std::vector<Mat> trajectories; // x^0 .. x^M (M + 1 entries), each trajectorySamples x d
-    Mat data;                      // samples x d: points of the training law
-    // Density on the grid (d = 2 only): density(i, j) at x = cellCenter(i), y = cellCenter(j), in units of
-    // probability per unit area. Without the RWPO layer it is the model's exp(log ρ(x)) by (24); with it a
-    // 2-D histogram of the generated samples (the layer's keys are its queries, so a lone grid point does not
-    // see the model's density), and densityFromSamples says so.
-    Mat density;
-    bool densityFromSamples = false;
-    double gridExtent = 4.0;
-
-    int gridSize() const { return int(density.rows()); }
-    double cellCenter(int i) const { return -gridExtent + (i + 0.5) * 2.0 * gridExtent / gridSize(); }
-};
-
-// One trainer's state in a snapshot.
-struct TrainerState {
-    std::string label; // "with RWPO" or "without RWPO"
-    bool rwpo = false;
-    long iteration = 0;
-    double learningRate = 0.0;
-    std::vector<flows::TrainRecord> history; // one per iteration (loss, NLL, transport, HJB, λ, β, ...)
-    std::vector<flows::Evaluation> evaluations;
-    std::vector<flows::TrainEvent> events; // the last TrainingOptions::maxEvents
-    bool stopped = false;                  // twenty rejections in a row: the trainer refuses further steps
-    std::shared_ptr<const TrainingPicture> picture; // null until the worker made the first one
-    // The parameters and config at this iteration (copies: saving or sampling them never touches the
-    // worker's trainer). saveTrainedFlow() writes them with the record flowscope-cli train writes.
-    std::shared_ptr<const flows::FlowModel<float>> model;
-    std::shared_ptr<const flows::TrainerConfig> config;
-};
-
-struct TrainingSnapshot : TrainerRunSnapshot<TrainerState> {};
-
 // The pictures of a run, made by one code path wherever they are made: the runner's worker (at most every
 // pictureSeconds) and flowscope-cli render --view training (one per frame, on its own thread). It holds the
 // fixed base draws z of options.pictureSeed, so that successive pictures show where the same z's go as the
@@ -74,19 +37,19 @@ struct TrainingSnapshot : TrainerRunSnapshot<TrainerState> {};
 // A draft draws the same picture from the first kDraftSamples base draws (so its samples are the first rows
 // of the full picture's) on a grid of at most kDraftGrid cells per side: about a quarter of the cost, drawn
 // first and while training runs faster than full pictures can follow.
-class TrainingPictureMaker {
+class FlowPictureMaker {
   public:
     static constexpr int kDraftSamples = 250;
     static constexpr int kDraftGrid = 32;
 
-    TrainingPictureMaker(const TrainingOptions& options, int d);
+    FlowPictureMaker(const FlowRunOptions& options, int d);
 
     // The shown data points of a trainer: the same for every picture of a run.
     Mat data(const flows::FlowTrainer& t) const;
     // The picture of `model` (a trainer's evaluated model at `iteration`), showing `data`.
-    std::shared_ptr<const TrainingPicture> make(long iteration, const flows::FlowModel<float>& model,
-                                                const Mat& data, bool draft = false) const;
-    std::shared_ptr<const TrainingPicture> make(const flows::FlowTrainer& t, const Mat& data) const {
+    std::shared_ptr<const FlowPicture> make(long iteration, const flows::FlowModel<float>& model,
+                                            const Mat& data, bool draft = false) const;
+    std::shared_ptr<const FlowPicture> make(const flows::FlowTrainer& t, const Mat& data) const {
         return make(t.iteration(), t.evaluatedModel(), data);
     }
     // Whether a draft draws less than the full picture.
@@ -97,7 +60,7 @@ class TrainingPictureMaker {
                      const flows::FlowTrainer::Model::FrozenKeys& keys) const;
     Mat sampleHistogram(const Mat& samples, int gridSize) const;
 
-    TrainingOptions options_;
+    FlowRunOptions options_;
     flows::FlowTrainer::Matrix base_; // d x samples
 };
 
@@ -106,17 +69,17 @@ std::vector<flows::TrainerConfig> trainingConfigs(const flows::TrainerConfig& co
 
 // Writes a snapshot's trainer as flowscope-cli train does (flows::saveFlow: .safetensors + .json beside,
 // atomic). Throws std::runtime_error when the state has no model yet or the write fails.
-void saveTrainedFlow(const std::string& path, const TrainerState& state);
+void saveTrainedFlow(const std::string& path, const FlowTrainerState& state);
 
 // What TrainerRun needs to know of flows (TrainerRun.h says what each member is for).
 struct FlowTraining {
     using Trainer = flows::FlowTrainer;
     using Config = flows::TrainerConfig;
     using Model = flows::FlowModel<float>;
-    using State = TrainerState;
-    using Picture = TrainingPicture;
-    using Options = TrainingOptions;
-    using Snapshot = TrainingSnapshot;
+    using State = FlowTrainerState;
+    using Picture = FlowPicture;
+    using Options = FlowRunOptions;
+    using Snapshot = FlowSnapshot;
 
     static std::vector<Config> configs(const Config& config, bool comparison) {
         return trainingConfigs(config, comparison);
@@ -137,11 +100,11 @@ struct FlowTraining {
         void describe(Snapshot&, const Trainer&) const {}
 
       private:
-        TrainingPictureMaker maker_;
+        FlowPictureMaker maker_;
         Mat data_;
     };
 };
 
-using TrainingRunner = TrainerRun<FlowTraining>;
+using FlowRunner = TrainerRun<FlowTraining>;
 
 } // namespace flowscope
