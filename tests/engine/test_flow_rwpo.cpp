@@ -23,7 +23,8 @@
 namespace ad = flowscope::ad;
 using ad::Index;
 using flowscope::flows::recordRwpo;
-using flowscope::flows::RwpoKernel;
+namespace flows =
+    flowscope::flows; // qualified: the unity batch may also see flowscope::RwpoKernel (the scene's)
 using flowscope::flows::RwpoOptions;
 using Md = ad::Matrix<double>;
 using Vd = ad::Var<double>;
@@ -35,10 +36,13 @@ using flowscope::test::scalar;
 namespace {
 
 constexpr double kH = 1.0 / 48.0;
-const RwpoKernel kKernels[] = {RwpoKernel::Corrected, RwpoKernel::AsPrinted, RwpoKernel::Separable};
+const flows::RwpoKernel kKernels[] = {flows::RwpoKernel::Corrected, flows::RwpoKernel::AsPrinted,
+                                      flows::RwpoKernel::Separable};
 
-const char* kernelName(RwpoKernel k) {
-    return k == RwpoKernel::Corrected ? "corrected" : k == RwpoKernel::AsPrinted ? "as printed" : "separable";
+const char* kernelName(flows::RwpoKernel k) {
+    return k == flows::RwpoKernel::Corrected   ? "corrected"
+           : k == flows::RwpoKernel::AsPrinted ? "as printed"
+                                               : "separable";
 }
 
 // d x N normal tokens, every coordinate at least `margin` away from the kinks |x_i| = t of S and huber.
@@ -87,14 +91,14 @@ VectorXd softmaxMean(std::vector<double> u, const Md& keys, Index skip) {
 // G(x; keys) = S(x) - sum_l softmax_l(U(x, y_l)) y_l, eq. (22), by a direct loop over the keys with the
 // kernel written out per pair exactly as in docs/math/flows.md#rwpo-layer (nothing dropped, nothing centred).
 // skip: the excluded key.
-VectorXd directG(const VectorXd& x, const Md& keys, double lambda, double beta, double h, RwpoKernel kernel,
-                 Index skip) {
+VectorXd directG(const VectorXd& x, const Md& keys, double lambda, double beta, double h,
+                 flows::RwpoKernel kernel, Index skip) {
     const Index d = keys.rows(), N = keys.cols();
     const double t = lambda * h;
     VectorXd S(d), m(d);
     for (Index i = 0; i < d; ++i) S(i) = soft(x(i), t);
     std::vector<double> u(std::size_t(N), 0.0);
-    if (kernel == RwpoKernel::Separable) {
+    if (kernel == flows::RwpoKernel::Separable) {
         for (Index i = 0; i < d; ++i) {
             for (Index l = 0; l < N; ++l) {
                 const double y = keys(i, l);
@@ -106,7 +110,7 @@ VectorXd directG(const VectorXd& x, const Md& keys, double lambda, double beta, 
     }
     for (Index l = 0; l < N; ++l) {
         const VectorXd y = keys.col(l);
-        if (kernel == RwpoKernel::Corrected) {
+        if (kernel == flows::RwpoKernel::Corrected) {
             double M = 0;
             for (Index i = 0; i < d; ++i) M += huber(y(i), lambda, h);
             u[l] = -beta / (4 * h) * (x - y).squaredNorm() + beta / 2 * M;
@@ -121,7 +125,8 @@ VectorXd directG(const VectorXd& x, const Md& keys, double lambda, double beta, 
 
 // The Jacobian of the frozen-key map x -> G(x; keys) at token j by Richardson-extrapolated central
 // differences (truncation O(eps^4): ~1e-14 here; rounding ~1e-16 |G| / eps ~ 1e-12).
-Md fdJacobianG(const Md& X, Index j, double lambda, double beta, double h, RwpoKernel kernel, bool loo) {
+Md fdJacobianG(const Md& X, Index j, double lambda, double beta, double h, flows::RwpoKernel kernel,
+               bool loo) {
     const Index d = X.rows();
     const double eps = 1e-4;
     Md J(d, d);
@@ -169,7 +174,7 @@ TEST(FlowRwpo, OutputMatchesTheDirectDoubleLoopOfEq22) {
     for (Index d : {2, 3, 8}) {
         const double lambda = 5, beta = 1; // λh ≈ 0.10: active and inactive coordinates alike
         const Md X = tokens(d, 40, 11 + d, spreadFor(d));
-        for (RwpoKernel kernel : kKernels) {
+        for (flows::RwpoKernel kernel : kKernels) {
             for (bool loo : {false, true}) {
                 const RwpoOptions o{.kernel = kernel, .leaveOneOut = loo, .h = kH};
                 const Md y = record(X, lambda, beta, o).y;
@@ -190,7 +195,7 @@ TEST(FlowRwpo, SeparateKeysMatchTheDirectDoubleLoop) {
     // Queries against a reference batch (the density grid's frozen keys): 7 queries, 30 keys, other spreads.
     const double lambda = 5, beta = 1;
     const Md Q = tokens(2, 7, 21, 0.6), K = tokens(2, 30, 22, 0.4);
-    for (RwpoKernel kernel : kKernels) {
+    for (flows::RwpoKernel kernel : kKernels) {
         const RwpoOptions o{.kernel = kernel, .h = kH};
         const Md y = record(Q, lambda, beta, o, &K).y;
         Md expected(Q.rows(), Q.cols());
@@ -233,7 +238,7 @@ TEST(FlowRwpo, SoftThresholdKeepsItsSign) {
     Md X(2, 3);
     X << -1.0, 10.0, -10.0, //
         0.01, -10.0, 10.0;
-    for (RwpoKernel kernel : {RwpoKernel::Corrected, RwpoKernel::Separable}) {
+    for (flows::RwpoKernel kernel : {flows::RwpoKernel::Corrected, flows::RwpoKernel::Separable}) {
         const RwpoOptions o{.kernel = kernel, .h = kH};
         const Md y = record(X, lambda, 1.0, o).y;
         EXPECT_NEAR(y(0, 0), -1.0 + t / 2, 1e-14) << kernelName(kernel);
@@ -251,7 +256,7 @@ TEST(FlowRwpo, DivergenceIsTheTraceOfTheFrozenKeyJacobian) {
     const double lambda = 5, beta = 1, t = lambda * kH;
     for (Index d : {2, 3, 8}) {
         const Md X = tokens(d, 50, 21 + d, spreadFor(d), t, 1e-3);
-        for (RwpoKernel kernel : kKernels) {
+        for (flows::RwpoKernel kernel : kKernels) {
             for (bool loo : {false, true}) {
                 RwpoOptions o{.kernel = kernel, .leaveOneOut = loo, .h = kH};
                 const Md half = record(X, lambda, beta, o).logDet;
@@ -271,7 +276,7 @@ TEST(FlowRwpo, DivergenceIsTheTraceOfTheFrozenKeyJacobian) {
                     int(d), kernelName(kernel), loo ? "leave-one-out" : "", errTrace, errDiag);
                 EXPECT_LT(errTrace, 1e-6) << kernelName(kernel) << " d = " << d << " loo = " << loo;
                 EXPECT_LT(errDiag, 1e-6) << kernelName(kernel) << " d = " << d << " loo = " << loo;
-                if (d <= 3 || kernel == RwpoKernel::Separable) { // the tape's exact log-det
+                if (d <= 3 || kernel == flows::RwpoKernel::Separable) { // the tape's exact log-det
                     o.exactLogDet = true;
                     const double errExact = maxRelative(record(X, lambda, beta, o).logDet, logDet);
                     std::printf("; guarded log det J_F vs FD: %.1e", errExact);
@@ -288,7 +293,7 @@ TEST(FlowRwpo, GradientsInTokensLambdaAndBeta) {
     for (Index d : {2, 3}) {
         const Md X = tokens(d, 16, 31, 0.3, t, 1e-2);
         const Md Wy = tokens(d, 16, 32, 1.0), Wl = tokens(1, 16, 33, 1.0);
-        for (RwpoKernel kernel : kKernels) {
+        for (flows::RwpoKernel kernel : kKernels) {
             for (int variant = 0; variant < 4; ++variant) { // {first order, exact log-det} x {all keys, LOO}
                 const RwpoOptions o{
                     .kernel = kernel, .leaveOneOut = variant >= 2, .exactLogDet = variant % 2 == 1, .h = kH};
@@ -319,7 +324,7 @@ TEST(FlowRwpo, GradientsWithSeparateKeys) {
     const double lambda = 5, beta = 1.3, t = lambda * kH;
     const Md Q = tokens(2, 6, 41, 0.3, t, 1e-2), K = tokens(2, 12, 42, 0.3, t, 1e-2);
     const Md Wy = tokens(2, 6, 43, 1.0), Wl = tokens(1, 6, 44, 1.0);
-    for (RwpoKernel kernel : kKernels) {
+    for (flows::RwpoKernel kernel : kKernels) {
         const RwpoOptions o{.kernel = kernel, .exactLogDet = true, .h = kH};
         const auto loss = [&](ad::Tape<double>& tape, const std::vector<Vd>& in) {
             const auto out = recordRwpo(tape, in[0], in[1], in[2], o, in[3]);
@@ -511,7 +516,7 @@ TEST(FlowRwpo, LambdaGradientWithTheActiveSetBoundaryTermMatchesFiniteDifference
         }
         return L.scalar();
     };
-    for (RwpoKernel kernel : {RwpoKernel::Corrected, RwpoKernel::Separable}) {
+    for (flows::RwpoKernel kernel : {flows::RwpoKernel::Corrected, flows::RwpoKernel::Separable}) {
         for (bool exact : {false, true}) {
             RwpoOptions o{.kernel = kernel, .exactLogDet = exact, .h = kH};
             for (const double l : {lambda - delta, lambda + delta})
@@ -542,7 +547,7 @@ TEST(FlowRwpo, AsPrintedKernelHasUniformWeightsAtLambdaZero) {
     // docs/math/flows.md#kernel-typo: at λ = 0, U_lit(x, y) = -β/2 (|x-y|² - |x-y|²)/(2h) = 0, so every key
     // weighs 1/N and the layer is y = x + (x - mean(X)) / 2: no locality at all.
     const Md X = tokens(2, 64, 41, 1.0);
-    const RwpoOptions o{.kernel = RwpoKernel::AsPrinted, .h = kH};
+    const RwpoOptions o{.kernel = flows::RwpoKernel::AsPrinted, .h = kH};
     const Md y = record(X, 0.0, 1.0, o).y;
     const Md expected = X + 0.5 * (X.colwise() - X.rowwise().mean());
     const double err = maxRelative(y, expected);
@@ -599,7 +604,7 @@ TEST(FlowRwpo, FloatAgreesWithDouble) {
     const double lambda = 2, beta = 1;
     const Md X = tokens(2, N, 61, 1.0);
     const Md Wy = tokens(2, N, 62, 1.0);
-    for (RwpoKernel kernel : kKernels) {
+    for (flows::RwpoKernel kernel : kKernels) {
         for (bool exact : {false, true}) {
             const RwpoOptions o{.kernel = kernel, .exactLogDet = exact, .h = kH};
             // {y, logDetTerm, then d/dX, d/dλ, d/dβ of the y read-out, then of sum(logDetTerm)}.
@@ -642,7 +647,7 @@ TEST(FlowRwpo, RejectsWhatItCannotDo) {
     EXPECT_NO_THROW(recordRwpo(tape, X3, l, b, o)); // vector kernel, d = 3: cofactors
     const auto X4 = tape.constant(tokens(4, 8, 75, 1.0));
     EXPECT_THROW(recordRwpo(tape, X4, l, b, o), std::invalid_argument); // vector kernel, d = 4
-    o.kernel = RwpoKernel::Separable;
+    o.kernel = flows::RwpoKernel::Separable;
     EXPECT_NO_THROW(recordRwpo(tape, X3, l, b, o)); // diagonal: any d
     o.leaveOneOut = true;
     EXPECT_THROW(recordRwpo(tape, tape.constant(tokens(3, 1, 72, 1.0)), l, b, o), std::invalid_argument);

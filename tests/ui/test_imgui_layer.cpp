@@ -109,7 +109,7 @@ QPoint at(const HudRect& r, double fx) {
                   int(std::lround((r.top + r.bottom) / 2)));
 }
 
-void saveShot(ImGuiTestView& view, const QString& name) {
+void saveViewShot(ImGuiTestView& view, const QString& name) {
     const QString dir = qEnvironmentVariable("FLOWSCOPE_SAVE_SHOTS");
     if (dir.isEmpty()) return;
     QDir().mkpath(dir);
@@ -138,7 +138,7 @@ TEST(ImGuiLayer, DragsTheBetaSliderWithQTest) {
     ASSERT_TRUE(waitFrames(view));
     EXPECT_TRUE(view.layer.wantsMouse());
     EXPECT_TRUE(view.layer.isOverWindow(at(beta, 0.25)));
-    saveShot(view, "imgui_sliders_beta_tooltip.png");
+    saveViewShot(view, "imgui_sliders_beta_tooltip.png");
 
     // A click jumps to the value under the mouse; dragging right raises β (a logarithmic slider).
     QTest::mousePress(&view, Qt::LeftButton, {}, at(beta, 0.25));
@@ -244,7 +244,7 @@ TEST(ImGuiLayer, DrawsOverTheSceneAndQPainterStillWorksAfterIt) {
     hover(view, QPoint(420, 250));
     ASSERT_TRUE(waitFrames(view));
     const QImage img = view.grabFramebuffer().convertToFormat(QImage::Format_RGB32);
-    saveShot(view, "imgui_hud_sliders_pick.png");
+    saveViewShot(view, "imgui_hud_sliders_pick.png");
     const double dpr = view.devicePixelRatioF();
     auto pixel = [&](double x, double y) { return QColor(img.pixel(int(x * dpr), int(y * dpr))); };
 
