@@ -141,6 +141,9 @@ ViewRow measure(const ViewOptions& o, int n, GlContext& drawContext, const GlApi
         throw std::runtime_error("the run did not start: " + runner.snapshot()->error);
     const Span a0 = now(runner);
     std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
+    // At least one step in the span, however busy the machine (a rate of 0 would be no measure).
+    if (!waitForSteps(runner, a0.step + 1))
+        throw std::runtime_error("the run stopped stepping: " + runner.snapshot()->error);
     const Span a1 = now(runner);
     row.aloneStepsPerSecond = double(a1.step - a0.step) / seconds(a1.at - a0.at);
     row.backendRun = runner.snapshot()->backend;
@@ -176,7 +179,12 @@ ViewRow measure(const ViewOptions& o, int n, GlContext& drawContext, const GlApi
     const auto end =
         b0.at + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
     auto due = b0.at;
-    while (Clock::now() < end) {
+    // The span lasts `seconds`, and on a busy machine until it holds a frame and a step as well.
+    const auto measured = [&] {
+        const auto s = runner.snapshot();
+        return row.frames > 0 && (s->step > b0.step || s->finished || !s->error.empty() || s->event);
+    };
+    while (Clock::now() < end || !measured()) {
         if (o.fps > 0.0) {
             std::this_thread::sleep_until(due);
             lateMs.push_back(1e3 * seconds(Clock::now() - due));

@@ -155,7 +155,8 @@ int benchMoments(bool json, const std::vector<long>& threadCounts) {
     const int all = threadCount();
     std::vector<Row> rows;
     for (long t : threadCounts.empty() ? std::vector<long>{all} : threadCounts)
-        for (MomentMethod m : {MomentMethod::PaperEuler, MomentMethod::Adaptive}) rows.push_back({m, int(t)});
+        for (MomentMethod m : {MomentMethod::PaperEuler, MomentMethod::Adaptive})
+            rows.push_back(Row{.method = m, .threads = int(t)});
     for (Row& r : rows) {
         setThreadCount(r.threads);
         s.moments.method = r.method;
