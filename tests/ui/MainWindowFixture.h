@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <type_traits>
+#include <utility>
 
 namespace flowscope::test {
 
@@ -60,11 +62,24 @@ class MainWindowFilesFixture : public MainWindowFixture {
     QTemporaryDir dir;
 };
 
-// The Flows or Transformers tab of a 1200x800 window: its panel and view (set by the test's ready()), the
-// panel's buttons by name, and waiting for the trainers.
-template <class Panel, class View> class TrainingTabFixture : public MainWindowFixture {
+// A training tab (Flows, Transformers, Inverse) of a 1200x800 window, shown: its workspace's panel and view,
+// the panel's buttons by name, and waiting for the trainers. A test's ready() that adds to it calls
+// showTab().
+template <class Workspace> class TrainingTabFixture : public MainWindowFixture {
   protected:
+    using Panel = std::remove_pointer_t<decltype(std::declval<const Workspace&>().panel())>;
+    using View = std::remove_pointer_t<decltype(std::declval<const Workspace&>().view())>;
+
     TrainingTabFixture() : MainWindowFixture({1200, 800}) {}
+
+    void ready() override { showTab(); }
+    // Shows the tab and takes its panel and view.
+    void showTab() {
+        window->showPage(workspace().view());
+        panel = workspace().panel();
+        view = workspace().view();
+    }
+    Workspace& workspace() { return window->template workspace<Workspace>(); }
 
     QPushButton* button(const char* name) {
         return panel->template findChild<QPushButton*>(QString::fromLatin1(name));
@@ -82,31 +97,24 @@ template <class Panel, class View> class TrainingTabFixture : public MainWindowF
         });
     }
 
-    // Takes the panel and the view of `workspace` (the Flows or the Transformers workspace), its tab shown.
-    template <class Workspace> void useTab(const Workspace& workspace) {
-        panel = workspace.panel();
-        view = workspace.view();
-    }
-
     // Clicks Step `steps` times and waits for that iteration (false on a timeout).
     bool step(int steps) {
         for (int i = 0; i < steps; ++i) button("step")->click();
         return waitForIteration(steps);
     }
 
-    // From no run yet on `workspace` (the Flows or the Transformers workspace): `steps` steps, after which
-    // the runner is paused.
-    template <class Workspace> void expectStepsFromNoRun(Workspace& workspace, int steps) {
-        EXPECT_EQ(workspace.runner().snapshot(), nullptr);
+    // From no run yet: `steps` steps, after which the runner is paused.
+    void expectStepsFromNoRun(int steps) {
+        EXPECT_EQ(workspace().runner().snapshot(), nullptr);
         ASSERT_TRUE(step(steps));
-        EXPECT_FALSE(workspace.runner().playing());
+        EXPECT_FALSE(workspace().runner().playing());
     }
 
-    // Start on `workspace`: the runner plays (the button says Pause) until the view displays a playing
-    // snapshot of iteration `iterations` or later; then Pause: the runner is paused.
-    template <class Workspace> void expectStartThenPause(Workspace& workspace, long iterations) {
+    // Start: the runner plays (the button says Pause) until the view displays a playing snapshot of
+    // iteration `iterations` or later; then Pause: the runner is paused.
+    void expectStartThenPause(long iterations) {
         button("start")->click();
-        EXPECT_TRUE(workspace.runner().playing());
+        EXPECT_TRUE(workspace().runner().playing());
         EXPECT_EQ(button("start")->text(), QStringLiteral("Pause"));
         ASSERT_TRUE(waitFor([&] {
             view->refresh();
@@ -114,20 +122,19 @@ template <class Panel, class View> class TrainingTabFixture : public MainWindowF
             return s && s->playing && s->iteration() >= iterations;
         }));
         button("start")->click();
-        EXPECT_FALSE(workspace.runner().playing());
+        EXPECT_FALSE(workspace().runner().playing());
     }
 
-    // After one step on `workspace`: `startInvalid` (a start of an invalid configuration) is refused and
-    // names `field` in the window's error and the panel's warning; the run (generation 1) stays, paused.
-    template <class Workspace, class Start>
-    void expectInvalidStartKeepsTheRun(Workspace& workspace, Start startInvalid, const char* field) {
+    // After one step: `startInvalid` (a start of an invalid configuration) is refused and names `field` in
+    // the window's error and the panel's warning; the run (generation 1) stays, paused.
+    template <class Start> void expectInvalidStartKeepsTheRun(Start startInvalid, const char* field) {
         ASSERT_TRUE(step(1));
         EXPECT_FALSE(startInvalid());
         const QString name = QString::fromLatin1(field);
         EXPECT_TRUE(window->lastError().contains(name)) << window->lastError().toStdString();
         EXPECT_TRUE(panel->warningText().contains(name));
-        EXPECT_EQ(workspace.runner().snapshot()->generation, 1u);
-        EXPECT_FALSE(workspace.runner().playing());
+        EXPECT_EQ(workspace().runner().snapshot()->generation, 1u);
+        EXPECT_FALSE(workspace().runner().playing());
     }
 
     Panel* panel = nullptr;

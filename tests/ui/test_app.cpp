@@ -60,6 +60,13 @@ class AppTest : public MainWindowFixture {
             [step](const Snapshot& s) { return s.step >= step; }, kEventGuard));
         window->workspace<ParticlesWorkspace>().particleView()->refresh();
     }
+    // The oracle of a run's tokens: a fresh Simulation of `scene` after `steps` steps, to 1e-12.
+    void expectTokensOf(const Scene& scene, int steps) {
+        Simulation expected(scene);
+        for (int k = 0; k < steps; ++k) expected.step();
+        const Tokens& shown = window->workspace<ParticlesWorkspace>().runner().snapshot()->tokens;
+        EXPECT_LE((shown - expected.tokens()).cwiseAbs().maxCoeff(), 1e-12);
+    }
 };
 
 // The shipped presets, by file name, sorted: one test case each (a ctest entry each, balanced over the
@@ -123,12 +130,7 @@ TEST_F(AppTest, AMatrixEntryEditedInTheEditorReachesTheEngine) {
     // The oracle: the same step taken by a simulation built with the edited matrix.
     Scene edited = tinyScene(64, 20);
     edited.attention.heads[0].V(0, 0) = 0.7;
-    Simulation expected(edited);
-    expected.step();
-    EXPECT_LE((window->workspace<ParticlesWorkspace>().runner().snapshot()->tokens - expected.tokens())
-                  .cwiseAbs()
-                  .maxCoeff(),
-              1e-12);
+    expectTokensOf(edited, 1);
 }
 
 TEST_F(AppTest, ParticleCentroidSitsOnTheProjectedMeanIn3D) {
@@ -399,12 +401,7 @@ TEST_F(AppTest, ScrubbingBackAndSteppingContinuesFromTheShownFrame) {
     window->workspace<ParticlesWorkspace>().stepOnce();
     ASSERT_TRUE(waitForSnapshot(window->workspace<ParticlesWorkspace>().runner(),
                                 [](const Snapshot& s) { return s.step == 7; }));
-    Simulation expected(scene);
-    for (int k = 0; k < 7; ++k) expected.step();
-    EXPECT_LE((window->workspace<ParticlesWorkspace>().runner().snapshot()->tokens - expected.tokens())
-                  .cwiseAbs()
-                  .maxCoeff(),
-              1e-12);
+    expectTokensOf(scene, 7);
 }
 
 TEST_F(AppTest, SettingsBringBackTheSceneWithItsEdits) {

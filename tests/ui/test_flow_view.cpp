@@ -54,11 +54,10 @@ long greyPixels(const QImage& image, const QRect& area) {
     return count;
 }
 
-class FlowViewTest : public TrainingTabFixture<FlowPanel, FlowView> {
+class FlowViewTest : public TrainingTabFixture<FlowsWorkspace> {
   protected:
     void ready() override {
-        window->showPage(window->workspace<FlowsWorkspace>().view());
-        useTab(window->workspace<FlowsWorkspace>());
+        showTab();
         // A tiny flow: each iteration takes well under a millisecond.
         panel->findChild<QComboBox*>(QStringLiteral("training.dataset"))
             ->setCurrentText(QStringLiteral("8gaussians"));
@@ -80,7 +79,7 @@ TEST_F(FlowViewTest, FlowsTabSitsNextToTheOtherViews) {
 }
 
 TEST_F(FlowViewTest, StepsDrawTheDataSamplesAndCurves) {
-    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->workspace<FlowsWorkspace>(), 3));
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(3));
     const auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 1u);
     EXPECT_EQ(s->trainers[0].history.size(), 3u);
@@ -111,7 +110,7 @@ TEST_F(FlowViewTest, StepsDrawTheDataSamplesAndCurves) {
 }
 
 TEST_F(FlowViewTest, StartPausesAndResumesThenAnEditAsksForANewStart) {
-    ASSERT_NO_FATAL_FAILURE(expectStartThenPause(window->workspace<FlowsWorkspace>(), 5));
+    ASSERT_NO_FATAL_FAILURE(expectStartThenPause(5));
     ASSERT_TRUE(waitFor([&] {
         view->refresh();
         return view->displayedSnapshot() && !view->displayedSnapshot()->playing;
@@ -158,7 +157,6 @@ TEST_F(FlowViewTest, SideBySideDrawsBothFlows) {
 
 TEST_F(FlowViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
     ASSERT_NO_FATAL_FAILURE(expectInvalidStartKeepsTheRun(
-        window->workspace<FlowsWorkspace>(),
         [&] {
             flows::TrainerConfig bad = panel->config();
             bad.batch = 1;

@@ -14,6 +14,7 @@
 #include "ui/workspaces/flows/FlowsWorkspace.h"
 #include "ui/workspaces/inverse/InverseWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
+#include "ui/workspaces/transformers/TransformersWorkspace.h"
 
 #include <QAction>
 #include <QDir>
@@ -66,6 +67,21 @@ class WelcomeTest : public ::testing::Test {
         EXPECT_NE(button, nullptr) << id;
         if (button) button->click();
         EXPECT_FALSE(w->welcomePane()->isVisible());
+        return w;
+    }
+    // Clicks the start `id` of the Particles workspace: it shows `page` (its particle view or its cone) with
+    // the preset `preset`, and the status line's message says `says`.
+    template <class Page>
+    std::unique_ptr<MainWindow> expectParticlesStart(const char* id,
+                                                     Page* (ParticlesWorkspace::*page)() const,
+                                                     const char* preset, const char* says) {
+        auto w = clickStart(id);
+        ParticlesWorkspace& particles = w->workspace<ParticlesWorkspace>();
+        EXPECT_EQ(w->activeWorkspace(), &particles);
+        EXPECT_TRUE((particles.*page)()->isVisible());
+        EXPECT_EQ(QFileInfo(particles.scenePath()).fileName(), QString::fromLatin1(preset));
+        EXPECT_TRUE(w->statusBar()->currentMessage().contains(QString::fromLatin1(says)))
+            << w->statusBar()->currentMessage().toStdString();
         return w;
     }
 };
@@ -156,24 +172,16 @@ TEST_F(WelcomeTest, FitsA1024By640Window) {
 }
 
 TEST_F(WelcomeTest, WatchClusteringOpensTheSpherePresetInTheParticleView) {
-    auto w = clickStart("start.clustering");
-    EXPECT_EQ(w->activeWorkspace(), &w->workspace<ParticlesWorkspace>());
-    EXPECT_TRUE(w->workspace<ParticlesWorkspace>().particleView()->isVisible());
-    EXPECT_EQ(QFileInfo(w->workspace<ParticlesWorkspace>().scenePath()).fileName(),
-              QStringLiteral("sphere-clustering.json"));
+    auto w = expectParticlesStart("start.clustering", &ParticlesWorkspace::particleView,
+                                  "sphere-clustering.json", "clusters");
     EXPECT_TRUE(w->workspace<ParticlesWorkspace>().runner().playing());
-    EXPECT_TRUE(w->statusBar()->currentMessage().contains(QStringLiteral("clusters")));
     QSettings s;
     EXPECT_TRUE(s.value(QStringLiteral("welcome/dismissed")).toBool()); // a start dismisses it too
 }
 
 TEST_F(WelcomeTest, SeeABlowUpOpensTheBlowUpPresetInTheCone) {
-    auto w = clickStart("start.blowup");
-    EXPECT_EQ(w->activeWorkspace(), &w->workspace<ParticlesWorkspace>());
-    EXPECT_TRUE(w->workspace<ParticlesWorkspace>().coneView()->isVisible());
-    EXPECT_EQ(QFileInfo(w->workspace<ParticlesWorkspace>().scenePath()).fileName(),
-              QStringLiteral("cone-fig1b-blowup.json"));
-    EXPECT_TRUE(w->statusBar()->currentMessage().contains(QStringLiteral("blows up")));
+    auto w = expectParticlesStart("start.blowup", &ParticlesWorkspace::coneView, "cone-fig1b-blowup.json",
+                                  "blows up");
     // The message is about the cone: another page takes it away, and the scene's line of the status bar,
     // which the message hides, is shown alone (not drawn over by it).
     w->showPage(w->workspace<ParticlesWorkspace>().particleView());

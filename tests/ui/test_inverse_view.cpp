@@ -36,13 +36,8 @@
 namespace flowscope::test {
 namespace {
 
-class InverseViewTest : public TrainingTabFixture<InversePanel, InverseView> {
+class InverseViewTest : public TrainingTabFixture<InverseWorkspace> {
   protected:
-    void ready() override {
-        window->showPage(window->workspace<InverseWorkspace>().view());
-        useTab(window->workspace<InverseWorkspace>());
-    }
-
     QImage grabView() { return view->grab().toImage().convertToFormat(QImage::Format_RGB32); }
     QRect devicePixels(const QRectF& r) const {
         const double dpr = view->devicePixelRatioF();
@@ -101,7 +96,7 @@ TEST_F(InverseViewTest, TheWorkspaceRegistersAndItsPageShows) {
 // --- Training and its pictures ---
 
 TEST_F(InverseViewTest, StepsOnLinearGaussianUpdateTheCurvesAndTheScatter) {
-    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->workspace<InverseWorkspace>(), 3));
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(3));
     auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 1u);
     ASSERT_TRUE(s->scene);
@@ -146,7 +141,7 @@ TEST_F(InverseViewTest, StepsOnLinearGaussianUpdateTheCurvesAndTheScatter) {
 // The Metropolis reference: started with the run, it is metropolis() on the run's posterior in the run's
 // frame (ReferenceChain's scale and thinning), and the corner plot draws it in grey under the flow's samples.
 TEST_F(InverseViewTest, TheMetropolisReferenceIsDrawnUnderTheSamples) {
-    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->workspace<InverseWorkspace>(), 2));
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(2));
     ASSERT_TRUE(waitFor([&] { return view->picture().reference() != nullptr; }));
     const auto s = view->displayedSnapshot();
     const PosteriorRunConfig& config = *s->trainers[0].config;

@@ -36,13 +36,8 @@
 namespace flowscope::test {
 namespace {
 
-class TransformerViewTest : public TrainingTabFixture<TransformerPanel, TransformerView> {
+class TransformerViewTest : public TrainingTabFixture<TransformersWorkspace> {
   protected:
-    void ready() override {
-        window->showPage(window->workspace<TransformersWorkspace>().view());
-        useTab(window->workspace<TransformersWorkspace>());
-    }
-
     template <class W> W* control(const char* key) { return panel->findChild<W*>(QString::fromLatin1(key)); }
 
     QImage grabView() { return view->grab().toImage().convertToFormat(QImage::Format_RGB32); }
@@ -82,7 +77,7 @@ TEST_F(TransformerViewTest, TransformersTabRaisesItsPanel) {
 // Three steps of task A beside λ_OT = 0: both pictures draw the six tokens' paths where the snapshot says
 // they are, the regularized one also the closed-form end points; the status names the threshold T·L² = 1/6.
 TEST_F(TransformerViewTest, StepsDrawTheTokenPathsOfBothModels) {
-    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(window->workspace<TransformersWorkspace>(), 3));
+    ASSERT_NO_FATAL_FAILURE(expectStepsFromNoRun(3));
     const auto s = view->displayedSnapshot();
     ASSERT_EQ(s->trainers.size(), 2u);
     EXPECT_GT(s->trainers[0].lambdaOt, 0.0);
@@ -197,7 +192,7 @@ TEST_F(TransformerViewTest, EvaluateAddsTheHeldOutDiagnostics) {
 }
 
 TEST_F(TransformerViewTest, ChoosingATaskLoadsItsDefaultsAndAnEditAsksForANewStart) {
-    ASSERT_NO_FATAL_FAILURE(expectStartThenPause(window->workspace<TransformersWorkspace>(), 3));
+    ASSERT_NO_FATAL_FAILURE(expectStartThenPause(3));
     EXPECT_EQ(button("start")->text(), QStringLiteral("Resume"));
 
     auto* task = control<QComboBox>("transformer.task");
@@ -230,7 +225,6 @@ TEST_F(TransformerViewTest, ChoosingATaskLoadsItsDefaultsAndAnEditAsksForANewSta
 
 TEST_F(TransformerViewTest, AnInvalidConfigIsReportedAndKeepsTheRun) {
     ASSERT_NO_FATAL_FAILURE(expectInvalidStartKeepsTheRun(
-        window->workspace<TransformersWorkspace>(),
         [&] {
             ot::OtTrainerConfig bad = panel->config();
             bad.model.steps = 0;

@@ -2,6 +2,7 @@
 
 #include "engine/media/Mp4Writer.h"
 #include "render/ConeData.h"
+#include "ui/widgets/Dialogs.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -48,17 +49,12 @@ void addRow(QFormLayout* form, const QString& label, QWidget* field) {
 AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixels, const QString& path,
                                              QWidget* parent)
     : QDialog(parent), scene_(scene), defaultDt_(defaultDtPerFrame(scene)) {
-    setWindowTitle(tr("Export animation"));
-    auto* layout = new QVBoxLayout(this);
-
-    auto* help = new QLabel(
+    auto* layout = dialogColumn(
+        this, tr("Export animation"),
         tr("Renders the scene <b>as it runs now</b> (your live edits included) <b>from t = 0</b>, offscreen: "
            "the size, frame rate and simulation time per frame below decide the video, not this window or "
            "how fast the run goes here. Frame k shows t = k × time per frame (Flows training: iteration k × "
-           "iterations per frame). The same frames as <tt>flowscope-cli render</tt>."),
-        this);
-    help->setWordWrap(true);
-    layout->addWidget(help);
+           "iterations per frame). The same frames as <tt>flowscope-cli render</tt>."));
 
     auto* form = new QFormLayout;
     form->setFieldGrowthPolicy(QFormLayout::ExpandingFieldsGrow);
@@ -234,11 +230,7 @@ AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixel
     error_->setVisible(false);
     layout->addWidget(error_);
 
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
-    buttons->button(QDialogButtonBox::Ok)->setText(tr("Export"));
-    connect(buttons, &QDialogButtonBox::accepted, this, &AnimationExportDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
-    layout->addWidget(buttons);
+    layout->addWidget(okCancel(this, tr("Export")));
 
     connect(view_, &QComboBox::currentIndexChanged, this, &AnimationExportDialog::updateEnabled);
     connect(caption_, &QComboBox::currentIndexChanged, this, &AnimationExportDialog::updateEnabled);

@@ -39,9 +39,7 @@ using form::number;
 } // namespace
 
 FlowPanel::FlowPanel(QWidget* parent) : TrainingPanelBase(parent) {
-    setObjectName(QStringLiteral("trainingPanel"));
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(4, 4, 4, 4);
+    auto* layout = form::panelColumn(this, "trainingPanel");
 
     auto [flowGroup, form] = form::group(tr("Flow (applies on Start)"), this);
     addLoadedNote(flowGroup, form,

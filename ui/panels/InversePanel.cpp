@@ -31,9 +31,7 @@ using form::number;
 } // namespace
 
 InversePanel::InversePanel(QWidget* parent) : TrainingPanelBase(parent) {
-    setObjectName(QStringLiteral("inversePanel"));
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(4, 4, 4, 4);
+    auto* layout = form::panelColumn(this, "inversePanel");
 
     auto [group, form] = form::group(tr("Posterior flow (applies on Start)"), this);
     problem_ = addRow(form, tr("Problem"), named(new QComboBox(group), "inverse.problem"));

@@ -136,10 +136,8 @@ template <class W, class V> void setQuietly(W* w, const V& v) {
 } // namespace
 
 ScenePanel::ScenePanel(ParticleDocument& document, QWidget* parent) : QWidget(parent), document_(document) {
-    setObjectName(QStringLiteral("scenePanel"));
     auto* content = new QWidget;
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
+    auto* layout = form::panelColumn(this, "scenePanel", content);
     layout->addWidget(buildAttentionGroup());
     layout->addWidget(buildIntegratorGroup());
     layout->addWidget(buildSceneGroup());

@@ -50,9 +50,7 @@ std::string dataOf(const QComboBox* box) {
 } // namespace
 
 SweepPanel::SweepPanel(QWidget* parent) : QWidget(parent) {
-    setObjectName(QStringLiteral("sweepPanel"));
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(4, 4, 4, 4);
+    auto* layout = form::panelColumn(this, "sweepPanel");
 
     auto [group, form] = form::group(tr("Sweep"), this);
     sweep_ = named(new QComboBox(group), "sweeps.sweep");

@@ -69,11 +69,9 @@ ot::OtTrainerConfig TransformerPanel::defaults(ot::Task task) {
 }
 
 TransformerPanel::TransformerPanel(QWidget* parent) : TrainingPanelBase(parent) {
-    setObjectName(QStringLiteral("transformerPanel"));
     // In a scrolling area: a dock shorter than the panel scrolls instead of cutting off the read-outs.
     auto* content = new QWidget(this);
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
+    auto* layout = form::panelColumn(this, "transformerPanel", content);
 
     auto [group, form] = form::group(tr("Transformer (applies on Start)"), content);
     addLoadedNote(group, form,

@@ -1,5 +1,7 @@
 #include "ui/shell/CommandPalette.h"
 
+#include "ui/widgets/Dialogs.h"
+
 #include <QAction>
 #include <QHeaderView>
 #include <QKeyEvent>
@@ -118,13 +120,9 @@ int commandRank(const QString& query, const QString& name) {
 
 ShortcutsDialog::ShortcutsDialog(QWidget* window) : QDialog(window), window_(window) {
     setObjectName(QStringLiteral("shortcuts"));
-    setWindowTitle(tr("Keyboard shortcuts"));
-    auto* layout = new QVBoxLayout(this);
-    auto* note = new QLabel(tr("Every command with a key. A tab's keys act while that tab is shown; Ctrl+K "
-                               "finds any command by name."),
-                            this);
-    note->setWordWrap(true);
-    layout->addWidget(note);
+    auto* layout = dialogColumn(this, tr("Keyboard shortcuts"),
+                                tr("Every command with a key. A tab's keys act while that tab is shown; "
+                                   "Ctrl+K finds any command by name."));
     table_ = twoColumns(this, tr("Command"), tr("Shortcut"));
     table_->setObjectName(QStringLiteral("shortcuts.table"));
     layout->addWidget(table_);

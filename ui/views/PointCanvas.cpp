@@ -1,6 +1,7 @@
 #include "ui/views/PointCanvas.h"
 
 #include "render/picture/PlotDecorations.h"
+#include "ui/widgets/Dialogs.h"
 
 #include <QDialogButtonBox>
 #include <QDoubleSpinBox>
@@ -180,13 +181,9 @@ void PointCanvas::paintEvent(QPaintEvent*) {
 }
 
 PointCanvasDialog::PointCanvasDialog(const Mat& points, QWidget* parent) : QDialog(parent) {
-    setWindowTitle(tr("Draw your own data"));
-    auto* layout = new QVBoxLayout(this);
-    auto* help = new QLabel(tr("The flow learns these points. <b>Left-drag</b> sprays points, "
-                               "<b>right-drag</b> erases them, the <b>wheel</b> sizes the brush."),
-                            this);
-    help->setWordWrap(true);
-    layout->addWidget(help);
+    auto* layout = dialogColumn(this, tr("Draw your own data"),
+                                tr("The flow learns these points. <b>Left-drag</b> sprays points, "
+                                   "<b>right-drag</b> erases them, the <b>wheel</b> sizes the brush."));
     canvas_ = new PointCanvas(this);
     canvas_->setPoints(points);
     layout->addWidget(canvas_, 1);
@@ -218,14 +215,11 @@ PointCanvasDialog::PointCanvasDialog(const Mat& points, QWidget* parent) : QDial
     row->addWidget(clear);
     layout->addLayout(row);
 
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    auto* buttons = okCancel(this, tr("Use these points"));
     ok_ = buttons->button(QDialogButtonBox::Ok);
-    ok_->setText(tr("Use these points"));
     ok_->setToolTip(tr("Train on these points (Start applies them)"));
     layout->addWidget(buttons);
 
-    connect(buttons, &QDialogButtonBox::accepted, this, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     connect(canvas_, &PointCanvas::pointsChanged, this, &PointCanvasDialog::updateCount);
     connect(canvas_, &PointCanvas::brushChanged, brush_, &QDoubleSpinBox::setValue);
     connect(brush_, &QDoubleSpinBox::valueChanged, canvas_, &PointCanvas::setBrush);

@@ -31,6 +31,16 @@ inline QString number(double v) {
     return QString::number(v, 'g', 4);
 }
 
+// A side panel's column: names the panel `name` (tests and saved layouts find it by that name) and lays its
+// widgets out top to bottom with the panels' 4 px margins, on the panel itself or on `content` (the widget a
+// scrolling panel scrolls).
+inline QVBoxLayout* panelColumn(QWidget* panel, const char* name, QWidget* content = nullptr) {
+    panel->setObjectName(QString::fromLatin1(name));
+    auto* layout = new QVBoxLayout(content ? content : panel);
+    layout->setContentsMargins(4, 4, 4, 4);
+    return layout;
+}
+
 template <class W> W* named(W* w, const char* key) {
     w->setObjectName(QString::fromLatin1(key));
     w->setToolTip(parameterTooltip(key));

@@ -27,6 +27,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace flowscope {
@@ -68,6 +69,7 @@ struct TrainingWorkspaceText {
     QString dockName; // its objectName (window state)
     QString nothing;  // why there is no model to export yet
     QString modelExportTip;
+    const char* modelKind = ""; // the metadata key of the trained models it opens (File ▸ Open trained model)
 };
 
 template <class Kind, class Panel, class View> class TrainingWorkspace : public Workspace {
@@ -181,7 +183,28 @@ template <class Kind, class Panel, class View> class TrainingWorkspace : public 
     // Where the model dialogs start: the folder of the last model opened or exported.
     QString modelDir() const override { return modelDir_; }
 
+    QStringList modelKinds() const override { return {QString::fromLatin1(text_.modelKind)}; }
+    // A trained model (configOfModel) as a new run, paused at iteration 0; false, with the message in
+    // lastError(), for a file that cannot be opened or started: the current run then goes on.
+    bool openModel(const QString& path) override {
+        QString note;
+        std::optional<Config> config;
+        try {
+            config = configOfModel(path, note);
+        } catch (const std::exception& e) {
+            return fail(
+                QObject::tr("Cannot open the trained model:\n%1").arg(QString::fromStdString(e.what())));
+        }
+        if (!start(*config, false, false))
+            return fail(QObject::tr("Cannot open %1:\n%2").arg(path, lastError()));
+        return opened(path, note);
+    }
+
   protected:
+    // The run of the trained model at `path`: its architecture and parameters, with what its record says (the
+    // data, the optimizer); `note` says what the record lacked, for the status line. Throws std::exception
+    // naming the fault of a file that is not such a model.
+    virtual Config configOfModel(const QString& path, QString& note) = 0;
     // The config a start trains, made ready: a kind's costly preparation (the Inverse workspace's frame,
     // made off the UI thread). Throws std::exception to refuse the start with its message.
     virtual Config prepare(const Config& config) { return config; }

@@ -4,6 +4,7 @@
 #include "engine/flows/FlowIo.h"
 #include "engine/flows/ModelFile.h"
 #include "engine/flows/Sampling.h"
+#include "ui/widgets/Dialogs.h"
 
 #include <QDialog>
 #include <QDialogButtonBox>
@@ -29,7 +30,8 @@ FlowsWorkspace::FlowsWorkspace(QMainWindow* host)
                          QKeySequence(Qt::Key_3), tr("Training"), QStringLiteral("trainingDock"),
                          tr("No flow to export: open a trained model or start training in the Flows tab."),
                          tr("The Flows tab's model as .safetensors with its record (.json) beside it, as "
-                            "flowscope-cli train writes them")}) {
+                            "flowscope-cli train writes them"),
+                         flows::kFlowMetadataKey}) {
     samplesExport_ = new QAction(tr("&Samples as .npy..."), this);
     samplesExport_->setToolTip(
         tr("n samples of the Flows tab's model from a seed, as an (n, d) float32 array: "
@@ -74,49 +76,39 @@ QList<WorkspaceStart> FlowsWorkspace::guidedStarts() {
              }}};
 }
 
-QStringList FlowsWorkspace::modelKinds() const {
-    return {QString::fromLatin1(flows::kFlowMetadataKey)};
-}
-
-bool FlowsWorkspace::openModel(const QString& path) {
+flows::TrainerConfig FlowsWorkspace::configOfModel(const QString& path, QString& note) {
     const std::string file = path.toStdString();
-    QString note;
-    try {
-        const flows::FlowModel<float> model = flows::loadFlow(file);
-        std::string why;
-        const nlohmann::json training = trainingOfRecord(readModelRecord(file, &why));
-        // The panel's data and optimizer settings, overridden by what the record says.
-        flows::TrainerConfig config = panel_->config();
-        const auto named = training.find("dataset");
-        const std::string dataset =
-            named != training.end() && named->is_string() ? named->get<std::string>() : std::string();
-        readOptimizerRecord(training, config);
-        readRecordNumber(training, "resample_every", config.resampleEvery);
-        config = FlowTraining::fromModel(model, config);
-        if (flows::isDatasetName(dataset) && model.config().d == 2) {
-            config.dataset = dataset;
+    const flows::FlowModel<float> model = flows::loadFlow(file);
+    std::string why;
+    const nlohmann::json training = trainingOfRecord(readModelRecord(file, &why));
+    // The panel's data and optimizer settings, overridden by what the record says.
+    flows::TrainerConfig config = panel_->config();
+    const auto named = training.find("dataset");
+    const std::string dataset =
+        named != training.end() && named->is_string() ? named->get<std::string>() : std::string();
+    readOptimizerRecord(training, config);
+    readRecordNumber(training, "resample_every", config.resampleEvery);
+    config = FlowTraining::fromModel(model, config);
+    if (flows::isDatasetName(dataset) && model.config().d == 2) {
+        config.dataset = dataset;
+    } else {
+        const QString missing = !why.empty()          ? QString::fromStdString(why)
+                                : dataset == "points" ? tr("it was trained on the user's points")
+                                                      : tr("its record names no toy dataset");
+        if (model.config().d == 2) {
+            note = tr("%1: %2; shown beside %3, which Play would train it on. Samples and density export "
+                      "as saved.")
+                       .arg(fileName(path), missing, QString::fromStdString(config.dataset));
         } else {
-            const QString missing = !why.empty()          ? QString::fromStdString(why)
-                                    : dataset == "points" ? tr("it was trained on the user's points")
-                                                          : tr("its record names no toy dataset");
-            if (model.config().d == 2) {
-                note = tr("%1: %2; shown beside %3, which Play would train it on. Samples and density export "
-                          "as saved.")
-                           .arg(fileName(path), missing, QString::fromStdString(config.dataset));
-            } else {
-                // No toy dataset has this dimension: the model's own samples stand in for the data.
-                config.dataset.clear();
-                config.points =
-                    flows::toRows(flows::sampleFlow(model, flows::baseSamples(model.config().d, 1000, 0)));
-                note = tr("%1: %2; its own samples stand in for the data. Samples export as saved.")
-                           .arg(fileName(path), missing);
-            }
+            // No toy dataset has this dimension: the model's own samples stand in for the data.
+            config.dataset.clear();
+            config.points =
+                flows::toRows(flows::sampleFlow(model, flows::baseSamples(model.config().d, 1000, 0)));
+            note = tr("%1: %2; its own samples stand in for the data. Samples export as saved.")
+                       .arg(fileName(path), missing);
         }
-        if (!start(config, false, false)) return fail(tr("Cannot open %1:\n%2").arg(path, lastError()));
-    } catch (const std::exception& e) {
-        return fail(tr("Cannot open the trained model:\n%1").arg(QString::fromStdString(e.what())));
     }
-    return opened(path, note);
+    return config;
 }
 
 bool FlowsWorkspace::exportSamples(const QString& path, int n, std::uint64_t seed,
@@ -190,10 +182,7 @@ void FlowsWorkspace::exportDataDialog(bool density) {
         form->addRow(tr("Samples n"), first);
         form->addRow(tr("Seed"), second);
     }
-    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, &dialog);
-    form->addRow(buttons);
-    connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
-    connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+    form->addRow(okCancel(&dialog));
     if (dialog.exec() != QDialog::Accepted) return;
     const int count = first->value();
     const double value = second->value();

@@ -19,11 +19,6 @@ class FlowsWorkspace : public TrainingWorkspace<FlowTraining, FlowPanel, FlowVie
     // The guided start "Train a flow" (eight Gaussians, with and without the RWPO layer).
     QList<WorkspaceStart> guidedStarts() override;
 
-    // A .safetensors written by flowscope-cli train or Export ▸ Trained model (metadata key
-    // flows::kFlowMetadataKey), shown paused at iteration 0 with the data and optimizer of its record where
-    // the record has them (the status line says what was missing); Play trains it on.
-    QStringList modelKinds() const override;
-    bool openModel(const QString& path) override;
     // The shown flow's samples and density, off the UI thread with progress(done, 1000); false cancels and
     // nothing is written.
     bool exportSamples(const QString& path, int n = 10000, std::uint64_t seed = 0,
@@ -34,6 +29,12 @@ class FlowsWorkspace : public TrainingWorkspace<FlowTraining, FlowPanel, FlowVie
     // afresh from iteration 0 on this thread; the panel's settings before the first start.
     bool exportAnimation(const AnimationOptions& options, const QString& path,
                          const ExportProgress& progress = {});
+
+  protected:
+    // A .safetensors written by flowscope-cli train or Export ▸ Trained model (metadata key
+    // flows::kFlowMetadataKey), with the data and optimizer of its record where the record has them (the
+    // note says what was missing).
+    flows::TrainerConfig configOfModel(const QString& path, QString& note) override;
 
   private:
     std::shared_ptr<const flows::FlowModel<float>> shownFlow();

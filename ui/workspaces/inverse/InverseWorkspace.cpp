@@ -15,7 +15,8 @@ InverseWorkspace::InverseWorkspace(QMainWindow* host)
                  QKeySequence(Qt::Key_5), tr("Inverse"), QStringLiteral("inverseDock"),
                  tr("No posterior to export: start training in the Inverse tab."),
                  tr("The Inverse tab's posterior flow as .safetensors with its record (.json) beside "
-                    "it, as flowscope-cli infer writes them")}) {
+                    "it, as flowscope-cli infer writes them"),
+                 inverse::kPosteriorMetadataKey}) {
     referencePoll_.setInterval(50);
     connect(&referencePoll_, &QTimer::timeout, this, [this] { pollReference(); });
 }
@@ -53,19 +54,8 @@ void InverseWorkspace::pollReference() {
     }
 }
 
-QStringList InverseWorkspace::modelKinds() const {
-    return {QString::fromLatin1(inverse::kPosteriorMetadataKey)};
-}
-
-bool InverseWorkspace::openModel(const QString& path) {
-    PosteriorRunConfig c;
-    try {
-        c = loadPosteriorRun(path.toStdString());
-    } catch (const std::exception& e) {
-        return fail(tr("Cannot open the posterior:\n%1").arg(QString::fromStdString(e.what())));
-    }
-    if (!start(c, false, false)) return fail(tr("Cannot open %1:\n%2").arg(path, lastError()));
-    return opened(path, QString());
+PosteriorRunConfig InverseWorkspace::configOfModel(const QString& path, QString&) {
+    return loadPosteriorRun(path.toStdString());
 }
 
 PosteriorRunConfig InverseWorkspace::prepare(const PosteriorRunConfig& config) {

@@ -23,14 +23,10 @@ class InverseWorkspace : public TrainingWorkspace<PosteriorTraining, InversePane
   public:
     explicit InverseWorkspace(QMainWindow* host);
 
-    // A saved posterior (flowscope-cli infer's, or this workspace's export; metadata key
-    // inverse::kPosteriorMetadataKey) as a new run, paused at its parameters, with its own problem and frame;
-    // its tab comes to the front. False, with the message in lastError(), for a file that is not one; the
-    // current run then goes on.
-    QStringList modelKinds() const override;
-    bool openModel(const QString& path) override;
-
   protected:
+    // A saved posterior (flowscope-cli infer's, or this workspace's export; metadata key
+    // inverse::kPosteriorMetadataKey): its own problem, frame and parameters.
+    PosteriorRunConfig configOfModel(const QString& path, QString& note) override;
     // The run's config with its frame (framed), and the reference chain in that frame started.
     PosteriorRunConfig prepare(const PosteriorRunConfig& config) override;
 

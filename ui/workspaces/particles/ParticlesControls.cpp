@@ -103,25 +103,24 @@ void ParticlesWorkspace::buildActions() {
     saveAsAction_->setShortcut(QKeySequence::SaveAs);
     connect(saveAsAction_, &QAction::triggered, this, &ParticlesWorkspace::saveSceneDialog);
 
-    playAction_ = new QAction(makeIcon(IconKind::Play, ink), tr("Play"), this);
-    playAction_->setShortcut(Qt::Key_Space);
-    playAction_->setToolTip(tr("Play / pause (Space)"));
-    connect(playAction_, &QAction::triggered, this, &ParticlesWorkspace::togglePlay);
-
-    stepAction_ = new QAction(makeIcon(IconKind::Step, ink), tr("Step"), this);
-    stepAction_->setShortcut(Qt::Key_S);
-    stepAction_->setToolTip(tr("Advance one step h = T/M (S)"));
-    connect(stepAction_, &QAction::triggered, this, &ParticlesWorkspace::stepOnce);
-
-    resetAction_ = new QAction(makeIcon(IconKind::Reset, ink), tr("Reset"), this);
-    resetAction_->setShortcut(Qt::Key_R);
-    resetAction_->setToolTip(tr("Back to the initial tokens (R)"));
-    connect(resetAction_, &QAction::triggered, this, &ParticlesWorkspace::reset);
-
-    frameAction_ = new QAction(makeIcon(IconKind::Frame, ink), tr("Frame all"), this);
-    frameAction_->setShortcut(Qt::Key_F);
-    frameAction_->setToolTip(tr("Fit all tokens in the view (F, or double-click)"));
-    connect(frameAction_, &QAction::triggered, this, &ParticlesWorkspace::frameAll);
+    // A Run tool bar button: its icon, name, key and tool tip, and what it does.
+    const auto runAction = [&](IconKind icon, const QString& name, const QKeySequence& key,
+                               const QString& tip, void (ParticlesWorkspace::*slot)()) {
+        auto* a = new QAction(makeIcon(icon, ink), name, this);
+        a->setShortcut(key);
+        a->setToolTip(tip);
+        connect(a, &QAction::triggered, this, slot);
+        return a;
+    };
+    playAction_ = runAction(IconKind::Play, tr("Play"), Qt::Key_Space, tr("Play / pause (Space)"),
+                            &ParticlesWorkspace::togglePlay);
+    stepAction_ = runAction(IconKind::Step, tr("Step"), Qt::Key_S, tr("Advance one step h = T/M (S)"),
+                            &ParticlesWorkspace::stepOnce);
+    resetAction_ = runAction(IconKind::Reset, tr("Reset"), Qt::Key_R, tr("Back to the initial tokens (R)"),
+                             &ParticlesWorkspace::reset);
+    frameAction_ =
+        runAction(IconKind::Frame, tr("Frame all"), Qt::Key_F,
+                  tr("Fit all tokens in the view (F, or double-click)"), &ParticlesWorkspace::frameAll);
 
     followAction_ = new QAction(makeIcon(IconKind::Follow, ink), tr("Follow"), this);
     followAction_->setCheckable(true);

@@ -14,32 +14,23 @@ TransformersWorkspace::TransformersWorkspace(QMainWindow* host)
                          tr("No Transformer to export: open a trained model or start training in the "
                             "Transformers tab."),
                          tr("The Transformers tab's model as .safetensors with its record (.json) beside "
-                            "it, as flowscope-cli train-transformer writes them")}) {}
+                            "it, as flowscope-cli train-transformer writes them"),
+                         ot::kTransformerMetadataKey}) {}
 
-QStringList TransformersWorkspace::modelKinds() const {
-    return {QString::fromLatin1(ot::kTransformerMetadataKey)};
-}
-
-bool TransformersWorkspace::openModel(const QString& path) {
+ot::OtTrainerConfig TransformersWorkspace::configOfModel(const QString& path, QString& note) {
     const std::string file = path.toStdString();
-    QString note;
-    try {
-        const ot::TransformerModel model = ot::loadTransformer(file);
-        const ot::Task task = model.config().head == ot::Head::Mean ? ot::Task::A : ot::Task::B;
-        ot::OtTrainerConfig config = TransformerPanel::defaults(task);
-        std::string why;
-        const nlohmann::json training = trainingOfRecord(readModelRecord(file, &why));
-        readOptimizerRecord(training, config);
-        config = TransformerTraining::fromModel(model, config);
-        if (!why.empty())
-            note = tr("%1: %2; task %3 with the panel's optimizer settings.")
-                       .arg(QFileInfo(path).fileName(), QString::fromStdString(why),
-                            QString::fromUtf8(ot::toString(task)));
-        if (!start(config, false, false)) return fail(tr("Cannot open %1:\n%2").arg(path, lastError()));
-    } catch (const std::exception& e) {
-        return fail(tr("Cannot open the trained model:\n%1").arg(QString::fromStdString(e.what())));
-    }
-    return opened(path, note);
+    const ot::TransformerModel model = ot::loadTransformer(file);
+    const ot::Task task = model.config().head == ot::Head::Mean ? ot::Task::A : ot::Task::B;
+    ot::OtTrainerConfig config = TransformerPanel::defaults(task);
+    std::string why;
+    const nlohmann::json training = trainingOfRecord(readModelRecord(file, &why));
+    readOptimizerRecord(training, config);
+    config = TransformerTraining::fromModel(model, config);
+    if (!why.empty())
+        note = tr("%1: %2; task %3 with the panel's optimizer settings.")
+                   .arg(QFileInfo(path).fileName(), QString::fromStdString(why),
+                        QString::fromUtf8(ot::toString(task)));
+    return config;
 }
 
 } // namespace flowscope

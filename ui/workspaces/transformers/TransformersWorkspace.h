@@ -15,11 +15,10 @@ class TransformersWorkspace
   public:
     explicit TransformersWorkspace(QMainWindow* host);
 
+  protected:
     // A .safetensors written by flowscope-cli train-transformer or Export ▸ Trained model (metadata key
-    // ot::kTransformerMetadataKey), shown paused at iteration 0 with its record's optimizer settings; Play
-    // trains it on.
-    QStringList modelKinds() const override;
-    bool openModel(const QString& path) override;
+    // ot::kTransformerMetadataKey), with its record's optimizer settings.
+    ot::OtTrainerConfig configOfModel(const QString& path, QString& note) override;
 };
 
 } // namespace flowscope
