@@ -2,6 +2,7 @@
 #include "MainWindowFixture.h"
 #include "TestScenes.h"
 
+#include "engine/dynamics/Simulation.h"
 #include "engine/io/Npy.h"
 #include "ui/panels/MatrixEditor.h"
 #include "ui/panels/PlotsPanel.h"
@@ -20,6 +21,7 @@
 #include <QFile>
 #include <QMenu>
 #include <QMenuBar>
+#include <QProcess>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -219,6 +221,46 @@ TEST_F(MainWindowTest, ExportsTheTrajectoryAndItsTimes) {
     EXPECT_EQ(t.data.front(), 0.0);
     for (std::size_t k = 1; k < t.data.size(); ++k) EXPECT_GT(t.data[k], t.data[k - 1]);
     EXPECT_EQ(t.data.back(), last.t);
+}
+
+// What the app shows is what runs, and what the CLI runs: after a live edit (β) the app saves its scene,
+// steps and exports the trajectory; flowscope-cli simulate of the saved file writes the same frames, bit for
+// bit (float64: one Simulation code path, whatever front end drives it).
+TEST_F(MainWindowTest, TheExportedTrajectoryIsTheCliRunOfTheSavedScene) {
+    ParticlesWorkspace& particles = window->workspace<ParticlesWorkspace>();
+    AttentionSpec edited = particles.scene()->attention;
+    edited.beta = 2.5;
+    QString why;
+    ASSERT_TRUE(particles.document().setAttention(edited, nullptr, &why)) << why.toStdString();
+    const QString scenePath = path("edited.json");
+    ASSERT_TRUE(particles.saveSceneFile(scenePath)) << window->lastError().toStdString();
+    for (int k = 0; k < 6; ++k) particles.stepOnce();
+    ASSERT_TRUE(waitForSnapshot(particles.runner(), [](const Snapshot& s) { return s.step == 6; }));
+    const QString appPath = path("app.npy");
+    ASSERT_TRUE(particles.exportTrajectory(appPath)) << window->lastError().toStdString();
+
+    const QString cliPath = path("cli.npy");
+    QProcess cli;
+    cli.start(QString::fromUtf8(FLOWSCOPE_CLI),
+              {QStringLiteral("simulate"), scenePath, QStringLiteral("--out"), cliPath});
+    ASSERT_TRUE(cli.waitForFinished(int(kEventGuard.count()))) << "flowscope-cli simulate did not finish";
+    ASSERT_EQ(cli.exitCode(), 0) << cli.readAllStandardOutput().toStdString()
+                                 << cli.readAllStandardError().toStdString();
+    const NpyArray app = readNpy(appPath.toStdString()), whole = readNpy(cliPath.toStdString());
+    ASSERT_EQ(app.shape.size(), 3u);
+    ASSERT_GE(app.shape[0], 2); // the initial frame and at least one recorded step
+    ASSERT_EQ(whole.shape.size(), 3u);
+    ASSERT_GT(whole.shape[0], app.shape[0]); // the CLI runs to T; the app stopped at step 6
+    EXPECT_EQ(whole.shape[1], app.shape[1]);
+    EXPECT_EQ(whole.shape[2], app.shape[2]);
+    for (std::size_t i = 0; i < app.data.size(); ++i)
+        ASSERT_EQ(app.data[i], whole.data[i]) << "entry " << i << " of the app's frames";
+    // Without the edit the run would differ: the comparison can fail.
+    Scene plain = tinyScene();
+    Simulation unedited(plain);
+    for (int k = 0; k < 6; ++k) unedited.step();
+    const std::size_t last = app.data.size() - std::size_t(app.shape[1] * app.shape[2]);
+    EXPECT_NE(app.data[last], unedited.tokens()(0, 0));
 }
 
 // File ▸ Export ▸ View: the shown tab's pixels, GL view or not; a path that cannot be written is refused.
