@@ -28,10 +28,8 @@ from ._flowscope import (  # noqa: F401
     MomentsResult,
     Scene,
     SimulationResult,
-    attention_weights,
     dataset,
     datasets,
-    entropies,
     get_num_threads,
     load_model,
     moments,
@@ -44,10 +42,39 @@ from ._flowscope import (  # noqa: F401
     train,
     train_transformer,
     TransformerModel,
-    velocity,
 )
 from . import _flowscope
 from ._vjp import velocity_vjp  # noqa: F401
+
+
+def _like_tokens(X, out):
+    """`out` (a NumPy array) as a torch tensor on X's device when the tokens X came as one; else `out`.
+
+    torch is imported only when a tensor came in (`import flowscope` alone never imports it)."""
+    if type(X).__module__.split(".", 1)[0] != "torch":
+        return out
+    import torch
+    return torch.from_numpy(out).to(device=X.device)
+
+
+def velocity(attention, X, t=0.0):
+    return _like_tokens(X, _flowscope.velocity(attention, X, t))
+
+
+def attention_weights(attention, X, i, t=0.0):
+    return _like_tokens(X, _flowscope.attention_weights(attention, X, i, t))
+
+
+def entropies(attention, X, t=0.0):
+    return _like_tokens(X, _flowscope.entropies(attention, X, t))
+
+
+_TENSORS = """
+
+Tokens given as a torch tensor give a torch tensor back, on the tokens' device (computed on the CPU); a NumPy
+array gives a C-ordered NumPy array."""
+for _f in (velocity, attention_weights, entropies):
+    _f.__doc__ = getattr(_flowscope, _f.__name__).__doc__ + _TENSORS
 
 __version__ = "0.1.0"
 __all__ = [

@@ -75,7 +75,7 @@ FlowModel train(const pb::handle& data, flows::TrainerConfig c, const TrainOptio
 
     std::unique_ptr<flows::FlowTrainer> trainer;
     trainer = std::make_unique<flows::FlowTrainer>(c); // validates: std::invalid_argument naming the field
-    Progress progress(progressArg, "train");
+    Progress progress(progressArg, "train", o.iters, "it");
     bool stop = false;
     Interruptible guard([&] {
         const flows::TrainRecord& r = trainer->history().back();
@@ -122,7 +122,7 @@ pb::array sample(const FlowModel& m, std::optional<int> n, const pb::object& bas
         checkMemory("n", 20.0 * double(*n) * d, "the draws, the samples and the returned array");
         Z = flows::baseSamples(d, *n, seed);
     }
-    Progress progress(progressArg, "sample");
+    Progress progress(progressArg, "sample", long(Z.cols()), "sample");
     double fraction = 0;
     Interruptible guard([&] {
         if (progress) progress(fraction);
@@ -272,8 +272,9 @@ for bit, on one machine.
 callback  called after every iteration with a dict (iteration, loss, nll, transport, lambda, beta,
           learning_rate, rejected; heldout_nll, mmd2, kl after an evaluation, every eval_every iterations);
           returning False stops training
-progress  a callable taking the fraction done; True or "auto" for a tqdm bar where tqdm is installed
-          (without it: True prints a line on stderr every tenth, "auto" nothing)
+progress  None: a tqdm bar once the call has run 2 s (where tqdm is installed); False: nothing; a
+          callable taking the fraction done; True or "auto": a bar from the start (without tqdm: True
+          prints a line on stderr every tenth, "auto" nothing)
 
 The GIL is released between callbacks; Ctrl+C stops training and raises KeyboardInterrupt.)");
     m.def("datasets", &flows::datasetNames, "The toy datasets train() knows by name.");

@@ -1,6 +1,7 @@
 // The flowscope Python module (_flowscope, re-exported by flowscope/__init__.py): the engine's scenes,
 // particle runs, attention fields, moment equations and flows for NumPy users (docs/python.md).
 #include "Common.h"
+#include "Progress.h"
 
 #include "engine/backend/ComputeBackend.h"
 #include "engine/core/Parallel.h"
@@ -50,6 +51,9 @@ PYBIND11_MODULE(_flowscope, m) {
 The number of threads the engine's kernels use from now on (the default: this machine's cores), as
 torch.set_num_threads. A call that runs while another thread changes it finishes on the threads it started
 with.)");
+    m.def(
+        "_set_progress_delay", [](double seconds) { Progress::delay() = seconds; }, pybind11::arg("seconds"),
+        "How long a call runs before progress=None shows a bar (2 s; for the tests).");
     m.def("get_num_threads", &threadCount,
           "get_num_threads() -> int\n\nThe number of threads the engine's kernels use.");
 }

@@ -103,7 +103,7 @@ void render(const pb::handle& sceneArg, const pb::handle& pathArg, const std::st
     }
     ensureApplication();
 
-    Progress progress(progressArg, "render " + scene.name);
+    Progress progress(progressArg, "render " + scene.name, frames, "frame");
     double fraction = 0;
     Interruptible guard([&] {
         if (progress) progress(fraction);
@@ -173,7 +173,8 @@ view          "particles", "cone" or "disc" (the latter two: the Gaussian mode's
 size          (width, height) of the whole frame in pixels, caption strip included
 hud, caption  the heads-up display (particles view); a caption strip: "auto" or a text ({t}: the time)
 particles     cone and disc views: run the particles for their covariance dot
-progress      a callable taking the fraction done, True or "auto" for a tqdm bar
+progress      None: a tqdm bar once the call has run 2 s; False: nothing; a callable taking the fraction
+              done; True or "auto": a tqdm bar from the start (docs/python.md)
 
 RuntimeError where this module was built without the renderer (flowscope.HAVE_RENDER is False) or where
 no EGL device is found. The GIL is released while it draws; Ctrl+C stops it between frames.)");

@@ -197,7 +197,7 @@ SimulationResult simulate(const pb::handle& source, const std::string& backendId
         throw InputError(e.pointer == "/n" ? "X0" : "steps", e.detail);
     }
 
-    Progress progress(progressArg, "simulate " + scene.name);
+    Progress progress(progressArg, "simulate " + scene.name, scene.integrator.steps, "step");
     double fraction = 0;
     Interruptible guard([&] {
         if (progress) progress(fraction);
@@ -353,8 +353,9 @@ T, steps, method  /integrator/T, /integrator/steps, /integrator/method ("euler",
 backend   "cpu" (the scene's precision: float64 reference or float32 SIMD), "gl" or "vulkan" (float32
           compute shaders, where this build has them)
 every     record every K-th step (overrides output.every)
-progress  a callable taking the fraction done; True or "auto" for a tqdm bar where tqdm is installed
-          (without it: True prints a line on stderr every tenth, "auto" nothing)
+progress  None: a tqdm bar once the call has run 2 s (where tqdm is installed); False: nothing; a
+          callable taking the fraction done; True or "auto": a bar from the start (without tqdm: True
+          prints a line on stderr every tenth, "auto" nothing)
 
 Each keyword is checked as the scene file's field is, and a bad value names the keyword:
 ``T: expected number > 0, got -1``, ``attention/heads/0/V: expected 2x2 matrix, got 3x3``.

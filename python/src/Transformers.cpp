@@ -139,7 +139,7 @@ TransformerModel trainTransformer(const Options& o, const pb::object& callback,
     std::vector<double> rates;
     const ot::OtTrainerConfig c = configure(o, iters, rates);
     ot::OtTrainer trainer(c);
-    Progress progress(progressArg, "train_transformer");
+    Progress progress(progressArg, "train_transformer", iters, "it");
     bool stop = false;
     Interruptible guard([&] {
         const ot::OtRecord& r = trainer.history().back();
@@ -463,7 +463,8 @@ the CLI, bit for bit on one machine (the batch split follows the thread count).
 callback  called after every iteration with a dict (iteration, loss, task, transport, learning_rate,
           gradient_norm, rejected; accuracy for task B; "evaluation" after one, every eval_every
           iterations); returning False stops training
-progress  a callable taking the fraction done, True or "auto" for a tqdm bar (docs/python.md)
+progress  None: a tqdm bar once the call has run 2 s; False: nothing; a callable taking the fraction
+          done; True or "auto": a tqdm bar from the start (docs/python.md)
 
 The model's record holds the evaluations (the last: record["metrics"]) and the curve. The GIL is released
 between callbacks; Ctrl+C stops training and raises KeyboardInterrupt.)");

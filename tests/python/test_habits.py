@@ -36,12 +36,18 @@ def test_torch_tensors_keep_their_precision_and_tensors_that_require_grad_say_de
     torch = pytest.importorskip("torch")
     t = torch.from_numpy(X.astype(np.float32))
     v = flowscope.velocity(ATT, t)
-    assert v.dtype == np.float32  # the float32 kernel, as the same NumPy array gets
-    assert np.array_equal(v, flowscope.velocity(ATT, X.astype(np.float32)))
+    assert isinstance(v, torch.Tensor) and v.dtype == torch.float32  # tensors in, tensors out; float32 kept
+    assert np.array_equal(v.numpy(), flowscope.velocity(ATT, X.astype(np.float32)))  # the same float32 kernel
     with pytest.warns(UserWarning, match="X is bfloat16; computed in float32"):
         vb = flowscope.velocity(ATT, t.to(torch.bfloat16))
-    assert vb.dtype == np.float32
-    assert np.array_equal(vb, flowscope.velocity(ATT, t.to(torch.bfloat16).float()))
+    assert vb.dtype == torch.float32
+    assert torch.equal(vb, flowscope.velocity(ATT, t.to(torch.bfloat16).float()))
+    # The other calls on tokens answer in kind; NumPy in, C-ordered NumPy out.
+    t64 = torch.from_numpy(X)
+    for call in (lambda x: flowscope.attention_weights(ATT, x, 5), lambda x: flowscope.entropies(ATT, x)):
+        out, reference = call(t64), call(X)
+        assert isinstance(out, torch.Tensor) and isinstance(reference, np.ndarray) and reference.flags.c_contiguous
+        assert np.array_equal(out.numpy(), reference)
     with pytest.raises(TypeError, match=r"X: a tensor that requires grad; pass X\.detach\(\)"):
         flowscope.velocity(ATT, t.clone().requires_grad_())
 

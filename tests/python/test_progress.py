@@ -1,5 +1,7 @@
 """progress= of the long calls: a tqdm bar where tqdm can be imported (a stand-in module, and the real one where
-Debian's python3-tqdm is installed), and without tqdm nothing ("auto") or lines on stderr (True)."""
+Debian's python3-tqdm is installed), counting the call's steps or iterations; without tqdm nothing ("auto") or
+lines on stderr (True); by default (None) a bar only for a call that runs longer than the progress delay (2 s;
+the tests set it to 0 or to a day, never wait for it)."""
 
 import sys
 import types
@@ -16,7 +18,8 @@ SMALL = {
     "integrator": {"method": "euler", "T": 1.0, "steps": 20},
 }
 
-# The long calls, each with progress= passed through.
+# The long calls, each with progress= passed through, and how many units (steps, iterations) each one counts.
+TOTALS = {"simulate": 20, "train": 4, "train_transformer": 5}
 CALLS = {
     "simulate": lambda progress: flowscope.simulate(SMALL, progress=progress),
     "train": lambda progress: flowscope.train("moons", iters=4, batch=32, layers=2, width=4, rwpo=False,
@@ -66,7 +69,7 @@ def test_a_bar_fills_and_closes_where_tqdm_imports(fake_tqdm, name, progress):
     CALLS[name](progress)
     assert len(fake_tqdm.bars) == 1
     bar = fake_tqdm.bars[0]
-    assert bar.desc.startswith(name) and bar.total == 1000 and bar.n == 1000 and bar.closed
+    assert bar.desc.startswith(name) and bar.total == TOTALS[name] and bar.n == TOTALS[name] and bar.closed
 
 
 @pytest.mark.parametrize("name", sorted(CALLS))
@@ -80,7 +83,14 @@ def test_without_tqdm_auto_is_silent_and_true_prints_lines(no_tqdm, capsys, name
     assert percents == sorted(set(percents)) and percents[-1] == 100
 
 
-def test_no_progress_is_silent(capsys):
+@pytest.fixture
+def progress_delay():
+    yield flowscope._flowscope._set_progress_delay
+    flowscope._flowscope._set_progress_delay(2.0)
+
+
+def test_no_progress_is_silent(capsys, progress_delay):
+    progress_delay(86400.0)  # the default's bar waits a day: none of these calls shows it
     for call in CALLS.values():
         call(None)
         call(False)
@@ -88,8 +98,22 @@ def test_no_progress_is_silent(capsys):
     assert captured.err == "" and captured.out == ""
 
 
+@pytest.mark.parametrize("name", sorted(CALLS))
+def test_the_default_shows_a_bar_once_the_call_has_run_the_delay(fake_tqdm, progress_delay, name):
+    progress_delay(0.0)  # every call is past the delay at its first report
+    CALLS[name](None)
+    assert len(fake_tqdm.bars) == 1
+    bar = fake_tqdm.bars[0]
+    assert bar.total == TOTALS[name] and bar.n == TOTALS[name] and bar.closed
+    progress_delay(86400.0)
+    CALLS[name](None)
+    assert len(fake_tqdm.bars) == 1  # a quicker call than the delay: no bar
+    CALLS[name](False)
+    assert len(fake_tqdm.bars) == 1
+
+
 def test_real_tqdm_bar(capsys):
     pytest.importorskip("tqdm")
     flowscope.simulate(SMALL, progress=True)
     err = capsys.readouterr().err
-    assert "simulate small" in err and "1000/1000" in err
+    assert "simulate small" in err and "20/20" in err

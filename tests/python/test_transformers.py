@@ -154,7 +154,7 @@ def test_bad_input_names_the_field(task_a, tmp_path):
         (dict(drop_rates=[0.1]), r"^drop_rates: task B only"),
         (dict(task="B", drop_rates=[1.0]), r"^drop_rates: each rate must be in \[0, 1\)"),
         (dict(task="B", pad_copy=True), r"^pad_copy: task A only"),
-        (dict(progress="sometimes"), r"^progress: expected None, True, \"auto\" or a callable"),
+        (dict(progress="sometimes"), r"^progress: expected None, False, True, \"auto\" or a callable"),
     ]
     for options, message in cases:
         with pytest.raises(ValueError, match=message):
