@@ -366,6 +366,38 @@ TEST_F(ScenePanelTest, RowsFollowTheAttentionType) {
     EXPECT_DOUBLE_EQ(attention.back().h, 0.05);
 }
 
+// Normalization and positional decay (docs/math/theory.md) are rows of the schema and live; "post" is the
+// unit sphere; a type switch drops what the new type cannot take, as it drops the mask.
+TEST_F(ScenePanelTest, NormalizationAndPositionalDecayAreLiveAndFollowTheType) {
+    EXPECT_TRUE(rowShown("attention.normalization"));
+    EXPECT_TRUE(rowShown("attention.positional_decay"));
+    child<QComboBox>("attention.normalization")->setCurrentIndex(int(Normalization::Pre));
+    ASSERT_EQ(attention.size(), 1u);
+    EXPECT_EQ(attention.back().normalization, Normalization::Pre);
+    child<QDoubleSpinBox>("attention.positional_decay")->setValue(2.0);
+    EXPECT_DOUBLE_EQ(attention.back().positionalDecay, 2.0);
+    EXPECT_EQ(attention.back().normalization, Normalization::Pre); // the other edit kept
+    child<QComboBox>("attention.normalization")->setCurrentIndex(int(Normalization::Post));
+    EXPECT_TRUE(attention.back().sphere);
+    EXPECT_EQ(normalizationOf(attention.back()), Normalization::Post);
+    // What the panel sent is what the document runs.
+    EXPECT_EQ(normalizationOf(doc.scene().attention), Normalization::Post);
+    EXPECT_DOUBLE_EQ(doc.scene().attention.positionalDecay, 2.0);
+
+    // Sinkhorn has no decay: the switch drops it and its row goes.
+    child<QComboBox>("attention.type")->setCurrentIndex(int(AttentionType::Sinkhorn));
+    EXPECT_EQ(attention.back().type, AttentionType::Sinkhorn);
+    EXPECT_EQ(attention.back().positionalDecay, 0.0);
+    EXPECT_FALSE(rowShown("attention.positional_decay"));
+    child<QComboBox>("attention.normalization")->setCurrentIndex(int(Normalization::Peri));
+    EXPECT_EQ(attention.back().normalization, Normalization::Peri);
+    // RWPO takes none or post: the switch drops peri.
+    child<QComboBox>("attention.type")->setCurrentIndex(int(AttentionType::Rwpo));
+    EXPECT_EQ(attention.back().type, AttentionType::Rwpo);
+    EXPECT_EQ(normalizationOf(attention.back()), Normalization::None);
+    EXPECT_EQ(child<QComboBox>("attention.normalization")->currentIndex(), int(Normalization::None));
+}
+
 TEST_F(ScenePanelTest, ChangingDimensionThenApplyEmitsResizedScene) {
     child<QSpinBox>("d")->setValue(3);
     EXPECT_TRUE(scenes.empty());    // staged

@@ -178,7 +178,9 @@ QWidget* ScenePanel::buildAttentionGroup() {
     beta_ = form::paramRow<QDoubleSpinBox>(form, group, "/attention/beta");
     scaleByRootK_ = form::paramRow<QCheckBox>(form, group, "/attention/scale_by_sqrt_k");
     masked_ = form::paramRow<QCheckBox>(form, group, "/attention/masked");
-    sphere_ = form::paramRow<QCheckBox>(form, group, "/attention/sphere");
+    // The layer normalisation, "post" being the unit sphere (a scene's `sphere`, the older name).
+    normalization_ = form::paramRow<QComboBox>(form, group, "/attention/normalization");
+    positionalDecay_ = form::paramRow<QDoubleSpinBox>(form, group, "/attention/positional_decay");
     interpolation_ = form::paramRow<QComboBox>(form, group, "/attention/interpolation");
 
     linearEpsRow_ = new QWidget(group);
@@ -201,6 +203,13 @@ QWidget* ScenePanel::buildAttentionGroup() {
         AttentionSpec a = attention();
         a.type = AttentionType(index);
         if (!supportsMasking(a.type)) a.masked = false;
+        // What the new type cannot take is dropped, as the mask is: a decay outside softmax, l2 and exp, pre
+        // and peri normalisation for RWPO and drifting (the reader would refuse the switch).
+        if (a.type != AttentionType::Softmax && a.type != AttentionType::L2 && a.type != AttentionType::Exp)
+            a.positionalDecay = 0.0;
+        if ((a.type == AttentionType::Rwpo || a.type == AttentionType::Drifting) &&
+            a.normalization != Normalization::None)
+            a.normalization = Normalization::None;
         // Switching from RWPO/drifting: one head Q = K = V = I, the default of a scene file.
         const int d = shown().d;
         if (ParticleDocument::hasMatrices(a.type) && a.headCount() == 0)
@@ -216,9 +225,9 @@ QWidget* ScenePanel::buildAttentionGroup() {
         editAttention(a);
     });
     const auto setting = [this](const SceneSetting& s) { editSetting(s); };
-    for (QWidget* w :
-         std::initializer_list<QWidget*>{beta_, scaleByRootK_, masked_, sphere_, interpolation_, sinkhornEps_,
-                                         sinkhornIterations_, rwpoLambda_, rwpoH_, rwpoKernel_})
+    for (QWidget* w : std::initializer_list<QWidget*>{beta_, scaleByRootK_, masked_, normalization_,
+                                                      positionalDecay_, interpolation_, sinkhornEps_,
+                                                      sinkhornIterations_, rwpoLambda_, rwpoH_, rwpoKernel_})
         form::bindParam(this, w, setting);
     connect(linearEpsOn_, &QCheckBox::toggled, this, [this](bool on) {
         AttentionSpec a = attention();
@@ -431,11 +440,10 @@ void ScenePanel::showAttention() {
     const AttentionSpec& a = scene.attention;
     setQuietly(type_, int(a.type));
     setQuietly(heads_, std::max(1, a.headCount()));
-    for (QWidget* w :
-         std::initializer_list<QWidget*>{beta_, scaleByRootK_, masked_, sphere_, interpolation_, sinkhornEps_,
-                                         sinkhornIterations_, rwpoLambda_, rwpoH_, rwpoKernel_})
+    for (QWidget* w : std::initializer_list<QWidget*>{beta_, scaleByRootK_, masked_, normalization_,
+                                                      positionalDecay_, interpolation_, sinkhornEps_,
+                                                      sinkhornIterations_, rwpoLambda_, rwpoH_, rwpoKernel_})
         form::showParam(w, scene);
-    sphere_->setEnabled(scene.d >= 2 || a.sphere);
     setQuietly(linearEpsOn_, a.linearEps.has_value());
     if (a.linearEps) setQuietly(linearEps_, *a.linearEps);
     linearEps_->setEnabled(a.linearEps.has_value());
@@ -493,6 +501,9 @@ void ScenePanel::updateRows() {
     a->setRowVisible(beta_, t != AttentionType::Drifting);
     a->setRowVisible(scaleByRootK_, ParticleDocument::hasMatrices(t));
     a->setRowVisible(masked_, supportsMasking(t));
+    // The exponential weights the streaming kernel computes (the reader refuses a decay elsewhere).
+    a->setRowVisible(positionalDecay_,
+                     t == AttentionType::Softmax || t == AttentionType::L2 || t == AttentionType::Exp);
     a->setRowVisible(interpolation_, !shown().attention.keyframes.empty());
     a->setRowVisible(linearEpsRow_, t == AttentionType::Linear);
     a->setRowVisible(sinkhornEps_, t == AttentionType::Sinkhorn);

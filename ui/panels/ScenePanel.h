@@ -131,7 +131,8 @@ class ScenePanel : public QWidget {
     QDoubleSpinBox* beta_ = nullptr;
     QCheckBox* scaleByRootK_ = nullptr;
     QCheckBox* masked_ = nullptr;
-    QCheckBox* sphere_ = nullptr;
+    QComboBox* normalization_ = nullptr; // none, post (the unit sphere: the scene's "sphere"), pre, peri
+    QDoubleSpinBox* positionalDecay_ = nullptr;
     QComboBox* interpolation_ = nullptr;
     QWidget* linearEpsRow_ = nullptr;
     QCheckBox* linearEpsOn_ = nullptr;
