@@ -78,7 +78,9 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
     const struct {
         QString title;
         bool logY, integerY;
-    } specs[] = {{tr("Interaction energy"), false, false},
+    } specs[] = {// E = (1/2N²) Σ e^(s_ij) > 0 spans decades as a cloud contracts (1.5e5 to 0.5 on the default
+                 // scene): on a linear axis all but its first steps lay flat on zero.
+                 {tr("Interaction energy"), true, false},
                  {tr("Kinetic energy"), false, false},
                  {tr("Attention entropy (nats)"), false, false},
                  {tr("Eigenvalues of Σ <span style='font-weight:normal'>(dashed: rank threshold)</span>"),
