@@ -73,4 +73,24 @@ std::vector<double> equiangularRho(Normalization scheme, int n, double beta, con
     return rho;
 }
 
+ConsensusRate consensusRate(Normalization scheme, const std::vector<double>& t,
+                            const std::vector<double>& rho) {
+    ConsensusRate rate;
+    rate.perLogT = scheme == Normalization::Pre || scheme == Normalization::Peri;
+    if (scheme != Normalization::None) rate.predicted = -2.0;
+    if (t.empty() || t.size() != rho.size()) return rate;
+    const double half = t.back() / 2;
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (std::size_t k = 0; k < t.size(); ++k) {
+        const double gap = 1.0 - rho[k];
+        if (!(t[k] >= half) || !(gap > 0) || !std::isfinite(gap) || (rate.perLogT && !(t[k] > 0))) continue;
+        const double x = rate.perLogT ? std::log(t[k]) : t[k], y = std::log(gap);
+        n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+    }
+    rate.samples = int(n);
+    const double spread = n * sxx - sx * sx;
+    if (n >= 4 && spread > 0) rate.slope = (n * sxy - sx * sy) / spread;
+    return rate;
+}
+
 } // namespace flowscope

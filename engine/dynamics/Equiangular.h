@@ -10,6 +10,7 @@
 #include "engine/core/Types.h"
 #include "engine/scene/Scene.h"
 
+#include <limits>
 #include <vector>
 
 namespace flowscope {
@@ -31,5 +32,18 @@ Equiangular equiangularRate(Normalization scheme, int n, double beta, const Equi
 // two-component state, landing on every requested time, at rtol 1e-13 (atol 1e-15).
 std::vector<double> equiangularRho(Normalization scheme, int n, double beta, const Equiangular& start,
                                    const std::vector<double>& times);
+
+// How fast a run reaches consensus (docs/math/theory.md#rates): near it, 1 - rho ~ e^{-2t} under post-LN
+// and ~ t^{-2} under pre- and peri-LN. consensusRate fits the least-squares slope of log(1 - rho) against t
+// (post, and no scheme) or log t (pre, peri) over the samples with t >= t_last / 2 and 0 < 1 - rho; NaN
+// slope with fewer than 4 such samples. `predicted` is -2 for the three schemes, NaN for none.
+struct ConsensusRate {
+    double slope = std::numeric_limits<double>::quiet_NaN();
+    double predicted = std::numeric_limits<double>::quiet_NaN();
+    bool perLogT = false; // the slope is per log t (a power law), else per t (an exponential)
+    int samples = 0;      // how many samples the fit used
+};
+ConsensusRate consensusRate(Normalization scheme, const std::vector<double>& t,
+                            const std::vector<double>& rho);
 
 } // namespace flowscope

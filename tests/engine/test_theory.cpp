@@ -171,44 +171,53 @@ TEST(Theory, PreAndPeriLnEquiangularOdesMatchTheSimulation) {
 
 namespace {
 
-// The least-squares slope of y against x.
-double slope(const std::vector<double>& x, const std::vector<double>& y) {
-    const double n = double(x.size());
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (std::size_t k = 0; k < x.size(); ++k) {
-        sx += x[k], sy += y[k], sxx += x[k] * x[k], sxy += x[k] * y[k];
-    }
-    return (n * sxy - sx * sy) / (n * sxx - sx * sx);
-}
-
-// The slope of log(1 - rho) against t (exponential) or against log t (power), over the second half of a
-// preset's run.
-double measuredRate(const std::string& preset, bool power) {
+// The consensus rate of a preset's run (consensusRate: the slope of log(1 - rho) against t, or log t, over
+// the second half of the run), as the Plots panel fits it.
+ConsensusRate measuredRate(const std::string& preset) {
     Simulation sim(loadScene(std::string(FLOWSCOPE_PRESET_DIR) + "/" + preset + ".json"));
     sim.run();
     EXPECT_FALSE(sim.event().has_value()) << preset;
-    std::vector<double> x, y;
-    const double T = sim.scene().integrator.T;
-    for (const Frame& f : sim.history())
-        if (f.t >= T / 2) {
-            x.push_back(power ? std::log(f.t) : f.t);
-            y.push_back(std::log(1.0 - f.obs.meanCosine));
-        }
-    EXPECT_GE(x.size(), 20u) << preset;
-    return slope(x, y);
+    std::vector<double> t, rho;
+    for (const Frame& f : sim.history()) t.push_back(f.t), rho.push_back(f.obs.meanCosine);
+    const ConsensusRate rate = consensusRate(normalizationOf(sim.scene().attention), t, rho);
+    EXPECT_GE(rate.samples, 20) << preset;
+    return rate;
 }
 
 } // namespace
 
 // Post-LN: 1 - rho ~ e^{-2t}; pre- and peri-LN: 1 - rho ~ t^{-2}. Within 10 % of the predicted exponent.
 TEST(Theory, NormalizationPresetsDecayAtThePredictedRates) {
-    const double post = measuredRate("norm-post-ln", false), pre = measuredRate("norm-pre-ln", true),
-                 peri = measuredRate("norm-peri-ln", true);
-    std::cout << "[ rates    ] post " << post << " (per t), pre " << pre << ", peri " << peri
-              << " (per log t)\n";
-    EXPECT_NEAR(post, -2.0, 0.2);
-    EXPECT_NEAR(pre, -2.0, 0.2);
-    EXPECT_NEAR(peri, -2.0, 0.2);
+    const ConsensusRate post = measuredRate("norm-post-ln"), pre = measuredRate("norm-pre-ln"),
+                        peri = measuredRate("norm-peri-ln");
+    std::cout << "[ rates    ] post " << post.slope << " (per t), pre " << pre.slope << ", peri "
+              << peri.slope << " (per log t)\n";
+    EXPECT_FALSE(post.perLogT);
+    EXPECT_TRUE(pre.perLogT && peri.perLogT);
+    for (const ConsensusRate& r : {post, pre, peri}) {
+        EXPECT_EQ(r.predicted, -2.0);
+        EXPECT_NEAR(r.slope, r.predicted, 0.2);
+    }
+}
+
+// The fit itself on exact laws: 1 - rho = c e^{-a t} gives -a per t, c t^{-p} gives -p per log t, whatever
+// the first half of the samples holds; too few samples, or no scheme, say so.
+TEST(Theory, ConsensusRateFitsExactLaws) {
+    std::vector<double> t, exponential, power;
+    for (int k = 0; k <= 100; ++k) {
+        t.push_back(0.1 * k);
+        exponential.push_back(t.back() < 5 ? 0.0 : 1.0 - 0.3 * std::exp(-1.7 * t.back()));
+        power.push_back(t.back() < 5 ? 2.0 : 1.0 - 0.3 * std::pow(t.back(), -2.5));
+    }
+    const ConsensusRate post = consensusRate(Normalization::Post, t, exponential);
+    EXPECT_NEAR(post.slope, -1.7, 1e-9);
+    EXPECT_FALSE(post.perLogT);
+    EXPECT_GE(post.samples, 50); // t = 5 .. 10
+    const ConsensusRate pre = consensusRate(Normalization::Pre, t, power);
+    EXPECT_NEAR(pre.slope, -2.5, 1e-9);
+    EXPECT_TRUE(pre.perLogT);
+    EXPECT_TRUE(std::isnan(consensusRate(Normalization::None, t, exponential).predicted));
+    EXPECT_TRUE(std::isnan(consensusRate(Normalization::Post, {1.0, 2.0}, {0.5, 0.6}).slope));
 }
 
 // ---------------------------------------------------------------------------------------------------------

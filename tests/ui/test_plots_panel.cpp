@@ -70,6 +70,30 @@ std::shared_ptr<const Snapshot> snapshotOf(const std::shared_ptr<RunHistory>& hi
     return s;
 }
 
+// The mean cosine chart: the recorded ρ, and in its title the rate of 1 − ρ fitted to the second half of the
+// run beside the law of the scene's normalization (post: e^{−2t}; pre and peri: t^{−2}); no rate without one.
+TEST(PlotsPanel, TheMeanCosineTitleFitsTheConsensusRateOfTheScheme) {
+    FLOWSCOPE_REQUIRE_GUI();
+    PlotsPanel panel;
+    const auto exponential =
+        historyOf(200, [](RecordedFrame& f) { f.obs.meanCosine = 1.0 - std::exp(-1.5 * f.t); });
+    panel.setSnapshot(snapshotOf(exponential));
+    EXPECT_EQ(panel.pointCount("mean cosine"), 200);
+    EXPECT_TRUE(panel.rateText().isEmpty()); // no normalization: no law to compare with
+    panel.setNormalization(Normalization::Post);
+    EXPECT_EQ(panel.rateText(),
+              QStringLiteral("1 − ρ ∝ e<sup>−1.50 t</sup>; post-LN predicts e<sup>−2t</sup>"));
+
+    const auto power =
+        historyOf(200, [](RecordedFrame& f) { f.obs.meanCosine = 1.0 - 0.5 / ((1 + f.t) * (1 + f.t)); });
+    panel.setNormalization(Normalization::Pre);
+    panel.setSnapshot(snapshotOf(power, 2));
+    // 1 − ρ = 0.5 (1 + t)^{−2} against log t over t in [2, 4]: a slope of −2 t/(1 + t), from −1.33 to −1.6.
+    const QString text = panel.rateText();
+    EXPECT_TRUE(text.startsWith(QStringLiteral("1 − ρ ∝ t<sup>−1."))) << text.toStdString();
+    EXPECT_TRUE(text.endsWith(QStringLiteral("pre-LN predicts t<sup>−2</sup>"))) << text.toStdString();
+}
+
 TEST(PlotsPanel, PlotsExactlyTheRecordedObservables) {
     FLOWSCOPE_REQUIRE_GUI();
     PlotsPanel panel;
@@ -146,7 +170,7 @@ TEST(PlotsPanel, TitlesAreShownWhole) {
         panel.show();
         QCoreApplication::processEvents();
         const QList<QLabel*> titles = panel.findChildren<QLabel*>();
-        ASSERT_EQ(titles.size(), 5);
+        ASSERT_EQ(titles.size(), 6);
         QStringList texts;
         for (const QLabel* t : titles) {
             texts << t->text();
@@ -293,7 +317,7 @@ TEST(PlotsPanel, FollowsTheDarkAndTheLightPalette) {
         f.obs.cov.diagonal() << 2.0, 0.5 * std::exp(-2.0 * f.t), 1e-3 * std::exp(-4.0 * f.t);
         f.obs.rank = 1 + (f.obs.cov(1, 1) > 2e-6) + (f.obs.cov(2, 2) > 2e-6);
     });
-    panel.resize(400, 600);
+    panel.resize(400, 800); // the six charts at their least height: no scroll bar at the right edge
     panel.setSnapshot(snapshotOf(history));
     panel.setCursorTime(3.0);
     panel.show();

@@ -1,5 +1,6 @@
 #include "ui/panels/PlotsPanel.h"
 
+#include "engine/dynamics/Equiangular.h"
 #include "engine/runner/RunHistory.h"
 #include "engine/runner/SimulationRunner.h"
 #include "ui/widgets/FormWidgets.h"
@@ -26,7 +27,7 @@ namespace flowscope {
 
 namespace {
 
-constexpr int kEnergy = 0, kKinetic = 1, kEntropy = 2, kSpectrum = 3, kClusters = 4;
+constexpr int kEnergy = 0, kKinetic = 1, kEntropy = 2, kSpectrum = 3, kClusters = 4, kMeanCosine = 5;
 
 // Line colours that read on the dark and on the light palette.
 const QColor kBlue(0x4a, 0x90, 0xd9), kOrange(0xe8, 0x91, 0x2d), kGreen(0x3f, 0xae, 0x5a),
@@ -88,7 +89,8 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
                  // Two curves: the title is their legend.
                  {tr("<span style='color:%1'>Clusters</span> and <span style='color:%2'>rank</span>")
                       .arg(kPurple.name(), kTeal.name()),
-                  false, true}};
+                  false, true},
+                 {tr("Mean cosine ρ"), false, false}};
     for (const auto& spec : specs) {
         ChartBox box;
         box.chart = new QChart;
@@ -148,6 +150,7 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
     clusters.chart->addAxis(clusters.y2, Qt::AlignRight);
     clusters.y2->setGridLineVisible(false);
     addCurve(QStringLiteral("rank"), kClusters, kTeal).rightAxis = true;
+    addCurve(QStringLiteral("mean cosine"), kMeanCosine, kGold);
     form::scrollInto(this, content_);
     applyTheme();
     rebuild();
@@ -256,6 +259,7 @@ PlotsPanel::Row PlotsPanel::makeRow(const RecordedFrame& f, std::size_t index) {
     r.energy = f.obs.energy;
     r.kinetic = f.obs.kinetic;
     r.entropy = f.obs.entropy;
+    r.meanCosine = f.obs.meanCosine;
     const bool observed = f.obs.cov.rows() > 0; // observables were computed for this frame
     r.clusters = f.obs.clusters > 0 ? double(f.obs.clusters) : kNaN; // any cloud has one
     r.rank = observed ? double(f.obs.rank) : kNaN;
@@ -365,6 +369,8 @@ void PlotsPanel::rebuild() {
             setCurve(curve, series([](const Row& r) { return r.clusters; }));
         else if (curve.name == QLatin1String("rank"))
             setCurve(curve, series([](const Row& r) { return r.rank; }));
+        else if (curve.name == QLatin1String("mean cosine"))
+            setCurve(curve, series([](const Row& r) { return r.meanCosine; }));
         else if (curve.name == QLatin1String("rank threshold"))
             setCurve(curve, series([this](const Row& r) { return rankTol_ * r.lambdaMax; }));
         else if (curve.name.startsWith(QLatin1String("lambda"))) {
@@ -373,6 +379,34 @@ void PlotsPanel::rebuild() {
         }
     }
     updateAxes();
+    updateRate();
+}
+
+void PlotsPanel::setNormalization(Normalization scheme) {
+    if (scheme == scheme_) return;
+    scheme_ = scheme;
+    updateRate();
+}
+
+// The rate of 1 − ρ fitted to the plotted frames (the second half of the run so far), beside the law of the
+// scene's normalization; nothing without a scheme or before four frames of the second half are in.
+void PlotsPanel::updateRate() {
+    std::vector<double> t, rho;
+    for (const Row& r : rows_) t.push_back(r.t), rho.push_back(r.meanCosine);
+    if (hasTail_) t.push_back(tail_.t), rho.push_back(tail_.meanCosine);
+    const ConsensusRate rate = consensusRate(scheme_, t, rho);
+    rateText_.clear();
+    if (std::isfinite(rate.predicted) && std::isfinite(rate.slope)) {
+        const QString scheme = QString::fromLatin1(toString(scheme_));
+        const QString slope = QString::number(rate.slope, 'f', 2).replace(QLatin1Char('-'), QChar(0x2212));
+        rateText_ = rate.perLogT
+                        ? tr("1 − ρ ∝ t<sup>%1</sup>; %2-LN predicts t<sup>−2</sup>").arg(slope, scheme)
+                        : tr("1 − ρ ∝ e<sup>%1 t</sup>; %2-LN predicts e<sup>−2t</sup>").arg(slope, scheme);
+    }
+    QLabel* title = charts_[std::size_t(kMeanCosine)].title;
+    title->setText(rateText_.isEmpty()
+                       ? tr("Mean cosine ρ")
+                       : tr("Mean cosine ρ <span style='font-weight:normal'>(%1)</span>").arg(rateText_));
 }
 
 void PlotsPanel::updateAxes() {

@@ -1,8 +1,10 @@
 // Flowscope UI: plots of a run's recorded observables against t, for a dock.
 //
-// Five small Qt Charts stacked vertically: interaction energy, kinetic energy, attention entropy, the
-// spectrum of the token covariance Σ on a log scale (with the rank threshold rankTol × λmax dashed), and the
-// cluster count with the numerical rank. They read the run's RunHistory from the Snapshot: when the
+// Six small Qt Charts stacked vertically: interaction energy (log scale), kinetic energy, attention entropy,
+// the spectrum of the token covariance Σ on a log scale (with the rank threshold rankTol × λmax dashed), the
+// cluster count with the numerical rank, and the mean cosine ρ, whose title gives the consensus rate fitted
+// to the run so far beside the one theory predicts for the scene's normalization (consensusRate,
+// docs/math/theory.md#rates). They read the run's RunHistory from the Snapshot: when the
 // history and its revision are those of the last call only the new frames are read; a new run (another
 // history or generation) or a rewind (another revision) re-reads everything.
 //
@@ -12,6 +14,8 @@
 // of the stride (1, 2, 4, ...), which doubles whenever the points would exceed that, plus the newest frame;
 // so incremental reads and full re-reads plot the same points.
 #pragma once
+
+#include "engine/scene/Scene.h"
 
 #include <QColor>
 #include <QList>
@@ -47,7 +51,7 @@ class PlotsPanel : public QWidget {
     static constexpr std::size_t kMaxPoints = 4000; // per curve
     static constexpr int kMaxEigenvalueCurves = 16; // for larger d, evenly spaced ones from λmax to λmin
 
-    enum class Plot { Energy, Kinetic, Entropy, Spectrum, Clusters };
+    enum class Plot { Energy, Kinetic, Entropy, Spectrum, Clusters, MeanCosine };
 
     explicit PlotsPanel(QWidget* parent = nullptr);
     ~PlotsPanel() override;
@@ -58,6 +62,10 @@ class PlotsPanel : public QWidget {
     // The numerical-rank tolerance of the scene: the dashed line is rankTol × λmax(t). Default 1e-6.
     void setRankTolerance(double relTol);
     double rankTolerance() const { return rankTol_; }
+    // The scene's normalization: which consensus law the mean cosine's rate is fitted to (none: no fit).
+    void setNormalization(Normalization scheme);
+    // The mean cosine chart's rate line ("1 − ρ ∝ e^{−1.98 t}; post-LN predicts e^{−2t}"), empty without one.
+    QString rateText() const { return rateText_; }
     // A vertical line at t on every chart (the time scrubber); NaN hides it.
     void setCursorTime(double t);
     double cursorTime() const { return cursorT_; }
@@ -66,7 +74,7 @@ class PlotsPanel : public QWidget {
     // instead of setting the window's minimum height), and exports render this widget whole.
     QWidget* content() const { return content_; }
 
-    // Curve names: "energy", "kinetic", "entropy", "clusters", "rank", "rank threshold", and
+    // Curve names: "energy", "kinetic", "entropy", "clusters", "rank", "rank threshold", "mean cosine", and
     // eigenvalueCurve(k) = "lambda<k+1>" for the (k+1)-th largest eigenvalue shown.
     static QString eigenvalueCurve(int k);
     QStringList curveNames() const;
@@ -90,7 +98,7 @@ class PlotsPanel : public QWidget {
     struct Row {
         std::size_t frame = 0; // index in the history
         double t = 0.0;
-        double energy = 0.0, kinetic = 0.0, entropy = 0.0, clusters = 0.0, rank = 0.0;
+        double energy = 0.0, kinetic = 0.0, entropy = 0.0, clusters = 0.0, rank = 0.0, meanCosine = 0.0;
         double lambdaMax = 0.0;
         std::vector<double> eigen; // the eigenvalues at eigenIndex_, descending
     };
@@ -127,6 +135,7 @@ class PlotsPanel : public QWidget {
     Curve& addCurve(const QString& name, int chart, QColor color, Qt::PenStyle style = Qt::SolidLine);
     void setCurve(Curve& curve, const std::vector<QPointF>& pts);
     void updateAxes();
+    void updateRate(); // the mean cosine chart's title
     void updateCursor(ChartBox& box);
     void layoutChart(ChartBox& box); // the plot area for the chart's current size
     void applyTheme();
@@ -149,6 +158,8 @@ class PlotsPanel : public QWidget {
     std::size_t framesRead_ = 0;
 
     double rankTol_ = 1e-6;
+    Normalization scheme_ = Normalization::None;
+    QString rateText_;
     double cursorT_;
     QWidget* content_ = nullptr;
 };
