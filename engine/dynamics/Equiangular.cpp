@@ -93,4 +93,27 @@ ConsensusRate consensusRate(Normalization scheme, const std::vector<double>& t,
     return rate;
 }
 
+bool hasEquiangularReduction(const AttentionSpec& a, int d) {
+    if (a.type != AttentionType::Softmax || !a.keyframes.empty() || a.heads.size() != 1 || a.scaleByRootK ||
+        a.masked || a.positionalDecay != 0.0 || normalizationOf(a) == Normalization::None)
+        return false;
+    const Mat I = Mat::Identity(d, d);
+    const HeadParams& h = a.heads.front();
+    return h.Q == I && h.K == I && h.V == I;
+}
+
+std::optional<Equiangular> equiangularState(const Tokens& X, double tolerance) {
+    const Eigen::Index n = X.rows();
+    if (n < 2) return std::nullopt;
+    const Vec radii = X.rowwise().norm();
+    const double r = radii(0);
+    if (!(r > 0) || (radii.array() - r).abs().maxCoeff() > tolerance * r) return std::nullopt;
+    const Mat cosines = (X * X.transpose()) / (r * r);
+    const double rho = cosines(0, 1);
+    for (Eigen::Index i = 0; i < n; ++i)
+        for (Eigen::Index j = i + 1; j < n; ++j)
+            if (std::abs(cosines(i, j) - rho) > tolerance) return std::nullopt;
+    return Equiangular{rho, r};
+}
+
 } // namespace flowscope

@@ -11,6 +11,7 @@
 #include "engine/scene/Scene.h"
 
 #include <limits>
+#include <optional>
 #include <vector>
 
 namespace flowscope {
@@ -32,6 +33,13 @@ Equiangular equiangularRate(Normalization scheme, int n, double beta, const Equi
 // two-component state, landing on every requested time, at rtol 1e-13 (atol 1e-15).
 std::vector<double> equiangularRho(Normalization scheme, int n, double beta, const Equiangular& start,
                                    const std::vector<double>& times);
+
+// Whether the reduction describes a run of `attention` in dimension d: softmax with one head Q = K = V = I
+// (no keyframes, no 1/sqrt(k), unmasked, no positional decay) under post-, pre- or peri-LN.
+bool hasEquiangularReduction(const AttentionSpec& attention, int d);
+// The common (rho, r) of tokens that are equiangular with equal radii, each to `tolerance` (relative to the
+// radius; cosines absolute); nullopt otherwise, or for fewer than 2 tokens. O(n^2 d).
+std::optional<Equiangular> equiangularState(const Tokens& X, double tolerance = 1e-9);
 
 // How fast a run reaches consensus (docs/math/theory.md#rates): near it, 1 - rho ~ e^{-2t} under post-LN
 // and ~ t^{-2} under pre- and peri-LN. consensusRate fits the least-squares slope of log(1 - rho) against t

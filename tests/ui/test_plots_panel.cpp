@@ -1,8 +1,10 @@
 // PlotsPanel: the charts hold exactly the recorded observables of a hand-made history, read incrementally
 // while the history only grows and again after a rewind; undefined values draw nothing; gaps stay gaps.
 // Set FLOWSCOPE_SAVE_SHOTS=<dir> to write the panel in a dark and a light palette as PNGs.
+#include "../TinyScenes.h"
 #include "GuiEnvironment.h"
 
+#include "engine/dynamics/Simulation.h"
 #include "engine/runner/RunHistory.h"
 #include "engine/runner/SimulationRunner.h"
 #include "ui/panels/PlotsPanel.h"
@@ -80,18 +82,80 @@ TEST(PlotsPanel, TheMeanCosineTitleFitsTheConsensusRateOfTheScheme) {
     panel.setSnapshot(snapshotOf(exponential));
     EXPECT_EQ(panel.pointCount("mean cosine"), 200);
     EXPECT_TRUE(panel.rateText().isEmpty()); // no normalization: no law to compare with
-    panel.setNormalization(Normalization::Post);
+    Scene scene = tinyScene();
+    scene.attention.sphere = true; // post-LN
+    panel.setScene(scene);
     EXPECT_EQ(panel.rateText(),
               QStringLiteral("1 − ρ ∝ e<sup>−1.50 t</sup>; post-LN predicts e<sup>−2t</sup>"));
 
     const auto power =
         historyOf(200, [](RecordedFrame& f) { f.obs.meanCosine = 1.0 - 0.5 / ((1 + f.t) * (1 + f.t)); });
-    panel.setNormalization(Normalization::Pre);
+    scene.attention.sphere = false;
+    scene.attention.normalization = Normalization::Pre;
+    panel.setScene(scene);
     panel.setSnapshot(snapshotOf(power, 2));
     // 1 − ρ = 0.5 (1 + t)^{−2} against log t over t in [2, 4]: a slope of −2 t/(1 + t), from −1.33 to −1.6.
     const QString text = panel.rateText();
     EXPECT_TRUE(text.startsWith(QStringLiteral("1 − ρ ∝ t<sup>−1."))) << text.toStdString();
     EXPECT_TRUE(text.endsWith(QStringLiteral("pre-LN predicts t<sup>−2</sup>"))) << text.toStdString();
+}
+
+// The equiangular prediction: n orthonormal tokens on the sphere (cosines all 0, radii 1) under softmax with
+// Q = K = V = I stay equiangular, and their ρ(t) is the reduced ODE's. The panel's dashed curve, made from
+// the run's first frame, meets the simulation's measured mean cosine (RK4, h = 0.01) at every shared time; a
+// Gaussian start has no prediction, and a live edit drops it.
+TEST(PlotsPanel, AnEquiangularStartDrawsThePredictedMeanCosine) {
+    FLOWSCOPE_REQUIRE_GUI();
+    Scene scene = tinyScene(4, 256);
+    scene.d = 4;
+    const Mat I = Mat::Identity(4, 4);
+    scene.attention.heads = {HeadParams{I, I, I}};
+    scene.attention.sphere = true;
+    scene.initial.kind = InitKind::Points;
+    scene.initial.points = I;
+    scene.integrator.method = Method::Rk4;
+    scene.integrator.T = 2.56;
+    Simulation sim(scene);
+    sim.run();
+    auto history = std::make_shared<RunHistory>();
+    for (const Frame& f : sim.history())
+        history->append({f.t, f.step, f.obs, std::make_shared<const Tokens>(f.tokens)});
+
+    PlotsPanel panel;
+    panel.setScene(scene);
+    panel.setSnapshot(snapshotOf(history));
+    const QList<QPointF> predicted = panel.points("rho predicted"), measured = panel.points("mean cosine");
+    ASSERT_EQ(predicted.size(), 257);
+    EXPECT_EQ(predicted.front(), QPointF(0.0, 0.0));
+    EXPECT_GT(predicted.back().y(), 0.5); // the tokens gather
+    int compared = 0;
+    for (const QPointF& p : predicted)
+        for (const QPointF& m : measured)
+            if (std::abs(m.x() - p.x()) < 1e-9) {
+                EXPECT_NEAR(m.y(), p.y(), 1e-8) << "t = " << p.x();
+                ++compared;
+            }
+    EXPECT_GE(compared, 200);
+
+    Scene edited = scene;
+    edited.attention.beta = 3.0;
+    panel.setScene(edited); // a live edit: the prediction was for β = 1
+    EXPECT_EQ(panel.pointCount("rho predicted"), 0);
+
+    PlotsPanel gaussian;
+    Scene cloud = scene;
+    cloud.initial.kind = InitKind::Gaussian;
+    cloud.initial.mean = Vec::Zero(4);
+    cloud.initial.cov = I;
+    Simulation other(cloud);
+    other.step();
+    auto otherHistory = std::make_shared<RunHistory>();
+    for (const Frame& f : other.history())
+        otherHistory->append({f.t, f.step, f.obs, std::make_shared<const Tokens>(f.tokens)});
+    gaussian.setScene(cloud);
+    gaussian.setSnapshot(snapshotOf(otherHistory));
+    EXPECT_EQ(gaussian.pointCount("rho predicted"), 0);
+    EXPECT_GT(gaussian.pointCount("mean cosine"), 0);
 }
 
 TEST(PlotsPanel, PlotsExactlyTheRecordedObservables) {

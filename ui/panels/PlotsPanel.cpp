@@ -150,6 +150,7 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
     clusters.chart->addAxis(clusters.y2, Qt::AlignRight);
     clusters.y2->setGridLineVisible(false);
     addCurve(QStringLiteral("rank"), kClusters, kTeal).rightAxis = true;
+    addCurve(QStringLiteral("rho predicted"), kMeanCosine, kGold, Qt::DashLine);
     addCurve(QStringLiteral("mean cosine"), kMeanCosine, kGold);
     form::scrollInto(this, content_);
     applyTheme();
@@ -208,6 +209,7 @@ void PlotsPanel::setSnapshot(const std::shared_ptr<const Snapshot>& snapshot) {
 
 void PlotsPanel::forget() {
     rows_.clear();
+    predicted_.clear();
     hasTail_ = false;
     stride_ = 1;
     consumed_ = 0;
@@ -276,6 +278,7 @@ PlotsPanel::Row PlotsPanel::makeRow(const RecordedFrame& f, std::size_t index) {
 }
 
 void PlotsPanel::readFrames(const std::vector<RecordedFrame>& frames, std::size_t firstIndex) {
+    if (firstIndex == 0 && !frames.empty()) predictFrom(frames.front());
     for (std::size_t k = 0; k < frames.size(); ++k) {
         const std::size_t index = firstIndex + k;
         if (index % std::size_t(stride_) != 0) continue;
@@ -371,6 +374,8 @@ void PlotsPanel::rebuild() {
             setCurve(curve, series([](const Row& r) { return r.rank; }));
         else if (curve.name == QLatin1String("mean cosine"))
             setCurve(curve, series([](const Row& r) { return r.meanCosine; }));
+        else if (curve.name == QLatin1String("rho predicted"))
+            setCurve(curve, predicted_);
         else if (curve.name == QLatin1String("rank threshold"))
             setCurve(curve, series([this](const Row& r) { return rankTol_ * r.lambdaMax; }));
         else if (curve.name.startsWith(QLatin1String("lambda"))) {
@@ -382,10 +387,38 @@ void PlotsPanel::rebuild() {
     updateRate();
 }
 
-void PlotsPanel::setNormalization(Normalization scheme) {
-    if (scheme == scheme_) return;
-    scheme_ = scheme;
+void PlotsPanel::setScene(const Scene& scene) {
+    const bool edit = history_ != nullptr; // a live edit of the run being plotted
+    scheme_ = normalizationOf(scene.attention);
+    const bool reduces = hasEquiangularReduction(scene.attention, scene.d);
+    equiangularN_ = reduces && !edit ? scene.n : 0;
+    equiangularBeta_ = scene.attention.beta;
+    horizon_ = scene.integrator.T;
+    if (edit && !predicted_.empty()) {
+        predicted_.clear();
+        rebuild();
+    }
     updateRate();
+}
+
+// ρ(t) of the reduced ODE over [0, T] from the run's first frame, when its tokens are equiangular.
+void PlotsPanel::predictFrom(const RecordedFrame& first) {
+    predicted_.clear();
+    if (equiangularN_ < 2 || !first.tokens || first.tokens->rows() != equiangularN_ || !(horizon_ > 0))
+        return;
+    if (equiangularN_ > 4096) return; // the check is O(n² d): a start this large is no equiangular one
+    const std::optional<Equiangular> start = equiangularState(*first.tokens);
+    if (!start) return;
+    constexpr int kSamples = 256;
+    std::vector<double> times(kSamples + 1);
+    for (int k = 0; k <= kSamples; ++k) times[std::size_t(k)] = horizon_ * k / kSamples;
+    try {
+        const std::vector<double> rho =
+            equiangularRho(scheme_, equiangularN_, equiangularBeta_, *start, times);
+        for (std::size_t k = 0; k < times.size(); ++k) predicted_.emplace_back(times[k], rho[k]);
+    } catch (const std::exception&) { // the reduced ODE failed: no prediction rather than a wrong one
+        predicted_.clear();
+    }
 }
 
 // The rate of 1 − ρ fitted to the plotted frames (the second half of the run so far), beside the law of the

@@ -62,8 +62,11 @@ class PlotsPanel : public QWidget {
     // The numerical-rank tolerance of the scene: the dashed line is rankTol × λmax(t). Default 1e-6.
     void setRankTolerance(double relTol);
     double rankTolerance() const { return rankTol_; }
-    // The scene's normalization: which consensus law the mean cosine's rate is fitted to (none: no fit).
-    void setNormalization(Normalization scheme);
+    // The scene the run follows: its normalization (which consensus law the mean cosine's rate is fitted to;
+    // none: no fit) and, where the equiangular reduction describes it (hasEquiangularReduction) and the run
+    // starts equiangular, the curve "rho predicted": ρ(t) of the reduced ODE, dashed under the measured one.
+    // Called again for a live edit, it fits the new law and drops the prediction (made for the old one).
+    void setScene(const Scene& scene);
     // The mean cosine chart's rate line ("1 − ρ ∝ e^{−1.98 t}; post-LN predicts e^{−2t}"), empty without one.
     QString rateText() const { return rateText_; }
     // A vertical line at t on every chart (the time scrubber); NaN hides it.
@@ -74,7 +77,8 @@ class PlotsPanel : public QWidget {
     // instead of setting the window's minimum height), and exports render this widget whole.
     QWidget* content() const { return content_; }
 
-    // Curve names: "energy", "kinetic", "entropy", "clusters", "rank", "rank threshold", "mean cosine", and
+    // Curve names: "energy", "kinetic", "entropy", "clusters", "rank", "rank threshold", "mean cosine",
+    // "rho predicted", and
     // eigenvalueCurve(k) = "lambda<k+1>" for the (k+1)-th largest eigenvalue shown.
     static QString eigenvalueCurve(int k);
     QStringList curveNames() const;
@@ -160,6 +164,12 @@ class PlotsPanel : public QWidget {
     double rankTol_ = 1e-6;
     Normalization scheme_ = Normalization::None;
     QString rateText_;
+    // The equiangular prediction: the reduction's n, β and horizon T when it describes the scene (n = 0: it
+    // does not), and ρ(t) on [0, T] once the run's first frame showed an equiangular start.
+    int equiangularN_ = 0;
+    double equiangularBeta_ = 1.0, horizon_ = 0.0;
+    std::vector<QPointF> predicted_;
+    void predictFrom(const RecordedFrame& first);
     double cursorT_;
     QWidget* content_ = nullptr;
 };

@@ -131,7 +131,7 @@ void ParticlesWorkspace::showOpened() {
     cone_->setScene(scene);
     plots_->clear();
     plots_->setRankTolerance(scene.output.rankTol);
-    plots_->setNormalization(normalizationOf(scene.attention));
+    plots_->setScene(scene);
     // A 3-D default camera for d >= 3 (axes for d = 3, principal components beyond).
     const int projection = scene.d >= 3 ? (scene.d > 3 ? 3 : 2) : 0;
     if (QAction* a = projectionGroup_->actions().value(projection)) a->setChecked(true);
@@ -172,7 +172,7 @@ void ParticlesWorkspace::showEdited(ParticleDocument::Part part, QObject* from) 
         return;
     }
     view_->setAttention(scene.attention);
-    plots_->setNormalization(normalizationOf(scene.attention));
+    plots_->setScene(scene);
     cone_->setScene(scene);
     // Once the run has moved, the analysis speaks of the tokens as they are (as the view's overlay does).
     if (const std::shared_ptr<const Snapshot> now = runner().snapshot(); now && now->step > 0)
