@@ -118,7 +118,9 @@ const char* viewName(View v) {
     return v == View::Particles ? "particles" : v == View::Cone ? "cone" : "disc";
 }
 
-int render(const Args& raw) {
+} // namespace
+
+int renderScene(const Args& raw) {
     const Options o = parseOptions(raw);
     const Scene scene = withSetOptions(loadSceneOrShareString(o.scenePath), o.settings); // validates first
     if (o.view != View::Particles)
@@ -206,13 +208,6 @@ int render(const Args& raw) {
                   << sim->event()->message;
     std::cerr << "\n";
     return 0;
-}
-
-} // namespace
-
-// Cancelled runs end with the sink and every GL object gone: nothing is left under --out.
-int renderCommand(const Args& args) {
-    return runCancellable(render, args);
 }
 
 } // namespace flowscope::cli

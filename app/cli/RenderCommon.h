@@ -92,9 +92,10 @@ class FrameProgress {
 // a path the sinks cannot take is a UsageError naming --out.
 std::unique_ptr<FrameSink> openOutput(const std::string& out, int width, int height, double fps);
 
-// Runs an export; a Cancelled one ends with exit code 130 and the note that nothing was written (its sink is
-// gone by then, so nothing is left under --out).
-int runCancellable(int (*command)(const Args&), const Args& args);
+// The two exports renderCommand (RenderCommon.cpp) picks between: a scene's views (Render.cpp) and
+// --view training (RenderFlow.cpp). They throw Cancelled when a signal stops them.
+int renderScene(const Args& args);
+int renderFlow(const Args& args);
 
 } // namespace flowscope::cli
 
