@@ -7,7 +7,7 @@
 #include "engine/core/Text.h"
 #include "engine/media/FrameSink.h"
 #include "engine/scene/RunCost.h"
-#include "render/picture/Theme.h"
+#include "render/picture/OffscreenApplication.h"
 
 #include <QFontMetricsF>
 
@@ -57,14 +57,7 @@ CancelOnSignal::~CancelOnSignal() {
 
 std::unique_ptr<QGuiApplication> makeOffscreenApplication() {
     qInstallMessageHandler(quietQtMessages);
-    qputenv("QT_QPA_PLATFORM", "offscreen");
-    qputenv("QT_QPA_OFFSCREEN_NO_GLX", "1");
-    static int argc = 1;
-    static char name[] = "flowscope-cli";
-    static char* argv[] = {name, nullptr};
-    auto app = std::make_unique<QGuiApplication>(argc, argv);
-    QGuiApplication::setPalette(themePalette(ThemeKind::Dark));
-    return app;
+    return flowscope::makeOffscreenApplication("flowscope-cli");
 }
 
 void parseSize(const std::string& text, int& width, int& height) {

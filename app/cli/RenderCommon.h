@@ -49,9 +49,8 @@ struct Cancelled : std::runtime_error {
     Cancelled() : std::runtime_error("cancelled") {}
 };
 
-// A QGuiApplication on the "offscreen" platform with the app's dark palette: fonts and QPainter for the
-// pictures (render/picture; no widgets), with no window system at all (Qt's GLX is kept out too: OpenGL comes
-// from EGL). Qt's expected warnings on such a platform are silenced.
+// render/picture's offscreen QGuiApplication (fonts and QPainter for the pictures, no window system, the
+// app's dark palette), with Qt's expected warnings on such a platform silenced.
 std::unique_ptr<QGuiApplication> makeOffscreenApplication();
 
 // --size WIDTHxHEIGHT, each from 16 to kMaxSide; throws UsageError naming --size.
