@@ -47,33 +47,25 @@ namespace flowscope::cli {
 
 namespace {
 
-enum class View { Particles, Cone, Disc };
-
 struct Options {
     std::string scenePath;
     std::vector<std::string> settings; // --set POINTER=VALUE
-    View view = View::Particles;
-    long frames = 120;
-    double fps = 30.0;
-    int width = 1280, height = 720;
+    AnimationOptions animation;        // view: particles, cone or disc
     std::string out;
-    bool hud = false;
-    std::optional<std::string> caption; // "auto" or a text ({t} is replaced by the frame's time)
-    std::optional<double> dtPerFrame;
-    bool particles = true; // run the particle simulation (cone and disc views: its covariance dot)
-    double maxTime = 0;    // --max-time (0: off)
+    double maxTime = 0; // --max-time (0: off)
 };
 
-View parseView(const std::string& text) {
-    if (text == "particles") return View::Particles;
-    if (text == "cone") return View::Cone;
-    if (text == "disc") return View::Disc;
+AnimationView parseView(const std::string& text) {
+    if (text == "particles") return AnimationView::Particles;
+    if (text == "cone") return AnimationView::Cone;
+    if (text == "disc") return AnimationView::Disc;
     throw UsageError("--view: expected particles, cone, disc or training, got " + quoteForMessage(text));
 }
 
 Options parseOptions(const Args& raw) {
     ArgParser p(raw);
     Options o;
+    AnimationOptions& a = o.animation;
     const std::string view = p.option("--view", "particles");
     const std::string frames = p.option("--frames");
     const std::string fps = p.option("--fps");
@@ -83,7 +75,7 @@ Options parseOptions(const Args& raw) {
     const bool noHud = p.flag("--no-hud");
     const std::string caption = p.option("--caption");
     const std::string dt = p.option("--dt-per-frame");
-    o.particles = !p.flag("--no-particles");
+    a.particles = !p.flag("--no-particles");
     o.settings = p.options("--set");
     o.maxTime = maxTimeOption(p);
     p.rejectUnknown();
@@ -92,53 +84,52 @@ Options parseOptions(const Args& raw) {
                          "anim.mp4|anim.gif|frames/)");
     o.scenePath = p.positional[0];
     if (o.out.empty()) throw UsageError("--out anim.mp4|anim.gif|frames/ is required");
-    o.view = parseView(view);
-    if (!frames.empty()) o.frames = parseLong(frames, "--frames", 1, 1000000);
+    a.view = parseView(view);
+    if (!frames.empty()) a.frames = parseLong(frames, "--frames", 1, 1000000);
     if (!fps.empty()) {
-        o.fps = parsePositive(fps, "--fps");
-        if (o.fps > 240) throw UsageError("--fps: expected at most 240, got " + quoteForMessage(fps));
+        a.fps = parsePositive(fps, "--fps");
+        if (a.fps > 240) throw UsageError("--fps: expected at most 240, got " + quoteForMessage(fps));
     }
-    parseSize(size, o.width, o.height);
+    parseSize(size, a.width, a.height);
     if (hud && noHud) throw UsageError("--hud and --no-hud: give one of them");
-    o.hud = hud;
-    if (o.hud && o.view != View::Particles)
+    a.hud = hud;
+    if (a.hud && a.view != AnimationView::Particles)
         throw UsageError(
             "--hud: only the particles view has a heads-up display (the cone and disc views show "
             "the time in their legend; --caption auto adds it to any view)");
     if (p.flag("--caption")) throw UsageError("--caption needs a value: auto or a text");
-    if (!caption.empty()) o.caption = caption;
-    if (!dt.empty()) o.dtPerFrame = parsePositive(dt, "--dt-per-frame");
-    if (o.view == View::Particles && !o.particles)
+    if (!caption.empty()) a.caption = caption;
+    if (!dt.empty()) a.dtPerFrame = parsePositive(dt, "--dt-per-frame");
+    if (a.view == AnimationView::Particles && !a.particles)
         throw UsageError(
             "--no-particles: only for the cone and disc views (the particles view shows the particles)");
     return o;
 }
 
-const char* viewName(View v) {
-    return v == View::Particles ? "particles" : v == View::Cone ? "cone" : "disc";
-}
+} // namespace
 
-int render(const Args& raw) {
+int renderScene(const Args& raw) {
     const Options o = parseOptions(raw);
+    const AnimationOptions& a = o.animation;
     const Scene scene = withSetOptions(loadSceneOrShareString(o.scenePath), o.settings); // validates first
-    if (o.view != View::Particles)
+    if (a.view != AnimationView::Particles)
         if (const auto why = coneUnsupported(scene))
-            throw UsageError(std::string("--view ") + viewName(o.view) + ": " + *why);
+            throw UsageError(std::string("--view ") + toString(a.view) + ": " + *why);
     const double h = scene.integrator.T / scene.integrator.steps;
-    const double dt = o.dtPerFrame.value_or(h * std::max(scene.output.every, 1));
+    const double dt = a.dtPerFrame.value_or(h * std::max(scene.output.every, 1));
     // Whole integrator steps per frame (the nearest), for the HUD's rate: steps per second of video.
     const double stepsPerFrame = dt / h;
-    if (o.view == View::Particles || o.particles) { // the particle run up to the last frame's time
+    if (a.view == AnimationView::Particles || a.particles) { // the particle run up to the last frame's time
         Scene run = scene;
         run.integrator.steps =
-            int(std::clamp(std::round(stepsPerFrame * double(o.frames - 1)), 1.0, 2147483647.0));
+            int(std::clamp(std::round(stepsPerFrame * double(a.frames - 1)), 1.0, 2147483647.0));
         run.output.every = int(std::clamp(std::round(stepsPerFrame), 1.0, 2147483647.0));
         announceRunCost(particleRunCost(run, false), o.maxTime, "render");
     }
 
     // The output first: a path the sinks cannot take is an input error, found before any work. From here on
     // Ctrl+C (or a failure) leaves nothing under that name.
-    const std::unique_ptr<FrameSink> sink = openOutput(o.out, o.width, o.height, o.fps);
+    const std::unique_ptr<FrameSink> sink = openOutput(o.out, a.width, a.height, a.fps);
     const CancelOnSignal cancelOnSignal;
 
     GlApi gl;
@@ -148,19 +139,7 @@ int render(const Args& raw) {
     const auto app = makeOffscreenApplication();
     // The frames are composed by the GUI's exporter (render/animation/AnimationExporter); declared after the
     // EGL context and the application, it releases its GL objects and widgets while both still exist.
-    AnimationOptions options;
-    options.view = o.view == View::Particles ? AnimationView::Particles
-                   : o.view == View::Cone    ? AnimationView::Cone
-                                             : AnimationView::Disc;
-    options.frames = o.frames;
-    options.fps = o.fps;
-    options.width = o.width;
-    options.height = o.height;
-    options.dtPerFrame = o.dtPerFrame;
-    options.hud = o.hud;
-    options.caption = o.caption;
-    options.particles = o.particles;
-    AnimationExporter exporter(scene, options);
+    AnimationExporter exporter(scene, a);
     if (!exporter.initialize(gl)) {
         if (exporter.failure() == AnimationExporter::Failure::Size)
             throw UsageError("--size: " + exporter.error());
@@ -169,33 +148,33 @@ int render(const Args& raw) {
                   << exporter.error() << "\n";
         return 1;
     }
-    if (o.view != View::Particles) {
+    if (a.view != AnimationView::Particles) {
         std::cerr << "solving the moment equations of " << scene.name << "...\n";
         if (!exporter.solve([] { return gCancel != 0; })) {
             if (exporter.failure() == AnimationExporter::Failure::Cancelled) throw Cancelled();
-            std::cerr << "flowscope-cli render: --view " << viewName(o.view) << ": " << exporter.error()
+            std::cerr << "flowscope-cli render: --view " << toString(a.view) << ": " << exporter.error()
                       << "\n";
             return 1;
         }
     }
 
-    std::cerr << "render " << scene.name << " (" << viewName(o.view) << "): " << o.frames << " frames of "
-              << o.width << "x" << o.height << " at " << o.fps << " fps, dt = " << number(dt)
-              << " per frame (t from 0 to " << number(dt * double(o.frames - 1)) << "), to " << o.out << "\n";
-    if (o.out.size() > 4 && o.out.compare(o.out.size() - 4, 4, ".mp4") == 0 && (o.width % 2 || o.height % 2))
-        std::cerr << "note: an MP4 needs even sizes: " << o.width << "x" << o.height << " is encoded as "
-                  << o.width + o.width % 2 << "x" << o.height + o.height % 2 << ", its last "
-                  << (o.width % 2 && o.height % 2 ? "column and row"
-                      : o.width % 2               ? "column"
+    std::cerr << "render " << scene.name << " (" << toString(a.view) << "): " << a.frames << " frames of "
+              << a.width << "x" << a.height << " at " << a.fps << " fps, dt = " << number(dt)
+              << " per frame (t from 0 to " << number(dt * double(a.frames - 1)) << "), to " << o.out << "\n";
+    if (o.out.size() > 4 && o.out.compare(o.out.size() - 4, 4, ".mp4") == 0 && (a.width % 2 || a.height % 2))
+        std::cerr << "note: an MP4 needs even sizes: " << a.width << "x" << a.height << " is encoded as "
+                  << a.width + a.width % 2 << "x" << a.height + a.height % 2 << ", its last "
+                  << (a.width % 2 && a.height % 2 ? "column and row"
+                      : a.width % 2               ? "column"
                                                   : "row")
                   << " repeated\n";
-    if (o.dtPerFrame && std::abs(stepsPerFrame - std::round(stepsPerFrame)) > 1e-6 && exporter.simulation())
+    if (a.dtPerFrame && std::abs(stepsPerFrame - std::round(stepsPerFrame)) > 1e-6 && exporter.simulation())
         std::cerr << "note: dt is not a multiple of the scene's step h = " << number(h)
                   << "; the particles show the step nearest each frame's time\n";
 
-    FrameProgress progress(o.frames);
+    FrameProgress progress(a.frames);
     QImage frame;
-    for (long k = 0; k < o.frames; ++k) {
+    for (long k = 0; k < a.frames; ++k) {
         if (!exporter.renderFrame(k, frame, [] { return gCancel != 0; })) throw Cancelled();
         sink->addFrame(frame.constBits(), int(frame.bytesPerLine()));
         progress.report(k + 1);
@@ -206,13 +185,6 @@ int render(const Args& raw) {
                   << sim->event()->message;
     std::cerr << "\n";
     return 0;
-}
-
-} // namespace
-
-// Cancelled runs end with the sink and every GL object gone: nothing is left under --out.
-int renderCommand(const Args& args) {
-    return runCancellable(render, args);
 }
 
 } // namespace flowscope::cli

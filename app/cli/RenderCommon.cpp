@@ -7,7 +7,7 @@
 #include "engine/core/Text.h"
 #include "engine/media/FrameSink.h"
 #include "engine/scene/RunCost.h"
-#include "render/picture/Theme.h"
+#include "render/picture/OffscreenApplication.h"
 
 #include <QFontMetricsF>
 
@@ -57,14 +57,7 @@ CancelOnSignal::~CancelOnSignal() {
 
 std::unique_ptr<QGuiApplication> makeOffscreenApplication() {
     qInstallMessageHandler(quietQtMessages);
-    qputenv("QT_QPA_PLATFORM", "offscreen");
-    qputenv("QT_QPA_OFFSCREEN_NO_GLX", "1");
-    static int argc = 1;
-    static char name[] = "flowscope-cli";
-    static char* argv[] = {name, nullptr};
-    auto app = std::make_unique<QGuiApplication>(argc, argv);
-    QGuiApplication::setPalette(themePalette(ThemeKind::Dark));
-    return app;
+    return flowscope::makeOffscreenApplication("flowscope-cli");
 }
 
 void parseSize(const std::string& text, int& width, int& height) {
@@ -149,9 +142,13 @@ std::unique_ptr<FrameSink> openOutput(const std::string& out, int width, int hei
     }
 }
 
-int runCancellable(int (*command)(const Args&), const Args& args) {
+// A Cancelled export ends with exit code 130 and the note that nothing was written: its sink and every GL
+// object are gone by then, so nothing is left under --out.
+int renderCommand(const Args& args) {
+    const auto view = std::find(args.begin(), args.end(), "--view");
+    const bool training = view != args.end() && view + 1 != args.end() && view[1] == "training";
     try {
-        return command(args);
+        return training ? renderFlow(args) : renderScene(args);
     } catch (const Cancelled&) {
         std::cerr << "\nflowscope-cli render: cancelled; nothing was written\n";
         return 130;
@@ -168,22 +165,12 @@ int runCancellable(int (*command)(const Args&), const Args& args) {
 
 namespace flowscope::cli {
 
-namespace {
-int notInThisBuild() {
+int renderCommand(const Args&) {
     std::cerr
         << "flowscope-cli render: not available in this build (it draws the app's pictures with the OpenGL "
            "backend's EGL: configure with -DFLOWSCOPE_BUILD_GUI=ON -DFLOWSCOPE_BUILD_GPU=ON, libegl-dev "
            "installed)\n";
     return 1;
-}
-} // namespace
-
-int renderCommand(const Args&) {
-    return notInThisBuild();
-}
-
-int renderFlowCommand(const Args&) {
-    return notInThisBuild();
 }
 
 } // namespace flowscope::cli

@@ -49,9 +49,8 @@ struct Cancelled : std::runtime_error {
     Cancelled() : std::runtime_error("cancelled") {}
 };
 
-// A QGuiApplication on the "offscreen" platform with the app's dark palette: fonts and QPainter for the
-// pictures (render/picture; no widgets), with no window system at all (Qt's GLX is kept out too: OpenGL comes
-// from EGL). Qt's expected warnings on such a platform are silenced.
+// render/picture's offscreen QGuiApplication (fonts and QPainter for the pictures, no window system, the
+// app's dark palette), with Qt's expected warnings on such a platform silenced.
 std::unique_ptr<QGuiApplication> makeOffscreenApplication();
 
 // --size WIDTHxHEIGHT, each from 16 to kMaxSide; throws UsageError naming --size.
@@ -92,9 +91,10 @@ class FrameProgress {
 // a path the sinks cannot take is a UsageError naming --out.
 std::unique_ptr<FrameSink> openOutput(const std::string& out, int width, int height, double fps);
 
-// Runs an export; a Cancelled one ends with exit code 130 and the note that nothing was written (its sink is
-// gone by then, so nothing is left under --out).
-int runCancellable(int (*command)(const Args&), const Args& args);
+// The two exports renderCommand (RenderCommon.cpp) picks between: a scene's views (Render.cpp) and
+// --view training (RenderFlow.cpp). They throw Cancelled when a signal stops them.
+int renderScene(const Args& args);
+int renderFlow(const Args& args);
 
 } // namespace flowscope::cli
 

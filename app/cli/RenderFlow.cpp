@@ -104,6 +104,8 @@ Options parseOptions(const Args& raw) {
     return o;
 }
 
+} // namespace
+
 int renderFlow(const Args& raw) {
     const Options o = parseOptions(raw);
     const AnimationOptions& a = o.animation;
@@ -159,12 +161,6 @@ int renderFlow(const Args& raw) {
     }
     std::cerr << "\n";
     return 0;
-}
-
-} // namespace
-
-int renderFlowCommand(const Args& args) {
-    return runCancellable(renderFlow, args);
 }
 
 } // namespace flowscope::cli

@@ -49,8 +49,7 @@ int reportFailure(const std::string& cmd) {
     }
 }
 
-int renderCommand(const Args& args);     // Render.cpp
-int renderFlowCommand(const Args& args); // RenderFlow.cpp: render --view training
+int renderCommand(const Args& args); // RenderCommon.cpp: the scene views, or --view training
 } // namespace flowscope::cli
 
 int main(int argc, char** argv) {
@@ -115,11 +114,7 @@ int main(int argc, char** argv) {
         if (cmd == "sweep") return cli::sweep(args);
         if (cmd == "infer") return cli::infer(args);
         if (cmd == "model") return cli::model(args);
-        if (cmd == "render") {
-            const auto view = std::find(args.begin(), args.end(), "--view");
-            const bool training = view != args.end() && view + 1 != args.end() && view[1] == "training";
-            return training ? cli::renderFlowCommand(args) : cli::renderCommand(args);
-        }
+        if (cmd == "render") return cli::renderCommand(args);
         return unknownCommand(cmd);
     } catch (...) {
         return cli::reportFailure(cmd);

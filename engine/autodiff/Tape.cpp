@@ -143,6 +143,44 @@ template <class S, class F> Var<S> binary(Op op, Var<S> a, Var<S> b, F f) {
     return y;
 }
 
+// y = op(a) op(b), op transposing where asked; `need` names the inner dimensions that must agree.
+template <class S> Var<S> matmulOp(Op op, Var<S> a, bool transA, Var<S> b, bool transB, const char* need) {
+    Tape<S>& t = tapeOf(op, a, b);
+    requireShape((transA ? a.rows() : a.cols()) == (transB ? b.cols() : b.rows()), op, a, b, need);
+    Var<S> y = t.push(op, a, b);
+    product(t.node(y).value, a.value(), transA, b.value(), transB, false);
+    return y;
+}
+
+// An op of a and a vector v broadcast along a: a column (a.rows x 1) applied to every column, or a row
+// (1 x a.cols) to every row; y = f(a's array, v's array).
+template <class S, class F> Var<S> broadcast(Op op, Var<S> a, Var<S> v, bool column, F f) {
+    Tape<S>& t = tapeOf(op, a, v);
+    if (column)
+        requireShape(v.rows() == a.rows() && v.cols() == 1, op, a, v, "c is a.rows x 1");
+    else
+        requireShape(v.rows() == 1 && v.cols() == a.cols(), op, a, v, "r is 1 x a.cols");
+    Var<S> y = t.push(op, a, v);
+    t.node(y).value = f(a.value().array(), v.value().array()).matrix();
+    return y;
+}
+
+// An elementwise op of a and a constant s, kept in the node for the backward pass: y = f(a's array).
+template <class S, class F> Var<S> withConstant(Op op, Var<S> a, S s, F f) {
+    Var<S> y = unary(op, a, f);
+    a.tape->node(y).s = s;
+    return y;
+}
+
+// An elementwise op of a and a 1x1 Var s: y = f(a's array, s's value).
+template <class S, class F> Var<S> withScalar(Op op, Var<S> a, Var<S> s, F f) {
+    Tape<S>& t = tapeOf(op, a, s);
+    requireScalar(s, op);
+    Var<S> y = t.push(op, a, s);
+    t.node(y).value = f(a.value().array(), s.scalar()).matrix();
+    return y;
+}
+
 // A reduction (or any op of one operand whose value is a function of the operand's): y = f(a's value),
 // f giving a matrix expression.
 template <class S, class F> Var<S> reduce(Op op, Var<S> a, F f) {
@@ -749,27 +787,13 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
 // ---- Ops ----
 
 template <class S> Var<S> matmul(Var<S> a, Var<S> b) {
-    Tape<S>& t = tapeOf(Op::MatMul, a, b);
-    requireShape(a.cols() == b.rows(), Op::MatMul, a, b, "a.cols == b.rows");
-    Var<S> y = t.push(Op::MatMul, a, b);
-    product(t.node(y).value, a.value(), false, b.value(), false, false);
-    return y;
+    return matmulOp(Op::MatMul, a, false, b, false, "a.cols == b.rows");
 }
-
 template <class S> Var<S> matmulTN(Var<S> a, Var<S> b) {
-    Tape<S>& t = tapeOf(Op::MatMulTN, a, b);
-    requireShape(a.rows() == b.rows(), Op::MatMulTN, a, b, "a.rows == b.rows");
-    Var<S> y = t.push(Op::MatMulTN, a, b);
-    product(t.node(y).value, a.value(), true, b.value(), false, false);
-    return y;
+    return matmulOp(Op::MatMulTN, a, true, b, false, "a.rows == b.rows");
 }
-
 template <class S> Var<S> matmulNT(Var<S> a, Var<S> b) {
-    Tape<S>& t = tapeOf(Op::MatMulNT, a, b);
-    requireShape(a.cols() == b.cols(), Op::MatMulNT, a, b, "a.cols == b.cols");
-    Var<S> y = t.push(Op::MatMulNT, a, b);
-    product(t.node(y).value, a.value(), false, b.value(), true, false);
-    return y;
+    return matmulOp(Op::MatMulNT, a, false, b, true, "a.cols == b.cols");
 }
 
 template <class S> Var<S> transpose(Var<S> a) {
@@ -793,63 +817,33 @@ template <class S> Var<S> div(Var<S> a, Var<S> b) {
 }
 
 template <class S> Var<S> addCol(Var<S> a, Var<S> c) {
-    Tape<S>& t = tapeOf(Op::AddCol, a, c);
-    requireShape(c.rows() == a.rows() && c.cols() == 1, Op::AddCol, a, c, "c is a.rows x 1");
-    Var<S> y = t.push(Op::AddCol, a, c);
-    t.node(y).value = a.value().colwise() + c.value().col(0);
-    return y;
+    return broadcast(Op::AddCol, a, c, true,
+                     [](const auto& x, const auto& v) { return x.colwise() + v.col(0); });
 }
-
 template <class S> Var<S> addRow(Var<S> a, Var<S> r) {
-    Tape<S>& t = tapeOf(Op::AddRow, a, r);
-    requireShape(r.rows() == 1 && r.cols() == a.cols(), Op::AddRow, a, r, "r is 1 x a.cols");
-    Var<S> y = t.push(Op::AddRow, a, r);
-    t.node(y).value = a.value().rowwise() + r.value().row(0);
-    return y;
+    return broadcast(Op::AddRow, a, r, false,
+                     [](const auto& x, const auto& v) { return x.rowwise() + v.row(0); });
 }
-
 template <class S> Var<S> mulCol(Var<S> a, Var<S> c) {
-    Tape<S>& t = tapeOf(Op::MulCol, a, c);
-    requireShape(c.rows() == a.rows() && c.cols() == 1, Op::MulCol, a, c, "c is a.rows x 1");
-    Var<S> y = t.push(Op::MulCol, a, c);
-    t.node(y).value = (a.value().array().colwise() * c.value().col(0).array()).matrix();
-    return y;
+    return broadcast(Op::MulCol, a, c, true,
+                     [](const auto& x, const auto& v) { return x.colwise() * v.col(0); });
 }
-
 template <class S> Var<S> mulRow(Var<S> a, Var<S> r) {
-    Tape<S>& t = tapeOf(Op::MulRow, a, r);
-    requireShape(r.rows() == 1 && r.cols() == a.cols(), Op::MulRow, a, r, "r is 1 x a.cols");
-    Var<S> y = t.push(Op::MulRow, a, r);
-    t.node(y).value = (a.value().array().rowwise() * r.value().row(0).array()).matrix();
-    return y;
+    return broadcast(Op::MulRow, a, r, false,
+                     [](const auto& x, const auto& v) { return x.rowwise() * v.row(0); });
 }
 
 template <class S> Var<S> scale(Var<S> a, Scalar<S> s) {
-    Var<S> y = unary(Op::Scale, a, [s](const auto& x) { return s * x; });
-    a.tape->node(y).s = s;
-    return y;
+    return withConstant(Op::Scale, a, s, [s](const auto& x) { return s * x; });
 }
-
 template <class S> Var<S> scale(Var<S> a, Var<S> s) {
-    Tape<S>& t = tapeOf(Op::ScaleVar, a, s);
-    requireScalar(s, Op::ScaleVar);
-    Var<S> y = t.push(Op::ScaleVar, a, s);
-    t.node(y).value = s.scalar() * a.value();
-    return y;
+    return withScalar(Op::ScaleVar, a, s, [](const auto& x, S v) { return v * x; });
 }
-
 template <class S> Var<S> addScalar(Var<S> a, Scalar<S> s) {
-    Var<S> y = unary(Op::AddScalar, a, [s](const auto& x) { return x + s; });
-    a.tape->node(y).s = s;
-    return y;
+    return withConstant(Op::AddScalar, a, s, [s](const auto& x) { return x + s; });
 }
-
 template <class S> Var<S> addScalar(Var<S> a, Var<S> s) {
-    Tape<S>& t = tapeOf(Op::AddScalarVar, a, s);
-    requireScalar(s, Op::AddScalarVar);
-    Var<S> y = t.push(Op::AddScalarVar, a, s);
-    t.node(y).value = (a.value().array() + s.scalar()).matrix();
-    return y;
+    return withScalar(Op::AddScalarVar, a, s, [](const auto& x, S v) { return x + v; });
 }
 
 template <class S> Var<S> neg(Var<S> a) {

@@ -4,13 +4,16 @@
 // megabytes long or hold line breaks: quoteForMessage keeps every message short and on one line.
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace flowscope {
 
@@ -45,6 +48,22 @@ inline std::string quoteForMessage(std::string_view text, std::size_t max = 80) 
     }
     if (shown < text.size()) out += "…(" + std::to_string(text.size()) + " bytes)";
     return out + "\"";
+}
+
+// `text` with each character that `escapes` lists replaced by its escape (XML's "&" -> "&amp;", a JSON
+// pointer's "/" -> "~1"), the others as they are.
+inline std::string escapeChars(std::string_view text,
+                               std::initializer_list<std::pair<char, std::string_view>> escapes) {
+    std::string out;
+    for (char c : text) {
+        const auto* e =
+            std::find_if(escapes.begin(), escapes.end(), [c](const auto& p) { return p.first == c; });
+        if (e != escapes.end())
+            out += e->second;
+        else
+            out += c;
+    }
+    return out;
 }
 
 // The bound for a file name: longer than the paths one meets, short enough that a message with one stays

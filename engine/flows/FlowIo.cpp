@@ -101,9 +101,7 @@ FlowConfig flowConfigFromJson(const nlohmann::json& j) {
 void saveFlow(const std::string& path, const FlowModel<float>& model, nlohmann::json record) {
     const FlowConfig& c = model.config();
     const nlohmann::json architecture = toJson(c);
-    SafeTensors file;
-    file.metadata[kFlowMetadataKey] = architecture.dump();
-    file.metadata["format"] = "pt"; // what the Python safetensors tools expect of a plain tensor file
+    SafeTensors file = modelFile(kFlowMetadataKey, architecture);
     FlowParams<float> p = model.params();
     forEachNamedTensor(p, [&](const ad::Matrix<float>& m, const std::string& name) {
         file.tensors.push_back(matrixTensor(name, m, true));
@@ -196,17 +194,31 @@ void writeModelFiles(const std::string& path, const SafeTensors& file, const nlo
     });
 }
 
-FlowModel<float> loadFlow(const std::string& path) {
+SafeTensors modelFile(const std::string& key, const nlohmann::json& header) {
+    SafeTensors file;
+    file.metadata[key] = header.dump();
+    file.metadata["format"] = "pt";
+    return file;
+}
+
+SafeTensors readModelFile(const std::string& path, const std::string& key, const std::string& what,
+                          const std::function<void(const JsonReader&)>& readArchitecture) {
     recoverOutputs(directoryOf(path)); // a set whose commit a killed process left half done
-    const SafeTensors file = readSafetensors(path);
-    const std::string& meta = file.record(kFlowMetadataKey, path, "Flowscope flow");
-    FlowConfig config;
+    SafeTensors file = readSafetensors(path);
+    const std::string& meta = file.record(key, path, what);
     try {
         const JsonReader::Json architecture = parseJson(meta, 64, "/architecture");
-        config = readFlowConfig(JsonReader(architecture, "/architecture"));
+        readArchitecture(JsonReader(architecture, "/architecture"));
     } catch (const std::exception& e) {
         throw std::runtime_error(path + ": " + e.what());
     }
+    return file;
+}
+
+FlowModel<float> loadFlow(const std::string& path) {
+    FlowConfig config;
+    const SafeTensors file = readModelFile(path, kFlowMetadataKey, "Flowscope flow",
+                                           [&](const JsonReader& j) { config = readFlowConfig(j); });
     FlowModel<float> model(config);
     try {
         forEachNamedTensor(model.params(), [&](ad::Matrix<float>& m, const std::string& name) {

@@ -7,11 +7,13 @@
 
 #include "engine/flows/Flow.h"
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace flowscope {
+class JsonReader;
 struct SafeTensors;
 } // namespace flowscope
 
@@ -54,6 +56,14 @@ void addEvaluations(nlohmann::json& record, const nlohmann::json& evaluations,
 // Writes a model file and its record beside it (configPathFor) as one output set, the record last: it names
 // what the model file is.
 void writeModelFiles(const std::string& path, const SafeTensors& file, const nlohmann::json& record);
+// A model file to fill with tensors: its metadata holds `header` (the JSON that rebuilds the model) under
+// `key`, and the "format" the Python safetensors tools expect of a plain tensor file.
+SafeTensors modelFile(const std::string& key, const nlohmann::json& header);
+// Reads a model file, after recovering an output set a killed process left half done, and hands its
+// architecture (the JSON of the metadata `key`; a file without it is not a `what`) to `readArchitecture` at
+// "/architecture". Throws std::runtime_error naming the file.
+SafeTensors readModelFile(const std::string& path, const std::string& key, const std::string& what,
+                          const std::function<void(const JsonReader&)>& readArchitecture);
 
 // Loads what saveFlow wrote (the .safetensors alone suffices). Throws std::runtime_error naming the file and
 // the field for malformed or mismatched files.

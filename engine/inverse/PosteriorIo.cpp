@@ -23,10 +23,8 @@ nlohmann::json header(const PosteriorFlow& flow, const Problem& problem) {
 
 void savePosterior(const std::string& path, const PosteriorFlow& flow, const Problem& problem,
                    nlohmann::json record) {
-    SafeTensors file;
     const nlohmann::json h = header(flow, problem);
-    file.metadata[kPosteriorMetadataKey] = h.dump();
-    file.metadata["format"] = "pt";
+    SafeTensors file = flows::modelFile(kPosteriorMetadataKey, h);
     flows::FlowParams<double> p = flow.averagedParams();
     flows::forEachNamedTensor(p, [&](const ad::Matrix<double>& m, const std::string& name) {
         file.tensors.push_back(matrixTensor(name, m, false));

@@ -19,16 +19,7 @@ std::string escapePointerToken(std::string_view key) {
     if (key.size() > 80 ||
         std::any_of(key.begin(), key.end(), [](char c) { return (unsigned char)c < 0x20; }))
         return quoteForMessage(key);
-    std::string out;
-    for (char c : key) {
-        if (c == '~')
-            out += "~0";
-        else if (c == '/')
-            out += "~1";
-        else
-            out += c;
-    }
-    return out;
+    return escapeChars(key, {{'~', "~0"}, {'/', "~1"}});
 }
 
 std::string describeJson(const Json& j) {

@@ -1,6 +1,7 @@
 // Flowscope media: vector figures as SVG and RGBA pixels (Figure.h).
 #include "engine/media/Figure.h"
 
+#include "engine/core/Text.h"
 #include "engine/io/AtomicFile.h"
 #include "engine/media/PngWriter.h"
 
@@ -26,20 +27,7 @@ std::string hex(Rgb c) {
 }
 
 std::string escaped(const std::string& s) {
-    std::string out;
-    for (char c : s) {
-        if (c == '<')
-            out += "&lt;";
-        else if (c == '>')
-            out += "&gt;";
-        else if (c == '&')
-            out += "&amp;";
-        else if (c == '"')
-            out += "&quot;";
-        else
-            out += c;
-    }
-    return out;
+    return escapeChars(s, {{'<', "&lt;"}, {'>', "&gt;"}, {'&', "&amp;"}, {'"', "&quot;"}});
 }
 
 std::string num(double v) {

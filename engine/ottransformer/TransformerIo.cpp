@@ -3,7 +3,6 @@
 #include "engine/flows/FlowIo.h"
 #include "engine/io/JsonReader.h"
 #include "engine/io/JsonWrite.h"
-#include "engine/io/OutputSet.h"
 #include "engine/io/Safetensors.h"
 
 #include <set>
@@ -114,9 +113,7 @@ nlohmann::json toJson(const OtEvaluation& e) {
 
 void saveTransformer(const std::string& path, const TransformerModel& model, nlohmann::json record) {
     const nlohmann::json architecture = toJson(model.config());
-    SafeTensors file;
-    file.metadata[kTransformerMetadataKey] = architecture.dump();
-    file.metadata["format"] = "pt";
+    SafeTensors file = flows::modelFile(kTransformerMetadataKey, architecture);
     model.params().forEach([&](const Matrix& m, const std::string& name) {
         file.tensors.push_back(matrixTensor(name, m, false));
     });
@@ -172,16 +169,10 @@ nlohmann::json trainingRecord(const OtTrainerConfig& c, long iterations, bool st
 }
 
 TransformerModel loadTransformer(const std::string& path) {
-    recoverOutputs(directoryOf(path)); // a set whose commit a killed process left half done
-    const SafeTensors file = readSafetensors(path);
-    const std::string& meta = file.record(kTransformerMetadataKey, path, "Flowscope Transformer");
     TransformerConfig config;
-    try {
-        const JsonReader::Json architecture = parseJson(meta, 64, "/architecture");
-        config = readTransformerConfig(JsonReader(architecture, "/architecture"));
-    } catch (const std::exception& e) {
-        throw std::runtime_error(path + ": " + e.what());
-    }
+    const SafeTensors file =
+        flows::readModelFile(path, kTransformerMetadataKey, "Flowscope Transformer",
+                             [&](const JsonReader& j) { config = readTransformerConfig(j); });
     // Every block's Q, K, V, W (and MLP) must be in the file before init allocates them: a few bytes of
     // metadata may describe gigabytes of parameters.
     const long long needed = (long long)config.blocks * config.width *

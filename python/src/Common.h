@@ -4,6 +4,7 @@
 
 #include "engine/core/Types.h"
 #include "engine/dynamics/Simulation.h"
+#include "engine/flows/ModelFile.h"
 #include "engine/scene/Scene.h"
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 
 #include <exception>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,6 +46,22 @@ void checkMemory(const std::string& field, double bytes, const std::string& what
 // which would copy a broadcast, strided or integer array; empty when it has none (a list holds its numbers
 // already).
 std::vector<long long> shapeOf(const pb::handle& obj);
+
+// A path-like argument (a str, a pathlib.Path: os.fspath) as text.
+std::string pathText(const pb::handle& path);
+
+// The trained model at the path-like `path`, read by `load` (flows::loadFlow, ot::loadTransformer), with the
+// record beside it: the binding's `Model` {model, record}. A file that does not load is a ValueError naming
+// "path".
+template <class Model, class Loaded>
+Model loadModel(const pb::handle& path, Loaded (*load)(const std::string&)) {
+    const std::string file = pathText(path);
+    try {
+        return {std::make_shared<const Loaded>(load(file)), readModelRecord(file)};
+    } catch (const std::runtime_error& e) {
+        throw InputError("path", e.what());
+    }
+}
 
 // A scene from what the API accepts: a Scene, a dict (the scene schema), a JSON file, a share string or a
 // preset name (scene.cpp).

@@ -82,6 +82,10 @@ nlohmann::ordered_json toJsonAt(const pb::handle& o, const std::string& pointer,
 
 } // namespace
 
+std::string pathText(const pb::handle& path) {
+    return pb::str(pb::module_::import("os").attr("fspath")(path)).cast<std::string>();
+}
+
 void checkMemory(const std::string& field, double bytes, const std::string& what) {
     const double limit = double(defaultMemoryLimit());
     if (bytes > limit)

@@ -20,10 +20,6 @@ struct FlowModel {
     nlohmann::json record; // the training record saved beside the model (FlowIo.h)
 };
 
-std::string pathText(const pb::handle& path) {
-    return pb::str(pb::module_::import("os").attr("fspath")(path)).cast<std::string>();
-}
-
 flows::RwpoKernel kernelNamed(const std::string& name) {
     if (name == "corrected") return flows::RwpoKernel::Corrected;
     if (name == "as-printed") return flows::RwpoKernel::AsPrinted;
@@ -157,13 +153,7 @@ Vec logDensity(const FlowModel& m, const pb::handle& points, int references, std
 }
 
 FlowModel load(const pb::handle& path) {
-    const std::string file = pathText(path);
-    try {
-        return {std::make_shared<const flows::FlowModel<float>>(flows::loadFlow(file)),
-                readModelRecord(file)};
-    } catch (const std::runtime_error& e) {
-        throw InputError("path", e.what());
-    }
+    return loadModel<FlowModel>(path, flows::loadFlow);
 }
 
 } // namespace

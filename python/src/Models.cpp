@@ -104,8 +104,7 @@ layer (docs/math/models.md#ode), as flowscope-cli model scene writes it.)")
     m.def(
         "load_model",
         [](const pb::handle& path) {
-            const std::string dir =
-                pb::str(pb::module_::import("os").attr("fspath")(path)).cast<std::string>();
+            const std::string dir = pathText(path);
             return Model{std::make_shared<const models::Checkpoint>(dir)};
         },
         pb::arg("path"), "A Model from a Hugging Face checkpoint folder (config.json, model.safetensors).");

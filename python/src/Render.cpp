@@ -67,7 +67,7 @@ void render(const pb::handle& sceneArg, const pb::handle& pathArg, const std::st
             std::optional<std::string> caption, bool particles, const pb::object& progressArg) {
 #if FLOWSCOPE_HAVE_RENDER
     const Scene scene = toScene(sceneArg);
-    const std::string path = pb::str(pb::module_::import("os").attr("fspath")(pathArg)).cast<std::string>();
+    const std::string path = pathText(pathArg);
     AnimationOptions o;
     o.view = viewNamed(view);
     o.frames = frames, o.fps = fps, o.width = size.first, o.height = size.second;

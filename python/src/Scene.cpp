@@ -83,7 +83,7 @@ Scene toScene(const pb::handle& scene) {
     if (pb::isinstance<pb::dict>(scene))
         return sceneFromJson(dictToJson(withPointCount(scene.cast<pb::dict>())));
     if (pb::isinstance<pb::str>(scene) || pb::hasattr(scene, "__fspath__"))
-        return sceneFromText(pb::str(pb::module_::import("os").attr("fspath")(scene)).cast<std::string>());
+        return sceneFromText(pathText(scene));
     throw InputError("scene", "expected a Scene, a dict, a file name, a share string or a preset name, got " +
                                   pb::str(scene.get_type().attr("__name__")).cast<std::string>());
 }
@@ -159,10 +159,7 @@ CLI's run of it bit for bit.)")
              "file "
              "inlined), which Scene(), flowscope-cli and the app all take.")
         .def(
-            "save",
-            [](const Scene& s, const pb::object& path) {
-                saveScene(s, pb::str(pb::module_::import("os").attr("fspath")(path)).cast<std::string>());
-            },
+            "save", [](const Scene& s, const pb::object& path) { saveScene(s, pathText(path)); },
             pb::arg("path"), "Writes the scene as a JSON file (atomically).")
         .def_readonly("name", &Scene::name)
         .def_readonly("description", &Scene::description)

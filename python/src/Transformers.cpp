@@ -25,10 +25,6 @@ struct TransformerModel {
     ot::Task task() const { return model->config().head == ot::Head::Mean ? ot::Task::A : ot::Task::B; }
 };
 
-std::string pathText(const pb::handle& path) {
-    return pb::str(pb::module_::import("os").attr("fspath")(path)).cast<std::string>();
-}
-
 // An enum option: the engine's parser, its message under the Python argument's name.
 template <class E, class F> E named(const std::string& text, const char* field, F parse) {
     try {
@@ -332,13 +328,7 @@ pb::dict parameters(const TransformerModel& m) {
 }
 
 TransformerModel load(const pb::handle& path) {
-    const std::string file = pathText(path);
-    try {
-        return {std::make_shared<const ot::TransformerModel>(ot::loadTransformer(file)),
-                readModelRecord(file)};
-    } catch (const std::runtime_error& e) {
-        throw InputError("path", e.what());
-    }
+    return loadModel<TransformerModel>(path, ot::loadTransformer);
 }
 
 } // namespace

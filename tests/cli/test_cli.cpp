@@ -39,6 +39,11 @@ void writeText(const fs::path& p, const std::string& text) {
     std::ofstream(p) << text;
 }
 
+nlohmann::json readJson(const fs::path& p) {
+    std::ifstream in(p);
+    return nlohmann::json::parse(in);
+}
+
 const char* kSmallScene = R"({
   "name": "cli-small", "d": 2, "n": 50,
   "initial": {"kind": "gaussian", "seed": 3, "mean": [0, 0], "cov": [[1, 0], [0, 1]]},
@@ -59,8 +64,7 @@ TEST(Cli, SimulateWritesTrajectoryAndObservables) {
     ASSERT_EQ(r.code, 0) << r.out;
     const flowscope::NpyArray a = flowscope::readNpy((dir / "traj.npy").string());
     ASSERT_EQ(a.shape, (std::vector<std::int64_t>{11, 50, 2}));
-    std::ifstream in(dir / "traj.json");
-    const nlohmann::json j = nlohmann::json::parse(in);
+    const nlohmann::json j = readJson(dir / "traj.json");
     ASSERT_EQ(j["times"].size(), 11u);
     EXPECT_DOUBLE_EQ(j["times"].back().get<double>(), 1.0);
     EXPECT_TRUE(j["event"].is_null());
@@ -152,8 +156,7 @@ TEST(Cli, SimulateOnTheGpuBackendsMatchesTheCpu) {
         for (std::size_t k = 0; k < gpu.data.size(); ++k)
             err = std::max(err, std::fabs(gpu.data[k] - cpu.data[k]));
         EXPECT_LT(err, 1e-4) << backend;
-        std::ifstream in(dir / (backend + ".json"));
-        const nlohmann::json record = nlohmann::json::parse(in);
+        const nlohmann::json record = readJson(dir / (backend + ".json"));
         EXPECT_EQ(record["backend"]["kind"], backend);
         // Softmax with RK4: the tokens stayed on the device (its stepper) from the first step to the last.
         EXPECT_EQ(record["backend"]["device_steps"], true) << record["backend"].dump();
@@ -339,8 +342,7 @@ TEST(Cli, BlowUpIsReportedAsAnEvent) {
       "integrator": {"method": "dopri5", "T": 1.0, "steps": 100, "divergence_norm": 1000}})");
     const Result r = cli("simulate " + (dir / "blow.json").string() + " --out " + (dir / "b.npy").string());
     ASSERT_EQ(r.code, 0) << r.out;
-    std::ifstream in(dir / "b.json");
-    const nlohmann::json j = nlohmann::json::parse(in);
+    const nlohmann::json j = readJson(dir / "b.json");
     ASSERT_FALSE(j["event"].is_null());
     EXPECT_EQ(j["event"]["kind"], "diverged");
     EXPECT_NEAR(j["event"]["t"].get<double>(), 0.5, 0.011);
@@ -359,8 +361,7 @@ TEST(Cli, BlowUpIsReportedAsAnEvent) {
       "attention": {"type": "linear", "heads": [{"Q": [[1]], "K": [[1]], "V": [[-1]]}]},
       "integrator": {"method": "rk4", "T": 1.0, "steps": 20}})");
     ASSERT_EQ(cli("simulate " + (dir / "rk4.json").string() + " --out " + (dir / "r.npy").string()).code, 0);
-    std::ifstream rk4In(dir / "r.json");
-    const nlohmann::json rk4 = nlohmann::json::parse(rk4In)["integrator"];
+    const nlohmann::json rk4 = readJson(dir / "r.json")["integrator"];
     EXPECT_EQ(rk4["steps"], 20);
     EXPECT_EQ(rk4["field_evaluations"], 80);
     EXPECT_EQ(rk4["sub_steps"], 20);
@@ -509,8 +510,7 @@ TEST(Cli, RanksWritesHistogramsAndRejectsBadOptions) {
                          out.string());
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("histogram"), std::string::npos) << r.out;
-    std::ifstream in(out);
-    const nlohmann::json j = nlohmann::json::parse(in);
+    const nlohmann::json j = readJson(out);
     EXPECT_EQ(j["parameters"]["attention"], "softmax");
     EXPECT_EQ(j["parameters"]["q_seed"], 40);
     EXPECT_EQ(j["parameters"]["threshold"], 0.1);
@@ -550,8 +550,7 @@ TEST(Cli, MomentsReportsTheBlowUpTimeAndRefusesNonGaussianVariants) {
       "integrator": {"T": 5, "steps": 50, "rtol": 1e-10}})");
     const Result r = cli("moments " + (dir / "fig1.json").string() + " --out " + (dir / "m.json").string());
     ASSERT_EQ(r.code, 0) << r.out;
-    std::ifstream in(dir / "m.json");
-    const nlohmann::json j = nlohmann::json::parse(in);
+    const nlohmann::json j = readJson(dir / "m.json");
     ASSERT_EQ(j["count"], 1);
     const auto& tr = j["trajectories"][0];
     EXPECT_EQ(tr["event"]["kind"], "blow-up");
@@ -567,8 +566,7 @@ TEST(Cli, MomentsReportsTheBlowUpTimeAndRefusesNonGaussianVariants) {
     const Result g =
         cli("moments " + (dir / "grid.json").string() + " --final-only --out " + (dir / "g.json").string());
     ASSERT_EQ(g.code, 0) << g.out;
-    std::ifstream gin(dir / "g.json");
-    const nlohmann::json gj = nlohmann::json::parse(gin);
+    const nlohmann::json gj = readJson(dir / "g.json");
     EXPECT_EQ(gj["count"], 100);
     EXPECT_EQ(gj["trajectories"][0]["times"].size(), 2u);
 
@@ -615,8 +613,7 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     Result r = cli("train --dataset moons" + tiny + " --out " + model);
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("MMD2"), std::string::npos) << r.out;
-    std::ifstream in(dir / "moons.json");
-    const nlohmann::json record = nlohmann::json::parse(in);
+    const nlohmann::json record = readJson(dir / "moons.json");
     EXPECT_EQ(record["curve"]["loss"].size(), 12u);
     EXPECT_EQ(record["architecture"]["layers"], 2);
     EXPECT_TRUE(record["architecture"]["rwpo"].get<bool>());
@@ -655,8 +652,7 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
             (dir / "p.safetensors").string());
     ASSERT_EQ(r.code, 0) << r.out;
     {
-        std::ifstream plain(dir / "p.json");
-        const nlohmann::json plainRecord = nlohmann::json::parse(plain);
+        const nlohmann::json plainRecord = readJson(dir / "p.json");
         EXPECT_EQ(plainRecord["training"]["resample_every"], 25); // OT-Flow's, without RWPO
         EXPECT_EQ(plainRecord["architecture"]["hjb_weight"], 0.1);
         EXPECT_EQ(plainRecord["training"]["reference_draws"], 0); // no keys without the layer
@@ -667,16 +663,14 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     r = cli("train --data " + (dir / "pts3.csv").string() + " --jitter 0.1" + tiny + " --out " +
             (dir / "q.safetensors").string());
     ASSERT_EQ(r.code, 0) << r.out;
-    std::ifstream in3(dir / "q.json");
-    const nlohmann::json record3 = nlohmann::json::parse(in3);
+    const nlohmann::json record3 = readJson(dir / "q.json");
     EXPECT_TRUE(record3["architecture"]["exact_log_det"].get<bool>());
     EXPECT_TRUE(record3["architecture"]["exact_drift_log_det"].get<bool>());
     writeText(dir / "pts4.csv", "0,0,0,1\n1,1,1,0\n2,0.5,0,1\n-1,0.3,1,0\n0.5,0.5,0.5,2\n");
     r = cli("train --data " + (dir / "pts4.csv").string() + " --jitter 0.1" + tiny + " --out " +
             (dir / "q.safetensors").string());
     ASSERT_EQ(r.code, 0) << r.out;
-    std::ifstream in4(dir / "q.json");
-    EXPECT_FALSE(nlohmann::json::parse(in4)["architecture"]["exact_log_det"].get<bool>());
+    EXPECT_FALSE(readJson(dir / "q.json")["architecture"]["exact_log_det"].get<bool>());
     r = cli("train --data " + (dir / "pts4.csv").string() + " --rwpo-logdet exact" + tiny + " --out " +
             (dir / "q.safetensors").string());
     EXPECT_EQ(r.code, 2);
@@ -689,8 +683,7 @@ TEST(Cli, TrainSampleAndDensityOfAFlow) {
     const std::string paper = (dir / "paper.safetensors").string();
     r = cli("train --dataset moons --include-self --train-lambda" + tiny + " --out " + paper);
     ASSERT_EQ(r.code, 0) << r.out;
-    std::ifstream inPaper(dir / "paper.json");
-    const nlohmann::json paperRecord = nlohmann::json::parse(inPaper);
+    const nlohmann::json paperRecord = readJson(dir / "paper.json");
     EXPECT_FALSE(paperRecord["architecture"]["leave_one_out"].get<bool>());
     EXPECT_TRUE(paperRecord["architecture"]["train_lambda"].get<bool>());
     r = cli("train --dataset moons --include-self --leave-one-out" + tiny + " --out " + paper);
@@ -734,8 +727,7 @@ TEST(Cli, TrainAndEvaluateContinuousTimeTransformers) {
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("stability threshold"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("closed-form"), std::string::npos) << r.out;
-    std::ifstream in(dir / "a.json");
-    const nlohmann::json record = nlohmann::json::parse(in);
+    const nlohmann::json record = readJson(dir / "a.json");
     EXPECT_EQ(record["curve"]["loss"].size(), 30u);
     EXPECT_EQ(record["architecture"]["steps"], 4);
     EXPECT_EQ(record["training"]["task"], "A");
@@ -748,14 +740,12 @@ TEST(Cli, TrainAndEvaluateContinuousTimeTransformers) {
     ASSERT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("accuracy"), std::string::npos) << r.out;
     // The evaluation of the saved model on the training run's held-out sets gives the run's numbers again.
-    std::ifstream bin(dir / "b.json");
-    const nlohmann::json brec = nlohmann::json::parse(bin);
+    const nlohmann::json brec = readJson(dir / "b.json");
     r = cli("eval-transformer " + b + " --sets 20 --seed " +
             std::to_string(brec["training"]["data_seed"].get<long>()) + " --drop-rates 0,0.5 --out " +
             (dir / "e.json").string());
     ASSERT_EQ(r.code, 0) << r.out;
-    std::ifstream ein(dir / "e.json");
-    const nlohmann::json eval = nlohmann::json::parse(ein);
+    const nlohmann::json eval = readJson(dir / "e.json");
     EXPECT_EQ(eval["drop_rates"]["accuracy"], brec["drop_rates"]["accuracy"]);
     EXPECT_EQ(eval["evaluation"]["loss"], brec["metrics"]["loss"]);
 

@@ -63,6 +63,15 @@ const Variant kVariants[] = {
     {"linear eps", AttentionType::Linear, true},  {"l2", AttentionType::L2, false},
     {"sinkhorn", AttentionType::Sinkhorn, false}, {"drifting", AttentionType::Drifting, false}};
 
+// Calls check(v, d) for every variant in every dimension that has a fixed-size form (1 to 4), each traced.
+template <class F> void forEachVariantAndSize(F check) {
+    for (const Variant& v : kVariants)
+        for (int d = 1; d <= 4; ++d) {
+            SCOPED_TRACE(std::string(v.name) + ", d = " + std::to_string(d));
+            check(v, d);
+        }
+}
+
 Scene randomScene(const Variant& v, int d, std::uint64_t seed, double sign = -1.0) {
     std::mt19937_64 rng(seed);
     Scene s;
@@ -154,15 +163,13 @@ TEST(MomentFixedSize, MadeFieldsHaveAFixedSizeFormUpToFour) {
 }
 
 TEST(MomentFixedSize, FieldsMatchTheDynamicPath) {
-    for (const Variant& v : kVariants)
-        for (int d = 1; d <= 4; ++d) {
-            SCOPED_TRACE(std::string(v.name) + ", d = " + std::to_string(d));
-            const Scene s = randomScene(v, d, 10 + std::uint64_t(d));
-            const auto field = makeMomentField(s);
-            std::mt19937_64 rng(100 + std::uint64_t(d));
-            for (int rank = 0; rank <= d; ++rank) // down to rank 0: the formulas are inverse-free
-                expectSameAffine(*field, d, 0.0, randomMat(d, 1, rng, 1.0), randomCov(d, rank, rng));
-        }
+    forEachVariantAndSize([](const Variant& v, int d) {
+        const Scene s = randomScene(v, d, 10 + std::uint64_t(d));
+        const auto field = makeMomentField(s);
+        std::mt19937_64 rng(100 + std::uint64_t(d));
+        for (int rank = 0; rank <= d; ++rank) // down to rank 0: the formulas are inverse-free
+            expectSameAffine(*field, d, 0.0, randomMat(d, 1, rng, 1.0), randomCov(d, rank, rng));
+    });
 }
 
 TEST(MomentFixedSize, PiecewiseKeyframesMatchTheDynamicPath) {
@@ -187,40 +194,36 @@ TEST(MomentFixedSize, PiecewiseKeyframesMatchTheDynamicPath) {
 }
 
 TEST(MomentFixedSize, PaperEulerTrajectoriesMatchTheDynamicPath) {
-    for (const Variant& v : kVariants)
-        for (int d = 1; d <= 4; ++d) {
-            SCOPED_TRACE(std::string(v.name) + ", d = " + std::to_string(d));
-            Scene s = randomScene(v, d, 30 + std::uint64_t(d));
-            s.moments.method = MomentMethod::PaperEuler;
-            s.moments.step = 0.01;
-            s.moments.maxIter = 500;
-            s.moments.tolLow = 1e-6;
-            // Stopped well before a blow-up: near a finite-time singularity the ODE amplifies the paths'
-            // last-bit differences like 1 / (t_max - t), beyond 1e-12 at tr Sigma ~ 1e4.
-            s.moments.tolHigh = 20.0;
-            MomentSolveOptions o;
-            o.recordEveryIter = 7;
-            std::mt19937_64 rng(40 + std::uint64_t(d));
-            // Rank-deficient starts exercise the projection's clipping.
-            expectSameTrajectories(s, {randomMat(d, 1, rng, 1.0), randomCov(d, std::max(1, d - 1), rng)}, o);
-        }
+    forEachVariantAndSize([](const Variant& v, int d) {
+        Scene s = randomScene(v, d, 30 + std::uint64_t(d));
+        s.moments.method = MomentMethod::PaperEuler;
+        s.moments.step = 0.01;
+        s.moments.maxIter = 500;
+        s.moments.tolLow = 1e-6;
+        // Stopped well before a blow-up: near a finite-time singularity the ODE amplifies the paths'
+        // last-bit differences like 1 / (t_max - t), beyond 1e-12 at tr Sigma ~ 1e4.
+        s.moments.tolHigh = 20.0;
+        MomentSolveOptions o;
+        o.recordEveryIter = 7;
+        std::mt19937_64 rng(40 + std::uint64_t(d));
+        // Rank-deficient starts exercise the projection's clipping.
+        expectSameTrajectories(s, {randomMat(d, 1, rng, 1.0), randomCov(d, std::max(1, d - 1), rng)}, o);
+    });
 }
 
 TEST(MomentFixedSize, AdaptiveTrajectoriesMatchTheDynamicPath) {
-    for (const Variant& v : kVariants)
-        for (int d = 1; d <= 4; ++d) {
-            SCOPED_TRACE(std::string(v.name) + ", d = " + std::to_string(d));
-            Scene s = randomScene(v, d, 50 + std::uint64_t(d));
-            s.moments.method = MomentMethod::Adaptive;
-            s.moments.tolLow = 0.0;
-            s.integrator.rtol = 1e-9;
-            s.integrator.atol = 1e-12;
-            MomentSolveOptions o;
-            o.T = 3.0;
-            o.recordEvery = 0.25;
-            std::mt19937_64 rng(60 + std::uint64_t(d));
-            expectSameTrajectories(s, {randomMat(d, 1, rng, 1.0), randomCov(d, d, rng)}, o);
-        }
+    forEachVariantAndSize([](const Variant& v, int d) {
+        Scene s = randomScene(v, d, 50 + std::uint64_t(d));
+        s.moments.method = MomentMethod::Adaptive;
+        s.moments.tolLow = 0.0;
+        s.integrator.rtol = 1e-9;
+        s.integrator.atol = 1e-12;
+        MomentSolveOptions o;
+        o.T = 3.0;
+        o.recordEvery = 0.25;
+        std::mt19937_64 rng(60 + std::uint64_t(d));
+        expectSameTrajectories(s, {randomMat(d, 1, rng, 1.0), randomCov(d, d, rng)}, o);
+    });
 }
 
 TEST(MomentFixedSize, BlowUpMatchesTheDynamicPath) {

@@ -13,7 +13,7 @@
 #include "engine/media/Mp4Writer.h"
 #include "engine/runner/FlowRunner.h"
 #include "render/picture/FlowsPicture.h"
-#include "render/picture/Theme.h"
+#include "render/picture/OffscreenApplication.h"
 #include "render/picture/ViewTransform.h"
 
 #include <QFontMetricsF>
@@ -81,15 +81,7 @@ double meanAbsDiff(const std::uint8_t* a, int strideA, const std::uint8_t* b, in
 // The offscreen QGuiApplication of the in-process checks (the picture's geometry), on the platform and
 // palette the CLI draws with, so that fonts and therefore layouts match.
 QGuiApplication& application() {
-    static std::unique_ptr<QGuiApplication> app = [] {
-        qputenv("QT_QPA_PLATFORM", "offscreen");
-        static int argc = 1;
-        static char name[] = "flowscope_render_training_tests";
-        static char* argv[] = {name, nullptr};
-        auto a = std::make_unique<QGuiApplication>(argc, argv);
-        QGuiApplication::setPalette(themePalette(ThemeKind::Dark));
-        return a;
-    }();
+    static std::unique_ptr<QGuiApplication> app = makeOffscreenApplication("flowscope_render_training_tests");
     return *app;
 }
 

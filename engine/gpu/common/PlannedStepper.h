@@ -63,6 +63,22 @@ class PlannedStepper : public DeviceStepper {
     StepperPlan& plan() { return plan_; }
     const StepperPlan& plan() const { return plan_; }
 
+    // Grows the buffers a stepper keeps beside the tokens X (writeTokens): y, the stage velocities k, the
+    // step's start and the directions (X's size each), the error partials (a float per workgroup) and the
+    // kernel's output (n x (d + 3) floats: a resident pass may add the entropy's e_i, stream_kernel.comp's
+    // ENTROPY).
+    template <class Buffer, class Velocities>
+    void reserveWork(const Eigen::MatrixXf& X, Buffer& y, Velocities& k, Buffer& start, Buffer& directions,
+                     Buffer& partials, Buffer& kernelOut) const {
+        const std::size_t bytes = std::size_t(X.size()) * sizeof(float);
+        y.reserve(bytes);
+        for (auto& velocity : k) velocity->reserve(bytes);
+        start.reserve(bytes);
+        directions.reserve(bytes);
+        partials.reserve(std::size_t(stepperGroups(X.rows())) * sizeof(float));
+        kernelOut.reserve(std::size_t(X.rows()) * (plan_.d() + 3) * sizeof(float));
+    }
+
     // Puts X (n x d float32, column-major: the shaders' layout) in the token buffer, growing the device's
     // buffers for n tokens; throws the device's error, leaving the plan as it was, when it cannot take n.
     virtual void writeTokens(const Eigen::MatrixXf& X) = 0;

@@ -125,13 +125,7 @@ void GlStepper::writeTokens(const Eigen::MatrixXf& X) {
         throw GlError("too many tokens for one dispatch (" + std::to_string(X.rows()) + ")");
     const std::size_t bytes = std::size_t(X.size()) * sizeof(float);
     x_.upload(X.data(), bytes);
-    y_.reserve(bytes);
-    for (auto& k : k_) k->reserve(bytes);
-    start_.reserve(bytes);
-    directions_.reserve(bytes);
-    partials_.reserve(std::size_t(stepperGroups(X.rows())) * sizeof(float));
-    // d + 3 columns: a resident pass may add the entropy's e_i (stream_kernel.comp's ENTROPY).
-    kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 3) * sizeof(float));
+    reserveWork(X, y_, k_, start_, directions_, partials_, kernelOut_);
     glCheck(*gl_, "uploading tokens");
 }
 

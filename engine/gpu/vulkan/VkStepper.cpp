@@ -65,13 +65,7 @@ void VkStepper::writeTokens(const Eigen::MatrixXf& X) {
     const std::size_t bytes = std::size_t(X.size()) * sizeof(float);
     staging_.upload(X.data(), bytes);
     x_.reserve(bytes);
-    y_.reserve(bytes);
-    for (auto& k : k_) k->reserve(bytes);
-    start_.reserve(bytes);
-    directions_.reserve(bytes);
-    partials_.reserve(std::size_t(stepperGroups(X.rows())) * sizeof(float));
-    // d + 3 columns: a resident pass may add the entropy's e_i (stream_kernel.comp's ENTROPY).
-    kernelOut_.reserve(std::size_t(X.rows()) * (plan().d() + 3) * sizeof(float));
+    reserveWork(X, y_, k_, start_, directions_, partials_, kernelOut_);
 
     VkCommandBatch& batch = beginBatch(0, 0);
     batch.copy(staging_, x_, bytes); // the next batch's opening barrier orders the kernels after it
