@@ -122,7 +122,7 @@ commands:
   sweep merge DIR
       the shards' journals into the table
   sweep plot DIR [--x AXIS] [--y AXIS] --measure M [--minus DIR2] --out fig.png|fig.svg
-      a heatmap of M over two axes (each cell's mean ± sd written in it where the grid is small), or its
+      a heatmap of M over two axes (each cell's mean and sd written in it on grids up to 8 x 8), or its
       histograms over one; --minus: M less DIR2's M in the row of the same seed and shared axis values
       (paired differences: a flow sweep with the RWPO layer minus one without)
   sweep SWEEP.json --print-scene R

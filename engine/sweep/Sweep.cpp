@@ -39,11 +39,11 @@ constexpr std::size_t kMaxSpecBytes = std::size_t(64) << 20;
 
 constexpr std::array<std::string_view, 4> kModes = {"particles", "moments", "flow", "posterior"};
 // SweepMeasure's order.
-constexpr std::array<std::string_view, 22> kMeasures = {
+constexpr std::array<std::string_view, 23> kMeasures = {
     "clusters", "rank",  "time_to_clusters", "divergence_time", "energy", "entropy", "kinetic",
     "outcomes", "t_max", "prop2_t_max",      "prop2_blow_up",   "kl",     "mmd2",    "nll",
     "lambda",   "beta",  "rejected",         "seconds",         "rel_l1", "misfit",  "outside",
-    "folded"};
+    "folded",   "mass"};
 constexpr std::array<const char*, 4> kOutcomeColumns = {"converged", "blow_up", "max_iter", "other_outcome"};
 constexpr std::array<const char*, 5> kFixedColumns = {"run", "cell", "replicate", "seed", "valid"};
 
@@ -72,6 +72,7 @@ std::string otherModes(SweepMeasure m, SweepMode mode) {
     case M::Mmd2:
     case M::Nll:
     case M::Folded:
+    case M::Mass:
         return in({SweepMode::Flow}, "generative flows (\"mode\": \"flow\")");
     case M::RelL1:
     case M::Misfit:

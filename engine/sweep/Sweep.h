@@ -92,6 +92,8 @@ enum class SweepMeasure {
     Misfit,   // posterior: the mean data misfit of the final samples
     Outside,  // posterior: final samples outside the forward model's domain (EIT: κ <= 0 somewhere)
     Folded,   // flow: the fraction of generated tokens where the worst RWPO sub-step folds (det J_F <= 0)
+    Mass,     // flow: the model density's mass on a grid (Evaluation::gridMass): about 1 where the density
+              // formula is a density; above 1 the NLL and KL are not a likelihood's (they can go below 0)
 };
 
 struct SweepMeasureSpec {

@@ -176,7 +176,7 @@ Figure sweepHeatmap(const SweepTable& table, const std::string& x, const std::st
             const double cx = left + (double(i) + 0.5) * cw, cy = top + ph - (double(j) + 0.5) * ch;
             f.texts.push_back({cx, cy - 2, label(h.mean[k]), 13, Figure::Anchor::Middle, ink});
             if (!std::isnan(h.sd[k]))
-                f.texts.push_back({cx, cy + 14, "± " + label(h.sd[k]), 11, Figure::Anchor::Middle, ink});
+                f.texts.push_back({cx, cy + 14, "sd " + label(h.sd[k]), 11, Figure::Anchor::Middle, ink});
         }
     // Prop 2's predicted boundary: edges between cells of different predicted regimes.
     for (const SweepHeat::Edge& e : h.boundary) {

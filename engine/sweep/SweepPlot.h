@@ -71,8 +71,9 @@ SweepTable pairedDifference(const SweepTable& a, const SweepTable& b, const std:
 // The mean of `measure` over the rows of each (x, y) cell (replicates and any other axes; NaN left out; a
 // cell with no number is grey), cells in the order of the axes' values, a viridis colour bar. Where the
 // table has Prop 2's prediction (column prop2_blow_up), the boundary between the cells it predicts to blow
-// up and the others is drawn in white. On a grid of at most 8 x 8 cells each cell also reads its mean, and ±
-// the sample standard deviation over its rows (the spread of the replicates). Throws std::invalid_argument
+// up and the others is drawn in white. On a grid of at most 8 x 8 cells each cell also reads its mean, and
+// under it "sd" and the sample standard deviation over its rows (the spread of the replicates; "sd", since
+// the PNG font has no ±). Throws std::invalid_argument
 // naming an unknown column.
 Figure sweepHeatmap(const SweepTable& table, const std::string& x, const std::string& y,
                     const std::string& measure);

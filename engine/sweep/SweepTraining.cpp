@@ -101,7 +101,7 @@ Json problemBase(const JsonReader& j, const std::string& specDir, const std::str
 // What a trained flow measured; NaN where the mode has no such value.
 struct Trained {
     double kl = kNaN, mmd2 = kNaN, nll = kNaN, lambda = kNaN, beta = kNaN, rejected = kNaN, seconds = kNaN,
-           relL1 = kNaN, misfit = kNaN, outside = kNaN, folded = kNaN;
+           relL1 = kNaN, misfit = kNaN, outside = kNaN, folded = kNaN, mass = kNaN;
 };
 
 void measuresOf(const SweepSpec& spec, const Trained& t, std::vector<double>& out) {
@@ -140,6 +140,9 @@ void measuresOf(const SweepSpec& spec, const Trained& t, std::vector<double>& ou
         case SweepMeasure::Folded:
             out.push_back(t.folded);
             break;
+        case SweepMeasure::Mass:
+            out.push_back(t.mass);
+            break;
         default:
             out.push_back(kNaN); // refused by the parser
         }
@@ -160,6 +163,7 @@ Trained trainFlow(const flows::TrainerConfig& c) {
     t.mmd2 = e.mmd2;
     t.nll = e.nll;
     t.folded = e.foldedFraction;
+    t.mass = e.gridMass;
     if (c.flow.rwpo) {
         t.lambda = trainer.evaluatedModel().params().lambda();
         t.beta = trainer.evaluatedModel().params().beta();
