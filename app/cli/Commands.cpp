@@ -46,6 +46,10 @@ bool ArgParser::flag(const std::string& name) {
 }
 
 std::string ArgParser::option(const std::string& name, const std::string& fallback) {
+    return given(name).value_or(fallback);
+}
+
+std::optional<std::string> ArgParser::given(const std::string& name) {
     known_.push_back(name);
     for (std::size_t i = 0; i < args_.size(); ++i)
         if (!used_[i] && args_[i] == name) {
@@ -55,7 +59,7 @@ std::string ArgParser::option(const std::string& name, const std::string& fallba
             return args_[i + 1];
         }
     collect();
-    return fallback;
+    return std::nullopt;
 }
 
 std::vector<std::string> ArgParser::options(const std::string& name) {

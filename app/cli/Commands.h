@@ -15,6 +15,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -68,6 +69,7 @@ struct ArgParser {
     explicit ArgParser(const Args& args);
     bool flag(const std::string& name);                                            // consumes --name
     std::string option(const std::string& name, const std::string& fallback = ""); // consumes --name value
+    std::optional<std::string> given(const std::string& name); // consumes --name value; nullopt: absent
     std::vector<std::string> options(const std::string& name); // consumes every --name value, in order
     std::vector<std::string> positional;                       // what is left after options are consumed
     std::string unknown() const;                               // first unconsumed --option, if any
@@ -130,8 +132,12 @@ double parsePositive(const std::string& text, const std::string& option, bool al
 
 // The training options of train, bench train and render --view training (--dataset NAME | --data FILE,
 // --no-rwpo, --batch, --layers, --lr, ..., --seed; see flowscope-cli --help), consumed from p and applied
-// over flows::TrainerConfig's defaults. Throws UsageError naming the option (Train.cpp).
-flows::TrainerConfig parseTrainerConfig(ArgParser& p);
+// over flows::TrainerConfig's defaults by engine/flows/TrainerSettings.h (what a flow sweep's base reads
+// too); `iterations`: --iters too (into adam.decaySteps). Throws UsageError naming the option (Train.cpp).
+flows::TrainerConfig parseTrainerConfig(ArgParser& p, bool iterations = false);
+// The train command line of training settings by name (a flow sweep's run, sweep --print-run): "flowscope-cli
+// train --dataset moons --lambda0 0.1 ... --iters 300", --out left to add.
+std::string trainCommandLine(const nlohmann::json& settings);
 
 // The training loop of train and train-transformer: `iters` steps (fewer when the trainer stops), its events
 // printed to stderr as they come, and evaluate(trainer) every evalEvery iterations but the last (0: never).

@@ -115,15 +115,20 @@ commands:
       journaled in DIR as it finishes (a rerun, or DIR/sweep.json --out DIR, runs only what is missing),
       then the table DIR/results.csv, results.json and a .npy per column; NAME: a shipped sweep
       (assets/sweeps: fig4-ranks-softmax, fig11-ranks-l2, sphere-beta-n, disc-tmax); under
-      mpirun -n P rank 0 hands out the runs
+      mpirun -n P rank 0 hands out the runs; "mode": "flow" or "posterior" sweeps trained flows (the
+      base: train's settings, or an inverse problem; docs/sweeps.md#flow-sweeps)
   sweep SWEEP.json --out DIR --slurm-script [--shards N] [--jobs N] > job.sh
       a Slurm job array of N shards and the merge job after it
   sweep merge DIR
       the shards' journals into the table
-  sweep plot DIR [--x AXIS] [--y AXIS] --measure M --out fig.png|fig.svg
-      a heatmap of M over two axes, or its histograms over one
+  sweep plot DIR [--x AXIS] [--y AXIS] --measure M [--minus DIR2] --out fig.png|fig.svg
+      a heatmap of M over two axes (each cell's mean and sd written in it on grids up to 8 x 8), or its
+      histograms over one; --minus: M less DIR2's M in the row of the same seed and shared axis values
+      (paired differences: a flow sweep with the RWPO layer minus one without)
   sweep SWEEP.json --print-scene R
       run R's scene, for simulate or moments
+  sweep SWEEP.json --print-run R
+      what run R computes: its scene, its train command line (flow) or its problem (posterior)
 
   infer PROBLEM.json|NAME --out posterior.safetensors [--samples s.npy] [--rwpo|--no-rwpo] [--iters N]
         [--batch B] [--frame prior|laplace] [--seed S] [--every K] [--summary-samples n] [--threads T]

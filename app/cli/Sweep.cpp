@@ -227,7 +227,7 @@ int sweep(const Args& raw) {
         const std::string schedule = p.option("--schedule", "dynamic");
         const bool slurm = p.flag("--slurm-script");
         const std::string shardsText = p.option("--shards", "8");
-        const std::string printScene = p.option("--print-scene");
+        const std::string printScene = p.option("--print-scene"), printRun = p.option("--print-run");
         const std::uint64_t maxMemory = maxMemoryOption(p);
         const double maxTime = maxTimeOption(p);
         p.rejectUnknown();
@@ -235,7 +235,7 @@ int sweep(const Args& raw) {
             throw UsageError(
                 "expected one SWEEP.json (usage: sweep SWEEP.json --out DIR, sweep merge DIR, sweep "
                 "plot DIR ...)");
-        if (out.empty() && printScene.empty()) throw UsageError("--out DIR is required");
+        if (out.empty() && printScene.empty() && printRun.empty()) throw UsageError("--out DIR is required");
         if (schedule != "dynamic" && schedule != "static")
             throw UsageError("--schedule: expected dynamic or static, got " + quoteForMessage(schedule));
         const int jobs = jobsText.empty() ? (mpi.size() > 1 ? 1 : threadCount())
@@ -246,6 +246,16 @@ int sweep(const Args& raw) {
         if (!printScene.empty()) {
             std::cout << sceneToJson(
                 sweepSceneToOpen(spec, parseLong(printScene, "--print-scene", 0, spec.runs() - 1)));
+            return 0;
+        }
+        if (!printRun.empty()) { // what run R computes, as its command takes it
+            const long run = parseLong(printRun, "--print-run", 0, spec.runs() - 1);
+            if (spec.mode == SweepMode::Flow)
+                std::cout << trainCommandLine(sweepRunDocument(spec, run)) << "\n";
+            else if (spec.mode == SweepMode::Posterior)
+                std::cout << sweepRunDocument(spec, run).dump(2) << "\n";
+            else
+                std::cout << sceneToJson(sweepSceneToOpen(spec, run));
             return 0;
         }
         if (mpi.size() > 1) setThreadCount(jobs); // each rank's runs on its own cores

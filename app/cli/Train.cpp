@@ -6,6 +6,7 @@
 #include "engine/flows/FlowIo.h"
 #include "engine/flows/Sampling.h"
 #include "engine/flows/Trainer.h"
+#include "engine/flows/TrainerSettings.h"
 #include "engine/inverse/PosteriorIo.h"
 #include "engine/io/Npy.h"
 #include "engine/io/OutputSet.h"
@@ -20,25 +21,43 @@ namespace flowscope::cli {
 
 namespace {
 
-flows::RwpoKernel parseKernel(const std::string& text) {
-    if (text == "corrected") return flows::RwpoKernel::Corrected;
-    if (text == "as-printed") return flows::RwpoKernel::AsPrinted;
-    if (text == "separable") return flows::RwpoKernel::Separable;
-    throw UsageError("--kernel: expected corrected, as-printed or separable, got " + quoteForMessage(text));
+// A training setting's option (engine/flows/TrainerSettings.h): "--" and its name with dashes (lr_final ->
+// --lr-final), but iterations -> --iters.
+std::string settingOption(std::string_view name) {
+    if (name == "iterations") return "--iters";
+    std::string o = "--" + std::string(name);
+    std::replace(o.begin(), o.end(), '_', '-');
+    return o;
 }
 
 } // namespace
 
-flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
+std::string trainCommandLine(const nlohmann::json& settings) {
+    std::string line = "flowscope-cli train";
+    for (std::string_view name : flows::trainerSettingNames()) {
+        const auto it = settings.find(std::string(name));
+        if (it == settings.end()) continue;
+        const std::string text = flows::trainerSettingText(name, *it);
+        const bool on = text == "true" || text == "1";
+        if (name == "rwpo")
+            line += on ? "" : " --no-rwpo";
+        else if (name == "include_self")
+            line += on ? " --include-self" : " --leave-one-out";
+        else if (name == "train_lambda")
+            line += on ? " --train-lambda" : " --freeze-lambda";
+        else if (name == "train_beta")
+            line += on ? "" : " --freeze-beta";
+        else
+            line += " " + settingOption(name) + " " + text;
+    }
+    return line;
+}
+
+flows::TrainerConfig parseTrainerConfig(ArgParser& p, bool iterations) {
     flows::TrainerConfig c;
     const std::string data = p.option("--data");
-    c.dataset = p.option("--dataset", data.empty() ? "8gaussians" : "");
-    if (!data.empty() && !c.dataset.empty()) throw UsageError("give --dataset or --data, not both");
-    if (!c.dataset.empty() && !flows::isDatasetName(c.dataset)) {
-        std::string names;
-        for (const std::string& n : flows::datasetNames()) names += (names.empty() ? "" : ", ") + n;
-        throw UsageError("--dataset: " + quoteForMessage(c.dataset) + " is not one of " + names);
-    }
+    const std::optional<std::string> dataset = p.given("--dataset");
+    if (!data.empty() && dataset) throw UsageError("give --dataset or --data, not both");
     if (!data.empty()) {
         try {
             c.points = flows::loadPoints(data);
@@ -56,89 +75,52 @@ flows::TrainerConfig parseTrainerConfig(ArgParser& p) {
         if (c.points.cols() > 64)
             throw UsageError("--data: " + quoteForMessage(data, kMaxQuotedPath) + " has points of " +
                              std::to_string(c.points.cols()) + " coordinates; at most 64");
+        c.dataset = "";
         c.flow.d = int(c.points.cols());
         c.pointJitter = parsePositive(p.option("--jitter", "0"), "--jitter", true);
     }
-    c.flow.rwpo = !p.flag("--no-rwpo");
-    c.flow.rwpoOptions.kernel = parseKernel(p.option("--kernel", "corrected"));
-    // Leave-one-out is the default (FlowConfig); --include-self is the paper's softmax over l = j too.
-    // --leave-one-out, its earlier switch, is still accepted.
+    // The switches of the settings: --no-rwpo, --include-self (the paper's softmax over l = j too) or
+    // --leave-one-out (the default, an earlier switch), --train-lambda or --freeze-lambda, --freeze-beta, and
+    // --exact-logdet, the earlier spelling of --rwpo-logdet exact.
     const bool includeSelf = p.flag("--include-self"), leaveOneOut = p.flag("--leave-one-out");
     if (includeSelf && leaveOneOut)
         throw UsageError("--include-self and --leave-one-out contradict each other");
-    c.flow.rwpoOptions.leaveOneOut = !includeSelf;
-    // Exact needs d = 2 for a vector kernel (d <= 2 for the drift); points of other dimensions default to
-    // first order. --exact-logdet is the earlier spelling of --rwpo-logdet exact.
-    const bool vectorKernel = c.flow.rwpoOptions.kernel != flows::RwpoKernel::Separable;
-    const std::string rwpoLogDet =
-        p.flag("--exact-logdet")
-            ? std::string("exact")
-            : p.option("--rwpo-logdet",
-                       c.flow.rwpoOptions.exactLogDet && (c.flow.d == 2 || c.flow.d == 3 || !vectorKernel)
-                           ? "exact"
-                           : "first-order");
-    if (rwpoLogDet != "exact" && rwpoLogDet != "first-order")
-        throw UsageError("--rwpo-logdet: " + quoteForMessage(rwpoLogDet) + " is not exact or first-order");
-    c.flow.rwpoOptions.exactLogDet = rwpoLogDet == "exact";
-    if (c.flow.rwpoOptions.exactLogDet && vectorKernel && c.flow.d != 2 && c.flow.d != 3)
-        throw UsageError("--rwpo-logdet: exact needs points of dimension 2 or 3 (or --kernel separable)");
-    const std::string driftLogDet =
-        p.option("--drift-logdet", c.flow.exactDriftLogDet && c.flow.d <= 3 ? "exact" : "first-order");
-    if (driftLogDet != "exact" && driftLogDet != "first-order")
-        throw UsageError("--drift-logdet: " + quoteForMessage(driftLogDet) + " is not exact or first-order");
-    c.flow.exactDriftLogDet = driftLogDet == "exact";
-    if (c.flow.exactDriftLogDet && c.flow.d > 3)
-        throw UsageError("--drift-logdet: exact needs points of dimension <= 3");
-    c.flow.layers = int(parseLong(p.option("--layers", std::to_string(c.flow.layers)), "--layers", 1, 256));
-    c.flow.width = int(parseLong(p.option("--width", std::to_string(c.flow.width)), "--width", 1, 1024));
-    c.flow.lambda0 = parsePositive(p.option("--lambda0", std::to_string(c.flow.lambda0)), "--lambda0");
-    c.flow.beta0 = parsePositive(p.option("--beta0", std::to_string(c.flow.beta0)), "--beta0");
     const bool freezeLambda = p.flag("--freeze-lambda"), trainLambda = p.flag("--train-lambda");
     if (freezeLambda && trainLambda)
         throw UsageError("--freeze-lambda and --train-lambda contradict each other");
-    c.flow.trainLambda = trainLambda; // frozen by default (FlowConfig); --freeze-lambda says so explicitly
-    c.flow.trainBeta = !p.flag("--freeze-beta");
-    // Only when given: std::to_string would round the default 1/30 to 0.033333 (the app and the Python
-    // module train with 1/30).
-    if (const std::string w = p.option("--transport-weight", ""); !w.empty())
-        c.flow.transportWeight = parsePositive(w, "--transport-weight", true);
-    if (const std::string w = p.option("--hjb-weight", ""); !w.empty())
-        c.flow.hjbWeight = parsePositive(w, "--hjb-weight", true);
-    c.batch = int(parseLong(p.option("--batch", std::to_string(c.batch)), "--batch", 2, 65536));
-    c.adam.lr = parsePositive(p.option("--lr", std::to_string(c.adam.lr)), "--lr");
-    c.adam.lrFinal =
-        parsePositive(p.option("--lr-final", std::to_string(c.adam.lrFinal)), "--lr-final", true);
-    c.adam.warmupSteps =
-        parseLong(p.option("--warmup", std::to_string(c.adam.warmupSteps)), "--warmup", 0, 100000000);
-    c.resampleEvery = int(parseLong(p.option("--resample-every", std::to_string(c.resampleEvery)),
-                                    "--resample-every", 0, 1000000));
-    c.referenceDraws = int(parseLong(p.option("--reference-draws", std::to_string(c.referenceDraws)),
-                                     "--reference-draws", 1, 256));
-    c.referenceSize = int(parseLong(p.option("--reference-size", std::to_string(c.referenceSize)),
-                                    "--reference-size", 0, 65536));
-    if (c.referenceSize == 1)
-        throw UsageError("--reference-size: expected 0 (the batch size) or >= 2, got 1");
-    c.adam.clipToMedian =
-        parsePositive(p.option("--clip-median", std::to_string(c.adam.clipToMedian)), "--clip-median", true);
-    c.averageIterations = parseLong(p.option("--average-iters", std::to_string(c.averageIterations)),
-                                    "--average-iters", 0, 100000000);
-    const long seed = parseLong(p.option("--seed", "0"), "--seed", 0, 1L << 62);
-    c.flow.seed = std::uint64_t(seed);
-    c.dataSeed = std::uint64_t(seed) + 1;
+    const bool noRwpo = p.flag("--no-rwpo"), freezeBeta = p.flag("--freeze-beta"),
+               exactLogDet = p.flag("--exact-logdet");
+    const auto given = [&](std::string_view name) -> std::optional<std::string> {
+        const auto either = [](bool yes, bool no) -> std::optional<std::string> {
+            if (yes || no) return yes ? "true" : "false";
+            return std::nullopt;
+        };
+        if (name == "dataset") return dataset;
+        if (name == "rwpo") return either(false, noRwpo);
+        if (name == "include_self") return either(includeSelf, leaveOneOut);
+        if (name == "train_lambda") return either(trainLambda, freezeLambda);
+        if (name == "train_beta") return either(false, freezeBeta);
+        if (name == "rwpo_logdet" && exactLogDet) return "exact";
+        if (name == "iterations" && !iterations) return std::nullopt; // bench train's --iters is its own
+        return p.given(settingOption(name));
+    };
+    try {
+        flows::readTrainerSettings(c, given);
+    } catch (const flows::TrainerSettingError& e) {
+        throw UsageError(settingOption(e.name) + ": " + e.why);
+    }
     return c;
 }
 
 int train(const Args& args) {
     ArgParser p(args);
-    flows::TrainerConfig c = parseTrainerConfig(p);
-    const long iters =
-        parseLong(p.option("--iters", std::to_string(c.adam.decaySteps)), "--iters", 1, 100000000);
+    flows::TrainerConfig c = parseTrainerConfig(p, true);
+    const long iters = c.adam.decaySteps; // --iters, the schedule's length
     const long evalEvery = parseLong(p.option("--eval-every", "500"), "--eval-every", 0, 100000000);
     const std::string out = p.option("--out");
     const bool quiet = p.flag("--quiet");
     p.rejectUnknown();
     if (out.empty()) throw UsageError("--out model.safetensors is required");
-    c.adam.decaySteps = iters;
     OutputSet outputs({out, flows::configPathFor(out)}, {optionValue(args, "--data")}); // the record last
 
     flows::FlowTrainer trainer(c);

@@ -1,5 +1,6 @@
 // Flowscope engine: SWEEP.json -> SweepSpec, a run's scene, and a run's measures (docs/sweeps.md).
 #include "engine/sweep/Sweep.h"
+#include "engine/sweep/SweepTraining.h"
 
 #include "engine/backend/PrepareRun.h"
 #include "engine/core/Text.h"
@@ -36,21 +37,51 @@ constexpr long kMaxCells = 1000000;  // every cell's scene is validated before t
 constexpr long kMaxRuns = 100000000; // 10^8 rows
 constexpr std::size_t kMaxSpecBytes = std::size_t(64) << 20;
 
-constexpr std::array<std::string_view, 2> kModes = {"particles", "moments"};
+constexpr std::array<std::string_view, 4> kModes = {"particles", "moments", "flow", "posterior"};
 // SweepMeasure's order.
-constexpr std::array<std::string_view, 11> kMeasures = {
+constexpr std::array<std::string_view, 23> kMeasures = {
     "clusters", "rank",  "time_to_clusters", "divergence_time", "energy", "entropy", "kinetic",
-    "outcomes", "t_max", "prop2_t_max",      "prop2_blow_up"};
+    "outcomes", "t_max", "prop2_t_max",      "prop2_blow_up",   "kl",     "mmd2",    "nll",
+    "lambda",   "beta",  "rejected",         "seconds",         "rel_l1", "misfit",  "outside",
+    "folded",   "mass"};
 constexpr std::array<const char*, 4> kOutcomeColumns = {"converged", "blow_up", "max_iter", "other_outcome"};
 constexpr std::array<const char*, 5> kFixedColumns = {"run", "cell", "replicate", "seed", "valid"};
 
-bool particlesOnly(SweepMeasure m) {
-    return m == SweepMeasure::Clusters || m == SweepMeasure::TimeToClusters || m == SweepMeasure::Energy ||
-           m == SweepMeasure::Entropy || m == SweepMeasure::Kinetic;
-}
-bool momentsOnly(SweepMeasure m) {
-    return m == SweepMeasure::Outcomes || m == SweepMeasure::TMax || m == SweepMeasure::Prop2TMax ||
-           m == SweepMeasure::Prop2BlowUp;
+// The modes a measure is for, as a message names them; empty when it is for `mode`.
+std::string otherModes(SweepMeasure m, SweepMode mode) {
+    using M = SweepMeasure;
+    const auto in = [&](std::initializer_list<SweepMode> modes, const char* name) {
+        return std::find(modes.begin(), modes.end(), mode) != modes.end() ? std::string() : std::string(name);
+    };
+    switch (m) {
+    case M::Clusters:
+    case M::TimeToClusters:
+    case M::Energy:
+    case M::Entropy:
+    case M::Kinetic:
+        return in({SweepMode::Particles}, "particle runs (\"mode\": \"particles\")");
+    case M::Rank:
+    case M::DivergenceTime:
+        return in({SweepMode::Particles, SweepMode::Moments},
+                  "particle runs and the Gaussian mode (\"mode\": \"particles\" or \"moments\")");
+    case M::Outcomes:
+    case M::TMax:
+    case M::Prop2TMax:
+    case M::Prop2BlowUp:
+        return in({SweepMode::Moments}, "the Gaussian mode (\"mode\": \"moments\")");
+    case M::Mmd2:
+    case M::Nll:
+    case M::Folded:
+    case M::Mass:
+        return in({SweepMode::Flow}, "generative flows (\"mode\": \"flow\")");
+    case M::RelL1:
+    case M::Misfit:
+    case M::Outside:
+        return in({SweepMode::Posterior}, "posterior flows (\"mode\": \"posterior\")");
+    default: // kl, lambda, beta, rejected, seconds
+        return in({SweepMode::Flow, SweepMode::Posterior},
+                  "trained flows (\"mode\": \"flow\" or \"posterior\")");
+    }
 }
 
 std::uint64_t splitMix64(std::uint64_t x) {
@@ -122,14 +153,7 @@ void resolveBase(const JsonReader& j, const std::string& specDir, const std::str
     } else {
         j.fail("expected a scene object, a preset name, a scene file or a share string, got " + j.describe());
     }
-    if (set) { // "set": {"/pointer": value, ...}: fields of the base replaced before the axes
-        set->expectObject();
-        for (auto it = set->json().begin(); it != set->json().end(); ++it) {
-            const JsonReader field = *set->find(it.key());
-            if (const std::string why = placeAtPointer(s.base, it.key(), it.value()); !why.empty())
-                field.fail(why);
-        }
-    }
+    applySweepSet(set, s.base);
     try {
         (void)sceneFromJson(s.base.dump(), s.baseDir);
     } catch (const SceneError& e) {
@@ -266,12 +290,8 @@ void parseMeasures(const JsonReader& j, SweepSpec& s) {
             if (spec.kind == SweepMeasure::TimeToClusters)
                 m.fail("expected {\"time_to_clusters\": k}: the cluster count k to reach");
         }
-        if (s.mode == SweepMode::Moments && particlesOnly(spec.kind))
-            m.fail("measure " + std::string(kMeasures[std::size_t(spec.kind)]) +
-                   " is for particle runs (\"mode\": \"particles\")");
-        if (s.mode == SweepMode::Particles && momentsOnly(spec.kind))
-            m.fail("measure " + std::string(kMeasures[std::size_t(spec.kind)]) +
-                   " is for the Gaussian mode (\"mode\": \"moments\")");
+        if (const std::string modes = otherModes(spec.kind, s.mode); !modes.empty())
+            m.fail("measure " + std::string(kMeasures[std::size_t(spec.kind)]) + " is for " + modes);
         for (const SweepMeasureSpec& o : s.measures)
             if (o.kind == spec.kind && o.k == spec.k)
                 m.fail("measure " + std::string(kMeasures[std::size_t(spec.kind)]) + " is listed twice");
@@ -301,13 +321,6 @@ void scaleNumbers(Json& v, double f) {
 Json numberJson(double x) {
     if (x == std::round(x) && std::fabs(x) < 9007199254740992.0) return Json(static_cast<long long>(x));
     return Json(x);
-}
-
-std::string describeCell(const SweepSpec& spec, const SweepPoint& p) {
-    std::string s = "cell " + std::to_string(p.cell) + " (";
-    for (std::size_t a = 0; a < spec.axes.size(); ++a)
-        s += (a ? ", " : "") + spec.axes[a].name + " = " + numberText(p.values[a]);
-    return s + ")";
 }
 
 // Sets (or scales) `pointer` of scene document j; throws std::runtime_error with the reason.
@@ -348,8 +361,8 @@ Json matrixDocument(const Mat& m) {
     return rows;
 }
 
-// The scene document of a run (not validated). Throws SweepError naming the cell or the axis.
-Json sceneDocumentOf(const SweepSpec& spec, const SweepPoint& p) {
+// The document of a run (not validated). Throws SweepError naming the cell or the axis.
+Json runDocumentOf(const SweepSpec& spec, const SweepPoint& p) {
     Json j = spec.base;
     for (std::size_t a = 0; a < spec.axes.size(); ++a)
         for (const std::string& ptr : spec.axes[a].pointers) try {
@@ -373,11 +386,34 @@ Json sceneDocumentOf(const SweepSpec& spec, const SweepPoint& p) {
                 }
         }
     }
-    if (spec.seedInitial) j["initial"]["seed"] = p.seed;
+    if (spec.mode == SweepMode::Flow) {
+        j["seed"] = p.seed;
+    } else if (spec.mode == SweepMode::Posterior) {
+        j["flow"]["seed"] = p.seed;
+        j["flow"]["base_seed"] = p.seed;
+    } else if (spec.seedInitial) {
+        j["initial"]["seed"] = p.seed;
+    }
     return j;
 }
 
 } // namespace
+
+void applySweepSet(const std::optional<JsonReader>& set, Json& base) {
+    if (!set) return; // "set": {"/pointer": value, ...}: fields of the base replaced before the axes
+    set->expectObject();
+    for (auto it = set->json().begin(); it != set->json().end(); ++it) {
+        const JsonReader field = *set->find(it.key());
+        if (const std::string why = placeAtPointer(base, it.key(), it.value()); !why.empty()) field.fail(why);
+    }
+}
+
+std::string describeSweepCell(const SweepSpec& spec, const SweepPoint& p) {
+    std::string s = "cell " + std::to_string(p.cell) + " (";
+    for (std::size_t a = 0; a < spec.axes.size(); ++a)
+        s += (a ? ", " : "") + spec.axes[a].name + " = " + numberText(p.values[a]);
+    return s + ")";
+}
 
 // --- SweepSpec and its runs ---
 
@@ -436,8 +472,14 @@ SweepSpec sweepFromJson(const std::string& text, const std::string& specDir, con
         if (auto v = root.find("mode")) s.mode = SweepMode(v->choice("mode", kModes));
         std::string dir = specDir;
         if (auto v = root.find("base_dir")) dir = v->string();
-        resolveBase(root.require("base", "a scene object, a preset name, a scene file or a share string"),
-                    dir, presetDir, root.find("set"), s);
+        if (isTrainingMode(s.mode))
+            resolveTrainingBase(root.require("base", s.mode == SweepMode::Flow
+                                                         ? "an object of training settings"
+                                                         : "a problem object, a problem file or a name"),
+                                dir, presetDir, root.find("set"), s);
+        else
+            resolveBase(root.require("base", "a scene object, a preset name, a scene file or a share string"),
+                        dir, presetDir, root.find("set"), s);
         if (auto v = root.find("axes")) {
             if (!v->json().is_array() || v->size() > kMaxAxes)
                 v->fail("expected an array of at most " + std::to_string(kMaxAxes) + " axes, got " +
@@ -451,6 +493,7 @@ SweepSpec sweepFromJson(const std::string& text, const std::string& specDir, con
             }
         }
         if (auto v = root.find("draws")) {
+            if (isTrainingMode(s.mode)) v->fail("draws are for scenes: a training mode's runs have none");
             if (!v->json().is_array() || v->size() > 16)
                 v->fail("expected an array of at most 16 draws, got " + v->describe());
             for (std::size_t i = 0; i < v->size(); ++i) s.draws.push_back(parseDraw((*v)[i]));
@@ -504,6 +547,10 @@ SweepPoint sweepPoint(const SweepSpec& spec, long run) {
         p.values[a] = spec.axes[a].values[std::size_t(rest % n)];
         rest /= n;
     }
+    if (isTrainingMode(spec.mode)) { // paired: replicate r has the same seed in every cell
+        p.seed = (spec.seed + std::uint64_t(p.replicate)) & ((std::uint64_t(1) << 53) - 1);
+        return p;
+    }
     std::uint64_t x = splitMix64(spec.seed);
     x = splitMix64(x ^ splitMix64(std::uint64_t(p.cell)));
     x = splitMix64(x ^ splitMix64(0x5eedULL + std::uint64_t(p.replicate)));
@@ -528,13 +575,22 @@ long sweepCellWith(const SweepSpec& spec, const std::vector<std::pair<std::strin
 }
 
 Scene sweepScene(const SweepSpec& spec, long run) {
+    if (isTrainingMode(spec.mode))
+        throw SweepError("/mode",
+                         "the runs of a " + std::string(kModes[std::size_t(spec.mode)]) +
+                             " sweep train flows and have no scene (flowscope-cli sweep --print-run R "
+                             "prints what run R trains)");
     const SweepPoint p = sweepPoint(spec, run);
-    const Json j = sceneDocumentOf(spec, p);
+    const Json j = runDocumentOf(spec, p);
     try {
         return sceneFromJson(j.dump(), spec.baseDir);
     } catch (const SceneError& e) {
-        throw SweepError("/axes", describeCell(spec, p) + ": " + e.what());
+        throw SweepError("/axes", describeSweepCell(spec, p) + ": " + e.what());
     }
+}
+
+JsonReader::Json sweepRunDocument(const SweepSpec& spec, long run) {
+    return runDocumentOf(spec, sweepPoint(spec, run));
 }
 
 Scene sweepSceneToOpen(const SweepSpec& spec, long run) {
@@ -573,13 +629,14 @@ void checkMode(const SweepSpec& spec, const Scene& scene) {
 } // namespace
 
 SweepCheck checkSweep(const SweepSpec& spec) {
+    if (isTrainingMode(spec.mode)) return checkTrainingSweep(spec);
     SweepCheck check;
     // Each axis value on its own (the other axes at their first value): an error names the value.
     if (!spec.skipInvalid)
         for (std::size_t a = 0; a < spec.axes.size(); ++a)
             for (std::size_t k = 0; k < spec.axes[a].values.size(); ++k) {
                 const SweepPoint p = sweepPoint(spec, cellWith(spec, a, long(k)) * spec.replicates);
-                const Json j = sceneDocumentOf(spec, p);
+                const Json j = runDocumentOf(spec, p);
                 try {
                     checkMode(spec, sceneFromJson(j.dump(), spec.baseDir));
                 } catch (const SceneError& e) {
@@ -602,7 +659,7 @@ SweepCheck checkSweep(const SweepSpec& spec) {
             continue;
         } catch (const SceneError& e) {
             if (!spec.skipInvalid)
-                throw SweepError("/axes", describeCell(spec, sweepPoint(spec, cell * spec.replicates)) +
+                throw SweepError("/axes", describeSweepCell(spec, sweepPoint(spec, cell * spec.replicates)) +
                                               ": " + e.what());
             ++check.invalid;
             continue;
@@ -724,6 +781,7 @@ SweepCompute sweepComputeOn(std::shared_ptr<const ComputeBackend> backend) {
 }
 
 SweepRunResult runSweepRun(const SweepSpec& spec, long run, const SweepCompute& compute) {
+    if (isTrainingMode(spec.mode)) return runTrainingRun(spec, run);
     SweepRunResult r;
     Scene scene;
     try {

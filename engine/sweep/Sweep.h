@@ -34,7 +34,13 @@ struct SweepError : JsonError {
     using JsonError::JsonError;
 };
 
-enum class SweepMode { Particles, Moments }; // a particle simulation, or the Gaussian mode's moment ODEs
+// A particle simulation, the Gaussian mode's moment ODEs, a generative flow's training (the base: training
+// settings, engine/flows/TrainerSettings.h) or a posterior flow's (the base: an inverse problem,
+// engine/inverse/Problem.h). The last two are the training modes (docs/sweeps.md#flow-sweeps).
+enum class SweepMode { Particles, Moments, Flow, Posterior };
+inline bool isTrainingMode(SweepMode m) {
+    return m == SweepMode::Flow || m == SweepMode::Posterior;
+}
 
 struct SweepAxis {
     std::string name;                  // the table's column
@@ -72,6 +78,22 @@ enum class SweepMeasure {
     TMax,           // moments: the smallest finite blow-up time t_max of the cell's trajectories
     Prop2TMax,      // moments: Prop 2's predicted t_max for the first initial covariance (NaN: none)
     Prop2BlowUp,    // moments: 1 when B = VA + A^T V^T has a positive eigenvalue (Prop 2: blow-up), else 0
+    // The training modes: measured on the trained flow (the averaged parameters).
+    Kl,       // flow: held-out NLL - H(p) (8gaussians, checkerboard; NaN elsewhere); posterior: the reverse
+              // KL E_q[log q - log p(x | y)] where the posterior is Gaussian in closed form (a linear model
+              // and a Gaussian prior; NaN elsewhere)
+    Mmd2,     // flow: MMD² of generated samples against held-out data
+    Nll,      // flow: held-out NLL
+    Lambda,   // both: the final λ, and β
+    Beta,     //
+    Rejected, // both: the steps rejected (a non-finite loss or gradient)
+    Seconds,  // both: the run's wall time (training and the final evaluation)
+    RelL1,    // posterior: the relative L1 error of the posterior mean against the truth (NaN without one)
+    Misfit,   // posterior: the mean data misfit of the final samples
+    Outside,  // posterior: final samples outside the forward model's domain (EIT: κ <= 0 somewhere)
+    Folded,   // flow: the fraction of generated tokens where the worst RWPO sub-step folds (det J_F <= 0)
+    Mass,     // flow: the model density's mass on a grid (Evaluation::gridMass): about 1 where the density
+              // formula is a density; above 1 the NLL and KL are not a likelihood's (they can go below 0)
 };
 
 struct SweepMeasureSpec {
@@ -88,7 +110,7 @@ struct SweepSpec {
     std::vector<SweepDraw> draws;
     std::vector<SweepMeasureSpec> measures;
     int replicates = 1;
-    std::uint64_t seed = 1;
+    std::uint64_t seed = 1;  // the training modes: replicate r's seed is seed + r in every cell (paired)
     bool seedInitial = true; // set /initial/seed of each run to the run's seed
     bool skipInvalid =
         false; // a cell whose scene is invalid is recorded as invalid (NaN) instead of an error
@@ -112,7 +134,9 @@ SweepSpec sweepFromJson(const std::string& text, const std::string& specDir, con
 // Reads a spec file (SweepError with pointer "" for I/O and syntax errors).
 SweepSpec loadSweep(const std::string& path, const std::string& presetDir);
 
-// Where run `run` sits: its cell, replicate, seed (< 2^53, exact as a double) and axis values.
+// Where run `run` sits: its cell, replicate, seed (< 2^53, exact as a double) and axis values. A scene's
+// seed is derived from (spec seed, cell, replicate); a training mode's is spec seed + replicate, the same in
+// every cell, so that cells (and sweeps of the same seed) compare flows trained from the same seeds.
 struct SweepPoint {
     long run = 0, cell = 0;
     int replicate = 0;
@@ -126,8 +150,13 @@ SweepPoint sweepPoint(const SweepSpec& spec, long run);
 long sweepCellWith(const SweepSpec& spec, const std::vector<std::pair<std::string, double>>& values);
 
 // The scene of a run: the base with the axes' values, the draws and the seed applied, validated. Throws
-// SweepError naming the cell (its axis values) and the scene's message.
+// SweepError naming the cell (its axis values) and the scene's message, or, in a training mode, saying that
+// its runs have no scene (sweepRunDocument).
 Scene sweepScene(const SweepSpec& spec, long run);
+// The document a run computes from: the base with the axes' values, the draws and the seed applied (not
+// validated). A scene; in the flow mode the training settings, seed and iterations included; in the
+// posterior mode the problem, with /flow/seed and /flow/base_seed the run's seed.
+JsonReader::Json sweepRunDocument(const SweepSpec& spec, long run);
 // The scene of a run as it is opened elsewhere (flowscope-cli sweep --print-scene, a click on a cell in the
 // app): sweepScene, with a moment grid of a single point (a cell of a sweep over the trace-1 disc) turned
 // into the initial covariance it stands for and the grid cleared. Then simulate, the particles drawn from

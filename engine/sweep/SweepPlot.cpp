@@ -64,7 +64,7 @@ SweepHeat sweepHeat(const SweepTable& table, const std::string& x, const std::st
     const std::size_t nx = h.nx(), ny = h.ny(), n = nx * ny;
     h.rows.assign(n, 0);
     h.numbers.assign(n, 0);
-    std::vector<double> sum(n, 0.0), prop2(n, 0.0), prop2n(n, 0.0);
+    std::vector<double> sum(n, 0.0), squares(n, 0.0), prop2(n, 0.0), prop2n(n, 0.0);
     const std::vector<double>* blowUp = nullptr;
     for (std::size_t c = 0; c < table.columns.size(); ++c)
         if (table.columns[c] == "prop2_blow_up") blowUp = &table.values[c];
@@ -77,6 +77,7 @@ SweepHeat sweepHeat(const SweepTable& table, const std::string& x, const std::st
         h.rows[k] += 1;
         if (!std::isnan(ms[r])) {
             sum[k] += ms[r];
+            squares[k] += ms[r] * ms[r];
             h.numbers[k] += 1;
         }
         if (blowUp && !std::isnan((*blowUp)[r])) {
@@ -85,11 +86,15 @@ SweepHeat sweepHeat(const SweepTable& table, const std::string& x, const std::st
         }
     }
     h.mean.assign(n, NAN);
+    h.sd.assign(n, NAN);
     h.regime.assign(n, -1);
     double lo = INFINITY, hi = -INFINITY;
     for (std::size_t k = 0; k < n; ++k) {
         if (h.numbers[k] > 0) {
-            h.mean[k] = sum[k] / double(h.numbers[k]);
+            const double m = double(h.numbers[k]);
+            h.mean[k] = sum[k] / m;
+            if (h.numbers[k] > 1)
+                h.sd[k] = std::sqrt(std::max(0.0, (squares[k] - m * h.mean[k] * h.mean[k]) / (m - 1)));
             lo = std::min(lo, h.mean[k]);
             hi = std::max(hi, h.mean[k]);
         }
@@ -110,6 +115,44 @@ SweepHeat sweepHeat(const SweepTable& table, const std::string& x, const std::st
     return h;
 }
 
+SweepTable pairedDifference(const SweepTable& a, const SweepTable& b, const std::string& measure) {
+    // The axis columns follow the five fixed ones (run, cell, replicate, seed, valid).
+    const auto axes = [](const SweepTable& t) {
+        const std::size_t n = t.record.contains("sweep") && t.record["sweep"].contains("axes")
+                                  ? t.record["sweep"]["axes"].size()
+                                  : 0;
+        return std::vector<std::string>(t.columns.begin() + std::min<std::ptrdiff_t>(5, t.columns.size()),
+                                        t.columns.begin() + std::min(5 + n, t.columns.size()));
+    };
+    const std::vector<std::string> inA = axes(a);
+    std::vector<std::string> keys = {"seed"};
+    for (const std::string& name : axes(b))
+        if (std::find(inA.begin(), inA.end(), name) != inA.end()) keys.push_back(name);
+    const auto keyOf = [&](const SweepTable& t, std::size_t row) {
+        std::vector<double> key;
+        for (const std::string& name : keys) key.push_back(t.column(name)[row]);
+        return key;
+    };
+    std::map<std::vector<double>, std::pair<double, long>> baseline; // key -> (sum, count) of b's numbers
+    const std::vector<double>& mb = b.column(measure);
+    for (std::size_t r = 0; r < mb.size(); ++r)
+        if (!std::isnan(mb[r])) {
+            auto& [sum, count] = baseline[keyOf(b, r)];
+            sum += mb[r];
+            count += 1;
+        }
+    (void)a.column(measure); // throws naming it when a lacks it
+    SweepTable d = a;
+    std::vector<double>& md =
+        d.values[std::size_t(std::find(d.columns.begin(), d.columns.end(), measure) - d.columns.begin())];
+    for (std::size_t r = 0; r < md.size(); ++r) {
+        const auto it = baseline.find(keyOf(a, r));
+        md[r] = it == baseline.end() ? NAN : md[r] - it->second.first / double(it->second.second);
+    }
+    d.record["sweep"]["name"] = titleOf(a) + " - " + titleOf(b);
+    return d;
+}
+
 Figure sweepHeatmap(const SweepTable& table, const std::string& x, const std::string& y,
                     const std::string& measure) {
     const SweepHeat h = sweepHeat(table, x, y, measure);
@@ -127,6 +170,13 @@ Figure sweepHeatmap(const SweepTable& table, const std::string& x, const std::st
             const std::size_t k = h.index(i, j);
             const Rgb c = h.numbers[k] > 0 ? viridis(h.unit(h.mean[k])) : kGrey;
             f.rects.push_back({left + double(i) * cw, top + ph - double(j + 1) * ch, cw + 0.5, ch + 0.5, c});
+            if (nx > 8 || ny > 8 || h.numbers[k] == 0) continue;
+            // The cell's mean and spread, light on the dark half of the colour bar.
+            const Rgb ink = h.unit(h.mean[k]) < 0.55 ? kWhite : kInk;
+            const double cx = left + (double(i) + 0.5) * cw, cy = top + ph - (double(j) + 0.5) * ch;
+            f.texts.push_back({cx, cy - 2, label(h.mean[k]), 13, Figure::Anchor::Middle, ink});
+            if (!std::isnan(h.sd[k]))
+                f.texts.push_back({cx, cy + 14, "sd " + label(h.sd[k]), 11, Figure::Anchor::Middle, ink});
         }
     // Prop 2's predicted boundary: edges between cells of different predicted regimes.
     for (const SweepHeat::Edge& e : h.boundary) {

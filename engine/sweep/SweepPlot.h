@@ -19,6 +19,7 @@ struct SweepHeat {
     std::vector<long> rows;               // the table's rows in each cell
     std::vector<long> numbers;            // ... of them with a number (not NaN)
     std::vector<double> mean;             // the numbers' mean; NaN without one
+    std::vector<double> sd;               // their sample standard deviation; NaN with fewer than two
     // Prop 2's prediction (column prop2_blow_up, when the table has it): 1 where the cell's rows mostly
     // predict a blow-up, 0 where not, -1 without a prediction.
     bool hasProp2 = false;
@@ -59,10 +60,21 @@ struct SweepHistogram {
 SweepHistogram sweepHistogram(const SweepTable& table, const std::string& x, const std::string& measure,
                               std::vector<double> panels = {});
 
+// Table `a` with column `measure` replaced by paired differences with table `b`: each row's value less the
+// mean of b's `measure` over b's rows with the same seed and the same value in every axis column the two
+// tables share (NaN where b has none). Two flow sweeps of the same "seed" pair flows trained from the same
+// seeds (docs/sweeps.md#flow-sweeps): a with the RWPO layer over λ0 x layers, b without it over layers gives
+// the layer's effect cell by cell. The title (the sweep's name) becomes "A - B". Throws
+// std::invalid_argument naming a column either table lacks.
+SweepTable pairedDifference(const SweepTable& a, const SweepTable& b, const std::string& measure);
+
 // The mean of `measure` over the rows of each (x, y) cell (replicates and any other axes; NaN left out; a
 // cell with no number is grey), cells in the order of the axes' values, a viridis colour bar. Where the
 // table has Prop 2's prediction (column prop2_blow_up), the boundary between the cells it predicts to blow
-// up and the others is drawn in white. Throws std::invalid_argument naming an unknown column.
+// up and the others is drawn in white. On a grid of at most 8 x 8 cells each cell also reads its mean, and
+// under it "sd" and the sample standard deviation over its rows (the spread of the replicates; "sd", since
+// the PNG font has no ±). Throws std::invalid_argument
+// naming an unknown column.
 Figure sweepHeatmap(const SweepTable& table, const std::string& x, const std::string& y,
                     const std::string& measure);
 
