@@ -7,11 +7,13 @@
 #include "engine/io/OutputSet.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <fcntl.h>
 #include <filesystem>
+#include <fstream>
 #include <signal.h>
 #include <spawn.h>
 #include <string>
@@ -47,6 +49,12 @@ inline CliResult cli(const std::string& args, const std::string& prefix = "") {
     return runCli(FLOWSCOPE_CLI, args, prefix);
 }
 #endif
+
+// A JSON file a command wrote (a record, a table's metadata), parsed.
+inline nlohmann::json readJson(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    return nlohmann::json::parse(in);
+}
 
 // The file process `pid` stages `out` under (stagedPathFor's ".flowscope-tmp-<pid>-<random>-<name>" beside
 // it), or "" while there is none.

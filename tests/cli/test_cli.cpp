@@ -26,6 +26,7 @@ namespace {
 
 using Result = flowscope::test::CliResult;
 using flowscope::test::cli;
+using flowscope::test::readJson;
 
 fs::path tempDir() {
     const fs::path dir =
@@ -37,11 +38,6 @@ fs::path tempDir() {
 
 void writeText(const fs::path& p, const std::string& text) {
     std::ofstream(p) << text;
-}
-
-nlohmann::json readJson(const fs::path& p) {
-    std::ifstream in(p);
-    return nlohmann::json::parse(in);
 }
 
 const char* kSmallScene = R"({

@@ -14,6 +14,7 @@
 
 namespace fs = std::filesystem;
 using flowscope::test::cli;
+using flowscope::test::readJson;
 using flowscope::test::CliResult;
 using flowscope::test::TempDir;
 
@@ -44,11 +45,6 @@ std::map<std::string, std::vector<double>> readTable(const fs::path& csv) {
             table[names[c]].push_back(std::strtod(cell.c_str(), nullptr));
     }
     return table;
-}
-
-nlohmann::json readJson(const fs::path& p) {
-    std::ifstream in(p);
-    return nlohmann::json::parse(in);
 }
 
 } // namespace

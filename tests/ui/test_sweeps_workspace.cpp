@@ -344,6 +344,27 @@ TEST_F(SweepsWorkspaceTest, ClickingACellOpensItsSceneInTheParticlesWorkspace) {
     EXPECT_FALSE(window->windowTitle().contains(runName)) << window->windowTitle().toStdString();
 }
 
+// A flow sweep (docs/sweeps.md#flow-sweeps) says what its runs are, and a cell, a trained flow with no scene,
+// says how to train it again (flowscope-cli sweep --print-run) instead of opening anything.
+TEST_F(SweepsWorkspaceTest, AFlowSweepsCellSaysHowToTrainItAgain) {
+    const QString spec = writeSpec("flows.json", R"({"name": "flow-tiny", "mode": "flow",
+        "base": {"dataset": "8gaussians", "layers": 2, "batch": 64, "iterations": 5, "reference_draws": 1},
+        "axes": [{"pointer": "/lambda0", "values": [0.05, 0.2]}], "measures": ["kl", "seconds"]})");
+    ASSERT_TRUE(sweeps().openSweep(spec)) << sweeps().lastError().toStdString();
+    const auto* description = window->findChild<QLabel*>(QStringLiteral("sweepDescription"));
+    ASSERT_NE(description, nullptr);
+    EXPECT_TRUE(description->text().contains(QStringLiteral("generative flows trained")))
+        << description->text().toStdString();
+    const Scene* before = window->workspace<ParticlesWorkspace>().scene();
+    const std::string name = before ? before->name : std::string();
+    EXPECT_FALSE(sweeps().openRun(1));
+    EXPECT_TRUE(sweeps().lastError().contains(QStringLiteral("--print-run 1")))
+        << sweeps().lastError().toStdString();
+    EXPECT_TRUE(sweeps().lastError().contains(spec)) << sweeps().lastError().toStdString();
+    const Scene* after = window->workspace<ParticlesWorkspace>().scene();
+    EXPECT_EQ(after ? after->name : std::string(), name); // nothing opened
+}
+
 TEST_F(SweepsWorkspaceTest, AOneAxisSweepDrawsTheFig4RankHistograms) {
     // The shipped Fig 4 sweep (300 moment runs, a fraction of a second): Prop 2 bounds the rank of the
     // limit by ceil(d/2), and every run ends with a rank (its ODE converges).

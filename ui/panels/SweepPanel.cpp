@@ -168,7 +168,10 @@ void SweepPanel::setSweep(const SweepSpec* spec) {
     measure_->setCurrentIndex(0);
     filling_ = false;
     if (spec) {
-        const QString mode = spec->mode == SweepMode::Moments ? tr("Gaussian mode") : tr("particles");
+        const QString mode = spec->mode == SweepMode::Moments     ? tr("Gaussian mode")
+                             : spec->mode == SweepMode::Flow      ? tr("generative flows trained")
+                             : spec->mode == SweepMode::Posterior ? tr("posterior flows trained")
+                                                                  : tr("particles");
         const QString size = spec->replicates == 1
                                  ? tr("%1 cells, one run each (%2)").arg(spec->cells()).arg(mode)
                                  : tr("%1 cells × %2 replicates = %3 runs (%4)")
