@@ -181,6 +181,10 @@ QWidget* ScenePanel::buildAttentionGroup() {
     // The layer normalisation, "post" being the unit sphere (a scene's `sphere`, the older name).
     normalization_ = form::paramRow<QComboBox>(form, group, "/attention/normalization");
     positionalDecay_ = form::paramRow<QDoubleSpinBox>(form, group, "/attention/positional_decay");
+    // The panel's longest label, on two lines: the dock keeps the width it had (the Matrices dock beside it
+    // fits a 1024 px window only so).
+    if (auto* label = qobject_cast<QLabel*>(form->labelForField(positionalDecay_)))
+        label->setText(label->text().replace(QLatin1String("Positional "), QLatin1String("Positional\n")));
     interpolation_ = form::paramRow<QComboBox>(form, group, "/attention/interpolation");
 
     linearEpsRow_ = new QWidget(group);
