@@ -51,12 +51,13 @@ rule python 'ui/|app/' "python/ must not include ui/ or app/"
 rule render 'ui/|app/' "render/ must not include ui/ or app/"
 rule render 'engine/models/' "render/ must not include engine/models/ (real checkpoints are for the front ends)"
 # Pictures draw what a run publishes, never the run: of engine/runner/, render/picture/ includes only the
-# snapshot headers (Snapshot.h, FlowSnapshot.h, ...), not a runner's.
+# snapshot headers (Snapshot.h, TrainerRunSnapshot.h, FlowSnapshot.h, TransformerSnapshot.h,
+# PosteriorSnapshot.h), not a runner's, nor its publishing machinery (LatestSnapshot.h).
 if [[ -d render/picture ]]; then
   hits=$(grep -rnE --include='*.h' --include='*.cpp' '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]engine/runner/' \
-    render/picture | grep -vE 'engine/runner/[A-Za-z]*Snapshot\.h[">]' || true)
+    render/picture | grep -vE 'engine/runner/(Snapshot|TrainerRunSnapshot|FlowSnapshot|TransformerSnapshot|PosteriorSnapshot)\.h[">]' || true)
   if [[ -n $hits ]]; then
-    while IFS= read -r hit; do echo "$hit   <- render/picture/ may include only engine/runner/*Snapshot.h"; done <<<"$hits"
+    while IFS= read -r hit; do echo "$hit   <- render/picture/ may include only the snapshot headers of engine/runner/"; done <<<"$hits"
     status=1
   fi
 fi

@@ -179,12 +179,15 @@ ViewRow measure(const ViewOptions& o, int n, GlContext& drawContext, const GlApi
     const auto end =
         b0.at + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds));
     auto due = b0.at;
-    // The span lasts `seconds`, and on a busy machine until it holds a frame and a step as well.
+    // The span lasts `seconds`, and on a busy machine until it holds a frame and a step as well; a run that
+    // takes no step within a minute more has stalled.
     const auto measured = [&] {
         const auto s = runner.snapshot();
         return row.frames > 0 && (s->step > b0.step || s->finished || !s->error.empty() || s->event);
     };
+    const auto stalled = end + std::chrono::seconds(60);
     while (Clock::now() < end || !measured()) {
+        if (Clock::now() > stalled) throw std::runtime_error("the run stopped stepping while drawn");
         if (o.fps > 0.0) {
             std::this_thread::sleep_until(due);
             lateMs.push_back(1e3 * seconds(Clock::now() - due));

@@ -83,7 +83,9 @@ ConsensusRate consensusRate(Normalization scheme, const std::vector<double>& t,
     double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (std::size_t k = 0; k < t.size(); ++k) {
         const double gap = 1.0 - rho[k];
-        if (!(t[k] >= half) || !(gap > 0) || !std::isfinite(gap) || (rate.perLogT && !(t[k] > 0))) continue;
+        // Gaps at rounding level are no law's: the mean cosine cancels to about n eps at consensus.
+        if (!(t[k] >= half) || !(gap > 1e-12) || !std::isfinite(gap) || (rate.perLogT && !(t[k] > 0)))
+            continue;
         const double x = rate.perLogT ? std::log(t[k]) : t[k], y = std::log(gap);
         n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
     }
@@ -97,9 +99,19 @@ bool hasEquiangularReduction(const AttentionSpec& a, int d) {
     if (a.type != AttentionType::Softmax || !a.keyframes.empty() || a.heads.size() != 1 || a.scaleByRootK ||
         a.masked || a.positionalDecay != 0.0 || normalizationOf(a) == Normalization::None)
         return false;
-    const Mat I = Mat::Identity(d, d);
     const HeadParams& h = a.heads.front();
-    return h.Q == I && h.K == I && h.V == I;
+    const auto identity = [d](const Mat& m) {
+        return m.rows() == d && m.cols() == d && m == Mat::Identity(d, d);
+    };
+    return identity(h.Q) && identity(h.K) && identity(h.V); // Q, K may be k x d with k < d: not I
+}
+
+bool hasConsensusLaw(const AttentionSpec& a, int d) {
+    if (a.type != AttentionType::Softmax || !a.keyframes.empty() || a.heads.size() != 1 || a.masked ||
+        a.positionalDecay != 0.0 || normalizationOf(a) == Normalization::None)
+        return false;
+    const Mat& V = a.heads.front().V;
+    return V.rows() == d && V.cols() == d && V == Mat::Identity(d, d);
 }
 
 std::optional<Equiangular> equiangularState(const Tokens& X, double tolerance) {
@@ -108,11 +120,12 @@ std::optional<Equiangular> equiangularState(const Tokens& X, double tolerance) {
     const Vec radii = X.rowwise().norm();
     const double r = radii(0);
     if (!(r > 0) || (radii.array() - r).abs().maxCoeff() > tolerance * r) return std::nullopt;
-    const Mat cosines = (X * X.transpose()) / (r * r);
-    const double rho = cosines(0, 1);
+    // Pair by pair, leaving at the first that differs (a cloud that is not equiangular costs a few pairs, not
+    // an n x n matrix).
+    const double rho = X.row(0).dot(X.row(1)) / (r * r);
     for (Eigen::Index i = 0; i < n; ++i)
         for (Eigen::Index j = i + 1; j < n; ++j)
-            if (std::abs(cosines(i, j) - rho) > tolerance) return std::nullopt;
+            if (std::abs(X.row(i).dot(X.row(j)) / (r * r) - rho) > tolerance) return std::nullopt;
     return Equiangular{rho, r};
 }
 

@@ -37,13 +37,17 @@ std::vector<double> equiangularRho(Normalization scheme, int n, double beta, con
 // Whether the reduction describes a run of `attention` in dimension d: softmax with one head Q = K = V = I
 // (no keyframes, no 1/sqrt(k), unmasked, no positional decay) under post-, pre- or peri-LN.
 bool hasEquiangularReduction(const AttentionSpec& attention, int d);
+// Whether the consensus laws below describe a run of `attention` in dimension d: softmax with one head whose
+// V = I (any Q, K: near consensus the weights are nearly uniform), unmasked, no decay, no keyframes, under a
+// normalization (docs/math/theory.md#rates; with another V the exponents are not 2).
+bool hasConsensusLaw(const AttentionSpec& attention, int d);
 // The common (rho, r) of tokens that are equiangular with equal radii, each to `tolerance` (relative to the
 // radius; cosines absolute); nullopt otherwise, or for fewer than 2 tokens. O(n^2 d).
 std::optional<Equiangular> equiangularState(const Tokens& X, double tolerance = 1e-9);
 
 // How fast a run reaches consensus (docs/math/theory.md#rates): near it, 1 - rho ~ e^{-2t} under post-LN
 // and ~ t^{-2} under pre- and peri-LN. consensusRate fits the least-squares slope of log(1 - rho) against t
-// (post, and no scheme) or log t (pre, peri) over the samples with t >= t_last / 2 and 0 < 1 - rho; NaN
+// (post, and no scheme) or log t (pre, peri) over the samples with t >= t_last / 2 and 1e-12 < 1 - rho; NaN
 // slope with fewer than 4 such samples. `predicted` is -2 for the three schemes, NaN for none.
 struct ConsensusRate {
     double slope = std::numeric_limits<double>::quiet_NaN();

@@ -490,6 +490,14 @@ SweepSpec sweepFromJson(const std::string& text, const std::string& specDir, con
                 cells *= long(s.axes.back().values.size());
                 if (cells > kMaxCells)
                     (*v)[i].fail("the axes make more than " + std::to_string(kMaxCells) + " cells");
+                // A training run's seed is the sweep's seed plus its replicate, the same in every cell (the
+                // pairing): an axis on it would be overwritten.
+                if (isTrainingMode(s.mode))
+                    for (const std::string& p : s.axes.back().pointers)
+                        if (p == "/seed" || p == "/flow/seed" || p == "/flow/base_seed")
+                            (*v)[i].fail("a training run's seed is the sweep's \"seed\" plus its replicate, "
+                                         "the same in every cell: vary \"replicates\" instead of " +
+                                         p);
             }
         }
         if (auto v = root.find("draws")) {
@@ -504,7 +512,11 @@ SweepSpec sweepFromJson(const std::string& text, const std::string& specDir, con
             root.failAt("replicates", "cells x replicates = " + std::to_string(s.runs()) +
                                           " runs, more than " + std::to_string(kMaxRuns));
         if (auto v = root.find("seed")) s.seed = v->unsignedInteger();
-        if (auto v = root.find("seed_initial")) s.seedInitial = v->boolean();
+        if (auto v = root.find("seed_initial")) {
+            if (isTrainingMode(s.mode))
+                v->fail("seed_initial is for scenes: a training run has no initial tokens");
+            s.seedInitial = v->boolean();
+        }
         if (auto v = root.find("skip_invalid")) s.skipInvalid = v->boolean();
         if (auto v = root.find("rank_threshold")) s.rankThreshold = v->numberAtLeast(0.0);
         std::vector<std::string> names = s.columns();

@@ -20,6 +20,7 @@ pointer, as flowscope-cli prints them). See docs/python.md.
 """
 
 import os as _os
+from typing import Any
 
 from ._flowscope import (  # noqa: F401
     HAVE_RENDER,
@@ -57,15 +58,15 @@ def _like_tokens(X, out):
     return torch.from_numpy(out).to(device=X.device)
 
 
-def velocity(attention, X, t=0.0):
+def velocity(attention: Any, X: Any, t: float = 0.0) -> Any:
     return _like_tokens(X, _flowscope.velocity(attention, X, t))
 
 
-def attention_weights(attention, X, i, t=0.0):
+def attention_weights(attention: Any, X: Any, i: int, t: float = 0.0) -> Any:
     return _like_tokens(X, _flowscope.attention_weights(attention, X, i, t))
 
 
-def entropies(attention, X, t=0.0):
+def entropies(attention: Any, X: Any, t: float = 0.0) -> Any:
     return _like_tokens(X, _flowscope.entropies(attention, X, t))
 
 

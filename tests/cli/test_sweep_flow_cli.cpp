@@ -160,4 +160,10 @@ TEST(SweepFlowCli, BadSettingsExitTwoNamingTheField) {
     j = nlohmann::ordered_json::parse(kFlowSpec);
     j["base"]["seed"] = 4;
     expectRefused(j, "error: /base/seed: a run's seed is the sweep's \"seed\" plus its replicate");
+    j = nlohmann::ordered_json::parse(kFlowSpec);
+    j["axes"][0]["pointer"] = "/seed"; // an axis on the seed would be overwritten by the pairing
+    expectRefused(j, "error: /axes/0: a training run's seed is the sweep's \"seed\" plus its replicate");
+    j = nlohmann::ordered_json::parse(kFlowSpec);
+    j["seed_initial"] = false;
+    expectRefused(j, "error: /seed_initial: seed_initial is for scenes");
 }

@@ -218,6 +218,40 @@ TEST(Theory, ConsensusRateFitsExactLaws) {
     EXPECT_TRUE(pre.perLogT);
     EXPECT_TRUE(std::isnan(consensusRate(Normalization::None, t, exponential).predicted));
     EXPECT_TRUE(std::isnan(consensusRate(Normalization::Post, {1.0, 2.0}, {0.5, 0.6}).slope));
+    // Gaps at rounding level (a run at consensus) are left out, not fitted.
+    const std::vector<double> settled(t.size(), 1.0 - 1e-16);
+    EXPECT_EQ(consensusRate(Normalization::Post, t, settled).samples, 0);
+}
+
+// Which scenes the reduction and the laws describe: Q = K = V = I (d x d: a k x d Q with k < d is not I), one
+// softmax head, a normalization; the laws need V = I only.
+TEST(Theory, TheReductionAndTheLawsApplyWhereTheirHypothesesHold) {
+    AttentionSpec a;
+    a.heads = {HeadParams{Mat::Identity(3, 3), Mat::Identity(3, 3), Mat::Identity(3, 3)}};
+    a.sphere = true;
+    EXPECT_TRUE(hasEquiangularReduction(a, 3));
+    EXPECT_TRUE(hasConsensusLaw(a, 3));
+    AttentionSpec rectangular = a;
+    rectangular.heads[0].Q = Mat::Identity(2, 3);
+    rectangular.heads[0].K = Mat::Identity(2, 3);
+    EXPECT_FALSE(hasEquiangularReduction(rectangular, 3));
+    EXPECT_TRUE(hasConsensusLaw(rectangular, 3));
+    AttentionSpec scaled = a;
+    scaled.heads[0].V *= -0.4;
+    EXPECT_FALSE(hasEquiangularReduction(scaled, 3));
+    EXPECT_FALSE(hasConsensusLaw(scaled, 3));
+    AttentionSpec none = a;
+    none.sphere = false;
+    EXPECT_FALSE(hasEquiangularReduction(none, 3));
+    EXPECT_FALSE(hasConsensusLaw(none, 3));
+    // equiangularState: orthonormal rows are (0, 1); a perturbed one is not equiangular.
+    Tokens X = Mat::Identity(4, 4) * 2.0;
+    const std::optional<Equiangular> s = equiangularState(X);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->rho, 0.0);
+    EXPECT_EQ(s->r, 2.0);
+    X(3, 0) = 1e-3;
+    EXPECT_FALSE(equiangularState(X));
 }
 
 // ---------------------------------------------------------------------------------------------------------

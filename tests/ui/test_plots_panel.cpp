@@ -82,8 +82,11 @@ TEST(PlotsPanel, TheMeanCosineTitleFitsTheConsensusRateOfTheScheme) {
     panel.setSnapshot(snapshotOf(exponential));
     EXPECT_EQ(panel.pointCount("mean cosine"), 200);
     EXPECT_TRUE(panel.rateText().isEmpty()); // no normalization: no law to compare with
-    Scene scene = tinyScene();
-    scene.attention.sphere = true; // post-LN
+    Scene scene = tinyScene();               // V = -0.4 I: no consensus law
+    scene.attention.sphere = true;           // post-LN
+    panel.setScene(scene);
+    EXPECT_TRUE(panel.rateText().isEmpty());
+    scene.attention.heads = {HeadParams{Mat::Identity(2, 2), Mat::Identity(2, 2), Mat::Identity(2, 2)}};
     panel.setScene(scene);
     EXPECT_EQ(panel.rateText(),
               QStringLiteral("1 − ρ ∝ e<sup>−1.50 t</sup>; post-LN predicts e<sup>−2t</sup>"));
@@ -139,7 +142,7 @@ TEST(PlotsPanel, AnEquiangularStartDrawsThePredictedMeanCosine) {
 
     Scene edited = scene;
     edited.attention.beta = 3.0;
-    panel.setScene(edited); // a live edit: the prediction was for β = 1
+    panel.setScene(edited, true); // a live edit: the prediction was for β = 1
     EXPECT_EQ(panel.pointCount("rho predicted"), 0);
 
     PlotsPanel gaussian;

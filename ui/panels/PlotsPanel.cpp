@@ -387,14 +387,14 @@ void PlotsPanel::rebuild() {
     updateRate();
 }
 
-void PlotsPanel::setScene(const Scene& scene) {
-    const bool edit = history_ != nullptr; // a live edit of the run being plotted
-    scheme_ = normalizationOf(scene.attention);
+void PlotsPanel::setScene(const Scene& scene, bool liveEdit) {
+    scheme_ =
+        hasConsensusLaw(scene.attention, scene.d) ? normalizationOf(scene.attention) : Normalization::None;
     const bool reduces = hasEquiangularReduction(scene.attention, scene.d);
-    equiangularN_ = reduces && !edit ? scene.n : 0;
+    equiangularN_ = reduces && !liveEdit ? scene.n : 0;
     equiangularBeta_ = scene.attention.beta;
     horizon_ = scene.integrator.T;
-    if (edit && !predicted_.empty()) {
+    if (liveEdit && !predicted_.empty()) {
         predicted_.clear();
         rebuild();
     }

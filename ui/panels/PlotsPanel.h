@@ -65,8 +65,9 @@ class PlotsPanel : public QWidget {
     // The scene the run follows: its normalization (which consensus law the mean cosine's rate is fitted to;
     // none: no fit) and, where the equiangular reduction describes it (hasEquiangularReduction) and the run
     // starts equiangular, the curve "rho predicted": ρ(t) of the reduced ODE, dashed under the measured one.
-    // Called again for a live edit, it fits the new law and drops the prediction (made for the old one).
-    void setScene(const Scene& scene);
+    // With liveEdit (the run goes on under the edited scene) it fits the new law and drops the prediction,
+    // which was made for the old one, until the next run.
+    void setScene(const Scene& scene, bool liveEdit = false);
     // The mean cosine chart's rate line ("1 − ρ ∝ e^{−1.98 t}; post-LN predicts e^{−2t}"), empty without one.
     QString rateText() const { return rateText_; }
     // A vertical line at t on every chart (the time scrubber); NaN hides it.
@@ -162,7 +163,7 @@ class PlotsPanel : public QWidget {
     std::size_t framesRead_ = 0;
 
     double rankTol_ = 1e-6;
-    Normalization scheme_ = Normalization::None;
+    Normalization scheme_ = Normalization::None; // None also where no consensus law applies (hasConsensusLaw)
     QString rateText_;
     // The equiangular prediction: the reduction's n, β and horizon T when it describes the scene (n = 0: it
     // does not), and ρ(t) on [0, T] once the run's first frame showed an equiangular start.

@@ -167,12 +167,12 @@ void ParticlesWorkspace::editAttention(const AttentionSpec& spec) {
 
 void ParticlesWorkspace::showEdited(ParticleDocument::Part part, QObject* from) {
     const Scene& scene = document_.scene();
+    plots_->setScene(scene, true);
     if (part == ParticleDocument::Part::Integrator) {
         view_->setIntegrator(scene.integrator);
         return;
     }
     view_->setAttention(scene.attention);
-    plots_->setScene(scene);
     cone_->setScene(scene);
     // Once the run has moved, the analysis speaks of the tokens as they are (as the view's overlay does).
     if (const std::shared_ptr<const Snapshot> now = runner().snapshot(); now && now->step > 0)

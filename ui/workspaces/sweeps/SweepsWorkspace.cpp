@@ -251,7 +251,7 @@ bool SweepsWorkspace::openRun(long run) {
     if (isTrainingMode(spec_->mode)) // a trained flow, not a particle run: say how to train it again
         return fail(
             tr("Run %1 trains a %2 flow; it has no scene to open. flowscope-cli sweep %3 --print-run %1 "
-               "prints its command (flowscope-cli train, or the problem for infer).")
+               "prints its command (flowscope-cli train, to which add --out FILE; or the problem for infer).")
                 .arg(run)
                 .arg(spec_->mode == SweepMode::Flow ? tr("generative") : tr("posterior"))
                 .arg(specPath_.isEmpty() ? tr("SWEEP.json") : specPath_));
