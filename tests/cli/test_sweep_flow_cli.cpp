@@ -14,8 +14,8 @@
 
 namespace fs = std::filesystem;
 using flowscope::test::cli;
-using flowscope::test::readJson;
 using flowscope::test::CliResult;
+using flowscope::test::readJson;
 using flowscope::test::TempDir;
 
 namespace {
