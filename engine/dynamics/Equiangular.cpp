@@ -95,23 +95,26 @@ ConsensusRate consensusRate(Normalization scheme, const std::vector<double>& t,
     return rate;
 }
 
-bool hasEquiangularReduction(const AttentionSpec& a, int d) {
-    if (a.type != AttentionType::Softmax || !a.keyframes.empty() || a.heads.size() != 1 || a.scaleByRootK ||
-        a.masked || a.positionalDecay != 0.0 || normalizationOf(a) == Normalization::None)
-        return false;
-    const HeadParams& h = a.heads.front();
-    const auto identity = [d](const Mat& m) {
-        return m.rows() == d && m.cols() == d && m == Mat::Identity(d, d);
-    };
-    return identity(h.Q) && identity(h.K) && identity(h.V); // Q, K may be k x d with k < d: not I
+namespace {
+
+// The d x d identity (a k x d matrix with k < d is not).
+bool isIdentity(const Mat& m, int d) {
+    return m.rows() == d && m.cols() == d && m == Mat::Identity(d, d);
 }
+
+} // namespace
 
 bool hasConsensusLaw(const AttentionSpec& a, int d) {
     if (a.type != AttentionType::Softmax || !a.keyframes.empty() || a.heads.size() != 1 || a.masked ||
         a.positionalDecay != 0.0 || normalizationOf(a) == Normalization::None)
         return false;
-    const Mat& V = a.heads.front().V;
-    return V.rows() == d && V.cols() == d && V == Mat::Identity(d, d);
+    return isIdentity(a.heads.front().V, d);
+}
+
+// The law's hypotheses, and Q = K = I with the plain β.
+bool hasEquiangularReduction(const AttentionSpec& a, int d) {
+    return hasConsensusLaw(a, d) && !a.scaleByRootK && isIdentity(a.heads.front().Q, d) &&
+           isIdentity(a.heads.front().K, d);
 }
 
 std::optional<Equiangular> equiangularState(const Tokens& X, double tolerance) {

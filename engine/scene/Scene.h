@@ -177,6 +177,17 @@ inline Normalization normalizationOf(const AttentionSpec& a) {
     return a.sphere ? Normalization::Post : a.normalization;
 }
 
+// What a type takes, as the reader checks it (and the Scene panel drops on a type switch): positional decay
+// multiplies exponential weights the streaming kernel computes (docs/math/theory.md#positional-decay); pre-
+// and peri-LN feed the directions to an attention layer over tokens, which RWPO's proximal step and
+// drifting's pull toward a target Gaussian are not (docs/math/theory.md#normalization).
+inline bool supportsPositionalDecay(AttentionType t) {
+    return t == AttentionType::Softmax || t == AttentionType::L2 || t == AttentionType::Exp;
+}
+inline bool supportsPreNormalization(AttentionType t) {
+    return t != AttentionType::Rwpo && t != AttentionType::Drifting;
+}
+
 const char* toString(AttentionType t);
 const char* toString(Normalization n);
 const char* toString(Method m);

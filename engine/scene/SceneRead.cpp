@@ -192,7 +192,7 @@ void checkMasking(const AttentionSpec& a, const std::string& pointer) {
 // layer over tokens. RWPO and drifting are not (a proximal step, a pull toward a target Gaussian in R^d).
 void checkNormalization(const AttentionSpec& a, const JsonReader& j) {
     if (a.normalization == Normalization::None) return;
-    if (a.type == AttentionType::Rwpo || a.type == AttentionType::Drifting)
+    if (!supportsPreNormalization(a.type))
         j.failAt("normalization",
                  std::string("expected \"none\" or \"post\" for ") + toString(a.type) +
                      " attention (pre and peri normalise the tokens an attention layer reads: "
@@ -205,7 +205,7 @@ void checkNormalization(const AttentionSpec& a, const JsonReader& j) {
 // (docs/math/theory.md#positional-decay).
 void checkPositionalDecay(const AttentionSpec& a, const JsonReader& j) {
     if (a.positionalDecay == 0.0) return;
-    if (a.type != AttentionType::Softmax && a.type != AttentionType::L2 && a.type != AttentionType::Exp)
+    if (!supportsPositionalDecay(a.type))
         j.failAt("positional_decay",
                  std::string("expected 0 for ") + toString(a.type) +
                      " attention (positional decay is supported for softmax, l2 and exp), "

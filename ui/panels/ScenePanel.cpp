@@ -209,11 +209,8 @@ QWidget* ScenePanel::buildAttentionGroup() {
         if (!supportsMasking(a.type)) a.masked = false;
         // What the new type cannot take is dropped, as the mask is: a decay outside softmax, l2 and exp, pre
         // and peri normalisation for RWPO and drifting (the reader would refuse the switch).
-        if (a.type != AttentionType::Softmax && a.type != AttentionType::L2 && a.type != AttentionType::Exp)
-            a.positionalDecay = 0.0;
-        if ((a.type == AttentionType::Rwpo || a.type == AttentionType::Drifting) &&
-            a.normalization != Normalization::None)
-            a.normalization = Normalization::None;
+        if (!supportsPositionalDecay(a.type)) a.positionalDecay = 0.0;
+        if (!supportsPreNormalization(a.type)) a.normalization = Normalization::None; // post is `sphere`
         // Switching from RWPO/drifting: one head Q = K = V = I, the default of a scene file.
         const int d = shown().d;
         if (ParticleDocument::hasMatrices(a.type) && a.headCount() == 0)
@@ -505,9 +502,7 @@ void ScenePanel::updateRows() {
     a->setRowVisible(beta_, t != AttentionType::Drifting);
     a->setRowVisible(scaleByRootK_, ParticleDocument::hasMatrices(t));
     a->setRowVisible(masked_, supportsMasking(t));
-    // The exponential weights the streaming kernel computes (the reader refuses a decay elsewhere).
-    a->setRowVisible(positionalDecay_,
-                     t == AttentionType::Softmax || t == AttentionType::L2 || t == AttentionType::Exp);
+    a->setRowVisible(positionalDecay_, supportsPositionalDecay(t));
     a->setRowVisible(interpolation_, !shown().attention.keyframes.empty());
     a->setRowVisible(linearEpsRow_, t == AttentionType::Linear);
     a->setRowVisible(sinkhornEps_, t == AttentionType::Sinkhorn);
