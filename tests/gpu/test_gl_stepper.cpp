@@ -22,6 +22,32 @@ TEST(GlStepper, TokenBufferHoldsTheDownloadedTokens) {
     EXPECT_EQ(raw.cast<double>(), Xa);
 }
 
+// The stepper keeps at most kQueuedAdvances advances queued ahead of the GPU (each fenced), so that a view's
+// draw in another context never waits behind an unbounded queue; the pacing changes no result: ten single
+// advances end bit for bit where one advance of ten does.
+TEST(GlStepper, QueuesABoundedNumberOfAdvancesAndStepsAlike) {
+    FLOWSCOPE_REQUIRE_GPU();
+    std::mt19937_64 rng(3);
+    const Tokens X0 = randomMatrix(300, 3, rng, 1.0);
+    AttentionSpec spec;
+    spec.heads = {HeadParams{Mat::Identity(3, 3), Mat::Identity(3, 3), -0.5 * Mat::Identity(3, 3)}};
+    const IntegratorSpec euler = fixedSteps(Method::Euler, 1.0, 50);
+    auto paced = makeTestStepper<GlStepper>(spec, euler, 3);
+    auto once = makeTestStepper<GlStepper>(spec, euler, 3);
+    paced->upload(X0, 0.0);
+    once->upload(X0, 0.0);
+    for (int k = 1; k <= 10; ++k) {
+        paced->advance(1);
+        EXPECT_EQ(paced->queuedAdvances(), std::min(k, GlStepper::kQueuedAdvances)) << "after advance " << k;
+    }
+    once->advance(10);
+    Tokens a, b;
+    paced->download(a);
+    once->download(b);
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, X0);
+}
+
 TEST(GlTiming, StepperRk4StepN4096PrintedOnly) {
     FLOWSCOPE_REQUIRE_MEASURE();
     FLOWSCOPE_REQUIRE_GPU();

@@ -95,6 +95,7 @@ bool GlFunctions::load(const GlProcLoader& p, Use use, std::string* whyNot) {
     get(p, FenceSync, "glFenceSync", &missing);
     get(p, DeleteSync, "glDeleteSync", &missing);
     get(p, WaitSync, "glWaitSync", &missing);
+    get(p, ClientWaitSync, "glClientWaitSync", &missing);
 
     if (compute && missing.empty()) missing = computeMissing;
     if (!missing.empty()) {

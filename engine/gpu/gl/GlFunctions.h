@@ -57,6 +57,7 @@ constexpr Enum COPY_WRITE_BUFFER = 0x8F37;
 constexpr Enum SYNC_GPU_COMMANDS_COMPLETE = 0x9117;
 using Sync = void*; // GLsync
 constexpr std::uint64_t TIMEOUT_IGNORED = ~std::uint64_t(0);
+constexpr Bitfield SYNC_FLUSH_COMMANDS_BIT = 0x00000001;
 } // namespace gl
 
 // Resolves a GL function by name in the current context; null when it has none.
@@ -174,6 +175,7 @@ struct GlFunctions {
     gl::Sync(FLOWSCOPE_GLAPI* FenceSync)(gl::Enum, gl::Bitfield) = nullptr;
     void(FLOWSCOPE_GLAPI* DeleteSync)(gl::Sync) = nullptr;
     void(FLOWSCOPE_GLAPI* WaitSync)(gl::Sync, gl::Bitfield, std::uint64_t) = nullptr;
+    gl::Enum(FLOWSCOPE_GLAPI* ClientWaitSync)(gl::Sync, gl::Bitfield, std::uint64_t) = nullptr;
 
   private:
     bool loaded_ = false;

@@ -49,6 +49,7 @@ GlStepper::GlStepper(const AttentionSpec& spec, const IntegratorSpec& integrator
 }
 
 GlStepper::~GlStepper() {
+    for (gl::Sync fence : queued_) gl_->DeleteSync(fence);
     for (const auto& copy : shared_) {
         std::lock_guard lock(*copy->mutex);
         *copy->valid = false;
@@ -257,7 +258,19 @@ void GlStepper::takeSteps(int steps) {
             bindCombine(combineSlots_[s]);
             dispatch(*combine_, groups(kStepperGroup));
         });
+    paceQueue();
     glCheck(*gl_, "advancing the tokens");
+}
+
+void GlStepper::paceQueue() {
+    queued_.push_back(gl_->FenceSync(gl::SYNC_GPU_COMMANDS_COMPLETE, 0));
+    while (int(queued_.size()) > kQueuedAdvances) {
+        // Returns at once for a fence already passed, which is every fence when the GPU keeps up. A bounded
+        // wait: a device that never signals fails on the next read-back with its own error instead.
+        gl_->ClientWaitSync(queued_.front(), gl::SYNC_FLUSH_COMMANDS_BIT, 10'000'000'000ULL);
+        gl_->DeleteSync(queued_.front());
+        queued_.pop_front();
+    }
 }
 
 } // namespace flowscope

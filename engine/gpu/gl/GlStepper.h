@@ -17,6 +17,7 @@
 #include "engine/gpu/gl/GlCompute.h"
 #include "engine/gpu/gl/GlStreamRunner.h"
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -52,6 +53,12 @@ class GlStepper : public PlannedStepper {
     std::string name() const override { return "OpenGL stepper"; }
     // The tag share() puts in DeviceTokens::shareGroup (the GUI's context group).
     void setShareGroup(const void* group) { shareGroup_ = group; }
+    // Fixed steps queued on the GPU and not yet known to be done (at most kQueuedAdvances; see paceQueue).
+    int queuedAdvances() const { return int(queued_.size()); }
+    // Advances the CPU may queue ahead of the GPU. The GL queue is otherwise as deep as the driver lets it
+    // be, and a view's draw in another context waits behind all of it: uncapped steps at N = 65536 left
+    // frames at 375 ms each (2.6 frames/s on an H200; docs/gpu.md#drawing-at-scale).
+    static constexpr int kQueuedAdvances = 3;
 
   private:
     struct Head; // per-head parameter buffers and kernel variant
@@ -76,6 +83,8 @@ class GlStepper : public PlannedStepper {
     // Workgroups of `groupSize` invocations covering the tokens.
     long groups(int groupSize) const { return (long(plan().n()) + groupSize - 1) / groupSize; }
     void dispatch(const GlComputeProgram& program, long groups);
+    // Fences the advance just recorded, then waits until at most kQueuedAdvances are queued.
+    void paceQueue();
 
     const GlFunctions* gl_;
 
@@ -94,6 +103,7 @@ class GlStepper : public PlannedStepper {
     long combinesUploaded_ = -1, headsUploaded_ = -1;   // the plan's versions the buffers hold
     std::vector<std::shared_ptr<DeviceTokens>> shared_; // published copies; reused when only we hold one
     const void* shareGroup_ = nullptr;
+    std::deque<gl::Sync> queued_; // a fence after each advance not yet waited for, oldest first
 };
 
 } // namespace flowscope
