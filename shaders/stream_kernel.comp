@@ -30,6 +30,14 @@
 //     POS_DECAY        (12) 1: positional decay (ALiBi), s_ij -= slope |i - j| with slope = params.slope, the
 //                       query's index i and the key's j (then nq == n; softmax and exp only). Computed per
 //                       pair from the two indices: no table. Optional: 0.
+//     LOG2_SCORES      (13) 1 (softmax, exp): scores are formed in log2 units, the queries (and the bias slot,
+//                       and the decay slope) scaled by log2(e) once per query, so a weight is exp2(s - m)
+//                       without a multiply per pair. m and e_i are written back in natural units. Optional: 0.
+//     TILE_BOUND       (14) 1 (softmax, exp, STAGE_IN_SHARED, no HAS_BIAS or QUAD_BIAS): the staging also finds
+//                       the tile's largest key norm R, and a query whose bound |q| R on the tile's scores is
+//                       within BOUND_MARGIN of its running max sweeps the tile without tracking the max: the
+//                       weights stay below 2^64, and m stays a reference value below the max (every host
+//                       uses m only as m + log den or e^m num, which a reference serves). Optional: 0.
 //
 // Buffers (std430, binding only, so set 0 in Vulkan). Arrays of points are structure-of-arrays like
 // StreamArgs and Eigen's column-major tokens: coordinate c of point j at [c * count + j].
@@ -53,7 +61,10 @@
 // - w = exp2((s - m) L), L = log2(e): s - m is exact for the scores near the max, which carry the weight, and
 //   exp2 is the one special-function instruction GPUs have for it. The forms one instruction cheaper round
 //   that difference: exp2(fma(s, L, -m L)) missed the float32 criterion on an H200 (N <= 2, Sinkhorn at
-//   d = 8), and folding L into the queries rounds m, which log-sum-exps (Sinkhorn, the energy) need exact.
+//   d = 8), and folding L into the queries rounds m, which log-sum-exps (Sinkhorn, the energy) need exact:
+//   LOG2_SCORES does it only for softmax averages, which do not read m.
+// - TILE_BOUND: after the first tile, almost every query's scores are bounded near its max, and such a tile is
+//   swept without a max (no compare per pair, no branch per UNROLL keys).
 // - The running max is raised lazily: UNROLL keys are scored at once, and when the largest exceeds the
 //   running max the sums are rescaled by e^(m_old - max) first. The max of a random order of N keys rises
 //   about ln N times, so a pair costs one score and one exp2 (no second sweep of the tile for its max), and
@@ -80,6 +91,8 @@ layout(constant_id = 9) const int QPT = 1;
 layout(constant_id = 10) const int UNROLL = 4;
 layout(constant_id = 11) const int QUAD_BIAS = 0;
 layout(constant_id = 12) const int POS_DECAY = 0;
+layout(constant_id = 13) const int LOG2_SCORES = 0;
+layout(constant_id = 14) const int TILE_BOUND = 0;
 layout(local_size_x_id = 5) in;
 #else
 #ifndef VALUES
@@ -99,6 +112,12 @@ layout(local_size_x_id = 5) in;
 #endif
 #ifndef POS_DECAY
 #define POS_DECAY 0
+#endif
+#ifndef LOG2_SCORES
+#define LOG2_SCORES 0
+#endif
+#ifndef TILE_BOUND
+#define TILE_BOUND 0
 #endif
 layout(local_size_x = TILE) in;
 #endif
@@ -126,8 +145,17 @@ layout(std430, binding = 4) writeonly buffer Out {
 };
 
 shared vec4 tileKey[CH * TILE]; // STAGE_IN_SHARED: chunk p of staged key k at [p * TILE + k]
+// TILE_BOUND: the largest squared key norm of tile t in slot t % 2, as float bits (non-negative floats order
+// as their bits). Slot (t + 1) % 2 is cleared while tile t is staged: its last reader (tile t - 1) is past a
+// barrier, and its next writers (tile t + 1's staging) are past the next one.
+shared uint tileNorm[2];
 
 const float LOG2E = 1.4426950408889634;
+// Weights are exp2(SCALE (s - m)): scores in log2 units need no scaling.
+const float SCALE = LOG2_SCORES != 0 ? 1.0 : LOG2E;
+// TILE_BOUND: a tile is swept without a running max when its scores are at most m + BOUND_MARGIN, that is
+// weights below 2^64 (in natural units 64 ln 2): sums of up to 2^24 such weights stay far from overflow.
+const float BOUND_MARGIN = LOG2_SCORES != 0 ? 64.0 : 44.0;
 
 // QUAD_BIAS: key j's bias -x_j^T M x_j.
 float quadraticBias(uint j) {
@@ -194,8 +222,11 @@ void addCompensated(inout float s, inout float c, float t) {
 // max, the running sums and their compensations, and this tile's sums.
 uint query[QPT];
 uint end[QPT];
+float slope; // POS_DECAY: the decay per index, in the scores' units
 vec4 q[QPT * CH];
 float m[QPT], den[QPT], cden[QPT], tden[QPT], ent[QPT], cent[QPT], tent[QPT];
+float qnorm[QPT];   // TILE_BOUND: |q_i| in the scores' units
+bool unbounded[QPT]; // TILE_BOUND: this tile needs the running max (its bound exceeds m + BOUND_MARGIN)
 float num[QPT * DIM], cnum[QPT * DIM], tnum[QPT * DIM];
 
 // Keys k0 .. k0 + UNROLL - 1 of the tile at `base` (count keys), for every query. `checked` masks keys past
@@ -208,6 +239,27 @@ void sweepKeys(uint base, uint k0, uint count, bool checked) {
         for (int p = 0; p < CH; ++p) key[u * CH + p] = keyChunk(base, k, p);
     }
     for (int r = 0; r < QPT; ++r) {
+        if (TILE_BOUND != 0 && !checked && !unbounded[r]) {
+            // Every score of the tile is at most m + BOUND_MARGIN: no max, and s - m in one fma chain.
+            for (int u = 0; u < UNROLL; ++u) {
+                float sm = -m[r];
+                for (int p = 0; p < CH; ++p) {
+                    const vec4 a = q[r * CH + p], b = key[u * CH + p];
+                    const int live = DIM - 4 * p;
+                    if (live > 0) sm = fma(a.x, b.x, sm);
+                    if (live > 1) sm = fma(a.y, b.y, sm);
+                    if (live > 2) sm = fma(a.z, b.z, sm);
+                    if (live > 3) sm = fma(a.w, b.w, sm);
+                }
+                if (POS_DECAY != 0) sm -= slope * abs(float(query[r]) - float(base + k0 + uint(u)));
+                const float w = exp2(SCALE * sm);
+                tden[r] += w;
+                if (ENTROPY != 0) tent[r] += w * sm;
+                if (VALUES != 0)
+                    for (int c = 0; c < DIM; ++c) tnum[r * DIM + c] += w * key[u * CH + c / 4][c % 4];
+            }
+            continue;
+        }
         float s[UNROLL];
         bool valid[UNROLL];
         float top = m[r];
@@ -217,7 +269,7 @@ void sweepKeys(uint base, uint k0, uint count, bool checked) {
             float score = 0.0;
             for (int p = 0; p < CH; ++p) score += chunkDot(q[r * CH + p], key[u * CH + p], p);
             // |i - j| is exact in float32 below 2^24 tokens; one rounding of the product, as on the CPU.
-            if (POS_DECAY != 0) score -= params.slope * abs(float(query[r]) - float(base + k));
+            if (POS_DECAY != 0) score -= slope * abs(float(query[r]) - float(base + k));
             s[u] = score;
             if (valid[u]) top = max(top, score);
         }
@@ -225,7 +277,7 @@ void sweepKeys(uint base, uint k0, uint count, bool checked) {
             // w (s - top) = f w_old ((s - m) - (top - m)) with f = e^(m - top): every sum so far is rescaled
             // once (rare: the max of N keys in random order rises ~ln N times).
             if (den[r] + tden[r] > 0.0) {
-                const float f = exp2((m[r] - top) * LOG2E), dm = top - m[r];
+                const float f = exp2((m[r] - top) * SCALE), dm = top - m[r];
                 if (ENTROPY != 0) {
                     ent[r] = f * ((ent[r] - cent[r]) - dm * (den[r] - cden[r]));
                     tent[r] = f * (tent[r] - dm * tden[r]);
@@ -245,7 +297,7 @@ void sweepKeys(uint base, uint k0, uint count, bool checked) {
             m[r] = top;
         }
         for (int u = 0; u < UNROLL; ++u) {
-            const float e = WEIGHTING <= 1 ? exp2((s[u] - m[r]) * LOG2E) : weight(s[u]);
+            const float e = WEIGHTING <= 1 ? exp2((s[u] - m[r]) * SCALE) : weight(s[u]);
             const float w = valid[u] ? e : 0.0;
             tden[r] += w;
             if (ENTROPY != 0) tent[r] += w * (s[u] - m[r]);
@@ -258,6 +310,9 @@ void sweepKeys(uint base, uint k0, uint count, bool checked) {
 void main() {
     const uint n = params.n, nq = params.nq, lane = gl_LocalInvocationID.x;
     const bool compensateNum = DIM <= 4;
+    // LOG2_SCORES: queries, bias slot and slope times log2(e), so that scores come out in log2 units.
+    const float unit = LOG2_SCORES != 0 ? LOG2E : 1.0;
+    slope = params.slope * unit;
 
     for (int r = 0; r < QPT; ++r) {
         const uint i = (gl_WorkGroupID.x * uint(QPT) + uint(r)) * uint(TILE) + lane;
@@ -274,15 +329,19 @@ void main() {
                 x[c] = s;
             }
         }
+        float norm2 = 0.0;
         for (int p = 0; p < CH; ++p) {
             vec4 v = vec4(0.0);
             for (int e = 0; e < 4; ++e) {
                 const int c = 4 * p + e;
-                if (c < DIM) v[e] = x[c];
-                if (c == DIM) v[e] = 1.0; // times the key's bias
+                if (c < DIM) v[e] = unit * x[c];
+                if (c < DIM) norm2 += v[e] * v[e];
+                if (c == DIM) v[e] = unit; // times the key's bias
             }
             q[r * CH + p] = v;
         }
+        qnorm[r] = sqrt(norm2);
+        unbounded[r] = true;
         m[r] = -3.402823466e38; // any finite start: nothing is summed before the first key raises it
         den[r] = cden[r] = ent[r] = cent[r] = 0.0;
         for (int c = 0; c < DIM; ++c) num[r * DIM + c] = cnum[r * DIM + c] = 0.0;
@@ -290,13 +349,35 @@ void main() {
     // Keys any query of the workgroup sees.
     const uint groupEnd = CAUSAL != 0 ? min(n, (gl_WorkGroupID.x + 1u) * uint(QPT * TILE)) : n;
 
+    const bool bounded = TILE_BOUND != 0 && STAGE_IN_SHARED != 0 && WEIGHTING <= 1;
+    if (bounded) {
+        if (lane == 0u) tileNorm[0] = 0u;
+        memoryBarrierShared();
+        barrier();
+    }
+    uint slot = 0u;
     for (uint base = 0u; base < groupEnd; base += uint(TILE)) {
         if (STAGE_IN_SHARED != 0) {
             const uint j = base + lane;
+            float norm2 = 0.0;
             if (j < n)
-                for (int p = 0; p < CH; ++p) tileKey[uint(p * TILE) + lane] = loadChunk(j, p);
+                for (int p = 0; p < CH; ++p) {
+                    const vec4 chunk = loadChunk(j, p);
+                    tileKey[uint(p * TILE) + lane] = chunk;
+                    norm2 += dot(chunk, chunk); // no bias slot under TILE_BOUND: coordinates only
+                }
+            if (bounded) {
+                if (lane == 0u) tileNorm[slot ^ 1u] = 0u;
+                atomicMax(tileNorm[slot], floatBitsToUint(norm2));
+            }
             memoryBarrierShared();
             barrier();
+        }
+        if (bounded) {
+            // |q . x| <= |q| R; 1e-5 relative covers the rounding of both sides many times over.
+            const float radius = sqrt(uintBitsToFloat(tileNorm[slot])) * 1.00001;
+            for (int r = 0; r < QPT; ++r) unbounded[r] = qnorm[r] * radius > m[r] + BOUND_MARGIN;
+            slot ^= 1u;
         }
 
         for (int r = 0; r < QPT; ++r) {
@@ -332,7 +413,7 @@ void main() {
         if (VALUES != 0)
             for (int c = 0; c < DIM; ++c) outv[uint(c) * nq + i] = num[r * DIM + c] - cnum[r * DIM + c];
         outv[uint(DIM) * nq + i] = den[r] - cden[r];
-        outv[uint(DIM + 1) * nq + i] = WEIGHTING <= 1 ? m[r] : 0.0;
-        if (ENTROPY != 0) outv[uint(DIM + 2) * nq + i] = ent[r] - cent[r];
+        outv[uint(DIM + 1) * nq + i] = WEIGHTING <= 1 ? m[r] / unit : 0.0;
+        if (ENTROPY != 0) outv[uint(DIM + 2) * nq + i] = (ent[r] - cent[r]) / unit;
     }
 }

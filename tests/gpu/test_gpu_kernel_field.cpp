@@ -149,51 +149,149 @@ TEST_P(GpuKernelField, RecordPassEntropiesAndEnergyMatchTheFloat64Passes) {
             }
 }
 
-// Long sums (docs/gpu.md#accuracy): each tile of 64 weights is summed on its own and the tile sums are added
-// with Kahan's compensation, so the sums' relative rounding stays about (tile + 2) eps however many keys
-// there are. Case: N keys x_j = (1, 0) with biases b_0 = 0 and b_j = log 0.1, zero queries, so every weight
-// after the first is w = 0.1 and den = num_0. The reference adds, exactly, the float32 sums of each tile of
-// 64 weights: compensation leaves a few eps of it (the bound: 4 eps, and 4 more for the device's exp2 of the
-// constant score, which may differ from 0.1f by an ulp or two). The same tile sums added plainly drift by
-// ten times that (worked out below in float32, so the case is known to tell the two apart). N stays below 63
-// 000 because Mesa's CPU drivers stop any shader loop after 65 535 iterations (docs/gpu.md#cpu-devices).
+// Long sums (docs/gpu.md#accuracy): each tile of TILE weights (64 unless overridden) is summed on its own
+// and the tile sums are added with Kahan's compensation, so the sums' relative rounding stays about
+// (tile + 2) eps however many keys there are. Case: N keys x_j = (1, 0) with biases b_0 = 0 and b_j = log
+// 0.3, zero queries, so every weight after the first is w = 0.3 and den = num_0. The reference adds, exactly,
+// the float32 sums of each tile of the runner's layout: compensation leaves a few eps of it (the bound: 4
+// eps, and 4 more for the device's exp2 of the constant score, which may differ from 0.3f by an ulp or two).
+// The same tile sums added plainly drift by over four times that, with tiles of 64 and of 128 (worked out
+// below in float32, so the case is known to tell the two apart; 0.1 did so for 64 only). N stays below 63 000
+// because Mesa's CPU drivers stop any shader loop after 65 535 iterations (docs/gpu.md#cpu-devices).
 TEST_P(GpuKernelField, LongSumsStayWithinTheTileBound) {
-    const int n = 49152, nq = 64, d = 2, tile = 64;
+    const int n = 49152, nq = 64, d = 2;
     Tokens keys(n, d);
     keys.col(0).setOnes();
     keys.col(1).setZero();
-    Vec bias = Vec::Constant(n, std::log(0.1));
+    Vec bias = Vec::Constant(n, std::log(0.3));
     bias(0) = 0.0;
     const Tokens queries = Tokens::Zero(nq, d);
     const Mat none;
     const double bound = 8 * double(FLT_EPSILON);
 
-    double exact = 0.0;   // the float32 tile sums added exactly
-    float blocked = 0.0f; // ... and plainly
-    for (int base = 0; base < n; base += tile) {
-        float t = 0.0f;
-        for (int k = base; k < std::min(n, base + tile); ++k) t += k == 0 ? 1.0f : 0.1f;
-        exact += t;
-        blocked += t;
-    }
-    ASSERT_GT(std::abs(blocked / exact - 1.0), 4.0 * bound) << "the case does not tell the sums apart";
-
     for (const auto& [staging, qpt] : {std::pair{true, 1}, {false, 1}, {true, 4}, {false, 2}}) {
         std::unique_ptr<KernelPassRunner> runner = makeBackendRunner(backend);
         runner->setSharedStaging(staging);
         runner->setQueriesPerInvocation(qpt);
+        const int tile = runner->layout(d, nq).tile; // FLOWSCOPE_STREAM_TILE may set another
+        double exact = 0.0;                          // the float32 tile sums added exactly
+        float blocked = 0.0f;                        // ... and plainly
+        for (int base = 0; base < n; base += tile) {
+            float t = 0.0f;
+            for (int k = base; k < std::min(n, base + tile); ++k) t += k == 0 ? 1.0f : 0.3f;
+            exact += t;
+            blocked += t;
+        }
+        ASSERT_GT(std::abs(blocked / exact - 1.0), 4.0 * bound) << "the case does not tell the sums apart";
+
         StreamSums sums;
         runner->run(StreamPass{queries, none, keys, bias}, sums);
         ASSERT_EQ(sums.den.size(), nq);
         const double errDen = (sums.den.array() / exact - 1.0).abs().maxCoeff();
         const double errNum = (sums.num.col(0).array() / exact - 1.0).abs().maxCoeff();
-        std::printf(
-            "[ sums     ] %-6s staging %d qpt %d: den %.2e num %.2e (bound %.2e, plain tile sums %.2e)\n",
-            backendName(backend), int(staging), qpt, errDen, errNum, bound, std::abs(blocked / exact - 1.0));
+        std::printf("[ sums     ] %-6s staging %d qpt %d tile %d: den %.2e num %.2e (bound %.2e, plain tile "
+                    "sums %.2e)\n",
+                    backendName(backend), int(staging), qpt, tile, errDen, errNum, bound,
+                    std::abs(blocked / exact - 1.0));
         EXPECT_LE(errDen, bound) << "staging " << staging << " qpt " << qpt;
         EXPECT_LE(errNum, bound) << "staging " << staging << " qpt " << qpt;
         EXPECT_EQ(sums.num.col(1).cwiseAbs().maxCoeff(), 0.0);
     }
+}
+
+// The tile bound (TILE_BOUND, docs/gpu.md#the-streaming-kernel): a query sweeps a tile without tracking the
+// running max when |q| R_tile, R_tile the tile's largest key norm, is within the margin of that max. Cases
+// where the scores span ~1200 natural units, far beyond float32's exponent range, so that tiles on both sides
+// of the margin occur: key norms rising along the keys (later tiles' bounds run far above the max so far: the
+// max-tracking sweep), falling (the first tile sets the max, every later tile is bounded), and random. The
+// softmax average against the CPU float64 pass, within twice the CPU float32 pass's error plus 4 ulps, and a
+// log-sum-exp pass (no values) on the same keys: m + log den, with m now only a reference under the max,
+// within the scores' own float32 rounding.
+TEST_P(GpuKernelField, TileBoundKeepsSoftmaxAveragesAcrossWideScoreRanges) {
+    const int n = 1000, nq = 300, d = 3;
+    std::mt19937_64 rng(2026);
+    std::normal_distribution<double> normal;
+    const Mat none;
+    const Vec noBias;
+    for (const char* order : {"rising", "falling", "random"}) {
+        Tokens keys(n, d);
+        for (int j = 0; j < n; ++j) {
+            Eigen::RowVector3d u(normal(rng), normal(rng), normal(rng));
+            u.normalize();
+            // Norms 0.5 3^k in five steps (k = 0..4, and 5 for the last key): a step's first tile has a
+            // bound ~3x the max so far.
+            const double t = double(j) / double(n - 1);
+            const double along = std::string(order) == "rising"    ? t
+                                 : std::string(order) == "falling" ? 1.0 - t
+                                                                   : std::uniform_real_distribution<>()(rng);
+            keys.row(j) = 0.5 * std::pow(3.0, std::floor(5.0 * along)) * u;
+        }
+        const Tokens queries = 5.0 * randomMatrix(nq, d, rng, 1.0).rowwise().normalized();
+        StreamSums s64, s32;
+        CpuStreamRunner(Precision::Float64).run(StreamPass{queries, none, keys, noBias}, s64);
+        CpuStreamRunner(Precision::Float32).run(StreamPass{queries, none, keys, noBias}, s32);
+        const Tokens v64 = s64.num.array().colwise() / s64.den.array();
+        const Tokens v32 = s32.num.array().colwise() / s32.den.array();
+        const double err32 = maxRowError(v32, v64), floor = 4.0 * FLT_EPSILON * maxRowNorm(v64);
+        const Vec lse64 = s64.max.array() + s64.den.array().log();
+        for (const int qpt : {1, 2}) {
+            SCOPED_TRACE(std::string(order) + " qpt " + std::to_string(qpt));
+            std::unique_ptr<KernelPassRunner> runner = makeBackendRunner(backend);
+            runner->setSharedStaging(true);
+            runner->setQueriesPerInvocation(qpt);
+            StreamSums g;
+            runner->run(StreamPass{queries, none, keys, noBias}, g);
+            const Tokens vg = g.num.array().colwise() / g.den.array();
+            ASSERT_TRUE(vg.allFinite());
+            const double errG = maxRowError(vg, v64);
+            std::printf("[ bound    ] %-6s %-7s qpt %d: gpu %.2e cpu-f32 %.2e\n", backendName(backend), order,
+                        qpt, errG, err32);
+            EXPECT_LE(errG, 2.0 * err32 + floor);
+
+            StreamPass lse{queries, none, keys, noBias};
+            lse.values = false;
+            runner->run(lse, g);
+            const Vec lseG = g.max.array() + g.den.array().log();
+            // Each score rounds by up to |s| eps / 2 on either side, |s| <= |q| max |x| (~600 here).
+            const double scoreRounding = 2.0 * FLT_EPSILON * 5.0 * 121.5;
+            EXPECT_LE((lseG - lse64).cwiseAbs().maxCoeff(),
+                      scoreRounding + 1e-5 * lse64.cwiseAbs().maxCoeff());
+        }
+    }
+}
+
+// Which passes take the kernel's fast softmax forms: a softmax average (values, no entropy, no key biases)
+// forms its scores in log2 units; the tile bound needs staged keys and no key biases; neither for exp
+// weights, and log2 units not for a pass whose max or e_i is read (log-sum-exps, entropies).
+TEST(StreamKernelInputs, OnlyPassesThatNeedNoExactMaxTakeTheFastSoftmaxForms) {
+    const int n = 9, d = 3;
+    std::mt19937_64 rng(5);
+    const Tokens X = randomMatrix(n, d, rng, 1.0);
+    const Mat B = Mat::Identity(d, d);
+    const Vec none, bias = Vec::Ones(n);
+    const StreamKernelLayout staged = streamKernelLayout(d, n, 32768, 1024, true);
+    const StreamKernelLayout direct = streamKernelLayout(d, n, 32768, 1024, false);
+    ASSERT_TRUE(staged.log2Scores && staged.tileBound) << "FLOWSCOPE_STREAM_LOG2 or _BOUND set to 0";
+
+    const StreamKernelVariant average = streamKernelInputs(StreamPass{X, B, X, none}, false, staged).variant;
+    EXPECT_TRUE(average.log2Scores);
+    EXPECT_TRUE(average.tileBound);
+    EXPECT_EQ(average.unroll, staged.unroll);
+    EXPECT_FALSE(streamKernelInputs(StreamPass{X, B, X, none}, false, direct).variant.tileBound);
+    const StreamKernelVariant biased = streamKernelInputs(StreamPass{X, B, X, bias}, false, staged).variant;
+    EXPECT_FALSE(biased.tileBound || biased.log2Scores);
+
+    StreamPass withEntropy{X, B, X, none};
+    withEntropy.entropy = true;
+    const StreamKernelVariant entropy = streamKernelInputs(withEntropy, false, staged).variant;
+    EXPECT_FALSE(entropy.log2Scores);
+    EXPECT_TRUE(entropy.tileBound);
+    StreamPass logSumExp{X, B, X, none};
+    logSumExp.values = false;
+    EXPECT_FALSE(streamKernelInputs(logSumExp, false, staged).variant.log2Scores);
+    StreamPass exps{X, B, X, none, false, Weighting::Exp};
+    const StreamKernelVariant exp = streamKernelInputs(exps, false, staged).variant;
+    EXPECT_FALSE(exp.log2Scores || exp.tileBound);
 }
 
 // Every variant the CPU has runs on the GPU (the variant's own class, its passes on the device); settings the

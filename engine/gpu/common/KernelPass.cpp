@@ -26,8 +26,16 @@ StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu,
     const bool hasBias = p.bias.size() > 0 && !quadraticBias; // uploaded biases
     in.variant = {d,           p.weighting,          p.causal, hasBias,           explicitQueries,
                   layout.tile, layout.stageInShared, p.values, p.entropy && exps, layout.qpt};
+    in.variant.unroll = layout.unroll;
     in.variant.quadraticBias = quadraticBias;
     in.variant.positionalDecay = p.positionSlope != 0.0;
+    // A softmax average num / den needs no exact max, so its scores may be formed in log2 units (not with key
+    // biases: l2's scores are differences of large terms, whose extra rounding was not measured on a GPU);
+    // the tile bound leaves a reference in place of the max, which m + log den and e^m num also take.
+    const bool softmax = p.weighting == Weighting::Softmax;
+    in.variant.log2Scores =
+        layout.log2Scores && softmax && p.values && !p.entropy && !hasBias && !quadraticBias;
+    in.variant.tileBound = layout.tileBound && softmax && layout.stageInShared && !hasBias && !quadraticBias;
 
     const std::size_t d2 = std::size_t(d) * d;
     in.params.assign(4 + (quadraticBias ? 2 : 1) * d2, 0);
@@ -95,11 +103,21 @@ int environmentKnob(const char* name) {
     return v ? std::max(0, std::atoi(v)) : 0;
 }
 
+// A switch from the environment ("0" off, "1" on), or `otherwise` when it is unset or neither.
+bool environmentSwitch(const char* name, bool otherwise) {
+    const char* v = std::getenv(name);
+    if (v && std::strcmp(v, "0") == 0) return false;
+    if (v && std::strcmp(v, "1") == 0) return true;
+    return otherwise;
+}
+
 // The tuning overrides (docs/gpu.md#tuning), read once per process: every pass asks for a layout.
 struct LayoutOverrides {
     int tile = environmentKnob("FLOWSCOPE_STREAM_TILE");
     int qpt = environmentKnob("FLOWSCOPE_STREAM_QPT");
     int unroll = environmentKnob("FLOWSCOPE_STREAM_UNROLL");
+    bool log2Scores = environmentSwitch("FLOWSCOPE_STREAM_LOG2", true);
+    bool tileBound = environmentSwitch("FLOWSCOPE_STREAM_BOUND", true);
 };
 
 const LayoutOverrides& layoutOverrides() {
@@ -115,6 +133,8 @@ StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long max
     l.stageInShared = stageInShared;
     const long chunkBytes = 16L * ((d + 4) / 4);
     const LayoutOverrides& overrides = layoutOverrides();
+    // TILE 64: 128 was 3-5% faster on an H200, but its tile sums of 128 weights doubled the rounding of the
+    // blocked sums, and l2 at d = 1 then missed the float32 criterion there (docs/gpu.md#tuning).
     const int tileOverride = overrides.tile;
     l.tile = tileOverride > 0 && std::has_single_bit(unsigned(tileOverride)) ? tileOverride : 64;
     while (l.tile > 1 && (l.tile * chunkBytes > sharedBytes || l.tile > maxInvocations)) l.tile /= 2;
@@ -122,10 +142,17 @@ StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long max
     if (qptOverride) qpt = qptOverride;
     if (qpt == 1 || qpt == 2 || qpt == 4)
         l.qpt = qpt;
+    else if (!stageInShared || nq < (1L << 18))
+        l.qpt = 1;
     else
-        l.qpt = stageInShared && nq >= (1L << 18) ? 2 : 1;
+        l.qpt = nq < (1L << 20) ? 2 : 4;
     const int unroll = overrides.unroll;
-    if (unroll == 1 || unroll == 2 || unroll == 4 || unroll == 8) l.unroll = unroll;
+    if (unroll == 1 || unroll == 2 || unroll == 4 || unroll == 8)
+        l.unroll = unroll;
+    else
+        l.unroll = stageInShared ? 8 : 4;
+    l.log2Scores = overrides.log2Scores;
+    l.tileBound = overrides.tileBound;
     return l;
 }
 

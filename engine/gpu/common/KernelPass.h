@@ -38,6 +38,12 @@ struct StreamKernelVariant {
     // Positional decay s_ij -= slope |i - j| in the kernel from the two indices, the slope in the Params
     // block's third word (StreamPass::positionSlope; softmax and exp, queries = keys).
     bool positionalDecay = false;
+    // Scores in log2 units, the queries scaled by log2(e) once (LOG2_SCORES; softmax averages without key
+    // biases).
+    bool log2Scores = false;
+    // Tiles whose scores are bounded near the running max swept without tracking it (TILE_BOUND; softmax,
+    // keys staged, no key biases).
+    bool tileBound = false;
 };
 
 // How a dispatch is laid out on a device: keys staged per step (= invocations per workgroup), whether they
@@ -47,6 +53,8 @@ struct StreamKernelLayout {
     bool stageInShared = true;
     int qpt = 1;
     int unroll = 4;
+    bool log2Scores = true; // softmax averages without key biases (StreamKernelVariant::log2Scores)
+    bool tileBound = true;  // softmax passes with staged keys and no biases (StreamKernelVariant::tileBound)
 };
 
 // Everything one dispatch reads, in its std430 / structure-of-arrays layout.
@@ -88,15 +96,16 @@ std::unique_ptr<KernelAttention> kernelAverageReference(AttentionSpec spec, int 
 std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* backend);
 
 // The layout of a pass of nq queries in dimension d on a device with `sharedBytes` of shared memory and at
-// most `maxInvocations` per workgroup:
+// most `maxInvocations` per workgroup (docs/gpu.md#tuning has the grid measured on an H200):
 // - tile: the largest power of two <= 64 whose staged keys (tile vec4 chunks of ceil((d + 1) / 4) each) fit
 //   `sharedBytes` and whose workgroup fits `maxInvocations`;
-// - qpt (queries per invocation): `qpt` when it is 1, 2 or 4; else (0, automatic) 1, or on GPUs
-//   (stageInShared) 2 from nq >= 2^18, where the workgroups still fill the device (on an H200 at N = 2^20:
-//   2 beat 1 by 3-6% and 4 lost 5-10%; docs/gpu.md#tuning);
-// - unroll: 4 keys per step of the inner loop;
+// - qpt (queries per invocation): `qpt` when it is 1, 2 or 4; else (0, automatic) 1, or on GPUs 2 from
+//   nq >= 2^18 and 4 from 2^20, where the workgroups still fill the device (on an H200: 4 beat 2 by 9% at
+//   2^20, and lost 30% to 1 at 2^16);
+// - unroll: 8 keys per step of the inner loop on GPUs, 4 on CPU devices;
 // - the environment variables FLOWSCOPE_STREAM_TILE, FLOWSCOPE_STREAM_QPT and FLOWSCOPE_STREAM_UNROLL (1, 2,
-//   4, 8) override them (tuning runs on a new device: `bench particles`; docs/gpu.md#tuning).
+//   4, 8) override them, and FLOWSCOPE_STREAM_LOG2=0 and FLOWSCOPE_STREAM_BOUND=0 turn off the kernel's
+//   log2 scores and tile bound (tuning runs on a new device: `bench particles`; docs/gpu.md#tuning).
 StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long maxInvocations,
                                       bool stageInShared, int qpt = 0);
 

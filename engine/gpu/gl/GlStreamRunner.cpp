@@ -40,7 +40,9 @@ const GlComputeProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
                                {"QPT", std::to_string(v.qpt)},
                                {"UNROLL", std::to_string(v.unroll)},
                                {"QUAD_BIAS", v.quadraticBias ? "1" : "0"},
-                               {"POS_DECAY", v.positionalDecay ? "1" : "0"}};
+                               {"POS_DECAY", v.positionalDecay ? "1" : "0"},
+                               {"LOG2_SCORES", v.log2Scores ? "1" : "0"},
+                               {"TILE_BOUND", v.tileBound ? "1" : "0"}};
     std::string key;
     for (const auto& [name, value] : defines) key += value + ",";
     auto it = programs_.find(key);

@@ -26,7 +26,9 @@ std::vector<std::uint32_t> specialization(const StreamKernelVariant& v) {
             std::uint32_t(v.qpt),
             std::uint32_t(v.unroll),
             std::uint32_t(v.quadraticBias),
-            std::uint32_t(v.positionalDecay)};
+            std::uint32_t(v.positionalDecay),
+            std::uint32_t(v.log2Scores),
+            std::uint32_t(v.tileBound)};
 }
 
 } // namespace
