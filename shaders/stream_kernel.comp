@@ -230,8 +230,8 @@ bool unbounded[QPT]; // TILE_BOUND: this tile needs the running max (its bound e
 float num[QPT * DIM], cnum[QPT * DIM], tnum[QPT * DIM];
 
 // Keys k0 .. k0 + UNROLL - 1 of the tile at `base` (count keys), for every query. `checked` masks keys past
-// the tile's end and causally hidden ones; the full tiles of unmasked attention, almost all of them, are
-// swept with checked = false (a constant at each call, so that copy has no masking at all).
+// the tile's end and causally hidden ones; full tiles that no query of the workgroup has masked, almost all
+// of them, are swept with checked = false (a constant at each call, so that copy has no masking at all).
 void sweepKeys(uint base, uint k0, uint count, bool checked) {
     vec4 key[UNROLL * CH];
     for (int u = 0; u < UNROLL; ++u) {
@@ -346,7 +346,8 @@ void main() {
         den[r] = cden[r] = ent[r] = cent[r] = 0.0;
         for (int c = 0; c < DIM; ++c) num[r * DIM + c] = cnum[r * DIM + c] = 0.0;
     }
-    // Keys any query of the workgroup sees.
+    // Keys any query of the workgroup sees, and its first query.
+    const uint groupFirst = gl_WorkGroupID.x * uint(QPT * TILE);
     const uint groupEnd = CAUSAL != 0 ? min(n, (gl_WorkGroupID.x + 1u) * uint(QPT * TILE)) : n;
 
     const bool bounded = TILE_BOUND != 0 && STAGE_IN_SHARED != 0 && WEIGHTING <= 1;
@@ -386,7 +387,9 @@ void main() {
         }
         const uint count = min(uint(TILE), groupEnd - base);
         // UNROLL keys at a time: their scores, exp2s and sums are independent, so they overlap in the pipeline.
-        if (CAUSAL == 0 && count == uint(TILE) && TILE % UNROLL == 0)
+        // A full tile needs no masking unless it is causal and reaches past the group's first query: causal
+        // tiles wholly before it (all but the last QPT of the group's tiles) are swept unmasked too.
+        if (count == uint(TILE) && TILE % UNROLL == 0 && (CAUSAL == 0 || base + uint(TILE) <= groupFirst + 1u))
             for (uint k0 = 0u; k0 < uint(TILE); k0 += uint(UNROLL)) sweepKeys(base, k0, count, false);
         else
             for (uint k0 = 0u; k0 < count; k0 += uint(UNROLL)) sweepKeys(base, k0, count, true);
