@@ -26,15 +26,28 @@ namespace {
 using models::Checkpoint;
 using models::RowMat;
 
-// The token ids of --text (the folder's tokenizer) or --ids (comma-separated).
-std::vector<int> tokenIds(const Checkpoint& checkpoint, const std::string& text, const std::string& ids,
-                          bool hasText) {
-    if (hasText == !ids.empty())
-        throw UsageError("give the tokens as --text \"...\" or as --ids 3,1,4 (one of them)");
-    if (hasText) return models::tokenize(checkpoint.dir(), checkpoint.config(), text);
-    std::vector<int> out;
-    for (const std::string& id : splitCommas(ids))
-        out.push_back(int(parseLong(id, "--ids", 0, long(checkpoint.config().vocab) - 1)));
+// One input: its token ids, and how it was given (the --text itself or "ids 3,1,4"), for the legend.
+struct Input {
+    std::vector<int> ids;
+    std::string label;
+};
+
+// The inputs of --text (the folder's tokenizer; repeatable) or --ids (comma-separated; repeatable), in order.
+std::vector<Input> modelInputs(const Checkpoint& checkpoint, const std::vector<std::string>& texts,
+                               const std::vector<std::string>& idLists) {
+    if (texts.empty() == idLists.empty())
+        throw UsageError(
+            "give the tokens as --text \"...\" or as --ids 3,1,4 (one kind, repeated for several "
+            "inputs in model gram)");
+    std::vector<Input> out;
+    for (const std::string& text : texts)
+        out.push_back({models::tokenize(checkpoint.dir(), checkpoint.config(), text), text});
+    for (const std::string& list : idLists) {
+        Input in{{}, "ids " + list};
+        for (const std::string& id : splitCommas(list))
+            in.ids.push_back(int(parseLong(id, "--ids", 0, long(checkpoint.config().vocab) - 1)));
+        out.push_back(std::move(in));
+    }
     return out;
 }
 
@@ -53,26 +66,66 @@ std::vector<std::string> checkpointInputs(const std::string& dir) {
     return {(fs::path(dir) / "config.json").string(), (fs::path(dir) / "model.safetensors").string()};
 }
 
+// Colours of the inputs' outlines when a figure shows several (the first input's bars are the single-input
+// figure's colour).
+constexpr Rgb kInputColours[] = {{70, 110, 180}, {214, 96, 32},   {44, 150, 80},
+                                 {170, 60, 160}, {120, 120, 120}, {20, 160, 170}};
+
+// At most `most` characters of `text`, with "..." when cut.
+std::string shortened(const std::string& text, std::size_t most) {
+    return text.size() <= most ? text : text.substr(0, most - 3) + "...";
+}
+
 // The figure of Geshkovski et al.: one panel per chosen layer, the density of <z_i, z_j> over [-1, 1], every
-// panel on the same density scale.
-Figure gramFigure(const models::GramHistograms& g, const std::string& title) {
+// panel on the same density scale. One input is drawn as bars; several as one outline each, in the colours
+// of the legend above the panels, on the same scale.
+Figure gramFigure(const std::vector<models::GramHistograms>& inputs, const std::vector<std::string>& labels,
+                  const std::string& title) {
     Figure f;
-    const int panels = int(g.layers.size());
-    const double panelW = 240, panelH = 200, left = 50, top = 40, gap = 20;
-    f.width = int(left + panels * (panelW + gap) + 10);
-    f.height = int(top + panelH + 50);
+    const models::GramHistograms& first = inputs.front();
+    const int panels = int(first.layers.size());
+    const bool several = inputs.size() > 1;
+    const double panelW = 240, panelH = 200, left = 50, gap = 20;
+    // Wide enough for the title too (about 7.6 px a character at 14 px): one panel alone is narrower.
+    f.width = int(std::max(left + panels * (panelW + gap) + 10, left + 7.6 * double(title.size())));
+    // The legend: one entry per input, in two columns of 360 px where the figure is wide enough.
+    const std::size_t columns = f.width >= left + 720 ? 2 : 1;
+    const double legend = several ? 18.0 * double((inputs.size() + columns - 1) / columns) : 0.0;
+    const double top = 40 + legend;
+    f.height = int(top + panelH + (several ? 62 : 50));
     double peak = 0;
-    for (const auto& d : g.density) peak = std::max(peak, *std::max_element(d.begin(), d.end()));
+    for (const models::GramHistograms& g : inputs)
+        for (const auto& d : g.density) peak = std::max(peak, *std::max_element(d.begin(), d.end()));
     peak = peak > 0 ? peak * 1.05 : 1;
-    const Rgb ink{40, 40, 40}, bar{70, 110, 180}, grid{200, 200, 200};
+    const Rgb ink{40, 40, 40}, grid{200, 200, 200};
     f.texts.push_back({left, 22, title, 14, Figure::Anchor::Start, ink});
+    for (std::size_t k = 0; several && k < inputs.size(); ++k) {
+        const Rgb colour = kInputColours[k % std::size(kInputColours)];
+        const double x = left + double(k % columns) * 360.0, y = 40 + 18.0 * double(k / columns);
+        f.lines.push_back({x, y - 4, x + 20, y - 4, colour, 2.5});
+        f.texts.push_back({x + 26, y,
+                           std::to_string(k + 1) + ": " + shortened(labels[k], 44) + " (" +
+                               std::to_string(inputs[k].pairs) + " pairs)",
+                           11, Figure::Anchor::Start, ink});
+    }
     for (int p = 0; p < panels; ++p) {
         const double x0 = left + p * (panelW + gap), y1 = top + panelH;
-        const std::vector<double>& d = g.density[std::size_t(p)];
-        const double w = panelW / double(d.size());
-        for (std::size_t b = 0; b < d.size(); ++b) {
-            const double h = panelH * d[b] / peak;
-            if (h > 0) f.rects.push_back({x0 + w * double(b), y1 - h, std::max(w - 0.5, 0.5), h, bar});
+        for (std::size_t k = 0; k < inputs.size(); ++k) {
+            const std::vector<double>& d = inputs[k].density[std::size_t(p)];
+            const double w = panelW / double(d.size());
+            const Rgb colour = kInputColours[k % std::size(kInputColours)];
+            double previous = y1; // the outline's last height
+            for (std::size_t b = 0; b < d.size(); ++b) {
+                const double h = panelH * d[b] / peak, xb = x0 + w * double(b);
+                if (!several) {
+                    if (h > 0) f.rects.push_back({xb, y1 - h, std::max(w - 0.5, 0.5), h, colour});
+                    continue;
+                }
+                f.lines.push_back({xb, previous, xb, y1 - h, colour, 1.5});
+                f.lines.push_back({xb, y1 - h, xb + w, y1 - h, colour, 1.5});
+                previous = y1 - h;
+            }
+            if (several) f.lines.push_back({x0 + panelW, previous, x0 + panelW, y1, colour, 1.5});
         }
         f.lines.push_back({x0, y1, x0 + panelW, y1, ink});
         f.lines.push_back({x0, top, x0, y1, ink});
@@ -83,16 +136,35 @@ Figure gramFigure(const models::GramHistograms& g, const std::string& title) {
                                : t == 1 ? "0"
                                         : "1",
                                11, Figure::Anchor::Middle, ink});
-        f.texts.push_back(
-            {x0 + panelW / 2, y1 + 36,
-             "layer " + std::to_string(g.layers[std::size_t(p)]) + ", mean cosine " +
-                 numberText(std::round(g.meanCosine[std::size_t(g.layers[std::size_t(p)])] * 1000) / 1000),
-             12, Figure::Anchor::Middle, ink});
+        const int layer = first.layers[std::size_t(p)];
+        if (!several) {
+            f.texts.push_back({x0 + panelW / 2, y1 + 36,
+                               "layer " + std::to_string(layer) + ", mean cosine " +
+                                   numberText(std::round(first.meanCosine[std::size_t(layer)] * 1000) / 1000),
+                               12, Figure::Anchor::Middle, ink});
+            continue;
+        }
+        // Several inputs: the layer, then each input's mean cosine in its colour, side by side.
+        f.texts.push_back({x0 + panelW / 2, y1 + 34, "layer " + std::to_string(layer) + ", mean cosine", 12,
+                           Figure::Anchor::Middle, ink});
+        const double slot = std::min(48.0, panelW / double(inputs.size()));
+        for (std::size_t k = 0; k < inputs.size(); ++k)
+            f.texts.push_back({x0 + panelW / 2 + slot * (double(k) - 0.5 * double(inputs.size() - 1)),
+                               y1 + 50,
+                               numberText(std::round(inputs[k].meanCosine[std::size_t(layer)] * 1000) / 1000),
+                               11, Figure::Anchor::Middle, kInputColours[k % std::size(kInputColours)]});
     }
     f.texts.push_back(
         {left - 6, top + 10, numberText(std::round(peak * 100) / 100), 11, Figure::Anchor::End, ink});
     f.texts.push_back({left - 6, top + panelH, "0", 11, Figure::Anchor::End, ink});
     return f;
+}
+
+// One input's histograms as JSON.
+nlohmann::json gramJson(const models::GramHistograms& g, const Input& input) {
+    return {{"input", input.label},  {"tokens", input.ids.size()}, {"pairs", g.pairs},
+            {"counts", g.counts},    {"density", g.density},       {"mean_cosine", g.meanCosine},
+            {"clusters", g.clusters}};
 }
 
 } // namespace
@@ -105,9 +177,8 @@ int model(const Args& raw) {
     if (sub != "layers" && sub != "gram" && sub != "scene")
         throw UsageError("unknown sub-command " + quoteForMessage(sub) + " (expected layers, gram or scene)");
     ArgParser p(Args(raw.begin() + 1, raw.end()));
-    const bool hasText = std::find(raw.begin(), raw.end(), "--text") != raw.end();
-    const std::string text = p.option("--text");
-    const std::string ids = p.option("--ids");
+    const std::vector<std::string> texts = p.options("--text");
+    const std::vector<std::string> idLists = p.options("--ids");
     const std::string out = p.option("--out");
     const bool float64 = sub == "layers" && p.flag("--float64");
     const std::string layersText = sub == "scene" ? "" : p.option("--layers");
@@ -129,7 +200,11 @@ int model(const Args& raw) {
 
     const Checkpoint checkpoint(dir);
     const models::ModelConfig& c = checkpoint.config();
-    const std::vector<int> tokens = tokenIds(checkpoint, text, ids, hasText);
+    const std::vector<Input> inputs = modelInputs(checkpoint, texts, idLists);
+    if (inputs.size() > 1 && sub != "gram")
+        throw UsageError("model " + sub +
+                         " takes one input (--text or --ids once); model gram takes several");
+    const std::vector<int>& tokens = inputs.front().ids;
     const int most = c.sharedLayer() ? 4096 : c.layers;
     const auto start = std::chrono::steady_clock::now();
     auto seconds = [&] {
@@ -158,8 +233,17 @@ int model(const Args& raw) {
             chosen.push_back(int(parseLong(l, "--layers", 0, most)));
         const int bins = int(parseLong(binsText, "--bins", 1, 10000));
         const int deepest = *std::max_element(chosen.begin(), chosen.end());
-        const std::vector<RowMat<double>> states = runStates<float>(checkpoint, tokens, std::max(1, deepest));
-        const models::GramHistograms g = models::gramHistograms(states, chosen, bins);
+        // Each input runs on its own (no batch): its histograms are what a run of it alone gives.
+        std::vector<models::GramHistograms> grams;
+        std::vector<std::string> labels;
+        for (const Input& input : inputs) {
+            const std::vector<RowMat<double>> states =
+                runStates<float>(checkpoint, input.ids, std::max(1, deepest));
+            grams.push_back(models::gramHistograms(states, chosen, bins));
+            labels.push_back(input.label);
+        }
+        const models::GramHistograms& g = grams.front();
+        // The first input's data at the top level (the single-input layout), every input's under "inputs".
         nlohmann::json j;
         j["model"] = std::filesystem::path(dir).filename().string();
         j["family"] = models::toString(c.family);
@@ -172,15 +256,21 @@ int model(const Args& raw) {
         j["mean_cosine"] = g.meanCosine;
         j["clusters"] = g.clusters;
         j["cluster_tol"] = g.clusterTol;
+        j["inputs"] = nlohmann::json::array();
+        for (std::size_t k = 0; k < inputs.size(); ++k) j["inputs"].push_back(gramJson(grams[k], inputs[k]));
         const OutputSet::Capture capture(outputs);
-        if (figure)
-            writeFigure(gramFigure(g, std::string(j["model"]) + ": <x_i, x_j> of the normalised tokens, " +
-                                          std::to_string(tokens.size()) + " tokens"),
-                        out);
+        if (figure) {
+            const std::string what = inputs.size() > 1 ? std::to_string(inputs.size()) + " inputs"
+                                                       : std::to_string(tokens.size()) + " tokens";
+            writeFigure(
+                gramFigure(grams, labels,
+                           std::string(j["model"]) + ": <x_i, x_j> of the normalised tokens, " + what),
+                out);
+        }
         writeFileAtomically(dataPath, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
         outputs.commit();
         std::cerr << "wrote " << out << (figure ? " and " + dataPath : std::string()) << " (" << chosen.size()
-                  << " histograms of " << g.pairs << " pairs)\n";
+                  << " histograms of " << inputs.size() << (inputs.size() > 1 ? " inputs)\n" : " input)\n");
         return 0;
     }
     if (layerText.empty()) throw UsageError("--layer K (the layer whose head is taken) is required");

@@ -133,6 +133,49 @@ TEST(ModelCli, GramHistogramsCountEveryPairOnce) {
     EXPECT_EQ(nlohmann::json::parse(data), j);
 }
 
+// Several inputs in one figure (model gram with --ids twice): each input runs alone, so its histograms,
+// mean cosines and cluster counts are exactly those of a run of it by itself; the top level keeps the first
+// input's (the single-input layout); the figure has a legend entry per input. The other sub-commands take
+// one input.
+TEST(ModelCli, SeveralInputsAreEachTheRunOfThatInputAlone) {
+    TempDir dir;
+    const test::TinyModel m = test::writeTinyGpt2(dir.path() / "gpt2");
+    const std::string a = "1,2,3,4,5,6,7", b = "9,8,7,6,5";
+    const std::string common = " --layers 0,1,2 --bins 20 --out ";
+    auto run = [&](const std::string& inputs, const std::string& out) {
+        const auto r = cli("model gram " + m.dir + inputs + common + dir.file(out));
+        EXPECT_EQ(r.code, 0) << r.out;
+        std::ifstream in(dir.file(out));
+        return nlohmann::json::parse(in);
+    };
+    const nlohmann::json both = run(" --ids " + a + " --ids " + b, "both.json");
+    const nlohmann::json onlyA = run(" --ids " + a, "a.json");
+    const nlohmann::json onlyB = run(" --ids " + b, "b.json");
+    ASSERT_EQ(both["inputs"].size(), 2u);
+    ASSERT_EQ(onlyA["inputs"].size(), 1u);
+    EXPECT_EQ(both["inputs"][0], onlyA["inputs"][0]);
+    EXPECT_EQ(both["inputs"][1], onlyB["inputs"][0]);
+    EXPECT_EQ(both["inputs"][0]["pairs"], 21);
+    EXPECT_EQ(both["inputs"][1]["pairs"], 10);
+    EXPECT_EQ(both["inputs"][1]["input"], "ids " + b);
+    for (const char* key : {"pairs", "counts", "density", "mean_cosine", "clusters", "bin_edges", "layers"})
+        EXPECT_EQ(both[key], onlyA[key]) << key;
+    // The inputs differ, so the test tells them apart.
+    EXPECT_NE(both["inputs"][0]["density"], both["inputs"][1]["density"]);
+
+    const auto f = cli("model gram " + m.dir + " --ids " + a + " --ids " + b + common + dir.file("f.svg"));
+    ASSERT_EQ(f.code, 0) << f.out;
+    std::ifstream svgFile(dir.file("f.svg"));
+    const std::string svg((std::istreambuf_iterator<char>(svgFile)), std::istreambuf_iterator<char>());
+    EXPECT_NE(svg.find("1: ids " + a), std::string::npos);
+    EXPECT_NE(svg.find("2: ids " + b), std::string::npos);
+    EXPECT_NE(svg.find("2 inputs"), std::string::npos);
+
+    expectRefused(
+        cli("model layers " + m.dir + " --ids " + a + " --ids " + b + " --out " + dir.file("h.npy")),
+        "model layers takes one input", dir.file("h.npy"));
+}
+
 TEST(ModelCli, TheSceneOfAHeadRunsInSimulate) {
     TempDir dir;
     for (const bool gpt2 : {true, false}) {
