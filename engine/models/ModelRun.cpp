@@ -43,9 +43,29 @@ ModelRunResult runModel(const ModelRunRequest& request, const std::function<bool
         throw ModelError("the input: expected at least two tokens, got " + std::to_string(r.ids.size()));
     r.texts = tokenTexts(request.dir, c, r.ids);
     const int layers = request.layers > 0 ? request.layers : c.layers;
+    // The compared inputs' tokens first, so that a bad one is refused before any layer runs.
+    for (std::size_t k = 0; k < request.compare.size(); ++k) {
+        const ModelInput& in = request.compare[k];
+        ComparedInput compared;
+        compared.ids = in.ids.empty() ? tokenize(request.dir, c, in.text) : in.ids;
+        if (compared.ids.size() < 2)
+            throw ModelError("compared input " + std::to_string(k + 2) +
+                             ": expected at least two tokens, got " + std::to_string(compared.ids.size()));
+        if (in.ids.empty()) {
+            compared.label = in.text;
+        } else {
+            compared.label = "ids ";
+            for (std::size_t i = 0; i < in.ids.size(); ++i)
+                compared.label += (i ? "," : "") + std::to_string(in.ids[i]);
+        }
+        r.compared.push_back(std::move(compared));
+    }
+    // Progress: every input's layers count alike, the first input's projection the last tenth.
+    const double runs = double(1 + r.compared.size());
     const Weights<float> weights = checkpoint->weights<float>();
-    for (const RowMat<float>& s : hiddenStates(
-             c, weights, r.ids, layers, [&](int done) { return !progress || progress(0.9 * done / layers); }))
+    for (const RowMat<float>& s : hiddenStates(c, weights, r.ids, layers, [&](int done) {
+             return !progress || progress(0.9 * done / layers / runs);
+         }))
         r.states.push_back(s.cast<double>());
     std::vector<int> chosen;
     for (int k : request.histogramLayers)
@@ -55,6 +75,15 @@ ModelRunResult runModel(const ModelRunRequest& request, const std::function<bool
         for (int k : {0, layers / 3, 2 * layers / 3, layers})
             if (std::find(chosen.begin(), chosen.end(), k) == chosen.end()) chosen.push_back(k);
     r.gram = gramHistograms(r.states, chosen, request.bins, request.clusterTol);
+    for (std::size_t k = 0; k < r.compared.size(); ++k) {
+        // Each alone, as `model gram` runs several inputs: float32 states, the same layers and bins.
+        std::vector<RowMat<double>> states;
+        for (const RowMat<float>& s : hiddenStates(c, weights, r.compared[k].ids, layers, [&](int done) {
+                 return !progress || progress(0.9 * (double(k + 1) + double(done) / layers) / runs);
+             }))
+            states.push_back(s.cast<double>());
+        r.compared[k].gram = gramHistograms(states, chosen, request.bins, request.clusterTol);
+    }
     std::vector<RowMat<double>> normalized;
     for (const RowMat<double>& x : r.states) normalized.push_back(normalizedRows(x));
     r.axes = principalAxes(normalized, std::clamp(request.dims, 1, c.hidden));

@@ -13,6 +13,12 @@
 
 namespace flowscope::models {
 
+// A further input compared with the first in the Cosines tab: text through the folder's tokenizer, or ids.
+struct ModelInput {
+    std::string text;
+    std::vector<int> ids; // used when not empty
+};
+
 struct ModelRunRequest {
     std::string dir;                  // config.json + model.safetensors (+ the tokenizer's files)
     std::string text;                 // through the folder's tokenizer, unless ids are given
@@ -22,6 +28,16 @@ struct ModelRunRequest {
     int bins = 40;
     double clusterTol = kGramClusterTol;
     int dims = 3; // the projection's dimension (2 or 3; at most D)
+    // Further inputs, each run alone through the same layers: their histograms (at the first input's layers),
+    // mean cosines and cluster counts, as `model gram` gives for several inputs.
+    std::vector<ModelInput> compare;
+};
+
+// A further input's numbers: what gramHistograms gives for a run of it by itself.
+struct ComparedInput {
+    std::string label; // the text, or "ids 3,1,4"
+    std::vector<int> ids;
+    GramHistograms gram;
 };
 
 struct ModelRunResult {
@@ -31,8 +47,9 @@ struct ModelRunResult {
     std::vector<std::string> texts;     // tokenTexts
     std::vector<RowMat<double>> states; // L + 1 of n x D, computed in float32 (as model gram does)
     GramHistograms gram;
-    PrincipalAxes axes;                // of the normalised tokens of every layer together
-    std::vector<RowMat<double>> depth; // per layer: axes.project(normalizedRows(states[k])), n x dims
+    PrincipalAxes axes;                  // of the normalised tokens of every layer together
+    std::vector<RowMat<double>> depth;   // per layer: axes.project(normalizedRows(states[k])), n x dims
+    std::vector<ComparedInput> compared; // the request's further inputs, in order
 };
 
 // Throws ModelError (naming the file, field or tensor) and ModelCancelled (progress returned false).

@@ -113,7 +113,50 @@ TEST_F(ModelsWorkspaceTest, TheHistogramsAndCurvesAreTheEnginesNumbers) {
         EXPECT_EQ(clusters[k], countClustersBruteForce(Tokens(models::normalizedRows(r->states[k])),
                                                        models::kGramClusterTol))
             << "layer " << k;
+    window->showPage(models().pages().front().widget);
     saveShot(*window, QStringLiteral("models-cosines.png"));
+}
+
+// Several inputs in one view: each further input (one per line of Compare) runs alone, so its histograms
+// and mean cosines are those of a run of it as the first input; the view draws them over the first input's,
+// and the depth curves gain its mean cosine, in the colour of its outline. A bad line names its line.
+TEST_F(ModelsWorkspaceTest, ComparedInputsAreEachTheRunOfThatInputAlone) {
+    const TinyModel m = writeTinyGpt2(root() / "gpt2");
+    const QString second = QStringLiteral("7,7,2,9,1"), third = QStringLiteral("10,11,12,13,14,15,16");
+    models().setCompare(QStringLiteral("ids ") + second + QStringLiteral("\n\n  ids: ") + third + "\n");
+    ASSERT_TRUE(openAndRun(m.dir, QString::fromLatin1(kIds))) << models().lastError().toStdString();
+    const std::vector<GramHistogramView::Compared> shown = models().histogramView()->compared();
+    ASSERT_EQ(shown.size(), 2u);
+    EXPECT_EQ(shown[0].label, QStringLiteral("ids ") + second);
+    const std::vector<models::GramHistograms> first = {models().histogramView()->histograms()};
+
+    for (std::size_t k = 0; k < 2; ++k) {
+        models().setCompare({});
+        ASSERT_TRUE(openAndRun(m.dir, k == 0 ? second : third)) << models().lastError().toStdString();
+        const models::GramHistograms& alone = models().histogramView()->histograms();
+        EXPECT_EQ(shown[k].g.layers, alone.layers);
+        EXPECT_EQ(shown[k].g.counts, alone.counts);
+        EXPECT_EQ(shown[k].g.density, alone.density);
+        EXPECT_EQ(shown[k].g.meanCosine, alone.meanCosine);
+        EXPECT_EQ(shown[k].g.clusters, alone.clusters);
+        EXPECT_NE(shown[k].g.density, first[0].density); // the inputs differ: the test tells them apart
+    }
+
+    // The curves and the view after one more run with the comparison, and a screenshot of it.
+    models().setCompare(QStringLiteral("ids ") + second + QStringLiteral("\nids ") + third);
+    ASSERT_TRUE(openAndRun(m.dir, QString::fromLatin1(kIds)));
+    EXPECT_EQ(models().depthCurves()->values(QStringLiteral("mean cosine 2")), shown[0].g.meanCosine);
+    EXPECT_EQ(models().depthCurves()->values(QStringLiteral("mean cosine 3")), shown[1].g.meanCosine);
+    EXPECT_EQ(models().histogramView()->histograms().density, first[0].density);
+    window->showPage(models().pages().front().widget);
+    saveShot(*window, QStringLiteral("models-compare.png"));
+    window->resize(1024, 640);
+    saveShot(*window, QStringLiteral("models-compare-1024.png"));
+
+    models().setCompare(QStringLiteral("ids 1,2\nids 1,x"));
+    EXPECT_FALSE(models().run());
+    EXPECT_NE(models().lastError().indexOf(QStringLiteral("compare, line 2")), -1)
+        << models().lastError().toStdString();
 }
 
 TEST_F(ModelsWorkspaceTest, TheCloudThroughDepthIsTheNormalisedStatesOnTheirPrincipalAxes) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 namespace flowscope {
@@ -47,17 +48,31 @@ GramHistogramView::GramHistogramView(QWidget* parent) : QWidget(parent) {
                   "chosen layer, all on one density scale: mass near 1 means the tokens have clustered"));
 }
 
-void GramHistogramView::setHistograms(const models::GramHistograms& g) {
+void GramHistogramView::setHistograms(const models::GramHistograms& g, std::vector<Compared> compared,
+                                      const QString& label) {
     g_ = g;
+    compared_ = std::move(compared);
+    label_ = label;
     double peak = 0;
     for (const auto& d : g_.density)
         for (double v : d) peak = std::max(peak, v);
+    for (const Compared& c : compared_)
+        for (const auto& d : c.g.density)
+            for (double v : d) peak = std::max(peak, v);
     scale_ = niceCeil(peak);
     update();
 }
 
+QColor GramHistogramView::comparedColour(std::size_t k) {
+    // Not the highlight (the first input's bars) nor the cluster curve's orange.
+    static const QColor colours[] = {
+        {44, 150, 80}, {170, 60, 160}, {20, 150, 165}, {150, 110, 40}, {120, 120, 120}};
+    return colours[k % std::size(colours)];
+}
+
 void GramHistogramView::clear() {
     g_ = {};
+    compared_.clear();
     scale_ = 1.0;
     update();
 }
@@ -75,7 +90,8 @@ void GramHistogramView::paintEvent(QPaintEvent*) {
     }
     const int lineH = fm.height();
     const int left = fm.horizontalAdvance(QStringLiteral("00.00")) + 10, gap = 24, right = 10;
-    const double header = lineH + 6, under = 3.2 * lineH + 8; // the title line; ticks and two captions
+    // The title line (and the legend line with further inputs); ticks and two captions under each panel.
+    const double header = (compared_.empty() ? 1 : 2) * lineH + 6, under = 3.2 * lineH + 8;
     // The panels per row that give the largest panels (width, and height weighted as a histogram wants),
     // none narrower than 100 pixels where one per row allows it.
     auto panelSize = [&](int perRow) {
@@ -99,6 +115,20 @@ void GramHistogramView::paintEvent(QPaintEvent*) {
                                  .arg(g_.pairs),
                              Qt::ElideRight, width() - left - right));
     const QColor bar = pal.color(QPalette::Highlight);
+    if (!compared_.empty()) {
+        // The legend: a swatch and the label of every input, each given an equal share of the line.
+        const double share = double(width() - left - right) / double(compared_.size() + 1);
+        for (std::size_t k = 0; k <= compared_.size(); ++k) {
+            const double x = left + share * double(k), y = 2 + lineH;
+            const QColor colour = k == 0 ? bar : comparedColour(k - 1);
+            p.fillRect(QRectF(x, y + lineH / 2.0 - 2, 14, 4), colour);
+            const QString label = k == 0 ? tr("1: %1").arg(label_.isEmpty() ? tr("the input") : label_)
+                                         : tr("%1: %2").arg(k + 1).arg(compared_[k - 1].label);
+            p.setPen(ink);
+            p.drawText(QRectF(x + 18, y, share - 24, lineH), Qt::AlignLeft | Qt::AlignTop,
+                       fm.elidedText(label, Qt::ElideRight, int(share - 24)));
+        }
+    }
     for (int k = 0; k < panels; ++k) {
         const int row = k / perRow, col = k % perRow;
         const double x0 = left + col * (panelW + gap), top = header + row * rowH + 6, y1 = top + panelH;
@@ -107,6 +137,20 @@ void GramHistogramView::paintEvent(QPaintEvent*) {
         for (std::size_t b = 0; b < d.size(); ++b) {
             const double h = panelH * d[b] / scale_;
             if (h > 0) p.fillRect(QRectF(x0 + w * double(b), y1 - h, std::max(w - 0.6, 0.6), h), bar);
+        }
+        for (std::size_t c = 0; c < compared_.size(); ++c) {
+            // The further input's density as a step outline, on the same scale.
+            const std::vector<double>& dc = compared_[c].g.density[std::size_t(k)];
+            const double wc = panelW / double(dc.size());
+            QPolygonF outline;
+            outline << QPointF(x0, y1);
+            for (std::size_t b = 0; b < dc.size(); ++b) {
+                const double y = y1 - panelH * dc[b] / scale_;
+                outline << QPointF(x0 + wc * double(b), y) << QPointF(x0 + wc * double(b + 1), y);
+            }
+            outline << QPointF(x0 + panelW, y1);
+            p.setPen(QPen(comparedColour(c), 1.6));
+            p.drawPolyline(outline);
         }
         p.setPen(QPen(grid, 0.8, Qt::DashLine));
         p.drawLine(QPointF(x0 + panelW / 2, top), QPointF(x0 + panelW / 2, y1));

@@ -2,7 +2,9 @@
 //
 // GramHistogramView: Geshkovski et al.'s figure: one panel per chosen layer, the density of <z_i, z_j>
 // (i < j, the l2-normalised tokens) over [-1, 1], every panel on the same density scale, captioned with the
-// layer's mean cosine and cluster count. Panels wrap to a second row when the widget is narrow.
+// layer's mean cosine and cluster count. Panels wrap to a second row when the widget is narrow. Further
+// inputs (setCompared) are drawn over the bars as outlines in their colours (comparedColour), on the same
+// scale, with a legend line under the title.
 //
 // LayerCurveView: curves against depth (layer 0 .. L), drawn by render/picture/CurvePlot: a left axis, an
 // optional right-hand one (e.g. the cluster count beside the mean cosine), and a cursor at the layer shown
@@ -22,10 +24,21 @@ namespace flowscope {
 class GramHistogramView : public QWidget {
     Q_OBJECT
   public:
+    // A further input drawn as an outline over the first input's bars.
+    struct Compared {
+        QString label;
+        models::GramHistograms g; // at the first input's layers and bins
+    };
     explicit GramHistogramView(QWidget* parent = nullptr);
-    void setHistograms(const models::GramHistograms& g);
+    // The first input's histograms, and the further inputs' (none: one input, bars only); `label` names the
+    // first input in the legend.
+    void setHistograms(const models::GramHistograms& g, std::vector<Compared> compared = {},
+                       const QString& label = {});
     void clear();
     const models::GramHistograms& histograms() const { return g_; }
+    const std::vector<Compared>& compared() const { return compared_; }
+    // The colour of further input k (0-based), in this view and in the mean cosine curves.
+    static QColor comparedColour(std::size_t k);
     // The top of the shared density axis (the largest density of any panel, rounded up).
     double densityScale() const { return scale_; }
     QSize minimumSizeHint() const override { return {320, 160}; }
@@ -36,6 +49,8 @@ class GramHistogramView : public QWidget {
 
   private:
     models::GramHistograms g_;
+    std::vector<Compared> compared_;
+    QString label_;
     double scale_ = 1.0;
 };
 

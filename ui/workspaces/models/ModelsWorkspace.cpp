@@ -19,6 +19,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QMainWindow>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSettings>
@@ -215,6 +216,16 @@ QWidget* ModelsWorkspace::buildPanel() {
     text_->setPlaceholderText(tr("a paragraph of text"));
     ids_ = addRow(form, tr("Ids"), named(new QLineEdit(input), "model.ids"));
     ids_->setPlaceholderText(tr("or token ids: 3,1,4"));
+    compare_ = addRow(form, tr("Compare"), named(new QPlainTextEdit(input), "model.compare"));
+    compare_->setPlaceholderText(tr("other inputs, one per line\n(ids 3,1,4 for ids)"));
+    compare_->setToolTip(
+        tr("Further inputs, one per line: text, or \"ids 3,1,4\". Each runs alone through the "
+           "same layers; the Cosines tab draws their histograms over the first input's and "
+           "their mean cosines beside its curve"));
+    compare_->setTabChangesFocus(true);
+    compare_->setLineWrapMode(QPlainTextEdit::NoWrap); // a line is an input; the view follows the cursor
+    compare_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    compare_->setFixedHeight(4 * compare_->fontMetrics().lineSpacing() + 12);
     layers_ = addRow(form, tr("Layers"), form::startIntBox(input, "model.layers", 1, 1));
     histogramLayers_ = addRow(form, tr("Histograms"), named(new QLineEdit(input), "model.histograms"));
     histogramLayers_->setPlaceholderText(tr("0, L/3, 2L/3, L"));
@@ -294,12 +305,14 @@ void ModelsWorkspace::saveSettings(QSettings& s) const {
     s.setValue(QStringLiteral("models/lastDir"), lastDir_);
     s.setValue(QStringLiteral("models/text"), text_->text());
     s.setValue(QStringLiteral("models/ids"), ids_->text());
+    s.setValue(QStringLiteral("models/compare"), compare_->toPlainText());
 }
 
 void ModelsWorkspace::restoreSettings(QSettings& s) {
     lastDir_ = s.value(QStringLiteral("models/lastDir")).toString();
     text_->setText(s.value(QStringLiteral("models/text")).toString());
     ids_->setText(s.value(QStringLiteral("models/ids")).toString());
+    compare_->setPlainText(s.value(QStringLiteral("models/compare")).toString());
     const QString folder = s.value(QStringLiteral("models/folder")).toString();
     if (!folder.isEmpty() && QFileInfo(folder).isDir()) openModel(folder);
 }
@@ -361,6 +374,10 @@ void ModelsWorkspace::setInput(const QString& text, const QString& ids) {
     ids_->setText(ids);
 }
 
+void ModelsWorkspace::setCompare(const QString& lines) {
+    compare_->setPlainText(lines);
+}
+
 bool ModelsWorkspace::run() {
     if (!checkpoint_) return fail(tr("No checkpoint: open a folder with config.json and model.safetensors."));
     models::ModelRunRequest request;
@@ -371,6 +388,19 @@ bool ModelsWorkspace::run() {
             request.ids = models::parseIds(ids_->text().toStdString(), "ids");
         if (!histogramLayers_->text().trimmed().isEmpty())
             request.histogramLayers = models::parseIds(histogramLayers_->text().toStdString(), "histograms");
+        // One further input per non-empty line: "ids 3,1,4" (or "ids: ...") as ids, anything else as text.
+        const QStringList lines = compare_->toPlainText().split(QLatin1Char('\n'));
+        for (int k = 0; k < lines.size(); ++k) {
+            const QString line = lines[k].trimmed();
+            if (line.isEmpty()) continue;
+            models::ModelInput in;
+            if (line.startsWith(QStringLiteral("ids ")) || line.startsWith(QStringLiteral("ids:")))
+                in.ids = models::parseIds(line.mid(4).trimmed().toStdString(),
+                                          "compare, line " + std::to_string(k + 1));
+            else
+                in.text = line.toStdString();
+            request.compare.push_back(std::move(in));
+        }
     } catch (const std::exception& e) {
         return fail(fromStd(e.what()));
     }
@@ -452,10 +482,21 @@ void ModelsWorkspace::showResult() {
     const models::ModelRunResult& r = *result_;
     const int L = int(r.states.size()) - 1;
     ++generation_;
-    histograms_->setHistograms(r.gram);
-    curves_->setCurves({{tr("mean cosine"), r.gram.meanCosine, QColor(60, 110, 190), false},
-                        {tr("clusters"), std::vector<double>(r.gram.clusters.begin(), r.gram.clusters.end()),
-                         QColor(215, 110, 40), true}});
+    std::vector<GramHistogramView::Compared> compared;
+    std::vector<LayerCurveView::Curve> curves = {
+        {tr("mean cosine"), r.gram.meanCosine, QColor(60, 110, 190), false},
+        {tr("clusters"), std::vector<double>(r.gram.clusters.begin(), r.gram.clusters.end()),
+         QColor(215, 110, 40), true}};
+    for (std::size_t k = 0; k < r.compared.size(); ++k) {
+        compared.push_back({fromStd(r.compared[k].label), r.compared[k].gram});
+        curves.push_back({tr("mean cosine %1").arg(k + 2), r.compared[k].gram.meanCosine,
+                          GramHistogramView::comparedColour(k), false});
+    }
+    // The first input named as the compared ones are: its text, or its ids.
+    QString label = ids_->text().trimmed().isEmpty() ? text_->text().trimmed()
+                                                     : QStringLiteral("ids ") + ids_->text().trimmed();
+    histograms_->setHistograms(r.gram, std::move(compared), label);
+    curves_->setCurves(std::move(curves));
     distance_->setCurves({});
     odeShot_.reset();
     realShot_.reset();

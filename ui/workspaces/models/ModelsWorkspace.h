@@ -2,7 +2,7 @@
 // (engine/models, docs/models.md) and its tokens looked at as particles (issue 49).
 //
 // One page with three tabs and a depth bar under them, one dock (the Model panel: the folder, the input as
-// text or ids, Run, and the layer and head of the ODE):
+// text or ids, further inputs to compare, Run, and the layer and head of the ODE):
 //  * Cosines: Geshkovski et al.'s figure live: the histograms of <x_i, x_j> (i < j, normalised tokens) at the
 //    chosen layers on one density scale, and the mean cosine and the cluster count against depth.
 //  * Through depth: the normalised tokens of each layer on the principal axes of all layers together (3-D
@@ -32,6 +32,7 @@ class QCheckBox;
 class QDockWidget;
 class QLabel;
 class QLineEdit;
+class QPlainTextEdit;
 class QMainWindow;
 class QProgressBar;
 class QPushButton;
@@ -78,6 +79,9 @@ class ModelsWorkspace : public Workspace {
     bool openModel(const QString& dir) override;
     // The input: text through the folder's tokenizer, or ids ("3,1,4"), which win when given.
     void setInput(const QString& text, const QString& ids = {});
+    // Further inputs compared with it in the Cosines tab, one per line: text, or "ids 3,1,4". Each runs
+    // alone; their histograms are drawn over the first input's, and their mean cosines beside its curve.
+    void setCompare(const QString& lines);
     // Starts the forward pass of the open folder on the input in the background. False when there is no
     // folder or the ids do not parse; a failure of the pass itself comes with runFinished(false).
     bool run();
@@ -159,6 +163,7 @@ class ModelsWorkspace : public Workspace {
     ElidedLabel* folder_ = nullptr;
     QLabel* summary_ = nullptr;
     QLineEdit *text_ = nullptr, *ids_ = nullptr, *histogramLayers_ = nullptr;
+    QPlainTextEdit* compare_ = nullptr;
     QSpinBox* layers_ = nullptr;
     QCheckBox* threeD_ = nullptr;
     QPushButton* runButton_ = nullptr;
