@@ -217,6 +217,31 @@ void AxesLayer::append(const ParticleFrame& f, VertexBuffer& lines) const {
                 0.9);
 }
 
+void ParkingLayer::append(const ParticleFrame& f, VertexBuffer& lines) const {
+    if (!enabled || f.is3D || leaders.rows() == 0 || leaders.cols() != 2 || f.basis.rows() != 2) return;
+    // A point of the plane of the tokens, in the shown coordinates (the identity basis unless the user picked
+    // other axes), and the point at `angle` and `radius`.
+    const auto shown = [&](const Eigen::Vector2d& x) { return f.place(f.basis.transpose() * Vec(x)); };
+    const auto polar = [&](double angle, double radius) {
+        return shown(radius * Eigen::Vector2d(std::cos(angle), std::sin(angle)));
+    };
+    const auto arc = [&](const Eigen::Vector2d& centre, double radius, double from, double to, int segments,
+                         double alpha) {
+        for (int s = 0; s < segments; ++s) {
+            const double a0 = from + (to - from) * s / segments, a1 = from + (to - from) * (s + 1) / segments;
+            segment(lines, shown(centre + radius * Eigen::Vector2d(std::cos(a0), std::sin(a0))),
+                    shown(centre + radius * Eigen::Vector2d(std::cos(a1), std::sin(a1))), color, alpha);
+        }
+    };
+    for (Eigen::Index k = 0; k < leaders.rows(); ++k) {
+        const Eigen::Vector2d start = leaders.row(k).transpose();
+        const double a = std::atan2(start.y(), start.x());
+        arc(start, kRing, 0.0, 2.0 * M_PI, kRingSegments, 0.95);                         // the ring
+        segment(lines, polar(a, 1.0 + kRing), polar(a, kArcRadius + 0.06), color, 0.95); // the tick
+        arc(Eigen::Vector2d::Zero(), kArcRadius, a - delta / 2, a + delta / 2, 12, 0.6); // the spot
+    }
+}
+
 void SphereLayer::append(const ParticleFrame& f, VertexBuffer& lines) const {
     if (!enabled || !f.is3D) return;
     // A circle: the points c + cos(s) u + sin(s) v, s over a full turn.

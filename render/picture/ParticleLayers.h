@@ -103,6 +103,20 @@ struct SphereLayer {
     void append(const ParticleFrame& f, VertexBuffer& lines) const;
 };
 
+// The plane, causal attention on the circle (hasParkingPicture, d = 2): the Rényi-parking leaders of the
+// initial tokens (engine/dynamics/CausalParking.h) where they started: a ring around each, a radial tick
+// outside the circle, and the arc of half the spacing delta on either side of it just outside the circle,
+// so that the parking spots and the clusters that form at them can be compared.
+struct ParkingLayer {
+    static constexpr int kRingSegments = 24;
+    static constexpr double kRing = 0.05, kArcRadius = 1.08; // in the tokens' units (the unit circle)
+    bool enabled = true;
+    Tokens leaders; // the leaders' initial directions (unit rows, d = 2); empty: nothing to draw
+    double delta = 0.0;
+    QColor color{240, 160, 40};
+    void append(const ParticleFrame& f, VertexBuffer& lines) const;
+};
+
 // 3-D only: the three coordinate directions (red, green, blue) from the corner boxLo of the cloud, a quarter
 // of its extent long; their labels are text, drawn by the picture.
 struct AxesLayer {

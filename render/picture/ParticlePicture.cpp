@@ -1,5 +1,6 @@
 #include "render/picture/ParticlePicture.h"
 
+#include "engine/dynamics/CausalParking.h"
 #include "engine/dynamics/DeviceStepper.h"
 #include "engine/dynamics/Observables.h"
 #include "engine/gaussian/MatrixRoots.h"
@@ -36,8 +37,26 @@ Eigen::Matrix4f toEigen(const QMatrix4x4& m) {
 
 // --- What is shown ---
 
+// The parking leaders of the scene's initial tokens where the scene is the parking picture's, else none.
+void ParticlePicture::updateParking() {
+    parking_.leaders.resize(0, 2);
+    if (!scene_ || scene_->d != 2 || !hasParkingPicture(scene_->attention, scene_->d)) return;
+    Tokens X;
+    try {
+        X = initialTokens(*scene_);
+    } catch (const std::exception&) {
+        return; // a scene whose tokens cannot be drawn shows none
+    }
+    parking_.delta = parkingSpacing(scene_->attention.beta);
+    const std::vector<int> leaders = parkingLeaders(X, parking_.delta);
+    parking_.leaders.resize(Eigen::Index(leaders.size()), 2);
+    for (std::size_t k = 0; k < leaders.size(); ++k)
+        parking_.leaders.row(Eigen::Index(k)) = X.row(leaders[k]).normalized();
+}
+
 void ParticlePicture::setScene(const Scene& scene) {
     scene_ = scene;
+    updateParking();
     overlay_.setScene(scene);
     gaussian_.overlay = &overlay_;
     tokens_.clusterTol = scene.output.clusterTol;
@@ -56,6 +75,7 @@ void ParticlePicture::setAttention(const AttentionSpec& spec) {
     if (!scene_) return;
     scene_->attention = spec;
     sphere_.enabled = spec.sphere;
+    updateParking(); // beta sets the spacing, and masking or the matrices whether there are leaders
     overlay_.setAttention(spec, shown_ ? shown_->t : 0.0,
                           shown_ ? tokenGaussian(shown_->tokens) : std::nullopt);
     linesDirty_ = true;
@@ -109,6 +129,11 @@ void ParticlePicture::setTrails(bool on) {
 
 void ParticlePicture::setGaussian(bool on) {
     gaussian_.enabled = on;
+    linesDirty_ = true;
+}
+
+void ParticlePicture::setParking(bool on) {
+    parking_.enabled = on;
     linesDirty_ = true;
 }
 
@@ -329,6 +354,7 @@ void ParticlePicture::prepare() {
         sphere_.append(frame_, under);
         trails_.append(frame_, under);
         gaussian_.append(frame_, over);
+        parking_.append(frame_, over);
         attention_.append(frame_, over);
         axes_.enabled = is3D();
         axes_.append(frame_, over);

@@ -84,6 +84,12 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     bool statusBox() const { return statusBox_; }
     void setGaussian(bool on);
     bool gaussian() const { return gaussian_.enabled; }
+    // Causal attention on the circle (hasParkingPicture, d = 2): the Rényi-parking leaders of the scene's
+    // initial tokens (ParkingLayer), on by default; available() says whether the scene has them.
+    void setParking(bool on);
+    bool parking() const { return parking_.enabled; }
+    bool parkingAvailable() const { return parking_.leaders.rows() > 0; }
+    const ParkingLayer& parkingLayer() const { return parking_; }
     const GaussianOverlay& overlay() const { return overlay_; }
     void setPicked(int token, Vec weights); // the attention layer; -1: none
     int picked() const { return attention_.token; }
@@ -163,6 +169,7 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
   private:
     void invalidate() override { pointsDirty_ = linesDirty_ = true; }
     void updateBasis(const Tokens* from);
+    void updateParking();
     void rebuildFrame(); // frame_ for shown_
     QMatrix4x4 viewProjection() const;
     void paintAxisNames(QPainter& painter) const;
@@ -187,6 +194,7 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     AttentionLayer attention_;
     AxesLayer axes_;
     SphereLayer sphere_;
+    ParkingLayer parking_;
     ViewTransform view_;
     OrbitCamera camera_;
     QSizeF size_{1, 1};

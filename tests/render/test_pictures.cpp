@@ -2,6 +2,7 @@
 // each particle layer's vertices against the geometry it stands for, the particle picture's camera against
 // the cloud it frames, and a training picture painted into an image. This executable links flowscope_picture
 // and no Qt Widgets: the exporter and `flowscope-cli render` draw exactly this.
+#include "engine/dynamics/CausalParking.h"
 #include "engine/gaussian/MatrixRoots.h"
 #include "engine/runner/RunHistory.h"
 #include "engine/runner/SimulationRunner.h"
@@ -235,6 +236,67 @@ TEST(ParticleLayers, TheSphereIsAWireframeOfUnitCirclesIn3DOnly) {
     f.is3D = false;
     layer.append(f, plane);
     EXPECT_TRUE(plane.empty());
+}
+
+// The parking layer: for each leader a ring of radius kRing about its start, a tick and an arc of delta on
+// the circle of radius kArcRadius centred on its direction; nothing in 3-D or without leaders. The picture
+// gives a causal scene on the circle its leaders (those of parkingLeaders on the initial tokens, at spacing
+// 4 / sqrt(beta)), and none to the same scene unmasked; a live beta edit moves the spacing.
+TEST(ParticleLayers, ParkingRingsSitAtTheLeadersStartsAndTheirSpotsSpanDelta) {
+    ParkingLayer layer;
+    layer.delta = 0.5;
+    layer.leaders.resize(2, 2);
+    layer.leaders << 1.0, 0.0, 0.0, -1.0;
+    const auto s = snapshotOf(layer.leaders);
+    ParticleFrame f = planeFrame(*s);
+    VertexBuffer lines;
+    layer.append(f, lines);
+    const std::size_t perLeader = 2 * (ParkingLayer::kRingSegments + 1 + 12);
+    ASSERT_EQ(lines.size(), 2 * perLeader);
+    for (int k = 0; k < 2; ++k) {
+        const Eigen::Vector3d start(layer.leaders(k, 0), layer.leaders(k, 1), 0.0);
+        const double a = std::atan2(start.y(), start.x());
+        for (std::size_t v = 0; v < 2 * std::size_t(ParkingLayer::kRingSegments); ++v) {
+            const PointVertex& p = lines[std::size_t(k) * perLeader + v];
+            EXPECT_NEAR((Eigen::Vector3d(p.x, p.y, p.z) + f.origin - start).norm(), ParkingLayer::kRing,
+                        1e-6);
+        }
+        double lo = INFINITY, hi = -INFINITY; // the spot's angular extent
+        for (std::size_t v = 2 * std::size_t(ParkingLayer::kRingSegments) + 2; v < perLeader; ++v) {
+            const PointVertex& p = lines[std::size_t(k) * perLeader + v];
+            const Eigen::Vector3d q = Eigen::Vector3d(p.x, p.y, p.z) + f.origin;
+            EXPECT_NEAR(q.norm(), ParkingLayer::kArcRadius, 1e-6);
+            const double rel = std::remainder(std::atan2(q.y(), q.x()) - a, 2 * M_PI);
+            lo = std::min(lo, rel);
+            hi = std::max(hi, rel);
+        }
+        EXPECT_NEAR(lo, -0.25, 1e-6);
+        EXPECT_NEAR(hi, 0.25, 1e-6);
+    }
+    VertexBuffer none;
+    f.is3D = true;
+    layer.append(f, none);
+    EXPECT_TRUE(none.empty());
+
+    application();
+    Scene scene = loadScene(std::string(FLOWSCOPE_PRESET_DIR) + "/causal-circle-fig2.json");
+    ParticlePicture picture;
+    picture.setScene(scene);
+    ASSERT_TRUE(picture.parkingAvailable());
+    const std::vector<int> leaders = parkingLeaders(initialTokens(scene), 0.5);
+    ASSERT_EQ(picture.parkingLayer().leaders.rows(), Eigen::Index(leaders.size()));
+    for (std::size_t k = 0; k < leaders.size(); ++k)
+        EXPECT_LT((picture.parkingLayer().leaders.row(Eigen::Index(k)) -
+                   initialTokens(scene).row(leaders[k]).normalized())
+                      .norm(),
+                  1e-12);
+    AttentionSpec wider = scene.attention;
+    wider.beta = 16.0;
+    picture.setAttention(wider);
+    EXPECT_DOUBLE_EQ(picture.parkingLayer().delta, 1.0);
+    scene.attention.masked = false;
+    picture.setScene(scene);
+    EXPECT_FALSE(picture.parkingAvailable());
 }
 
 TEST(ParticlePicture, TokensOnTheSphereGetItsWireframeAndADepthCueAcrossIt) {

@@ -119,6 +119,11 @@ void ParticleView::setShowOverlay(bool on) {
     update();
 }
 
+void ParticleView::setShowParking(bool on) {
+    picture_.setParking(on);
+    update();
+}
+
 void ParticleView::setShowTrails(bool on) {
     picture_.setTrails(on);
     update();

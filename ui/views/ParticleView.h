@@ -83,6 +83,10 @@ class ParticleView : public PictureGlView {
     QString overlayReason() const { return QString::fromStdString(picture_.overlay().reason()); }
     void setShowTrails(bool on);
     bool showTrails() const { return picture_.trails(); }
+    // The Rényi-parking leaders of a causal scene on the circle (ParticlePicture::setParking).
+    void setShowParking(bool on);
+    bool showParking() const { return picture_.parking(); }
+    bool parkingAvailable() const { return picture_.parkingAvailable(); }
     void setProjection(const ProjectionSpec& p);
     const ProjectionSpec& projection() const { return picture_.projection(); }
     bool is3D() const { return picture_.is3D(); }

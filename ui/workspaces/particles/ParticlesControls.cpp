@@ -58,6 +58,8 @@ void ParticlesWorkspace::updateControls() {
     // Called for every new snapshot (~60 Hz while running): touch the actions only when something changed.
     const bool playing = runner().playing();
     const bool have = document_.hasScene();
+    // Only a causal scene on the circle has parking leaders (a no-op when unchanged).
+    parkingAction_->setEnabled(active() && view_->parkingAvailable());
     if (controlsState_ == std::pair(playing, have)) return;
     controlsState_ = std::pair(playing, have);
     // One state for both: the Play/Pause action and the particle view's HUD ("running"/"paused").
@@ -146,6 +148,16 @@ void ParticlesWorkspace::buildActions() {
            "point (Fig 2(d): α₀ = 0, α' = V(I + ΣA)α) the ellipses stay at α₀ while the cloud's sample mean, "
            "off α₀ by about √(Σ₀/N) at t = 0, grows away from it: the picture is right, the two part."));
     connect(overlayAction_, &QAction::toggled, view_, &ParticleView::setShowOverlay);
+
+    parkingAction_ = new QAction(tr("Rényi-parking centres"), this);
+    parkingAction_->setCheckable(true);
+    parkingAction_->setChecked(true);
+    parkingAction_->setToolTip(tr(
+        "Causal attention on the circle (softmax, masked, post-LN, Q = K = V = I): the initial tokens that "
+        "found a cluster, read in index order, each at least δ = 4/√β from every earlier one (rings, and "
+        "their spots of ±δ/2 outside the circle). The clusters form at most of them; the others are pulled "
+        "to earlier tokens (docs/math/theory.md#parking)"));
+    connect(parkingAction_, &QAction::toggled, view_, &ParticleView::setShowParking);
 
     hudAction_ = new QAction(tr("Heads-up display"), this);
     hudAction_->setCheckable(true);
@@ -349,6 +361,7 @@ void ParticlesWorkspace::buildMenus() {
     displayMenu_->addSeparator();
     displayMenu_->addAction(hudAction_);
     displayMenu_->addAction(overlayAction_);
+    displayMenu_->addAction(parkingAction_);
     displayMenu_->addAction(trailsAction_);
     displayMenu_->addActions(colorGroup_->actions());
     displayMenu_->addSeparator();

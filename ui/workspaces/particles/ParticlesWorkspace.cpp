@@ -522,6 +522,7 @@ void ParticlesWorkspace::setActive(bool active) {
 void ParticlesWorkspace::saveSettings(QSettings& s) const {
     s.setValue(QStringLiteral("view/colorBy"), int(view_->colorBy()));
     s.setValue(QStringLiteral("view/overlay"), view_->showOverlay());
+    s.setValue(QStringLiteral("view/parking"), view_->showParking());
     s.setValue(QStringLiteral("view/trails"), view_->showTrails());
     s.setValue(QStringLiteral("view/disc"), discAction_->isChecked());
     s.setValue(QStringLiteral("run/stepsPerSecond"), rate_);
@@ -538,6 +539,7 @@ void ParticlesWorkspace::restoreSettings(QSettings& s) {
     colorGroup_->actions().value(color)->setChecked(true);
     view_->setColorBy(ColorBy(color));
     overlayAction_->setChecked(s.value(QStringLiteral("view/overlay"), true).toBool());
+    parkingAction_->setChecked(s.value(QStringLiteral("view/parking"), true).toBool());
     trailsAction_->setChecked(s.value(QStringLiteral("view/trails"), false).toBool());
     discAction_->setChecked(s.value(QStringLiteral("view/disc"), false).toBool());
     setStepsPerSecond(

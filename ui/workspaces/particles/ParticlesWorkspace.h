@@ -196,7 +196,8 @@ class ParticlesWorkspace : public Workspace {
     QAction *openAction_ = nullptr, *saveAction_ = nullptr, *saveAsAction_ = nullptr;
     QAction *playAction_ = nullptr, *stepAction_ = nullptr, *resetAction_ = nullptr, *frameAction_ = nullptr;
     QAction* followAction_ = nullptr;
-    QAction *maxSpeedAction_ = nullptr, *overlayAction_ = nullptr, *hudAction_ = nullptr;
+    QAction *maxSpeedAction_ = nullptr, *overlayAction_ = nullptr, *parkingAction_ = nullptr,
+            *hudAction_ = nullptr;
     QAction *trailsAction_ = nullptr, *discAction_ = nullptr, *axesAction_ = nullptr;
     QAction *copyShareAction_ = nullptr, *pasteShareAction_ = nullptr;
     QAction *trajectoryExport_ = nullptr, *momentsExport_ = nullptr, *animationExport_ = nullptr;
