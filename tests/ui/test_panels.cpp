@@ -23,6 +23,7 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QTemporaryDir>
+#include <QTextBrowser>
 #include <QTreeWidget>
 #include <QtTest/QTest>
 
@@ -601,6 +602,43 @@ TEST(PresetBrowserTest, ListsEveryPreset) {
             if (!tree->topLevelItem(g)->child(c)->isHidden()) ++shown;
     EXPECT_GE(shown, 3);
     EXPECT_LT(shown, files.size());
+}
+
+// The Theory page: every preset whose figure names a newer paper's arXiv number sits in that paper's group,
+// titled "Theory: <reference>", whose tooltip gives the number and what to look for; the preset's details
+// say what to look for too. The four papers of issue 48 each have their group.
+TEST(PresetBrowserTest, TheoryPresetsAreGroupedByPaperWithWhatToLookFor) {
+    FLOWSCOPE_REQUIRE_GUI();
+    PresetBrowser browser;
+    browser.setDirectory(QDir(presetDirectory()).absolutePath());
+    QTreeWidget* tree = browser.tree();
+    QStringList theoryGroups;
+    int theoryPresets = 0;
+    for (int g = 0; g < tree->topLevelItemCount(); ++g) {
+        QTreeWidgetItem* group = tree->topLevelItem(g);
+        for (int c = 0; c < group->childCount(); ++c) {
+            // The item's tooltip ends with its file name.
+            const QString figure = browser.presetFigure(
+                QDir(presetDirectory()).absoluteFilePath(group->child(c)->toolTip(0).section('\n', -1)));
+            const int at = figure.indexOf(QStringLiteral("arXiv "));
+            if (at < 0 || figure.contains(QStringLiteral("Castin"))) {
+                EXPECT_FALSE(group->text(0).startsWith(QStringLiteral("Theory: "))) << figure.toStdString();
+                continue;
+            }
+            ++theoryPresets;
+            const QString arxiv = figure.mid(at + 6, 10);
+            EXPECT_TRUE(group->text(0).startsWith(QStringLiteral("Theory: "))) << figure.toStdString();
+            EXPECT_TRUE(group->toolTip(0).contains(QStringLiteral("arXiv ") + arxiv)) << figure.toStdString();
+            EXPECT_TRUE(group->toolTip(0).contains(QStringLiteral("Look for: "))) << figure.toStdString();
+            if (!theoryGroups.contains(group->text(0))) theoryGroups << group->text(0);
+            tree->setCurrentItem(group->child(c));
+            EXPECT_TRUE(browser.findChild<QTextBrowser*>(QStringLiteral("details"))
+                            ->toPlainText()
+                            .contains(QStringLiteral("Look for:")));
+        }
+    }
+    EXPECT_EQ(theoryGroups.size(), 4) << theoryGroups.join(QStringLiteral(" | ")).toStdString();
+    EXPECT_GE(theoryPresets, 6);
 }
 
 TEST(PresetBrowserTest, MalformedPresetIsListedDisabled) {

@@ -18,19 +18,68 @@
 #include <algorithm>
 #include <array>
 #include <exception>
+#include <map>
 
 namespace flowscope {
 
 namespace {
 
-enum Group { CastinParticles, GaussianMode, OtherScenes, Unreadable, GroupCount };
-
-const std::array<const char*, GroupCount> kGroupTitles{
-    QT_TRANSLATE_NOOP("PresetBrowser", "Castin et al. 2025 — particles"),
-    QT_TRANSLATE_NOOP("PresetBrowser", "Gaussian mode — moment ODEs"),
-    QT_TRANSLATE_NOOP("PresetBrowser", "Other papers and scenes"),
-    QT_TRANSLATE_NOOP("PresetBrowser", "Unreadable"),
+// The Theory page: the newer papers whose models the presets redraw, each with what to look for. A preset
+// belongs to a paper when its figure names the paper's arXiv number.
+struct Paper {
+    const char* arxiv;
+    const char* topic; // the group's title, short enough for the dock
+    const char* reference;
+    const char* lookFor;
 };
+const std::array<Paper, 4> kPapers{{
+    {"2510.22026", QT_TRANSLATE_NOOP("PresetBrowser", "normalization schemes"),
+     QT_TRANSLATE_NOOP("PresetBrowser", "Karagodin, Ge, Polyanskiy, Rigollet 2025"),
+     QT_TRANSLATE_NOOP("PresetBrowser",
+                       "The mean cosine in the Plots panel: 1 - rho(t) falls like e^(-2t) under Post-LN and "
+                       "like 1/t^2 under Pre-LN; the chart's title gives the fitted rate.")},
+    {"2411.04990", QT_TRANSLATE_NOOP("PresetBrowser", "causal masking"),
+     QT_TRANSLATE_NOOP("PresetBrowser", "Karagodin, Polyanskiy, Rigollet 2024"),
+     QT_TRANSLATE_NOOP("PresetBrowser",
+                       "Token 0 never moves; the clusters form at the Rényi-parking leaders drawn over the "
+                       "tokens (Display ▸ Rényi-parking centres).")},
+    {"2410.06833", QT_TRANSLATE_NOOP("PresetBrowser", "metastability"),
+     QT_TRANSLATE_NOOP("PresetBrowser", "Geshkovski, Koubbi, Polyanskiy, Rigollet 2024"),
+     QT_TRANSLATE_NOOP("PresetBrowser",
+                       "The energy E_beta in the Plots panel against log t: a staircase, one plateau per "
+                       "cluster count.")},
+    {"2605.09213", QT_TRANSLATE_NOOP("PresetBrowser", "positional decay"),
+     QT_TRANSLATE_NOOP("PresetBrowser", "Duerinckx, Geshkovski, Rossi 2026"),
+     QT_TRANSLATE_NOOP("PresetBrowser",
+                       "The first tokens pull on everyone (the mask), the last ones on their neighbours (the "
+                       "decay); the middle ones leave little trace. The profile itself is not plotted yet.")},
+}};
+
+// Groups in display order: the source paper's particle scenes, the Gaussian-mode scenes, one group per paper
+// of the Theory page (kTheory + its index in kPapers), then the rest.
+enum Group { CastinParticles = 0, GaussianMode = 1, kTheory = 2, OtherScenes = 100, Unreadable = 101 };
+
+const char* groupTitle(int group) {
+    switch (group) {
+    case CastinParticles:
+        return QT_TRANSLATE_NOOP("PresetBrowser", "Castin et al. 2025 — particles");
+    case GaussianMode:
+        return QT_TRANSLATE_NOOP("PresetBrowser", "Gaussian mode — moment ODEs");
+    case OtherScenes:
+        return QT_TRANSLATE_NOOP("PresetBrowser", "Other papers and scenes");
+    case Unreadable:
+        return QT_TRANSLATE_NOOP("PresetBrowser", "Unreadable");
+    default:
+        return kPapers[std::size_t(group - kTheory)].topic;
+    }
+}
+
+// The Theory page's paper of a figure ("... (arXiv 2411.04990) ..."), or -1.
+int paperOf(const QString& figure) {
+    for (std::size_t k = 0; k < kPapers.size(); ++k)
+        if (figure.contains(QLatin1String("arXiv ") + QLatin1String(kPapers[k].arxiv))) return int(k);
+    return -1;
+}
 
 constexpr int kIndexRole = Qt::UserRole; // index into presets_, -1 for a group header
 
@@ -170,8 +219,10 @@ void PresetBrowser::setDirectory(const QString& dir) {
             QString type = QString::fromUtf8(toString(s.attention.type));
             if (s.attention.masked) type = tr("masked %1").arg(type);
             p.summary = tr("%1 · d = %2 · N = %3").arg(type).arg(s.d).arg(s.n);
+            const int paper = paperOf(p.figure);
             p.group = isGaussianMode(p.file, s)                    ? GaussianMode
                       : p.figure.contains(QLatin1String("Castin")) ? CastinParticles
+                      : paper >= 0                                 ? kTheory + paper
                                                                    : OtherScenes;
         } catch (const std::exception& e) {
             p.error = QString::fromStdString(e.what());
@@ -195,18 +246,26 @@ void PresetBrowser::setDirectory(const QString& dir) {
 void PresetBrowser::rebuildTree() {
     const QSignalBlocker blocker(tree_);
     tree_->clear();
-    std::array<QTreeWidgetItem*, GroupCount> groups{};
+    std::map<int, QTreeWidgetItem*> groups;
     for (std::size_t i = 0; i < presets_.size(); ++i) {
         const Preset& p = presets_[i];
-        QTreeWidgetItem*& group = groups[std::size_t(p.group)];
+        QTreeWidgetItem*& group = groups[p.group];
         if (!group) {
-            group = new QTreeWidgetItem(tree_, {tr(kGroupTitles[std::size_t(p.group)])});
+            const bool theory = p.group >= kTheory && p.group < OtherScenes;
+            group =
+                new QTreeWidgetItem(tree_, {(theory ? tr("Theory: ") : QString()) + tr(groupTitle(p.group))});
             group->setData(0, kIndexRole, -1);
             group->setFlags(Qt::ItemIsEnabled);
             group->setFirstColumnSpanned(true);
             QFont bold = group->font(0);
             bold.setBold(true);
             group->setFont(0, bold);
+            if (theory) {
+                const Paper& paper = kPapers[std::size_t(p.group - kTheory)];
+                group->setToolTip(
+                    0, tr("%1 (arXiv %2)\nLook for: %3")
+                           .arg(tr(paper.reference), QLatin1String(paper.arxiv), tr(paper.lookFor)));
+            }
         }
         auto* item =
             new QTreeWidgetItem(group, {p.name, p.error.isEmpty() ? figureLabel(p.figure) : tr("error")});
@@ -263,6 +322,8 @@ void PresetBrowser::showDetails() {
     }
     QString html = QStringLiteral("<b>%1</b>").arg(p->name.toHtmlEscaped());
     if (!p->figure.isEmpty()) html += QStringLiteral("<br><i>%1</i>").arg(p->figure.toHtmlEscaped());
+    if (const int paper = paperOf(p->figure); paper >= 0 && p->error.isEmpty())
+        html += tr("<p><b>Look for:</b> %1</p>").arg(tr(kPapers[std::size_t(paper)].lookFor).toHtmlEscaped());
     if (!p->description.isEmpty()) html += QStringLiteral("<p>%1</p>").arg(p->description.toHtmlEscaped());
     html += QStringLiteral("<p><small>%1.json%2</small></p>")
                 .arg(p->file.toHtmlEscaped(),

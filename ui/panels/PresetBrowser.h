@@ -1,8 +1,10 @@
 // Flowscope UI: the preset browser, a dock panel listing the scenes of a preset directory.
 //
 // Every *.json file of the directory is read with loadScene() and listed by name and paper figure, grouped
-// (Castin et al. particle scenes, Gaussian-mode moment scenes such as the "cone-*" covariance figures, scenes
-// from other papers) and sorted by figure in natural order (Fig 2 before Fig 10). A preset that does not load
+// (Castin et al. particle scenes, Gaussian-mode moment scenes such as the "cone-*" covariance figures, the
+// Theory page: one group per newer paper whose arXiv number the figure names, with what to look for in the
+// group's tooltip and the preset's details, then scenes from other papers) and sorted by figure in natural
+// order (Fig 2 before Fig 10). A preset that does not load
 // is listed, disabled, under "Unreadable", with its error as tooltip. A filter line keeps the presets whose
 // name, file, figure or description contain every word typed. Below the list, the selected preset's
 // description. Double-click, Enter or "Open" emits presetActivated(path).
