@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fcntl.h>
@@ -54,6 +55,14 @@ inline CliResult cli(const std::string& args, const std::string& prefix = "") {
 inline nlohmann::json readJson(const std::filesystem::path& p) {
     std::ifstream in(p);
     return nlohmann::json::parse(in);
+}
+
+// A refusal: exit code 2, one line (the error) holding `words`, and no output file `out`.
+inline void expectRefused(const CliResult& r, const std::string& words, const std::string& out) {
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_NE(r.out.find(words), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(out));
 }
 
 // The file process `pid` stages `out` under (stagedPathFor's ".flowscope-tmp-<pid>-<random>-<name>" beside

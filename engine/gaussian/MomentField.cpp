@@ -78,6 +78,24 @@ void addSinkhornHead(const M& Vh, const M& A, double eps, const V& mean, const M
     L += Vh * W / eps;
 }
 
+// One head of a head-summed type adds its (b, L); G is read by l2 only.
+template <class V, class M>
+void addHead(AttentionType type, const std::optional<double>& linearEps, double sinkhornEps, const M& Vh,
+             const M& A, const M& G, const V& mean, const M& cov, V& b, M& L) {
+    switch (type) {
+    case AttentionType::Softmax:
+        return addSoftmaxHead(Vh, A, mean, cov, b, L);
+    case AttentionType::Linear:
+        return addLinearHead(Vh, A, linearEps, mean, cov, b, L);
+    case AttentionType::L2:
+        return addL2Head(Vh, A, G, mean, cov, b, L);
+    case AttentionType::Sinkhorn:
+        return addSinkhornHead(Vh, A, sinkhornEps, mean, cov, b, L);
+    default: // makeMomentField refused the others
+        return;
+    }
+}
+
 // Gaussian-kernel drifting (App. B, Prop 11): Gamma = Gamma^G_nu - Gamma^G_mu,
 // Gamma^G_{N(m, S)}(x) = x - (S + I)^{-1} (x - m), so L = (Sigma + I)^{-1} - (Sigma_nu + I)^{-1} and
 // alpha' = (Sigma_nu + I)^{-1} (m_nu - alpha). (The inverse by partial-pivoting LU, which is what
@@ -133,66 +151,28 @@ FixedMomentFields fixedMomentFields(const AttentionSpec& spec, int d) {
     }
 }
 
-// Common shape of the head-summed variants: each head adds its (b, L).
-class HeadSumMoments : public MomentField {
+// The head-summed variants (softmax, linear, l2, sinkhorn): each head adds its (b, L).
+class HeadSumMoments final : public MomentField {
   public:
     HeadSumMoments(const AttentionSpec& spec, int d) : spec_(spec), d_(d) {
         fixed_ = fixedMomentFields(spec, d);
     }
+    std::string name() const override {
+        return spec_.type == AttentionType::Linear && spec_.linearEps ? "linear (eps)" : toString(spec_.type);
+    }
     AffineField affine(double t, const Vec& mean, const Mat& cov) const override {
         AffineField f{Vec::Zero(d_), Mat::Zero(d_, d_)};
-        for (const HeadParams& h : spec_.headsAt(t)) addHead(h, mean, cov, f);
+        for (const HeadParams& h : spec_.headsAt(t)) {
+            const Mat G = spec_.type == AttentionType::L2 ? gramMatrix(spec_, h) : Mat();
+            addHead(spec_.type, spec_.linearEps, spec_.sinkhornEps, h.V, scoreMatrix(spec_, h), G, mean, cov,
+                    f.b, f.L);
+        }
         return f;
     }
 
-  protected:
-    virtual void addHead(const HeadParams& h, const Vec& mean, const Mat& cov, AffineField& f) const = 0;
+  private:
     AttentionSpec spec_;
     int d_;
-};
-
-class SoftmaxMoments final : public HeadSumMoments {
-  public:
-    using HeadSumMoments::HeadSumMoments;
-    std::string name() const override { return "softmax"; }
-
-  protected:
-    void addHead(const HeadParams& h, const Vec& mean, const Mat& cov, AffineField& f) const override {
-        addSoftmaxHead(h.V, scoreMatrix(spec_, h), mean, cov, f.b, f.L);
-    }
-};
-
-class LinearMoments final : public HeadSumMoments {
-  public:
-    using HeadSumMoments::HeadSumMoments;
-    std::string name() const override { return spec_.linearEps ? "linear (eps)" : "linear"; }
-
-  protected:
-    void addHead(const HeadParams& h, const Vec& mean, const Mat& cov, AffineField& f) const override {
-        addLinearHead(h.V, scoreMatrix(spec_, h), spec_.linearEps, mean, cov, f.b, f.L);
-    }
-};
-
-class L2Moments final : public HeadSumMoments {
-  public:
-    using HeadSumMoments::HeadSumMoments;
-    std::string name() const override { return "l2"; }
-
-  protected:
-    void addHead(const HeadParams& h, const Vec& mean, const Mat& cov, AffineField& f) const override {
-        addL2Head(h.V, scoreMatrix(spec_, h), gramMatrix(spec_, h), mean, cov, f.b, f.L);
-    }
-};
-
-class SinkhornMoments final : public HeadSumMoments {
-  public:
-    using HeadSumMoments::HeadSumMoments;
-    std::string name() const override { return "sinkhorn"; }
-
-  protected:
-    void addHead(const HeadParams& h, const Vec& mean, const Mat& cov, AffineField& f) const override {
-        addSinkhornHead(h.V, scoreMatrix(spec_, h), spec_.sinkhornEps, mean, cov, f.b, f.L);
-    }
 };
 
 class DriftingMoments final : public MomentField {
@@ -253,24 +233,7 @@ void FixedMomentField<D>::affine(double t, const Vector& mean, const Matrix& cov
     if (type_ == AttentionType::Drifting) return drifting(targetMean_, targetInverse_, mean, cov, b, L);
     b.setZero();
     L.setZero();
-    for (const Head& h : headsAt(t)) {
-        switch (type_) {
-        case AttentionType::Softmax:
-            addSoftmaxHead(h.V, h.A, mean, cov, b, L);
-            break;
-        case AttentionType::Linear:
-            addLinearHead(h.V, h.A, linearEps_, mean, cov, b, L);
-            break;
-        case AttentionType::L2:
-            addL2Head(h.V, h.A, h.G, mean, cov, b, L);
-            break;
-        case AttentionType::Sinkhorn:
-            addSinkhornHead(h.V, h.A, sinkhornEps_, mean, cov, b, L);
-            break;
-        default: // makeMomentField refused the others
-            break;
-        }
-    }
+    for (const Head& h : headsAt(t)) addHead(type_, linearEps_, sinkhornEps_, h.V, h.A, h.G, mean, cov, b, L);
 }
 
 template class FixedMomentField<1>;
@@ -299,13 +262,10 @@ std::unique_ptr<MomentField> makeMomentField(const Scene& scene) {
                          "particle simulation");
     switch (a.type) {
     case AttentionType::Softmax:
-        return std::make_unique<SoftmaxMoments>(a, d);
     case AttentionType::Linear:
-        return std::make_unique<LinearMoments>(a, d);
     case AttentionType::L2:
-        return std::make_unique<L2Moments>(a, d);
     case AttentionType::Sinkhorn:
-        return std::make_unique<SinkhornMoments>(a, d);
+        return std::make_unique<HeadSumMoments>(a, d);
     case AttentionType::Drifting:
         return std::make_unique<DriftingMoments>(a, d);
     case AttentionType::Exp:

@@ -11,8 +11,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <numbers>
 #include <sstream>
+#include <utility>
 
 namespace flowscope {
 
@@ -105,47 +107,18 @@ struct Trained {
 };
 
 void measuresOf(const SweepSpec& spec, const Trained& t, std::vector<double>& out) {
+    // Each training measure and the field of Trained that holds it.
+    static constexpr std::pair<SweepMeasure, double Trained::*> kFields[] = {
+        {SweepMeasure::Kl, &Trained::kl},           {SweepMeasure::Mmd2, &Trained::mmd2},
+        {SweepMeasure::Nll, &Trained::nll},         {SweepMeasure::Lambda, &Trained::lambda},
+        {SweepMeasure::Beta, &Trained::beta},       {SweepMeasure::Rejected, &Trained::rejected},
+        {SweepMeasure::Seconds, &Trained::seconds}, {SweepMeasure::RelL1, &Trained::relL1},
+        {SweepMeasure::Misfit, &Trained::misfit},   {SweepMeasure::Outside, &Trained::outside},
+        {SweepMeasure::Folded, &Trained::folded},   {SweepMeasure::Mass, &Trained::mass}};
     for (const SweepMeasureSpec& m : spec.measures) {
-        switch (m.kind) {
-        case SweepMeasure::Kl:
-            out.push_back(t.kl);
-            break;
-        case SweepMeasure::Mmd2:
-            out.push_back(t.mmd2);
-            break;
-        case SweepMeasure::Nll:
-            out.push_back(t.nll);
-            break;
-        case SweepMeasure::Lambda:
-            out.push_back(t.lambda);
-            break;
-        case SweepMeasure::Beta:
-            out.push_back(t.beta);
-            break;
-        case SweepMeasure::Rejected:
-            out.push_back(t.rejected);
-            break;
-        case SweepMeasure::Seconds:
-            out.push_back(t.seconds);
-            break;
-        case SweepMeasure::RelL1:
-            out.push_back(t.relL1);
-            break;
-        case SweepMeasure::Misfit:
-            out.push_back(t.misfit);
-            break;
-        case SweepMeasure::Outside:
-            out.push_back(t.outside);
-            break;
-        case SweepMeasure::Folded:
-            out.push_back(t.folded);
-            break;
-        case SweepMeasure::Mass:
-            out.push_back(t.mass);
-            break;
-        default:
-            out.push_back(kNaN); // refused by the parser
-        }
+        const auto field = std::find_if(std::begin(kFields), std::end(kFields),
+                                        [&](const auto& f) { return f.first == m.kind; });
+        out.push_back(field != std::end(kFields) ? t.*field->second : kNaN); // NaN: refused by the parser
     }
 }
 

@@ -117,6 +117,27 @@ nlohmann::ordered_json pythonToJson(const pb::handle& value, const std::string& 
 // JSON text as Python objects (json.loads).
 pb::object jsonToPython(const std::string& text);
 
+// The file-backed members of the binding `Model` {model, record} of a trained model: the static load(path)
+// (loadModel with `load`: MODEL.safetensors and the MODEL.json record beside it), save(path) (both files,
+// atomically, by `save`; `saveDoc` names the CLI command that writes the same), and the properties config
+// (the file's metadata) and record (described by `recordDoc`) as dicts.
+template <class Model, class Loaded>
+void defModelFiles(pb::class_<Model>& c, Loaded (*load)(const std::string&),
+                   void (*save)(const std::string&, const Loaded&, nlohmann::json), const char* saveDoc,
+                   const char* recordDoc) {
+    c.def_static(
+        "load", [load](const pb::handle& path) { return loadModel<Model>(path, load); }, pb::arg("path"),
+        "Reads MODEL.safetensors (and its MODEL.json record, when there is one).");
+    c.def(
+        "save", [save](const Model& m, const pb::handle& path) { save(pathText(path), *m.model, m.record); },
+        pb::arg("path"), saveDoc);
+    c.def_property_readonly(
+        "config", [](const Model& m) { return jsonToPython(toJson(m.model->config()).dump()); },
+        "The architecture (the file's metadata) as a dict.");
+    c.def_property_readonly(
+        "record", [](const Model& m) { return jsonToPython(m.record.dump()); }, recordDoc);
+}
+
 void bindScene(pb::module_& m);
 void bindSimulate(pb::module_& m);
 void bindFields(pb::module_& m);

@@ -152,27 +152,20 @@ Vec logDensity(const FlowModel& m, const pb::handle& points, int references, std
     return out;
 }
 
-FlowModel load(const pb::handle& path) {
-    return loadModel<FlowModel>(path, flows::loadFlow);
-}
-
 } // namespace
 
 void bindFlows(pb::module_& m) {
-    pb::class_<FlowModel>(m, "FlowModel",
-                          R"(A trained generative flow (Han, Osher, Li: OT-Flow with the RWPO sparse layer;
+    pb::class_<FlowModel> model(
+        m, "FlowModel",
+        R"(A trained generative flow (Han, Osher, Li: OT-Flow with the RWPO sparse layer;
 docs/math/flows.md): train() returns one, FlowModel.load() reads one that train(), flowscope-cli train or the
 app saved. Its files are the CLI's: MODEL.safetensors (float32 tensors, the architecture in its metadata)
-and MODEL.json (the training record).)")
-        .def_static("load", &load, pb::arg("path"),
-                    "Reads MODEL.safetensors (and its MODEL.json record, when there is one).")
-        .def(
-            "save",
-            [](const FlowModel& m, const pb::handle& path) {
-                flows::saveFlow(pathText(path), *m.model, m.record);
-            },
-            pb::arg("path"),
-            "Writes MODEL.safetensors and MODEL.json beside it, atomically, as flowscope-cli train does.")
+and MODEL.json (the training record).)");
+    defModelFiles(
+        model, flows::loadFlow, flows::saveFlow,
+        "Writes MODEL.safetensors and MODEL.json beside it, atomically, as flowscope-cli train does.",
+        "The training record (data, seeds, optimizer, evaluations, curve) as a dict.");
+    model
         .def("sample", &sample, pb::arg("n") = pb::none(), pb::kw_only(), pb::arg("base") = pb::none(),
              pb::arg("seed") = 0, pb::arg("batch") = 2000, pb::arg("explicit") = false,
              pb::arg("progress") = pb::none(),
@@ -199,13 +192,6 @@ the model's reference draws (the mixture (1/R) Σ_r ρ_r over them); an RWPO mod
         .def_property_readonly(
             "beta", [](const FlowModel& m) { return m.model->params().beta(); },
             "β, the inverse temperature.")
-        .def_property_readonly(
-            "config",
-            [](const FlowModel& m) { return jsonToPython(flows::toJson(m.model->config()).dump()); },
-            "The architecture (the file's metadata) as a dict.")
-        .def_property_readonly(
-            "record", [](const FlowModel& m) { return jsonToPython(m.record.dump()); },
-            "The training record (data, seeds, optimizer, evaluations, curve) as a dict.")
         .def("__repr__", [](const FlowModel& m) {
             const auto& c = m.model->config();
             return "<flowscope.FlowModel d=" + std::to_string(c.d) + ", " + std::to_string(c.layers) +

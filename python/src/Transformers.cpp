@@ -327,31 +327,23 @@ pb::dict parameters(const TransformerModel& m) {
     return out;
 }
 
-TransformerModel load(const pb::handle& path) {
-    return loadModel<TransformerModel>(path, ot::loadTransformer);
-}
-
 } // namespace
 
 // --- The bindings ---
 
 void bindTransformers(pb::module_& m) {
-    pb::class_<TransformerModel>(m, "TransformerModel",
-                                 R"(A trained continuous-time Transformer (OT-Transformer and its baselines;
+    pb::class_<TransformerModel> model(
+        m, "TransformerModel",
+        R"(A trained continuous-time Transformer (OT-Transformer and its baselines;
 docs/math/transformers.md): train_transformer() returns one, TransformerModel.load() reads one that it,
 flowscope-cli train-transformer or the app saved. Its files are the CLI's: MODEL.safetensors (float64
 tensors "embed.E", "block0.Q", ..., "head.H", the architecture in its metadata) and MODEL.json (the
-training record).)")
-        .def_static("load", &load, pb::arg("path"),
-                    "Reads MODEL.safetensors (and its MODEL.json record, when there is one).")
-        .def(
-            "save",
-            [](const TransformerModel& m, const pb::handle& path) {
-                ot::saveTransformer(pathText(path), *m.model, m.record);
-            },
-            pb::arg("path"),
-            "Writes MODEL.safetensors and MODEL.json beside it, atomically, as flowscope-cli "
-            "train-transformer does.")
+training record).)");
+    defModelFiles(model, ot::loadTransformer, ot::saveTransformer,
+                  "Writes MODEL.safetensors and MODEL.json beside it, atomically, as flowscope-cli "
+                  "train-transformer does.",
+                  "The training record (task, optimizer, seeds, evaluations, curve, drop rates) as a dict.");
+    model
         .def("evaluate", &evaluate, pb::kw_only(), pb::arg("sets") = 1000, pb::arg("seed") = 1,
              pb::arg("drop_rates") = std::vector<double>{},
              R"(evaluate(*, sets=1000, seed=1, drop_rates=()) -> dict
@@ -375,13 +367,6 @@ token ỹ = (1/n) Σ_j x_j(T), task B the logits H (1/n) Σ_j x_j(T) + h. Return
         .def_property_readonly(
             "parameters", parameters,
             "The parameters as a dict of float64 arrays (copies), keyed by their safetensors names.")
-        .def_property_readonly(
-            "config",
-            [](const TransformerModel& m) { return jsonToPython(ot::toJson(m.model->config()).dump()); },
-            "The architecture (the file's metadata) as a dict.")
-        .def_property_readonly(
-            "record", [](const TransformerModel& m) { return jsonToPython(m.record.dump()); },
-            "The training record (task, optimizer, seeds, evaluations, curve, drop rates) as a dict.")
         .def("__repr__", [](const TransformerModel& m) {
             const auto& c = m.model->config();
             return std::string("<flowscope.TransformerModel task ") + ot::toString(m.task()) + ", " +

@@ -16,19 +16,8 @@
 namespace fs = std::filesystem;
 using namespace flowscope;
 using flowscope::test::cli;
+using flowscope::test::expectRefused;
 using flowscope::test::TempDir;
-
-namespace {
-
-// A one-line message (the error) holding `words`, exit code 2, and no output file.
-void expectRefused(const test::CliResult& r, const std::string& words, const std::string& out) {
-    EXPECT_EQ(r.code, 2) << r.out;
-    EXPECT_NE(r.out.find(words), std::string::npos) << r.out;
-    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
-    EXPECT_FALSE(fs::exists(out));
-}
-
-} // namespace
 
 TEST(ModelCli, LayersWritesEveryHiddenState) {
     TempDir dir;

@@ -9,6 +9,7 @@
 #include <QPushButton>
 #include <QSize>
 #include <QString>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QtTest/QTest>
 
@@ -83,6 +84,18 @@ template <class Workspace> class TrainingTabFixture : public MainWindowFixture {
 
     QPushButton* button(const char* name) {
         return panel->template findChild<QPushButton*>(QString::fromLatin1(name));
+    }
+
+    // The window's seven tabs (Particles, Covariance cone, Flows, Transformers, Inverse, Sweeps, Models):
+    // this one's is `title` at `index`, current and shown, and it raised its panel.
+    void expectTheCurrentTab(int index, const char* title) {
+        auto* tabs = window->template findChild<QTabWidget*>();
+        ASSERT_NE(tabs, nullptr);
+        ASSERT_EQ(tabs->count(), 7);
+        EXPECT_EQ(tabs->tabText(index), QString::fromUtf8(title));
+        EXPECT_EQ(tabs->currentWidget(), view);
+        EXPECT_TRUE(view->isVisible());
+        EXPECT_TRUE(panel->isVisible());
     }
 
     // Waits until every trainer shows `iteration` with a picture of it, and the view displays that snapshot.

@@ -18,7 +18,6 @@
 #include <QLineEdit>
 #include <QPushButton>
 #include <QSpinBox>
-#include <QTabWidget>
 #include <QTimer>
 #include <QtTest/QTest>
 
@@ -69,13 +68,7 @@ class FlowViewTest : public TrainingTabFixture<FlowsWorkspace> {
 };
 
 TEST_F(FlowViewTest, FlowsTabSitsNextToTheOtherViews) {
-    auto* tabs = window->findChild<QTabWidget*>();
-    ASSERT_NE(tabs, nullptr);
-    ASSERT_EQ(tabs->count(), 7); // Particles, Covariance cone, Flows, Transformers, Inverse, Sweeps, Models
-    EXPECT_EQ(tabs->tabText(2), QStringLiteral("Flows"));
-    EXPECT_EQ(tabs->currentWidget(), view);
-    EXPECT_TRUE(view->isVisible());
-    EXPECT_TRUE(panel->isVisible()); // the Flows tab raised its panel
+    expectTheCurrentTab(2, "Flows");
 }
 
 TEST_F(FlowViewTest, StepsDrawTheDataSamplesAndCurves) {

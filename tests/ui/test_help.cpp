@@ -266,6 +266,13 @@ class HelpTest : public MainWindowFixture {
         window->workspace<ParticlesWorkspace>().setPresetDirectory(QStringLiteral(FLOWSCOPE_PRESET_DIR));
         ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(tinyScene()));
     }
+    // The command palette, opened from the menu, with `text` typed into its filter.
+    CommandPalette* paletteTyped(const QString& text) {
+        window->showCommandPalette();
+        CommandPalette* palette = window->commandPalette();
+        QTest::keyClicks(palette->filter(), text);
+        return palette;
+    }
 };
 
 TEST_F(HelpTest, TheShortcutsListHasEveryActionWithAShortcut) {
@@ -333,9 +340,7 @@ TEST_F(HelpTest, ThePaletteFiltersFig2ToTheFig2PresetsAndEnterLoadsOne) {
 }
 
 TEST_F(HelpTest, ThePaletteRunsAnAction) {
-    window->showCommandPalette();
-    CommandPalette* palette = window->commandPalette();
-    QTest::keyClicks(palette->filter(), QStringLiteral("cone"));
+    CommandPalette* palette = paletteTyped(QStringLiteral("cone"));
     // "View ▸ Covariance cone" comes before the presets: Down skips nothing it should not.
     ASSERT_FALSE(palette->shown().isEmpty());
     EXPECT_EQ(palette->shown().front(), QStringLiteral("View ▸ Covariance cone"));
@@ -345,9 +350,7 @@ TEST_F(HelpTest, ThePaletteRunsAnAction) {
 
 // The palette's own example: "play" runs Play, not "Display ▸ ..." (whose word holds "play").
 TEST_F(HelpTest, ThePaletteRanksAWholeWordOfACommandsNameFirst) {
-    window->showCommandPalette();
-    CommandPalette* palette = window->commandPalette();
-    QTest::keyClicks(palette->filter(), QStringLiteral("play"));
+    CommandPalette* palette = paletteTyped(QStringLiteral("play"));
     ASSERT_FALSE(palette->shown().isEmpty());
     EXPECT_TRUE(palette->shown().front().endsWith(QStringLiteral("▸ Play")))
         << palette->shown().front().toStdString();
@@ -370,9 +373,7 @@ TEST(CommandRank, WholeWordsOfTheOwnNameFirst) {
 TEST_F(HelpTest, OpenSweepIsAFileCommandAndInThePalette) {
     QAction* open = window->findChild<QAction*>(QStringLiteral("openSweep"));
     ASSERT_NE(open, nullptr);
-    window->showCommandPalette();
-    CommandPalette* palette = window->commandPalette();
-    QTest::keyClicks(palette->filter(), QStringLiteral("open sweep"));
+    CommandPalette* palette = paletteTyped(QStringLiteral("open sweep"));
     ASSERT_FALSE(palette->shown().isEmpty());
     EXPECT_TRUE(palette->shown().front().startsWith(QStringLiteral("File ▸ Open sweep")))
         << palette->shown().front().toStdString();

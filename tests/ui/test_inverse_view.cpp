@@ -20,7 +20,6 @@
 #include <QLabel>
 #include <QPainter>
 #include <QPushButton>
-#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTimer>
 #include <QtTest/QTest>
@@ -74,14 +73,8 @@ class InverseViewTest : public TrainingTabFixture<InverseWorkspace> {
 // --- The workspace ---
 
 TEST_F(InverseViewTest, TheWorkspaceRegistersAndItsPageShows) {
-    auto* tabs = window->findChild<QTabWidget*>();
-    ASSERT_NE(tabs, nullptr);
-    ASSERT_EQ(tabs->count(), 7); // Particles, Covariance cone, Flows, Transformers, Inverse, Sweeps, Models
-    EXPECT_EQ(tabs->tabText(4), QStringLiteral("Inverse"));
-    EXPECT_EQ(tabs->currentWidget(), view);
+    expectTheCurrentTab(4, "Inverse");
     EXPECT_EQ(window->activeWorkspace(), &window->workspace<InverseWorkspace>());
-    EXPECT_TRUE(view->isVisible());
-    EXPECT_TRUE(panel->isVisible()); // the Inverse tab raised its panel
     // The shipped problems, linear-Gaussian chosen.
     QComboBox* problems = problemBox();
     ASSERT_NE(problems, nullptr);

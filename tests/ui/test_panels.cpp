@@ -31,6 +31,7 @@
 
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <vector>
 
 namespace flowscope::test {
@@ -78,6 +79,19 @@ void saveShot(QWidget& w, const QString& name) {
     QTest::qWait(50);
     const QString path = QDir(QString::fromLocal8Bit(dir)).filePath(name);
     EXPECT_TRUE(w.grab().save(path)) << path.toStdString();
+}
+
+// A Panel (ScenePanel, MatrixEditor) of a document that holds `scene`, changed by `edit`, at w x h, saved as
+// `name`.
+template <class Panel>
+void saveShotOf(const Scene& scene, int w, int h, const char* name,
+                const std::function<void(Panel&)>& edit = {}) {
+    ParticleDocument doc;
+    Panel panel(doc);
+    doc.open(scene);
+    if (edit) edit(panel);
+    panel.resize(w, h);
+    saveShot(panel, QString::fromLatin1(name));
 }
 
 // ---- MatrixEditor
@@ -754,32 +768,21 @@ TEST(PanelsTest, Screenshots) {
     Scene scene = tinyScene();
     scene.initial.cov = mat2(2, 0.5, 0.5, 1);
 
-    ParticleDocument doc;
-    ScenePanel scenePanel(doc);
-    doc.open(scene);
-    scenePanel.resize(320, 760);
-    saveShot(scenePanel, QStringLiteral("scene-panel.png"));
+    saveShotOf<ScenePanel>(scene, 320, 760, "scene-panel.png");
 
-    ParticleDocument invalidDoc;
-    ScenePanel invalid(invalidDoc);
     Scene sinkhorn = scene;
     sinkhorn.attention.type = AttentionType::Sinkhorn;
-    invalidDoc.open(sinkhorn);
-    invalid.findChild<MatrixGrid*>(QStringLiteral("initial.cov"))->entry(0, 1)->setValue(3.0);
-    invalid.resize(320, 760);
-    saveShot(invalid, QStringLiteral("scene-panel-invalid.png"));
+    saveShotOf<ScenePanel>(sinkhorn, 320, 760, "scene-panel-invalid.png", [](ScenePanel& invalid) {
+        invalid.findChild<MatrixGrid*>(QStringLiteral("initial.cov"))->entry(0, 1)->setValue(3.0);
+    });
 
-    ParticleDocument rwpoDoc;
-    ScenePanel rwpo(rwpoDoc);
     Scene rwpoScene = scene;
     rwpoScene.attention.type = AttentionType::Rwpo;
     rwpoScene.attention.heads.clear();
     rwpoScene.initial.kind = InitKind::Rings;
     rwpoScene.initial.radii = {1.0, 2.0};
     rwpoScene.initial.noise = 0.02;
-    rwpoDoc.open(rwpoScene);
-    rwpo.resize(320, 640);
-    saveShot(rwpo, QStringLiteral("scene-panel-rwpo.png"));
+    saveShotOf<ScenePanel>(rwpoScene, 320, 640, "scene-panel-rwpo.png");
 
     // The tooltips as Qt renders their rich text (sub- and superscripts, formulas).
     QLabel tips;
@@ -793,22 +796,14 @@ TEST(PanelsTest, Screenshots) {
     tips.resize(420, tips.heightForWidth(420));
     saveShot(tips, QStringLiteral("tooltips.png"));
 
-    ParticleDocument twoHeads;
-    MatrixEditor matrixEditor(twoHeads);
-    twoHeads.open(twoHeadScene());
-    matrixEditor.resize(320, 640);
-    saveShot(matrixEditor, QStringLiteral("matrix-editor.png"));
+    saveShotOf<MatrixEditor>(twoHeadScene(), 320, 640, "matrix-editor.png");
 
     Scene threeD = tinyScene();
     threeD.d = 3;
     threeD.initial.mean = Vec::Zero(3);
     threeD.initial.cov = Mat::Identity(3, 3);
     threeD.attention.heads = {HeadParams{Mat::Identity(3, 3), Mat::Identity(3, 3), Mat::Identity(3, 3)}};
-    ParticleDocument threeDoc;
-    MatrixEditor matrixEditor3(threeDoc);
-    threeDoc.open(threeD);
-    matrixEditor3.resize(320, 640);
-    saveShot(matrixEditor3, QStringLiteral("matrix-editor-3d.png"));
+    saveShotOf<MatrixEditor>(threeD, 320, 640, "matrix-editor-3d.png");
 
     PresetBrowser presetBrowser;
     presetBrowser.setDirectory(presetDirectory());

@@ -23,7 +23,6 @@
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSpinBox>
-#include <QTabWidget>
 #include <QToolButton>
 #include <QtTest/QTest>
 
@@ -60,12 +59,7 @@ class TransformerViewTest : public TrainingTabFixture<TransformersWorkspace> {
 };
 
 TEST_F(TransformerViewTest, TransformersTabRaisesItsPanel) {
-    auto* tabs = window->findChild<QTabWidget*>();
-    ASSERT_NE(tabs, nullptr);
-    ASSERT_EQ(tabs->count(), 7); // ... Inverse, Sweeps, Models
-    EXPECT_EQ(tabs->tabText(3), QStringLiteral("Transformers"));
-    EXPECT_EQ(tabs->currentWidget(), view);
-    EXPECT_TRUE(panel->isVisible());
+    expectTheCurrentTab(3, "Transformers");
     // The defaults: task A above Theorem 2's threshold (1/6 in the paper's convention), compared with 0.
     const ot::OtTrainerConfig c = panel->config();
     EXPECT_EQ(c.task, ot::Task::A);

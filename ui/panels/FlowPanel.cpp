@@ -66,11 +66,7 @@ FlowPanel::FlowPanel(QWidget* parent) : TrainingPanelBase(parent) {
     connect(draw, &QPushButton::clicked, this, &FlowPanel::drawPoints);
     connect(load, &QPushButton::clicked, this, &FlowPanel::loadPointsDialog);
     form->addRow(pointsRow_);
-    rwpo_ = named(new QCheckBox(tr("RWPO layer"), flowGroup), "training.rwpo");
-    sideBySide_ =
-        named(new QCheckBox(tr("Side by side (with / without RWPO)"), flowGroup), "training.side_by_side");
-    form->addRow(rwpo_);
-    form->addRow(sideBySide_);
+    addRwpoRows(flowGroup, form, "training", tr("Side by side (with / without RWPO)"));
     layers_ = addRow(form, tr("Layers M"), form::startIntBox(flowGroup, "training.layers", 1, 64));
     width_ = addRow(form, tr("Width m"), form::startIntBox(flowGroup, "training.width", 2, 256));
     batch_ = addRow(form, tr("Batch"), form::startIntBox(flowGroup, "training.batch", 2, 8192));
@@ -93,11 +89,6 @@ FlowPanel::FlowPanel(QWidget* parent) : TrainingPanelBase(parent) {
 
     connect(dataset_, &QComboBox::currentIndexChanged, this, &FlowPanel::markEdited);
     connect(dataset_, &QComboBox::currentIndexChanged, this, &FlowPanel::updatePointsRow);
-    connect(rwpo_, &QCheckBox::toggled, this, &FlowPanel::markEdited);
-    connect(sideBySide_, &QCheckBox::toggled, this, [this](bool on) {
-        rwpo_->setEnabled(!on); // side by side trains both
-        markEdited();
-    });
     for (QSpinBox* box : {layers_, width_, batch_, seed_})
         connect(box, &QSpinBox::valueChanged, this, &FlowPanel::markEdited);
     for (QDoubleSpinBox* box : {lr_, lambda0_, beta0_, transport_})
@@ -212,9 +203,7 @@ void FlowPanel::setConfig(const flows::TrainerConfig& c, bool comparison) {
         dataset_->setCurrentIndex(std::max(0, dataset_->findText(QString::fromStdString(c.dataset))));
     }
     updatePointsRow();
-    rwpo_->setChecked(c.flow.rwpo);
-    sideBySide_->setChecked(comparison);
-    rwpo_->setEnabled(!comparison);
+    showRwpo(c.flow.rwpo, comparison);
     layers_->setValue(c.flow.layers);
     width_->setValue(c.flow.width);
     batch_->setValue(c.batch);
@@ -251,8 +240,7 @@ void FlowPanel::setSnapshot(const std::shared_ptr<const FlowSnapshot>& snapshot,
                                                    : 0.0;
             if (t.rwpo) parts << tr("λ %1").arg(number(lambda)) << tr("β %1").arg(number(beta));
             parts << tr("lr %1").arg(number(t.learningRate));
-            const QString prefix =
-                snapshot->comparison ? QString::fromStdString(t.label) + QStringLiteral(": ") : QString();
+            const QString prefix = trainerPrefix(snapshot->comparison, t.label, ": ");
             lines << prefix + parts.join(QStringLiteral(" · "));
             if (!t.evaluations.empty()) {
                 const flows::Evaluation& e = t.evaluations.back();
@@ -269,9 +257,7 @@ void FlowPanel::setSnapshot(const std::shared_ptr<const FlowSnapshot>& snapshot,
         if (warning.isEmpty()) {
             for (const FlowTrainerState& t : snapshot->trainers)
                 if (!t.evaluations.empty() && t.evaluations.back().gridMass > kMassWarning) {
-                    const QString prefix = snapshot->comparison
-                                               ? QString::fromStdString(t.label) + QStringLiteral(": ")
-                                               : QString();
+                    const QString prefix = trainerPrefix(snapshot->comparison, t.label, ": ");
                     warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) + prefix +
                                tr("the model density's mass on the grid is %1, not 1: its NLL is not a "
                                   "likelihood (the map folds, or the first-order log-det overstates it)")
@@ -279,16 +265,7 @@ void FlowPanel::setSnapshot(const std::shared_ptr<const FlowSnapshot>& snapshot,
                 }
         }
         // The latest rejection of any trainer stays visible: the learning rate it halved is still in force.
-        if (warning.isEmpty()) {
-            for (const FlowTrainerState& t : snapshot->trainers)
-                if (!t.events.empty()) {
-                    const flows::TrainEvent& e = t.events.back();
-                    const QString prefix = snapshot->comparison
-                                               ? QString::fromStdString(t.label) + QStringLiteral(", ")
-                                               : QString();
-                    warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) + eventText(prefix, e);
-                }
-        }
+        if (warning.isEmpty()) warning = lastEvents(*snapshot);
     }
     controls_->setStatus(lines, warning, error);
 }

@@ -67,8 +67,6 @@ class FlowPanel : public TrainingPanelBase {
     QWidget* pointsRow_ = nullptr; // shown for "your points": the count, Draw..., Load...
     QLabel* pointsLabel_ = nullptr;
     Mat points_ = Mat(0, 2);
-    QCheckBox* rwpo_ = nullptr;
-    QCheckBox* sideBySide_ = nullptr;
     QSpinBox* layers_ = nullptr;
     QSpinBox* width_ = nullptr;
     QSpinBox* batch_ = nullptr;

@@ -43,11 +43,7 @@ InversePanel::InversePanel(QWidget* parent) : TrainingPanelBase(parent) {
                   tr("Start and Reset train the parameters of the opened posterior (File ▸ Open trained "
                      "model) on its own problem; choosing a problem or toggling the RWPO layer starts "
                      "afresh instead"));
-    rwpo_ = named(new QCheckBox(tr("RWPO layer"), group), "inverse.rwpo");
-    sideBySide_ =
-        named(new QCheckBox(tr("With and without RWPO, side by side"), group), "inverse.side_by_side");
-    form->addRow(rwpo_);
-    form->addRow(sideBySide_);
+    addRwpoRows(group, form, "inverse", tr("With and without RWPO, side by side"));
     iterations_ = addRow(form, tr("Iterations"), form::startIntBox(group, "inverse.iterations", 1, 1000000));
     seed_ = addRow(form, tr("Seed"),
                    form::startIntBox(group, "inverse.seed", 0, std::numeric_limits<int>::max()));
@@ -62,11 +58,6 @@ InversePanel::InversePanel(QWidget* parent) : TrainingPanelBase(parent) {
         // The opened flow's parameters belong to its own RWPO choice: start afresh on its problem instead.
         if (loadedRun_) loadedRun_->initialParams.reset();
         showLoaded(QString(), false);
-        markEdited();
-    });
-    connect(sideBySide_, &QCheckBox::toggled, this, [this](bool on) {
-        rwpo_->setEnabled(!on); // side by side trains both
-        markEdited();
     });
     for (QSpinBox* box : {iterations_, seed_})
         connect(box, &QSpinBox::valueChanged, this, &InversePanel::markEdited);
@@ -207,9 +198,7 @@ void InversePanel::setConfig(const PosteriorRunConfig& c, bool comparison) {
             .arg(c.flow.flow.width)
             .arg(c.flow.flow.rwpo ? tr("with RWPO") : tr("without RWPO")),
         loadedRun_ && loadedRun_->initialParams);
-    rwpo_->setChecked(c.flow.flow.rwpo);
-    sideBySide_->setChecked(comparison);
-    rwpo_->setEnabled(!comparison);
+    showRwpo(c.flow.flow.rwpo, comparison);
     iterations_->setValue(int(std::min<long>(c.flow.iterations, iterations_->maximum())));
     seed_->setValue(int(std::min<std::uint64_t>(c.flow.seed, std::uint64_t(seed_->maximum()))));
 }
@@ -234,8 +223,7 @@ void InversePanel::setSnapshot(const std::shared_ptr<const PosteriorSnapshot>& s
     bool error = false;
     if (snapshot) {
         for (const PosteriorState& t : snapshot->trainers) {
-            const QString prefix =
-                snapshot->comparison ? QString::fromStdString(t.label) + QStringLiteral(": ") : QString();
+            const QString prefix = trainerPrefix(snapshot->comparison, t.label, ": ");
             QStringList parts;
             if (!t.history.empty()) {
                 const inverse::PosteriorRecord& r = t.history.back();
@@ -255,9 +243,7 @@ void InversePanel::setSnapshot(const std::shared_ptr<const PosteriorSnapshot>& s
         // The latest rejection of any trainer stays visible: the learning rate it halved is still in force.
         for (const PosteriorState& t : snapshot->trainers) {
             if (!warning.isEmpty() || t.events.empty()) continue;
-            const QString prefix =
-                snapshot->comparison ? QString::fromStdString(t.label) + QStringLiteral(", ") : QString();
-            warning = eventText(prefix, t.events.back());
+            warning = eventText(trainerPrefix(snapshot->comparison, t.label, ", "), t.events.back());
         }
         if (warning.isEmpty() && !snapshot->trainers.empty()) {
             const PosteriorState& t = snapshot->trainers.front();

@@ -64,8 +64,6 @@ class InversePanel : public TrainingPanelBase {
     QString dir_;
     QComboBox* problem_ = nullptr;
     QLabel* description_ = nullptr;
-    QCheckBox* rwpo_ = nullptr;
-    QCheckBox* sideBySide_ = nullptr;
     QSpinBox* iterations_ = nullptr;
     QSpinBox* seed_ = nullptr;
     std::shared_ptr<const PosteriorSnapshot> snapshot_;

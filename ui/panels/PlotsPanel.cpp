@@ -360,20 +360,17 @@ void PlotsPanel::rebuild() {
         for (const Row* r : rows) pts.emplace_back(r->t, value(*r));
         return pts;
     };
+    // The curves that plot one field of the rows, by name.
+    const std::pair<QLatin1String, double Row::*> fields[] = {
+        {QLatin1String("energy"), &Row::energy},   {QLatin1String("kinetic"), &Row::kinetic},
+        {QLatin1String("entropy"), &Row::entropy}, {QLatin1String("clusters"), &Row::clusters},
+        {QLatin1String("rank"), &Row::rank},       {QLatin1String("mean cosine"), &Row::meanCosine}};
     for (auto& c : curves_) {
         Curve& curve = *c;
-        if (curve.name == QLatin1String("energy"))
-            setCurve(curve, series([](const Row& r) { return r.energy; }));
-        else if (curve.name == QLatin1String("kinetic"))
-            setCurve(curve, series([](const Row& r) { return r.kinetic; }));
-        else if (curve.name == QLatin1String("entropy"))
-            setCurve(curve, series([](const Row& r) { return r.entropy; }));
-        else if (curve.name == QLatin1String("clusters"))
-            setCurve(curve, series([](const Row& r) { return r.clusters; }));
-        else if (curve.name == QLatin1String("rank"))
-            setCurve(curve, series([](const Row& r) { return r.rank; }));
-        else if (curve.name == QLatin1String("mean cosine"))
-            setCurve(curve, series([](const Row& r) { return r.meanCosine; }));
+        const auto field = std::find_if(std::begin(fields), std::end(fields),
+                                        [&](const auto& f) { return curve.name == f.first; });
+        if (field != std::end(fields))
+            setCurve(curve, series([m = field->second](const Row& r) { return r.*m; }));
         else if (curve.name == QLatin1String("rho predicted"))
             setCurve(curve, predicted_);
         else if (curve.name == QLatin1String("rank threshold"))

@@ -1,9 +1,14 @@
 #include "ui/panels/TrainingPanelBase.h"
 
+#include "ui/widgets/FormWidgets.h"
+
+#include <QCheckBox>
 #include <QFormLayout>
 #include <QLabel>
 
 #include <QVBoxLayout>
+
+#include <string>
 
 namespace flowscope {
 
@@ -64,6 +69,26 @@ void TrainingPanelBase::addLoadedNote(QWidget* parent, QFormLayout* form, const 
 void TrainingPanelBase::showLoaded(const QString& text, bool loaded) {
     loaded_->setText(text);
     loaded_->setVisible(loaded);
+}
+
+void TrainingPanelBase::addRwpoRows(QWidget* parent, QFormLayout* form, const char* prefix,
+                                    const QString& sideBySideText) {
+    const std::string key = prefix;
+    rwpo_ = form::named(new QCheckBox(tr("RWPO layer"), parent), (key + ".rwpo").c_str());
+    sideBySide_ = form::named(new QCheckBox(sideBySideText, parent), (key + ".side_by_side").c_str());
+    form->addRow(rwpo_);
+    form->addRow(sideBySide_);
+    connect(rwpo_, &QCheckBox::toggled, this, &TrainingPanelBase::markEdited);
+    connect(sideBySide_, &QCheckBox::toggled, this, [this](bool on) {
+        rwpo_->setEnabled(!on); // side by side trains both
+        markEdited();
+    });
+}
+
+void TrainingPanelBase::showRwpo(bool rwpo, bool sideBySide) {
+    rwpo_->setChecked(rwpo);
+    sideBySide_->setChecked(sideBySide);
+    rwpo_->setEnabled(!sideBySide);
 }
 
 } // namespace flowscope

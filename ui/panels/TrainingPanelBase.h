@@ -10,6 +10,8 @@
 #include <QStringList>
 #include <QWidget>
 
+#include <string>
+
 // The controls the training panels are made of.
 class QCheckBox;
 class QComboBox;
@@ -56,14 +58,36 @@ class TrainingPanelBase : public QWidget {
                         snapshot ? snapshot->iterationsPerSecond : 0.0, playing);
     }
     static QStringList runLines(bool started, long iteration, double iterationsPerSecond, bool playing);
+    // What names a trainer at the start of its line in a side-by-side run (its label and `separator`), else
+    // nothing.
+    static QString trainerPrefix(bool comparison, const std::string& label, const char* separator) {
+        return comparison ? QString::fromStdString(label) + QString::fromLatin1(separator) : QString();
+    }
+    // The last rejected step of each trainer that had one, a line each (S is a snapshot).
+    template <class S> static QString lastEvents(const S& snapshot) {
+        QString text;
+        for (const auto& t : snapshot.trainers)
+            if (!t.events.empty())
+                text += (text.isEmpty() ? QString() : QStringLiteral("\n")) +
+                        eventText(trainerPrefix(snapshot.comparison, t.label, ", "), t.events.back());
+        return text;
+    }
     // The "loaded" note, a form row that says what Start trains on after File ▸ Open trained model (hidden
     // until a model is loaded); `tooltip` says when the panel starts afresh instead.
     void addLoadedNote(QWidget* parent, QFormLayout* form, const QString& tooltip);
     // The note shows `text`, or is hidden when no parameters are loaded.
     void showLoaded(const QString& text, bool loaded);
+    // The two rows of a flow's RWPO choice (Flows, Inverse), named `prefix`.rwpo and `prefix`.side_by_side:
+    // the RWPO layer, and both side by side (with and without it), which disables the RWPO box. Both mark the
+    // panel edited.
+    void addRwpoRows(QWidget* parent, QFormLayout* form, const char* prefix, const QString& sideBySideText);
+    // The boxes show `rwpo` and `sideBySide` (the caller blocks their signals).
+    void showRwpo(bool rwpo, bool sideBySide);
 
     RunControls* controls_ = nullptr;
     QLabel* loaded_ = nullptr;
+    QCheckBox* rwpo_ = nullptr;
+    QCheckBox* sideBySide_ = nullptr;
 };
 
 } // namespace flowscope

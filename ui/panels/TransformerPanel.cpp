@@ -401,15 +401,7 @@ void TransformerPanel::setSnapshot(const std::shared_ptr<const TransformerSnapsh
             warning = QString::fromStdString(snapshot->error);
             error = true;
         }
-        if (warning.isEmpty())
-            for (const TransformerTrainerState& t : snapshot->trainers)
-                if (!t.events.empty()) {
-                    const QString prefix = snapshot->comparison
-                                               ? QString::fromStdString(t.label) + QStringLiteral(", ")
-                                               : QString();
-                    warning += (warning.isEmpty() ? QString() : QStringLiteral("\n")) +
-                               eventText(prefix, t.events.back());
-                }
+        if (warning.isEmpty()) warning = lastEvents(*snapshot);
     }
     controls_->setStatus(lines, warning, error);
 }
