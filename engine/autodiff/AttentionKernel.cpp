@@ -15,6 +15,7 @@ namespace flowscope::ad::kernel {
 FLOWSCOPE_DECLARE_KERNEL(generic)
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
 FLOWSCOPE_DECLARE_KERNEL(avx2)
+FLOWSCOPE_DECLARE_KERNEL(avx512)
 #endif
 #undef FLOWSCOPE_DECLARE_KERNEL
 
@@ -29,10 +30,12 @@ struct Implementation {
 const Implementation kGeneric = {&generic::forward, &generic::backward, "generic"};
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
 const Implementation kAvx2 = {&avx2::forward, &avx2::backward, "avx2-fma"};
+const Implementation kAvx512 = {&avx512::forward, &avx512::backward, "avx512vl"};
 #endif
 
 Implementation pick() {
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
+    if (cpuHasAvx512Vl()) return kAvx512;
     if (cpuHasAvx2Fma()) return kAvx2;
 #endif
     return kGeneric;
@@ -62,6 +65,7 @@ const char* isa() {
 bool selectIsa(const char* name) {
     const std::string_view n = name;
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
+    if (n == kAvx512.name && cpuHasAvx512Vl()) return gKernel = kAvx512, true;
     if (n == kAvx2.name && cpuHasAvx2Fma()) return gKernel = kAvx2, true;
 #endif
     if (n == kGeneric.name) return gKernel = kGeneric, true;

@@ -7,7 +7,8 @@
 //     dq_j = Σ_k c_jk k_k,   dk_k += Σ_j c_jk q_j,   dv_k += Σ_j w_jk g_j.
 // Keys and values are passed as structure-of-arrays (coordinate c of every key contiguous), padded with
 // zeros to a multiple of 8 keys; queries, outputs and gradients as Eigen stores them (column j: f or r
-// floats). 8 keys share one vector; AVX2+FMA is used when the processor has it.
+// floats). 8 keys share one vector; AVX2+FMA is used when the processor has it, compiled with AVX-512VL's 32
+// registers when it has that too.
 #pragma once
 
 namespace flowscope::ad::kernel {
@@ -35,10 +36,10 @@ void forward(const Attention& a, int j0, int j1, float* out, float* stats);
 void backward(const Attention& a, int j0, int j1, const float* out, const float* stats, const float* g,
               float* dq, float* dkt, float* dvt);
 
-// Which implementation runs on this machine ("avx2-fma" or "generic").
+// Which implementation runs on this machine ("avx512vl", "avx2-fma" or "generic").
 const char* isa();
-// For tests: runs `name` ("avx2-fma" or "generic") from now on. False, and nothing changes, when this machine
-// or build lacks it. Not for use while attention runs on another thread.
+// For tests: runs `name` ("avx512vl", "avx2-fma" or "generic") from now on. False, and nothing changes, when
+// this machine or build lacks it. Not for use while attention runs on another thread.
 bool selectIsa(const char* name);
 
 } // namespace flowscope::ad::kernel
