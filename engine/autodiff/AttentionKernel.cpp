@@ -8,9 +8,9 @@ namespace flowscope::ad::kernel {
 
 #define FLOWSCOPE_DECLARE_KERNEL(ns)                                                                         \
     namespace ns {                                                                                           \
-    void forward(const Attention&, int, int, float*, float*);                                                \
+    void forward(const Attention&, int, int, float*, float*, float*);                                        \
     void backward(const Attention&, int, int, const float*, const float*, const float*, float*, float*,      \
-                  float*);                                                                                   \
+                  float*, const float*);                                                                     \
     }
 FLOWSCOPE_DECLARE_KERNEL(generic)
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
@@ -49,13 +49,13 @@ bool supports(int f, int r) {
     return (f == 3 || f == 4) && r >= 2 && r <= 5; // the shapes AttentionSimd.inc's withShape() compiles
 }
 
-void forward(const Attention& a, int j0, int j1, float* out, float* stats) {
-    gKernel.forward(a, j0, j1, out, stats);
+void forward(const Attention& a, int j0, int j1, float* out, float* stats, float* weights) {
+    gKernel.forward(a, j0, j1, out, stats, weights);
 }
 
 void backward(const Attention& a, int j0, int j1, const float* out, const float* stats, const float* g,
-              float* dq, float* dkt, float* dvt) {
-    gKernel.backward(a, j0, j1, out, stats, g, dq, dkt, dvt);
+              float* dq, float* dkt, float* dvt, const float* weights) {
+    gKernel.backward(a, j0, j1, out, stats, g, dq, dkt, dvt, weights);
 }
 
 const char* isa() {
