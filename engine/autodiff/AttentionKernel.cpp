@@ -8,13 +8,14 @@ namespace flowscope::ad::kernel {
 
 #define FLOWSCOPE_DECLARE_KERNEL(ns)                                                                         \
     namespace ns {                                                                                           \
-    void forward(const Attention&, int, int, float*, float*);                                                \
+    void forward(const Attention&, int, int, float*, float*, float*);                                        \
     void backward(const Attention&, int, int, const float*, const float*, const float*, float*, float*,      \
-                  float*);                                                                                   \
+                  float*, const float*);                                                                     \
     }
 FLOWSCOPE_DECLARE_KERNEL(generic)
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
 FLOWSCOPE_DECLARE_KERNEL(avx2)
+FLOWSCOPE_DECLARE_KERNEL(avx512)
 #endif
 #undef FLOWSCOPE_DECLARE_KERNEL
 
@@ -29,10 +30,12 @@ struct Implementation {
 const Implementation kGeneric = {&generic::forward, &generic::backward, "generic"};
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
 const Implementation kAvx2 = {&avx2::forward, &avx2::backward, "avx2-fma"};
+const Implementation kAvx512 = {&avx512::forward, &avx512::backward, "avx512vl"};
 #endif
 
 Implementation pick() {
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
+    if (cpuHasAvx512Vl()) return kAvx512;
     if (cpuHasAvx2Fma()) return kAvx2;
 #endif
     return kGeneric;
@@ -46,13 +49,13 @@ bool supports(int f, int r) {
     return (f == 3 || f == 4) && r >= 2 && r <= 5; // the shapes AttentionSimd.inc's withShape() compiles
 }
 
-void forward(const Attention& a, int j0, int j1, float* out, float* stats) {
-    gKernel.forward(a, j0, j1, out, stats);
+void forward(const Attention& a, int j0, int j1, float* out, float* stats, float* weights) {
+    gKernel.forward(a, j0, j1, out, stats, weights);
 }
 
 void backward(const Attention& a, int j0, int j1, const float* out, const float* stats, const float* g,
-              float* dq, float* dkt, float* dvt) {
-    gKernel.backward(a, j0, j1, out, stats, g, dq, dkt, dvt);
+              float* dq, float* dkt, float* dvt, const float* weights) {
+    gKernel.backward(a, j0, j1, out, stats, g, dq, dkt, dvt, weights);
 }
 
 const char* isa() {
@@ -62,6 +65,7 @@ const char* isa() {
 bool selectIsa(const char* name) {
     const std::string_view n = name;
 #ifdef FLOWSCOPE_HAVE_AVX2_KERNEL
+    if (n == kAvx512.name && cpuHasAvx512Vl()) return gKernel = kAvx512, true;
     if (n == kAvx2.name && cpuHasAvx2Fma()) return gKernel = kAvx2, true;
 #endif
     if (n == kGeneric.name) return gKernel = kGeneric, true;

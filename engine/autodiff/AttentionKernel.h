@@ -3,11 +3,13 @@
 // out_j = Σ_k w_jk v_k,  w_jk = exp(l_jk - m_j) / den_j,  l_jk = q_j · k_k,  m_j = max_k l_jk,
 // with key self + j left out of query j's softmax when self >= 0. The N x N weights are never stored: forward
 // sweeps the keys twice per query (max, then weights and sums) and keeps m_j and 1/den_j; backward
-// recomputes each weight from them in one sweep. With ā_j = g_j · out_j and c_jk = w_jk (g_j · v_k - ā_j):
+// recomputes each weight from them in one sweep, or reads the weights forward wrote when the caller kept
+// them. With ā_j = g_j · out_j and c_jk = w_jk (g_j · v_k - ā_j):
 //     dq_j = Σ_k c_jk k_k,   dk_k += Σ_j c_jk q_j,   dv_k += Σ_j w_jk g_j.
 // Keys and values are passed as structure-of-arrays (coordinate c of every key contiguous), padded with
 // zeros to a multiple of 8 keys; queries, outputs and gradients as Eigen stores them (column j: f or r
-// floats). 8 keys share one vector; AVX2+FMA is used when the processor has it.
+// floats). 8 keys share one vector; AVX2+FMA is used when the processor has it, compiled with AVX-512VL's 32
+// registers when it has that too.
 #pragma once
 
 namespace flowscope::ad::kernel {
@@ -26,19 +28,22 @@ struct Attention {
 // Whether the kernel handles these row counts (else the caller takes its Eigen path).
 bool supports(int f, int r);
 
-// Queries [j0, j1): out (r x nq, column-major) and stats (2 x nq: m_j, 1 / den_j).
-void forward(const Attention& a, int j0, int j1, float* out, float* stats);
+// Queries [j0, j1): out (r x nq, column-major) and stats (2 x nq: m_j, 1 / den_j). When `weights` is not
+// null, also each query's unnormalised weights e^{l_jk - m_j} (0 for a key it does not see) into its column
+// of weights (nkPadded x nq, column-major), for backward to read instead of recomputing them.
+void forward(const Attention& a, int j0, int j1, float* out, float* stats, float* weights = nullptr);
 
 // Queries [j0, j1), from the forward's out and stats and the output's gradient g (r x nq): adds dq's columns
 // j0..j1 (f x nq, when dq is not null) and their key and value gradients into dkt (f x nkPadded) and dvt
-// (r x nkPadded), each when not null.
+// (r x nkPadded), each when not null. `weights`: the forward's, or null to recompute them (the same floats
+// either way).
 void backward(const Attention& a, int j0, int j1, const float* out, const float* stats, const float* g,
-              float* dq, float* dkt, float* dvt);
+              float* dq, float* dkt, float* dvt, const float* weights = nullptr);
 
-// Which implementation runs on this machine ("avx2-fma" or "generic").
+// Which implementation runs on this machine ("avx512vl", "avx2-fma" or "generic").
 const char* isa();
-// For tests: runs `name` ("avx2-fma" or "generic") from now on. False, and nothing changes, when this machine
-// or build lacks it. Not for use while attention runs on another thread.
+// For tests: runs `name` ("avx512vl", "avx2-fma" or "generic") from now on. False, and nothing changes, when
+// this machine or build lacks it. Not for use while attention runs on another thread.
 bool selectIsa(const char* name);
 
 } // namespace flowscope::ad::kernel

@@ -388,8 +388,9 @@ template <class S> void attentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, No
 }
 
 // The float path of the shapes kernel::supports(): the SIMD kernel of AttentionKernel.h, which keeps m_j and
-// 1/den_j of each query in the node's aux (2 x N) so backward recomputes a weight with one exp. Keys and
-// values are copied once per call into zero-padded structure-of-arrays rows.
+// 1/den_j of each query in the node's aux (2 x N) so backward recomputes a weight with one exp, or, up to
+// kKeptWeights, the weights themselves as well. Keys and values are copied once per call into zero-padded
+// structure-of-arrays rows.
 struct KernelOperands {
     Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> kt, vt;
     kernel::Attention args;
@@ -409,15 +410,23 @@ template <class S> bool useKernel(const Matrix<S>& K, const Matrix<S>& V) {
     return std::is_same_v<S, float> && kernel::supports(int(K.rows()), int(V.rows()));
 }
 
+// A node that will be differentiated keeps its weights (nkPadded x N floats) for backward when there are at
+// most this many: backward then reads one float per query and key instead of a logit and an exp (1.4 -> 0.9
+// ms at 1024 x 1024, f = 4, r = 5, the same floats), at 4 bytes a pair. aux is then 2 x (N + nkPadded N / 2):
+// the stats (2 x N) and after them the weights.
+constexpr Index kKeptWeights = Index(1) << 21;
+
 void kernelForward(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, Index self,
-                   Matrix<float>& out, Matrix<float>& stats) {
+                   bool differentiated, Matrix<float>& out, Matrix<float>& aux) {
     const KernelOperands ops(Q, K, V, self);
-    const Index N = Q.cols();
+    const Index N = Q.cols(), nkPadded = ops.args.nkPadded;
+    const bool keep = differentiated && nkPadded * N <= kKeptWeights;
     out.resize(V.rows(), N);
-    stats.resize(2, N);
+    aux.resize(2, keep ? N + nkPadded / 2 * N : N); // nkPadded is even (a multiple of kKeyBlock)
+    float* weights = keep ? aux.data() + 2 * N : nullptr;
     parallelFor(std::size_t((N + kTile - 1) / kTile), 1, [&](std::size_t begin, std::size_t end) {
         kernel::forward(ops.args, int(begin * kTile), int(std::min<Index>(Index(end) * kTile, N)), out.data(),
-                        stats.data());
+                        aux.data(), weights);
     });
 }
 
@@ -427,6 +436,7 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
     float* dq = q.needsGrad ? gradZeroed(q).data() : nullptr;
     const bool wantK = k.needsGrad, wantV = v.needsGrad;
     const Index slots = std::min(kSlots, tiles);
+    const float* weights = n.aux.cols() > N ? n.aux.data() + 2 * N : nullptr; // kept by kernelForward
     using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     std::vector<RowMajor> dKt(wantK ? slots : 0), dVt(wantV ? slots : 0);
     parallelFor(std::size_t(slots), 1, [&](std::size_t begin, std::size_t end) {
@@ -436,7 +446,7 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
             for (Index t = s; t < tiles; t += slots)
                 kernel::backward(ops.args, int(t * kTile), int(std::min(N, (t + 1) * kTile)), n.value.data(),
                                  n.aux.data(), n.grad.data(), dq, wantK ? dKt[s].data() : nullptr,
-                                 wantV ? dVt[s].data() : nullptr);
+                                 wantV ? dVt[s].data() : nullptr, weights);
         }
     });
     // The slots' sums in order, row-major (contiguous, vectorized), then one transposed write each.
@@ -1081,7 +1091,7 @@ template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSe
     node.start = self + 1;
     if constexpr (std::is_same_v<S, float>)
         if (useKernel(k.value(), v.value())) {
-            kernelForward(q.value(), k.value(), v.value(), self, node.value, node.aux);
+            kernelForward(q.value(), k.value(), v.value(), self, node.needsGrad, node.value, node.aux);
             return y;
         }
     attentionForward(q.value(), k.value(), v.value(), self, node.value);

@@ -74,9 +74,9 @@ template <class S> struct Node {
     bool reached = false;   // in backward(): grad holds the gradient that reached this node
     Matrix<S> value;        // the op's result (a Parameter reads *param instead)
     Matrix<S> grad;         // d loss / d value, written by backward()
-    Matrix<S>
-        aux; // ColumnFunction: the gradient of each column's value; GroupAttention: the attention matrices P,
-             // group after group; Attention (float kernel): each query's m_j and 1 / den_j (2 x N)
+    Matrix<S> aux; // ColumnFunction: the gradient of each column's value; GroupAttention: the attention
+                   // matrices P, group after group; Attention (float kernel): each query's m_j and 1 / den_j
+                   // (2 x N), then, when it kept them for backward, its weights (Tape.cpp's kernelForward)
     const Matrix<S>* param = nullptr; // Parameter: the bound value...
     Matrix<S>* paramGrad = nullptr;   // ...and the storage backward() adds its gradient into
     std::vector<int> parts;           // VStack, HStack: the operands, in order; (Group)Attention: v

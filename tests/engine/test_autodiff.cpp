@@ -386,7 +386,7 @@ TEST(Autodiff, FloatAttentionKernelMatchesTheDoublePath) {
         {4, 5, 150, 301, true, 151}, {3, 2, 9, 23, true, 14}, {2, 3, 9, 23, true, 5}};
     const std::string initial = ad::kernel::isa();
     int ran = 0;
-    for (const char* isa : {"avx2-fma", "generic"}) {
+    for (const char* isa : {"avx512vl", "avx2-fma", "generic"}) {
         if (!ad::kernel::selectIsa(isa)) {
             std::printf("[ kernel    ] %s: not on this machine\n", isa);
             continue;
@@ -426,6 +426,51 @@ TEST(Autodiff, FloatAttentionKernelMatchesTheDoublePath) {
         }
     }
     EXPECT_GE(ran, 1);
+    ad::kernel::selectIsa(initial.c_str());
+}
+
+TEST(Autodiff, FloatAttentionKernelKeptWeightsAreTheRecomputedOnes) {
+    // A differentiated attention node keeps the forward's weights and its backward reads them (Tape.cpp,
+    // kKeptWeights); larger ones, and AttentionVjp, recompute them. Both ways must give the same floats, bit
+    // for bit, in every implementation: the output, the stats, dq, dk and dv, with a padded key block, one
+    // query's own key left out and query counts that take every group size (8, 4, 2, 1).
+    const int f = 4, r = 5, nq = 31, nk = 45, nkPadded = 48, self = 7;
+    const Md K = randn(f, nk, 131, 1.5), V = randn(r, nk, 132), Qd = randn(f, nq, 133, 1.5),
+             G = randn(r, nq, 134);
+    ad::Matrix<float> kt = ad::Matrix<float>::Zero(nkPadded, f), vt = ad::Matrix<float>::Zero(nkPadded, r);
+    kt.topRows(nk) = K.transpose().cast<float>(); // column c: coordinate c of every key, contiguous
+    vt.topRows(nk) = V.transpose().cast<float>();
+    const ad::Matrix<float> Q = Qd.cast<float>(), g = G.cast<float>();
+    const ad::kernel::Attention a{f, r, nk, nkPadded, kt.data(), vt.data(), Q.data(), self};
+    const std::string initial = ad::kernel::isa();
+    for (const char* isa : {"avx512vl", "avx2-fma", "generic"}) {
+        if (!ad::kernel::selectIsa(isa)) continue;
+        SCOPED_TRACE(isa);
+        struct Run {
+            ad::Matrix<float> out, stats, dq, dkt, dvt;
+        };
+        auto run = [&](bool keep) {
+            Run x{ad::Matrix<float>(r, nq), ad::Matrix<float>(2, nq), ad::Matrix<float>::Zero(f, nq),
+                  ad::Matrix<float>::Zero(nkPadded, f), ad::Matrix<float>::Zero(nkPadded, r)};
+            ad::Matrix<float> weights = ad::Matrix<float>::Constant(nkPadded, nq, -1.0f);
+            ad::kernel::forward(a, 0, nq, x.out.data(), x.stats.data(), keep ? weights.data() : nullptr);
+            if (keep) { // the unnormalised weights: 1 at each query's largest logit, 0 for unseen keys
+                EXPECT_EQ(weights.colwise().maxCoeff(), ad::Matrix<float>::Ones(1, nq));
+                EXPECT_EQ(weights.bottomRows(nkPadded - nk), ad::Matrix<float>::Zero(nkPadded - nk, nq));
+                for (int j = 0; j < nq; ++j) EXPECT_EQ(weights(self + j, j), 0.0f);
+            }
+            ad::kernel::backward(a, 0, nq, x.out.data(), x.stats.data(), g.data(), x.dq.data(), x.dkt.data(),
+                                 x.dvt.data(), keep ? weights.data() : nullptr);
+            return x;
+        };
+        const Run kept = run(true), recomputed = run(false);
+        EXPECT_EQ(kept.out, recomputed.out);
+        EXPECT_EQ(kept.stats, recomputed.stats);
+        EXPECT_EQ(kept.dq, recomputed.dq);
+        EXPECT_EQ(kept.dkt, recomputed.dkt);
+        EXPECT_EQ(kept.dvt, recomputed.dvt);
+        EXPECT_GT(recomputed.dq.cwiseAbs().maxCoeff(), 0.0f);
+    }
     ad::kernel::selectIsa(initial.c_str());
 }
 
