@@ -5,6 +5,7 @@
 #include "engine/backend/PrepareRun.h"
 #include "engine/core/Text.h"
 #include "engine/dynamics/Simulation.h"
+#include "engine/dynamics/Staircase.h"
 #include "engine/gaussian/Cone.h"
 #include "engine/gaussian/MomentSolver.h"
 #include "engine/gaussian/NumpyRandom.h"
@@ -39,11 +40,11 @@ constexpr std::size_t kMaxSpecBytes = std::size_t(64) << 20;
 
 constexpr std::array<std::string_view, 4> kModes = {"particles", "moments", "flow", "posterior"};
 // SweepMeasure's order.
-constexpr std::array<std::string_view, 23> kMeasures = {
+constexpr std::array<std::string_view, 24> kMeasures = {
     "clusters", "rank",  "time_to_clusters", "divergence_time", "energy", "entropy", "kinetic",
     "outcomes", "t_max", "prop2_t_max",      "prop2_blow_up",   "kl",     "mmd2",    "nll",
     "lambda",   "beta",  "rejected",         "seconds",         "rel_l1", "misfit",  "outside",
-    "folded",   "mass"};
+    "folded",   "mass",  "plateaus"};
 constexpr std::array<const char*, 4> kOutcomeColumns = {"converged", "blow_up", "max_iter", "other_outcome"};
 constexpr std::array<const char*, 5> kFixedColumns = {"run", "cell", "replicate", "seed", "valid"};
 
@@ -56,6 +57,7 @@ std::string otherModes(SweepMeasure m, SweepMode mode) {
     switch (m) {
     case M::Clusters:
     case M::TimeToClusters:
+    case M::Plateaus:
     case M::Energy:
     case M::Entropy:
     case M::Kinetic:
@@ -692,6 +694,19 @@ SweepCheck checkSweep(const SweepSpec& spec) {
 
 namespace {
 
+// The plateaus of log E_beta against log t over a run's records after t = 0 (as the metastability preset's
+// test reads them; NaN or non-positive energies end the curve there).
+std::vector<Plateau> energyPlateaus(const std::vector<Frame>& history) {
+    std::vector<double> t, y;
+    for (const Frame& f : history) {
+        if (f.t <= 0.0) continue;
+        if (!(f.obs.energyBeta > 0.0) || !std::isfinite(f.obs.energyBeta)) break;
+        t.push_back(f.t);
+        y.push_back(std::log(f.obs.energyBeta));
+    }
+    return t.empty() ? std::vector<Plateau>{} : plateaus(t, y);
+}
+
 void particleMeasures(const SweepSpec& spec, const Scene& scene, const PreparedRun& prepared,
                       std::vector<double>& out) {
     const std::unique_ptr<Simulation> run = prepared.start(scene);
@@ -727,6 +742,9 @@ void particleMeasures(const SweepSpec& spec, const Scene& scene, const PreparedR
             break;
         case SweepMeasure::Kinetic:
             out.push_back(last.kinetic);
+            break;
+        case SweepMeasure::Plateaus:
+            out.push_back(double(energyPlateaus(sim.history()).size()));
             break;
         default:
             out.push_back(kNaN); // refused by the parser

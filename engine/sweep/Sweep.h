@@ -94,6 +94,7 @@ enum class SweepMeasure {
     Folded,   // flow: the fraction of generated tokens where the worst RWPO sub-step folds (det J_F <= 0)
     Mass,     // flow: the model density's mass on a grid (Evaluation::gridMass): about 1 where the density
               // formula is a density; above 1 the NLL and KL are not a likelihood's (they can go below 0)
+    Plateaus, // particles: how many plateaus log E_beta climbs against log t (engine/dynamics/Staircase.h)
 };
 
 struct SweepMeasureSpec {

@@ -308,6 +308,40 @@ TEST(Sweep, JournalLinesRoundTripExactlyAndATornLineIsCutOff) {
     EXPECT_NE(damaged[0].find("all.jsonl line 4 names run 1000000"), std::string::npos) << damaged[0];
 }
 
+// The shipped metastable-beta sweep (docs/math/theory.md#metastability): the first merge comes at about the
+// same time for every beta (t <= 20), and the last plateau, the two clusters' lifetime log(t_1 / t_2) in log
+// t, grows linearly in beta: strictly increasing, with increments within a factor 2 of each other from
+// beta = 16 on (measured: 0.48, 1.67, 3.12, 4.48, 6.09 at beta = 12 ... 28). The energy climbs at least one
+// plateau in every run, and every run ends in one cluster.
+TEST(Sweep, MetastablePlateausLengthenLinearlyInBeta) {
+    const SweepSpec s =
+        loadSweep(std::string(FLOWSCOPE_SWEEP_DIR) + "/metastable-beta.json", FLOWSCOPE_PRESET_DIR);
+    const std::vector<std::string> columns = s.columns();
+    const auto column = [&](const std::string& name) {
+        return std::size_t(std::find(columns.begin(), columns.end(), name) - columns.begin());
+    };
+    const std::size_t beta = column("beta"), t2 = column("time_to_clusters_2"),
+                      t1 = column("time_to_clusters_1"), plateaus = column("plateaus"),
+                      clusters = column("clusters");
+    ASSERT_LT(clusters, columns.size());
+    const std::vector<std::vector<double>> rows = tableOf(s, 2, true);
+    ASSERT_EQ(rows.size(), 5u);
+    std::vector<double> lifetime;
+    for (const std::vector<double>& r : rows) {
+        std::cout << "[ metastab ] beta " << r[beta] << ": 2 clusters at t = " << r[t2]
+                  << ", 1 at t = " << r[t1] << ", " << r[plateaus] << " plateaus\n";
+        EXPECT_LE(r[t2], 20.0);
+        EXPECT_GE(r[plateaus], 1.0);
+        EXPECT_EQ(r[clusters], 1.0);
+        lifetime.push_back(std::log(r[t1] / r[t2]));
+    }
+    for (std::size_t k = 1; k < lifetime.size(); ++k) EXPECT_GT(lifetime[k], lifetime[k - 1]) << k;
+    for (std::size_t k = 2; k + 1 < lifetime.size(); ++k) {
+        const double before = lifetime[k] - lifetime[k - 1], after = lifetime[k + 1] - lifetime[k];
+        EXPECT_LT(std::max(before, after) / std::min(before, after), 2.0) << k;
+    }
+}
+
 TEST(Sweep, TheShippedSweepsAreValid) {
     int n = 0;
     for (const auto& e : std::filesystem::directory_iterator(FLOWSCOPE_SWEEP_DIR)) {
