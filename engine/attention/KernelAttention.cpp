@@ -51,6 +51,7 @@ void kernelAverage(StreamRunner& runner, const Tokens& X, const HeadSetup& head,
                    Vec* logZ, Vec* entropies) {
     StreamSums sums;
     StreamPass pass = headPass(X, head, causal);
+    pass.readsMax = logZ != nullptr;
     pass.entropy = entropies != nullptr;
     runner.run(pass, sums);
     avg = normalizeHeadAverage(sums.num, sums.den, sums.max, head.weighting, X.rows());

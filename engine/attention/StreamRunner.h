@@ -31,6 +31,9 @@ struct StreamPass {
     // Also e_i = sum_j w_ij (s_ij - m_i) for the entropy (StreamArgs::ent), where the runner can: the CPU
     // runner does; a runner that cannot leaves StreamSums::ent empty and callers compute the entropy apart.
     bool entropy = false;
+    // The caller reads m_i itself, not only the average (log-sum-exps: logZ = m + log den). A GPU runner
+    // then keeps the scores in natural units (StreamKernelVariant::log2Scores).
+    bool readsMax = false;
     // M (d x d) when bias_j = -y_j^T M y_j for the keys y_j (l2), else null: a runner whose device holds the
     // keys may form the biases there instead of reading `bias` (which still holds them).
     const Mat* quadraticBias = nullptr;

@@ -286,6 +286,9 @@ TEST(StreamKernelInputs, OnlyPassesThatNeedNoExactMaxTakeTheFastSoftmaxForms) {
     const StreamKernelVariant entropy = streamKernelInputs(withEntropy, false, staged).variant;
     EXPECT_FALSE(entropy.log2Scores);
     EXPECT_TRUE(entropy.tileBound);
+    StreamPass readsMax{X, B, X, none}; // a velocity pass whose log Z = m + log den is read (the energy)
+    readsMax.readsMax = true;
+    EXPECT_FALSE(streamKernelInputs(readsMax, false, staged).variant.log2Scores);
     StreamPass logSumExp{X, B, X, none};
     logSumExp.values = false;
     EXPECT_FALSE(streamKernelInputs(logSumExp, false, staged).variant.log2Scores);

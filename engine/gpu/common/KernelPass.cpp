@@ -34,7 +34,7 @@ StreamKernelInputs streamKernelInputs(const StreamPass& p, bool queriesOnGpu,
     // the tile bound leaves a reference in place of the max, which m + log den and e^m num also take.
     const bool softmax = p.weighting == Weighting::Softmax;
     in.variant.log2Scores =
-        layout.log2Scores && softmax && p.values && !p.entropy && !hasBias && !quadraticBias;
+        layout.log2Scores && softmax && p.values && !p.entropy && !p.readsMax && !hasBias && !quadraticBias;
     in.variant.tileBound = layout.tileBound && softmax && layout.stageInShared && !hasBias && !quadraticBias;
 
     const std::size_t d2 = std::size_t(d) * d;
@@ -137,7 +137,8 @@ StreamKernelLayout streamKernelLayout(int d, long nq, long sharedBytes, long max
     // blocked sums, and l2 at d = 1 then missed the float32 criterion there (docs/gpu.md#tuning).
     const int tileOverride = overrides.tile;
     l.tile = tileOverride > 0 && std::has_single_bit(unsigned(tileOverride)) ? tileOverride : 64;
-    while (l.tile > 1 && (l.tile * chunkBytes > sharedBytes || l.tile > maxInvocations)) l.tile /= 2;
+    // The staged tile and the tile bound's two words (stream_kernel.comp's tileNorm, 16 bytes with padding).
+    while (l.tile > 1 && (l.tile * chunkBytes > sharedBytes - 16 || l.tile > maxInvocations)) l.tile /= 2;
     const int qptOverride = overrides.qpt;
     if (qptOverride) qpt = qptOverride;
     if (qpt == 1 || qpt == 2 || qpt == 4)
