@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numbers>
 #include <stdexcept>
@@ -416,11 +417,13 @@ template <class S> bool useKernel(const Matrix<S>& K, const Matrix<S>& V) {
 // the stats (2 x N) and after them the weights.
 constexpr Index kKeptWeights = Index(1) << 21;
 
+// `keep(floats)`: whether the tape's budget takes this node's weights (Tape::reserveKept).
 void kernelForward(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, Index self,
-                   bool differentiated, Matrix<float>& out, Matrix<float>& aux) {
+                   bool differentiated, const std::function<bool(Index)>& keepWeights, Matrix<float>& out,
+                   Matrix<float>& aux) {
     const KernelOperands ops(Q, K, V, self);
     const Index N = Q.cols(), nkPadded = ops.args.nkPadded;
-    const bool keep = differentiated && nkPadded * N <= kKeptWeights;
+    const bool keep = differentiated && nkPadded * N <= kKeptWeights && keepWeights(nkPadded * N);
     out.resize(V.rows(), N);
     aux.resize(2, keep ? N + nkPadded / 2 * N : N); // nkPadded is even (a multiple of kKeyBlock)
     float* weights = keep ? aux.data() + 2 * N : nullptr;
@@ -1091,7 +1094,9 @@ template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSe
     node.start = self + 1;
     if constexpr (std::is_same_v<S, float>)
         if (useKernel(k.value(), v.value())) {
-            kernelForward(q.value(), k.value(), v.value(), self, node.needsGrad, node.value, node.aux);
+            kernelForward(
+                q.value(), k.value(), v.value(), self, node.needsGrad,
+                [&](Index floats) { return t.reserveKept(floats); }, node.value, node.aux);
             return y;
         }
     attentionForward(q.value(), k.value(), v.value(), self, node.value);

@@ -118,8 +118,21 @@ template <class S> class Tape {
     const Matrix<S>& value(Var<S> v) const { return node(v).val(); }
 
     // Drops every node but keeps the nodes' matrices for the next recording of (usually) the same graph.
-    void clear() { size_ = 0; }
+    void clear() {
+        size_ = 0;
+        kept_ = 0;
+    }
     int size() const { return size_; }
+
+    // For op implementations: kept attention weights (float attention nodes keep their forward's weights for
+    // backward) draw on one budget per recording, kKeptFloats floats (64 MiB): true and counted when
+    // `floats` more fit, false (the node recomputes its weights) otherwise. clear() refills it.
+    static constexpr Index kKeptFloats = Index(1) << 24;
+    bool reserveKept(Index floats) {
+        if (kept_ + floats > kKeptFloats) return false;
+        kept_ += floats;
+        return true;
+    }
 
     // For op implementations: appends a node with operands a and b (either may be a default Var) and
     // returns it; the op then writes its value. node() checks that v belongs to this tape.
@@ -134,7 +147,8 @@ template <class S> class Tape {
     // node, so an op may read operand values by reference while it appends (e.g. constant(someVar.value())).
     std::deque<Node<S>> nodes_;
     int size_ = 0;
-    int next_ = -1; // backward in segments: the next node to run
+    int next_ = -1;  // backward in segments: the next node to run
+    Index kept_ = 0; // kept attention weights recorded since the last clear(), in floats
 };
 
 template <class S> const Matrix<S>& Var<S>::value() const {

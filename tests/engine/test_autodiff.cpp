@@ -429,6 +429,18 @@ TEST(Autodiff, FloatAttentionKernelMatchesTheDoublePath) {
     ad::kernel::selectIsa(initial.c_str());
 }
 
+// The kept weights draw on one budget per recording (Tape::kKeptFloats, 64 MiB): a node past it recomputes
+// its weights (the same floats, FloatAttentionKernelKeptWeightsAreTheRecomputedOnes), and clear() refills it.
+TEST(Autodiff, KeptAttentionWeightsHaveOneBudgetPerRecording) {
+    ad::Tape<float> t;
+    EXPECT_TRUE(t.reserveKept(ad::Tape<float>::kKeptFloats - 10));
+    EXPECT_TRUE(t.reserveKept(10));
+    EXPECT_FALSE(t.reserveKept(1));
+    t.clear();
+    EXPECT_TRUE(t.reserveKept(1));
+    EXPECT_FALSE(t.reserveKept(ad::Tape<float>::kKeptFloats));
+}
+
 TEST(Autodiff, FloatAttentionKernelKeptWeightsAreTheRecomputedOnes) {
     // A differentiated attention node keeps the forward's weights and its backward reads them (Tape.cpp,
     // kKeptWeights); larger ones, and AttentionVjp, recompute them. Both ways must give the same floats, bit
