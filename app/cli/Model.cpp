@@ -71,9 +71,13 @@ std::vector<std::string> checkpointInputs(const std::string& dir) {
 constexpr Rgb kInputColours[] = {{70, 110, 180}, {214, 96, 32},   {44, 150, 80},
                                  {170, 60, 160}, {120, 120, 120}, {20, 160, 170}};
 
-// At most `most` characters of `text`, with "..." when cut.
+// At most `most` bytes of UTF-8 `text`, with "..." when cut, never inside a character (an SVG with a broken
+// character is refused whole by XML readers).
 std::string shortened(const std::string& text, std::size_t most) {
-    return text.size() <= most ? text : text.substr(0, most - 3) + "...";
+    if (text.size() <= most) return text;
+    std::size_t cut = most - 3;
+    while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut; // a continuation byte
+    return text.substr(0, cut) + "...";
 }
 
 // The figure of Geshkovski et al.: one panel per chosen layer, the density of <z_i, z_j> over [-1, 1], every
@@ -233,12 +237,21 @@ int model(const Args& raw) {
             chosen.push_back(int(parseLong(l, "--layers", 0, most)));
         const int bins = int(parseLong(binsText, "--bins", 1, 10000));
         const int deepest = *std::max_element(chosen.begin(), chosen.end());
-        // Each input runs on its own (no batch): its histograms are what a run of it alone gives.
+        // Every input checked before any runs (a pair needs two tokens), naming the input.
+        for (std::size_t k = 0; k < inputs.size(); ++k)
+            if (inputs[k].ids.size() < 2)
+                throw UsageError("input " + std::to_string(k + 1) + " (" + shortened(inputs[k].label, 40) +
+                                 "): the histograms need at least two tokens, got " +
+                                 std::to_string(inputs[k].ids.size()));
+        // Each input runs on its own (no batch): its histograms are what a run of it alone gives. The weights
+        // are read once for all of them.
+        const models::Weights<float> weights = checkpoint.weights<float>();
         std::vector<models::GramHistograms> grams;
         std::vector<std::string> labels;
         for (const Input& input : inputs) {
-            const std::vector<RowMat<double>> states =
-                runStates<float>(checkpoint, input.ids, std::max(1, deepest));
+            std::vector<RowMat<double>> states;
+            for (const RowMat<float>& x : models::hiddenStates(c, weights, input.ids, std::max(1, deepest)))
+                states.push_back(x.cast<double>());
             grams.push_back(models::gramHistograms(states, chosen, bins));
             labels.push_back(input.label);
         }

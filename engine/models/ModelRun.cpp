@@ -46,11 +46,16 @@ ModelRunResult runModel(const ModelRunRequest& request, const std::function<bool
     // The compared inputs' tokens first, so that a bad one is refused before any layer runs.
     for (std::size_t k = 0; k < request.compare.size(); ++k) {
         const ModelInput& in = request.compare[k];
+        const std::string name = in.name.empty() ? "compared input " + std::to_string(k + 1) : in.name;
         ComparedInput compared;
-        compared.ids = in.ids.empty() ? tokenize(request.dir, c, in.text) : in.ids;
+        try {
+            compared.ids = in.ids.empty() ? tokenize(request.dir, c, in.text) : in.ids;
+        } catch (const std::exception& e) {
+            throw ModelError(name + ": " + e.what());
+        }
         if (compared.ids.size() < 2)
-            throw ModelError("compared input " + std::to_string(k + 2) +
-                             ": expected at least two tokens, got " + std::to_string(compared.ids.size()));
+            throw ModelError(name + ": expected at least two tokens, got " +
+                             std::to_string(compared.ids.size()));
         if (in.ids.empty()) {
             compared.label = in.text;
         } else {

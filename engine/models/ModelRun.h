@@ -17,6 +17,7 @@ namespace flowscope::models {
 struct ModelInput {
     std::string text;
     std::vector<int> ids; // used when not empty
+    std::string name;     // how errors name it ("compare, line 3"); empty: "compared input k"
 };
 
 struct ModelRunRequest {

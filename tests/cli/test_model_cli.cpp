@@ -163,6 +163,9 @@ TEST(ModelCli, SeveralInputsAreEachTheRunOfThatInputAlone) {
     expectRefused(
         cli("model layers " + m.dir + " --ids " + a + " --ids " + b + " --out " + dir.file("h.npy")),
         "model layers takes one input", dir.file("h.npy"));
+    // An input of one token is refused before any runs, by its place and its ids.
+    expectRefused(cli("model gram " + m.dir + " --ids " + a + " --ids 5" + common + dir.file("one.json")),
+                  "input 2 (ids 5): the histograms need at least two tokens", dir.file("one.json"));
 }
 
 TEST(ModelCli, TheSceneOfAHeadRunsInSimulate) {

@@ -157,6 +157,11 @@ TEST_F(ModelsWorkspaceTest, ComparedInputsAreEachTheRunOfThatInputAlone) {
     EXPECT_FALSE(models().run());
     EXPECT_NE(models().lastError().indexOf(QStringLiteral("compare, line 2")), -1)
         << models().lastError().toStdString();
+    // A line that parses but has one token fails in the pass, naming its line (blank lines counted).
+    models().setCompare(QStringLiteral("ids 1,2\n\nids 5"));
+    EXPECT_FALSE(openAndRun(m.dir, QString::fromLatin1(kIds)));
+    EXPECT_NE(models().lastError().indexOf(QStringLiteral("compare, line 3")), -1)
+        << models().lastError().toStdString();
 }
 
 TEST_F(ModelsWorkspaceTest, TheCloudThroughDepthIsTheNormalisedStatesOnTheirPrincipalAxes) {

@@ -394,6 +394,7 @@ bool ModelsWorkspace::run() {
             const QString line = lines[k].trimmed();
             if (line.isEmpty()) continue;
             models::ModelInput in;
+            in.name = "compare, line " + std::to_string(k + 1);
             if (line.startsWith(QStringLiteral("ids ")) || line.startsWith(QStringLiteral("ids:")))
                 in.ids = models::parseIds(line.mid(4).trimmed().toStdString(),
                                           "compare, line " + std::to_string(k + 1));
@@ -408,6 +409,9 @@ bool ModelsWorkspace::run() {
         return fail(tr("No input: type a text or token ids."));
     request.layers = layers_->value();
     request.dims = threeD_->isChecked() ? 3 : 2;
+    // The first input named as the compared ones are (its text, or its ids), as it was when the run began.
+    runLabel_ = ids_->text().trimmed().isEmpty() ? text_->text().trimmed()
+                                                 : QStringLiteral("ids ") + ids_->text().trimmed();
     dynamicsJob_.cancel();
     runJob_.start([request](const auto& progress) { return models::runModel(request, progress); });
     runPending_ = true;
@@ -492,10 +496,7 @@ void ModelsWorkspace::showResult() {
         curves.push_back({tr("mean cosine %1").arg(k + 2), r.compared[k].gram.meanCosine,
                           GramHistogramView::comparedColour(k), false});
     }
-    // The first input named as the compared ones are: its text, or its ids.
-    QString label = ids_->text().trimmed().isEmpty() ? text_->text().trimmed()
-                                                     : QStringLiteral("ids ") + ids_->text().trimmed();
-    histograms_->setHistograms(r.gram, std::move(compared), label);
+    histograms_->setHistograms(r.gram, std::move(compared), runLabel_);
     curves_->setCurves(std::move(curves));
     distance_->setCurves({});
     odeShot_.reset();

@@ -173,6 +173,7 @@ class ModelsWorkspace : public Workspace {
     QSpinBox *odeLayer_ = nullptr, *odeHead_ = nullptr, *odeSteps_ = nullptr;
     QPushButton *odeButton_ = nullptr, *particlesButton_ = nullptr;
     QString lastDir_;
+    QString runLabel_; // the first input of the run in flight or shown, for the histograms' legend
 };
 
 } // namespace flowscope
