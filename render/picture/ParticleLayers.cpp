@@ -1,5 +1,7 @@
 #include "render/picture/ParticleLayers.h"
 
+#include "engine/dynamics/HardmaxCells.h"
+
 #include "engine/gaussian/MatrixRoots.h"
 #include "engine/runner/Snapshot.h"
 #include "render/GaussianOverlay.h"
@@ -239,6 +241,21 @@ void ParkingLayer::append(const ParticleFrame& f, VertexBuffer& lines) const {
         arc(start, kRing, 0.0, 2.0 * M_PI, kRingSegments, 0.95);                         // the ring
         segment(lines, polar(a, 1.0 + kRing), polar(a, kArcRadius + 0.06), color, 0.95); // the tick
         arc(Eigen::Vector2d::Zero(), kArcRadius, a - delta / 2, a + delta / 2, 12, 0.6); // the spot
+    }
+}
+
+void HardmaxLayer::append(const ParticleFrame& f, VertexBuffer& lines) const {
+    if (!enabled || !active || f.is3D || !f.snapshot || f.basis.rows() != 2) return;
+    const Tokens& X = f.snapshot->tokens;
+    if (X.cols() != 2 || X.rows() < 2 || X.rows() > kMaxTokens || !X.allFinite()) return;
+    const double reach = 1.5 * X.rowwise().norm().maxCoeff();
+    const auto shown = [&](double angle, double radius) {
+        return f.place(f.basis.transpose() * Vec(radius * Eigen::Vector2d(std::cos(angle), std::sin(angle))));
+    };
+    for (const HardmaxArc& cell : hardmaxCells(X, M)) {
+        if (cell.empty() || cell.length > M_PI) continue; // no cell, or no condition (every direction)
+        for (const double angle : {cell.start, cell.start + cell.length})
+            segment(lines, shown(angle, 0.0), shown(angle, reach), color, 0.7);
     }
 }
 

@@ -117,6 +117,18 @@ struct ParkingLayer {
     void append(const ParticleFrame& f, VertexBuffer& lines) const;
 };
 
+// The plane, hardmax attention (hasHardmaxCells): the boundaries of the keys' cells at the shown tokens,
+// each cell a cone from the origin (engine/dynamics/HardmaxCells.h), drawn as its two rays out to 1.5 times
+// the farthest token. Off above kMaxTokens tokens (N^2 work per frame).
+struct HardmaxLayer {
+    static constexpr Eigen::Index kMaxTokens = 2048;
+    bool enabled = true;
+    bool active = false; // the scene has the cells
+    Mat M;               // the score matrix Q^T K
+    QColor color{120, 200, 230};
+    void append(const ParticleFrame& f, VertexBuffer& lines) const;
+};
+
 // 3-D only: the three coordinate directions (red, green, blue) from the corner boxLo of the cloud, a quarter
 // of its extent long; their labels are text, drawn by the picture.
 struct AxesLayer {

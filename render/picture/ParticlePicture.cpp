@@ -2,6 +2,7 @@
 
 #include "engine/dynamics/CausalParking.h"
 #include "engine/dynamics/DeviceStepper.h"
+#include "engine/dynamics/HardmaxCells.h"
 #include "engine/dynamics/Observables.h"
 #include "engine/gaussian/MatrixRoots.h"
 #include "render/picture/StatusOverlay.h"
@@ -39,6 +40,9 @@ Eigen::Matrix4f toEigen(const QMatrix4x4& m) {
 
 // The parking leaders of the scene's initial tokens where the scene is the parking picture's, else none.
 void ParticlePicture::updateParking() {
+    hardmax_.active = scene_ && hasHardmaxCells(scene_->attention, scene_->d);
+    if (hardmax_.active)
+        hardmax_.M = scene_->attention.heads.front().Q.transpose() * scene_->attention.heads.front().K;
     parking_.leaders.resize(0, 2);
     if (!scene_ || scene_->d != 2 || !hasParkingPicture(scene_->attention, scene_->d)) return;
     Tokens X;
@@ -134,6 +138,11 @@ void ParticlePicture::setGaussian(bool on) {
 
 void ParticlePicture::setParking(bool on) {
     parking_.enabled = on;
+    linesDirty_ = true;
+}
+
+void ParticlePicture::setHardmaxCells(bool on) {
+    hardmax_.enabled = on;
     linesDirty_ = true;
 }
 
@@ -355,6 +364,7 @@ void ParticlePicture::prepare() {
         trails_.append(frame_, under);
         gaussian_.append(frame_, over);
         parking_.append(frame_, over);
+        hardmax_.append(frame_, under);
         attention_.append(frame_, over);
         axes_.enabled = is3D();
         axes_.append(frame_, over);

@@ -90,6 +90,12 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     bool parking() const { return parking_.enabled; }
     bool parkingAvailable() const { return parking_.leaders.rows() > 0; }
     const ParkingLayer& parkingLayer() const { return parking_; }
+    // Hardmax attention in the plane (hasHardmaxCells): the boundaries of the keys' cells (HardmaxLayer), on
+    // by default; available() says whether the scene has them.
+    void setHardmaxCells(bool on);
+    bool hardmaxCells() const { return hardmax_.enabled; }
+    bool hardmaxCellsAvailable() const { return hardmax_.active; }
+    const HardmaxLayer& hardmaxLayer() const { return hardmax_; }
     const GaussianOverlay& overlay() const { return overlay_; }
     void setPicked(int token, Vec weights); // the attention layer; -1: none
     int picked() const { return attention_.token; }
@@ -169,8 +175,8 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
   private:
     void invalidate() override { pointsDirty_ = linesDirty_ = true; }
     void updateBasis(const Tokens* from);
-    void updateParking();
-    void rebuildFrame(); // frame_ for shown_
+    void updateParking(); // and the hardmax cells' score matrix
+    void rebuildFrame();  // frame_ for shown_
     QMatrix4x4 viewProjection() const;
     void paintAxisNames(QPainter& painter) const;
     void paintOffView(QPainter& painter) const;
@@ -195,6 +201,7 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     AxesLayer axes_;
     SphereLayer sphere_;
     ParkingLayer parking_;
+    HardmaxLayer hardmax_;
     ViewTransform view_;
     OrbitCamera camera_;
     QSizeF size_{1, 1};

@@ -5,6 +5,7 @@
 
 #include "engine/dynamics/CausalParking.h"
 #include "engine/dynamics/Equiangular.h"
+#include "engine/dynamics/HardmaxCells.h"
 #include "engine/dynamics/Simulation.h"
 #include "engine/dynamics/Staircase.h"
 
@@ -439,6 +440,43 @@ TEST(Theory, CausalClustersFormAtTheParkingLeaders) {
 
 // ---------------------------------------------------------------------------------------------------------
 // Hardmax, the beta -> infinity limit of softmax (docs/math/theory.md#hardmax)
+
+// The hardmax cells in the plane (docs/math/theory.md#hardmax). Closed form: three unit keys 2 pi / 3 apart
+// with M = I each own the directions within pi / 3 of theirs. And the argmax itself: for random keys and a
+// random score matrix, every direction of 3600 lies in the cell of its best key and in no other (ties by
+// less than 1e-9 left out).
+TEST(Theory, HardmaxCellsAreTheArgmaxOfEveryDirection) {
+    Tokens three(3, 2);
+    for (int k = 0; k < 3; ++k) three.row(k) << std::cos(2 * M_PI * k / 3), std::sin(2 * M_PI * k / 3);
+    const std::vector<HardmaxArc> arcs = hardmaxCells(three, Mat::Identity(2, 2));
+    ASSERT_EQ(arcs.size(), 3u);
+    for (int k = 0; k < 3; ++k) {
+        EXPECT_NEAR(arcs[std::size_t(k)].length, 2 * M_PI / 3, 1e-12) << k;
+        EXPECT_NEAR(std::remainder(arcs[std::size_t(k)].start + M_PI / 3 - 2 * M_PI * k / 3, 2 * M_PI), 0.0,
+                    1e-12);
+    }
+    const Tokens X = randomTokens(7, 2, 48);
+    const Mat M = randomTokens(2, 2, 49);
+    const std::vector<HardmaxArc> cells = hardmaxCells(X, M);
+    const auto inside = [](const HardmaxArc& a, double angle) {
+        return !a.empty() && std::fmod(std::fmod(angle - a.start, 2 * M_PI) + 2 * M_PI, 2 * M_PI) <= a.length;
+    };
+    int checked = 0;
+    for (int s = 0; s < 3600; ++s) {
+        const double angle = 2 * M_PI * (s + 0.5) / 3600;
+        const Vec scores = X * (M.transpose() * Eigen::Vector2d(std::cos(angle), std::sin(angle)));
+        Eigen::Index best = 0;
+        scores.maxCoeff(&best);
+        Vec others = scores;
+        others(best) = -INFINITY;
+        if (scores(best) - others.maxCoeff() < 1e-9) continue;
+        ++checked;
+        for (Eigen::Index k = 0; k < X.rows(); ++k)
+            EXPECT_EQ(inside(cells[std::size_t(k)], angle), k == best)
+                << "direction " << angle << ", key " << k;
+    }
+    EXPECT_GT(checked, 3500);
+}
 
 // Softmax at large beta is hardmax: with a score gap g between the best key and the next, every other weight
 // is at most e^{-beta g}, so at beta g > 800 softmax's float64 weights are exactly hardmax's; and the

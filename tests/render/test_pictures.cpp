@@ -299,6 +299,32 @@ TEST(ParticleLayers, ParkingRingsSitAtTheLeadersStartsAndTheirSpotsSpanDelta) {
     EXPECT_FALSE(picture.parkingAvailable());
 }
 
+// The hardmax layer: for three unit keys 2 pi / 3 apart (M = I), each cell's two rays from the origin out to
+// 1.5 times the farthest token, at pi / 3 on either side of its key; nothing unless the scene has the cells.
+TEST(ParticleLayers, HardmaxRaysBoundTheCellsOfTheShownTokens) {
+    Tokens three(3, 2);
+    for (int k = 0; k < 3; ++k) three.row(k) << std::cos(2 * M_PI * k / 3), std::sin(2 * M_PI * k / 3);
+    const auto s = snapshotOf(three);
+    ParticleFrame f = planeFrame(*s);
+    HardmaxLayer layer;
+    layer.M = Mat::Identity(2, 2);
+    VertexBuffer lines;
+    layer.append(f, lines);
+    EXPECT_TRUE(lines.empty()); // not active
+    layer.active = true;
+    layer.append(f, lines);
+    ASSERT_EQ(lines.size(), 12u);
+    for (std::size_t v = 0; v < lines.size(); v += 2) {
+        const Eigen::Vector3d from = Eigen::Vector3d(lines[v].x, lines[v].y, lines[v].z) + f.origin;
+        const Eigen::Vector3d to = Eigen::Vector3d(lines[v + 1].x, lines[v + 1].y, lines[v + 1].z) + f.origin;
+        EXPECT_NEAR(from.norm(), 0.0, 1e-6);
+        EXPECT_NEAR(to.norm(), 1.5, 1e-6);
+        // Boundaries lie halfway between neighbouring keys: at pi/3, pi and 5 pi/3.
+        const double angle = std::atan2(to.y(), to.x());
+        EXPECT_NEAR(std::remainder(angle - M_PI / 3, 2 * M_PI / 3), 0.0, 1e-6) << angle;
+    }
+}
+
 TEST(ParticlePicture, TokensOnTheSphereGetItsWireframeAndADepthCueAcrossIt) {
     application();
     Scene scene = builtinDefaultScene();

@@ -124,6 +124,11 @@ void ParticleView::setShowParking(bool on) {
     update();
 }
 
+void ParticleView::setShowHardmaxCells(bool on) {
+    picture_.setHardmaxCells(on);
+    update();
+}
+
 void ParticleView::setShowTrails(bool on) {
     picture_.setTrails(on);
     update();

@@ -87,6 +87,9 @@ class ParticleView : public PictureGlView {
     void setShowParking(bool on);
     bool showParking() const { return picture_.parking(); }
     bool parkingAvailable() const { return picture_.parkingAvailable(); }
+    // The cells of hardmax attention in the plane (ParticlePicture::setHardmaxCells).
+    void setShowHardmaxCells(bool on);
+    bool hardmaxCellsAvailable() const { return picture_.hardmaxCellsAvailable(); }
     void setProjection(const ProjectionSpec& p);
     const ProjectionSpec& projection() const { return picture_.projection(); }
     bool is3D() const { return picture_.is3D(); }

@@ -60,6 +60,7 @@ void ParticlesWorkspace::updateControls() {
     const bool have = document_.hasScene();
     // Only a causal scene on the circle has parking leaders (a no-op when unchanged).
     parkingAction_->setEnabled(active() && view_->parkingAvailable());
+    hardmaxAction_->setEnabled(active() && view_->hardmaxCellsAvailable());
     if (controlsState_ == std::pair(playing, have)) return;
     controlsState_ = std::pair(playing, have);
     // One state for both: the Play/Pause action and the particle view's HUD ("running"/"paused").
@@ -158,6 +159,15 @@ void ParticlesWorkspace::buildActions() {
         "their spots of ±δ/2 outside the circle). The clusters form at most of them; the others are pulled "
         "to earlier tokens (docs/math/theory.md#parking)"));
     connect(parkingAction_, &QAction::toggled, view_, &ParticleView::setShowParking);
+
+    hardmaxAction_ = new QAction(tr("Hardmax cells"), this);
+    hardmaxAction_->setCheckable(true);
+    hardmaxAction_->setChecked(true);
+    hardmaxAction_->setToolTip(
+        tr("Hardmax attention in the plane: the boundaries of the keys' cells. A query in a cell attends to "
+           "that "
+           "cell's key; each cell is a cone from the origin (docs/math/theory.md#hardmax)"));
+    connect(hardmaxAction_, &QAction::toggled, view_, &ParticleView::setShowHardmaxCells);
 
     hudAction_ = new QAction(tr("Heads-up display"), this);
     hudAction_->setCheckable(true);
@@ -362,6 +372,7 @@ void ParticlesWorkspace::buildMenus() {
     displayMenu_->addAction(hudAction_);
     displayMenu_->addAction(overlayAction_);
     displayMenu_->addAction(parkingAction_);
+    displayMenu_->addAction(hardmaxAction_);
     displayMenu_->addAction(trailsAction_);
     displayMenu_->addActions(colorGroup_->actions());
     displayMenu_->addSeparator();

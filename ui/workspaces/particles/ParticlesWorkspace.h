@@ -197,7 +197,7 @@ class ParticlesWorkspace : public Workspace {
     QAction *playAction_ = nullptr, *stepAction_ = nullptr, *resetAction_ = nullptr, *frameAction_ = nullptr;
     QAction* followAction_ = nullptr;
     QAction *maxSpeedAction_ = nullptr, *overlayAction_ = nullptr, *parkingAction_ = nullptr,
-            *hudAction_ = nullptr;
+            *hardmaxAction_ = nullptr, *hudAction_ = nullptr;
     QAction *trailsAction_ = nullptr, *discAction_ = nullptr, *axesAction_ = nullptr;
     QAction *copyShareAction_ = nullptr, *pasteShareAction_ = nullptr;
     QAction *trajectoryExport_ = nullptr, *momentsExport_ = nullptr, *animationExport_ = nullptr;
