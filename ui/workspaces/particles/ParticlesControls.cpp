@@ -140,46 +140,43 @@ void ParticlesWorkspace::buildActions() {
     maxSpeedAction_->setToolTip(tr("Step as fast as the CPU allows instead of at the speed slider's rate"));
     connect(maxSpeedAction_, &QAction::toggled, this, [this](bool) { syncRateControls(); });
 
-    overlayAction_ = new QAction(tr("Gaussian overlay"), this);
-    overlayAction_->setCheckable(true);
-    overlayAction_->setChecked(true);
-    overlayAction_->setToolTip(
+    // A checkable option of the particle view: `show` is the view's setter.
+    const auto viewOption = [this](const QString& text, bool checked, const QString& tip,
+                                   void (ParticleView::*show)(bool)) {
+        auto* a = new QAction(text, this);
+        a->setCheckable(true);
+        a->setChecked(checked);
+        a->setToolTip(tip);
+        connect(a, &QAction::toggled, view_, show);
+        return a;
+    };
+    overlayAction_ = viewOption(
+        tr("Gaussian overlay"), true,
         tr("1σ and 2σ ellipses of N(α(t), Σ(t)) solving the moment ODE α' = b, Σ' = LΣ + ΣLᵀ from the "
            "scene's initial Gaussian N(α₀, Σ₀), not from the sampled tokens. Where α₀ is an unstable fixed "
            "point (Fig 2(d): α₀ = 0, α' = V(I + ΣA)α) the ellipses stay at α₀ while the cloud's sample mean, "
-           "off α₀ by about √(Σ₀/N) at t = 0, grows away from it: the picture is right, the two part."));
-    connect(overlayAction_, &QAction::toggled, view_, &ParticleView::setShowOverlay);
-
-    parkingAction_ = new QAction(tr("Rényi-parking centres"), this);
-    parkingAction_->setCheckable(true);
-    parkingAction_->setChecked(true);
-    parkingAction_->setToolTip(tr(
-        "Causal attention on the circle (softmax, masked, post-LN, Q = K = V = I): the initial tokens that "
-        "found a cluster, read in index order, each at least δ = 4/√β from every earlier one (rings, and "
-        "their spots of ±δ/2 outside the circle). The clusters form at most of them; the others are pulled "
-        "to earlier tokens (docs/math/theory.md#parking)"));
-    connect(parkingAction_, &QAction::toggled, view_, &ParticleView::setShowParking);
-
-    hardmaxAction_ = new QAction(tr("Hardmax cells"), this);
-    hardmaxAction_->setCheckable(true);
-    hardmaxAction_->setChecked(true);
-    hardmaxAction_->setToolTip(
-        tr("Hardmax attention in the plane: the boundaries of the keys' cells. A query in a cell attends to "
+           "off α₀ by about √(Σ₀/N) at t = 0, grows away from it: the picture is right, the two part."),
+        &ParticleView::setShowOverlay);
+    parkingAction_ = viewOption(
+        tr("Rényi-parking centres"), true,
+        tr("Causal attention on the circle (softmax, masked, post-LN, Q = K = V = I): the initial tokens "
            "that "
-           "cell's key; each cell is a cone from the origin (docs/math/theory.md#hardmax)"));
-    connect(hardmaxAction_, &QAction::toggled, view_, &ParticleView::setShowHardmaxCells);
-
-    hudAction_ = new QAction(tr("Heads-up display"), this);
-    hudAction_->setCheckable(true);
-    hudAction_->setChecked(true);
+           "found a cluster, read in index order, each at least δ = 4/√β from every earlier one (rings, and "
+           "their spots of ±δ/2 outside the circle). The clusters form at most of them; the others are "
+           "pulled "
+           "to earlier tokens (docs/math/theory.md#parking)"),
+        &ParticleView::setShowParking);
+    hardmaxAction_ = viewOption(
+        tr("Hardmax cells"), true,
+        tr("Hardmax attention in the plane: the boundaries of the keys' cells. A query in a cell attends to "
+           "that cell's key; each cell is a cone from the origin (docs/math/theory.md#hardmax)"),
+        &ParticleView::setShowHardmaxCells);
+    hudAction_ = viewOption(tr("Heads-up display"), true,
+                            tr("Run statistics and quick sliders drawn in the particle view (H)"),
+                            &ParticleView::setHudVisible);
     hudAction_->setShortcut(Qt::Key_H);
-    hudAction_->setToolTip(tr("Run statistics and quick sliders drawn in the particle view (H)"));
-    connect(hudAction_, &QAction::toggled, view_, &ParticleView::setHudVisible);
-
-    trailsAction_ = new QAction(tr("Trails"), this);
-    trailsAction_->setCheckable(true);
-    trailsAction_->setToolTip(tr("Fading paths over the last recorded frames"));
-    connect(trailsAction_, &QAction::toggled, view_, &ParticleView::setShowTrails);
+    trailsAction_ = viewOption(tr("Trails"), false, tr("Fading paths over the last recorded frames"),
+                               &ParticleView::setShowTrails);
 
     discAction_ = new QAction(tr("Trace-1 disc"), this);
     discAction_->setCheckable(true);
