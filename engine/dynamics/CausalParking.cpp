@@ -1,5 +1,7 @@
 #include "engine/dynamics/CausalParking.h"
 
+#include "engine/dynamics/Equiangular.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -36,9 +38,7 @@ bool hasParkingPicture(const AttentionSpec& a, int d) {
         a.positionalDecay != 0.0 || a.scaleByRootK || normalizationOf(a) != Normalization::Post)
         return false;
     const HeadParams& h = a.heads.front();
-    const Mat I = Mat::Identity(d, d);
-    auto identity = [&](const Mat& m) { return m.rows() == d && m.cols() == d && m == I; };
-    return identity(h.Q) && identity(h.K) && identity(h.V);
+    return isIdentity(h.Q, d) && isIdentity(h.K, d) && isIdentity(h.V, d);
 }
 
 } // namespace flowscope

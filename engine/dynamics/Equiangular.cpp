@@ -95,14 +95,9 @@ ConsensusRate consensusRate(Normalization scheme, const std::vector<double>& t,
     return rate;
 }
 
-namespace {
-
-// The d x d identity (a k x d matrix with k < d is not).
 bool isIdentity(const Mat& m, int d) {
     return m.rows() == d && m.cols() == d && m == Mat::Identity(d, d);
 }
-
-} // namespace
 
 bool hasConsensusLaw(const AttentionSpec& a, int d) {
     if (a.type != AttentionType::Softmax || !a.keyframes.empty() || a.heads.size() != 1 || a.masked ||

@@ -21,6 +21,9 @@ namespace flowscope {
 // vectors. NaN when n < 2.
 double meanCosine(const Tokens& X);
 
+// Whether m is the d x d identity (a k x d matrix with k < d is not): the theory closed forms' Q = K = V = I.
+bool isIdentity(const Mat& m, int d);
+
 // The reduced system's state and its time derivative.
 struct Equiangular {
     double rho = 0.0; // the common pairwise cosine

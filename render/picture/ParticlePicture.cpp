@@ -38,8 +38,9 @@ Eigen::Matrix4f toEigen(const QMatrix4x4& m) {
 
 // --- What is shown ---
 
-// The parking leaders of the scene's initial tokens where the scene is the parking picture's, else none.
-void ParticlePicture::updateParking() {
+// The theory layers' data from the scene: the hardmax cells' score matrix Q^T K where the scene has the
+// cells, and the parking leaders of its initial tokens where it is the parking picture's (else none).
+void ParticlePicture::updateTheoryLayers() {
     hardmax_.active = scene_ && hasHardmaxCells(scene_->attention, scene_->d);
     if (hardmax_.active)
         hardmax_.M = scene_->attention.heads.front().Q.transpose() * scene_->attention.heads.front().K;
@@ -60,7 +61,7 @@ void ParticlePicture::updateParking() {
 
 void ParticlePicture::setScene(const Scene& scene) {
     scene_ = scene;
-    updateParking();
+    updateTheoryLayers();
     overlay_.setScene(scene);
     gaussian_.overlay = &overlay_;
     tokens_.clusterTol = scene.output.clusterTol;
@@ -79,7 +80,7 @@ void ParticlePicture::setAttention(const AttentionSpec& spec) {
     if (!scene_) return;
     scene_->attention = spec;
     sphere_.enabled = spec.sphere;
-    updateParking(); // beta sets the spacing, and masking or the matrices whether there are leaders
+    updateTheoryLayers(); // beta sets the spacing; the type, masking and matrices which layers apply
     overlay_.setAttention(spec, shown_ ? shown_->t : 0.0,
                           shown_ ? tokenGaussian(shown_->tokens) : std::nullopt);
     linesDirty_ = true;

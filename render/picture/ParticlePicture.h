@@ -175,8 +175,8 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
   private:
     void invalidate() override { pointsDirty_ = linesDirty_ = true; }
     void updateBasis(const Tokens* from);
-    void updateParking(); // and the hardmax cells' score matrix
-    void rebuildFrame();  // frame_ for shown_
+    void updateTheoryLayers(); // the parking and hardmax layers' data from scene_
+    void rebuildFrame();       // frame_ for shown_
     QMatrix4x4 viewProjection() const;
     void paintAxisNames(QPainter& painter) const;
     void paintOffView(QPainter& painter) const;
