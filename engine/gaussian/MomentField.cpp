@@ -137,18 +137,9 @@ FixedMomentFields fixedMomentFields(const AttentionSpec& spec, int d) {
     if (!spec.keyframes.empty() && spec.interpolation == Interpolation::Linear && spec.keyframes.size() > 1)
         return {};
     if (!headsFit(spec, d)) return {};
-    switch (d) {
-    case 1:
-        return FixedMomentField<1>(spec);
-    case 2:
-        return FixedMomentField<2>(spec);
-    case 3:
-        return FixedMomentField<3>(spec);
-    case 4:
-        return FixedMomentField<4>(spec);
-    default:
-        return {};
-    }
+    if (d == 2) return FixedMomentField<2>(spec, d);
+    if (d >= 1 && d <= 4) return SmallMomentField(spec, d);
+    return {};
 }
 
 // The head-summed variants (softmax, linear, l2, sinkhorn): each head adds its (b, L).
@@ -195,8 +186,8 @@ class DriftingMoments final : public MomentField {
 
 } // namespace
 
-template <int D>
-FixedMomentField<D>::FixedMomentField(const AttentionSpec& spec)
+template <int D, int MaxD>
+FixedMomentField<D, MaxD>::FixedMomentField(const AttentionSpec& spec, int d)
     : type_(spec.type), linearEps_(spec.linearEps), sinkhornEps_(spec.sinkhornEps) {
     // The per-head matrices by the dynamic path's own expressions, then copied: the same numbers.
     const auto convert = [&](const std::vector<HeadParams>& heads) {
@@ -213,33 +204,32 @@ FixedMomentField<D>::FixedMomentField(const AttentionSpec& spec)
         }
     }
     if (type_ == AttentionType::Drifting) {
-        targetMean_ = driftingTargetMean(spec, D);
-        targetInverse_ = driftingTargetInverse(spec, D);
+        targetMean_ = driftingTargetMean(spec, d);
+        targetInverse_ = driftingTargetInverse(spec, d);
     }
 }
 
 // AttentionSpec::headsAt without the copy: piecewise constant, the last keyframe with time <= t (the first
 // one before the first time).
-template <int D>
-const std::vector<typename FixedMomentField<D>::Head>& FixedMomentField<D>::headsAt(double t) const {
+template <int D, int MaxD>
+const std::vector<typename FixedMomentField<D, MaxD>::Head>&
+FixedMomentField<D, MaxD>::headsAt(double t) const {
     if (times_.empty()) return heads_.front();
     const auto next = std::upper_bound(times_.begin(), times_.end(), t);
     return heads_[next == times_.begin() ? 0 : std::size_t(next - times_.begin()) - 1];
 }
 
-template <int D>
-void FixedMomentField<D>::affine(double t, const Vector& mean, const Matrix& cov, Vector& b,
-                                 Matrix& L) const {
+template <int D, int MaxD>
+void FixedMomentField<D, MaxD>::affine(double t, const Vector& mean, const Matrix& cov, Vector& b,
+                                       Matrix& L) const {
     if (type_ == AttentionType::Drifting) return drifting(targetMean_, targetInverse_, mean, cov, b, L);
-    b.setZero();
-    L.setZero();
+    b.setZero(mean.size());
+    L.setZero(mean.size(), mean.size());
     for (const Head& h : headsAt(t)) addHead(type_, linearEps_, sinkhornEps_, h.V, h.A, h.G, mean, cov, b, L);
 }
 
-template class FixedMomentField<1>;
 template class FixedMomentField<2>;
-template class FixedMomentField<3>;
-template class FixedMomentField<4>;
+template class FixedMomentField<Eigen::Dynamic, 4>;
 
 std::unique_ptr<MomentField> makeMomentField(const Scene& scene) {
     const AttentionSpec& a = scene.attention;

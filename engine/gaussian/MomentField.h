@@ -20,9 +20,9 @@
 // exp, ReLU, sigmoid, RWPO and masked attention do not preserve Gaussians
 // (docs/math/gaussian.md#not-gaussian): makeMomentField refuses them.
 //
-// For d <= 4 a field made by makeMomentField also carries a FixedMomentField<d>: the same formulas on
-// fixed-size Eigen types (Eigen::Matrix<double, D, D>), with the per-head matrices (V, A_h, G_h) computed
-// once. The solver (MomentSolver.h) evaluates that one: no heap allocation in an evaluation or a step.
+// For d <= 4 a field made by makeMomentField also carries a heap-free form (MomentFieldOf<d>): the same
+// formulas on Eigen types stored inline, with the per-head matrices (V, A_h, G_h) computed once. The solver
+// (MomentSolver.h) evaluates that one: no heap allocation in an evaluation or a step.
 #pragma once
 
 #include "engine/core/Types.h"
@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -51,20 +52,21 @@ struct AffineField {
     Mat L;
 };
 
-// Fixed-size types for dimension D (D = Eigen::Dynamic: Vec, Mat).
-template <int D> using VecN = Eigen::Matrix<double, D, 1>;
-template <int D> using MatN = Eigen::Matrix<double, D, D>;
+// Types of dimension D stored inline up to MaxD (D = MaxD: fixed-size; D = Eigen::Dynamic with a finite MaxD:
+// sized at run time, still without the heap; D = MaxD = Eigen::Dynamic: Vec, Mat).
+template <int D, int MaxD = D> using VecN = Eigen::Matrix<double, D, 1, Eigen::ColMajor, MaxD, 1>;
+template <int D, int MaxD = D> using MatN = Eigen::Matrix<double, D, D, Eigen::ColMajor, MaxD, MaxD>;
 
-// The moment field of an attention spec on fixed-size types, d = D in 1..4: affine() writes (b, L) and
-// allocates nothing. Constant heads or piecewise-constant keyframes (linearly interpolated keyframes have no
-// fixed-size form here: their fields keep the dynamic path).
-template <int D> class FixedMomentField {
+// The moment field of an attention spec on heap-free types: affine() writes (b, L) and allocates nothing.
+// Constant heads or piecewise-constant keyframes (linearly interpolated keyframes have no heap-free form
+// here: their fields keep the dynamic path).
+template <int D, int MaxD = D> class FixedMomentField {
   public:
-    static constexpr int Dim = D;
-    using Vector = VecN<D>;
-    using Matrix = MatN<D>;
+    static constexpr int Dim = D, MaxDim = MaxD;
+    using Vector = VecN<D, MaxD>;
+    using Matrix = MatN<D, MaxD>;
 
-    explicit FixedMomentField(const AttentionSpec& spec);
+    FixedMomentField(const AttentionSpec& spec, int d);
     void affine(double t, const Vector& mean, const Matrix& cov, Vector& b, Matrix& L) const;
 
   private:
@@ -82,9 +84,15 @@ template <int D> class FixedMomentField {
     Matrix targetInverse_;                 // drifting: (Sigma_nu + I)^{-1}
 };
 
-// The fixed-size form of a field, when it has one.
-using FixedMomentFields = std::variant<std::monostate, FixedMomentField<1>, FixedMomentField<2>,
-                                       FixedMomentField<3>, FixedMomentField<4>>;
+// Two heap-free forms: d = 2, the papers' plane and every timed figure, on fixed 2 x 2 types (unrolled), and
+// d = 1, 3, 4 on one type sized at run time and stored inline up to 4 x 4. One compiled copy of the field and
+// the solvers per form: a fixed-size copy for each of 1, 3 and 4 cost about 25 s of CPU in every clean build
+// (docs/build.md), for dimensions no figure times.
+using SmallMomentField = FixedMomentField<Eigen::Dynamic, 4>;
+template <int D> using MomentFieldOf = std::conditional_t<D == 2, FixedMomentField<2>, SmallMomentField>;
+
+// The heap-free form of a field, when it has one.
+using FixedMomentFields = std::variant<std::monostate, FixedMomentField<2>, SmallMomentField>;
 
 class MomentField {
   public:

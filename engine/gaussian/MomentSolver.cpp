@@ -44,7 +44,7 @@ template <class V, class M> GaussianState record(const V& mean, const M& cov) {
     return {Vec(mean), Mat(cov)};
 }
 
-// The two solvers on any field of MomentStepper's interface: a FixedMomentField<D> (no heap inside a step)
+// The two solvers on any field of MomentStepper's interface: a FixedMomentField (no heap inside a step)
 // or DynamicMomentField.
 template <class Field>
 MomentTrajectory solveAdaptive(const Field& field, const GaussianState& initial, const Scene& scene,

@@ -1,11 +1,11 @@
 // Flowscope engine: the steps of the moment solvers (MomentSolver.h), on any matrix types.
 //
 // MomentStepper<Field> holds a field by reference and every workspace a step needs, so that with a
-// FixedMomentField<D> (d = D <= 4: Eigen::Matrix<double, D, D>, and the adaptive state as a matrix of at most
-// D x (D + 1)) a step touches no heap: the field evaluation, the Dormand-Prince stages, the PSD projection
-// and its eigensolver all live on the stack or in the stepper. DynamicMomentField adapts any MomentField to
-// the same interface (Vec, Mat: allocating, as MomentField::affine does), which is the path for d > 4 and for
-// a MomentField subclass of one's own. The two paths do the same arithmetic in the same order
+// FixedMomentField (d <= 4: matrices stored inline, and the adaptive state as a matrix of at most d x (d +
+// 1)) a step touches no heap: the field evaluation, the Dormand-Prince stages, the PSD projection and its
+// eigensolver all live on the stack or in the stepper. DynamicMomentField adapts any MomentField to the same
+// interface (Vec, Mat: allocating, as MomentField::affine does), which is the path for d > 4 and for a
+// MomentField subclass of one's own. The two paths do the same arithmetic in the same order
 // (tests/engine/test_moment_fixed_size.cpp; tests/engine/alloc/ counts the allocations).
 #pragma once
 
@@ -19,7 +19,7 @@ namespace flowscope {
 // Any MomentField on the dynamic types: affine() copies MomentField::affine's (b, L).
 class DynamicMomentField {
   public:
-    static constexpr int Dim = Eigen::Dynamic;
+    static constexpr int Dim = Eigen::Dynamic, MaxDim = Eigen::Dynamic;
     using Vector = Vec;
     using Matrix = Mat;
 
@@ -36,13 +36,13 @@ class DynamicMomentField {
 
 template <class Field> class MomentStepper {
   public:
-    static constexpr int D = Field::Dim;
+    static constexpr int D = Field::Dim, MaxD = Field::MaxDim;
     using Vector = typename Field::Vector;
     using Matrix = typename Field::Matrix;
-    // The adaptive state Y = [alpha | R], d x (1 + r), Sigma = R R^T (r <= d): at most D x (D + 1), on the
-    // stack (a single row is stored row-major, as Eigen requires).
-    using Packed = Eigen::Matrix<double, D, Eigen::Dynamic, D == 1 ? Eigen::RowMajor : Eigen::ColMajor, D,
-                                 D == Eigen::Dynamic ? Eigen::Dynamic : D + 1>;
+    // The adaptive state Y = [alpha | R], d x (1 + r), Sigma = R R^T (r <= d): at most MaxD x (MaxD + 1),
+    // inline (a single row is stored row-major, as Eigen requires).
+    using Packed = Eigen::Matrix<double, D, Eigen::Dynamic, D == 1 ? Eigen::RowMajor : Eigen::ColMajor, MaxD,
+                                 MaxD == Eigen::Dynamic ? Eigen::Dynamic : MaxD + 1>;
 
     MomentStepper(const Field& field, const IntegratorSpec& spec)
         : field_(field), control_(spec.rtol, spec.atol, spec.minStep) {}

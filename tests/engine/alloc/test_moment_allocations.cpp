@@ -1,5 +1,5 @@
-// No heap allocation inside a step of the moment solvers on the fixed-size path (d <= 4; MomentStepper.h):
-// 1000 projected Euler steps and 1000 adaptive chunks, for d = 2 and d = 3 and every Gaussian variant, with
+// No heap allocation inside a step of the moment solvers on the heap-free path (d <= 4; MomentStepper.h):
+// 1000 projected Euler steps and 1000 adaptive chunks, for d = 1 to 4 and every Gaussian variant, with
 // every malloc counted. Its own executable (flowscope_alloc_tests): it replaces malloc and its kin (glibc's
 // __libc_* underneath), which catches Eigen's dynamic matrices (Eigen calls malloc itself) as well as
 // operator new (libstdc++'s calls malloc). The counter only counts while a Counting lives on the calling
@@ -143,7 +143,7 @@ template <int D> void expectNoAllocations() {
         SCOPED_TRACE(toString(type));
         const Scene s = variantScene(type, D);
         const auto field = makeMomentField(s);
-        const auto& fixed = std::get<FixedMomentField<D>>(field->fixedSize());
+        const auto& fixed = std::get<MomentFieldOf<D>>(field->fixedSize());
         const Counts c = countSteps(fixed, s);
         EXPECT_EQ(c.euler, 0) << "allocations in " << kSteps << " projected Euler steps, d = " << D;
         EXPECT_EQ(c.adaptive, 0) << "allocations in " << kSteps << " adaptive chunks, d = " << D;
@@ -158,6 +158,12 @@ TEST(MomentAllocations, NoneInsideFixedSizeStepsInTwoDimensions) {
 
 TEST(MomentAllocations, NoneInsideFixedSizeStepsInThreeDimensions) {
     expectNoAllocations<3>();
+}
+
+// d = 1 and 4 share the run-time-sized form with d = 3 (SmallMomentField), at its smallest and its largest.
+TEST(MomentAllocations, NoneInsideHeapFreeStepsInOneAndFourDimensions) {
+    expectNoAllocations<1>();
+    expectNoAllocations<4>();
 }
 
 // The check can fail: the same steps on the dynamic path allocate (at least once a step).
