@@ -108,6 +108,16 @@ commands:
       milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
   bench sweep [--ranks 2] [--json]
       runs per second of the shipped sweeps, serial against two workers (threads, and MPI ranks where built)
+  bench model [--json] [--model DIR] [--tokens 512] [--layers L] [--width 768] [--heads 12]
+        [--precision float32,float64] [--repeats 3] [--ode-steps 2,...] [--ode-layer 0] [--ode-head 0] [--no-ode]
+        [--no-baseline] [--seed S]
+      the speed of a checkpoint's forward pass (docs/models.md): without --model a random GPT-2 checkpoint
+      of GPT-2 small's shape (or --width, --heads, --layers; F32, seed S) written to a temporary folder;
+      tokens 7919 i mod V; per precision the medians of reading the weights and of the pass, the pass on one
+      thread as the baseline, float64 against float32, Gflop/s against the FP32 peak, and the checksum
+      (sum of |x| over the hidden states); then the ODE of one head beside the layers (the Models tab's Build
+      ODE) at each --ode-steps RK4 steps a layer (default: the tab's), with several each one's distance to the
+      finest (a convergence study)
 
   sweep SWEEP.json|NAME --out DIR [--jobs N] [--backend {backends}] [--schedule dynamic|static]
         [--shard I/N] [--max-memory SIZE] [--max-time DURATION]

@@ -162,6 +162,10 @@ Scene modelScene(const Checkpoint& checkpoint, const Weights<double>& w,
     return s;
 }
 
+int defaultStepsPerLayer(const ModelConfig& config) {
+    return config.hidden <= 128 ? 20 : 2;
+}
+
 ModelDynamics modelDynamics(const Checkpoint& checkpoint, const Weights<double>& w,
                             const std::vector<RowMat<double>>& states, int layer, int head, int stepsPerLayer,
                             const std::function<bool(double)>& progress) {

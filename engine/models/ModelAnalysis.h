@@ -7,6 +7,7 @@
 #include "engine/scene/Scene.h"
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace flowscope::models {
@@ -79,6 +80,9 @@ struct ModelDynamics {
     std::vector<RowMat<double>> real; // per layer 0 .. L
     std::vector<double> distance;     // per layer 0 .. L
 };
+// The RK4 steps per layer the Models tab starts Build ODE with (and bench model times): 20 for models up to
+// 128 wide, 2 above, where each step costs four passes of n^2 D and n D^2 (docs/models.md).
+int defaultStepsPerLayer(const ModelConfig& config);
 ModelDynamics modelDynamics(const Checkpoint& checkpoint, const Weights<double>& weights,
                             const std::vector<RowMat<double>>& states, int layer, int head,
                             int stepsPerLayer = 20, const std::function<bool(double)>& progress = {});

@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 using namespace flowscope;
@@ -186,4 +188,73 @@ TEST(ModelCli, TheSceneOfAHeadRunsInSimulate) {
             cli("model scene " + m.dir + " --ids 5,1 --layer 1 --head 5 --out " + dir.file("s2.json")),
             "--head: expected an integer in [0, " + std::to_string(m.H - 1) + "]", dir.file("s2.json"));
     }
+}
+
+// bench model at a tiny size: one row per precision with the fields the other benches give (medians, the
+// one-thread baseline and its ratio, float64 against float32), whose checksum of the hidden states (sum of
+// |x|) is that of model layers on the same random checkpoint (written here from the same shape and seed)
+// and the same ids, 7919 i mod V. With --model and several --ode-steps, one row per step count, whose
+// distance to the finest run falls as the steps grow (RK4: by about 2^4 a doubling) and is 0 at the finest.
+TEST(ModelCli, BenchModelTimesTheForwardPassOfTheCheckpointItSays) {
+    TempDir dir;
+    auto rowsOf = [](const std::string& out) {
+        std::vector<nlohmann::json> rows;
+        std::istringstream lines(out);
+        for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+        return rows;
+    };
+    auto r =
+        cli("bench model --json --width 12 --heads 3 --layers 2 --tokens 9 --repeats 2 --seed 5 --no-ode");
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::vector<nlohmann::json> rows = rowsOf(r.out);
+    ASSERT_EQ(rows.size(), 2u) << r.out;
+    models::Gpt2Shape shape = models::gpt2SmallShape();
+    shape.width = 12, shape.heads = 3, shape.layers = 2;
+    models::writeRandomGpt2(dir.path() / "random", shape, true, 5);
+    std::string ids;
+    for (int i = 0; i < 9; ++i) ids += (i ? "," : "") + std::to_string(7919L * i % shape.vocab);
+    for (const bool float64 : {false, true}) {
+        const nlohmann::json& row = rows[float64 ? 1 : 0];
+        EXPECT_EQ(row["bench"], "model");
+        EXPECT_EQ(row["precision"], float64 ? "float64" : "float32");
+        EXPECT_EQ(row["tokens"], 9);
+        EXPECT_EQ(row["layers"], 2);
+        EXPECT_EQ(row["width"], 12);
+        for (const char* key :
+             {"weights_ms", "forward_ms", "one_thread_ms", "ratio_to_one_thread", "gflops_per_s"})
+            EXPECT_GT(row[key].get<double>(), 0.0) << key;
+        EXPECT_EQ(row.contains("ratio_to_float32"), float64);
+        const std::string out = dir.file(float64 ? "h64.npy" : "h32.npy");
+        const auto layers = cli("model layers " + (dir.path() / "random").string() + " --ids " + ids +
+                                " --out " + out + (float64 ? " --float64" : ""));
+        ASSERT_EQ(layers.code, 0) << layers.out;
+        double sum = 0;
+        for (const double v : readNpy(out).data) sum += std::abs(v);
+        EXPECT_NEAR(row["checksum"].get<double>(), sum, 1e-9 * sum) << row;
+    }
+
+    const test::TinyModel m = test::writeTinyGpt2(dir.path() / "gpt2");
+    r = cli("bench model --json --model " + m.dir +
+            " --tokens 9 --repeats 1 --precision float32 --no-baseline --ode-head 1 --ode-steps 1,2,4,8");
+    ASSERT_EQ(r.code, 0) << r.out;
+    rows = rowsOf(r.out);
+    ASSERT_EQ(rows.size(), 5u) << r.out;
+    EXPECT_TRUE(rows[0]["one_thread_ms"].is_null());
+    double previous = INFINITY;
+    for (std::size_t k = 1; k < rows.size(); ++k) {
+        const nlohmann::json& row = rows[k];
+        EXPECT_EQ(row["bench"], "model-ode");
+        EXPECT_EQ(row["head"], 1);
+        EXPECT_EQ(row["steps"], 2 * row["steps_per_layer"].get<int>());
+        EXPECT_EQ(row["recorded_layers"], 2);
+        EXPECT_GT(row["ode_ms"].get<double>(), 0.0);
+        EXPECT_EQ(row["finest_steps_per_layer"], 8);
+        const double d = row["max_distance_to_finest"];
+        if (k < rows.size() - 1) EXPECT_LT(d, previous / 4) << row;
+        previous = d;
+    }
+    EXPECT_EQ(previous, 0.0);
+    EXPECT_GT(rows[3]["max_distance_to_finest"].get<double>(), 0.0);
+    // A bad size is one message naming the option.
+    expectRefused(cli("bench model --tokens 2000"), "--tokens: GPT-2's context holds 1024 positions", "");
 }

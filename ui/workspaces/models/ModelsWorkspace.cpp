@@ -359,8 +359,7 @@ bool ModelsWorkspace::openModel(const QString& dir) {
     layers_->setRange(1, c.sharedLayer() ? 4096 : c.layers);
     layers_->setValue(c.layers);
     odeHead_->setRange(0, c.heads - 1);
-    // Each RK4 step costs four passes of n^2 D (and D^2 n for V): few steps for wide models.
-    odeSteps_->setValue(c.hidden <= 128 ? 20 : 2);
+    odeSteps_->setValue(models::defaultStepsPerLayer(c));
     setMessage(tr("Opened %1. Type a text or ids and Run.").arg(QFileInfo(dir).fileName()), false);
     emit documentNameChanged();
     updateControls();
