@@ -190,6 +190,43 @@ TEST(ModelCli, TheSceneOfAHeadRunsInSimulate) {
     }
 }
 
+// model gram --log: every bar of the figure is log10 of its bin's density on whole decades, from the one
+// below the least filled bin's (the density of its count over the pairs and the bin width) to the one at or
+// above the fullest; an empty bin has no bar. Read from the SVG's rectangles (a panel is 200 high).
+TEST(ModelCli, GramLogDrawsLog10OfTheDensities) {
+    TempDir dir;
+    const test::TinyModel m = test::writeTinyGpt2(dir.path() / "gpt2");
+    const auto r =
+        cli("model gram " + m.dir + " --ids 3,1,4,1,5,9,2,6,5,3,5,8 --layers 2 --bins 30 --log --out " +
+            dir.file("g.svg"));
+    ASSERT_EQ(r.code, 0) << r.out;
+    const nlohmann::json j = test::readJson(dir.file("g.json"));
+    EXPECT_EQ(j["density_scale"], "log");
+    const std::vector<long> counts = j["counts"][0];
+    const double pairs = j["pairs"], width = 2.0 / 30;
+    double least = INFINITY, most = 0;
+    for (long c : counts)
+        if (c > 0) least = std::min(least, c / pairs / width), most = std::max(most, c / pairs / width);
+    const double bottom = std::floor(std::log10(least) - 1e-12), top = std::ceil(std::log10(most) - 1e-12);
+    EXPECT_NEAR(j["density_axis"][0].get<double>(), std::pow(10.0, bottom), 1e-12);
+    EXPECT_NEAR(j["density_axis"][1].get<double>(), std::pow(10.0, top), 1e-12);
+    std::vector<double> expected; // the heights of the bars, left to right: the non-empty bins
+    for (long c : counts)
+        if (c > 0) expected.push_back(200.0 * (std::log10(c / pairs / width) - bottom) / (top - bottom));
+    ASSERT_LT(expected.size(), counts.size()) << "the test needs an empty bin";
+
+    std::ifstream in(dir.file("g.svg"));
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<double> heights;
+    for (std::size_t at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) {
+        const std::size_t h = svg.find("height=\"", at) + 8;
+        heights.push_back(std::stod(svg.substr(h, svg.find('"', h) - h)));
+    }
+    ASSERT_EQ(heights.size(), expected.size());
+    for (std::size_t k = 0; k < heights.size(); ++k)
+        EXPECT_NEAR(heights[k], expected[k], 0.006) << "bar " << k; // the SVG has two decimals
+}
+
 // bench model at a tiny size: one row per precision with the fields the other benches give (medians, the
 // one-thread baseline and its ratio, float64 against float32), whose checksum of the hidden states (sum of
 // |x|) is that of model layers on the same random checkpoint (written here from the same shape and seed)
