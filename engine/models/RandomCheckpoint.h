@@ -41,7 +41,7 @@ struct Gpt2Shape {
 };
 
 // GPT-2 small (124 M parameters): D = 768, 12 heads, 12 layers, 1024 positions, 50257 tokens, with Hugging
-// Face's initializer_range 0.02 as the spread (the weights of a fresh GPT2Model).
+// Face's initializer_range 0.02 as the spread (the spread of a fresh GPT2Model's weights).
 inline Gpt2Shape gpt2SmallShape() {
     return {768, 12, 12, 1024, 50257, 0.02};
 }
