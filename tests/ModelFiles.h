@@ -1,9 +1,10 @@
 // Tiny Hugging Face checkpoints with random weights, written by the tests in exactly the layouts
 // engine/models reads (config.json and model.safetensors; GPT-2's Conv1D [in, out], ALBERT's nn.Linear [out,
-// in]).
+// in]). GPT-2's writer is the engine's (engine/models/RandomCheckpoint.h, shared with bench model).
 #pragma once
 
 #include "engine/io/Safetensors.h"
+#include "engine/models/RandomCheckpoint.h"
 
 #include <Eigen/Core>
 
@@ -20,50 +21,12 @@ struct TinyModel {
     int D = 0, H = 0, layers = 0;
 };
 
-inline SafeTensor randomTensor(std::mt19937_64& rng, const std::string& name, Eigen::Index rows,
-                               Eigen::Index cols, double scale, double offset, bool float32) {
-    std::normal_distribution<double> normal(0.0, scale);
-    Eigen::MatrixXd m(rows, cols);
-    for (Eigen::Index i = 0; i < rows; ++i)
-        for (Eigen::Index k = 0; k < cols; ++k) m(i, k) = offset + normal(rng);
-    SafeTensor t = matrixTensor(name, m, float32);
-    if (rows == 1) t.shape = {cols}; // a 1-D tensor
-    return t;
-}
+using models::randomTensor;
 
-// GPT-2 with D = 12, H = 3, 2 layers, 16 positions, 40 tokens.
+// GPT-2 with D = 12, H = 3, 2 layers, 16 positions, 40 tokens (models::Gpt2Shape's default).
 inline TinyModel writeTinyGpt2(const std::filesystem::path& dir, bool float32 = false,
                                std::uint64_t seed = 7) {
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir / "config.json") << R"({"model_type": "gpt2", "n_embd": 12, "n_head": 3, "n_layer": 2,
-        "n_positions": 16, "vocab_size": 40, "layer_norm_epsilon": 1e-5, "activation_function": "gelu_new"})";
-    std::mt19937_64 rng(seed);
-    TinyModel m{dir.string(), {}, 12, 3, 2};
-    auto add = [&](const std::string& name, Eigen::Index rows, Eigen::Index cols, double offset = 0) {
-        m.tensors.tensors.push_back(randomTensor(rng, name, rows, cols, offset ? 0.1 : 0.3, offset, float32));
-    };
-    const int D = 12;
-    add("wte.weight", 40, D);
-    add("wpe.weight", 16, D);
-    for (int i = 0; i < 2; ++i) {
-        const std::string h = "h." + std::to_string(i) + ".";
-        add(h + "ln_1.weight", 1, D, 1.0);
-        add(h + "ln_1.bias", 1, D);
-        add(h + "attn.c_attn.weight", D, 3 * D);
-        add(h + "attn.c_attn.bias", 1, 3 * D);
-        add(h + "attn.c_proj.weight", D, D);
-        add(h + "attn.c_proj.bias", 1, D);
-        add(h + "ln_2.weight", 1, D, 1.0);
-        add(h + "ln_2.bias", 1, D);
-        add(h + "mlp.c_fc.weight", D, 4 * D);
-        add(h + "mlp.c_fc.bias", 1, 4 * D);
-        add(h + "mlp.c_proj.weight", 4 * D, D);
-        add(h + "mlp.c_proj.bias", 1, D);
-    }
-    add("ln_f.weight", 1, D, 1.0);
-    add("ln_f.bias", 1, D);
-    writeSafetensors((dir / "model.safetensors").string(), m.tensors);
-    return m;
+    return {dir.string(), models::writeRandomGpt2(dir, models::Gpt2Shape{}, float32, seed), 12, 3, 2};
 }
 
 // ALBERT with E = 6, D = 8, H = 2, 2 layers (one shared), 12 positions, 30 tokens, the "albert." prefix.

@@ -349,6 +349,7 @@ int bench(const Args& raw) {
     if (!raw.empty() && raw[0] == "run") return benchRun(Args(raw.begin() + 1, raw.end()));
     if (!raw.empty() && raw[0] == "sweep") return benchSweep(Args(raw.begin() + 1, raw.end()));
     if (!raw.empty() && raw[0] == "view") return benchView(Args(raw.begin() + 1, raw.end()));
+    if (!raw.empty() && raw[0] == "model") return benchModel(Args(raw.begin() + 1, raw.end()));
     ArgParser p(raw);
     const bool json = p.flag("--json");
     const int d = std::stoi(p.option("--d", "2"));
@@ -371,7 +372,7 @@ int bench(const Args& raw) {
     }
     if (!threadsText.empty()) throw UsageError("--threads goes with bench moments");
     if (p.positional.size() != 1 || p.positional[0] != "particles")
-        throw UsageError("expected bench particles, moments, run, view, train or sweep");
+        throw UsageError("expected bench particles, moments, run, view, train, sweep or model");
     if (d < 1 || d > 1024) throw UsageError("--d must be in [1, 1024]");
     // One precision, or both (float32,float64): each float64 row then follows the float32 row of its N.
     std::vector<std::pair<std::string, Precision>> precisions;

@@ -39,6 +39,7 @@ int sample(const Args& args);
 int density(const Args& args);
 int benchTrain(const Args& args); // bench train
 int benchSweep(const Args& args); // bench sweep (BenchSweep.cpp)
+int benchModel(const Args& args); // bench model (BenchModel.cpp)
 int trainTransformer(const Args& args);
 int evalTransformer(const Args& args);
 int share(const Args& args);

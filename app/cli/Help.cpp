@@ -108,6 +108,16 @@ commands:
       milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
   bench sweep [--ranks 2] [--json]
       runs per second of the shipped sweeps, serial against two workers (threads, and MPI ranks where built)
+  bench model [--json] [--model DIR] [--tokens 512] [--layers L] [--width 768] [--heads 12]
+        [--precision float32,float64] [--repeats 3] [--ode-steps 2,...] [--ode-layer 0] [--ode-head 0] [--no-ode]
+        [--no-baseline] [--seed S]
+      the speed of a checkpoint's forward pass (docs/models.md): without --model a random GPT-2 checkpoint
+      of GPT-2 small's shape (or --width, --heads, --layers; F32, seed S) written to a temporary folder;
+      tokens 7919 i mod V; per precision the medians of reading the weights and of the pass, the pass on one
+      thread as the baseline, float64 against float32, Gflop/s against the FP32 peak, and the checksum
+      (sum of |x| over the hidden states); then the ODE of one head beside the layers (the Models tab's Build
+      ODE) at each --ode-steps RK4 steps a layer (default: the tab's), with several each one's distance to the
+      finest (a convergence study)
 
   sweep SWEEP.json|NAME --out DIR [--jobs N] [--backend {backends}] [--schedule dynamic|static]
         [--shard I/N] [--max-memory SIZE] [--max-time DURATION]
@@ -187,12 +197,13 @@ commands:
       ln_f), float32 unless --float64; --layers L: GPT-2's and BERT's first L layers, ALBERT's shared layer L
       times (any L); docs/models.md
   model gram MODEL_DIR (--text "..." | --ids 3,1,4)... --layers 0,5,30,48 --out gram.png|gram.svg|gram.json
-        [--bins 50]
+        [--bins 50] [--log]
       histograms of <x_i, x_j> (i < j) of the l2-normalised tokens at each chosen layer, on one set of bins
       over [-1, 1] (counts and densities), and the mean cosine of every layer up to the deepest chosen; a
       .png or .svg draws the panels on one density scale and writes the data to <stem>.json beside it;
       several --text (or --ids) compare inputs: each runs alone, the panels overlay one outline per input
-      with a legend, and the JSON lists them under "inputs"
+      with a legend, and the JSON lists them under "inputs"; --log draws log10 of the density, in whole
+      decades from the one below the smallest non-empty bin's (an empty bin: no bar)
   model scene MODEL_DIR (--text "..." | --ids 3,1,4) --layer K [--head H] --out scene.json
       the scene of the papers' attention ODE with head H of layer K (B = W_Q^T W_K / sqrt(d_k), value map
       W_O W_V; biases left out) from the tokens entering layer K: post-LN models on the sphere, GPT-2 from

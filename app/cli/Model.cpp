@@ -81,10 +81,11 @@ std::string shortened(const std::string& text, std::size_t most) {
 }
 
 // The figure of Geshkovski et al.: one panel per chosen layer, the density of <z_i, z_j> over [-1, 1], every
-// panel on the same density scale. One input is drawn as bars; several as one outline each, in the colours
-// of the legend above the panels, on the same scale.
+// panel on the same density scale (linear, or log10 with --log: DensityAxis, where an empty bin has no bar
+// and an outline drops to the panel's floor there). One input is drawn as bars; several as one outline each,
+// in the colours of the legend above the panels, on the same scale.
 Figure gramFigure(const std::vector<models::GramHistograms>& inputs, const std::vector<std::string>& labels,
-                  const std::string& title) {
+                  const std::string& title, const models::DensityAxis& axis) {
     Figure f;
     const models::GramHistograms& first = inputs.front();
     const int panels = int(first.layers.size());
@@ -97,10 +98,6 @@ Figure gramFigure(const std::vector<models::GramHistograms>& inputs, const std::
     const double legend = several ? 18.0 * double((inputs.size() + columns - 1) / columns) : 0.0;
     const double top = 40 + legend;
     f.height = int(top + panelH + (several ? 62 : 50));
-    double peak = 0;
-    for (const models::GramHistograms& g : inputs)
-        for (const auto& d : g.density) peak = std::max(peak, *std::max_element(d.begin(), d.end()));
-    peak = peak > 0 ? peak * 1.05 : 1;
     const Rgb ink{40, 40, 40}, grid{200, 200, 200};
     f.texts.push_back({left, 22, title, 14, Figure::Anchor::Start, ink});
     for (std::size_t k = 0; several && k < inputs.size(); ++k) {
@@ -120,7 +117,7 @@ Figure gramFigure(const std::vector<models::GramHistograms>& inputs, const std::
             const Rgb colour = kInputColours[k % std::size(kInputColours)];
             double previous = y1; // the outline's last height
             for (std::size_t b = 0; b < d.size(); ++b) {
-                const double h = panelH * d[b] / peak, xb = x0 + w * double(b);
+                const double h = panelH * axis.fraction(d[b]), xb = x0 + w * double(b);
                 if (!several) {
                     if (h > 0) f.rects.push_back({xb, y1 - h, std::max(w - 0.5, 0.5), h, colour});
                     continue;
@@ -134,6 +131,10 @@ Figure gramFigure(const std::vector<models::GramHistograms>& inputs, const std::
         f.lines.push_back({x0, y1, x0 + panelW, y1, ink});
         f.lines.push_back({x0, top, x0, y1, ink});
         f.lines.push_back({x0 + panelW / 2, top, x0 + panelW / 2, y1, grid, 0.5});
+        // The log axis's decades between its floor and its top.
+        for (double v = axis.bottom * 10; axis.log && v < axis.top * 0.999; v *= 10)
+            f.lines.push_back(
+                {x0, y1 - panelH * axis.fraction(v), x0 + panelW, y1 - panelH * axis.fraction(v), grid, 0.5});
         for (int t = 0; t < 3; ++t)
             f.texts.push_back({x0 + panelW * t / 2.0, y1 + 16,
                                t == 0   ? "-1"
@@ -158,9 +159,16 @@ Figure gramFigure(const std::vector<models::GramHistograms>& inputs, const std::
                                numberText(std::round(inputs[k].meanCosine[std::size_t(layer)] * 1000) / 1000),
                                11, Figure::Anchor::Middle, kInputColours[k % std::size(kInputColours)]});
     }
+    f.texts.push_back({left - 6, top + 10,
+                       axis.log ? numberText(axis.top) : numberText(std::round(axis.top * 100) / 100), 11,
+                       Figure::Anchor::End, ink});
     f.texts.push_back(
-        {left - 6, top + 10, numberText(std::round(peak * 100) / 100), 11, Figure::Anchor::End, ink});
-    f.texts.push_back({left - 6, top + panelH, "0", 11, Figure::Anchor::End, ink});
+        {left - 6, top + panelH, axis.log ? numberText(axis.bottom) : "0", 11, Figure::Anchor::End, ink});
+    // The log axis's decades between, where they are far enough apart to be read.
+    for (double v = axis.bottom * 10;
+         axis.log && panelH / std::log10(axis.top / axis.bottom) >= 18 && v < axis.top * 0.999; v *= 10)
+        f.texts.push_back({left - 6, top + panelH * (1 - axis.fraction(v)) + 4, numberText(v), 11,
+                           Figure::Anchor::End, ink});
     return f;
 }
 
@@ -187,6 +195,7 @@ int model(const Args& raw) {
     const bool float64 = sub == "layers" && p.flag("--float64");
     const std::string layersText = sub == "scene" ? "" : p.option("--layers");
     const std::string binsText = sub == "gram" ? p.option("--bins", "50") : "";
+    const bool logScale = sub == "gram" && p.flag("--log");
     const std::string layerText = sub == "scene" ? p.option("--layer") : "";
     const std::string headText = sub == "scene" ? p.option("--head", "0") : "";
     p.rejectUnknown();
@@ -256,6 +265,12 @@ int model(const Args& raw) {
             labels.push_back(input.label);
         }
         const models::GramHistograms& g = grams.front();
+        // One density axis for every panel and input: linear to 5 % above the largest density, or log10.
+        std::vector<const models::GramHistograms*> all;
+        for (const models::GramHistograms& h : grams) all.push_back(&h);
+        const auto [smallest, largest] = models::densityRange(all);
+        const models::DensityAxis axis = logScale ? models::DensityAxis::logarithmic(smallest, largest)
+                                                  : models::DensityAxis::linear(largest * 1.05);
         // The first input's data at the top level (the single-input layout), every input's under "inputs".
         nlohmann::json j;
         j["model"] = std::filesystem::path(dir).filename().string();
@@ -269,16 +284,19 @@ int model(const Args& raw) {
         j["mean_cosine"] = g.meanCosine;
         j["clusters"] = g.clusters;
         j["cluster_tol"] = g.clusterTol;
+        j["density_scale"] = axis.log ? "log" : "linear";
+        j["density_axis"] = {axis.bottom, axis.top};
         j["inputs"] = nlohmann::json::array();
         for (std::size_t k = 0; k < inputs.size(); ++k) j["inputs"].push_back(gramJson(grams[k], inputs[k]));
         const OutputSet::Capture capture(outputs);
         if (figure) {
             const std::string what = inputs.size() > 1 ? std::to_string(inputs.size()) + " inputs"
                                                        : std::to_string(tokens.size()) + " tokens";
-            writeFigure(
-                gramFigure(grams, labels,
-                           std::string(j["model"]) + ": <x_i, x_j> of the normalised tokens, " + what),
-                out);
+            writeFigure(gramFigure(grams, labels,
+                                   std::string(j["model"]) + ": <x_i, x_j> of the normalised tokens, " +
+                                       what + (axis.log ? ", log density" : ""),
+                                   axis),
+                        out);
         }
         writeFileAtomically(dataPath, [&](std::ostream& o) { o << j.dump(1) << "\n"; });
         outputs.commit();

@@ -57,6 +57,35 @@ GramHistograms gramHistograms(const std::vector<RowMat<double>>& states, const s
     return g;
 }
 
+double DensityAxis::fraction(double density) const {
+    if (!(density > 0.0)) return 0.0;
+    const double f = log ? (std::log10(density) - std::log10(bottom)) / (std::log10(top) - std::log10(bottom))
+                         : density / top;
+    return std::clamp(f, 0.0, 1.0);
+}
+
+DensityAxis DensityAxis::linear(double top) {
+    return {false, 0.0, top > 0.0 ? top : 1.0};
+}
+
+DensityAxis DensityAxis::logarithmic(double smallestPositive, double largest) {
+    if (!(smallestPositive > 0.0) || !(largest > 0.0)) return {true, 0.1, 1.0};
+    // The decade below: 10^(ceil(log10 s) - 1) < s whether or not s is a power of ten.
+    return {true, std::pow(10.0, std::ceil(std::log10(smallestPositive)) - 1.0),
+            std::pow(10.0, std::ceil(std::log10(largest)))};
+}
+
+std::pair<double, double> densityRange(const std::vector<const GramHistograms*>& histograms) {
+    double smallest = 0.0, largest = 0.0;
+    for (const GramHistograms* g : histograms)
+        for (const std::vector<double>& panel : g->density)
+            for (const double d : panel) {
+                if (d > 0.0 && (smallest == 0.0 || d < smallest)) smallest = d;
+                largest = std::max(largest, d);
+            }
+    return {smallest, largest};
+}
+
 PrincipalAxes principalAxes(const std::vector<RowMat<double>>& clouds, int dims) {
     if (clouds.empty() || clouds.front().rows() == 0) throw ModelError("no tokens to project");
     const Eigen::Index D = clouds.front().cols();
@@ -160,6 +189,10 @@ Scene modelScene(const Checkpoint& checkpoint, const Weights<double>& w,
     s.integrator.steps = 100;
     s.output.every = 10;
     return s;
+}
+
+int defaultStepsPerLayer(const ModelConfig& config) {
+    return config.hidden <= 128 ? 20 : 2;
 }
 
 ModelDynamics modelDynamics(const Checkpoint& checkpoint, const Weights<double>& w,

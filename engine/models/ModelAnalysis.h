@@ -7,6 +7,7 @@
 #include "engine/scene/Scene.h"
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 namespace flowscope::models {
@@ -31,6 +32,27 @@ struct GramHistograms {
 // Throws ModelError for a layer outside the states or fewer than two tokens.
 GramHistograms gramHistograms(const std::vector<RowMat<double>>& states, const std::vector<int>& layers,
                               int bins, double clusterTol = kGramClusterTol);
+
+// The density axis of the histograms' panels (the Models tab's and model gram's figure), one for every panel
+// and input. Linear: from 0 to `top`. Log: log10 of the density from `bottom` to `top`, whole decades:
+// `bottom` the decade strictly below the smallest positive density (the emptiest bin that holds a pair still
+// shows a bar), `top` the decade at or above the largest. An empty bin has no logarithm: it gets no bar on
+// either scale (height 0, the axis' floor); every density a bin with a pair can hold, 1 / (pairs x bin
+// width) or more, lies above that floor.
+struct DensityAxis {
+    bool log = false;
+    double bottom = 0.0, top = 1.0;
+    // The height of a bar of this density as a fraction of the panel's: density / top (linear), or
+    // (log10 density - log10 bottom) / (log10 top - log10 bottom) (log), clamped to [0, 1]; 0 for density <=
+    // 0.
+    double fraction(double density) const;
+    static DensityAxis linear(double top);
+    // From the smallest positive and the largest density shown (densityRange); both 0 (every bin empty):
+    // the decade [0.1, 1].
+    static DensityAxis logarithmic(double smallestPositive, double largest);
+};
+// The smallest positive and the largest density of every panel of the histograms (0, 0 when all are empty).
+std::pair<double, double> densityRange(const std::vector<const GramHistograms*>& histograms);
 
 // The rows of x divided by their norms (a zero row stays zero): the z_i of the histograms.
 RowMat<double> normalizedRows(const RowMat<double>& x);
@@ -79,6 +101,9 @@ struct ModelDynamics {
     std::vector<RowMat<double>> real; // per layer 0 .. L
     std::vector<double> distance;     // per layer 0 .. L
 };
+// The RK4 steps per layer the Models tab starts Build ODE with (and bench model times): 20 for models up to
+// 128 wide, 2 above, where each step costs four passes of n^2 D and n D^2 (docs/models.md).
+int defaultStepsPerLayer(const ModelConfig& config);
 ModelDynamics modelDynamics(const Checkpoint& checkpoint, const Weights<double>& weights,
                             const std::vector<RowMat<double>>& states, int layer, int head,
                             int stepsPerLayer = 20, const std::function<bool(double)>& progress = {});

@@ -247,6 +247,7 @@ TEST(Cli, EveryOptionIsInItsHelp) {
                                     "bench run",
                                     "bench view",
                                     "bench train",
+                                    "bench model",
                                     "bench sweep",
                                     "model layers d",
                                     "model gram d",

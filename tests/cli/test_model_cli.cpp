@@ -11,7 +11,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
+#include <sstream>
 
 namespace fs = std::filesystem;
 using namespace flowscope;
@@ -186,4 +188,110 @@ TEST(ModelCli, TheSceneOfAHeadRunsInSimulate) {
             cli("model scene " + m.dir + " --ids 5,1 --layer 1 --head 5 --out " + dir.file("s2.json")),
             "--head: expected an integer in [0, " + std::to_string(m.H - 1) + "]", dir.file("s2.json"));
     }
+}
+
+// model gram --log: every bar of the figure is log10 of its bin's density on whole decades, from the one
+// below the least filled bin's (the density of its count over the pairs and the bin width) to the one at or
+// above the fullest; an empty bin has no bar. Read from the SVG's rectangles (a panel is 200 high).
+TEST(ModelCli, GramLogDrawsLog10OfTheDensities) {
+    TempDir dir;
+    const test::TinyModel m = test::writeTinyGpt2(dir.path() / "gpt2");
+    const auto r =
+        cli("model gram " + m.dir + " --ids 3,1,4,1,5,9,2,6,5,3,5,8 --layers 2 --bins 30 --log --out " +
+            dir.file("g.svg"));
+    ASSERT_EQ(r.code, 0) << r.out;
+    const nlohmann::json j = test::readJson(dir.file("g.json"));
+    EXPECT_EQ(j["density_scale"], "log");
+    const std::vector<long> counts = j["counts"][0];
+    const double pairs = j["pairs"], width = 2.0 / 30;
+    double least = INFINITY, most = 0;
+    for (long c : counts)
+        if (c > 0) least = std::min(least, c / pairs / width), most = std::max(most, c / pairs / width);
+    const double bottom = std::floor(std::log10(least) - 1e-12), top = std::ceil(std::log10(most) - 1e-12);
+    EXPECT_NEAR(j["density_axis"][0].get<double>(), std::pow(10.0, bottom), 1e-12);
+    EXPECT_NEAR(j["density_axis"][1].get<double>(), std::pow(10.0, top), 1e-12);
+    std::vector<double> expected; // the heights of the bars, left to right: the non-empty bins
+    for (long c : counts)
+        if (c > 0) expected.push_back(200.0 * (std::log10(c / pairs / width) - bottom) / (top - bottom));
+    ASSERT_LT(expected.size(), counts.size()) << "the test needs an empty bin";
+
+    std::ifstream in(dir.file("g.svg"));
+    const std::string svg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<double> heights;
+    for (std::size_t at = svg.find("<rect x="); at != std::string::npos; at = svg.find("<rect x=", at + 1)) {
+        const std::size_t h = svg.find("height=\"", at) + 8;
+        heights.push_back(std::stod(svg.substr(h, svg.find('"', h) - h)));
+    }
+    ASSERT_EQ(heights.size(), expected.size());
+    for (std::size_t k = 0; k < heights.size(); ++k)
+        EXPECT_NEAR(heights[k], expected[k], 0.006) << "bar " << k; // the SVG has two decimals
+}
+
+// bench model at a tiny size: one row per precision with the fields the other benches give (medians, the
+// one-thread baseline and its ratio, float64 against float32), whose checksum of the hidden states (sum of
+// |x|) is that of model layers on the same random checkpoint (written here from the same shape and seed)
+// and the same ids, 7919 i mod V. With --model and several --ode-steps, one row per step count, whose
+// distance to the finest run falls as the steps grow (RK4: by about 2^4 a doubling) and is 0 at the finest.
+TEST(ModelCli, BenchModelTimesTheForwardPassOfTheCheckpointItSays) {
+    TempDir dir;
+    auto rowsOf = [](const std::string& out) {
+        std::vector<nlohmann::json> rows;
+        std::istringstream lines(out);
+        for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+        return rows;
+    };
+    auto r =
+        cli("bench model --json --width 12 --heads 3 --layers 2 --tokens 9 --repeats 2 --seed 5 --no-ode");
+    ASSERT_EQ(r.code, 0) << r.out;
+    std::vector<nlohmann::json> rows = rowsOf(r.out);
+    ASSERT_EQ(rows.size(), 2u) << r.out;
+    models::Gpt2Shape shape = models::gpt2SmallShape();
+    shape.width = 12, shape.heads = 3, shape.layers = 2;
+    models::writeRandomGpt2(dir.path() / "random", shape, true, 5);
+    std::string ids;
+    for (int i = 0; i < 9; ++i) ids += (i ? "," : "") + std::to_string(7919L * i % shape.vocab);
+    for (const bool float64 : {false, true}) {
+        const nlohmann::json& row = rows[float64 ? 1 : 0];
+        EXPECT_EQ(row["bench"], "model");
+        EXPECT_EQ(row["precision"], float64 ? "float64" : "float32");
+        EXPECT_EQ(row["tokens"], 9);
+        EXPECT_EQ(row["layers"], 2);
+        EXPECT_EQ(row["width"], 12);
+        for (const char* key :
+             {"weights_ms", "forward_ms", "one_thread_ms", "ratio_to_one_thread", "gflops_per_s"})
+            EXPECT_GT(row[key].get<double>(), 0.0) << key;
+        EXPECT_EQ(row.contains("ratio_to_float32"), float64);
+        const std::string out = dir.file(float64 ? "h64.npy" : "h32.npy");
+        const auto layers = cli("model layers " + (dir.path() / "random").string() + " --ids " + ids +
+                                " --out " + out + (float64 ? " --float64" : ""));
+        ASSERT_EQ(layers.code, 0) << layers.out;
+        double sum = 0;
+        for (const double v : readNpy(out).data) sum += std::abs(v);
+        EXPECT_NEAR(row["checksum"].get<double>(), sum, 1e-9 * sum) << row;
+    }
+
+    const test::TinyModel m = test::writeTinyGpt2(dir.path() / "gpt2");
+    r = cli("bench model --json --model " + m.dir +
+            " --tokens 9 --repeats 1 --precision float32 --no-baseline --ode-head 1 --ode-steps 1,2,4,8");
+    ASSERT_EQ(r.code, 0) << r.out;
+    rows = rowsOf(r.out);
+    ASSERT_EQ(rows.size(), 5u) << r.out;
+    EXPECT_TRUE(rows[0]["one_thread_ms"].is_null());
+    double previous = INFINITY;
+    for (std::size_t k = 1; k < rows.size(); ++k) {
+        const nlohmann::json& row = rows[k];
+        EXPECT_EQ(row["bench"], "model-ode");
+        EXPECT_EQ(row["head"], 1);
+        EXPECT_EQ(row["steps"], 2 * row["steps_per_layer"].get<int>());
+        EXPECT_EQ(row["recorded_layers"], 2);
+        EXPECT_GT(row["ode_ms"].get<double>(), 0.0);
+        EXPECT_EQ(row["finest_steps_per_layer"], 8);
+        const double d = row["max_distance_to_finest"];
+        if (k < rows.size() - 1) EXPECT_LT(d, previous / 4) << row;
+        previous = d;
+    }
+    EXPECT_EQ(previous, 0.0);
+    EXPECT_GT(rows[3]["max_distance_to_finest"].get<double>(), 0.0);
+    // A bad size is one message naming the option.
+    expectRefused(cli("bench model --tokens 2000"), "--tokens: GPT-2's context holds 1024 positions", "");
 }

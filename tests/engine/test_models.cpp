@@ -252,3 +252,22 @@ TEST(ModelScene, GramHistogramsOfIdenticalTokensSitInTheLastBin) {
     EXPECT_EQ(orth.counts[0], (std::vector<long>{0, 0, 3, 0}));
     EXPECT_EQ(orth.meanCosine[0], 0.0);
 }
+
+// The histograms' log density axis: whole decades, the floor strictly below the smallest positive density
+// (also when that is a power of ten), the top at or above the largest; log10 in between; an empty bin 0.
+TEST(DensityAxis, TheLogAxisSpansWholeDecadesAroundTheDensities) {
+    const models::DensityAxis a = models::DensityAxis::logarithmic(0.03, 4.2);
+    EXPECT_DOUBLE_EQ(a.bottom, 0.01);
+    EXPECT_DOUBLE_EQ(a.top, 10.0);
+    EXPECT_NEAR(a.fraction(1.0), 2.0 / 3.0, 1e-15);
+    EXPECT_NEAR(a.fraction(0.03) - a.fraction(0.3), -1.0 / 3.0, 1e-15);
+    EXPECT_EQ(a.fraction(0.0), 0.0);
+    EXPECT_EQ(a.fraction(10.0), 1.0);
+    const models::DensityAxis b = models::DensityAxis::logarithmic(0.01, 10.0);
+    EXPECT_DOUBLE_EQ(b.bottom, 0.001);
+    EXPECT_DOUBLE_EQ(b.top, 10.0);
+    EXPECT_GT(b.fraction(0.01), 0.0);
+    const models::DensityAxis linear = models::DensityAxis::linear(2.5);
+    EXPECT_DOUBLE_EQ(linear.fraction(1.0), 0.4);
+    EXPECT_EQ(linear.fraction(0.0), 0.0);
+}

@@ -14,6 +14,7 @@
 #include "ui/workspaces/models/ModelsWorkspace.h"
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 
+#include <QCheckBox>
 #include <QDockWidget>
 #include <QLabel>
 #include <QSignalSpy>
@@ -115,6 +116,60 @@ TEST_F(ModelsWorkspaceTest, TheHistogramsAndCurvesAreTheEnginesNumbers) {
             << "layer " << k;
     window->showPage(models().pages().front().widget);
     saveShot(*window, QStringLiteral("models-cosines.png"));
+}
+
+// Log density (the checkbox above the histograms): every bar's height is log10 of its bin's density, the
+// count over the pairs and the bin width, on whole decades from the one below the least filled bin's to the
+// one at or above the fullest; an empty bin has no bar; a compared input's outline is on the same axis.
+// Unchecked, the heights are the densities over the linear scale again. Read from the view's bar heights
+// (what paintEvent draws), not from pixels.
+TEST_F(ModelsWorkspaceTest, LogDensityDrawsLog10OfTheDensities) {
+    const TinyModel m = writeTinyGpt2(root() / "gpt2");
+    models().setCompare(QStringLiteral("ids 7,7,2,9,1,30,31"));
+    ASSERT_TRUE(openAndRun(m.dir, QString::fromLatin1(kIds))) << models().lastError().toStdString();
+    GramHistogramView& view = *models().histogramView();
+    ASSERT_FALSE(view.logScale());
+    models().logDensityBox()->click();
+    ASSERT_TRUE(view.logScale());
+    const models::GramHistograms& g = view.histograms();
+    ASSERT_EQ(view.compared().size(), 1u);
+    const models::GramHistograms& c = view.compared().front().g;
+    // The decades, from every bin of both inputs.
+    const double width = g.edges[1] - g.edges[0];
+    double least = INFINITY, most = 0;
+    int empty = 0;
+    for (const models::GramHistograms* h : {&g, &c})
+        for (const auto& counts : h->counts)
+            for (const long n : counts) {
+                empty += n == 0;
+                if (n == 0) continue;
+                least = std::min(least, double(n) / double(h->pairs) / width);
+                most = std::max(most, double(n) / double(h->pairs) / width);
+            }
+    ASSERT_GT(empty, 0) << "the test needs empty bins";
+    const double bottom = std::floor(std::log10(least) - 1e-12), top = std::ceil(std::log10(most) - 1e-12);
+    EXPECT_NEAR(std::log10(view.densityAxis().bottom), bottom, 1e-12);
+    EXPECT_NEAR(std::log10(view.densityAxis().top), top, 1e-12);
+    for (std::size_t k = 0; k < g.layers.size(); ++k)
+        for (int input = -1; input < 1; ++input) {
+            const models::GramHistograms& h = input < 0 ? g : c;
+            const std::vector<double> heights = view.barHeights(k, input);
+            ASSERT_EQ(heights.size(), h.counts[k].size());
+            for (std::size_t b = 0; b < heights.size(); ++b) {
+                const long n = h.counts[k][b];
+                const double expected =
+                    n == 0 ? 0.0
+                           : (std::log10(double(n) / double(h.pairs) / width) - bottom) / (top - bottom);
+                EXPECT_NEAR(heights[b], expected, 1e-12) << "layer " << h.layers[k] << ", bin " << b;
+                if (n > 0) EXPECT_GT(heights[b], 0.0); // the least filled bin still shows
+            }
+        }
+    window->showPage(models().pages().front().widget);
+    saveShot(*window, QStringLiteral("models-log.png"));
+    models().logDensityBox()->click();
+    ASSERT_FALSE(view.logScale());
+    for (std::size_t b = 0; b < g.density[0].size(); ++b)
+        EXPECT_NEAR(view.barHeights(0)[b], g.density[0][b] / view.densityScale(), 1e-15);
 }
 
 // Several inputs in one view: each further input (one per line of Compare) runs alone, so its histograms

@@ -53,14 +53,30 @@ void GramHistogramView::setHistograms(const models::GramHistograms& g, std::vect
     g_ = g;
     compared_ = std::move(compared);
     label_ = label;
-    double peak = 0;
-    for (const auto& d : g_.density)
-        for (double v : d) peak = std::max(peak, v);
-    for (const Compared& c : compared_)
-        for (const auto& d : c.g.density)
-            for (double v : d) peak = std::max(peak, v);
-    scale_ = niceCeil(peak);
+    updateAxis();
+}
+
+void GramHistogramView::setLogScale(bool on) {
+    axis_.log = on;
+    updateAxis();
+}
+
+// One axis for every panel and input: linear to the largest density rounded up, or its decades.
+void GramHistogramView::updateAxis() {
+    std::vector<const models::GramHistograms*> all{&g_};
+    for (const Compared& c : compared_) all.push_back(&c.g);
+    const auto [smallest, largest] = models::densityRange(all);
+    scale_ = niceCeil(largest);
+    axis_ =
+        axis_.log ? models::DensityAxis::logarithmic(smallest, largest) : models::DensityAxis::linear(scale_);
     update();
+}
+
+std::vector<double> GramHistogramView::barHeights(std::size_t panel, int compared) const {
+    const models::GramHistograms& g = compared < 0 ? g_ : compared_.at(std::size_t(compared)).g;
+    std::vector<double> out;
+    for (const double d : g.density.at(panel)) out.push_back(axis_.fraction(d));
+    return out;
 }
 
 QColor GramHistogramView::comparedColour(std::size_t k) {
@@ -73,8 +89,7 @@ QColor GramHistogramView::comparedColour(std::size_t k) {
 void GramHistogramView::clear() {
     g_ = {};
     compared_.clear();
-    scale_ = 1.0;
-    update();
+    updateAxis();
 }
 
 void GramHistogramView::paintEvent(QPaintEvent*) {
@@ -109,11 +124,14 @@ void GramHistogramView::paintEvent(QPaintEvent*) {
     const double panelW = panelSize(perRow).width(), panelH = panelSize(perRow).height();
     const double rowH = (height() - header - 4) / rows;
     p.setPen(ink);
-    p.drawText(QRectF(left, 2, width() - left - right, lineH), Qt::AlignLeft | Qt::AlignTop,
-               fm.elidedText(tr("Density of <x_i, x_j> over the %1 pairs i < j of the normalised tokens, one "
-                                "scale for every layer")
-                                 .arg(g_.pairs),
-                             Qt::ElideRight, width() - left - right));
+    p.drawText(
+        QRectF(left, 2, width() - left - right, lineH), Qt::AlignLeft | Qt::AlignTop,
+        fm.elidedText((axis_.log ? tr("Density (log scale) of <x_i, x_j> over the %1 pairs i < j of "
+                                      "the normalised tokens, one scale for every layer")
+                                 : tr("Density of <x_i, x_j> over the %1 pairs i < j of the normalised "
+                                      "tokens, one scale for every layer"))
+                          .arg(g_.pairs),
+                      Qt::ElideRight, width() - left - right));
     const QColor bar = pal.color(QPalette::Highlight);
     if (!compared_.empty()) {
         // The legend: a swatch and the label of every input, each given an equal share of the line.
@@ -132,20 +150,25 @@ void GramHistogramView::paintEvent(QPaintEvent*) {
     for (int k = 0; k < panels; ++k) {
         const int row = k / perRow, col = k % perRow;
         const double x0 = left + col * (panelW + gap), top = header + row * rowH + 6, y1 = top + panelH;
-        const std::vector<double>& d = g_.density[std::size_t(k)];
-        const double w = panelW / double(d.size());
-        for (std::size_t b = 0; b < d.size(); ++b) {
-            const double h = panelH * d[b] / scale_;
+        // The log axis's decades between its floor and its top, under the bars.
+        p.setPen(QPen(grid, 0.8, Qt::DotLine));
+        for (double v = axis_.bottom * 10; axis_.log && v < axis_.top * 0.999; v *= 10)
+            p.drawLine(QPointF(x0, y1 - panelH * axis_.fraction(v)),
+                       QPointF(x0 + panelW, y1 - panelH * axis_.fraction(v)));
+        const std::vector<double> heights = barHeights(std::size_t(k));
+        const double w = panelW / double(heights.size());
+        for (std::size_t b = 0; b < heights.size(); ++b) {
+            const double h = panelH * heights[b];
             if (h > 0) p.fillRect(QRectF(x0 + w * double(b), y1 - h, std::max(w - 0.6, 0.6), h), bar);
         }
         for (std::size_t c = 0; c < compared_.size(); ++c) {
             // The further input's density as a step outline, on the same scale.
-            const std::vector<double>& dc = compared_[c].g.density[std::size_t(k)];
+            const std::vector<double> dc = barHeights(std::size_t(k), int(c));
             const double wc = panelW / double(dc.size());
             QPolygonF outline;
             outline << QPointF(x0, y1);
             for (std::size_t b = 0; b < dc.size(); ++b) {
-                const double y = y1 - panelH * dc[b] / scale_;
+                const double y = y1 - panelH * dc[b];
                 outline << QPointF(x0 + wc * double(b), y) << QPointF(x0 + wc * double(b + 1), y);
             }
             outline << QPointF(x0 + panelW, y1);
@@ -172,9 +195,15 @@ void GramHistogramView::paintEvent(QPaintEvent*) {
                        fm.elidedText(lines[l], Qt::ElideRight, int(panelW)));
         if (col == 0) {
             p.drawText(QRectF(0, top - lineH / 2.0, left - 4, lineH), Qt::AlignRight | Qt::AlignVCenter,
-                       tick(scale_));
+                       tick(axis_.top));
             p.drawText(QRectF(0, y1 - lineH / 2.0, left - 4, lineH), Qt::AlignRight | Qt::AlignVCenter,
-                       QStringLiteral("0"));
+                       axis_.log ? tick(axis_.bottom) : QStringLiteral("0"));
+            // The decades between, where they are far enough apart to be read.
+            const double decade = panelH / std::log10(axis_.top / axis_.bottom);
+            for (double v = axis_.bottom * 10; axis_.log && decade >= 1.5 * lineH && v < axis_.top * 0.999;
+                 v *= 10)
+                p.drawText(QRectF(0, y1 - panelH * axis_.fraction(v) - lineH / 2.0, left - 4, lineH),
+                           Qt::AlignRight | Qt::AlignVCenter, tick(v));
         }
     }
 }

@@ -379,6 +379,9 @@ constexpr std::array kTable{
     Entry{"model.histograms",
           "<b>Histograms</b> — the layers whose histograms are drawn, e.g. 0,5,30,48 (empty: 0, L/3, 2L/3 "
           "and L)."},
+    Entry{"model.log_density",
+          "<b>Log density</b> — the histograms' density axis in log10, whole decades from the one below the "
+          "least filled bin: the thin tails beside the peak show. An empty bin has no bar."},
     Entry{"model.three_d",
           "<b>3-D</b> — the tokens on their three principal axes (drag to orbit), else on two."},
     Entry{"model.run",

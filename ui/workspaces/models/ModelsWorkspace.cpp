@@ -106,7 +106,19 @@ QWidget* ModelsWorkspace::buildPage() {
         tabs_->setTabToolTip(tabs_->addTab(split, title), tip);
     };
     auto* cosines = new QSplitter(Qt::Vertical, tabs_);
-    histograms_ = new GramHistogramView(cosines);
+    // The histograms under a line holding their density scale: linear, or log (Log density).
+    auto* histogramBox = new QWidget(cosines);
+    auto* hb = new QVBoxLayout(histogramBox);
+    hb->setContentsMargins(0, 0, 0, 0);
+    hb->setSpacing(0);
+    logDensity_ = form::named(new QCheckBox(tr("Log density"), histogramBox), "model.log_density");
+    connect(logDensity_, &QCheckBox::toggled, this, [this](bool on) { histograms_->setLogScale(on); });
+    auto* scaleRow = new QHBoxLayout;
+    scaleRow->addStretch(1);
+    scaleRow->addWidget(logDensity_);
+    hb->addLayout(scaleRow);
+    histograms_ = new GramHistogramView(histogramBox);
+    hb->addWidget(histograms_, 1);
     auto curveView = [](QWidget* parent, const char* name, const QString& tip) {
         auto* v = new LayerCurveView(parent);
         v->setObjectName(QString::fromLatin1(name));
@@ -116,7 +128,7 @@ QWidget* ModelsWorkspace::buildPage() {
     curves_ = curveView(cosines, "depthCurves",
                         tr("The mean of <x_i, x_j> over the pairs i != j, and the number of clusters of the "
                            "normalised tokens (greedy leader count), at every layer"));
-    addSplitTab(cosines, histograms_, curves_, 3, 2, tr("Cosines"),
+    addSplitTab(cosines, histogramBox, curves_, 3, 2, tr("Cosines"),
                 tr("The histograms of the tokens' cosines at the chosen layers (Geshkovski et al.'s figure), "
                    "and the mean cosine and cluster count against depth"));
 
@@ -306,6 +318,7 @@ void ModelsWorkspace::saveSettings(QSettings& s) const {
     s.setValue(QStringLiteral("models/text"), text_->text());
     s.setValue(QStringLiteral("models/ids"), ids_->text());
     s.setValue(QStringLiteral("models/compare"), compare_->toPlainText());
+    s.setValue(QStringLiteral("models/logDensity"), logDensity_->isChecked());
 }
 
 void ModelsWorkspace::restoreSettings(QSettings& s) {
@@ -313,6 +326,7 @@ void ModelsWorkspace::restoreSettings(QSettings& s) {
     text_->setText(s.value(QStringLiteral("models/text")).toString());
     ids_->setText(s.value(QStringLiteral("models/ids")).toString());
     compare_->setPlainText(s.value(QStringLiteral("models/compare")).toString());
+    logDensity_->setChecked(s.value(QStringLiteral("models/logDensity"), false).toBool());
     const QString folder = s.value(QStringLiteral("models/folder")).toString();
     if (!folder.isEmpty() && QFileInfo(folder).isDir()) openModel(folder);
 }
@@ -359,8 +373,7 @@ bool ModelsWorkspace::openModel(const QString& dir) {
     layers_->setRange(1, c.sharedLayer() ? 4096 : c.layers);
     layers_->setValue(c.layers);
     odeHead_->setRange(0, c.heads - 1);
-    // Each RK4 step costs four passes of n^2 D (and D^2 n for V): few steps for wide models.
-    odeSteps_->setValue(c.hidden <= 128 ? 20 : 2);
+    odeSteps_->setValue(models::defaultStepsPerLayer(c));
     setMessage(tr("Opened %1. Type a text or ids and Run.").arg(QFileInfo(dir).fileName()), false);
     emit documentNameChanged();
     updateControls();

@@ -4,7 +4,8 @@
 // One page with three tabs and a depth bar under them, one dock (the Model panel: the folder, the input as
 // text or ids, further inputs to compare, Run, and the layer and head of the ODE):
 //  * Cosines: Geshkovski et al.'s figure live: the histograms of <x_i, x_j> (i < j, normalised tokens) at the
-//    chosen layers on one density scale, and the mean cosine and the cluster count against depth.
+//    chosen layers on one density scale (linear, or log with Log density above them), and the mean cosine
+//    and the cluster count against depth.
 //  * Through depth: the normalised tokens of each layer on the principal axes of all layers together (3-D
 //    where D >= 3, drag to orbit), the layer chosen by the depth bar's slider or Play; hovering a token
 //    names it.
@@ -110,6 +111,7 @@ class ModelsWorkspace : public Workspace {
     // What the page shows, for the tests.
     QTabWidget* tabs() const { return tabs_; }
     GramHistogramView* histogramView() const { return histograms_; }
+    QCheckBox* logDensityBox() const { return logDensity_; }
     LayerCurveView* depthCurves() const { return curves_; }
     LayerCurveView* distanceCurve() const { return distance_; }
     ParticleView* depthView() const { return depthView_; }
@@ -150,6 +152,7 @@ class ModelsWorkspace : public Workspace {
     QWidget* page_ = nullptr;
     QTabWidget* tabs_ = nullptr;
     GramHistogramView* histograms_ = nullptr;
+    QCheckBox* logDensity_ = nullptr;
     LayerCurveView* curves_ = nullptr;
     LayerCurveView* distance_ = nullptr;
     ParticleView *depthView_ = nullptr, *odeView_ = nullptr, *realView_ = nullptr;
