@@ -43,9 +43,10 @@ int benchModel(const Args& args); // bench model (BenchModel.cpp)
 int trainTransformer(const Args& args);
 int evalTransformer(const Args& args);
 int share(const Args& args);
-int infer(const Args& args); // infer PROBLEM.json (Infer.cpp)
-int model(const Args& args); // model layers|gram|scene MODEL_DIR (Model.cpp)
-int sweep(const Args& args); // sweep SWEEP.json, sweep merge, sweep plot (Sweep.cpp, SweepPlot.cpp)
+int infer(const Args& args);  // infer PROBLEM.json (Infer.cpp)
+int model(const Args& args);  // model layers|gram|scene MODEL_DIR (Model.cpp)
+int sweep(const Args& args);  // sweep SWEEP.json, sweep merge, sweep plot (Sweep.cpp, SweepPlot.cpp)
+int theory(const Args& args); // theory influence SCENE.json (Theory.cpp)
 
 // Inside a catch block: prints the current exception as main does and returns its exit code (2: bad input,
 // 1: runtime failure).

@@ -61,6 +61,15 @@ commands:
       per-dimension histograms, exceptions, non-converged attempts, exact-limit histograms (V = I), per-run
       spectra and the parameters as JSON. Defaults follow the paper's protocol; --seed is the Q-list seed;
       --max-iter caps Euler steps (paper) or field evaluations per attempt (adaptive, default 2000000)
+  theory influence SCENE.json [--out influence.csv|influence.json] [--t T] [--width M]
+        [--set /POINTER=VALUE ...]
+      the "lost in the middle" profile (arXiv 2605.09213; docs/math/theory.md#influence): the influence of
+      each source position on the last token at time T (default: the scene's horizon), predicted to first
+      order about independent uniform tokens for softmax with Q = K = V = I on the circle, masked or not,
+      with positional decay; --width M: the soft retrieval test's mode weights exp(-pi^2 n^2 / (2 M^2))
+      (default 8, the paper's); columns index, s = (index + 1/2) / N, influence (at the scene's N) and
+      mean_field (N -> infinity, masked scenes); says whether the profile is U-shaped and until when the
+      mean field's is; without --out the CSV goes to stdout
 
   train --dataset NAME|--data FILE --out model.safetensors [--iters N] [--no-rwpo] [--batch B] [--layers M]
         [--width m] [--lr X] [--lr-final X] [--warmup K] [--clip-median K] [--resample-every K]
@@ -232,6 +241,8 @@ const std::map<std::string, std::string>& examples() {
         {"train-transformer", "flowscope-cli train-transformer --task A --iters 2000 --out a.safetensors"},
         {"eval-transformer", "flowscope-cli eval-transformer a.safetensors --sets 1000"},
         {"render", "flowscope-cli render assets/presets/default.json --frames 120 --out clusters.mp4"},
+        {"theory",
+         "flowscope-cli theory influence assets/presets/lost-in-the-middle.json --out influence.csv"},
         {"model", "flowscope-cli model layers ~/models/gpt2 --text \"The cat sat on the mat.\" --out h.npy"},
     };
     return table;

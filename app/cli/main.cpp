@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
         if (cmd == "sweep") return cli::sweep(args);
         if (cmd == "infer") return cli::infer(args);
         if (cmd == "model") return cli::model(args);
+        if (cmd == "theory") return cli::theory(args);
         if (cmd == "render") return cli::renderCommand(args);
         return unknownCommand(cmd);
     } catch (...) {

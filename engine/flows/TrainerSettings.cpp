@@ -51,7 +51,7 @@ RwpoKernel kernelSetting(std::string_view name, const std::string& text) {
 template <class T> void integer(const Given& given, std::string_view name, T& out, long lo, long hi) {
     if (const auto v = given(name)) out = T(integerSetting(name, *v, lo, hi));
 }
-void number(const Given& given, std::string_view name, double& out, bool allowZero = false) {
+void positive(const Given& given, std::string_view name, double& out, bool allowZero = false) {
     if (const auto v = given(name)) out = positiveSetting(name, *v, allowZero);
 }
 void onOff(const Given& given, std::string_view name, bool& out) {
@@ -122,21 +122,21 @@ void readTrainerSettings(TrainerConfig& c, const Given& given) {
     if (f.exactDriftLogDet && f.d > 3) fail("drift_logdet", "exact needs points of dimension <= 3");
     integer(given, "layers", f.layers, 1, 256);
     integer(given, "width", f.width, 1, 1024);
-    number(given, "lambda0", f.lambda0);
-    number(given, "beta0", f.beta0);
+    positive(given, "lambda0", f.lambda0);
+    positive(given, "beta0", f.beta0);
     onOff(given, "train_lambda", f.trainLambda); // frozen by default (FlowConfig)
     onOff(given, "train_beta", f.trainBeta);
-    number(given, "transport_weight", f.transportWeight, true);
-    number(given, "hjb_weight", f.hjbWeight, true);
+    positive(given, "transport_weight", f.transportWeight, true);
+    positive(given, "hjb_weight", f.hjbWeight, true);
     integer(given, "batch", c.batch, 2, 65536);
-    number(given, "lr", c.adam.lr);
-    number(given, "lr_final", c.adam.lrFinal, true);
+    positive(given, "lr", c.adam.lr);
+    positive(given, "lr_final", c.adam.lrFinal, true);
     integer(given, "warmup", c.adam.warmupSteps, 0, 100000000);
     integer(given, "resample_every", c.resampleEvery, 0, 1000000);
     integer(given, "reference_draws", c.referenceDraws, 1, 256);
     integer(given, "reference_size", c.referenceSize, 0, 65536);
     if (c.referenceSize == 1) fail("reference_size", "expected 0 (the batch size) or >= 2, got 1");
-    number(given, "clip_median", c.adam.clipToMedian, true);
+    positive(given, "clip_median", c.adam.clipToMedian, true);
     integer(given, "average_iters", c.averageIterations, 0, 100000000);
     long seed = 0;
     integer(given, "seed", seed, 0, 1L << 62);

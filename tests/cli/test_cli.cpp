@@ -171,7 +171,7 @@ TEST(Cli, TheUsageListsEveryCommand) {
     EXPECT_EQ(usage.code, 0);
     for (const char* cmd :
          {"simulate", "presets", "share", "moments", "bench", "ranks", "train", "sample", "density", "infer",
-          "train-transformer", "eval-transformer", "render", "sweep", "model"}) {
+          "train-transformer", "eval-transformer", "render", "sweep", "model", "theory"}) {
         const std::string line = std::string("\n  ") + cmd;
         EXPECT_TRUE(usage.out.find(line + " ") != std::string::npos ||
                     usage.out.find(line + "\n") != std::string::npos)
@@ -186,7 +186,7 @@ TEST(Cli, TheUsageListsEveryCommand) {
 TEST(Cli, EveryCommandAnswersHelp) {
     for (const char* cmd :
          {"simulate", "presets", "share", "moments", "bench", "ranks", "train", "sample", "density", "infer",
-          "train-transformer", "eval-transformer", "render", "sweep", "model"}) {
+          "train-transformer", "eval-transformer", "render", "sweep", "model", "theory"}) {
         const Result r = cli(std::string(cmd) + " --help");
         EXPECT_EQ(r.code, 0) << cmd << ": " << r.out;
         EXPECT_TRUE(r.out.find(std::string("\n  ") + cmd + " ") != std::string::npos ||
@@ -251,7 +251,8 @@ TEST(Cli, EveryOptionIsInItsHelp) {
                                     "bench sweep",
                                     "model layers d",
                                     "model gram d",
-                                    "model scene d"}) {
+                                    "model scene d",
+                                    "theory influence x.json"}) {
         const std::string log = dir.file("asked.txt");
         std::filesystem::remove(log);
         const Result r = flowscope::test::runCli("env", "FLOWSCOPE_CLI_OPTIONS_LOG=" + log + " " +
@@ -1020,4 +1021,64 @@ TEST(Cli, EvalTransformerWithNonFiniteOutputsFails) {
         EXPECT_EQ(text.find("NaN"), std::string::npos) << text;
     }
     fs::remove_all(dir);
+}
+
+// theory influence: the profile of engine/dynamics/PositionalInfluence.h at the scene's horizon (or --t) as
+// CSV or JSON, the same numbers; scenes outside its setting and bad options are refused naming the field.
+TEST(Cli, TheoryInfluenceWritesTheProfileAndRefusesOtherScenes) {
+    const fs::path dir = tempDir();
+    const std::string preset = std::string(FLOWSCOPE_PRESET_DIR) + "/lost-in-the-middle.json";
+    const Result r = cli("theory influence " + preset + " --t 1.266 --out " + (dir / "u.csv").string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    EXPECT_NE(r.out.find("U-shaped (least at position"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("the mean-field U lasts until t = 3.11"), std::string::npos) << r.out;
+    std::ifstream csv(dir / "u.csv");
+    std::string line;
+    std::getline(csv, line);
+    EXPECT_EQ(line, "index,s,influence,mean_field");
+    std::vector<double> influence, meanField;
+    while (std::getline(csv, line)) {
+        std::istringstream row(line);
+        std::string cell[4];
+        for (std::string& c : cell) std::getline(row, c, ',');
+        EXPECT_EQ(std::stol(cell[0]), long(influence.size()));
+        EXPECT_DOUBLE_EQ(std::stod(cell[1]), (double(influence.size()) + 0.5) / 256);
+        influence.push_back(std::stod(cell[2]));
+        meanField.push_back(std::stod(cell[3]));
+    }
+    ASSERT_EQ(influence.size(), 255u);
+    // Primacy and recency about a minimum inside, the scene's N close to the mean field's limit.
+    const auto least = std::min_element(influence.begin(), influence.end()) - influence.begin();
+    EXPECT_GT(least, 0);
+    EXPECT_LT(least, 254);
+    EXPECT_NEAR(influence[128], meanField[128], 0.02 * meanField[128]);
+
+    const Result j = cli("theory influence " + preset + " --t 1.266 --out " + (dir / "u.json").string());
+    ASSERT_EQ(j.code, 0) << j.out;
+    const nlohmann::json doc = readJson(dir / "u.json");
+    EXPECT_EQ(doc["n"], 256);
+    EXPECT_EQ(doc["u_shaped"], true);
+    EXPECT_EQ(doc["argmin"], least);
+    ASSERT_EQ(doc["influence"].size(), 255u);
+    EXPECT_NEAR(doc["influence"][7].get<double>(), influence[7], 1e-15 * influence[7]);
+    EXPECT_NEAR(doc["u_shape_end_time"].get<double>(), 3.1113, 1e-4);
+
+    const Result late = cli("theory influence " + preset + " --t 6 --set /attention/masked=false");
+    ASSERT_EQ(late.code, 0) << late.out;
+    EXPECT_NE(late.out.find("index,s,influence,mean_field\n0,"), std::string::npos); // the CSV on stdout
+    EXPECT_NE(late.out.find("unmasked"), std::string::npos) << late.out;
+
+    const std::string out = (dir / "no.csv").string();
+    flowscope::test::expectRefused(
+        cli("theory influence " + preset + " --set /attention/type=exp --out " + out), "/attention/type",
+        out);
+    flowscope::test::expectRefused(cli("theory influence " + preset + " --set /d=3 --out " + out), "/d", out);
+    flowscope::test::expectRefused(cli("theory influence " + preset + " --t -1 --out " + out), "--t", out);
+    flowscope::test::expectRefused(cli("theory influence " + preset + " --width 0 --out " + out), "--width",
+                                   out);
+    flowscope::test::expectRefused(cli("theory influence " + preset + " --out " + (dir / "x.txt").string()),
+                                   ".csv or .json", (dir / "x.txt").string());
+    flowscope::test::expectRefused(cli("theory " + preset), "sub-command", out);
+    flowscope::test::expectRefused(cli("theory influence " + preset + " --t 1e5 --out " + out), "too long",
+                                   out);
 }

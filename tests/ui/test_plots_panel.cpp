@@ -161,6 +161,56 @@ TEST(PlotsPanel, AnEquiangularStartDrawsThePredictedMeanCosine) {
     EXPECT_GT(gaussian.pointCount("mean cosine"), 0);
 }
 
+// The influence chart (docs/math/theory.md#influence): for a scene with positional decay that the profile
+// describes, the predicted profile at the newest frame's time against the source position, exactly
+// influenceProfile's; its title says whether it is U-shaped; a live edit of lambda predicts for the new
+// value; a scene without decay has no chart, and the time cursor never lands on it.
+TEST(PlotsPanel, PositionalDecayDrawsThePredictedInfluenceAgainstPosition) {
+    FLOWSCOPE_REQUIRE_GUI();
+    Scene scene = tinyScene(64);
+    const Mat I = Mat::Identity(2, 2);
+    scene.attention.heads = {HeadParams{I, I, I}};
+    scene.attention.sphere = true;
+    scene.attention.masked = true;
+    scene.attention.positionalDecay = 1.0;
+    PlotsPanel panel;
+    panel.setScene(scene);
+    EXPECT_TRUE(panel.showsInfluence());
+    EXPECT_EQ(panel.pointCount("influence predicted"), 0); // no frame yet
+    panel.setSnapshot(snapshotOf(historyOf(51)));          // the newest frame at t = 1
+    const auto expectProfile = [&](const Scene& s, double t) {
+        const std::vector<double> profile = influenceProfile(influenceSetting(s), t);
+        const QList<QPointF> drawn = panel.points("influence predicted");
+        ASSERT_EQ(drawn.size(), qsizetype(profile.size()));
+        for (std::size_t k = 0; k < profile.size(); ++k) {
+            EXPECT_EQ(drawn[qsizetype(k)].x(), double(k));
+            EXPECT_EQ(drawn[qsizetype(k)].y(), profile[k]) << k;
+        }
+    };
+    expectProfile(scene, 50 * kDt);
+    const ProfileShape shape = profileShape(influenceProfile(influenceSetting(scene), 50 * kDt));
+    ASSERT_TRUE(shape.uShaped);
+    EXPECT_TRUE(panel.influenceTitle().contains(QStringLiteral("predicted at t = 1 ")));
+    EXPECT_TRUE(
+        panel.influenceTitle().contains(QStringLiteral("U-shaped, least at position %1").arg(shape.argmin)))
+        << panel.influenceTitle().toStdString();
+
+    Scene edited = scene;
+    edited.attention.positionalDecay = 2.0;
+    panel.setScene(edited, true);
+    expectProfile(edited, 50 * kDt);
+
+    panel.setCursorTime(0.5);
+    for (QAbstractSeries* s : panel.chart(PlotsPanel::Plot::Influence)->series())
+        if (const auto* line = qobject_cast<QLineSeries*>(s); line && line->name().isEmpty())
+            EXPECT_EQ(line->count(), 0); // the cursor series: a time has no place on a position axis
+
+    scene.attention.positionalDecay = 0.0;
+    panel.setScene(scene);
+    EXPECT_FALSE(panel.showsInfluence());
+    EXPECT_EQ(panel.pointCount("influence predicted"), 0);
+}
+
 TEST(PlotsPanel, PlotsExactlyTheRecordedObservables) {
     FLOWSCOPE_REQUIRE_GUI();
     PlotsPanel panel;
@@ -237,9 +287,10 @@ TEST(PlotsPanel, TitlesAreShownWhole) {
         panel.show();
         QCoreApplication::processEvents();
         const QList<QLabel*> titles = panel.findChildren<QLabel*>();
-        ASSERT_EQ(titles.size(), 6);
+        ASSERT_EQ(titles.size(), 7); // the influence chart's is hidden without positional decay
         QStringList texts;
         for (const QLabel* t : titles) {
+            if (!t->isVisibleTo(&panel)) continue;
             texts << t->text();
             EXPECT_LE(t->heightForWidth(t->contentsRect().width()) - t->contentsMargins().top() -
                           t->contentsMargins().bottom(),

@@ -27,7 +27,8 @@ namespace flowscope {
 
 namespace {
 
-constexpr int kEnergy = 0, kKinetic = 1, kEntropy = 2, kSpectrum = 3, kClusters = 4, kMeanCosine = 5;
+constexpr int kEnergy = 0, kKinetic = 1, kEntropy = 2, kSpectrum = 3, kClusters = 4, kMeanCosine = 5,
+              kInfluence = 6;
 
 // Line colours that read on the dark and on the light palette.
 const QColor kBlue(0x4a, 0x90, 0xd9), kOrange(0xe8, 0x91, 0x2d), kGreen(0x3f, 0xae, 0x5a),
@@ -71,7 +72,7 @@ void setLinearRange(QValueAxis* axis, double lo, double hi, int ticks, bool inte
 
 } // namespace
 
-PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
+PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), influenceT_(kNaN), cursorT_(kNaN) {
     content_ = new QWidget;
     auto* layout = new QVBoxLayout(content_);
     layout->setContentsMargins(2, 2, 2, 2);
@@ -90,7 +91,9 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
                  {tr("<span style='color:%1'>Clusters</span> and <span style='color:%2'>rank</span>")
                       .arg(kPurple.name(), kTeal.name()),
                   false, true},
-                 {tr("Mean cosine ρ"), false, false}};
+                 {tr("Mean cosine ρ"), false, false},
+                 // Against the source position, not the time; its title is set by updateInfluence.
+                 {tr("Influence on the last token"), false, false}};
     for (const auto& spec : specs) {
         ChartBox box;
         box.chart = new QChart;
@@ -136,6 +139,7 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
         column->addWidget(box.title);
         column->addWidget(box.view, 1);
         layout->addWidget(titled, 1);
+        box.panel = titled;
         charts_.push_back(box);
     }
     addCurve(QStringLiteral("energy"), kEnergy, kBlue);
@@ -152,6 +156,9 @@ PlotsPanel::PlotsPanel(QWidget* parent) : QWidget(parent), cursorT_(kNaN) {
     addCurve(QStringLiteral("rank"), kClusters, kTeal).rightAxis = true;
     addCurve(QStringLiteral("rho predicted"), kMeanCosine, kGold, Qt::DashLine);
     addCurve(QStringLiteral("mean cosine"), kMeanCosine, kGold);
+    addCurve(QStringLiteral("influence predicted"), kInfluence, kRed, Qt::DashLine);
+    charts_[std::size_t(kInfluence)].timeAxis = false;
+    charts_[std::size_t(kInfluence)].panel->setVisible(false); // until a scene with positional decay
     form::scrollInto(this, content_);
     applyTheme();
     rebuild();
@@ -210,6 +217,8 @@ void PlotsPanel::setSnapshot(const std::shared_ptr<const Snapshot>& snapshot) {
 void PlotsPanel::forget() {
     rows_.clear();
     predicted_.clear();
+    influencePoints_.clear();
+    influenceT_ = kNaN;
     hasTail_ = false;
     stride_ = 1;
     consumed_ = 0;
@@ -349,6 +358,7 @@ void PlotsPanel::setCurve(Curve& curve, const std::vector<QPointF>& pts) {
 }
 
 void PlotsPanel::rebuild() {
+    updateInfluence();
     std::vector<const Row*> rows;
     rows.reserve(rows_.size() + 1);
     for (const Row& r : rows_) rows.push_back(&r);
@@ -373,6 +383,8 @@ void PlotsPanel::rebuild() {
             setCurve(curve, series([m = field->second](const Row& r) { return r.*m; }));
         else if (curve.name == QLatin1String("rho predicted"))
             setCurve(curve, predicted_);
+        else if (curve.name == QLatin1String("influence predicted"))
+            setCurve(curve, influencePoints_);
         else if (curve.name == QLatin1String("rank threshold"))
             setCurve(curve, series([this](const Row& r) { return rankTol_ * r.lambdaMax; }));
         else if (curve.name.startsWith(QLatin1String("lambda"))) {
@@ -391,11 +403,58 @@ void PlotsPanel::setScene(const Scene& scene, bool liveEdit) {
     equiangularN_ = reduces && !liveEdit ? scene.n : 0;
     equiangularBeta_ = scene.attention.beta;
     horizon_ = scene.integrator.T;
-    if (liveEdit && !predicted_.empty()) {
-        predicted_.clear();
-        rebuild();
+    if (liveEdit) predicted_.clear();
+    // The influence depends on the parameters and the time only: a live edit predicts for the new ones.
+    influence_.reset();
+    if (hasInfluenceProfile(scene.attention, scene.d) && scene.attention.positionalDecay > 0.0 &&
+        scene.n >= 2 && scene.n <= kMaxInfluenceTokens)
+        influence_ = influenceSetting(scene);
+    influenceStale_ = true;
+    charts_[std::size_t(kInfluence)].panel->setVisible(influence_.has_value());
+    rebuild();
+}
+
+// The predicted profile at the newest frame's time (docs/math/theory.md#influence): recomputed when that
+// time or the setting changed; nothing before the first frame, or when the time is past the series' range.
+void PlotsPanel::updateInfluence() {
+    const bool any = !rows_.empty() || hasTail_;
+    const double t = hasTail_ ? tail_.t : any ? rows_.back().t : kNaN;
+    if (!influenceStale_ && (t == influenceT_ || (std::isnan(t) && std::isnan(influenceT_)))) return;
+    influenceStale_ = false;
+    influenceT_ = t;
+    influencePoints_.clear();
+    QString detail;
+    if (influence_ && any) {
+        try {
+            const std::vector<double> profile = influenceProfile(*influence_, t);
+            // At most kMaxPoints points: every stride-th position, and the last one.
+            const std::size_t stride = (profile.size() + kMaxPoints - 1) / kMaxPoints;
+            for (std::size_t k = 0; k < profile.size(); k += stride)
+                influencePoints_.emplace_back(double(k), profile[k]);
+            if ((profile.size() - 1) % stride != 0)
+                influencePoints_.emplace_back(double(profile.size() - 1), profile.back());
+            const ProfileShape shape = profileShape(profile);
+            if (t > 0.0)
+                detail = shape.uShaped ? tr("U-shaped, least at position %1").arg(shape.argmin)
+                                       : tr("not U-shaped, least at position %1").arg(shape.argmin);
+            if (influence_->masked)
+                detail += (detail.isEmpty() ? QString() : QStringLiteral("; ")) +
+                          tr("the mean-field U lasts until t = %1")
+                              .arg(QString::number(uShapeEndTime(*influence_), 'g', 3));
+        } catch (const std::exception&) { // exp(a_n t) past double's range: no prediction
+            influencePoints_.clear();
+            detail = tr("t is too long for the first-order prediction");
+        }
     }
-    updateRate();
+    QString title = tr("Influence on the last token against the source position, predicted");
+    if (std::isfinite(t)) title += tr(" at t = %1").arg(QString::number(t, 'g', 3));
+    if (!detail.isEmpty())
+        title += QStringLiteral(" <span style='font-weight:normal'>(%1)</span>").arg(detail);
+    charts_[std::size_t(kInfluence)].title->setText(title);
+}
+
+QString PlotsPanel::influenceTitle() const {
+    return charts_[std::size_t(kInfluence)].title->text();
 }
 
 // ρ(t) of the reduced ODE over [0, T] from the run's first frame, when its tokens are equiangular.
@@ -448,7 +507,10 @@ void PlotsPanel::updateAxes() {
     }
     for (std::size_t i = 0; i < charts_.size(); ++i) {
         ChartBox& box = charts_[i];
-        setLinearRange(box.x, t0, t1, 4, false);
+        if (box.timeAxis)
+            setLinearRange(box.x, t0, t1, 4, false);
+        else // the source positions 0 .. N - 2
+            setLinearRange(box.x, 0.0, influence_ ? std::max(1.0, double(influence_->n - 2)) : 1.0, 4, true);
         double lo = std::numeric_limits<double>::infinity(), hi = -lo, hi2 = -lo;
         for (const auto& c : curves_)
             if (c->chart == int(i))
@@ -495,7 +557,7 @@ void PlotsPanel::setCursorTime(double t) {
 }
 
 void PlotsPanel::updateCursor(ChartBox& box) {
-    if (!std::isfinite(cursorT_)) {
+    if (!std::isfinite(cursorT_) || !box.timeAxis) {
         box.cursor->clear();
         return;
     }

@@ -4,9 +4,12 @@
 // the spectrum of the token covariance Σ on a log scale (with the rank threshold rankTol × λmax dashed), the
 // cluster count with the numerical rank, and the mean cosine ρ, whose title gives the consensus rate fitted
 // to the run so far beside the one theory predicts for the scene's normalization (consensusRate,
-// docs/math/theory.md#rates). They read the run's RunHistory from the Snapshot: when the
-// history and its revision are those of the last call only the new frames are read; a new run (another
-// history or generation) or a rewind (another revision) re-reads everything.
+// docs/math/theory.md#rates). A seventh, for scenes with positional decay that the influence profile
+// describes (hasInfluenceProfile), draws the predicted influence of each source position on the last token at
+// the newest frame's time against the position (docs/math/theory.md#influence); it is hidden for other
+// scenes. They read the run's RunHistory from the Snapshot: when the history and its revision are those of
+// the last call only the new frames are read; a new run (another history or generation) or a rewind (another
+// revision) re-reads everything.
 //
 // Values that are not finite (NaN: not defined for this attention variant; inf: blow-up) are not drawn: the
 // curve has a gap there, never a zero. Eigenvalues <= 0 have no place on a log axis and are left out the same
@@ -15,6 +18,7 @@
 // so incremental reads and full re-reads plot the same points.
 #pragma once
 
+#include "engine/dynamics/PositionalInfluence.h"
 #include "engine/scene/Scene.h"
 
 #include <QColor>
@@ -27,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 QT_BEGIN_NAMESPACE
@@ -51,7 +56,8 @@ class PlotsPanel : public QWidget {
     static constexpr std::size_t kMaxPoints = 4000; // per curve
     static constexpr int kMaxEigenvalueCurves = 16; // for larger d, evenly spaced ones from λmax to λmin
 
-    enum class Plot { Energy, Kinetic, Entropy, Spectrum, Clusters, MeanCosine };
+    enum class Plot { Energy, Kinetic, Entropy, Spectrum, Clusters, MeanCosine, Influence };
+    static constexpr int kMaxInfluenceTokens = 8192; // the influence prediction's O(N) sweeps, per frame
 
     explicit PlotsPanel(QWidget* parent = nullptr);
     ~PlotsPanel() override;
@@ -70,6 +76,10 @@ class PlotsPanel : public QWidget {
     void setScene(const Scene& scene, bool liveEdit = false);
     // The mean cosine chart's rate line ("1 − ρ ∝ e^{−1.98 t}; post-LN predicts e^{−2t}"), empty without one.
     QString rateText() const { return rateText_; }
+    // Whether the influence chart is shown (the scene has positional decay and the profile describes it, with
+    // at most kMaxInfluenceTokens tokens; a live edit recomputes it for the new parameters), and its title.
+    bool showsInfluence() const { return influence_.has_value(); }
+    QString influenceTitle() const;
     // A vertical line at t on every chart (the time scrubber); NaN hides it.
     void setCursorTime(double t);
     double cursorTime() const { return cursorT_; }
@@ -79,7 +89,7 @@ class PlotsPanel : public QWidget {
     QWidget* content() const { return content_; }
 
     // Curve names: "energy", "kinetic", "entropy", "clusters", "rank", "rank threshold", "mean cosine",
-    // "rho predicted", and
+    // "rho predicted", "influence predicted" (x: the source position 0 .. N - 2), and
     // eigenvalueCurve(k) = "lambda<k+1>" for the (k+1)-th largest eigenvalue shown.
     static QString eigenvalueCurve(int k);
     QStringList curveNames() const;
@@ -118,6 +128,8 @@ class PlotsPanel : public QWidget {
         QList<QPointF> points;
     };
     struct ChartBox {
+        QWidget* panel = nullptr; // the title and the chart
+        bool timeAxis = true;     // x is the time (false: the source position of the influence chart)
         QChart* chart = nullptr;
         QChartView* view = nullptr;
         QLabel* title = nullptr; // above the chart: QChart elided its own titles to ~100 px
@@ -171,6 +183,12 @@ class PlotsPanel : public QWidget {
     double equiangularBeta_ = 1.0, horizon_ = 0.0;
     std::vector<QPointF> predicted_;
     void predictFrom(const RecordedFrame& first);
+    // The influence prediction: the scene's setting where the chart is shown, the time and points drawn.
+    std::optional<InfluenceSetting> influence_;
+    double influenceT_;
+    bool influenceStale_ = true;
+    std::vector<QPointF> influencePoints_;
+    void updateInfluence(); // at the newest frame's time, when that or the setting changed
     double cursorT_;
     QWidget* content_ = nullptr;
 };
