@@ -215,12 +215,12 @@ LossTerms FlowTrainer::lossAndGradient() {
     // for the exchange. Part p holds columns [p N / P, (p + 1) N / P).
     //
     // Without the RWPO layer the samples never meet, and a part goes through its tape in chunks of about
-    // kPlainChunk samples, one after another, their gradients adding up (one part where one tape would do):
+    // kPlainChunk samples, one after another, their gradients adding up (with one thread too, as one part):
     // a chunk's tape, about 3 MB of values and gradients at 64 samples, stays in the caches from its forward
     // pass to its backward pass, where a part's (25 MB at 512 samples, another part's beside it) went out to
     // memory and back. Chunks of one size keep the tape's matrices theirs from chunk to chunk. bench train,
-    // plain, batch 1024 on two threads: about 12 -> 9.5 ms of CPU an iteration
-    // (docs/math/flows.md#training-speed).
+    // plain, batch 1024 on two threads: 11.1 -> 8.3 ms of CPU an iteration
+    // (docs/math/flows.md#training-speed-plain).
     const Eigen::Index N = batch_.cols();
     int parts = int(std::min<Eigen::Index>(threadCount(), N / 64));
     if (parts < 2 || !BatchSplit<float>::canRun(parts)) parts = 1;
