@@ -114,7 +114,8 @@ commands:
       run not drawn, records/s (every K steps; device runs at most ~15 a second, as the app); with gl the
       points come from the run's device copy of the tokens, as in the app
   bench train [--json] [--iters 20] [training options]
-      milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32
+      milliseconds per training iteration, plain OT-Flow against OT-Flow + RWPO, float32 (--no-rwpo: the
+      plain model alone)
   bench sweep [--ranks 2] [--json]
       runs per second of the shipped sweeps, serial against two workers (threads, and MPI ranks where built)
   bench model [--json] [--model DIR] [--tokens 512] [--layers L] [--width 768] [--heads 12]

@@ -308,7 +308,9 @@ int benchTrain(const Args& args) {
             "one training iteration (loss (16) + gradient + Adam), float32, batch %d, M = %d, width %d\n",
             c.batch, c.flow.layers, c.flow.width);
     double plainMs = 0;
-    for (bool rwpo : {false, true}) {
+    // --no-rwpo: the plain model alone (to profile it).
+    const std::vector<bool> models = c.flow.rwpo ? std::vector<bool>{false, true} : std::vector<bool>{false};
+    for (bool rwpo : models) {
         c.flow.rwpo = rwpo;
         flows::FlowTrainer trainer(c);
         for (int k = 0; k < 3; ++k) trainer.step(); // warm-up: the tape's buffers reach their size

@@ -3,6 +3,7 @@
 
 #include "engine/autodiff/AttentionKernel.h"
 #include "engine/autodiff/Exp.h"
+#include "engine/autodiff/kernels/Elementwise.h"
 
 #include "engine/core/Cpu.h"
 #include "engine/core/Parallel.h"
@@ -27,7 +28,7 @@ const char* opName(Op op) {
         "div", "addCol", "addRow", "mulCol", "mulRow", "scale", "scale", "addScalar", "addScalar", "neg",
         "tanh", "logCosh", "exp", "log", "square", "sqrt", "abs", "softplus", "sigmoid", "relu",
         "softThreshold", "huberL1", "sum", "mean", "colSum", "rowSum", "sumSquares", "colSumSquares",
-        "colSumWeightedSquares",
+        "colSumWeightedSquares", "colWeightedGram",
         "softmaxRows", "logSumExpRows", "groupAttention", "groupMean", "attention", "rows", "cols", "vstack",
         "hstack", "columnFunction"};
     // clang-format on
@@ -75,11 +76,21 @@ template <class S, class E> void acc(Node<S>& n, const E& e) {
     }
 }
 
+#if FLOWSCOPE_HAVE_AVX2_KERNEL
+// Whether the float elementwise passes of engine/autodiff/kernels/Elementwise.h run here (AVX2+FMA); Eigen's
+// expressions otherwise.
+bool elementwiseAvx2() {
+    static const bool yes = cpuHasAvx2Fma();
+    return yes;
+}
+#endif
+
 // C = op(A) op(B), or C += op(A) op(B) with `add`; op(X) is X or, with the flag, X^T. In float, where the
 // processor has AVX2+FMA, the engine's kernel (engine/core/kernels/Gemm.h) instead of Eigen's product, which
-// this baseline-ISA build gives four lanes and no FMA. The kernel takes row-major operands: column-major C is
-// row-major C^T = op(B)^T op(A)^T, and op(B)^T, op(A)^T are the stored B, A when untransposed; a transposed
-// operand is copied once, transposed (O(size), against the product's O(size x depth)).
+// this baseline-ISA build gives four lanes and no FMA. The kernel writes a row-major C: column-major C is
+// row-major C^T = op(B)^T op(A)^T, the kernel's rows C's columns (16 a panel: at least 8 of them, else
+// Eigen's product). It reads each operand where it lies, given its strides: a transposed operand is not
+// copied.
 template <class S>
 void product(Matrix<S>& C, const Matrix<S>& A, bool transA, const Matrix<S>& B, bool transB, bool add) {
     const Index M = transA ? A.cols() : A.rows(), K = transA ? A.rows() : A.cols(),
@@ -87,14 +98,13 @@ void product(Matrix<S>& C, const Matrix<S>& A, bool transA, const Matrix<S>& B, 
 #if FLOWSCOPE_HAVE_AVX2_KERNEL
     if constexpr (std::is_same_v<S, float>) {
         static const bool avx2 = cpuHasAvx2Fma();
-        if (avx2 && M >= 8 && N >= 8 && M * N * K >= 4096) { // else the packing does not pay
-            thread_local Matrix<float> at, bt;
-            const float* a = A.data();
-            const float* b = B.data();
-            if (transA) a = (at = A.transpose()).data();
-            if (transB) b = (bt = B.transpose()).data();
+        if (avx2 && M >= 8 && M * N * K >= 4096) { // else the kernel's 16-column panels do not pay
+            // op(A)(i, k) = A.data()[i ai + k ak], op(B)(k, j) = B.data()[k bk + j bj].
+            const long ai = transA ? long(A.rows()) : 1, ak = transA ? 1 : long(A.rows());
+            const long bk = transB ? long(B.rows()) : 1, bj = transB ? 1 : long(B.rows());
             if (!add) C.resize(M, N);
-            avx2::gemm(int(N), int(M), int(K), b, long(K), a, long(M), C.data(), long(M), add);
+            avx2::gemmStrided(int(N), int(M), int(K), B.data(), bj, bk, A.data(), ak, ai, C.data(), long(M),
+                              add);
             return;
         }
     }
@@ -658,6 +668,15 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
         break;
 
     case Op::Tanh:
+#if FLOWSCOPE_HAVE_AVX2_KERNEL
+        if constexpr (std::is_same_v<S, float>)
+            if (elementwiseAvx2()) {
+                if (!A->reached) A->grad.resize(G.rows(), G.cols());
+                kernel::avx2::tanhBackward(G.data(), n.value.data(), A->grad.data(), G.size(), A->reached);
+                A->reached = true;
+                break;
+            }
+#endif
         acc(*A, (ga * (S(1) - n.value.array().square())).matrix());
         break;
     case Op::LogCosh: // B, when given, holds tanh(A) (and gets no gradient here)
@@ -733,6 +752,24 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
             if (dA) dA->middleCols(t * n, n).array() += ((at * w.array()).rowwise() * gt.row(0)) * S(2);
             if (dW) dW->array() += at.square().rowwise() * gt.row(0);
         }
+        break;
+    }
+    case Op::ColWeightedGram: { // y_(p,q),j = Σ_k w_kj (a_p)_kj (a_q)_kj, p <= q, blocks of n columns
+        const Matrix<S>&a = A->val(), &w = B->val();
+        const Index n = w.cols(), t = a.cols() / n;
+        Matrix<S>* dA = da ? &gradZeroed(*A) : nullptr;
+        Matrix<S>* dW = db ? &gradZeroed(*B) : nullptr;
+        Eigen::Array<S, 1, Eigen::Dynamic> g; // row i of G, contiguous (a strided row does not vectorize)
+        for (Index p = 0, i = 0; p < t; ++p)
+            for (Index q = p; q < t; ++q, ++i) {
+                g = G.row(i).array();
+                const auto ap = a.middleCols(p * n, n).array(), aq = a.middleCols(q * n, n).array();
+                if (dA) { // a diagonal entry is a square: twice the weight
+                    dA->middleCols(p * n, n).array() += ((w.array() * aq).rowwise() * g) * S(p == q ? 2 : 1);
+                    if (p != q) dA->middleCols(q * n, n).array() += (w.array() * ap).rowwise() * g;
+                }
+                if (dW) dW->array() += (ap * aq).rowwise() * g;
+            }
         break;
     }
     case Op::ColSumSquares:
@@ -895,6 +932,16 @@ template <class S> Var<S> tanh(Var<S> a) {
     if constexpr (std::is_same_v<S, double>) {
         return unary(Op::Tanh, a, [](const auto& x) { return tanhPacket(x); });
     } else {
+#if FLOWSCOPE_HAVE_AVX2_KERNEL
+        if (elementwiseAvx2()) {
+            Tape<S>& t = tapeOf(Op::Tanh, a);
+            Var<S> y = t.push(Op::Tanh, a);
+            Matrix<S>& v = t.node(y).value;
+            v.resize(a.rows(), a.cols());
+            kernel::avx2::tanh(a.value().data(), v.data(), v.size());
+            return y;
+        }
+#endif
         return unary(Op::Tanh, a, [](const auto& x) { return x.tanh(); });
     }
 }
@@ -912,6 +959,15 @@ template <class S> Var<S> logCosh(Var<S> a, Var<S> tanhOfA) {
     // With e = exp(-2|u|), 1 + e = 2 / (1 + |tanh u|): log(2 cosh u) = |u| + log 2 - log(1 + |tanh u|), one
     // log and no exp (1 + |tanh u| lies in [1, 2], so the rounding of tanh moves the result by about an ulp).
     Var<S> y = t.push(Op::LogCosh, a, tanhOfA);
+#if FLOWSCOPE_HAVE_AVX2_KERNEL
+    if constexpr (std::is_same_v<S, float>)
+        if (elementwiseAvx2()) {
+            Matrix<S>& v = t.node(y).value;
+            v.resize(a.rows(), a.cols());
+            kernel::avx2::logCosh(a.value().data(), tanhOfA.value().data(), v.data(), v.size());
+            return y;
+        }
+#endif
     t.node(y).value =
         (a.value().array().abs() + S(std::numbers::ln2) - (tanhOfA.value().array().abs() + S(1)).log())
             .matrix();
@@ -1003,6 +1059,23 @@ template <class S> Var<S> colSumWeightedSquares(Var<S> a, Var<S> w) {
     q.resize(1, av.cols());
     for (Index c = 0; c < av.cols(); c += n)
         q.middleCols(c, n) = (av.middleCols(c, n).array().square() * wv.array()).colwise().sum().matrix();
+    return y;
+}
+
+template <class S> Var<S> colWeightedGram(Var<S> a, Var<S> w) {
+    Tape<S>& t = tapeOf(Op::ColWeightedGram, a, w);
+    requireShape(w.rows() == a.rows() && w.cols() >= 1 && a.cols() % w.cols() == 0, Op::ColWeightedGram, a, w,
+                 "w with a's rows and a column count that divides a's");
+    Var<S> y = t.push(Op::ColWeightedGram, a, w);
+    const Matrix<S>&av = a.value(), &wv = w.value();
+    const Index n = wv.cols(), blocks = av.cols() / n;
+    Matrix<S>& gram = t.node(y).value;
+    gram.resize(blocks * (blocks + 1) / 2, n);
+    for (Index p = 0, i = 0; p < blocks; ++p)
+        for (Index q = p; q < blocks; ++q, ++i)
+            gram.row(i) = (wv.array() * av.middleCols(p * n, n).array() * av.middleCols(q * n, n).array())
+                              .colwise()
+                              .sum();
     return y;
 }
 
@@ -1220,6 +1293,7 @@ template <class S> Var<S> hstack(const std::vector<Var<S>>& parts) {
     template Var<S> sumSquares(Var<S>);                                                                      \
     template Var<S> colSumSquares(Var<S>);                                                                   \
     template Var<S> colSumWeightedSquares(Var<S>, Var<S>);                                                   \
+    template Var<S> colWeightedGram(Var<S>, Var<S>);                                                         \
     template Var<S> columnFunction(Var<S>, const Matrix<S>&, const Matrix<S>&);                              \
     template Var<S> softmaxRows(Var<S>);                                                                     \
     template Var<S> logSumExpRows(Var<S>);                                                                   \

@@ -56,7 +56,7 @@ enum class Op : std::uint8_t {
     Scale, ScaleVar, AddScalar, AddScalarVar, Neg,
     Tanh, LogCosh, Exp, Log, Square, Sqrt, Abs, Softplus, Sigmoid, Relu,
     SoftThreshold, HuberL1,
-    Sum, Mean, ColSum, RowSum, SumSquares, ColSumSquares, ColSumWeightedSquares,
+    Sum, Mean, ColSum, RowSum, SumSquares, ColSumSquares, ColSumWeightedSquares, ColWeightedGram,
     SoftmaxRows, LogSumExpRows, GroupAttention, GroupMean, Attention,
     Rows, Cols, VStack, HStack,
     ColumnFunction,
@@ -217,6 +217,11 @@ template <class S> Var<S> colSumSquares(Var<S> a); // 1 x cols: the squared norm
 // is colSum([w ... w] o a o a) in one pass, without the t copies of w (the OT-Flow Laplacian's per-coordinate
 // terms, docs/math/flows.md#potential).
 template <class S> Var<S> colSumWeightedSquares(Var<S> a, Var<S> w);
+// The weighted Gram matrix of each column's blocks: with a = [a_0 ... a_{t-1}] in t blocks of n columns and w
+// rows x n, column j's entries Σ_k w_kj (a_p)_kj (a_q)_kj for p <= q, as rows (0,0), (0,1), .., (0,t-1),
+// (1,1), .. of a t(t+1)/2 x n result (the order of flows::hessianIndex): the OT-Flow Hessian's per-layer
+// terms in one pass, where colSumWeightedSquares gives the diagonal ones (docs/math/flows.md#potential).
+template <class S> Var<S> colWeightedGram(Var<S> a, Var<S> w);
 
 // A function of each column that the tape cannot see (a simulation, a PDE solve): the caller gives its
 // values f(a_j) (1 x cols) and their gradients ∇f(a_j) (a's shape), computed outside the tape; backward()

@@ -99,6 +99,9 @@ PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& 
     if (M < 1 || int(p.bias.size()) != M)
         throw std::invalid_argument("recordPotential: need nTh >= 2 with one bias per residual layer");
     const S h = S(1) / S(M);
+    // x h: with one residual layer (nTh = 2, the default) h = 1, and the product, exact, is not recorded (a
+    // pass over an m x B matrix forward and one backward for nothing).
+    auto timesH = [h](Var x) { return h == S(1) ? x : ad::scale(x, h); };
 
     // Forward: a_i, T_i = tanh(a_i), u_i (σ(a_i) reuses T_i for its derivative). u_M enters Φ alone, not its
     // derivatives: without `value` it is not recorded.
@@ -109,7 +112,7 @@ PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& 
     for (int i = 1; i <= M; ++i) {
         a = ad::addCol(ad::matmul(p.K[i - 1], u), p.bias[i - 1]);
         T[i] = ad::tanh(a);
-        if (i < M || value) u = ad::add(u, ad::scale(ad::logCosh(a, T[i]), h));
+        if (i < M || value) u = ad::add(u, timesH(ad::logCosh(a, T[i])));
     }
     const Var As = ad::matmul(p.A, s); // r x B
     Var phi;
@@ -123,7 +126,7 @@ PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& 
     auto timesZ = [&](Var x, int k) { return k == M + 1 ? ad::mulCol(x, p.w) : ad::mul(x, z[k]); }; // x ⊙ z_k
     for (int i = M; i >= 1; --i) {
         Tz[i] = timesZ(T[i], i + 1);
-        const Var step = ad::scale(ad::matmulTN(p.K[i - 1], Tz[i]), h);
+        const Var step = timesH(ad::matmulTN(p.K[i - 1], Tz[i]));
         z[i] = i == M ? ad::addCol(step, p.w) : ad::add(step, z[i + 1]);
     }
     Tz[0] = timesZ(T[0], 1);
@@ -155,18 +158,18 @@ PotentialOutputs<S> recordPotential(ad::Tape<S>& tape, const BoundPotential<S>& 
     for (int i = 1; i <= M; ++i) {
         const Var P = ad::matmul(p.K[i - 1], J); // m x dB
         const Var wi = sigma2Z(i);
-        const Var q = ad::colSumWeightedSquares(P, wi); // 1 x dB: colSum(repeat(wi) ⊙ P²)
-        Var ti = ad::cols(q, 0, B);
-        for (ad::Index j = 1; j < d; ++j) ti = ad::add(ti, ad::cols(q, j * B, B));
-        lap = ad::add(lap, ad::scale(ti, h));
-        for (ad::Index a = 0; hessian && a < d; ++a) {
-            accumulate(a, a, ad::scale(ad::cols(q, a * B, B), h));
-            for (ad::Index b = a + 1; b < d; ++b) {
-                const Var Pab = ad::mul(ad::cols(P, a * B, B), ad::cols(P, b * B, B));
-                accumulate(a, b, ad::scale(ad::colSum(ad::mul(wi, Pab)), h));
-            }
-        }
-        if (i < M) J = ad::add(J, ad::scale(ad::mul(repeat(T[i]), P), h));
+        // The level's terms: the Laplacian's per-coordinate ones, 1 x dB (colSum(repeat(wi) ⊙ P²)), or with
+        // the Hessian all its entries at once, d(d+1)/2 x B in hessianIndex order.
+        const Var q = hessian ? ad::colWeightedGram(P, wi) : ad::colSumWeightedSquares(P, wi);
+        auto entry = [&](ad::Index a, ad::Index b) {
+            return hessian ? ad::rows(q, hessianIndex(int(a), int(b), int(d)), 1) : ad::cols(q, a * B, B);
+        };
+        Var ti = entry(0, 0);
+        for (ad::Index j = 1; j < d; ++j) ti = ad::add(ti, entry(j, j));
+        lap = ad::add(lap, timesH(ti));
+        for (ad::Index a = 0; hessian && a < d; ++a)
+            for (ad::Index b = a; b < d; ++b) accumulate(a, b, timesH(entry(a, b)));
+        if (i < M) J = ad::add(J, timesH(ad::mul(repeat(T[i]), P)));
     }
     const Var Ax = ad::cols(p.A, 0, d);
     lap = ad::addScalar(lap, ad::sumSquares(Ax)); // tr((AᵀA)[:d, :d]) = ‖A[:, :d]‖²_F

@@ -155,10 +155,11 @@ inline int hessianIndex(int a, int b, int d) {
 }
 
 // Records Φ, ∇_sΦ and Δ_xΦ at the columns of s ((d+1) x B) with the parameters p bound on the same tape.
-// 57 nodes for d = 2, nTh = 2, and 28 more per further residual layer; the costliest are the GEMMs of the
-// K_i with the spatial Jacobian, O(m² d B).
+// 48 nodes for d = 2, nTh = 2 (besides the parameters and s), 74 for nTh = 3, 97 for nTh = 4; the costliest
+// are the GEMMs of the K_i with the spatial Jacobian, O(m² d B).
 // `hessian` also records the whole spatial Hessian by the same recursion (docs/math/flows.md#potential,
-// with the products of two Jacobian columns in place of the squares): d(d-1)/2 more products per layer.
+// with the products of two Jacobian columns in place of the squares; each residual layer's entries in one
+// colWeightedGram): 81 nodes for d = 2, nTh = 2.
 // `value` false leaves Φ itself out (its last layer's σ and the terms of Φ alone): for losses of its
 // derivatives only, as the flow's. Throws std::invalid_argument when s does not have d + 1 rows (and, from
 // the ops, on any other mismatch).

@@ -213,6 +213,22 @@ TEST(Autodiff, Reductions) {
             [](const Args& v) { return ad::colSumWeightedSquares(v[0], v[1]); });
     checkOp("colSumWeightedSquares, one tile", {a, randn(4, 5, 63)},
             [](const Args& v) { return ad::colSumWeightedSquares(v[0], v[1]); });
+    checkOp("colWeightedGram", {randn(4, 9, 64), randn(4, 3, 65)},
+            [](const Args& v) { return ad::colWeightedGram(v[0], v[1]); });
+    checkOp("colWeightedGram, one block", {a, randn(4, 5, 66)},
+            [](const Args& v) { return ad::colWeightedGram(v[0], v[1]); });
+    // Its rows: (0,0), (0,1), (0,2), (1,1), (1,2), (2,2), each column's weighted products of its blocks.
+    const Md x = randn(4, 9, 67), w = randn(4, 3, 68);
+    ad::Tape<double> t;
+    const Md gram = t.value(ad::colWeightedGram(t.constant(x), t.constant(w)));
+    ASSERT_EQ(gram.rows(), 6);
+    for (Index p = 0, i = 0; p < 3; ++p)
+        for (Index q = p; q < 3; ++q, ++i)
+            for (Index j = 0; j < 3; ++j) {
+                double sum = 0;
+                for (Index k = 0; k < 4; ++k) sum += w(k, j) * x(k, 3 * p + j) * x(k, 3 * q + j);
+                EXPECT_NEAR(gram(i, j), sum, 1e-14) << p << ", " << q << ", column " << j;
+            }
 }
 
 TEST(Autodiff, SoftmaxAndLogSumExpRows) {
@@ -488,14 +504,17 @@ TEST(Autodiff, FloatAttentionKernelKeptWeightsAreTheRecomputedOnes) {
 
 // The float products (AVX2+FMA kernel where the processor has it, engine/core/kernels/Gemm.h) against the
 // double path on the same values: matmul, matmulTN, matmulNT forward and both operands' gradients, at shapes
-// the kernel takes (not multiples of its 6 x 16 tiles) and one it leaves to Eigen (3 rows); a node that two
-// products use (its gradient accumulates) and x x^T. Each entry is a dot product of length K, so float
-// rounding bounds its error by about K eps |a||b|: 1e-5 of the largest entry is well above that at K <= 70.
+// that are not multiples of its 6 x 16 tiles, with few columns (3) or depth 1 (outer products), and few rows
+// (1, 3, 5), which Eigen keeps; a node that two products use (its gradient accumulates) and x x^T. The kernel
+// reads transposed operands in place, by their strides, and small ones without packing them. Each
+// entry is a dot product of length K, so float rounding bounds its error by about K eps |a||b|: 1e-5 of the
+// largest entry is well above that at these depths (at most 80).
 TEST(Autodiff, FloatProductsMatchTheDoublePath) {
     struct Case {
         Index m, k, n;
     };
-    for (const Case& c : {Case{37, 29, 53}, Case{32, 3, 70}, Case{8, 64, 9}, Case{3, 40, 50}}) {
+    for (const Case& c : {Case{37, 29, 53}, Case{32, 3, 70}, Case{8, 64, 9}, Case{3, 40, 50}, Case{1, 32, 70},
+                          Case{5, 33, 40}, Case{40, 50, 3}, Case{64, 1, 80}}) {
         SCOPED_TRACE("m=" + std::to_string(c.m) + " k=" + std::to_string(c.k) + " n=" + std::to_string(c.n));
         const std::vector<Md> in = {randn(c.m, c.k, 130), randn(c.k, c.n, 131), randn(c.n, c.k, 132),
                                     randn(c.k, c.m, 133)};
@@ -545,6 +564,53 @@ TEST(Autodiff, FloatSoftmaxExpIsAccurate) {
     EXPECT_EQ(special[3], 0.0f);
     EXPECT_TRUE(std::isnan(special[4]));
     EXPECT_NEAR(special[5], std::exp(1.0), 3e-7 * std::exp(1.0)); // just above the weights' range
+}
+
+// tanh, logCosh(a, tanh a) and tanh's backward on a float tape (where the processor has AVX2+FMA, the
+// kernels of engine/autodiff/kernels/Elementwise.h, else Eigen's) against double: tanh and log(2 cosh a)
+// within a few ulp over [-12, 12] (both sides of the kernel's series/exponential switch at |x| = 0.5),
+// saturating to ±1, NaN for NaN; the gradient g (1 - tanh²) likewise. 1003 values: not a multiple of 8.
+TEST(Autodiff, FloatTanhAndLogCoshAreAccurate) {
+    using Mf = ad::Matrix<float>;
+    const Index n = 1003;
+    Md x(1, n);
+    for (Index i = 0; i < n; ++i) x(0, i) = -12.0 + 24.0 * double(i) / double(n - 1) + 1e-3;
+    x(0, 0) = 0.4999;
+    x(0, 1) = -0.5;
+    x(0, 2) = 1e-20;
+    x(0, 3) = -60.0;
+    const Md g = randn(1, n, 150);
+    ad::Tape<float> t;
+    Mf gx;
+    const Mf xf = x.cast<float>();
+    const auto a = t.parameter(xf, gx);
+    const auto th = ad::tanh(a);
+    const auto lc = ad::logCosh(a, th);
+    t.backward(ad::sum(ad::mul(th, t.constant(g.cast<float>()))));
+    double worstTanh = 0, worstLogCosh = 0, worstGrad = 0;
+    for (Index i = 0; i < n; ++i) {
+        const double u = double(xf(0, i)), ref = std::tanh(u);
+        const double logCosh = std::abs(u) + std::log1p(std::exp(-2 * std::abs(u)));
+        const double grad =
+            double(float(g(0, i))) * (1 - double(th.value()(0, i)) * double(th.value()(0, i)));
+        worstTanh =
+            std::max(worstTanh, std::abs(double(th.value()(0, i)) - ref) / std::max(std::abs(ref), 1e-30));
+        worstLogCosh = std::max(worstLogCosh, std::abs(double(lc.value()(0, i)) - logCosh) / logCosh);
+        worstGrad = std::max(worstGrad, std::abs(double(gx(0, i)) - grad) / std::max(std::abs(grad), 1e-30));
+    }
+    std::printf("[ float    ] tanh %.1e, logCosh %.1e, tanh's gradient %.1e (max relative error)\n",
+                worstTanh, worstLogCosh, worstGrad);
+    EXPECT_LT(worstTanh, 4e-7);
+    EXPECT_LT(worstLogCosh, 4e-7);
+    EXPECT_LT(worstGrad, 4e-7);
+    EXPECT_EQ(th.value()(0, 3), -1.0f);
+    EXPECT_EQ(th.value()(0, 2), 1e-20f);
+    Mf special(1, 3);
+    special << std::nanf(""), 1e30f, -1e30f;
+    const Mf ts = t.value(ad::tanh(t.constant(special)));
+    EXPECT_TRUE(std::isnan(ts(0, 0)));
+    EXPECT_EQ(ts(0, 1), 1.0f);
+    EXPECT_EQ(ts(0, 2), -1.0f);
 }
 
 TEST(Autodiff, DoubleTanhIsAccurateEverywhere) {

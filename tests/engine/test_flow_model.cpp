@@ -342,17 +342,20 @@ TEST(FlowModel, ExactRwpoLogDetMakesTheDensityBesideFrozenKeysIntegrateToOne) {
 // shares of loss (16) add up to the batch's loss, and their gradients to its gradient. With the RWPO layer
 // the parts gather each other's tokens as keys, each query leaves out its own key among them, and the key
 // gradients cross between the tapes; unequal parts (20 + 21; 13 + 14 + 14 on three threads), λ and β both
-// trained.
+// trained. Without the layer, also each part in three chunks one after another on its tape (6 + 7 + 7 and
+// 7 + 7 + 7), the trainer's way.
 TEST(FlowModel, BatchSplitOverTapesIsTheWholeBatchLossAndGradient) {
     struct Case {
         const char* name;
         bool rwpo, leaveOneOut;
         flows::RwpoKernel kernel;
         int parts = 2;
+        int chunks = 1; // per part
     };
     const int threads = threadCount();
     for (const Case& k :
          {Case{"plain", false, false, flows::RwpoKernel::Corrected},
+          Case{"plain, parts in chunks", false, false, flows::RwpoKernel::Corrected, 2, 3},
           Case{"rwpo, leave-one-out", true, true, flows::RwpoKernel::Corrected},
           Case{"rwpo, self included", true, false, flows::RwpoKernel::Corrected},
           Case{"rwpo separable, leave-one-out", true, true, flows::RwpoKernel::Separable},
@@ -374,9 +377,19 @@ TEST(FlowModel, BatchSplitOverTapesIsTheWholeBatchLossAndGradient) {
         BatchSplit<double> split(P, data.cols());
         ASSERT_TRUE(BatchSplit<double>::canRun(P));
         split.run([&](int p) {
-            const Eigen::Index begin = p * 41 / P, end = (p + 1) * 41 / P;
-            split.backward(p, model.recordLoss(tapes[std::size_t(p)], data.middleCols(begin, end - begin),
-                                               grads[std::size_t(p)], &terms[std::size_t(p)], &split, p));
+            // Without the layer a part may go in chunks, one after another on its tape (as FlowTrainer does).
+            const Eigen::Index begin = p * 41 / P, end = (p + 1) * 41 / P, chunks = k.chunks;
+            for (Eigen::Index c = 0; c < chunks; ++c) {
+                const Eigen::Index first = begin + c * (end - begin) / chunks,
+                                   last = begin + (c + 1) * (end - begin) / chunks;
+                ad::Tape<double>& tape = tapes[std::size_t(p)];
+                tape.clear();
+                LossTerms t;
+                split.backward(p, model.recordLoss(tape, data.middleCols(first, last - first),
+                                                   grads[std::size_t(p)], &t, &split, p));
+                LossTerms& sum = terms[std::size_t(p)];
+                sum = {sum.loss + t.loss, sum.nll + t.nll, sum.transport + t.transport, sum.hjb + t.hjb};
+            }
         });
         LossTerms t;
         for (const LossTerms& part : terms)
