@@ -233,6 +233,12 @@ const std::map<std::string, std::string>& examples() {
         {"moments",
          "flowscope-cli moments assets/presets/cone-fig3a-blowup.json --out moments.npy --final-only"},
         {"bench", "flowscope-cli bench particles --d 3 --n 1024,4096"},
+        {"bench moments", "flowscope-cli bench moments --threads 1,2"},
+        {"bench run", "flowscope-cli bench run --d 3 --n 16384 --every 4"},
+        {"bench view", "flowscope-cli bench view --backend gl --n 65536 --seconds 3"},
+        {"bench train", "flowscope-cli bench train --iters 40"},
+        {"bench sweep", "flowscope-cli bench sweep --ranks 2"},
+        {"bench model", "flowscope-cli bench model --precision float32 --no-ode"},
         {"ranks", "flowscope-cli ranks --dims 3 --runs 20 --out ranks.json"},
         {"train", "flowscope-cli train --dataset moons --iters 2000 --out moons.safetensors"},
         {"sample", "flowscope-cli sample moons.safetensors --n 5000 --out samples.npy"},
@@ -245,6 +251,10 @@ const std::map<std::string, std::string>& examples() {
         {"theory",
          "flowscope-cli theory influence assets/presets/lost-in-the-middle.json --out influence.csv"},
         {"model", "flowscope-cli model layers ~/models/gpt2 --text \"The cat sat on the mat.\" --out h.npy"},
+        {"model gram", "flowscope-cli model gram ~/models/albert-xlarge-v2 --text \"...\" --layers 0,5,30,48 "
+                       "--out gram.png"},
+        {"model scene", "flowscope-cli model scene ~/models/gpt2 --text \"The cat sat on the mat.\" --layer "
+                        "0 --head 0 --out scene.json"},
     };
     return table;
 }
@@ -357,8 +367,10 @@ std::string commandHelp(const std::vector<std::string>& words) {
     }
     std::string help = "usage: flowscope-cli " + words.front() +
                        (depth == 2 ? " " + words[1] : std::string()) + " ...\n\n" + body;
-    if (const auto ex = examples().find(words.front()); ex != examples().end())
-        help += "\nexample:\n  " + ex->second + "\n";
+    // A subcommand's own example ("bench model"), else its command's.
+    auto ex = depth == 2 ? examples().find(words[0] + " " + words[1]) : examples().end();
+    if (ex == examples().end()) ex = examples().find(words.front());
+    if (ex != examples().end()) help += "\nexample:\n  " + ex->second + "\n";
     help += "\nexit codes: 0 success, 1 runtime failure, 2 invalid input (the message names the field)\n";
     return help;
 }

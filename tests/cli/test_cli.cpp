@@ -204,6 +204,14 @@ TEST(Cli, EveryCommandAnswersHelp) {
     EXPECT_EQ(run.code, 0);
     EXPECT_NE(run.out.find("bench run"), std::string::npos);
     EXPECT_EQ(run.out.find("bench moments"), std::string::npos) << run.out;
+    // and its example is its own, not its command's (bench particles).
+    EXPECT_NE(run.out.find("example:\n  flowscope-cli bench run "), std::string::npos) << run.out;
+    for (const char* sub : {"bench model", "bench train", "model gram", "model scene"}) {
+        const Result r = cli(std::string(sub) + " --help");
+        EXPECT_EQ(r.code, 0) << sub;
+        EXPECT_NE(r.out.find("example:\n  flowscope-cli " + std::string(sub) + " "), std::string::npos)
+            << r.out;
+    }
     const Result sweep = cli("simulate scene.json --out x.npy -h");
     EXPECT_EQ(sweep.code, 0);
     EXPECT_NE(sweep.out.find("--every"), std::string::npos);
