@@ -72,8 +72,12 @@ void gemmStrided(int M, int N, int K, const float* A, long rowA, long colA, cons
         // Panel p: in place (full panels of a small B with contiguous rows) or packed.
         auto panelOf = [&](int p, long& ldp) -> const float* {
             const int first = p * kCols;
-            ldp = inPlace && N - first >= kCols ? rowB : kCols;
-            return ldp == rowB ? B + k0 * rowB + first : packed.data() + std::size_t(p) * kc * kCols;
+            if (inPlace && N - first >= kCols) {
+                ldp = rowB;
+                return B + k0 * rowB + first;
+            }
+            ldp = kCols; // (rowB may equal kCols too: the flag decides, not the stride)
+            return packed.data() + std::size_t(p) * kc * kCols;
         };
         packed.resize(std::size_t(panels) * kc * kCols);
         for (int p = 0; p < panels; ++p) {
