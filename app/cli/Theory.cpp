@@ -68,6 +68,13 @@ int theory(const Args& raw) {
     requireInfluenceSetting(scene);
     InfluenceSetting setting = influenceSetting(scene);
     if (!width.empty()) setting.width = parsePositive(width, "--width");
+    // The engine's bounds (PositionalInfluence.h), named as this command's fields.
+    if (setting.width > 1000.0) throw UsageError("--width: at most 1000 (the Fourier modes grow with it)");
+    if (setting.n > 16384)
+        throw UsageError(
+            "/n: the influence profile is computed for at most 16384 tokens (its cost grows with N), "
+            "got " +
+            std::to_string(setting.n));
     const double t = time ? parsePositive(*time, "--t", true) : scene.integrator.T;
 
     std::vector<double> profile;

@@ -20,8 +20,15 @@ void checkSetting(const InfluenceSetting& s) {
         throw std::invalid_argument("influence profile: beta must be in (0, 700]");
     if (!(s.lambda >= 0.0) || !std::isfinite(s.lambda))
         throw std::invalid_argument("influence profile: positional_decay must be finite and >= 0");
-    if (!(s.width > 0.0) || !std::isfinite(s.width))
-        throw std::invalid_argument("influence profile: the width M must be finite and > 0");
+    // Bounds that keep the work bounded: the sweeps cost O(n) a mode and a power of W, and the modes needed
+    // grow as M (omega_n < 1e-13 past n ~ 2.5 M; kMaxModes covers M up to 4000).
+    if (s.n > 16384)
+        throw std::invalid_argument(
+            "influence profile: n must be at most 16384 tokens (its cost grows with n), "
+            "got " +
+            std::to_string(s.n));
+    if (!(s.width > 0.0 && s.width <= 1000.0))
+        throw std::invalid_argument("influence profile: the width M must be in (0, 1000]");
     if (!(s.tolerance > 0.0)) throw std::invalid_argument("influence profile: the tolerance must be > 0");
 }
 

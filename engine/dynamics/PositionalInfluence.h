@@ -43,8 +43,8 @@ double retrievalWeight(int n, double width);
 // power of W, summed until the tail bound c^(m+1) / (m+1)! (W's rows sum to less than 1) is below tolerance.
 std::vector<double> modeInfluence(const InfluenceSetting& setting, double c);
 // The scene's profile at time t >= 0: sum_n omega_n modeInfluence(a_n t), entry k = source k = 0 .. N - 2.
-// Throws std::invalid_argument for a setting out of range (n < 2, beta, lambda < 0, width <= 0) or a time so
-// large that exp(a_1 t) overflows.
+// Throws std::invalid_argument for a setting out of range (n < 2 or > 16384, beta, lambda < 0, width outside
+// (0, 1000]) or a time so large that exp(a_1 t) overflows.
 std::vector<double> influenceProfile(const InfluenceSetting& setting, double t);
 
 // The mean-field limit N -> infinity (masked; positions s in (0, 1], the last token at 1). The kernel of

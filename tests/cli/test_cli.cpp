@@ -1084,6 +1084,10 @@ TEST(Cli, TheoryInfluenceWritesTheProfileAndRefusesOtherScenes) {
     flowscope::test::expectRefused(cli("theory influence " + preset + " --t -1 --out " + out), "--t", out);
     flowscope::test::expectRefused(cli("theory influence " + preset + " --width 0 --out " + out), "--width",
                                    out);
+    flowscope::test::expectRefused(cli("theory influence " + preset + " --width 1e9 --out " + out), "--width",
+                                   out);
+    flowscope::test::expectRefused(cli("theory influence " + preset + " --set /n=20000 --out " + out), "/n",
+                                   out);
     flowscope::test::expectRefused(cli("theory influence " + preset + " --out " + (dir / "x.txt").string()),
                                    ".csv or .json", (dir / "x.txt").string());
     flowscope::test::expectRefused(cli("theory " + preset), "sub-command", out);
