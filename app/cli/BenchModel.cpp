@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -145,7 +146,30 @@ int benchModel(const Args& raw) {
         if (tokens > shape.positions)
             throw UsageError("--tokens: GPT-2's context holds " + std::to_string(shape.positions) +
                              " positions, got " + std::to_string(tokens));
-        scratch.path = fs::temp_directory_path() / ("flowscope-bench-model-" + std::to_string(::getpid()));
+        // Resources before the work: the writer holds the tensors in memory while it writes them, so the
+        // checkpoint needs its size in memory and on the temporary folder's disk.
+        const double d = shape.width, params = (double(shape.vocab) + shape.positions) * d +
+                                               shape.layers * (12.0 * d * d + 13.0 * d) + 2.0 * d;
+        const double bytes = 4.0 * params, limit = 4.0 * double(1L << 30);
+        const auto formatCount = [](double x) {
+            char text[32];
+            std::snprintf(text, sizeof text, "%.3g", x);
+            return std::string(text);
+        };
+        if (bytes > limit)
+            throw UsageError("--width/--layers: the random checkpoint would hold " + formatCount(params) +
+                             " parameters (" + formatCount(bytes / double(1L << 30)) +
+                             " GiB), above the bench's 4 GiB; use a smaller --width or --layers");
+        std::string pattern = (fs::temp_directory_path() / "flowscope-bench-model-XXXXXX").string();
+        if (!::mkdtemp(pattern.data())) throw std::runtime_error("cannot make a folder in " + pattern);
+        scratch.path = pattern;
+        std::error_code spaceError;
+        const fs::space_info space = fs::space(scratch.path, spaceError);
+        if (!spaceError && double(space.available) < bytes * 1.1)
+            throw UsageError("--width/--layers: the random checkpoint needs " +
+                             formatCount(bytes / double(1L << 20)) + " MiB in " +
+                             scratch.path.parent_path().string() + ", which has " +
+                             formatCount(double(space.available) / double(1L << 20)) + " MiB free");
         if (!json)
             std::printf("writing a random GPT-2 checkpoint (D = %d, %d heads, %d layers, %d tokens in the "
                         "vocabulary, F32, seed %ld) to %s\n",

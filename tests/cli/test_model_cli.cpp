@@ -294,4 +294,7 @@ TEST(ModelCli, BenchModelTimesTheForwardPassOfTheCheckpointItSays) {
     EXPECT_GT(rows[3]["max_distance_to_finest"].get<double>(), 0.0);
     // A bad size is one message naming the option.
     expectRefused(cli("bench model --tokens 2000"), "--tokens: GPT-2's context holds 1024 positions", "");
+    // A checkpoint that would not fit is refused before anything is written (8192-wide: 9.7e9 parameters).
+    expectRefused(cli("bench model --width 8192 --heads 64"),
+                  "--width/--layers: the random checkpoint would hold", "");
 }
