@@ -2,7 +2,7 @@
 
 #include "engine/core/Parallel.h"
 #include "engine/gaussian/Cone.h"
-#include "engine/gaussian/MomentStepper.h"
+#include "engine/gaussian/MomentStepper.inc"
 #include "engine/scene/RunBudget.h"
 
 #include <atomic>
@@ -13,6 +13,11 @@
 #include <variant>
 
 namespace flowscope {
+
+// The steppers of the three fields the solvers run (declared extern in MomentStepper.h).
+template class MomentStepper<FixedMomentField<2>>;
+template class MomentStepper<SmallMomentField>;
+template class MomentStepper<DynamicMomentField>;
 
 const char* toString(MomentEvent e) {
     static constexpr const char* kNames[] = {"none",       "converged",    "blow-up", "max-iter",

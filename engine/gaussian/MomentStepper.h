@@ -48,73 +48,21 @@ template <class Field> class MomentStepper {
         : field_(field), control_(spec.rtol, spec.atol, spec.minStep) {}
 
     // alpha' = b + L alpha and Sigma' = L Sigma + Sigma L^T at (t, mean, cov) (MomentField::rates).
-    void rates(double t, const Vector& mean, const Matrix& cov, Vector& rateMean, Matrix& rateCov) {
-        field_.affine(t, mean, cov, b_, L_);
-        P_ = L_ * cov;
-        rateMean = b_ + L_ * mean;
-        rateCov = P_ + P_.transpose();
-    }
-
+    void rates(double t, const Vector& mean, const Matrix& cov, Vector& rateMean, Matrix& rateCov);
     // The authors' PSD projection in place: symmetrize, replace negative eigenvalues by 1e-14.
-    void projectPsd(Matrix& S) {
-        symmetric_ = 0.5 * (S + S.transpose());
-        eig_.compute(symmetric_);
-        lambda_ = eig_.eigenvalues();
-        if (lambda_.minCoeff() >= 0.0) {
-            S = symmetric_;
-            return;
-        }
-        for (Eigen::Index i = 0; i < lambda_.size(); ++i)
-            if (lambda_[i] < 0.0) lambda_[i] = 1e-14;
-        S = eig_.eigenvectors() * lambda_.asDiagonal() * eig_.eigenvectors().transpose();
-    }
-
+    void projectPsd(Matrix& S);
     // (alpha, Sigma = R R^T) of a packed state.
-    static void unpack(const Packed& Y, Vector& mean, Matrix& cov) {
-        const auto R = Y.rightCols(Y.cols() - 1);
-        mean = Y.col(0);
-        cov = R * R.transpose();
-    }
-
+    static void unpack(const Packed& Y, Vector& mean, Matrix& cov);
     // The adaptive solver's right-hand side: alpha' = b + L alpha, R' = L R.
-    void derivative(double t, const Packed& Y, Packed& dY) {
-        const Eigen::Index r = Y.cols() - 1;
-        const auto R = Y.rightCols(r);
-        mean_ = Y.col(0);
-        cov_ = R * R.transpose();
-        field_.affine(t, mean_, cov_, b_, L_);
-        dY.resize(Y.rows(), Y.cols());
-        dY.col(0) = b_ + L_ * mean_;
-        dY.rightCols(r) = L_ * R;
-        ++evaluations;
-    }
-
+    void derivative(double t, const Packed& Y, Packed& dY);
     // Dormand-Prince 5(4) from t to t + H: the stages of Integrator.cpp's DormandPrince (DormandPrince.h),
     // on Packed.
-    StepResult advance(double t, double H, Packed& X) {
-        return stages_.advance(
-            control_, [this](double s, const Packed& Y, Packed& dY) { derivative(s, Y, dY); }, t, H, X);
-    }
-
+    StepResult advance(double t, double H, Packed& X);
     // tr Sigma' at (t, mean, cov).
-    double traceRate(double t, const Vector& mean, const Matrix& cov) {
-        rates(t, mean, cov, rateMean_, rateCov_);
-        return rateCov_.trace();
-    }
-
+    double traceRate(double t, const Vector& mean, const Matrix& cov);
     // One chunk of the adaptive solver from t toward `next`: at most half the distance g = tr Sigma / (tr
     // Sigma)' to a possible singularity (at least 1e-6 of the way). Updates t; returns advance()'s result.
-    StepResult chunk(double& t, double next, Packed& Y) {
-        unpack(Y, mean_, cov_);
-        const double trace = cov_.trace();
-        const double rate = traceRate(t, mean_, cov_);
-        double h = next - t;
-        if (rate > 0.0) h = std::min(h, std::max(0.5 * trace / rate, 1e-6 * h));
-        StepResult r = advance(t, h, Y);
-        if (r.ok && !(r.reached > t)) r.ok = false; // no progress in t: stop (StepCollapse)
-        t = r.reached;
-        return r;
-    }
+    StepResult chunk(double& t, double next, Packed& Y);
 
     long evaluations = 0; // derivative() calls (the adaptive solver's count)
 
@@ -127,5 +75,11 @@ template <class Field> class MomentStepper {
     Eigen::SelfAdjointEigenSolver<Matrix> eig_;
     DormandPrinceStages<Packed> stages_;
 };
+
+// The steps are defined in MomentStepper.inc, which MomentSolver.cpp includes and instantiates for the three
+// fields it runs (where they inline into the solvers); any other file links to those copies.
+extern template class MomentStepper<FixedMomentField<2>>;
+extern template class MomentStepper<SmallMomentField>;
+extern template class MomentStepper<DynamicMomentField>;
 
 } // namespace flowscope
