@@ -137,9 +137,12 @@ void KernelAttention::velocity(double t, const Tokens& X, Tokens& dX) {
     }
 }
 
+bool interactionEnergyDefined(const AttentionSpec& spec, std::size_t heads) {
+    return spec.type == AttentionType::Softmax && !spec.masked && spec.positionalDecay == 0.0 && heads == 1;
+}
+
 bool KernelAttention::energyDefined(std::size_t heads, Eigen::Index n) const {
-    return spec_.type == AttentionType::Softmax && !spec_.masked && spec_.positionalDecay == 0.0 &&
-           heads == 1 && n > 0;
+    return interactionEnergyDefined(spec_, heads) && n > 0;
 }
 
 void KernelAttention::velocityAndStats(double t, const Tokens& X, Tokens& dX, Vec* entropies,

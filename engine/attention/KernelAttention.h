@@ -73,6 +73,10 @@ double energyFromRowLogSumExps(const Vec& logZ);
 // The queries of a head: explicit ones, or B x_i.
 Tokens headQueries(const Tokens& X, const HeadSetup& head);
 
+// Whether the interaction energy E = (1/(2N^2)) sum_ij exp(s_ij) is a quantity of this attention: softmax
+// with one head (`heads` at the time asked), unmasked, without positional decay (docs/observables.md).
+bool interactionEnergyDefined(const AttentionSpec& spec, std::size_t heads);
+
 class KernelAttention : public StreamedField {
   public:
     using StreamedField::StreamedField;
@@ -102,7 +106,7 @@ class KernelAttention : public StreamedField {
   protected:
     // True when the weights form a probability distribution over keys (entropy is defined).
     virtual bool normalized() const { return true; }
-    // Whether the interaction energy exists: softmax, one head, unmasked, no positional decay, some tokens.
+    // Whether the interaction energy exists here (interactionEnergyDefined, with some tokens).
     bool energyDefined(std::size_t heads, Eigen::Index n) const;
     // The variant's name, "masked " first when the spec is masked.
     std::string maskedName(const std::string& variant) const {

@@ -176,6 +176,15 @@ TEST(PlotsPanel, PositionalDecayDrawsThePredictedInfluenceAgainstPosition) {
     PlotsPanel panel;
     panel.setScene(scene);
     EXPECT_TRUE(panel.showsInfluence());
+    // Masked, with decay: no interaction energy, and its chart says so; unmasked without decay it has one.
+    EXPECT_TRUE(panel.energyTitle().contains(QStringLiteral("defined for softmax")))
+        << panel.energyTitle().toStdString();
+    Scene plain = scene;
+    plain.attention.masked = false;
+    plain.attention.positionalDecay = 0.0;
+    panel.setScene(plain);
+    EXPECT_EQ(panel.energyTitle(), QStringLiteral("Interaction energy"));
+    panel.setScene(scene);
     EXPECT_EQ(panel.pointCount("influence predicted"), 0); // no frame yet
     panel.setSnapshot(snapshotOf(historyOf(51)));          // the newest frame at t = 1
     const auto expectProfile = [&](const Scene& s, double t) {

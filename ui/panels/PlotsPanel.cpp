@@ -1,5 +1,6 @@
 #include "ui/panels/PlotsPanel.h"
 
+#include "engine/attention/KernelAttention.h"
 #include "engine/dynamics/Equiangular.h"
 #include "engine/runner/RunHistory.h"
 #include "engine/runner/SimulationRunner.h"
@@ -411,6 +412,14 @@ void PlotsPanel::setScene(const Scene& scene, bool liveEdit) {
         influence_ = influenceSetting(scene);
     influenceStale_ = true;
     charts_[std::size_t(kInfluence)].panel->setVisible(influence_.has_value());
+    // A chart left empty says why: the energy is a quantity of softmax with one unmasked head only.
+    const auto& heads =
+        scene.attention.keyframes.empty() ? scene.attention.heads : scene.attention.keyframes.front().heads;
+    charts_[std::size_t(kEnergy)].title->setText(
+        interactionEnergyDefined(scene.attention, heads.size())
+            ? tr("Interaction energy")
+            : tr("Interaction energy <span style='font-weight:normal'>(defined for softmax with one unmasked "
+                 "head and no positional decay)</span>"));
     rebuild();
 }
 
@@ -451,6 +460,10 @@ void PlotsPanel::updateInfluence() {
     if (!detail.isEmpty())
         title += QStringLiteral(" <span style='font-weight:normal'>(%1)</span>").arg(detail);
     charts_[std::size_t(kInfluence)].title->setText(title);
+}
+
+QString PlotsPanel::energyTitle() const {
+    return charts_[std::size_t(kEnergy)].title->text();
 }
 
 QString PlotsPanel::influenceTitle() const {

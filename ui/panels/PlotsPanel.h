@@ -80,6 +80,8 @@ class PlotsPanel : public QWidget {
     // at most kMaxInfluenceTokens tokens; a live edit recomputes it for the new parameters), and its title.
     bool showsInfluence() const { return influence_.has_value(); }
     QString influenceTitle() const;
+    // The interaction energy chart's title: it says when the scene has no such energy (an empty chart).
+    QString energyTitle() const;
     // A vertical line at t on every chart (the time scrubber); NaN hides it.
     void setCursorTime(double t);
     double cursorTime() const { return cursorT_; }
