@@ -450,7 +450,10 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
     const Index N = q.val().cols(), Nk = k.val().cols(), tiles = (N + kTile - 1) / kTile;
     float* dq = q.needsGrad ? gradZeroed(q).data() : nullptr;
     const bool wantK = k.needsGrad, wantV = v.needsGrad;
-    const Index slots = std::min(kSlots, tiles);
+    // Inside a parallelFor (a part of a batch split over tapes, flows/BatchSplit.h) the slots would run one
+    // after another on this thread: one slot then sums every tile in order, without the other fifteen's zero
+    // fills, additions and their 16x larger working set.
+    const Index slots = insideParallelFor() ? 1 : std::min(kSlots, tiles);
     const float* weights = n.aux.cols() > N ? n.aux.data() + 2 * N : nullptr; // kept by kernelForward
     using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     // The slots' sums are buffers of the calling thread, kept from call to call while they are small: made
