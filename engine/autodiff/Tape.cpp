@@ -336,6 +336,8 @@ template <class S> void groupAttentionBackward(Node<S>& n, Node<S>& q, Node<S>& 
 // order and keeps its own sums, and the slots are added in order, so the result does not depend on the
 // thread count or timing.
 constexpr Index kTile = 16, kSlots = 16;
+// kernelBackward keeps its slots' buffers for the next call up to this many floats (16 MB).
+constexpr Index kKeptSlotFloats = Index(1) << 22;
 
 template <class S>
 void tileWeights(const Matrix<S>& Kt, const Matrix<S>& Q, Index j0, Index n, Index self, Matrix<S>& W) {
@@ -448,10 +450,22 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
     const Index N = q.val().cols(), Nk = k.val().cols(), tiles = (N + kTile - 1) / kTile;
     float* dq = q.needsGrad ? gradZeroed(q).data() : nullptr;
     const bool wantK = k.needsGrad, wantV = v.needsGrad;
-    const Index slots = std::min(kSlots, tiles);
+    // Inside a parallelFor (a part of a batch split over tapes, flows/BatchSplit.h) the slots would run one
+    // after another on this thread: one slot then sums every tile in order, without the other fifteen's zero
+    // fills, additions and their 16x larger working set.
+    const Index slots = insideParallelFor() ? 1 : std::min(kSlots, tiles);
     const float* weights = n.aux.cols() > N ? n.aux.data() + 2 * N : nullptr; // kept by kernelForward
     using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-    std::vector<RowMajor> dKt(wantK ? slots : 0), dVt(wantV ? slots : 0);
+    // The slots' sums are buffers of the calling thread, kept from call to call while they are small: made
+    // afresh, their 16 x (f + r) x nkPadded floats (590 KB in an RWPO sub-step at batch 1024) went back to
+    // the system at every call and came back as page faults and zero fills
+    // (docs/math/flows.md#training-speed). The lambda below runs on other threads too: it reaches the
+    // buffers through these references (by name it would find its own thread's).
+    thread_local std::vector<RowMajor> keptK, keptV;
+    std::vector<RowMajor>& dKt = keptK;
+    std::vector<RowMajor>& dVt = keptV;
+    if (wantK && Index(dKt.size()) < slots) dKt.resize(std::size_t(slots));
+    if (wantV && Index(dVt.size()) < slots) dVt.resize(std::size_t(slots));
     parallelFor(std::size_t(slots), 1, [&](std::size_t begin, std::size_t end) {
         for (Index s = Index(begin); s < Index(end); ++s) {
             if (wantK) dKt[s].setZero(ops.kt.rows(), ops.kt.cols());
@@ -469,6 +483,10 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
     }
     if (wantK) acc(k, dKt[0].leftCols(Nk));
     if (wantV) acc(v, dVt[0].leftCols(Nk));
+    if (slots * (ops.kt.rows() + ops.vt.rows()) * ops.kt.cols() > kKeptSlotFloats) {
+        dKt.clear();
+        dVt.clear();
+    }
 }
 
 } // namespace

@@ -15,9 +15,11 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace ad = flowscope::ad;
 using ad::Index;
@@ -500,6 +502,37 @@ TEST(Autodiff, FloatAttentionKernelKeptWeightsAreTheRecomputedOnes) {
         EXPECT_GT(recomputed.dq.cwiseAbs().maxCoeff(), 0.0f);
     }
     ad::kernel::selectIsa(initial.c_str());
+}
+
+TEST(Autodiff, FloatAttentionKernelBackwardInOneSlotInsideAParallelFor) {
+    // The float kernel's backward sums dk and dv over tiles of 16 queries in 16 slots, added in order; inside
+    // a parallelFor (a part of a split batch) one slot sums them all, and its buffers are kept from call to
+    // call. Both must be the float64 gradients to float rounding, and a call after a larger one (the kept
+    // buffers bigger than it needs) must give what it gives alone.
+    const int f = 4, r = 5;
+    auto grads = [&](int nq, int nk, bool inside) {
+        const Md Qd = randn(f, nq, 141, 1.5), K = randn(f, nk, 142, 1.5), V = randn(r, nk, 143),
+                 G = randn(r, nq, 144);
+        std::optional<flowscope::InlineParallelFor> inlined;
+        if (inside) inlined.emplace();
+        ad::Tape<float> t;
+        const ad::Var<float> q = t.input(Qd.cast<float>()), k = t.input(K.cast<float>()),
+                             v = t.input(V.cast<float>());
+        t.backward(ad::sum(ad::mul(ad::attention(q, k, v), t.constant(G.cast<float>()))));
+        ad::Tape<double> d;
+        const ad::Var<double> qd = d.input(Qd), kd = d.input(K), vd = d.input(V);
+        d.backward(ad::sum(ad::mul(ad::attention(qd, kd, vd), d.constant(G))));
+        for (auto [x, xd] : {std::pair{k, kd}, std::pair{v, vd}, std::pair{q, qd}}) {
+            const Md e = t.grad(x).cast<double>() - d.grad(xd);
+            EXPECT_LT(e.cwiseAbs().maxCoeff(), 2e-5 * d.grad(xd).cwiseAbs().maxCoeff()) << nq << inside;
+        }
+        return std::tuple{Md(t.grad(q).cast<double>()), Md(t.grad(k).cast<double>()),
+                          Md(t.grad(v).cast<double>())};
+    };
+    const auto alone = grads(300, 200, true);
+    grads(400, 280, true); // the kept buffers grow
+    EXPECT_EQ(grads(300, 200, true), alone);
+    grads(300, 200, false); // 16 slots: the same sums grouped otherwise, compared with float64 inside
 }
 
 // The float products (AVX2+FMA kernel where the processor has it, engine/core/kernels/Gemm.h) against the
