@@ -68,7 +68,7 @@ template <class F> Md columnDerivative(F f, const Md& s, Index k, double h) {
 // The potential as it was first recorded: one elementary tape op per term of the recursions
 // (docs/math/flows.md#potential), no fused ops. Kept as the float64 reference that the recording in
 // Potential.cpp, which fuses some of these steps for speed, must reproduce to rounding, values and gradients.
-flows::PotentialOutputs<double> composedPotential(ad::Tape<double>& tape,
+flows::PotentialOutputs<double> composedPotential(ad::Tape<double>& /*tape*/,
                                                   const flows::BoundPotential<double>& p, ad::Var<double> s,
                                                   bool hessian) {
     using Var = ad::Var<double>;
