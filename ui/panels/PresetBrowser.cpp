@@ -52,7 +52,8 @@ const std::array<Paper, 4> kPapers{{
      QT_TRANSLATE_NOOP("PresetBrowser", "Duerinckx, Geshkovski, Rossi 2026"),
      QT_TRANSLATE_NOOP("PresetBrowser",
                        "The first tokens pull on everyone (the mask), the last ones on their neighbours (the "
-                       "decay); the middle ones leave little trace. The profile itself is not plotted yet.")},
+                       "decay); the middle ones leave little trace: the U of the Plots panel's influence "
+                       "chart.")},
 }};
 
 // Groups in display order: the source paper's particle scenes, the Gaussian-mode scenes, one group per paper
