@@ -37,9 +37,9 @@ void checkTime(double t) {
         throw std::invalid_argument("influence profile: the time t must be finite and >= 0");
 }
 
-// c = a_n t, refused where exp(c) would overflow.
-double modeTime(int n, double beta, double t) {
-    const double c = influenceModeRate(n, beta) * t;
+// c = a_n t (rate = a_n), refused where exp(c) would overflow.
+double modeTime(int n, double rate, double t) {
+    const double c = rate * t;
     if (c > kMaxRate) {
         std::ostringstream text;
         text << "influence profile: t = " << t << " is too long (exp(a_" << n << " t) overflows)";
@@ -64,7 +64,7 @@ template <class Add, class Bound, class Largest>
 void sumModes(const InfluenceSetting& s, double t, Add add, Bound bound, Largest largest) {
     double rate = influenceModeRate(1, s.beta);
     for (int n = 1; n <= kMaxModes; ++n) {
-        add(retrievalWeight(n, s.width), modeTime(n, s.beta, t));
+        add(retrievalWeight(n, s.width), modeTime(n, rate, t)); // rate = a_n, computed once a mode
         const double next = influenceModeRate(n + 1, s.beta);
         if (next <= rate && bound(next * t) * weightTail(n, s.width) <= s.tolerance * largest()) return;
         rate = next;
