@@ -77,9 +77,9 @@ template <class S, class E> void acc(Node<S>& n, const E& e) {
 }
 
 #if FLOWSCOPE_HAVE_AVX2_KERNEL
-// Whether the float elementwise passes of engine/autodiff/kernels/Elementwise.h run here (AVX2+FMA); Eigen's
-// expressions otherwise.
-bool elementwiseAvx2() {
+// Whether this processor runs the float AVX2+FMA kernels (the product of engine/core/kernels/Gemm.h, the
+// elementwise passes of engine/autodiff/kernels/Elementwise.h); Eigen's expressions otherwise. Asked once.
+bool avx2Kernels() {
     static const bool yes = cpuHasAvx2Fma();
     return yes;
 }
@@ -97,8 +97,7 @@ void product(Matrix<S>& C, const Matrix<S>& A, bool transA, const Matrix<S>& B, 
                 N = transB ? B.rows() : B.cols();
 #if FLOWSCOPE_HAVE_AVX2_KERNEL
     if constexpr (std::is_same_v<S, float>) {
-        static const bool avx2 = cpuHasAvx2Fma();
-        if (avx2 && M >= 8 && M * N * K >= 4096) { // else the kernel's 16-column panels do not pay
+        if (avx2Kernels() && M >= 8 && M * N * K >= 4096) { // else the kernel's 16-column panels do not pay
             // op(A)(i, k) = A.data()[i ai + k ak], op(B)(k, j) = B.data()[k bk + j bj].
             const long ai = transA ? long(A.rows()) : 1, ak = transA ? 1 : long(A.rows());
             const long bk = transB ? long(B.rows()) : 1, bj = transB ? 1 : long(B.rows());
@@ -688,7 +687,7 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
     case Op::Tanh:
 #if FLOWSCOPE_HAVE_AVX2_KERNEL
         if constexpr (std::is_same_v<S, float>)
-            if (elementwiseAvx2()) {
+            if (avx2Kernels()) {
                 if (!A->reached) A->grad.resize(G.rows(), G.cols());
                 kernel::avx2::tanhBackward(G.data(), n.value.data(), A->grad.data(), G.size(), A->reached);
                 A->reached = true;
@@ -951,7 +950,7 @@ template <class S> Var<S> tanh(Var<S> a) {
         return unary(Op::Tanh, a, [](const auto& x) { return tanhPacket(x); });
     } else {
 #if FLOWSCOPE_HAVE_AVX2_KERNEL
-        if (elementwiseAvx2()) {
+        if (avx2Kernels()) {
             Tape<S>& t = tapeOf(Op::Tanh, a);
             Var<S> y = t.push(Op::Tanh, a);
             Matrix<S>& v = t.node(y).value;
@@ -979,7 +978,7 @@ template <class S> Var<S> logCosh(Var<S> a, Var<S> tanhOfA) {
     Var<S> y = t.push(Op::LogCosh, a, tanhOfA);
 #if FLOWSCOPE_HAVE_AVX2_KERNEL
     if constexpr (std::is_same_v<S, float>)
-        if (elementwiseAvx2()) {
+        if (avx2Kernels()) {
             Matrix<S>& v = t.node(y).value;
             v.resize(a.rows(), a.cols());
             kernel::avx2::logCosh(a.value().data(), tanhOfA.value().data(), v.data(), v.size());
