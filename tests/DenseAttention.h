@@ -13,6 +13,9 @@
 #include <cstdlib>
 
 namespace flowscope::test {
+// Internal to each test file that includes it: a file compiled at -O1 (tests/CMakeLists.txt) keeps its own
+// optimized copy, where a shared inline one could be the -O0 copy of another test file.
+namespace {
 
 // Gamma(x_i) = sum_h V_h sum_j w_ij x_j / norm_i from the definitions (constant heads), with the score
 //     s_ij = g <Q_h x_i, K_h x_j> - (lambda / N) |i - j|   (g = beta, or beta / sqrt(k); j <= i masked)
@@ -81,4 +84,5 @@ inline Tokens denseVelocity(const Tokens& X, const AttentionSpec& a) {
     return A;
 }
 
+} // namespace
 } // namespace flowscope::test
