@@ -1,9 +1,8 @@
 // Flowscope engine: the float32 SIMD kernel of the tape's attention(q, k, v) (engine/autodiff/Tape.h).
 //
-// out_j = Σ_k w_jk v_k,  w_jk = exp(l_jk - m_j) / den_j,  l_jk = q_j · k_k,  max_k l_jk - 16 <= m_j <= max_k
-// l_jk, with key self + j left out of query j's softmax when self >= 0 (m_j cancels: any shift gives the same
-// softmax). The N x N weights are never stored: forward sweeps the keys once per query (online: m_j moves
-// up, and the sums so far are rescaled, when a logit passes m_j + 16) and keeps m_j and 1/den_j; backward
+// out_j = Σ_k w_jk v_k,  w_jk = exp(l_jk - m_j) / den_j,  l_jk = q_j · k_k,  m_j = max_k l_jk,
+// with key self + j left out of query j's softmax when self >= 0. The N x N weights are never stored: forward
+// sweeps the keys twice per query (max, then weights and sums) and keeps m_j and 1/den_j; backward
 // recomputes each weight from them in one sweep, or reads the weights forward wrote when the caller kept
 // them. With ā_j = g_j · out_j and c_jk = w_jk (g_j · v_k - ā_j):
 //     dq_j = Σ_k c_jk k_k,   dk_k += Σ_j c_jk q_j,   dv_k += Σ_j w_jk g_j.
@@ -30,8 +29,8 @@ struct Attention {
 bool supports(int f, int r);
 
 // Queries [j0, j1): out (r x nq, column-major) and stats (2 x nq: m_j, 1 / den_j). When `weights` is not
-// null, also each query's unnormalised weights e^{l_jk - m_j} (at most e^16; 0 for a key it does not see)
-// into its column of weights (nkPadded x nq, column-major), for backward to read instead of recomputing them.
+// null, also each query's unnormalised weights e^{l_jk - m_j} (0 for a key it does not see) into its column
+// of weights (nkPadded x nq, column-major), for backward to read instead of recomputing them.
 void forward(const Attention& a, int j0, int j1, float* out, float* stats, float* weights = nullptr);
 
 // Queries [j0, j1), from the forward's out and stats and the output's gradient g (r x nq): adds dq's columns

@@ -31,7 +31,7 @@ v8f tanh8(v8f x) {
     p = p * z + splat(-1.0f / 3.0f);
     const v8f series = x + x * (z * p);
     // |x| >= 0.5: sign(x) (1 - e) / (1 + e), e = e^{-2|x|} <= 1/e, so 1 - e loses no more than a bit.
-    const v8f e = expBelow88(splat(-2.0f) * a);
+    const v8f e = expNonPositive(splat(-2.0f) * a);
     const v8f magnitude = (splat(1.0f) - e) / (splat(1.0f) + e);
     const v8f far = bits<v8f>(bits<v8i>(magnitude) | (bits<v8i>(x) & splat(std::int32_t(0x80000000u))));
     return select(a < splat(0.5f), series, far);
