@@ -129,8 +129,9 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
     // the size of the cloud's spread rather than of its offset: the cancellation in E_w[y²] - m² stays small
     // in float.
     const Var<S> mu = ad::scale(ad::rowSum(Y), S(1) / S(Nk));
-    const Var<S> Xc = ad::addCol(X, ad::neg(mu));
-    const Var<S> Yc = ownKeys ? Xc : ad::addCol(Y, ad::neg(mu));
+    const Var<S> minusMu = ad::neg(mu);
+    const Var<S> Xc = ad::addCol(X, minusMu);
+    const Var<S> Yc = ownKeys ? Xc : ad::addCol(Y, minusMu);
     const Var<S> threshold = ad::scale(lambda, h);
     const Var<S> St = ad::softThreshold(X, threshold); // sign(x) max(|x| - λh, 0): the sign is kept
     // D = 1{|x_i| > λh}, exactly the op's own test; constant (the kinks have measure zero).
@@ -144,10 +145,15 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
     // with it the logits are U itself, -β/(4h) |x - y|² + β/2 M(y), small where the weights live, rather
     // than U + β/(4h) |x̃|²; the float rounding of the logit gradient then no longer multiplies that offset
     // in d/dX and d/dβ (10x more accurate at N = 1024).
+    // The query's bias has a zero gradient in exact arithmetic (a query's softmax does not depend on it), but
+    // in float its recorded gradient cancels the rounding of the logit gradient that passes through x̃ (the
+    // offset above): as a constant, float's d logDet / dX was 40x further from float64's at N = 1024.
+    // β/(2h) and -β/(4h) are 1x1 nodes, one product each with the d x N matrices (fewer nodes,
+    // docs/math/flows.md#training-speed).
     Var<S> Qx, queryBias, keyBias;
     if (!asPrinted) {
-        Qx = ad::scale(ad::scale(Xc, beta), c2h);
-        queryBias = ad::scale(ad::scale(Xc2, beta), -c4h);
+        Qx = ad::scale(Xc, ad::scale(beta, c2h));
+        queryBias = ad::scale(Xc2, ad::scale(beta, -c4h));
         keyBias =
             ad::scale(ad::add(ad::scale(Yc2, -c4h), ad::scale(ad::huberL1(Y, lambda, h), S(0.5))), beta);
     }
@@ -202,7 +208,7 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
 
     // κ C_w entries, κ = β/(4h); the as-printed kernel's ∂m/∂x = 2κ C_w (I - D) only sees inactive columns.
     const ad::Matrix<S> inactive = ad::Matrix<S>::Ones(d, N) - active;
-    Var<S> kVar = ad::scale(ad::scale(var, beta), c4h);
+    Var<S> kVar = ad::scale(var, ad::scale(beta, c4h));
     if (asPrinted) kVar = ad::maskMul(kVar, inactive);
     if (!o.exactLogDet) { // 1/2 div G = n_act / 2 - κ Σ_i (C_w)_ii
         out.logDetTerm = ad::sub(tape.constant(S(0.5) * active.colwise().sum()), ad::colSum(kVar));
@@ -218,7 +224,7 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
             for (Index a = 0; a < d; ++a) entry(a, a) = ad::rows(diagonal, a, 1);
             for (std::size_t k = 0; k < pairs.size(); ++k) {
                 const auto [a, b] = pairs[k];
-                const Var<S> off = ad::scale(ad::scale(cov[k], beta), -c4h);
+                const Var<S> off = ad::scale(cov[k], ad::scale(beta, -c4h));
                 entry(a, b) = asPrinted ? ad::maskMul(off, ad::Matrix<S>(inactive.row(b))) : off;
                 entry(b, a) = asPrinted ? ad::maskMul(off, ad::Matrix<S>(inactive.row(a))) : off;
             }

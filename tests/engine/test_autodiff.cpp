@@ -504,6 +504,66 @@ TEST(Autodiff, FloatAttentionKernelKeptWeightsAreTheRecomputedOnes) {
     ad::kernel::selectIsa(initial.c_str());
 }
 
+TEST(Autodiff, FloatAttentionKernelLogitsSpreadOverSixty) {
+    // Logits spread over 60 (the randn cases above span about 20): keys whose logits rise by about 1 per key
+    // for one query and fall for the last ones, a query with falling logits (the first key block holds its
+    // maximum) and one with flat logits. The output and every gradient against the double path; the weight
+    // forward keeps at the largest logit's key is 1, and backward from the kept weights gives what it gives
+    // recomputing them, bit for bit.
+    const int f = 3, r = 4, nq = 5, nk = 77, nkPadded = 80;
+    Md K(f, nk), Q(f, nq);
+    for (Index k = 0; k < nk; ++k) K.col(k) << double(k < 60 ? k : 120 - k) / 20, std::sin(double(k)), 1;
+    Q << 20, -20, 0, 10, 15, 0.5, 1, -1, 2, 0, 1, -2, 3, 0.5, 1;
+    const std::vector<Md> in = {Q, K, randn(r, nk, 151)};
+    ad::Tape<double> td;
+    const Md outD = td.value(ad::attention(td.constant(in[0]), td.constant(in[1]), td.constant(in[2])));
+    EXPECT_LT((outD - attentionByDefinition(in[0], in[1], in[2], false, 0)).cwiseAbs().maxCoeff(), 1e-12);
+    ad::Matrix<float> kt = ad::Matrix<float>::Zero(nkPadded, f), vt = ad::Matrix<float>::Zero(nkPadded, r);
+    kt.topRows(nk) = K.transpose().cast<float>();
+    vt.topRows(nk) = in[2].transpose().cast<float>();
+    const ad::Matrix<float> Qf = Q.cast<float>(), g = randn(r, nq, 152).cast<float>();
+    const ad::kernel::Attention a{f, r, nk, nkPadded, kt.data(), vt.data(), Qf.data(), -1};
+    const std::string initial = ad::kernel::isa();
+    for (const char* isa : {"avx512vl", "avx2-fma", "generic"}) {
+        if (!ad::kernel::selectIsa(isa)) continue;
+        SCOPED_TRACE(isa);
+        ad::Tape<float> tf;
+        const Md outF =
+            tf.value(ad::attention(tf.constant(in[0].cast<float>()), tf.constant(in[1].cast<float>()),
+                                   tf.constant(in[2].cast<float>())))
+                .cast<double>();
+        // Logits up to 60 carry their float rounding, about 60 x 6e-8, into the weights.
+        EXPECT_LT((outF - outD).cwiseAbs().maxCoeff(), 1e-5 * outD.cwiseAbs().maxCoeff());
+        auto loss = [](const auto& x) { return weighted(ad::attention(x[0], x[1], x[2])); };
+        const auto gd = gradients<double>(loss, in);
+        const auto gf = gradients<float>(loss, in);
+        for (int i = 0; i < 3; ++i)
+            EXPECT_LT((gf[i].cast<double>() - gd[i]).cwiseAbs().maxCoeff(),
+                      1e-4 * gd[i].cwiseAbs().maxCoeff())
+                << "operand " << i;
+        ad::Matrix<float> out(r, nq), stats(2, nq), weights(nkPadded, nq);
+        ad::kernel::forward(a, 0, nq, out.data(), stats.data(), weights.data());
+        for (int j = 0; j < nq; ++j) {
+            Eigen::Index best = 0;
+            (Q.col(j).transpose() * K).maxCoeff(&best);
+            EXPECT_EQ(weights(best, j), 1.0f) << j;
+        }
+        std::vector<ad::Matrix<float>> grads;
+        for (const float* kept :
+             {static_cast<const float*>(weights.data()), static_cast<const float*>(nullptr)}) {
+            grads.push_back(ad::Matrix<float>::Zero(f, nq));
+            grads.push_back(ad::Matrix<float>::Zero(nkPadded, f));
+            grads.push_back(ad::Matrix<float>::Zero(nkPadded, r));
+            const std::size_t at = grads.size() - 3;
+            ad::kernel::backward(a, 0, nq, out.data(), stats.data(), g.data(), grads[at].data(),
+                                 grads[at + 1].data(), grads[at + 2].data(), kept);
+        }
+        for (int i = 0; i < 3; ++i) EXPECT_EQ(grads[std::size_t(i)], grads[std::size_t(i) + 3]);
+        EXPECT_GT(grads[0].cwiseAbs().maxCoeff(), 0.0f);
+    }
+    ad::kernel::selectIsa(initial.c_str());
+}
+
 TEST(Autodiff, FloatAttentionKernelBackwardInOneSlotInsideAParallelFor) {
     // The float kernel's backward sums dk and dv over tiles of 16 queries in 16 slots, added in order; inside
     // a parallelFor (a part of a split batch) one slot sums them all, and its buffers are kept from call to
