@@ -29,14 +29,8 @@ void DriftingAttention::velocity(double, const Tokens& X, Tokens& dX) {
     dX -= avg;
 }
 
-Vec DriftingAttention::attentionEntropies(double, const Tokens& X) {
-    const HeadSetup h = selfHead(X);
-    return softmaxEntropies(X, headQueries(X, h), h.bias, false);
-}
-
-Vec DriftingAttention::attentionWeights(double, const Tokens& X, Eigen::Index i) {
-    const HeadSetup h = selfHead(X);
-    return softmaxRow(X, headQueries(X, h), h.bias, false, i);
+std::optional<HeadSetup> DriftingAttention::distributionHead(double, const Tokens& X) const {
+    return selfHead(X);
 }
 
 } // namespace flowscope

@@ -8,17 +8,20 @@
 // tokens drift from their own kernel mean towards the target's. The bandwidth is fixed at 1 (beta unused).
 #pragma once
 
-#include "engine/attention/StreamRunner.h"
+#include "engine/attention/KernelAttention.h"
 
 namespace flowscope {
 
-class DriftingAttention : public StreamedField {
+class DriftingAttention : public SoftmaxRowField {
   public:
-    using StreamedField::StreamedField;
+    using SoftmaxRowField::SoftmaxRowField;
     void velocity(double t, const Tokens& X, Tokens& dX) override;
-    Vec attentionEntropies(double t, const Tokens& X) override;
-    Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
     std::string name() const override { return "drifting"; }
+
+  protected:
+    // The self term's kernel (never masked).
+    std::optional<HeadSetup> distributionHead(double t, const Tokens& X) const override;
+    bool causalDistribution() const override { return false; }
 };
 
 } // namespace flowscope

@@ -11,15 +11,11 @@
 
 namespace flowscope {
 
-class HardmaxAttention : public VelocityField {
+class HardmaxAttention : public SpecField {
   public:
-    HardmaxAttention(const AttentionSpec& spec, int /*d*/) : spec_(spec) {}
+    HardmaxAttention(const AttentionSpec& spec, int /*d*/) : SpecField(spec) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
-    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
     std::string name() const override { return spec_.masked ? "masked hardmax" : "hardmax"; }
-
-  private:
-    AttentionSpec spec_;
 };
 
 } // namespace flowscope

@@ -174,19 +174,24 @@ void KernelAttention::velocityAndStats(double t, const Tokens& X, Tokens& dX, Ve
     }
 }
 
-Vec KernelAttention::attentionEntropies(double t, const Tokens& X) {
-    if (!normalized() || X.rows() == 0) return {};
-    const auto heads = spec_.headsAt(t);
-    if (heads.empty()) return {};
-    const HeadSetup h = headAt(heads.front(), X);
-    return softmaxEntropies(X, headQueries(X, h), h.bias, spec_.masked, h.positionSlope);
+Vec SoftmaxRowField::attentionEntropies(double t, const Tokens& X) {
+    if (X.rows() == 0) return {};
+    const std::optional<HeadSetup> h = distributionHead(t, X);
+    if (!h) return {};
+    return softmaxEntropies(X, headQueries(X, *h), h->bias, causalDistribution(), h->positionSlope);
 }
 
-Vec KernelAttention::attentionWeights(double t, const Tokens& X, Eigen::Index i) {
+Vec SoftmaxRowField::attentionWeights(double t, const Tokens& X, Eigen::Index i) {
+    if (i < 0 || i >= X.rows()) return {};
+    const std::optional<HeadSetup> h = distributionHead(t, X);
+    if (!h) return {};
+    return softmaxRow(X, headQueries(X, *h), h->bias, causalDistribution(), i, h->positionSlope);
+}
+
+std::optional<HeadSetup> KernelAttention::distributionHead(double t, const Tokens& X) const {
     const auto heads = spec_.headsAt(t);
-    if (!normalized() || heads.empty() || i < 0 || i >= X.rows()) return {};
-    const HeadSetup h = headAt(heads.front(), X);
-    return softmaxRow(X, headQueries(X, h), h.bias, spec_.masked, i, h.positionSlope);
+    if (!normalized() || heads.empty()) return std::nullopt;
+    return headAt(heads.front(), X);
 }
 
 double KernelAttention::interactionEnergy(double t, const Tokens& X) {

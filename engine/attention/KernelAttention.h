@@ -77,16 +77,31 @@ Tokens headQueries(const Tokens& X, const HeadSetup& head);
 // with one head (`heads` at the time asked), unmasked, without positional decay (docs/observables.md).
 bool interactionEnergyDefined(const AttentionSpec& spec, std::size_t heads);
 
-class KernelAttention : public StreamedField {
+// The base of the variants whose attention distribution P_i. is the softmax row of one head over the keys
+// (KernelAttention's first head, Sinkhorn's plan rows, RWPO's and drifting's kernels): the entropies and the
+// weights are computed once here, in double, from the head a variant names.
+class SoftmaxRowField : public StreamedField {
   public:
     using StreamedField::StreamedField;
+    Vec attentionEntropies(double t, const Tokens& X) override;
+    Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
+
+  protected:
+    // The head whose softmax rows are the distributions at time t over the keys X (its queries, key biases
+    // and positional decay), or nullopt where there is no distribution.
+    virtual std::optional<HeadSetup> distributionHead(double t, const Tokens& X) const = 0;
+    // Whether query i's distribution stops at key i.
+    virtual bool causalDistribution() const { return spec_.masked; }
+};
+
+class KernelAttention : public SoftmaxRowField {
+  public:
+    using SoftmaxRowField::SoftmaxRowField;
     void velocity(double t, const Tokens& X, Tokens& dX) override;
     // One pass per head: the first head's pass also gives the entropies (e_i) and the energy (each row's
     // log-sum-exp m_i + log den_i), in the runner's precision. Where the runner cannot accumulate e_i, the
     // double passes of attentionEntropies / interactionEnergy run instead.
     void velocityAndStats(double t, const Tokens& X, Tokens& dX, Vec* entropies, double* energy) override;
-    Vec attentionEntropies(double t, const Tokens& X) override;
-    Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
     double interactionEnergy(double t, const Tokens& X) override;
 
     // How one head scores and outputs (X gives N for the bias). Public for baselines and tests.
@@ -104,6 +119,8 @@ class KernelAttention : public StreamedField {
     HeadSetup headAt(const HeadParams& head, const Tokens& X) const;
 
   protected:
+    // The first head, when the weights are normalized.
+    std::optional<HeadSetup> distributionHead(double t, const Tokens& X) const override;
     // True when the weights form a probability distribution over keys (entropy is defined).
     virtual bool normalized() const { return true; }
     // Whether the interaction energy exists here (interactionEnergyDefined, with some tokens).

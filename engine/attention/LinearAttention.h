@@ -13,15 +13,11 @@
 
 namespace flowscope {
 
-class LinearAttention : public VelocityField {
+class LinearAttention : public SpecField {
   public:
-    LinearAttention(const AttentionSpec& spec, int /*d*/) : spec_(spec) {}
+    LinearAttention(const AttentionSpec& spec, int /*d*/) : SpecField(spec) {}
     void velocity(double t, const Tokens& X, Tokens& dX) override;
-    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
     std::string name() const override { return spec_.linearEps ? "linear (eps)" : "linear"; }
-
-  private:
-    AttentionSpec spec_;
 };
 
 } // namespace flowscope

@@ -57,16 +57,9 @@ void RwpoAttention::velocity(double, const Tokens& X, Tokens& dX) {
     dX = (softThreshold(X, spec_.lambda * h) - mean) / (2.0 * h);
 }
 
-Vec RwpoAttention::attentionEntropies(double, const Tokens& X) {
-    if (spec_.rwpoKernel == RwpoKernel::PerCoordinate || X.rows() == 0) return {};
-    const HeadSetup k = vectorKernel(X);
-    return softmaxEntropies(X, headQueries(X, k), k.bias, spec_.masked);
-}
-
-Vec RwpoAttention::attentionWeights(double, const Tokens& X, Eigen::Index i) {
-    if (spec_.rwpoKernel == RwpoKernel::PerCoordinate) return {};
-    const HeadSetup k = vectorKernel(X);
-    return softmaxRow(X, headQueries(X, k), k.bias, spec_.masked, i);
+std::optional<HeadSetup> RwpoAttention::distributionHead(double, const Tokens& X) const {
+    if (spec_.rwpoKernel == RwpoKernel::PerCoordinate) return std::nullopt;
+    return vectorKernel(X);
 }
 
 } // namespace flowscope

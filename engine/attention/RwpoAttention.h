@@ -18,18 +18,20 @@
 
 namespace flowscope {
 
-class RwpoAttention : public StreamedField {
+class RwpoAttention : public SoftmaxRowField {
   public:
-    using StreamedField::StreamedField;
+    using SoftmaxRowField::SoftmaxRowField;
     void velocity(double t, const Tokens& X, Tokens& dX) override;
-    Vec attentionEntropies(double t, const Tokens& X) override;
-    Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
     std::string name() const override { return "rwpo"; }
 
     // Soft thresholding S_{lambda h}, coordinate-wise.
     static Tokens softThreshold(const Tokens& X, double threshold);
     // The vector kernel (corrected or as printed) as an attention head on keys X.
     HeadSetup vectorKernel(const Tokens& X) const;
+
+  protected:
+    // The vector kernel; none per coordinate (one distribution per coordinate, not one per token).
+    std::optional<HeadSetup> distributionHead(double t, const Tokens& X) const override;
 };
 
 } // namespace flowscope

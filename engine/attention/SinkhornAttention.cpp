@@ -60,17 +60,13 @@ void SinkhornAttention::velocity(double t, const Tokens& X, Tokens& dX) {
     }
 }
 
-Vec SinkhornAttention::attentionEntropies(double t, const Tokens& X) {
+std::optional<HeadSetup> SinkhornAttention::distributionHead(double t, const Tokens& X) const {
     const auto heads = spec_.headsAt(t);
-    if (heads.empty() || g_.empty() || g_[0].size() != X.rows()) return {};
-    return softmaxEntropies(X, X * scoreMatrix(heads[0]).transpose(), g_[0], false);
-}
-
-Vec SinkhornAttention::attentionWeights(double t, const Tokens& X, Eigen::Index i) {
-    const auto heads = spec_.headsAt(t);
-    if (heads.empty() || g_.empty() || g_[0].size() != X.rows() || i < 0 || i >= X.rows()) return {};
-    // Row i of the plan, renormalized (the plan's rows sum to 1/N up to the Sinkhorn tolerance).
-    return softmaxRow(X, X.row(i) * scoreMatrix(heads[0]).transpose(), g_[0], false, 0);
+    if (heads.empty() || g_.empty() || g_[0].size() != X.rows()) return std::nullopt;
+    HeadSetup h;
+    h.B = scoreMatrix(heads[0]);
+    h.bias = g_[0];
+    return h;
 }
 
 } // namespace flowscope

@@ -13,18 +13,16 @@
 // tol = 0 runs every iteration in both precisions.
 #pragma once
 
-#include "engine/attention/StreamRunner.h"
+#include "engine/attention/KernelAttention.h"
 
 #include <vector>
 
 namespace flowscope {
 
-class SinkhornAttention : public StreamedField {
+class SinkhornAttention : public SoftmaxRowField {
   public:
-    using StreamedField::StreamedField;
+    using SoftmaxRowField::SoftmaxRowField;
     void velocity(double t, const Tokens& X, Tokens& dX) override;
-    Vec attentionEntropies(double t, const Tokens& X) override;
-    Vec attentionWeights(double t, const Tokens& X, Eigen::Index i) override;
     std::string name() const override { return "sinkhorn"; }
     FieldDiagnostics diagnostics() const override { return diag_; }
 
@@ -33,6 +31,11 @@ class SinkhornAttention : public StreamedField {
     const Vec& columnPotential(int h) const { return g_[std::size_t(h)]; }
     // Score matrix B of head h at time t: s_ij = x_j^T B x_i.
     Mat scoreMatrix(const HeadParams& head) const;
+
+  protected:
+    // The plan's rows, renormalized (they sum to 1/N up to the tolerance): the first head's scores with the
+    // column potential g as key bias, from the last velocity evaluation over tokens as many as X's.
+    std::optional<HeadSetup> distributionHead(double t, const Tokens& X) const override;
 
   private:
     // Solves for the potentials of one head; returns the final column-marginal error.

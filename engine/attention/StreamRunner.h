@@ -77,17 +77,15 @@ class CpuStreamRunner final : public StreamRunner {
 // The base of the variants whose O(N^2) passes run on a StreamRunner (KernelAttention, SinkhornAttention,
 // RwpoAttention, DriftingAttention): the spec, the dimension and the runner, given, or the CPU runner in a
 // precision.
-class StreamedField : public VelocityField {
+class StreamedField : public SpecField {
   public:
     // The CPU field in `precision`, or the field whose streaming passes run on `runner`.
     StreamedField(const AttentionSpec& spec, int d, Precision precision)
         : StreamedField(spec, d, std::make_shared<CpuStreamRunner>(precision)) {}
     StreamedField(const AttentionSpec& spec, int d, std::shared_ptr<StreamRunner> runner)
-        : spec_(spec), d_(d), runner_(std::move(runner)) {}
-    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
+        : SpecField(spec), d_(d), runner_(std::move(runner)) {}
 
   protected:
-    AttentionSpec spec_;
     int d_;
     std::shared_ptr<StreamRunner> runner_;
 };

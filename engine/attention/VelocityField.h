@@ -62,6 +62,16 @@ class VelocityField {
     virtual FieldDiagnostics diagnostics() const { return {}; }
 };
 
+// The base of the CPU fields: the spec they compute, which a live edit replaces as it is.
+class SpecField : public VelocityField {
+  public:
+    explicit SpecField(const AttentionSpec& spec) : spec_(spec) {}
+    void setAttention(const AttentionSpec& spec) override { spec_ = spec; }
+
+  protected:
+    AttentionSpec spec_;
+};
+
 // The CPU field for an attention spec, in the given precision (float32 fast path or float64 reference),
 // with sphere normalization applied when spec.sphere is set. Throws SceneError for unsupported settings.
 std::unique_ptr<VelocityField> makeCpuField(const AttentionSpec& spec, int d, Precision precision);

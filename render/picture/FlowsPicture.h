@@ -12,15 +12,13 @@
 
 namespace flowscope {
 
-class FlowsPicture : public TrainingRunPicture<FlowSnapshot> {
+// The Flows tab picture's plots, top to bottom (FlowsPicture::Plot).
+enum class FlowsPlot { Loss, Nll, Lambda, Beta, Mmd2 };
+
+class FlowsPicture : public TrainingRunPicture<FlowSnapshot, FlowsPlot, 5> {
   public:
-    enum class Plot { Loss, Nll, Lambda, Beta, Mmd2 };
-    static constexpr int kPlotCount = 5;
     static constexpr int kShownTrajectories = 24;
 
-    FlowsPicture() : TrainingRunPicture(kPlotCount) {}
-
-    QRectF plotRect(Plot plot) const { return plotRectOf(int(plot)); } // empty when not shown
     static QString plotTitle(Plot plot);
     // The keys of the tooltips the views show on hover: each plot's, in Plot order, and a trainer's picture's
     // (its density, or the histogram of its samples).

@@ -24,14 +24,11 @@
 
 namespace flowscope {
 
-class InversePicture : public TrainingRunPicture<PosteriorSnapshot> {
+// The Inverse tab picture's plots, top to bottom (InversePicture::Plot).
+enum class InversePlot { Loss, Misfit, Error, Fit, Distance };
+
+class InversePicture : public TrainingRunPicture<PosteriorSnapshot, InversePlot, 5> {
   public:
-    enum class Plot { Loss, Misfit, Error, Fit, Distance };
-    static constexpr int kPlotCount = 5;
-
-    InversePicture() : TrainingRunPicture(kPlotCount) {}
-
-    QRectF plotRect(Plot plot) const { return plotRectOf(int(plot)); }
     static QString plotTitle(Plot plot);
     // The keys of the tooltips the view shows on hover: each plot's, in Plot order, and a trainer's
     // picture's.

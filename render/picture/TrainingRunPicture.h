@@ -23,9 +23,12 @@
 
 namespace flowscope {
 
-template <class SnapshotT> class TrainingRunPicture {
+// PlotT is the picture's enum of its plots 0 .. PlotCount - 1, in the order of the plots' column.
+template <class SnapshotT, class PlotT, int PlotCount> class TrainingRunPicture {
   public:
     using Snapshot = SnapshotT;
+    using Plot = PlotT;
+    static constexpr int kPlotCount = PlotCount;
     static constexpr double kMargin = 8.0;
 
     virtual ~TrainingRunPicture() = default;
@@ -63,16 +66,16 @@ template <class SnapshotT> class TrainingRunPicture {
     // The plots drawn, in order (indices of the picture's Plot enum): all of them unless a picture leaves
     // some out (a quantity that does not change in this run says so in plotNote() instead).
     virtual std::vector<int> shownPlots() const {
-        std::vector<int> all(static_cast<std::size_t>(plotCount_));
-        for (int k = 0; k < plotCount_; ++k) all[std::size_t(k)] = k;
+        std::vector<int> all(static_cast<std::size_t>(kPlotCount));
+        for (int k = 0; k < kPlotCount; ++k) all[std::size_t(k)] = k;
         return all;
     }
     // One line of text above the plots (what a left-out plot would have shown); empty: none.
     virtual QString plotNote() const { return {}; }
-    // Where plot `plot` (a Plot enum value) is drawn; empty when it is not shown.
-    QRectF plotRectOf(int plot) const {
+    // Where a plot is drawn; empty when it is not shown.
+    QRectF plotRect(Plot plot) const {
         const std::vector<int> shown = shownPlots();
-        const auto it = std::find(shown.begin(), shown.end(), plot);
+        const auto it = std::find(shown.begin(), shown.end(), int(plot));
         return it == shown.end() ? QRectF() : layout().plots[std::size_t(it - shown.begin())];
     }
     // Where trainer k's picture is drawn (logical pixels); empty for no such trainer.
@@ -117,8 +120,6 @@ template <class SnapshotT> class TrainingRunPicture {
     }
 
   protected:
-    explicit TrainingRunPicture(int plotCount) : plotCount_(plotCount) {}
-
     // A picture's square: the title above it and the legend below, centred in `area`.
     QRectF squareIn(const QRectF& area) const {
         const double line = QFontMetricsF(font_).height();
@@ -189,9 +190,6 @@ template <class SnapshotT> class TrainingRunPicture {
     QPalette palette_;
     QFont font_;
     QSizeF size_{1, 1};
-
-  private:
-    const int plotCount_;
 };
 
 } // namespace flowscope

@@ -14,14 +14,11 @@
 
 namespace flowscope {
 
-class TransformersPicture : public TrainingRunPicture<TransformerSnapshot> {
+// The Transformers tab picture's plots, top to bottom (TransformersPicture::Plot).
+enum class TransformersPlot { Objective, Transport, Straightness, Target, Lipschitz };
+
+class TransformersPicture : public TrainingRunPicture<TransformerSnapshot, TransformersPlot, 5> {
   public:
-    enum class Plot { Objective, Transport, Straightness, Target, Lipschitz };
-    static constexpr int kPlotCount = 5;
-
-    TransformersPicture() : TrainingRunPicture(kPlotCount) {}
-
-    QRectF plotRect(Plot plot) const { return plotRectOf(int(plot)); } // empty when not shown
     // The square the paths are drawn in, inside pictureRect, and the pixel of a point of the plane in it.
     QRectF pictureSquare(int trainer) const;
     QPointF pictureToPixel(int trainer, double x, double y) const;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
 namespace flowscope::test {
 namespace {
@@ -70,6 +71,72 @@ TEST(AttentionPicking, SinkhornRowIsThePlanRow) {
             row(j) = std::exp(f(i) + g(j) + X.row(j).dot(B * X.row(i).transpose())) / n;
         EXPECT_LE((field.attentionWeights(0.0, X, i) - row).cwiseAbs().maxCoeff(), 1e-9);
     }
+}
+
+// The rows of p against a dense reference (up to 1e-13), each summing to 1, and the entropies as -sum p log
+// p.
+void expectRowsAndEntropies(VelocityField& field, const Tokens& X, const std::function<Vec(int)>& dense) {
+    const Eigen::Index n = X.rows();
+    const Vec H = field.attentionEntropies(0.0, X);
+    ASSERT_EQ(H.size(), n) << field.name();
+    for (int i = 0; i < n; ++i) {
+        const Vec p = field.attentionWeights(0.0, X, i);
+        ASSERT_EQ(p.size(), n);
+        EXPECT_LE((p - dense(i)).cwiseAbs().maxCoeff(), 1e-13) << field.name() << " row " << i;
+        EXPECT_NEAR(p.sum(), 1.0, 1e-13);
+        double Hi = 0.0;
+        for (Eigen::Index j = 0; j < n; ++j)
+            if (p(j) > 0) Hi -= p(j) * std::log(p(j));
+        EXPECT_NEAR(H(i), Hi, 1e-12) << field.name() << " row " << i;
+    }
+    EXPECT_EQ(field.attentionWeights(0.0, X, -1).size(), 0);
+    EXPECT_EQ(field.attentionWeights(0.0, X, n).size(), 0);
+}
+
+// Drifting's rows are its self term's Gaussian kernel, P_ij ∝ exp(-|x_i - x_j|^2 / 2), never masked.
+TEST(AttentionPicking, DriftingRowIsTheGaussianKernelRow) {
+    const int n = 40, d = 2;
+    const Tokens X = randomTokens(n, d, 61, 0.9);
+    AttentionSpec spec =
+        singleHead(AttentionType::Drifting, Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d));
+    spec.masked = true; // the self term is over every token all the same
+    auto field = makeCpuField(spec, d, Precision::Float32);
+    expectRowsAndEntropies(*field, X, [&](int i) {
+        Vec p(n);
+        for (int j = 0; j < n; ++j) p(j) = std::exp(-0.5 * (X.row(i) - X.row(j)).squaredNorm());
+        return Vec(p / p.sum());
+    });
+}
+
+// RWPO's rows are its corrected vector kernel, P_ij ∝ exp(-beta/(4h) |x_i - x_j|^2 + beta/2 M(x_j)) with
+// M the summed Huber function, over keys j <= i when masked; the per-coordinate kernel has no rows.
+TEST(AttentionPicking, RwpoRowIsTheVectorKernelRow) {
+    const int n = 30, d = 2;
+    const Tokens X = randomTokens(n, d, 62, 0.15);
+    AttentionSpec spec =
+        singleHead(AttentionType::Rwpo, Mat::Identity(d, d), Mat::Identity(d, d), Mat::Identity(d, d));
+    spec.beta = 0.5;
+    const double h = spec.h, lambda = spec.lambda, beta = spec.beta;
+    const auto huber = [&](double s) {
+        const double a = std::abs(s);
+        return a <= lambda * h ? s * s / (2.0 * h) : lambda * a - lambda * lambda * h / 2.0;
+    };
+    for (bool masked : {false, true}) {
+        spec.masked = masked;
+        auto field = makeCpuField(spec, d, Precision::Float64);
+        expectRowsAndEntropies(*field, X, [&](int i) {
+            Vec p = Vec::Zero(n);
+            for (int j = 0; j <= (masked ? i : n - 1); ++j)
+                p(j) = std::exp(-beta / (4.0 * h) * (X.row(i) - X.row(j)).squaredNorm() +
+                                beta / 2.0 * (huber(X(j, 0)) + huber(X(j, 1))));
+            return Vec(p / p.sum());
+        });
+    }
+    spec.masked = false;
+    spec.rwpoKernel = RwpoKernel::PerCoordinate;
+    auto perCoordinate = makeCpuField(spec, d, Precision::Float64);
+    EXPECT_EQ(perCoordinate->attentionEntropies(0.0, X).size(), 0);
+    EXPECT_EQ(perCoordinate->attentionWeights(0.0, X, 0).size(), 0);
 }
 
 TEST(AttentionPicking, UnnormalizedVariantsHaveNoDistribution) {

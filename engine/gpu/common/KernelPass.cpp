@@ -64,6 +64,24 @@ StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& h, bool 
     return streamKernelInputs(headPass(X, h, causal), queriesOnGpu, layout, quadraticBiasOnGpu);
 }
 
+std::vector<KernelConstant> kernelConstants(const StreamKernelVariant& v) {
+    return {{"DIM", std::uint32_t(v.dim)},
+            {"WEIGHTING", std::uint32_t(v.weighting)},
+            {"CAUSAL", v.causal},
+            {"HAS_BIAS", v.hasBias},
+            {"EXPLICIT_QUERIES", v.explicitQueries},
+            {"TILE", std::uint32_t(v.tile)},
+            {"STAGE_IN_SHARED", v.stageInShared},
+            {"VALUES", v.values},
+            {"ENTROPY", v.entropy},
+            {"QPT", std::uint32_t(v.qpt)},
+            {"UNROLL", std::uint32_t(v.unroll)},
+            {"QUAD_BIAS", v.quadraticBias},
+            {"POS_DECAY", v.positionalDecay},
+            {"LOG2_SCORES", v.log2Scores},
+            {"TILE_BOUND", v.tileBound}};
+}
+
 long streamKernelGroups(const StreamKernelVariant& v, long nq) {
     const long perGroup = long(v.tile) * v.qpt;
     return (nq + perGroup - 1) / perGroup;

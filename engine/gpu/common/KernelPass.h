@@ -19,7 +19,8 @@
 
 namespace flowscope {
 
-// The knobs of shaders/stream_kernel.comp (#defines in OpenGL, specialization constants 0..12 in Vulkan).
+// The knobs of shaders/stream_kernel.comp (#defines in OpenGL, specialization constants in Vulkan:
+// kernelConstants).
 struct StreamKernelVariant {
     int dim = 1;
     Weighting weighting = Weighting::Softmax;
@@ -56,6 +57,14 @@ struct StreamKernelLayout {
     bool log2Scores = true; // softmax averages without key biases (StreamKernelVariant::log2Scores)
     bool tileBound = true;  // softmax passes with staged keys and no biases (StreamKernelVariant::tileBound)
 };
+
+// One knob of a variant as the kernel reads it: its name (the #define in OpenGL) and its value.
+struct KernelConstant {
+    const char* name;
+    std::uint32_t value;
+};
+// Every knob of `variant`, in the kernel's constant_id order (Vulkan's specialization constants 0, 1, ...).
+std::vector<KernelConstant> kernelConstants(const StreamKernelVariant& variant);
 
 // Everything one dispatch reads, in its std430 / structure-of-arrays layout.
 struct StreamKernelInputs {

@@ -28,21 +28,8 @@ GlStreamRunner::GlStreamRunner(const GlFunctions& gl)
       gl_(&gl), programs_(gl), params_(gl), keys_(gl), bias_(gl), queries_(gl), out_(gl) {}
 
 const GlComputeProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
-    const GlDefines defines = {{"DIM", std::to_string(v.dim)},
-                               {"WEIGHTING", std::to_string(int(v.weighting))},
-                               {"CAUSAL", v.causal ? "1" : "0"},
-                               {"HAS_BIAS", v.hasBias ? "1" : "0"},
-                               {"EXPLICIT_QUERIES", v.explicitQueries ? "1" : "0"},
-                               {"TILE", std::to_string(v.tile)},
-                               {"STAGE_IN_SHARED", v.stageInShared ? "1" : "0"},
-                               {"VALUES", v.values ? "1" : "0"},
-                               {"ENTROPY", v.entropy ? "1" : "0"},
-                               {"QPT", std::to_string(v.qpt)},
-                               {"UNROLL", std::to_string(v.unroll)},
-                               {"QUAD_BIAS", v.quadraticBias ? "1" : "0"},
-                               {"POS_DECAY", v.positionalDecay ? "1" : "0"},
-                               {"LOG2_SCORES", v.log2Scores ? "1" : "0"},
-                               {"TILE_BOUND", v.tileBound ? "1" : "0"}};
+    GlDefines defines;
+    for (const KernelConstant& c : kernelConstants(v)) defines.emplace_back(c.name, std::to_string(c.value));
     std::string key;
     for (const auto& [name, value] : defines) key += value + ",";
     auto it = programs_.find(key);

@@ -14,21 +14,9 @@ long maxInvocations(const VkContext& ctx) {
 
 // The specialization constants of shaders/stream_kernel.comp, in constant_id order.
 std::vector<std::uint32_t> specialization(const StreamKernelVariant& v) {
-    return {std::uint32_t(v.dim),
-            std::uint32_t(v.weighting),
-            std::uint32_t(v.causal),
-            std::uint32_t(v.hasBias),
-            std::uint32_t(v.explicitQueries),
-            std::uint32_t(v.tile),
-            std::uint32_t(v.stageInShared),
-            std::uint32_t(v.values),
-            std::uint32_t(v.entropy),
-            std::uint32_t(v.qpt),
-            std::uint32_t(v.unroll),
-            std::uint32_t(v.quadraticBias),
-            std::uint32_t(v.positionalDecay),
-            std::uint32_t(v.log2Scores),
-            std::uint32_t(v.tileBound)};
+    std::vector<std::uint32_t> values;
+    for (const KernelConstant& c : kernelConstants(v)) values.push_back(c.value);
+    return values;
 }
 
 } // namespace
