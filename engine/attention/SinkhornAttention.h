@@ -36,6 +36,7 @@ class SinkhornAttention : public SoftmaxRowField {
     // The plan's rows, renormalized (they sum to 1/N up to the tolerance): the first head's scores with the
     // column potential g as key bias, from the last velocity evaluation over tokens as many as X's.
     std::optional<HeadSetup> distributionHead(double t, const Tokens& X) const override;
+    bool causalDistribution() const override { return false; } // the plan is never masked
 
   private:
     // Solves for the potentials of one head; returns the final column-marginal error.
