@@ -217,14 +217,15 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
             ad::sub(tape.constant((ad::Matrix<S>::Ones(d, N) + S(0.5) * active).eval()), kVar);
         if (separable) { // J_F is diagonal
             out.logDetTerm = ad::colSum(foldGuardedLog(diagonal));
-        } else { // J_aa = diagonal_a, J_ab = -κ C_ab (as printed: times 1 - D_b); det by cofactors, d = 2 or
-                 // 3
+        } else {
+            // J_aa = diagonal_a, J_ab = -κ C_ab (as printed: times 1 - D_b); det by cofactors, d = 2 or 3
             std::vector<Var<S>> J(std::size_t(d * d));
             auto entry = [&](Index a, Index b) -> Var<S>& { return J[std::size_t(a * d + b)]; };
             for (Index a = 0; a < d; ++a) entry(a, a) = ad::rows(diagonal, a, 1);
+            const Var<S> minusKappa = ad::scale(beta, -c4h); // one 1x1 node for every pair
             for (std::size_t k = 0; k < pairs.size(); ++k) {
                 const auto [a, b] = pairs[k];
-                const Var<S> off = ad::scale(cov[k], ad::scale(beta, -c4h));
+                const Var<S> off = ad::scale(cov[k], minusKappa);
                 entry(a, b) = asPrinted ? ad::maskMul(off, ad::Matrix<S>(inactive.row(b))) : off;
                 entry(b, a) = asPrinted ? ad::maskMul(off, ad::Matrix<S>(inactive.row(a))) : off;
             }
