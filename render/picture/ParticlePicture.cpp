@@ -127,24 +127,13 @@ void ParticlePicture::setColorBy(ColorBy c) {
     pointsDirty_ = true;
 }
 
-void ParticlePicture::setTrails(bool on) {
-    trails_.enabled = on;
+void ParticlePicture::setLayer(Layer layer, bool on) {
+    layerSwitch(*this, layer) = on;
     linesDirty_ = true;
 }
 
-void ParticlePicture::setGaussian(bool on) {
-    gaussian_.enabled = on;
-    linesDirty_ = true;
-}
-
-void ParticlePicture::setParking(bool on) {
-    parking_.enabled = on;
-    linesDirty_ = true;
-}
-
-void ParticlePicture::setHardmaxCells(bool on) {
-    hardmax_.enabled = on;
-    linesDirty_ = true;
+bool ParticlePicture::layer(Layer layer) const {
+    return layerSwitch(*this, layer);
 }
 
 void ParticlePicture::setPicked(int token, Vec weights) {

@@ -76,26 +76,26 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     // The layers (ParticleLayers.h); setting one through these marks the vertices for a rebuild.
     void setColorBy(ColorBy c);
     ColorBy colorBy() const { return tokens_.colorBy; }
-    void setTrails(bool on);
-    bool trails() const { return trails_.enabled; }
+    // The line layers a user switches on and off, in the Display menu's order:
+    // - Gaussian: the moment ODE's ellipses (GaussianLayer), on by default;
+    // - Parking: causal attention on the circle (hasParkingPicture, d = 2), the Rényi-parking leaders of the
+    //   scene's initial tokens (ParkingLayer), on by default; parkingAvailable() says whether the scene has
+    //   them;
+    // - HardmaxCells: hardmax attention in the plane (hasHardmaxCells), the boundaries of the keys' cells
+    //   (HardmaxLayer), on by default; hardmaxCellsAvailable() says whether the scene has them;
+    // - Trails: fading paths over the recorded frames (TrailsLayer), off by default.
+    enum class Layer { Gaussian, Parking, HardmaxCells, Trails };
+    static constexpr int kLayerCount = 4;
+    void setLayer(Layer layer, bool on);
+    bool layer(Layer layer) const;
+    bool parkingAvailable() const { return parking_.leaders.rows() > 0; }
+    const ParkingLayer& parkingLayer() const { return parking_; }
+    bool hardmaxCellsAvailable() const { return hardmax_.active; }
+    const HardmaxLayer& hardmaxLayer() const { return hardmax_; }
     // The status box (t, step, N, d) where there is no heads-up display (on by default); off for pictures
     // of fixed clouds that say what they show themselves (the Models tab's layers).
     void setStatusBox(bool on) { statusBox_ = on; }
     bool statusBox() const { return statusBox_; }
-    void setGaussian(bool on);
-    bool gaussian() const { return gaussian_.enabled; }
-    // Causal attention on the circle (hasParkingPicture, d = 2): the Rényi-parking leaders of the scene's
-    // initial tokens (ParkingLayer), on by default; available() says whether the scene has them.
-    void setParking(bool on);
-    bool parking() const { return parking_.enabled; }
-    bool parkingAvailable() const { return parking_.leaders.rows() > 0; }
-    const ParkingLayer& parkingLayer() const { return parking_; }
-    // Hardmax attention in the plane (hasHardmaxCells): the boundaries of the keys' cells (HardmaxLayer), on
-    // by default; available() says whether the scene has them.
-    void setHardmaxCells(bool on);
-    bool hardmaxCells() const { return hardmax_.enabled; }
-    bool hardmaxCellsAvailable() const { return hardmax_.active; }
-    const HardmaxLayer& hardmaxLayer() const { return hardmax_; }
     const GaussianOverlay& overlay() const { return overlay_; }
     void setPicked(int token, Vec weights); // the attention layer; -1: none
     int picked() const { return attention_.token; }
@@ -195,6 +195,13 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     std::shared_ptr<const Snapshot> framed_; // the snapshot frame_ holds (shown_ once prepared)
     ParticleFrame frame_;                    // framed_ in the shown coordinates
     TokensLayer tokens_;
+    // The `enabled` flag of a switched layer; Self is ParticlePicture or const ParticlePicture.
+    template <class Self> static auto& layerSwitch(Self& self, Layer layer) {
+        const std::array flags{&self.gaussian_.enabled, &self.parking_.enabled, &self.hardmax_.enabled,
+                               &self.trails_.enabled};
+        return *flags[std::size_t(layer)];
+    }
+
     TrailsLayer trails_;
     GaussianLayer gaussian_;
     AttentionLayer attention_;

@@ -16,6 +16,7 @@
 #include "ui/workspaces/particles/ParticlesWorkspace.h"
 #include "ui/workspaces/transformers/TransformersWorkspace.h"
 
+#include <QAction>
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
@@ -31,7 +32,9 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace flowscope::test {
@@ -194,9 +197,9 @@ TEST_F(AppTest, TheGaussianOverlayFollowsTheClosedFormAndIsDrawn) {
         return view->grabFramebuffer().convertToFormat(QImage::Format_RGB32);
     };
     const QImage with = settledFrame();
-    view->setShowOverlay(false);
+    view->setLayer(ParticleView::Layer::Gaussian, false);
     const QImage without = settledFrame();
-    view->setShowOverlay(true);
+    view->setLayer(ParticleView::Layer::Gaussian, true);
     for (double k : {1.0, 2.0})
         for (int axis : {0, 1}) {
             const Vec edge = g->mean + k * std::sqrt(eig.eigenvalues()(axis)) * eig.eigenvectors().col(axis);
@@ -415,10 +418,33 @@ TEST_F(AppTest, SettingsBringBackTheSceneWithItsEdits) {
     ASSERT_TRUE(window->workspace<ParticlesWorkspace>().setScene(scene));
     window->workspace<ParticlesWorkspace>().matrixEditor()->entry('V', 1, 1)->setValue(-0.9);
     window->setTheme(ThemeKind::Light);
+    // The Display menu's four layers, each switched from its default through its action.
+    using Layer = ParticleView::Layer;
+    const std::pair<QString, Layer> layers[] = {{QStringLiteral("Gaussian overlay"), Layer::Gaussian},
+                                                {QStringLiteral("Rényi-parking centres"), Layer::Parking},
+                                                {QStringLiteral("Hardmax cells"), Layer::HardmaxCells},
+                                                {QStringLiteral("Trails"), Layer::Trails}};
+    ParticleView* view = window->workspace<ParticlesWorkspace>().particleView();
+    std::map<Layer, bool> switched;
+    for (const auto& [text, layer] : layers) {
+        QAction* action = nullptr;
+        for (QAction* a : window->findChildren<QAction*>())
+            if (a->text() == text) action = a;
+        ASSERT_NE(action, nullptr) << text.toStdString();
+        EXPECT_EQ(action->isChecked(), view->layer(layer)) << text.toStdString();
+        action->setChecked(!action->isChecked());
+        switched[layer] = view->layer(layer);
+        EXPECT_EQ(switched[layer], action->isChecked()) << text.toStdString();
+    }
+    EXPECT_TRUE(switched[Layer::Trails]);    // off by default
+    EXPECT_FALSE(switched[Layer::Gaussian]); // on by default
     window->saveSettings();
 
     MainWindow restored;
     restored.restoreSettings();
+    for (const auto& [text, layer] : layers)
+        EXPECT_EQ(restored.workspace<ParticlesWorkspace>().particleView()->layer(layer), switched[layer])
+            << text.toStdString();
     const auto last = restored.workspace<ParticlesWorkspace>().savedScene();
     ASSERT_TRUE(last.has_value());
     EXPECT_EQ(last->first.name, "remembered");

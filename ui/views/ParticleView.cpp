@@ -114,23 +114,8 @@ void ParticleView::setColorBy(ColorBy c) {
     update();
 }
 
-void ParticleView::setShowOverlay(bool on) {
-    picture_.setGaussian(on);
-    update();
-}
-
-void ParticleView::setShowParking(bool on) {
-    picture_.setParking(on);
-    update();
-}
-
-void ParticleView::setShowHardmaxCells(bool on) {
-    picture_.setHardmaxCells(on);
-    update();
-}
-
-void ParticleView::setShowTrails(bool on) {
-    picture_.setTrails(on);
+void ParticleView::setLayer(Layer layer, bool on) {
+    picture_.setLayer(layer, on);
     update();
 }
 

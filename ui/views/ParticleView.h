@@ -76,19 +76,15 @@ class ParticleView : public PictureGlView {
     bool drewFromDevice() const { return drewFromDevice_; }
     void setColorBy(ColorBy c);
     ColorBy colorBy() const { return picture_.colorBy(); }
-    void setShowOverlay(bool on);
-    bool showOverlay() const { return picture_.gaussian(); }
+    // The picture's line layers (ParticlePicture::Layer: the Gaussian overlay, the Rényi-parking leaders, the
+    // hardmax cells, the trails).
+    using Layer = ParticlePicture::Layer;
+    void setLayer(Layer layer, bool on);
+    bool layer(Layer layer) const { return picture_.layer(layer); }
     bool overlayAvailable() const { return picture_.overlay().available(); }
     const GaussianOverlay& overlay() const { return picture_.overlay(); }
     QString overlayReason() const { return QString::fromStdString(picture_.overlay().reason()); }
-    void setShowTrails(bool on);
-    bool showTrails() const { return picture_.trails(); }
-    // The Rényi-parking leaders of a causal scene on the circle (ParticlePicture::setParking).
-    void setShowParking(bool on);
-    bool showParking() const { return picture_.parking(); }
     bool parkingAvailable() const { return picture_.parkingAvailable(); }
-    // The cells of hardmax attention in the plane (ParticlePicture::setHardmaxCells).
-    void setShowHardmaxCells(bool on);
     bool hardmaxCellsAvailable() const { return picture_.hardmaxCellsAvailable(); }
     void setProjection(const ProjectionSpec& p);
     const ProjectionSpec& projection() const { return picture_.projection(); }

@@ -29,7 +29,10 @@
 #include <QSlider>
 #include <QToolBar>
 
+#include <array>
 #include <cmath>
+#include <functional>
+#include <utility>
 
 namespace flowscope {
 
@@ -59,8 +62,8 @@ void ParticlesWorkspace::updateControls() {
     const bool playing = runner().playing();
     const bool have = document_.hasScene();
     // Only a causal scene on the circle has parking leaders (a no-op when unchanged).
-    parkingAction_->setEnabled(active() && view_->parkingAvailable());
-    hardmaxAction_->setEnabled(active() && view_->hardmaxCellsAvailable());
+    layerAction(ParticleView::Layer::Parking)->setEnabled(active() && view_->parkingAvailable());
+    layerAction(ParticleView::Layer::HardmaxCells)->setEnabled(active() && view_->hardmaxCellsAvailable());
     if (controlsState_ == std::pair(playing, have)) return;
     controlsState_ = std::pair(playing, have);
     // One state for both: the Play/Pause action and the particle view's HUD ("running"/"paused").
@@ -140,9 +143,9 @@ void ParticlesWorkspace::buildActions() {
     maxSpeedAction_->setToolTip(tr("Step as fast as the CPU allows instead of at the speed slider's rate"));
     connect(maxSpeedAction_, &QAction::toggled, this, [this](bool) { syncRateControls(); });
 
-    // A checkable option of the particle view: `show` is the view's setter.
+    // A checkable option of the particle view: `show` sets it on the view.
     const auto viewOption = [this](const QString& text, bool checked, const QString& tip,
-                                   void (ParticleView::*show)(bool)) {
+                                   const std::function<void(bool)>& show) {
         auto* a = new QAction(text, this);
         a->setCheckable(true);
         a->setChecked(checked);
@@ -150,33 +153,35 @@ void ParticlesWorkspace::buildActions() {
         connect(a, &QAction::toggled, view_, show);
         return a;
     };
-    overlayAction_ = viewOption(
-        tr("Gaussian overlay"), true,
-        tr("1σ and 2σ ellipses of N(α(t), Σ(t)) solving the moment ODE α' = b, Σ' = LΣ + ΣLᵀ from the "
-           "scene's initial Gaussian N(α₀, Σ₀), not from the sampled tokens. Where α₀ is an unstable fixed "
-           "point (Fig 2(d): α₀ = 0, α' = V(I + ΣA)α) the ellipses stay at α₀ while the cloud's sample mean, "
-           "off α₀ by about √(Σ₀/N) at t = 0, grows away from it: the picture is right, the two part."),
-        &ParticleView::setShowOverlay);
-    parkingAction_ = viewOption(
-        tr("Rényi-parking centres"), true,
-        tr("Causal attention on the circle (softmax, masked, post-LN, Q = K = V = I): the initial tokens "
-           "that "
-           "found a cluster, read in index order, each at least δ = 4/√β from every earlier one (rings, and "
-           "their spots of ±δ/2 outside the circle). The clusters form at most of them; the others are "
-           "pulled "
-           "to earlier tokens (docs/math/theory.md#parking)"),
-        &ParticleView::setShowParking);
-    hardmaxAction_ = viewOption(
-        tr("Hardmax cells"), true,
-        tr("Hardmax attention in the plane: the boundaries of the keys' cells. A query in a cell attends to "
-           "that cell's key; each cell is a cone from the origin (docs/math/theory.md#hardmax)"),
-        &ParticleView::setShowHardmaxCells);
     hudAction_ = viewOption(tr("Heads-up display"), true,
                             tr("Run statistics and quick sliders drawn in the particle view (H)"),
-                            &ParticleView::setHudVisible);
+                            [view = view_](bool on) { view->setHudVisible(on); });
     hudAction_->setShortcut(Qt::Key_H);
-    trailsAction_ = viewOption(tr("Trails"), false, tr("Fading paths over the last recorded frames"),
-                               &ParticleView::setShowTrails);
+    // The picture's line layers, in ParticlePicture::Layer's order; each starts as the picture has it.
+    const std::array<std::pair<QString, QString>, ParticlePicture::kLayerCount> layers{{
+        {tr("Gaussian overlay"),
+         tr("1σ and 2σ ellipses of N(α(t), Σ(t)) solving the moment ODE α' = b, Σ' = LΣ + ΣLᵀ from the "
+            "scene's initial Gaussian N(α₀, Σ₀), not from the sampled tokens. Where α₀ is an unstable fixed "
+            "point (Fig 2(d): α₀ = 0, α' = V(I + ΣA)α) the ellipses stay at α₀ while the cloud's sample "
+            "mean, "
+            "off α₀ by about √(Σ₀/N) at t = 0, grows away from it: the picture is right, the two part.")},
+        {tr("Rényi-parking centres"),
+         tr("Causal attention on the circle (softmax, masked, post-LN, Q = K = V = I): the initial tokens "
+            "that found a cluster, read in index order, each at least δ = 4/√β from every earlier one "
+            "(rings, "
+            "and their spots of ±δ/2 outside the circle). The clusters form at most of them; the others are "
+            "pulled to earlier tokens (docs/math/theory.md#parking)")},
+        {tr("Hardmax cells"),
+         tr("Hardmax attention in the plane: the boundaries of the keys' cells. A query in a cell attends to "
+            "that cell's key; each cell is a cone from the origin (docs/math/theory.md#hardmax)")},
+        {tr("Trails"), tr("Fading paths over the last recorded frames")},
+    }};
+    for (int k = 0; k < ParticlePicture::kLayerCount; ++k) {
+        const auto layer = ParticleView::Layer(k);
+        layerActions_[std::size_t(k)] =
+            viewOption(layers[std::size_t(k)].first, view_->layer(layer), layers[std::size_t(k)].second,
+                       [view = view_, layer](bool on) { view->setLayer(layer, on); });
+    }
 
     discAction_ = new QAction(tr("Trace-1 disc"), this);
     discAction_->setCheckable(true);
@@ -367,10 +372,7 @@ void ParticlesWorkspace::buildMenus() {
     displayMenu_->addAction(followAction_);
     displayMenu_->addSeparator();
     displayMenu_->addAction(hudAction_);
-    displayMenu_->addAction(overlayAction_);
-    displayMenu_->addAction(parkingAction_);
-    displayMenu_->addAction(hardmaxAction_);
-    displayMenu_->addAction(trailsAction_);
+    for (QAction* a : layerActions_) displayMenu_->addAction(a);
     displayMenu_->addActions(colorGroup_->actions());
     displayMenu_->addSeparator();
     displayMenu_->addActions(projectionGroup_->actions());

@@ -47,8 +47,12 @@
 namespace flowscope {
 
 namespace {
-// SceneError's what() is "pointer: message"; an error about the whole file has an empty pointer.
+
 constexpr int kMaxRecent = 8;
+// The settings keys of the picture's line layers, in ParticlePicture::Layer's order.
+const std::array<QString, ParticlePicture::kLayerCount> kLayerKeys{
+    QStringLiteral("view/overlay"), QStringLiteral("view/parking"), QStringLiteral("view/hardmax"),
+    QStringLiteral("view/trails")};
 
 } // namespace
 
@@ -511,8 +515,9 @@ void ParticlesWorkspace::setActive(bool active) {
     sceneLabel_->setText(active ? sceneLine_ : QString());
     backendNote_->setVisible(active && !backendNote_->text().isEmpty());
     // The display's shortcuts (H) and options belong to this workspace's pages only.
-    for (QAction* a : {maxSpeedAction_, overlayAction_, hudAction_, trailsAction_, discAction_, axesAction_})
-        a->setEnabled(active);
+    // (updateControls() then enables the parking and hardmax layers only where the scene has them.)
+    for (QAction* a : {maxSpeedAction_, hudAction_, discAction_, axesAction_}) a->setEnabled(active);
+    for (QAction* a : layerActions_) a->setEnabled(active);
     for (QActionGroup* g : {colorGroup_, projectionGroup_}) g->setEnabled(active);
     controlsState_.reset();
     updateControls();
@@ -521,9 +526,8 @@ void ParticlesWorkspace::setActive(bool active) {
 
 void ParticlesWorkspace::saveSettings(QSettings& s) const {
     s.setValue(QStringLiteral("view/colorBy"), int(view_->colorBy()));
-    s.setValue(QStringLiteral("view/overlay"), view_->showOverlay());
-    s.setValue(QStringLiteral("view/parking"), view_->showParking());
-    s.setValue(QStringLiteral("view/trails"), view_->showTrails());
+    for (int k = 0; k < ParticlePicture::kLayerCount; ++k)
+        s.setValue(kLayerKeys[std::size_t(k)], view_->layer(ParticleView::Layer(k)));
     s.setValue(QStringLiteral("view/disc"), discAction_->isChecked());
     s.setValue(QStringLiteral("run/stepsPerSecond"), rate_);
     s.setValue(QStringLiteral("run/backend"), backend());
@@ -538,9 +542,10 @@ void ParticlesWorkspace::restoreSettings(QSettings& s) {
     const int color = std::clamp(s.value(QStringLiteral("view/colorBy"), 0).toInt(), 0, 3);
     colorGroup_->actions().value(color)->setChecked(true);
     view_->setColorBy(ColorBy(color));
-    overlayAction_->setChecked(s.value(QStringLiteral("view/overlay"), true).toBool());
-    parkingAction_->setChecked(s.value(QStringLiteral("view/parking"), true).toBool());
-    trailsAction_->setChecked(s.value(QStringLiteral("view/trails"), false).toBool());
+    for (int k = 0; k < ParticlePicture::kLayerCount; ++k) {
+        QAction* a = layerActions_[std::size_t(k)];
+        a->setChecked(s.value(kLayerKeys[std::size_t(k)], a->isChecked()).toBool());
+    }
     discAction_->setChecked(s.value(QStringLiteral("view/disc"), false).toBool());
     setStepsPerSecond(
         s.value(QStringLiteral("run/stepsPerSecond"), WorkerLoop::kDefaultStepsPerSecond).toDouble());

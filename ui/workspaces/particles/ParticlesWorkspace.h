@@ -24,6 +24,7 @@
 
 #include <QStringList>
 
+#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -196,9 +197,9 @@ class ParticlesWorkspace : public Workspace {
     QAction *openAction_ = nullptr, *saveAction_ = nullptr, *saveAsAction_ = nullptr;
     QAction *playAction_ = nullptr, *stepAction_ = nullptr, *resetAction_ = nullptr, *frameAction_ = nullptr;
     QAction* followAction_ = nullptr;
-    QAction *maxSpeedAction_ = nullptr, *overlayAction_ = nullptr, *parkingAction_ = nullptr,
-            *hardmaxAction_ = nullptr, *hudAction_ = nullptr;
-    QAction *trailsAction_ = nullptr, *discAction_ = nullptr, *axesAction_ = nullptr;
+    QAction *maxSpeedAction_ = nullptr, *hudAction_ = nullptr, *discAction_ = nullptr, *axesAction_ = nullptr;
+    std::array<QAction*, ParticlePicture::kLayerCount> layerActions_{}; // in ParticlePicture::Layer's order
+    QAction* layerAction(ParticleView::Layer layer) const { return layerActions_[std::size_t(layer)]; }
     QAction *copyShareAction_ = nullptr, *pasteShareAction_ = nullptr;
     QAction *trajectoryExport_ = nullptr, *momentsExport_ = nullptr, *animationExport_ = nullptr;
     QActionGroup* colorGroup_ = nullptr;
