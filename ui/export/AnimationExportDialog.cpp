@@ -3,6 +3,7 @@
 #include "engine/media/Mp4Writer.h"
 #include "render/ConeData.h"
 #include "ui/widgets/Dialogs.h"
+#include "ui/widgets/FormWidgets.h"
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -36,13 +37,7 @@ struct SizePreset {
 };
 const SizePreset kSizePresets[] = {{"1280 × 720 (720p)", 1280, 720}, {"1920 × 1080 (1080p)", 1920, 1080}};
 
-// A form row whose label shares the field's tooltip.
-void addRow(QFormLayout* form, const QString& label, QWidget* field) {
-    auto* l = new QLabel(label, field->parentWidget());
-    l->setToolTip(field->toolTip());
-    l->setBuddy(field);
-    form->addRow(l, field);
-}
+using form::addRow; // a form row whose label shares the field's tooltip
 
 } // namespace
 
@@ -98,9 +93,7 @@ AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixel
     fps_->setToolTip(tr("Playback rate of the video (MP4, GIF); it does not change which times are shown."));
     addRow(form, tr("Frame rate"), fps_);
 
-    auto* sizeRow = new QWidget(this);
-    auto* sizeLayout = new QHBoxLayout(sizeRow);
-    sizeLayout->setContentsMargins(0, 0, 0, 0);
+    const auto [sizeRow, sizeLayout] = form::row(this);
     sizePreset_ = new QComboBox(sizeRow);
     sizePreset_->setObjectName(QStringLiteral("sizePreset"));
     const QSize view = viewPixels.expandedTo(QSize(kAnimationMinSide, kAnimationMinSide))
@@ -181,9 +174,7 @@ AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixel
                               "covariance as a white dot beside the moment ODE's trajectories."));
     addRow(form, tr("Particles"), particles_);
 
-    auto* captionRow = new QWidget(this);
-    auto* captionLayout = new QHBoxLayout(captionRow);
-    captionLayout->setContentsMargins(0, 0, 0, 0);
+    const auto [captionRow, captionLayout] = form::row(this);
     caption_ = new QComboBox(captionRow);
     caption_->setObjectName(QStringLiteral("caption"));
     caption_->addItem(tr("None"));
@@ -202,9 +193,7 @@ AnimationExportDialog::AnimationExportDialog(const Scene& scene, QSize viewPixel
     captionRow->setToolTip(caption_->toolTip());
     addRow(form, tr("Caption"), captionRow);
 
-    auto* pathRow = new QWidget(this);
-    auto* pathLayout = new QHBoxLayout(pathRow);
-    pathLayout->setContentsMargins(0, 0, 0, 0);
+    const auto [pathRow, pathLayout] = form::row(this);
     path_ = new QLineEdit(path, pathRow);
     path_->setObjectName(QStringLiteral("path"));
     path_->setMinimumWidth(path_->fontMetrics().horizontalAdvance(QLatin1Char('x')) * 44);

@@ -48,9 +48,8 @@ FlowPanel::FlowPanel(QWidget* parent) : TrainingPanelBase(parent) {
     dataset_ = addRow(form, tr("Dataset"), named(new QComboBox(flowGroup), "training.dataset"));
     for (const std::string& name : flows::datasetNames()) dataset_->addItem(QString::fromStdString(name));
     dataset_->addItem(tr("your points")); // the last item: points_
-    pointsRow_ = new QWidget(flowGroup);
-    auto* pointsLayout = new QHBoxLayout(pointsRow_);
-    pointsLayout->setContentsMargins(0, 0, 0, 0);
+    const form::Row points = form::row(flowGroup);
+    pointsRow_ = points.widget;
     pointsLabel_ = new QLabel(pointsRow_);
     pointsLabel_->setObjectName(QStringLiteral("pointsCount"));
     auto* draw = new QPushButton(tr("Draw..."), pointsRow_);
@@ -60,9 +59,9 @@ FlowPanel::FlowPanel(QWidget* parent) : TrainingPanelBase(parent) {
     load->setObjectName(QStringLiteral("loadPoints"));
     load->setToolTip(tr("Points from an (n, 2) .npy array or a .csv file with two columns (as "
                         "flowscope-cli train --data)"));
-    pointsLayout->addWidget(pointsLabel_, 1);
-    pointsLayout->addWidget(draw);
-    pointsLayout->addWidget(load);
+    points.layout->addWidget(pointsLabel_, 1);
+    points.layout->addWidget(draw);
+    points.layout->addWidget(load);
     connect(draw, &QPushButton::clicked, this, &FlowPanel::drawPoints);
     connect(load, &QPushButton::clicked, this, &FlowPanel::loadPointsDialog);
     form->addRow(pointsRow_);

@@ -187,14 +187,13 @@ QWidget* ScenePanel::buildAttentionGroup() {
         label->setText(label->text().replace(QLatin1String("Positional "), QLatin1String("Positional\n")));
     interpolation_ = form::paramRow<QComboBox>(form, group, "/attention/interpolation");
 
-    linearEpsRow_ = new QWidget(group);
-    auto* linearLayout = new QHBoxLayout(linearEpsRow_);
-    linearLayout->setContentsMargins(0, 0, 0, 0);
+    const form::Row linearEps = form::row(group);
+    linearEpsRow_ = linearEps.widget;
     linearEpsOn_ = checkBox(linearEpsRow_, "attention.linear_eps", tr("ε ="));
     linearEpsOn_->setObjectName(QStringLiteral("attention.linear_eps.enabled"));
     linearEps_ = form::paramControl<QDoubleSpinBox>(linearEpsRow_, "/attention/linear_eps");
-    linearLayout->addWidget(linearEpsOn_);
-    linearLayout->addWidget(linearEps_, 1);
+    linearEps.layout->addWidget(linearEpsOn_);
+    linearEps.layout->addWidget(linearEps_, 1);
     addRow(form, form::paramLabel("/attention/linear_eps"), linearEpsRow_, "attention.linear_eps");
 
     sinkhornEps_ = form::paramRow<QDoubleSpinBox>(form, group, "/attention/sinkhorn/eps");
@@ -291,29 +290,27 @@ QWidget* ScenePanel::buildSceneGroup() {
     radii_ = addRow(form, tr("Radii"), named(new QLineEdit(formWidget), "initial.radii"));
     radii_->setPlaceholderText(tr("e.g. 0.5, 1"));
     noise_ = form::paramRow<QDoubleSpinBox>(form, formWidget, "/initial/noise", form::Tracking::Keystrokes);
-    pathRow_ = new QWidget(formWidget);
-    auto* pathLayout = new QHBoxLayout(pathRow_);
-    pathLayout->setContentsMargins(0, 0, 0, 0);
+    const form::Row path = form::row(formWidget);
+    pathRow_ = path.widget;
     path_ = named(new QLineEdit(pathRow_), "initial.path");
     path_->setPlaceholderText(tr("tokens.npy"));
     browse_ = named(new QToolButton(pathRow_), "initial.path");
     browse_->setObjectName(QStringLiteral("initial.path.browse"));
     browse_->setText(tr("…"));
-    pathLayout->addWidget(path_, 1);
-    pathLayout->addWidget(browse_);
+    path.layout->addWidget(path_, 1);
+    path.layout->addWidget(browse_);
     addRow(form, tr("File"), pathRow_, "initial.path");
-    pointsRow_ = new QWidget(formWidget);
-    auto* pointsLayout = new QHBoxLayout(pointsRow_);
-    pointsLayout->setContentsMargins(0, 0, 0, 0);
+    const form::Row points = form::row(formWidget);
+    pointsRow_ = points.widget;
     pointsCount_ = named(new QLabel(pointsRow_), "initial.points");
     draw_ = named(new QPushButton(tr("Draw"), pointsRow_), "initial.points");
     draw_->setObjectName(QStringLiteral("initial.points.draw"));
     draw_->setCheckable(true);
     clearPoints_ = named(new QPushButton(tr("Clear"), pointsRow_), "initial.points");
     clearPoints_->setObjectName(QStringLiteral("initial.points.clear"));
-    pointsLayout->addWidget(pointsCount_, 1);
-    pointsLayout->addWidget(draw_);
-    pointsLayout->addWidget(clearPoints_);
+    points.layout->addWidget(pointsCount_, 1);
+    points.layout->addWidget(draw_);
+    points.layout->addWidget(clearPoints_);
     addRow(form, tr("Points"), pointsRow_, "initial.points");
 
     // The group's error line and its Revert / Apply buttons: a bar the constructor pins under the scrolled

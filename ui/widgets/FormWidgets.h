@@ -106,6 +106,19 @@ inline Group group(const QString& title, QWidget* parent) {
     return {box, panelForm(box)};
 }
 
+// A field made of several controls side by side (a line edit and its Browse button): a widget and its row
+// layout, without margins, so that it lines up with the form's other fields.
+struct Row {
+    QWidget* widget;
+    QHBoxLayout* layout;
+};
+inline Row row(QWidget* parent) {
+    auto* widget = new QWidget(parent);
+    auto* layout = new QHBoxLayout(widget);
+    layout->setContentsMargins(0, 0, 0, 0);
+    return {widget, layout};
+}
+
 // A form row whose label carries the key's tooltip and is the field's buddy (a field that holds several
 // controls, e.g. a line edit and its Browse button).
 inline void addRow(QFormLayout* form, const QString& label, QWidget* field, const char* key) {
