@@ -374,3 +374,15 @@ TEST(StreamKernelInputs, L2BiasesAreUploadedUnlessFormedOnTheDevice) {
 }
 
 } // namespace
+
+// A dispatch of more workgroups than the device allows is refused with both counts, the limit in queries:
+// tile x qpt queries a group.
+TEST(StreamKernelInputs, ADispatchOverTheDevicesGroupLimitIsRefusedWithTheQueryLimit) {
+    StreamKernelVariant v;
+    v.tile = 64;
+    v.qpt = 2;
+    EXPECT_EQ(streamKernelGroups(v, 1280), 10);
+    EXPECT_EQ(streamKernelGroups(v, 1281), 11);
+    EXPECT_EQ(dispatchRefusal(v, 1280, 10), "");
+    EXPECT_EQ(dispatchRefusal(v, 1281, 10), "too many tokens for one dispatch (1281 queries, at most 1280)");
+}

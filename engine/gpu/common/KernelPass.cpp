@@ -87,6 +87,12 @@ long streamKernelGroups(const StreamKernelVariant& v, long nq) {
     return (nq + perGroup - 1) / perGroup;
 }
 
+std::string dispatchRefusal(const StreamKernelVariant& v, long nq, long maxGroups) {
+    if (streamKernelGroups(v, nq) <= maxGroups) return {};
+    return "too many tokens for one dispatch (" + std::to_string(nq) + " queries, at most " +
+           std::to_string(maxGroups * v.tile * v.qpt) + ")";
+}
+
 std::optional<SceneError> kernelAverageRefusal(AttentionType type, const char* backend) {
     switch (type) {
     case AttentionType::Softmax:

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace flowscope {
@@ -94,6 +95,9 @@ StreamKernelInputs streamKernelInputs(const Tokens& X, const HeadSetup& head, bo
                                       const StreamKernelLayout& layout, bool quadraticBiasOnGpu = false);
 // Workgroups of one dispatch: ceil(nq / (tile * qpt)).
 long streamKernelGroups(const StreamKernelVariant& variant, long nq);
+// Why nq queries of `variant` do not fit one dispatch of at most `maxGroups` workgroups (the device's limit);
+// empty when they do.
+std::string dispatchRefusal(const StreamKernelVariant& variant, long nq, long maxGroups);
 
 // The float64 CPU field of a kernel-average spec (softmax, l2, exp, relu, sigmoid) without sphere
 // projection or a normalization scheme's wrapper, for hosts that need its head setup (GlStepper). Throws

@@ -44,10 +44,7 @@ const GlComputeProgram& GlStreamPrograms::get(const StreamKernelVariant& v) {
 void GlStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
     gl::Int maxGroups = 65535;
     gl_->GetIntegeri_v(gl::MAX_COMPUTE_WORK_GROUP_COUNT, 0, &maxGroups);
-    const long groups = streamKernelGroups(in.variant, in.nq);
-    if (groups > long(maxGroups))
-        throw GlError("too many tokens for one dispatch (" + std::to_string(in.nq) + " queries, at most " +
-                      std::to_string(long(maxGroups) * in.variant.tile * in.variant.qpt) + ")");
+    if (std::string why = dispatchRefusal(in.variant, in.nq, maxGroups); !why.empty()) throw GlError(why);
 
     params_.upload(in.params.data(), in.params.size() * sizeof(std::uint32_t));
     keys_.upload(in.keys.data(), std::size_t(in.keys.size()) * sizeof(float));
@@ -61,7 +58,7 @@ void GlStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out
     if (in.variant.hasBias) bias_.bind(2);
     if (in.variant.explicitQueries) queries_.bind(3);
     out_.bind(4);
-    programs_.get(in.variant).dispatch(gl::Uint(groups));
+    programs_.get(in.variant).dispatch(gl::Uint(streamKernelGroups(in.variant, in.nq)));
     glCheck(*gl_, "dispatching the streaming attention kernel");
     out_.download(out.data(), std::size_t(out.size()) * sizeof(float));
 }

@@ -36,11 +36,8 @@ VkStreamRunner::VkStreamRunner(const VkContext& ctx)
       queries_(ctx), out_(ctx) {}
 
 void VkStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
-    const long groups = streamKernelGroups(in.variant, in.nq);
     const long maxGroups = long(ctx_->limits().maxComputeWorkGroupCount[0]);
-    if (groups > maxGroups)
-        throw VkError("too many tokens for one dispatch (" + std::to_string(in.nq) + " queries, at most " +
-                      std::to_string(maxGroups * in.variant.tile * in.variant.qpt) + ")");
+    if (std::string why = dispatchRefusal(in.variant, in.nq, maxGroups); !why.empty()) throw VkError(why);
 
     params_.upload(in.params.data(), in.params.size() * sizeof(std::uint32_t));
     keys_.upload(in.keys.data(), std::size_t(in.keys.size()) * sizeof(float));
@@ -56,7 +53,8 @@ void VkStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out
     out_.reserve(std::size_t(out.size()) * sizeof(float));
 
     VkStorageBuffer* const buffers[] = {&params_, &keys_, &bias_, &queries_, &out_};
-    kernel_.dispatch(specialization(in.variant), buffers, std::uint32_t(groups));
+    kernel_.dispatch(specialization(in.variant), buffers,
+                     std::uint32_t(streamKernelGroups(in.variant, in.nq)));
     out_.download(out.data(), std::size_t(out.size()) * sizeof(float));
 }
 
