@@ -191,18 +191,19 @@ void simdSweeps(const HeadSetup& h, const Tokens& X, const Mat& GA, const Attent
     using RowsF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     constexpr int kTile = 16, kSlots = 16;
     const int n = int(X.rows()), d = int(X.cols());
-    const int padded = (n + ad::kernel::kKeyBlock - 1) / ad::kernel::kKeyBlock * ad::kernel::kKeyBlock;
-    const MatF q = (h.B * X.transpose()).cast<float>(); // d x N: column i is q_i
-    RowsF keys = RowsF::Zero(d, padded);                // coordinate c of every token contiguous
+    const int padded = (n + ad::kernel::kKeyBlock - 1) / ad::kernel::kKeyBlock * ad::kernel::kKeyBlock,
+              stride = ad::kernel::paddedStride(padded); // rows not a multiple of 1 KB apart
+    const MatF q = (h.B * X.transpose()).cast<float>();  // d x N: column i is q_i
+    RowsF keys = RowsF::Zero(d, stride);                 // coordinate c of every token contiguous
     keys.leftCols(n) = X.transpose().cast<float>();
     const MatF out = saved.avg.transpose().cast<float>(), g = GA.transpose().cast<float>();
     MatF stats(2, n);
     stats.row(0) = saved.shift.transpose().cast<float>();
     stats.row(1).setOnes();
     MatF dqf = MatF::Zero(d, n);
-    const ad::kernel::Attention a{d, d, n, padded, keys.data(), keys.data(), q.data(), -1};
+    const ad::kernel::Attention a{d, d, n, padded, keys.data(), keys.data(), q.data(), -1, stride};
     const int tiles = (n + kTile - 1) / kTile, slots = std::min(kSlots, tiles);
-    std::vector<RowsF> dk(std::size_t(slots), RowsF::Zero(d, padded)), dv = dk;
+    std::vector<RowsF> dk(std::size_t(slots), RowsF::Zero(d, stride)), dv = dk;
     parallelFor(std::size_t(slots), 1, [&](std::size_t b, std::size_t e) {
         for (int s = int(b); s < int(e); ++s)
             for (int t = s; t < tiles; t += slots)

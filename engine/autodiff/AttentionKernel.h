@@ -18,25 +18,38 @@ constexpr int kKeyBlock = 8; // keys per vector: the padding unit of nkPadded
 
 struct Attention {
     int f = 0, r = 0;          // feature (query, key) and value rows
-    int nk = 0, nkPadded = 0;  // keys; nkPadded: a multiple of kKeyBlock, >= nk
-    const float* kt = nullptr; // f x nkPadded: coordinate c of key k at kt[c * nkPadded + k], zero past nk
+    int nk = 0, nkPadded = 0;  // keys; nkPadded: a multiple of kKeyBlock, >= nk (the keys the sweeps visit)
+    const float* kt = nullptr; // f x nkPadded: coordinate c of key k at kt[c * stride() + k], zero past nk
     const float* vt = nullptr; // r x nkPadded, the same layout
     const float* q = nullptr;  // f x nq, column-major
     int self = -1;             // query j does not see key self + j (its own); -1: it sees every key
+    int rowStride = 0;         // floats from one row of kt, vt, dkt, dvt (a column of weights) to the next
+    int stride() const { return rowStride > 0 ? rowStride : nkPadded; } // 0: nkPadded
 };
+
+// The row stride for nkPadded keys: nkPadded, or 16 more when rows nkPadded floats apart would be a multiple
+// of 1 KB apart. Addresses a multiple of 4 KB apart look alike to the processor's check of a load against
+// the stores in flight (their low 12 bits are equal), and it then makes the load wait for a store to another
+// row ("4K aliasing"). At 1024 keys every row of kt, vt, dkt, dvt and of the kept weights was 4 KB from the
+// next: backward, which reads eight weight rows and writes nine gradient rows per key block, took 1.5x as
+// long (docs/math/flows.md#training-speed).
+constexpr int paddedStride(int nkPadded) {
+    return nkPadded % 256 == 0 ? nkPadded + 2 * kKeyBlock : nkPadded;
+}
 
 // Whether the kernel handles these row counts (else the caller takes its Eigen path).
 bool supports(int f, int r);
 
 // Queries [j0, j1): out (r x nq, column-major) and stats (2 x nq: m_j, 1 / den_j). When `weights` is not
 // null, also each query's unnormalised weights e^{l_jk - m_j} (0 for a key it does not see) into its column
-// of weights (nkPadded x nq, column-major), for backward to read instead of recomputing them.
+// of weights (nkPadded x nq, columns stride() floats apart), for backward to read instead of recomputing
+// them.
 void forward(const Attention& a, int j0, int j1, float* out, float* stats, float* weights = nullptr);
 
 // Queries [j0, j1), from the forward's out and stats and the output's gradient g (r x nq): adds dq's columns
 // j0..j1 (f x nq, when dq is not null) and their key and value gradients into dkt (f x nkPadded) and dvt
-// (r x nkPadded), each when not null. `weights`: the forward's, or null to recompute them (the same floats
-// either way).
+// (r x nkPadded), rows stride() floats apart, each when not null. `weights`: the forward's, or null to
+// recompute them (the same floats either way).
 void backward(const Attention& a, int j0, int j1, const float* out, const float* stats, const float* g,
               float* dq, float* dkt, float* dvt, const float* weights = nullptr);
 

@@ -402,19 +402,21 @@ template <class S> void attentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, No
 // The float path of the shapes kernel::supports(): the SIMD kernel of AttentionKernel.h, which keeps m_j and
 // 1/den_j of each query in the node's aux (2 x N) so backward recomputes a weight with one exp, or, up to
 // kKeptWeights, the weights themselves as well. Keys and values are copied once per call into zero-padded
-// structure-of-arrays rows.
+// structure-of-arrays rows, kernel::paddedStride() floats apart (the weights' columns and the gradients'
+// rows too).
 struct KernelOperands {
     Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> kt, vt;
     kernel::Attention args;
     KernelOperands(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, Index self) {
-        const Index nk = K.cols(),
-                    nkPadded = (nk + kernel::kKeyBlock - 1) / kernel::kKeyBlock * kernel::kKeyBlock;
-        kt.setZero(K.rows(), nkPadded);
+        const int nk = int(K.cols()),
+                  nkPadded = (nk + kernel::kKeyBlock - 1) / kernel::kKeyBlock * kernel::kKeyBlock,
+                  stride = kernel::paddedStride(nkPadded);
+        kt.setZero(K.rows(), stride);
         kt.leftCols(nk) = K;
-        vt.setZero(V.rows(), nkPadded);
+        vt.setZero(V.rows(), stride);
         vt.leftCols(nk) = V;
-        args = {int(K.rows()), int(V.rows()), int(nk),  int(nkPadded),
-                kt.data(),     vt.data(),     Q.data(), int(self)};
+        args = {int(K.rows()), int(V.rows()), nk,        nkPadded, kt.data(),
+                vt.data(),     Q.data(),      int(self), stride};
     }
 };
 
@@ -422,9 +424,9 @@ template <class S> bool useKernel(const Matrix<S>& K, const Matrix<S>& V) {
     return std::is_same_v<S, float> && kernel::supports(int(K.rows()), int(V.rows()));
 }
 
-// A node that will be differentiated keeps its weights (nkPadded x N floats) for backward when there are at
+// A node that will be differentiated keeps its weights (stride x N floats) for backward when there are at
 // most this many: backward then reads one float per query and key instead of a logit and an exp (1.4 -> 0.9
-// ms at 1024 x 1024, f = 4, r = 5, the same floats), at 4 bytes a pair. aux is then 2 x (N + nkPadded N / 2):
+// ms at 1024 x 1024, f = 4, r = 5, the same floats), at 4 bytes a pair. aux is then 2 x (N + stride N / 2):
 // the stats (2 x N) and after them the weights.
 constexpr Index kKeptWeights = Index(1) << 21;
 
@@ -433,10 +435,10 @@ void kernelForward(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<
                    bool differentiated, const std::function<bool(Index)>& keepWeights, Matrix<float>& out,
                    Matrix<float>& aux) {
     const KernelOperands ops(Q, K, V, self);
-    const Index N = Q.cols(), nkPadded = ops.args.nkPadded;
-    const bool keep = differentiated && nkPadded * N <= kKeptWeights && keepWeights(nkPadded * N);
+    const Index N = Q.cols(), stride = ops.args.stride();
+    const bool keep = differentiated && stride * N <= kKeptWeights && keepWeights(stride * N);
     out.resize(V.rows(), N);
-    aux.resize(2, keep ? N + nkPadded / 2 * N : N); // nkPadded is even (a multiple of kKeyBlock)
+    aux.resize(2, keep ? N + stride / 2 * N : N); // the stride is even (a multiple of kKeyBlock)
     float* weights = keep ? aux.data() + 2 * N : nullptr;
     parallelFor(std::size_t((N + kTile - 1) / kTile), 1, [&](std::size_t begin, std::size_t end) {
         kernel::forward(ops.args, int(begin * kTile), int(std::min<Index>(Index(end) * kTile, N)), out.data(),

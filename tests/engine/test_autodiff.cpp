@@ -500,8 +500,53 @@ TEST(Autodiff, FloatAttentionKernelKeptWeightsAreTheRecomputedOnes) {
         EXPECT_EQ(kept.dkt, recomputed.dkt);
         EXPECT_EQ(kept.dvt, recomputed.dvt);
         EXPECT_GT(recomputed.dq.cwiseAbs().maxCoeff(), 0.0f);
+
+        // The same operands with rows `stride` floats apart (kernel::paddedStride's layout, here 16 past
+        // nkPadded): the same floats, and nothing read or written past nkPadded (NaN keys and values there,
+        // -1 weights and gradients stay).
+        const int stride = nkPadded + 16;
+        ad::Matrix<float> kts = ad::Matrix<float>::Constant(stride, f, NAN),
+                          vts = ad::Matrix<float>::Constant(stride, r, NAN);
+        kts.topRows(nkPadded) = kt;
+        vts.topRows(nkPadded) = vt;
+        ad::kernel::Attention as = a;
+        as.kt = kts.data();
+        as.vt = vts.data();
+        as.rowStride = stride;
+        for (bool keep : {true, false}) {
+            Run x{ad::Matrix<float>(r, nq), ad::Matrix<float>(2, nq), ad::Matrix<float>::Zero(f, nq),
+                  ad::Matrix<float>::Zero(stride, f), ad::Matrix<float>::Zero(stride, r)};
+            x.dkt.bottomRows(16).setConstant(-1.0f);
+            x.dvt.bottomRows(16).setConstant(-1.0f);
+            ad::Matrix<float> weights = ad::Matrix<float>::Constant(stride, nq, -1.0f);
+            ad::kernel::forward(as, 0, nq, x.out.data(), x.stats.data(), keep ? weights.data() : nullptr);
+            ad::kernel::backward(as, 0, nq, x.out.data(), x.stats.data(), g.data(), x.dq.data(), x.dkt.data(),
+                                 x.dvt.data(), keep ? weights.data() : nullptr);
+            EXPECT_EQ(x.out, kept.out) << keep;
+            EXPECT_EQ(x.stats, kept.stats) << keep;
+            EXPECT_EQ(x.dq, kept.dq) << keep;
+            EXPECT_EQ(ad::Matrix<float>(x.dkt.topRows(nkPadded)), kept.dkt) << keep;
+            EXPECT_EQ(ad::Matrix<float>(x.dvt.topRows(nkPadded)), kept.dvt) << keep;
+            EXPECT_EQ(x.dkt.bottomRows(16), ad::Matrix<float>::Constant(16, f, -1.0f)) << keep;
+            EXPECT_EQ(x.dvt.bottomRows(16), ad::Matrix<float>::Constant(16, r, -1.0f)) << keep;
+            if (keep) EXPECT_EQ(weights.bottomRows(16), ad::Matrix<float>::Constant(16, nq, -1.0f));
+        }
     }
     ad::kernel::selectIsa(initial.c_str());
+}
+
+TEST(Autodiff, FloatAttentionKernelRowsAreNotAMultipleOfAKilobyteApart) {
+    // paddedStride: 16 more floats where nkPadded floats are a multiple of 1 KB (4K aliasing), else nkPadded.
+    EXPECT_EQ(ad::kernel::paddedStride(1024), 1040);
+    EXPECT_EQ(ad::kernel::paddedStride(256), 272);
+    EXPECT_EQ(ad::kernel::paddedStride(48), 48);
+    EXPECT_EQ(ad::kernel::paddedStride(1032), 1032);
+    for (int n = 8; n <= 4096; n += 8) {
+        const int s = ad::kernel::paddedStride(n);
+        EXPECT_GE(s, n);
+        EXPECT_EQ(s % ad::kernel::kKeyBlock, 0);
+        EXPECT_NE(s * 4 % 1024, 0) << n;
+    }
 }
 
 TEST(Autodiff, FloatAttentionKernelLogitsSpreadOverSixty) {
