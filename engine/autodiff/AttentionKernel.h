@@ -1,10 +1,10 @@
 // Flowscope engine: the float32 SIMD kernel of the tape's attention(q, k, v) (engine/autodiff/Tape.h).
 //
 // out_j = Σ_k w_jk v_k,  w_jk = exp(l_jk - m_j) / den_j,  l_jk = q_j · k_k,  m_j = max_k l_jk,
-// with key self + j left out of query j's softmax when self >= 0. The N x N weights are never stored: forward
-// sweeps the keys twice per query (max, then weights and sums) and keeps m_j and 1/den_j; backward
-// recomputes each weight from them in one sweep, or reads the weights forward wrote when the caller kept
-// them. With ā_j = g_j · out_j and c_jk = w_jk (g_j · v_k - ā_j):
+// with key self + j left out of query j's softmax when self >= 0. Forward sweeps the keys twice per query
+// (max, then weights and sums) and keeps m_j and 1/den_j; backward recomputes each weight from them in one
+// sweep, or reads the N x N weights forward wrote when the caller keeps them (else they are not stored). With
+// ā_j = g_j · out_j and c_jk = w_jk (g_j · v_k - ā_j):
 //     dq_j = Σ_k c_jk k_k,   dk_k += Σ_j c_jk q_j,   dv_k += Σ_j w_jk g_j.
 // Keys and values are passed as structure-of-arrays (coordinate c of every key contiguous), padded with
 // zeros to a multiple of 8 keys; queries, outputs and gradients as Eigen stores them (column j: f or r
@@ -23,7 +23,9 @@ struct Attention {
     const float* vt = nullptr; // r x nkPadded, the same layout
     const float* q = nullptr;  // f x nq, column-major
     int self = -1;             // query j does not see key self + j (its own); -1: it sees every key
-    int rowStride = 0;         // floats from one row of kt, vt, dkt, dvt (a column of weights) to the next
+    // Floats from one row of kt, vt, dkt, dvt (a column of weights) to the next: 0 (nkPadded), or a multiple
+    // of kKeyBlock >= nkPadded.
+    int rowStride = 0;
     int stride() const { return rowStride > 0 ? rowStride : nkPadded; } // 0: nkPadded
 };
 

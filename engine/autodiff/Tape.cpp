@@ -458,7 +458,7 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
     const float* weights = n.aux.cols() > N ? n.aux.data() + 2 * N : nullptr; // kept by kernelForward
     using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     // The slots' sums are buffers of the calling thread, kept from call to call while they are small: made
-    // afresh, their 16 x (f + r) x nkPadded floats (590 KB in an RWPO sub-step at batch 1024) went back to
+    // afresh, their 16 x (f + r) x stride floats (599 KB in an RWPO sub-step at batch 1024) went back to
     // the system at every call and came back as page faults and zero fills
     // (docs/math/flows.md#training-speed). The lambda below runs on other threads too: it reaches the
     // buffers through these references (by name it would find its own thread's).

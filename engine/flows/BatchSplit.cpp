@@ -68,7 +68,8 @@ template <class S> void BatchSplit<S>::wait() {
             return;
         }
     }
-    // About 40 µs (a pause is tens of cycles); what the others wrote is read after the lock below.
+    // 2000 pauses: about 40 µs on this project's AMD machines, 100 µs on recent Intel ones (a pause is 65 to
+    // 140 cycles there), a plain loop elsewhere. What the others wrote is read after the lock below.
     for (int spin = 0; spin < kSpins && generation_.load(std::memory_order_relaxed) == generation &&
                        !failed_.load(std::memory_order_relaxed);
          ++spin)

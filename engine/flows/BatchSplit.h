@@ -61,10 +61,10 @@ template <class S> class BatchSplit {
         ad::Var<S> X, leaf;
         ad::Index offset = 0;
     };
-    // All parts wait here for each other; once a part has failed, every wait throws instead. A part that
-    // arrives first spins for a few tens of microseconds before it sleeps: the parts come within that of
-    // each other at almost every barrier (24 an RWPO step), and a thread woken from a condition variable
-    // starts again only after about as long.
+    // All parts wait here for each other; once a part has failed, every wait throws instead. Every part but
+    // the last to arrive spins a while (kSpins pauses, tens of microseconds) before it sleeps: the parts come
+    // within that of each other at almost every barrier (24 an RWPO step), and a thread woken from a
+    // condition variable starts again only after about as long.
     void wait();
     void fail(std::exception_ptr error);
 

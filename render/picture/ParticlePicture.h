@@ -86,6 +86,7 @@ class ParticlePicture final : public GlPicture<PointRenderer> {
     // - Trails: fading paths over the recorded frames (TrailsLayer), off by default.
     enum class Layer { Gaussian, Parking, HardmaxCells, Trails };
     static constexpr int kLayerCount = 4;
+    static_assert(int(Layer::Trails) + 1 == kLayerCount);
     void setLayer(Layer layer, bool on);
     bool layer(Layer layer) const;
     bool parkingAvailable() const { return parking_.leaders.rows() > 0; }

@@ -397,11 +397,21 @@ TEST(Autodiff, FloatAttentionKernelMatchesTheDoublePath) {
         bool excludeSelf;
         Index self = 0;
     };
-    const std::vector<Case> cases = {
-        {4, 5, 300, 300, true},      {4, 5, 300, 300, false}, {4, 5, 37, 37, true},
-        {3, 2, 1, 23, false},        {3, 2, 40, 9, false},    {3, 4, 16, 16, true},
-        {4, 5, 2, 2, true},          {2, 3, 41, 41, true},    {4, 5, 37, 100, true, 50},
-        {4, 5, 150, 301, true, 151}, {3, 2, 9, 23, true, 14}, {2, 3, 9, 23, true, 5}};
+    const std::vector<Case> cases = {{4, 5, 300, 300, true},
+                                     {4, 5, 300, 300, false},
+                                     {4, 5, 37, 37, true},
+                                     {3, 2, 1, 23, false},
+                                     {3, 2, 40, 9, false},
+                                     {3, 4, 16, 16, true},
+                                     {4, 5, 2, 2, true},
+                                     {2, 3, 41, 41, true},
+                                     {4, 5, 37, 100, true, 50},
+                                     {4, 5, 150, 301, true, 151},
+                                     {3, 2, 9, 23, true, 14},
+                                     {2, 3, 9, 23, true, 5},
+                                     // 256 keys: rows kernel::paddedStride() = 272 floats apart, not nkPadded
+                                     {4, 5, 40, 256, false},
+                                     {4, 5, 256, 256, true}};
     const std::string initial = ad::kernel::isa();
     int ran = 0;
     for (const char* isa : {"avx512vl", "avx2-fma", "generic"}) {
@@ -637,6 +647,7 @@ TEST(Autodiff, FloatAttentionKernelBackwardInOneSlotInsideAParallelFor) {
     const auto alone = grads(300, 200, true);
     grads(400, 280, true); // the kept buffers grow
     EXPECT_EQ(grads(300, 200, true), alone);
+    grads(300, 256, true);  // rows paddedStride() = 272 floats apart, the kept weights and the slot too
     grads(300, 200, false); // 16 slots: the same sums grouped otherwise, compared with float64 inside
 }
 

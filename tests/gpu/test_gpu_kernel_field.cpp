@@ -373,11 +373,9 @@ TEST(StreamKernelInputs, L2BiasesAreUploadedUnlessFormedOnTheDevice) {
     EXPECT_EQ(kept.bias.size(), n);
 }
 
-} // namespace
-
 // A dispatch of more workgroups than the device allows is refused with both counts, the limit in queries:
 // tile x qpt queries a group.
-TEST(StreamKernelInputs, ADispatchOverTheDevicesGroupLimitIsRefusedWithTheQueryLimit) {
+TEST(StreamKernelDispatch, OverTheDevicesGroupLimitIsRefusedWithTheQueryLimit) {
     StreamKernelVariant v;
     v.tile = 64;
     v.qpt = 2;
@@ -386,3 +384,5 @@ TEST(StreamKernelInputs, ADispatchOverTheDevicesGroupLimitIsRefusedWithTheQueryL
     EXPECT_EQ(dispatchRefusal(v, 1280, 10), "");
     EXPECT_EQ(dispatchRefusal(v, 1281, 10), "too many tokens for one dispatch (1281 queries, at most 1280)");
 }
+
+} // namespace

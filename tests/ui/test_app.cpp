@@ -432,6 +432,10 @@ TEST_F(AppTest, SettingsBringBackTheSceneWithItsEdits) {
             if (a->text() == text) action = a;
         ASSERT_NE(action, nullptr) << text.toStdString();
         EXPECT_EQ(action->isChecked(), view->layer(layer)) << text.toStdString();
+        // This scene (softmax, not masked) has neither parking leaders nor hardmax cells: those two are
+        // greyed, the Gaussian overlay and the trails are not.
+        const bool available = layer == Layer::Gaussian || layer == Layer::Trails;
+        EXPECT_EQ(action->isEnabled(), available) << text.toStdString();
         action->setChecked(!action->isChecked());
         switched[layer] = view->layer(layer);
         EXPECT_EQ(switched[layer], action->isChecked()) << text.toStdString();

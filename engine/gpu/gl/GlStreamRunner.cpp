@@ -45,6 +45,7 @@ void GlStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out
     gl::Int maxGroups = 65535;
     gl_->GetIntegeri_v(gl::MAX_COMPUTE_WORK_GROUP_COUNT, 0, &maxGroups);
     if (std::string why = dispatchRefusal(in.variant, in.nq, maxGroups); !why.empty()) throw GlError(why);
+    const long groups = streamKernelGroups(in.variant, in.nq);
 
     params_.upload(in.params.data(), in.params.size() * sizeof(std::uint32_t));
     keys_.upload(in.keys.data(), std::size_t(in.keys.size()) * sizeof(float));
@@ -58,7 +59,7 @@ void GlStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out
     if (in.variant.hasBias) bias_.bind(2);
     if (in.variant.explicitQueries) queries_.bind(3);
     out_.bind(4);
-    programs_.get(in.variant).dispatch(gl::Uint(streamKernelGroups(in.variant, in.nq)));
+    programs_.get(in.variant).dispatch(gl::Uint(groups));
     glCheck(*gl_, "dispatching the streaming attention kernel");
     out_.download(out.data(), std::size_t(out.size()) * sizeof(float));
 }

@@ -38,6 +38,7 @@ VkStreamRunner::VkStreamRunner(const VkContext& ctx)
 void VkStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out) {
     const long maxGroups = long(ctx_->limits().maxComputeWorkGroupCount[0]);
     if (std::string why = dispatchRefusal(in.variant, in.nq, maxGroups); !why.empty()) throw VkError(why);
+    const long groups = streamKernelGroups(in.variant, in.nq);
 
     params_.upload(in.params.data(), in.params.size() * sizeof(std::uint32_t));
     keys_.upload(in.keys.data(), std::size_t(in.keys.size()) * sizeof(float));
@@ -53,8 +54,7 @@ void VkStreamRunner::dispatch(const StreamKernelInputs& in, Eigen::MatrixXf& out
     out_.reserve(std::size_t(out.size()) * sizeof(float));
 
     VkStorageBuffer* const buffers[] = {&params_, &keys_, &bias_, &queries_, &out_};
-    kernel_.dispatch(specialization(in.variant), buffers,
-                     std::uint32_t(streamKernelGroups(in.variant, in.nq)));
+    kernel_.dispatch(specialization(in.variant), buffers, std::uint32_t(groups));
     out_.download(out.data(), std::size_t(out.size()) * sizeof(float));
 }
 

@@ -163,14 +163,13 @@ void ParticlesWorkspace::buildActions() {
          tr("1σ and 2σ ellipses of N(α(t), Σ(t)) solving the moment ODE α' = b, Σ' = LΣ + ΣLᵀ from the "
             "scene's initial Gaussian N(α₀, Σ₀), not from the sampled tokens. Where α₀ is an unstable fixed "
             "point (Fig 2(d): α₀ = 0, α' = V(I + ΣA)α) the ellipses stay at α₀ while the cloud's sample "
-            "mean, "
-            "off α₀ by about √(Σ₀/N) at t = 0, grows away from it: the picture is right, the two part.")},
+            "mean, off α₀ by about √(Σ₀/N) at t = 0, grows away from it: the picture is right, the two "
+            "part.")},
         {tr("Rényi-parking centres"),
          tr("Causal attention on the circle (softmax, masked, post-LN, Q = K = V = I): the initial tokens "
             "that found a cluster, read in index order, each at least δ = 4/√β from every earlier one "
-            "(rings, "
-            "and their spots of ±δ/2 outside the circle). The clusters form at most of them; the others are "
-            "pulled to earlier tokens (docs/math/theory.md#parking)")},
+            "(rings, and their spots of ±δ/2 outside the circle). The clusters form at most of them; the "
+            "others are pulled to earlier tokens (docs/math/theory.md#parking)")},
         {tr("Hardmax cells"),
          tr("Hardmax attention in the plane: the boundaries of the keys' cells. A query in a cell attends to "
             "that cell's key; each cell is a cone from the origin (docs/math/theory.md#hardmax)")},

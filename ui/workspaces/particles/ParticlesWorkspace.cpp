@@ -47,7 +47,6 @@
 namespace flowscope {
 
 namespace {
-
 constexpr int kMaxRecent = 8;
 // The settings keys of the picture's line layers, in ParticlePicture::Layer's order.
 const std::array<QString, ParticlePicture::kLayerCount> kLayerKeys{
