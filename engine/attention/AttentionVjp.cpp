@@ -191,7 +191,7 @@ void simdSweeps(const HeadSetup& h, const Tokens& X, const Mat& GA, const Attent
     using RowsF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     constexpr int kTile = 16, kSlots = 16;
     const int n = int(X.rows()), d = int(X.cols());
-    const int padded = (n + ad::kernel::kKeyBlock - 1) / ad::kernel::kKeyBlock * ad::kernel::kKeyBlock,
+    const int padded = ad::kernel::paddedKeys(n),
               stride = ad::kernel::paddedStride(padded); // rows not a multiple of 1 KB apart
     const MatF q = (h.B * X.transpose()).cast<float>();  // d x N: column i is q_i
     RowsF keys = RowsF::Zero(d, stride);                 // coordinate c of every token contiguous

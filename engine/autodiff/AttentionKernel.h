@@ -29,6 +29,11 @@ struct Attention {
     int stride() const { return rowStride > 0 ? rowStride : nkPadded; } // 0: nkPadded
 };
 
+// nk keys rounded up to whole key blocks: the nkPadded of nk keys.
+constexpr int paddedKeys(int nk) {
+    return (nk + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+}
+
 // The row stride for nkPadded keys: nkPadded, or 16 more when rows nkPadded floats apart would be a multiple
 // of 1 KB apart. Addresses a multiple of 4 KB apart look alike to the processor's check of a load against
 // the stores in flight (their low 12 bits are equal), and it then makes the load wait for a store to another

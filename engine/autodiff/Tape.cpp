@@ -408,8 +408,7 @@ struct KernelOperands {
     Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> kt, vt;
     kernel::Attention args;
     KernelOperands(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, Index self) {
-        const int nk = int(K.cols()),
-                  nkPadded = (nk + kernel::kKeyBlock - 1) / kernel::kKeyBlock * kernel::kKeyBlock,
+        const int nk = int(K.cols()), nkPadded = kernel::paddedKeys(nk),
                   stride = kernel::paddedStride(nkPadded);
         kt.setZero(K.rows(), stride);
         kt.leftCols(nk) = K;
