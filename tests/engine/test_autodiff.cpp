@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <random>
@@ -794,6 +795,99 @@ TEST(Autodiff, StructureOps) {
     checkOp("rows+cols overlap", {a}, [](const Args& v) {
         return ad::add(ad::rows(ad::cols(v[0], 1, 2), 0, 3), ad::rows(ad::cols(v[0], 0, 2), 2, 3));
     });
+}
+
+// Tape.cpp does blocks of rows, stacks, column sums and broadcasts of matrices of few rows with its own loops
+// (the row count a constant up to 4), not Eigen's. For every row count they special-case and two beyond, in
+// float: the values and gradients are Eigen's own expressions' floats, bit for bit (copies and broadcasts are
+// exact; a column's sum adds its rows in Eigen's order). The gradients then also against finite differences.
+TEST(Autodiff, FewRowOpsGiveEigensFloats) {
+    using Mf = ad::Matrix<float>;
+    using Vf = ad::Var<float>;
+    for (Index r = 1; r <= 6; ++r) {
+        SCOPED_TRACE("rows " + std::to_string(r));
+        const Index n = 7;
+        const Mf a = randn(r, n, 100 + r).cast<float>(), b = randn(r + 3, n, 110 + r).cast<float>(),
+                 c = randn(r, 1, 120 + r).cast<float>(), row = randn(1, n, 130 + r).cast<float>();
+        // One op's value (against `value`) and the gradients of sum(op o W) with respect to its operands
+        // (against `grads`, given W).
+        auto expectOp = [&](const char* name, const std::vector<Mf>& in,
+                            const std::function<Vf(const std::vector<Vf>&)>& op, const Mf& value,
+                            const std::function<std::vector<Mf>(const Mf& W)>& grads) {
+            SCOPED_TRACE(name);
+            ad::Tape<float> t;
+            std::vector<Vf> v;
+            for (const Mf& m : in) v.push_back(t.input(m));
+            const Vf y = op(v);
+            EXPECT_TRUE(y.value() == value);
+            const Mf W = randn(y.rows(), y.cols(), 777).cast<float>();
+            t.backward(ad::sum(ad::mul(y, t.constant(W))));
+            const std::vector<Mf> g = grads(W);
+            for (std::size_t k = 0; k < v.size(); ++k) EXPECT_TRUE(t.grad(v[k]) == g[k]) << "operand " << k;
+        };
+        const auto zero = [](const Mf& m) { return Mf::Zero(m.rows(), m.cols()).eval(); };
+
+        Mf gb = zero(b);
+        expectOp(
+            "rows", {b}, [&](const auto& v) { return ad::rows(v[0], 2, r); }, b.middleRows(2, r),
+            [&](const Mf& W) {
+                gb.middleRows(2, r) = W;
+                return std::vector<Mf>{gb};
+            });
+        Mf stacked(2 * r + 1, n);
+        stacked << a, row, a;
+        expectOp(
+            "vstack", {a, row},
+            [](const auto& v) {
+                return ad::vstack({v[0], v[1], v[0]});
+            },
+            stacked,
+            [&](const Mf& W) {
+                return std::vector<Mf>{W.topRows(r) + W.bottomRows(r), W.middleRows(r, 1)};
+            });
+        expectOp(
+            "colSum", {a}, [](const auto& v) { return ad::colSum(v[0]); }, a.colwise().sum(),
+            [&](const Mf& W) { return std::vector<Mf>{W.replicate(r, 1)}; });
+        expectOp(
+            "rowSum", {a}, [](const auto& v) { return ad::rowSum(v[0]); }, a.rowwise().sum(),
+            [&](const Mf& W) { return std::vector<Mf>{W.replicate(1, n)}; });
+        expectOp(
+            "addCol", {a, c}, [](const auto& v) { return ad::addCol(v[0], v[1]); },
+            (a.array().colwise() + c.col(0).array()).matrix(),
+            [&](const Mf& W) {
+                return std::vector<Mf>{W, W.rowwise().sum()};
+            });
+        expectOp(
+            "mulCol", {a, c}, [](const auto& v) { return ad::mulCol(v[0], v[1]); },
+            (a.array().colwise() * c.col(0).array()).matrix(),
+            [&](const Mf& W) {
+                return std::vector<Mf>{(W.array().colwise() * c.col(0).array()).matrix(),
+                                       W.cwiseProduct(a).rowwise().sum()};
+            });
+        expectOp(
+            "addRow", {a, row}, [](const auto& v) { return ad::addRow(v[0], v[1]); },
+            (a.array().rowwise() + row.row(0).array()).matrix(),
+            [&](const Mf& W) {
+                return std::vector<Mf>{W, W.colwise().sum()};
+            });
+        expectOp(
+            "mulRow", {a, row}, [](const auto& v) { return ad::mulRow(v[0], v[1]); },
+            (a.array().rowwise() * row.row(0).array()).matrix(),
+            [&](const Mf& W) {
+                return std::vector<Mf>{(W.array().rowwise() * row.row(0).array()).matrix(),
+                                       W.cwiseProduct(a).colwise().sum()};
+            });
+
+        const Md A = a.cast<double>(), B = b.cast<double>(), C = c.cast<double>(), R = row.cast<double>();
+        checkOp("rows", {B}, [r](const Args& v) { return ad::rows(v[0], 2, r); });
+        checkOp("vstack", {A, R}, [](const Args& v) { return ad::vstack({v[0], v[1], v[0]}); });
+        checkOp("colSum", {A}, [](const Args& v) { return ad::colSum(v[0]); });
+        checkOp("rowSum", {A}, [](const Args& v) { return ad::rowSum(v[0]); });
+        checkOp("mulCol", {A, C}, [](const Args& v) { return ad::mulCol(v[0], v[1]); });
+        checkOp("mulRow", {A, R}, [](const Args& v) { return ad::mulRow(v[0], v[1]); });
+        checkOp("addCol", {A, C}, [](const Args& v) { return ad::addCol(v[0], v[1]); });
+        checkOp("addRow", {A, R}, [](const Args& v) { return ad::addRow(v[0], v[1]); });
+    }
 }
 
 TEST(Autodiff, ClosedFormGradients) {
