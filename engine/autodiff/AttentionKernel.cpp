@@ -45,8 +45,9 @@ Implementation gKernel = pick();
 
 } // namespace
 
-bool supports(int f, int r) {
-    return (f == 3 || f == 4) && r >= 2 && r <= 5; // the shapes AttentionSimd.inc's withShape() compiles
+bool supports(int f, int r, bool keyBias) {
+    // the shapes AttentionSimd.inc's withShape() compiles
+    return (keyBias ? f == 1 || f == 2 : f == 3 || f == 4) && r >= 2 && r <= 5;
 }
 
 void forward(const Attention& a, int j0, int j1, float* out, float* stats, float* weights) {

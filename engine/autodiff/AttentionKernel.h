@@ -1,10 +1,14 @@
 // Flowscope engine: the float32 SIMD kernel of the tape's attention(q, k, v) (engine/autodiff/Tape.h).
 //
-// out_j = Σ_k w_jk v_k,  w_jk = exp(l_jk - m_j) / den_j,  l_jk = q_j · k_k,  m_j = max_k l_jk,
-// with key self + j left out of query j's softmax when self >= 0. Forward sweeps the keys twice per query
-// (max, then weights and sums) and keeps m_j and 1/den_j; backward recomputes each weight from them in one
-// sweep, or reads the N x N weights forward wrote when the caller keeps them (else they are not stored). With
-// ā_j = g_j · out_j and c_jk = w_jk (g_j · v_k - ā_j):
+// out_j = Σ_k w_jk v_k,  w_jk = exp(l_jk - m_j) / den_j,  l_jk = q_j · k_k (+ a_j + b_k),  m_j = max_k l_jk,
+// with key self + j left out of query j's softmax when self >= 0. With keyBias, key k's logits carry a bias
+// b_k and query j's a bias a_j (when queryBias is given), and the gradients have one more row each: Σ_k c_jk
+// for query j (a_j's gradient) and Σ_j c_jk for key k (b_k's). As features, [q; a; 1] and [k; 1; b], the
+// biases would cost two multiply-adds a pair more in each sweep and two gradient rows for constants
+// (docs/math/flows.md#biased-logits).
+// Forward sweeps the keys twice per query (max, then weights and sums) and keeps m_j and 1/den_j; backward
+// recomputes each weight from them in one sweep, or reads the N x N weights forward wrote when the caller
+// keeps them (else they are not stored). With ā_j = g_j · out_j and c_jk = w_jk (g_j · v_k - ā_j):
 //     dq_j = Σ_k c_jk k_k,   dk_k += Σ_j c_jk q_j,   dv_k += Σ_j w_jk g_j.
 // Keys and values are passed as structure-of-arrays (coordinate c of every key contiguous), padded with
 // zeros to a multiple of 8 keys; queries, outputs and gradients as Eigen stores them (column j: f or r
@@ -26,6 +30,9 @@ struct Attention {
     // Floats from one row of kt, vt, dkt, dvt (a column of weights) to the next: 0 (nkPadded), or a multiple
     // of kKeyBlock >= nkPadded.
     int rowStride = 0;
+    // kt has f + 1 rows, the last the keys' biases b_k; dq and dkt in backward f + 1 rows too (above).
+    bool keyBias = false;
+    const float* queryBias = nullptr; // with keyBias: a_j of query j, or null (0)
     int stride() const { return rowStride > 0 ? rowStride : nkPadded; } // 0: nkPadded
 };
 
@@ -44,8 +51,9 @@ constexpr int paddedStride(int nkPadded) {
     return nkPadded % 256 == 0 ? nkPadded + 2 * kKeyBlock : nkPadded;
 }
 
-// Whether the kernel handles these row counts (else the caller takes its Eigen path).
-bool supports(int f, int r);
+// Whether the kernel handles these row counts, f features (without the bias row) and r values, with or
+// without the keys' biases (else the caller takes its Eigen path).
+bool supports(int f, int r, bool keyBias = false);
 
 // Queries [j0, j1): out (r x nq, column-major) and stats (2 x nq: m_j, 1 / den_j). When `weights` is not
 // null, also each query's unnormalised weights e^{l_jk - m_j} (0 for a key it does not see) into its column
@@ -54,9 +62,9 @@ bool supports(int f, int r);
 void forward(const Attention& a, int j0, int j1, float* out, float* stats, float* weights = nullptr);
 
 // Queries [j0, j1), from the forward's out and stats and the output's gradient g (r x nq): adds dq's columns
-// j0..j1 (f x nq, when dq is not null) and their key and value gradients into dkt (f x nkPadded) and dvt
-// (r x nkPadded), rows stride() floats apart, each when not null. `weights`: the forward's, or null to
-// recompute them (the same floats either way).
+// j0..j1 (f x nq, or f + 1 with keyBias, when dq is not null) and their key and value gradients into dkt
+// (f or f + 1 x nkPadded) and dvt (r x nkPadded), rows stride() floats apart, each when not null. `weights`:
+// the forward's, or null to recompute them (the same floats either way).
 void backward(const Attention& a, int j0, int j1, const float* out, const float* stats, const float* g,
               float* dq, float* dkt, float* dvt, const float* weights = nullptr);
 

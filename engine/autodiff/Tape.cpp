@@ -511,6 +511,37 @@ template <class S> void attentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, No
     }
 }
 
+// biasedAttention's operands as attention's: the biases as two more features, [q; a; 1] and [k; 1; b]
+// (a = 0 without a query bias).
+template <class S> struct BiasFeatures {
+    Node<S> q, k; // value, needsGrad and, after attentionBackward, grad
+    BiasFeatures(const Node<S>& q0, const Node<S>* a, const Node<S>& k0, const Node<S>& b) {
+        const Index f = q0.val().rows();
+        q.value.resize(f + 2, q0.val().cols());
+        q.value.topRows(f) = q0.val();
+        q.value.row(f) = a ? a->val() : Matrix<S>::Zero(1, q0.val().cols());
+        q.value.row(f + 1).setOnes();
+        k.value.resize(f + 2, k0.val().cols());
+        k.value.topRows(f) = k0.val();
+        k.value.row(f).setOnes();
+        k.value.row(f + 1) = b.val();
+        q.needsGrad = q0.needsGrad || (a && a->needsGrad);
+        k.needsGrad = k0.needsGrad || b.needsGrad;
+    }
+};
+
+// biasedAttention's backward where the float kernel does not run: attention's, on BiasFeatures.
+template <class S>
+void biasedAttentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, Node<S>& v, Node<S>* a, Node<S>& b) {
+    BiasFeatures<S> x(q, a, k, b);
+    attentionBackward(n, x.q, x.k, v);
+    const Index f = q.val().rows();
+    if (q.needsGrad) accRows(q, x.q.grad, 0, f);
+    if (a && a->needsGrad) accRows(*a, x.q.grad, f, 1);
+    if (k.needsGrad) accRows(k, x.k.grad, 0, f);
+    if (b.needsGrad) accRows(b, x.k.grad, f + 1, 1);
+}
+
 // The float path of the shapes kernel::supports(): the SIMD kernel of AttentionKernel.h, which keeps m_j and
 // 1/den_j of each query in the node's aux (2 x N) so backward recomputes a weight with one exp, or, up to
 // kKeptWeights, the weights themselves as well. Keys and values are copied once per call into zero-padded
@@ -519,20 +550,32 @@ template <class S> void attentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, No
 struct KernelOperands {
     Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> kt, vt;
     kernel::Attention args;
-    KernelOperands(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, Index self) {
+    // keyBias: the keys' biases (1 x Nk), kt's last row, or null; queryBias: the queries' (1 x N) or null.
+    KernelOperands(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, Index self,
+                   const Matrix<float>* queryBias, const Matrix<float>* keyBias) {
         const int nk = int(K.cols()), nkPadded = kernel::paddedKeys(nk),
                   stride = kernel::paddedStride(nkPadded);
-        kt.setZero(K.rows(), stride);
-        kt.leftCols(nk) = K;
+        kt.setZero(K.rows() + (keyBias ? 1 : 0), stride);
+        kt.topLeftCorner(K.rows(), nk) = K;
+        if (keyBias) kt.row(K.rows()).head(nk) = *keyBias;
         vt.setZero(V.rows(), stride);
         vt.leftCols(nk) = V;
-        args = {int(K.rows()), int(V.rows()), nk,        nkPadded, kt.data(),
-                vt.data(),     Q.data(),      int(self), stride};
+        args = {int(K.rows()),
+                int(V.rows()),
+                nk,
+                nkPadded,
+                kt.data(),
+                vt.data(),
+                Q.data(),
+                int(self),
+                stride,
+                keyBias != nullptr,
+                queryBias ? queryBias->data() : nullptr};
     }
 };
 
-template <class S> bool useKernel(const Matrix<S>& K, const Matrix<S>& V) {
-    return std::is_same_v<S, float> && kernel::supports(int(K.rows()), int(V.rows()));
+template <class S> bool useKernel(const Matrix<S>& K, const Matrix<S>& V, bool keyBias) {
+    return std::is_same_v<S, float> && kernel::supports(int(K.rows()), int(V.rows()), keyBias);
 }
 
 // A node that will be differentiated keeps its weights (stride x N floats) for backward when there are at
@@ -542,10 +585,11 @@ template <class S> bool useKernel(const Matrix<S>& K, const Matrix<S>& V) {
 constexpr Index kKeptWeights = Index(1) << 21;
 
 // `keep(floats)`: whether the tape's budget takes this node's weights (Tape::reserveKept).
-void kernelForward(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V, Index self,
+void kernelForward(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<float>& V,
+                   const Matrix<float>* queryBias, const Matrix<float>* keyBias, Index self,
                    bool differentiated, const std::function<bool(Index)>& keepWeights, Matrix<float>& out,
                    Matrix<float>& aux) {
-    const KernelOperands ops(Q, K, V, self);
+    const KernelOperands ops(Q, K, V, self, queryBias, keyBias);
     const Index N = Q.cols(), stride = ops.args.stride();
     const bool keep = differentiated && stride * N <= kKeptWeights && keepWeights(stride * N);
     out.resize(V.rows(), N);
@@ -557,11 +601,21 @@ void kernelForward(const Matrix<float>& Q, const Matrix<float>& K, const Matrix<
     });
 }
 
-void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>& v) {
-    const KernelOperands ops(q.val(), k.val(), v.val(), n.start - 1);
-    const Index N = q.val().cols(), Nk = k.val().cols(), tiles = (N + kTile - 1) / kTile;
-    float* dq = q.needsGrad ? gradZeroed(q).data() : nullptr;
-    const bool wantK = k.needsGrad, wantV = v.needsGrad;
+// qb, kb: the queries' and keys' biases (biasedAttention), or null (kb null: no biases).
+void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>& v, Node<float>* qb,
+                    Node<float>* kb) {
+    const KernelOperands ops(q.val(), k.val(), v.val(), n.start - 1, qb ? &qb->val() : nullptr,
+                             kb ? &kb->val() : nullptr);
+    const Index f = q.val().rows(), N = q.val().cols(), Nk = k.val().cols(), tiles = (N + kTile - 1) / kTile;
+    // With biases the kernel writes f + 1 rows a query (the last the query bias's gradient): into a block of
+    // its own, split below.
+    const bool wantQb = qb && qb->needsGrad, wantKb = kb && kb->needsGrad;
+    Matrix<float> dqBiased;
+    if (kb && (q.needsGrad || wantQb)) dqBiased.setZero(f + 1, N);
+    float* dq = kb            ? (dqBiased.size() ? dqBiased.data() : nullptr)
+                : q.needsGrad ? gradZeroed(q).data()
+                              : nullptr;
+    const bool wantK = k.needsGrad || wantKb, wantV = v.needsGrad;
     // Inside a parallelFor (a part of a batch split over tapes, flows/BatchSplit.h) the slots would run one
     // after another on this thread: one slot then sums every tile in order, without the other fifteen's zero
     // fills, additions and their 16x larger working set.
@@ -593,8 +647,11 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
         if (wantK) dKt[0] += dKt[s];
         if (wantV) dVt[0] += dVt[s];
     }
-    if (wantK) acc(k, dKt[0].leftCols(Nk));
+    if (k.needsGrad) acc(k, dKt[0].topLeftCorner(f, Nk));
+    if (wantKb) acc(*kb, dKt[0].block(f, 0, 1, Nk));
     if (wantV) acc(v, dVt[0].leftCols(Nk));
+    if (kb && q.needsGrad) accRows(q, dqBiased, 0, f);
+    if (wantQb) accRows(*qb, dqBiased, f, 1);
     if (slots * (ops.kt.rows() + ops.vt.rows()) * ops.kt.cols() > kKeptSlotFloats) {
         dKt.clear();
         dVt.clear();
@@ -930,14 +987,22 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
         groupAttentionBackward(n, *A, *B, nodes_[n.parts[0]]);
         break;
 
-    case Op::Attention:
+    case Op::Attention: { // parts: v, then with biases a's index (-1: none) and b's
+        Node<S>& V = nodes_[n.parts[0]];
+        Node<S>* qb = n.parts.size() > 1 && n.parts[1] >= 0 ? &nodes_[n.parts[1]] : nullptr;
+        Node<S>* kb = n.parts.size() > 2 ? &nodes_[n.parts[2]] : nullptr;
         if constexpr (std::is_same_v<S, float>)
-            if (useKernel(B->val(), nodes_[n.parts[0]].val())) {
-                kernelBackward(n, *A, *B, nodes_[n.parts[0]]);
+            if (useKernel(B->val(), V.val(), kb != nullptr)) {
+                kernelBackward(n, *A, *B, V, qb, kb);
                 break;
             }
-        attentionBackward(n, *A, *B, nodes_[n.parts[0]]);
+        if (kb) {
+            biasedAttentionBackward(n, *A, *B, V, qb, *kb);
+        } else {
+            attentionBackward(n, *A, *B, V);
+        }
         break;
+    }
 
     case Op::GroupMean: {
         Matrix<S>& dA = gradZeroed(*A);
@@ -1286,12 +1351,25 @@ template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, 
     return y;
 }
 
-template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSelf, Index selfOffset) {
+namespace {
+
+// attention() and biasedAttention(): b null, or the keys' biases and a, when not null, the queries'.
+template <class S>
+Var<S> recordAttention(Var<S> q, Var<S> k, Var<S> v, const Var<S>* a, const Var<S>* b, bool excludeSelf,
+                       Index selfOffset) {
     Tape<S>& t = tapeOf(Op::Attention, q, k);
     tapeOf(Op::Attention, q, v);
     requireShape(q.rows() == k.rows() && k.cols() >= 1, Op::Attention, q, k,
                  "equal row counts and at least one key");
     requireShape(v.cols() == k.cols(), Op::Attention, k, v, "one value per key");
+    if (a) {
+        tapeOf(Op::Attention, q, *a);
+        requireShape(a->rows() == 1 && a->cols() == q.cols(), Op::Attention, q, *a, "a query bias 1 x N");
+    }
+    if (b) {
+        tapeOf(Op::Attention, q, *b);
+        requireShape(b->rows() == 1 && b->cols() == k.cols(), Op::Attention, k, *b, "a key bias 1 x Nk");
+    }
     if (excludeSelf && (selfOffset < 0 || selfOffset + q.cols() > k.cols() || k.cols() < 2))
         fail(Op::Attention, "excludeSelf needs the queries' own keys, columns " + std::to_string(selfOffset) +
                                 ".." + std::to_string(selfOffset + q.cols() - 1) +
@@ -1301,17 +1379,40 @@ template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSe
     Node<S>& node = t.node(y);
     node.parts.push_back(v.index);
     node.needsGrad = node.needsGrad || t.node(v).needsGrad;
+    if (b) {
+        node.parts.push_back(a ? a->index : -1);
+        node.parts.push_back(b->index);
+        node.needsGrad = node.needsGrad || (a && t.node(*a).needsGrad) || t.node(*b).needsGrad;
+    }
     const Index self = excludeSelf ? selfOffset : -1;
     node.start = self + 1;
     if constexpr (std::is_same_v<S, float>)
-        if (useKernel(k.value(), v.value())) {
+        if (useKernel(k.value(), v.value(), b != nullptr)) {
             kernelForward(
-                q.value(), k.value(), v.value(), self, node.needsGrad,
-                [&](Index floats) { return t.reserveKept(floats); }, node.value, node.aux);
+                q.value(), k.value(), v.value(), a ? &a->value() : nullptr, b ? &b->value() : nullptr, self,
+                node.needsGrad, [&](Index floats) { return t.reserveKept(floats); }, node.value, node.aux);
             return y;
         }
-    attentionForward(q.value(), k.value(), v.value(), self, node.value);
+    if (b) {
+        const BiasFeatures<S> x(t.node(q), a ? &t.node(*a) : nullptr, t.node(k), t.node(*b));
+        attentionForward(x.q.value, x.k.value, v.value(), self, node.value);
+    } else {
+        attentionForward(q.value(), k.value(), v.value(), self, node.value);
+    }
     return y;
+}
+
+} // namespace
+
+template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSelf, Index selfOffset) {
+    return recordAttention<S>(q, k, v, nullptr, nullptr, excludeSelf, selfOffset);
+}
+
+template <class S>
+Var<S> biasedAttention(Var<S> q, Var<S> k, Var<S> v, Var<S> queryBias, Var<S> keyBias, bool excludeSelf,
+                       Index selfOffset) {
+    return recordAttention<S>(q, k, v, queryBias.tape ? &queryBias : nullptr, &keyBias, excludeSelf,
+                              selfOffset);
 }
 
 template <class S> Var<S> groupMean(Var<S> a, Index n) {
@@ -1439,6 +1540,7 @@ template <class S> Var<S> hstack(const std::vector<Var<S>>& parts) {
     template Var<S> logSumExpRows(Var<S>);                                                                   \
     template Var<S> groupAttention(Var<S>, Var<S>, Var<S>, Index, S);                                        \
     template Var<S> attention(Var<S>, Var<S>, Var<S>, bool, Index);                                          \
+    template Var<S> biasedAttention(Var<S>, Var<S>, Var<S>, Var<S>, Var<S>, bool, Index);                    \
     template Var<S> groupMean(Var<S>, Index);                                                                \
     template Var<S> rows(Var<S>, Index, Index);                                                              \
     template Var<S> cols(Var<S>, Index, Index);                                                              \

@@ -251,6 +251,16 @@ template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, 
 // against 10.1 ms for the composed ops at N = Nk = 1024, 89 against 327 ms at 4096.
 template <class S>
 Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSelf = false, Index selfOffset = 0);
+// attention() with a bias on each query's logits, a (1 x N, or an empty Var: none), and on each key's, b
+// (1 x Nk):
+//     out_j = Σ_l softmax_l(q_j · k_l + a_j + b_l) v_l,
+// which is attention([q; a; 1], [k; 1; b], v) (the Eigen path computes it so). a changes no weight, but its
+// gradient, Σ_l of the logit gradients, is recorded. The float kernel adds a_j and b_l to q_j · k_l instead
+// of multiplying them by features 1, and computes no gradients for those 1s: forward and backward of an RWPO
+// sub-step's part, one thread, 0.63 -> 0.55 ms (docs/math/flows.md#biased-logits).
+template <class S>
+Var<S> biasedAttention(Var<S> q, Var<S> k, Var<S> v, Var<S> queryBias, Var<S> keyBias,
+                       bool excludeSelf = false, Index selfOffset = 0);
 // The mean of each group of n consecutive columns: rows x (cols / n) (mean pooling of token sets).
 template <class S> Var<S> groupMean(Var<S> a, Index n);
 

@@ -138,8 +138,6 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
     const ad::Matrix<S> active = (X.value().array().abs() > threshold.scalar()).template cast<S>().matrix();
     const Var<S> Xc2 = ad::square(Xc);
     const Var<S> Yc2 = ownKeys ? Xc2 : ad::square(Yc);
-    const Var<S> ones = tape.constant(ad::Matrix<S>::Ones(1, N)),
-                 keyOnes = tape.constant(ad::Matrix<S>::Ones(1, Nk));
     // Local kernels (corrected, separable), per coordinate: queries (β/(2h)) x̃ with the bias -β/(4h) x̃²,
     // keys ỹ with the bias -β/(4h) ỹ² + β/2 huber(y). The query's bias does not change the softmax, but
     // with it the logits are U itself, -β/(4h) |x - y|² + β/2 M(y), small where the weights live, rather
@@ -167,20 +165,22 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
         for (Index a = 0; a < d; ++a)
             for (Index b = a + 1; b < d; ++b) pairs.emplace_back(a, b);
     if (!separable) {
-        Var<S> Q, K;
+        // The logits as q_j . ỹ_k plus a bias of the query and one of the key (ad::biasedAttention).
+        Var<S> Q, queryLogitBias, keyLogitBias;
         if (asPrinted) { // (β/(2h)) (x - S(x)) . ỹ + (βλ/2) |S(y)|₁ (x-only terms dropped)
             const Var<S> Sy = ownKeys ? St : ad::softThreshold(Y, threshold);
-            Q = ad::vstack({ad::scale(ad::scale(ad::sub(X, St), beta), c2h), ones});
-            K = ad::vstack(
-                {Yc, ad::scale(ad::scale(ad::scale(ad::colSum(ad::abs(Sy)), lambda), beta), S(0.5))});
+            Q = ad::scale(ad::scale(ad::sub(X, St), beta), c2h);
+            keyLogitBias = ad::scale(ad::scale(ad::scale(ad::colSum(ad::abs(Sy)), lambda), beta), S(0.5));
         } else { // (β/(2h)) x̃ . ỹ - β/(4h) |x̃|² - β/(4h) |ỹ|² + β/2 M(y)
-            Q = ad::vstack({Qx, ad::colSum(queryBias), ones});
-            K = ad::vstack({Yc, keyOnes, ad::colSum(keyBias)});
+            Q = Qx;
+            queryLogitBias = ad::colSum(queryBias);
+            keyLogitBias = ad::colSum(keyBias);
         }
         // Every weighted moment in one attention: the values are [ỹ; ỹ²; ỹ_a ỹ_b for the pairs a < b].
         std::vector<Var<S>> features = {Yc, Yc2};
         for (const auto& [a, b] : pairs) features.push_back(ad::mul(ad::rows(Yc, a, 1), ad::rows(Yc, b, 1)));
-        const Var<S> moments = ad::attention(Q, K, ad::vstack(features), o.leaveOneOut, self);
+        const Var<S> moments = ad::biasedAttention(Q, Yc, ad::vstack(features), queryLogitBias, keyLogitBias,
+                                                   o.leaveOneOut, self);
         mean = ad::rows(moments, 0, d);
         var = ad::sub(ad::rows(moments, d, d), ad::square(mean));
         for (std::size_t k = 0; k < pairs.size(); ++k) {
@@ -193,9 +193,8 @@ RwpoOutputs<S> recordRwpo(ad::Tape<S>& tape, Var<S> X, Var<S> lambda, Var<S> bet
         for (Index i = 0; i < d; ++i) {
             const Var<S> yi = ad::rows(Yc, i, 1), yi2 = ad::rows(Yc2, i, 1);
             const Var<S> moments =
-                ad::attention(ad::vstack({ad::rows(Qx, i, 1), ad::rows(queryBias, i, 1), ones}),
-                              ad::vstack({yi, keyOnes, ad::rows(keyBias, i, 1)}), ad::vstack({yi, yi2}),
-                              o.leaveOneOut, self);
+                ad::biasedAttention(ad::rows(Qx, i, 1), yi, ad::vstack({yi, yi2}), ad::rows(queryBias, i, 1),
+                                    ad::rows(keyBias, i, 1), o.leaveOneOut, self);
             means.push_back(ad::rows(moments, 0, 1));
             vars.push_back(ad::sub(ad::rows(moments, 1, 1), ad::square(means.back())));
         }

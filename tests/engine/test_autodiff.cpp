@@ -458,6 +458,94 @@ TEST(Autodiff, FloatAttentionKernelMatchesTheDoublePath) {
     ad::kernel::selectIsa(initial.c_str());
 }
 
+// biasedAttention(q, k, v, a, b) is attention([q; a; 1], [k; 1; b], v): in float64 (the Eigen path) the same
+// floats, bit for bit, with a's and b's gradients the rows of the features'; against finite differences; and
+// the float kernel (each implementation here, with f = 1 and 2 features, the RWPO layer's) against float64,
+// with a query bias and without, keys that do and do not fill the 8-key blocks, own keys left out, the
+// queries one part of the keys. The kernel's backward from kept weights gives the recomputing one's floats.
+TEST(Autodiff, BiasedAttentionIsAttentionWithTheBiasesAsFeatures) {
+    struct Case {
+        Index f, r, n, nk;
+        bool queryBias, excludeSelf;
+        Index self = 0;
+    };
+    const std::vector<Case> cases = {{2, 5, 300, 300, true, true},  {2, 5, 37, 37, false, true},
+                                     {1, 2, 41, 41, true, true},    {2, 4, 1, 23, true, false},
+                                     {1, 3, 9, 23, true, true, 14}, {2, 5, 150, 301, true, true, 151},
+                                     {2, 5, 40, 256, true, false}};
+    for (const Case& c : cases) {
+        SCOPED_TRACE("f=" + std::to_string(c.f) + " r=" + std::to_string(c.r) + " n=" + std::to_string(c.n) +
+                     " nk=" + std::to_string(c.nk) + (c.queryBias ? " with a" : " without a") +
+                     (c.excludeSelf ? " leave-one-out from key " + std::to_string(c.self) : ""));
+        EXPECT_TRUE(ad::kernel::supports(int(c.f), int(c.r), true));
+        EXPECT_FALSE(ad::kernel::supports(int(c.f) + 2, int(c.r), true));
+        const Md q = randn(c.f, c.n, 140, 1.5), k = randn(c.f, c.nk, 141, 1.5), v = randn(c.r, c.nk, 142),
+                 a = c.queryBias ? randn(1, c.n, 143) : Md::Zero(1, c.n), b = randn(1, c.nk, 144);
+        const bool excl = c.excludeSelf;
+        const Index self = c.self;
+        auto biased = [&](const auto& x) {
+            using V = std::decay_t<decltype(x[0])>;
+            return ad::biasedAttention(x[0], x[1], x[2], c.queryBias ? x[3] : V{}, x[4], excl, self);
+        };
+        const std::vector<Md> in = {q, k, v, a, b};
+
+        // float64: the features' attention, bit for bit.
+        Md qx(c.f + 2, c.n), kx(c.f + 2, c.nk);
+        qx << q, a, Md::Ones(1, c.n);
+        kx << k, Md::Ones(1, c.nk), b;
+        ad::Tape<double> tb, tf;
+        std::vector<Vd> xb, xf;
+        for (const Md& m : in) xb.push_back(tb.input(m));
+        const Vd yb = biased(xb);
+        const Vd qv = tf.input(qx), kv = tf.input(kx), vv = tf.input(v);
+        const Vd yf = ad::attention(qv, kv, vv, excl, self);
+        EXPECT_EQ(yb.value(), yf.value());
+        const Md W = randn(c.r, c.n, 145);
+        tb.backward(ad::sum(ad::mul(yb, tb.constant(W))));
+        tf.backward(ad::sum(ad::mul(yf, tf.constant(W))));
+        EXPECT_EQ(tb.grad(xb[0]), tf.grad(qv).topRows(c.f));
+        EXPECT_EQ(tb.grad(xb[1]), tf.grad(kv).topRows(c.f));
+        EXPECT_EQ(tb.grad(xb[2]), tf.grad(vv));
+        if (c.queryBias) EXPECT_EQ(tb.grad(xb[3]), tf.grad(qv).row(c.f));
+        EXPECT_EQ(tb.grad(xb[4]), tf.grad(kv).row(c.f + 1));
+        if (c.n <= 41) checkOp("biasedAttention", in, [&](const Args& x) { return biased(x); });
+
+        // The float kernel against float64.
+        auto loss = [&](const auto& x) { return weighted(biased(x)); };
+        const auto gd = gradients<double>(loss, in);
+        const std::string initial = ad::kernel::isa();
+        for (const char* isa : {"avx512vl", "avx2-fma", "generic"}) {
+            if (!ad::kernel::selectIsa(isa)) continue;
+            SCOPED_TRACE(isa);
+            ad::Tape<float> t;
+            std::vector<ad::Var<float>> x;
+            for (const Md& m : in) x.push_back(t.input(m.cast<float>()));
+            const Md out = t.value(biased(x)).cast<double>();
+            EXPECT_LT((out - yb.value()).cwiseAbs().maxCoeff(),
+                      2e-6 * (1 + yb.value().cwiseAbs().maxCoeff()));
+            const auto gf = gradients<float>(loss, in);
+            for (int i = 0; i < 5; ++i) {
+                if (i == 3 && !c.queryBias) continue;
+                // a's gradient, Σ_l c_jl, is 0 exactly (a softmax does not see a): its float value is the
+                // rounding of a sum of logit gradients, the terms of b's gradient too.
+                const double scale = std::max(gd[i == 3 ? 4 : i].cwiseAbs().maxCoeff(), 1e-2);
+                EXPECT_LT((gf[i].cast<double>() - gd[i]).cwiseAbs().maxCoeff(), 1e-5 * scale)
+                    << "operand " << i;
+            }
+            // Backward recomputing the weights (the tape's budget for kept ones spent): the same floats.
+            ad::Tape<float> tr;
+            ASSERT_TRUE(tr.reserveKept(ad::Tape<float>::kKeptFloats));
+            std::vector<ad::Var<float>> xr;
+            for (const Md& m : in) xr.push_back(tr.input(m.cast<float>()));
+            tr.backward(loss(xr));
+            t.backward(loss(x));
+            for (int i = 0; i < 5; ++i)
+                if (i != 3 || c.queryBias) EXPECT_EQ(tr.grad(xr[i]), t.grad(x[i])) << "operand " << i;
+        }
+        ad::kernel::selectIsa(initial.c_str());
+    }
+}
+
 // The kept weights draw on one budget per recording (Tape::kKeptFloats, 64 MiB): a node past it recomputes
 // its weights (the same floats, FloatAttentionKernelKeptWeightsAreTheRecomputedOnes), and clear() refills it.
 TEST(Autodiff, KeptAttentionWeightsHaveOneBudgetPerRecording) {
