@@ -144,12 +144,15 @@ template <class S> Matrix<S>& gradZeroed(Node<S>& n) {
 // loop of one to three floats with its set-up at every column. The loops below keep the row count a
 // compile-time constant up to kFewRows. On 1024 columns: rows 2..3 of a 5-row matrix copy in 0.19 µs
 // instead of 2.8, a 4-row vstack of three parts in 1.1 instead of 8.0, a 2-row colSum in 0.13 instead of
-// 5.3 (docs/math/flows.md#training-speed). Copies are exact, and a column's sum adds its rows in Eigen's
-// order (Eigen's column reductions are sequential below a packet's four floats), so the floats are Eigen's.
+// 5.3 (docs/math/flows.md#few-rows). Copies and broadcasts are exact. A column's sum is Eigen's floats only
+// where Eigen adds the column's rows in order, row 0 first: below its packet's size (four floats, two
+// doubles in this baseline-ISA build; a longer column starts with the packets its alignment allows), so
+// columnSums() loops only there.
 constexpr Index kFewRows = 4;
 
 // fn(R) with R the row count: a std::integral_constant up to kFewRows, else the Index itself.
 template <class Fn> void withRowCount(Index rows, Fn&& fn) {
+    static_assert(kFewRows == 4, "the cases below");
     switch (rows) {
     case 1:
         return fn(std::integral_constant<Index, 1>{});
@@ -158,7 +161,7 @@ template <class Fn> void withRowCount(Index rows, Fn&& fn) {
     case 3:
         return fn(std::integral_constant<Index, 3>{});
     case 4:
-        return fn(std::integral_constant<Index, kFewRows>{});
+        return fn(std::integral_constant<Index, 4>{});
     default:
         return fn(rows);
     }
@@ -167,16 +170,16 @@ template <class Fn> void withRowCount(Index rows, Fn&& fn) {
 // Rows [dstRow, dstRow + count) of dst = (Add: +=) rows [srcRow, srcRow + count) of src, every column.
 template <bool Add, class S>
 void copyRows(Matrix<S>& dst, Index dstRow, const Matrix<S>& src, Index srcRow, Index count) {
-    S* d = dst.data() + dstRow;
-    const S* s = src.data() + srcRow;
+    S* const d = dst.data() + dstRow;
+    const S* const s = src.data() + srcRow;
     const Index ld = dst.rows(), ls = src.rows(), cols = src.cols();
     withRowCount(count, [&](auto rows) {
-        for (Index j = 0; j < cols; ++j, d += ld, s += ls)
+        for (Index j = 0; j < cols; ++j)
             for (Index i = 0; i < Index(rows); ++i) {
                 if constexpr (Add) {
-                    d[i] += s[i];
+                    d[j * ld + i] += s[j * ls + i];
                 } else {
-                    d[i] = s[i];
+                    d[j * ld + i] = s[j * ls + i];
                 }
             }
     });
@@ -194,7 +197,7 @@ template <class S> void accRows(Node<S>& n, const Matrix<S>& G, Index row, Index
 }
 
 // f(k, v(i)) (PerRow: v is rows x 1) or f(k, v(j)) (v is 1 x cols) for every element (i, j) of a rows x
-// cols matrix, k = i + j rows its offset.
+// cols matrix, k = i + j * rows the element's column-major offset.
 template <bool PerRow, class S, class F> void eachWithBroadcast(Index rows, Index cols, const S* v, F f) {
     withRowCount(rows, [&](auto r) {
         for (Index j = 0, k = 0; j < cols; ++j)
@@ -219,11 +222,12 @@ void accBroadcast(Node<S>& n, const Matrix<S>& g, const Matrix<S>* scale = nullp
     n.reached = true;
 }
 
-// The sum of each column of e (1 x cols), in Eigen's order: below kFewRows rows, row 0 first; else Eigen's.
+// The sum of each column of e (1 x cols), Eigen's floats: fewer rows than Eigen's packet (the section above)
+// row 0 first, else Eigen's own sum.
 template <class E> Matrix<typename E::Scalar> columnSums(const Eigen::MatrixBase<E>& e) {
     using S = typename E::Scalar;
     const Index rows = e.rows(), cols = e.cols();
-    if (rows >= kFewRows || rows == 0) return e.colwise().sum();
+    if (rows >= Index(Eigen::internal::packet_traits<S>::size) || rows == 0) return e.colwise().sum();
     Matrix<S> sums(1, cols);
     withRowCount(rows, [&](auto r) {
         for (Index j = 0; j < cols; ++j) {
@@ -274,7 +278,7 @@ template <class S, class F> Var<S> broadcast(Op op, Var<S> a, Var<S> v, bool col
         value.resize(a.rows(), a.cols());
         S* out = value.data();
         const S* x = a.value().data();
-        const bool product = op == Op::MulCol || op == Op::MulRow;
+        const bool product = op == Op::MulCol || op == Op::MulRow; // else AddCol or AddRow
         const auto each = [&](Index k, S c) { out[k] = product ? x[k] * c : x[k] + c; };
         if (column) {
             eachWithBroadcast<true>(a.rows(), a.cols(), v.value().data(), each);
@@ -511,20 +515,22 @@ template <class S> void attentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, No
     }
 }
 
-// biasedAttention's operands as attention's: the biases as two more features, [q; a; 1] and [k; 1; b]
-// (a = 0 without a query bias).
+// biasedAttention's operands as attention's: the biases as features, [q; a; 1] and [k; 1; b], or [q; 1] and
+// [k; b] without a query bias.
 template <class S> struct BiasFeatures {
-    Node<S> q, k; // value, needsGrad and, after attentionBackward, grad
+    Node<S> q, k;     // value, needsGrad and, after attentionBackward, grad
+    Index keyBiasRow; // b's row of k
     BiasFeatures(const Node<S>& q0, const Node<S>* a, const Node<S>& k0, const Node<S>& b) {
-        const Index f = q0.val().rows();
-        q.value.resize(f + 2, q0.val().cols());
+        const Index f = q0.val().rows(), extra = a ? 2 : 1;
+        keyBiasRow = f + extra - 1;
+        q.value.resize(f + extra, q0.val().cols());
         q.value.topRows(f) = q0.val();
-        q.value.row(f) = a ? a->val() : Matrix<S>::Zero(1, q0.val().cols());
-        q.value.row(f + 1).setOnes();
-        k.value.resize(f + 2, k0.val().cols());
+        if (a) q.value.row(f) = a->val();
+        q.value.bottomRows(1).setOnes();
+        k.value.resize(f + extra, k0.val().cols());
         k.value.topRows(f) = k0.val();
-        k.value.row(f).setOnes();
-        k.value.row(f + 1) = b.val();
+        if (a) k.value.row(f).setOnes();
+        k.value.bottomRows(1) = b.val();
         q.needsGrad = q0.needsGrad || (a && a->needsGrad);
         k.needsGrad = k0.needsGrad || b.needsGrad;
     }
@@ -536,10 +542,10 @@ void biasedAttentionBackward(Node<S>& n, Node<S>& q, Node<S>& k, Node<S>& v, Nod
     BiasFeatures<S> x(q, a, k, b);
     attentionBackward(n, x.q, x.k, v);
     const Index f = q.val().rows();
-    if (q.needsGrad) accRows(q, x.q.grad, 0, f);
-    if (a && a->needsGrad) accRows(*a, x.q.grad, f, 1);
-    if (k.needsGrad) accRows(k, x.k.grad, 0, f);
-    if (b.needsGrad) accRows(b, x.k.grad, f + 1, 1);
+    if (x.q.reached && q.needsGrad) accRows(q, x.q.grad, 0, f);
+    if (x.q.reached && a && a->needsGrad) accRows(*a, x.q.grad, f, 1);
+    if (x.k.reached && k.needsGrad) accRows(k, x.k.grad, 0, f);
+    if (x.k.reached && b.needsGrad) accRows(b, x.k.grad, x.keyBiasRow, 1);
 }
 
 // The float path of the shapes kernel::supports(): the SIMD kernel of AttentionKernel.h, which keeps m_j and
@@ -607,6 +613,7 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
     const KernelOperands ops(q.val(), k.val(), v.val(), n.start - 1, qb ? &qb->val() : nullptr,
                              kb ? &kb->val() : nullptr);
     const Index f = q.val().rows(), N = q.val().cols(), Nk = k.val().cols(), tiles = (N + kTile - 1) / kTile;
+    if (N == 0) return; // no query: no gradient reaches any operand
     // With biases the kernel writes f + 1 rows a query (the last the query bias's gradient): into a block of
     // its own, split below.
     const bool wantQb = qb && qb->needsGrad, wantKb = kb && kb->needsGrad;
@@ -623,7 +630,8 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
     const float* weights = n.aux.cols() > N ? n.aux.data() + 2 * N : nullptr; // kept by kernelForward
     using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     // The slots' sums are buffers of the calling thread, kept from call to call while they are small: made
-    // afresh, their 16 x (f + r) x stride floats (599 KB in an RWPO sub-step at batch 1024) went back to
+    // afresh, their 16 x (f + r) x stride floats (f + 1 + r with biases; 599 KB in an RWPO sub-step at batch
+    // 1024 before biasedAttention) went back to
     // the system at every call and came back as page faults and zero fills
     // (docs/math/flows.md#training-speed). The lambda below runs on other threads too: it reaches the
     // buffers through these references (by name it would find its own thread's).
@@ -928,10 +936,18 @@ template <class S> void Tape<S>::backwardNode(Node<S>& n) {
         acc(*A, Matrix<S>::Constant(A->val().rows(), A->val().cols(), g / S(A->val().size())));
         break;
     case Op::ColSum:
-        accBroadcast<false>(*A, G);
+        if (A->val().rows() <= kFewRows) {
+            accBroadcast<false>(*A, G);
+        } else {
+            acc(*A, G.replicate(A->val().rows(), 1));
+        }
         break;
     case Op::RowSum:
-        accBroadcast<true>(*A, G);
+        if (A->val().rows() <= kFewRows) {
+            accBroadcast<true>(*A, G);
+        } else {
+            acc(*A, G.replicate(1, A->val().cols()));
+        }
         break;
     case Op::SumSquares:
         acc(*A, (S(2) * g) * A->val());
@@ -1411,6 +1427,7 @@ template <class S> Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSe
 template <class S>
 Var<S> biasedAttention(Var<S> q, Var<S> k, Var<S> v, Var<S> queryBias, Var<S> keyBias, bool excludeSelf,
                        Index selfOffset) {
+    if (!keyBias.tape) fail(Op::Attention, "biasedAttention needs the keys' biases, a 1 x Nk Var");
     return recordAttention<S>(q, k, v, queryBias.tape ? &queryBias : nullptr, &keyBias, excludeSelf,
                               selfOffset);
 }

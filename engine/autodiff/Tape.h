@@ -79,7 +79,8 @@ template <class S> struct Node {
                    // (2 x N), then, when it kept them for backward, its weights (Tape.cpp's kernelForward)
     const Matrix<S>* param = nullptr; // Parameter: the bound value...
     Matrix<S>* paramGrad = nullptr;   // ...and the storage backward() adds its gradient into
-    std::vector<int> parts;           // VStack, HStack: the operands, in order; (Group)Attention: v
+    std::vector<int> parts; // VStack, HStack: the operands, in order; GroupAttention: v; Attention: v, then
+                            // for biasedAttention the query bias (-1: none) and the key bias
 
     const Matrix<S>& val() const { return param ? *param : value; }
 };
@@ -252,9 +253,10 @@ template <class S> Var<S> groupAttention(Var<S> q, Var<S> k, Var<S> v, Index n, 
 template <class S>
 Var<S> attention(Var<S> q, Var<S> k, Var<S> v, bool excludeSelf = false, Index selfOffset = 0);
 // attention() with a bias on each query's logits, a (1 x N, or an empty Var: none), and on each key's, b
-// (1 x Nk):
+// (1 x Nk, required):
 //     out_j = Σ_l softmax_l(q_j · k_l + a_j + b_l) v_l,
-// which is attention([q; a; 1], [k; 1; b], v) (the Eigen path computes it so). a changes no weight, but its
+// which is attention([q; a; 1], [k; 1; b], v), or attention([q; 1], [k; b], v) without a (the Eigen path
+// computes it so; the float kernel takes 1 or 2 features and 2 to 5 values). a changes no weight, but its
 // gradient, Σ_l of the logit gradients, is recorded. The float kernel adds a_j and b_l to q_j · k_l instead
 // of multiplying them by features 1, and computes no gradients for those 1s: forward and backward of an RWPO
 // sub-step's part, one thread, 0.63 -> 0.55 ms (docs/math/flows.md#biased-logits).

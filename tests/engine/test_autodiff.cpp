@@ -458,27 +458,29 @@ TEST(Autodiff, FloatAttentionKernelMatchesTheDoublePath) {
     ad::kernel::selectIsa(initial.c_str());
 }
 
-// biasedAttention(q, k, v, a, b) is attention([q; a; 1], [k; 1; b], v): in float64 (the Eigen path) the same
-// floats, bit for bit, with a's and b's gradients the rows of the features'; against finite differences; and
-// the float kernel (each implementation here, with f = 1 and 2 features, the RWPO layer's) against float64,
-// with a query bias and without, keys that do and do not fill the 8-key blocks, own keys left out, the
-// queries one part of the keys. The kernel's backward from kept weights gives the recomputing one's floats.
+// biasedAttention(q, k, v, a, b) is attention([q; a; 1], [k; 1; b], v), or attention([q; 1], [k; b], v)
+// without a: in float64 (the Eigen path) the same floats, bit for bit, with a's and b's gradients the rows of
+// the features'; against finite differences; and in float (the kernel, each implementation here, for 1 and 2
+// features, the RWPO layer's; the Eigen path for shapes the kernel lacks) against float64, with a query bias
+// and without, keys that do and do not fill the 8-key blocks, own keys left out, the queries one part of the
+// keys. Backward from kept weights gives the recomputing one's floats, and operands that need no gradient
+// change none of the others'.
 TEST(Autodiff, BiasedAttentionIsAttentionWithTheBiasesAsFeatures) {
     struct Case {
         Index f, r, n, nk;
         bool queryBias, excludeSelf;
         Index self = 0;
     };
-    const std::vector<Case> cases = {{2, 5, 300, 300, true, true},  {2, 5, 37, 37, false, true},
-                                     {1, 2, 41, 41, true, true},    {2, 4, 1, 23, true, false},
-                                     {1, 3, 9, 23, true, true, 14}, {2, 5, 150, 301, true, true, 151},
-                                     {2, 5, 40, 256, true, false}};
+    const std::vector<Case> cases = {
+        {2, 5, 300, 300, true, true},   {2, 5, 37, 37, false, true},       {1, 2, 41, 41, true, true},
+        {1, 2, 41, 41, false, true},    {2, 4, 1, 23, true, false},        {1, 3, 9, 23, true, true, 14},
+        {1, 4, 9, 23, false, true, 14}, {2, 5, 150, 301, true, true, 151}, {2, 5, 40, 256, true, false},
+        {3, 2, 20, 29, true, true},     {2, 6, 20, 29, false, false}}; // the last two: no kernel
     for (const Case& c : cases) {
         SCOPED_TRACE("f=" + std::to_string(c.f) + " r=" + std::to_string(c.r) + " n=" + std::to_string(c.n) +
                      " nk=" + std::to_string(c.nk) + (c.queryBias ? " with a" : " without a") +
                      (c.excludeSelf ? " leave-one-out from key " + std::to_string(c.self) : ""));
-        EXPECT_TRUE(ad::kernel::supports(int(c.f), int(c.r), true));
-        EXPECT_FALSE(ad::kernel::supports(int(c.f) + 2, int(c.r), true));
+        EXPECT_EQ(ad::kernel::supports(int(c.f), int(c.r), true), c.f <= 2 && c.r <= 5);
         const Md q = randn(c.f, c.n, 140, 1.5), k = randn(c.f, c.nk, 141, 1.5), v = randn(c.r, c.nk, 142),
                  a = c.queryBias ? randn(1, c.n, 143) : Md::Zero(1, c.n), b = randn(1, c.nk, 144);
         const bool excl = c.excludeSelf;
@@ -488,13 +490,21 @@ TEST(Autodiff, BiasedAttentionIsAttentionWithTheBiasesAsFeatures) {
             return ad::biasedAttention(x[0], x[1], x[2], c.queryBias ? x[3] : V{}, x[4], excl, self);
         };
         const std::vector<Md> in = {q, k, v, a, b};
+        const int operands = 5;
+        auto used = [&](int i) { return i != 3 || c.queryBias; };
 
         // float64: the features' attention, bit for bit.
-        Md qx(c.f + 2, c.n), kx(c.f + 2, c.nk);
-        qx << q, a, Md::Ones(1, c.n);
-        kx << k, Md::Ones(1, c.nk), b;
+        const Index extra = c.queryBias ? 2 : 1;
+        Md qx(c.f + extra, c.n), kx(c.f + extra, c.nk);
+        if (c.queryBias) {
+            qx << q, a, Md::Ones(1, c.n);
+            kx << k, Md::Ones(1, c.nk), b;
+        } else {
+            qx << q, Md::Ones(1, c.n);
+            kx << k, b;
+        }
         ad::Tape<double> tb, tf;
-        std::vector<Vd> xb, xf;
+        std::vector<Vd> xb;
         for (const Md& m : in) xb.push_back(tb.input(m));
         const Vd yb = biased(xb);
         const Vd qv = tf.input(qx), kv = tf.input(kx), vv = tf.input(v);
@@ -507,12 +517,37 @@ TEST(Autodiff, BiasedAttentionIsAttentionWithTheBiasesAsFeatures) {
         EXPECT_EQ(tb.grad(xb[1]), tf.grad(kv).topRows(c.f));
         EXPECT_EQ(tb.grad(xb[2]), tf.grad(vv));
         if (c.queryBias) EXPECT_EQ(tb.grad(xb[3]), tf.grad(qv).row(c.f));
-        EXPECT_EQ(tb.grad(xb[4]), tf.grad(kv).row(c.f + 1));
+        EXPECT_EQ(tb.grad(xb[4]), tf.grad(kv).bottomRows(1));
         if (c.n <= 41) checkOp("biasedAttention", in, [&](const Args& x) { return biased(x); });
 
-        // The float kernel against float64.
+        // Only some operands need a gradient (the others constants): theirs are the floats they get when all
+        // do, in float64 and in float.
         auto loss = [&](const auto& x) { return weighted(biased(x)); };
+        auto partGradients = [&](auto zero, unsigned inputs) {
+            using S = decltype(zero);
+            ad::Tape<S> t;
+            std::vector<ad::Var<S>> x;
+            for (int i = 0; i < operands; ++i)
+                x.push_back(inputs >> i & 1 ? t.input(in[i].cast<S>()) : t.constant(in[i].cast<S>()));
+            t.backward(loss(x));
+            std::vector<ad::Matrix<S>> g(operands);
+            for (int i = 0; i < operands; ++i)
+                if (inputs >> i & 1) g[i] = t.grad(x[i]);
+            return g;
+        };
         const auto gd = gradients<double>(loss, in);
+        for (unsigned inputs : {0b11110u, 0b11101u, 0b11011u, 0b01000u, 0b10000u, 0b00111u}) {
+            SCOPED_TRACE("inputs " + std::to_string(inputs));
+            const auto pd = partGradients(0.0, inputs);
+            const auto pf = partGradients(0.0f, inputs), af = partGradients(0.0f, 0b11111u);
+            for (int i = 0; i < operands; ++i)
+                if (inputs >> i & 1 && used(i)) {
+                    EXPECT_EQ(pd[i], gd[i]) << "operand " << i;
+                    EXPECT_EQ(pf[i], af[i]) << "operand " << i;
+                }
+        }
+
+        // float against float64, in each implementation of the kernel.
         const std::string initial = ad::kernel::isa();
         for (const char* isa : {"avx512vl", "avx2-fma", "generic"}) {
             if (!ad::kernel::selectIsa(isa)) continue;
@@ -524,8 +559,8 @@ TEST(Autodiff, BiasedAttentionIsAttentionWithTheBiasesAsFeatures) {
             EXPECT_LT((out - yb.value()).cwiseAbs().maxCoeff(),
                       2e-6 * (1 + yb.value().cwiseAbs().maxCoeff()));
             const auto gf = gradients<float>(loss, in);
-            for (int i = 0; i < 5; ++i) {
-                if (i == 3 && !c.queryBias) continue;
+            for (int i = 0; i < operands; ++i) {
+                if (!used(i)) continue;
                 // a's gradient, Σ_l c_jl, is 0 exactly (a softmax does not see a): its float value is the
                 // rounding of a sum of logit gradients, the terms of b's gradient too.
                 const double scale = std::max(gd[i == 3 ? 4 : i].cwiseAbs().maxCoeff(), 1e-2);
@@ -539,11 +574,27 @@ TEST(Autodiff, BiasedAttentionIsAttentionWithTheBiasesAsFeatures) {
             for (const Md& m : in) xr.push_back(tr.input(m.cast<float>()));
             tr.backward(loss(xr));
             t.backward(loss(x));
-            for (int i = 0; i < 5; ++i)
-                if (i != 3 || c.queryBias) EXPECT_EQ(tr.grad(xr[i]), t.grad(x[i])) << "operand " << i;
+            for (int i = 0; i < operands; ++i)
+                if (used(i)) EXPECT_EQ(tr.grad(xr[i]), t.grad(x[i])) << "operand " << i;
         }
         ad::kernel::selectIsa(initial.c_str());
     }
+
+    // One node as the queries and the keys, another as both biases (tokens attending to each other, one
+    // feature): each gets both gradients. Finite differences in float64; float within 1e-5 of it.
+    const Md x = randn(1, 37, 150, 1.5), v = randn(3, 37, 151), s = randn(1, 37, 152);
+    auto shared = [](const auto& y) { return ad::biasedAttention(y[0], y[0], y[1], y[2], y[2], true, 0); };
+    checkOp("biasedAttention shared", {x, v, s}, [&](const Args& y) { return shared(y); });
+    auto sharedLoss = [&](const auto& y) { return weighted(shared(y)); };
+    const auto gd = gradients<double>(sharedLoss, {x, v, s});
+    const auto gf = gradients<float>(sharedLoss, {x, v, s});
+    for (int i = 0; i < 3; ++i)
+        EXPECT_LT((gf[i].cast<double>() - gd[i]).cwiseAbs().maxCoeff(), 1e-5 * gd[i].cwiseAbs().maxCoeff())
+            << "operand " << i;
+
+    ad::Tape<float> t;
+    const auto one = t.input(ad::Matrix<float>::Ones(1, 4));
+    EXPECT_THROW(ad::biasedAttention(one, one, one, one, ad::Var<float>{}), std::invalid_argument);
 }
 
 // The kept weights draw on one budget per recording (Tape::kKeptFloats, 64 MiB): a node past it recomputes
@@ -898,20 +949,31 @@ TEST(Autodiff, FewRowOpsGiveEigensFloats) {
         const Mf a = randn(r, n, 100 + r).cast<float>(), b = randn(r + 3, n, 110 + r).cast<float>(),
                  c = randn(r, 1, 120 + r).cast<float>(), row = randn(1, n, 130 + r).cast<float>();
         // One op's value (against `value`) and the gradients of sum(op o W) with respect to its operands
-        // (against `grads`, given W).
+        // (against `grads`, given W). Then again with sum(operand o W_k) added for every operand, recorded
+        // after the op, so that the op's backward adds into gradients already there: grads + W_k.
         auto expectOp = [&](const char* name, const std::vector<Mf>& in,
                             const std::function<Vf(const std::vector<Vf>&)>& op, const Mf& value,
                             const std::function<std::vector<Mf>(const Mf& W)>& grads) {
             SCOPED_TRACE(name);
-            ad::Tape<float> t;
-            std::vector<Vf> v;
-            for (const Mf& m : in) v.push_back(t.input(m));
-            const Vf y = op(v);
-            EXPECT_TRUE(y.value() == value);
-            const Mf W = randn(y.rows(), y.cols(), 777).cast<float>();
-            t.backward(ad::sum(ad::mul(y, t.constant(W))));
-            const std::vector<Mf> g = grads(W);
-            for (std::size_t k = 0; k < v.size(); ++k) EXPECT_TRUE(t.grad(v[k]) == g[k]) << "operand " << k;
+            for (bool later : {false, true}) {
+                ad::Tape<float> t;
+                std::vector<Vf> v;
+                for (const Mf& m : in) v.push_back(t.input(m));
+                const Vf y = op(v);
+                EXPECT_TRUE(y.value() == value);
+                const Mf W = randn(y.rows(), y.cols(), 777).cast<float>();
+                Vf loss = ad::sum(ad::mul(y, t.constant(W)));
+                std::vector<Mf> Wk;
+                for (std::size_t k = 0; later && k < v.size(); ++k) {
+                    Wk.push_back(randn(in[k].rows(), in[k].cols(), 780 + k).cast<float>());
+                    loss = ad::add(loss, ad::sum(ad::mul(v[k], t.constant(Wk[k]))));
+                }
+                t.backward(loss);
+                const std::vector<Mf> g = grads(W);
+                for (std::size_t k = 0; k < v.size(); ++k)
+                    EXPECT_TRUE(t.grad(v[k]) == (later ? Mf(Wk[k] + g[k]) : g[k]))
+                        << "operand " << k << later;
+            }
         };
         const auto zero = [](const Mf& m) { return Mf::Zero(m.rows(), m.cols()).eval(); };
 
@@ -922,16 +984,18 @@ TEST(Autodiff, FewRowOpsGiveEigensFloats) {
                 gb.middleRows(2, r) = W;
                 return std::vector<Mf>{gb};
             });
-        Mf stacked(2 * r + 1, n);
-        stacked << a, row, a;
+        // (A part twice, whose gradient adds two blocks, is in the float64 checks below: in float the sum's
+        // order would differ from this oracle's with the later uses.)
+        Mf stacked(r + 1 + r + 3, n);
+        stacked << a, row, b;
         expectOp(
-            "vstack", {a, row},
+            "vstack", {a, row, b},
             [](const auto& v) {
-                return ad::vstack({v[0], v[1], v[0]});
+                return ad::vstack({v[0], v[1], v[2]});
             },
             stacked,
             [&](const Mf& W) {
-                return std::vector<Mf>{W.topRows(r) + W.bottomRows(r), W.middleRows(r, 1)};
+                return std::vector<Mf>{W.topRows(r), W.middleRows(r, 1), W.bottomRows(r + 3)};
             });
         expectOp(
             "colSum", {a}, [](const auto& v) { return ad::colSum(v[0]); }, a.colwise().sum(),
@@ -975,7 +1039,29 @@ TEST(Autodiff, FewRowOpsGiveEigensFloats) {
         checkOp("mulRow", {A, R}, [](const Args& v) { return ad::mulRow(v[0], v[1]); });
         checkOp("addCol", {A, C}, [](const Args& v) { return ad::addCol(v[0], v[1]); });
         checkOp("addRow", {A, R}, [](const Args& v) { return ad::addRow(v[0], v[1]); });
+
+        // float64 sums a column in order only below Eigen's two-double packet: colSum and the row operand's
+        // gradient of addRow and mulRow are Eigen's doubles too (9 columns: odd ones start off a 16-byte
+        // boundary in a 3-row matrix).
+        const Md A9 = randn(r, 9, 160 + r), R9 = randn(1, 9, 170 + r), W9 = randn(r, 9, 180 + r);
+        ad::Tape<double> t;
+        const Vd av = t.input(A9), rv = t.input(R9);
+        EXPECT_EQ(ad::colSum(av).value(), A9.colwise().sum());
+        t.backward(ad::add(ad::sum(ad::mul(ad::addRow(av, rv), t.constant(W9))),
+                           ad::sum(ad::mul(ad::mulRow(av, rv), t.constant(W9)))));
+        EXPECT_EQ(t.grad(rv), Md(W9.colwise().sum() + W9.cwiseProduct(A9).colwise().sum()));
     }
+
+    // Matrices without columns: the same shapes as Eigen's, gradients of their shape.
+    ad::Tape<float> t;
+    const Vf e = t.input(Mf(3, 0)), c1 = t.input(Mf::Ones(3, 1));
+    const Vf y = ad::vstack({ad::rows(e, 1, 2), ad::colSum(e), ad::mulCol(ad::addCol(e, c1), c1)});
+    EXPECT_EQ(y.rows(), 6);
+    EXPECT_EQ(y.cols(), 0);
+    t.backward(ad::add(ad::sum(y), ad::sum(c1)));
+    EXPECT_EQ(t.grad(e).rows(), 3);
+    EXPECT_EQ(t.grad(e).cols(), 0);
+    EXPECT_EQ(t.grad(c1), Mf::Ones(3, 1));
 }
 
 TEST(Autodiff, ClosedFormGradients) {
