@@ -142,9 +142,10 @@ std::vector<int> FlowsPicture::shownPlots() const {
 QString FlowsPicture::plotNote() const {
     if (!shown_ || shown_->trainers.empty() || lambdaTrained(*shown_)) return {};
     const FlowTrainerState* t = rwpoTrainer(*shown_);
-    if (!t) return tr("λ (L1 prior weight): not used without the RWPO layer");
+    // What matters first, for a narrow column that elides the rest.
+    if (!t) return tr("λ: not used without the RWPO layer (L1 prior weight)");
     const double lambda = !t->history.empty() ? t->history.back().lambda : t->config->flow.lambda0;
-    return tr("λ (L1 prior weight) = %1, fixed: not trained").arg(lambda, 0, 'g', 3);
+    return tr("λ = %1, fixed (not trained; the L1 prior weight)").arg(lambda, 0, 'g', 3);
 }
 
 const char* FlowsPicture::pictureKey(std::size_t k) const {
