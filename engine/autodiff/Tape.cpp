@@ -618,10 +618,12 @@ void kernelBackward(Node<float>& n, Node<float>& q, Node<float>& k, Node<float>&
     // its own, split below.
     const bool wantQb = qb && qb->needsGrad, wantKb = kb && kb->needsGrad;
     Matrix<float> dqBiased;
-    if (kb && (q.needsGrad || wantQb)) dqBiased.setZero(f + 1, N);
-    float* dq = kb            ? (dqBiased.size() ? dqBiased.data() : nullptr)
-                : q.needsGrad ? gradZeroed(q).data()
-                              : nullptr;
+    float* dq = nullptr;
+    if (kb && (q.needsGrad || wantQb)) {
+        dq = dqBiased.setZero(f + 1, N).data();
+    } else if (!kb && q.needsGrad) {
+        dq = gradZeroed(q).data();
+    }
     const bool wantK = k.needsGrad || wantKb, wantV = v.needsGrad;
     // Inside a parallelFor (a part of a batch split over tapes, flows/BatchSplit.h) the slots would run one
     // after another on this thread: one slot then sums every tile in order, without the other fifteen's zero
